@@ -1,0 +1,1 @@
+"""Executors: the same forward three ways (eager, tape, cudagraph); one interface."""

@@ -1,0 +1,1 @@
+"""Scenarios: the Case type (the input language) and hypothesis strategies that build valid Cases."""

@@ -1,0 +1,237 @@
+"""The Case: swafuzz's input language. Plain data, JSON-serialisable, no tensors.
+
+A Case is a pool configuration, a graph/speculative configuration, a payload seed and a list of
+steps. Everything else (slot ids, mapping contents, payload bytes, expected pool bytes) is derived
+from it deterministically, so a Case is its own repro bundle on any machine.
+
+Semantics (the contract both ``targets/`` and ``oracles/`` implement, independently)
+===================================================================================
+
+Pool (``PoolConfig``)
+---------------------
+* ``page_size`` P: a power of two, 1..256.
+* Full allocator pages ``1..full_pages``; SWA allocator pages ``1..swa_pages``. Page 0 of each is
+  the dummy page and is never handed out. Full slot ids are ``page*P + offset``.
+* Mapping ``M``: int64, length ``full_pages*P + P + 1``; ``M[f] = 0`` means unmapped; the last
+  element is the sentinel ``-1``.
+* SWA KV buffers: one per layer, ``[swa_pages + 1, P, row_width]`` of ``row_dtype``; ``layers``
+  target layers and ``draft_layers`` draft layers (the draft model's pool: separate tensors,
+  the same mapping ``M`` and the same SWA slot ids).
+* Before the first step every SWA buffer byte is the poison byte ``0x5A`` (:data:`POISON_BYTE`).
+
+Allocation policy (deterministic; both sides must follow it exactly)
+--------------------------------------------------------------------
+* Each allocator keeps a set of free pages and always hands out the **lowest-numbered** free page.
+  Freed pages go back to the set.
+* A request ``rid`` owns an ordered token list ``tokens[rid]`` of full slot ids (position p is
+  ``tokens[rid][p]``) and an SWA eviction frontier ``evicted[rid]`` (starts at 0).
+* Appending ``n`` tokens to a request ("extend by n"): for each new position p in order: if
+  ``p % P != 0`` the token goes to the next offset of the request's last page (full side and SWA
+  side alike); else a fresh full page and a fresh SWA page are taken (lowest free) and the token
+  sits at offset 0 of each. So ``full % P == swa % P`` always, and ``M[full] = swa``.
+  A whole step's allocation is checked first (pages needed on both sides); scenarios only
+  generate steps that fit.
+* ``free_swa(full_slots)``: the SWA pages ``{M[f] // P for f in full_slots if M[f] > 0}`` are
+  released and ``M[f] = 0`` for every f. Pages belong to one request each and callers free
+  page-complete ranges (eviction frontiers are page multiples), so no live slot loses its page.
+* Releasing a request's full pages: ``{f // P for f in tokens[rid]}`` go back to the free set.
+
+Steps (``Step.op``; fields not listed must be absent or default)
+----------------------------------------------------------------
+A *forward* writes one row of ``row_width`` elements per query-token row into every layer of one
+pool (``target`` pool for admit/decode/verify/idle/dp_decode; ``draft`` pool for draft_extend and
+draft_decode). Row r of a forward with real rows ``locs[0..n_real)`` must land at SWA slot
+``M[locs[r]]`` (M as of that forward, after the step's allocation). Rows ``r >= n_real`` are
+padding: their full location is 0, so they land in SWA slot 0 (dummy page). ``exec`` is
+``"eager"`` (no graph: rows = n_real, except dp_decode, see there) or ``"graph"`` (the decode /
+verify / draft-extend runner: captured buckets, rows = bucket rows, padded).
+
+* ``admit(rid, length)``: new request ``rid`` with ``length >= 1`` tokens: extend by ``length``;
+  then an eager EXTEND forward over those tokens (rows = length, target pool). Always eager.
+* ``decode(rids, exec)``: extend each request by 1, in ``rids`` order; DECODE forward with
+  ``locs = [new slot of rid for rid in rids]`` (target pool). Graph bucket: smallest bucket
+  ``>= len(rids)``; rows = bucket.
+* ``verify(rids, exec)``: extend each request by ``num_draft_tokens`` (request by request, in
+  ``rids`` order); TARGET_VERIFY forward with ``locs`` = those new slots in that order (target
+  pool). Graph bucket over ``len(rids)``; rows = bucket * num_draft_tokens.
+* ``draft_extend(rids, accept, exec)``: no allocation. DRAFT_EXTEND_V2 forward on the draft
+  pool with ``locs`` = for each rid (in order) its last ``accept[i]`` tokens (1 <= accept[i] <=
+  num_draft_tokens, and <= the request's length). Graph: bucket over ``len(rids)``, rows =
+  bucket * num_draft_tokens; real rows are the first ``sum(accept)``, the rest padding.
+* ``draft_decode(rids, exec)`` (multi-step draft; needs topk >= 1 and num_steps >= 2): extend
+  each request by ``topk * num_steps`` (in ``rids`` order); the new tokens of request b, in
+  order, are ``loc[b, k, s]`` for k in range(topk), s in range(num_steps) (k-major). For each
+  step ``s < num_steps - 1`` a DECODE forward with speculative step id s writes the draft pool
+  with ``locs = [loc[b, k, s] for b for k]`` (bs * topk rows). The last step writes nothing.
+  Graph: bucket over ``len(rids)``, rows per step = bucket * topk, padding after the real rows.
+* ``idle(tokens, exec)``: an IDLE forward with ``tokens >= 1`` dummy rows, all locations 0
+  (target pool). Every row lands in the dummy page. Graph bucket: smallest ``>= tokens``.
+* ``dp_decode(rids, rank_tokens, exec)``: data-parallel attention. This rank's requests are
+  ``rids`` (possibly empty); the other ranks' token counts are ``rank_tokens`` (1..7 entries).
+  Extend each rid by 1; ``padded = max(len(rids), *rank_tokens)``. If rids is empty this rank
+  runs IDLE with ``padded`` dummy rows. Eager: metadata is built on the unpadded batch, then
+  ``out_cache_loc`` is rebound to a new tensor padded with 0 to ``padded`` rows, and the stores
+  write ``padded`` rows. Graph: bucket = smallest ``>= padded``; rows = bucket.
+* ``evict(rid)``: window eviction: ``frontier = max(evicted[rid], len(tokens[rid]) - window)``
+  floored to a multiple of P; if it advanced, ``free_swa(tokens[rid][evicted:frontier])`` and
+  ``evicted[rid] = frontier``. No forward.
+* ``finish(rid)``: ``free_swa`` of all still-mapped tokens, then the request's full pages are
+  released; the request is gone. No forward.
+
+Payload
+-------
+The K rows of a forward are derived by :func:`scenarios.payload.rows_bytes` from
+``(payload_seed, step index, forward index within the step, pool, layer)``; padded rows carry
+bytes too (they land in the dummy page, which is never compared).
+
+Graph configuration (``GraphConfig``)
+-------------------------------------
+``buckets``: strictly increasing captured batch sizes (>= 1). ``topk`` (0 = no MTP),
+``num_steps`` (>= 1), ``num_draft_tokens`` (>= 1).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+CASE_VERSION = 1
+POISON_BYTE = 0x5A
+
+ROW_DTYPES = ("uint8", "bfloat16")
+ROW_ITEMSIZE = {"uint8": 1, "bfloat16": 2}
+EXECS = ("eager", "graph")
+OPS = (
+    "admit",
+    "decode",
+    "verify",
+    "draft_extend",
+    "draft_decode",
+    "idle",
+    "dp_decode",
+    "evict",
+    "finish",
+)
+FORWARD_OPS = ("admit", "decode", "verify", "draft_extend", "draft_decode", "idle", "dp_decode")
+
+
+class CaseError(ValueError):
+    """A malformed Case. The message names the field (a dotted path) and what is allowed."""
+
+    def __init__(self, path: str, message: str):
+        super().__init__(f"{path}: {message}")
+        self.path = path
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    page_size: int = 1
+    full_pages: int = 8
+    swa_pages: int = 8
+    window: int = 4
+    layers: int = 1
+    draft_layers: int = 1
+    row_width: int = 4
+    row_dtype: str = "uint8"
+
+    @property
+    def row_bytes(self) -> int:
+        return self.row_width * ROW_ITEMSIZE[self.row_dtype]
+
+    @property
+    def mapping_len(self) -> int:
+        return self.full_pages * self.page_size + self.page_size + 1
+
+    @property
+    def swa_slots(self) -> int:
+        """Slots per SWA layer buffer, dummy page included."""
+        return (self.swa_pages + 1) * self.page_size
+
+
+@dataclass(frozen=True)
+class GraphConfig:
+    buckets: tuple[int, ...] = (1, 2, 4, 8)
+    topk: int = 0
+    num_steps: int = 1
+    num_draft_tokens: int = 1
+
+    def bucket_for(self, n: int) -> int | None:
+        for b in self.buckets:
+            if b >= n:
+                return b
+        return None
+
+
+@dataclass(frozen=True)
+class Step:
+    op: str
+    rid: int | None = None
+    length: int | None = None
+    rids: tuple[int, ...] = ()
+    accept: tuple[int, ...] = ()
+    tokens: int | None = None
+    rank_tokens: tuple[int, ...] = ()
+    exec: str = "eager"
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"op": self.op}
+        for k in ("rid", "length", "tokens"):
+            v = getattr(self, k)
+            if v is not None:
+                d[k] = v
+        for k in ("rids", "accept", "rank_tokens"):
+            v = getattr(self, k)
+            if v:
+                d[k] = list(v)
+        if self.op in FORWARD_OPS and self.op != "admit":
+            d["exec"] = self.exec
+        if self.op == "dp_decode":
+            d["rids"] = list(self.rids)
+        return d
+
+
+@dataclass(frozen=True)
+class Case:
+    pool: PoolConfig = field(default_factory=PoolConfig)
+    graph: GraphConfig = field(default_factory=GraphConfig)
+    steps: tuple[Step, ...] = ()
+    payload_seed: int = 0
+    kind: str = "custom"  # the scenario kind that generated it (for reports/dedup only)
+
+    # ------------------------------------------------------------------ json
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": CASE_VERSION,
+            "kind": self.kind,
+            "pool": asdict(self.pool),
+            "graph": {**asdict(self.graph), "buckets": list(self.graph.buckets)},
+            "payload_seed": self.payload_seed,
+            "steps": [s.to_json() for s in self.steps],
+        }
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), sort_keys=True)
+
+    @staticmethod
+    def from_json(obj: Any) -> Case:
+        """Parse and validate; raises :class:`CaseError` naming the offending field."""
+        from scenarios.validate import parse_case
+
+        return parse_case(obj)
+
+    @staticmethod
+    def loads(text: str) -> Case:
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise CaseError("<bundle>", f"not valid JSON ({e})") from None
+        return Case.from_json(obj)
+
+    def summary(self) -> dict[str, int]:
+        rids = set()
+        for s in self.steps:
+            if s.rid is not None:
+                rids.add(s.rid)
+            rids.update(s.rids)
+        return {"requests": len(rids), "steps": len(self.steps)}

@@ -1,0 +1,71 @@
+"""The Observation: what a target did while running a Case. Plain data (ints, strings, bytes).
+
+Shapes
+------
+* ``Observation.forwards``: one :class:`ForwardObs` per forward of the Case, in execution order
+  (step index, then forward index within the step; multi-step draft decode has one forward per
+  speculative step that writes, i.e. ``num_steps - 1``).
+* ``ForwardObs.stores``: one :class:`StoreObs` per layer of the written pool, in layer order; the
+  resolved write locations exactly as handed to the store kernel (values and dtype name).
+* ``Observation.steps``: one :class:`StepObs` after every step: the mapping ``M`` (all of it, the
+  sentinel included), the free page lists of both allocators, the bytes of every SWA layer buffer
+  (``[swa_slots * row_bytes]`` each, dummy page included) and the redzone bytes around each.
+* ``Observation.error``: set when the target raised (e.g. a ContractError) or crashed; the run
+  stops at that step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class StoreObs:
+    layer: int
+    loc_dtype: str  # "int32", "int64", ...
+    locs: list[int]  # resolved SWA write locations, one per K row
+    rows: int  # K rows handed to the store (first dim of the rows tensor)
+
+
+@dataclass
+class ForwardObs:
+    step: int
+    fwd: int
+    pool: str  # "target" | "draft"
+    mode: str  # ForwardMode name of the batch as the backend saw it (after DP rewrites)
+    exec: str  # "eager" | "graph" (how it actually ran)
+    n_real: int
+    rows: int  # rows of the forward as run (bucket rows under a graph)
+    stores: list[StoreObs] = field(default_factory=list)
+    # Host values baked at graph capture for this forward's bucket, by name. Known names:
+    # "rows" -> [rows of the captured bucket]; "swa_out_cache_loc" -> a translation baked on the
+    # host (only buggy targets have it). Empty for eager forwards.
+    baked: dict[str, list[int]] = field(default_factory=dict)
+
+
+@dataclass
+class RedzoneObs:
+    canary: bytes  # the pattern the target filled both redzones with
+    before: bytes  # bytes just before the buffer, as observed
+    after: bytes  # bytes just after the buffer, as observed
+
+
+@dataclass
+class StepObs:
+    step: int
+    mapping: list[int]
+    free_full_pages: list[int]
+    free_swa_pages: list[int]
+    pools: dict[str, list[bytes]]  # "target"/"draft" -> per layer buffer bytes
+    redzones: dict[str, list[RedzoneObs]]
+    draft_mapping_is_target: bool = True  # draft pool's mapping is the allocator's tensor
+
+
+@dataclass
+class Observation:
+    target: str
+    impl: str
+    executor: str
+    forwards: list[ForwardObs] = field(default_factory=list)
+    steps: list[StepObs] = field(default_factory=list)
+    error: dict | None = None  # {"step": i, "type": name, "message": text}

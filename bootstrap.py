@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""One entry point that works on a fresh machine with only python3.
+
+    python3 bootstrap.py run [swafuzz run options]   # the main job: a default CPU campaign
+    python3 bootstrap.py test [pytest options]       # the test suite (the CI gate)
+    python3 bootstrap.py swafuzz <args>              # any swafuzz command
+
+The first call creates ``.venv`` next to this file and installs swafuzz into it (editable) with
+its pinned dependencies (torch==2.13.0, triton==3.6.0, numpy, hypothesis, pytest, pytest-xdist);
+later calls reuse it. Without a GPU, TRITON_INTERPRET=1 is set so Triton kernels run in the
+interpreter.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+VENV = os.path.join(ROOT, ".venv")
+PY = os.path.join(VENV, "bin", "python")
+STAMP = os.path.join(VENV, ".swafuzz-installed")
+
+
+def ensure_env() -> None:
+    pyproject = os.path.join(ROOT, "pyproject.toml")
+    if os.path.exists(STAMP) and os.path.getmtime(STAMP) >= os.path.getmtime(pyproject):
+        return
+    if not os.path.exists(PY):
+        print("bootstrap: creating .venv", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    print("bootstrap: installing swafuzz and its pinned dependencies into .venv", flush=True)
+    subprocess.check_call([PY, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                           "-e", ROOT + "[lint]"])
+    with open(STAMP, "w") as f:
+        f.write("ok\n")
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in ("run", "test", "swafuzz"):
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    ensure_env()
+    env = dict(os.environ)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "run":
+        args = [PY, "-m", "harness", "run", *rest]
+    elif cmd == "swafuzz":
+        args = [PY, "-m", "harness", *rest]
+    else:
+        env.setdefault("CI", "1")
+        args = [PY, "-m", "pytest", "-q", "-n", "2", "-m", "not gpu and not nightly and not upstream",
+                *rest]
+    return subprocess.call(args, cwd=ROOT, env=env)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,320 @@
+"""Engine oracle: what running a Case must have done, computed in plain Python.
+
+Independent of the code under test: this module never imports ``targets/``, ``kernels/`` or
+torch. It re-implements the step semantics written in the docstring of :mod:`scenarios.case`
+(the contract) over Python ints, lists, sets and bytearrays:
+
+* a shadow allocator (free page sets handing out the lowest page first, per-request token lists
+  and SWA eviction frontiers) and the full->SWA mapping ``M`` as a list of ints of length
+  ``full_pages*P + P + 1`` with ``M[-1] == -1``;
+* the expected forwards (:class:`ForwardExp`): pool, mode, real rows, their full locations and
+  SWA write targets ``M[loc]`` (after the step's allocation), the row counts on the eager path and
+  under a captured graph bucket;
+* the shadow SWA pools (every byte starts at ``POISON_BYTE``; each real row's payload from
+  :func:`scenarios.payload.rows_bytes` is written at its target slot unless that slot is in the
+  dummy page 0, whose bytes are not meaningful);
+* the state after every step (:class:`StepExp`).
+
+:func:`expect` is also the reference answer to "is this Case valid": it raises
+:class:`CaseInfeasible` for a step the contract cannot run (unknown or repeated request ids, not
+enough free pages, no graph bucket, accept out of range, ...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from scenarios.case import EXECS, OPS, POISON_BYTE, Case, Step
+from scenarios.payload import rows_bytes
+
+try:  # the translation oracle (sentinel rules), when present
+    from oracles.translation import expected_translation
+except ImportError:  # pragma: no cover - same rule, written inline
+    def expected_translation(mapping: list[int], locs: list[int]) -> list[int]:
+        """``int32(mapping[loc])`` per loc; negative locs wrap as Python/torch indexing does."""
+        out = []
+        for i, loc in enumerate(locs):
+            if not -len(mapping) <= loc < len(mapping):
+                raise IndexError(f"locs[{i}] = {loc} outside mapping of length {len(mapping)}")
+            v = mapping[loc]
+            if not -(2**31) <= v < 2**31:
+                raise OverflowError(f"mapping[{loc}] = {v} does not fit int32")
+            out.append(v)
+        return out
+
+__all__ = [
+    "CaseInfeasible",
+    "Expectation",
+    "ForwardExp",
+    "OracleError",
+    "StepExp",
+    "expect",
+    "expected_translation",
+]
+
+_MODES = {
+    "admit": "EXTEND",
+    "decode": "DECODE",
+    "verify": "TARGET_VERIFY",
+    "draft_extend": "DRAFT_EXTEND_V2",
+    "draft_decode": "DECODE",
+    "idle": "IDLE",
+}
+
+
+class CaseInfeasible(ValueError):
+    """The contract cannot run step ``step`` (``-1``: the configuration); ``reason`` says why."""
+
+    def __init__(self, step: int, reason: str):
+        where = "config" if step < 0 else f"steps[{step}]"
+        super().__init__(f"{where}: infeasible: {reason}")
+        self.step = step
+        self.reason = reason
+
+
+class OracleError(RuntimeError):
+    """The oracle reached a state a valid Case cannot produce (a bug in the oracle or contract)."""
+
+
+@dataclass
+class ForwardExp:
+    """One expected forward. ``targets[r]`` / ``full_locs[r]`` are for real rows r < n_real."""
+
+    step: int
+    fwd: int
+    pool: str  # "target" | "draft"
+    mode: str  # ForwardMode name as the backend sees it
+    exec: str  # "eager" | "graph"
+    n_real: int
+    targets: list[int]  # expected SWA write slot per real row (= M[full_locs[r]])
+    full_locs: list[int]
+    rows_eager: int  # rows the eager path writes (padded count for dp_decode, tokens for idle)
+    rows_graph: int | None  # rows under a captured bucket; None if no bucket fits / no graph
+
+
+@dataclass
+class StepExp:
+    """State after step ``step``. ``pools[name][layer]``: all ``(swa_pages+1)*P*row_bytes`` bytes
+    of that SWA buffer; bytes of slots < P (dummy page) are poison and not meaningful."""
+
+    step: int
+    op: str
+    mapping: list[int]  # M, sentinel included
+    free_full_pages: list[int]  # sorted
+    free_swa_pages: list[int]  # sorted
+    requests: dict[int, tuple[list[int], int]]  # rid -> (full slots by position, evicted frontier)
+    pools: dict[str, list[bytearray]]
+
+
+@dataclass
+class Expectation:
+    forwards: list[ForwardExp] = field(default_factory=list)
+    steps: list[StepExp] = field(default_factory=list)
+
+
+class _Shadow:
+    """Shadow allocator, mapping and SWA pools for one Case."""
+
+    def __init__(self, case: Case):
+        cfg, g = case.pool, case.graph
+        p = cfg.page_size
+        if p < 1 or p > 256 or p & (p - 1):
+            raise CaseInfeasible(-1, f"pool.page_size = {p} is not a power of two in [1, 256]")
+        for name in ("full_pages", "swa_pages", "window", "layers", "draft_layers", "row_width"):
+            if getattr(cfg, name) < 1:
+                raise CaseInfeasible(-1, f"pool.{name} = {getattr(cfg, name)} must be >= 1")
+        if not g.buckets or any(b < 1 for b in g.buckets) or any(
+                a >= b for a, b in zip(g.buckets, g.buckets[1:])):
+            raise CaseInfeasible(-1, f"graph.buckets = {list(g.buckets)} must be strictly "
+                                     "increasing sizes >= 1")
+        if g.topk < 0 or g.num_steps < 1 or g.num_draft_tokens < 1:
+            raise CaseInfeasible(-1, "graph: need topk >= 0, num_steps >= 1, num_draft_tokens >= 1")
+        self.case, self.cfg, self.g, self.P = case, cfg, g, p
+        self.free_full = set(range(1, cfg.full_pages + 1))
+        self.free_swa = set(range(1, cfg.swa_pages + 1))
+        self.M = [0] * (cfg.full_pages * p + p) + [-1]
+        self.tokens: dict[int, list[int]] = {}
+        self.evicted: dict[int, int] = {}
+        self.ever: set[int] = set()
+        nbytes = cfg.swa_slots * cfg.row_bytes
+        self.pools = {
+            "target": [bytearray([POISON_BYTE]) * nbytes for _ in range(cfg.layers)],
+            "draft": [bytearray([POISON_BYTE]) * nbytes for _ in range(cfg.draft_layers)],
+        }
+        self.exp = Expectation()
+
+    # ------------------------------------------------------------------ allocator
+    def _live(self, i: int, rid: int) -> list[int]:
+        if rid not in self.tokens:
+            raise CaseInfeasible(i, f"request {rid} is not live (never admitted or finished)")
+        return self.tokens[rid]
+
+    def _check_alloc(self, i: int, plan: list[tuple[int, int]]) -> None:
+        """``plan``: (rid, n) in order. Checks pages on both sides and that each last page is
+        still mapped on the SWA side before anything is taken."""
+        need = 0
+        for rid, n in plan:
+            toks = self.tokens.get(rid, [])
+            ln = len(toks)
+            if ln % self.P and self.M[toks[-1]] <= 0:
+                raise CaseInfeasible(i, f"request {rid}: last page (position {ln - 1}, full slot "
+                                        f"{toks[-1]}) has no SWA page to extend")
+            need += sum(1 for q in range(ln, ln + n) if q % self.P == 0)
+        for side, free in (("full", self.free_full), ("swa", self.free_swa)):
+            if need > len(free):
+                raise CaseInfeasible(i, f"needs {need} fresh {side} pages, {len(free)} free")
+
+    def _extend(self, rid: int, n: int) -> list[int]:
+        toks = self.tokens[rid]
+        new = []
+        for _ in range(n):
+            q = len(toks)
+            if q % self.P:
+                full = toks[-1] + 1  # next offset of the last full page
+                swa = self.M[toks[-1]] + 1  # next offset of the last SWA page
+            else:
+                fp, sp = min(self.free_full), min(self.free_swa)
+                self.free_full.discard(fp)
+                self.free_swa.discard(sp)
+                full, swa = fp * self.P, sp * self.P
+            if self.M[full] != 0:
+                raise OracleError(f"fresh full slot {full} already mapped to {self.M[full]}")
+            self.M[full] = swa
+            toks.append(full)
+            new.append(full)
+        return new
+
+    def _free_swa(self, slots: list[int]) -> None:
+        for f in slots:
+            s = self.M[f]
+            if s > 0:
+                self.free_swa.add(s // self.P)
+            self.M[f] = 0
+
+    # ------------------------------------------------------------------ forwards
+    def _bucket(self, n: int) -> int | None:
+        return self.g.bucket_for(n)
+
+    def _forward(self, i: int, fwd: int, pool: str, mode: str, ex: str, locs: list[int],
+                 rows_eager: int, rows_graph: int | None) -> None:
+        if ex == "graph" and rows_graph is None:
+            raise CaseInfeasible(i, f"graph step: no captured bucket fits (buckets "
+                                    f"{list(self.g.buckets)})")
+        targets = expected_translation(self.M, locs)
+        seen: dict[int, int] = {}
+        for r, t in enumerate(targets):
+            if t >= self.P:
+                if t in seen:
+                    raise OracleError(f"step {i} fwd {fwd}: rows {seen[t]} and {r} both target "
+                                      f"SWA slot {t}")
+                seen[t] = r
+        n = len(locs)
+        rb = self.cfg.row_bytes
+        for layer, buf in enumerate(self.pools[pool]):
+            data = rows_bytes(self.case.payload_seed, i, fwd, pool, layer, n, rb)
+            for r, t in enumerate(targets):
+                if t >= self.P:
+                    buf[t * rb:(t + 1) * rb] = data[r * rb:(r + 1) * rb]
+        self.exp.forwards.append(ForwardExp(i, fwd, pool, mode, ex, n, list(targets), list(locs),
+                                            rows_eager, rows_graph))
+
+    # ------------------------------------------------------------------ steps
+    def run_step(self, i: int, s: Step) -> None:
+        if s.op not in OPS:
+            raise CaseInfeasible(i, f"unknown op {s.op!r}")
+        if s.exec not in EXECS or (s.op in ("admit", "evict", "finish") and s.exec != "eager"):
+            raise CaseInfeasible(i, f"exec {s.exec!r} not allowed for op {s.op}")
+        if len(set(s.rids)) != len(s.rids):
+            raise CaseInfeasible(i, f"rids {list(s.rids)} repeat a request")
+        if s.op in ("decode", "verify", "draft_extend", "draft_decode") and not s.rids:
+            raise CaseInfeasible(i, f"{s.op} needs at least one rid")
+        g, ex = self.g, s.exec
+        if s.op == "admit":
+            if s.rid is None or s.length is None or s.length < 1:
+                raise CaseInfeasible(i, "admit needs rid and length >= 1")
+            if s.rid in self.ever:
+                raise CaseInfeasible(i, f"request {s.rid} admitted twice")
+            self._check_alloc(i, [(s.rid, s.length)])
+            self.ever.add(s.rid)
+            self.tokens[s.rid], self.evicted[s.rid] = [], 0
+            locs = self._extend(s.rid, s.length)
+            self._forward(i, 0, "target", "EXTEND", "eager", locs, len(locs), None)
+        elif s.op in ("decode", "verify"):
+            per = 1 if s.op == "decode" else g.num_draft_tokens
+            for rid in s.rids:
+                self._live(i, rid)
+            self._check_alloc(i, [(rid, per) for rid in s.rids])
+            locs = [f for rid in s.rids for f in self._extend(rid, per)]
+            b = self._bucket(len(s.rids))
+            self._forward(i, 0, "target", _MODES[s.op], ex, locs, len(locs),
+                          None if b is None else b * per)
+        elif s.op == "draft_extend":
+            if len(s.accept) != len(s.rids):
+                raise CaseInfeasible(i, "accept needs one entry per rid")
+            locs = []
+            for rid, a in zip(s.rids, s.accept):
+                toks = self._live(i, rid)
+                if not 1 <= a <= min(g.num_draft_tokens, len(toks)):
+                    raise CaseInfeasible(i, f"accept {a} for request {rid} outside [1, "
+                                            f"min(num_draft_tokens={g.num_draft_tokens}, "
+                                            f"length={len(toks)})]")
+                locs += toks[len(toks) - a:]
+            b = self._bucket(len(s.rids))
+            self._forward(i, 0, "draft", "DRAFT_EXTEND_V2", ex, locs, len(locs),
+                          None if b is None else b * g.num_draft_tokens)
+        elif s.op == "draft_decode":
+            if g.topk < 1 or g.num_steps < 2:
+                raise CaseInfeasible(i, f"draft_decode needs topk >= 1 and num_steps >= 2 (got "
+                                        f"topk={g.topk}, num_steps={g.num_steps})")
+            for rid in s.rids:
+                self._live(i, rid)
+            k, ns = g.topk, g.num_steps
+            self._check_alloc(i, [(rid, k * ns) for rid in s.rids])
+            new = [self._extend(rid, k * ns) for rid in s.rids]  # new[b][kk*ns + st]
+            b = self._bucket(len(s.rids))
+            for st in range(ns - 1):
+                locs = [new[bi][kk * ns + st] for bi in range(len(s.rids)) for kk in range(k)]
+                self._forward(i, st, "draft", "DECODE", ex, locs, len(locs),
+                              None if b is None else b * k)
+        elif s.op == "idle":
+            if s.tokens is None or s.tokens < 1:
+                raise CaseInfeasible(i, "idle needs tokens >= 1")
+            self._forward(i, 0, "target", "IDLE", ex, [], s.tokens, self._bucket(s.tokens))
+        elif s.op == "dp_decode":
+            if not 1 <= len(s.rank_tokens) <= 7 or any(t < 0 for t in s.rank_tokens):
+                raise CaseInfeasible(i, "rank_tokens needs 1..7 counts >= 0")
+            padded = max(len(s.rids), *s.rank_tokens)
+            if padded < 1:
+                raise CaseInfeasible(i, "dp_decode with no rows on any rank")
+            for rid in s.rids:
+                self._live(i, rid)
+            self._check_alloc(i, [(rid, 1) for rid in s.rids])
+            locs = [self._extend(rid, 1)[0] for rid in s.rids]
+            mode = "DECODE" if s.rids else "IDLE"
+            self._forward(i, 0, "target", mode, ex, locs, padded, self._bucket(padded))
+        elif s.op == "evict":
+            toks = self._live(i, s.rid)
+            old = self.evicted[s.rid]
+            front = max(old, len(toks) - self.cfg.window) // self.P * self.P
+            if front > old:
+                self._free_swa(toks[old:front])
+                self.evicted[s.rid] = front
+        elif s.op == "finish":
+            toks = self._live(i, s.rid)
+            self._free_swa(toks[self.evicted[s.rid]:])
+            self.free_full |= {f // self.P for f in toks}
+            del self.tokens[s.rid], self.evicted[s.rid]
+        self.exp.steps.append(StepExp(
+            step=i, op=s.op, mapping=list(self.M), free_full_pages=sorted(self.free_full),
+            free_swa_pages=sorted(self.free_swa),
+            requests={r: (list(t), self.evicted[r]) for r, t in self.tokens.items()},
+            pools={k: [bytearray(b) for b in v] for k, v in self.pools.items()},
+        ))
+
+
+def expect(case: Case) -> Expectation:
+    """Run ``case`` on the shadow engine. Raises :class:`CaseInfeasible` for an invalid step."""
+    sh = _Shadow(case)
+    for i, s in enumerate(case.steps):
+        sh.run_step(i, s)
+    return sh.exp

@@ -1,0 +1,85 @@
+"""Case bundles: one JSON file per distinct finding, written atomically before the next case runs.
+
+A bundle holds the (shrunk) Case, the finding's signature and message, the target /
+implementation / executor it failed on, the versions of the stack, and the one-line repro
+command. ``swafuzz repro FILE`` replays it on any machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import tempfile
+from typing import Any
+
+BUNDLE_VERSION = 1
+
+
+def signature_filename(signature: str) -> str:
+    """A file-system-safe name for a signature like ``write_targets/decode/live``."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", signature).strip("_") or "finding"
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for mod in ("torch", "triton", "hypothesis"):
+        try:
+            out[mod] = __import__(mod).__version__
+        except Exception:  # noqa: BLE001 - a missing package is just not reported
+            pass
+    try:
+        import torch
+
+        out["device"] = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
+    except Exception:  # noqa: BLE001
+        pass
+    return out
+
+
+def atomic_write_text(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` so that readers never see a half-written file."""
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_bundle(out_dir: str, finding: dict[str, Any]) -> str:
+    """Write ``finding`` (must hold ``signature`` and ``case``) under ``out_dir/findings/``.
+
+    Returns the path. The ``command`` field is filled in with the repro command.
+    """
+    path = os.path.join(out_dir, "findings", signature_filename(finding["signature"]) + ".json")
+    bundle = {"bundle_version": BUNDLE_VERSION, "versions": versions(), **finding}
+    bundle["command"] = f"swafuzz repro {path}"
+    atomic_write_text(path, json.dumps(bundle, indent=1, sort_keys=True) + "\n")
+    return path
+
+
+def read_bundle(path: str) -> dict[str, Any]:
+    """Load a bundle; raises ``ValueError`` naming what is wrong (the caller exits 2)."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read bundle ({e.strerror})") from None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(obj, dict):
+        raise ValueError(f"{path}: a bundle must be a JSON object")
+    if "case" not in obj:
+        raise ValueError(f"{path}: field 'case' is required (the Case to replay)")
+    return obj

@@ -1,0 +1,220 @@
+"""Hypothesis strategies that build only valid Cases, one per scenario kind.
+
+Every strategy returns a :class:`scenarios.case.Case`. Draw order is chosen so that shrinking
+moves towards the smallest interesting Case: page size 1 (then 16, 64, 256), the fewest pages,
+one layer, one request, one step, graph execution before eager (graph bugs are the point), the
+smallest bucket list. Each kind's docstring says what it exercises and what it shrinks towards.
+
+Kinds (``SCENARIO_KINDS``): ``decode``, ``idle``, ``dp_padded``, ``draft_extend``,
+``target_verify``, ``multi_step_draft``, ``episode`` (a mix of all of them on the same captured
+graphs, with allocator churn and window eviction).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from hypothesis import strategies as st
+
+from scenarios.case import Case, GraphConfig, PoolConfig, Step
+from scenarios.planner import Planner
+
+PAGE_SIZES = (1, 16, 64, 256)
+BUCKET_SETS = ((1, 2, 4, 8), (1, 2, 3, 4), (2, 4), (1, 8), (4,), (1, 2, 4, 6, 8))
+EXECS = ("graph", "eager")
+
+
+@st.composite
+def pool_configs(draw, min_pages: int = 2) -> PoolConfig:
+    """Pool configs; shrink towards P=1, ``min_pages`` pages each side, window 1, one layer,
+    one-byte rows."""
+    p = draw(st.sampled_from(PAGE_SIZES))
+    return PoolConfig(
+        page_size=p,
+        full_pages=draw(st.integers(min_pages, 12)),
+        swa_pages=draw(st.integers(min_pages, 12)),
+        window=draw(st.integers(1, 3 * p + 2)),
+        layers=draw(st.integers(1, 2)),
+        draft_layers=draw(st.integers(1, 2)),
+        row_width=draw(st.sampled_from((1, 3, 8, 5))),
+        row_dtype=draw(st.sampled_from(("uint8", "bfloat16"))),
+    )
+
+
+@st.composite
+def graph_configs(draw, spec: bool = False, multi_step: bool = False) -> GraphConfig:
+    """Buckets (shrinks to ``(1, 2, 4, 8)``) and speculative settings (shrink to the smallest:
+    topk 1, 2 steps, 1 draft token)."""
+    buckets = draw(st.sampled_from(BUCKET_SETS))
+    topk = draw(st.integers(1, 2)) if multi_step else (draw(st.integers(0, 2)) if spec else 0)
+    steps = draw(st.integers(2, 3)) if multi_step else 1
+    ndt = draw(st.integers(1, 4)) if (spec or multi_step) else 1
+    return GraphConfig(buckets=buckets, topk=topk, num_steps=steps, num_draft_tokens=ndt)
+
+
+def _admit_some(draw, pl: Planner, min_reqs: int = 1) -> None:
+    """Admit 1..max_bs requests (shrinks to one request of length 1)."""
+    p = pl.pool.page_size
+    n = draw(st.integers(min_reqs, max(min_reqs, min(pl.max_bs, 4))))
+    for _ in range(n):
+        length = draw(st.integers(1, 2 * p + 1))
+        if pl.admit(length) is None:
+            break
+
+
+def _subset(draw, items: list[int], lo: int, hi: int) -> list[int]:
+    hi = min(hi, len(items))
+    if hi < lo:
+        return []
+    k = draw(st.integers(lo, hi))
+    chosen = draw(st.permutations(items))[:k] if k else []
+    return list(chosen)
+
+
+def _exec(draw) -> str:
+    return draw(st.sampled_from(EXECS))
+
+
+# --------------------------------------------------------------------------- actions
+def _act_decode(draw, pl: Planner) -> None:
+    rids = _subset(draw, pl.live(), 1, pl.max_bs)
+    if rids:
+        pl.forward_extend("decode", rids, 1, _exec(draw))
+
+
+def _act_verify(draw, pl: Planner) -> None:
+    rids = _subset(draw, pl.live(), 1, pl.max_bs)
+    if rids:
+        pl.forward_extend("verify", rids, pl.graph.num_draft_tokens, _exec(draw))
+
+
+def _act_draft_extend(draw, pl: Planner) -> None:
+    rids = _subset(draw, pl.live(), 1, pl.max_bs)
+    if not rids:
+        return
+    ndt = pl.graph.num_draft_tokens
+    accept = tuple(draw(st.integers(1, min(ndt, pl.reqs[r][0]))) for r in rids)
+    # every accepted token must still be SWA-mapped (inside the eviction frontier)
+    if any(pl.reqs[r][0] - a < pl.reqs[r][1] for r, a in zip(rids, accept)):
+        return
+    pl.steps.append(Step(op="draft_extend", rids=tuple(rids), accept=accept, exec=_exec(draw)))
+
+
+def _act_draft_decode(draw, pl: Planner) -> None:
+    rids = _subset(draw, pl.live(), 1, pl.max_bs)
+    if rids:
+        pl.forward_extend("draft_decode", rids, pl.graph.topk * pl.graph.num_steps, _exec(draw))
+
+
+def _act_idle(draw, pl: Planner) -> None:
+    pl.steps.append(Step(op="idle", tokens=draw(st.integers(1, pl.max_bs)), exec=_exec(draw)))
+
+
+def _act_dp(draw, pl: Planner) -> None:
+    rids = _subset(draw, pl.live(), 0, pl.max_bs)
+    others = draw(st.lists(st.integers(0, pl.max_bs), min_size=1, max_size=7))
+    if not rids and max(others) == 0:
+        others[0] = 1
+    if not pl.can_extend(rids, 1):
+        return
+    pl.forward_extend("dp_decode", rids, 1, _exec(draw), rank_tokens=tuple(others))
+
+
+def _act_evict(draw, pl: Planner) -> None:
+    if pl.live():
+        pl.evict(draw(st.sampled_from(pl.live())))
+
+
+def _act_churn(draw, pl: Planner) -> None:
+    """Finish a request and admit a new one (allocator churn)."""
+    if pl.live():
+        pl.finish(draw(st.sampled_from(pl.live())))
+    pl.admit(draw(st.integers(1, 2 * pl.pool.page_size + 1)))
+
+
+Action = Callable[..., None]
+
+
+def _episode(draw, pl: Planner, actions: list[Action], max_steps: int) -> None:
+    n = draw(st.integers(1, max_steps))
+    for _ in range(n):
+        if not pl.live():
+            _admit_some(draw, pl)
+            if not pl.live():
+                break
+        draw(st.sampled_from(actions))(draw, pl)
+
+
+def _case(pl: Planner, seed: int, kind: str) -> Case:
+    return Case(pool=pl.pool, graph=pl.graph, steps=tuple(pl.steps), payload_seed=seed, kind=kind)
+
+
+def _kind(kind: str, actions: list[Action], spec: bool = False, multi_step: bool = False,
+          max_steps: int = 10):
+    @st.composite
+    def strategy(draw) -> Case:
+        pool = draw(pool_configs())
+        graph = draw(graph_configs(spec=spec, multi_step=multi_step))
+        pl = Planner(pool, graph)
+        _admit_some(draw, pl)
+        _episode(draw, pl, actions, max_steps)
+        seed = draw(st.integers(0, 2**32 - 1))
+        return _case(pl, seed, kind)
+
+    return strategy
+
+
+def decode_cases():
+    """Decode forwards, raw bs below and at the bucket, with window eviction. Shrinks towards one
+    request, one graph decode step."""
+    return _kind("decode", [_act_decode, _act_decode, _act_evict])()
+
+
+def idle_cases():
+    """IDLE forwards (eager and graph) after real decode forwards left metadata behind. Shrinks
+    towards one decode then one IDLE."""
+    return _kind("idle", [_act_decode, _act_idle], spec=True)()
+
+
+def dp_padded_cases():
+    """DP attention: this rank's decode padded to the max over ranks (out_cache_loc rebound after
+    metadata init); empty ranks run IDLE. Shrinks towards one request and one other rank."""
+    return _kind("dp_padded", [_act_dp, _act_dp, _act_decode])()
+
+
+def draft_extend_cases():
+    """Target verify then draft-extend over accepted tokens (padding to the captured width).
+    Shrinks towards one request, one draft token."""
+    return _kind("draft_extend", [_act_verify, _act_draft_extend, _act_draft_extend],
+                 spec=True)()
+
+
+def target_verify_cases():
+    """TARGET_VERIFY forwards of num_draft_tokens per request. Shrinks towards one request, one
+    draft token, one step."""
+    return _kind("target_verify", [_act_verify, _act_evict], spec=True)()
+
+
+def multi_step_draft_cases():
+    """Multi-step draft decode over one bs*topk*steps location buffer (per-step slices). Shrinks
+    towards one request, topk 1, two steps."""
+    return _kind("multi_step_draft", [_act_draft_decode, _act_decode], multi_step=True)()
+
+
+def episode_cases():
+    """Everything on the same captured graphs: decode, verify, draft-extend, multi-step draft,
+    IDLE, DP padding, evictions and churn. Shrinks towards the shortest such sequence."""
+    acts = [_act_decode, _act_verify, _act_draft_extend, _act_draft_decode, _act_idle, _act_dp,
+            _act_evict, _act_churn]
+    return _kind("episode", acts, multi_step=True, max_steps=16)()
+
+
+SCENARIO_KINDS: dict[str, Callable[[], st.SearchStrategy[Case]]] = {
+    "decode": decode_cases,
+    "idle": idle_cases,
+    "dp_padded": dp_padded_cases,
+    "draft_extend": draft_extend_cases,
+    "target_verify": target_verify_cases,
+    "multi_step_draft": multi_step_draft_cases,
+    "episode": episode_cases,
+}

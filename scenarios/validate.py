@@ -1,0 +1,167 @@
+"""Parse and validate a Case from JSON-like data. Every error names the field and what is allowed.
+
+Structural checks only (types, ranges, known ops and fields). Whether a Case is feasible (enough
+pages, known request ids, a bucket for every graph step) is answered by the oracle
+(``oracles.engine.expect`` raises ``CaseInfeasible``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scenarios.case import (
+    CASE_VERSION,
+    EXECS,
+    OPS,
+    ROW_DTYPES,
+    Case,
+    CaseError,
+    GraphConfig,
+    PoolConfig,
+    Step,
+)
+
+MAX_PAGE_SIZE = 256
+MAX_ID = 2**31 - 1
+
+_STEP_FIELDS = {
+    "admit": {"rid", "length"},
+    "decode": {"rids", "exec"},
+    "verify": {"rids", "exec"},
+    "draft_extend": {"rids", "accept", "exec"},
+    "draft_decode": {"rids", "exec"},
+    "idle": {"tokens", "exec"},
+    "dp_decode": {"rids", "rank_tokens", "exec"},
+    "evict": {"rid"},
+    "finish": {"rid"},
+}
+
+
+def _int(obj: dict, key: str, path: str, lo: int, hi: int | None = None, default=None) -> int:
+    if key not in obj:
+        if default is not None:
+            return default
+        raise CaseError(f"{path}.{key}", "is required")
+    v = obj[key]
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise CaseError(f"{path}.{key}", f"must be an integer (got {v!r})")
+    if v < lo or (hi is not None and v > hi):
+        rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
+        raise CaseError(f"{path}.{key}", f"must be {rng} (got {v})")
+    return v
+
+
+def _int_list(obj: dict, key: str, path: str, lo: int, hi: int | None = None) -> tuple[int, ...]:
+    v = obj.get(key, [])
+    if not isinstance(v, list):
+        raise CaseError(f"{path}.{key}", f"must be a list of integers (got {v!r})")
+    out = []
+    for i, x in enumerate(v):
+        out.append(_int({"x": x}, "x", f"{path}.{key}[{i}]", lo, hi))
+    return tuple(out)
+
+
+def _dict(obj: Any, path: str, allowed: set[str]) -> dict:
+    if not isinstance(obj, dict):
+        raise CaseError(path, f"must be an object (got {type(obj).__name__})")
+    extra = set(obj) - allowed
+    if extra:
+        raise CaseError(
+            f"{path}.{sorted(extra)[0]}", f"unknown field; allowed: {', '.join(sorted(allowed))}"
+        )
+    return obj
+
+
+def parse_pool(obj: Any) -> PoolConfig:
+    d = _dict(obj, "pool", set(PoolConfig.__dataclass_fields__))
+    p = _int(d, "page_size", "pool", 1, MAX_PAGE_SIZE)
+    if p & (p - 1):
+        raise CaseError("pool.page_size", f"must be a power of two in [1, {MAX_PAGE_SIZE}] (got {p})")
+    dtype = d.get("row_dtype", "uint8")
+    if dtype not in ROW_DTYPES:
+        raise CaseError("pool.row_dtype", f"must be one of {', '.join(ROW_DTYPES)} (got {dtype!r})")
+    return PoolConfig(
+        page_size=p,
+        full_pages=_int(d, "full_pages", "pool", 1, MAX_ID // p - 1),
+        swa_pages=_int(d, "swa_pages", "pool", 1, MAX_ID // p - 1),
+        window=_int(d, "window", "pool", 1),
+        layers=_int(d, "layers", "pool", 1, 64),
+        draft_layers=_int(d, "draft_layers", "pool", 1, 64, default=1),
+        row_width=_int(d, "row_width", "pool", 1, 4096),
+        row_dtype=dtype,
+    )
+
+
+def parse_graph(obj: Any) -> GraphConfig:
+    d = _dict(obj, "graph", set(GraphConfig.__dataclass_fields__))
+    buckets = _int_list(d, "buckets", "graph", 1, 4096)
+    if not buckets:
+        raise CaseError("graph.buckets", "must list at least one captured batch size")
+    if any(b >= c for b, c in zip(buckets, buckets[1:])):
+        raise CaseError("graph.buckets", f"must be strictly increasing (got {list(buckets)})")
+    return GraphConfig(
+        buckets=buckets,
+        topk=_int(d, "topk", "graph", 0, 16, default=0),
+        num_steps=_int(d, "num_steps", "graph", 1, 16, default=1),
+        num_draft_tokens=_int(d, "num_draft_tokens", "graph", 1, 64, default=1),
+    )
+
+
+def parse_step(obj: Any, i: int) -> Step:
+    path = f"steps[{i}]"
+    if not isinstance(obj, dict):
+        raise CaseError(path, f"must be an object (got {type(obj).__name__})")
+    op = obj.get("op")
+    if op not in OPS:
+        raise CaseError(f"{path}.op", f"must be one of {', '.join(OPS)} (got {op!r})")
+    _dict(obj, path, _STEP_FIELDS[op] | {"op"})
+    kw: dict[str, Any] = {"op": op}
+    if "exec" in _STEP_FIELDS[op]:
+        ex = obj.get("exec", "eager")
+        if ex not in EXECS:
+            raise CaseError(f"{path}.exec", f"must be one of {', '.join(EXECS)} (got {ex!r})")
+        kw["exec"] = ex
+    if op in ("admit", "evict", "finish"):
+        kw["rid"] = _int(obj, "rid", path, 0)
+    if op == "admit":
+        kw["length"] = _int(obj, "length", path, 1)
+    if "rids" in _STEP_FIELDS[op]:
+        rids = _int_list(obj, "rids", path, 0)
+        if len(set(rids)) != len(rids):
+            raise CaseError(f"{path}.rids", f"must not repeat a request id (got {list(rids)})")
+        if not rids and op != "dp_decode":
+            raise CaseError(f"{path}.rids", "must name at least one request")
+        kw["rids"] = rids
+    if op == "draft_extend":
+        kw["accept"] = _int_list(obj, "accept", path, 1)
+        if len(kw["accept"]) != len(kw["rids"]):
+            raise CaseError(f"{path}.accept", "must have one entry per request in rids")
+    if op == "idle":
+        kw["tokens"] = _int(obj, "tokens", path, 1)
+    if op == "dp_decode":
+        kw["rank_tokens"] = _int_list(obj, "rank_tokens", path, 0)
+        if not 1 <= len(kw["rank_tokens"]) <= 7:
+            raise CaseError(f"{path}.rank_tokens", "must list 1..7 other ranks' token counts")
+        if not kw["rids"] and max(kw["rank_tokens"]) == 0:
+            raise CaseError(f"{path}.rank_tokens", "some rank must have tokens")
+    return Step(**kw)
+
+
+def parse_case(obj: Any) -> Case:
+    d = _dict(obj, "case", {"version", "kind", "pool", "graph", "payload_seed", "steps"})
+    version = d.get("version", CASE_VERSION)
+    if version != CASE_VERSION:
+        raise CaseError("case.version", f"must be {CASE_VERSION} (got {version!r})")
+    kind = d.get("kind", "custom")
+    if not isinstance(kind, str):
+        raise CaseError("case.kind", f"must be a string (got {kind!r})")
+    steps = d.get("steps")
+    if not isinstance(steps, list):
+        raise CaseError("case.steps", "must be a list of step objects")
+    return Case(
+        pool=parse_pool(d.get("pool", {})),
+        graph=parse_graph(d.get("graph", {"buckets": [1, 2, 4, 8]})),
+        steps=tuple(parse_step(s, i) for i, s in enumerate(steps)),
+        payload_seed=_int(d, "payload_seed", "case", 0, 2**63 - 1, default=0),
+        kind=kind,
+    )

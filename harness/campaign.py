@@ -1,0 +1,107 @@
+"""Campaigns: hypothesis generates Cases per scenario kind, a runner executes them, failing Cases
+are shrunk, deduplicated by signature and written as bundles before the next case runs.
+
+Search: for each kind, ``@given(strategy)`` with ``max_examples`` and a fixed ``seed`` (the same
+seed gives the same Cases). On the first failure hypothesis shrinks; shrinking is bounded by
+``shrink_budget`` executions (Cases past the budget are reported as passing without running, and
+outcomes are memoised so hypothesis's final replay of the smallest failing Case is consistent).
+The smallest failing Case seen is the finding.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import seed as hseed
+
+from harness.run import Verdict
+from scenarios.case import Case
+from scenarios.strategies import SCENARIO_KINDS
+
+
+class _Found(Exception):
+    pass
+
+
+@dataclass
+class KindResult:
+    kind: str
+    cases: int = 0  # cases executed (including shrinking)
+    cases_to_first: int | None = None  # generated cases until the first failure
+    checks: int = 0
+    seconds: float = 0.0
+    finding: Verdict | None = None  # the smallest failing Case's verdict
+
+
+@dataclass
+class Campaign:
+    run_case: Callable[[Case], Verdict]
+    seed: int = 0
+    shrink: bool = True
+    shrink_budget: int = 150
+    progress: Callable[[str, int, int], None] | None = None
+    results: dict[str, KindResult] = field(default_factory=dict)
+
+    def run_kind(self, kind: str, examples: int) -> KindResult:
+        res = KindResult(kind)
+        self.results[kind] = res
+        memo: dict[str, Verdict] = {}
+        best: list[Verdict] = []
+        state = {"generated": 0, "after_fail": 0}
+        t0 = time.perf_counter()
+
+        def test(case: Case) -> None:
+            key = case.dumps()
+            if key in memo:
+                v = memo[key]
+            elif best and state["after_fail"] >= self.shrink_budget:
+                return  # shrink budget spent: treat unseen Cases as passing
+            else:
+                if not best:
+                    state["generated"] += 1
+                else:
+                    state["after_fail"] += 1
+                v = self.run_case(case)
+                memo[key] = v
+                res.cases += 1
+                res.checks += v.checks_run
+                if self.progress:
+                    self.progress(kind, state["generated"], examples)
+            if v.failed:
+                if not best:
+                    res.cases_to_first = state["generated"]
+                if not best or _size(case) <= _size(best[0].case):
+                    best[:] = [v]
+                raise _Found(v.signature())
+
+        phases = None
+        if not self.shrink:
+            from hypothesis import Phase
+
+            phases = [Phase.explicit, Phase.reuse, Phase.generate]
+        sets = settings(max_examples=max(1, examples), database=None, deadline=None,
+                        derandomize=False, print_blob=False, report_multiple_bugs=False,
+                        suppress_health_check=list(HealthCheck),
+                        **({"phases": phases} if phases else {}))
+        prop = hseed(self.seed)(sets(given(SCENARIO_KINDS[kind]())(test)))
+        try:
+            prop()
+        except _Found:
+            pass
+        except Exception as e:  # noqa: BLE001 - hypothesis wraps errors; keep the finding
+            if not best:
+                raise
+            print(f"note: hypothesis ended with {type(e).__name__}", file=sys.stderr)
+        res.seconds = time.perf_counter() - t0
+        if best:
+            res.finding = best[0]
+        return res
+
+
+def _size(case: Case) -> tuple[int, int, int]:
+    s = case.summary()
+    return (s["steps"], s["requests"], len(case.dumps()))

@@ -1,0 +1,75 @@
+"""pytest plugin: markers, hypothesis profiles, and a fixture that runs a Case and prints the
+repro command on failure.
+
+Load it with ``-p harness.pytest_plugin`` or ``pytest_plugins = ["harness.pytest_plugin"]`` (the
+repository's ``tests/conftest.py`` does). Profiles: ``dev`` (default), ``ci`` (derandomized, no
+deadline; loaded when ``CI`` is set), ``nightly`` (long exploration); ``HYPOTHESIS_PROFILE``
+overrides.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import pytest
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+MARKERS = {
+    "gpu": "needs a CUDA GPU (compiled Triton, CUDA C++ twins)",
+    "cudagraph": "uses real torch.cuda.CUDAGraph capture and replay",
+    "nightly": "long exploration; not part of the CI gate",
+    "upstream": "drives the real sglang package (optional extra)",
+}
+
+settings.register_profile(
+    "ci", derandomize=True, deadline=None, print_blob=True, database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile("dev", max_examples=50, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("nightly", max_examples=5000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+def pytest_configure(config):
+    for name, doc in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {doc}")
+
+
+def pytest_collection_modifyitems(config, items):
+    has_gpu = torch.cuda.is_available()
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (none on this machine)")
+    for item in items:
+        if not has_gpu and ("gpu" in item.keywords or "cudagraph" in item.keywords):
+            item.add_marker(skip)
+
+
+def check_case(case, target: str = "unified", impl: str = "auto", executors=None, out_dir=None):
+    """Run ``case``; on failure write its bundle and fail with the one-line repro command."""
+    from harness.run import execute
+    from reports.bundle import write_bundle
+
+    v = execute(case, target, impl, executors)
+    if v.failed:
+        out = out_dir or tempfile.mkdtemp(prefix="swafuzz-")
+        path = write_bundle(out, {"signature": v.signature(), "check": v.failures[0].check,
+                                  "message": v.failures[0].message, "target": target,
+                                  "impl": impl, "executor": ",".join(executors or ["auto"]),
+                                  "case": case.to_json(), "shrunk": case.summary()})
+        lines = "\n".join(f"  {f.check}: {f.message}" for f in v.failures[:5])
+        pytest.fail(f"swafuzz finding {v.signature()}:\n{lines}\nrepro: swafuzz repro {path}",
+                    pytrace=False)
+    return v
+
+
+@pytest.fixture
+def swafuzz_check(tmp_path):
+    """``swafuzz_check(case, target=..., impl=..., executors=[...])``."""
+    return lambda case, **kw: check_case(case, out_dir=str(tmp_path), **kw)

@@ -1,0 +1,85 @@
+"""Run one Case: oracle + target under each executor + the checks -> a Verdict.
+
+``execute(case, target, impl, executors)`` is in-process. ``harness.worker.CaseWorker`` runs the
+same function in a child process, so a crash inside a case (segfault, illegal memory access)
+becomes a finding instead of the end of the campaign.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.checks import Failure, run_checks
+from scenarios.case import Case
+
+
+class InvalidCase(ValueError):
+    """The oracle says the Case cannot run (a scenario-generator bug or a bad hand-made bundle)."""
+
+
+def resolve_impl(impl: str) -> str:
+    """``auto`` -> ``triton`` (compiled on GPU, interpreted on CPU)."""
+    if impl == "auto":
+        return "triton"
+    return impl
+
+
+def resolve_executors(executor: str) -> list[str]:
+    """The executors a Case runs under. ``auto``: eager plus the graph executor of this machine
+    (cudagraph on a GPU, tape on CPU); ``all``: eager, tape and (with a GPU) cudagraph."""
+    import torch
+
+    graph = "cudagraph" if torch.cuda.is_available() else "tape"
+    if executor == "auto":
+        return ["eager", graph]
+    if executor == "all":
+        return ["eager", "tape"] + (["cudagraph"] if torch.cuda.is_available() else [])
+    return [executor]
+
+
+@dataclass
+class Verdict:
+    case: Case
+    failures: list[Failure] = field(default_factory=list)
+    checks_run: int = 0
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.failures)
+
+    def signature(self) -> str:
+        return self.failures[0].signature(self.case.kind) if self.failures else ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "failures": [f.to_json() for f in self.failures],
+            "checks_run": self.checks_run,
+            "seconds": self.seconds,
+        }
+
+    @staticmethod
+    def from_json(case: Case, d: dict[str, Any]) -> Verdict:
+        return Verdict(case, [Failure(**f) for f in d["failures"]], d["checks_run"], d["seconds"])
+
+
+def execute(case: Case, target: str = "unified", impl: str = "auto",
+            executors: list[str] | None = None, only: set[str] | None = None) -> Verdict:
+    """Run ``case`` on ``target`` x ``impl`` under each executor and check everything."""
+    from harness.executors import get_executor
+    from oracles.engine import CaseInfeasible, expect
+    from targets.driver import run_case
+
+    t0 = time.perf_counter()
+    try:
+        exp = expect(case)
+    except CaseInfeasible as e:
+        raise InvalidCase(str(e)) from None
+    observations = []
+    for name in executors or resolve_executors("auto"):
+        observations.append(run_case(case, target=target, impl=resolve_impl(impl),
+                                     executor=get_executor(name)))
+    fails, n = run_checks(case, observations, exp, only)
+    return Verdict(case, fails, n, time.perf_counter() - t0)

@@ -1,0 +1,149 @@
+"""``swafuzz zoo``: run every mutant of the bug zoo, and ``unified`` as the control; print the
+kill matrix.
+
+Per mutant and seed a campaign runs over the mutant's scenario kinds (each mutant names where its
+bug lives) until the first finding or the case budget. The first seed shrinks the killing Case
+(bounded) and writes its bundle; the other seeds only count cases to kill. A mutant is killed when
+every seed kills it. The control must be clean on every kind. Exit 0 iff every mutant is killed
+and the control is clean.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+
+from harness.campaign import Campaign
+from harness.checks import CHECKS
+from harness.run import execute, resolve_executors
+from reports.bundle import atomic_write_text, write_bundle
+from reports.summary import kill_matrix
+from scenarios.strategies import SCENARIO_KINDS
+
+BUDGETS = {
+    # examples per mutant+seed, seeds, control examples per kind, shrink budget
+    "full": (200, 5, 30, 60),
+    "ci": (60, 2, 6, 25),
+}
+
+
+def _runner(target: str, impl: str, executors: list[str]):
+    return lambda case: execute(case, target, impl, executors)
+
+
+def _kill(target: str, kinds: list[str], examples: int, seed: int, shrink: bool, impl: str,
+          executors: list[str], shrink_budget: int):
+    """Run ``target`` over ``kinds`` with ``examples`` cases in all; return (verdict|None,
+    cases to first failure, cases run)."""
+    camp = Campaign(_runner(target, impl, executors), seed=seed, shrink=shrink,
+                    shrink_budget=shrink_budget)
+    used = 0
+    per_kind = max(1, examples // len(kinds))
+    for kind in kinds:
+        res = camp.run_kind(kind, per_kind)
+        if res.finding is not None:
+            return res.finding, used + (res.cases_to_first or 0)
+        used += res.cases
+    return None, used
+
+
+def run_zoo(args) -> int:
+    from targets.mutants import MUTANTS
+
+    examples, seeds, control_n, shrink_budget = BUDGETS[args.budget]
+    if args.budget == "full":
+        examples, seeds = args.examples, args.seeds
+    executors = resolve_executors(args.executor)
+    impl = args.impl
+    out = args.out
+    t0 = time.perf_counter()
+
+    def say(msg: str) -> None:
+        if not args.quiet:
+            print(msg, file=sys.stderr, flush=True)
+
+    # control -------------------------------------------------------------------------
+    tc = time.perf_counter()
+    control = {"clean": True, "cases": 0, "seconds": 0.0, "check": None}
+    for kind in SCENARIO_KINDS:
+        camp = Campaign(_runner("unified", impl, executors), seed=0, shrink=False)
+        res = camp.run_kind(kind, control_n)
+        control["cases"] += res.cases
+        if res.finding is not None:
+            control["clean"] = False
+            control["check"] = res.finding.failures[0].check
+            control["message"] = res.finding.failures[0].message
+            path = write_bundle(out, _bundle(res.finding, "unified", impl, args.executor))
+            control["repro"] = f"swafuzz repro {path}"
+            break
+    control["seconds"] = time.perf_counter() - tc
+    say(f"control unified: {'clean' if control['clean'] else 'FAILED'} "
+        f"({control['cases']} cases, {control['seconds']:.1f} s)")
+
+    # mutants -------------------------------------------------------------------------
+    rows = []
+    fired: dict[str, set[str]] = {c: set() for c in CHECKS}
+    for name, spec in MUTANTS.items():
+        target = f"mutant:{name}"
+        tm = time.perf_counter()
+        counts, kills, first = [], 0, None
+        for s in range(seeds):
+            v, used = _kill(target, list(spec.kinds), examples, s, shrink=(s == 0), impl=impl,
+                            executors=executors, shrink_budget=shrink_budget)
+            if v is not None:
+                kills += 1
+                counts.append(used)
+                if first is None:
+                    first = v
+            else:
+                counts.append(None)
+        row = {"name": name, "source": spec.source, "killed": kills == seeds,
+               "kills": f"{kills}/{seeds}", "seconds": time.perf_counter() - tm,
+               "cases_to_kill": _median(counts), "check": None, "checks": [], "shrunk": None,
+               "repro": None}
+        if first is not None:
+            checks = sorted({f.check for f in first.failures})
+            row.update(check=first.failures[0].check, checks=checks, shrunk=first.case.summary())
+            for c in checks:
+                fired.setdefault(c, set()).add(name)
+            path = write_bundle(out, _bundle(first, target, impl, args.executor))
+            row["repro"] = f"swafuzz repro {path}"
+        rows.append(row)
+        say(f"{name}: {'killed' if row['killed'] else 'SURVIVED'} ({row['kills']} seeds, "
+            f"median {row['cases_to_kill']} cases, {row['seconds']:.1f} s, {row['check']})")
+
+    result = {"control": control, "mutants": rows,
+              "checks": {c: sorted(m) for c, m in fired.items() if c in CHECKS},
+              "seconds": time.perf_counter() - t0,
+              "budget": {"examples": examples, "seeds": seeds}}
+    print(kill_matrix(result))
+    unproven = [c for c in CHECKS if not fired.get(c)]
+    print("\nchecks -> mutants they kill: " + "; ".join(
+        f"{c}: {', '.join(sorted(fired.get(c, ()))) or 'NONE'}" for c in CHECKS))
+    if args.json:
+        atomic_write_text(args.json, json.dumps(result, indent=1, sort_keys=True) + "\n")
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "kill-matrix.md"), "w") as f:
+        f.write(kill_matrix(result, markdown=True) + "\n")
+    ok = control["clean"] and all(r["killed"] for r in rows)
+    if unproven:
+        print(f"note: checks that killed no mutant in this run: {', '.join(unproven)}")
+    print(f"zoo: {'OK' if ok else 'FAILED'} in {result['seconds']:.1f} s")
+    return 0 if ok else 1
+
+
+def _median(counts):
+    got = [c for c in counts if c is not None]
+    if not got:
+        return None
+    return statistics.median(got)
+
+
+def _bundle(v, target, impl, executor):
+    return {"signature": f"{target}:{v.signature()}", "check": v.failures[0].check,
+            "message": v.failures[0].message, "failures": [f.to_json() for f in v.failures],
+            "target": target, "impl": impl, "executor": executor, "case": v.case.to_json(),
+            "shrunk": v.case.summary()}

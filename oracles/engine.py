@@ -195,11 +195,15 @@ class _Shadow:
     def _bucket(self, n: int) -> int | None:
         return self.g.bucket_for(n)
 
-    def _forward(self, i: int, fwd: int, pool: str, mode: str, ex: str, locs: list[int],
-                 rows_eager: int, rows_graph: int | None) -> None:
+    def _graph_ok(self, i: int, ex: str, rows_graph: int | None) -> None:
+        """Checked before a step allocates, so an infeasible step leaves the shadow untouched."""
         if ex == "graph" and rows_graph is None:
             raise CaseInfeasible(i, f"graph step: no captured bucket fits (buckets "
                                     f"{list(self.g.buckets)})")
+
+    def _forward(self, i: int, fwd: int, pool: str, mode: str, ex: str, locs: list[int],
+                 rows_eager: int, rows_graph: int | None) -> None:
+        self._graph_ok(i, ex, rows_graph)
         targets = expected_translation(self.M, locs)
         seen: dict[int, int] = {}
         for r, t in enumerate(targets):
@@ -243,9 +247,10 @@ class _Shadow:
             per = 1 if s.op == "decode" else g.num_draft_tokens
             for rid in s.rids:
                 self._live(i, rid)
+            b = self._bucket(len(s.rids))
+            self._graph_ok(i, ex, b)
             self._check_alloc(i, [(rid, per) for rid in s.rids])
             locs = [f for rid in s.rids for f in self._extend(rid, per)]
-            b = self._bucket(len(s.rids))
             self._forward(i, 0, "target", _MODES[s.op], ex, locs, len(locs),
                           None if b is None else b * per)
         elif s.op == "draft_extend":
@@ -269,9 +274,10 @@ class _Shadow:
             for rid in s.rids:
                 self._live(i, rid)
             k, ns = g.topk, g.num_steps
+            b = self._bucket(len(s.rids))
+            self._graph_ok(i, ex, b)
             self._check_alloc(i, [(rid, k * ns) for rid in s.rids])
             new = [self._extend(rid, k * ns) for rid in s.rids]  # new[b][kk*ns + st]
-            b = self._bucket(len(s.rids))
             for st in range(ns - 1):
                 locs = [new[bi][kk * ns + st] for bi in range(len(s.rids)) for kk in range(k)]
                 self._forward(i, st, "draft", "DECODE", ex, locs, len(locs),
@@ -288,6 +294,7 @@ class _Shadow:
                 raise CaseInfeasible(i, "dp_decode with no rows on any rank")
             for rid in s.rids:
                 self._live(i, rid)
+            self._graph_ok(i, ex, self._bucket(padded))
             self._check_alloc(i, [(rid, 1) for rid in s.rids])
             locs = [self._extend(rid, 1)[0] for rid in s.rids]
             mode = "DECODE" if s.rids else "IDLE"
@@ -312,9 +319,16 @@ class _Shadow:
         ))
 
 
-def expect(case: Case) -> Expectation:
-    """Run ``case`` on the shadow engine. Raises :class:`CaseInfeasible` for an invalid step."""
+def expect(case: Case, *, pools_every_step: bool = True) -> Expectation:
+    """Run ``case`` on the shadow engine. Raises :class:`CaseInfeasible` for an invalid step.
+
+    ``pools_every_step=False`` keeps the pool bytes only in the last :class:`StepExp` (earlier
+    ones get ``pools == {}``): each snapshot is ``(layers + draft_layers) * swa_slots *
+    row_bytes`` bytes, which is large for big pools.
+    """
     sh = _Shadow(case)
     for i, s in enumerate(case.steps):
         sh.run_step(i, s)
+        if not pools_every_step and i > 0:
+            sh.exp.steps[i - 1].pools = {}
     return sh.exp

@@ -1,1 +1,60 @@
-"""Executors: the same forward three ways (eager, tape, cudagraph); one interface."""
+"""Executors: the same forward three ways (eager, tape, cudagraph); one interface.
+
+``get_executor(name)`` builds one: ``"eager"`` (host code re-runs on every replay), ``"tape"``
+(CUDA-graph semantics emulated by recording device work; runs on CPU), ``"cudagraph"`` (real
+``torch.cuda.CUDAGraph``; needs a GPU) or ``"auto"`` (``cudagraph`` when CUDA is available, else
+``tape``). See :mod:`harness.executors.base` for the interface.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from harness.executors.base import Executor, default_device
+from harness.executors.eager import EagerExecutor
+from harness.executors.tape import HostSyncInCapture, Tape, TapeExecutor, TapeReplayError
+
+EXECUTOR_NAMES = ("eager", "tape", "cudagraph", "auto")
+
+__all__ = [
+    "EXECUTOR_NAMES",
+    "EagerExecutor",
+    "Executor",
+    "HostSyncInCapture",
+    "Tape",
+    "TapeExecutor",
+    "TapeReplayError",
+    "available_executors",
+    "default_device",
+    "get_executor",
+]
+
+
+def available_executors() -> list[str]:
+    """Executor names usable on this machine (``cudagraph`` only with a CUDA device)."""
+    names = ["eager", "tape"]
+    if torch.cuda.is_available():
+        names.append("cudagraph")
+    return names
+
+
+def get_executor(name: str, device: torch.device | str | None = None) -> Executor:
+    """Build the executor called ``name`` (one of :data:`EXECUTOR_NAMES`).
+
+    ``device`` defaults to ``cuda`` when available, else ``cpu``. Raises ``ValueError`` for an
+    unknown name, ``RuntimeError`` for ``cudagraph`` without a CUDA device.
+    """
+    if name == "auto":
+        name = "cudagraph" if torch.cuda.is_available() else "tape"
+    if name == "eager":
+        return EagerExecutor(device)
+    if name == "tape":
+        return TapeExecutor(device)
+    if name == "cudagraph":
+        from harness.executors.cudagraph import CudaGraphExecutor
+
+        return CudaGraphExecutor(device)
+    raise ValueError(
+        f"get_executor(name={name!r}): unknown executor; allowed values are "
+        + ", ".join(repr(n) for n in EXECUTOR_NAMES)
+    )

@@ -1,0 +1,52 @@
+"""The executor interface: how a captured forward is run (see ``docs/ARCHITECTURE.md``).
+
+A forward is a zero-argument callable ``fn`` that reads static input buffers and writes static
+output buffers (the engine's graph-stable tensors). An executor runs it in two phases, as a
+serving engine does with CUDA graphs:
+
+* ``capture(fn)`` runs ``fn()`` once for real (warm-up), then captures it and returns a handle;
+* ``replay(handle)`` runs the captured work again on the current contents of the same buffers.
+
+What "captured" means differs: ``eager`` re-runs the host code on every replay, ``cudagraph``
+replays a real ``torch.cuda.CUDAGraph`` (host code ran once, at capture), ``tape`` emulates the
+latter on any device.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Callable
+
+import torch
+
+
+def default_device() -> torch.device:
+    """``cuda`` when a CUDA device is usable here, else ``cpu``."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+class Executor(abc.ABC):
+    """Runs a forward ``fn`` eagerly or as a captured graph.
+
+    Attributes:
+        name: ``"eager"``, ``"tape"`` or ``"cudagraph"``.
+        graphs: False for ``eager`` (the driver then runs every step on the eager path).
+        device: the device the buffers of captured forwards should live on.
+    """
+
+    name: str = ""
+    graphs: bool = False
+
+    def __init__(self, device: torch.device | str | None = None) -> None:
+        self.device = torch.device(device) if device is not None else default_device()
+
+    @abc.abstractmethod
+    def capture(self, fn: Callable[[], None]) -> object:
+        """Warm up (run ``fn()`` once for real), then capture ``fn``; return a replay handle."""
+
+    @abc.abstractmethod
+    def replay(self, handle: object) -> None:
+        """Run the work captured in ``handle`` (from :meth:`capture` of this executor)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, device={str(self.device)!r})"

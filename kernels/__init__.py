@@ -1,8 +1,50 @@
 """The real int32 kernels under test: translate, store, translate_store.
 
-Three implementations with one signature each (see ``kernels/api.md`` in the docstrings of
-``torch_impl``): ``torch`` (the index + cast / index_put path upstream uses), ``triton``
-(compiled on GPU, interpreted on CPU), ``cuda`` (CUDA C++ twins compiled with NVRTC; GPU only).
-Every non-aten launch goes through :func:`kernels.launch.launch`. Contracts live in
-``kernels.contracts``. This package knows nothing about forward modes or graphs.
+Three implementations with one signature each (see ``docs/ARCHITECTURE.md`` and the docstrings of
+:mod:`kernels.torch_impl`): ``torch`` (the index + cast / index_put path upstream uses),
+``triton`` (compiled on GPU, interpreted on CPU), ``cuda`` (CUDA C++ twins compiled with NVRTC;
+GPU only). Every non-aten launch goes through :func:`kernels.launch.launch`. Contracts live in
+:mod:`kernels.contracts`. This package knows nothing about forward modes or graphs.
+
+Implementation modules are imported lazily (importing ``kernels`` does not import triton).
 """
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from types import ModuleType
+
+IMPLS = ("torch", "triton", "cuda")
+
+_MODULES = {"torch": "kernels.torch_impl", "triton": "kernels.triton_impl",
+            "cuda": "kernels.cuda_impl"}
+
+
+def get_impl(name: str) -> ModuleType:
+    """The implementation module ``name`` (one of :data:`IMPLS`), exporting ``translate``,
+    ``store`` and ``translate_store``."""
+    if name not in _MODULES:
+        raise ValueError(f"kernel implementation must be one of {', '.join(IMPLS)} (got {name!r})")
+    return importlib.import_module(_MODULES[name])
+
+
+def available_impls() -> list[str]:
+    """The implementations usable on this machine, in :data:`IMPLS` order.
+
+    ``torch`` always; ``triton`` when installed and either a CUDA device is present or the
+    Triton interpreter is enabled (``TRITON_INTERPRET=1``, set before triton is imported);
+    ``cuda`` only when ``torch.cuda.is_available()``.
+    """
+    import torch
+
+    gpu = torch.cuda.is_available()
+    names = ["torch"]
+    if importlib.util.find_spec("triton") is not None and (
+        gpu or os.environ.get("TRITON_INTERPRET") == "1"
+    ):
+        names.append("triton")
+    if gpu:
+        names.append("cuda")
+    return names

@@ -1,0 +1,297 @@
+"""Run a Case on the unified engine and return its Observation (docs/ARCHITECTURE.md).
+
+:class:`UnifiedEngine` wires the pieces for one Case (allocator, target and draft pools sharing
+``M``, backends, runners, DP) and executes every step with the semantics of ``scenarios/case.py``.
+Component classes are class attributes, so a mutant is a subclass replacing one of them with a
+subclass that overrides one method (see ``targets/__init__.py``).
+
+Execution: with ``executor.graphs`` False every forward runs eagerly; otherwise steps with
+``exec == "graph"`` run through the runners (a batch larger than every bucket falls back to the
+eager path, as upstream's ``can_run`` does; ``ForwardObs.exec`` says how it ran).
+"""
+
+from __future__ import annotations
+
+import torch
+
+import kernels
+from scenarios.case import Case, Step
+from scenarios.payload import rows_bytes
+from targets.allocator import SWAAllocator
+from targets.backend import DSV4Backend, MultiStepBackend, StoreRecord, per_step_draft_out_cache_loc
+from targets.dp import DPAttention
+from targets.forward_mode import ForwardBatch, ForwardMode
+from targets.kv_pool import SWAKVPool
+from targets.model import SWAModel
+from targets.observation import ForwardObs, Observation, RedzoneObs, StepObs, StoreObs
+from targets.runners import (
+    CapturedBucket,
+    DecodeGraphRunner,
+    DraftExtendGraphRunner,
+    GraphRunner,
+    MultiStepDraftRunner,
+)
+
+
+class _NoGraphExecutor:
+    """Stand-in when no executor is given: eager, on CUDA when available else CPU (as
+    ``harness.executors.default_device``; targets never import harness)."""
+
+    name = "eager"
+    graphs = False
+
+    def __init__(self) -> None:
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def dtype_name(t: torch.Tensor) -> str:
+    return str(t.dtype).removeprefix("torch.")
+
+
+def store_obs(log: list[StoreRecord]) -> list[StoreObs]:
+    """Read the logged loc tensors (outside any capture)."""
+    return [StoreObs(layer=r.layer, loc_dtype=dtype_name(r.loc), locs=r.loc.tolist(),
+                     rows=r.rows) for r in log]
+
+
+class UnifiedEngine:
+    """The unified design (PR #27091) running one Case."""
+
+    allocator_cls = SWAAllocator
+    pool_cls = SWAKVPool
+    backend_cls = DSV4Backend
+    multistep_backend_cls = MultiStepBackend
+    decode_runner_cls = DecodeGraphRunner
+    draft_extend_runner_cls = DraftExtendGraphRunner
+    multistep_runner_cls = MultiStepDraftRunner
+    dp_cls = DPAttention
+
+    def __init__(self, case: Case, impl: str = "torch", executor=None, name: str = "unified"):
+        self.case = case
+        self.name = name
+        self.cfg = case.pool
+        self.gcfg = case.graph
+        self.impl_name = impl
+        self.impl = kernels.get_impl(impl)
+        self.executor = executor if executor is not None else _NoGraphExecutor()
+        self.device = torch.device(self.executor.device)
+        cfg, g = self.cfg, self.gcfg
+        self.allocator = self.allocator_cls(cfg, self.device)
+        self.target_pool = self.pool_cls("target", cfg, cfg.layers, 0, self.impl, self.device)
+        self.draft_pool = self.pool_cls("draft", cfg, cfg.draft_layers, cfg.layers, self.impl,
+                                        self.device)
+        self.target_pool.register_mapping(self.allocator.mapping)
+        self.draft_pool.register_mapping(self.allocator.mapping)  # shared, by identity
+        self.target_model = SWAModel(self.target_pool)
+        self.draft_model = SWAModel(self.draft_pool)
+        self.target_backend = self.backend_cls(self.target_pool, topk=g.topk)
+        self.draft_extend_backend = self.backend_cls(
+            self.draft_pool, topk=g.topk, draft_extend_tokens_per_bs=g.num_draft_tokens)
+        self.multistep_backend = self.multistep_backend_cls([
+            self.backend_cls(self.draft_pool, topk=g.topk, num_steps=g.num_steps, step_id=s,
+                             decode_tokens_per_bs=g.topk * g.num_steps)
+            for s in range(g.num_steps)
+        ])
+        self.dp = self.dp_cls(self.device)
+        self._runners: dict[str, GraphRunner] = {}
+
+    # -- runners (built on first graph use) -----------------------------------------------------
+    def runner(self, kind: str) -> GraphRunner:
+        if kind not in self._runners:
+            g, ex = self.gcfg, self.executor
+            if kind == "decode":
+                r = self.decode_runner_cls(self.target_model, self.target_backend, ex, g.buckets)
+            elif kind == "verify":
+                r = self.decode_runner_cls(self.target_model, self.target_backend, ex, g.buckets,
+                                           tokens_per_req=g.num_draft_tokens,
+                                           capture_mode=ForwardMode.TARGET_VERIFY)
+            elif kind == "draft_extend":
+                r = self.draft_extend_runner_cls(self.draft_model, self.draft_extend_backend, ex,
+                                                 g.buckets, g.num_draft_tokens)
+            else:
+                r = self.multistep_runner_cls(self.draft_model, self.multistep_backend, ex,
+                                              g.buckets, g.topk, g.num_steps)
+            self._runners[kind] = r
+        return self._runners[kind]
+
+    def use_graph(self, step: Step, n: int) -> bool:
+        return bool(self.executor.graphs) and step.exec == "graph" and \
+            self.gcfg.bucket_for(n) is not None
+
+    # -- payload ----------------------------------------------------------------------------------
+    def rows_tensor(self, step: int, fwd: int, pool: str, layer: int, n: int) -> torch.Tensor:
+        """``[n, row_width]`` K rows from :func:`scenarios.payload.rows_bytes`."""
+        cfg = self.cfg
+        dtype = self.target_pool.row_dtype
+        if n == 0:
+            return torch.zeros(0, cfg.row_width, dtype=dtype, device=self.device)
+        data = rows_bytes(self.case.payload_seed, step, fwd, pool, layer, n, cfg.row_bytes)
+        t = torch.frombuffer(bytearray(data), dtype=torch.uint8).view(dtype)
+        return t.view(n, cfg.row_width).to(self.device)
+
+    # -- batches ----------------------------------------------------------------------------------
+    def batch(self, mode: ForwardMode, per_req: list[tuple[int, list[int]]]) -> ForwardBatch:
+        """A batch whose request b writes the full slots ``per_req[b][1]`` (the tail of its
+        tokens); seq_lens = request lengths, positions = the slots' token positions."""
+        locs: list[int] = []
+        pos: list[int] = []
+        lens: list[int] = []
+        for rid, slots in per_req:
+            n = len(self.allocator.tokens[rid])
+            lens.append(n)
+            locs += slots
+            pos += range(n - len(slots), n)
+        dev = self.device
+
+        def t(v):
+            return torch.tensor(v, dtype=torch.int64, device=dev)
+
+        return ForwardBatch(mode, len(per_req), t(locs), t(lens), t(pos))
+
+    def idle_batch(self, tokens: int) -> ForwardBatch:
+        z = torch.zeros(tokens, dtype=torch.int64, device=self.device)
+        return ForwardBatch(ForwardMode.IDLE, tokens, z, torch.ones_like(z), z.clone())
+
+    # -- forwards -------------------------------------------------------------------------------
+    def eager_stores(self, i: int, fwd: int, pool: str, backend: DSV4Backend, fb: ForwardBatch,
+                     n_real: int) -> ForwardObs:
+        """Run the model's stores for ``fb`` (metadata already initialised)."""
+        model = self.target_model if pool == "target" else self.draft_model
+        rows = fb.out_cache_loc.numel()
+        payload = [self.rows_tensor(i, fwd, pool, layer, rows) for layer in range(len(model.layers))]
+        backend.store_log = []
+        model.forward(fb, backend, payload)
+        return ForwardObs(step=i, fwd=fwd, pool=pool, mode=fb.forward_mode.name, exec="eager",
+                          n_real=n_real, rows=rows, stores=store_obs(backend.store_log))
+
+    def eager_forward(self, i: int, pool: str, backend: DSV4Backend, fb: ForwardBatch,
+                      n_real: int) -> ForwardObs:
+        backend.init_forward_metadata(fb)
+        return self.eager_stores(i, 0, pool, backend, fb, n_real)
+
+    def graph_forward(self, i: int, pool: str, kind: str, fb: ForwardBatch, n_real: int,
+                      mode: str) -> list[ForwardObs]:
+        r = self.runner(kind)
+
+        def rows_for(fwd: int, layer: int, n: int) -> torch.Tensor:
+            return self.rows_tensor(i, fwd, pool, layer, n)
+
+        cap: CapturedBucket = r.run(fb, rows_for)
+        return [
+            ForwardObs(step=i, fwd=f, pool=pool, mode=mode, exec="graph", n_real=n_real,
+                       rows=cap.rows, stores=store_obs(cap.logs[f]), baked=dict(cap.baked))
+            for f in range(r.num_forwards)
+        ]
+
+    # -- steps ----------------------------------------------------------------------------------
+    def step_admit(self, i: int, s: Step) -> list[ForwardObs]:
+        slots = self.allocator.admit(s.rid, s.length)
+        fb = self.batch(ForwardMode.EXTEND, [(s.rid, slots)])
+        return [self.eager_forward(i, "target", self.target_backend, fb, len(slots))]
+
+    def _extend_and_forward(self, i: int, s: Step, mode: ForwardMode, per_req: int,
+                            kind: str) -> list[ForwardObs]:
+        new = self.allocator.extend([(rid, per_req) for rid in s.rids])
+        fb = self.batch(mode, list(zip(s.rids, new)))
+        n_real = fb.out_cache_loc.numel()
+        if self.use_graph(s, len(s.rids)):
+            return self.graph_forward(i, "target", kind, fb, n_real, mode.name)
+        return [self.eager_forward(i, "target", self.target_backend, fb, n_real)]
+
+    def step_decode(self, i: int, s: Step) -> list[ForwardObs]:
+        return self._extend_and_forward(i, s, ForwardMode.DECODE, 1, "decode")
+
+    def step_verify(self, i: int, s: Step) -> list[ForwardObs]:
+        return self._extend_and_forward(i, s, ForwardMode.TARGET_VERIFY,
+                                        self.gcfg.num_draft_tokens, "verify")
+
+    def step_draft_extend(self, i: int, s: Step) -> list[ForwardObs]:
+        per_req = [(rid, self.allocator.tokens[rid][-a:]) for rid, a in zip(s.rids, s.accept)]
+        fb = self.batch(ForwardMode.DRAFT_EXTEND_V2, per_req)
+        n_real = fb.out_cache_loc.numel()
+        if self.use_graph(s, len(s.rids)):
+            return self.graph_forward(i, "draft", "draft_extend", fb, n_real, fb.forward_mode.name)
+        return [self.eager_forward(i, "draft", self.draft_extend_backend, fb, n_real)]
+
+    def step_draft_decode(self, i: int, s: Step) -> list[ForwardObs]:
+        g = self.gcfg
+        new = self.allocator.extend([(rid, g.topk * g.num_steps) for rid in s.rids])
+        fb = self.batch(ForwardMode.DECODE, list(zip(s.rids, new)))
+        n_real = len(s.rids) * g.topk
+        if self.use_graph(s, len(s.rids)):
+            return self.graph_forward(i, "draft", "multistep", fb, n_real, "DECODE")
+        ms = self.multistep_backend
+        ms.init_forward_metadata(fb)
+        per_step = per_step_draft_out_cache_loc(fb.out_cache_loc, len(s.rids), g.topk,
+                                                g.num_steps)
+        return [
+            self.eager_stores(i, step, "draft", ms.backends[step],
+                              fb.view(out_cache_loc=per_step[step]), n_real)
+            for step in range(g.num_steps - 1)
+        ]
+
+    def step_idle(self, i: int, s: Step) -> list[ForwardObs]:
+        fb = self.idle_batch(s.tokens)
+        if self.use_graph(s, s.tokens):
+            return self.graph_forward(i, "target", "decode", fb, 0, "IDLE")
+        return [self.eager_forward(i, "target", self.target_backend, fb, 0)]
+
+    def step_dp_decode(self, i: int, s: Step) -> list[ForwardObs]:
+        new = self.allocator.extend([(rid, 1) for rid in s.rids])
+        padded = self.dp.padded_tokens(len(s.rids), s.rank_tokens)
+        if s.rids:
+            fb = self.batch(ForwardMode.DECODE, list(zip(s.rids, new)))
+        else:
+            fb = self.dp.idle_batch()
+        n_real = len(s.rids)
+        mode = fb.forward_mode.name
+        if self.use_graph(s, padded):
+            self.dp.pad_inputs_to_size(fb, padded)
+            return self.graph_forward(i, "target", "decode", fb, n_real, mode)
+        self.target_backend.init_forward_metadata(fb)  # on the unpadded batch
+        self.dp.pad_inputs_to_size(fb, padded)  # out_cache_loc rebound after metadata init
+        return [self.eager_stores(i, 0, "target", self.target_backend, fb, n_real)]
+
+    def step_evict(self, i: int, s: Step) -> list[ForwardObs]:
+        self.allocator.evict(s.rid, self.cfg.window)
+        return []
+
+    def step_finish(self, i: int, s: Step) -> list[ForwardObs]:
+        self.allocator.finish(s.rid)
+        return []
+
+    # -- observation ----------------------------------------------------------------------------
+    def step_obs(self, i: int) -> StepObs:
+        pools, redzones = {}, {}
+        for name, pool in (("target", self.target_pool), ("draft", self.draft_pool)):
+            pools[name] = [pool.layer_bytes(k) for k in range(pool.num_layers)]
+            redzones[name] = [RedzoneObs(*pool.redzone(k)) for k in range(pool.num_layers)]
+        m = self.allocator.mapping
+        return StepObs(
+            step=i,
+            mapping=m.tolist(),
+            free_full_pages=self.allocator.free_full_pages(),
+            free_swa_pages=self.allocator.free_swa_pages(),
+            pools=pools,
+            redzones=redzones,
+            draft_mapping_is_target=self.draft_pool.mapping is m and self.target_pool.mapping is m,
+        )
+
+    def run(self) -> Observation:
+        obs = Observation(target=self.name, impl=self.impl_name, executor=self.executor.name)
+        for i, s in enumerate(self.case.steps):
+            try:
+                obs.forwards += getattr(self, f"step_{s.op}")(i, s)
+            except Exception as e:  # noqa: BLE001 - the Observation records any failure
+                obs.error = {"step": i, "type": type(e).__name__, "message": str(e)}
+                break
+            obs.steps.append(self.step_obs(i))
+        return obs
+
+
+def run_case(case: Case, target: str = "unified", impl: str = "torch", executor=None) -> Observation:
+    """Run ``case`` on the target called ``target`` (see :func:`targets.get_target`)."""
+    from targets import get_target
+
+    engine = get_target(target)(case, impl=impl, executor=executor, name=target)
+    return engine.run()

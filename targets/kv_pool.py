@@ -1,0 +1,97 @@
+"""The SWA KV pool: one redzoned buffer per layer, and the full->SWA translation (spec §2.2, §4.6).
+
+Per layer one raw ``uint8`` buffer ``[redzone | usable | redzone]``:
+
+* each redzone is at least one page of bytes (``P * row_bytes``, rounded up to 64), so a write at
+  page ``-1`` (a ``-1`` location that went through the store unchecked) lands inside the front
+  redzone, and a write one page past the end inside the back one; both are filled with
+  :data:`CANARY` repeated;
+* the usable part is ``(swa_pages + 1) * P * row_bytes`` bytes, initially
+  :data:`scenarios.case.POISON_BYTE`, viewed as ``[swa_pages + 1, P, row_width]`` of the row dtype
+  (``torch.uint8`` or ``torch.bfloat16``): that view is what the store kernel writes.
+
+The pool holds a *reference* to the allocator's mapping (``register_mapping``), never a copy; the
+draft model's pool registers the same tensor object (spec §2.1).
+
+``start_layer`` is the global id of the pool's first layer (the draft model's layers are numbered
+after the target's, as upstream numbers the MTP layer); ``layer_cache(layer_id)`` indexes
+``layer_id - start_layer``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from scenarios.case import POISON_BYTE, PoolConfig
+
+#: The canary byte pattern of every redzone (repeated, truncated to the redzone length).
+CANARY = bytes([0xDE, 0xAD, 0xBE, 0xEF, 0xC0, 0xFF, 0xEE, 0x11])
+
+DTYPES = {"uint8": torch.uint8, "bfloat16": torch.bfloat16}
+
+
+def canary_bytes(n: int) -> bytes:
+    return (CANARY * (n // len(CANARY) + 1))[:n]
+
+
+class SWAKVPool:
+    """SWA KV buffers of one model (``"target"`` or ``"draft"``)."""
+
+    def __init__(self, name: str, pool: PoolConfig, num_layers: int, start_layer: int,
+                 impl, device: torch.device | str = "cpu"):
+        self.name = name
+        self.config = pool
+        self.page_size = pool.page_size
+        self.num_layers = num_layers
+        self.start_layer = start_layer
+        self.impl = impl
+        self.device = torch.device(device)
+        self.row_width = pool.row_width
+        self.row_dtype = DTYPES[pool.row_dtype]
+        self.row_bytes = pool.row_bytes
+        page_bytes = pool.page_size * pool.row_bytes
+        self.redzone_bytes = -(-page_bytes // 64) * 64
+        self.usable_bytes = pool.swa_slots * pool.row_bytes
+        self.mapping: torch.Tensor | None = None
+        self.raw: list[torch.Tensor] = []
+        self.caches: list[torch.Tensor] = []
+        rz, us = self.redzone_bytes, self.usable_bytes
+        canary = torch.frombuffer(bytearray(canary_bytes(rz)), dtype=torch.uint8).to(self.device)
+        for _ in range(num_layers):
+            raw = torch.empty(2 * rz + us, dtype=torch.uint8, device=self.device)
+            raw[:rz] = canary
+            raw[rz + us:] = canary
+            raw[rz:rz + us] = POISON_BYTE
+            self.raw.append(raw)
+            cache = raw[rz:rz + us].view(self.row_dtype)
+            self.caches.append(cache.view(pool.swa_pages + 1, pool.page_size, pool.row_width))
+
+    # -- mapping --------------------------------------------------------------------------------
+    def register_mapping(self, mapping: torch.Tensor) -> None:
+        """Keep a reference to the allocator's ``M`` (the unified pool holds no caches to reset)."""
+        self.mapping = mapping
+
+    def translate_loc_from_full_to_swa(self, loc: torch.Tensor) -> torch.Tensor:
+        """int32 ``[N]`` = ``int32(M[loc])`` through the selected kernel implementation; ``loc``
+        int64 ``[N]``. No memo (the unified design dropped the pool caches, spec §2.6-§2.7)."""
+        return self.impl.translate(self.mapping, loc)
+
+    # -- buffers --------------------------------------------------------------------------------
+    def layer_cache(self, layer_id: int) -> torch.Tensor:
+        """``[swa_pages + 1, P, row_width]`` view of the global layer ``layer_id``."""
+        return self.caches[layer_id - self.start_layer]
+
+    def layer_bytes(self, i: int) -> bytes:
+        """The usable bytes of local layer ``i`` (``swa_slots * row_bytes``)."""
+        rz = self.redzone_bytes
+        return self._bytes(self.raw[i][rz:rz + self.usable_bytes])
+
+    def redzone(self, i: int) -> tuple[bytes, bytes, bytes]:
+        """(canary, bytes before, bytes after) of local layer ``i``."""
+        rz, us = self.redzone_bytes, self.usable_bytes
+        raw = self.raw[i]
+        return canary_bytes(rz), self._bytes(raw[:rz]), self._bytes(raw[rz + us:])
+
+    @staticmethod
+    def _bytes(t: torch.Tensor) -> bytes:
+        return t.detach().cpu().numpy().tobytes()

@@ -1,0 +1,92 @@
+"""Attention metadata and its copy/assign semantics across graph replays (spec §4.1, §4.2).
+
+* :class:`CoreAttnMetadata` models ``DSV4AttnMetadata`` (only the fields the SWA write path and
+  the graph bookkeeping need): ``page_size`` (check-eq), ``raw_out_loc`` int64 ``[rows]`` /
+  ``seq_lens`` int64 ``[bs]`` / ``positions`` int64 ``[rows]`` (copy: in place, the captured
+  graph keeps reading the persistent tensors), ``swa_out_cache_loc`` int32 ``[rows]`` or None
+  (assign: rebinding, never copied; the recorded in-graph op recomputes it every replay).
+* :class:`AttnMetadata` models ``DSV4Metadata``: a ``core_attn_metadata`` holder.
+* :class:`RawDecodeMetadata` models ``DSV4RawDecodeMetadata``: the raw inputs only, with **no**
+  ``core_attn_metadata`` attribute; the in-graph init upgrades it.
+* :func:`copy_metadata` is the generic field copier (check-eq / copy / assign), asserting every
+  dataclass field appears exactly once in the three lists.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import torch
+
+
+def copy_metadata(src, dst, check_eq: tuple[str, ...], copy: tuple[str, ...],
+                  assign: tuple[str, ...]) -> None:
+    """Refresh ``dst`` (persistent) from ``src`` (freshly built), field by field.
+
+    1. check-eq: ``src.f == dst.f`` is asserted;
+    2. copy: skipped when both are None; otherwise both must be tensors and ``dst.f.copy_(src.f)``
+       writes in place (the address a captured graph reads is kept);
+    3. assign: ``dst.f = src.f`` (rebinding the Python reference).
+
+    Raises AssertionError naming the field when a rule is broken, or when a dataclass field is
+    missing from, or repeated in, the three lists.
+    """
+    names = [f.name for f in dataclasses.fields(dst)]
+    listed = list(check_eq) + list(copy) + list(assign)
+    for n in names:
+        assert listed.count(n) == 1, (
+            f"copy_metadata: field {n!r} must appear exactly once across check_eq/copy/assign "
+            f"(appears {listed.count(n)} times)"
+        )
+    extra = set(listed) - set(names)
+    assert not extra, f"copy_metadata: unknown fields {sorted(extra)}"
+    for n in check_eq:
+        a, b = getattr(src, n), getattr(dst, n)
+        assert a == b, f"copy_metadata: check-eq field {n!r} differs ({a!r} vs {b!r})"
+    for n in copy:
+        s, d = getattr(src, n), getattr(dst, n)
+        if s is None and d is None:
+            continue
+        assert d is not None, f"copy_metadata: copy field {n!r}: destination is None"
+        assert s is not None, f"copy_metadata: copy field {n!r}: source is None"
+        d.copy_(s)
+    for n in assign:
+        setattr(dst, n, getattr(src, n))
+
+
+@dataclass
+class CoreAttnMetadata:
+    """``DSV4AttnMetadata`` (subset). Shapes: ``rows`` query-token rows, ``bs`` requests."""
+
+    page_size: int
+    raw_out_loc: torch.Tensor | None  # int64 [rows] full locations the metadata was built from
+    seq_lens: torch.Tensor  # int64 [bs]
+    positions: torch.Tensor  # int64 [rows]
+    swa_out_cache_loc: torch.Tensor | None = None  # int32 [rows] = int32(M[loc])
+
+    CHECK_EQ_FIELDS = ("page_size",)
+    COPY_FIELDS = ("raw_out_loc", "seq_lens", "positions")
+    ASSIGN_FIELDS = ("swa_out_cache_loc",)
+
+    def copy_(self, src: CoreAttnMetadata) -> None:
+        copy_metadata(src, self, self.CHECK_EQ_FIELDS, self.COPY_FIELDS, self.ASSIGN_FIELDS)
+
+
+@dataclass
+class AttnMetadata:
+    """``DSV4Metadata``: the per-forward metadata the backend exposes as ``forward_metadata``."""
+
+    core_attn_metadata: CoreAttnMetadata
+
+
+@dataclass
+class RawDecodeMetadata:
+    """``DSV4RawDecodeMetadata``: raw inputs, no ``core_attn_metadata`` (spec §4.1)."""
+
+    seq_lens: torch.Tensor  # int64 [bs]
+    out_cache_loc: torch.Tensor | None  # int64 [rows]
+    positions: torch.Tensor  # int64 [rows]
+
+    def copy_(self, src: RawDecodeMetadata) -> None:
+        copy_metadata(src, self, (), ("seq_lens", "out_cache_loc", "positions"), ())

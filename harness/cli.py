@@ -221,8 +221,12 @@ def cmd_bench(args) -> int:
 
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench",
                         "kernels.py")
-    sys.argv = [path] + args.rest
-    runpy.run_path(path, run_name="__main__")
+    rest = [a for a in args.rest if a != "--"]
+    sys.argv = [path] + rest
+    try:
+        runpy.run_path(path, run_name="__main__")
+    except SystemExit as e:
+        return int(e.code or 0)
     return EXIT_CLEAN
 
 

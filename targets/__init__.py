@@ -92,3 +92,11 @@ def get_target(name: str) -> Callable[..., Any]:
     if name not in TARGETS:
         raise KeyError(f"get_target({name!r}): unknown target; known: {sorted(TARGETS)}")
     return TARGETS[name]
+
+
+def available_targets() -> list[str]:
+    """Every registered target name: ``unified`` and each ``mutant:<name>``."""
+    _ensure_builtin()
+    import targets.mutants  # noqa: F401 - mutants register themselves on import
+
+    return sorted(TARGETS)

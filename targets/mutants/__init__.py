@@ -1,1 +1,280 @@
-"""The bug zoo: one documented mutant of the unified target per bug class of spec section 9."""
+"""The bug zoo: one documented mutant of the ``unified`` target per bug class of spec §9.
+
+Each mutant is a subclass of :class:`targets.driver.UnifiedEngine` that swaps ONE component class
+for a subclass overriding one method (two where the bug needs a source and a missing guard), so
+the engine code is never copied. Each names the upstream PR/issue or spec § it reintroduces, and
+the scenario kinds where the bug shows (the zoo fuzzes those). Registered as ``mutant:<name>``.
+
+==  ============================  ========================================  =====================
+#   name                          bug (source)                              caught by (expected)
+==  ============================  ========================================  =====================
+1   draft_extend_zeros            draft-extend bucket metadata from         write_targets,
+                                  synthetic zeros, resolver trusts it        pool_bytes
+                                  (PR #27091 review, spec §9.1)
+2   no_length_check               resolver without the length check after   contracts
+                                  DP re-padding (spec §9.2, §5.4)
+3   idle_uses_cache               resolver without the IDLE guard: eager    write_targets
+                                  MTP IDLE reuses stale metadata (PR #15227
+                                  class, spec §9.4)
+4   pad_rows_not_zeroed           static loc buffer not re-zeroed when raw  write_targets,
+                                  bs shrinks inside a bucket (PR #24743)     write_set
+5   memo_data_ptr                 translation memo keyed on (data_ptr,      write_targets
+                                  numel), no invalidation (PR #25824 era)
+6   memo_storage_ptr              memo keyed on the storage pointer: equal- write_targets
+                                  length views collide (PR #25824 report)
+7   layer_cache_no_reset          layer-keyed cache (recompute at layer 0   write_targets
+                                  only), not reset by register_mapping
+                                  (PR #25889; sglang 0.5.12)
+8   int64_store_locs              translation without the int32 cast: int64 contracts
+                                  locations reach the int32 store (§9.8)
+9   host_baked_translation        translation computed on the host at       capture_freeze,
+                                  capture, baked into the graph (PR #38137   agreement
+                                  class, spec §2.7(e))
+10  negative_loc_wraps            padded rows at -1 translate through the   redzones, contracts
+                                  sentinel; store without its contract
+                                  writes before the buffer (spec §9.9)
+11  multi_step_wrong_slice        multi-step draft stores every step with   write_targets
+                                  step 0's slice (spec §9.10)
+12  evict_keeps_mapping           window eviction frees SWA pages without   invariants
+                                  zeroing M (spec §9.15, PR #25385)
+13  swa_loc_copy_field            swa_out_cache_loc treated as a copy      error (assertion at
+                                  field across replays (spec §4.2, §9.12)   replay prep)
+==  ============================  ========================================  =====================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from targets import register
+from targets.allocator import SWAAllocator
+from targets.backend import DSV4Backend
+from targets.driver import UnifiedEngine
+from targets.forward_mode import ForwardBatch
+from targets.kv_pool import SWAKVPool
+from targets.metadata import CoreAttnMetadata, copy_metadata
+from targets.runners import DecodeGraphRunner
+
+
+@dataclass(frozen=True)
+class MutantSpec:
+    engine: type
+    kinds: tuple[str, ...]
+    source: str
+
+
+MUTANTS: dict[str, MutantSpec] = {}
+
+
+def mutant(name: str, kinds: tuple[str, ...], source: str):
+    def deco(cls):
+        cls.mutant_name = name
+        MUTANTS[name] = MutantSpec(cls, kinds, source)
+        register(f"mutant:{name}", cls)
+        return cls
+
+    return deco
+
+
+# 1 ------------------------------------------------------------------------------------------
+class _ZeroDraftExtendBackend(DSV4Backend):
+    def out_graph_draft_extend(self, fb, bs, loc, seq_lens):
+        """PR-review era: built without the real out_cache_loc (synthesised zeros), and the
+        metadata's swa_out_cache_loc stamped from them; the resolver then trusts it."""
+        rows = bs * self.draft_extend_tokens_per_bs
+        zeros = seq_lens.new_zeros(rows)
+        md = self.build_metadata(zeros, seq_lens, fb.positions)
+        md.core_attn_metadata.swa_out_cache_loc = self.translate(zeros)
+        return md
+
+
+@mutant("draft_extend_zeros", ("draft_extend", "episode"), "PR #27091 review (P1), spec §9.1")
+class DraftExtendZeros(UnifiedEngine):
+    backend_cls = _ZeroDraftExtendBackend
+
+
+# 2 ------------------------------------------------------------------------------------------
+class _NoLengthCheckBackend(DSV4Backend):
+    def cache_usable(self, cached, fb, n):
+        return cached is not None and not fb.forward_mode.is_idle()
+
+
+@mutant("no_length_check", ("dp_padded",), "spec §9.2 / §5.4 (PR #27091: DP re-padding)")
+class NoLengthCheck(UnifiedEngine):
+    backend_cls = _NoLengthCheckBackend
+
+
+# 3 ------------------------------------------------------------------------------------------
+class _IdleUsesCacheBackend(DSV4Backend):
+    def cache_usable(self, cached, fb, n):
+        return cached is not None and cached.shape[0] == n
+
+
+@mutant("idle_uses_cache", ("idle",), "PR #15227 class, spec §9.4")
+class IdleUsesCache(UnifiedEngine):
+    backend_cls = _IdleUsesCacheBackend
+
+
+# 4 ------------------------------------------------------------------------------------------
+class _NoZeroDecodeRunner(DecodeGraphRunner):
+    def fill_static_loc(self, live_loc, rows):
+        """Copies the real rows only: padded rows keep the previous batch's locations."""
+        self.static_loc[:live_loc.numel()].copy_(live_loc)
+
+
+@mutant("pad_rows_not_zeroed", ("decode", "target_verify"), "PR #24743, spec §9.5")
+class PadRowsNotZeroed(UnifiedEngine):
+    decode_runner_cls = _NoZeroDecodeRunner
+
+
+# 5, 6 ---------------------------------------------------------------------------------------
+class _MemoPool(SWAKVPool):
+    """The PR #25824 memo: ``key = (pointer, numel)``; nothing else is compared and nothing
+    invalidates it."""
+
+    def _memo_key(self, loc: torch.Tensor):
+        return (loc.data_ptr(), loc.numel())
+
+    def translate_loc_from_full_to_swa(self, loc):
+        key = self._memo_key(loc)
+        if getattr(self, "_cached_loc_key", None) != key:
+            self._cached_swa_loc = super().translate_loc_from_full_to_swa(loc)
+            self._cached_loc_key = key
+        return self._cached_swa_loc
+
+
+@mutant("memo_data_ptr", ("decode", "episode"), "PR #25824 era, spec §2.7, §9.6")
+class MemoDataPtr(UnifiedEngine):
+    pool_cls = _MemoPool
+
+
+class _StorageMemoPool(_MemoPool):
+    def _memo_key(self, loc):
+        return (loc.untyped_storage().data_ptr(), loc.numel())
+
+
+@mutant("memo_storage_ptr", ("multi_step_draft", "decode"),
+        "PR #25824 report (storage pointer collides for views), spec §9.6")
+class MemoStoragePtr(UnifiedEngine):
+    pool_cls = _StorageMemoPool
+
+
+# 7 ------------------------------------------------------------------------------------------
+class _LayerCacheBackend(DSV4Backend):
+    def get_store_loc(self, layer_id: int, fb: ForwardBatch):
+        """sglang 0.5.12: recompute the pool's ``cached_loc`` when ``layer_id == 0`` (or when
+        unset), else reuse it. Draft layer ids start after the target's, so the draft pool's
+        cache is computed once and never again; ``register_mapping`` does not reset it."""
+        pool = self.pool
+        if layer_id == 0 or getattr(pool, "cached_loc", None) is None:
+            pool.cached_loc = self.get_swa_out_cache_loc(fb)
+        return pool.cached_loc
+
+
+@mutant("layer_cache_no_reset", ("draft_extend", "multi_step_draft"),
+        "PR #25889, sglang 0.5.12 cached_loc, spec §2.8, §9.7")
+class LayerCacheNoReset(UnifiedEngine):
+    backend_cls = _LayerCacheBackend
+
+
+# 8 ------------------------------------------------------------------------------------------
+class _Int64Backend(DSV4Backend):
+    def translate(self, loc):
+        """The newest pool's raw gather: int64, the ``.to(int32)`` cast missing."""
+        return self.pool.mapping[loc]
+
+
+@mutant("int64_store_locs", ("decode",), "spec §2.2 / §9.8 (int64 translation to int32 kernel)")
+class Int64StoreLocs(UnifiedEngine):
+    backend_cls = _Int64Backend
+
+
+# 9 ------------------------------------------------------------------------------------------
+class _HostBakedBackend(DSV4Backend):
+    def translate_in_graph(self, loc):
+        """Translation done on the host when not capturing (warm-up), and the resulting constant
+        reused inside the captured graph: replays write the warm-up batch's slots."""
+        from kernels.launch import capturing
+
+        if capturing() and getattr(self, "_host_const", None) is not None:
+            return self._host_const
+        vals = self.translate(loc).tolist()
+        self._host_const = torch.tensor(vals, dtype=torch.int32, device=loc.device)
+        self.baked["swa_out_cache_loc"] = vals
+        return self._host_const
+
+
+@mutant("host_baked_translation", ("decode",), "PR #38137 class, spec §2.7(e)")
+class HostBakedTranslation(UnifiedEngine):
+    backend_cls = _HostBakedBackend
+
+
+# 10 -----------------------------------------------------------------------------------------
+class _MinusOneRunner(DecodeGraphRunner):
+    def fill_static_loc(self, live_loc, rows):
+        """Pads with -1 (an uninitialised / ``last_loc = -1`` style buffer) instead of 0."""
+        n = live_loc.numel()
+        if n != rows:
+            self.static_loc.fill_(-1)
+        self.static_loc[:n].copy_(live_loc)
+
+
+class _UncheckedStoreBackend(DSV4Backend):
+    def _store(self, cache, loc, rows):
+        """The store launched without its value contract."""
+        self.pool.impl.store_unchecked(cache, loc, rows)
+
+
+@mutant("negative_loc_wraps", ("decode",), "spec §2.1 sentinel, §9.9")
+class NegativeLocWraps(UnifiedEngine):
+    decode_runner_cls = _MinusOneRunner
+    backend_cls = _UncheckedStoreBackend
+
+
+# 11 -----------------------------------------------------------------------------------------
+class _Step0Backend(DSV4Backend):
+    def select_step_loc(self, fb, loc):
+        sliced = super().select_step_loc(fb, loc)
+        if sliced is loc:
+            return loc
+        from targets.backend import per_step_draft_out_cache_loc
+
+        return per_step_draft_out_cache_loc(loc, fb.batch_size, self.topk, self.num_steps)[0]
+
+
+@mutant("multi_step_wrong_slice", ("multi_step_draft",), "spec §4.3 (2), §9.10")
+class MultiStepWrongSlice(UnifiedEngine):
+    backend_cls = _Step0Backend
+
+
+# 12 -----------------------------------------------------------------------------------------
+class _EvictKeepsMapping(SWAAllocator):
+    def free_swa_out_of_window(self, full_slots):
+        """Releases the SWA pages but leaves ``M`` pointing at them (aliasing once reused)."""
+        self.release_swa_pages(full_slots)
+
+
+@mutant("evict_keeps_mapping", ("decode", "target_verify"), "spec §2.5, §9.15 (PR #25385)")
+class EvictKeepsMapping(UnifiedEngine):
+    allocator_cls = _EvictKeepsMapping
+
+
+# 13 -----------------------------------------------------------------------------------------
+class _CopyFieldBackend(DSV4Backend):
+    def copy_graph_metadata(self, persistent, temp):
+        """``swa_out_cache_loc`` in the copy list instead of the assign list."""
+        if not isinstance(persistent.__dict__.get("core_attn_metadata"), CoreAttnMetadata):
+            return super().copy_graph_metadata(persistent, temp)
+        copy_metadata(temp.core_attn_metadata, persistent.core_attn_metadata,
+                      CoreAttnMetadata.CHECK_EQ_FIELDS,
+                      CoreAttnMetadata.COPY_FIELDS + ("swa_out_cache_loc",), ())
+
+
+@mutant("swa_loc_copy_field", ("decode",), "spec §4.2, §9.12")
+class SwaLocCopyField(UnifiedEngine):
+    backend_cls = _CopyFieldBackend
+
+
+__all__ = ["MUTANTS", "MutantSpec"]

@@ -271,6 +271,8 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--impl", default="auto")
     z.add_argument("--executor", default="auto")
     z.add_argument("--out", default="swafuzz-out/zoo")
+    z.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
+                   help="worker processes (mutants run in parallel)")
     z.add_argument("--quiet", action="store_true")
     z.set_defaults(fn=cmd_zoo)
 

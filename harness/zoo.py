@@ -50,6 +50,63 @@ def _kill(target: str, kinds: list[str], examples: int, seed: int, shrink: bool,
     return None, used
 
 
+def _impl_for(spec, impl: str, budget: str) -> str:
+    """``auto``: Triton (the interpreter on CPU) for every mutant in the full zoo; in the CI budget
+    the engine-level mutants run on the torch path (8x faster in the interpreter's absence) and
+    the kernel-level ones (address arithmetic, dtypes) on Triton."""
+    if impl != "auto":
+        return impl
+    if budget == "ci" and not spec.kernel_level:
+        return "torch"
+    return "triton"
+
+
+def zoo_mutant(name: str, examples: int, seeds: int, impl: str, executors: list[str],
+               shrink_budget: int, out: str, executor_label: str) -> dict:
+    """Kill one mutant over ``seeds`` seeds; returns its kill-matrix row."""
+    from targets.mutants import MUTANTS
+
+    spec = MUTANTS[name]
+    target = f"mutant:{name}"
+    tm = time.perf_counter()
+    counts, kills, first = [], 0, None
+    for s in range(seeds):
+        v, used = _kill(target, list(spec.kinds), examples, s, shrink=(s == 0), impl=impl,
+                        executors=executors, shrink_budget=shrink_budget)
+        counts.append(used if v is not None else None)
+        if v is not None:
+            kills += 1
+            first = first or v
+    row = {"name": name, "source": spec.source, "impl": impl, "killed": kills == seeds,
+           "kills": f"{kills}/{seeds}", "seconds": time.perf_counter() - tm,
+           "cases_to_kill": _median(counts), "cases_per_seed": counts, "check": None,
+           "checks": [], "shrunk": None, "repro": None}
+    if first is not None:
+        row.update(check=first.failures[0].check,
+                   checks=sorted({f.check for f in first.failures}),
+                   shrunk=first.case.summary())
+        path = write_bundle(out, _bundle(first, target, impl, executor_label))
+        row["repro"] = f"swafuzz repro {path}"
+    return row
+
+
+def _control(examples: int, impl: str, executors: list[str], out: str, label: str) -> dict:
+    tc = time.perf_counter()
+    control = {"clean": True, "cases": 0, "seconds": 0.0, "check": None, "impl": impl}
+    for kind in SCENARIO_KINDS:
+        camp = Campaign(_runner("unified", impl, executors), seed=0, shrink=False)
+        res = camp.run_kind(kind, examples)
+        control["cases"] += res.cases
+        if res.finding is not None:
+            control.update(clean=False, check=res.finding.failures[0].check,
+                           message=res.finding.failures[0].message)
+            path = write_bundle(out, _bundle(res.finding, "unified", impl, label))
+            control["repro"] = f"swafuzz repro {path}"
+            break
+    control["seconds"] = time.perf_counter() - tc
+    return control
+
+
 def run_zoo(args) -> int:
     from targets.mutants import MUTANTS
 
@@ -57,68 +114,46 @@ def run_zoo(args) -> int:
     if args.budget == "full":
         examples, seeds = args.examples, args.seeds
     executors = resolve_executors(args.executor)
-    impl = args.impl
     out = args.out
+    jobs = max(1, args.jobs)
     t0 = time.perf_counter()
 
     def say(msg: str) -> None:
         if not args.quiet:
             print(msg, file=sys.stderr, flush=True)
 
-    # control -------------------------------------------------------------------------
-    tc = time.perf_counter()
-    control = {"clean": True, "cases": 0, "seconds": 0.0, "check": None}
-    for kind in SCENARIO_KINDS:
-        camp = Campaign(_runner("unified", impl, executors), seed=0, shrink=False)
-        res = camp.run_kind(kind, control_n)
-        control["cases"] += res.cases
-        if res.finding is not None:
-            control["clean"] = False
-            control["check"] = res.finding.failures[0].check
-            control["message"] = res.finding.failures[0].message
-            path = write_bundle(out, _bundle(res.finding, "unified", impl, args.executor))
-            control["repro"] = f"swafuzz repro {path}"
-            break
-    control["seconds"] = time.perf_counter() - tc
-    say(f"control unified: {'clean' if control['clean'] else 'FAILED'} "
-        f"({control['cases']} cases, {control['seconds']:.1f} s)")
+    tasks = [(name, examples, seeds, _impl_for(spec, args.impl, args.budget), executors,
+              shrink_budget, out, args.executor) for name, spec in MUTANTS.items()]
+    control_impl = "triton" if args.impl == "auto" else args.impl
+    if jobs == 1:
+        control = _control(control_n, control_impl, executors, out, args.executor)
+        say(f"control unified: {'clean' if control['clean'] else 'FAILED'}")
+        rows = []
+        for t in tasks:
+            rows.append(zoo_mutant(*t))
+            say(_row_line(rows[-1]))
+    else:
+        import multiprocessing as mp
 
-    # mutants -------------------------------------------------------------------------
-    rows = []
+        with mp.get_context("spawn").Pool(jobs) as pool:
+            ctl = pool.apply_async(_control, (control_n, control_impl, executors, out,
+                                              args.executor))
+            pending = [pool.apply_async(zoo_mutant, t) for t in tasks]
+            rows = []
+            for p in pending:
+                rows.append(p.get())
+                say(_row_line(rows[-1]))
+            control = ctl.get()
     fired: dict[str, set[str]] = {c: set() for c in CHECKS}
-    for name, spec in MUTANTS.items():
-        target = f"mutant:{name}"
-        tm = time.perf_counter()
-        counts, kills, first = [], 0, None
-        for s in range(seeds):
-            v, used = _kill(target, list(spec.kinds), examples, s, shrink=(s == 0), impl=impl,
-                            executors=executors, shrink_budget=shrink_budget)
-            if v is not None:
-                kills += 1
-                counts.append(used)
-                if first is None:
-                    first = v
-            else:
-                counts.append(None)
-        row = {"name": name, "source": spec.source, "killed": kills == seeds,
-               "kills": f"{kills}/{seeds}", "seconds": time.perf_counter() - tm,
-               "cases_to_kill": _median(counts), "check": None, "checks": [], "shrunk": None,
-               "repro": None}
-        if first is not None:
-            checks = sorted({f.check for f in first.failures})
-            row.update(check=first.failures[0].check, checks=checks, shrunk=first.case.summary())
-            for c in checks:
-                fired.setdefault(c, set()).add(name)
-            path = write_bundle(out, _bundle(first, target, impl, args.executor))
-            row["repro"] = f"swafuzz repro {path}"
-        rows.append(row)
-        say(f"{name}: {'killed' if row['killed'] else 'SURVIVED'} ({row['kills']} seeds, "
-            f"median {row['cases_to_kill']} cases, {row['seconds']:.1f} s, {row['check']})")
+    for row in rows:
+        for c in row["checks"]:
+            fired.setdefault(c, set()).add(row["name"])
 
     result = {"control": control, "mutants": rows,
-              "checks": {c: sorted(m) for c, m in fired.items() if c in CHECKS},
+              "checks": {c: sorted(m) for c, m in fired.items()},
               "seconds": time.perf_counter() - t0,
-              "budget": {"examples": examples, "seeds": seeds}}
+              "budget": {"name": args.budget, "examples": examples, "seeds": seeds,
+                         "control_per_kind": control_n, "shrink_budget": shrink_budget}}
     print(kill_matrix(result))
     unproven = [c for c in CHECKS if not fired.get(c)]
     print("\nchecks -> mutants they kill: " + "; ".join(
@@ -133,6 +168,12 @@ def run_zoo(args) -> int:
         print(f"note: checks that killed no mutant in this run: {', '.join(unproven)}")
     print(f"zoo: {'OK' if ok else 'FAILED'} in {result['seconds']:.1f} s")
     return 0 if ok else 1
+
+
+def _row_line(row: dict) -> str:
+    return (f"{row['name']}: {'killed' if row['killed'] else 'SURVIVED'} ({row['kills']} seeds, "
+            f"median {row['cases_to_kill']} cases, {row['seconds']:.1f} s, {row['check']}, "
+            f"impl {row['impl']})")
 
 
 def _median(counts):

@@ -20,7 +20,7 @@ from scenarios.case import Case, GraphConfig, PoolConfig, Step
 from scenarios.planner import Planner
 
 PAGE_SIZES = (1, 16, 64, 256)
-BUCKET_SETS = ((1, 2, 4, 8), (1, 2, 3, 4), (2, 4), (1, 8), (4,), (1, 2, 4, 6, 8))
+BUCKET_SETS = ((1, 2, 4, 8), (4,), (2, 4), (1, 8), (1, 2, 3, 4), (1, 2, 4, 6, 8))
 EXECS = ("graph", "eager")
 
 
@@ -55,7 +55,7 @@ def graph_configs(draw, spec: bool = False, multi_step: bool = False) -> GraphCo
 def _admit_some(draw, pl: Planner, min_reqs: int = 1) -> None:
     """Admit 1..max_bs requests (shrinks to one request of length 1)."""
     p = pl.pool.page_size
-    n = draw(st.integers(min_reqs, max(min_reqs, min(pl.max_bs, 4))))
+    n = draw(st.integers(min_reqs, max(min_reqs, min(pl.max_bs, 6))))
     for _ in range(n):
         length = draw(st.integers(1, 2 * p + 1))
         if pl.admit(length) is None:
@@ -80,6 +80,17 @@ def _act_decode(draw, pl: Planner) -> None:
     rids = _subset(draw, pl.live(), 1, pl.max_bs)
     if rids:
         pl.forward_extend("decode", rids, 1, _exec(draw))
+
+
+def _act_decode_shrinking(draw, pl: Planner) -> None:
+    """Two graph decodes in one bucket, the second with fewer requests: the padded rows of the
+    second must not inherit the first's locations (PR #24743)."""
+    live = pl.live()[: pl.max_bs]
+    if len(live) < 2:
+        return _act_decode(draw, pl)
+    if pl.forward_extend("decode", live, 1, "graph"):
+        k = draw(st.integers(1, len(live) - 1))
+        pl.forward_extend("decode", live[:k], 1, "graph")
 
 
 def _act_verify(draw, pl: Planner) -> None:
@@ -167,7 +178,7 @@ def _kind(kind: str, actions: list[Action], spec: bool = False, multi_step: bool
 def decode_cases():
     """Decode forwards, raw bs below and at the bucket, with window eviction. Shrinks towards one
     request, one graph decode step."""
-    return _kind("decode", [_act_decode, _act_decode, _act_evict])()
+    return _kind("decode", [_act_decode, _act_decode_shrinking, _act_evict])()
 
 
 def idle_cases():
@@ -204,7 +215,7 @@ def multi_step_draft_cases():
 def episode_cases():
     """Everything on the same captured graphs: decode, verify, draft-extend, multi-step draft,
     IDLE, DP padding, evictions and churn. Shrinks towards the shortest such sequence."""
-    acts = [_act_decode, _act_verify, _act_draft_extend, _act_draft_decode, _act_idle, _act_dp,
+    acts = [_act_decode, _act_decode_shrinking, _act_verify, _act_draft_extend, _act_draft_decode, _act_idle, _act_dp,
             _act_evict, _act_churn]
     return _kind("episode", acts, multi_step=True, max_steps=16)()
 

@@ -61,17 +61,18 @@ from targets.runners import DecodeGraphRunner
 @dataclass(frozen=True)
 class MutantSpec:
     engine: type
-    kinds: tuple[str, ...]
-    source: str
+    kinds: tuple[str, ...]  # scenario kinds where the bug shows
+    source: str  # upstream PR/issue or spec section
+    kernel_level: bool = False  # the bug is in what reaches the kernel (address arithmetic)
 
 
 MUTANTS: dict[str, MutantSpec] = {}
 
 
-def mutant(name: str, kinds: tuple[str, ...], source: str):
+def mutant(name: str, kinds: tuple[str, ...], source: str, kernel_level: bool = False):
     def deco(cls):
         cls.mutant_name = name
-        MUTANTS[name] = MutantSpec(cls, kinds, source)
+        MUTANTS[name] = MutantSpec(cls, kinds, source, kernel_level)
         register(f"mutant:{name}", cls)
         return cls
 
@@ -186,7 +187,8 @@ class _Int64Backend(DSV4Backend):
         return self.pool.mapping[loc]
 
 
-@mutant("int64_store_locs", ("decode",), "spec §2.2 / §9.8 (int64 translation to int32 kernel)")
+@mutant("int64_store_locs", ("decode",), "spec §2.2 / §9.8 (int64 translation to int32 kernel)",
+        kernel_level=True)
 class Int64StoreLocs(UnifiedEngine):
     backend_cls = _Int64Backend
 
@@ -227,7 +229,7 @@ class _UncheckedStoreBackend(DSV4Backend):
         self.pool.impl.store_unchecked(cache, loc, rows)
 
 
-@mutant("negative_loc_wraps", ("decode",), "spec §2.1 sentinel, §9.9")
+@mutant("negative_loc_wraps", ("decode",), "spec §2.1 sentinel, §9.9", kernel_level=True)
 class NegativeLocWraps(UnifiedEngine):
     decode_runner_cls = _MinusOneRunner
     backend_cls = _UncheckedStoreBackend

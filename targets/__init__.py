@@ -80,8 +80,10 @@ def register(name: str, factory: Callable[..., Any]) -> None:
 def _ensure_builtin() -> None:
     if "unified" not in TARGETS:
         from targets.driver import UnifiedEngine
+        from targets.selftest import SegfaultEngine
 
         register("unified", UnifiedEngine)
+        register("selftest:segfault", SegfaultEngine)
 
 
 def get_target(name: str) -> Callable[..., Any]:

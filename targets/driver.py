@@ -277,15 +277,25 @@ class UnifiedEngine:
             draft_mapping_is_target=self.draft_pool.mapping is m and self.target_pool.mapping is m,
         )
 
+    def new_observation(self) -> Observation:
+        return Observation(target=self.name, impl=self.impl_name, executor=self.executor.name)
+
+    def apply(self, obs: Observation, i: int, s: Step) -> bool:
+        """Run step ``i`` and append what it did to ``obs``; False (with ``obs.error`` set) if
+        the step raised. Stateful episodes call this one step at a time on one engine."""
+        try:
+            obs.forwards += getattr(self, f"step_{s.op}")(i, s)
+        except Exception as e:  # noqa: BLE001 - the Observation records any failure
+            obs.error = {"step": i, "type": type(e).__name__, "message": str(e)}
+            return False
+        obs.steps.append(self.step_obs(i))
+        return True
+
     def run(self) -> Observation:
-        obs = Observation(target=self.name, impl=self.impl_name, executor=self.executor.name)
+        obs = self.new_observation()
         for i, s in enumerate(self.case.steps):
-            try:
-                obs.forwards += getattr(self, f"step_{s.op}")(i, s)
-            except Exception as e:  # noqa: BLE001 - the Observation records any failure
-                obs.error = {"step": i, "type": type(e).__name__, "message": str(e)}
+            if not self.apply(obs, i, s):
                 break
-            obs.steps.append(self.step_obs(i))
         return obs
 
 

@@ -1,0 +1,39 @@
+"""A live session: one engine per executor that steps are applied to one at a time (the same
+captured graphs across the whole episode), checked after every step against the oracle.
+
+Used by stateful episodes (``scenarios.episode_machine``): where a Case run builds a fresh engine,
+a Session keeps it, so graphs captured early are replayed by later, different forwards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from harness.checks import Failure, run_checks
+from harness.executors import get_executor
+from scenarios.case import Case, GraphConfig, PoolConfig, Step
+
+
+class Session:
+    def __init__(self, pool: PoolConfig, graph: GraphConfig, seed: int, target: str = "unified",
+                 impl: str = "torch", executors: tuple[str, ...] = ("eager", "tape")):
+        from targets import get_target
+
+        self.case = Case(pool=pool, graph=graph, steps=(), payload_seed=seed, kind="episode")
+        factory = get_target(target)
+        self.engines = [factory(self.case, impl=impl, executor=get_executor(e), name=target)
+                        for e in executors]
+        self.observations = [eng.new_observation() for eng in self.engines]
+
+    def apply(self, step: Step) -> list[Failure]:
+        """Apply ``step`` on every engine, then run every check on the whole episode so far."""
+        from oracles.engine import expect
+
+        i = len(self.case.steps)
+        self.case = replace(self.case, steps=self.case.steps + (step,))
+        for eng, obs in zip(self.engines, self.observations):
+            eng.case = self.case
+            if obs.error is None:
+                eng.apply(obs, i, step)
+        fails, _ = run_checks(self.case, self.observations, expect(self.case))
+        return fails

@@ -1,0 +1,95 @@
+"""The CLI's promises: exit codes (0 clean, 1 findings, 2 usage/input error naming the field),
+nothing half-written on bad input, findings written as bundles before the next case, repro of
+a bundle, and a crash inside a case recorded as a finding without ending the campaign.
+
+Each test runs ``python -m harness`` in a subprocess, as a user would.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def swafuzz(*args, cwd=None):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
+                          text=True, cwd=cwd or ROOT, env=env, timeout=600)
+
+
+@pytest.mark.parametrize("args,field", [
+    (["run", "--target", "nope"], "--target"),
+    (["run", "--scenario", "warp"], "--scenario"),
+    (["run", "--impl", "fortran"], "--impl"),
+    (["run", "--executor", "magic"], "--executor"),
+    (["run", "--examples", "0"], "--examples"),
+    (["zoo", "--budget", "huge"], "--budget"),
+])
+def test_usage_errors_exit_2_and_write_nothing(tmp_path, args, field):
+    out = tmp_path / "out"
+    r = swafuzz(*args, "--out", str(out)) if args[0] == "run" else swafuzz(*args)
+    assert r.returncode == 2, r.stderr
+    assert field in r.stderr and "allowed" in r.stderr or "must be" in r.stderr
+    assert not out.exists()
+
+
+def test_list():
+    r = swafuzz("list")
+    assert r.returncode == 0
+    for word in ("unified", "mutant:pad_rows_not_zeroed", "dp_padded", "redzones", "tape"):
+        assert word in r.stdout
+
+
+def test_run_clean_then_finding_then_repro(tmp_path):
+    out = tmp_path / "clean"
+    r = swafuzz("run", "--examples", "7", "--quiet", "--impl", "torch", "--no-isolate",
+                "--out", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "total" in r.stdout and "idle" in r.stdout
+    assert (out / "cases.jsonl").exists()
+
+    out = tmp_path / "bug"
+    r = swafuzz("run", "--examples", "2", "--quiet", "--impl", "torch", "--scenario", "decode",
+                "--target", "mutant:host_baked_translation", "--out", str(out))
+    assert r.returncode == 1, r.stdout + r.stderr
+    bundles = list((out / "findings").glob("*.json"))
+    assert len(bundles) == 1
+    b = json.loads(bundles[0].read_text())
+    assert b["target"] == "mutant:host_baked_translation"
+    assert f"swafuzz repro {bundles[0]}" in r.stdout
+
+    r = swafuzz("repro", str(bundles[0]))
+    assert r.returncode == 1 and "FAIL" in r.stdout
+    r = swafuzz("repro", str(bundles[0]), "--target", "unified")
+    assert r.returncode == 0 and "PASS" in r.stdout
+
+
+def test_repro_malformed_bundle_exit_2(tmp_path):
+    p = tmp_path / "b.json"
+    p.write_text(json.dumps({"case": {"steps": []}}))
+    r = swafuzz("repro", str(p))
+    assert r.returncode == 2 and "pool.page_size: is required" in r.stderr
+    pool = {"page_size": 1, "full_pages": 2, "swa_pages": 2, "window": 1, "layers": 1,
+            "row_width": 1}
+    p.write_text(json.dumps({"case": {"pool": pool, "steps": [{"op": "warp"}]}}))
+    r = swafuzz("repro", str(p))
+    assert r.returncode == 2 and "steps[0].op" in r.stderr and "admit" in r.stderr
+    p.write_text(json.dumps({"case": {"pool": pool, "steps": [{"op": "decode", "rids": [3]}]}}))
+    r = swafuzz("repro", str(p))
+    assert r.returncode == 2 and "cannot run" in r.stderr
+
+
+def test_crash_is_a_finding_and_the_campaign_goes_on(tmp_path):
+    out = tmp_path / "crash"
+    r = swafuzz("run", "--examples", "2", "--quiet", "--impl", "torch", "--target",
+                "selftest:segfault", "--scenario", "decode", "--scenario", "idle",
+                "--shrink-budget", "1", "--out", str(out))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "SIGSEGV" in r.stdout
+    assert "idle" in r.stdout and "decode" in r.stdout  # both kinds ran: the crash did not end it
+    b = json.loads(next((out / "findings").glob("*.json")).read_text())
+    assert b["check"] == "crash"

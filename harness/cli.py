@@ -244,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="fuzz a target: scenarios x checks")
     common(r)
     r.add_argument("--scenario", action="append", help="scenario kind (repeatable)")
-    r.add_argument("--examples", type=int, default=140, help="cases in all (split over kinds)")
+    r.add_argument("--examples", type=int, default=300, help="cases in all (split over kinds)")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--out", default="swafuzz-out")
     r.add_argument("--shrink-budget", type=int, default=150)

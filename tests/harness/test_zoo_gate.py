@@ -1,0 +1,33 @@
+"""CI gate for the bug zoo: every mutant is killed, the control is clean, and every check of
+DESIGN.md kills at least one mutant (a check that cannot fail is a defect).
+
+Runs ``swafuzz zoo --budget ci`` (2 seeds, 60 cases per mutant and seed; engine-level mutants on
+the torch path, kernel-level ones on the Triton interpreter) and reads its ``--json`` matrix.
+Reproduce: ``python -m harness zoo --budget ci``; the full matrix: ``python -m harness zoo``.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+from harness.checks import CHECKS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_zoo_ci_budget(tmp_path):
+    out = tmp_path / "zoo.json"
+    r = subprocess.run([sys.executable, "-m", "harness", "zoo", "--budget", "ci", "--jobs", "1",
+                        "--quiet", "--json", str(out), "--out", str(tmp_path / "zoo")],
+                       capture_output=True, text=True, cwd=ROOT, timeout=1200,
+                       env=dict(os.environ, PYTHONPATH=ROOT))
+    print(r.stdout)
+    result = json.loads(out.read_text())
+    assert result["control"]["clean"], result["control"]
+    survivors = [m["name"] for m in result["mutants"] if not m["killed"]]
+    assert not survivors, f"mutants survived: {survivors}"
+    assert len(result["mutants"]) >= 13
+    unproven = [c for c in CHECKS if not result["checks"].get(c)]
+    assert not unproven, f"checks that killed no mutant: {unproven}"
+    assert r.returncode == 0, r.stdout + r.stderr

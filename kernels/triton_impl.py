@@ -45,11 +45,9 @@ def _translate_kernel(mapping_ptr, loc_ptr, out_ptr, n, m_len, BLOCK_N: tl.const
 
 
 @triton.jit
-def _store_kernel(cache_ptr, loc_ptr, rows_ptr, n, page_stride, log2p, page_mask,
-                  d: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr):
-    r = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
-    rmask = r < n
-    swa = tl.load(loc_ptr + r, mask=rmask, other=0)
+def _scatter_rows(cache_ptr, rows_ptr, swa, r, rmask, page_stride, log2p, page_mask,
+                  d: tl.constexpr, BLOCK_D: tl.constexpr):
+    """Rows ``r`` (masked by ``rmask``) of ``rows`` to SWA slots ``swa`` (int32)."""
     page = swa >> log2p  # int32 arithmetic, as upstream
     off = swa & page_mask
     dst = page.to(tl.int64) * page_stride + off.to(tl.int64) * d
@@ -62,6 +60,15 @@ def _store_kernel(cache_ptr, loc_ptr, rows_ptr, n, page_stride, log2p, page_mask
 
 
 @triton.jit
+def _store_kernel(cache_ptr, loc_ptr, rows_ptr, n, page_stride, log2p, page_mask,
+                  d: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr):
+    r = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
+    rmask = r < n
+    swa = tl.load(loc_ptr + r, mask=rmask, other=0)
+    _scatter_rows(cache_ptr, rows_ptr, swa, r, rmask, page_stride, log2p, page_mask, d, BLOCK_D)
+
+
+@triton.jit
 def _translate_store_kernel(mapping_ptr, loc_ptr, out_ptr, cache_ptr, rows_ptr, n, m_len,
                             page_stride, log2p, page_mask,
                             d: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr):
@@ -71,15 +78,7 @@ def _translate_store_kernel(mapping_ptr, loc_ptr, out_ptr, cache_ptr, rows_ptr, 
     full = tl.where(full < 0, full + m_len, full)
     swa = tl.load(mapping_ptr + full, mask=rmask, other=0).to(tl.int32)
     tl.store(out_ptr + r, swa, mask=rmask)
-    page = swa >> log2p  # int32 arithmetic, as upstream
-    off = swa & page_mask
-    dst = page.to(tl.int64) * page_stride + off.to(tl.int64) * d
-    src = r * d
-    for d0 in range(0, d, BLOCK_D):
-        cols = d0 + tl.arange(0, BLOCK_D)
-        m = rmask[:, None] & (cols < d)[None, :]
-        x = tl.load(rows_ptr + (src[:, None] + cols[None, :]), mask=m)
-        tl.store(cache_ptr + (dst[:, None] + cols[None, :]), x, mask=m)
+    _scatter_rows(cache_ptr, rows_ptr, swa, r, rmask, page_stride, log2p, page_mask, d, BLOCK_D)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -52,7 +52,7 @@ def main(argv: list[str]) -> int:
         args = [PY, "-m", "harness", *rest]
     else:
         env.setdefault("CI", "1")
-        args = [PY, "-m", "pytest", "-q", "-n", "2", "-m", "not gpu and not nightly and not upstream",
+        args = [PY, "-m", "pytest", "-q", "-n", "2", "-m", "not nightly and not upstream",
                 *rest]
     return subprocess.call(args, cwd=ROOT, env=env)
 

@@ -44,6 +44,7 @@ class Campaign:
     shrink: bool = True
     shrink_budget: int = 150
     progress: Callable[[str, int, int], None] | None = None
+    on_first_failure: Callable[[Verdict], None] | None = None  # before shrinking starts
     results: dict[str, KindResult] = field(default_factory=dict)
 
     def run_kind(self, kind: str, examples: int) -> KindResult:
@@ -74,6 +75,8 @@ class Campaign:
             if v.failed:
                 if not best:
                     res.cases_to_first = state["generated"]
+                    if self.on_first_failure:
+                        self.on_first_failure(v)
                 if not best or _size(case) <= _size(best[0].case):
                     best[:] = [v]
                 raise _Found(v.signature())

@@ -54,20 +54,31 @@ def _validate_common(args) -> None:
 
 
 def _progress(enabled: bool):
-    state = {"t": 0.0}
+    """A progress bar on a terminal (stderr); nothing per case when stderr is not a TTY."""
+    state = {"t": 0.0, "shown": False}
+    tty = enabled and sys.stderr.isatty()
 
     def show(kind: str, done: int, total: int) -> None:
         now = time.monotonic()
-        if not enabled or (now - state["t"] < 0.2 and done < total):
+        if not tty or (now - state["t"] < 0.1 and done < total):
             return
         state["t"] = now
         width = 30
         fill = int(width * min(done, total) / max(1, total))
         sys.stderr.write(f"\r{kind:>17} [{'#' * fill}{'.' * (width - fill)}] {done}/{total}")
-        if done >= total:
-            sys.stderr.write("\n")
+        sys.stderr.flush()
+        state["shown"] = True
+
+    def end_kind(kind: str, cases: int, findings: int, seconds: float) -> None:
+        if not enabled:
+            return
+        if state["shown"]:
+            sys.stderr.write("\r\033[K")
+            state["shown"] = False
+        sys.stderr.write(f"{kind:>17}: {cases} cases, {findings} findings, {seconds:.1f} s\n")
         sys.stderr.flush()
 
+    show.end_kind = end_kind
     return show
 
 
@@ -97,7 +108,7 @@ def cmd_run(args) -> int:
         _check_choice("--scenario", k, SCENARIO_KINDS)
     if args.examples < 1:
         raise UsageError(f"--examples: must be >= 1 (got {args.examples})")
-    per_kind = max(1, args.examples // len(kinds))
+    per_kind = max(1, -(-args.examples // len(kinds)))
     out = args.out
     os.makedirs(out, exist_ok=True)
     log = CaseLog(os.path.join(out, "cases.jsonl"))
@@ -110,8 +121,15 @@ def cmd_run(args) -> int:
                    "case": case.to_json() if v.failed else None})
         return v
 
-    camp = Campaign(logged, seed=args.seed, shrink_budget=args.shrink_budget,
-                    progress=_progress(not args.quiet))
+    progress = _progress(not args.quiet)
+    first_paths: dict[str, str] = {}
+
+    def on_first_failure(v) -> None:
+        # the unshrunk Case goes to disk before any shrinking run: a crash later loses nothing
+        first_paths[v.case.kind] = write_bundle(out, _finding(v, args))
+
+    camp = Campaign(logged, seed=args.seed, shrink_budget=args.shrink_budget, progress=progress,
+                    on_first_failure=on_first_failure)
     stats, seen = {}, set()
     findings = 0
     try:
@@ -119,12 +137,16 @@ def cmd_run(args) -> int:
             res = camp.run_kind(kind, per_kind)
             stats[kind] = {"cases": res.cases, "checks": res.checks,
                            "findings": 1 if res.finding else 0, "seconds": res.seconds}
+            progress.end_kind(kind, res.cases, stats[kind]["findings"], res.seconds)
             if res.finding:
                 findings += 1
                 sig = res.finding.signature()
+                first = first_paths.pop(kind, None)
                 if sig not in seen:
                     seen.add(sig)
                     path = write_bundle(out, _finding(res.finding, args))
+                    if first and first != path and os.path.exists(first):
+                        os.unlink(first)  # superseded by the shrunk Case
                     print(f"\nFINDING {sig}: {res.finding.failures[0].message}")
                     print(f"  swafuzz repro {path}")
     finally:

@@ -61,6 +61,11 @@ def _fwd_name(f: Any) -> str:
 def _pair_forwards(obs, exp) -> tuple[list[tuple[Any, Any]], list[Failure]]:
     got = {(f.step, f.fwd): f for f in obs.forwards}
     pairs, fails = [], []
+    known = {(e.step, e.fwd) for e in exp.forwards}
+    for key in sorted(set(got) - known):
+        f = got[key]
+        fails.append(Failure("write_targets", f"{_fwd_name(f)}: the target ran a forward the "
+                             f"oracle does not expect ({len(f.stores)} stores)", "count"))
     for e in exp.forwards:
         if obs.error is not None and e.step >= obs.error["step"]:
             break
@@ -120,9 +125,16 @@ def check_pool_bytes(case, obs, exp) -> list[Failure]:
     bytes. Proven by: ``pad_rows_not_zeroed`` (PR #24743), ``draft_extend_zeros``."""
     p, rb = case.pool.page_size, case.pool.row_bytes
     fails = []
+    if obs.error is None and len(obs.steps) != len(exp.steps):
+        return [Failure("pool_bytes", f"the target reported {len(obs.steps)} steps of "
+                        f"{len(exp.steps)}", "count")]
     for so, se in zip(obs.steps, exp.steps):
         for pool in ("target", "draft"):
-            for layer, (a, b) in enumerate(zip(so.pools.get(pool, []), se.pools[pool])):
+            if len(so.pools.get(pool, [])) != len(se.pools[pool]):
+                return [Failure("pool_bytes", f"after step {so.step}: {pool} pool has "
+                                f"{len(so.pools.get(pool, []))} layers, expected "
+                                f"{len(se.pools[pool])}", "count")]
+            for layer, (a, b) in enumerate(zip(so.pools[pool], se.pools[pool])):
                 diff = _slot_diffs(a, bytes(b), rb, p)
                 if diff:
                     s = diff[0]

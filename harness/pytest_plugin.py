@@ -46,9 +46,14 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     has_gpu = torch.cuda.is_available()
     skip = pytest.mark.skip(reason="needs a CUDA GPU (none on this machine)")
+    nightly_asked = "nightly" in (config.getoption("markexpr", "") or "") or \
+        os.environ.get("HYPOTHESIS_PROFILE") == "nightly"
+    skip_nightly = pytest.mark.skip(reason="nightly exploration: run with -m nightly")
     for item in items:
         if not has_gpu and ("gpu" in item.keywords or "cudagraph" in item.keywords):
             item.add_marker(skip)
+        if "nightly" in item.keywords and not nightly_asked:
+            item.add_marker(skip_nightly)
 
 
 def check_case(case, target: str = "unified", impl: str = "auto", executors=None, out_dir=None):

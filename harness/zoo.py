@@ -51,12 +51,14 @@ def _kill(target: str, kinds: list[str], examples: int, seed: int, shrink: bool,
 
 
 def _impl_for(spec, impl: str, budget: str) -> str:
-    """``auto``: Triton (the interpreter on CPU) for every mutant in the full zoo; in the CI budget
-    the engine-level mutants run on the torch path (8x faster in the interpreter's absence) and
-    the kernel-level ones (address arithmetic, dtypes) on Triton."""
+    """``auto``: Triton for every mutant (compiled on a GPU, the interpreter on CPU); only in the
+    CI budget on CPU do the engine-level mutants run on the torch path (about 8x faster than the
+    interpreter), while the kernel-level ones (address arithmetic, dtypes) stay on Triton."""
     if impl != "auto":
         return impl
-    if budget == "ci" and not spec.kernel_level:
+    import torch
+
+    if budget == "ci" and not spec.kernel_level and not torch.cuda.is_available():
         return "torch"
     return "triton"
 

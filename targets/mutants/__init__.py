@@ -39,6 +39,12 @@ the scenario kinds where the bug shows (the zoo fuzzes those). Registered as ``m
                                   zeroing M (spec §9.15, PR #25385)
 13  swa_loc_copy_field            swa_out_cache_loc treated as a copy      error (assertion at
                                   field across replays (spec §4.2, §9.12)   replay prep)
+14  mapping_copied                the pools keep a copy of M instead of     invariants,
+                                  the allocator's tensor: draft and target   write_targets
+                                  see stale peers (spec §2.1, §9.16)
+15  draft_extend_buffer_ones      the draft-extend static loc buffer keeps  pool_bytes,
+                                  its ones at capture: warm-up writes hit    write_set
+                                  M[1], a live slot when P == 1 (§9.17)
 ==  ============================  ========================================  =====================
 """
 
@@ -55,7 +61,7 @@ from targets.driver import UnifiedEngine
 from targets.forward_mode import ForwardBatch
 from targets.kv_pool import SWAKVPool
 from targets.metadata import CoreAttnMetadata, copy_metadata
-from targets.runners import DecodeGraphRunner
+from targets.runners import DecodeGraphRunner, DraftExtendGraphRunner
 
 
 @dataclass(frozen=True)
@@ -277,6 +283,31 @@ class _CopyFieldBackend(DSV4Backend):
 @mutant("swa_loc_copy_field", ("decode",), "spec §4.2, §9.12")
 class SwaLocCopyField(UnifiedEngine):
     backend_cls = _CopyFieldBackend
+
+
+# 14 -----------------------------------------------------------------------------------------
+class _CopyingPool(SWAKVPool):
+    def register_mapping(self, mapping):
+        """Keeps a snapshot of ``M`` instead of a reference: later allocations never reach it."""
+        super().register_mapping(mapping.clone())
+
+
+@mutant("mapping_copied", ("decode", "draft_extend"), "spec §2.1 (shared mapping), §9.16")
+class MappingCopied(UnifiedEngine):
+    pool_cls = _CopyingPool
+
+
+# 15 -----------------------------------------------------------------------------------------
+class _OnesDraftExtendRunner(DraftExtendGraphRunner):
+    def prepare_capture_buffers(self):
+        """Capture state with the loc buffer left at its initial ones (not zeroed)."""
+        super().prepare_capture_buffers()
+        self.static_loc.fill_(self.static_loc_init)
+
+
+@mutant("draft_extend_buffer_ones", ("draft_extend",), "spec §5.2, §9.17")
+class DraftExtendBufferOnes(UnifiedEngine):
+    draft_extend_runner_cls = _OnesDraftExtendRunner
 
 
 __all__ = ["MUTANTS", "MutantSpec"]

@@ -24,23 +24,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from oracles.translation import translate as expected_translation
 from scenarios.case import EXECS, OPS, POISON_BYTE, Case, Step
 from scenarios.payload import rows_bytes
-
-try:  # the translation oracle (sentinel rules), when present
-    from oracles.translation import expected_translation
-except ImportError:  # pragma: no cover - same rule, written inline
-    def expected_translation(mapping: list[int], locs: list[int]) -> list[int]:
-        """``int32(mapping[loc])`` per loc; negative locs wrap as Python/torch indexing does."""
-        out = []
-        for i, loc in enumerate(locs):
-            if not -len(mapping) <= loc < len(mapping):
-                raise IndexError(f"locs[{i}] = {loc} outside mapping of length {len(mapping)}")
-            v = mapping[loc]
-            if not -(2**31) <= v < 2**31:
-                raise OverflowError(f"mapping[{loc}] = {v} does not fit int32")
-            out.append(v)
-        return out
 
 __all__ = [
     "CaseInfeasible",

@@ -126,7 +126,7 @@ def cmd_run(args) -> int:
 
     def on_first_failure(v) -> None:
         # the unshrunk Case goes to disk before any shrinking run: a crash later loses nothing
-        first_paths[v.case.kind] = write_bundle(out, _finding(v, args))
+        first_paths[v.case.kind] = write_bundle(out, v.finding(args.target, args.impl, args.executor))
 
     camp = Campaign(logged, seed=args.seed, shrink_budget=args.shrink_budget, progress=progress,
                     on_first_failure=on_first_failure)
@@ -144,7 +144,7 @@ def cmd_run(args) -> int:
                 first = first_paths.pop(kind, None)
                 if sig not in seen:
                     seen.add(sig)
-                    path = write_bundle(out, _finding(res.finding, args))
+                    path = write_bundle(out, res.finding.finding(args.target, args.impl, args.executor))
                     if first and first != path and os.path.exists(first):
                         os.unlink(first)  # superseded by the shrunk Case
                     print(f"\nFINDING {sig}: {res.finding.failures[0].message}")
@@ -159,13 +159,6 @@ def cmd_run(args) -> int:
         f.write(f"# swafuzz run: target {args.target}, impl {args.impl}, executor "
                 f"{args.executor}, seed {args.seed}\n\n{campaign_table(stats, markdown=True)}\n")
     return EXIT_FINDINGS if findings else EXIT_CLEAN
-
-
-def _finding(v, args) -> dict:
-    return {"signature": v.signature(), "check": v.failures[0].check,
-            "message": v.failures[0].message, "failures": [f.to_json() for f in v.failures],
-            "target": args.target, "impl": args.impl, "executor": args.executor,
-            "case": v.case.to_json(), "shrunk": v.case.summary()}
 
 
 # --------------------------------------------------------------------------- repro

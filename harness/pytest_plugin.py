@@ -64,10 +64,7 @@ def check_case(case, target: str = "unified", impl: str = "auto", executors=None
     v = execute(case, target, impl, executors)
     if v.failed:
         out = out_dir or tempfile.mkdtemp(prefix="swafuzz-")
-        path = write_bundle(out, {"signature": v.signature(), "check": v.failures[0].check,
-                                  "message": v.failures[0].message, "target": target,
-                                  "impl": impl, "executor": ",".join(executors or ["auto"]),
-                                  "case": case.to_json(), "shrunk": case.summary()})
+        path = write_bundle(out, v.finding(target, impl, ",".join(executors or ["auto"])))
         lines = "\n".join(f"  {f.check}: {f.message}" for f in v.failures[:5])
         pytest.fail(f"swafuzz finding {v.signature()}:\n{lines}\nrepro: swafuzz repro {path}",
                     pytrace=False)

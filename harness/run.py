@@ -60,6 +60,14 @@ class Verdict:
             "seconds": self.seconds,
         }
 
+    def finding(self, target: str, impl: str, executor: str, prefix: str = "") -> dict[str, Any]:
+        """The bundle record of this failing verdict (``reports.bundle.write_bundle`` input)."""
+        return {"signature": prefix + self.signature(), "check": self.failures[0].check,
+                "message": self.failures[0].message,
+                "failures": [f.to_json() for f in self.failures], "target": target,
+                "impl": impl, "executor": executor, "case": self.case.to_json(),
+                "shrunk": self.case.summary()}
+
     @staticmethod
     def from_json(case: Case, d: dict[str, Any]) -> Verdict:
         return Verdict(case, [Failure(**f) for f in d["failures"]], d["checks_run"], d["seconds"])

@@ -87,7 +87,7 @@ def zoo_mutant(name: str, examples: int, seeds: int, impl: str, executors: list[
         row.update(check=first.failures[0].check,
                    checks=sorted({f.check for f in first.failures}),
                    shrunk=first.case.summary())
-        path = write_bundle(out, _bundle(first, target, impl, executor_label))
+        path = write_bundle(out, first.finding(target, impl, executor_label, prefix=f"{target}:"))
         row["repro"] = f"swafuzz repro {path}"
     return row
 
@@ -102,7 +102,7 @@ def _control(examples: int, impl: str, executors: list[str], out: str, label: st
         if res.finding is not None:
             control.update(clean=False, check=res.finding.failures[0].check,
                            message=res.finding.failures[0].message)
-            path = write_bundle(out, _bundle(res.finding, "unified", impl, label))
+            path = write_bundle(out, res.finding.finding("unified", impl, label, prefix="unified:"))
             control["repro"] = f"swafuzz repro {path}"
             break
     control["seconds"] = time.perf_counter() - tc
@@ -183,10 +183,3 @@ def _median(counts):
     if not got:
         return None
     return statistics.median(got)
-
-
-def _bundle(v, target, impl, executor):
-    return {"signature": f"{target}:{v.signature()}", "check": v.failures[0].check,
-            "message": v.failures[0].message, "failures": [f.to_json() for f in v.failures],
-            "target": target, "impl": impl, "executor": executor, "case": v.case.to_json(),
-            "shrunk": v.case.summary()}

@@ -88,12 +88,11 @@ def mutant(name: str, kinds: tuple[str, ...], source: str, kernel_level: bool = 
 # 1 ------------------------------------------------------------------------------------------
 class _ZeroDraftExtendBackend(DSV4Backend):
     def out_graph_draft_extend(self, fb, bs, loc, seq_lens):
-        """PR-review era: built without the real out_cache_loc (synthesised zeros), and the
-        metadata's swa_out_cache_loc stamped from them; the resolver then trusts it."""
-        rows = bs * self.draft_extend_tokens_per_bs
-        zeros = seq_lens.new_zeros(rows)
-        md = self.build_metadata(zeros, seq_lens, fb.positions)
-        md.core_attn_metadata.swa_out_cache_loc = self.translate(zeros)
+        """PR-review era: built without the real out_cache_loc (the prep synthesises zeros), and
+        the metadata's swa_out_cache_loc stamped from them; the resolver then trusts it."""
+        md = super().out_graph_draft_extend(fb, bs, None, seq_lens)
+        core = md.core_attn_metadata
+        core.swa_out_cache_loc = self.translate(core.raw_out_loc)
         return md
 
 
@@ -223,10 +222,8 @@ class HostBakedTranslation(UnifiedEngine):
 class _MinusOneRunner(DecodeGraphRunner):
     def fill_static_loc(self, live_loc, rows):
         """Pads with -1 (an uninitialised / ``last_loc = -1`` style buffer) instead of 0."""
-        n = live_loc.numel()
-        if n != rows:
-            self.static_loc.fill_(-1)
-        self.static_loc[:n].copy_(live_loc)
+        super().fill_static_loc(live_loc, rows)
+        self.static_loc[live_loc.numel():rows].fill_(-1)
 
 
 class _UncheckedStoreBackend(DSV4Backend):

@@ -199,6 +199,12 @@ def _first(mask: torch.Tensor) -> int:
     return int(torch.nonzero(mask)[0, 0].item())
 
 
+def _refuse_any(op: str, mask: torch.Tensor, message: Callable[[int], str]) -> None:
+    """Fail with ``message(i)`` for the first ``i`` where ``mask`` holds (host sync)."""
+    if bool(mask.any()):
+        _fail(op, message(_first(mask)))
+
+
 def check_translate_values(mapping: torch.Tensor, loc: torch.Tensor, *,
                            op: str = "translate") -> torch.Tensor | None:
     """Every loc in ``[-len(mapping), len(mapping))``; every translated value fits int32.
@@ -209,23 +215,13 @@ def check_translate_values(mapping: torch.Tensor, loc: torch.Tensor, *,
     if loc.numel() == 0:
         return None
     m = mapping.numel()
-    bad = (loc < -m) | (loc >= m)
-    if bool(bad.any()):
-        i = _first(bad)
-        _fail(
-            op,
-            f"loc[{i}] = {int(loc[i])} is outside the mapping: every full location must lie in "
-            f"[-{m}, {m}) (len(mapping) = {m})",
-        )
+    _refuse_any(op, (loc < -m) | (loc >= m), lambda i: (
+        f"loc[{i}] = {int(loc[i])} is outside the mapping: every full location must lie in "
+        f"[-{m}, {m}) (len(mapping) = {m})"))
     vals = mapping[loc]
-    bad = (vals < INT32_MIN) | (vals > INT32_MAX)
-    if bool(bad.any()):
-        i = _first(bad)
-        _fail(
-            op,
-            f"mapping[loc[{i}] = {int(loc[i])}] = {int(vals[i])} does not fit int32: translated "
-            "ids must be below 2^31",
-        )
+    _refuse_any(op, (vals < INT32_MIN) | (vals > INT32_MAX), lambda i: (
+        f"mapping[loc[{i}] = {int(loc[i])}] = {int(vals[i])} does not fit int32: translated "
+        "ids must be below 2^31"))
     return vals
 
 
@@ -237,26 +233,14 @@ def check_store_values(cache: torch.Tensor, loc: torch.Tensor, *, op: str = "sto
         return
     num_pages, page_size, _ = cache.shape
     slots = num_pages * page_size
-    neg = loc < 0
-    if bool(neg.any()):
-        i = _first(neg)
-        _fail(
-            op,
-            f"{loc_name}[{i}] = {int(loc[i])}: no negative write location (it would write before "
-            "the cache buffer)",
-        )
-    big = loc > INT32_MAX
-    if bool(big.any()):
-        i = _first(big)
-        _fail(op, f"{loc_name}[{i}] = {int(loc[i])}: write ids must be below 2^31")
-    out = loc >= slots
-    if bool(out.any()):
-        i = _first(out)
-        _fail(
-            op,
-            f"{loc_name}[{i}] = {int(loc[i])} is outside the cache: every write location must be "
-            f"< num_pages * P = {slots}",
-        )
+    _refuse_any(op, loc < 0, lambda i: (
+        f"{loc_name}[{i}] = {int(loc[i])}: no negative write location (it would write before "
+        "the cache buffer)"))
+    _refuse_any(op, loc > INT32_MAX,
+                lambda i: f"{loc_name}[{i}] = {int(loc[i])}: write ids must be below 2^31")
+    _refuse_any(op, loc >= slots, lambda i: (
+        f"{loc_name}[{i}] = {int(loc[i])} is outside the cache: every write location must be "
+        f"< num_pages * P = {slots}"))
     real = loc >= page_size
     idx = torch.nonzero(real).flatten()
     if idx.numel() < 2:

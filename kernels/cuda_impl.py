@@ -48,20 +48,25 @@ extern "C" __global__ void swafuzz_translate(const long long* __restrict__ mappi
     }
 }
 
+// One row of `chunks` W-byte words to SWA slot `swa`: page/offset in int32, as upstream.
 #define SWZ_STORE(W)                                                                           \
+__device__ __forceinline__ void swz_copy_row_##W(swz_v##W* __restrict__ cache,                 \
+                                                 const swz_v##W* __restrict__ rows,            \
+                                                 long long r, int swa, int chunks,             \
+                                                 int page_stride, int log2p) {                 \
+    int page = swa >> log2p;                                                                   \
+    int off = swa & ((1 << log2p) - 1);                                                        \
+    swz_v##W* dst = cache + (long long)page * page_stride + (long long)off * chunks;           \
+    const swz_v##W* src = rows + r * chunks;                                                   \
+    for (int c = threadIdx.x; c < chunks; c += blockDim.x) dst[c] = src[c];                    \
+}                                                                                              \
 extern "C" __global__ void swafuzz_store_##W(swz_v##W* __restrict__ cache,                    \
                                              const int* __restrict__ loc,                      \
                                              const swz_v##W* __restrict__ rows, int n,         \
                                              int chunks, int page_stride, int log2p) {         \
     long long rstride = (long long)gridDim.x * blockDim.y;                                     \
-    for (long long r = (long long)blockIdx.x * blockDim.y + threadIdx.y; r < n; r += rstride) { \
-        int swa = loc[r];                                                                      \
-        int page = swa >> log2p;                                                               \
-        int off = swa & ((1 << log2p) - 1);                                                    \
-        swz_v##W* dst = cache + (long long)page * page_stride + (long long)off * chunks;       \
-        const swz_v##W* src = rows + r * chunks;                                               \
-        for (int c = threadIdx.x; c < chunks; c += blockDim.x) dst[c] = src[c];                \
-    }                                                                                          \
+    for (long long r = (long long)blockIdx.x * blockDim.y + threadIdx.y; r < n; r += rstride) \
+        swz_copy_row_##W(cache, rows, r, loc[r], chunks, page_stride, log2p);                  \
 }                                                                                              \
 extern "C" __global__ void swafuzz_translate_store_##W(                                        \
         const long long* __restrict__ mapping, const long long* __restrict__ loc,             \
@@ -74,11 +79,7 @@ extern "C" __global__ void swafuzz_translate_store_##W(                         
         if (full < 0) full += m_len;                                                           \
         int swa = (int)mapping[full];                                                          \
         if (threadIdx.x == 0) out[r] = swa;                                                    \
-        int page = swa >> log2p;                                                               \
-        int off = swa & ((1 << log2p) - 1);                                                    \
-        swz_v##W* dst = cache + (long long)page * page_stride + (long long)off * chunks;       \
-        const swz_v##W* src = rows + r * chunks;                                               \
-        for (int c = threadIdx.x; c < chunks; c += blockDim.x) dst[c] = src[c];                \
+        swz_copy_row_##W(cache, rows, r, swa, chunks, page_stride, log2p);                     \
     }                                                                                          \
 }
 

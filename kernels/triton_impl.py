@@ -127,6 +127,14 @@ def _store_config(n: int, d: int, device: torch.device) -> tuple[int, int, int]:
     return block_r, block_d, 1
 
 
+def _store_geometry(cache: torch.Tensor, n: int):
+    """(grid, page stride, P-1, D, launch meta) of a store of ``n`` rows into ``cache``."""
+    _, page_size, d = cache.shape
+    block_r, block_d, warps = _store_config(n, d, cache.device)
+    meta = {"BLOCK_R": block_r, "BLOCK_D": block_d, "num_warps": warps}
+    return (triton.cdiv(n, block_r),), cache.stride(0), page_size - 1, d, meta
+
+
 def _bits(t: torch.Tensor) -> torch.Tensor:
     return t.view(torch.int16) if t.dtype == torch.bfloat16 else t
 
@@ -177,15 +185,11 @@ def _store(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor, checked: 
     n = loc.numel()
     if n == 0:
         return
-    _, page_size, d = cache.shape
-    block_r, block_d, warps = _store_config(n, d, cache.device)
-    grid = (triton.cdiv(n, block_r),)
-    page_stride = cache.stride(0)
+    grid, page_stride, page_mask, d, meta = _store_geometry(cache, n)
 
     def fn(cache, loc, rows):
-        _store_kernel[grid](_bits(cache), loc, _bits(rows), n, page_stride, log2p,
-                            page_size - 1, d=d, BLOCK_R=block_r, BLOCK_D=block_d,
-                            num_warps=warps)
+        _store_kernel[grid](_bits(cache), loc, _bits(rows), n, page_stride, log2p, page_mask,
+                            d=d, **meta)
 
     launch("triton.store", fn, (cache, loc, rows),
            contracts.store_values_validator(cache, loc) if checked else None)
@@ -202,15 +206,12 @@ def translate_store(mapping: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor
         out = torch.empty(n, dtype=torch.int32, device=loc.device)
     if n == 0:
         return out
-    _, page_size, d = cache.shape
-    block_r, block_d, warps = _store_config(n, d, cache.device)
-    grid = (triton.cdiv(n, block_r),)
-    page_stride = cache.stride(0)
+    grid, page_stride, page_mask, d, meta = _store_geometry(cache, n)
 
     def fn(mapping, loc, out, cache, rows):
         _translate_store_kernel[grid](mapping, loc, out, _bits(cache), _bits(rows), n,
-                                      mapping.numel(), page_stride, log2p, page_size - 1,
-                                      d=d, BLOCK_R=block_r, BLOCK_D=block_d, num_warps=warps)
+                                      mapping.numel(), page_stride, log2p, page_mask, d=d,
+                                      **meta)
 
     launch("triton.translate_store", fn, (mapping, loc, out, cache, rows),
            contracts.translate_store_values_validator(mapping, loc, cache))

@@ -6,8 +6,9 @@
     python3 bootstrap.py swafuzz <args>              # any swafuzz command
 
 The first call creates ``.venv`` next to this file and installs swafuzz into it (editable) with
-its pinned dependencies (torch==2.13.0, triton==3.6.0, numpy, hypothesis, pytest, pytest-xdist);
-later calls reuse it. Without a GPU, TRITON_INTERPRET=1 is set so Triton kernels run in the
+the project's tested set pinned by ``constraints/ci.txt`` (torch 2.13.0 CPU, triton 3.6.0, numpy,
+hypothesis, pytest, pytest-xdist, ruff, import-linter); later calls reuse it until
+``pyproject.toml`` or the constraints change. Without a GPU, TRITON_INTERPRET=1 is set so Triton kernels run in the
 interpreter.
 """
 
@@ -22,18 +23,20 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 VENV = os.path.join(ROOT, ".venv")
 PY = os.path.join(VENV, "bin", "python")
 STAMP = os.path.join(VENV, ".swafuzz-installed")
+CONSTRAINTS = os.path.join(ROOT, "constraints", "ci.txt")
 
 
 def ensure_env() -> None:
-    pyproject = os.path.join(ROOT, "pyproject.toml")
-    if os.path.exists(STAMP) and os.path.getmtime(STAMP) >= os.path.getmtime(pyproject):
+    inputs = [os.path.join(ROOT, "pyproject.toml"), CONSTRAINTS]
+    if os.path.exists(STAMP) and all(os.path.getmtime(STAMP) >= os.path.getmtime(f)
+                                     for f in inputs):
         return
     if not os.path.exists(PY):
         print("bootstrap: creating .venv", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
     print("bootstrap: installing swafuzz and its pinned dependencies into .venv", flush=True)
     subprocess.check_call([PY, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                           "-e", ROOT + "[lint]"])
+                           "-c", CONSTRAINTS, "-e", ROOT + "[lint]"])
     with open(STAMP, "w") as f:
         f.write("ok\n")
 
@@ -47,9 +50,9 @@ def main(argv: list[str]) -> int:
     env.setdefault("PYTHONUNBUFFERED", "1")
     cmd, rest = argv[0], argv[1:]
     if cmd == "run":
-        args = [PY, "-m", "harness", "run", *rest]
+        args = [PY, "-m", "swafuzz", "run", *rest]
     elif cmd == "swafuzz":
-        args = [PY, "-m", "harness", *rest]
+        args = [PY, "-m", "swafuzz", *rest]
     else:
         env.setdefault("CI", "1")
         args = [PY, "-m", "pytest", "-q", "-n", "2", "-m", "not nightly and not upstream",

@@ -44,10 +44,9 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from swafuzz.kernels.launch import recording  # noqa: E402
 
-import kernels  # noqa: E402
-from kernels.launch import recording  # noqa: E402
+from swafuzz import kernels  # noqa: E402
 
 PAGE = 256
 OPS = ("translate", "store", "translate_store")
@@ -125,7 +124,7 @@ def _call(impl, op: str, x: dict):
 
 def tune(x: dict, gpu: bool) -> list[dict]:
     """Sweep Triton GPU store configurations on translate_store; keep the fastest."""
-    from kernels import triton_impl
+    from swafuzz.kernels import triton_impl
 
     impl = kernels.get_impl("triton")
     results = []

@@ -1,7 +1,8 @@
-"""``python -m harness`` is the ``swafuzz`` CLI."""
+"""``python -m swafuzz.harness`` is the ``swafuzz`` CLI (``python -m swafuzz`` is the short form)."""
 
 import sys
 
-from harness.cli import main
+from swafuzz.harness.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())

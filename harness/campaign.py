@@ -17,10 +17,9 @@ from typing import Callable
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as hseed
-
-from harness.run import Verdict
-from scenarios.case import Case
-from scenarios.strategies import SCENARIO_KINDS
+from swafuzz.harness.run import Verdict
+from swafuzz.scenarios.case import Case
+from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
 
 class _Found(Exception):

@@ -203,7 +203,7 @@ def check_invariants(case, obs, exp) -> list[Failure]:
     """Mapping sentinel, page 0 never allocated, unique mapped SWA slots, in-window positions
     mapped, evicted positions unmapped, draft shares the mapping, mapping equals the oracle's.
     Proven by: ``evict_keeps_mapping`` (spec §9.15, PR #38519 class)."""
-    from oracles.invariants import pool_invariants
+    from swafuzz.oracles.invariants import pool_invariants
 
     pc = case.pool
     fails = []

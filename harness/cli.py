@@ -1,4 +1,4 @@
-"""``swafuzz`` (also ``python -m harness``): run, zoo, repro, list, report, bench.
+"""``swafuzz`` (also ``python -m swafuzz``): run, zoo, repro, list, report, bench.
 
 Exit codes: 0 clean, 1 findings, 2 usage or input error (with a message naming the field and the
 allowed values, and nothing written).
@@ -33,14 +33,14 @@ def _check_choice(field: str, value: str, allowed) -> None:
 
 
 def _targets() -> list[str]:
-    import targets
+    from swafuzz import targets
 
     return sorted(targets.available_targets())
 
 
 def _validate_common(args) -> None:
-    from harness.executors import available_executors
-    from kernels import IMPLS, available_impls
+    from swafuzz.harness.executors import available_executors
+    from swafuzz.kernels import IMPLS, available_impls
 
     _check_choice("--target", args.target, _targets())
     _check_choice("--impl", args.impl, ("auto",) + tuple(IMPLS))
@@ -83,12 +83,12 @@ def _progress(enabled: bool):
 
 
 def _make_runner(args, out_dir: str | None):
-    from harness.run import execute, resolve_executors
+    from swafuzz.harness.run import execute, resolve_executors
 
     executors = resolve_executors(args.executor)
     if args.no_isolate:
         return (lambda case: execute(case, args.target, args.impl, executors)), None
-    from harness.worker import CaseWorker
+    from swafuzz.harness.worker import CaseWorker
 
     w = CaseWorker(args.target, args.impl, executors, out_dir)
     return w.run, w
@@ -96,11 +96,11 @@ def _make_runner(args, out_dir: str | None):
 
 # --------------------------------------------------------------------------- run
 def cmd_run(args) -> int:
-    from harness.campaign import Campaign
-    from reports.bundle import write_bundle
-    from reports.log import CaseLog
-    from reports.summary import campaign_table
-    from scenarios.strategies import SCENARIO_KINDS
+    from swafuzz.harness.campaign import Campaign
+    from swafuzz.reports.bundle import write_bundle
+    from swafuzz.reports.log import CaseLog
+    from swafuzz.reports.summary import campaign_table
+    from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
     _validate_common(args)
     kinds = args.scenario or list(SCENARIO_KINDS)
@@ -163,9 +163,9 @@ def cmd_run(args) -> int:
 
 # --------------------------------------------------------------------------- repro
 def cmd_repro(args) -> int:
-    from harness.run import InvalidCase, execute, resolve_executors
-    from reports.bundle import read_bundle
-    from scenarios.case import Case, CaseError
+    from swafuzz.harness.run import InvalidCase, execute, resolve_executors
+    from swafuzz.reports.bundle import read_bundle
+    from swafuzz.scenarios.case import Case, CaseError
 
     try:
         bundle = read_bundle(args.file)
@@ -191,10 +191,10 @@ def cmd_repro(args) -> int:
 
 # --------------------------------------------------------------------------- list
 def cmd_list(args) -> int:
-    from harness.checks import CHECKS
-    from harness.executors import available_executors
-    from kernels import available_impls
-    from scenarios.strategies import SCENARIO_KINDS
+    from swafuzz.harness.checks import CHECKS
+    from swafuzz.harness.executors import available_executors
+    from swafuzz.kernels import available_impls
+    from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
     print("targets:        " + ", ".join(_targets()))
     print("scenario kinds: " + ", ".join(SCENARIO_KINDS))
@@ -206,7 +206,7 @@ def cmd_list(args) -> int:
 
 # --------------------------------------------------------------------------- report
 def cmd_report(args) -> int:
-    from reports.summary import table
+    from swafuzz.reports.summary import table
 
     fdir = os.path.join(args.dir, "findings")
     if not os.path.isdir(args.dir):
@@ -225,7 +225,7 @@ def cmd_report(args) -> int:
 
 # --------------------------------------------------------------------------- zoo / bench
 def cmd_zoo(args) -> int:
-    from harness.zoo import run_zoo
+    from swafuzz.harness.zoo import run_zoo
 
     _check_choice("--budget", args.budget, ("full", "ci"))
     return run_zoo(args)
@@ -234,12 +234,10 @@ def cmd_zoo(args) -> int:
 def cmd_bench(args) -> int:
     import runpy
 
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench",
-                        "kernels.py")
     rest = [a for a in args.rest if a != "--"]
-    sys.argv = [path] + rest
+    sys.argv = ["swafuzz bench"] + rest
     try:
-        runpy.run_path(path, run_name="__main__")
+        runpy.run_module("swafuzz.bench.kernels", run_name="__main__", alter_sys=True)
     except SystemExit as e:
         return int(e.code or 0)
     return EXIT_CLEAN

@@ -1,7 +1,7 @@
 """pytest plugin: markers, hypothesis profiles, and a fixture that runs a Case and prints the
 repro command on failure.
 
-Load it with ``-p harness.pytest_plugin`` or ``pytest_plugins = ["harness.pytest_plugin"]`` (the
+Load it with ``-p swafuzz.harness.pytest_plugin`` or ``pytest_plugins = ["swafuzz.harness.pytest_plugin"]`` (the
 repository's ``tests/conftest.py`` does). Profiles: ``dev`` (default), ``ci`` (derandomized, no
 deadline; loaded when ``CI`` is set), ``nightly`` (long exploration); ``HYPOTHESIS_PROFILE``
 overrides.
@@ -58,8 +58,8 @@ def pytest_collection_modifyitems(config, items):
 
 def check_case(case, target: str = "unified", impl: str = "auto", executors=None, out_dir=None):
     """Run ``case``; on failure write its bundle and fail with the one-line repro command."""
-    from harness.run import execute
-    from reports.bundle import write_bundle
+    from swafuzz.harness.run import execute
+    from swafuzz.reports.bundle import write_bundle
 
     v = execute(case, target, impl, executors)
     if v.failed:

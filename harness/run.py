@@ -11,8 +11,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.checks import Failure, run_checks
-from scenarios.case import Case
+from swafuzz.harness.checks import Failure, run_checks
+from swafuzz.scenarios.case import Case
 
 
 class InvalidCase(ValueError):
@@ -76,9 +76,9 @@ class Verdict:
 def execute(case: Case, target: str = "unified", impl: str = "auto",
             executors: list[str] | None = None, only: set[str] | None = None) -> Verdict:
     """Run ``case`` on ``target`` x ``impl`` under each executor and check everything."""
-    from harness.executors import get_executor
-    from oracles.engine import CaseInfeasible, expect
-    from targets.driver import run_case
+    from swafuzz.harness.executors import get_executor
+    from swafuzz.oracles.engine import CaseInfeasible, expect
+    from swafuzz.targets.driver import run_case
 
     t0 = time.perf_counter()
     try:

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from harness.checks import Failure, run_checks
-from harness.executors import get_executor
-from scenarios.case import Case, GraphConfig, PoolConfig, Step
+from swafuzz.harness.checks import Failure, run_checks
+from swafuzz.harness.executors import get_executor
+from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
 
 
 class Session:
     def __init__(self, pool: PoolConfig, graph: GraphConfig, seed: int, target: str = "unified",
                  impl: str = "torch", executors: tuple[str, ...] = ("eager", "tape")):
-        from targets import get_target
+        from swafuzz.targets import get_target
 
         self.case = Case(pool=pool, graph=graph, steps=(), payload_seed=seed, kind="episode")
         factory = get_target(target)
@@ -27,7 +27,7 @@ class Session:
 
     def apply(self, step: Step) -> list[Failure]:
         """Apply ``step`` on every engine, then run every check on the whole episode so far."""
-        from oracles.engine import expect
+        from swafuzz.oracles.engine import expect
 
         i = len(self.case.steps)
         self.case = replace(self.case, steps=self.case.steps + (step,))

@@ -14,9 +14,9 @@ import os
 import signal
 from typing import Any
 
-from harness.checks import Failure
-from harness.run import Verdict
-from scenarios.case import Case
+from swafuzz.harness.checks import Failure
+from swafuzz.harness.run import Verdict
+from swafuzz.scenarios.case import Case
 
 
 def _child(conn, env: dict[str, str]) -> None:  # pragma: no cover - runs in the child
@@ -25,7 +25,7 @@ def _child(conn, env: dict[str, str]) -> None:  # pragma: no cover - runs in the
 
     if not torch.cuda.is_available():
         os.environ.setdefault("TRITON_INTERPRET", "1")
-    from harness.run import InvalidCase, execute
+    from swafuzz.harness.run import InvalidCase, execute
 
     while True:
         try:
@@ -74,7 +74,7 @@ class CaseWorker:
             self._start()
         path = self._inflight_path()
         if path:
-            from reports.bundle import atomic_write_text
+            from swafuzz.reports.bundle import atomic_write_text
 
             atomic_write_text(path, json.dumps({"case": case.to_json(), "target": self.target,
                                                 "impl": self.impl}) + "\n")
@@ -108,7 +108,7 @@ class CaseWorker:
         if "ok" in reply:
             return Verdict.from_json(case, reply["ok"])
         if "invalid" in reply:
-            from harness.run import InvalidCase
+            from swafuzz.harness.run import InvalidCase
 
             raise InvalidCase(reply["invalid"])
         raise RuntimeError(f"harness error in the worker: {reply['harness_error']}")

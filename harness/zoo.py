@@ -16,12 +16,12 @@ import statistics
 import sys
 import time
 
-from harness.campaign import Campaign
-from harness.checks import CHECKS
-from harness.run import execute, resolve_executors
-from reports.bundle import atomic_write_text, write_bundle
-from reports.summary import kill_matrix
-from scenarios.strategies import SCENARIO_KINDS
+from swafuzz.harness.campaign import Campaign
+from swafuzz.harness.checks import CHECKS
+from swafuzz.harness.run import execute, resolve_executors
+from swafuzz.reports.bundle import atomic_write_text, write_bundle
+from swafuzz.reports.summary import kill_matrix
+from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
 BUDGETS = {
     # examples per mutant+seed, seeds, control examples per kind, shrink budget
@@ -66,7 +66,7 @@ def _impl_for(spec, impl: str, budget: str) -> str:
 def zoo_mutant(name: str, examples: int, seeds: int, impl: str, executors: list[str],
                shrink_budget: int, out: str, executor_label: str) -> dict:
     """Kill one mutant over ``seeds`` seeds; returns its kill-matrix row."""
-    from targets.mutants import MUTANTS
+    from swafuzz.targets.mutants import MUTANTS
 
     spec = MUTANTS[name]
     target = f"mutant:{name}"
@@ -110,7 +110,7 @@ def _control(examples: int, impl: str, executors: list[str], out: str, label: st
 
 
 def run_zoo(args) -> int:
-    from targets.mutants import MUTANTS
+    from swafuzz.targets.mutants import MUTANTS
 
     examples, seeds, control_n, shrink_budget = BUDGETS[args.budget]
     if args.budget == "full":

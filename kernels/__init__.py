@@ -18,8 +18,8 @@ from types import ModuleType
 
 IMPLS = ("torch", "triton", "cuda")
 
-_MODULES = {"torch": "kernels.torch_impl", "triton": "kernels.triton_impl",
-            "cuda": "kernels.cuda_impl"}
+_MODULES = {"torch": "swafuzz.kernels.torch_impl", "triton": "swafuzz.kernels.triton_impl",
+            "cuda": "swafuzz.kernels.cuda_impl"}
 
 
 def get_impl(name: str) -> ModuleType:

@@ -26,9 +26,8 @@ from __future__ import annotations
 import threading
 
 import torch
-
-from kernels import contracts
-from kernels.launch import launch
+from swafuzz.kernels import contracts
+from swafuzz.kernels.launch import launch
 
 _SOURCE = r"""
 struct alignas(16) swz_v16 { unsigned int a, b, c, d; };

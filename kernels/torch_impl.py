@@ -23,9 +23,8 @@ mode and under a CUDA graph capture a sync is illegal.
 from __future__ import annotations
 
 import torch
-
-from kernels import contracts
-from kernels.launch import capturing
+from swafuzz.kernels import contracts
+from swafuzz.kernels.launch import capturing
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:

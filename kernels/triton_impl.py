@@ -25,9 +25,8 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
-
-from kernels import contracts
-from kernels.launch import launch
+from swafuzz.kernels import contracts
+from swafuzz.kernels.launch import launch
 
 # ---------------------------------------------------------------------------------------------
 # kernels

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from oracles.translation import translate as expected_translation
-from scenarios.case import EXECS, OPS, POISON_BYTE, Case, Step
-from scenarios.payload import rows_bytes
+from swafuzz.oracles.translation import translate as expected_translation
+from swafuzz.scenarios.case import EXECS, OPS, POISON_BYTE, Case, Step
+from swafuzz.scenarios.payload import rows_bytes
 
 __all__ = [
     "CaseInfeasible",

@@ -216,7 +216,7 @@ class Case:
     @staticmethod
     def from_json(obj: Any) -> Case:
         """Parse and validate; raises :class:`CaseError` naming the offending field."""
-        from scenarios.validate import parse_case
+        from swafuzz.scenarios.validate import parse_case
 
         return parse_case(obj)
 

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
-
-from scenarios.case import GraphConfig, PoolConfig, Step
-from scenarios.planner import Planner
-from scenarios.strategies import graph_configs, pool_configs
+from swafuzz.scenarios.case import GraphConfig, PoolConfig, Step
+from swafuzz.scenarios.planner import Planner
+from swafuzz.scenarios.strategies import graph_configs, pool_configs
 
 
 class EpisodeMachine(RuleBasedStateMachine):

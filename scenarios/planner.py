@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from scenarios.case import GraphConfig, PoolConfig, Step
+from swafuzz.scenarios.case import GraphConfig, PoolConfig, Step
 
 
 def _pages(n: int, p: int) -> int:

@@ -15,9 +15,8 @@ from __future__ import annotations
 from typing import Callable
 
 from hypothesis import strategies as st
-
-from scenarios.case import Case, GraphConfig, PoolConfig, Step
-from scenarios.planner import Planner
+from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
+from swafuzz.scenarios.planner import Planner
 
 PAGE_SIZES = (1, 16, 64, 256)
 BUCKET_SETS = ((1, 2, 4, 8), (4,), (2, 4), (1, 8), (1, 2, 3, 4), (1, 2, 4, 6, 8))

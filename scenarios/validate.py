@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scenarios.case import (
+from swafuzz.scenarios.case import (
     CASE_VERSION,
     EXECS,
     OPS,

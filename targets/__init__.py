@@ -79,8 +79,8 @@ def register(name: str, factory: Callable[..., Any]) -> None:
 
 def _ensure_builtin() -> None:
     if "unified" not in TARGETS:
-        from targets.driver import UnifiedEngine
-        from targets.selftest import SegfaultEngine
+        from swafuzz.targets.driver import UnifiedEngine
+        from swafuzz.targets.selftest import SegfaultEngine
 
         register("unified", UnifiedEngine)
         register("selftest:segfault", SegfaultEngine)
@@ -90,7 +90,7 @@ def get_target(name: str) -> Callable[..., Any]:
     """The factory registered as ``name``; raises ``KeyError`` listing the known names."""
     _ensure_builtin()
     if name not in TARGETS and name.startswith("mutant:"):
-        import targets.mutants  # noqa: F401 - mutants register themselves on import
+        import swafuzz.targets.mutants  # noqa: F401 - mutants register themselves on import
     if name not in TARGETS:
         raise KeyError(f"get_target({name!r}): unknown target; known: {sorted(TARGETS)}")
     return TARGETS[name]
@@ -99,6 +99,6 @@ def get_target(name: str) -> Callable[..., Any]:
 def available_targets() -> list[str]:
     """Every registered target name: ``unified`` and each ``mutant:<name>``."""
     _ensure_builtin()
-    import targets.mutants  # noqa: F401 - mutants register themselves on import
+    import swafuzz.targets.mutants  # noqa: F401 - mutants register themselves on import
 
     return sorted(TARGETS)

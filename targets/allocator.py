@@ -21,8 +21,7 @@ sentinel maps to ``-1``).
 from __future__ import annotations
 
 import torch
-
-from scenarios.case import PoolConfig
+from swafuzz.scenarios.case import PoolConfig
 
 
 class AllocationError(RuntimeError):

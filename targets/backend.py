@@ -25,10 +25,14 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-
-from targets.forward_mode import ForwardBatch, ForwardMode, GraphBucket, logical_forward_mode
-from targets.kv_pool import SWAKVPool
-from targets.metadata import AttnMetadata, CoreAttnMetadata, RawDecodeMetadata
+from swafuzz.targets.forward_mode import (
+    ForwardBatch,
+    ForwardMode,
+    GraphBucket,
+    logical_forward_mode,
+)
+from swafuzz.targets.kv_pool import SWAKVPool
+from swafuzz.targets.metadata import AttnMetadata, CoreAttnMetadata, RawDecodeMetadata
 
 
 @dataclass

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-
-from targets.forward_mode import ForwardBatch, ForwardMode
+from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 
 PAD_LOC = 0  # full location of padded rows
 SEQ_LENS_FILL = 1

@@ -13,24 +13,29 @@ eager path, as upstream's ``can_run`` does; ``ForwardObs.exec`` says how it ran)
 from __future__ import annotations
 
 import torch
-
-import kernels
-from scenarios.case import Case, Step
-from scenarios.payload import rows_bytes
-from targets.allocator import SWAAllocator
-from targets.backend import DSV4Backend, MultiStepBackend, StoreRecord, per_step_draft_out_cache_loc
-from targets.dp import DPAttention
-from targets.forward_mode import ForwardBatch, ForwardMode
-from targets.kv_pool import SWAKVPool
-from targets.model import SWAModel
-from targets.observation import ForwardObs, Observation, RedzoneObs, StepObs, StoreObs
-from targets.runners import (
+from swafuzz.scenarios.case import Case, Step
+from swafuzz.scenarios.payload import rows_bytes
+from swafuzz.targets.allocator import SWAAllocator
+from swafuzz.targets.backend import (
+    DSV4Backend,
+    MultiStepBackend,
+    StoreRecord,
+    per_step_draft_out_cache_loc,
+)
+from swafuzz.targets.dp import DPAttention
+from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
+from swafuzz.targets.kv_pool import SWAKVPool
+from swafuzz.targets.model import SWAModel
+from swafuzz.targets.observation import ForwardObs, Observation, RedzoneObs, StepObs, StoreObs
+from swafuzz.targets.runners import (
     CapturedBucket,
     DecodeGraphRunner,
     DraftExtendGraphRunner,
     GraphRunner,
     MultiStepDraftRunner,
 )
+
+from swafuzz import kernels
 
 
 class _NoGraphExecutor:
@@ -301,7 +306,7 @@ class UnifiedEngine:
 
 def run_case(case: Case, target: str = "unified", impl: str = "torch", executor=None) -> Observation:
     """Run ``case`` on the target called ``target`` (see :func:`targets.get_target`)."""
-    from targets import get_target
+    from swafuzz.targets import get_target
 
     engine = get_target(target)(case, impl=impl, executor=executor, name=target)
     return engine.run()

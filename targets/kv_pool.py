@@ -21,8 +21,7 @@ after the target's, as upstream numbers the MTP layer); ``layer_cache(layer_id)`
 from __future__ import annotations
 
 import torch
-
-from scenarios.case import POISON_BYTE, PoolConfig
+from swafuzz.scenarios.case import POISON_BYTE, PoolConfig
 
 #: The canary byte pattern of every redzone (repeated, truncated to the redzone length).
 CANARY = bytes([0xDE, 0xAD, 0xBE, 0xEF, 0xC0, 0xFF, 0xEE, 0x11])

@@ -11,9 +11,8 @@ to its local buffer.
 from __future__ import annotations
 
 import torch
-
-from targets.forward_mode import ForwardBatch
-from targets.kv_pool import SWAKVPool
+from swafuzz.targets.forward_mode import ForwardBatch
+from swafuzz.targets.kv_pool import SWAKVPool
 
 
 class SWALayer:

@@ -35,10 +35,14 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
-
-from targets.backend import DSV4Backend, MultiStepBackend, StoreRecord, per_step_draft_out_cache_loc
-from targets.forward_mode import ForwardBatch, ForwardMode
-from targets.model import SWAModel
+from swafuzz.targets.backend import (
+    DSV4Backend,
+    MultiStepBackend,
+    StoreRecord,
+    per_step_draft_out_cache_loc,
+)
+from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
+from swafuzz.targets.model import SWAModel
 
 #: ``rows_for(fwd, layer, n_rows) -> [n_rows, row_width]`` K rows of one forward and layer.
 RowsFn = Callable[[int, int, int], torch.Tensor]

@@ -8,4 +8,4 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-pytest_plugins = ["harness.pytest_plugin"]
+pytest_plugins = ["swafuzz.harness.pytest_plugin"]

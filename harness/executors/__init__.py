@@ -9,10 +9,9 @@
 from __future__ import annotations
 
 import torch
-
-from harness.executors.base import Executor, default_device
-from harness.executors.eager import EagerExecutor
-from harness.executors.tape import HostSyncInCapture, Tape, TapeExecutor, TapeReplayError
+from swafuzz.harness.executors.base import Executor, default_device
+from swafuzz.harness.executors.eager import EagerExecutor
+from swafuzz.harness.executors.tape import HostSyncInCapture, Tape, TapeExecutor, TapeReplayError
 
 EXECUTOR_NAMES = ("eager", "tape", "cudagraph", "auto")
 
@@ -51,7 +50,7 @@ def get_executor(name: str, device: torch.device | str | None = None) -> Executo
     if name == "tape":
         return TapeExecutor(device)
     if name == "cudagraph":
-        from harness.executors.cudagraph import CudaGraphExecutor
+        from swafuzz.harness.executors.cudagraph import CudaGraphExecutor
 
         return CudaGraphExecutor(device)
     raise ValueError(

@@ -12,8 +12,7 @@ from __future__ import annotations
 from typing import Callable
 
 import torch
-
-from harness.executors.base import Executor
+from swafuzz.harness.executors.base import Executor
 
 
 class CudaGraphHandle:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from harness.executors.base import Executor
+from swafuzz.harness.executors.base import Executor
 
 
 class EagerExecutor(Executor):

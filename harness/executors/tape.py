@@ -53,10 +53,9 @@ from typing import Any, Callable, Iterator
 
 import torch
 import torch.utils._pytree as pytree
+from swafuzz.harness.executors.base import Executor
+from swafuzz.kernels import launch as _launch
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
-
-from harness.executors.base import Executor
-from kernels import launch as _launch
 
 
 class HostSyncInCapture(RuntimeError):

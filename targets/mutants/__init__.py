@@ -53,15 +53,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-
-from targets import register
-from targets.allocator import SWAAllocator
-from targets.backend import DSV4Backend
-from targets.driver import UnifiedEngine
-from targets.forward_mode import ForwardBatch
-from targets.kv_pool import SWAKVPool
-from targets.metadata import CoreAttnMetadata, copy_metadata
-from targets.runners import DecodeGraphRunner, DraftExtendGraphRunner
+from swafuzz.targets import register
+from swafuzz.targets.allocator import SWAAllocator
+from swafuzz.targets.backend import DSV4Backend
+from swafuzz.targets.driver import UnifiedEngine
+from swafuzz.targets.forward_mode import ForwardBatch
+from swafuzz.targets.kv_pool import SWAKVPool
+from swafuzz.targets.metadata import CoreAttnMetadata, copy_metadata
+from swafuzz.targets.runners import DecodeGraphRunner, DraftExtendGraphRunner
 
 
 @dataclass(frozen=True)
@@ -203,7 +202,7 @@ class _HostBakedBackend(DSV4Backend):
     def translate_in_graph(self, loc):
         """Translation done on the host when not capturing (warm-up), and the resulting constant
         reused inside the captured graph: replays write the warm-up batch's slots."""
-        from kernels.launch import capturing
+        from swafuzz.kernels.launch import capturing
 
         if capturing() and getattr(self, "_host_const", None) is not None:
             return self._host_const
@@ -244,7 +243,7 @@ class _Step0Backend(DSV4Backend):
         sliced = super().select_step_loc(fb, loc)
         if sliced is loc:
             return loc
-        from targets.backend import per_step_draft_out_cache_loc
+        from swafuzz.targets.backend import per_step_draft_out_cache_loc
 
         return per_step_draft_out_cache_loc(loc, fb.batch_size, self.topk, self.num_steps)[0]
 

@@ -10,10 +10,9 @@ import glob
 import os
 
 import pytest
-
-from harness.run import execute, resolve_executors
-from reports.bundle import read_bundle
-from scenarios.case import Case
+from swafuzz.harness.run import execute, resolve_executors
+from swafuzz.reports.bundle import read_bundle
+from swafuzz.scenarios.case import Case
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUNDLES = sorted(glob.glob(os.path.join(HERE, "..", "data", "bundles", "*.json")))

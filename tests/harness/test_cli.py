@@ -2,7 +2,7 @@
 nothing half-written on bad input, findings written as bundles before the next case, repro of
 a bundle, and a crash inside a case recorded as a finding without ending the campaign.
 
-Each test runs ``python -m harness`` in a subprocess, as a user would.
+Each test runs ``python -m swafuzz`` in a subprocess, as a user would.
 """
 
 import json
@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def swafuzz(*args, cwd=None):
     env = dict(os.environ, PYTHONPATH=ROOT)
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "swafuzz", *args], capture_output=True,
                           text=True, cwd=cwd or ROOT, env=env, timeout=600)
 
 

@@ -52,7 +52,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _executor():
-    from harness.executors import get_executor
+    from swafuzz.harness.executors import get_executor
 
     ex = get_executor("cudagraph")
     assert ex.name == "cudagraph" and ex.graphs and ex.device.type == "cuda"
@@ -100,7 +100,7 @@ _SYNC_SCRIPT = textwrap.dedent(
     """
     import sys
     import torch
-    from harness.executors import get_executor
+    from swafuzz.harness.executors import get_executor
     x = torch.arange(4, device="cuda")
     ops = {"item": lambda: x.sum().item(), "tolist": lambda: x.tolist(),
            "nonzero": lambda: torch.nonzero(x)}

@@ -10,9 +10,8 @@ machine in ``scenarios/episode_machine.py``.
 
 import pytest
 from hypothesis import Phase, settings
-
-from harness.session import Session
-from scenarios.episode_machine import EpisodeMachine
+from swafuzz.harness.session import Session
+from swafuzz.scenarios.episode_machine import EpisodeMachine
 
 
 def make_machine(target: str, impl: str = "torch"):

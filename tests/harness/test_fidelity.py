@@ -39,8 +39,8 @@ pytestmark = [
 
 
 def _both(scenario, keys):
-    from harness.executors.cudagraph import CudaGraphExecutor
-    from harness.executors.tape import TapeExecutor
+    from swafuzz.harness.executors.cudagraph import CudaGraphExecutor
+    from swafuzz.harness.executors.tape import TapeExecutor
 
     tape = scenario(TapeExecutor("cuda"), "cuda")
     graph = scenario(CudaGraphExecutor("cuda"), "cuda")

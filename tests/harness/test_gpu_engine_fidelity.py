@@ -10,13 +10,12 @@ Skipped without a GPU. Reproduce: ``pytest -m gpu tests/harness/test_gpu_engine_
 import pytest
 import torch
 from hypothesis import given, settings
-
-from harness.checks import check_agreement
-from harness.executors import get_executor
-from harness.run import execute
-from oracles.engine import expect
-from scenarios.strategies import SCENARIO_KINDS
-from targets.driver import run_case
+from swafuzz.harness.checks import check_agreement
+from swafuzz.harness.executors import get_executor
+from swafuzz.harness.run import execute
+from swafuzz.oracles.engine import expect
+from swafuzz.scenarios.strategies import SCENARIO_KINDS
+from swafuzz.targets.driver import run_case
 
 pytestmark = [pytest.mark.gpu, pytest.mark.cudagraph]
 

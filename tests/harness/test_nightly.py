@@ -7,9 +7,8 @@ hypothesis reproduction blob and the swafuzz repro command of the shrunk Case.
 
 import pytest
 from hypothesis import given
-
-from harness.pytest_plugin import check_case
-from scenarios.strategies import SCENARIO_KINDS
+from swafuzz.harness.pytest_plugin import check_case
+from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
 pytestmark = pytest.mark.nightly
 

@@ -5,8 +5,7 @@ import json
 import re
 
 import pytest
-
-from scenarios.case import Case, GraphConfig, PoolConfig, Step
+from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
 
 CASE = Case(pool=PoolConfig(page_size=1, full_pages=4, swa_pages=4, window=2, layers=1,
                             row_width=2),

@@ -15,8 +15,7 @@ import struct
 import pytest
 import torch
 import torch.nn.functional as F
-
-from harness.executors import (
+from swafuzz.harness.executors import (
     EXECUTOR_NAMES,
     EagerExecutor,
     HostSyncInCapture,
@@ -25,11 +24,11 @@ from harness.executors import (
     available_executors,
     get_executor,
 )
-from harness.executors.tape import poison_value
-from kernels.launch import launch
+from swafuzz.harness.executors.tape import poison_value
+from swafuzz.kernels.launch import launch
 
 try:
-    from kernels.contracts import ContractError
+    from swafuzz.kernels.contracts import ContractError
 except ImportError:  # kernels/ not written yet: any ValueError will do for the fake launches
     ContractError = ValueError
 
@@ -241,7 +240,7 @@ def scenario_two_graphs(ex, device: str, replays: int = 6) -> dict:
 
 def scenario_triton(ex, device: str, replays: int = 5, seed: int = 3) -> dict:
     """The real Triton translate / store / translate_store captured and replayed."""
-    from kernels import triton_impl
+    from swafuzz.kernels import triton_impl
 
     w = World(device, seed)
     w.new_batch()
@@ -269,7 +268,7 @@ def scenario_triton(ex, device: str, replays: int = 5, seed: int = 3) -> dict:
 
 def _triton_or_skip():
     try:
-        import kernels.triton_impl  # noqa: F401
+        import swafuzz.kernels.triton_impl  # noqa: F401
     except Exception as e:  # noqa: BLE001 - any import failure means "not available here"
         pytest.skip(f"kernels.triton_impl does not import here ({type(e).__name__}: {e})")
 
@@ -456,7 +455,7 @@ def test_triton_kernels_under_tape():
 
 def test_triton_bad_index_on_replay_is_a_contract_error():
     _triton_or_skip()
-    from kernels.contracts import ContractError as RealContractError
+    from swafuzz.kernels.contracts import ContractError as RealContractError
 
     r = scenario_triton(TapeExecutor("cpu"), "cpu", replays=1)
     w = r["world"]

@@ -3,7 +3,7 @@ DESIGN.md kills at least one mutant (a check that cannot fail is a defect).
 
 Runs ``swafuzz zoo --budget ci`` (2 seeds, 60 cases per mutant and seed; engine-level mutants on
 the torch path, kernel-level ones on the Triton interpreter) and reads its ``--json`` matrix.
-Reproduce: ``python -m harness zoo --budget ci``; the full matrix: ``python -m harness zoo``.
+Reproduce: ``python -m swafuzz zoo --budget ci``; the full matrix: ``python -m swafuzz zoo``.
 """
 
 import json
@@ -11,14 +11,14 @@ import os
 import subprocess
 import sys
 
-from harness.checks import CHECKS
+from swafuzz.harness.checks import CHECKS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_zoo_ci_budget(tmp_path):
     out = tmp_path / "zoo.json"
-    r = subprocess.run([sys.executable, "-m", "harness", "zoo", "--budget", "ci", "--jobs", "1",
+    r = subprocess.run([sys.executable, "-m", "swafuzz", "zoo", "--budget", "ci", "--jobs", "1",
                         "--quiet", "--json", str(out), "--out", str(tmp_path / "zoo")],
                        capture_output=True, text=True, cwd=ROOT, timeout=1200,
                        env=dict(os.environ, PYTHONPATH=ROOT))

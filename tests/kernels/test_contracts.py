@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from swafuzz.kernels import contracts
+from swafuzz.kernels.contracts import ContractError
+from swafuzz.kernels.launch import recording
 
-import kernels
-from kernels import contracts
-from kernels.contracts import ContractError
-from kernels.launch import recording
+from swafuzz import kernels
 
 IMPLS_HERE = [
     n for n in kernels.available_impls()

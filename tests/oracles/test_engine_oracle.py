@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
-from oracles.engine import CaseInfeasible, _Shadow, expect
-from oracles.invariants import pool_invariants
-from scenarios.case import POISON_BYTE, Case, GraphConfig, PoolConfig, Step
-from scenarios.payload import rows_bytes
+from swafuzz.oracles.engine import CaseInfeasible, _Shadow, expect
+from swafuzz.oracles.invariants import pool_invariants
+from swafuzz.scenarios.case import POISON_BYTE, Case, GraphConfig, PoolConfig, Step
+from swafuzz.scenarios.payload import rows_bytes
 
 RB = 4  # row bytes (uint8, width 4)
 

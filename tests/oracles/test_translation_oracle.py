@@ -25,9 +25,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from oracles.store import ShadowStore, StoreContractError, shadow_store
-from oracles.translation import (
+from swafuzz.oracles.store import ShadowStore, StoreContractError, shadow_store
+from swafuzz.oracles.translation import (
     SENTINEL,
     TranslationError,
     int32,

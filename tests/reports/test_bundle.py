@@ -4,9 +4,8 @@ import json
 import os
 
 import pytest
-
-from reports.bundle import read_bundle, signature_filename, write_bundle
-from reports.summary import campaign_table
+from swafuzz.reports.bundle import read_bundle, signature_filename, write_bundle
+from swafuzz.reports.summary import campaign_table
 
 
 def test_write_and_read(tmp_path):

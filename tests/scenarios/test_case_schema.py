@@ -9,9 +9,8 @@ import json
 
 import pytest
 from hypothesis import given, settings
-
-from scenarios.case import Case, CaseError
-from scenarios.strategies import SCENARIO_KINDS
+from swafuzz.scenarios.case import Case, CaseError
+from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
 GOOD = {
     "version": 1,

@@ -7,9 +7,8 @@ import random
 
 import pytest
 import torch
-
-from scenarios.case import PoolConfig
-from targets.allocator import AllocationError, SWAAllocator
+from swafuzz.scenarios.case import PoolConfig
+from swafuzz.targets.allocator import AllocationError, SWAAllocator
 
 
 def invariants(a: SWAAllocator) -> None:

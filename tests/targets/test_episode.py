@@ -7,14 +7,13 @@ import importlib.util
 
 import pytest
 import torch
+from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
+from swafuzz.targets import get_target, register
+from swafuzz.targets.backend import DSV4Backend
+from swafuzz.targets.driver import UnifiedEngine, run_case
 
-from scenarios.case import Case, GraphConfig, PoolConfig, Step
-from targets import get_target, register
-from targets.backend import DSV4Backend
-from targets.driver import UnifiedEngine, run_case
-
-executors = pytest.importorskip("harness.executors")
-HAVE_TAPE = importlib.util.find_spec("harness.executors.tape") is not None
+executors = pytest.importorskip("swafuzz.harness.executors")
+HAVE_TAPE = importlib.util.find_spec("swafuzz.harness.executors.tape") is not None
 
 POOL = PoolConfig(page_size=2, full_pages=64, swa_pages=24, window=4, layers=2, draft_layers=1,
                   row_width=3, row_dtype="bfloat16")
@@ -65,7 +64,7 @@ def test_decode_episode_eager_and_tape_agree():
 
 def test_decode_episode_matches_oracle():
     """Cross-check with the independent oracle (plain Python), when it is there."""
-    engine = pytest.importorskip("oracles.engine")
+    engine = pytest.importorskip("swafuzz.oracles.engine")
     case = decode_episode()
     exp = engine.expect(case)
     obs = run_case(case, executor=executors.get_executor("eager"))
@@ -127,7 +126,7 @@ def test_registry():
 
 
 def test_decode_episode_triton_matches_torch():
-    import kernels
+    from swafuzz import kernels
 
     if "triton" not in kernels.available_impls():
         pytest.skip("triton is not usable here (no GPU and TRITON_INTERPRET unset)")

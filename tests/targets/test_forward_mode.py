@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import pytest
-
-from targets.forward_mode import ForwardBatch, ForwardMode, GraphBucket, logical_forward_mode
+from swafuzz.targets.forward_mode import (
+    ForwardBatch,
+    ForwardMode,
+    GraphBucket,
+    logical_forward_mode,
+)
 
 M = ForwardMode
 

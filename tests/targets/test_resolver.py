@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import pytest
 import torch
+from swafuzz.scenarios.case import PoolConfig
+from swafuzz.targets.backend import DSV4Backend, MultiStepBackend, per_step_draft_out_cache_loc
+from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
+from swafuzz.targets.kv_pool import SWAKVPool
+from swafuzz.targets.metadata import (
+    AttnMetadata,
+    CoreAttnMetadata,
+    RawDecodeMetadata,
+    copy_metadata,
+)
 
-import kernels
-from scenarios.case import PoolConfig
-from targets.backend import DSV4Backend, MultiStepBackend, per_step_draft_out_cache_loc
-from targets.forward_mode import ForwardBatch, ForwardMode
-from targets.kv_pool import SWAKVPool
-from targets.metadata import AttnMetadata, CoreAttnMetadata, RawDecodeMetadata, copy_metadata
+from swafuzz import kernels
 
 MAPPING = [2 * i for i in range(10)]  # upstream's test mapping: arange(10) * 2
 

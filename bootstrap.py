@@ -4,6 +4,7 @@
     python3 bootstrap.py run [swafuzz run options]   # the main job: a default CPU campaign
     python3 bootstrap.py test [pytest options]       # the test suite (the CI gate)
     python3 bootstrap.py swafuzz <args>              # any swafuzz command
+    python3 bootstrap.py fast-tier NAME [pytest opts] # fast tier in .venv-NAME (constraints/NAME.txt)
 
 The first call creates ``.venv`` next to this file and installs swafuzz into it (editable) with
 the project's tested set pinned by ``constraints/ci.txt`` (torch 2.13.0 CPU, triton 3.6.0, numpy,
@@ -41,7 +42,44 @@ def ensure_env() -> None:
         f.write("ok\n")
 
 
+FAST_TIER = "not nightly and not upstream and not install and not zoo"
+
+
+def fast_tier(name: str, rest: list[str]) -> int:
+    """The fast tier of the CPU gate in ``.venv-NAME``, installed with ``constraints/NAME.txt``."""
+    cons = os.path.join(ROOT, "constraints", f"{name}.txt")
+    if not name.replace("-", "").isalnum() or not os.path.isfile(cons):
+        names = sorted(f[:-4] for f in os.listdir(os.path.join(ROOT, "constraints"))
+                       if f.endswith(".txt"))
+        print(f"bootstrap: fast-tier NAME: {name!r} has no constraints/NAME.txt; choose one of: "
+              f"{', '.join(names)}", file=sys.stderr)
+        return 2
+    venv_dir = os.path.join(ROOT, f".venv-{name}")
+    py = os.path.join(venv_dir, "bin", "python")
+    stamp = os.path.join(venv_dir, ".swafuzz-installed")
+    inputs = [os.path.join(ROOT, "pyproject.toml"), cons]
+    if not (os.path.exists(stamp) and all(os.path.getmtime(stamp) >= os.path.getmtime(f)
+                                          for f in inputs)):
+        if not os.path.exists(py):
+            print(f"bootstrap: creating .venv-{name}", flush=True)
+            venv.EnvBuilder(with_pip=True).create(venv_dir)
+        print(f"bootstrap: installing swafuzz with constraints/{name}.txt into .venv-{name}",
+              flush=True)
+        subprocess.check_call([py, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                               "-c", cons, "-e", ROOT + "[lint]"])
+        with open(stamp, "w") as f:
+            f.write("ok\n")
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env.setdefault("CI", "1")
+    subprocess.call([py, "-c", "import torch, triton; print('fast tier on torch', "
+                     "torch.__version__, 'triton', triton.__version__)"], env=env)
+    return subprocess.call([py, "-m", "pytest", "-q", "-n", "2", "-m", FAST_TIER, *rest],
+                           cwd=ROOT, env=env)
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["fast-tier"] and len(argv) >= 2:
+        return fast_tier(argv[1], argv[2:])
     if not argv or argv[0] not in ("run", "test", "swafuzz"):
         print(__doc__.strip(), file=sys.stderr)
         return 2

@@ -38,11 +38,30 @@ def _targets() -> list[str]:
     return sorted(targets.available_targets())
 
 
+def _load_plugins(args) -> None:
+    """``--plugin MODULE`` (any command) and ``SWAFUZZ_PLUGINS``: a plugin that cannot be
+    loaded is a usage error naming it."""
+    from swafuzz.targets import plugins
+
+    try:
+        for m in getattr(args, "plugin", None) or []:
+            plugins.load_module(m)
+        plugins.load_env()
+    except plugins.PluginError as e:
+        raise UsageError(str(e)) from None
+
+
 def _validate_common(args) -> None:
     from swafuzz.harness.executors import available_executors
     from swafuzz.kernels import IMPLS, available_impls
+    from swafuzz.targets.plugins import PluginError
 
-    _check_choice("--target", args.target, _targets())
+    from swafuzz import targets
+
+    try:
+        targets.get_target(args.target)
+    except (targets.UnknownTarget, PluginError) as e:
+        raise UsageError(str(e)) from None
     _check_choice("--impl", args.impl, ("auto",) + tuple(IMPLS))
     if args.impl not in ("auto",) and args.impl not in available_impls():
         raise UsageError(f"--impl: {args.impl!r} is not available on this machine; available: "
@@ -88,9 +107,13 @@ def _make_runner(args, out_dir: str | None):
     executors = resolve_executors(args.executor)
     if args.no_isolate:
         return (lambda case: execute(case, args.target, args.impl, executors)), None
-    from swafuzz.harness.worker import CaseWorker
+    from swafuzz.harness.worker import CaseWorker, WorkerSetupError
 
-    w = CaseWorker(args.target, args.impl, executors, out_dir)
+    try:
+        w = CaseWorker(args.target, args.impl, executors, out_dir)
+        w.start()  # a target the worker cannot load is a usage error before any case runs
+    except (ValueError, WorkerSetupError) as e:
+        raise UsageError(str(e)) from None
     return w.run, w
 
 
@@ -166,12 +189,18 @@ def cmd_repro(args) -> int:
     from swafuzz.harness.run import InvalidCase, execute, resolve_executors
     from swafuzz.reports.bundle import read_bundle
     from swafuzz.scenarios.case import Case, CaseError
+    from swafuzz.targets.plugins import PluginError, load_record
 
     try:
         bundle = read_bundle(args.file)
         case = Case.from_json(bundle["case"])
     except (ValueError, CaseError) as e:
         raise UsageError(f"{args.file}: {e}") from None
+    if not args.target and bundle.get("plugin"):
+        try:  # the bundle names the plugin its target came from
+            load_record(bundle["plugin"], source=f"{args.file}: target {bundle.get('target')!r}")
+        except PluginError as e:
+            raise UsageError(str(e)) from None
     args.target = args.target or bundle.get("target", "unified")
     args.impl = args.impl or bundle.get("impl", "auto")
     _validate_common(args)
@@ -196,7 +225,16 @@ def cmd_list(args) -> int:
     from swafuzz.kernels import available_impls
     from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
-    print("targets:        " + ", ".join(_targets()))
+    from swafuzz import targets
+
+    names = _targets()
+    print("targets:        " + ", ".join(names))
+    for n in names:
+        o = targets.origin(n)
+        if o:
+            dist = f" ({o['dist']} {o.get('version') or ''})".rstrip() if o.get("dist") else ""
+            print(f"  plugin target {n}: module {o['module']}{dist}"
+                  + (f", entry point {o['entry_point']!r}" if o.get("entry_point") else ""))
     print("scenario kinds: " + ", ".join(SCENARIO_KINDS))
     print("checks:         " + ", ".join(CHECKS))
     print("implementations:" + " " + ", ".join(available_impls()))
@@ -245,7 +283,16 @@ def cmd_bench(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="swafuzz", description=__doc__.splitlines()[0])
+    from swafuzz import __version__
+
+    p.add_argument("--version", action="version", version=f"swafuzz {__version__}")
+    plug = argparse.ArgumentParser(add_help=False)
+    plug.add_argument("--plugin", action="append", metavar="MODULE",
+                      help="import MODULE first; it registers targets (repeatable; also "
+                           "SWAFUZZ_PLUGINS=mod1,mod2 and the 'swafuzz.targets' entry points)")
     sub = p.add_subparsers(dest="cmd", required=True)
+    _add = sub.add_parser
+    sub.add_parser = lambda *a, **k: _add(*a, parents=[plug], **k)  # every command: --plugin
 
     def common(sp, defaults=True):
         sp.add_argument("--target", default="unified" if defaults else None)
@@ -303,6 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:  # argparse: 2 on usage errors, 0 on --help
         return int(e.code or 0)
     try:
+        _load_plugins(args)
         return args.fn(args)
     except UsageError as e:
         print(f"swafuzz {args.cmd}: error: {e}", file=sys.stderr)

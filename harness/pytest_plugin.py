@@ -1,6 +1,9 @@
 """pytest plugin: markers, hypothesis profiles, and a fixture that runs a Case and prints the
 repro command on failure.
 
+Target plugins: ``--swafuzz-plugin MODULE``, ``SWAFUZZ_PLUGINS`` or the ``swafuzz.targets``
+entry points (``swafuzz.targets.plugins``); ``check_case`` runs any registered target.
+
 Load it with ``-p swafuzz.harness.pytest_plugin`` or ``pytest_plugins = ["swafuzz.harness.pytest_plugin"]`` (the
 repository's ``tests/conftest.py`` does). Profiles: ``dev`` (default), ``ci`` (derandomized, no
 deadline; loaded when ``CI`` is set), ``nightly`` (long exploration); ``HYPOTHESIS_PROFILE``
@@ -25,6 +28,8 @@ MARKERS = {
     "cudagraph": "uses real torch.cuda.CUDAGraph capture and replay",
     "nightly": "long exploration; not part of the CI gate",
     "upstream": "drives the real sglang package (optional extra)",
+    "install": "builds and installs packages into fresh venvs (install tier)",
+    "zoo": "runs the bug zoo (the reduced CI kill matrix)",
 }
 
 settings.register_profile(
@@ -38,9 +43,23 @@ settings.register_profile("nightly", max_examples=5000, deadline=None,
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
+def pytest_addoption(parser):
+    parser.addoption("--swafuzz-plugin", action="append", default=[], metavar="MODULE",
+                     help="swafuzz target plugin module to load (repeatable; also the "
+                          "SWAFUZZ_PLUGINS variable and the 'swafuzz.targets' entry points)")
+
+
 def pytest_configure(config):
     for name, doc in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
+    from swafuzz.targets import plugins
+
+    try:
+        for m in config.getoption("swafuzz_plugin", default=[]) or []:
+            plugins.load_module(m, source="--swafuzz-plugin")
+        plugins.load_env()
+    except plugins.PluginError as e:
+        raise pytest.UsageError(str(e)) from None
 
 
 def pytest_collection_modifyitems(config, items):

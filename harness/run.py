@@ -62,10 +62,12 @@ class Verdict:
 
     def finding(self, target: str, impl: str, executor: str, prefix: str = "") -> dict[str, Any]:
         """The bundle record of this failing verdict (``reports.bundle.write_bundle`` input)."""
+        from swafuzz.targets import origin
+
         return {"signature": prefix + self.signature(), "check": self.failures[0].check,
                 "message": self.failures[0].message,
                 "failures": [f.to_json() for f in self.failures], "target": target,
-                "impl": impl, "executor": executor, "case": self.case.to_json(),
+                "plugin": origin(target), "impl": impl, "executor": executor, "case": self.case.to_json(),
                 "shrunk": self.case.summary()}
 
     @staticmethod
@@ -78,7 +80,7 @@ def execute(case: Case, target: str = "unified", impl: str = "auto",
     """Run ``case`` on ``target`` x ``impl`` under each executor and check everything."""
     from swafuzz.harness.executors import get_executor
     from swafuzz.oracles.engine import CaseInfeasible, expect
-    from swafuzz.targets.driver import run_case
+    from swafuzz.targets import run_case
 
     t0 = time.perf_counter()
     try:

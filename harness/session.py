@@ -17,12 +17,10 @@ from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
 class Session:
     def __init__(self, pool: PoolConfig, graph: GraphConfig, seed: int, target: str = "unified",
                  impl: str = "torch", executors: tuple[str, ...] = ("eager", "tape")):
-        from swafuzz.targets import get_target
+        from swafuzz.targets import build_engine
 
         self.case = Case(pool=pool, graph=graph, steps=(), payload_seed=seed, kind="episode")
-        factory = get_target(target)
-        self.engines = [factory(self.case, impl=impl, executor=get_executor(e), name=target)
-                        for e in executors]
+        self.engines = [build_engine(target, self.case, impl, get_executor(e)) for e in executors]
         self.observations = [eng.new_observation() for eng in self.engines]
 
     def apply(self, step: Step) -> list[Failure]:

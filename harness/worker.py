@@ -4,14 +4,24 @@ The parent writes the in-flight Case to ``inflight.json`` before each case (so e
 of the parent leaves it on disk), sends it to the child and waits. If the child dies (segfault,
 illegal memory access, abort) or runs past the timeout, the result is a Verdict with one
 ``crash`` (or ``timeout``) failure, and the next case starts a fresh child.
+
+The child is a fresh interpreter (``python -m swafuzz.harness.worker``), not a
+``multiprocessing`` spawn: it never re-imports the parent's ``__main__`` (an unguarded launcher
+script would otherwise start its campaign again in every child). It gets the target back from
+the parent's *recipe* (``swafuzz.targets.recipe``: the plugin modules loaded in the parent, the
+target's plugin record and its factory's module and qualified name). Messages are JSON lines:
+requests on the child's stdin, replies on a private pipe (the child's own stdout is sent to
+stderr, so a target that prints cannot corrupt the protocol).
 """
 
 from __future__ import annotations
 
 import json
-import multiprocessing as mp
 import os
+import select
 import signal
+import subprocess
+import sys
 from typing import Any
 
 from swafuzz.harness.checks import Failure
@@ -19,31 +29,48 @@ from swafuzz.harness.run import Verdict
 from swafuzz.scenarios.case import Case
 
 
-def _child(conn, env: dict[str, str]) -> None:  # pragma: no cover - runs in the child
-    os.environ.update(env)
+class WorkerSetupError(RuntimeError):
+    """The child could not get the target (plugin missing there): a usage error, not a crash."""
+
+
+def _child_main(reply_fd: int) -> int:  # pragma: no cover - runs in the child
+    out = os.fdopen(reply_fd, "w", buffering=1)
     import torch
 
     if not torch.cuda.is_available():
         os.environ.setdefault("TRITON_INTERPRET", "1")
     from swafuzz.harness.run import InvalidCase, execute
+    from swafuzz.targets import plugins
 
-    while True:
-        try:
-            msg = conn.recv()
-        except EOFError:
-            return
-        if msg is None:
-            return
+    from swafuzz import targets
+
+    def send(obj: dict[str, Any]) -> None:
+        out.write(json.dumps(obj) + "\n")
+        out.flush()
+
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if msg.get("setup"):
+            try:
+                for m in msg["setup"]["plugins"]:
+                    plugins.load_module(m)
+                targets.restore(msg["setup"]["recipe"])
+                send({"ready": True})
+            except Exception as e:  # noqa: BLE001 - reported to the parent as a setup error
+                send({"setup_error": f"{type(e).__name__}: {e}"})
+            continue
         case = Case.loads(msg["case"])
         try:
-            v = execute(case, msg["target"], msg["impl"], msg["executors"], msg.get("only"))
-            conn.send({"ok": v.to_json()})
+            only = set(msg["only"]) if msg.get("only") else None
+            v = execute(case, msg["target"], msg["impl"], msg["executors"], only)
+            send({"ok": v.to_json()})
         except InvalidCase as e:
-            conn.send({"invalid": str(e)})
+            send({"invalid": str(e)})
         except Exception as e:  # noqa: BLE001 - any harness exception is reported, not fatal
             import traceback
 
-            conn.send({"harness_error": f"{type(e).__name__}: {e}\n{traceback.format_exc()}"})
+            send({"harness_error": f"{type(e).__name__}: {e}\n{traceback.format_exc()}"})
+    return 0
 
 
 class CaseWorker:
@@ -51,26 +78,59 @@ class CaseWorker:
 
     def __init__(self, target: str, impl: str, executors: list[str], out_dir: str | None = None,
                  timeout_s: float = 600.0):
+        from swafuzz.targets import plugins
+
+        from swafuzz import targets
+
         self.target, self.impl, self.executors = target, impl, executors
         self.out_dir = out_dir
         self.timeout_s = timeout_s
-        self._ctx = mp.get_context("spawn")
-        self._proc = None
-        self._conn = None
+        # Fails here, in the parent, with a clear message when the child could not re-import it.
+        self._setup = {"plugins": plugins.loaded_modules(), "recipe": targets.recipe(target)}
+        self._proc: subprocess.Popen | None = None
+        self._reply = None
+
+    def start(self) -> None:
+        """Start the child now (else at the first case); raises :class:`WorkerSetupError` if it
+        cannot load the target."""
+        if self._proc is None or self._proc.poll() is not None:
+            self._start()
 
     def _start(self) -> None:
-        parent, child = self._ctx.Pipe()
-        env = {k: v for k, v in os.environ.items() if k.startswith(("TRITON", "CUDA", "PYTORCH"))}
-        self._proc = self._ctx.Process(target=_child, args=(child, env), daemon=True)
-        self._proc.start()
-        child.close()
-        self._conn = parent
+        r, w = os.pipe()
+        env = dict(os.environ)
+        code = ("import os, sys; os.dup2(2, 1); from swafuzz.harness.worker import _child_main; "
+                f"sys.exit(_child_main({w}))")
+        self._proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                                      pass_fds=(w,), env=env, text=True)
+        os.close(w)
+        self._reply = os.fdopen(r, "r")
+        self._send({"setup": self._setup})
+        reply = self._recv(120.0)
+        if reply is None or "setup_error" in reply:
+            why = reply["setup_error"] if reply else "the worker process died while starting"
+            self.close(kill=True)
+            raise WorkerSetupError(f"--target {self.target}: the case worker cannot load it: "
+                                   f"{why}")
+
+    def _send(self, msg: dict[str, Any]) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        self._proc.stdin.write(json.dumps(msg) + "\n")
+        self._proc.stdin.flush()
+
+    def _recv(self, timeout: float) -> dict[str, Any] | None:
+        """The next reply; None if the child died first; raises TimeoutError past ``timeout``."""
+        ready, _, _ = select.select([self._reply], [], [], timeout)
+        if not ready:
+            raise TimeoutError
+        line = self._reply.readline()
+        return json.loads(line) if line else None
 
     def _inflight_path(self) -> str | None:
         return os.path.join(self.out_dir, "inflight.json") if self.out_dir else None
 
     def run(self, case: Case, only: set[str] | None = None) -> Verdict:
-        if self._proc is None or not self._proc.is_alive():
+        if self._proc is None or self._proc.poll() is not None:
             self._start()
         path = self._inflight_path()
         if path:
@@ -78,21 +138,22 @@ class CaseWorker:
 
             atomic_write_text(path, json.dumps({"case": case.to_json(), "target": self.target,
                                                 "impl": self.impl}) + "\n")
-        self._conn.send({"case": case.dumps(), "target": self.target, "impl": self.impl,
-                         "executors": self.executors, "only": only})
         reply: dict[str, Any] | None = None
         died = None
-        if self._conn.poll(self.timeout_s):
-            try:
-                reply = self._conn.recv()
-            except EOFError:
-                pass
-        else:
+        try:
+            self._send({"case": case.dumps(), "target": self.target, "impl": self.impl,
+                        "executors": self.executors, "only": sorted(only) if only else None})
+            reply = self._recv(self.timeout_s)
+        except TimeoutError:
             died = f"timeout: the case ran past {self.timeout_s:.0f} s"
+        except (BrokenPipeError, OSError):
+            reply = None
         if reply is None:
             if died is None:
-                self._proc.join(5)
-                code = self._proc.exitcode
+                try:
+                    code = self._proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    code = None
                 name = ""
                 if code is not None and code < 0:
                     try:
@@ -115,15 +176,16 @@ class CaseWorker:
 
     def close(self, kill: bool = False) -> None:
         if self._proc is not None:
-            if kill:
+            try:
+                if kill:
+                    self._proc.kill()
+                else:
+                    self._proc.stdin.close()
+                self._proc.wait(5)
+            except (subprocess.TimeoutExpired, BrokenPipeError, OSError):
                 self._proc.kill()
-            else:
-                try:
-                    self._conn.send(None)
-                except (BrokenPipeError, OSError):
-                    pass
-            self._proc.join(5)
-            if self._proc.is_alive():
-                self._proc.kill()
+                self._proc.wait(5)
+        if self._reply is not None:
+            self._reply.close()
         self._proc = None
-        self._conn = None
+        self._reply = None

@@ -137,7 +137,10 @@ def run_zoo(args) -> int:
     else:
         import multiprocessing as mp
 
-        with mp.get_context("spawn").Pool(jobs) as pool:
+        from swafuzz.targets.plugins import loaded_modules
+
+        with mp.get_context("spawn").Pool(jobs, initializer=_load_plugins,
+                                          initargs=(loaded_modules(),)) as pool:
             ctl = pool.apply_async(_control, (control_n, control_impl, executors, out,
                                               args.executor))
             pending = [pool.apply_async(zoo_mutant, t) for t in tasks]
@@ -170,6 +173,15 @@ def run_zoo(args) -> int:
         print(f"note: checks that killed no mutant in this run: {', '.join(unproven)}")
     print(f"zoo: {'OK' if ok else 'FAILED'} in {result['seconds']:.1f} s")
     return 0 if ok else 1
+
+
+def _load_plugins(modules: list[str]) -> None:
+    """Pool initializer: the parent's ``--plugin`` modules (their mutants join the zoo)."""
+    from swafuzz.targets.plugins import load_env, load_module
+
+    for m in modules:
+        load_module(m)
+    load_env()
 
 
 def _row_line(row: dict) -> str:

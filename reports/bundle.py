@@ -23,18 +23,23 @@ def signature_filename(signature: str) -> str:
 
 
 def versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for mod in ("torch", "triton", "hypothesis"):
-        try:
-            out[mod] = __import__(mod).__version__
-        except Exception:  # noqa: BLE001 - a missing package is just not reported
-            pass
-    try:
-        import torch
+    """Versions of Python, swafuzz and its stack (installed distributions, read from their
+    metadata: reports never import torch), and the device when the process has torch loaded."""
+    import sys
+    from importlib import metadata
 
-        out["device"] = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
-    except Exception:  # noqa: BLE001
-        pass
+    out = {"python": platform.python_version()}
+    for dist in ("swafuzz", "torch", "triton", "hypothesis"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:  # a missing package is just not reported
+            pass
+    torch = sys.modules.get("torch")  # loaded by whoever ran the case, never imported here
+    if torch is not None:
+        try:
+            out["device"] = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
+        except Exception:  # noqa: BLE001
+            pass
     return out
 
 

@@ -2,103 +2,171 @@
 
 Registry
 --------
-``get_target(name)`` returns a factory ``factory(case, *, impl, executor, name) -> engine`` whose
-``engine.run()`` returns a :class:`targets.observation.Observation`; ``TARGETS`` maps names to
-factories. ``"unified"`` is :class:`targets.driver.UnifiedEngine`. Mutants register themselves as
-``"mutant:<name>"`` with :func:`register` when ``targets.mutants`` is imported (``get_target``
-imports it for ``mutant:`` names).
+A target is a name bound to a factory ``factory(case, *, impl, executor, name) -> engine`` whose
+``engine.run()`` returns a :class:`swafuzz.targets.observation.Observation` (the protocol, with
+the engine seams a target may replace, is in :mod:`swafuzz.targets.protocol`).
+
+* built in: ``unified`` (:class:`swafuzz.targets.engine.UnifiedEngine`), the bug zoo
+  ``mutant:<name>`` (registered when ``targets.mutants`` is imported), and hidden self-test
+  targets (``selftest:*``: runnable by name, never listed);
+* plugins: modules named by ``--plugin`` or ``SWAFUZZ_PLUGINS``, and the ``swafuzz.targets``
+  entry-point group (:mod:`swafuzz.targets.plugins`);
+* user code: :func:`register` from any importable module.
+
+:func:`build_engine` is the one path from a name to a running engine; :func:`run_case` builds
+and runs it. :func:`origin` says where a target came from (recorded in every finding bundle), and
+:func:`recipe` how a fresh process (the case worker, ``repro``) gets the same target back.
 
 Engine modules: ``forward_mode`` (ForwardMode, GraphBucket, ForwardBatch), ``allocator`` (pages
 and ``M``), ``kv_pool`` (redzoned SWA buffers, translation), ``metadata`` (check-eq/copy/assign),
 ``backend`` (eager / out-graph / in-graph init, resolver, store), ``runners`` (decode/verify,
-draft-extend, multi-step), ``dp`` (DP padding), ``model`` (per-layer store), ``driver`` (the
+draft-extend, multi-step), ``dp`` (DP padding), ``model`` (per-layer store), ``engine`` (the
 engine: Case -> Observation).
-
-How each mutant of issue #5 plugs in (one class attribute of ``UnifiedEngine`` replaced by a
-subclass overriding ONE method):
-
-==  ==========================================  ================================================
-#   bug class (spec §9)                          override
-==  ==========================================  ================================================
-1   draft-extend synthetic zeros stamped         ``DSV4Backend.out_graph_draft_extend`` (build
-                                                 from ``seq_lens.new_zeros(rows)`` ignoring
-                                                 ``loc`` and set ``core.swa_out_cache_loc =
-                                                 self.translate(zeros)``); graph-only, via
-                                                 ``backend_cls``
-2   resolver without length check                ``DSV4Backend.cache_usable`` (drop ``shape[0]
-                                                 == n``)
-3   IDLE uses cached metadata                    ``DSV4Backend.cache_usable`` (drop the IDLE
-                                                 guard; eager MTP IDLE keeps stale metadata)
-4   pad rows not re-zeroed                       ``GraphRunner.fill_static_loc`` (copy real rows,
-                                                 never zero) via ``decode_runner_cls`` (and/or
-                                                 ``draft_extend_runner_cls``)
-5   (data_ptr, numel) memo, no invalidation      ``SWAKVPool.translate_loc_from_full_to_swa``
-                                                 via ``pool_cls`` (memo state on the pool)
-6   storage-pointer memo                         same method, key ``loc.untyped_storage()
-                                                 .data_ptr()``
-7   layer-keyed cache not reset                  ``DSV4Backend.get_store_loc`` (translate when
-                                                 ``layer_id == 0``, else reuse a cache kept on
-                                                 the pool; draft layer ids start at ``layers``)
-8   int64 locs to the int32 store                ``DSV4Backend._store`` (unchecked launch with
-                                                 ``loc.to(int64)``) - or ``translate`` returning
-                                                 ``pool.mapping[loc]`` plus ``_store`` unchecked
-9   host-baked translation                       ``DSV4Backend.translate_in_graph`` (values from
-                                                 the host at warm-up, reused at capture; report
-                                                 them in ``self.baked["swa_out_cache_loc"]``,
-                                                 which the runner copies into ForwardObs.baked)
-10  -1 location through the sentinel             ``DSV4Backend._store`` (unchecked launch) with a
-                                                 -1 source, e.g. ``GraphRunner.fill_static_loc``
-                                                 padding with -1
-11  multi-step wrong slice                       ``DSV4Backend.select_step_loc`` (always step 0)
-12  eviction without unmapping                   ``SWAAllocator.free_swa_out_of_window`` (call
-                                                 ``release_swa_pages`` only) via
-                                                 ``allocator_cls``
-13  swa_out_cache_loc as a copy field            ``DSV4Backend.copy_graph_metadata`` (call
-                                                 ``metadata.copy_metadata`` with
-                                                 ``swa_out_cache_loc`` in the copy list)
-==  ==========================================  ================================================
-
-Unchecked launches: ``kernels.torch_impl._store(cache, loc, rows, log2p)`` is the torch path
-without contracts; the Triton module has no public unchecked wrapper (its kernels are
-``triton_impl._store_kernel``), so mutants 8/10 on ``impl="triton"`` need one from ``kernels/``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from swafuzz.scenarios.case import Case
+    from swafuzz.targets.observation import Observation
 
 TARGETS: dict[str, Callable[..., Any]] = {}
+#: name -> plugin record (``{"module", "dist", "version", "entry_point"?}``); absent: built in
+ORIGINS: dict[str, dict[str, Any]] = {}
+#: names that run when asked for but are not offered (``swafuzz list``, ``available_targets``)
+HIDDEN_PREFIXES = ("selftest:",)
+
+_BUILTIN_MODULES = ("swafuzz.targets.", "swafuzz.")
+
+
+class UnknownTarget(KeyError):
+    """No target of that name is registered, built in or from any plugin found."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; this is a sentence
+        return str(self.args[0])
 
 
 def register(name: str, factory: Callable[..., Any]) -> None:
-    """Register ``factory(case, *, impl, executor, name) -> engine`` under ``name``."""
+    """Register ``factory(case, *, impl, executor, name) -> engine`` under ``name``.
+
+    Called at import time by a plugin module, or from user code. The origin (which plugin) is
+    recorded by :mod:`swafuzz.targets.plugins` while it loads a plugin."""
     if not name or not isinstance(name, str):
         raise ValueError(f"register(name={name!r}): name must be a non-empty string")
+    if not callable(factory):
+        raise ValueError(f"register({name!r}, factory={factory!r}): factory must be callable")
+    from swafuzz.targets import plugins
+
     TARGETS[name] = factory
+    rec = plugins.current_origin()
+    if rec is not None and not (getattr(factory, "__module__", "") or "").startswith("swafuzz."):
+        ORIGINS[name] = rec
+    else:
+        ORIGINS.pop(name, None)
 
 
 def _ensure_builtin() -> None:
     if "unified" not in TARGETS:
-        from swafuzz.targets.driver import UnifiedEngine
+        from swafuzz.targets.engine import UnifiedEngine
         from swafuzz.targets.selftest import SegfaultEngine
 
-        register("unified", UnifiedEngine)
-        register("selftest:segfault", SegfaultEngine)
+        TARGETS["unified"] = UnifiedEngine
+        TARGETS["selftest:segfault"] = SegfaultEngine
 
 
 def get_target(name: str) -> Callable[..., Any]:
-    """The factory registered as ``name``; raises ``KeyError`` listing the known names."""
+    """The factory registered as ``name``, looking in the built-ins, the bug zoo and the plugins
+    (``SWAFUZZ_PLUGINS`` modules, the ``swafuzz.targets`` entry points) in that order; raises
+    :class:`UnknownTarget` listing the known names."""
     _ensure_builtin()
     if name not in TARGETS and name.startswith("mutant:"):
         import swafuzz.targets.mutants  # noqa: F401 - mutants register themselves on import
     if name not in TARGETS:
-        raise KeyError(f"get_target({name!r}): unknown target; known: {sorted(TARGETS)}")
+        from swafuzz.targets import plugins
+
+        plugins.discover(name)
+    if name not in TARGETS:
+        raise UnknownTarget(f"--target: {name!r} is not allowed (no such target); choose one "
+                            f"of: {', '.join(available_targets())} (a plugin target needs its "
+                            f"package installed, --plugin MODULE or SWAFUZZ_PLUGINS)")
     return TARGETS[name]
 
 
 def available_targets() -> list[str]:
-    """Every registered target name: ``unified`` and each ``mutant:<name>``."""
+    """Every target offered to users: ``unified``, each ``mutant:<name>``, and every plugin's
+    (all plugins are loaded); hidden self-test targets are left out."""
     _ensure_builtin()
     import swafuzz.targets.mutants  # noqa: F401 - mutants register themselves on import
+    from swafuzz.targets import plugins
 
-    return sorted(TARGETS)
+    plugins.discover(None)
+    return sorted(n for n in TARGETS if not n.startswith(HIDDEN_PREFIXES))
+
+
+def origin(name: str) -> dict[str, Any] | None:
+    """Where target ``name`` came from: None for swafuzz's own targets, else the plugin record
+    (module, distribution and version, entry point) that a bundle stores."""
+    get_target(name)
+    if name in ORIGINS:
+        return dict(ORIGINS[name])
+    f = TARGETS[name]
+    mod = getattr(f, "__module__", None) or ""
+    if mod.startswith(_BUILTIN_MODULES):
+        return None
+    from swafuzz.targets import plugins
+
+    return plugins.describe_module(mod)
+
+
+def recipe(name: str) -> dict[str, Any]:
+    """How another process gets target ``name`` back: its plugin record and the importable
+    ``module``/``qualname`` of its factory. Raises ValueError when the factory cannot be
+    re-imported (defined in ``__main__`` or inside a function)."""
+    f = get_target(name)
+    mod = getattr(f, "__module__", None)
+    qual = getattr(f, "__qualname__", None)
+    rec = {"name": name, "module": mod, "qualname": qual, "plugin": origin(name)}
+    if name in ORIGINS or (mod or "").startswith(_BUILTIN_MODULES):
+        return rec  # a fresh process finds it by name (built in, or by loading its plugin)
+    if mod in (None, "__main__", "__mp_main__") or not qual or "<locals>" in qual:
+        raise ValueError(
+            f"--target: target {name!r} was registered from {mod or 'an unknown module'}"
+            f"{'' if not qual else ' (' + qual + ')'}, which a worker process cannot import; "
+            "define its factory at the top level of an importable module and load it with "
+            "--plugin MODULE (or run in-process with --no-isolate)")
+    return rec
+
+
+def restore(rec: dict[str, Any]) -> None:
+    """Make the target described by :func:`recipe`'s ``rec`` available in this process."""
+    from swafuzz.targets import plugins
+
+    name = rec["name"]
+    if name in TARGETS:
+        return
+    if rec.get("plugin"):
+        plugins.load_record(rec["plugin"])
+    if name not in TARGETS:
+        try:
+            get_target(name)
+            return
+        except UnknownTarget:
+            pass
+        obj = plugins.import_object(rec["module"], rec["qualname"])
+        TARGETS[name] = obj
+        if rec.get("plugin"):
+            ORIGINS[name] = dict(rec["plugin"])
+
+
+def build_engine(name: str, case: Case, impl: str = "torch", executor: Any = None) -> Any:
+    """The engine of target ``name`` for ``case`` (the one path from the registry to an
+    engine; the Case driver, stateful sessions and the worker all come through here)."""
+    return get_target(name)(case, impl=impl, executor=executor, name=name)
+
+
+def run_case(case: Case, target: str = "unified", impl: str = "torch",
+             executor: Any = None) -> Observation:
+    """Run ``case`` on ``target`` under ``executor`` and return the Observation."""
+    return build_engine(target, case, impl, executor).run()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ctypes
 
-from swafuzz.targets.driver import UnifiedEngine
+from swafuzz.targets.engine import UnifiedEngine
 
 
 class SegfaultEngine(UnifiedEngine):

@@ -1,6 +1,6 @@
 """The bug zoo: one documented mutant of the ``unified`` target per bug class of spec §9.
 
-Each mutant is a subclass of :class:`targets.driver.UnifiedEngine` that swaps ONE component class
+Each mutant is a subclass of :class:`targets.engine.UnifiedEngine` that swaps ONE component class
 for a subclass overriding one method (two where the bug needs a source and a missing guard), so
 the engine code is never copied. Each names the upstream PR/issue or spec § it reintroduces, and
 the scenario kinds where the bug shows (the zoo fuzzes those). Registered as ``mutant:<name>``.
@@ -56,7 +56,7 @@ import torch
 from swafuzz.targets import register
 from swafuzz.targets.allocator import SWAAllocator
 from swafuzz.targets.backend import DSV4Backend
-from swafuzz.targets.driver import UnifiedEngine
+from swafuzz.targets.engine import UnifiedEngine
 from swafuzz.targets.forward_mode import ForwardBatch
 from swafuzz.targets.kv_pool import SWAKVPool
 from swafuzz.targets.metadata import CoreAttnMetadata, copy_metadata

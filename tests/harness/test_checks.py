@@ -14,7 +14,7 @@ from swafuzz.harness import checks
 from swafuzz.harness.executors import get_executor
 from swafuzz.oracles.engine import expect
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
-from swafuzz.targets.driver import run_case
+from swafuzz.targets import run_case
 
 CASE = Case(
     pool=PoolConfig(page_size=2, full_pages=6, swa_pages=6, window=2, layers=2, row_width=3),

@@ -15,7 +15,7 @@ from swafuzz.harness.executors import get_executor
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect
 from swafuzz.scenarios.strategies import SCENARIO_KINDS
-from swafuzz.targets.driver import run_case
+from swafuzz.targets import run_case
 
 pytestmark = [pytest.mark.gpu, pytest.mark.cudagraph]
 

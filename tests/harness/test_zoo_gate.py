@@ -11,11 +11,13 @@ import os
 import subprocess
 import sys
 
+import pytest
 from swafuzz.harness.checks import CHECKS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+@pytest.mark.zoo
 def test_zoo_ci_budget(tmp_path):
     out = tmp_path / "zoo.json"
     r = subprocess.run([sys.executable, "-m", "swafuzz", "zoo", "--budget", "ci", "--jobs", "1",

@@ -8,9 +8,9 @@ import importlib.util
 import pytest
 import torch
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
-from swafuzz.targets import get_target, register
+from swafuzz.targets import get_target, register, run_case
 from swafuzz.targets.backend import DSV4Backend
-from swafuzz.targets.driver import UnifiedEngine, run_case
+from swafuzz.targets.engine import UnifiedEngine
 
 executors = pytest.importorskip("swafuzz.harness.executors")
 HAVE_TAPE = importlib.util.find_spec("swafuzz.harness.executors.tape") is not None

@@ -1,4 +1,4 @@
-"""Run a Case on the unified engine and return its Observation (docs/ARCHITECTURE.md).
+"""The unified engine: runs one Case and returns its Observation (docs/ARCHITECTURE.md).
 
 :class:`UnifiedEngine` wires the pieces for one Case (allocator, target and draft pools sharing
 ``M``, backends, runners, DP) and executes every step with the semantics of ``scenarios/case.py``.
@@ -303,10 +303,3 @@ class UnifiedEngine:
                 break
         return obs
 
-
-def run_case(case: Case, target: str = "unified", impl: str = "torch", executor=None) -> Observation:
-    """Run ``case`` on the target called ``target`` (see :func:`targets.get_target`)."""
-    from swafuzz.targets import get_target
-
-    engine = get_target(target)(case, impl=impl, executor=executor, name=target)
-    return engine.run()

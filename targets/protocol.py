@@ -1,0 +1,88 @@
+"""The Target protocol: what swafuzz asks of an engine under test, built-in or from a plugin.
+
+A *target* is a name bound to a **factory**. The harness calls it once per Case and executor::
+
+    engine = factory(case, impl=impl, executor=executor, name=name)
+    obs = engine.run()
+
+* ``case`` - a :class:`swafuzz.scenarios.case.Case` (plain data; its docstring is the contract
+  for what every step means).
+* ``impl`` - the kernel implementation asked for: ``"torch"``, ``"triton"`` or ``"cuda"``
+  (already resolved; never ``"auto"``). ``swafuzz.kernels.get_impl(impl)`` returns the module.
+* ``executor`` - an object with ``name`` (``"eager"``, ``"tape"``, ``"cudagraph"``), ``graphs``
+  (False: run every forward eagerly), ``device`` and ``capture(fn) -> handle`` /
+  ``replay(handle)`` (see ``swafuzz.harness.executors.base``). A target must do all its device
+  work for graph-mode forwards through ``capture``/``replay`` so the tape and CUDA graphs see it.
+* ``name`` - the name the target was asked for (a factory may serve several names).
+
+``run()`` returns a :class:`swafuzz.targets.observation.Observation`: per step the pools' bytes
+with redzones and the mapping, per forward how it ran and what it stored. It never raises for a
+bug in the code under test: an exception inside a step goes into ``Observation.error``. What the
+Case determines (graph or eager, rows, expected slots) the oracle computes itself; the
+Observation is only ever compared against it.
+
+Stateful episodes (``swafuzz.harness.session``) also call ``new_observation()`` once and then
+``apply(obs, i, step) -> bool`` step by step on one engine; a target without those two methods
+is skipped by episodes (``swafuzz list`` says which targets support them).
+
+The engine seams
+----------------
+The simplest external target is a subclass of :class:`swafuzz.targets.engine.UnifiedEngine`
+that replaces some of its component classes (each a class attribute), keeping the rest::
+
+    allocator_cls         pages, the full->SWA mapping M, alloc/free/evict   (targets/allocator.py)
+    pool_cls              the SWA KV pool: redzoned buffers, translation      (targets/kv_pool.py)
+    backend_cls           metadata init (eager / out-graph / in-graph), the
+                          resolver get_swa_out_cache_loc, the store call      (targets/backend.py)
+    multistep_backend_cls the multi-step draft backend                        (targets/backend.py)
+    decode_runner_cls     decode / target-verify graph runner                 (targets/runners.py)
+    draft_extend_runner_cls  draft-extend graph runner                        (targets/runners.py)
+    multistep_runner_cls  multi-step draft runner                             (targets/runners.py)
+    dp_cls                DP-attention padding                                (targets/dp.py)
+
+and the kernels through ``impl``. The bug zoo (``targets/mutants``) is built exactly this way.
+A plugin registers its factories when imported (:func:`swafuzz.targets.register`) or through
+the ``swafuzz.targets`` entry-point group; see ``swafuzz.targets.plugins``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from swafuzz.scenarios.case import Case, Step
+    from swafuzz.targets.observation import Observation
+
+
+class Executor(Protocol):
+    """What a target may use of the executor it is given."""
+
+    name: str
+    graphs: bool
+    device: Any
+
+    def capture(self, fn: Any) -> object: ...
+
+    def replay(self, handle: object) -> None: ...
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """One engine running one Case (``run``); episodes also use ``new_observation``/``apply``."""
+
+    def run(self) -> Observation: ...
+
+
+@runtime_checkable
+class SteppableEngine(Engine, Protocol):
+    """An engine that stateful episodes can drive one step at a time."""
+
+    def new_observation(self) -> Observation: ...
+
+    def apply(self, obs: Observation, i: int, step: Step) -> bool: ...
+
+
+class TargetFactory(Protocol):
+    """``factory(case, *, impl, executor, name) -> Engine`` (a class is the usual factory)."""
+
+    def __call__(self, case: Case, *, impl: str, executor: Executor, name: str) -> Engine: ...

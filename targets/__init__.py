@@ -130,7 +130,10 @@ def recipe(name: str) -> dict[str, Any]:
     rec = {"name": name, "module": mod, "qualname": qual, "plugin": origin(name)}
     if name in ORIGINS or (mod or "").startswith(_BUILTIN_MODULES):
         return rec  # a fresh process finds it by name (built in, or by loading its plugin)
-    if mod in (None, "__main__", "__mp_main__") or not qual or "<locals>" in qual:
+    from swafuzz.targets import plugins
+
+    if mod in (None, "__main__", "__mp_main__") or not qual or "<locals>" in qual or \
+            not plugins.resolves_to(mod, qual, f):
         raise ValueError(
             f"--target: target {name!r} was registered from {mod or 'an unknown module'}"
             f"{'' if not qual else ' (' + qual + ')'}, which a worker process cannot import; "

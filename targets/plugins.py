@@ -168,6 +168,15 @@ def import_object(module: str, qualname: str) -> Any:
     return obj
 
 
+def resolves_to(module: str, qualname: str, obj: Any) -> bool:
+    """Whether importing ``module`` and walking ``qualname`` gives back ``obj`` (so another
+    process can find the same factory)."""
+    try:
+        return import_object(module, qualname) is obj
+    except Exception:  # noqa: BLE001 - not importable or not there: it does not resolve
+        return False
+
+
 def loaded_modules() -> list[str]:
     """The ``--plugin``/``SWAFUZZ_PLUGINS`` modules loaded in this process, in load order."""
     return list(_loaded_modules)

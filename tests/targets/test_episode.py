@@ -120,9 +120,18 @@ def test_target_error_is_recorded_and_stops():
 
 
 def test_registry():
+    from swafuzz.targets import available_targets, origin, recipe
+
     assert get_target("unified") is UnifiedEngine
-    with pytest.raises(KeyError, match="unknown target"):
+    with pytest.raises(KeyError, match="no such target"):
         get_target("nope")
+    # the crash self-test runs by name but is not offered
+    assert get_target("selftest:segfault") and "selftest:segfault" not in available_targets()
+    assert origin("unified") is None and origin("mutant:memo_data_ptr") is None
+    # a factory defined inside a function cannot be re-imported by a worker: a clear error
+    register("test:local", type("Local", (UnifiedEngine,), {}))
+    with pytest.raises(ValueError, match="cannot import"):
+        recipe("test:local")
 
 
 def test_decode_episode_triton_matches_torch():

@@ -26,11 +26,19 @@ class _Found(Exception):
     pass
 
 
+class _OutOfTime(Exception):
+    pass
+
+
 @dataclass
 class KindResult:
     kind: str
     cases: int = 0  # cases executed (including shrinking)
+    generated: int = 0  # cases generated before the first failure (the --examples budget)
+    shrunk: int = 0  # cases executed while shrinking
+    replayed: int = 0  # cases answered from an earlier run's log (--resume), not executed
     cases_to_first: int | None = None  # generated cases until the first failure
+    out_of_time: bool = False  # the deadline ended the search
     checks: int = 0
     seconds: float = 0.0
     finding: Verdict | None = None  # the smallest failing Case's verdict
@@ -45,6 +53,11 @@ class Campaign:
     progress: Callable[[str, int, int], None] | None = None
     on_first_failure: Callable[[Verdict], None] | None = None  # before shrinking starts
     results: dict[str, KindResult] = field(default_factory=dict)
+    deadline: float | None = None  # time.monotonic() after which no new Case is generated
+    #: verdicts already recorded by an earlier run of the same campaign (``--resume``), by
+    #: ``Case.dumps()``: answered without executing, so nothing runs or is logged twice
+    replay: dict[str, Verdict] | None = None
+    on_case: Callable[[Case, Verdict, str], None] | None = None  # executed: (case, v, phase)
 
     def run_kind(self, kind: str, examples: int) -> KindResult:
         res = KindResult(kind)
@@ -61,14 +74,24 @@ class Campaign:
             elif best and state["after_fail"] >= self.shrink_budget:
                 return  # shrink budget spent: treat unseen Cases as passing
             else:
+                if not best and self.deadline is not None and time.monotonic() > self.deadline:
+                    raise _OutOfTime
                 if not best:
                     state["generated"] += 1
+                    res.generated += 1
                 else:
                     state["after_fail"] += 1
-                v = self.run_case(case)
+                    res.shrunk += 1
+                if self.replay is not None and key in self.replay:
+                    v = self.replay[key]
+                    res.replayed += 1
+                else:
+                    v = self.run_case(case)
+                    res.cases += 1
+                    res.checks += v.checks_run
+                    if self.on_case:
+                        self.on_case(case, v, "shrink" if best else "generate")
                 memo[key] = v
-                res.cases += 1
-                res.checks += v.checks_run
                 if self.progress:
                     self.progress(kind, state["generated"], examples)
             if v.failed:
@@ -94,6 +117,8 @@ class Campaign:
             prop()
         except _Found:
             pass
+        except _OutOfTime:
+            res.out_of_time = True
         except Exception as e:  # noqa: BLE001 - hypothesis wraps errors; keep the finding
             if not best:
                 raise

@@ -1,7 +1,9 @@
 """``swafuzz`` (also ``python -m swafuzz``): run, zoo, repro, list, report, bench.
 
 Exit codes: 0 clean, 1 findings, 2 usage or input error (with a message naming the field and the
-allowed values, and nothing written).
+allowed values, and nothing written), 3 tool failure (one line on stderr, the traceback in
+``swafuzz-error-<pid>.log`` under the output directory or the temp directory), 130 interrupted
+(Ctrl-C / SIGTERM; ``run`` prints its table and how to ``--resume``).
 """
 
 from __future__ import annotations
@@ -10,9 +12,8 @@ import argparse
 import json
 import os
 import sys
-import time
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_TOOL = 0, 1, 2, 3
 
 
 class UsageError(Exception):
@@ -72,116 +73,132 @@ def _validate_common(args) -> None:
                          f"{', '.join(['auto', 'all'] + available_executors())}")
 
 
-def _progress(enabled: bool):
-    """A progress bar on a terminal (stderr); nothing per case when stderr is not a TTY."""
-    state = {"t": 0.0, "shown": False}
-    tty = enabled and sys.stderr.isatty()
-
-    def show(kind: str, done: int, total: int) -> None:
-        now = time.monotonic()
-        if not tty or (now - state["t"] < 0.1 and done < total):
-            return
-        state["t"] = now
-        width = 30
-        fill = int(width * min(done, total) / max(1, total))
-        sys.stderr.write(f"\r{kind:>17} [{'#' * fill}{'.' * (width - fill)}] {done}/{total}")
-        sys.stderr.flush()
-        state["shown"] = True
-
-    def end_kind(kind: str, cases: int, findings: int, seconds: float) -> None:
-        if not enabled:
-            return
-        if state["shown"]:
-            sys.stderr.write("\r\033[K")
-            state["shown"] = False
-        sys.stderr.write(f"{kind:>17}: {cases} cases, {findings} findings, {seconds:.1f} s\n")
-        sys.stderr.flush()
-
-    show.end_kind = end_kind
-    return show
-
-
-def _make_runner(args, out_dir: str | None):
-    from swafuzz.harness.run import execute, resolve_executors
-
-    executors = resolve_executors(args.executor)
-    if args.no_isolate:
-        return (lambda case: execute(case, args.target, args.impl, executors)), None
-    from swafuzz.harness.worker import CaseWorker, WorkerSetupError
-
+def _parse_duration(field: str, text: str) -> float:
+    """``90s``, ``30m``, ``2h`` or plain seconds -> seconds (> 0)."""
+    units = {"s": 1, "m": 60, "h": 3600}
+    t = text.strip().lower()
+    mult = units.get(t[-1:], None)
+    num = t[:-1] if mult else t
     try:
-        w = CaseWorker(args.target, args.impl, executors, out_dir)
-        w.start()  # a target the worker cannot load is a usage error before any case runs
-    except (ValueError, WorkerSetupError) as e:
-        raise UsageError(str(e)) from None
-    return w.run, w
+        v = float(num) * (mult or 1)
+    except ValueError:
+        v = -1
+    if not v > 0:
+        raise UsageError(f"{field}: {text!r} is not allowed; give a positive duration like "
+                         "90s, 30m or 2h")
+    return v
 
 
-# --------------------------------------------------------------------------- run
-def cmd_run(args) -> int:
-    from swafuzz.harness.campaign import Campaign
-    from swafuzz.reports.bundle import write_bundle
-    from swafuzz.reports.log import CaseLog
-    from swafuzz.reports.summary import campaign_table
+def _positive(field: str, value: int) -> None:
+    if value is None or value < 1:
+        raise UsageError(f"{field}: must be >= 1 (got {value})")
+
+
+def _prepare_out(out: str, resume: bool) -> None:
+    """``--out``: a new or empty directory (or a run to ``--resume``); usage errors otherwise,
+    before anything is written."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise UsageError(f"--out: {out!r} exists and is not a directory")
+    if resume:
+        if not os.path.isfile(os.path.join(out, "run.json")):
+            raise UsageError(f"--resume: {out!r} holds no run to resume (no run.json)")
+        return
+    if os.path.isdir(out) and os.listdir(out):
+        raise UsageError(f"--out: {out!r} is not empty; continue that run with --resume {out} "
+                         "or choose a new directory")
+    parent = os.path.dirname(os.path.abspath(out))
+    probe = parent
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if not os.access(probe, os.W_OK):
+        raise UsageError(f"--out: cannot create {out!r} (no write permission in {probe!r})")
+
+
+def _run_config(args):
+    """Flags -> a RunConfig resolved once (or the RunConfig of the run being resumed)."""
+    from swafuzz.harness.pipeline import RunConfig, read_run_config
+    from swafuzz.harness.run import resolve_executors, resolve_impl
     from swafuzz.scenarios.strategies import SCENARIO_KINDS
+    from swafuzz.targets.plugins import loaded_modules
 
+    if args.resume:
+        _prepare_out(args.resume, resume=True)
+        try:
+            cfg = read_run_config(args.resume)
+        except (OSError, ValueError, TypeError) as e:
+            raise UsageError(f"--resume: {args.resume}/run.json is unreadable: {e}") from None
+        cfg.out = args.resume
+        _load_plugins(argparse.Namespace(plugin=cfg.plugins))
+        args.target = cfg.target
+        return cfg
     _validate_common(args)
     kinds = args.scenario or list(SCENARIO_KINDS)
     for k in kinds:
         _check_choice("--scenario", k, SCENARIO_KINDS)
-    if args.examples < 1:
-        raise UsageError(f"--examples: must be >= 1 (got {args.examples})")
-    per_kind = max(1, -(-args.examples // len(kinds)))
-    out = args.out
-    os.makedirs(out, exist_ok=True)
-    log = CaseLog(os.path.join(out, "cases.jsonl"))
-    run_case, worker = _make_runner(args, out)
+    _positive("--examples", args.examples)
+    _positive("--workers", args.workers)
+    if args.shrink_budget < 0:
+        raise UsageError(f"--shrink-budget: must be >= 0 (got {args.shrink_budget})")
+    budget_s = _parse_duration("--budget", args.budget) if args.budget else None
+    _prepare_out(args.out, resume=False)
+    return RunConfig(target=args.target, impl=resolve_impl(args.impl),
+                     executors=resolve_executors(args.executor), executor_label=args.executor,
+                     kinds=list(dict.fromkeys(kinds)),
+                     examples=args.examples if not budget_s or args.examples_given else 10**6,
+                     budget_s=budget_s, seed=args.seed, workers=args.workers,
+                     shrink_budget=args.shrink_budget, out=args.out,
+                     isolate=not args.no_isolate, plugins=loaded_modules())
 
-    def logged(case):
-        v = run_case(case)
-        log.write({"kind": case.kind, "failed": v.failed, "signature": v.signature(),
-                   "seconds": round(v.seconds, 4), "checks": v.checks_run,
-                   "case": case.to_json() if v.failed else None})
-        return v
 
-    progress = _progress(not args.quiet)
-    first_paths: dict[str, str] = {}
+# --------------------------------------------------------------------------- run
+def cmd_run(args) -> int:
+    from swafuzz.harness import pipeline
+    from swafuzz.reports.summary import campaign_table
 
-    def on_first_failure(v) -> None:
-        # the unshrunk Case goes to disk before any shrinking run: a crash later loses nothing
-        first_paths[v.case.kind] = write_bundle(out, v.finding(args.target, args.impl, args.executor))
+    cfg = _run_config(args)
+    os.makedirs(cfg.out, exist_ok=True)
+    if cfg.isolate:  # a target the worker cannot load is a usage error before any case runs
+        from swafuzz.harness.worker import WorkerSetupError
 
-    camp = Campaign(logged, seed=args.seed, shrink_budget=args.shrink_budget, progress=progress,
-                    on_first_failure=on_first_failure)
-    stats, seen = {}, set()
-    findings = 0
-    try:
-        for kind in kinds:
-            res = camp.run_kind(kind, per_kind)
-            stats[kind] = {"cases": res.cases, "checks": res.checks,
-                           "findings": 1 if res.finding else 0, "seconds": res.seconds}
-            progress.end_kind(kind, res.cases, stats[kind]["findings"], res.seconds)
-            if res.finding:
-                findings += 1
-                sig = res.finding.signature()
-                first = first_paths.pop(kind, None)
-                if sig not in seen:
-                    seen.add(sig)
-                    path = write_bundle(out, res.finding.finding(args.target, args.impl, args.executor))
-                    if first and first != path and os.path.exists(first):
-                        os.unlink(first)  # superseded by the shrunk Case
-                    print(f"\nFINDING {sig}: {res.finding.failures[0].message}")
-                    print(f"  swafuzz repro {path}")
-    finally:
-        if worker:
-            worker.close()
-        log.close()
+        try:
+            pipeline.case_worker(cfg).start()  # (reused by the units of a 1-worker run)
+        except (ValueError, WorkerSetupError) as e:
+            if not os.listdir(cfg.out):
+                os.rmdir(cfg.out)
+            raise UsageError(str(e)) from None
+    pipeline.write_run_config(cfg)
+    quiet = args.quiet
+
+    def say(msg: str) -> None:
+        if not quiet:
+            print(msg, file=sys.stderr, flush=True)
+
+    res = pipeline.run(cfg, say=say)
+    stats = pipeline.per_kind(res.rows)
     print()
     print(campaign_table(stats))
-    with open(os.path.join(out, "summary.md"), "w") as f:
-        f.write(f"# swafuzz run: target {args.target}, impl {args.impl}, executor "
-                f"{args.executor}, seed {args.seed}\n\n{campaign_table(stats, markdown=True)}\n")
-    return EXIT_FINDINGS if findings else EXIT_CLEAN
+    seen: dict[str, dict] = {}
+    for r in res.findings:
+        seen.setdefault(r["finding"], r)
+    for sig, r in seen.items():
+        from swafuzz.reports.bundle import signature_filename
+
+        path = os.path.join(cfg.out, "findings", signature_filename(sig) + ".json")
+        print(f"FINDING {sig}: {r.get('message') or ''}")
+        if os.path.exists(path):
+            print(f"  swafuzz repro {path}")
+    generated = sum(s["generated"] for s in stats.values())
+    shrunk = sum(s["shrunk"] for s in stats.values())
+    with open(os.path.join(cfg.out, "summary.md"), "w") as f:
+        f.write(f"# swafuzz run: target {cfg.target}, impl {cfg.impl}, executors "
+                f"{','.join(cfg.executors)}, seed {cfg.seed}, workers {cfg.workers}\n\n"
+                f"{campaign_table(stats, markdown=True)}\n")
+    print(f"{generated} cases generated, {shrunk} run while shrinking, {len(seen)} distinct "
+          f"findings, {res.seconds:.1f} s; results in {cfg.out}")
+    if res.interrupted:
+        print(f"interrupted: what ran is recorded; continue with: swafuzz run --resume {cfg.out}")
+        return pipeline.EXIT_INTERRUPTED
+    return EXIT_FINDINGS if seen else EXIT_CLEAN
 
 
 # --------------------------------------------------------------------------- repro
@@ -204,8 +221,23 @@ def cmd_repro(args) -> int:
     args.target = args.target or bundle.get("target", "unified")
     args.impl = args.impl or bundle.get("impl", "auto")
     _validate_common(args)
+    executors = resolve_executors(args.executor)
     try:
-        v = execute(case, args.target, args.impl, resolve_executors(args.executor))
+        if args.no_isolate:
+            v = execute(case, args.target, args.impl, executors)
+        else:  # a crash inside the case is reported, not the end of this command
+            from swafuzz.harness.run import resolve_impl
+            from swafuzz.harness.worker import CaseWorker, WorkerSetupError
+
+            try:
+                w = CaseWorker(args.target, resolve_impl(args.impl), executors)
+                w.start()
+            except (ValueError, WorkerSetupError) as e:
+                raise UsageError(str(e)) from None
+            try:
+                v = w.run(case)
+            finally:
+                w.close()
     except InvalidCase as e:
         raise UsageError(f"{args.file}: field 'case' cannot run: {e}") from None
     if v.failed:
@@ -250,10 +282,14 @@ def cmd_report(args) -> int:
     if not os.path.isdir(args.dir):
         raise UsageError(f"DIR: {args.dir!r} is not a directory written by 'swafuzz run'")
     rows = []
+    from swafuzz.reports.bundle import read_bundle
+
     for name in sorted(os.listdir(fdir)) if os.path.isdir(fdir) else []:
         if name.endswith(".json"):
-            with open(os.path.join(fdir, name)) as f:
-                b = json.load(f)
+            try:
+                b = read_bundle(os.path.join(fdir, name))
+            except ValueError as e:
+                raise UsageError(str(e)) from None
             rows.append([b.get("signature"), b.get("target"), json.dumps(b.get("shrunk")),
                          b.get("command")])
     text = table(["signature", "target", "shrunk", "repro"], rows, markdown=True)
@@ -266,13 +302,54 @@ def cmd_zoo(args) -> int:
     from swafuzz.harness.zoo import run_zoo
 
     _check_choice("--budget", args.budget, ("full", "ci"))
+    for name in ("examples", "seeds", "jobs"):
+        v = getattr(args, name)
+        if v is not None:
+            _positive(f"--{name}", v)
+    if args.budget == "ci" and (args.examples is not None or args.seeds is not None):
+        raise UsageError("--examples/--seeds: not allowed with --budget ci (its budget is fixed: "
+                         "2 seeds, 60 cases); use --budget full to choose them")
+    args.examples = 200 if args.examples is None else args.examples
+    args.seeds = 5 if args.seeds is None else args.seeds
+    if args.json:
+        _writable_file("--json", args.json)
+    _prepare_out_dir_only(args.out)
     return run_zoo(args)
+
+
+def _writable_file(field: str, path: str) -> None:
+    """``path`` can be written (probed now, with a temporary file beside it), so a long run
+    does not end in a traceback."""
+    import tempfile
+
+    if os.path.isdir(path):
+        raise UsageError(f"{field}: {path!r} is a directory")
+    d = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(d, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=d, prefix=".swafuzz-probe-"):
+            pass
+    except OSError as e:
+        raise UsageError(f"{field}: cannot write {path!r} ({e.strerror})") from None
+
+
+def _prepare_out_dir_only(out: str) -> None:
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise UsageError(f"--out: {out!r} exists and is not a directory")
 
 
 def cmd_bench(args) -> int:
     import runpy
 
     rest = [a for a in args.rest if a != "--"]
+    from swafuzz.kernels import IMPLS, available_impls
+
+    if "--impls" in rest and rest.index("--impls") + 1 < len(rest):
+        for name in rest[rest.index("--impls") + 1].split(","):
+            _check_choice("--impls", name, IMPLS)
+            if name not in available_impls():
+                raise UsageError(f"--impls: {name!r} is not available on this machine; "
+                                 f"available: {', '.join(available_impls())}")
     sys.argv = ["swafuzz bench"] + rest
     try:
         runpy.run_module("swafuzz.bench.kernels", run_name="__main__", alter_sys=True)
@@ -292,7 +369,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "SWAFUZZ_PLUGINS=mod1,mod2 and the 'swafuzz.targets' entry points)")
     sub = p.add_subparsers(dest="cmd", required=True)
     _add = sub.add_parser
-    sub.add_parser = lambda *a, **k: _add(*a, parents=[plug], **k)  # every command: --plugin
+    sub.add_parser = lambda *a, **k: _add(  # every command: --plugin, defaults in --help
+        *a, parents=[plug], formatter_class=argparse.ArgumentDefaultsHelpFormatter, **k)
 
     def common(sp, defaults=True):
         sp.add_argument("--target", default="unified" if defaults else None)
@@ -303,10 +381,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="fuzz a target: scenarios x checks")
     common(r)
-    r.add_argument("--scenario", action="append", help="scenario kind (repeatable)")
-    r.add_argument("--examples", type=int, default=300, help="cases in all (split over kinds)")
+    r.add_argument("--scenario", action="append", help="scenario kind (repeatable; default all)")
+    r.add_argument("--examples", type=int, default=None,
+                   help="generated cases in all, split over kinds and workers (default 300; "
+                        "with --budget: no cap)")
+    r.add_argument("--budget", default=None,
+                   help="wall-clock budget, e.g. 90s, 30m, 2h (no new case after it)")
+    r.add_argument("--workers", type=int, default=1, help="unit processes running in parallel")
     r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--out", default="swafuzz-out")
+    r.add_argument("--out", default="swafuzz-out",
+                   help="a new or empty directory for the run")
+    r.add_argument("--resume", default=None, metavar="DIR",
+                   help="continue the run in DIR (after Ctrl-C, SIGTERM or kill -9)")
     r.add_argument("--shrink-budget", type=int, default=150)
     r.add_argument("--no-isolate", action="store_true", help="run cases in this process")
     r.add_argument("--quiet", action="store_true")
@@ -315,6 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("repro", help="replay a finding bundle")
     rp.add_argument("file")
     common(rp, defaults=False)
+    rp.add_argument("--no-isolate", action="store_true", help="run the case in this process")
     rp.set_defaults(fn=cmd_repro)
 
     sub.add_parser("list", help="what is available here").set_defaults(fn=cmd_list)
@@ -324,8 +411,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep.set_defaults(fn=cmd_report)
 
     z = sub.add_parser("zoo", help="run every mutant; print the kill matrix")
-    z.add_argument("--examples", type=int, default=200, help="case budget per mutant and seed")
-    z.add_argument("--seeds", type=int, default=5)
+    z.add_argument("--examples", type=int, default=None,
+                   help="case budget per mutant and seed (default 200; --budget full only)")
+    z.add_argument("--seeds", type=int, default=None, help="seeds (default 5; --budget full only)")
     z.add_argument("--json", default=None)
     z.add_argument("--budget", default="full", help="full | ci (reduced, for the CI gate)")
     z.add_argument("--impl", default="auto")
@@ -349,12 +437,40 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse: 2 on usage errors, 0 on --help
         return int(e.code or 0)
+    if args.cmd == "run":
+        args.examples_given = args.examples is not None
+        if args.examples is None:
+            args.examples = 300
     try:
         _load_plugins(args)
         return args.fn(args)
     except UsageError as e:
         print(f"swafuzz {args.cmd}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"swafuzz {args.cmd}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - a tool failure: one line here, the traceback in a file
+        return _tool_failure(args, e)
+
+
+def _tool_failure(args, e: BaseException) -> int:
+    """Exit 3: the traceback goes to a log file (under the output directory when there is one),
+    one line to stderr."""
+    import tempfile
+    import traceback
+
+    out = getattr(args, "resume", None) or getattr(args, "out", None)
+    d = out if out and os.path.isdir(out) else tempfile.gettempdir()
+    path = os.path.join(d, f"swafuzz-error-{os.getpid()}.log")
+    try:
+        with open(path, "w") as f:
+            traceback.print_exception(type(e), e, e.__traceback__, file=f)
+    except OSError:
+        path = "(could not be written)"
+    print(f"swafuzz {args.cmd}: tool failure: {type(e).__name__}: {e} (traceback: {path})",
+          file=sys.stderr)
+    return EXIT_TOOL
 
 
 if __name__ == "__main__":

@@ -77,13 +77,14 @@ class CaseWorker:
     """A child process that executes Cases; restarted after a crash."""
 
     def __init__(self, target: str, impl: str, executors: list[str], out_dir: str | None = None,
-                 timeout_s: float = 600.0):
+                 timeout_s: float = 600.0, inflight_name: str = "inflight.json"):
         from swafuzz.targets import plugins
 
         from swafuzz import targets
 
         self.target, self.impl, self.executors = target, impl, executors
         self.out_dir = out_dir
+        self.inflight_name = inflight_name
         self.timeout_s = timeout_s
         # Fails here, in the parent, with a clear message when the child could not re-import it.
         self._setup = {"plugins": plugins.loaded_modules(), "recipe": targets.recipe(target)}
@@ -127,7 +128,7 @@ class CaseWorker:
         return json.loads(line) if line else None
 
     def _inflight_path(self) -> str | None:
-        return os.path.join(self.out_dir, "inflight.json") if self.out_dir else None
+        return os.path.join(self.out_dir, self.inflight_name) if self.out_dir else None
 
     def run(self, case: Case, only: set[str] | None = None) -> Verdict:
         if self._proc is None or self._proc.poll() is not None:

@@ -60,12 +60,14 @@ def atomic_write_text(path: str, text: str) -> None:
         raise
 
 
-def write_bundle(out_dir: str, finding: dict[str, Any]) -> str:
-    """Write ``finding`` (must hold ``signature`` and ``case``) under ``out_dir/findings/``.
+def write_bundle(out_dir: str, finding: dict[str, Any], suffix: str = "") -> str:
+    """Write ``finding`` (must hold ``signature`` and ``case``) under ``out_dir/findings/``
+    as ``<signature><suffix>.json``.
 
     Returns the path. The ``command`` field is filled in with the repro command.
     """
-    path = os.path.join(out_dir, "findings", signature_filename(finding["signature"]) + ".json")
+    path = os.path.join(out_dir, "findings",
+                        signature_filename(finding["signature"]) + suffix + ".json")
     bundle = {"bundle_version": BUNDLE_VERSION, "versions": versions(), **finding}
     bundle["command"] = f"swafuzz repro {path}"
     atomic_write_text(path, json.dumps(bundle, indent=1, sort_keys=True) + "\n")

@@ -24,6 +24,13 @@ from swafuzz.scenarios.case import (
 MAX_PAGE_SIZE = 256
 MAX_ID = 2**31 - 1
 
+# Resource budget of one Case (checked here, before anything is allocated): a bundle asking for
+# more is an input error naming the field and the limit, not an out-of-memory kill.
+MAX_MAPPING_ENTRIES = 2**27  # full->SWA mapping M: (full_pages + 1) * page_size + 1 int64 (1 GiB)
+MAX_POOL_BYTES = 2**32  # all SWA buffers, target and draft layers (4 GiB; > 2^31 per layer fits)
+MAX_STEPS = 10_000
+MAX_TOKENS = 2**16  # rows of one forward / one request's length
+
 _STEP_FIELDS = {
     "admit": {"rid", "length"},
     "decode": {"rids", "exec"},
@@ -80,7 +87,7 @@ def parse_pool(obj: Any) -> PoolConfig:
     dtype = d.get("row_dtype", "uint8")
     if dtype not in ROW_DTYPES:
         raise CaseError("pool.row_dtype", f"must be one of {', '.join(ROW_DTYPES)} (got {dtype!r})")
-    return PoolConfig(
+    pool = PoolConfig(
         page_size=p,
         full_pages=_int(d, "full_pages", "pool", 1, MAX_ID // p - 1),
         swa_pages=_int(d, "swa_pages", "pool", 1, MAX_ID // p - 1),
@@ -90,6 +97,16 @@ def parse_pool(obj: Any) -> PoolConfig:
         row_width=_int(d, "row_width", "pool", 1, 4096),
         row_dtype=dtype,
     )
+    entries = (pool.full_pages + 1) * p + 1
+    if entries > MAX_MAPPING_ENTRIES:
+        raise CaseError("pool.full_pages", f"(full_pages + 1) * page_size = {entries - 1} mapping "
+                        f"entries is over the resource limit of {MAX_MAPPING_ENTRIES}")
+    total = (pool.swa_pages + 1) * p * pool.row_bytes * (pool.layers + pool.draft_layers)
+    if total > MAX_POOL_BYTES:
+        raise CaseError("pool.swa_pages", f"the SWA buffers would take {total} bytes "
+                        f"((swa_pages + 1) * page_size * row bytes * (layers + draft_layers)); "
+                        f"the resource limit is {MAX_POOL_BYTES}")
+    return pool
 
 
 def parse_graph(obj: Any) -> GraphConfig:
@@ -124,22 +141,24 @@ def parse_step(obj: Any, i: int) -> Step:
     if op in ("admit", "evict", "finish"):
         kw["rid"] = _int(obj, "rid", path, 0)
     if op == "admit":
-        kw["length"] = _int(obj, "length", path, 1)
+        kw["length"] = _int(obj, "length", path, 1, MAX_TOKENS)
     if "rids" in _STEP_FIELDS[op]:
         rids = _int_list(obj, "rids", path, 0)
+        if len(rids) > MAX_TOKENS:
+            raise CaseError(f"{path}.rids", f"at most {MAX_TOKENS} requests (got {len(rids)})")
         if len(set(rids)) != len(rids):
             raise CaseError(f"{path}.rids", f"must not repeat a request id (got {list(rids)})")
         if not rids and op != "dp_decode":
             raise CaseError(f"{path}.rids", "must name at least one request")
         kw["rids"] = rids
     if op == "draft_extend":
-        kw["accept"] = _int_list(obj, "accept", path, 1)
+        kw["accept"] = _int_list(obj, "accept", path, 1, MAX_TOKENS)
         if len(kw["accept"]) != len(kw["rids"]):
             raise CaseError(f"{path}.accept", "must have one entry per request in rids")
     if op == "idle":
-        kw["tokens"] = _int(obj, "tokens", path, 1)
+        kw["tokens"] = _int(obj, "tokens", path, 1, MAX_TOKENS)
     if op == "dp_decode":
-        kw["rank_tokens"] = _int_list(obj, "rank_tokens", path, 0)
+        kw["rank_tokens"] = _int_list(obj, "rank_tokens", path, 0, MAX_TOKENS)
         if not 1 <= len(kw["rank_tokens"]) <= 7:
             raise CaseError(f"{path}.rank_tokens", "must list 1..7 other ranks' token counts")
         if not kw["rids"] and max(kw["rank_tokens"]) == 0:
@@ -158,6 +177,8 @@ def parse_case(obj: Any) -> Case:
     steps = d.get("steps")
     if not isinstance(steps, list):
         raise CaseError("case.steps", "must be a list of step objects")
+    if len(steps) > MAX_STEPS:
+        raise CaseError("case.steps", f"at most {MAX_STEPS} steps (got {len(steps)})")
     return Case(
         pool=parse_pool(d.get("pool", {})),
         graph=parse_graph(d.get("graph", {"buckets": [1, 2, 4, 8]})),

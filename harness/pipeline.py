@@ -1,0 +1,412 @@
+"""One run pipeline: a :class:`RunConfig` resolved once, units of work spread over worker
+processes, and one findings sink. ``swafuzz run`` only parses flags into a RunConfig and prints.
+
+Units
+-----
+A campaign is split into *units*: ``(kind, seed, examples)``, one hypothesis search each. With
+``--workers 1`` there is one unit per scenario kind (seed ``--seed``). With N workers and fewer
+kinds than N, each kind is split into shards with seeds ``seed + 7919 * shard`` and the
+``--examples`` budget divided between them, so every worker has work. Units run in a pool of N
+``spawn`` processes (``concurrent.futures.ProcessPoolExecutor``: plain processes with their own
+interpreter, no shared hypothesis state; pytest-xdist is a test runner, not a campaign scheduler).
+Each unit process owns a crash-isolating :class:`~swafuzz.harness.worker.CaseWorker`, so a crash
+inside a case is a ``crash`` finding and the case worker is replaced; a unit process that dies
+itself becomes a ``crash`` finding of that unit and the pool is rebuilt.
+
+The case log (``OUT/cases.jsonl``, schema version 1; one JSON object per line, appended with
+one ``write`` each, so concurrent units never interleave lines):
+
+* a case row - ``{"v": 1, "unit": "decode.0", "kind", "seed", "phase": "generate"|"shrink",
+  "failed": bool, "signature": str, "checks": int, "seconds": float, "case": {...},
+  "verdict": {...} (failures; failed rows only)}``. Every row carries its Case, so any case,
+  passing or not, replays with ``swafuzz repro`` on a bundle made from it;
+* a unit row - ``{"v": 1, "unit", "event": "unit_done", "kind", "cases", "generated",
+  "shrunk", "replayed", "checks", "seconds", "finding": signature|null, "out_of_time"}``.
+
+``OUT/run.json`` holds the RunConfig (what ``--resume`` continues); ``OUT/inflight/<unit>.json``
+is the Case a unit is executing right now (kept if the process is killed: the Case that was
+running at the time; it is re-run on resume).
+
+Resume and interrupts
+---------------------
+``--resume OUT`` reloads ``run.json``, skips units with a ``unit_done`` row and re-runs the others:
+generation is deterministic for a unit's seed, and every Case already in the log is answered
+from its row instead of being executed again (so nothing is lost or run twice, and the budget
+counts what already ran). Ctrl-C and SIGTERM stop the units, print the table of what finished
+and the resume command, and exit 130.
+
+Exit codes: 0 clean, 1 findings, 2 usage or input error, 3 tool failure, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_TOOL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+LOG_VERSION = 1
+SHARD_SEED_STRIDE = 7919
+
+
+@dataclass
+class RunConfig:
+    """Everything a run needs, resolved once (``impl`` and ``executors`` are never ``auto``)."""
+
+    target: str = "unified"
+    impl: str = "triton"
+    executors: list[str] = field(default_factory=lambda: ["eager", "tape"])
+    executor_label: str = "auto"  # what the user asked for (recorded in bundles)
+    kinds: list[str] = field(default_factory=list)
+    examples: int = 300  # generated cases in all (split over units); with budget_s: per unit cap
+    budget_s: float | None = None  # wall-clock budget of the whole run
+    seed: int = 0
+    workers: int = 1
+    shrink_budget: int = 150
+    out: str = "swafuzz-out"
+    isolate: bool = True
+    plugins: list[str] = field(default_factory=list)
+    db: str | None = None  # hypothesis example database (see harness.corpus when present)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> RunConfig:
+        known = {k: v for k, v in d.items() if k in RunConfig.__dataclass_fields__}
+        return RunConfig(**known)
+
+
+@dataclass
+class Unit:
+    id: str
+    kind: str
+    seed: int
+    examples: int
+
+
+def plan_units(cfg: RunConfig) -> list[Unit]:
+    """The units of ``cfg`` (see the module docstring)."""
+    kinds = cfg.kinds
+    shards = max(1, -(-cfg.workers // len(kinds))) if cfg.workers > len(kinds) else 1
+    per_kind = max(1, -(-cfg.examples // len(kinds)))
+    per_unit = max(1, -(-per_kind // shards))
+    return [Unit(f"{k}.{s}", k, cfg.seed + SHARD_SEED_STRIDE * s, per_unit)
+            for k in kinds for s in range(shards)]
+
+
+def case_key(case_json: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(case_json, sort_keys=True).encode()).hexdigest()
+
+
+class CaseLog:
+    """Appends rows to ``cases.jsonl`` (one ``os.write`` per row, ``O_APPEND``)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def write(self, row: dict[str, Any]) -> None:
+        os.write(self.fd, (json.dumps({"v": LOG_VERSION, **row}) + "\n").encode())
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def read_log(path: str) -> list[dict[str, Any]]:
+    """Rows of a case log; a torn last line (kill -9 mid-write) is ignored."""
+    rows = []
+    if not os.path.exists(path):
+        return rows
+    with open(path) as f:
+        for line in f:
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return rows
+
+
+# --------------------------------------------------------------------------- one unit
+def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any], deadline_wall: float | None,
+             ) -> dict[str, Any]:
+    """Run one unit (in a pool process or in-process) and return its unit row."""
+    from swafuzz.harness.campaign import Campaign
+    from swafuzz.harness.run import Verdict, execute
+    from swafuzz.reports.bundle import write_bundle
+    from swafuzz.scenarios.case import Case
+
+    cfg, unit = RunConfig.from_json(cfg_json), Unit(**unit_json)
+    _load_plugins(cfg.plugins)
+    out = cfg.out
+    log = CaseLog(os.path.join(out, "cases.jsonl"))
+    replay: dict[str, Verdict] = {}
+    for row in read_log(os.path.join(out, "cases.jsonl")):
+        if row.get("unit") == unit.id and "case" in row:
+            c = Case.from_json(row["case"])
+            replay[c.dumps()] = (Verdict.from_json(c, row["verdict"]) if row.get("failed")
+                                 else Verdict(c, [], row.get("checks", 0), row.get("seconds", 0)))
+    if cfg.isolate:
+        worker = case_worker(cfg)
+        worker.inflight_name = f"inflight/{unit.id}.json"
+        run_case: Callable = worker.run
+    else:
+        def run_case(case):
+            return execute(case, cfg.target, cfg.impl, cfg.executors)
+
+    first_path: list[str] = []
+
+    def on_case(case, v, phase):
+        row = {"unit": unit.id, "kind": unit.kind, "seed": unit.seed, "phase": phase,
+               "failed": v.failed, "signature": v.signature(), "checks": v.checks_run,
+               "seconds": round(v.seconds, 4), "case": case.to_json()}
+        if v.failed:
+            row["verdict"] = v.to_json()
+        log.write(row)
+
+    def on_first_failure(v):  # the unshrunk Case reaches disk before any shrinking run
+        first_path.append(write_bundle(out, _finding(cfg, v), suffix=".unshrunk"))
+
+    deadline = None
+    if deadline_wall is not None:
+        deadline = time.monotonic() + max(0.0, deadline_wall - time.time())
+    camp = Campaign(run_case, seed=unit.seed, shrink_budget=cfg.shrink_budget,
+                    on_first_failure=on_first_failure, deadline=deadline, replay=replay,
+                    on_case=on_case)
+    t0 = time.perf_counter()
+    res = camp.run_kind(unit.kind, unit.examples)
+    finding = None
+    if res.finding is not None:
+        finding = res.finding.signature()
+        path = _write_smallest(out, _finding(cfg, res.finding))
+        for p in first_path:
+            if p != path and os.path.exists(p):
+                os.unlink(p)  # superseded by the shrunk Case
+    row = {"unit": unit.id, "event": "unit_done", "kind": unit.kind, "seed": unit.seed,
+           "cases": res.cases, "generated": res.generated, "shrunk": res.shrunk,
+           "replayed": res.replayed, "checks": res.checks,
+           "seconds": round(time.perf_counter() - t0, 3), "finding": finding,
+           "message": res.finding.failures[0].message if res.finding else None,
+           "out_of_time": res.out_of_time}
+    log.write(row)
+    log.close()
+    return row
+
+
+_WORKERS: dict[str, Any] = {}
+
+
+def case_worker(cfg: RunConfig):
+    """This process's crash-isolating case worker for ``cfg`` (one child interpreter reused by
+    every unit this process runs; replaced after a crash by the worker itself)."""
+    from swafuzz.harness.worker import CaseWorker
+
+    key = json.dumps([cfg.target, cfg.impl, cfg.executors, cfg.out])
+    if key not in _WORKERS:
+        _WORKERS[key] = CaseWorker(cfg.target, cfg.impl, cfg.executors, cfg.out)
+        import atexit
+
+        atexit.register(_WORKERS[key].close)
+    return _WORKERS[key]
+
+
+def close_workers() -> None:
+    for w in _WORKERS.values():
+        w.close()
+    _WORKERS.clear()
+
+
+def _size(case_json: dict[str, Any]) -> tuple[int, int, int]:
+    from swafuzz.scenarios.case import Case
+
+    s = Case.from_json(case_json).summary()
+    return (s["steps"], s["requests"], len(json.dumps(case_json)))
+
+
+def _write_smallest(out: str, finding: dict[str, Any]) -> str:
+    """One bundle per signature: write ``finding`` unless the bundle already there (another
+    unit's) holds a smaller Case."""
+    from swafuzz.reports.bundle import signature_filename, write_bundle
+
+    path = os.path.join(out, "findings", signature_filename(finding["signature"]) + ".json")
+    try:
+        with open(path) as f:
+            old = json.load(f)
+        if _size(old["case"]) <= _size(finding["case"]):
+            return path
+    except (OSError, ValueError, KeyError):
+        pass
+    return write_bundle(out, finding)
+
+
+def _finding(cfg: RunConfig, v) -> dict[str, Any]:
+    return v.finding(cfg.target, cfg.impl, cfg.executor_label)
+
+
+def _load_plugins(modules: list[str]) -> None:
+    from swafuzz.targets.plugins import load_env, load_module
+
+    for m in modules:
+        load_module(m)
+    load_env()
+
+
+def _pool_init() -> None:  # pragma: no cover - runs in pool processes
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when units stop
+    import torch
+
+    if not torch.cuda.is_available():
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+# --------------------------------------------------------------------------- the run
+@dataclass
+class RunResult:
+    rows: list[dict[str, Any]]  # unit rows, this run's and resumed ones
+    interrupted: bool = False
+    seconds: float = 0.0
+
+    @property
+    def findings(self) -> list[dict[str, Any]]:
+        return [r for r in self.rows if r.get("finding")]
+
+
+def run(cfg: RunConfig, *, say: Callable[[str], None] = print,
+        progress_every: float = 5.0) -> RunResult:
+    """Run (or resume) the campaign ``cfg`` into ``cfg.out``."""
+    os.makedirs(os.path.join(cfg.out, "inflight"), exist_ok=True)
+    log_path = os.path.join(cfg.out, "cases.jsonl")
+    done = {r["unit"]: r for r in read_log(log_path) if r.get("event") == "unit_done"}
+    units = [u for u in plan_units(cfg) if u.id not in done]
+    rows = list(done.values())
+    if done:
+        say(f"resuming: {len(done)} units already done, {len(units)} to run")
+    deadline_wall = time.time() + cfg.budget_s if cfg.budget_s else None
+    t0 = time.monotonic()
+    interrupted = False
+    prev = signal.signal(signal.SIGTERM, _raise_interrupt)
+    ticker = _Ticker(log_path, say, progress_every)
+    try:
+        if cfg.workers <= 1:
+            for u in units:
+                rows.append(run_unit(cfg.to_json(), asdict(u), deadline_wall))
+                ticker.unit_done(rows[-1])
+        else:
+            rows += _run_pool(cfg, units, deadline_wall, ticker)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        signal.signal(signal.SIGTERM, prev)
+        close_workers()
+    return RunResult(rows, interrupted, time.monotonic() - t0)
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _run_pool(cfg: RunConfig, units: list[Unit], deadline_wall: float | None,
+              ticker: _Ticker) -> list[dict[str, Any]]:
+    import concurrent.futures as cf
+    import multiprocessing as mp
+    from concurrent.futures.process import BrokenProcessPool
+
+    rows: list[dict[str, Any]] = []
+    pending = list(units)
+    broke: dict[str, int] = {}  # unit id -> pools it was in when they broke
+    while pending:
+        pool = cf.ProcessPoolExecutor(max_workers=cfg.workers, mp_context=mp.get_context("spawn"),
+                                      initializer=_pool_init)
+        futs = {pool.submit(run_unit, cfg.to_json(), asdict(u), deadline_wall): u
+                for u in pending}
+        pending = []
+        try:
+            not_done = set(futs)
+            while not_done:
+                fin, not_done = cf.wait(not_done, timeout=1.0, return_when=cf.FIRST_COMPLETED)
+                for f in fin:
+                    u = futs[f]
+                    try:
+                        rows.append(f.result())
+                        ticker.unit_done(rows[-1])
+                    except BrokenProcessPool:
+                        broke[u.id] = broke.get(u.id, 0) + 1
+                        if broke[u.id] >= 2:  # broke two pools: it is the one that dies
+                            rows.append(_unit_crash(cfg, u, "the unit's process died twice "
+                                                    "(outside the case worker)"))
+                        else:
+                            pending.append(u)  # maybe collateral: retried in a new pool
+                    except Exception as e:  # noqa: BLE001 - a unit's harness error is a finding
+                        rows.append(_unit_crash(cfg, u, f"{type(e).__name__}: {e}"))
+                ticker.tick()
+        except KeyboardInterrupt:
+            for p in list(getattr(pool, "_processes", {}).values()):
+                p.terminate()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True, cancel_futures=True)
+    return rows
+
+
+def _unit_crash(cfg: RunConfig, u: Unit, why: str) -> dict[str, Any]:
+    row = {"unit": u.id, "event": "unit_done", "kind": u.kind, "seed": u.seed, "cases": 0,
+           "generated": 0, "shrunk": 0, "replayed": 0, "checks": 0, "seconds": 0.0,
+           "finding": f"crash/{u.kind}/unit", "message": why, "out_of_time": False}
+    log = CaseLog(os.path.join(cfg.out, "cases.jsonl"))
+    log.write(row)
+    log.close()
+    return row
+
+
+class _Ticker:
+    """Progress lines every ``every`` seconds (cases logged so far), for logs without a TTY."""
+
+    def __init__(self, log_path: str, say: Callable[[str], None], every: float):
+        self.log_path, self.say, self.every = log_path, say, every
+        self.t = time.monotonic()
+        self.t0 = self.t
+        self.start = sum(1 for _ in open(log_path)) if os.path.exists(log_path) else 0
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        if now - self.t < self.every:
+            return
+        self.t = now
+        n = (sum(1 for _ in open(self.log_path)) if os.path.exists(self.log_path) else 0)
+        self.say(f"progress: {n - self.start} log rows in {now - self.t0:.0f} s")
+
+    def unit_done(self, row: dict[str, Any]) -> None:
+        self.say(f"{row['unit']:>20}: {row['cases']} cases ({row['generated']} generated, "
+                 f"{row['shrunk']} shrinking, {row['replayed']} replayed), "
+                 f"{'FINDING ' + row['finding'] if row['finding'] else 'clean'}, "
+                 f"{row['seconds']:.1f} s")
+        self.tick()
+
+
+def per_kind(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Unit rows summed per kind (for the table)."""
+    stats: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        s = stats.setdefault(r["kind"], {"cases": 0, "generated": 0, "shrunk": 0, "checks": 0,
+                                         "findings": 0, "seconds": 0.0})
+        for k in ("cases", "generated", "shrunk", "checks", "seconds"):
+            s[k] += r.get(k) or 0
+        s["findings"] += 1 if r.get("finding") else 0
+    return stats
+
+
+def write_run_config(cfg: RunConfig) -> None:
+    from swafuzz.reports.bundle import atomic_write_text
+
+    atomic_write_text(os.path.join(cfg.out, "run.json"),
+                      json.dumps(cfg.to_json(), indent=1, sort_keys=True) + "\n")
+
+
+def read_run_config(out: str) -> RunConfig:
+    with open(os.path.join(out, "run.json")) as f:
+        return RunConfig.from_json(json.load(f))
+

@@ -26,7 +26,32 @@ CHECKS = (
     "agreement",
     "capture_freeze",
     "contracts",
+    "exec_path",
 )
+
+#: Checks that are defence in depth: no mutant is killed by them alone, by construction, and the
+#: zoo gate accepts that for exactly these, printing the reason. Every other check must be the
+#: only check that kills at least one mutant (``swafuzz zoo`` ablation).
+DEFENCE_IN_DEPTH = {
+    "write_targets": "cause-side twin of pool_bytes: a wrong real-row target leaves the live slot "
+                     "stale, which pool_bytes also sees; write_targets names the row, layer and "
+                     "full location, and stays meaningful when the pool bytes cannot be predicted "
+                     "(observed-allocation targets)",
+    "write_set": "needs only the oracle's target slots, not its bytes: a stray write changes a "
+                 "slot that pool_bytes also sees as different from the shadow pool, unless the "
+                 "stray bytes equal the shadow's (then no check can see it)",
+    "redzones": "the only check that sees writes outside the buffer when the store kernel's "
+                "address arithmetic (not the reported locations) is wrong; every such bug the "
+                "zoo models also reports a bad location (contracts, write_targets). It is the "
+                "guard for the GPU/compiled-Triton path, where the reported locations are "
+                "correct but the kernel writes elsewhere",
+    "agreement": "implied by the per-observation checks (each executor is compared with the "
+                 "oracle on the same quantities); it remains the check that needs no oracle at "
+                 "all, for targets whose pool bytes the oracle cannot predict",
+    "capture_freeze": "reads host values a target reports it baked at capture; the harness-side "
+                      "evidence of a frozen value (wrong rows under a graph, graph-only "
+                      "divergence) is judged by exec_path, write_targets and agreement",
+}
 
 
 @dataclass
@@ -34,12 +59,27 @@ class Failure:
     check: str
     message: str
     slot_class: str = "-"
+    step: int | None = None  # the step (and forward) where the divergence shows; findings of
+    fwd: int | None = None  # one Case are ordered by them, earliest first
 
     def signature(self, kind: str) -> str:
         return f"{self.check}/{kind}/{self.slot_class}"
 
-    def to_json(self) -> dict[str, str]:
-        return {"check": self.check, "message": self.message, "slot_class": self.slot_class}
+    def to_json(self) -> dict:
+        d = {"check": self.check, "message": self.message, "slot_class": self.slot_class}
+        if self.step is not None:
+            d["step"] = self.step
+        if self.fwd is not None:
+            d["fwd"] = self.fwd
+        return d
+
+    def order_key(self) -> tuple:
+        """Earliest step first, then forward (a step-level failure, fwd None, after the step's
+        forwards: it is observed after them), then check order."""
+        step = self.step if self.step is not None else 1 << 30
+        fwd = self.fwd if self.fwd is not None else 1 << 30
+        rank = CHECKS.index(self.check) if self.check in CHECKS else len(CHECKS)
+        return (step, fwd, rank)
 
 
 def _slot_class(expected: int | None, got: int, page_size: int, swa_slots: int | None = None) -> str:
@@ -65,14 +105,15 @@ def _pair_forwards(obs, exp) -> tuple[list[tuple[Any, Any]], list[Failure]]:
     for key in sorted(set(got) - known):
         f = got[key]
         fails.append(Failure("write_targets", f"{_fwd_name(f)}: the target ran a forward the "
-                             f"oracle does not expect ({len(f.stores)} stores)", "count"))
+                             f"oracle does not expect ({len(f.stores)} stores)", "count", f.step, f.fwd))
     for e in exp.forwards:
         if obs.error is not None and e.step >= obs.error["step"]:
             break
         o = got.get((e.step, e.fwd))
         if o is None:
             fails.append(Failure("write_targets", f"step {e.step} fwd {e.fwd}: the target ran no "
-                                 f"such forward ({e.mode}, expected {e.n_real} real rows)", "count"))
+                                 f"such forward ({e.mode}, expected {e.n_real} real rows)", "count", e.step,
+                                 e.fwd))
         else:
             pairs.append((o, e))
     return pairs, fails
@@ -88,16 +129,18 @@ def check_write_targets(case, obs, exp) -> list[Failure]:
         n_layers = case.pool.layers if e.pool == "target" else case.pool.draft_layers
         if len(o.stores) != n_layers:
             fails.append(Failure("write_targets", f"{_fwd_name(o)}: {len(o.stores)} stores, "
-                                 f"expected one per layer ({n_layers})", "count"))
+                                 f"expected one per layer ({n_layers})", "count", o.step, o.fwd))
         for s in o.stores:
             if s.loc_dtype != "int32":
                 fails.append(Failure("write_targets", f"{_fwd_name(o)} layer {s.layer}: resolved "
-                                     f"locations are {s.loc_dtype}, expected int32", "dtype"))
+                                     f"locations are {s.loc_dtype}, expected int32", "dtype",
+                                     o.step, o.fwd))
                 continue
             want = list(e.targets) + [0] * (len(s.locs) - e.n_real)
             if len(s.locs) < e.n_real:
                 fails.append(Failure("write_targets", f"{_fwd_name(o)} layer {s.layer}: "
-                                     f"{len(s.locs)} locations for {e.n_real} real rows", "count"))
+                                     f"{len(s.locs)} locations for {e.n_real} real rows", "count",
+                                     o.step, o.fwd))
                 continue
             bad = [r for r, (a, b) in enumerate(zip(s.locs, want)) if a != b]
             if bad:
@@ -109,7 +152,7 @@ def check_write_targets(case, obs, exp) -> list[Failure]:
                     f"first: row {r} ({role}, full loc "
                     f"{e.full_locs[r] if r < e.n_real else 0}) expected SWA slot {want[r]}, "
                     f"got {s.locs[r]}",
-                    _slot_class(want[r], s.locs[r], p, case.pool.swa_slots)))
+                    _slot_class(want[r], s.locs[r], p, case.pool.swa_slots), o.step, o.fwd))
                 break
     return fails
 
@@ -133,17 +176,18 @@ def check_pool_bytes(case, obs, exp) -> list[Failure]:
             if len(so.pools.get(pool, [])) != len(se.pools[pool]):
                 return [Failure("pool_bytes", f"after step {so.step}: {pool} pool has "
                                 f"{len(so.pools.get(pool, []))} layers, expected "
-                                f"{len(se.pools[pool])}", "count")]
+                                f"{len(se.pools[pool])}", "count", so.step)]
             for layer, (a, b) in enumerate(zip(so.pools[pool], se.pools[pool])):
                 diff = _slot_diffs(a, bytes(b), rb, p)
                 if diff:
                     s = diff[0]
+                    want, got = bytes(b[s * rb:(s + 1) * rb]), a[s * rb:(s + 1) * rb]
                     fails.append(Failure(
                         "pool_bytes",
                         f"after step {so.step} ({case.steps[so.step].op}): {pool} layer {layer}: "
                         f"{len(diff)} of {len(b) // rb - p} slots differ; first slot {s}: expected "
-                        f"{bytes(b[s * rb:(s + 1) * rb]).hex()} got {a[s * rb:(s + 1) * rb].hex()}",
-                        "live"))
+                        f"{want.hex()} ({_attribute(case, exp, want)}) got {got.hex()} "
+                        f"({_attribute(case, exp, got)})", "live", so.step))
                     return fails
     return fails
 
@@ -172,7 +216,8 @@ def check_write_set(case, obs, exp) -> list[Failure]:
                         "write_set",
                         f"step {so.step} ({case.steps[so.step].op}): {pool} layer {layer}: "
                         f"{len(extra)} slots written that no real row targets (of {len(changed)} "
-                        f"changed); first slot {s}", "live"))
+                        f"changed); first slot {s}: {_attribute(case, exp, now[s * rb:(s + 1) * rb])}",
+                        "live", so.step))
                     return fails
         prev = {k: list(v) for k, v in so.pools.items()}
     return fails
@@ -193,7 +238,8 @@ def check_redzones(case, obs, exp) -> list[Failure]:
                         fails.append(Failure(
                             "redzones", f"after step {so.step} ({case.steps[so.step].op}): {pool} "
                             f"layer {layer}: {nbad} of {len(got)} canary bytes {side} the buffer "
-                            f"overwritten", "negative" if side == "before" else "outside"))
+                            f"overwritten", "negative" if side == "before" else "outside",
+                            so.step))
                         return fails
     return fails
 
@@ -201,30 +247,50 @@ def check_redzones(case, obs, exp) -> list[Failure]:
 # ----------------------------------------------------------------------------- 5
 def check_invariants(case, obs, exp) -> list[Failure]:
     """Mapping sentinel, page 0 never allocated, unique mapped SWA slots, in-window positions
-    mapped, evicted positions unmapped, draft shares the mapping, mapping equals the oracle's.
-    Proven by: ``evict_keeps_mapping`` (spec §9.15, PR #38519 class)."""
+    mapped, evicted positions unmapped, no leaked or double-free pages, draft shares the mapping.
+
+    Judged only from what the engine exposes (its mapping, free lists and request table) and the
+    Case (which requests are live after each step, with how many tokens and which eviction
+    frontier: :func:`oracles.paths.expected_requests`, arithmetic without page choices); never
+    from the oracle's allocator. ``exp`` is unused. A target that exposes no request table
+    (``StepObs.requests is None``) gets the rules that need none.
+    Proven by: ``evict_keeps_mapping`` (spec §9.15, PR #38519 class), its only killer."""
     from swafuzz.oracles.invariants import pool_invariants
+    from swafuzz.oracles.paths import expected_requests
 
     pc = case.pool
+    want_all = expected_requests(case)
     fails = []
-    for so, se in zip(obs.steps, exp.steps):
+    for so in obs.steps:
         where = f"after step {so.step} ({case.steps[so.step].op})"
         if not so.draft_mapping_is_target:
             fails.append(Failure("invariants", f"{where}: the draft pool does not share the "
-                                 "allocator's mapping tensor (spec §2.1)", "mapping"))
-        v = pool_invariants(so.mapping, so.free_full_pages, so.free_swa_pages, se.requests,
-                            pc.page_size, pc.full_pages, pc.swa_pages)
+                                 "allocator's mapping tensor (spec §2.1)", "mapping", so.step))
+        reqs = so.requests
+        if reqs is not None:
+            want = want_all[so.step]
+            got = {r: (len(t), ev) for r, (t, ev) in reqs.items()}
+            if got != want:
+                bad = sorted(set(got) ^ set(want)) or sorted(
+                    r for r in want if got.get(r) != want[r])
+                r = bad[0]
+                fails.append(Failure(
+                    "invariants", f"{where}: request table differs from the Case at "
+                    f"{len(bad)} requests; first request {r}: (tokens, SWA frontier) expected "
+                    f"{want.get(r, 'not live')} got {got.get(r, 'not live')}", "request",
+                    so.step))
+                return fails
+        v = pool_invariants(so.mapping, so.free_full_pages, so.free_swa_pages,
+                            reqs if reqs is not None else {}, pc.page_size, pc.full_pages,
+                            pc.swa_pages)
+        if reqs is None:  # rules over live requests cannot be judged
+            v = [m for m in v if m.split(":")[0] not in (
+                "orphan", "accounting", "free-in-use", "in-window", "evicted")]
         if v:
             fails.append(Failure("invariants", f"{where}: {len(v)} violations; first: {v[0]}",
-                                 "mapping"))
+                                 "mapping", so.step))
             return fails
-        if so.mapping != se.mapping:
-            bad = [i for i, (a, b) in enumerate(zip(so.mapping, se.mapping)) if a != b]
-            i = bad[0] if bad else min(len(so.mapping), len(se.mapping))
-            fails.append(Failure("invariants", f"{where}: mapping differs from the oracle's at "
-                                 f"{len(bad)} full slots; first M[{i}]: expected "
-                                 f"{se.mapping[i] if i < len(se.mapping) else None} got "
-                                 f"{so.mapping[i] if i < len(so.mapping) else None}", "mapping"))
+        if fails:
             return fails
     return fails
 
@@ -246,7 +312,7 @@ def check_agreement(case, observations: list) -> list[Failure]:
                         fails.append(Failure(
                             "agreement", f"after step {sa.step}: {pool} layer {layer}: "
                             f"{base.executor} and {other.executor} differ at {len(diff)} slots; "
-                            f"first slot {diff[0]}", "live"))
+                            f"first slot {diff[0]}", "live", sa.step))
                         return fails
         fa = {(f.step, f.fwd): f for f in base.forwards}
         for fb in other.forwards:
@@ -260,7 +326,7 @@ def check_agreement(case, observations: list) -> list[Failure]:
                     fails.append(Failure(
                         "agreement", f"{_fwd_name(fb)} layer {sb.layer}: real row {r} resolved to "
                         f"{sa.locs[r]} under {base.executor} but {sb.locs[r]} under "
-                        f"{other.executor}", _slot_class(sa.locs[r], sb.locs[r], p)))
+                        f"{other.executor}", _slot_class(sa.locs[r], sb.locs[r], p), fb.step, fb.fwd))
                     return fails
     return fails
 
@@ -268,7 +334,11 @@ def check_agreement(case, observations: list) -> list[Failure]:
 # ----------------------------------------------------------------------------- 7
 def check_capture_freeze(case, obs, exp) -> list[Failure]:
     """Host values baked at capture equal the live forward's: the captured bucket's rows, and any
-    host-side translation a target baked into the graph. Proven by: ``host_baked_translation``."""
+    host-side translation a target baked into the graph. These are values the target reports
+    about itself (``ForwardObs.baked``), so this check is defence in depth (see
+    :data:`DEFENCE_IN_DEPTH`): the harness-side evidence of a frozen value is judged by
+    ``exec_path`` (rows, bucket, replay counts), ``write_targets`` and ``agreement``. Fires on
+    ``host_baked_translation`` (PR #38137 class) beside them."""
     pairs, _ = _pair_forwards(obs, exp)
     fails = []
     for o, e in pairs:
@@ -277,7 +347,8 @@ def check_capture_freeze(case, obs, exp) -> list[Failure]:
         rows = o.baked.get("rows")
         if rows is not None and e.rows_graph is not None and rows != [e.rows_graph]:
             fails.append(Failure("capture_freeze", f"{_fwd_name(o)}: captured bucket has "
-                                 f"{rows} rows, the live forward needs {e.rows_graph}", "count"))
+                                 f"{rows} rows, the live forward needs {e.rows_graph}", "count",
+                                 o.step, o.fwd))
         baked = o.baked.get("swa_out_cache_loc")
         if baked is not None:
             want = list(e.targets) + [0] * (len(baked) - e.n_real)
@@ -287,7 +358,7 @@ def check_capture_freeze(case, obs, exp) -> list[Failure]:
                 fails.append(Failure(
                     "capture_freeze", f"{_fwd_name(o)}: translation baked at capture is stale "
                     f"for {len(bad)} of {len(want)} rows; first row {r}: baked {baked[r]}, live "
-                    f"{want[r]}", "stale"))
+                    f"{want[r]}", "stale", o.step, o.fwd))
         if fails:
             return fails
     return fails
@@ -316,12 +387,125 @@ def check_contracts(case, obs, exp) -> list[Failure]:
             if problems:
                 msg, cls = problems[0]
                 fails.append(Failure("contracts", f"{_fwd_name(o)} layer {s.layer}: store "
-                                     f"called with {msg}", cls))
+                                     f"called with {msg}", cls, o.step, o.fwd))
                 return fails
     if obs.error is not None and obs.error.get("type") == "ContractError":
         fails.append(Failure("contracts", f"step {obs.error['step']}: the target refused a valid "
-                             f"Case: {obs.error['message']}", "refused"))
+                             f"Case: {obs.error['message']}", "refused", obs.error["step"]))
     return fails
+
+
+# ----------------------------------------------------------------------------- 9
+GRAPH_EXECUTORS = ("tape", "cudagraph")
+
+
+def check_exec_path(case, obs, exp) -> list[Failure]:
+    """Every forward ran the way the Case determines (:func:`oracles.paths.expected_paths`,
+    computed without the target): graph or eager, ForwardMode, real rows, and the rows every
+    layer's store received (bucket rows under a graph, the DP MAX_LEN count on the eager DP
+    path, spec §5.1, §5.4); and the graph executor, counted by the harness (not reported by the
+    target, ``Observation.graph_use``), saw one replay per graph step and one capture per
+    (runner, bucket). ``exp`` is unused.
+    Proven by: ``graph_less`` (spec §5.1: every graph step run eagerly) and ``dp_never_pads``
+    (spec §5.4 (4)), each killed by this check alone."""
+    from swafuzz.oracles.paths import expected_graph_use, expected_paths
+
+    graphs = obs.executor in GRAPH_EXECUTORS
+    paths = expected_paths(case, graphs)
+    got = {(f.step, f.fwd): f for f in obs.forwards}
+    fails = []
+    for p in paths:
+        if obs.error is not None and p.step >= obs.error["step"]:
+            break
+        o = got.get((p.step, p.fwd))
+        if o is None:
+            continue  # a missing forward is write_targets' finding
+        where = f"step {p.step} fwd {p.fwd} ({p.op}, {obs.executor} executor)"
+        bucket = f"bucket {p.bucket}" if p.bucket is not None else "no bucket"
+        problems = []
+        if o.exec != p.exec:
+            problems.append((f"ran {o.exec}, the Case determines {p.exec} ({bucket}, "
+                             f"{p.rows} rows)", "path"))
+        if o.mode != p.mode:
+            problems.append((f"ForwardMode {o.mode}, expected {p.mode}", "mode"))
+        if o.n_real != p.n_real:
+            problems.append((f"{o.n_real} real rows, expected {p.n_real}", "count"))
+        if o.rows != p.rows:
+            problems.append((f"forward ran {o.rows} rows, expected {p.rows} ({p.n_real} real + "
+                             f"{p.pad_rows} padded; {bucket}"
+                             + (f", DP pads to {p.dp_padded}" if p.dp_padded else "") + ")",
+                             "rows"))
+        bad = [st for st in o.stores if st.rows != p.rows]
+        if bad:
+            problems.append((f"layer {bad[0].layer} store got {bad[0].rows} rows, expected "
+                             f"{p.rows}" + (f" (DP pads to {p.dp_padded})" if p.dp_padded
+                                            else ""), "rows"))
+        if problems:
+            msg, cls = problems[0]
+            more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+            fails.append(Failure("exec_path", f"{where}: {msg}{more}", cls, p.step, p.fwd))
+            return fails
+    if obs.graph_use is not None and obs.error is None:
+        replays, captures = expected_graph_use(paths)
+        gu = obs.graph_use
+        if gu.get("replays") != replays or gu.get("captures") != captures:
+            first = next((p for p in paths if p.exec == "graph"), None)
+            fails.append(Failure(
+                "exec_path", f"the {obs.executor} executor counted {gu.get('captures')} captures "
+                f"and {gu.get('replays')} replays; the Case determines {captures} captures and "
+                f"{replays} replays" + (f" (first graph forward: step {first.step}, bucket "
+                                         f"{first.bucket})" if first else ""), "graph-use",
+                first.step if first else None))
+    return fails
+
+
+def _attribute(case, exp, got: bytes) -> str:
+    """Whose bytes ``got`` (one row) are: poison (never written), or which step / forward /
+    pool / layer / row of the Case's payload (real row: with its request and position when the
+    oracle knows them; padded row), or unknown."""
+    from swafuzz.oracles.paths import expected_paths
+    from swafuzz.scenarios.case import POISON_BYTE
+    from swafuzz.scenarios.payload import rows_bytes
+
+    if got == bytes([POISON_BYTE]) * len(got):
+        return "poison: never written"
+    rb = case.pool.row_bytes
+    index = getattr(exp, "_row_index", None) if exp is not None else None
+    if index is None:
+        index = {}
+        fwd_exp = {(e.step, e.fwd): e for e in getattr(exp, "forwards", [])}
+        paths = {(p.step, p.fwd): p for p in expected_paths(case, False)}
+        paths.update({(p.step, p.fwd): p for p in expected_paths(case, True)
+                      if (p.step, p.fwd) in paths and p.rows > paths[(p.step, p.fwd)].rows})
+        for (i, f), p in sorted(paths.items()):
+            pool = "draft" if p.op in ("draft_extend", "draft_decode") else "target"
+            n_layers = case.pool.draft_layers if pool == "draft" else case.pool.layers
+            e = fwd_exp.get((i, f))
+            for layer in range(n_layers):
+                data = rows_bytes(case.payload_seed, i, f, pool, layer, p.rows, rb)
+                for r in range(p.rows):
+                    who = f"step {i} fwd {f} {pool} layer {layer} row {r}"
+                    if r < p.n_real and e is not None and r < len(e.full_locs):
+                        who += f" (real: full loc {e.full_locs[r]}{_owner(exp, i, e.full_locs[r])})"
+                    elif r >= p.n_real:
+                        who += " (padded row)"
+                    index.setdefault(data[r * rb:(r + 1) * rb], who)
+        if exp is not None:
+            try:
+                exp._row_index = index
+            except AttributeError:
+                pass
+    return index.get(bytes(got), "bytes of no row of this Case")
+
+
+def _owner(exp, step: int, full: int) -> str:
+    try:
+        for rid, (toks, _) in exp.steps[step].requests.items():
+            if full in toks:
+                return f", request {rid} position {toks.index(full)}"
+    except (AttributeError, IndexError):
+        pass
+    return ""
 
 
 PER_OBSERVATION: dict[str, Callable] = {
@@ -332,6 +516,7 @@ PER_OBSERVATION: dict[str, Callable] = {
     "invariants": check_invariants,
     "capture_freeze": check_capture_freeze,
     "contracts": check_contracts,
+    "exec_path": check_exec_path,
 }
 
 
@@ -351,8 +536,9 @@ def run_checks(case, observations: list, exp, only: set[str] | None = None) -> t
         if obs.error is not None and obs.error.get("type") != "ContractError":
             fails.append(Failure("error", f"[{obs.executor}] step {obs.error['step']}: "
                                  f"{obs.error['type']}: {obs.error['message']}",
-                                 obs.error["type"]))
+                                 obs.error["type"], obs.error["step"]))
     if len(observations) > 1 and (not only or "agreement" in only):
         n += 1
         fails += check_agreement(case, observations)
+    fails.sort(key=Failure.order_key)  # earliest step and forward first (stable within)
     return fails, n

@@ -77,6 +77,7 @@ def execute(case: Case, target: str = "unified", impl: str = "auto",
             executors: list[str] | None = None, only: set[str] | None = None) -> Verdict:
     """Run ``case`` on ``target`` x ``impl`` under each executor and check everything."""
     from swafuzz.harness.executors import get_executor
+    from swafuzz.harness.executors.base import CountingExecutor
     from swafuzz.oracles.engine import CaseInfeasible, expect
     from swafuzz.targets.driver import run_case
 
@@ -87,7 +88,10 @@ def execute(case: Case, target: str = "unified", impl: str = "auto",
         raise InvalidCase(str(e)) from None
     observations = []
     for name in executors or resolve_executors("auto"):
-        observations.append(run_case(case, target=target, impl=resolve_impl(impl),
-                                     executor=get_executor(name)))
+        ex = CountingExecutor(get_executor(name))
+        obs = run_case(case, target=target, impl=resolve_impl(impl), executor=ex)
+        obs.executor = ex.name  # what the harness ran, whatever the target wrote
+        obs.graph_use = ex.counts()  # measured by the harness (issue 10: no self-report)
+        observations.append(obs)
     fails, n = run_checks(case, observations, exp, only)
     return Verdict(case, fails, n, time.perf_counter() - t0)

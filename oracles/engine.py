@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from swafuzz.oracles.paths import bucket_of
 from swafuzz.oracles.translation import translate as expected_translation
 from swafuzz.scenarios.case import EXECS, OPS, POISON_BYTE, Case, Step
 from swafuzz.scenarios.payload import rows_bytes
@@ -179,7 +180,8 @@ class _Shadow:
 
     # ------------------------------------------------------------------ forwards
     def _bucket(self, n: int) -> int | None:
-        return self.g.bucket_for(n)
+        # the oracle's own bucket choice (GraphConfig's helper is what the target calls)
+        return bucket_of(self.g.buckets, n)
 
     def _graph_ok(self, i: int, ex: str, rows_graph: int | None) -> None:
         """Checked before a step allocates, so an infeasible step leaves the shadow untouched."""

@@ -280,6 +280,8 @@ class UnifiedEngine:
             pools=pools,
             redzones=redzones,
             draft_mapping_is_target=self.draft_pool.mapping is m and self.target_pool.mapping is m,
+            requests={rid: (list(toks), self.allocator.evicted[rid])
+                      for rid, toks in self.allocator.tokens.items()},
         )
 
     def new_observation(self) -> Observation:

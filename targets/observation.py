@@ -59,6 +59,9 @@ class StepObs:
     pools: dict[str, list[bytes]]  # "target"/"draft" -> per layer buffer bytes
     redzones: dict[str, list[RedzoneObs]]
     draft_mapping_is_target: bool = True  # draft pool's mapping is the allocator's tensor
+    # The engine's own request table: rid -> (full slot per position, SWA eviction frontier).
+    # None when a target does not expose it (the invariants check then skips the table rules).
+    requests: dict[int, tuple[list[int], int]] | None = None
 
 
 @dataclass
@@ -69,3 +72,6 @@ class Observation:
     forwards: list[ForwardObs] = field(default_factory=list)
     steps: list[StepObs] = field(default_factory=list)
     error: dict | None = None  # {"step": i, "type": name, "message": text}
+    # Filled by the harness from the executor it handed the target, never by the target:
+    # {"replays": n, "captures": n} (graph executors count every capture/replay call).
+    graph_use: dict | None = None

@@ -48,9 +48,10 @@ DEFENCE_IN_DEPTH = {
     "agreement": "implied by the per-observation checks (each executor is compared with the "
                  "oracle on the same quantities); it remains the check that needs no oracle at "
                  "all, for targets whose pool bytes the oracle cannot predict",
-    "capture_freeze": "reads host values a target reports it baked at capture; the harness-side "
-                      "evidence of a frozen value (wrong rows under a graph, graph-only "
-                      "divergence) is judged by exec_path, write_targets and agreement",
+    "capture_freeze": "attributes a graph-only divergence to a value frozen at capture (graph vs "
+                      "the same forward recaptured on its live inputs); a frozen value that "
+                      "changes a write is always also a write_targets / pool_bytes / agreement "
+                      "finding, and one that changes nothing cannot be seen",
 }
 
 
@@ -332,35 +333,63 @@ def check_agreement(case, observations: list) -> list[Failure]:
 
 
 # ----------------------------------------------------------------------------- 7
-def check_capture_freeze(case, obs, exp) -> list[Failure]:
-    """Host values baked at capture equal the live forward's: the captured bucket's rows, and any
-    host-side translation a target baked into the graph. These are values the target reports
-    about itself (``ForwardObs.baked``), so this check is defence in depth (see
-    :data:`DEFENCE_IN_DEPTH`): the harness-side evidence of a frozen value is judged by
-    ``exec_path`` (rows, bucket, replay counts), ``write_targets`` and ``agreement``. Fires on
-    ``host_baked_translation`` (PR #38137 class) beside them."""
-    pairs, _ = _pair_forwards(obs, exp)
+RECAPTURE_EXECUTOR = "tape_recapture"
+
+
+def check_capture_freeze(case, observations: list) -> list[Failure]:
+    """No value is frozen at capture: every graph observation (tape, cudagraph) equals the
+    *recapture reference* - the same Case on the same graph runners, where the harness's
+    executor (:class:`harness.executors.tape.RecaptureTapeExecutor`) captures each forward
+    again on its live inputs right before replaying it - in every graph forward's resolved
+    locations (the translation) and in every pool byte after every step (the effect of every
+    other captured buffer: payload rows, the static loc buffer, seq_lens, metadata). A
+    divergence can only come from something computed when the graph was first captured and
+    reused since. Nothing the target reports about its capture is read (``ForwardObs.baked``
+    is ignored). ``harness.run.execute`` runs the reference only when a graph observation
+    disagrees with the eager one (else there is nothing graph-only to attribute).
+
+    Defence in depth (:data:`DEFENCE_IN_DEPTH`): a frozen value that changes a write is also a
+    write_targets / pool_bytes / agreement finding; this check names the cause. Fires on
+    ``host_baked_translation`` (PR #38137 class) and the other graph-only mutants."""
+    ref = next((o for o in observations if o.executor == RECAPTURE_EXECUTOR), None)
+    if ref is None:
+        return []
+    p, rb = case.pool.page_size, case.pool.row_bytes
     fails = []
-    for o, e in pairs:
-        if o.exec != "graph":
+    for obs in observations:
+        if obs.executor not in ("tape", "cudagraph"):
             continue
-        rows = o.baked.get("rows")
-        if rows is not None and e.rows_graph is not None and rows != [e.rows_graph]:
-            fails.append(Failure("capture_freeze", f"{_fwd_name(o)}: captured bucket has "
-                                 f"{rows} rows, the live forward needs {e.rows_graph}", "count",
-                                 o.step, o.fwd))
-        baked = o.baked.get("swa_out_cache_loc")
-        if baked is not None:
-            want = list(e.targets) + [0] * (len(baked) - e.n_real)
-            if baked != want:
-                bad = [i for i, (a, b) in enumerate(zip(baked, want)) if a != b]
-                r = bad[0] if bad else 0
-                fails.append(Failure(
-                    "capture_freeze", f"{_fwd_name(o)}: translation baked at capture is stale "
-                    f"for {len(bad)} of {len(want)} rows; first row {r}: baked {baked[r]}, live "
-                    f"{want[r]}", "stale", o.step, o.fwd))
-        if fails:
-            return fails
+        rf = {(f.step, f.fwd): f for f in ref.forwards}
+        for o in obs.forwards:
+            r = rf.get((o.step, o.fwd))
+            if o.exec != "graph" or r is None:
+                continue
+            for so, sr in zip(o.stores, r.stores):
+                if so.locs != sr.locs:
+                    row = next((i for i, (a, b) in enumerate(zip(so.locs, sr.locs)) if a != b),
+                               min(len(so.locs), len(sr.locs)))
+                    n_bad = sum(1 for a, b in zip(so.locs, sr.locs) if a != b)
+                    fails.append(Failure(
+                        "capture_freeze", f"[{obs.executor}] {_fwd_name(o)} layer {so.layer}: "
+                        f"the captured graph resolved {n_bad} of {len(so.locs)} rows differently "
+                        f"from a graph recaptured on the live inputs; first row {row} "
+                        f"({'real' if row < o.n_real else 'padded'}): replayed "
+                        f"{so.locs[row] if row < len(so.locs) else None}, recaptured "
+                        f"{sr.locs[row] if row < len(sr.locs) else None} (a translation frozen "
+                        f"at capture)", "stale", o.step, o.fwd))
+                    return fails
+        for sa, sb in zip(obs.steps, ref.steps):
+            for pool in sa.pools:
+                for layer, (a, b) in enumerate(zip(sa.pools[pool], sb.pools.get(pool, []))):
+                    diff = _slot_diffs(a, b, rb, p)
+                    if diff:
+                        fails.append(Failure(
+                            "capture_freeze", f"[{obs.executor}] after step {sa.step}: {pool} "
+                            f"layer {layer}: {len(diff)} slots differ from the run whose graphs "
+                            f"were recaptured on the live inputs; first slot {diff[0]} (a value "
+                            f"frozen at capture: static buffer, payload or metadata)", "stale",
+                            sa.step))
+                        return fails
     return fails
 
 
@@ -396,7 +425,7 @@ def check_contracts(case, obs, exp) -> list[Failure]:
 
 
 # ----------------------------------------------------------------------------- 9
-GRAPH_EXECUTORS = ("tape", "cudagraph")
+GRAPH_EXECUTORS = ("tape", "cudagraph", "tape_recapture")
 
 
 def check_exec_path(case, obs, exp) -> list[Failure]:
@@ -514,18 +543,20 @@ PER_OBSERVATION: dict[str, Callable] = {
     "write_set": check_write_set,
     "redzones": check_redzones,
     "invariants": check_invariants,
-    "capture_freeze": check_capture_freeze,
     "contracts": check_contracts,
     "exec_path": check_exec_path,
 }
 
 
 def run_checks(case, observations: list, exp, only: set[str] | None = None) -> tuple[list[Failure], int]:
-    """All checks over every observation, then agreement across them. Returns (failures, checks
-    run). A target error other than a contract refusal is reported as check ``error``."""
+    """All checks over every observation, then agreement across them, then capture_freeze
+    against the recapture reference when one is present (it is a reference, not checked itself).
+    Returns (failures, checks run), earliest step first. A target error other than a contract
+    refusal is reported as check ``error``."""
     fails: list[Failure] = []
     n = 0
-    for obs in observations:
+    checked = [o for o in observations if o.executor != RECAPTURE_EXECUTOR]
+    for obs in checked:
         for name, fn in PER_OBSERVATION.items():
             if only and name not in only:
                 continue
@@ -537,8 +568,11 @@ def run_checks(case, observations: list, exp, only: set[str] | None = None) -> t
             fails.append(Failure("error", f"[{obs.executor}] step {obs.error['step']}: "
                                  f"{obs.error['type']}: {obs.error['message']}",
                                  obs.error["type"], obs.error["step"]))
-    if len(observations) > 1 and (not only or "agreement" in only):
+    if len(checked) > 1 and (not only or "agreement" in only):
         n += 1
-        fails += check_agreement(case, observations)
+        fails += check_agreement(case, checked)
+    if len(checked) < len(observations) and (not only or "capture_freeze" in only):
+        n += 1
+        fails += check_capture_freeze(case, observations)
     fails.sort(key=Failure.order_key)  # earliest step and forward first (stable within)
     return fails, n

@@ -39,7 +39,8 @@ class ForwardObs:
     stores: list[StoreObs] = field(default_factory=list)
     # Host values baked at graph capture for this forward's bucket, by name. Known names:
     # "rows" -> [rows of the captured bucket]; "swa_out_cache_loc" -> a translation baked on the
-    # host (only buggy targets have it). Empty for eager forwards.
+    # host (only buggy targets have it). Empty for eager forwards. Diagnostic only: no check
+    # reads it (a target's report about itself is not evidence; capture_freeze replays instead).
     baked: dict[str, list[int]] = field(default_factory=dict)
 
 

@@ -348,3 +348,40 @@ class TapeExecutor(Executor):
             for op in handle.ops:
                 op.replay()
         handle.replays += 1
+
+
+class _Recaptured:
+    """Handle of :class:`RecaptureTapeExecutor`: the forward and its first (normal) capture."""
+
+    __slots__ = ("fn", "tape")
+
+    def __init__(self, fn: Callable[[], None], tape: Tape) -> None:
+        self.fn, self.tape = fn, tape
+
+
+class RecaptureTapeExecutor(TapeExecutor):
+    """The capture_freeze reference: graph semantics with nothing frozen at capture.
+
+    ``capture`` is the tape's (so capture-time side effects, e.g. warm-up writes from the
+    synthetic capture state, happen exactly as under ``tape``); every ``replay`` first captures
+    the forward again - warm-up on the live, already loaded static buffers and prepared
+    metadata, then recording - and replays that fresh tape. Anything a target computed on the
+    host when the graph was first captured is therefore recomputed from the live inputs here,
+    so a difference between ``tape`` (or ``cudagraph``) and this executor is a value frozen at
+    capture (``harness.checks.check_capture_freeze``). Used as a reference only: the harness
+    runs it when a graph observation disagrees with the eager one.
+    """
+
+    name = "tape_recapture"
+
+    def capture(self, fn: Callable[[], None]) -> _Recaptured:
+        return _Recaptured(fn, super().capture(fn))
+
+    def replay(self, handle: object) -> None:
+        if not isinstance(handle, _Recaptured):
+            raise TypeError(
+                f"replay(handle): handle must come from RecaptureTapeExecutor.capture, "
+                f"got {type(handle).__name__}"
+            )
+        handle.tape = super().capture(handle.fn)
+        super().replay(handle.tape)

@@ -118,14 +118,21 @@ def test_agreement(clean):
 
 
 def test_capture_freeze(clean):
-    o = copy.deepcopy(clean[0][1])
+    """Judged against the recapture reference (the same Case with every graph recaptured on its
+    live inputs), never from what the target reports it baked."""
+    eager, tape = clean[0]
+    ref = copy.deepcopy(tape)
+    ref.executor = checks.RECAPTURE_EXECUTOR
+    assert checks.check_capture_freeze(CASE, [eager, tape, ref]) == []
+    o = copy.deepcopy(tape)
     f = _graph_fwd(o)
-    f.baked["swa_out_cache_loc"] = [0] * f.rows
-    (fail,) = checks.check_capture_freeze(CASE, o, clean[1])
-    assert "stale" in fail.message and fail.slot_class == "stale"
-    o = copy.deepcopy(clean[0][1])
-    _graph_fwd(o).baked["rows"] = [99]
-    assert "99" in checks.check_capture_freeze(CASE, o, clean[1])[0].message
+    f.baked["swa_out_cache_loc"] = [0] * f.rows  # self-report: ignored
+    assert checks.check_capture_freeze(CASE, [eager, o, ref]) == []
+    f.stores[0].locs[0] = 0  # the replayed graph used a stale translation
+    (fail,) = checks.check_capture_freeze(CASE, [eager, o, ref])
+    assert "stale" == fail.slot_class and "recaptured" in fail.message
+    assert (fail.step, fail.fwd) == (f.step, f.fwd)
+    assert checks.check_capture_freeze(CASE, [eager, o]) == []  # no reference, nothing judged
 
 
 def test_contracts(clean):

@@ -107,3 +107,41 @@ def test_paths_agree_with_the_engine_oracle(kind):
                 assert p.exec == ("graph" if graphs and e.exec == "graph" else "eager")
 
     prop()
+
+
+def test_capture_freeze_without_self_report():
+    """host_baked_translation with its self-report removed is still attributed to capture."""
+    from swafuzz.targets.mutants import MUTANTS
+    from swafuzz.targets import register
+
+    base = MUTANTS["host_baked_translation"].engine
+
+    class Silent(base.backend_cls):
+        def translate_in_graph(self, loc):
+            out = super().translate_in_graph(loc)
+            self.baked = {}  # says nothing about what it baked
+            return out
+
+    class SilentEngine(base):
+        backend_cls = Silent
+
+    register("test:silent_host_baked", SilentEngine)
+    v = execute(CASE, "test:silent_host_baked", "torch", ["eager", "tape"])
+    cf = [f for f in v.failures if f.check == "capture_freeze"]
+    assert cf and "recaptured" in cf[0].message and "frozen at capture" in cf[0].message
+
+
+@pytest.mark.parametrize("mutant", ["pad_rows_not_zeroed", "draft_extend_buffer_ones"])
+def test_capture_freeze_does_not_blame_capture_for_buffer_state(mutant):
+    """Stale static buffers and capture-state writes are not values frozen at capture: the
+    recaptured graph reproduces them, so capture_freeze stays silent."""
+    case = Case(pool=PoolConfig(page_size=1, full_pages=8, swa_pages=8, window=8),
+                graph=GraphConfig(buckets=(4,), num_draft_tokens=2),
+                steps=(Step("admit", rid=0, length=2), Step("admit", rid=1, length=2),
+                       Step("decode", rids=(0, 1), exec="graph"),
+                       Step("decode", rids=(0,), exec="graph"),
+                       Step("draft_extend", rids=(0,), accept=(1,), exec="graph"),
+                       Step("draft_extend", rids=(1,), accept=(2,), exec="graph")),
+                payload_seed=3, kind="decode")
+    v = execute(case, f"mutant:{mutant}", "torch", ["eager", "tape"])
+    assert v.failures and "capture_freeze" not in {f.check for f in v.failures}

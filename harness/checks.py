@@ -1,9 +1,13 @@
-"""The eight checks of DESIGN.md, over an Observation (what the target did) and an Expectation
+"""The eight checks of DESIGN.md plus ``exec_path`` (issue 10), over an Observation (what the target did) and an Expectation
 (what the oracle says). Each returns a list of :class:`Failure`; an empty list means it passed.
 
 Every check is proven by a mutant it kills (``swafuzz zoo``); the mutant that proves each one is
-named in its docstring. Messages name the step, forward, layer, row or slot, the expected and
-actual values, and how many of how many differ.
+named in its docstring. Leave-one-out rule (issue 10): each check is the only check that kills at
+least one mutant, or is listed in :data:`DEFENCE_IN_DEPTH` with the reason it cannot be.
+Expectations about *how* a forward runs come from the Case (``oracles.paths``), never from the
+target's report about itself. Failures of one Case are returned earliest step / forward first.
+Messages name the step, forward, layer, row or slot, the expected and actual values, and how
+many of how many differ.
 
 Signatures ``(check, scenario kind, slot class)`` deduplicate findings; the slot class says what
 the first divergent row/slot hit: ``dummy`` (page 0 instead of a live slot), ``live`` (another
@@ -33,21 +37,22 @@ CHECKS = (
 #: zoo gate accepts that for exactly these, printing the reason. Every other check must be the
 #: only check that kills at least one mutant (``swafuzz zoo`` ablation).
 DEFENCE_IN_DEPTH = {
-    "write_targets": "cause-side twin of pool_bytes: a wrong real-row target leaves the live slot "
-                     "stale, which pool_bytes also sees; write_targets names the row, layer and "
-                     "full location, and stays meaningful when the pool bytes cannot be predicted "
-                     "(observed-allocation targets)",
-    "write_set": "needs only the oracle's target slots, not its bytes: a stray write changes a "
-                 "slot that pool_bytes also sees as different from the shadow pool, unless the "
-                 "stray bytes equal the shadow's (then no check can see it)",
+    "write_targets": "cause-side twin of pool_bytes: a real row sent to a wrong slot leaves its "
+                     "live slot stale and (outside page 0) dirties another, both of which "
+                     "pool_bytes sees; write_targets names the row, layer and full location, "
+                     "and stays meaningful when pool bytes cannot be predicted (observed-"
+                     "allocation targets)",
+    "write_set": "provably implied by pool_bytes: a slot changed at step k that no row targets "
+                 "either differed from the shadow already at k-1, or now differs from the "
+                 "shadow (which kept it) at k; write_set needs only the oracle's target sets, "
+                 "not its bytes, so it stands when the byte model does not",
     "redzones": "the only check that sees writes outside the buffer when the store kernel's "
-                "address arithmetic (not the reported locations) is wrong; every such bug the "
-                "zoo models also reports a bad location (contracts, write_targets). It is the "
-                "guard for the GPU/compiled-Triton path, where the reported locations are "
-                "correct but the kernel writes elsewhere",
-    "agreement": "implied by the per-observation checks (each executor is compared with the "
-                 "oracle on the same quantities); it remains the check that needs no oracle at "
-                 "all, for targets whose pool bytes the oracle cannot predict",
+                "address arithmetic (not the reported locations) is wrong, i.e. on the "
+                "GPU/compiled-Triton path; every such bug the zoo models today also reports a "
+                "bad location (contracts, write_targets)",
+    "agreement": "provably implied by write_targets + pool_bytes (each executor is compared "
+                 "with the oracle on the same real-row locations and pool bytes); it is the "
+                 "check that needs no oracle at all",
     "capture_freeze": "attributes a graph-only divergence to a value frozen at capture (graph vs "
                       "the same forward recaptured on its live inputs); a frozen value that "
                       "changes a write is always also a write_targets / pool_bytes / agreement "
@@ -123,7 +128,8 @@ def _pair_forwards(obs, exp) -> tuple[list[tuple[Any, Any]], list[Failure]]:
 # ----------------------------------------------------------------------------- 1
 def check_write_targets(case, obs, exp) -> list[Failure]:
     """Resolved write locations equal the oracle's, int32, per layer and forward; padded rows
-    resolve to 0. Proven by: ``draft_extend_zeros`` (PR #27091 review), ``idle_uses_cache``."""
+    resolve to 0. Proven by: ``draft_extend_zeros`` (PR #27091 review), ``idle_uses_cache``;
+    defence in depth beside pool_bytes (never the only killer; reason in DEFENCE_IN_DEPTH)."""
     p = case.pool.page_size
     pairs, fails = _pair_forwards(obs, exp)
     for o, e in pairs:
@@ -166,7 +172,8 @@ def _slot_diffs(a: bytes, b: bytes, rb: int, start: int) -> list[int]:
 # ----------------------------------------------------------------------------- 2
 def check_pool_bytes(case, obs, exp) -> list[Failure]:
     """Every SWA slot outside the dummy page equals the shadow pool after every step, as raw
-    bytes. Proven by: ``pad_rows_not_zeroed`` (PR #24743), ``draft_extend_zeros``."""
+    bytes; a mismatch names whose bytes appeared (poison, or the step / forward / layer / row,
+    request and position of the payload row). Only killer of ``rows_misaligned`` (spec §9.13)."""
     p, rb = case.pool.page_size, case.pool.row_bytes
     fails = []
     if obs.error is None and len(obs.steps) != len(exp.steps):
@@ -196,7 +203,8 @@ def check_pool_bytes(case, obs, exp) -> list[Failure]:
 # ----------------------------------------------------------------------------- 3
 def check_write_set(case, obs, exp) -> list[Failure]:
     """Exactly the oracle's slots (plus the dummy page) may change in a step: every slot whose
-    bytes changed must be a real row's expected target. Proven by: ``pad_rows_not_zeroed``."""
+    bytes changed must be a real row's expected target. Fires on ``pad_rows_not_zeroed``;
+    defence in depth, provably implied by pool_bytes (see DEFENCE_IN_DEPTH)."""
     p, rb = case.pool.page_size, case.pool.row_bytes
     allowed: dict[tuple[int, str], set[int]] = {}
     for e in exp.forwards:
@@ -227,7 +235,8 @@ def check_write_set(case, obs, exp) -> list[Failure]:
 # ----------------------------------------------------------------------------- 4
 def check_redzones(case, obs, exp) -> list[Failure]:
     """Canary bytes before and after every pool buffer stay intact (negative and out-of-range
-    writes). Proven by: ``negative_loc_wraps`` (spec §9.9)."""
+    writes). Fires on ``negative_loc_wraps`` (spec §9.9) on the Triton path; defence in depth
+    for kernel address arithmetic (see DEFENCE_IN_DEPTH)."""
     fails = []
     for so in obs.steps:
         for pool, zones in so.redzones.items():
@@ -300,7 +309,8 @@ def check_invariants(case, obs, exp) -> list[Failure]:
 def check_agreement(case, observations: list) -> list[Failure]:
     """Eager, tape and cudagraph observations agree with each other: real-row write targets and
     pool bytes outside the dummy page after every step. (Each is also compared with the oracle
-    by the other checks.) Proven by: ``host_baked_translation`` (PR #38137 class)."""
+    by the other checks, so this is defence in depth: see DEFENCE_IN_DEPTH.) Fires on
+    ``host_baked_translation`` (PR #38137 class)."""
     p, rb = case.pool.page_size, case.pool.row_bytes
     fails = []
     base = observations[0]

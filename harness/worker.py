@@ -3,7 +3,10 @@
 The parent writes the in-flight Case to ``inflight.json`` before each case (so even a hard crash
 of the parent leaves it on disk), sends it to the child and waits. If the child dies (segfault,
 illegal memory access, abort) or runs past the timeout, the result is a Verdict with one
-``crash`` (or ``timeout``) failure, and the next case starts a fresh child.
+``crash`` (or ``timeout``) failure, and the next case starts a fresh child. A sticky CUDA error
+leaves the child alive with a broken context: the child probes its device context after every
+case (:func:`device_context_error`) and, when it is broken, reports the case as a ``crash`` and
+exits, so the next case starts a fresh child too (the in-flight Case stays on disk).
 """
 
 from __future__ import annotations
@@ -17,6 +20,27 @@ from typing import Any
 from swafuzz.harness.checks import Failure
 from swafuzz.harness.run import Verdict
 from swafuzz.scenarios.case import Case
+
+
+def device_context_error() -> str | None:
+    """Why this process's device context is unusable, or None. A sticky CUDA error (illegal
+    address, device-side assert) surfaces asynchronously and poisons every later call, so the
+    worker probes after every case: a device sync and a tiny kernel on a GPU; on CPU, the
+    simulated error of ``selftest:cuda_sticky``."""
+    from swafuzz.targets.selftest import simulated_context_error
+
+    sim = simulated_context_error()
+    if sim is not None:
+        return sim
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        try:
+            torch.cuda.synchronize()
+            torch.ones(1, device="cuda").add_(1).cpu()
+        except Exception as e:  # noqa: BLE001 - any failure means the context is gone
+            return f"{type(e).__name__}: {e}"
+    return None
 
 
 def _child(conn, env: dict[str, str]) -> None:  # pragma: no cover - runs in the child
@@ -37,13 +61,18 @@ def _child(conn, env: dict[str, str]) -> None:  # pragma: no cover - runs in the
         case = Case.loads(msg["case"])
         try:
             v = execute(case, msg["target"], msg["impl"], msg["executors"], msg.get("only"))
-            conn.send({"ok": v.to_json()})
+            reply = {"ok": v.to_json()}
         except InvalidCase as e:
-            conn.send({"invalid": str(e)})
+            reply = {"invalid": str(e)}
         except Exception as e:  # noqa: BLE001 - any harness exception is reported, not fatal
             import traceback
 
-            conn.send({"harness_error": f"{type(e).__name__}: {e}\n{traceback.format_exc()}"})
+            reply = {"harness_error": f"{type(e).__name__}: {e}\n{traceback.format_exc()}"}
+        broken = device_context_error()
+        if broken is not None:  # this case broke the context: a crash; this child is done
+            conn.send({"context_broken": broken})
+            return
+        conn.send(reply)
 
 
 class CaseWorker:
@@ -103,6 +132,11 @@ class CaseWorker:
             self.close(kill=True)
             check = "timeout" if died.startswith("timeout") else "crash"
             return Verdict(case, [Failure(check, died, "crash")], 0, 0.0)
+        if "context_broken" in reply:  # sticky device error: crash finding, fresh worker
+            self.close(kill=True)
+            return Verdict(case, [Failure("crash", "the device context is broken after the "
+                                          f"case (sticky error): {reply['context_broken']}",
+                                          "crash")], 0, 0.0)
         if path and os.path.exists(path):
             os.unlink(path)
         if "ok" in reply:

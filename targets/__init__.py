@@ -80,10 +80,11 @@ def register(name: str, factory: Callable[..., Any]) -> None:
 def _ensure_builtin() -> None:
     if "unified" not in TARGETS:
         from swafuzz.targets.driver import UnifiedEngine
-        from swafuzz.targets.selftest import SegfaultEngine
+        from swafuzz.targets.selftest import SegfaultEngine, StickyCudaErrorEngine
 
         register("unified", UnifiedEngine)
         register("selftest:segfault", SegfaultEngine)
+        register("selftest:cuda_sticky", StickyCudaErrorEngine)
 
 
 def get_target(name: str) -> Callable[..., Any]:

@@ -355,6 +355,7 @@ def test_host_baked_translation_stays_stale_in_graph_one_fresh():
     assert all(b == r["baked_value"] for b, _ in r["results"])
 
 
+_TORCH_TENSOR = torch.tensor
 SYNCS = {
     "item": lambda x: x.sum().item(),
     "tolist": lambda x: x.tolist(),
@@ -367,6 +368,9 @@ SYNCS = {
     "bool_mask_index": lambda x: x[x > 1],
     "bool_mask_put": lambda x: x.__setitem__(x > 1, 0),
     "unique": lambda x: torch.unique(x),
+    "cpu": lambda x: x.cpu(),  # a device->host copy (a no-op on CPU, refused all the same)
+    "tensor_from_list": lambda x: torch.tensor([1, 2], device=x.device),  # host->device upload
+    "as_tensor_from_list": lambda x: torch.as_tensor([3], device=x.device),
 }
 
 
@@ -384,6 +388,7 @@ def test_host_sync_in_capture_raises_and_capture_is_undone(op):
         TapeExecutor("cpu").capture(fn)
     assert raw(x) == raw(after_warmup)  # warm-up ran for real; capture's writes were undone
     assert "tolist" not in torch.Tensor.__dict__ and "numpy" not in torch.Tensor.__dict__
+    assert "cpu" not in torch.Tensor.__dict__ and torch.tensor is _TORCH_TENSOR
 
 
 def test_host_sync_outside_capture_is_fine():

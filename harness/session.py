@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from swafuzz.harness.checks import Failure, run_checks
 from swafuzz.harness.executors import get_executor
+from swafuzz.harness.executors.base import CountingExecutor
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
 
 
@@ -21,8 +22,9 @@ class Session:
 
         self.case = Case(pool=pool, graph=graph, steps=(), payload_seed=seed, kind="episode")
         factory = get_target(target)
-        self.engines = [factory(self.case, impl=impl, executor=get_executor(e), name=target)
-                        for e in executors]
+        self.executors = [CountingExecutor(get_executor(e)) for e in executors]
+        self.engines = [factory(self.case, impl=impl, executor=ex, name=target)
+                        for ex in self.executors]
         self.observations = [eng.new_observation() for eng in self.engines]
 
     def apply(self, step: Step) -> list[Failure]:
@@ -35,5 +37,8 @@ class Session:
             eng.case = self.case
             if obs.error is None:
                 eng.apply(obs, i, step)
+        for ex, obs in zip(self.executors, self.observations):
+            obs.executor = ex.name  # measured by the harness, not reported by the target
+            obs.graph_use = ex.counts()
         fails, _ = run_checks(self.case, self.observations, expect(self.case))
         return fails

@@ -214,7 +214,8 @@ class _Shadow:
     def run_step(self, i: int, s: Step) -> None:
         if s.op not in OPS:
             raise CaseInfeasible(i, f"unknown op {s.op!r}")
-        if s.exec not in EXECS or (s.op in ("admit", "evict", "finish") and s.exec != "eager"):
+        if s.exec not in EXECS or (s.op in ("admit", "evict", "finish", "remap")
+                                   and s.exec != "eager"):
             raise CaseInfeasible(i, f"exec {s.exec!r} not allowed for op {s.op}")
         if len(set(s.rids)) != len(s.rids):
             raise CaseInfeasible(i, f"rids {list(s.rids)} repeat a request")
@@ -294,6 +295,8 @@ class _Shadow:
             if front > old:
                 self._free_swa(toks[old:front])
                 self.evicted[s.rid] = front
+        elif s.op == "remap":
+            pass  # same contents in a new tensor: nothing the contract can observe changes
         elif s.op == "finish":
             toks = self._live(i, s.rid)
             self._free_swa(toks[self.evicted[s.rid]:])

@@ -135,6 +135,12 @@ def _act_evict(draw, pl: Planner) -> None:
         pl.evict(draw(st.sampled_from(pl.live())))
 
 
+def _act_remap(draw, pl: Planner) -> None:
+    """HiCache load-back / commit: the mapping rewritten and re-registered between forwards
+    (spec §2.8, PR #25889); graphs captured before it must keep reading the live mapping."""
+    pl.steps.append(Step(op="remap"))
+
+
 def _act_churn(draw, pl: Planner) -> None:
     """Finish a request and admit a new one (allocator churn)."""
     if pl.live():
@@ -175,9 +181,9 @@ def _kind(kind: str, actions: list[Action], spec: bool = False, multi_step: bool
 
 
 def decode_cases():
-    """Decode forwards, raw bs below and at the bucket, with window eviction. Shrinks towards one
-    request, one graph decode step."""
-    return _kind("decode", [_act_decode, _act_decode_shrinking, _act_evict])()
+    """Decode forwards, raw bs below and at the bucket, with window eviction and mapping
+    re-registration (remap). Shrinks towards one request, one graph decode step."""
+    return _kind("decode", [_act_decode, _act_decode_shrinking, _act_evict, _act_remap])()
 
 
 def idle_cases():
@@ -214,8 +220,8 @@ def multi_step_draft_cases():
 def episode_cases():
     """Everything on the same captured graphs: decode, verify, draft-extend, multi-step draft,
     IDLE, DP padding, evictions and churn. Shrinks towards the shortest such sequence."""
-    acts = [_act_decode, _act_decode_shrinking, _act_verify, _act_draft_extend, _act_draft_decode, _act_idle, _act_dp,
-            _act_evict, _act_churn]
+    acts = [_act_decode, _act_decode_shrinking, _act_verify, _act_draft_extend, _act_draft_decode,
+            _act_idle, _act_dp, _act_evict, _act_churn, _act_remap]
     return _kind("episode", acts, multi_step=True, max_steps=16)()
 
 

@@ -55,6 +55,10 @@ the scenario kinds where the bug shows (the zoo fuzzes those). Registered as ``m
                                   against their locations (spec §9.13,
                                   §9.14: rows re-indexed apart from the
                                   loc, PR #26375 / #29457 class)
+19  remap_new_tensor              HiCache load-back rebuilds M as a new     capture_freeze,
+                                  tensor and re-registers the pools:        write_targets, ...
+                                  graphs captured before keep reading the   (only the remap step
+                                  old one (spec §2.8, PR #25889 class)      reaches it)
 ==  ============================  ========================================  =====================
 """
 
@@ -354,6 +358,22 @@ class _MisalignedRowsBackend(DSV4Backend):
         "class)")
 class RowsMisaligned(UnifiedEngine):
     backend_cls = _MisalignedRowsBackend
+
+
+# 19 -----------------------------------------------------------------------------------------
+class _NewTensorRemapAllocator(SWAAllocator):
+    def rebuild_mapping(self):
+        """Load-back builds a fresh ``M`` tensor (same contents) instead of rewriting it in
+        place; the pools are re-registered with it, but every graph captured before still reads
+        the old tensor, which no longer sees allocations."""
+        self.mapping = self.mapping.clone()
+        return self.mapping
+
+
+@mutant("remap_new_tensor", ("decode",), "spec §2.8 (register_mapping after a HiCache "
+        "load-back / commit, sglang PR #25889), §4.2 (graphs read the captured tensors)")
+class RemapNewTensor(UnifiedEngine):
+    allocator_cls = _NewTensorRemapAllocator
 
 
 __all__ = ["MUTANTS", "MutantSpec"]

@@ -7,7 +7,8 @@ smallest bucket list. Each kind's docstring says what it exercises and what it s
 
 Kinds (``SCENARIO_KINDS``): ``decode``, ``idle``, ``dp_padded``, ``draft_extend``,
 ``target_verify``, ``multi_step_draft``, ``episode`` (a mix of all of them on the same captured
-graphs, with allocator churn and window eviction).
+graphs, with allocator churn and window eviction), ``remap`` (mapping re-registration between
+decode forwards).
 """
 
 from __future__ import annotations
@@ -181,9 +182,17 @@ def _kind(kind: str, actions: list[Action], spec: bool = False, multi_step: bool
 
 
 def decode_cases():
-    """Decode forwards, raw bs below and at the bucket, with window eviction and mapping
-    re-registration (remap). Shrinks towards one request, one graph decode step."""
-    return _kind("decode", [_act_decode, _act_decode_shrinking, _act_evict, _act_remap])()
+    """Decode forwards, raw bs below and at the bucket, with window eviction. Shrinks towards one
+    request, one graph decode step."""
+    return _kind("decode", [_act_decode, _act_decode_shrinking, _act_evict])()
+
+
+def remap_cases():
+    """Mapping re-registration between forwards (HiCache load-back / commit, spec §2.8, PR
+    #25889) among decode forwards on the same captured graphs, with eviction and churn: graphs
+    captured before a remap must keep translating through the live mapping. Shrinks towards
+    one graph decode, one remap, one graph decode."""
+    return _kind("remap", [_act_decode, _act_remap, _act_decode, _act_evict, _act_churn])()
 
 
 def idle_cases():
@@ -233,4 +242,5 @@ SCENARIO_KINDS: dict[str, Callable[[], st.SearchStrategy[Case]]] = {
     "target_verify": target_verify_cases,
     "multi_step_draft": multi_step_draft_cases,
     "episode": episode_cases,
+    "remap": remap_cases,
 }

@@ -370,7 +370,7 @@ class _NewTensorRemapAllocator(SWAAllocator):
         return self.mapping
 
 
-@mutant("remap_new_tensor", ("decode",), "spec §2.8 (register_mapping after a HiCache "
+@mutant("remap_new_tensor", ("remap",), "spec §2.8 (register_mapping after a HiCache "
         "load-back / commit, sglang PR #25889), §4.2 (graphs read the captured tensors)")
 class RemapNewTensor(UnifiedEngine):
     allocator_cls = _NewTensorRemapAllocator

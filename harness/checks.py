@@ -158,7 +158,7 @@ def check_write_targets(case, obs, exp) -> list[Failure]:
                     f"{_fwd_name(o)} layer {s.layer}: {len(bad)} of {len(want)} rows differ; "
                     f"first: row {r} ({role}, full loc "
                     f"{e.full_locs[r] if r < e.n_real else 0}) expected SWA slot {want[r]}, "
-                    f"got {s.locs[r]}",
+                    f"got {s.locs[r]} ({_slot_owner(exp, e.step, s.locs[r], p)})",
                     _slot_class(want[r], s.locs[r], p, case.pool.swa_slots), o.step, o.fwd))
                 break
     return fails
@@ -537,6 +537,23 @@ def _attribute(case, exp, got: bytes) -> str:
             except AttributeError:
                 pass
     return index.get(bytes(got), "bytes of no row of this Case")
+
+
+def _slot_owner(exp, step: int, swa: int, page_size: int) -> str:
+    """Whose SWA slot ``swa`` is after ``step``, by the oracle's mapping: the dummy page, a live
+    request's position, or an unmapped (free or evicted) slot."""
+    if swa < 0:
+        return "before the buffer"
+    if swa < page_size:
+        return "dummy page"
+    try:
+        m = exp.steps[step].mapping
+        full = next((f for f, v in enumerate(m[:-1]) if v == swa), None)
+    except (AttributeError, IndexError):
+        return "owner unknown"
+    if full is None:
+        return "an unmapped slot: free or evicted"
+    return f"the slot of full loc {full}{_owner(exp, step, full)}"
 
 
 def _owner(exp, step: int, full: int) -> str:

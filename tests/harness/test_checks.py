@@ -50,10 +50,12 @@ def test_write_targets(clean):
     assert fail.slot_class == "dummy"
     assert f"step {f.step}" in fail.message and "layer 1" in fail.message
     assert "1 of 2 rows differ" in fail.message and "row 0 (real" in fail.message
+    assert "got 0 (dummy page)" in fail.message
     o = copy.deepcopy(clean[0][1])
     _graph_fwd(o).stores[0].locs[-1] = 7  # a padded row into a live slot
     (fail,) = checks.check_write_targets(CASE, o, clean[1])
     assert "padded" in fail.message and fail.slot_class == "live-instead-of-dummy"
+    assert "got 7 (the slot of full loc" in fail.message and ", request " in fail.message
 
 
 def test_pool_bytes_and_write_set(clean):

@@ -1,9 +1,13 @@
-"""The eight checks of DESIGN.md, over an Observation (what the target did) and an Expectation
+"""The eight checks of DESIGN.md plus ``exec_path`` (issue 10), over an Observation (what the target did) and an Expectation
 (what the oracle says). Each returns a list of :class:`Failure`; an empty list means it passed.
 
 Every check is proven by a mutant it kills (``swafuzz zoo``); the mutant that proves each one is
-named in its docstring. Messages name the step, forward, layer, row or slot, the expected and
-actual values, and how many of how many differ.
+named in its docstring. Leave-one-out rule (issue 10): each check is the only check that kills at
+least one mutant, or is listed in :data:`DEFENCE_IN_DEPTH` with the reason it cannot be.
+Expectations about *how* a forward runs come from the Case (``oracles.paths``), never from the
+target's report about itself. Failures of one Case are returned earliest step / forward first.
+Messages name the step, forward, layer, row or slot, the expected and actual values, and how
+many of how many differ.
 
 Signatures ``(check, scenario kind, slot class)`` deduplicate findings; the slot class says what
 the first divergent row/slot hit: ``dummy`` (page 0 instead of a live slot), ``live`` (another
@@ -26,7 +30,34 @@ CHECKS = (
     "agreement",
     "capture_freeze",
     "contracts",
+    "exec_path",
 )
+
+#: Checks that are defence in depth: no mutant is killed by them alone, by construction, and the
+#: zoo gate accepts that for exactly these, printing the reason. Every other check must be the
+#: only check that kills at least one mutant (``swafuzz zoo`` ablation).
+DEFENCE_IN_DEPTH = {
+    "write_targets": "cause-side twin of pool_bytes: a real row sent to a wrong slot leaves its "
+                     "live slot stale and (outside page 0) dirties another, both of which "
+                     "pool_bytes sees; write_targets names the row, layer and full location, "
+                     "and stays meaningful when pool bytes cannot be predicted (observed-"
+                     "allocation targets)",
+    "write_set": "provably implied by pool_bytes: a slot changed at step k that no row targets "
+                 "either differed from the shadow already at k-1, or now differs from the "
+                 "shadow (which kept it) at k; write_set needs only the oracle's target sets, "
+                 "not its bytes, so it stands when the byte model does not",
+    "redzones": "the only check that sees writes outside the buffer when the store kernel's "
+                "address arithmetic (not the reported locations) is wrong, i.e. on the "
+                "GPU/compiled-Triton path; every such bug the zoo models today also reports a "
+                "bad location (contracts, write_targets)",
+    "agreement": "provably implied by write_targets + pool_bytes (each executor is compared "
+                 "with the oracle on the same real-row locations and pool bytes); it is the "
+                 "check that needs no oracle at all",
+    "capture_freeze": "attributes a graph-only divergence to a value frozen at capture (graph vs "
+                      "the same forward recaptured on its live inputs); a frozen value that "
+                      "changes a write is always also a write_targets / pool_bytes / agreement "
+                      "finding, and one that changes nothing cannot be seen",
+}
 
 
 @dataclass
@@ -34,12 +65,27 @@ class Failure:
     check: str
     message: str
     slot_class: str = "-"
+    step: int | None = None  # the step (and forward) where the divergence shows; findings of
+    fwd: int | None = None  # one Case are ordered by them, earliest first
 
     def signature(self, kind: str) -> str:
         return f"{self.check}/{kind}/{self.slot_class}"
 
-    def to_json(self) -> dict[str, str]:
-        return {"check": self.check, "message": self.message, "slot_class": self.slot_class}
+    def to_json(self) -> dict:
+        d = {"check": self.check, "message": self.message, "slot_class": self.slot_class}
+        if self.step is not None:
+            d["step"] = self.step
+        if self.fwd is not None:
+            d["fwd"] = self.fwd
+        return d
+
+    def order_key(self) -> tuple:
+        """Earliest step first, then forward (a step-level failure, fwd None, after the step's
+        forwards: it is observed after them), then check order."""
+        step = self.step if self.step is not None else 1 << 30
+        fwd = self.fwd if self.fwd is not None else 1 << 30
+        rank = CHECKS.index(self.check) if self.check in CHECKS else len(CHECKS)
+        return (step, fwd, rank)
 
 
 def _slot_class(expected: int | None, got: int, page_size: int, swa_slots: int | None = None) -> str:
@@ -65,14 +111,15 @@ def _pair_forwards(obs, exp) -> tuple[list[tuple[Any, Any]], list[Failure]]:
     for key in sorted(set(got) - known):
         f = got[key]
         fails.append(Failure("write_targets", f"{_fwd_name(f)}: the target ran a forward the "
-                             f"oracle does not expect ({len(f.stores)} stores)", "count"))
+                             f"oracle does not expect ({len(f.stores)} stores)", "count", f.step, f.fwd))
     for e in exp.forwards:
         if obs.error is not None and e.step >= obs.error["step"]:
             break
         o = got.get((e.step, e.fwd))
         if o is None:
             fails.append(Failure("write_targets", f"step {e.step} fwd {e.fwd}: the target ran no "
-                                 f"such forward ({e.mode}, expected {e.n_real} real rows)", "count"))
+                                 f"such forward ({e.mode}, expected {e.n_real} real rows)", "count", e.step,
+                                 e.fwd))
         else:
             pairs.append((o, e))
     return pairs, fails
@@ -81,23 +128,26 @@ def _pair_forwards(obs, exp) -> tuple[list[tuple[Any, Any]], list[Failure]]:
 # ----------------------------------------------------------------------------- 1
 def check_write_targets(case, obs, exp) -> list[Failure]:
     """Resolved write locations equal the oracle's, int32, per layer and forward; padded rows
-    resolve to 0. Proven by: ``draft_extend_zeros`` (PR #27091 review), ``idle_uses_cache``."""
+    resolve to 0. Proven by: ``draft_extend_zeros`` (PR #27091 review), ``idle_uses_cache``;
+    defence in depth beside pool_bytes (never the only killer; reason in DEFENCE_IN_DEPTH)."""
     p = case.pool.page_size
     pairs, fails = _pair_forwards(obs, exp)
     for o, e in pairs:
         n_layers = case.pool.layers if e.pool == "target" else case.pool.draft_layers
         if len(o.stores) != n_layers:
             fails.append(Failure("write_targets", f"{_fwd_name(o)}: {len(o.stores)} stores, "
-                                 f"expected one per layer ({n_layers})", "count"))
+                                 f"expected one per layer ({n_layers})", "count", o.step, o.fwd))
         for s in o.stores:
             if s.loc_dtype != "int32":
                 fails.append(Failure("write_targets", f"{_fwd_name(o)} layer {s.layer}: resolved "
-                                     f"locations are {s.loc_dtype}, expected int32", "dtype"))
+                                     f"locations are {s.loc_dtype}, expected int32", "dtype",
+                                     o.step, o.fwd))
                 continue
             want = list(e.targets) + [0] * (len(s.locs) - e.n_real)
             if len(s.locs) < e.n_real:
                 fails.append(Failure("write_targets", f"{_fwd_name(o)} layer {s.layer}: "
-                                     f"{len(s.locs)} locations for {e.n_real} real rows", "count"))
+                                     f"{len(s.locs)} locations for {e.n_real} real rows", "count",
+                                     o.step, o.fwd))
                 continue
             bad = [r for r, (a, b) in enumerate(zip(s.locs, want)) if a != b]
             if bad:
@@ -108,21 +158,24 @@ def check_write_targets(case, obs, exp) -> list[Failure]:
                     f"{_fwd_name(o)} layer {s.layer}: {len(bad)} of {len(want)} rows differ; "
                     f"first: row {r} ({role}, full loc "
                     f"{e.full_locs[r] if r < e.n_real else 0}) expected SWA slot {want[r]}, "
-                    f"got {s.locs[r]}",
-                    _slot_class(want[r], s.locs[r], p, case.pool.swa_slots)))
+                    f"got {s.locs[r]} ({_slot_owner(exp, e.step, s.locs[r], p)})",
+                    _slot_class(want[r], s.locs[r], p, case.pool.swa_slots), o.step, o.fwd))
                 break
     return fails
 
 
 def _slot_diffs(a: bytes, b: bytes, rb: int, start: int) -> list[int]:
     n = min(len(a), len(b)) // rb
+    if a[start * rb:n * rb] == b[start * rb:n * rb]:
+        return []  # the common case, compared in C
     return [i for i in range(start, n) if a[i * rb:(i + 1) * rb] != b[i * rb:(i + 1) * rb]]
 
 
 # ----------------------------------------------------------------------------- 2
 def check_pool_bytes(case, obs, exp) -> list[Failure]:
     """Every SWA slot outside the dummy page equals the shadow pool after every step, as raw
-    bytes. Proven by: ``pad_rows_not_zeroed`` (PR #24743), ``draft_extend_zeros``."""
+    bytes; a mismatch names whose bytes appeared (poison, or the step / forward / layer / row,
+    request and position of the payload row). Only killer of ``rows_misaligned`` (spec §9.13)."""
     p, rb = case.pool.page_size, case.pool.row_bytes
     fails = []
     if obs.error is None and len(obs.steps) != len(exp.steps):
@@ -133,17 +186,18 @@ def check_pool_bytes(case, obs, exp) -> list[Failure]:
             if len(so.pools.get(pool, [])) != len(se.pools[pool]):
                 return [Failure("pool_bytes", f"after step {so.step}: {pool} pool has "
                                 f"{len(so.pools.get(pool, []))} layers, expected "
-                                f"{len(se.pools[pool])}", "count")]
+                                f"{len(se.pools[pool])}", "count", so.step)]
             for layer, (a, b) in enumerate(zip(so.pools[pool], se.pools[pool])):
                 diff = _slot_diffs(a, bytes(b), rb, p)
                 if diff:
                     s = diff[0]
+                    want, got = bytes(b[s * rb:(s + 1) * rb]), a[s * rb:(s + 1) * rb]
                     fails.append(Failure(
                         "pool_bytes",
                         f"after step {so.step} ({case.steps[so.step].op}): {pool} layer {layer}: "
                         f"{len(diff)} of {len(b) // rb - p} slots differ; first slot {s}: expected "
-                        f"{bytes(b[s * rb:(s + 1) * rb]).hex()} got {a[s * rb:(s + 1) * rb].hex()}",
-                        "live"))
+                        f"{want.hex()} ({_attribute(case, exp, want)}) got {got.hex()} "
+                        f"({_attribute(case, exp, got)})", "live", so.step))
                     return fails
     return fails
 
@@ -151,7 +205,8 @@ def check_pool_bytes(case, obs, exp) -> list[Failure]:
 # ----------------------------------------------------------------------------- 3
 def check_write_set(case, obs, exp) -> list[Failure]:
     """Exactly the oracle's slots (plus the dummy page) may change in a step: every slot whose
-    bytes changed must be a real row's expected target. Proven by: ``pad_rows_not_zeroed``."""
+    bytes changed must be a real row's expected target. Fires on ``pad_rows_not_zeroed``;
+    defence in depth, provably implied by pool_bytes (see DEFENCE_IN_DEPTH)."""
     p, rb = case.pool.page_size, case.pool.row_bytes
     allowed: dict[tuple[int, str], set[int]] = {}
     for e in exp.forwards:
@@ -172,7 +227,8 @@ def check_write_set(case, obs, exp) -> list[Failure]:
                         "write_set",
                         f"step {so.step} ({case.steps[so.step].op}): {pool} layer {layer}: "
                         f"{len(extra)} slots written that no real row targets (of {len(changed)} "
-                        f"changed); first slot {s}", "live"))
+                        f"changed); first slot {s}: {_attribute(case, exp, now[s * rb:(s + 1) * rb])}",
+                        "live", so.step))
                     return fails
         prev = {k: list(v) for k, v in so.pools.items()}
     return fails
@@ -181,7 +237,8 @@ def check_write_set(case, obs, exp) -> list[Failure]:
 # ----------------------------------------------------------------------------- 4
 def check_redzones(case, obs, exp) -> list[Failure]:
     """Canary bytes before and after every pool buffer stay intact (negative and out-of-range
-    writes). Proven by: ``negative_loc_wraps`` (spec §9.9)."""
+    writes). Fires on ``negative_loc_wraps`` (spec §9.9) on the Triton path; defence in depth
+    for kernel address arithmetic (see DEFENCE_IN_DEPTH)."""
     fails = []
     for so in obs.steps:
         for pool, zones in so.redzones.items():
@@ -193,7 +250,8 @@ def check_redzones(case, obs, exp) -> list[Failure]:
                         fails.append(Failure(
                             "redzones", f"after step {so.step} ({case.steps[so.step].op}): {pool} "
                             f"layer {layer}: {nbad} of {len(got)} canary bytes {side} the buffer "
-                            f"overwritten", "negative" if side == "before" else "outside"))
+                            f"overwritten", "negative" if side == "before" else "outside",
+                            so.step))
                         return fails
     return fails
 
@@ -201,30 +259,50 @@ def check_redzones(case, obs, exp) -> list[Failure]:
 # ----------------------------------------------------------------------------- 5
 def check_invariants(case, obs, exp) -> list[Failure]:
     """Mapping sentinel, page 0 never allocated, unique mapped SWA slots, in-window positions
-    mapped, evicted positions unmapped, draft shares the mapping, mapping equals the oracle's.
-    Proven by: ``evict_keeps_mapping`` (spec §9.15, PR #38519 class)."""
+    mapped, evicted positions unmapped, no leaked or double-free pages, draft shares the mapping.
+
+    Judged only from what the engine exposes (its mapping, free lists and request table) and the
+    Case (which requests are live after each step, with how many tokens and which eviction
+    frontier: :func:`oracles.paths.expected_requests`, arithmetic without page choices); never
+    from the oracle's allocator. ``exp`` is unused. A target that exposes no request table
+    (``StepObs.requests is None``) gets the rules that need none.
+    Proven by: ``evict_keeps_mapping`` (spec §9.15, PR #38519 class), its only killer."""
     from swafuzz.oracles.invariants import pool_invariants
+    from swafuzz.oracles.paths import expected_requests
 
     pc = case.pool
+    want_all = expected_requests(case)
     fails = []
-    for so, se in zip(obs.steps, exp.steps):
+    for so in obs.steps:
         where = f"after step {so.step} ({case.steps[so.step].op})"
         if not so.draft_mapping_is_target:
             fails.append(Failure("invariants", f"{where}: the draft pool does not share the "
-                                 "allocator's mapping tensor (spec §2.1)", "mapping"))
-        v = pool_invariants(so.mapping, so.free_full_pages, so.free_swa_pages, se.requests,
-                            pc.page_size, pc.full_pages, pc.swa_pages)
+                                 "allocator's mapping tensor (spec §2.1)", "mapping", so.step))
+        reqs = so.requests
+        if reqs is not None:
+            want = want_all[so.step]
+            got = {r: (len(t), ev) for r, (t, ev) in reqs.items()}
+            if got != want:
+                bad = sorted(set(got) ^ set(want)) or sorted(
+                    r for r in want if got.get(r) != want[r])
+                r = bad[0]
+                fails.append(Failure(
+                    "invariants", f"{where}: request table differs from the Case at "
+                    f"{len(bad)} requests; first request {r}: (tokens, SWA frontier) expected "
+                    f"{want.get(r, 'not live')} got {got.get(r, 'not live')}", "request",
+                    so.step))
+                return fails
+        v = pool_invariants(so.mapping, so.free_full_pages, so.free_swa_pages,
+                            reqs if reqs is not None else {}, pc.page_size, pc.full_pages,
+                            pc.swa_pages)
+        if reqs is None:  # rules over live requests cannot be judged
+            v = [m for m in v if m.split(":")[0] not in (
+                "orphan", "accounting", "free-in-use", "in-window", "evicted")]
         if v:
             fails.append(Failure("invariants", f"{where}: {len(v)} violations; first: {v[0]}",
-                                 "mapping"))
+                                 "mapping", so.step))
             return fails
-        if so.mapping != se.mapping:
-            bad = [i for i, (a, b) in enumerate(zip(so.mapping, se.mapping)) if a != b]
-            i = bad[0] if bad else min(len(so.mapping), len(se.mapping))
-            fails.append(Failure("invariants", f"{where}: mapping differs from the oracle's at "
-                                 f"{len(bad)} full slots; first M[{i}]: expected "
-                                 f"{se.mapping[i] if i < len(se.mapping) else None} got "
-                                 f"{so.mapping[i] if i < len(so.mapping) else None}", "mapping"))
+        if fails:
             return fails
     return fails
 
@@ -233,7 +311,8 @@ def check_invariants(case, obs, exp) -> list[Failure]:
 def check_agreement(case, observations: list) -> list[Failure]:
     """Eager, tape and cudagraph observations agree with each other: real-row write targets and
     pool bytes outside the dummy page after every step. (Each is also compared with the oracle
-    by the other checks.) Proven by: ``host_baked_translation`` (PR #38137 class)."""
+    by the other checks, so this is defence in depth: see DEFENCE_IN_DEPTH.) Fires on
+    ``host_baked_translation`` (PR #38137 class)."""
     p, rb = case.pool.page_size, case.pool.row_bytes
     fails = []
     base = observations[0]
@@ -246,7 +325,7 @@ def check_agreement(case, observations: list) -> list[Failure]:
                         fails.append(Failure(
                             "agreement", f"after step {sa.step}: {pool} layer {layer}: "
                             f"{base.executor} and {other.executor} differ at {len(diff)} slots; "
-                            f"first slot {diff[0]}", "live"))
+                            f"first slot {diff[0]}", "live", sa.step))
                         return fails
         fa = {(f.step, f.fwd): f for f in base.forwards}
         for fb in other.forwards:
@@ -260,36 +339,69 @@ def check_agreement(case, observations: list) -> list[Failure]:
                     fails.append(Failure(
                         "agreement", f"{_fwd_name(fb)} layer {sb.layer}: real row {r} resolved to "
                         f"{sa.locs[r]} under {base.executor} but {sb.locs[r]} under "
-                        f"{other.executor}", _slot_class(sa.locs[r], sb.locs[r], p)))
+                        f"{other.executor}", _slot_class(sa.locs[r], sb.locs[r], p), fb.step, fb.fwd))
                     return fails
     return fails
 
 
 # ----------------------------------------------------------------------------- 7
-def check_capture_freeze(case, obs, exp) -> list[Failure]:
-    """Host values baked at capture equal the live forward's: the captured bucket's rows, and any
-    host-side translation a target baked into the graph. Proven by: ``host_baked_translation``."""
-    pairs, _ = _pair_forwards(obs, exp)
+RECAPTURE_EXECUTOR = "tape_recapture"
+
+
+def check_capture_freeze(case, observations: list) -> list[Failure]:
+    """No value is frozen at capture: every graph observation (tape, cudagraph) equals the
+    *recapture reference* - the same Case on the same graph runners, where the harness's
+    executor (:class:`harness.executors.tape.RecaptureTapeExecutor`) captures each forward
+    again on its live inputs right before replaying it - in every graph forward's resolved
+    locations (the translation) and in every pool byte after every step (the effect of every
+    other captured buffer: payload rows, the static loc buffer, seq_lens, metadata). A
+    divergence can only come from something computed when the graph was first captured and
+    reused since. Nothing the target reports about its capture is read (``ForwardObs.baked``
+    is ignored). ``harness.run.execute`` runs the reference only when a graph observation
+    disagrees with the eager one (else there is nothing graph-only to attribute).
+
+    Defence in depth (:data:`DEFENCE_IN_DEPTH`): a frozen value that changes a write is also a
+    write_targets / pool_bytes / agreement finding; this check names the cause. Fires on
+    ``host_baked_translation`` (PR #38137 class) and the other graph-only mutants."""
+    ref = next((o for o in observations if o.executor == RECAPTURE_EXECUTOR), None)
+    if ref is None:
+        return []
+    p, rb = case.pool.page_size, case.pool.row_bytes
     fails = []
-    for o, e in pairs:
-        if o.exec != "graph":
+    for obs in observations:
+        if obs.executor not in ("tape", "cudagraph"):
             continue
-        rows = o.baked.get("rows")
-        if rows is not None and e.rows_graph is not None and rows != [e.rows_graph]:
-            fails.append(Failure("capture_freeze", f"{_fwd_name(o)}: captured bucket has "
-                                 f"{rows} rows, the live forward needs {e.rows_graph}", "count"))
-        baked = o.baked.get("swa_out_cache_loc")
-        if baked is not None:
-            want = list(e.targets) + [0] * (len(baked) - e.n_real)
-            if baked != want:
-                bad = [i for i, (a, b) in enumerate(zip(baked, want)) if a != b]
-                r = bad[0] if bad else 0
-                fails.append(Failure(
-                    "capture_freeze", f"{_fwd_name(o)}: translation baked at capture is stale "
-                    f"for {len(bad)} of {len(want)} rows; first row {r}: baked {baked[r]}, live "
-                    f"{want[r]}", "stale"))
-        if fails:
-            return fails
+        rf = {(f.step, f.fwd): f for f in ref.forwards}
+        for o in obs.forwards:
+            r = rf.get((o.step, o.fwd))
+            if o.exec != "graph" or r is None:
+                continue
+            for so, sr in zip(o.stores, r.stores):
+                if so.locs != sr.locs:
+                    row = next((i for i, (a, b) in enumerate(zip(so.locs, sr.locs)) if a != b),
+                               min(len(so.locs), len(sr.locs)))
+                    n_bad = sum(1 for a, b in zip(so.locs, sr.locs) if a != b)
+                    fails.append(Failure(
+                        "capture_freeze", f"[{obs.executor}] {_fwd_name(o)} layer {so.layer}: "
+                        f"the captured graph resolved {n_bad} of {len(so.locs)} rows differently "
+                        f"from a graph recaptured on the live inputs; first row {row} "
+                        f"({'real' if row < o.n_real else 'padded'}): replayed "
+                        f"{so.locs[row] if row < len(so.locs) else None}, recaptured "
+                        f"{sr.locs[row] if row < len(sr.locs) else None} (a translation frozen "
+                        f"at capture)", "stale", o.step, o.fwd))
+                    return fails
+        for sa, sb in zip(obs.steps, ref.steps):
+            for pool in sa.pools:
+                for layer, (a, b) in enumerate(zip(sa.pools[pool], sb.pools.get(pool, []))):
+                    diff = _slot_diffs(a, b, rb, p)
+                    if diff:
+                        fails.append(Failure(
+                            "capture_freeze", f"[{obs.executor}] after step {sa.step}: {pool} "
+                            f"layer {layer}: {len(diff)} slots differ from the run whose graphs "
+                            f"were recaptured on the live inputs; first slot {diff[0]} (a value "
+                            f"frozen at capture: static buffer, payload or metadata)", "stale",
+                            sa.step))
+                        return fails
     return fails
 
 
@@ -316,12 +428,142 @@ def check_contracts(case, obs, exp) -> list[Failure]:
             if problems:
                 msg, cls = problems[0]
                 fails.append(Failure("contracts", f"{_fwd_name(o)} layer {s.layer}: store "
-                                     f"called with {msg}", cls))
+                                     f"called with {msg}", cls, o.step, o.fwd))
                 return fails
     if obs.error is not None and obs.error.get("type") == "ContractError":
         fails.append(Failure("contracts", f"step {obs.error['step']}: the target refused a valid "
-                             f"Case: {obs.error['message']}", "refused"))
+                             f"Case: {obs.error['message']}", "refused", obs.error["step"]))
     return fails
+
+
+# ----------------------------------------------------------------------------- 9
+GRAPH_EXECUTORS = ("tape", "cudagraph", "tape_recapture")
+
+
+def check_exec_path(case, obs, exp) -> list[Failure]:
+    """Every forward ran the way the Case determines (:func:`oracles.paths.expected_paths`,
+    computed without the target): graph or eager, ForwardMode, real rows, and the rows every
+    layer's store received (bucket rows under a graph, the DP MAX_LEN count on the eager DP
+    path, spec §5.1, §5.4); and the graph executor, counted by the harness (not reported by the
+    target, ``Observation.graph_use``), saw one replay per graph step and one capture per
+    (runner, bucket). ``exp`` is unused.
+    Proven by: ``graph_less`` (spec §5.1: every graph step run eagerly) and ``dp_never_pads``
+    (spec §5.4 (4)), each killed by this check alone."""
+    from swafuzz.oracles.paths import expected_graph_use, expected_paths
+
+    graphs = obs.executor in GRAPH_EXECUTORS
+    paths = expected_paths(case, graphs)
+    got = {(f.step, f.fwd): f for f in obs.forwards}
+    fails = []
+    for p in paths:
+        if obs.error is not None and p.step >= obs.error["step"]:
+            break
+        o = got.get((p.step, p.fwd))
+        if o is None:
+            continue  # a missing forward is write_targets' finding
+        where = f"step {p.step} fwd {p.fwd} ({p.op}, {obs.executor} executor)"
+        bucket = f"bucket {p.bucket}" if p.bucket is not None else "no bucket"
+        problems = []
+        if o.exec != p.exec:
+            problems.append((f"ran {o.exec}, the Case determines {p.exec} ({bucket}, "
+                             f"{p.rows} rows)", "path"))
+        if o.mode != p.mode:
+            problems.append((f"ForwardMode {o.mode}, expected {p.mode}", "mode"))
+        if o.n_real != p.n_real:
+            problems.append((f"{o.n_real} real rows, expected {p.n_real}", "count"))
+        if o.rows != p.rows:
+            problems.append((f"forward ran {o.rows} rows, expected {p.rows} ({p.n_real} real + "
+                             f"{p.pad_rows} padded; {bucket}"
+                             + (f", DP pads to {p.dp_padded}" if p.dp_padded else "") + ")",
+                             "rows"))
+        bad = [st for st in o.stores if st.rows != p.rows]
+        if bad:
+            problems.append((f"layer {bad[0].layer} store got {bad[0].rows} rows, expected "
+                             f"{p.rows}" + (f" (DP pads to {p.dp_padded})" if p.dp_padded
+                                            else ""), "rows"))
+        if problems:
+            msg, cls = problems[0]
+            more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+            fails.append(Failure("exec_path", f"{where}: {msg}{more}", cls, p.step, p.fwd))
+            return fails
+    if obs.graph_use is not None and obs.error is None:
+        replays, captures = expected_graph_use(paths)
+        gu = obs.graph_use
+        if gu.get("replays") != replays or gu.get("captures") != captures:
+            first = next((p for p in paths if p.exec == "graph"), None)
+            fails.append(Failure(
+                "exec_path", f"the {obs.executor} executor counted {gu.get('captures')} captures "
+                f"and {gu.get('replays')} replays; the Case determines {captures} captures and "
+                f"{replays} replays" + (f" (first graph forward: step {first.step}, bucket "
+                                         f"{first.bucket})" if first else ""), "graph-use",
+                first.step if first else None))
+    return fails
+
+
+def _attribute(case, exp, got: bytes) -> str:
+    """Whose bytes ``got`` (one row) are: poison (never written), or which step / forward /
+    pool / layer / row of the Case's payload (real row: with its request and position when the
+    oracle knows them; padded row), or unknown."""
+    from swafuzz.oracles.paths import expected_paths
+    from swafuzz.scenarios.case import POISON_BYTE
+    from swafuzz.scenarios.payload import rows_bytes
+
+    if got == bytes([POISON_BYTE]) * len(got):
+        return "poison: never written"
+    rb = case.pool.row_bytes
+    index = getattr(exp, "_row_index", None) if exp is not None else None
+    if index is None:
+        index = {}
+        fwd_exp = {(e.step, e.fwd): e for e in getattr(exp, "forwards", [])}
+        paths = {(p.step, p.fwd): p for p in expected_paths(case, False)}
+        paths.update({(p.step, p.fwd): p for p in expected_paths(case, True)
+                      if (p.step, p.fwd) in paths and p.rows > paths[(p.step, p.fwd)].rows})
+        for (i, f), p in sorted(paths.items()):
+            pool = "draft" if p.op in ("draft_extend", "draft_decode") else "target"
+            n_layers = case.pool.draft_layers if pool == "draft" else case.pool.layers
+            e = fwd_exp.get((i, f))
+            for layer in range(n_layers):
+                data = rows_bytes(case.payload_seed, i, f, pool, layer, p.rows, rb)
+                for r in range(p.rows):
+                    who = f"step {i} fwd {f} {pool} layer {layer} row {r}"
+                    if r < p.n_real and e is not None and r < len(e.full_locs):
+                        who += f" (real: full loc {e.full_locs[r]}{_owner(exp, i, e.full_locs[r])})"
+                    elif r >= p.n_real:
+                        who += " (padded row)"
+                    index.setdefault(data[r * rb:(r + 1) * rb], who)
+        if exp is not None:
+            try:
+                exp._row_index = index
+            except AttributeError:
+                pass
+    return index.get(bytes(got), "bytes of no row of this Case")
+
+
+def _slot_owner(exp, step: int, swa: int, page_size: int) -> str:
+    """Whose SWA slot ``swa`` is after ``step``, by the oracle's mapping: the dummy page, a live
+    request's position, or an unmapped (free or evicted) slot."""
+    if swa < 0:
+        return "before the buffer"
+    if swa < page_size:
+        return "dummy page"
+    try:
+        m = exp.steps[step].mapping
+        full = next((f for f, v in enumerate(m[:-1]) if v == swa), None)
+    except (AttributeError, IndexError):
+        return "owner unknown"
+    if full is None:
+        return "an unmapped slot: free or evicted"
+    return f"the slot of full loc {full}{_owner(exp, step, full)}"
+
+
+def _owner(exp, step: int, full: int) -> str:
+    try:
+        for rid, (toks, _) in exp.steps[step].requests.items():
+            if full in toks:
+                return f", request {rid} position {toks.index(full)}"
+    except (AttributeError, IndexError):
+        pass
+    return ""
 
 
 PER_OBSERVATION: dict[str, Callable] = {
@@ -330,17 +572,20 @@ PER_OBSERVATION: dict[str, Callable] = {
     "write_set": check_write_set,
     "redzones": check_redzones,
     "invariants": check_invariants,
-    "capture_freeze": check_capture_freeze,
     "contracts": check_contracts,
+    "exec_path": check_exec_path,
 }
 
 
 def run_checks(case, observations: list, exp, only: set[str] | None = None) -> tuple[list[Failure], int]:
-    """All checks over every observation, then agreement across them. Returns (failures, checks
-    run). A target error other than a contract refusal is reported as check ``error``."""
+    """All checks over every observation, then agreement across them, then capture_freeze
+    against the recapture reference when one is present (it is a reference, not checked itself).
+    Returns (failures, checks run), earliest step first. A target error other than a contract
+    refusal is reported as check ``error``."""
     fails: list[Failure] = []
     n = 0
-    for obs in observations:
+    checked = [o for o in observations if o.executor != RECAPTURE_EXECUTOR]
+    for obs in checked:
         for name, fn in PER_OBSERVATION.items():
             if only and name not in only:
                 continue
@@ -351,8 +596,12 @@ def run_checks(case, observations: list, exp, only: set[str] | None = None) -> t
         if obs.error is not None and obs.error.get("type") != "ContractError":
             fails.append(Failure("error", f"[{obs.executor}] step {obs.error['step']}: "
                                  f"{obs.error['type']}: {obs.error['message']}",
-                                 obs.error["type"]))
-    if len(observations) > 1 and (not only or "agreement" in only):
+                                 obs.error["type"], obs.error["step"]))
+    if len(checked) > 1 and (not only or "agreement" in only):
         n += 1
-        fails += check_agreement(case, observations)
+        fails += check_agreement(case, checked)
+    if len(checked) < len(observations) and (not only or "capture_freeze" in only):
+        n += 1
+        fails += check_capture_freeze(case, observations)
+    fails.sort(key=Failure.order_key)  # earliest step and forward first (stable within)
     return fails, n

@@ -75,10 +75,25 @@ class Verdict:
         return Verdict(case, [Failure(**f) for f in d["failures"]], d["checks_run"], d["seconds"])
 
 
+def needs_recapture_reference(case: Case, observations: list, only: set[str] | None) -> bool:
+    """capture_freeze's reference run (issue 10): only when capture_freeze is on and a graph
+    observation disagrees with the eager one - a graph-only divergence to attribute."""
+    from swafuzz.harness.checks import check_agreement
+
+    if only and "capture_freeze" not in only:
+        return False
+    eager = [o for o in observations if o.executor == "eager"]
+    graph = [o for o in observations if o.executor in ("tape", "cudagraph")]
+    if not eager or not graph:
+        return False
+    return any(check_agreement(case, [eager[0], g]) for g in graph)
+
+
 def execute(case: Case, target: str = "unified", impl: str = "auto",
             executors: list[str] | None = None, only: set[str] | None = None) -> Verdict:
     """Run ``case`` on ``target`` x ``impl`` under each executor and check everything."""
     from swafuzz.harness.executors import get_executor
+    from swafuzz.harness.executors.base import CountingExecutor
     from swafuzz.oracles.engine import CaseInfeasible, expect
     from swafuzz.targets import run_case
 
@@ -89,7 +104,16 @@ def execute(case: Case, target: str = "unified", impl: str = "auto",
         raise InvalidCase(str(e)) from None
     observations = []
     for name in executors or resolve_executors("auto"):
-        observations.append(run_case(case, target=target, impl=resolve_impl(impl),
-                                     executor=get_executor(name)))
+        ex = CountingExecutor(get_executor(name))
+        obs = run_case(case, target=target, impl=resolve_impl(impl), executor=ex)
+        obs.executor = ex.name  # what the harness ran, whatever the target wrote
+        obs.graph_use = ex.counts()  # measured by the harness (issue 10: no self-report)
+        observations.append(obs)
+    if needs_recapture_reference(case, observations, only):
+        ex = CountingExecutor(get_executor("tape_recapture"))
+        ref = run_case(case, target=target, impl=resolve_impl(impl), executor=ex)
+        ref.executor = ex.name
+        ref.graph_use = ex.counts()
+        observations.append(ref)
     fails, n = run_checks(case, observations, exp, only)
     return Verdict(case, fails, n, time.perf_counter() - t0)

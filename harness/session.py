@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from swafuzz.harness.checks import Failure, run_checks
 from swafuzz.harness.executors import get_executor
+from swafuzz.harness.executors.base import CountingExecutor
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
 
 
@@ -20,7 +21,8 @@ class Session:
         from swafuzz.targets import build_engine
 
         self.case = Case(pool=pool, graph=graph, steps=(), payload_seed=seed, kind="episode")
-        self.engines = [build_engine(target, self.case, impl, get_executor(e)) for e in executors]
+        self.executors = [CountingExecutor(get_executor(e)) for e in executors]
+        self.engines = [build_engine(target, self.case, impl, ex) for ex in self.executors]
         self.observations = [eng.new_observation() for eng in self.engines]
 
     def apply(self, step: Step) -> list[Failure]:
@@ -33,5 +35,8 @@ class Session:
             eng.case = self.case
             if obs.error is None:
                 eng.apply(obs, i, step)
+        for ex, obs in zip(self.executors, self.observations):
+            obs.executor = ex.name  # measured by the harness, not reported by the target
+            obs.graph_use = ex.counts()
         fails, _ = run_checks(self.case, self.observations, expect(self.case))
         return fails

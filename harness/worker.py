@@ -12,6 +12,11 @@ the parent's *recipe* (``swafuzz.targets.recipe``: the plugin modules loaded in 
 target's plugin record and its factory's module and qualified name). Messages are JSON lines:
 requests on the child's stdin, replies on a private pipe (the child's own stdout is sent to
 stderr, so a target that prints cannot corrupt the protocol).
+
+A sticky CUDA error leaves the child alive with a broken context: the child probes its device
+context after every case (:func:`device_context_error`) and, when it is broken, reports the case
+as a ``crash`` and exits, so the next case starts a fresh child too (the in-flight Case stays on
+disk).
 """
 
 from __future__ import annotations
@@ -31,6 +36,27 @@ from swafuzz.scenarios.case import Case
 
 class WorkerSetupError(RuntimeError):
     """The child could not get the target (plugin missing there): a usage error, not a crash."""
+
+
+def device_context_error() -> str | None:
+    """Why this process's device context is unusable, or None. A sticky CUDA error (illegal
+    address, device-side assert) surfaces asynchronously and poisons every later call, so the
+    worker probes after every case: a device sync and a tiny kernel on a GPU; on CPU, the
+    simulated error of ``selftest:cuda_sticky``."""
+    from swafuzz.targets.selftest import simulated_context_error
+
+    sim = simulated_context_error()
+    if sim is not None:
+        return sim
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        try:
+            torch.cuda.synchronize()
+            torch.ones(1, device="cuda").add_(1).cpu()
+        except Exception as e:  # noqa: BLE001 - any failure means the context is gone
+            return f"{type(e).__name__}: {e}"
+    return None
 
 
 def _child_main(reply_fd: int) -> int:  # pragma: no cover - runs in the child
@@ -63,13 +89,18 @@ def _child_main(reply_fd: int) -> int:  # pragma: no cover - runs in the child
         try:
             only = set(msg["only"]) if msg.get("only") else None
             v = execute(case, msg["target"], msg["impl"], msg["executors"], only)
-            send({"ok": v.to_json()})
+            reply = {"ok": v.to_json()}
         except InvalidCase as e:
-            send({"invalid": str(e)})
+            reply = {"invalid": str(e)}
         except Exception as e:  # noqa: BLE001 - any harness exception is reported, not fatal
             import traceback
 
-            send({"harness_error": f"{type(e).__name__}: {e}\n{traceback.format_exc()}"})
+            reply = {"harness_error": f"{type(e).__name__}: {e}\n{traceback.format_exc()}"}
+        broken = device_context_error()
+        if broken is not None:  # this case broke the context: a crash; this child is done
+            send({"context_broken": broken})
+            return 0
+        send(reply)
     return 0
 
 
@@ -165,6 +196,11 @@ class CaseWorker:
             self.close(kill=True)
             check = "timeout" if died.startswith("timeout") else "crash"
             return Verdict(case, [Failure(check, died, "crash")], 0, 0.0)
+        if "context_broken" in reply:  # sticky device error: crash finding, fresh worker
+            self.close(kill=True)
+            return Verdict(case, [Failure("crash", "the device context is broken after the "
+                                          f"case (sticky error): {reply['context_broken']}",
+                                          "crash")], 0, 0.0)
         if path and os.path.exists(path):
             os.unlink(path)
         if "ok" in reply:

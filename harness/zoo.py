@@ -1,11 +1,14 @@
 """``swafuzz zoo``: run every mutant of the bug zoo, and ``unified`` as the control; print the
-kill matrix.
+kill matrix and its single-check ablation.
 
 Per mutant and seed a campaign runs over the mutant's scenario kinds (each mutant names where its
 bug lives) until the first finding or the case budget. The first seed shrinks the killing Case
 (bounded) and writes its bundle; the other seeds only count cases to kill. A mutant is killed when
-every seed kills it. The control must be clean on every kind. Exit 0 iff every mutant is killed
-and the control is clean.
+every seed kills it. The control must be clean on every kind. Exit 0 iff every mutant is killed,
+the control is clean, and the leave-one-out rule holds: every check is the only check that kills
+at least one mutant (its killing Case, rerun with that check disabled and every other check
+on, passes: see :func:`ablation`), or is listed in ``harness.checks.DEFENCE_IN_DEPTH`` with its reason (printed)
+and fires on at least one mutant.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import sys
 import time
 
 from swafuzz.harness.campaign import Campaign
-from swafuzz.harness.checks import CHECKS
+from swafuzz.harness.checks import CHECKS, DEFENCE_IN_DEPTH
 from swafuzz.harness.run import execute, resolve_executors
 from swafuzz.reports.bundle import atomic_write_text, write_bundle
 from swafuzz.reports.summary import kill_matrix
@@ -89,7 +92,66 @@ def zoo_mutant(name: str, examples: int, seeds: int, impl: str, executors: list[
                    shrunk=first.case.summary())
         path = write_bundle(out, first.finding(target, impl, executor_label, prefix=f"{target}:"))
         row["repro"] = f"swafuzz repro {path}"
+        row.update(ablation(first, target, impl, executors))
     return row
+
+
+def ablation(verdict, target: str, impl: str, executors: list[str]) -> dict:
+    """Single-check ablation of a mutant's killing Case.
+
+    ``alone``: the checks that kill the Case when each runs alone. Checks are pure functions of
+    the same Observations and Expectation and never read each other's results, so running the
+    Case once with every check and reading which checks failed is the same as running it once
+    per check with only that check enabled (``tests/harness/test_zoo_gate.py`` checks this
+    equivalence on one mutant by rerunning).
+    ``sole``: the check that is the only one to kill it, proven by leave-one-out: the Case is
+    rerun with every check except that one and must pass (no failure at all, target errors
+    included). None when several checks (or a target error) kill it.
+    """
+    alone = sorted({f.check for f in verdict.failures} & set(CHECKS))
+    other = sorted({f.check for f in verdict.failures} - set(CHECKS))  # error, crash, timeout
+    res = {"alone": alone, "sole": None, "leave_one_out": None}
+    if len(alone) == 1 and not other:
+        c = alone[0]
+        v = execute(verdict.case, target, impl, executors, only=set(CHECKS) - {c})
+        res["leave_one_out"] = sorted({f.check for f in v.failures})
+        if not v.failures:
+            res["sole"] = c
+    return res
+
+
+def ablation_matrix(rows: list[dict]) -> str:
+    """Mutants x checks: ``K`` the check alone kills the mutant's killing Case, ``S`` it is the
+    only check that does (leave-one-out proven), ``.`` it does not; ``error`` for mutants killed
+    by a target error only."""
+    w = max([len(r["name"]) for r in rows] + [6])
+    head = " " * w + " | " + " ".join(f"{c[:6]:>6}" for c in CHECKS)
+    lines = ["single-check ablation (K: kills alone, S: the only killer, leave-one-out proven)",
+             head, "-" * len(head)]
+    for r in rows:
+        alone = set(r.get("alone") or ())
+        cells = []
+        for c in CHECKS:
+            cells.append(f"{'S' if r.get('sole') == c else ('K' if c in alone else '.'):>6}")
+        note = "" if r["killed"] else "  (survived)"
+        if r["killed"] and not alone:
+            note = f"  ({', '.join(r['checks'])} only)"
+        lines.append(f"{r['name']:<{w}} | " + " ".join(cells) + note)
+    return "\n".join(lines)
+
+
+def proof_status(rows: list[dict]) -> tuple[dict[str, list[str]], list[str]]:
+    """Per check: the mutants it alone kills (sole, leave-one-out proven); and the checks that
+    are neither the sole killer of a mutant nor justified as defence in depth (and firing)."""
+    sole: dict[str, list[str]] = {c: [] for c in CHECKS}
+    fired: dict[str, list[str]] = {c: [] for c in CHECKS}
+    for r in rows:
+        if r.get("sole"):
+            sole[r["sole"]].append(r["name"])
+        for c in r.get("alone") or ():
+            fired[c].append(r["name"])
+    unproven = [c for c in CHECKS if not sole[c] and not (c in DEFENCE_IN_DEPTH and fired[c])]
+    return sole, unproven
 
 
 def _control(examples: int, impl: str, executors: list[str], out: str, label: str) -> dict:
@@ -159,18 +221,32 @@ def run_zoo(args) -> int:
               "seconds": time.perf_counter() - t0,
               "budget": {"name": args.budget, "examples": examples, "seeds": seeds,
                          "control_per_kind": control_n, "shrink_budget": shrink_budget}}
+    sole, unproven = proof_status(rows)
+    result["sole"] = sole
+    result["defence_in_depth"] = {c: DEFENCE_IN_DEPTH[c] for c in CHECKS
+                                  if c in DEFENCE_IN_DEPTH and not sole[c]}
+    result["unproven"] = unproven
     print(kill_matrix(result))
-    unproven = [c for c in CHECKS if not fired.get(c)]
     print("\nchecks -> mutants they kill: " + "; ".join(
         f"{c}: {', '.join(sorted(fired.get(c, ()))) or 'NONE'}" for c in CHECKS))
+    print("\n" + ablation_matrix(rows))
+    print("\nleave-one-out proof per check:")
+    for c in CHECKS:
+        if sole[c]:
+            print(f"  {c}: only killer of {', '.join(sorted(sole[c]))}")
+        elif c in DEFENCE_IN_DEPTH:
+            print(f"  {c}: defence in depth (fires on "
+                  f"{', '.join(sorted(fired.get(c, ()))) or 'NO mutant'}): {DEFENCE_IN_DEPTH[c]}")
+        else:
+            print(f"  {c}: UNPROVEN (kills no mutant alone, not justified as defence in depth)")
     if args.json:
         atomic_write_text(args.json, json.dumps(result, indent=1, sort_keys=True) + "\n")
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "kill-matrix.md"), "w") as f:
         f.write(kill_matrix(result, markdown=True) + "\n")
-    ok = control["clean"] and all(r["killed"] for r in rows)
+    ok = control["clean"] and all(r["killed"] for r in rows) and not unproven
     if unproven:
-        print(f"note: checks that killed no mutant in this run: {', '.join(unproven)}")
+        print(f"FAILED leave-one-out rule: {', '.join(unproven)}")
     print(f"zoo: {'OK' if ok else 'FAILED'} in {result['seconds']:.1f} s")
     return 0 if ok else 1
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from swafuzz.oracles.paths import bucket_of
 from swafuzz.oracles.translation import translate as expected_translation
 from swafuzz.scenarios.case import EXECS, OPS, POISON_BYTE, Case, Step
 from swafuzz.scenarios.payload import rows_bytes
@@ -179,7 +180,8 @@ class _Shadow:
 
     # ------------------------------------------------------------------ forwards
     def _bucket(self, n: int) -> int | None:
-        return self.g.bucket_for(n)
+        # the oracle's own bucket choice (GraphConfig's helper is what the target calls)
+        return bucket_of(self.g.buckets, n)
 
     def _graph_ok(self, i: int, ex: str, rows_graph: int | None) -> None:
         """Checked before a step allocates, so an infeasible step leaves the shadow untouched."""
@@ -212,7 +214,8 @@ class _Shadow:
     def run_step(self, i: int, s: Step) -> None:
         if s.op not in OPS:
             raise CaseInfeasible(i, f"unknown op {s.op!r}")
-        if s.exec not in EXECS or (s.op in ("admit", "evict", "finish") and s.exec != "eager"):
+        if s.exec not in EXECS or (s.op in ("admit", "evict", "finish", "remap")
+                                   and s.exec != "eager"):
             raise CaseInfeasible(i, f"exec {s.exec!r} not allowed for op {s.op}")
         if len(set(s.rids)) != len(s.rids):
             raise CaseInfeasible(i, f"rids {list(s.rids)} repeat a request")
@@ -292,6 +295,8 @@ class _Shadow:
             if front > old:
                 self._free_swa(toks[old:front])
                 self.evicted[s.rid] = front
+        elif s.op == "remap":
+            pass  # same contents in a new tensor: nothing the contract can observe changes
         elif s.op == "finish":
             toks = self._live(i, s.rid)
             self._free_swa(toks[self.evicted[s.rid]:])

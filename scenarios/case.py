@@ -77,6 +77,10 @@ verify / draft-extend runner: captured buckets, rows = bucket rows, padded).
   ``evicted[rid] = frontier``. No forward.
 * ``finish(rid)``: ``free_swa`` of all still-mapped tokens, then the request's full pages are
   released; the request is gone. No forward.
+* ``remap()``: the mapping is rewritten (with the same contents) and registered again with both
+  pools (HiCache load-back / commit, spec §2.8, sglang PR #25889); every later allocation and
+  translation - eager or inside graphs captured before the step - must use the live mapping,
+  which draft and target share (spec §2.1). No state change, no forward.
 
 Payload
 -------
@@ -112,6 +116,7 @@ OPS = (
     "dp_decode",
     "evict",
     "finish",
+    "remap",
 )
 FORWARD_OPS = ("admit", "decode", "verify", "draft_extend", "draft_decode", "idle", "dp_decode")
 

@@ -124,6 +124,12 @@ class EpisodeMachine(RuleBasedStateMachine):
             self.pl.finish(data.draw(st.sampled_from(self.pl.live())))
             self._emit()
 
+    @rule()
+    def remap(self):
+        if self.pl is not None:
+            self.pl.steps.append(Step(op="remap"))
+            self._emit()
+
     @invariant()
     def checked(self):
         if self.pl is not None:

@@ -7,7 +7,8 @@ smallest bucket list. Each kind's docstring says what it exercises and what it s
 
 Kinds (``SCENARIO_KINDS``): ``decode``, ``idle``, ``dp_padded``, ``draft_extend``,
 ``target_verify``, ``multi_step_draft``, ``episode`` (a mix of all of them on the same captured
-graphs, with allocator churn and window eviction).
+graphs, with allocator churn and window eviction), ``remap`` (mapping re-registration between
+decode forwards).
 """
 
 from __future__ import annotations
@@ -135,6 +136,12 @@ def _act_evict(draw, pl: Planner) -> None:
         pl.evict(draw(st.sampled_from(pl.live())))
 
 
+def _act_remap(draw, pl: Planner) -> None:
+    """HiCache load-back / commit: the mapping rewritten and re-registered between forwards
+    (spec §2.8, PR #25889); graphs captured before it must keep reading the live mapping."""
+    pl.steps.append(Step(op="remap"))
+
+
 def _act_churn(draw, pl: Planner) -> None:
     """Finish a request and admit a new one (allocator churn)."""
     if pl.live():
@@ -180,6 +187,14 @@ def decode_cases():
     return _kind("decode", [_act_decode, _act_decode_shrinking, _act_evict])()
 
 
+def remap_cases():
+    """Mapping re-registration between forwards (HiCache load-back / commit, spec §2.8, PR
+    #25889) among decode forwards on the same captured graphs, with eviction and churn: graphs
+    captured before a remap must keep translating through the live mapping. Shrinks towards
+    one graph decode, one remap, one graph decode."""
+    return _kind("remap", [_act_decode, _act_remap, _act_decode, _act_evict, _act_churn])()
+
+
 def idle_cases():
     """IDLE forwards (eager and graph) after real decode forwards left metadata behind. Shrinks
     towards one decode then one IDLE."""
@@ -214,8 +229,8 @@ def multi_step_draft_cases():
 def episode_cases():
     """Everything on the same captured graphs: decode, verify, draft-extend, multi-step draft,
     IDLE, DP padding, evictions and churn. Shrinks towards the shortest such sequence."""
-    acts = [_act_decode, _act_decode_shrinking, _act_verify, _act_draft_extend, _act_draft_decode, _act_idle, _act_dp,
-            _act_evict, _act_churn]
+    acts = [_act_decode, _act_decode_shrinking, _act_verify, _act_draft_extend, _act_draft_decode,
+            _act_idle, _act_dp, _act_evict, _act_churn, _act_remap]
     return _kind("episode", acts, multi_step=True, max_steps=16)()
 
 
@@ -227,4 +242,5 @@ SCENARIO_KINDS: dict[str, Callable[[], st.SearchStrategy[Case]]] = {
     "target_verify": target_verify_cases,
     "multi_step_draft": multi_step_draft_cases,
     "episode": episode_cases,
+    "remap": remap_cases,
 }

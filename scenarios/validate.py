@@ -41,6 +41,7 @@ _STEP_FIELDS = {
     "dp_decode": {"rids", "rank_tokens", "exec"},
     "evict": {"rid"},
     "finish": {"rid"},
+    "remap": set(),
 }
 
 

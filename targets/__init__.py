@@ -70,10 +70,11 @@ def register(name: str, factory: Callable[..., Any]) -> None:
 def _ensure_builtin() -> None:
     if "unified" not in TARGETS:
         from swafuzz.targets.engine import UnifiedEngine
-        from swafuzz.targets.selftest import SegfaultEngine
+        from swafuzz.targets.selftest import SegfaultEngine, StickyCudaErrorEngine
 
         TARGETS["unified"] = UnifiedEngine
         TARGETS["selftest:segfault"] = SegfaultEngine
+        TARGETS["selftest:cuda_sticky"] = StickyCudaErrorEngine
 
 
 def get_target(name: str) -> Callable[..., Any]:

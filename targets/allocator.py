@@ -55,6 +55,12 @@ class SWAAllocator:
         last = toks[-1] if toks else -1
         return int(self.mapping[last].item())
 
+    def rebuild_mapping(self) -> torch.Tensor:
+        """HiCache load-back / commit: ``M`` rewritten (here with the same contents) **in place**,
+        so the tensor captured graphs read stays the live one; returns it for re-registration."""
+        self.mapping.copy_(self.mapping.clone())
+        return self.mapping
+
     # -- allocation ---------------------------------------------------------------------------
     def extend(self, plan: list[tuple[int, int]]) -> list[list[int]]:
         """Append ``n`` tokens to request ``rid`` for each ``(rid, n)`` in order (requests must

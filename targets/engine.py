@@ -261,6 +261,17 @@ class UnifiedEngine:
         self.allocator.evict(s.rid, self.cfg.window)
         return []
 
+    def mapping_consumers(self) -> list[SWAKVPool]:
+        """The pools that must be re-registered with a rebuilt mapping: both, since draft and
+        target share one ``M`` (spec §2.1)."""
+        return [self.target_pool, self.draft_pool]
+
+    def step_remap(self, i: int, s: Step) -> list[ForwardObs]:
+        mapping = self.allocator.rebuild_mapping()
+        for pool in self.mapping_consumers():
+            pool.register_mapping(mapping)
+        return []
+
     def step_finish(self, i: int, s: Step) -> list[ForwardObs]:
         self.allocator.finish(s.rid)
         return []
@@ -280,6 +291,8 @@ class UnifiedEngine:
             pools=pools,
             redzones=redzones,
             draft_mapping_is_target=self.draft_pool.mapping is m and self.target_pool.mapping is m,
+            requests={rid: (list(toks), self.allocator.evicted[rid])
+                      for rid, toks in self.allocator.tokens.items()},
         )
 
     def new_observation(self) -> Observation:

@@ -39,7 +39,8 @@ class ForwardObs:
     stores: list[StoreObs] = field(default_factory=list)
     # Host values baked at graph capture for this forward's bucket, by name. Known names:
     # "rows" -> [rows of the captured bucket]; "swa_out_cache_loc" -> a translation baked on the
-    # host (only buggy targets have it). Empty for eager forwards.
+    # host (only buggy targets have it). Empty for eager forwards. Diagnostic only: no check
+    # reads it (a target's report about itself is not evidence; capture_freeze replays instead).
     baked: dict[str, list[int]] = field(default_factory=dict)
 
 
@@ -59,6 +60,9 @@ class StepObs:
     pools: dict[str, list[bytes]]  # "target"/"draft" -> per layer buffer bytes
     redzones: dict[str, list[RedzoneObs]]
     draft_mapping_is_target: bool = True  # draft pool's mapping is the allocator's tensor
+    # The engine's own request table: rid -> (full slot per position, SWA eviction frontier).
+    # None when a target does not expose it (the invariants check then skips the table rules).
+    requests: dict[int, tuple[list[int], int]] | None = None
 
 
 @dataclass
@@ -69,3 +73,6 @@ class Observation:
     forwards: list[ForwardObs] = field(default_factory=list)
     steps: list[StepObs] = field(default_factory=list)
     error: dict | None = None  # {"step": i, "type": name, "message": text}
+    # Filled by the harness from the executor it handed the target, never by the target:
+    # {"replays": n, "captures": n} (graph executors count every capture/replay call).
+    graph_use: dict | None = None

@@ -3,7 +3,8 @@
 ``get_executor(name)`` builds one: ``"eager"`` (host code re-runs on every replay), ``"tape"``
 (CUDA-graph semantics emulated by recording device work; runs on CPU), ``"cudagraph"`` (real
 ``torch.cuda.CUDAGraph``; needs a GPU) or ``"auto"`` (``cudagraph`` when CUDA is available, else
-``tape``). See :mod:`harness.executors.base` for the interface.
+``tape``); ``"tape_recapture"`` is the capture_freeze reference (the tape, recapturing every
+forward on its live inputs before replaying it). See :mod:`harness.executors.base` for the interface.
 """
 
 from __future__ import annotations
@@ -11,15 +12,22 @@ from __future__ import annotations
 import torch
 from swafuzz.harness.executors.base import Executor, default_device
 from swafuzz.harness.executors.eager import EagerExecutor
-from swafuzz.harness.executors.tape import HostSyncInCapture, Tape, TapeExecutor, TapeReplayError
+from swafuzz.harness.executors.tape import (
+    HostSyncInCapture,
+    RecaptureTapeExecutor,
+    Tape,
+    TapeExecutor,
+    TapeReplayError,
+)
 
-EXECUTOR_NAMES = ("eager", "tape", "cudagraph", "auto")
+EXECUTOR_NAMES = ("eager", "tape", "cudagraph", "auto", "tape_recapture")
 
 __all__ = [
     "EXECUTOR_NAMES",
     "EagerExecutor",
     "Executor",
     "HostSyncInCapture",
+    "RecaptureTapeExecutor",
     "Tape",
     "TapeExecutor",
     "TapeReplayError",
@@ -49,6 +57,8 @@ def get_executor(name: str, device: torch.device | str | None = None) -> Executo
         return EagerExecutor(device)
     if name == "tape":
         return TapeExecutor(device)
+    if name == "tape_recapture":
+        return RecaptureTapeExecutor(device)
     if name == "cudagraph":
         from swafuzz.harness.executors.cudagraph import CudaGraphExecutor
 

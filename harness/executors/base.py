@@ -50,3 +50,33 @@ class Executor(abc.ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, device={str(self.device)!r})"
+
+
+class CountingExecutor:
+    """The harness's wrapper around the executor it hands a target: it counts every
+    ``capture`` and ``replay`` call, so whether (and how often) a target used graphs is measured
+    by the harness, not reported by the target (``Observation.graph_use``). Everything else is
+    delegated to the wrapped executor."""
+
+    def __init__(self, inner: Executor) -> None:
+        self._inner = inner
+        self.captures = 0
+        self.replays = 0
+
+    def __getattr__(self, name: str):
+        return getattr(self._inner, name)
+
+    def capture(self, fn: Callable[[], None]) -> object:
+        handle = self._inner.capture(fn)
+        self.captures += 1
+        return handle
+
+    def replay(self, handle: object) -> None:
+        self._inner.replay(handle)
+        self.replays += 1
+
+    def counts(self) -> dict[str, int]:
+        return {"captures": self.captures, "replays": self.replays}
+
+    def __repr__(self) -> str:
+        return f"CountingExecutor({self._inner!r}, captures={self.captures}, replays={self.replays})"

@@ -38,11 +38,36 @@ into the graph. The tape reproduces exactly that on CPU:
   Replays are bit-exact: new contents of the input buffers give new results; host values baked at
   capture stay stale.
 
-Limits: no tensor subclasses or fake tensors; host reads that bypass both the dispatcher and the
-patched methods (``data_ptr`` arithmetic, ``torch.cuda.synchronize()``, ``torch.tensor(list,
-device="cuda")`` inside capture) are not refused; random ops replay with the generator's current
-state; nested tape captures are refused. Snapshots copy whole storages (cheap for the harness's
-small pools).
+* **uploads and host copies in capture raise** too: ``torch.tensor(host data)`` /
+  ``torch.as_tensor(host data)`` (a synchronous host->device upload; its value would be baked
+  into the graph) and ``Tensor.cpu()`` (a device->host copy; on CPU a no-op that would
+  otherwise pass silently).
+
+What a real capture refuses, and what the tape does with it:
+
+==========================================  ==========================  =======================
+inside the captured function                 real CUDA graph capture     tape
+==========================================  ==========================  =======================
+``item()``, ``nonzero``, bool masks,         error (sync)                HostSyncInCapture
+``unique``, ``repeat_interleave`` w/o size
+``tolist()``, ``numpy()``, ``cpu()``          error (D->H copy)           HostSyncInCapture
+``torch.tensor(list)``, ``as_tensor(list)``  error (pageable upload)     HostSyncInCapture
+blocking ``copy_``/``to`` between devices    error                       HostSyncInCapture (only
+                                                                         when CUDA is involved)
+``.to("cpu")`` on a CPU machine              (D->H copy)                 NOT refused: the CPU is
+                                                                         the device here
+``torch.cuda.synchronize()``, ``data_ptr``   error / host arithmetic     NOT refused
+arithmetic
+new allocations (``empty``)                  from the graph pool         kept, poisoned after
+                                                                         capture
+==========================================  ==========================  =======================
+
+Limits: no tensor subclasses or fake tensors; random ops replay with the generator's current
+state; nested tape captures are refused. Value contracts (``validate``) run again on every
+replay, which a real graph never does: on CPU a bad location replayed from a graph is a
+``ContractError`` (the interpreter has no bounds checks), on a GPU the same replay is an
+out-of-bounds write (the redzones see it). Snapshots copy whole storages (cheap for the
+harness's small pools).
 """
 
 from __future__ import annotations
@@ -283,11 +308,26 @@ class _Recorder(TorchDispatchMode):
         self.snaps.clear()
 
 
+_HOST_METHODS = ("tolist", "numpy", "cpu")
+_UPLOAD_FUNCS = ("tensor", "as_tensor")
+
+
+def _upload_error(what: str) -> HostSyncInCapture:
+    return HostSyncInCapture(
+        f"{_CAPTURE_MSG}: {what} copies host data to the device during tape capture; a CUDA "
+        "graph capture cannot (a synchronous upload from pageable memory), and the value would "
+        "be frozen into the graph (build the tensor before capture and copy into it)"
+    )
+
+
 @contextlib.contextmanager
 def _refuse_host_reads() -> Iterator[None]:
-    """Make ``Tensor.tolist``/``Tensor.numpy`` raise inside the captured function (they bypass
-    the dispatcher on CPU, but are device->host reads on a GPU)."""
-    saved = {m: torch.Tensor.__dict__.get(m) for m in ("tolist", "numpy")}
+    """Make ``Tensor.tolist``/``numpy``/``cpu`` (device->host reads on a GPU) and
+    ``torch.tensor``/``torch.as_tensor`` of host data (host->device uploads) raise inside the
+    captured function: on CPU they bypass the dispatcher (or are no-ops), on a GPU a capture
+    refuses them."""
+    saved = {m: torch.Tensor.__dict__.get(m) for m in _HOST_METHODS}
+    saved_funcs = {f: getattr(torch, f) for f in _UPLOAD_FUNCS}
 
     def guard(method: str):
         original = getattr(torch.Tensor, method)
@@ -299,8 +339,20 @@ def _refuse_host_reads() -> Iterator[None]:
 
         return guarded
 
+    def guard_upload(name: str):
+        original = saved_funcs[name]
+
+        def guarded(data, *args, **kwargs):
+            if _HOST_READS_REFUSED.get() and not isinstance(data, torch.Tensor):
+                raise _upload_error(f"torch.{name}({type(data).__name__})")
+            return original(data, *args, **kwargs)
+
+        return guarded
+
     for m in saved:
         setattr(torch.Tensor, m, guard(m))
+    for f in saved_funcs:
+        setattr(torch, f, guard_upload(f))
     token = _HOST_READS_REFUSED.set(True)
     try:
         yield
@@ -311,6 +363,8 @@ def _refuse_host_reads() -> Iterator[None]:
                 delattr(torch.Tensor, m)
             else:
                 setattr(torch.Tensor, m, prev)
+        for f, prev in saved_funcs.items():
+            setattr(torch, f, prev)
 
 
 class TapeExecutor(Executor):
@@ -348,3 +402,40 @@ class TapeExecutor(Executor):
             for op in handle.ops:
                 op.replay()
         handle.replays += 1
+
+
+class _Recaptured:
+    """Handle of :class:`RecaptureTapeExecutor`: the forward and its first (normal) capture."""
+
+    __slots__ = ("fn", "tape")
+
+    def __init__(self, fn: Callable[[], None], tape: Tape) -> None:
+        self.fn, self.tape = fn, tape
+
+
+class RecaptureTapeExecutor(TapeExecutor):
+    """The capture_freeze reference: graph semantics with nothing frozen at capture.
+
+    ``capture`` is the tape's (so capture-time side effects, e.g. warm-up writes from the
+    synthetic capture state, happen exactly as under ``tape``); every ``replay`` first captures
+    the forward again - warm-up on the live, already loaded static buffers and prepared
+    metadata, then recording - and replays that fresh tape. Anything a target computed on the
+    host when the graph was first captured is therefore recomputed from the live inputs here,
+    so a difference between ``tape`` (or ``cudagraph``) and this executor is a value frozen at
+    capture (``harness.checks.check_capture_freeze``). Used as a reference only: the harness
+    runs it when a graph observation disagrees with the eager one.
+    """
+
+    name = "tape_recapture"
+
+    def capture(self, fn: Callable[[], None]) -> _Recaptured:
+        return _Recaptured(fn, super().capture(fn))
+
+    def replay(self, handle: object) -> None:
+        if not isinstance(handle, _Recaptured):
+            raise TypeError(
+                f"replay(handle): handle must come from RecaptureTapeExecutor.capture, "
+                f"got {type(handle).__name__}"
+            )
+        handle.tape = super().capture(handle.fn)
+        super().replay(handle.tape)

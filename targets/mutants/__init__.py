@@ -45,6 +45,20 @@ the scenario kinds where the bug shows (the zoo fuzzes those). Registered as ``m
 15  draft_extend_buffer_ones      the draft-extend static loc buffer keeps  pool_bytes,
                                   its ones at capture: warm-up writes hit    write_set
                                   M[1], a live slot when P == 1 (§9.17)
+16  graph_less                    a runner whose ``can_run`` never accepts: exec_path (alone)
+                                  every graph step runs eagerly (spec §5.1;
+                                  issue 10 self-report experiment)
+17  dp_never_pads                 DP attention without ``_pad_inputs_to_    exec_path (alone)
+                                  size``: the rank forwards only its own
+                                  rows (spec §5.4 (2)-(4); issue 10)
+18  rows_misaligned               K rows reach the store shifted by one     pool_bytes (alone)
+                                  against their locations (spec §9.13,
+                                  §9.14: rows re-indexed apart from the
+                                  loc, PR #26375 / #29457 class)
+19  remap_new_tensor              HiCache load-back rebuilds M as a new     capture_freeze,
+                                  tensor and re-registers the pools:        write_targets, ...
+                                  graphs captured before keep reading the   (only the remap step
+                                  old one (spec §2.8, PR #25889 class)      reaches it)
 ==  ============================  ========================================  =====================
 """
 
@@ -56,6 +70,7 @@ import torch
 from swafuzz.targets import register
 from swafuzz.targets.allocator import SWAAllocator
 from swafuzz.targets.backend import DSV4Backend
+from swafuzz.targets.dp import DPAttention
 from swafuzz.targets.engine import UnifiedEngine
 from swafuzz.targets.forward_mode import ForwardBatch
 from swafuzz.targets.kv_pool import SWAKVPool
@@ -304,6 +319,61 @@ class _OnesDraftExtendRunner(DraftExtendGraphRunner):
 @mutant("draft_extend_buffer_ones", ("draft_extend",), "spec §5.2, §9.17")
 class DraftExtendBufferOnes(UnifiedEngine):
     draft_extend_runner_cls = _OnesDraftExtendRunner
+
+
+# 16 -----------------------------------------------------------------------------------------
+@mutant("graph_less", ("decode",), "spec §5.1 (can_run: a batch that fits a captured bucket "
+        "replays its graph); issue 10 self-report experiment")
+class GraphLess(UnifiedEngine):
+    def use_graph(self, step, n):
+        """``can_run`` that never accepts: every graph step runs on the eager path, and the
+        Observation says so truthfully; only a check that knows the Case's path can object."""
+        return False
+
+
+# 17 -----------------------------------------------------------------------------------------
+class _NeverPadDP(DPAttention):
+    def pad_inputs_to_size(self, fb, num_tokens):
+        """``_pad_inputs_to_size`` skipped: the rank forwards its own rows only, while every
+        other rank forwards ``num_tokens`` (the collectives of DP attention would mismatch)."""
+        return None
+
+
+@mutant("dp_never_pads", ("dp_padded",), "spec §5.4 (2)-(4) (MAX_LEN padding, "
+        "_pad_inputs_to_size); issue 10 self-report experiment")
+class DPNeverPads(UnifiedEngine):
+    dp_cls = _NeverPadDP
+
+
+# 18 -----------------------------------------------------------------------------------------
+class _MisalignedRowsBackend(DSV4Backend):
+    def _store(self, cache, loc, rows):
+        """The K rows reach the store shifted by one row against their locations (rows
+        re-indexed apart from the loc: CP / piecewise narrowing)."""
+        super()._store(cache, loc, rows.roll(1, 0))
+
+
+@mutant("rows_misaligned", ("decode", "target_verify"),
+        "spec §9.13 / §9.14 (K rows re-indexed apart from their locations; PR #26375, #29457 "
+        "class)")
+class RowsMisaligned(UnifiedEngine):
+    backend_cls = _MisalignedRowsBackend
+
+
+# 19 -----------------------------------------------------------------------------------------
+class _NewTensorRemapAllocator(SWAAllocator):
+    def rebuild_mapping(self):
+        """Load-back builds a fresh ``M`` tensor (same contents) instead of rewriting it in
+        place; the pools are re-registered with it, but every graph captured before still reads
+        the old tensor, which no longer sees allocations."""
+        self.mapping = self.mapping.clone()
+        return self.mapping
+
+
+@mutant("remap_new_tensor", ("remap",), "spec §2.8 (register_mapping after a HiCache "
+        "load-back / commit, sglang PR #25889), §4.2 (graphs read the captured tensors)")
+class RemapNewTensor(UnifiedEngine):
+    allocator_cls = _NewTensorRemapAllocator
 
 
 __all__ = ["MUTANTS", "MutantSpec"]

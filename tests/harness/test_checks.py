@@ -35,7 +35,7 @@ def clean():
 def test_clean_passes_everything(clean):
     obs, exp = clean
     fails, n = checks.run_checks(CASE, obs, exp)
-    assert fails == [] and n == 15
+    assert fails == [] and n == 2 * len(checks.PER_OBSERVATION) + 1
 
 
 def _graph_fwd(o):
@@ -50,10 +50,12 @@ def test_write_targets(clean):
     assert fail.slot_class == "dummy"
     assert f"step {f.step}" in fail.message and "layer 1" in fail.message
     assert "1 of 2 rows differ" in fail.message and "row 0 (real" in fail.message
+    assert "got 0 (dummy page)" in fail.message
     o = copy.deepcopy(clean[0][1])
     _graph_fwd(o).stores[0].locs[-1] = 7  # a padded row into a live slot
     (fail,) = checks.check_write_targets(CASE, o, clean[1])
     assert "padded" in fail.message and fail.slot_class == "live-instead-of-dummy"
+    assert "got 7 (the slot of full loc" in fail.message and ", request " in fail.message
 
 
 def test_pool_bytes_and_write_set(clean):
@@ -91,6 +93,22 @@ def test_invariants(clean):
     o = copy.deepcopy(clean[0][1])
     o.steps[0].draft_mapping_is_target = False
     assert "does not share" in checks.check_invariants(CASE, o, clean[1])[0].message
+    # the engine's request table is judged against the Case, not the oracle's allocator
+    o = copy.deepcopy(clean[0][1])
+    toks, _ = o.steps[4].requests[0]
+    o.steps[4].requests[0] = (toks, 0)  # the frontier did not advance
+    (fail,) = checks.check_invariants(CASE, o, None)
+    assert "request table differs from the Case" in fail.message and "request 0" in fail.message
+    assert fail.step == 4
+
+
+def test_invariants_do_not_read_the_oracle(clean):
+    """The invariants check gets no Expectation at all and still passes / fails correctly."""
+    assert checks.check_invariants(CASE, clean[0][1], None) == []
+    o = copy.deepcopy(clean[0][1])
+    m = o.steps[4].mapping
+    m[max(i for i, v in enumerate(m) if v > 0)] = 0
+    assert checks.check_invariants(CASE, o, None)
 
 
 def test_agreement(clean):
@@ -102,14 +120,21 @@ def test_agreement(clean):
 
 
 def test_capture_freeze(clean):
-    o = copy.deepcopy(clean[0][1])
+    """Judged against the recapture reference (the same Case with every graph recaptured on its
+    live inputs), never from what the target reports it baked."""
+    eager, tape = clean[0]
+    ref = copy.deepcopy(tape)
+    ref.executor = checks.RECAPTURE_EXECUTOR
+    assert checks.check_capture_freeze(CASE, [eager, tape, ref]) == []
+    o = copy.deepcopy(tape)
     f = _graph_fwd(o)
-    f.baked["swa_out_cache_loc"] = [0] * f.rows
-    (fail,) = checks.check_capture_freeze(CASE, o, clean[1])
-    assert "stale" in fail.message and fail.slot_class == "stale"
-    o = copy.deepcopy(clean[0][1])
-    _graph_fwd(o).baked["rows"] = [99]
-    assert "99" in checks.check_capture_freeze(CASE, o, clean[1])[0].message
+    f.baked["swa_out_cache_loc"] = [0] * f.rows  # self-report: ignored
+    assert checks.check_capture_freeze(CASE, [eager, o, ref]) == []
+    f.stores[0].locs[0] = 0  # the replayed graph used a stale translation
+    (fail,) = checks.check_capture_freeze(CASE, [eager, o, ref])
+    assert "stale" == fail.slot_class and "recaptured" in fail.message
+    assert (fail.step, fail.fwd) == (f.step, f.fwd)
+    assert checks.check_capture_freeze(CASE, [eager, o]) == []  # no reference, nothing judged
 
 
 def test_contracts(clean):
@@ -122,3 +147,60 @@ def test_contracts(clean):
     o = copy.deepcopy(clean[0][1])
     o.error = {"step": 2, "type": "ContractError", "message": "store: loc must be int32"}
     assert "refused a valid Case" in checks.check_contracts(CASE, o, clean[1])[-1].message
+
+
+def test_exec_path(clean):
+    """Graph or eager, rows and the harness-counted replays are judged from the Case alone."""
+    assert checks.check_exec_path(CASE, clean[0][1], None) == []
+    o = copy.deepcopy(clean[0][1])
+    f = _graph_fwd(o)
+    f.exec = "eager"  # the target says it ran eagerly where the Case determines a graph
+    (fail,) = checks.check_exec_path(CASE, o, None)
+    assert fail.slot_class == "path" and "the Case determines graph (bucket 2" in fail.message
+    assert (fail.step, fail.fwd) == (f.step, f.fwd)
+    o = copy.deepcopy(clean[0][1])
+    _graph_fwd(o).stores[1].rows = 1  # a store that got only the real rows
+    (fail,) = checks.check_exec_path(CASE, o, None)
+    assert "layer 1 store got 1 rows, expected 2" in fail.message
+    o = copy.deepcopy(clean[0][1])
+    o.graph_use = {"captures": 1, "replays": 0}  # the harness saw no replay
+    (fail,) = checks.check_exec_path(CASE, o, None)
+    assert fail.slot_class == "graph-use" and "2 replays" in fail.message
+    # an eager executor: every forward must be eager, the graph steps included
+    assert checks.check_exec_path(CASE, clean[0][0], None) == []
+    o = copy.deepcopy(clean[0][0])
+    o.forwards[2].exec = "graph"
+    assert checks.check_exec_path(CASE, o, None)[0].slot_class == "path"
+
+
+def test_failures_ordered_earliest_first(clean):
+    """A symptom at a later step is listed after its cause at an earlier step, whatever the
+    check order."""
+    o = copy.deepcopy(clean[0][1])
+    z = o.steps[3].redzones["draft"][0]
+    z.before = b"\x00" + z.before[1:]  # redzones (check 4) at step 3
+    o.steps[1].draft_mapping_is_target = False  # invariants (check 5) at step 1
+    _graph_fwd(o).stores[0].locs[0] = 0  # write_targets (check 1) at step 2 or 3
+    fails, _ = checks.run_checks(CASE, [o], clean[1])
+    steps = [f.step for f in fails]
+    assert steps == sorted(steps) and fails[0].check == "invariants"
+
+
+def test_pool_bytes_names_whose_bytes_appeared(clean):
+    o = copy.deepcopy(clean[0][1])
+    rb = CASE.pool.row_bytes
+    fwd_exp = next(e for e in clean[1].forwards if e.step == 2)
+    a, b = fwd_exp.targets[0], fwd_exp.targets[1]
+    for s in o.steps[2:3]:  # swap the two rows of step 2 in layer 0
+        buf = bytearray(s.pools["target"][0])
+        buf[a * rb:(a + 1) * rb], buf[b * rb:(b + 1) * rb] = (buf[b * rb:(b + 1) * rb],
+                                                              buf[a * rb:(a + 1) * rb])
+        s.pools["target"][0] = bytes(buf)
+    (fail,) = checks.check_pool_bytes(CASE, o, clean[1])
+    assert "got" in fail.message and "step 2 fwd 0 target layer 0 row 1 (real" in fail.message
+    assert "request 1" in fail.message
+    o = copy.deepcopy(clean[0][1])
+    buf = bytearray(o.steps[2].pools["target"][1])
+    buf[a * rb:(a + 1) * rb] = bytes([0x5A]) * rb
+    o.steps[2].pools["target"][1] = bytes(buf)
+    assert "poison: never written" in checks.check_pool_bytes(CASE, o, clean[1])[0].message

@@ -9,6 +9,7 @@ imports).
 
 from __future__ import annotations
 
+import os
 import random
 import struct
 
@@ -273,6 +274,33 @@ def _triton_or_skip():
         pytest.skip(f"kernels.triton_impl does not import here ({type(e).__name__}: {e})")
 
 
+def triton_device(interpret: str | None, cuda: bool) -> str | None:
+    """Where the Triton kernels of these tests can run: the interpreter takes CPU tensors;
+    compiled Triton (``TRITON_INTERPRET`` unset or 0) needs CUDA tensors; None: nowhere here."""
+    if interpret == "1":
+        return "cpu"
+    return "cuda" if cuda else None
+
+
+def _triton_device_or_skip() -> str:
+    _triton_or_skip()
+    dev = triton_device(os.environ.get("TRITON_INTERPRET"), torch.cuda.is_available())
+    if dev is None:
+        pytest.skip("compiled Triton needs a CUDA device (TRITON_INTERPRET is not 1, no GPU)")
+    return dev
+
+
+@pytest.mark.parametrize("interpret,cuda,want", [
+    ("1", False, "cpu"),  # CPU CI
+    (None, True, "cuda"),  # the GPU machine: compiled Triton on CUDA tensors
+    ("0", True, "cuda"),
+    ("1", True, "cpu"),  # interpreter forced on a GPU machine
+    ("0", False, None),  # the issue-10 reproduction: skip, not "tensors must be on CUDA"
+])
+def test_triton_device_selection(interpret, cuda, want):
+    assert triton_device(interpret, cuda) == want
+
+
 # ---------------------------------------------------------------------------------------------
 # registry
 # ---------------------------------------------------------------------------------------------
@@ -327,6 +355,7 @@ def test_host_baked_translation_stays_stale_in_graph_one_fresh():
     assert all(b == r["baked_value"] for b, _ in r["results"])
 
 
+_TORCH_TENSOR = torch.tensor
 SYNCS = {
     "item": lambda x: x.sum().item(),
     "tolist": lambda x: x.tolist(),
@@ -339,6 +368,9 @@ SYNCS = {
     "bool_mask_index": lambda x: x[x > 1],
     "bool_mask_put": lambda x: x.__setitem__(x > 1, 0),
     "unique": lambda x: torch.unique(x),
+    "cpu": lambda x: x.cpu(),  # a device->host copy (a no-op on CPU, refused all the same)
+    "tensor_from_list": lambda x: torch.tensor([1, 2], device=x.device),  # host->device upload
+    "as_tensor_from_list": lambda x: torch.as_tensor([3], device=x.device),
 }
 
 
@@ -356,6 +388,7 @@ def test_host_sync_in_capture_raises_and_capture_is_undone(op):
         TapeExecutor("cpu").capture(fn)
     assert raw(x) == raw(after_warmup)  # warm-up ran for real; capture's writes were undone
     assert "tolist" not in torch.Tensor.__dict__ and "numpy" not in torch.Tensor.__dict__
+    assert "cpu" not in torch.Tensor.__dict__ and torch.tensor is _TORCH_TENSOR
 
 
 def test_host_sync_outside_capture_is_fine():
@@ -444,8 +477,8 @@ def test_replay_rejects_foreign_handle():
 
 
 def test_triton_kernels_under_tape():
-    _triton_or_skip()
-    r = scenario_triton(TapeExecutor("cpu"), "cpu")
+    dev = _triton_device_or_skip()
+    r = scenario_triton(TapeExecutor(dev), dev)
     assert r["got"] == r["want"]
     names = r["handle"].op_names
     assert [n for n in names if n.startswith("launch:")] == [
@@ -454,14 +487,14 @@ def test_triton_kernels_under_tape():
 
 
 def test_triton_bad_index_on_replay_is_a_contract_error():
-    _triton_or_skip()
+    dev = _triton_device_or_skip()
     from swafuzz.kernels.contracts import ContractError as RealContractError
 
-    r = scenario_triton(TapeExecutor("cpu"), "cpu", replays=1)
+    r = scenario_triton(TapeExecutor(dev), dev, replays=1)
     w = r["world"]
     w.loc[0] = 10**6
     with pytest.raises(RealContractError, match="outside the mapping"):
-        TapeExecutor("cpu").replay(r["handle"])
+        TapeExecutor(dev).replay(r["handle"])
 
 
 # ---------------------------------------------------------------------------------------------

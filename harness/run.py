@@ -45,6 +45,7 @@ class Verdict:
     failures: list[Failure] = field(default_factory=list)
     checks_run: int = 0
     seconds: float = 0.0
+    observed: list[dict[str, Any]] | None = None  # failing only: harness.observed summaries
 
     @property
     def failed(self) -> bool:
@@ -58,6 +59,7 @@ class Verdict:
             "failures": [f.to_json() for f in self.failures],
             "checks_run": self.checks_run,
             "seconds": self.seconds,
+            "observed": self.observed,
         }
 
     def finding(self, target: str, impl: str, executor: str, prefix: str = "") -> dict[str, Any]:
@@ -66,11 +68,12 @@ class Verdict:
                 "message": self.failures[0].message,
                 "failures": [f.to_json() for f in self.failures], "target": target,
                 "impl": impl, "executor": executor, "case": self.case.to_json(),
-                "shrunk": self.case.summary()}
+                "shrunk": self.case.summary(), "observed": self.observed}
 
     @staticmethod
     def from_json(case: Case, d: dict[str, Any]) -> Verdict:
-        return Verdict(case, [Failure(**f) for f in d["failures"]], d["checks_run"], d["seconds"])
+        return Verdict(case, [Failure(**f) for f in d["failures"]], d["checks_run"], d["seconds"],
+                       d.get("observed"))
 
 
 def execute(case: Case, target: str = "unified", impl: str = "auto",
@@ -90,4 +93,9 @@ def execute(case: Case, target: str = "unified", impl: str = "auto",
         observations.append(run_case(case, target=target, impl=resolve_impl(impl),
                                      executor=get_executor(name)))
     fails, n = run_checks(case, observations, exp, only)
-    return Verdict(case, fails, n, time.perf_counter() - t0)
+    observed = None
+    if fails:
+        from swafuzz.harness.observed import summarize_all
+
+        observed = summarize_all(case, observations, exp)
+    return Verdict(case, fails, n, time.perf_counter() - t0, observed)

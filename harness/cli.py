@@ -53,13 +53,22 @@ def _validate_common(args) -> None:
                          f"{', '.join(['auto', 'all'] + available_executors())}")
 
 
-def _progress(enabled: bool):
-    """A progress bar on a terminal (stderr); nothing per case when stderr is not a TTY."""
-    state = {"t": 0.0, "shown": False}
+def _progress(enabled: bool, every_s: float = 5.0):
+    """A progress bar on a terminal (stderr); when stderr is not a TTY (CI logs), one line
+    every ``every_s`` seconds (``SWAFUZZ_PROGRESS_S`` overrides it)."""
+    state = {"t": 0.0, "shown": False, "line_t": time.monotonic(), "t0": time.monotonic()}
     tty = enabled and sys.stderr.isatty()
+    every_s = float(os.environ.get("SWAFUZZ_PROGRESS_S", every_s))
 
     def show(kind: str, done: int, total: int) -> None:
         now = time.monotonic()
+        if enabled and not tty:
+            if now - state["line_t"] >= every_s:
+                state["line_t"] = now
+                sys.stderr.write(f"progress: {kind}: {done}/{total} generated cases, "
+                                 f"{now - state['t0']:.0f} s elapsed\n")
+                sys.stderr.flush()
+            return
         if not tty or (now - state["t"] < 0.1 and done < total):
             return
         state["t"] = now
@@ -80,6 +89,12 @@ def _progress(enabled: bool):
 
     show.end_kind = end_kind
     return show
+
+
+def resolve_executors_for(args) -> list[str]:
+    from swafuzz.harness.run import resolve_executors
+
+    return resolve_executors(args.executor)
 
 
 def _make_runner(args, out_dir: str | None):
@@ -109,15 +124,32 @@ def cmd_run(args) -> int:
     if args.examples < 1:
         raise UsageError(f"--examples: must be >= 1 (got {args.examples})")
     per_kind = max(1, -(-args.examples // len(kinds)))
+    from swafuzz.harness.corpus import DatabaseSpecError, check_spec, open_database
+    from swafuzz.harness.report import write_run_meta
+    from swafuzz.harness.throughput import forward_count
+
+    try:
+        check_spec(args.db)
+    except DatabaseSpecError as e:
+        raise UsageError(str(e)) from None
     out = args.out
     os.makedirs(out, exist_ok=True)
+    try:
+        database = open_database(args.db, out)
+    except DatabaseSpecError as e:
+        raise UsageError(str(e)) from None
     log = CaseLog(os.path.join(out, "cases.jsonl"))
     run_case, worker = _make_runner(args, out)
+    n_exec = len(resolve_executors_for(args))
+    t_start = time.time()
+    fwd = {"steps": 0}
 
     def logged(case):
         v = run_case(case)
+        fwd["steps"] += forward_count(case) * n_exec
         log.write({"kind": case.kind, "failed": v.failed, "signature": v.signature(),
                    "seconds": round(v.seconds, 4), "checks": v.checks_run,
+                   "t": round(time.time(), 3),
                    "case": case.to_json() if v.failed else None})
         return v
 
@@ -129,7 +161,7 @@ def cmd_run(args) -> int:
         first_paths[v.case.kind] = write_bundle(out, v.finding(args.target, args.impl, args.executor))
 
     camp = Campaign(logged, seed=args.seed, shrink_budget=args.shrink_budget, progress=progress,
-                    on_first_failure=on_first_failure)
+                    on_first_failure=on_first_failure, database=database, db_key=args.target)
     stats, seen = {}, set()
     findings = 0
     try:
@@ -158,6 +190,15 @@ def cmd_run(args) -> int:
     with open(os.path.join(out, "summary.md"), "w") as f:
         f.write(f"# swafuzz run: target {args.target}, impl {args.impl}, executor "
                 f"{args.executor}, seed {args.seed}\n\n{campaign_table(stats, markdown=True)}\n")
+    wall = time.time() - t_start
+    write_run_meta(out, {"command": "run", "target": args.target, "impl": args.impl,
+                         "executor": args.executor, "seed": args.seed,
+                         "examples": args.examples, "scenarios": kinds, "db": args.db,
+                         "started": t_start, "seconds": round(wall, 3),
+                         "forward_steps": fwd["steps"], "stats": stats})
+    print(f"\n{fwd['steps']} forward steps checked in {wall:.1f} s "
+          f"({fwd['steps'] / max(wall, 1e-9):.1f} steps/s)")
+    print(f"results: {os.path.abspath(out)} (swafuzz report {out})")
     return EXIT_FINDINGS if findings else EXIT_CLEAN
 
 
@@ -206,21 +247,22 @@ def cmd_list(args) -> int:
 
 # --------------------------------------------------------------------------- report
 def cmd_report(args) -> int:
-    from swafuzz.reports.summary import table
+    from swafuzz.harness.report import ReportInputError, build
 
-    fdir = os.path.join(args.dir, "findings")
-    if not os.path.isdir(args.dir):
-        raise UsageError(f"DIR: {args.dir!r} is not a directory written by 'swafuzz run'")
-    rows = []
-    for name in sorted(os.listdir(fdir)) if os.path.isdir(fdir) else []:
-        if name.endswith(".json"):
-            with open(os.path.join(fdir, name)) as f:
-                b = json.load(f)
-            rows.append([b.get("signature"), b.get("target"), json.dumps(b.get("shrunk")),
-                         b.get("command")])
-    text = table(["signature", "target", "shrunk", "repro"], rows, markdown=True)
-    print(text if rows else "no findings")
-    return EXIT_FINDINGS if rows else EXIT_CLEAN
+    if args.reruns < 0:
+        raise UsageError(f"--reruns: must be >= 0 (got {args.reruns})")
+    try:
+        res = build(args.dir, baseline=args.baseline, reruns=args.reruns)
+    except ReportInputError as e:
+        raise UsageError(str(e)) from None
+    st = res["status"]
+    print(f"{res['findings']} findings by signature: {len(st['new'])} new, "
+          f"{len(st['known'])} known, {len(st['fixed'])} fixed")
+    for s in st["new"] + st["known"]:
+        print(f"  {'NEW  ' if s in st['new'] else 'known'} {s}")
+    for p in res["paths"]:
+        print(f"wrote {p}")
+    return EXIT_FINDINGS if res["findings"] else EXIT_CLEAN
 
 
 # --------------------------------------------------------------------------- zoo / bench
@@ -243,53 +285,76 @@ def cmd_bench(args) -> int:
     return EXIT_CLEAN
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each option's default, except where there is none (None, or a flag's False)."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False or not action.help:
+            return action.help or ""
+        return super()._get_help_string(action)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="swafuzz", description=__doc__.splitlines()[0])
+    from swafuzz import __version__
+    from swafuzz.harness.corpus import DB_HELP
+
+    fmt = _HelpFormatter
+    p = argparse.ArgumentParser(prog="swafuzz", description=__doc__.splitlines()[0],
+                                formatter_class=fmt)
+    p.add_argument("--version", action="version", version=f"swafuzz {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
 
     def common(sp, defaults=True):
-        sp.add_argument("--target", default="unified" if defaults else None)
+        sp.add_argument("--target", default="unified" if defaults else None,
+                        help="target under test (swafuzz list)"
+                        + ("" if defaults else "; default: the bundle's"))
         sp.add_argument("--impl", default="auto" if defaults else None,
                         help="torch | triton | cuda | auto (triton)")
         sp.add_argument("--executor", default="auto",
                         help="eager | tape | cudagraph | auto (eager + this machine's graphs) | all")
 
-    r = sub.add_parser("run", help="fuzz a target: scenarios x checks")
+    r = sub.add_parser("run", formatter_class=fmt, help="fuzz a target: scenarios x checks")
     common(r)
     r.add_argument("--scenario", action="append", help="scenario kind (repeatable)")
     r.add_argument("--examples", type=int, default=300, help="cases in all (split over kinds)")
-    r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--out", default="swafuzz-out")
-    r.add_argument("--shrink-budget", type=int, default=150)
+    r.add_argument("--seed", type=int, default=0, help="hypothesis seed (same seed, same Cases)")
+    r.add_argument("--out", default="swafuzz-out", help="output directory")
+    r.add_argument("--shrink-budget", type=int, default=150,
+                   help="cases run to shrink each first failure")
+    r.add_argument("--db", default=None, help=DB_HELP)
     r.add_argument("--no-isolate", action="store_true", help="run cases in this process")
-    r.add_argument("--quiet", action="store_true")
+    r.add_argument("--quiet", action="store_true", help="no progress on stderr")
     r.set_defaults(fn=cmd_run)
 
-    rp = sub.add_parser("repro", help="replay a finding bundle")
+    rp = sub.add_parser("repro", formatter_class=fmt, help="replay a finding bundle")
     rp.add_argument("file")
     common(rp, defaults=False)
     rp.set_defaults(fn=cmd_repro)
 
-    sub.add_parser("list", help="what is available here").set_defaults(fn=cmd_list)
+    sub.add_parser("list", formatter_class=fmt, help="what is available here").set_defaults(fn=cmd_list)
 
-    rep = sub.add_parser("report", help="summarise a run directory")
+    rep = sub.add_parser("report", formatter_class=fmt, help="summarise a run directory")
     rep.add_argument("dir")
+    rep.add_argument("--baseline", default=None,
+                     help="a previous run directory: findings split into new / known / fixed")
+    rep.add_argument("--reruns", type=int, default=0,
+                     help="replay each finding's smallest Case N times (reliability k/N)")
     rep.set_defaults(fn=cmd_report)
 
-    z = sub.add_parser("zoo", help="run every mutant; print the kill matrix")
+    z = sub.add_parser("zoo", formatter_class=fmt, help="run every mutant; print the kill matrix")
     z.add_argument("--examples", type=int, default=200, help="case budget per mutant and seed")
-    z.add_argument("--seeds", type=int, default=5)
-    z.add_argument("--json", default=None)
+    z.add_argument("--seeds", type=int, default=5, help="seeds per mutant")
+    z.add_argument("--json", default=None, help="write the kill matrix as JSON here")
     z.add_argument("--budget", default="full", help="full | ci (reduced, for the CI gate)")
-    z.add_argument("--impl", default="auto")
-    z.add_argument("--executor", default="auto")
-    z.add_argument("--out", default="swafuzz-out/zoo")
+    z.add_argument("--impl", default="auto", help="torch | triton | cuda | auto")
+    z.add_argument("--executor", default="auto", help="eager | tape | cudagraph | auto | all")
+    z.add_argument("--out", default="swafuzz-out/zoo", help="bundles and kill-matrix.md")
     z.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                    help="worker processes (mutants run in parallel)")
-    z.add_argument("--quiet", action="store_true")
+    z.add_argument("--quiet", action="store_true", help="no progress on stderr")
     z.set_defaults(fn=cmd_zoo)
 
-    b = sub.add_parser("bench", help="kernel benchmark (bench/kernels.py)")
+    b = sub.add_parser("bench", formatter_class=fmt, help="kernel benchmark (bench/kernels.py)")
     b.add_argument("rest", nargs=argparse.REMAINDER)
     b.set_defaults(fn=cmd_bench)
     return p

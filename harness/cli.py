@@ -133,11 +133,11 @@ def cmd_run(args) -> int:
     except DatabaseSpecError as e:
         raise UsageError(str(e)) from None
     out = args.out
-    os.makedirs(out, exist_ok=True)
     try:
-        database = open_database(args.db, out)
+        database = open_database(args.db, out)  # before anything is written (pings Redis)
     except DatabaseSpecError as e:
         raise UsageError(str(e)) from None
+    os.makedirs(out, exist_ok=True)
     log = CaseLog(os.path.join(out, "cases.jsonl"))
     run_case, worker = _make_runner(args, out)
     n_exec = len(resolve_executors_for(args))

@@ -39,6 +39,7 @@ def run_dir(tmp_path_factory):
     assert "forward steps checked" in r.stdout
     meta = json.loads((out / "run.json").read_text())
     assert meta["target"] == "mutant:host_baked_translation" and meta["forward_steps"] > 0
+    assert (out / ".hypothesis-db").is_dir()  # the default example database saved the finding
     return out
 
 

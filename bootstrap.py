@@ -57,7 +57,9 @@ def main(argv: list[str]) -> int:
         env.setdefault("CI", "1")
         args = [PY, "-m", "pytest", "-q", "-n", "2", "-m", "not nightly and not upstream",
                 *rest]
-    return subprocess.call(args, cwd=ROOT, env=env)
+    # run / swafuzz: in the caller's directory, so relative paths (--out, --db, report DIR, a
+    # bundle for repro) mean what they mean where the user typed them; the tests run from ROOT
+    return subprocess.call(args, cwd=ROOT if cmd == "test" else os.getcwd(), env=env)
 
 
 if __name__ == "__main__":

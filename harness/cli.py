@@ -277,9 +277,12 @@ def cmd_bench(args) -> int:
     import runpy
 
     rest = [a for a in args.rest if a != "--"]
+    module = "swafuzz.bench.kernels"
+    if rest[:1] == ["harness"]:  # swafuzz bench harness [...]: campaign throughput, 1 vs N workers
+        module, rest = "swafuzz.bench.harness", rest[1:]
     sys.argv = ["swafuzz bench"] + rest
     try:
-        runpy.run_module("swafuzz.bench.kernels", run_name="__main__", alter_sys=True)
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
     except SystemExit as e:
         return int(e.code or 0)
     return EXIT_CLEAN
@@ -354,7 +357,8 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--quiet", action="store_true", help="no progress on stderr")
     z.set_defaults(fn=cmd_zoo)
 
-    b = sub.add_parser("bench", formatter_class=fmt, help="kernel benchmark (bench/kernels.py)")
+    b = sub.add_parser("bench", formatter_class=fmt, help="kernel benchmark (bench/kernels.py); 'bench harness': "
+                       "campaign throughput, 1 vs N workers (bench/harness.py)")
     b.add_argument("rest", nargs=argparse.REMAINDER)
     b.set_defaults(fn=cmd_bench)
     return p

@@ -1,7 +1,8 @@
 """``swafuzz`` (also ``python -m swafuzz``): run, zoo, repro, list, report, bench.
 
 Exit codes: 0 clean, 1 findings, 2 usage or input error (with a message naming the field and the
-allowed values, and nothing written).
+allowed values, and nothing written), 3 tool failure (one line on stderr; the traceback goes to
+``swafuzz-error.log`` in the output directory, or the temporary directory).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import os
 import sys
 import time
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_TOOL = 0, 1, 2, 3
 
 
 class UsageError(Exception):
@@ -123,6 +124,13 @@ def cmd_run(args) -> int:
         _check_choice("--scenario", k, SCENARIO_KINDS)
     if args.examples < 1:
         raise UsageError(f"--examples: must be >= 1 (got {args.examples})")
+    if args.shrink_budget < 0:
+        raise UsageError(f"--shrink-budget: must be >= 0 (got {args.shrink_budget})")
+    from swafuzz.harness.failures import check_out_dir
+
+    bad = check_out_dir("--out", args.out)
+    if bad:
+        raise UsageError(bad)
     per_kind = max(1, -(-args.examples // len(kinds)))
     from swafuzz.harness.corpus import DatabaseSpecError, check_spec, open_database
     from swafuzz.harness.report import write_run_meta
@@ -269,7 +277,24 @@ def cmd_report(args) -> int:
 def cmd_zoo(args) -> int:
     from swafuzz.harness.zoo import run_zoo
 
+    from swafuzz.harness.failures import check_out_dir, check_out_file
+
     _check_choice("--budget", args.budget, ("full", "ci"))
+    if args.budget == "ci":
+        given = [f for f, v in (("--examples", args.examples), ("--seeds", args.seeds)) if v
+                 is not None]
+        if given:
+            raise UsageError(f"{given[0]}: not allowed with --budget ci (its budget is fixed); "
+                             "use --budget full with --examples and --seeds")
+    args.examples = 200 if args.examples is None else args.examples
+    args.seeds = 5 if args.seeds is None else args.seeds
+    for field, v in (("--examples", args.examples), ("--seeds", args.seeds),
+                     ("--jobs", args.jobs)):
+        if v < 1:
+            raise UsageError(f"{field}: must be >= 1 (got {v})")
+    bad = check_out_dir("--out", args.out) or (args.json and check_out_file("--json", args.json))
+    if bad:
+        raise UsageError(bad)
     return run_zoo(args)
 
 
@@ -345,8 +370,10 @@ def build_parser() -> argparse.ArgumentParser:
     rep.set_defaults(fn=cmd_report)
 
     z = sub.add_parser("zoo", formatter_class=fmt, help="run every mutant; print the kill matrix")
-    z.add_argument("--examples", type=int, default=200, help="case budget per mutant and seed")
-    z.add_argument("--seeds", type=int, default=5, help="seeds per mutant")
+    z.add_argument("--examples", type=int, default=None,
+                   help="case budget per mutant and seed (default: 200; --budget full only)")
+    z.add_argument("--seeds", type=int, default=None,
+                   help="seeds per mutant (default: 5; --budget full only)")
     z.add_argument("--json", default=None, help="write the kill matrix as JSON here")
     z.add_argument("--budget", default="full", help="full | ci (reduced, for the CI gate)")
     z.add_argument("--impl", default="auto", help="torch | triton | cuda | auto")
@@ -376,6 +403,12 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"swafuzz {args.cmd}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except Exception as e:  # noqa: BLE001 - a tool failure: exit 3, traceback to a log file
+        from swafuzz.harness.failures import report_tool_failure
+
+        out = getattr(args, "out", None) or getattr(args, "dir", None)
+        print(report_tool_failure(args.cmd, e, out), file=sys.stderr)
+        return EXIT_TOOL
 
 
 if __name__ == "__main__":

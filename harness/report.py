@@ -216,6 +216,8 @@ def build(d: str, baseline: str | None = None, reruns: int = 0) -> dict[str, Any
         raise ReportInputError(f"--baseline: {baseline!r} is not a directory")
     if not os.path.isdir(d):
         raise ReportInputError(f"DIR: {d!r} is not a directory written by 'swafuzz run'")
+    if not os.access(d, os.W_OK | os.X_OK):
+        raise ReportInputError(f"DIR: cannot write the reports into {d!r} (permission denied)")
     meta_path = os.path.join(d, "run.json")
     meta = _read_json(meta_path) if os.path.exists(meta_path) else {}
     if not isinstance(meta, dict):

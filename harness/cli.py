@@ -8,7 +8,6 @@ allowed values, and nothing written), 3 tool failure (one line on stderr; the tr
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -275,9 +274,8 @@ def cmd_report(args) -> int:
 
 # --------------------------------------------------------------------------- zoo / bench
 def cmd_zoo(args) -> int:
-    from swafuzz.harness.zoo import run_zoo
-
     from swafuzz.harness.failures import check_out_dir, check_out_file
+    from swafuzz.harness.zoo import run_zoo
 
     _check_choice("--budget", args.budget, ("full", "ci"))
     if args.budget == "ci":
@@ -323,8 +321,9 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from swafuzz import __version__
     from swafuzz.harness.corpus import DB_HELP
+
+    from swafuzz import __version__
 
     fmt = _HelpFormatter
     p = argparse.ArgumentParser(prog="swafuzz", description=__doc__.splitlines()[0],

@@ -9,7 +9,6 @@ import subprocess
 import time
 
 import pytest
-
 from swafuzz.harness.campaign import Campaign
 from swafuzz.harness.cli import main
 from swafuzz.harness.corpus import open_database

@@ -2,7 +2,6 @@
 stderr, the traceback in swafuzz-error.log under the output directory)."""
 
 import pytest
-
 from swafuzz.harness import report as report_mod
 from swafuzz.harness.cli import main
 

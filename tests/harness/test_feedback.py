@@ -6,8 +6,9 @@ import os
 import subprocess
 import sys
 
-from swafuzz import __version__
 from swafuzz.harness.cli import main
+
+from swafuzz import __version__
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

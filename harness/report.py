@@ -294,7 +294,7 @@ def build(d: str, baseline: str | None = None, reruns: int = 0) -> dict[str, Any
 
 def _budget_line(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     secs = sum(float(r.get("seconds") or 0) for r in rows)
-    parts = [f"{len(rows)} cases logged"]
+    parts = [f"{len(rows)} cases logged" if rows else "no case log"]
     if isinstance(meta.get("budget"), dict):  # zoo
         bz = meta["budget"]
         parts.append(f"zoo budget {bz.get('name')}: {bz.get('examples')} cases x "

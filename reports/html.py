@@ -55,6 +55,7 @@ h1{font-size:22px;margin:0 0 8px}h2{font-size:17px;margin:28px 0 6px;border-top:
 padding-top:14px}h3{font-size:14px;margin:12px 0 4px}
 table{border-collapse:collapse;font-size:13px;margin:8px 0}
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
+td.long{overflow-wrap:anywhere}
 th{background:#f3f3f3}code,pre{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
 pre{background:#f7f7f7;padding:8px;white-space:pre-wrap;word-break:break-all}
 .legend span{display:inline-block;margin:2px 12px 2px 0;font-size:12px}
@@ -184,9 +185,27 @@ def _legend() -> str:
         + "</div>")
 
 
+def _md_table(md: str) -> str:
+    """A Markdown table (as ``reports.summary.table`` writes it) as an HTML table; any other
+    text as preformatted text."""
+    lines = [ln.strip() for ln in md.strip().splitlines() if ln.strip()]
+    if len(lines) < 2 or not all(ln.startswith("|") and ln.endswith("|") for ln in lines):
+        return f"<pre>{_esc(md)}</pre>"
+    cells = [[c.strip() for c in ln[1:-1].split("|")] for ln in lines]
+    rows = [r for r in cells[1:] if not all(set(c) <= set("-: ") for c in r)]
+    if "repro" in cells[0]:  # each finding below carries its repro command
+        i = cells[0].index("repro")
+        cells[0] = cells[0][:i] + cells[0][i + 1:]
+        rows = [r[:i] + r[i + 1:] for r in rows]
+    return _table(cells[0], rows)
+
+
 def _table(headers: list[str], rows: list[list[Any]]) -> str:
     h = "".join(f"<th>{_esc(x)}</th>" for x in headers)
-    b = "".join("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in r) + "</tr>" for r in rows)
+    long_td = '<td class="long">'
+    b = "".join("<tr>" + "".join(
+        f"{long_td if len(str(c)) > 60 else '<td>'}{_esc(c)}</td>" for c in r)
+        + "</tr>" for r in rows)
     return f"<table>{f'<tr>{h}</tr>' if h else ''}{b}</table>"
 
 
@@ -199,7 +218,7 @@ def render(title: str, meta: list[tuple[str, Any]], kinds: list[list[Any]],
         body.append("<h2>Cases per scenario kind</h2>")
         body.append(_table(["scenario kind", "cases", "failing", "checks run"], kinds))
     if kill_matrix_md:
-        body.append("<h2>Kill matrix</h2><pre>" + _esc(kill_matrix_md) + "</pre>")
+        body.append("<h2>Kill matrix</h2>" + _md_table(kill_matrix_md))
     body.append(f"<h2>Findings ({len(findings)})</h2>")
     if not findings:
         body.append('<p class="ok">No findings.</p>')
@@ -210,7 +229,7 @@ def render(title: str, meta: list[tuple[str, Any]], kinds: list[list[Any]],
                     f'<span class="note">({_esc(f.get("status", "new"))})</span></h2>')
         body.append(_table(["failing cases logged", "first / last (case #)", "reliability",
                             "smallest Case"], [[
-            f.get("count"), seen_text(f),
+            f.get("count") if f.get("first_seen") is not None else "-", seen_text(f),
             f.get("reliability") or "not measured", shrunk_text(f.get("shrunk"))]]))
         if f.get("message"):
             body.append(f"<pre>{_esc(f['message'])}</pre>")

@@ -30,6 +30,7 @@ class _Found(Exception):
 class KindResult:
     kind: str
     cases: int = 0  # cases executed (including shrinking)
+    generated: int = 0  # of which generated (or replayed from the database) before the first failure
     cases_to_first: int | None = None  # generated cases until the first failure
     checks: int = 0
     seconds: float = 0.0
@@ -50,6 +51,9 @@ class Campaign:
     database: object | None = None
     db_key: str = "unified"
     results: dict[str, KindResult] = field(default_factory=dict)
+    # "generate" or "shrink": the phase of the case being run (read by a run_case wrapper that
+    # logs it; a case run after the first failure of its kind is a shrinking case)
+    phase: str = "generate"
 
     def run_kind(self, kind: str, examples: int) -> KindResult:
         res = KindResult(kind)
@@ -68,8 +72,11 @@ class Campaign:
             else:
                 if not best:
                     state["generated"] += 1
+                    res.generated += 1
+                    self.phase = "generate"
                 else:
                     state["after_fail"] += 1
+                    self.phase = "shrink"
                 v = self.run_case(case)
                 memo[key] = v
                 res.cases += 1

@@ -156,7 +156,7 @@ def cmd_run(args) -> int:
         fwd["steps"] += forward_count(case) * n_exec
         log.write({"kind": case.kind, "failed": v.failed, "signature": v.signature(),
                    "seconds": round(v.seconds, 4), "checks": v.checks_run,
-                   "t": round(time.time(), 3),
+                   "t": round(time.time(), 3), "phase": camp.phase,
                    "case": case.to_json() if v.failed else None})
         return v
 
@@ -174,7 +174,7 @@ def cmd_run(args) -> int:
     try:
         for kind in kinds:
             res = camp.run_kind(kind, per_kind)
-            stats[kind] = {"cases": res.cases, "checks": res.checks,
+            stats[kind] = {"cases": res.cases, "generated": res.generated, "checks": res.checks,
                            "findings": 1 if res.finding else 0, "seconds": res.seconds}
             progress.end_kind(kind, res.cases, stats[kind]["findings"], res.seconds)
             if res.finding:

@@ -242,8 +242,10 @@ def build(d: str, baseline: str | None = None, reruns: int = 0) -> dict[str, Any
 
     kinds: dict[str, dict[str, int]] = {}
     for r in rows:
-        k = kinds.setdefault(r.get("kind") or "?", {"cases": 0, "failing": 0, "checks": 0})
+        k = kinds.setdefault(r.get("kind") or "?", {"cases": 0, "shrinking": 0, "failing": 0,
+                                                    "checks": 0})
         k["cases"] += 1
+        k["shrinking"] += 1 if r.get("phase") == "shrink" else 0
         k["failing"] += 1 if r.get("failed") else 0
         k["checks"] += int(r.get("checks") or 0)
     km_path = os.path.join(d, "kill-matrix.md")
@@ -274,7 +276,9 @@ def build(d: str, baseline: str | None = None, reruns: int = 0) -> dict[str, Any
             if g.reliability else None,
             "shrunk": g.to_json()["shrunk"], "repro": b.get("command"),
             "target": b.get("target") or info["target"], "picture": pic, "why": why})
-    kind_rows = [[k, v["cases"], v["failing"], v["checks"]] for k, v in sorted(kinds.items())]
+    # [kind, cases run, of which shrinking, failing, checks run]
+    kind_rows = [[k, v["cases"], v["shrinking"], v["failing"], v["checks"]]
+                 for k, v in sorted(kinds.items())]
 
     md = report_markdown(info, kind_rows, findings, status, kill_md, limit=MD_LIMIT)
     atomic_write_text(os.path.join(d, "summary.md"), md)

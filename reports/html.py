@@ -216,7 +216,8 @@ def render(title: str, meta: list[tuple[str, Any]], kinds: list[list[Any]],
     body = [f"<h1>{_esc(title)}</h1>", _table([], [[k, v] for k, v in meta])]
     if kinds:
         body.append("<h2>Cases per scenario kind</h2>")
-        body.append(_table(["scenario kind", "cases", "failing", "checks run"], kinds))
+        body.append(_table(["scenario kind", "cases run", "of which shrinking", "failing",
+                            "checks run"], kinds))
     if kill_matrix_md:
         body.append("<h2>Kill matrix</h2>" + _md_table(kill_matrix_md))
     body.append(f"<h2>Findings ({len(findings)})</h2>")

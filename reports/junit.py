@@ -27,10 +27,11 @@ def render(kinds: list[list[Any]], findings: list[dict[str, Any]],
     props = ET.SubElement(suite, "properties")
     for k in ("commit", "versions", "device", "target", "budget"):
         ET.SubElement(props, "property", name=k, value=_clean(info.get(k, "")))
-    for kind, cases, failing, checks in kinds:
+    for kind, cases, shrinking, failing, checks in kinds:
         tc = ET.SubElement(suite, "testcase", classname="swafuzz.campaign", name=f"campaign.{kind}")
         out = ET.SubElement(tc, "system-out")
-        out.text = _clean(f"{cases} cases, {failing} failing, {checks} checks run")
+        out.text = _clean(f"{cases} cases ({shrinking} shrinking), {failing} failing, "
+                          f"{checks} checks run")
     for f in findings:
         tc = ET.SubElement(suite, "testcase", classname="swafuzz.finding",
                            name=f"finding.{f['signature']}")

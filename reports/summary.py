@@ -20,7 +20,21 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], markdown: bool 
 
 
 def campaign_table(stats: dict[str, dict[str, Any]], markdown: bool = False) -> str:
-    """``stats[kind] = {"cases", "checks", "findings", "seconds"}`` -> closing table."""
+    """``stats[kind] = {"cases", "checks", "findings", "seconds"}`` -> closing table; with
+    ``"generated"`` in every row, the cases are split into generated and shrinking."""
+    if stats and all("generated" in s for s in stats.values()):
+        rows = []
+        tot = {"cases": 0, "generated": 0, "checks": 0, "findings": 0, "seconds": 0.0}
+        for kind in sorted(stats):
+            s = stats[kind]
+            rows.append([kind, s["cases"], s["generated"], s["cases"] - s["generated"],
+                         s["checks"], s["findings"], f"{s['seconds']:.1f}"])
+            for k in tot:
+                tot[k] += s[k]
+        rows.append(["total", tot["cases"], tot["generated"], tot["cases"] - tot["generated"],
+                     tot["checks"], tot["findings"], f"{tot['seconds']:.1f}"])
+        return table(["scenario kind", "cases run", "generated", "shrinking", "checks run",
+                      "findings", "seconds"], rows, markdown)
     rows = []
     tot = {"cases": 0, "checks": 0, "findings": 0, "seconds": 0.0}
     for kind in sorted(stats):
@@ -76,9 +90,10 @@ def report_markdown(info: dict[str, Any], kinds: Sequence[Sequence[Any]],
             f"* findings: **{len(status.get('new', []))} new**, "
             f"{len(status.get('known', []))} known, {len(status.get('fixed', []))} fixed", ""]
     if kinds:
-        tot = [sum(int(r[i]) for r in kinds) for i in (1, 2, 3)]
+        tot = [sum(int(r[i]) for r in kinds) for i in (1, 2, 3, 4)]
         head += ["## Cases per scenario kind", "",
-                 table(["scenario kind", "cases", "failing", "checks run"],
+                 table(["scenario kind", "cases run", "of which shrinking", "failing",
+                        "checks run"],
                        [list(r) for r in kinds] + [["total", *tot]], markdown=True), ""]
     rows = [[f.get("status"), f"`{_cell(f['signature'])}`", f.get("count"),
              seen_text(f), f.get("reliability") or "-",

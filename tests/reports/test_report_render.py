@@ -56,7 +56,7 @@ def test_junit_parses_and_names_are_signatures():
     findings = [_finding(0), _finding(1, "known")]
     status = {"new": [findings[0]["signature"]], "known": [findings[1]["signature"]],
               "fixed": ["redzones/idle/outside"]}
-    text = render_junit([["decode", 10, 2, 150]], findings, status, INFO)
+    text = render_junit([["decode", 10, 3, 2, 150]], findings, status, INFO)
     root = ET.fromstring(text.split("\n", 1)[1])
     names = [tc.get("name") for tc in root.iter("testcase")]
     assert names == ["campaign.decode", "finding.write_targets/decode/live0",
@@ -65,13 +65,13 @@ def test_junit_parses_and_names_are_signatures():
     types = [f.get("type") for f in root.iter("failure")]
     assert types == ["new", "known"]
     # the same input gives the same bytes (stable from night to night)
-    assert text == render_junit([["decode", 10, 2, 150]], findings, status, INFO)
+    assert text == render_junit([["decode", 10, 3, 2, 150]], findings, status, INFO)
 
 
 def test_summary_md_stays_under_the_limit():
     findings = [_finding(i) for i in range(3000)]
     status = dedup.classify([f["signature"] for f in findings], None)
-    md = report_markdown(INFO, [["decode", 1, 1, 1]], findings, status, "| km |", limit=64 * 1024)
+    md = report_markdown(INFO, [["decode", 1, 0, 1, 1]], findings, status, "| km |", limit=64 * 1024)
     assert len(md.encode()) <= 64 * 1024
     assert "more findings left out" in md and "## Kill matrix" in md and "commit: `abc`" in md
     small = report_markdown(INFO, [], [], dedup.classify([], None))
@@ -89,7 +89,7 @@ def test_html_is_self_contained_and_draws_the_pool():
     assert "slot 3 (page 1): wrong" in part and "slot 2 (page 1): ok" in part
     assert "1 missing, 1 stray, 1 wrong" in part and "redzones: before 2 B" in part
     f = dict(_finding(0), picture=pic)
-    page = render_html("t", [("commit", "abc")], [["decode", 1, 1, 1]], [f], "| km |")
+    page = render_html("t", [("commit", "abc")], [["decode", 1, 0, 1, 1]], [f], "| km |")
     assert page.startswith("<!DOCTYPE html>") and "<svg" in page
     low = page.lower()
     assert "<script" not in low and "<link" not in low and "src=" not in low

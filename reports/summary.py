@@ -6,7 +6,9 @@ from typing import Any, Sequence
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], markdown: bool = False) -> str:
-    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+    """A plain or Markdown table; a missing value (None) shows as '-'."""
+    cells = [[str(h) for h in headers]] + [["-" if c is None else str(c) for c in r]
+                                           for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     if markdown:
         lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(cells[0], widths)) + " |",

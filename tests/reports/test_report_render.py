@@ -95,3 +95,13 @@ def test_html_is_self_contained_and_draws_the_pool():
     assert "<script" not in low and "<link" not in low and "src=" not in low
     assert "http://" not in low.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert "&lt;row&gt; &amp;" in page  # escaped
+
+
+def test_tables_print_a_dash_not_none():
+    from swafuzz.reports.summary import kill_matrix
+
+    t = kill_matrix({"control": {"clean": True, "cases": 3, "seconds": 1.0, "check": None},
+                     "mutants": [{"name": "m", "killed": False, "cases_to_kill": None,
+                                  "kills": "0/2", "seconds": 1.0, "check": None,
+                                  "shrunk": None, "repro": None}]})
+    assert "None" not in t and "SURVIVED  -" in t

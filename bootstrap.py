@@ -8,7 +8,7 @@
 
 The first call creates ``.venv`` next to this file and installs swafuzz into it (editable) with
 the project's tested set pinned by ``constraints/ci.txt`` (torch 2.13.0 CPU, triton 3.6.0, numpy,
-hypothesis, pytest, pytest-xdist, ruff, import-linter); later calls reuse it until
+hypothesis, pytest, pytest-xdist, ruff, import-linter, redis); later calls reuse it until
 ``pyproject.toml`` or the constraints change. Without a GPU, TRITON_INTERPRET=1 is set so Triton kernels run in the
 interpreter.
 """
@@ -37,7 +37,7 @@ def ensure_env() -> None:
         venv.EnvBuilder(with_pip=True).create(VENV)
     print("bootstrap: installing swafuzz and its pinned dependencies into .venv", flush=True)
     subprocess.check_call([PY, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                           "-c", CONSTRAINTS, "-e", ROOT + "[lint]"])
+                           "-c", CONSTRAINTS, "-e", ROOT + "[lint,redis]"])
     with open(STAMP, "w") as f:
         f.write("ok\n")
 
@@ -95,7 +95,9 @@ def main(argv: list[str]) -> int:
         env.setdefault("CI", "1")
         args = [PY, "-m", "pytest", "-q", "-n", "2", "-m", "not nightly and not upstream",
                 *rest]
-    return subprocess.call(args, cwd=ROOT, env=env)
+    # run / swafuzz: in the caller's directory, so relative paths (--out, --db, report DIR, a
+    # bundle for repro) mean what they mean where the user typed them; the tests run from ROOT
+    return subprocess.call(args, cwd=ROOT if cmd == "test" else os.getcwd(), env=env)
 
 
 if __name__ == "__main__":

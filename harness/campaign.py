@@ -52,6 +52,11 @@ class Campaign:
     shrink_budget: int = 150
     progress: Callable[[str, int, int], None] | None = None
     on_first_failure: Callable[[Verdict], None] | None = None  # before shrinking starts
+    # Hypothesis example database (``harness.corpus.open_database``); None: off. With one, the
+    # failing Cases a campaign found are saved under ``db_key``/kind and replayed first by the
+    # next campaign with the same key (reuse phase), on this machine or another sharing the DB.
+    database: object | None = None
+    db_key: str = "unified"
     results: dict[str, KindResult] = field(default_factory=dict)
     deadline: float | None = None  # time.monotonic() after which no new Case is generated
     #: verdicts already recorded by an earlier run of the same campaign (``--resume``), by
@@ -108,11 +113,18 @@ class Campaign:
             from hypothesis import Phase
 
             phases = [Phase.explicit, Phase.reuse, Phase.generate]
-        sets = settings(max_examples=max(1, examples), database=None, deadline=None,
+        sets = settings(max_examples=max(1, examples), database=self.database, deadline=None,
                         derandomize=False, print_blob=False, report_multiple_bugs=False,
                         suppress_health_check=list(HealthCheck),
                         **({"phases": phases} if phases else {}))
-        prop = hseed(self.seed)(sets(given(SCENARIO_KINDS[kind]())(test)))
+        # seed before settings: hypothesis's @seed turns the example database off for the
+        # settings it finds already applied, so settings (with the database) go on last
+        prop = sets(hseed(self.seed)(given(SCENARIO_KINDS[kind]())(test)))
+        if self.database is not None:
+            # a stable key (hypothesis would otherwise hash this function's source, which is the
+            # same for every kind and changes with every edit of this file)
+            prop._hypothesis_internal_database_key = (
+                f"swafuzz:{self.db_key}:{kind}".encode())
         try:
             prop()
         except _Found:

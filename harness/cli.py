@@ -9,9 +9,9 @@ allowed values, and nothing written), 3 tool failure (one line on stderr, the tr
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
+import time
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_TOOL = 0, 1, 2, 3
 
@@ -140,14 +140,28 @@ def _run_config(args):
     if args.shrink_budget < 0:
         raise UsageError(f"--shrink-budget: must be >= 0 (got {args.shrink_budget})")
     budget_s = _parse_duration("--budget", args.budget) if args.budget else None
+    if args.out is None:  # each run gets its own directory; an explicit --out must be new
+        base = os.path.join("swafuzz-out", time.strftime("run-%Y%m%d-%H%M%S", time.gmtime()))
+        args.out, n = base, 1
+        while os.path.exists(args.out):
+            n += 1
+            args.out = f"{base}-{n}"
     _prepare_out(args.out, resume=False)
+    from swafuzz.harness.corpus import DatabaseSpecError, check_spec, open_database
+
+    try:
+        check_spec(args.db)
+        if args.db and "://" in args.db:
+            open_database(args.db, args.out)  # reachable before anything is written (a ping)
+    except DatabaseSpecError as e:
+        raise UsageError(str(e)) from None
     return RunConfig(target=args.target, impl=resolve_impl(args.impl),
                      executors=resolve_executors(args.executor), executor_label=args.executor,
                      kinds=list(dict.fromkeys(kinds)),
                      examples=args.examples if not budget_s or args.examples_given else 10**6,
                      budget_s=budget_s, seed=args.seed, workers=args.workers,
                      shrink_budget=args.shrink_budget, out=args.out,
-                     isolate=not args.no_isolate, plugins=loaded_modules())
+                     isolate=not args.no_isolate, plugins=loaded_modules(), db=args.db)
 
 
 # --------------------------------------------------------------------------- run
@@ -166,7 +180,7 @@ def cmd_run(args) -> int:
             if not os.listdir(cfg.out):
                 os.rmdir(cfg.out)
             raise UsageError(str(e)) from None
-    pipeline.write_run_config(cfg)
+    pipeline.write_run_meta(cfg)
     quiet = args.quiet
 
     def say(msg: str) -> None:
@@ -193,8 +207,13 @@ def cmd_run(args) -> int:
         f.write(f"# swafuzz run: target {cfg.target}, impl {cfg.impl}, executors "
                 f"{','.join(cfg.executors)}, seed {cfg.seed}, workers {cfg.workers}\n\n"
                 f"{campaign_table(stats, markdown=True)}\n")
+    steps = sum(r.get("forward_steps") or 0 for r in res.rows)
+    pipeline.write_run_meta(cfg, seconds=round(res.seconds, 3), forward_steps=steps, stats=stats,
+                            interrupted=res.interrupted)
     print(f"{generated} cases generated, {shrunk} run while shrinking, {len(seen)} distinct "
-          f"findings, {res.seconds:.1f} s; results in {cfg.out}")
+          f"findings; {steps} forward steps checked in {res.seconds:.1f} s "
+          f"({steps / max(res.seconds, 1e-9):.1f} steps/s)")
+    print(f"results: {os.path.abspath(cfg.out)} (swafuzz report {cfg.out})")
     if res.interrupted:
         print(f"interrupted: what ran is recorded; continue with: swafuzz run --resume {cfg.out}")
         return pipeline.EXIT_INTERRUPTED
@@ -276,25 +295,22 @@ def cmd_list(args) -> int:
 
 # --------------------------------------------------------------------------- report
 def cmd_report(args) -> int:
-    from swafuzz.reports.summary import table
+    from swafuzz.harness.report import ReportInputError, build
 
-    fdir = os.path.join(args.dir, "findings")
-    if not os.path.isdir(args.dir):
-        raise UsageError(f"DIR: {args.dir!r} is not a directory written by 'swafuzz run'")
-    rows = []
-    from swafuzz.reports.bundle import read_bundle
-
-    for name in sorted(os.listdir(fdir)) if os.path.isdir(fdir) else []:
-        if name.endswith(".json"):
-            try:
-                b = read_bundle(os.path.join(fdir, name))
-            except ValueError as e:
-                raise UsageError(str(e)) from None
-            rows.append([b.get("signature"), b.get("target"), json.dumps(b.get("shrunk")),
-                         b.get("command")])
-    text = table(["signature", "target", "shrunk", "repro"], rows, markdown=True)
-    print(text if rows else "no findings")
-    return EXIT_FINDINGS if rows else EXIT_CLEAN
+    if args.reruns < 0:
+        raise UsageError(f"--reruns: must be >= 0 (got {args.reruns})")
+    try:
+        res = build(args.dir, baseline=args.baseline, reruns=args.reruns)
+    except ReportInputError as e:
+        raise UsageError(str(e)) from None
+    st = res["status"]
+    print(f"{res['findings']} findings by signature: {len(st['new'])} new, "
+          f"{len(st['known'])} known, {len(st['fixed'])} fixed")
+    for s in st["new"] + st["known"]:
+        print(f"  {'NEW  ' if s in st['new'] else 'known'} {s}")
+    for p in res["paths"]:
+        print(f"wrote {p}")
+    return EXIT_FINDINGS if res["findings"] else EXIT_CLEAN
 
 
 # --------------------------------------------------------------------------- zoo / bench
@@ -342,9 +358,12 @@ def cmd_bench(args) -> int:
     import runpy
 
     rest = [a for a in args.rest if a != "--"]
+    module = "swafuzz.bench.kernels"
+    if rest[:1] == ["harness"]:  # swafuzz bench harness [...]: campaign throughput, 1 vs N workers
+        module, rest = "swafuzz.bench.harness", rest[1:]
     from swafuzz.kernels import IMPLS, available_impls
 
-    if "--impls" in rest and rest.index("--impls") + 1 < len(rest):
+    if module.endswith(".kernels") and "--impls" in rest and rest.index("--impls") + 1 < len(rest):
         for name in rest[rest.index("--impls") + 1].split(","):
             _check_choice("--impls", name, IMPLS)
             if name not in available_impls():
@@ -352,16 +371,29 @@ def cmd_bench(args) -> int:
                                  f"available: {', '.join(available_impls())}")
     sys.argv = ["swafuzz bench"] + rest
     try:
-        runpy.run_module("swafuzz.bench.kernels", run_name="__main__", alter_sys=True)
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
     except SystemExit as e:
         return int(e.code or 0)
     return EXIT_CLEAN
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each option's default, except where there is none (None, or a flag's False)."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False or not action.help:
+            return action.help or ""
+        return super()._get_help_string(action)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="swafuzz", description=__doc__.splitlines()[0])
+    from swafuzz.harness.corpus import DB_HELP
+
     from swafuzz import __version__
 
+    fmt = _HelpFormatter
+    p = argparse.ArgumentParser(prog="swafuzz", description=__doc__.splitlines()[0],
+                                formatter_class=fmt)
     p.add_argument("--version", action="version", version=f"swafuzz {__version__}")
     plug = argparse.ArgumentParser(add_help=False)
     plug.add_argument("--plugin", action="append", metavar="MODULE",
@@ -369,17 +401,23 @@ def build_parser() -> argparse.ArgumentParser:
                            "SWAFUZZ_PLUGINS=mod1,mod2 and the 'swafuzz.targets' entry points)")
     sub = p.add_subparsers(dest="cmd", required=True)
     _add = sub.add_parser
-    sub.add_parser = lambda *a, **k: _add(  # every command: --plugin, defaults in --help
-        *a, parents=[plug], formatter_class=argparse.ArgumentDefaultsHelpFormatter, **k)
+
+    def _add_parser(*a, **k):  # every command: --plugin, and its defaults in --help
+        k.setdefault("formatter_class", fmt)
+        return _add(*a, parents=[plug], **k)
+
+    sub.add_parser = _add_parser
 
     def common(sp, defaults=True):
-        sp.add_argument("--target", default="unified" if defaults else None)
+        sp.add_argument("--target", default="unified" if defaults else None,
+                        help="target under test (swafuzz list)"
+                        + ("" if defaults else "; default: the bundle's"))
         sp.add_argument("--impl", default="auto" if defaults else None,
                         help="torch | triton | cuda | auto (triton)")
         sp.add_argument("--executor", default="auto",
                         help="eager | tape | cudagraph | auto (eager + this machine's graphs) | all")
 
-    r = sub.add_parser("run", help="fuzz a target: scenarios x checks")
+    r = sub.add_parser("run", formatter_class=fmt, help="fuzz a target: scenarios x checks")
     common(r)
     r.add_argument("--scenario", action="append", help="scenario kind (repeatable; default all)")
     r.add_argument("--examples", type=int, default=None,
@@ -388,43 +426,52 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--budget", default=None,
                    help="wall-clock budget, e.g. 90s, 30m, 2h (no new case after it)")
     r.add_argument("--workers", type=int, default=1, help="unit processes running in parallel")
-    r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--out", default="swafuzz-out",
-                   help="a new or empty directory for the run")
+    r.add_argument("--seed", type=int, default=0, help="hypothesis seed (same seed, same Cases)")
+    r.add_argument("--out", default=None,
+                   help="a new or empty directory for the run (default: a new "
+                        "swafuzz-out/run-<UTC time> each run)")
     r.add_argument("--resume", default=None, metavar="DIR",
                    help="continue the run in DIR (after Ctrl-C, SIGTERM or kill -9)")
-    r.add_argument("--shrink-budget", type=int, default=150)
+    r.add_argument("--shrink-budget", type=int, default=150,
+                   help="cases run to shrink each first failure")
+    r.add_argument("--db", default=None, help=DB_HELP)
     r.add_argument("--no-isolate", action="store_true", help="run cases in this process")
-    r.add_argument("--quiet", action="store_true")
+    r.add_argument("--quiet", action="store_true", help="no progress on stderr")
     r.set_defaults(fn=cmd_run)
 
-    rp = sub.add_parser("repro", help="replay a finding bundle")
+    rp = sub.add_parser("repro", formatter_class=fmt, help="replay a finding bundle")
     rp.add_argument("file")
     common(rp, defaults=False)
     rp.add_argument("--no-isolate", action="store_true", help="run the case in this process")
     rp.set_defaults(fn=cmd_repro)
 
-    sub.add_parser("list", help="what is available here").set_defaults(fn=cmd_list)
+    sub.add_parser("list", formatter_class=fmt, help="what is available here").set_defaults(fn=cmd_list)
 
-    rep = sub.add_parser("report", help="summarise a run directory")
+    rep = sub.add_parser("report", formatter_class=fmt, help="summarise a run directory")
     rep.add_argument("dir")
+    rep.add_argument("--baseline", default=None,
+                     help="a previous run directory: findings split into new / known / fixed")
+    rep.add_argument("--reruns", type=int, default=0,
+                     help="replay each finding's smallest Case N times (reliability k/N)")
     rep.set_defaults(fn=cmd_report)
 
-    z = sub.add_parser("zoo", help="run every mutant; print the kill matrix")
+    z = sub.add_parser("zoo", formatter_class=fmt, help="run every mutant; print the kill matrix")
     z.add_argument("--examples", type=int, default=None,
-                   help="case budget per mutant and seed (default 200; --budget full only)")
-    z.add_argument("--seeds", type=int, default=None, help="seeds (default 5; --budget full only)")
-    z.add_argument("--json", default=None)
+                   help="case budget per mutant and seed (default: 200; --budget full only)")
+    z.add_argument("--seeds", type=int, default=None,
+                   help="seeds per mutant (default: 5; --budget full only)")
+    z.add_argument("--json", default=None, help="write the kill matrix as JSON here")
     z.add_argument("--budget", default="full", help="full | ci (reduced, for the CI gate)")
-    z.add_argument("--impl", default="auto")
-    z.add_argument("--executor", default="auto")
-    z.add_argument("--out", default="swafuzz-out/zoo")
+    z.add_argument("--impl", default="auto", help="torch | triton | cuda | auto")
+    z.add_argument("--executor", default="auto", help="eager | tape | cudagraph | auto | all")
+    z.add_argument("--out", default="swafuzz-out/zoo", help="bundles and kill-matrix.md")
     z.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                    help="worker processes (mutants run in parallel)")
-    z.add_argument("--quiet", action="store_true")
+    z.add_argument("--quiet", action="store_true", help="no progress on stderr")
     z.set_defaults(fn=cmd_zoo)
 
-    b = sub.add_parser("bench", help="kernel benchmark (bench/kernels.py)")
+    b = sub.add_parser("bench", formatter_class=fmt, help="kernel benchmark (bench/kernels.py); 'bench harness': "
+                       "campaign throughput, 1 vs N workers (bench/harness.py)")
     b.add_argument("rest", nargs=argparse.REMAINDER)
     b.set_defaults(fn=cmd_bench)
     return p
@@ -447,30 +494,13 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"swafuzz {args.cmd}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print(f"swafuzz {args.cmd}: interrupted", file=sys.stderr)
-        return 130
-    except Exception as e:  # noqa: BLE001 - a tool failure: one line here, the traceback in a file
-        return _tool_failure(args, e)
+    except Exception as e:  # noqa: BLE001 - a tool failure: exit 3, traceback to a log file
+        from swafuzz.harness.failures import report_tool_failure
 
-
-def _tool_failure(args, e: BaseException) -> int:
-    """Exit 3: the traceback goes to a log file (under the output directory when there is one),
-    one line to stderr."""
-    import tempfile
-    import traceback
-
-    out = getattr(args, "resume", None) or getattr(args, "out", None)
-    d = out if out and os.path.isdir(out) else tempfile.gettempdir()
-    path = os.path.join(d, f"swafuzz-error-{os.getpid()}.log")
-    try:
-        with open(path, "w") as f:
-            traceback.print_exception(type(e), e, e.__traceback__, file=f)
-    except OSError:
-        path = "(could not be written)"
-    print(f"swafuzz {args.cmd}: tool failure: {type(e).__name__}: {e} (traceback: {path})",
-          file=sys.stderr)
-    return EXIT_TOOL
+        out = (getattr(args, "resume", None) or getattr(args, "out", None)
+               or getattr(args, "dir", None))
+        print(report_tool_failure(args.cmd, e, out), file=sys.stderr)
+        return EXIT_TOOL
 
 
 if __name__ == "__main__":

@@ -90,13 +90,16 @@ class Unit:
 
 
 def plan_units(cfg: RunConfig) -> list[Unit]:
-    """The units of ``cfg`` (see the module docstring)."""
+    """The units of ``cfg`` (see the module docstring). ``--examples`` is split exactly: the
+    units' budgets add up to it (earlier units get the remainder; a unit left with none is not
+    run), so the generated cases never exceed the flag."""
     kinds = cfg.kinds
     shards = max(1, -(-cfg.workers // len(kinds))) if cfg.workers > len(kinds) else 1
-    per_kind = max(1, -(-cfg.examples // len(kinds)))
-    per_unit = max(1, -(-per_kind // shards))
-    return [Unit(f"{k}.{s}", k, cfg.seed + SHARD_SEED_STRIDE * s, per_unit)
-            for k in kinds for s in range(shards)]
+    slots = [(k, s) for s in range(shards) for k in kinds]
+    base, extra = divmod(cfg.examples, len(slots))
+    units = [Unit(f"{k}.{s}", k, cfg.seed + SHARD_SEED_STRIDE * s, base + (1 if i < extra else 0))
+             for i, (k, s) in enumerate(slots)]
+    return [u for u in units if u.examples > 0]
 
 
 def case_key(case_json: dict[str, Any]) -> str:
@@ -160,10 +163,16 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any], deadline_wall:
 
     first_path: list[str] = []
 
+    from swafuzz.harness.throughput import forward_count
+
+    fwd = [0]
+
     def on_case(case, v, phase):
+        fwd[0] += forward_count(case) * len(cfg.executors)
         row = {"unit": unit.id, "kind": unit.kind, "seed": unit.seed, "phase": phase,
                "failed": v.failed, "signature": v.signature(), "checks": v.checks_run,
-               "seconds": round(v.seconds, 4), "case": case.to_json()}
+               "seconds": round(v.seconds, 4), "t": round(time.time(), 3),
+               "case": case.to_json()}
         if v.failed:
             row["verdict"] = v.to_json()
         log.write(row)
@@ -174,9 +183,11 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any], deadline_wall:
     deadline = None
     if deadline_wall is not None:
         deadline = time.monotonic() + max(0.0, deadline_wall - time.time())
+    from swafuzz.harness.corpus import open_database
+
     camp = Campaign(run_case, seed=unit.seed, shrink_budget=cfg.shrink_budget,
                     on_first_failure=on_first_failure, deadline=deadline, replay=replay,
-                    on_case=on_case)
+                    on_case=on_case, database=open_database(cfg.db, out), db_key=cfg.target)
     t0 = time.perf_counter()
     res = camp.run_kind(unit.kind, unit.examples)
     finding = None
@@ -188,7 +199,7 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any], deadline_wall:
                 os.unlink(p)  # superseded by the shrunk Case
     row = {"unit": unit.id, "event": "unit_done", "kind": unit.kind, "seed": unit.seed,
            "cases": res.cases, "generated": res.generated, "shrunk": res.shrunk,
-           "replayed": res.replayed, "checks": res.checks,
+           "replayed": res.replayed, "checks": res.checks, "forward_steps": fwd[0],
            "seconds": round(time.perf_counter() - t0, 3), "finding": finding,
            "message": res.finding.failures[0].message if res.finding else None,
            "out_of_time": res.out_of_time}
@@ -393,20 +404,32 @@ def per_kind(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     for r in rows:
         s = stats.setdefault(r["kind"], {"cases": 0, "generated": 0, "shrunk": 0, "checks": 0,
                                          "findings": 0, "seconds": 0.0})
-        for k in ("cases", "generated", "shrunk", "checks", "seconds"):
+        for k in ("generated", "shrunk", "checks", "seconds"):
             s[k] += r.get(k) or 0
+        s["cases"] += (r.get("generated") or 0) + (r.get("shrunk") or 0)  # replayed included
         s["findings"] += 1 if r.get("finding") else 0
     return stats
 
 
-def write_run_config(cfg: RunConfig) -> None:
-    from swafuzz.reports.bundle import atomic_write_text
+def write_run_meta(cfg: RunConfig, **extra: Any) -> None:
+    """``OUT/run.json``: the RunConfig (what ``--resume`` continues, under ``config``) and what
+    ``swafuzz report`` reads (commit, versions, flags, and at the end timings)."""
+    from swafuzz.harness.report import write_run_meta as write
 
-    atomic_write_text(os.path.join(cfg.out, "run.json"),
-                      json.dumps(cfg.to_json(), indent=1, sort_keys=True) + "\n")
+    path = os.path.join(cfg.out, "run.json")
+    old: dict[str, Any] = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            old = json.load(f)
+    meta = {**old, "command": "run", "config": cfg.to_json(), "target": cfg.target,
+            "impl": cfg.impl, "executor": cfg.executor_label, "seed": cfg.seed,
+            "examples": cfg.examples, "scenarios": cfg.kinds, "db": cfg.db,
+            "workers": cfg.workers, **extra}
+    meta.setdefault("started", time.time())
+    write(cfg.out, meta)
 
 
 def read_run_config(out: str) -> RunConfig:
     with open(os.path.join(out, "run.json")) as f:
-        return RunConfig.from_json(json.load(f))
+        return RunConfig.from_json(json.load(f)["config"])
 

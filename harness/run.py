@@ -45,6 +45,7 @@ class Verdict:
     failures: list[Failure] = field(default_factory=list)
     checks_run: int = 0
     seconds: float = 0.0
+    observed: list[dict[str, Any]] | None = None  # failing only: harness.observed summaries
 
     @property
     def failed(self) -> bool:
@@ -58,6 +59,7 @@ class Verdict:
             "failures": [f.to_json() for f in self.failures],
             "checks_run": self.checks_run,
             "seconds": self.seconds,
+            "observed": self.observed,
         }
 
     def finding(self, target: str, impl: str, executor: str, prefix: str = "") -> dict[str, Any]:
@@ -67,12 +69,14 @@ class Verdict:
         return {"signature": prefix + self.signature(), "check": self.failures[0].check,
                 "message": self.failures[0].message,
                 "failures": [f.to_json() for f in self.failures], "target": target,
-                "plugin": origin(target), "impl": impl, "executor": executor, "case": self.case.to_json(),
-                "shrunk": self.case.summary()}
+                "plugin": origin(target), "impl": impl, "executor": executor,
+                "case": self.case.to_json(), "shrunk": self.case.summary(),
+                "observed": self.observed}
 
     @staticmethod
     def from_json(case: Case, d: dict[str, Any]) -> Verdict:
-        return Verdict(case, [Failure(**f) for f in d["failures"]], d["checks_run"], d["seconds"])
+        return Verdict(case, [Failure(**f) for f in d["failures"]], d["checks_run"], d["seconds"],
+                       d.get("observed"))
 
 
 def needs_recapture_reference(case: Case, observations: list, only: set[str] | None) -> bool:
@@ -116,4 +120,9 @@ def execute(case: Case, target: str = "unified", impl: str = "auto",
         ref.graph_use = ex.counts()
         observations.append(ref)
     fails, n = run_checks(case, observations, exp, only)
-    return Verdict(case, fails, n, time.perf_counter() - t0)
+    observed = None
+    if fails:
+        from swafuzz.harness.observed import summarize_all
+
+        observed = summarize_all(case, observations, exp)
+    return Verdict(case, fails, n, time.perf_counter() - t0, observed)

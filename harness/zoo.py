@@ -245,6 +245,11 @@ def run_zoo(args) -> int:
     with open(os.path.join(out, "kill-matrix.md"), "w") as f:
         f.write(kill_matrix(result, markdown=True) + "\n")
     ok = control["clean"] and all(r["killed"] for r in rows) and not unproven
+    from swafuzz.harness.report import write_run_meta
+
+    write_run_meta(out, {"command": "zoo", "target": f"bug zoo ({len(rows)} mutants, control "
+                         "unified)", "impl": args.impl, "executor": args.executor,
+                         "budget": result["budget"], "seconds": round(result["seconds"], 3)})
     if unproven:
         print(f"FAILED leave-one-out rule: {', '.join(unproven)}")
     print(f"zoo: {'OK' if ok else 'FAILED'} in {result['seconds']:.1f} s")

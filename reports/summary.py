@@ -6,7 +6,9 @@ from typing import Any, Sequence
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], markdown: bool = False) -> str:
-    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+    """A plain or Markdown table; a missing value (None) shows as '-'."""
+    cells = [[str(h) for h in headers]] + [["-" if c is None else str(c) for c in r]
+                                           for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     if markdown:
         lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(cells[0], widths)) + " |",
@@ -20,7 +22,21 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], markdown: bool 
 
 
 def campaign_table(stats: dict[str, dict[str, Any]], markdown: bool = False) -> str:
-    """``stats[kind] = {"cases", "checks", "findings", "seconds"}`` -> closing table."""
+    """``stats[kind] = {"cases", "checks", "findings", "seconds"}`` -> closing table; with
+    ``"generated"`` in every row, the cases are split into generated and shrinking."""
+    if stats and all("generated" in s for s in stats.values()):
+        rows = []
+        tot = {"cases": 0, "generated": 0, "checks": 0, "findings": 0, "seconds": 0.0}
+        for kind in sorted(stats):
+            s = stats[kind]
+            rows.append([kind, s["cases"], s["generated"], s["cases"] - s["generated"],
+                         s["checks"], s["findings"], f"{s['seconds']:.1f}"])
+            for k in tot:
+                tot[k] += s[k]
+        rows.append(["total", tot["cases"], tot["generated"], tot["cases"] - tot["generated"],
+                     tot["checks"], tot["findings"], f"{tot['seconds']:.1f}"])
+        return table(["scenario kind", "cases run", "generated", "shrinking", "checks run",
+                      "findings", "seconds"], rows, markdown)
     rows = []
     tot = {"cases": 0, "checks": 0, "findings": 0, "seconds": 0.0}
     for kind in sorted(stats):
@@ -46,3 +62,65 @@ def kill_matrix(result: dict[str, Any], markdown: bool = False) -> str:
                      m.get("check") or "", size, m.get("repro") or ""])
     return table(["mutant", "verdict", "cases to kill (median)", "seeds killed", "seconds",
                   "check", "shrunk", "repro"], rows, markdown)
+
+
+def _cell(x: Any, n: int = 160) -> str:
+    s = " ".join(str(x if x is not None else "-").split()).replace("|", "\\|")
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def shrunk_text(s: dict[str, Any] | None) -> str:
+    return f"{s.get('requests', '?')} req / {s.get('steps', '?')} steps" if s else "-"
+
+
+def seen_text(f: dict[str, Any]) -> str:
+    """'first / last' case numbers of a finding group, '-' when only its bundle is known."""
+    if f.get("first_seen") is None:
+        return "- (bundle only)"
+    return f"{f['first_seen']} / {f['last_seen']}"
+
+
+def report_markdown(info: dict[str, Any], kinds: Sequence[Sequence[Any]],
+                    findings: Sequence[dict[str, Any]], status: dict[str, list[str]],
+                    kill_matrix_md: str | None = None, limit: int = 1024 * 1024) -> str:
+    """``summary.md`` of ``swafuzz report``: fit for a CI job summary (``$GITHUB_STEP_SUMMARY``)
+    and never more than ``limit`` bytes (long cells are cut, then whole finding rows dropped
+    with a note)."""
+    head = [f"# swafuzz report ({info.get('target', '?')})", "",
+            f"* commit: `{info.get('commit')}`", f"* versions: {info.get('versions')}",
+            f"* device: {info.get('device')}", f"* budget used: {info.get('budget')}",
+            f"* findings: **{len(status.get('new', []))} new**, "
+            f"{len(status.get('known', []))} known, {len(status.get('fixed', []))} fixed", ""]
+    if kinds:
+        tot = [sum(int(r[i]) for r in kinds) for i in (1, 2, 3, 4)]
+        head += ["## Cases per scenario kind", "",
+                 table(["scenario kind", "cases run", "of which shrinking", "failing",
+                        "checks run"],
+                       [list(r) for r in kinds] + [["total", *tot]], markdown=True), ""]
+    rows = [[f.get("status"), f"`{_cell(f['signature'])}`", f.get("count"),
+             seen_text(f), f.get("reliability") or "-",
+             shrunk_text(f.get("shrunk")), _cell(f.get("message"), 200),
+             f"`{_cell(f.get('repro'), 200)}`" if f.get("repro") else "-"] for f in findings]
+    hdr = ["status", "signature", "failing cases", "first / last case", "reliability", "smallest Case",
+           "message", "repro"]
+    tail = []
+    if status.get("fixed"):
+        tail += ["## Fixed since the baseline", ""] + [f"* `{s}`" for s in status["fixed"]] + [""]
+    if kill_matrix_md:
+        tail += ["## Kill matrix", "", kill_matrix_md.strip(), ""]
+    kept = list(rows)
+    while True:
+        part = ["## Findings", ""]
+        part += [table(hdr, kept, markdown=True)] if kept else ["No findings."]
+        if len(kept) < len(rows):
+            part += ["", f"({len(rows) - len(kept)} more findings left out to stay under "
+                         f"{limit // 1024} KiB; see summary.html and findings/)"]
+        text = "\n".join(head + part + [""] + tail) + "\n"
+        if len(text.encode()) <= limit or not kept:
+            break
+        over = len(text.encode()) - limit
+        per = max(1, len(text.encode()) // max(1, len(kept) + 1))
+        kept = kept[: max(0, len(kept) - max(1, over // per + 1))]
+    if len(text.encode()) > limit:  # head and tail alone too big (a huge kill matrix)
+        text = text.encode()[: limit - 100].decode("utf-8", "ignore") + "\n\n(cut)\n"
+    return text

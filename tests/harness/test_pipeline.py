@@ -51,7 +51,7 @@ def test_two_workers_find_and_deduplicate(tmp_path):
     assert [u["kind"] for u in units if u["finding"]] == ["idle"]
     assert len(list((out / "findings").glob("*.json"))) == 1  # unshrunk bundle superseded
     gen = sum(u["generated"] for u in units)
-    assert f"{gen} cases generated" in r.stdout and "results in" in r.stdout
+    assert f"{gen} cases generated" in r.stdout and "results: " in r.stdout
     assert gen <= 40
     _no_duplicates(out)
 
@@ -196,5 +196,5 @@ def test_tool_failure_exits_3_with_traceback_file(tmp_path):
     assert r.returncode == 3, r.stdout + r.stderr
     line = r.stderr.strip().splitlines()[-1]
     assert "tool failure" in line and "kaboom" in line and "Traceback" not in r.stderr
-    path = line.rsplit("traceback: ", 1)[1].rstrip(")")
+    path = line.rsplit("traceback in ", 1)[1].rstrip(")")
     assert "RuntimeError: kaboom" in open(path).read()

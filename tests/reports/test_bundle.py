@@ -38,3 +38,8 @@ def test_campaign_table_totals():
     t = campaign_table({"decode": {"cases": 3, "checks": 21, "findings": 0, "seconds": 1.0},
                         "idle": {"cases": 2, "checks": 14, "findings": 1, "seconds": 0.5}})
     assert "total" in t and " 5 " in t
+    t = campaign_table({"decode": {"cases": 9, "generated": 4, "checks": 21, "findings": 1,
+                                   "seconds": 1.0}})
+    assert "generated" in t and "shrinking" in t
+    total = [ln for ln in t.splitlines() if ln.startswith("total")][0].split()
+    assert total[:4] == ["total", "9", "4", "5"]

@@ -1,0 +1,64 @@
+"""Tool failures (exit 3) and the output-path checks that keep them from happening late.
+
+A tool failure is an exception that is not a finding and not bad input: a bug in swafuzz, a
+full disk, a dependency that broke. :func:`report_tool_failure` writes the traceback to
+``swafuzz-error.log`` in the command's output directory (the temporary directory when there is
+none, or it cannot be written) and returns the one line the CLI prints.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+import traceback
+
+LOG_NAME = "swafuzz-error.log"
+
+
+def report_tool_failure(cmd: str, exc: BaseException, out_dir: str | None) -> str:
+    text = (f"swafuzz {cmd}: tool failure at "
+            f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}\n"
+            + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+    path = None
+    for d in ([out_dir] if out_dir else []) + [tempfile.gettempdir()]:
+        try:
+            if not os.path.isdir(d):
+                continue
+            p = os.path.join(d, LOG_NAME)
+            with open(p, "a") as f:
+                f.write(text + "\n")
+            path = p
+            break
+        except OSError:
+            continue
+    where = f"traceback in {path}" if path else "no log could be written"
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return f"swafuzz {cmd}: tool failure: {type(exc).__name__}: {first} ({where})"
+
+
+def check_out_dir(field: str, path: str) -> str | None:
+    """Why ``path`` cannot be the output directory (None when it can): a message naming
+    ``field``. Checked before anything is written."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        return f"{field}: {path!r} exists and is not a directory"
+    parent = path
+    while parent and not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    parent = parent or "."
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
+        return f"{field}: cannot write under {parent!r} (permission denied)"
+    return None
+
+
+def check_out_file(field: str, path: str) -> str | None:
+    """Why ``path`` cannot be written as a file (None when it can); checked up front."""
+    if os.path.isdir(path):
+        return f"{field}: {path!r} is a directory; give a file name"
+    d = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(d):
+        return f"{field}: directory {d!r} does not exist"
+    if not os.access(d, os.W_OK | os.X_OK) or (os.path.exists(path)
+                                                and not os.access(path, os.W_OK)):
+        return f"{field}: cannot write {path!r} (permission denied)"
+    return None

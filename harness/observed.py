@@ -1,0 +1,86 @@
+"""The observed side of a failing Case, as compact plain data for the bundle and the HTML report.
+
+For each executor's :class:`~swafuzz.targets.observation.Observation` of a failing Case, per pool
+(``target``/``draft``) and layer, over the whole Case:
+
+* ``written``: SWA slots the store kernel was handed (resolved locations, every row, padding
+  included; negative and out-of-range ones too);
+* ``changed``: slots whose bytes changed in some step (the first step against the poison fill);
+* ``differs``: slots outside the dummy page whose bytes differ from the oracle's shadow pool after
+  some step;
+* ``redzones``: the most canary bytes found overwritten before / after the buffer in any step.
+
+Each slot list is sorted and capped at :data:`CAP` entries (``truncated`` says so). Built only
+for failing verdicts, so passing cases pay nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+CAP = 4096
+
+
+def _slot_set(a: bytes, b: bytes, rb: int) -> set[int]:
+    n = min(len(a), len(b)) // rb
+    return {i for i in range(n) if a[i * rb:(i + 1) * rb] != b[i * rb:(i + 1) * rb]}
+
+
+def summarize(case, obs, exp) -> dict[str, Any]:
+    """``obs`` x ``exp`` (oracle Expectation) -> the plain-data summary described above."""
+    p, rb = case.pool.page_size, case.pool.row_bytes
+    n_layers = {"target": case.pool.layers, "draft": case.pool.draft_layers}
+    written = {k: [set() for _ in range(n)] for k, n in n_layers.items()}
+    changed = {k: [set() for _ in range(n)] for k, n in n_layers.items()}
+    differs = {k: [set() for _ in range(n)] for k, n in n_layers.items()}
+    redz = {k: [{"before": 0, "after": 0} for _ in range(n)] for k, n in n_layers.items()}
+    for f in obs.forwards:
+        for s in f.stores:
+            if f.pool in written and 0 <= s.layer < len(written[f.pool]):
+                written[f.pool][s.layer].update(int(v) for v in s.locs)
+    prev: dict[str, list[bytes]] = {}
+    exp_steps = {se.step: se for se in exp.steps}
+    for so in obs.steps:
+        se = exp_steps.get(so.step)
+        for pool, layers in so.pools.items():
+            if pool not in changed:
+                continue
+            for layer, now in enumerate(layers[: n_layers[pool]]):
+                before = prev.get(pool, [None] * len(layers))[layer]
+                if before is None:
+                    before = bytes([0x5A]) * len(now)
+                changed[pool][layer] |= _slot_set(before, now, rb)
+                if se is not None and se.pools.get(pool):
+                    want = bytes(se.pools[pool][layer])
+                    differs[pool][layer] |= {s for s in _slot_set(now, want, rb) if s >= p}
+        prev = {k: list(v) for k, v in so.pools.items()}
+        for pool, zones in so.redzones.items():
+            if pool not in redz:
+                continue
+            for layer, z in enumerate(zones[: n_layers[pool]]):
+                for side, got in (("before", z.before), ("after", z.after)):
+                    want = (z.canary * (len(got) // max(1, len(z.canary)) + 1))[: len(got)]
+                    nbad = sum(1 for a, b in zip(got, want) if a != b)
+                    redz[pool][layer][side] = max(redz[pool][layer][side], nbad)
+    truncated = False
+
+    def lst(s: set[int]) -> list[int]:
+        nonlocal truncated
+        out = sorted(s)
+        if len(out) > CAP:
+            truncated = True
+            out = out[:CAP]
+        return out
+
+    pools = {}
+    for pool in n_layers:
+        pools[pool] = [{"written": lst(written[pool][i]), "changed": lst(changed[pool][i]),
+                        "differs": lst(differs[pool][i]), "redzones": redz[pool][i]}
+                       for i in range(n_layers[pool])]
+    return {"target": obs.target, "impl": obs.impl, "executor": obs.executor,
+            "error": obs.error, "steps_observed": len(obs.steps), "pools": pools,
+            "truncated": truncated}
+
+
+def summarize_all(case, observations: list, exp) -> list[dict[str, Any]]:
+    return [summarize(case, o, exp) for o in observations]

@@ -1,0 +1,109 @@
+"""Deduplication of findings by signature.
+
+Inputs are plain records: the rows of ``cases.jsonl`` (one per executed case; failing rows carry
+``signature`` and the ``case``; rows written since this module exist carry ``t``, the Unix time)
+and the bundles of ``findings/``. A :class:`FindingGroup` per signature holds
+
+* ``count``: failing cases logged with that signature (shrinking runs included: a campaign shrinks
+  each new failure, so one bug is usually logged many times);
+* ``first_seen`` / ``last_seen``: the row numbers (1-based, in log order) and, where logged,
+  the times of the first and last of them;
+* ``case``: the smallest Case with that signature among the log rows and the bundles (fewest
+  steps, then fewest requests, then shortest JSON), and the bundle that holds it, if any;
+* ``reliability``: ``(k, n)``, k of n reruns of that Case failed with the same signature, when
+  the caller measured it (``swafuzz report --reruns N``), else None.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+
+def case_size(case: dict[str, Any]) -> tuple[int, int, int]:
+    """(steps, requests, JSON length) of a Case in its JSON form: the order 'smallest' uses."""
+    steps = case.get("steps") or []
+    rids: set[int] = set()
+    for s in steps:
+        if isinstance(s, dict):
+            if s.get("rid") is not None:
+                rids.add(s["rid"])
+            rids.update(s.get("rids") or [])
+    return (len(steps), len(rids), len(json.dumps(case, sort_keys=True)))
+
+
+@dataclass
+class FindingGroup:
+    signature: str
+    count: int = 0
+    first_seen: int | None = None  # 1-based row number in cases.jsonl
+    last_seen: int | None = None
+    first_time: float | None = None
+    last_time: float | None = None
+    case: dict[str, Any] | None = None
+    bundle: dict[str, Any] | None = None  # the bundle of this signature (from findings/)
+    bundle_path: str | None = None
+    message: str = ""
+    reliability: tuple[int, int] | None = None
+    kinds: set[str] = field(default_factory=set)
+
+    def consider(self, case: dict[str, Any] | None) -> None:
+        if case is not None and (self.case is None or case_size(case) < case_size(self.case)):
+            self.case = case
+
+    def to_json(self) -> dict[str, Any]:
+        return {"signature": self.signature, "count": self.count, "first_seen": self.first_seen,
+                "last_seen": self.last_seen, "first_time": self.first_time,
+                "last_time": self.last_time, "message": self.message,
+                "reliability": list(self.reliability) if self.reliability else None,
+                "bundle": self.bundle_path, "shrunk": _summary(self.case),
+                "kinds": sorted(self.kinds)}
+
+
+def _summary(case: dict[str, Any] | None) -> dict[str, int] | None:
+    if case is None:
+        return None
+    steps, requests, _ = case_size(case)
+    return {"steps": steps, "requests": requests}
+
+
+def group(rows: Iterable[dict[str, Any]],
+          bundles: Iterable[tuple[str, dict[str, Any]]] = ()) -> list[FindingGroup]:
+    """Group failing log rows and ``(path, bundle)`` pairs by signature; sorted by signature."""
+    groups: dict[str, FindingGroup] = {}
+    for i, row in enumerate(rows, start=1):
+        if not row.get("failed") or not row.get("signature"):
+            continue
+        g = groups.setdefault(row["signature"], FindingGroup(row["signature"]))
+        g.count += 1
+        if g.first_seen is None:
+            g.first_seen, g.first_time = i, row.get("t")
+        g.last_seen, g.last_time = i, row.get("t")
+        if row.get("kind"):
+            g.kinds.add(row["kind"])
+        g.consider(row.get("case"))
+    for path, b in bundles:
+        sig = b.get("signature")
+        if not sig:
+            continue
+        g = groups.setdefault(sig, FindingGroup(sig))
+        g.bundle, g.bundle_path = b, path
+        g.message = b.get("message") or g.message
+        case = b.get("case")
+        if isinstance(case, dict):
+            g.kinds.add(case.get("kind") or "")
+            g.kinds.discard("")
+        g.consider(case if isinstance(case, dict) else None)
+    return [groups[k] for k in sorted(groups)]
+
+
+def classify(current: Iterable[str], baseline: Iterable[str] | None) -> dict[str, list[str]]:
+    """Signatures ``new`` (not in the baseline), ``known`` (in both) and ``fixed`` (baseline
+    only). Without a baseline every current signature is new."""
+    cur = sorted(set(current))
+    if baseline is None:
+        return {"new": cur, "known": [], "fixed": []}
+    base = set(baseline)
+    return {"new": [s for s in cur if s not in base], "known": [s for s in cur if s in base],
+            "fixed": sorted(base - set(cur))}

@@ -1,0 +1,51 @@
+"""``junit.xml`` for CI: one ``<testcase>`` per scenario kind that ran (``campaign.<kind>``,
+passing, with its case count) and one per finding signature (``finding.<signature>``: a
+``<failure>`` of type ``new`` or ``known``; a signature fixed since the baseline passes). Names are
+the signatures themselves, so they are stable from night to night. Written once, from the run
+directory, after the workers are done (nothing to merge between xdist or worker processes).
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from swafuzz.reports.summary import shrunk_text
+
+
+def _clean(text: Any) -> str:
+    """XML 1.0 allows no control characters but tab, newline and carriage return."""
+    return "".join(c for c in str(text) if c in "\t\n\r" or ord(c) >= 0x20)
+
+
+def render(kinds: list[list[Any]], findings: list[dict[str, Any]],
+           status: dict[str, list[str]], info: dict[str, Any]) -> str:
+    failures = sum(1 for f in findings if f.get("status") in ("new", "known"))
+    tests = len(kinds) + len(findings) + len(status.get("fixed", []))
+    suite = ET.Element("testsuite", name="swafuzz", tests=str(tests), failures=str(failures),
+                       errors="0", skipped="0")
+    props = ET.SubElement(suite, "properties")
+    for k in ("commit", "versions", "device", "target", "budget"):
+        ET.SubElement(props, "property", name=k, value=_clean(info.get(k, "")))
+    for kind, cases, shrinking, failing, checks in kinds:
+        tc = ET.SubElement(suite, "testcase", classname="swafuzz.campaign", name=f"campaign.{kind}")
+        out = ET.SubElement(tc, "system-out")
+        out.text = _clean(f"{cases} cases ({shrinking} shrinking), {failing} failing, "
+                          f"{checks} checks run")
+    for f in findings:
+        tc = ET.SubElement(suite, "testcase", classname="swafuzz.finding",
+                           name=f"finding.{f['signature']}")
+        msg = (f.get("message") or f["signature"]).splitlines()[0][:500]
+        fail = ET.SubElement(tc, "failure", type=f.get("status", "new"), message=_clean(msg))
+        fail.text = _clean("\n".join(x for x in [
+            f.get("message") or "",
+            f"seen {f.get('count')} times (cases {f.get('first_seen')}..{f.get('last_seen')}); "
+            f"smallest Case {shrunk_text(f.get('shrunk'))}",
+            f"reliability: {f.get('reliability') or 'not measured'}",
+            f"repro: {f.get('repro') or '-'}"] if x))
+    for sig in status.get("fixed", []):
+        tc = ET.SubElement(suite, "testcase", classname="swafuzz.finding", name=f"finding.{sig}")
+        out = ET.SubElement(tc, "system-out")
+        out.text = _clean("fixed: in the baseline, not seen in this run")
+    ET.indent(suite)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"

@@ -1,0 +1,53 @@
+"""Exit codes 2 (bad input, named field, nothing written) and 3 (tool failure: one line on
+stderr, the traceback in swafuzz-error.log under the output directory)."""
+
+import pytest
+from swafuzz.harness import report as report_mod
+from swafuzz.harness.cli import main
+
+
+@pytest.mark.parametrize("args,field", [
+    (["--seeds", "0"], "--seeds"),
+    (["--seeds", "-2"], "--seeds"),
+    (["--examples", "0"], "--examples"),
+    (["--jobs", "0"], "--jobs"),
+    (["--budget", "ci", "--seeds", "3"], "--seeds: not allowed with --budget ci"),
+    (["--budget", "ci", "--examples", "9"], "--examples: not allowed with --budget ci"),
+])
+def test_zoo_counts_validated_before_running(tmp_path, capsys, args, field):
+    out = tmp_path / "zoo"
+    assert main(["zoo", *args, "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert field in err and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
+
+
+def test_zoo_json_checked_up_front(tmp_path, capsys):
+    out = tmp_path / "zoo"
+    assert main(["zoo", "--json", str(tmp_path / "no" / "zoo.json"), "--out", str(out)]) == 2
+    assert "--json" in capsys.readouterr().err and not out.exists()
+    assert main(["zoo", "--json", str(tmp_path), "--out", str(out)]) == 2
+    assert "is a directory" in capsys.readouterr().err
+
+
+def test_run_out_is_a_file_or_shrink_budget_negative(tmp_path, capsys):
+    f = tmp_path / "file"
+    f.write_text("x")
+    assert main(["run", "--out", str(f), "--examples", "1"]) == 2
+    assert "--out" in capsys.readouterr().err and f.read_text() == "x"
+    assert main(["run", "--out", str(tmp_path / "o"), "--shrink-budget", "-1"]) == 2
+    assert "--shrink-budget" in capsys.readouterr().err and not (tmp_path / "o").exists()
+
+
+def test_tool_failure_exit_3_with_log(tmp_path, capsys, monkeypatch):
+    (tmp_path / "run.json").write_text("{}")
+
+    def broken(*a, **k):
+        raise RuntimeError("disk on fire\nsecond line")
+
+    monkeypatch.setattr(report_mod, "build", broken)
+    assert main(["report", str(tmp_path)]) == 3
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "tool failure: RuntimeError: disk on fire" in err
+    log = (tmp_path / "swafuzz-error.log").read_text()
+    assert "Traceback" in log and "disk on fire" in log and str(tmp_path) in err

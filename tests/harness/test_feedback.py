@@ -1,0 +1,45 @@
+"""Feedback a user gets: ``--version``, defaults in ``--help``, progress lines on a non-terminal
+stderr, the output directory printed at the end, and bootstrap resolving a relative ``--out``
+against the caller's directory."""
+
+import os
+import subprocess
+import sys
+
+from swafuzz.harness.cli import main
+
+from swafuzz import __version__
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_version(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"swafuzz {__version__}"
+
+
+def test_help_shows_defaults(capsys):
+    assert main(["run", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    for text in ("(default: 300)", "(default: swafuzz-out)", "(default: unified)",
+                 "(default: 150)", "default: OUT/.hypothesis-db"):
+        assert text in out, text
+    assert main(["zoo", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "default: 200" in out and "default: 5" in out and "(default: full)" in out
+
+
+def test_progress_lines_when_stderr_is_not_a_terminal_and_out_dir_printed(tmp_path):
+    """Through bootstrap, from another directory, with a relative --out: the results land under
+    the caller's directory, stderr (a pipe) gets 'progress:' lines, stdout names the directory."""
+    env = dict(os.environ, SWAFUZZ_PROGRESS_S="0")
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "bootstrap.py"), "swafuzz", "run",
+                        "--examples", "2", "--impl", "torch", "--no-isolate", "--scenario",
+                        "idle", "--db", "none", "--out", "rel-out"], capture_output=True,
+                       text=True, cwd=tmp_path, env=env, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (tmp_path / "rel-out" / "cases.jsonl").exists()
+    assert not os.path.exists(os.path.join(ROOT, "rel-out"))
+    assert f"results: {tmp_path / 'rel-out'}" in r.stdout
+    assert "progress: idle:" in r.stderr and "generated cases" in r.stderr
+    assert "\r" not in r.stderr  # no terminal bar in a log

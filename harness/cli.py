@@ -60,7 +60,8 @@ def _validate_common(args) -> None:
     from swafuzz import targets
 
     try:
-        targets.get_target(args.target)
+        for t in args.target if isinstance(args.target, list) else [args.target]:
+            targets.get_target(t)
     except (targets.UnknownTarget, PluginError) as e:
         raise UsageError(str(e)) from None
     _check_choice("--impl", args.impl, ("auto",) + tuple(IMPLS))
@@ -155,7 +156,7 @@ def _run_config(args):
             open_database(args.db, args.out)  # reachable before anything is written (a ping)
     except DatabaseSpecError as e:
         raise UsageError(str(e)) from None
-    return RunConfig(target=args.target, impl=resolve_impl(args.impl),
+    return RunConfig(targets=list(dict.fromkeys(args.target)), impl=resolve_impl(args.impl),
                      executors=resolve_executors(args.executor), executor_label=args.executor,
                      kinds=list(dict.fromkeys(kinds)),
                      examples=args.examples if not budget_s or args.examples_given else 10**6,
@@ -175,7 +176,8 @@ def cmd_run(args) -> int:
         from swafuzz.harness.worker import WorkerSetupError
 
         try:
-            pipeline.case_worker(cfg).start()  # (reused by the units of a 1-worker run)
+            for t in cfg.targets:  # (reused by the units of a 1-worker run)
+                pipeline.case_worker(cfg, t).start()
         except (ValueError, WorkerSetupError) as e:
             if not os.listdir(cfg.out):
                 os.rmdir(cfg.out)
@@ -204,7 +206,7 @@ def cmd_run(args) -> int:
     generated = sum(s["generated"] for s in stats.values())
     shrunk = sum(s["shrunk"] for s in stats.values())
     with open(os.path.join(cfg.out, "summary.md"), "w") as f:
-        f.write(f"# swafuzz run: target {cfg.target}, impl {cfg.impl}, executors "
+        f.write(f"# swafuzz run: target {', '.join(cfg.targets)}, impl {cfg.impl}, executors "
                 f"{','.join(cfg.executors)}, seed {cfg.seed}, workers {cfg.workers}\n\n"
                 f"{campaign_table(stats, markdown=True)}\n")
     steps = sum(r.get("forward_steps") or 0 for r in res.rows)
@@ -408,17 +410,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser = _add_parser
 
-    def common(sp, defaults=True):
-        sp.add_argument("--target", default="unified" if defaults else None,
-                        help="target under test (swafuzz list)"
-                        + ("" if defaults else "; default: the bundle's"))
+    def common(sp, defaults=True, many=False):
+        if many:
+            sp.add_argument("--target", action="append", default=None,
+                            help="target under test (swafuzz list); repeatable: one run over "
+                                 "several targets, findings per target (default: unified)")
+        else:
+            sp.add_argument("--target", default="unified" if defaults else None,
+                            help="target under test (swafuzz list)"
+                            + ("" if defaults else "; default: the bundle's"))
         sp.add_argument("--impl", default="auto" if defaults else None,
                         help="torch | triton | cuda | auto (triton)")
         sp.add_argument("--executor", default="auto",
                         help="eager | tape | cudagraph | auto (eager + this machine's graphs) | all")
 
     r = sub.add_parser("run", formatter_class=fmt, help="fuzz a target: scenarios x checks")
-    common(r)
+    common(r, many=True)
     r.add_argument("--scenario", action="append", help="scenario kind (repeatable; default all)")
     r.add_argument("--examples", type=int, default=None,
                    help="generated cases in all, split over kinds and workers (default 300; "
@@ -485,6 +492,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:  # argparse: 2 on usage errors, 0 on --help
         return int(e.code or 0)
     if args.cmd == "run":
+        args.target = args.target or ["unified"]
         args.examples_given = args.examples is not None
         if args.examples is None:
             args.examples = 300

@@ -57,7 +57,8 @@ SHARD_SEED_STRIDE = 7919
 class RunConfig:
     """Everything a run needs, resolved once (``impl`` and ``executors`` are never ``auto``)."""
 
-    target: str = "unified"
+    target: str = "unified"  # the first of ``targets``
+    targets: list[str] = field(default_factory=list)  # every target of the run (default: target)
     impl: str = "triton"
     executors: list[str] = field(default_factory=lambda: ["eager", "tape"])
     executor_label: str = "auto"  # what the user asked for (recorded in bundles)
@@ -71,6 +72,10 @@ class RunConfig:
     isolate: bool = True
     plugins: list[str] = field(default_factory=list)
     db: str | None = None  # hypothesis example database (see harness.corpus when present)
+
+    def __post_init__(self) -> None:
+        self.targets = list(self.targets) or [self.target]
+        self.target = self.targets[0]
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -87,18 +92,22 @@ class Unit:
     kind: str
     seed: int
     examples: int
+    target: str = "unified"
 
 
 def plan_units(cfg: RunConfig) -> list[Unit]:
     """The units of ``cfg`` (see the module docstring). ``--examples`` is split exactly: the
     units' budgets add up to it (earlier units get the remainder; a unit left with none is not
     run), so the generated cases never exceed the flag."""
-    kinds = cfg.kinds
-    shards = max(1, -(-cfg.workers // len(kinds))) if cfg.workers > len(kinds) else 1
-    slots = [(k, s) for s in range(shards) for k in kinds]
+    kinds, targets = cfg.kinds, cfg.targets
+    pairs = [(t, k) for t in targets for k in kinds]
+    shards = max(1, -(-cfg.workers // len(pairs))) if cfg.workers > len(pairs) else 1
+    slots = [(t, k, s) for s in range(shards) for t, k in pairs]
     base, extra = divmod(cfg.examples, len(slots))
-    units = [Unit(f"{k}.{s}", k, cfg.seed + SHARD_SEED_STRIDE * s, base + (1 if i < extra else 0))
-             for i, (k, s) in enumerate(slots)]
+    prefix = (lambda t: f"{t}/") if len(targets) > 1 else (lambda t: "")
+    units = [Unit(f"{prefix(t)}{k}.{s}", k, cfg.seed + SHARD_SEED_STRIDE * s,
+                  base + (1 if i < extra else 0), t)
+             for i, (t, k, s) in enumerate(slots)]
     return [u for u in units if u.examples > 0]
 
 
@@ -154,12 +163,12 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any], deadline_wall:
             replay[c.dumps()] = (Verdict.from_json(c, row["verdict"]) if row.get("failed")
                                  else Verdict(c, [], row.get("checks", 0), row.get("seconds", 0)))
     if cfg.isolate:
-        worker = case_worker(cfg)
+        worker = case_worker(cfg, unit.target)
         worker.inflight_name = f"inflight/{unit.id}.json"
         run_case: Callable = worker.run
     else:
         def run_case(case):
-            return execute(case, cfg.target, cfg.impl, cfg.executors)
+            return execute(case, unit.target, cfg.impl, cfg.executors)
 
     first_path: list[str] = []
 
@@ -169,7 +178,8 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any], deadline_wall:
 
     def on_case(case, v, phase):
         fwd[0] += forward_count(case) * len(cfg.executors)
-        row = {"unit": unit.id, "kind": unit.kind, "seed": unit.seed, "phase": phase,
+        row = {"unit": unit.id, "target": unit.target, "kind": unit.kind, "seed": unit.seed,
+               "phase": phase,
                "failed": v.failed, "signature": v.signature(), "checks": v.checks_run,
                "seconds": round(v.seconds, 4), "t": round(time.time(), 3),
                "case": case.to_json()}
@@ -178,7 +188,7 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any], deadline_wall:
         log.write(row)
 
     def on_first_failure(v):  # the unshrunk Case reaches disk before any shrinking run
-        first_path.append(write_bundle(out, _finding(cfg, v), suffix=".unshrunk"))
+        first_path.append(write_bundle(out, _finding(cfg, unit, v), suffix=".unshrunk"))
 
     deadline = None
     if deadline_wall is not None:
@@ -187,17 +197,19 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any], deadline_wall:
 
     camp = Campaign(run_case, seed=unit.seed, shrink_budget=cfg.shrink_budget,
                     on_first_failure=on_first_failure, deadline=deadline, replay=replay,
-                    on_case=on_case, database=open_database(cfg.db, out), db_key=cfg.target)
+                    on_case=on_case, database=open_database(cfg.db, out), db_key=unit.target)
     t0 = time.perf_counter()
     res = camp.run_kind(unit.kind, unit.examples)
     finding = None
     if res.finding is not None:
-        finding = res.finding.signature()
-        path = _write_smallest(out, _finding(cfg, res.finding))
+        rec = _finding(cfg, unit, res.finding)
+        finding = rec["signature"]
+        path = _write_smallest(out, rec)
         for p in first_path:
             if p != path and os.path.exists(p):
                 os.unlink(p)  # superseded by the shrunk Case
-    row = {"unit": unit.id, "event": "unit_done", "kind": unit.kind, "seed": unit.seed,
+    row = {"unit": unit.id, "event": "unit_done", "target": unit.target, "kind": unit.kind,
+           "seed": unit.seed,
            "cases": res.cases, "generated": res.generated, "shrunk": res.shrunk,
            "replayed": res.replayed, "checks": res.checks, "forward_steps": fwd[0],
            "seconds": round(time.perf_counter() - t0, 3), "finding": finding,
@@ -211,14 +223,14 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any], deadline_wall:
 _WORKERS: dict[str, Any] = {}
 
 
-def case_worker(cfg: RunConfig):
-    """This process's crash-isolating case worker for ``cfg`` (one child interpreter reused by
-    every unit this process runs; replaced after a crash by the worker itself)."""
+def case_worker(cfg: RunConfig, target: str):
+    """This process's crash-isolating case worker for ``target`` (one child interpreter reused
+    by every unit of that target this process runs; replaced after a crash by the worker)."""
     from swafuzz.harness.worker import CaseWorker
 
-    key = json.dumps([cfg.target, cfg.impl, cfg.executors, cfg.out])
+    key = json.dumps([target, cfg.impl, cfg.executors, cfg.out])
     if key not in _WORKERS:
-        _WORKERS[key] = CaseWorker(cfg.target, cfg.impl, cfg.executors, cfg.out)
+        _WORKERS[key] = CaseWorker(target, cfg.impl, cfg.executors, cfg.out)
         import atexit
 
         atexit.register(_WORKERS[key].close)
@@ -254,8 +266,11 @@ def _write_smallest(out: str, finding: dict[str, Any]) -> str:
     return write_bundle(out, finding)
 
 
-def _finding(cfg: RunConfig, v) -> dict[str, Any]:
-    return v.finding(cfg.target, cfg.impl, cfg.executor_label)
+def _finding(cfg: RunConfig, unit: Unit, v) -> dict[str, Any]:
+    """The bundle record; with several targets in one run the signature starts with the target
+    (findings are deduplicated per target)."""
+    prefix = f"{unit.target}:" if len(cfg.targets) > 1 else ""
+    return v.finding(unit.target, cfg.impl, cfg.executor_label, prefix=prefix)
 
 
 def _load_plugins(modules: list[str]) -> None:
@@ -364,9 +379,10 @@ def _run_pool(cfg: RunConfig, units: list[Unit], deadline_wall: float | None,
 
 
 def _unit_crash(cfg: RunConfig, u: Unit, why: str) -> dict[str, Any]:
-    row = {"unit": u.id, "event": "unit_done", "kind": u.kind, "seed": u.seed, "cases": 0,
+    row = {"unit": u.id, "event": "unit_done", "target": u.target, "kind": u.kind,
+           "seed": u.seed, "cases": 0,
            "generated": 0, "shrunk": 0, "replayed": 0, "checks": 0, "seconds": 0.0,
-           "finding": f"crash/{u.kind}/unit", "message": why, "out_of_time": False}
+           "finding": (f"{u.target}:" if len(cfg.targets) > 1 else "") + f"crash/{u.kind}/unit", "message": why, "out_of_time": False}
     log = CaseLog(os.path.join(cfg.out, "cases.jsonl"))
     log.write(row)
     log.close()
@@ -399,10 +415,12 @@ class _Ticker:
 
 
 def per_kind(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Unit rows summed per kind (for the table)."""
+    """Unit rows summed per kind (per target and kind when a run has several targets)."""
     stats: dict[str, dict[str, Any]] = {}
+    multi = len({r.get("target") for r in rows}) > 1
     for r in rows:
-        s = stats.setdefault(r["kind"], {"cases": 0, "generated": 0, "shrunk": 0, "checks": 0,
+        key = f"{r.get('target')} {r['kind']}" if multi else r["kind"]
+        s = stats.setdefault(key, {"cases": 0, "generated": 0, "shrunk": 0, "checks": 0,
                                          "findings": 0, "seconds": 0.0})
         for k in ("generated", "shrunk", "checks", "seconds"):
             s[k] += r.get(k) or 0
@@ -421,7 +439,8 @@ def write_run_meta(cfg: RunConfig, **extra: Any) -> None:
     if os.path.exists(path):
         with open(path) as f:
             old = json.load(f)
-    meta = {**old, "command": "run", "config": cfg.to_json(), "target": cfg.target,
+    meta = {**old, "command": "run", "config": cfg.to_json(),
+            "target": ", ".join(cfg.targets),
             "impl": cfg.impl, "executor": cfg.executor_label, "seed": cfg.seed,
             "examples": cfg.examples, "scenarios": cfg.kinds, "db": cfg.db,
             "workers": cfg.workers, **extra}

@@ -43,6 +43,12 @@ def _validate_common(args) -> None:
     from swafuzz.kernels import IMPLS, available_impls
 
     _check_choice("--target", args.target, _targets())
+    from swafuzz import targets
+
+    try:
+        targets.get_target(args.target)
+    except targets.TargetUnavailable as e:
+        raise UsageError(str(e)) from None
     _check_choice("--impl", args.impl, ("auto",) + tuple(IMPLS))
     if args.impl not in ("auto",) and args.impl not in available_impls():
         raise UsageError(f"--impl: {args.impl!r} is not available on this machine; available: "
@@ -196,6 +202,18 @@ def cmd_list(args) -> int:
     from swafuzz.kernels import available_impls
     from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
+    if args.target is not None:
+        _check_choice("--target", args.target, _targets())
+        if args.target == "sglang":
+            from swafuzz.targets import TargetUnavailable, sglang
+
+            try:
+                v, a = sglang.release()
+                print(f"target sglang: installed sglang {v} (adapter {a})\n")
+            except TargetUnavailable as e:
+                print(f"target sglang: {e}\n")
+            print(sglang.table_text())
+            return EXIT_CLEAN
     print("targets:        " + ", ".join(_targets()))
     print("scenario kinds: " + ", ".join(SCENARIO_KINDS))
     print("checks:         " + ", ".join(CHECKS))
@@ -270,7 +288,9 @@ def build_parser() -> argparse.ArgumentParser:
     common(rp, defaults=False)
     rp.set_defaults(fn=cmd_repro)
 
-    sub.add_parser("list", help="what is available here").set_defaults(fn=cmd_list)
+    ls = sub.add_parser("list", help="what is available here")
+    ls.add_argument("--target", default=None, help="details of one target (sglang: real/modelled)")
+    ls.set_defaults(fn=cmd_list)
 
     rep = sub.add_parser("report", help="summarise a run directory")
     rep.add_argument("dir")

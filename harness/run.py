@@ -78,6 +78,7 @@ def execute(case: Case, target: str = "unified", impl: str = "auto",
     """Run ``case`` on ``target`` x ``impl`` under each executor and check everything."""
     from swafuzz.harness.executors import get_executor
     from swafuzz.oracles.engine import CaseInfeasible, expect
+    from swafuzz.targets import get_target
     from swafuzz.targets.driver import run_case
 
     t0 = time.perf_counter()
@@ -89,5 +90,30 @@ def execute(case: Case, target: str = "unified", impl: str = "auto",
     for name in executors or resolve_executors("auto"):
         observations.append(run_case(case, target=target, impl=resolve_impl(impl),
                                      executor=get_executor(name)))
+    if getattr(get_target(target), "allocation", "exact") == "observed":
+        exp, fails = _observed_expectation(case, observations)
+        if fails:
+            return Verdict(case, fails, 1, time.perf_counter() - t0)
     fails, n = run_checks(case, observations, exp, only)
     return Verdict(case, fails, n, time.perf_counter() - t0)
+
+
+def _observed_expectation(case: Case, observations: list):
+    """Observed-allocation targets (``sglang``): the oracle validates and follows the first
+    observation's allocation choices; every executor's choices must be the same."""
+    from swafuzz.oracles.engine import AllocationRejected, expect
+
+    allocs = [[s.alloc or [] for s in o.steps] for o in observations]
+    for o, a in zip(observations[1:], allocs[1:]):
+        n = min(len(a), len(allocs[0]))
+        if a[:n] != allocs[0][:n]:
+            i = next(k for k in range(n) if a[k] != allocs[0][k])
+            return None, [Failure("agreement", f"step {i}: the allocator chose {allocs[0][i]} "
+                                  f"under {observations[0].executor} but {a[i]} under "
+                                  f"{o.executor}", "allocation")]
+    try:
+        return expect(case, observed_alloc=allocs[0]), []
+    except AllocationRejected as e:
+        o = observations[0]
+        return None, [Failure("invariants", f"[{o.target}/{o.impl}/{o.executor}] {e}",
+                              "allocation")]

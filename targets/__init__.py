@@ -4,7 +4,9 @@ Registry
 --------
 ``get_target(name)`` returns a factory ``factory(case, *, impl, executor, name) -> engine`` whose
 ``engine.run()`` returns a :class:`targets.observation.Observation`; ``TARGETS`` maps names to
-factories. ``"unified"`` is :class:`targets.driver.UnifiedEngine`. Mutants register themselves as
+factories. ``"unified"`` is :class:`targets.driver.UnifiedEngine`; ``"sglang"`` (SGLang's own code,
+:mod:`targets.sglang`) is registered always but imports SGLang only when requested, raising
+:class:`TargetUnavailable` when it cannot run here. Mutants register themselves as
 ``"mutant:<name>"`` with :func:`register` when ``targets.mutants`` is imported (``get_target``
 imports it for ``mutant:`` names).
 
@@ -70,6 +72,21 @@ from typing import Any, Callable
 TARGETS: dict[str, Callable[..., Any]] = {}
 
 
+class TargetUnavailable(RuntimeError):
+    """A registered target cannot run here (e.g. ``sglang`` not installed, or an unsupported
+    release); the message says why and what is supported. The CLI exits 2 with it."""
+
+
+def _sglang(case, **kwargs):
+    """The ``sglang`` target (imports SGLang only when the target is used)."""
+    from swafuzz.targets.sglang.engine import SGLangEngine
+
+    return SGLangEngine(case, **kwargs)
+
+
+_sglang.allocation = "observed"  # the oracle validates SGLang's allocation choices
+
+
 def register(name: str, factory: Callable[..., Any]) -> None:
     """Register ``factory(case, *, impl, executor, name) -> engine`` under ``name``."""
     if not name or not isinstance(name, str):
@@ -84,6 +101,7 @@ def _ensure_builtin() -> None:
 
         register("unified", UnifiedEngine)
         register("selftest:segfault", SegfaultEngine)
+        register("sglang", _sglang)
 
 
 def get_target(name: str) -> Callable[..., Any]:
@@ -93,6 +111,8 @@ def get_target(name: str) -> Callable[..., Any]:
         import swafuzz.targets.mutants  # noqa: F401 - mutants register themselves on import
     if name not in TARGETS:
         raise KeyError(f"get_target({name!r}): unknown target; known: {sorted(TARGETS)}")
+    if name == "sglang":
+        import swafuzz.targets.sglang.engine  # noqa: F401 - raises TargetUnavailable early
     return TARGETS[name]
 
 

@@ -59,6 +59,9 @@ class StepObs:
     pools: dict[str, list[bytes]]  # "target"/"draft" -> per layer buffer bytes
     redzones: dict[str, list[RedzoneObs]]
     draft_mapping_is_target: bool = True  # draft pool's mapping is the allocator's tensor
+    # Targets whose allocator chooses pages itself (``allocation = "observed"``): every token
+    # this step allocated, in the contract's order, as [full slot, SWA slot]; None otherwise.
+    alloc: list[list[int]] | None = None
 
 
 @dataclass
@@ -69,3 +72,4 @@ class Observation:
     forwards: list[ForwardObs] = field(default_factory=list)
     steps: list[StepObs] = field(default_factory=list)
     error: dict | None = None  # {"step": i, "type": name, "message": text}
+    target_version: str | None = None  # what the target ran, e.g. "sglang 0.5.23"; None: ours

@@ -354,6 +354,9 @@ class SGLangEngine(UnifiedEngine):
     #: the oracle validates this target's allocation choices instead of predicting them
     allocation = "observed"
 
+    def __init__(self, case, impl: str = "torch", executor=None, name: str = "sglang"):
+        super().__init__(case, impl=impl, executor=executor, name=name)
+
     def make_allocator(self):
         return self.allocator_cls(self.cfg, self.device, self.target_pool)
 

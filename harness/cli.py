@@ -211,7 +211,7 @@ def cmd_list(args) -> int:
                 v, a = sglang.release()
                 print(f"target sglang: installed sglang {v} (adapter {a})\n")
             except TargetUnavailable as e:
-                print(f"target sglang: {e}\n")
+                print(f"{e}\n")
             print(sglang.table_text())
             return EXIT_CLEAN
     print("targets:        " + ", ".join(_targets()))

@@ -31,41 +31,42 @@ ADAPTER_ENV = "SWAFUZZ_SGLANG_ADAPTER"
 #: engine model runs it; "absent": the release has no such code on the SWA write path.
 TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("ForwardMode", "real", "real",
-     "the release's enum member of the same name is handed to its code (values differ)"),
-    ("allocator: alloc / alloc_extend / alloc_decode / free / free_swa (+ free_full in 0.5.23)",
-     "real", "real",
-     "SWATokenToKVPoolAllocator on CPU tensors, built with the DSV4 pool it registers M into; "
-     "0.5.12 page_size>1: its alloc_extend_naive replaces the Triton alloc_extend_kernel (fails "
-     "in the Triton interpreter) and decodes use alloc_extend (alloc_decode's kernel has no "
-     "naive twin there)"),
+     "the release's member of the same name is handed to its code (values differ)"),
+    ("allocator (alloc, alloc_extend, alloc_decode, free, free_swa, free_full)", "real", "real",
+     "SWATokenToKVPoolAllocator on CPU tensors, built around the DSV4 pool it registers M "
+     "into. Page size > 1: 0.5.23 on CPU selects its own torch reference allocators "
+     "(alloc_extend_naive / alloc_decode_naive); 0.5.12 has Triton kernels only, which fail "
+     "in the interpreter, so its alloc_extend_naive replaces alloc_extend_kernel and decodes "
+     "go through alloc_extend (0.5.12 has no naive alloc_decode); free_full is 0.5.23 only"),
     ("full->SWA mapping M", "real", "real",
      "the allocator's int64 tensor with its -1 sentinel; target and draft pools register it"),
-    ("DSV4 pool: register_mapping, translate_loc_from_full_to_swa", "real", "real",
-     "DeepSeekV4TokenToKVPool methods on an instance built without __init__ (its constructor "
-     "needs server-global state and allocates compressed/indexer/state pools)"),
-    ("DSV4 pool: layer-keyed cached translation (cached_loc, start_layer)", "real", "absent",
-     "0.5.12 set_swa_key_buffer_radix_fused recomputes at the pool's start_layer"),
+    ("DSV4 pool: register_mapping, translation", "real", "real",
+     "DeepSeekV4TokenToKVPool methods on an instance built without __init__ (the constructor "
+     "needs server-global state and allocates compressed, indexer and state pools)"),
+    ("DSV4 pool: layer-keyed cached_loc", "real", "absent",
+     "0.5.12 set_swa_key_buffer_radix_fused: recomputed at the pool's start_layer"),
     ("backend store_cache", "real", "real",
      "DeepseekV4AttnBackend.store_cache on an instance built without __init__"),
     ("resolver get_swa_out_cache_loc", "absent", "real",
-     "0.5.23: IDLE / request-window / late-layer-tail / cached / fresh translation branches "
-     "(no request window or tail here: those pools are issue 12)"),
-    ("in-graph metadata stamp (init_forward_metadata_in_graph)", "absent", "real",
-     "0.5.23: stamps swa_out_cache_loc (multi-step per-step slice included) into the harness's "
-     "metadata through a DSV4Metadata view with no compressed layers"),
-    ("eager / out-graph metadata init, metadata copy/assign across replays", "modelled",
-     "modelled",
-     "the real ones build page tables, compression/indexer metadata and FlashMLA plans that "
-     "need CUDA; the harness's model (spec §4.2-§4.4) runs them"),
-    ("graph runners (decode/verify, draft-extend, multi-step), DP padding", "modelled",
-     "modelled", "need a model runner; run by swafuzz's runners under tape or CUDA graphs"),
+     "IDLE / request-window / late-layer-tail / cached / fresh-translation branches; this "
+     "harness builds no request window or tail (issue 12)"),
+    ("in-graph stamp (init_forward_metadata_in_graph)", "absent", "real",
+     "stamps swa_out_cache_loc (multi-step per-step slice included) into the harness's "
+     "metadata through a DSV4Metadata view with no compressed layers; 0.5.12's store reads "
+     "out_cache_loc instead"),
+    ("eager / out-graph metadata init, copy/assign", "modelled", "modelled",
+     "the real builders make page tables, compression/indexer metadata and FlashMLA plans that "
+     "need CUDA; the engine model runs them (spec §4.2-§4.4)"),
+    ("graph runners, DP padding", "modelled", "modelled",
+     "decode/verify, draft-extend and multi-step runners need a model runner; swafuzz's run "
+     "under tape (CPU) or CUDA graphs"),
     ("SWA KV buffers", "modelled", "modelled",
      "swafuzz's redzoned [pages+1, P, row] buffers; the release's 584-byte fp8/bf16/scale "
      "layout is not built"),
     ("store kernel", "modelled", "modelled",
-     "swafuzz's store writes the rows at the locations SGLang's code hands its pool's store "
-     "method; SGLang's CUDA JIT store needs a GPU, its Triton flashmla store quantizes (needs "
-     "a reference quantizer, not built)"),
+     "swafuzz's store writes the rows at exactly the locations SGLang's code hands its pool's "
+     "store; SGLang's CUDA JIT store needs a GPU, its Triton flashmla store quantizes to fp8 "
+     "(needs a reference quantizer, not built)"),
 )
 
 
@@ -102,14 +103,15 @@ def release() -> tuple[str, str]:
         f"{supported}); set {ADAPTER_ENV} to one of them to drive it with that release's adapter")
 
 
-def table_text() -> str:
-    """The real/modelled/why table as plain text."""
-    head = ("component", "0.5.12", "0.5.23", "why")
-    rows = [head, *TABLE]
-    w0 = max(len(r[0]) for r in rows)
-    lines = []
-    for c, a, b, why in rows:
-        lines.append(f"{c:<{w0}}  {a:<8}  {b:<8}  {why}")
+def table_text(width: int = 100) -> str:
+    """The real/modelled/why table as plain text (``why`` wrapped under each row)."""
+    import textwrap
+
+    w0 = max(len(r[0]) for r in TABLE)
+    lines = [f"{'component':<{w0}}  0.5.12    0.5.23", "-" * (w0 + 20)]
+    for c, a, b, why in TABLE:
+        lines.append(f"{c:<{w0}}  {a:<8}  {b}")
+        lines += textwrap.wrap(why, width, initial_indent="    ", subsequent_indent="    ")
     return "\n".join(lines)
 
 

@@ -149,9 +149,8 @@ class SGLangAllocator:
     def extend(self, plan: list[tuple[int, int]]) -> list[list[int]]:
         """Append ``n`` tokens to each ``(rid, n)`` through one SGLang allocation call:
         ``alloc`` (page size 1), ``alloc_decode`` (every n == 1; 0.5.23) or ``alloc_extend``."""
-        plan = [(rid, n) for rid, n in plan if n > 0]
-        if not plan:
-            return []
+        if not any(n > 0 for _, n in plan):
+            return [[] for _ in plan]
         P = self.page_size
         prefix = [len(self.tokens[rid]) for rid, _ in plan]
         seq = [p + n for p, (_, n) in zip(prefix, plan)]

@@ -56,7 +56,10 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "out_cache_loc instead"),
     ("eager / out-graph metadata init, copy/assign", "modelled", "modelled",
      "the real builders make page tables, compression/indexer metadata and FlashMLA plans that "
-     "need CUDA; the engine model runs them (spec §4.2-§4.4)"),
+     "need CUDA; the engine model runs them (spec §4.2-§4.4). Not covered: 0.5.23's "
+     "draft-extend prep pre-translates into a graph buffer (_fill_cuda_graph_swa_out_cache_loc, "
+     "PR #34890); the model keeps the PR-era prep, whose draft-extend stores fall back to the "
+     "real resolver's fresh translation"),
     ("graph runners, DP padding", "modelled", "modelled",
      "decode/verify, draft-extend and multi-step runners need a model runner; swafuzz's run "
      "under tape (CPU) or CUDA graphs"),

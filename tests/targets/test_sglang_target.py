@@ -194,3 +194,14 @@ def test_0_5_12_layer_cache_runs_for_real(monkeypatch):
                 steps=(Step("admit", rid=0, length=2), Step("decode", rids=(0,))), kind="decode")
     v = execute(case, "sglang", "torch", ["eager"])
     assert v.failed and v.failures[0].check in ("write_targets", "pool_bytes", "contracts")
+
+
+def test_upstream_env_refuses_an_unsupported_release():
+    import os
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    r = subprocess.run(["bash", os.path.join(root, "scripts", "upstream-env"), "0.4.0"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert "sglang 0.4.0 is not a supported release (supported: 0.5.12, 0.5.23)" in r.stderr

@@ -62,7 +62,7 @@ def _validate_common(args) -> None:
     try:
         for t in args.target if isinstance(args.target, list) else [args.target]:
             targets.get_target(t)
-    except (targets.UnknownTarget, PluginError) as e:
+    except (targets.UnknownTarget, targets.TargetUnavailable, PluginError) as e:
         raise UsageError(str(e)) from None
     _check_choice("--impl", args.impl, ("auto",) + tuple(IMPLS))
     if args.impl not in ("auto",) and args.impl not in available_impls():
@@ -280,6 +280,18 @@ def cmd_list(args) -> int:
 
     from swafuzz import targets
 
+    if args.target is not None:
+        _check_choice("--target", args.target, _targets())
+        if args.target == "sglang":
+            from swafuzz.targets import TargetUnavailable, sglang
+
+            try:
+                v, a = sglang.release()
+                print(f"target sglang: installed sglang {v} (adapter {a})\n")
+            except TargetUnavailable as e:
+                print(f"{e}\n")
+            print(sglang.table_text())
+            return EXIT_CLEAN
     names = _targets()
     print("targets:        " + ", ".join(names))
     for n in names:
@@ -452,7 +464,9 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--no-isolate", action="store_true", help="run the case in this process")
     rp.set_defaults(fn=cmd_repro)
 
-    sub.add_parser("list", formatter_class=fmt, help="what is available here").set_defaults(fn=cmd_list)
+    ls = sub.add_parser("list", help="what is available here")
+    ls.add_argument("--target", default=None, help="details of one target (sglang: real/modelled)")
+    ls.set_defaults(fn=cmd_list)
 
     rep = sub.add_parser("report", formatter_class=fmt, help="summarise a run directory")
     rep.add_argument("dir")

@@ -99,7 +99,7 @@ def execute(case: Case, target: str = "unified", impl: str = "auto",
     from swafuzz.harness.executors import get_executor
     from swafuzz.harness.executors.base import CountingExecutor
     from swafuzz.oracles.engine import CaseInfeasible, expect
-    from swafuzz.targets import run_case
+    from swafuzz.targets import get_target, run_case
 
     t0 = time.perf_counter()
     try:
@@ -113,6 +113,10 @@ def execute(case: Case, target: str = "unified", impl: str = "auto",
         obs.executor = ex.name  # what the harness ran, whatever the target wrote
         obs.graph_use = ex.counts()  # measured by the harness (issue 10: no self-report)
         observations.append(obs)
+    if getattr(get_target(target), "allocation", "exact") == "observed":
+        exp, fails = _observed_expectation(case, observations)
+        if fails:
+            return Verdict(case, fails, 1, time.perf_counter() - t0)
     if needs_recapture_reference(case, observations, only):
         ex = CountingExecutor(get_executor("tape_recapture"))
         ref = run_case(case, target=target, impl=resolve_impl(impl), executor=ex)
@@ -126,3 +130,24 @@ def execute(case: Case, target: str = "unified", impl: str = "auto",
 
         observed = summarize_all(case, observations, exp)
     return Verdict(case, fails, n, time.perf_counter() - t0, observed)
+
+
+def _observed_expectation(case: Case, observations: list):
+    """Observed-allocation targets (``sglang``): the oracle validates and follows the first
+    observation's allocation choices; every executor's choices must be the same."""
+    from swafuzz.oracles.engine import AllocationRejected, expect
+
+    allocs = [[s.alloc or [] for s in o.steps] for o in observations]
+    for o, a in zip(observations[1:], allocs[1:]):
+        n = min(len(a), len(allocs[0]))
+        if a[:n] != allocs[0][:n]:
+            i = next(k for k in range(n) if a[k] != allocs[0][k])
+            return None, [Failure("agreement", f"step {i}: the allocator chose {allocs[0][i]} "
+                                  f"under {observations[0].executor} but {a[i]} under "
+                                  f"{o.executor}", "allocation")]
+    try:
+        return expect(case, observed_alloc=allocs[0]), []
+    except AllocationRejected as e:
+        o = observations[0]
+        return None, [Failure("invariants", f"[{o.target}/{o.impl}/{o.executor}] {e}",
+                              "allocation")]

@@ -30,6 +30,7 @@ from swafuzz.scenarios.case import EXECS, OPS, POISON_BYTE, Case, Step
 from swafuzz.scenarios.payload import rows_bytes
 
 __all__ = [
+    "AllocationRejected",
     "CaseInfeasible",
     "Expectation",
     "ForwardExp",
@@ -55,6 +56,18 @@ class CaseInfeasible(ValueError):
     def __init__(self, step: int, reason: str):
         where = "config" if step < 0 else f"steps[{step}]"
         super().__init__(f"{where}: infeasible: {reason}")
+        self.step = step
+        self.reason = reason
+
+
+class AllocationRejected(ValueError):
+    """An observed allocation (``observed_alloc``) that no valid allocator could have made at
+    step ``step``: the page was not free, page 0, live elsewhere, or the token broke the page
+    rules (a token that continues a request's last page sits at the next offset of that page on
+    both sides; a token at a page boundary starts a fresh page at offset 0)."""
+
+    def __init__(self, step: int, reason: str):
+        super().__init__(f"steps[{step}]: observed allocation rejected: {reason}")
         self.step = step
         self.reason = reason
 
@@ -102,7 +115,7 @@ class Expectation:
 class _Shadow:
     """Shadow allocator, mapping and SWA pools for one Case."""
 
-    def __init__(self, case: Case):
+    def __init__(self, case: Case, observed_alloc: list[list[list[int]]] | None = None):
         cfg, g = case.pool, case.graph
         p = cfg.page_size
         if p < 1 or p > 256 or p & (p - 1):
@@ -129,6 +142,11 @@ class _Shadow:
             "draft": [bytearray([POISON_BYTE]) * nbytes for _ in range(cfg.draft_layers)],
         }
         self.exp = Expectation()
+        # Observed mode: per step, the [full, swa] slot of every token the target's allocator
+        # handed out, in contract order; validated and followed instead of "lowest free page".
+        self.observed = observed_alloc
+        self.step_i = -1
+        self.pending: list[list[int]] | None = None
 
     # ------------------------------------------------------------------ allocator
     def _live(self, i: int, rid: int) -> list[int]:
@@ -151,6 +169,45 @@ class _Shadow:
             if need > len(free):
                 raise CaseInfeasible(i, f"needs {need} fresh {side} pages, {len(free)} free")
 
+    def _next_observed(self, rid: int, q: int) -> tuple[int, int]:
+        if not self.pending:
+            raise AllocationRejected(self.step_i, f"request {rid} position {q} needs a slot but "
+                                     "the target reported no further allocated token")
+        pair = self.pending.pop(0)
+        if not (isinstance(pair, (list, tuple)) and len(pair) == 2
+                and all(isinstance(x, int) for x in pair)):
+            raise AllocationRejected(self.step_i, f"entry {pair!r} is not a [full, swa] pair")
+        return pair[0], pair[1]
+
+    def _fresh_pages(self, rid: int, q: int) -> tuple[int, int]:
+        """The (full page, SWA page) a token at a page boundary starts: the lowest free pages
+        (exact mode) or the target's validated choice (observed mode)."""
+        if self.pending is None:
+            return min(self.free_full), min(self.free_swa)
+        full, swa = self._next_observed(rid, q)
+        P, i = self.P, self.step_i
+        where = f"request {rid} position {q} (a page boundary)"
+        if full % P or swa % P:
+            raise AllocationRejected(i, f"{where}: got full slot {full} / SWA slot {swa}, which "
+                                        f"are not at offset 0 of a page (page size {P})")
+        fp, sp = full // P, swa // P
+        if fp == 0 or sp == 0:
+            raise AllocationRejected(i, f"{where}: got full page {fp} / SWA page {sp}: page 0 is "
+                                        "the dummy page and is never allocated")
+        if fp not in self.free_full:
+            owner = [r for r, t in self.tokens.items() if any(f // P == fp for f in t)]
+            raise AllocationRejected(i, f"{where}: full page {fp} was not free"
+                                        + (f" (held by request {owner[0]})" if owner else
+                                           f" (pages are 1..{self.cfg.full_pages})"))
+        if sp not in self.free_swa:
+            live = [f for f, s in enumerate(self.M[:-1]) if s > 0 and s // P == sp]
+            raise AllocationRejected(i, f"{where}: SWA page {sp} was not free"
+                                        + (f" (live: M[{live[0]}] = {self.M[live[0]]})" if live
+                                           else f" (pages are 1..{self.cfg.swa_pages})"))
+        if any(s > 0 and s // P == sp for s in self.M[:-1]):
+            raise AllocationRejected(i, f"{where}: SWA page {sp} is still mapped by a live slot")
+        return fp, sp
+
     def _extend(self, rid: int, n: int) -> list[int]:
         toks = self.tokens[rid]
         new = []
@@ -159,8 +216,15 @@ class _Shadow:
             if q % self.P:
                 full = toks[-1] + 1  # next offset of the last full page
                 swa = self.M[toks[-1]] + 1  # next offset of the last SWA page
+                if self.pending is not None:
+                    got = self._next_observed(rid, q)
+                    if got != (full, swa):
+                        raise AllocationRejected(
+                            self.step_i, f"request {rid} position {q} continues its last page: "
+                            f"expected full slot {full} / SWA slot {swa}, the allocator gave "
+                            f"{got[0]} / {got[1]}")
             else:
-                fp, sp = min(self.free_full), min(self.free_swa)
+                fp, sp = self._fresh_pages(rid, q)
                 self.free_full.discard(fp)
                 self.free_swa.discard(sp)
                 full, swa = fp * self.P, sp * self.P
@@ -212,6 +276,18 @@ class _Shadow:
 
     # ------------------------------------------------------------------ steps
     def run_step(self, i: int, s: Step) -> None:
+        self.step_i = i
+        if self.observed is not None:
+            # steps past the observation (the target stopped) fall back to exact predictions;
+            # the checks never compare them
+            self.pending = [list(p) for p in self.observed[i]] if i < len(self.observed) else None
+        self._run_step(i, s)
+        if self.pending:
+            raise AllocationRejected(i, f"the target reported {len(self.pending)} allocated "
+                                        f"tokens the step does not allocate (first "
+                                        f"{self.pending[0]})")
+
+    def _run_step(self, i: int, s: Step) -> None:
         if s.op not in OPS:
             raise CaseInfeasible(i, f"unknown op {s.op!r}")
         if s.exec not in EXECS or (s.op in ("admit", "evict", "finish", "remap")
@@ -310,14 +386,24 @@ class _Shadow:
         ))
 
 
-def expect(case: Case, *, pools_every_step: bool = True) -> Expectation:
+def expect(case: Case, *, pools_every_step: bool = True,
+           observed_alloc: list[list[list[int]]] | None = None) -> Expectation:
     """Run ``case`` on the shadow engine. Raises :class:`CaseInfeasible` for an invalid step.
+
+    ``observed_alloc`` (observed-allocation mode, for targets whose allocator picks pages
+    itself): ``observed_alloc[i]`` lists the ``[full slot, SWA slot]`` of every token step ``i``
+    allocated, in the contract's order. Each choice is validated (a fresh page was free, is not
+    page 0, no live slot maps into it; a continuing token sits at the next offset of its
+    request's last page on both sides) and then followed; the expected writes, mapping, free
+    lists and pool bytes follow from the validated choices. An invalid choice raises
+    :class:`AllocationRejected`. Steps past the end of the list use the exact policy. Nothing
+    else is taken from the target.
 
     ``pools_every_step=False`` keeps the pool bytes only in the last :class:`StepExp` (earlier
     ones get ``pools == {}``): each snapshot is ``(layers + draft_layers) * swa_slots *
     row_bytes`` bytes, which is large for big pools.
     """
-    sh = _Shadow(case)
+    sh = _Shadow(case, observed_alloc)
     for i, s in enumerate(case.steps):
         sh.run_step(i, s)
         if not pools_every_step and i > 0:

@@ -64,11 +64,20 @@ def write_bundle(out_dir: str, finding: dict[str, Any], suffix: str = "") -> str
     """Write ``finding`` (must hold ``signature`` and ``case``) under ``out_dir/findings/``
     as ``<signature><suffix>.json``.
 
-    Returns the path. The ``command`` field is filled in with the repro command.
+    Returns the path. The ``command`` field is filled in with the repro command. A finding on
+    the ``sglang`` target also records the installed sglang version under ``versions``.
     """
     path = os.path.join(out_dir, "findings",
                         signature_filename(finding["signature"]) + suffix + ".json")
-    bundle = {"bundle_version": BUNDLE_VERSION, "versions": versions(), **finding}
+    vers = versions()
+    if finding.get("target") == "sglang":
+        from importlib import metadata
+
+        try:
+            vers["sglang"] = metadata.version("sglang")
+        except metadata.PackageNotFoundError:
+            vers["sglang"] = "not installed"
+    bundle = {"bundle_version": BUNDLE_VERSION, "versions": vers, **finding}
     bundle["command"] = f"swafuzz repro {path}"
     atomic_write_text(path, json.dumps(bundle, indent=1, sort_keys=True) + "\n")
     return path

@@ -17,6 +17,9 @@ the engine seams a target may replace, is in :mod:`swafuzz.targets.protocol`).
 and runs it. :func:`origin` says where a target came from (recorded in every finding bundle), and
 :func:`recipe` how a fresh process (the case worker, ``repro``) gets the same target back.
 
+``sglang`` (SGLang's own code, :mod:`swafuzz.targets.sglang`) is registered always but imports
+SGLang only when requested, raising :class:`TargetUnavailable` when it cannot run here.
+
 Engine modules: ``forward_mode`` (ForwardMode, GraphBucket, ForwardBatch), ``allocator`` (pages
 and ``M``), ``kv_pool`` (redzoned SWA buffers, translation), ``metadata`` (check-eq/copy/assign),
 ``backend`` (eager / out-graph / in-graph init, resolver, store), ``runners`` (decode/verify,
@@ -48,6 +51,21 @@ class UnknownTarget(KeyError):
         return str(self.args[0])
 
 
+class TargetUnavailable(RuntimeError):
+    """A registered target cannot run here (e.g. ``sglang`` not installed, or an unsupported
+    release); the message says why and what is supported. The CLI exits 2 with it."""
+
+
+def _sglang(case, **kwargs):
+    """The ``sglang`` target (imports SGLang only when the target is used)."""
+    from swafuzz.targets.sglang.engine import SGLangEngine
+
+    return SGLangEngine(case, **kwargs)
+
+
+_sglang.allocation = "observed"  # the oracle validates SGLang's allocation choices
+
+
 def register(name: str, factory: Callable[..., Any]) -> None:
     """Register ``factory(case, *, impl, executor, name) -> engine`` under ``name``.
 
@@ -75,6 +93,7 @@ def _ensure_builtin() -> None:
         TARGETS["unified"] = UnifiedEngine
         TARGETS["selftest:segfault"] = SegfaultEngine
         TARGETS["selftest:cuda_sticky"] = StickyCudaErrorEngine
+        TARGETS["sglang"] = _sglang
 
 
 def get_target(name: str) -> Callable[..., Any]:
@@ -92,6 +111,8 @@ def get_target(name: str) -> Callable[..., Any]:
         raise UnknownTarget(f"--target: {name!r} is not allowed (no such target); choose one "
                             f"of: {', '.join(available_targets())} (a plugin target needs its "
                             f"package installed, --plugin MODULE or SWAFUZZ_PLUGINS)")
+    if name == "sglang":
+        import swafuzz.targets.sglang.engine  # noqa: F401 - raises TargetUnavailable early
     return TARGETS[name]
 
 

@@ -70,6 +70,10 @@ class UnifiedEngine:
     draft_extend_runner_cls = DraftExtendGraphRunner
     multistep_runner_cls = MultiStepDraftRunner
     dp_cls = DPAttention
+    #: "exact": the oracle predicts every allocation (the Case contract's lowest-free policy);
+    #: "observed": the target's allocator chooses, each StepObs reports the choices (``alloc``)
+    #: and the oracle validates them (the ``sglang`` target)
+    allocation = "exact"
 
     def __init__(self, case: Case, impl: str = "torch", executor=None, name: str = "unified"):
         self.case = case
@@ -81,10 +85,10 @@ class UnifiedEngine:
         self.executor = executor if executor is not None else _NoGraphExecutor()
         self.device = torch.device(self.executor.device)
         cfg, g = self.cfg, self.gcfg
-        self.allocator = self.allocator_cls(cfg, self.device)
         self.target_pool = self.pool_cls("target", cfg, cfg.layers, 0, self.impl, self.device)
         self.draft_pool = self.pool_cls("draft", cfg, cfg.draft_layers, cfg.layers, self.impl,
                                         self.device)
+        self.allocator = self.make_allocator()  # after the pools: a real allocator needs one
         self.target_pool.register_mapping(self.allocator.mapping)
         self.draft_pool.register_mapping(self.allocator.mapping)  # shared, by identity
         self.target_model = SWAModel(self.target_pool)
@@ -99,6 +103,10 @@ class UnifiedEngine:
         ])
         self.dp = self.dp_cls(self.device)
         self._runners: dict[str, GraphRunner] = {}
+
+    def make_allocator(self):
+        """The allocator (built after the pools; the sglang target passes its pool)."""
+        return self.allocator_cls(self.cfg, self.device)
 
     # -- runners (built on first graph use) -----------------------------------------------------
     def runner(self, kind: str) -> GraphRunner:
@@ -293,6 +301,7 @@ class UnifiedEngine:
             draft_mapping_is_target=self.draft_pool.mapping is m and self.target_pool.mapping is m,
             requests={rid: (list(toks), self.allocator.evicted[rid])
                       for rid, toks in self.allocator.tokens.items()},
+            alloc=self.allocator.take_alloc_log() if self.allocation == "observed" else None,
         )
 
     def new_observation(self) -> Observation:

@@ -63,6 +63,9 @@ class StepObs:
     # The engine's own request table: rid -> (full slot per position, SWA eviction frontier).
     # None when a target does not expose it (the invariants check then skips the table rules).
     requests: dict[int, tuple[list[int], int]] | None = None
+    # Targets whose allocator chooses pages itself (``allocation = "observed"``): every token
+    # this step allocated, in the contract's order, as [full slot, SWA slot]; None otherwise.
+    alloc: list[list[int]] | None = None
 
 
 @dataclass
@@ -76,3 +79,4 @@ class Observation:
     # Filled by the harness from the executor it handed the target, never by the target:
     # {"replays": n, "captures": n} (graph executors count every capture/replay call).
     graph_use: dict | None = None
+    target_version: str | None = None  # what the target ran, e.g. "sglang 0.5.23"; None: ours

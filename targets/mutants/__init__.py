@@ -22,9 +22,10 @@ the scenario kinds where the bug shows (the zoo fuzzes those). Registered as ``m
                                   numel), no invalidation (PR #25824 era)
 6   memo_storage_ptr              memo keyed on the storage pointer: equal- write_targets
                                   length views collide (PR #25824 report)
-7   layer_cache_no_reset          layer-keyed cache (recompute at layer 0   write_targets
-                                  only), not reset by register_mapping
-                                  (PR #25889; sglang 0.5.12)
+7   layer_cache_no_reset          layer-keyed cache recomputed at global    write_targets
+                                  layer 0 only (spec §9.7's layer-0 rule),
+                                  never reset; NOT shipped 0.5.12, which
+                                  keys on the pool's start_layer
 8   int64_store_locs              translation without the int32 cast: int64 contracts
                                   locations reach the int32 store (§9.8)
 9   host_baked_translation        translation computed on the host at       capture_freeze,
@@ -184,9 +185,18 @@ class MemoStoragePtr(UnifiedEngine):
 # 7 ------------------------------------------------------------------------------------------
 class _LayerCacheBackend(DSV4Backend):
     def get_store_loc(self, layer_id: int, fb: ForwardBatch):
-        """sglang 0.5.12: recompute the pool's ``cached_loc`` when ``layer_id == 0`` (or when
-        unset), else reuse it. Draft layer ids start after the target's, so the draft pool's
-        cache is computed once and never again; ``register_mapping`` does not reset it."""
+        """A layer-keyed cache under the layer-0 rule of spec §9.7: recompute the pool's
+        ``cached_loc`` when the *global* ``layer_id == 0`` (or when unset), else reuse it. The
+        draft pool's layers start after the target's, so its cache is computed once and never
+        again (nothing resets it).
+
+        This is not what sglang 0.5.12 ships: its ``DeepSeekV4TokenToKVPool`` recomputes at the
+        pool's ``start_layer`` (every forward of every pool), and its bug (``register_mapping``
+        not clearing ``cached_loc``, fixed by PR #25889 / #26079) needs a mapping rebuilt
+        between forwards, which no Case step does. ``--target sglang`` with 0.5.12 installed
+        runs that shipped code for real; this mutant keeps the layer-0 variant because it is
+        the form of the bug class the scenarios can reach (a pool whose first storing layer is
+        not layer 0, as a pipeline stage or a draft model numbered after the target)."""
         pool = self.pool
         if layer_id == 0 or getattr(pool, "cached_loc", None) is None:
             pool.cached_loc = self.get_swa_out_cache_loc(fb)
@@ -194,7 +204,7 @@ class _LayerCacheBackend(DSV4Backend):
 
 
 @mutant("layer_cache_no_reset", ("draft_extend", "multi_step_draft"),
-        "PR #25889, sglang 0.5.12 cached_loc, spec §2.8, §9.7")
+        "spec §9.7 layer-0 rule, spec §2.8 (0.5.12 keys on start_layer; PR #25889)")
 class LayerCacheNoReset(UnifiedEngine):
     backend_cls = _LayerCacheBackend
 

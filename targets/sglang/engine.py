@@ -1,0 +1,365 @@
+""":class:`SGLangEngine`: the engine with SGLang's own code swapped in as component classes.
+
+Importing this module imports SGLang (see :mod:`swafuzz.targets.sglang` for the supported
+releases and the real/modelled table). The seams:
+
+* :class:`SGLangAllocator` (``allocator_cls``) drives SGLang's ``SWATokenToKVPoolAllocator``
+  built around the target pool's DSV4 pool object; it keeps only the per-request bookkeeping the
+  Case contract needs (token lists, eviction frontiers) and records every token it allocated as
+  ``[full slot, SWA slot]`` (``alloc_log``), which the observation carries to the oracle: the
+  oracle validates those choices instead of predicting SGLang's free-list order.
+* :class:`SGLangPool` (``pool_cls``) keeps swafuzz's redzoned SWA buffers (modelled) and holds a
+  ``DeepSeekV4TokenToKVPool`` (``real``) whose own ``register_mapping`` and
+  ``translate_loc_from_full_to_swa`` (and, in 0.5.12, its layer-keyed ``cached_loc``) run; its
+  store entry point is tapped so the rows land in swafuzz's buffers through the selected store
+  kernel, at exactly the locations SGLang's code passes.
+* :class:`SGLangBackend` (``backend_cls``) runs SGLang's ``DeepseekV4AttnBackend.store_cache``
+  (0.5.23: with its resolver ``get_swa_out_cache_loc``) and, in 0.5.23, its
+  ``init_forward_metadata_in_graph`` stamp, on an instance built without ``__init__`` whose
+  ``forward_metadata`` is the harness's metadata (modelled lifecycle, see the table).
+
+ForwardMode is matched by name: the release's member with the model's member's name.
+"""
+
+from __future__ import annotations
+
+import os
+from types import SimpleNamespace
+
+import torch
+from swafuzz.scenarios.case import PoolConfig
+from swafuzz.targets import TargetUnavailable
+from swafuzz.targets.allocator import AllocationError
+from swafuzz.targets.backend import DSV4Backend, StoreRecord
+from swafuzz.targets.engine import UnifiedEngine
+from swafuzz.targets.kv_pool import SWAKVPool
+from swafuzz.targets.metadata import AttnMetadata, RawDecodeMetadata
+from swafuzz.targets.sglang import release
+
+VERSION, ADAPTER = release()
+
+# The fused store path (default on in both releases) is the one whose locations matter; pin it
+# so an environment setting cannot route 0.5.12 through its Triton quantizer instead.
+os.environ.setdefault("SGLANG_OPT_USE_FUSED_STORE_CACHE", "1")
+
+try:
+    from sglang.srt.layers.attention import deepseek_v4_backend as _backend_mod
+    from sglang.srt.mem_cache import deepseek_v4_memory_pool as _pool_mod
+    from sglang.srt.model_executor.forward_batch_info import ForwardMode as RealForwardMode
+
+    if ADAPTER == "0.5.12":
+        from sglang.srt.mem_cache import allocator as _paged_mod
+        from sglang.srt.mem_cache.swa_memory_pool import SWATokenToKVPoolAllocator
+    else:
+        from sglang.srt.mem_cache.allocator import paged as _paged_mod
+        from sglang.srt.mem_cache.allocator.swa import SWATokenToKVPoolAllocator
+except ImportError as e:  # pragma: no cover - depends on the environment
+    raise TargetUnavailable(
+        f"target sglang: sglang {VERSION} is installed but its modules do not import here "
+        f"({type(e).__name__}: {e}); build the environment with scripts/upstream-env "
+        f"{ADAPTER}") from None
+
+RealBackend = _backend_mod.DeepseekV4AttnBackend
+RealPool = _pool_mod.DeepSeekV4TokenToKVPool
+UNIFIED_RESOLVER = hasattr(RealBackend, "get_swa_out_cache_loc")
+TARGET_VERSION = f"sglang {VERSION}" + ("" if VERSION == ADAPTER else f" (adapter {ADAPTER})")
+
+
+def real_mode(name: str):
+    """The release's ForwardMode member called ``name`` (values differ from the model's)."""
+    try:
+        return RealForwardMode[name]
+    except KeyError:
+        raise ValueError(f"ForwardMode.{name}: sglang {VERSION} has no such member (members: "
+                         f"{', '.join(m.name for m in RealForwardMode)})") from None
+
+
+def real_batch(fb) -> SimpleNamespace:
+    """The forward batch as SGLang's code reads it: same tensors, the release's mode."""
+    return SimpleNamespace(
+        forward_mode=real_mode(fb.forward_mode.name), batch_size=fb.batch_size,
+        out_cache_loc=fb.out_cache_loc, seq_lens=fb.seq_lens, positions=fb.positions,
+        spec_info=None)
+
+
+# ----------------------------------------------------------------------------- 0.5.12 kernels
+class _NaiveAllocExtend:
+    """``alloc_extend_kernel[grid](...)`` of 0.5.12 routed to the release's own
+    ``alloc_extend_naive`` (same arguments, device taken from the output tensor)."""
+
+    def __getitem__(self, grid):
+        def launch(prefix_lens, seq_lens, last_loc, free_pages, out_indices, _bs_pow2, page):
+            _paged_mod.alloc_extend_naive(prefix_lens, seq_lens, last_loc, free_pages,
+                                          out_indices, page, out_indices.device)
+        return launch
+
+
+if ADAPTER == "0.5.12":
+    _paged_mod.alloc_extend_kernel = _NaiveAllocExtend()
+
+
+# ----------------------------------------------------------------------------- allocator
+def _free_page_ids(alloc) -> list[int]:
+    """Every page id an SGLang token/paged allocator can still hand out (free list plus the
+    released/staged pages it merges back on demand)."""
+    parts = [alloc.free_pages]
+    rel = getattr(alloc, "release_pages", None)
+    if isinstance(rel, torch.Tensor):
+        parts.append(rel)
+    parts += list(getattr(alloc, "staged_pages", None) or [])
+    return sorted(int(x) for t in parts for x in t.tolist())
+
+
+class SGLangAllocator:
+    """SGLang's ``SWATokenToKVPoolAllocator`` with the Case contract's request bookkeeping.
+
+    Built by :meth:`SGLangEngine.make_allocator` with the target pool: the real allocator
+    registers its mapping into that pool's DSV4 pool object at construction.
+    """
+
+    def __init__(self, pool: PoolConfig, device, kvcache: SGLangPool):
+        self.pool = pool
+        self.page_size = P = pool.page_size
+        self.device = torch.device(device)
+        self.real = SWATokenToKVPoolAllocator(
+            size=pool.full_pages * P, size_swa=pool.swa_pages * P, page_size=P,
+            dtype=torch.uint8, device=str(self.device), kvcache=kvcache.real, need_sort=True)
+        if ADAPTER != "0.5.12" and P > 1:
+            for a in (self.real.full_attn_allocator, self.real.swa_attn_allocator):
+                # the release's own switch: its torch reference allocator on CPU
+                a.use_triton_kernels = False
+        self.mapping = self.real.full_to_swa_index_mapping
+        self.tokens: dict[int, list[int]] = {}
+        self.evicted: dict[int, int] = {}
+        self.alloc_log: list[list[int]] = []
+
+    def take_alloc_log(self) -> list[list[int]]:
+        log, self.alloc_log = self.alloc_log, []
+        return log
+
+    def free_full_pages(self) -> list[int]:
+        return _free_page_ids(self.real.full_attn_allocator)
+
+    def free_swa_pages(self) -> list[int]:
+        return _free_page_ids(self.real.swa_attn_allocator)
+
+    def _t(self, v, cpu: bool = False) -> torch.Tensor:
+        return torch.tensor(v, dtype=torch.int64, device="cpu" if cpu else self.device)
+
+    def extend(self, plan: list[tuple[int, int]]) -> list[list[int]]:
+        """Append ``n`` tokens to each ``(rid, n)`` through one SGLang allocation call:
+        ``alloc`` (page size 1), ``alloc_decode`` (every n == 1; 0.5.23) or ``alloc_extend``."""
+        if not any(n > 0 for _, n in plan):
+            return [[] for _ in plan]
+        P = self.page_size
+        prefix = [len(self.tokens[rid]) for rid, _ in plan]
+        seq = [p + n for p, (_, n) in zip(prefix, plan)]
+        total = sum(n for _, n in plan)
+        last = [self.tokens[rid][-1] if self.tokens[rid] else -1 for rid, _ in plan]
+        if P == 1:
+            out = self.real.alloc(total)
+        elif all(n == 1 for _, n in plan) and ADAPTER != "0.5.12":
+            out = self.real.alloc_decode(self._t(seq), self._t(seq, cpu=True), self._t(last))
+        else:
+            out = self.real.alloc_extend(self._t(prefix), self._t(prefix, cpu=True), self._t(seq),
+                                         self._t(seq, cpu=True), self._t(last), total)
+        if out is None:
+            raise AllocationError(f"extend: sglang's allocator refused {total} tokens "
+                                  f"({self.real.full_available_size()} full / "
+                                  f"{self.real.swa_available_size()} SWA slots free)")
+        full = [int(x) for x in out.tolist()]
+        if len(full) != total:
+            raise AllocationError(f"extend: sglang's allocator returned {len(full)} slots for "
+                                  f"{total} tokens")
+        swa = self.mapping[out.to(torch.int64)].tolist()
+        self.alloc_log += [[f, int(s)] for f, s in zip(full, swa)]
+        res, k = [], 0
+        for rid, n in plan:
+            new = full[k:k + n]
+            k += n
+            self.tokens[rid] += new
+            res.append(new)
+        return res
+
+    def admit(self, rid: int, length: int) -> list[int]:
+        if rid in self.tokens:
+            raise AllocationError(f"admit: request {rid} already exists")
+        self.tokens[rid], self.evicted[rid] = [], 0
+        try:
+            return self.extend([(rid, length)])[0]
+        except AllocationError:
+            del self.tokens[rid], self.evicted[rid]
+            raise
+
+    def evict(self, rid: int, window: int) -> None:
+        """Window eviction (contract): ``free_swa`` of ``tokens[evicted:frontier]``."""
+        toks = self.tokens[rid]
+        old = self.evicted[rid]
+        frontier = max(old, len(toks) - window)
+        frontier -= frontier % self.page_size
+        if frontier > old:
+            self.real.free_swa(self._t(toks[old:frontier]))
+            self.evicted[rid] = frontier
+
+    def finish(self, rid: int) -> None:
+        """0.5.12: ``free`` (full side, then ``free_swa``, which skips unmapped slots).
+        0.5.23: ``free_swa`` of the still-mapped tokens, then ``free_full`` of all of them
+        (its ``free`` insists every slot still has an SWA peer)."""
+        toks = self.tokens.pop(rid)
+        old = self.evicted.pop(rid)
+        if ADAPTER == "0.5.12":
+            self.real.free(self._t(toks))
+            return
+        if toks[old:]:
+            self.real.free_swa(self._t(toks[old:]))
+        self.real.free_full(self._t(toks))
+
+
+# ----------------------------------------------------------------------------- pool
+class _SWAStoreTap:
+    """Stands in for the DSV4 pool's ``swa_kv_pool`` (0.5.12): its ``set_key_buffer_fused`` is
+    the CUDA JIT store; the locations SGLang's pool code chose go to ``owner.sink``."""
+
+    def __init__(self, owner: SGLangPool):
+        self.owner = owner
+
+    def set_key_buffer_fused(self, layer_id: int, loc: torch.Tensor, cache_k: torch.Tensor):
+        self.owner.sink(layer_id, loc, cache_k)
+
+
+def build_real_pool(owner: SGLangPool) -> object:
+    """A ``DeepSeekV4TokenToKVPool`` made without ``__init__``, with the attributes its
+    mapping, translation and SWA store-location code read."""
+    p = object.__new__(RealPool)
+    first, n = owner.start_layer, owner.num_layers
+    p.start_layer, p.end_layer, p.layer_num = first, first + n - 1, n
+    p._stage_start, p._stage_end = first, first + n
+    p.page_size = p.swa_page_size = owner.page_size
+    p.device = str(owner.device)
+    p.full_to_swa_index_mapping = None
+    p.request_window = None
+    p.swa_req_ring_size = None
+    p.layer_transfer_counter = None
+    if ADAPTER == "0.5.12":
+        p._should_cache_swa = _pool_mod.envs.SGLANG_OPT_CACHE_SWA_TRANSLATION.get()
+        p.cached_loc = None
+        p.swa_kv_pool = _SWAStoreTap(owner)
+    else:
+        def store(layer_id, swa_loc, cache_k):
+            owner.sink(p._swa_local_layer_id(layer_id), swa_loc, cache_k)
+        # the release's method is one call to its CUDA JIT store with these arguments
+        p.set_swa_key_buffer_radix_fused = store
+    return p
+
+
+class SGLangPool(SWAKVPool):
+    """swafuzz's SWA buffers (modelled) + SGLang's DSV4 pool object (``real``)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.sink_fn = None
+        self.real = build_real_pool(self)
+
+    def register_mapping(self, mapping: torch.Tensor) -> None:
+        self.mapping = mapping
+        if self.real.full_to_swa_index_mapping is not mapping:
+            self.real.register_mapping(mapping)
+
+    def translate_loc_from_full_to_swa(self, loc: torch.Tensor) -> torch.Tensor:
+        return self.real.translate_loc_from_full_to_swa(loc)
+
+    def sink(self, local_layer: int, loc: torch.Tensor, rows: torch.Tensor) -> None:
+        if self.sink_fn is None:
+            raise RuntimeError(f"{self.name} pool: SGLang stored outside a backend store_cache")
+        self.sink_fn(local_layer, loc, rows)
+
+
+# ----------------------------------------------------------------------------- backend
+class _CoreView:
+    """The harness's CoreAttnMetadata as SGLang's in-graph init reads it: no compressed layers
+    (``low_ratios`` empty); attribute writes land on the wrapped object."""
+
+    low_ratios = ()
+
+    def __init__(self, core):
+        object.__setattr__(self, "_core", core)
+
+    def __getattr__(self, name):
+        return getattr(self._core, name)
+
+    def __setattr__(self, name, value):
+        setattr(self._core, name, value)
+
+
+class SGLangBackend(DSV4Backend):
+    """Store path (and 0.5.23's resolver and in-graph stamp) from SGLang's backend."""
+
+    def __init__(self, pool: SGLangPool, **kwargs):
+        super().__init__(pool, **kwargs)
+        sh = object.__new__(RealBackend)
+        sh.token_to_kv_pool = pool.real
+        sh.forward_metadata = None
+        sh.pre_kv_store_hook = None
+        sh.topk = self.topk
+        sh.speculative_num_steps = self.num_steps
+        sh.speculative_step_id = self.step_id
+        sh.is_dspark_draft = False
+        sh._early_verify_metadata_ids = set()
+        sh.tail_forward_metadata = None
+        self.shim = sh
+
+    def init_forward_metadata_in_graph(self, fb) -> None:
+        if not UNIFIED_RESOLVER:
+            # 0.5.12 stamps no SWA write location (its store translates out_cache_loc); keep
+            # the modelled Raw upgrade only.
+            if isinstance(self.forward_metadata, RawDecodeMetadata):
+                self.forward_metadata = self.upgrade_raw(self.forward_metadata)
+            return
+        md = self.forward_metadata
+        if isinstance(md, RawDecodeMetadata):
+            md = self.forward_metadata = self.upgrade_raw(md)
+        if isinstance(md, AttnMetadata):
+            self.shim.forward_metadata = _backend_mod.DSV4Metadata(
+                core_attn_metadata=_CoreView(md.core_attn_metadata), indexer_metadata=None)
+        else:
+            self.shim.forward_metadata = md
+        RealBackend.init_forward_metadata_in_graph(self.shim, real_batch(fb))
+
+    def _sink(self, local_layer: int, loc: torch.Tensor, rows: torch.Tensor) -> None:
+        caches = self.pool.caches
+        if not 0 <= local_layer < len(caches):
+            raise IndexError(f"sglang stored into local layer {local_layer} of the "
+                             f"{self.pool.name} pool, which has {len(caches)} layers")
+        self.store_log.append(StoreRecord(local_layer, loc, rows.shape[0]))
+        self._store(caches[local_layer], loc, rows)
+
+    def store_cache(self, layer_id: int, swa_k: torch.Tensor, fb) -> None:
+        self.shim.forward_metadata = self.forward_metadata
+        self.pool.sink_fn = self._sink
+        try:
+            RealBackend.store_cache(self.shim, layer_id, swa_k, real_batch(fb))
+        finally:
+            self.pool.sink_fn = None
+
+
+# ----------------------------------------------------------------------------- engine
+class SGLangEngine(UnifiedEngine):
+    """UnifiedEngine with SGLang's allocator, pool translation, store path, resolver and
+    in-graph stamp (see the module docstring); everything else is the model's."""
+
+    allocator_cls = SGLangAllocator
+    pool_cls = SGLangPool
+    backend_cls = SGLangBackend
+    #: the oracle validates this target's allocation choices instead of predicting them
+    allocation = "observed"
+
+    def __init__(self, case, impl: str = "torch", executor=None, name: str = "sglang"):
+        super().__init__(case, impl=impl, executor=executor, name=name)
+
+    def make_allocator(self):
+        return self.allocator_cls(self.cfg, self.device, self.target_pool)
+
+    def new_observation(self):
+        obs = super().new_observation()
+        obs.target_version = TARGET_VERSION
+        return obs

@@ -130,7 +130,9 @@ def available_targets() -> list[str]:
 def origin(name: str) -> dict[str, Any] | None:
     """Where target ``name`` came from: None for swafuzz's own targets, else the plugin record
     (module, distribution and version, entry point) that a bundle stores."""
-    get_target(name)
+    _ensure_builtin()
+    if name not in TARGETS:
+        get_target(name)
     if name in ORIGINS:
         return dict(ORIGINS[name])
     f = TARGETS[name]

@@ -128,7 +128,8 @@ def test_unified_target_stays_exact():
         v = execute(_case(2), "test:highest_exact", "torch", ["eager"])
     finally:
         TARGETS.pop("test:highest_exact", None)
-    assert v.failed and any(f.check == "invariants" for f in v.failures)
+    # the exact oracle predicts other slots than this allocator chose: the writes disagree
+    assert v.failed and {f.check for f in v.failures} & {"write_targets", "pool_bytes"}
 
 
 def test_invalid_choice_is_a_finding():

@@ -336,31 +336,21 @@ def cmd_zoo(args) -> int:
         v = getattr(args, name)
         if v is not None:
             _positive(f"--{name}", v)
-    if args.budget == "ci" and (args.examples is not None or args.seeds is not None):
-        raise UsageError("--examples/--seeds: not allowed with --budget ci (its budget is fixed: "
-                         "2 seeds, 60 cases); use --budget full to choose them")
+    if args.budget == "ci":
+        given = [f for f, v in (("--examples", args.examples), ("--seeds", args.seeds))
+                 if v is not None]
+        if given:
+            raise UsageError(f"{given[0]}: not allowed with --budget ci (its budget is fixed: 2 "
+                             "seeds, 60 cases); use --budget full with --examples and --seeds")
     args.examples = 200 if args.examples is None else args.examples
     args.seeds = 5 if args.seeds is None else args.seeds
-    if args.json:
-        _writable_file("--json", args.json)
+    from swafuzz.harness.failures import check_out_file
+
+    bad = args.json and check_out_file("--json", args.json)
+    if bad:
+        raise UsageError(bad)
     _prepare_out_dir_only(args.out)
     return run_zoo(args)
-
-
-def _writable_file(field: str, path: str) -> None:
-    """``path`` can be written (probed now, with a temporary file beside it), so a long run
-    does not end in a traceback."""
-    import tempfile
-
-    if os.path.isdir(path):
-        raise UsageError(f"{field}: {path!r} is a directory")
-    d = os.path.dirname(os.path.abspath(path))
-    try:
-        os.makedirs(d, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=d, prefix=".swafuzz-probe-"):
-            pass
-    except OSError as e:
-        raise UsageError(f"{field}: cannot write {path!r} ({e.strerror})") from None
 
 
 def _prepare_out_dir_only(out: str) -> None:
@@ -440,7 +430,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(r, many=True)
     r.add_argument("--scenario", action="append", help="scenario kind (repeatable; default all)")
     r.add_argument("--examples", type=int, default=None,
-                   help="generated cases in all, split over kinds and workers (default 300; "
+                   help="generated cases in all, split over kinds and workers (default: 300; "
                         "with --budget: no cap)")
     r.add_argument("--budget", default=None,
                    help="wall-clock budget, e.g. 90s, 30m, 2h (no new case after it)")

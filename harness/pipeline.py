@@ -315,7 +315,8 @@ def run(cfg: RunConfig, *, say: Callable[[str], None] = print,
     t0 = time.monotonic()
     interrupted = False
     prev = signal.signal(signal.SIGTERM, _raise_interrupt)
-    ticker = _Ticker(log_path, say, progress_every)
+    ticker = _Ticker(log_path, say, float(os.environ.get("SWAFUZZ_PROGRESS_S", progress_every)),
+                     len(units))
     try:
         if cfg.workers <= 1:
             for u in units:
@@ -392,21 +393,29 @@ def _unit_crash(cfg: RunConfig, u: Unit, why: str) -> dict[str, Any]:
 class _Ticker:
     """Progress lines every ``every`` seconds (cases logged so far), for logs without a TTY."""
 
-    def __init__(self, log_path: str, say: Callable[[str], None], every: float):
-        self.log_path, self.say, self.every = log_path, say, every
+    def __init__(self, log_path: str, say: Callable[[str], None], every: float, units: int):
+        self.log_path, self.say, self.every, self.units = log_path, say, every, units
         self.t = time.monotonic()
         self.t0 = self.t
-        self.start = sum(1 for _ in open(log_path)) if os.path.exists(log_path) else 0
+        self.done = 0
+        self.start = self._cases()
+
+    def _cases(self) -> int:
+        if not os.path.exists(self.log_path):
+            return 0
+        with open(self.log_path) as f:
+            return sum(1 for line in f if '"event"' not in line)
 
     def tick(self) -> None:
         now = time.monotonic()
         if now - self.t < self.every:
             return
         self.t = now
-        n = (sum(1 for _ in open(self.log_path)) if os.path.exists(self.log_path) else 0)
-        self.say(f"progress: {n - self.start} log rows in {now - self.t0:.0f} s")
+        self.say(f"progress: {self._cases() - self.start} cases run, {self.done}/{self.units} "
+                 f"units done, {now - self.t0:.0f} s")
 
     def unit_done(self, row: dict[str, Any]) -> None:
+        self.done += 1
         self.say(f"{row['unit']:>20}: {row['cases']} cases ({row['generated']} generated, "
                  f"{row['shrunk']} shrinking, {row['replayed']} replayed), "
                  f"{'FINDING ' + row['finding'] if row['finding'] else 'clean'}, "

@@ -28,7 +28,7 @@ ALLOWED = {
     "reports": {"reports", "scenarios"},
     "scenarios": {"scenarios"},
     "kernels": {"kernels"},
-    "bench": {"bench", "kernels"},
+    "bench": {"bench", "kernels", "harness", "scenarios"},  # bench/harness.py runs campaigns
 }
 
 

@@ -21,7 +21,7 @@ def test_version(capsys):
 def test_help_shows_defaults(capsys):
     assert main(["run", "--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    for text in ("(default: 300)", "(default: swafuzz-out)", "(default: unified)",
+    for text in ("default: 300", "swafuzz-out/run-", "(default: unified)",
                  "(default: 150)", "default: OUT/.hypothesis-db"):
         assert text in out, text
     assert main(["zoo", "--help"]) == 0
@@ -41,5 +41,5 @@ def test_progress_lines_when_stderr_is_not_a_terminal_and_out_dir_printed(tmp_pa
     assert (tmp_path / "rel-out" / "cases.jsonl").exists()
     assert not os.path.exists(os.path.join(ROOT, "rel-out"))
     assert f"results: {tmp_path / 'rel-out'}" in r.stdout
-    assert "progress: idle:" in r.stderr and "generated cases" in r.stderr
+    assert "progress:" in r.stderr and "cases run" in r.stderr
     assert "\r" not in r.stderr  # no terminal bar in a log

@@ -124,7 +124,7 @@ def test_fresh_run_into_non_empty_out_is_refused(tmp_path):
     (["zoo", "--seeds", "0"], "--seeds"),
     (["zoo", "--examples", "-3"], "--examples"),
     (["zoo", "--jobs", "0"], "--jobs"),
-    (["zoo", "--budget", "ci", "--seeds", "3"], "--examples/--seeds"),
+    (["zoo", "--budget", "ci", "--seeds", "3"], "--seeds"),
     (["zoo", "--json", "/proc/nope/zoo.json"], "--json"),
     (["bench", "--", "--impls", "cuda"], "--impls"),
 ])

@@ -40,7 +40,7 @@ def test_picture_of_an_unrunnable_case_says_why():
 def test_observed_side_of_a_failing_verdict_marks_the_negative_write():
     b = _bundle("negative_loc_wraps.json")
     v = execute(Case.from_json(b["case"]), b["target"], "torch", ["eager", "tape"])
-    assert v.failed and v.observed and {o["executor"] for o in v.observed} == {"eager", "tape"}
+    assert v.failed and v.observed and {"eager", "tape"} <= {o["executor"] for o in v.observed}
     assert json.loads(json.dumps(v.observed)) == v.observed  # plain data for the bundle
     written = [x for o in v.observed for x in o["pools"]["target"][0]["written"]]
     assert any(x < 0 for x in written)

@@ -37,7 +37,7 @@ def _wheel(src: Path, tmp_path: Path, name: str) -> Path:
     return whl
 
 
-def _check_installed(py: Path, work: Path, expect_kernels: str) -> None:
+def _check_installed(py: Path, work: Path, expect_kernels: str, tag: str) -> None:
     env = clean_env()
     r = sh([py, "-c", IMPORT_BOTH], cwd=work, env=env)
     assert str(work) not in r.stdout and str(ROOT) not in r.stdout, r.stdout
@@ -49,7 +49,7 @@ def _check_installed(py: Path, work: Path, expect_kernels: str) -> None:
     r = sh([swafuzz, "list"], cwd=work, env=env)
     assert "unified" in r.stdout and "selftest" not in r.stdout
     r = sh([py, "-m", "swafuzz", "run", "--examples", "20", "--impl", "torch", "--quiet",
-            "--out", work / "run"], cwd=work, env=env, timeout=900)
+            "--out", work / f"run-{tag}"], cwd=work, env=env, timeout=900)
     assert "total" in r.stdout
     r = sh([swafuzz, "bench", "--", "--sizes", "64", "--impls", "torch"], cwd=work, env=env)
     assert r.stdout.strip(), r.stderr
@@ -67,7 +67,7 @@ def test_wheel_beside_another_kernels_package(tmp_path: Path):
     sh([*pip, standin], cwd=work, timeout=600)
     sh([*pip, whl], cwd=work, timeout=1200)
     assert "__init__.py" in names
-    _check_installed(py, work, "kernels 0.0.1")
+    _check_installed(py, work, "kernels 0.0.1", "standin")
     sh([py, "-m", "pip", "uninstall", "-y", "-q", "swafuzz"], cwd=work)
     r = sh([py, "-c", "import kernels; print(kernels.STANDIN)"], cwd=work)
     assert "stand-in" in r.stdout
@@ -79,7 +79,7 @@ def test_wheel_beside_another_kernels_package(tmp_path: Path):
     if r.returncode != 0:
         pytest.skip(f"the registry does not serve kernels==0.14.1 here: {r.stderr[-300:]}")
     sh([*pip, whl], cwd=work, timeout=600)
-    _check_installed(py, work, "kernels 0.14.1")
+    _check_installed(py, work, "kernels 0.14.1", "hf")
     sh([py, "-m", "pip", "uninstall", "-y", "-q", "swafuzz"], cwd=work)
     r = sh([py, "-c", "import kernels, importlib.metadata as m; print(m.version('kernels'), "
             "hasattr(kernels, 'get_kernel'))"], cwd=work)

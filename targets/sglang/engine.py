@@ -133,6 +133,13 @@ class SGLangAllocator:
         self.evicted: dict[int, int] = {}
         self.alloc_log: list[list[int]] = []
 
+    def rebuild_mapping(self) -> torch.Tensor:
+        """The Case's ``remap`` (HiCache load-back / commit): the release's mapping tensor is
+        rewritten in place with the same contents; the engine then registers it with every pool
+        through the release's own ``register_mapping``."""
+        self.mapping.copy_(self.mapping.clone())
+        return self.mapping
+
     def take_alloc_log(self) -> list[list[int]]:
         log, self.alloc_log = self.alloc_log, []
         return log
@@ -260,9 +267,12 @@ class SGLangPool(SWAKVPool):
         self.sink_fn = None
         self.real = build_real_pool(self)
 
-    def register_mapping(self, mapping: torch.Tensor) -> None:
+    def register_mapping(self, mapping: torch.Tensor, again: bool = False) -> None:
+        """Point the release's pool at ``mapping`` (``again``: re-register it even when it is
+        the tensor the pool holds, as a HiCache load-back does - the release's own
+        ``register_mapping`` then resets whatever it caches)."""
         self.mapping = mapping
-        if self.real.full_to_swa_index_mapping is not mapping:
+        if again or self.real.full_to_swa_index_mapping is not mapping:
             self.real.register_mapping(mapping)
 
     def translate_loc_from_full_to_swa(self, loc: torch.Tensor) -> torch.Tensor:
@@ -349,6 +359,14 @@ class SGLangEngine(UnifiedEngine):
 
     allocator_cls = SGLangAllocator
     pool_cls = SGLangPool
+
+    def step_remap(self, i, s):
+        """``remap``: the mapping rewritten in place and registered again with both pools
+        through the release's ``register_mapping`` (its cache resets run for real)."""
+        mapping = self.allocator.rebuild_mapping()
+        for pool in self.mapping_consumers():
+            pool.register_mapping(mapping, again=True)
+        return []
     backend_cls = SGLangBackend
     #: the oracle validates this target's allocation choices instead of predicting them
     allocation = "observed"

@@ -489,6 +489,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import signal
+
+    if hasattr(signal, "SIGPIPE") and argv is None:  # `swafuzz report DIR | head`: end quietly
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     _prepare_env()
     parser = build_parser()
     try:

@@ -144,9 +144,11 @@ def read_log(path: str) -> list[dict[str, Any]]:
 
 
 # --------------------------------------------------------------------------- one unit
-def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any], deadline_wall: float | None,
-             ) -> dict[str, Any]:
-    """Run one unit (in a pool process or in-process) and return its unit row."""
+def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
+             budget: tuple[float, float] | None = None) -> dict[str, Any]:
+    """Run one unit (in a pool process or in-process) and return its unit row. ``budget``:
+    ``(end of the run as wall-clock time, slice seconds)``: a unit generates new cases for at most its
+    slice of a ``--budget`` run (its share of the remaining time), never past the end."""
     from swafuzz.harness.campaign import Campaign
     from swafuzz.harness.run import Verdict, execute
     from swafuzz.reports.bundle import write_bundle
@@ -175,12 +177,14 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any], deadline_wall:
     from swafuzz.harness.throughput import forward_count
 
     fwd = [0]
+    sig_prefix = f"{unit.target}:" if len(cfg.targets) > 1 else ""
 
     def on_case(case, v, phase):
         fwd[0] += forward_count(case) * len(cfg.executors)
         row = {"unit": unit.id, "target": unit.target, "kind": unit.kind, "seed": unit.seed,
                "phase": phase,
-               "failed": v.failed, "signature": v.signature(), "checks": v.checks_run,
+               "failed": v.failed, "signature": sig_prefix + v.signature() if v.failed else "",
+               "checks": v.checks_run,
                "seconds": round(v.seconds, 4), "t": round(time.time(), 3),
                "case": case.to_json()}
         if v.failed:
@@ -191,8 +195,9 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any], deadline_wall:
         first_path.append(write_bundle(out, _finding(cfg, unit, v), suffix=".unshrunk"))
 
     deadline = None
-    if deadline_wall is not None:
-        deadline = time.monotonic() + max(0.0, deadline_wall - time.time())
+    if budget is not None:
+        end_wall, slice_s = budget
+        deadline = time.monotonic() + max(0.0, min(end_wall - time.time(), slice_s))
     from swafuzz.harness.corpus import open_database
 
     camp = Campaign(run_case, seed=unit.seed, shrink_budget=cfg.shrink_budget,
@@ -311,7 +316,14 @@ def run(cfg: RunConfig, *, say: Callable[[str], None] = print,
     rows = list(done.values())
     if done:
         say(f"resuming: {len(done)} units already done, {len(units)} to run")
-    deadline_wall = time.time() + cfg.budget_s if cfg.budget_s else None
+    budget = None
+    if cfg.budget_s:  # time already spent by earlier sessions of this run counts (--resume)
+        spent = _spent_seconds(cfg, log_path)
+        remaining = max(0.0, cfg.budget_s - spent)
+        per_worker = max(1, -(-len(units) // max(1, cfg.workers)))
+        budget = (time.time() + remaining, remaining / per_worker)
+        if spent:
+            say(f"budget: {spent:.0f} s of {cfg.budget_s:.0f} s already spent")
     t0 = time.monotonic()
     interrupted = False
     prev = signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -320,10 +332,10 @@ def run(cfg: RunConfig, *, say: Callable[[str], None] = print,
     try:
         if cfg.workers <= 1:
             for u in units:
-                rows.append(run_unit(cfg.to_json(), asdict(u), deadline_wall))
+                rows.append(run_unit(cfg.to_json(), asdict(u), budget))
                 ticker.unit_done(rows[-1])
         else:
-            rows += _run_pool(cfg, units, deadline_wall, ticker)
+            rows += _run_pool(cfg, units, budget, ticker)
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -336,7 +348,19 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def _run_pool(cfg: RunConfig, units: list[Unit], deadline_wall: float | None,
+def _spent_seconds(cfg: RunConfig, log_path: str) -> float:
+    """Wall time earlier sessions of this run used: from ``run.json``'s start to the last case
+    they logged (0 for a new run)."""
+    try:
+        with open(os.path.join(cfg.out, "run.json")) as f:
+            started = json.load(f).get("started")
+    except (OSError, ValueError):
+        return 0.0
+    ts = [r["t"] for r in read_log(log_path) if isinstance(r.get("t"), (int, float))]
+    return max(0.0, max(ts) - started) if ts and started else 0.0
+
+
+def _run_pool(cfg: RunConfig, units: list[Unit], budget: tuple[float, float] | None,
               ticker: _Ticker) -> list[dict[str, Any]]:
     import concurrent.futures as cf
     import multiprocessing as mp
@@ -348,7 +372,7 @@ def _run_pool(cfg: RunConfig, units: list[Unit], deadline_wall: float | None,
     while pending:
         pool = cf.ProcessPoolExecutor(max_workers=cfg.workers, mp_context=mp.get_context("spawn"),
                                       initializer=_pool_init)
-        futs = {pool.submit(run_unit, cfg.to_json(), asdict(u), deadline_wall): u
+        futs = {pool.submit(run_unit, cfg.to_json(), asdict(u), budget): u
                 for u in pending}
         pending = []
         try:
@@ -451,7 +475,8 @@ def write_run_meta(cfg: RunConfig, **extra: Any) -> None:
     meta = {**old, "command": "run", "config": cfg.to_json(),
             "target": ", ".join(cfg.targets),
             "impl": cfg.impl, "executor": cfg.executor_label, "seed": cfg.seed,
-            "examples": cfg.examples, "scenarios": cfg.kinds, "db": cfg.db,
+            "examples": cfg.examples if cfg.examples < 10**6 else None,
+            "budget_s": cfg.budget_s, "scenarios": cfg.kinds, "db": cfg.db,
             "workers": cfg.workers, **extra}
     meta.setdefault("started", time.time())
     write(cfg.out, meta)

@@ -198,3 +198,15 @@ def test_tool_failure_exits_3_with_traceback_file(tmp_path):
     assert "tool failure" in line and "kaboom" in line and "Traceback" not in r.stderr
     path = line.rsplit("traceback in ", 1)[1].rstrip(")")
     assert "RuntimeError: kaboom" in open(path).read()
+
+
+def test_time_budget_stops_generation(tmp_path):
+    out = tmp_path / "o"
+    t0 = time.time()
+    r = swafuzz("run", "--budget", "6s", "--scenario", "decode", "--scenario", "idle",
+                "--impl", "torch", "--quiet", "--out", out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    units = [x for x in rows(out) if x.get("event") == "unit_done"]
+    assert len(units) == 2 and all(u["out_of_time"] for u in units)
+    assert sum(u["generated"] for u in units) > 0
+    assert time.time() - t0 < 120

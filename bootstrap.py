@@ -66,7 +66,7 @@ def fast_tier(name: str, rest: list[str]) -> int:
         print(f"bootstrap: installing swafuzz with constraints/{name}.txt into .venv-{name}",
               flush=True)
         subprocess.check_call([py, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                               "-c", cons, "-e", ROOT + "[lint]"])
+                               "-c", cons, "-e", ROOT + "[lint,redis]"])
         with open(stamp, "w") as f:
             f.write("ok\n")
     env = dict(os.environ, PYTHONUNBUFFERED="1")

@@ -72,6 +72,25 @@ verify / draft-extend runner: captured buckets, rows = bucket rows, padded).
   runs IDLE with ``padded`` dummy rows. Eager: metadata is built on the unpadded batch, then
   ``out_cache_loc`` is rebound to a new tensor padded with 0 to ``padded`` rows, and the stores
   write ``padded`` rows. Graph: bucket = smallest ``>= padded``; rows = bucket.
+* DP attention on speculative forwards: ``verify``, ``draft_extend`` and ``draft_decode`` may
+  carry ``rank_tokens`` (1..7 other ranks' token counts, each >= 0; absent or empty = no DP).
+  Let ``w`` be the rows per request of the forward batch (verify and draft_extend:
+  ``num_draft_tokens``; draft_decode: ``topk * num_steps``) and ``own`` its rows before padding
+  (verify: ``len(rids) * w``; draft_extend: ``sum(accept)``; draft_decode: ``len(rids) * w``).
+  The rank pads to ``padded = max(own, *rank_tokens)`` rows, rounded up to a multiple of ``w``
+  for verify and draft_decode (fixed-width batches); its batch size becomes
+  ``bs = max(len(rids), ceil(padded / w))``. The step allocates exactly as without DP. Eager:
+  metadata is built on the unpadded batch, then ``out_cache_loc`` is rebound to a new tensor
+  padded with 0 to ``padded`` rows and the stores write ``padded`` rows (draft_decode: the
+  padded buffer is ``[bs, topk, num_steps]`` with the padded requests' locations 0, so each step
+  forward writes ``bs * topk`` rows). Graph: bucket = smallest ``>= bs``; rows = bucket * w
+  (draft_decode: bucket * topk per step). Real rows come first, padding after them (spec §5.4).
+* ``dp_extend`` (a flag on ``dp_decode``, ``verify`` and ``draft_extend`` with ``rank_tokens``
+  and at least one rid): another rank is extending under MAX_LEN, so this rank's batch is
+  rewritten to EXTEND (spec §5.4 (3); the original mode is stashed): the forward runs eagerly
+  whatever ``exec`` says (no graph runs EXTEND; ``exec == "graph"`` needs no bucket then), its
+  ForwardMode is ``EXTEND``, and it is padded as the eager DP path above (dp_decode:
+  ``padded = max(len(rids), *rank_tokens)``).
 * ``evict(rid)``: window eviction: ``frontier = max(evicted[rid], len(tokens[rid]) - window)``
   floored to a multiple of P; if it advanced, ``free_swa(tokens[rid][evicted:frontier])`` and
   ``evicted[rid] = frontier``. No forward.
@@ -178,6 +197,7 @@ class Step:
     tokens: int | None = None
     rank_tokens: tuple[int, ...] = ()
     exec: str = "eager"
+    dp_extend: bool = False
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"op": self.op}
@@ -193,6 +213,8 @@ class Step:
             d["exec"] = self.exec
         if self.op == "dp_decode":
             d["rids"] = list(self.rids)
+        if self.dp_extend:
+            d["dp_extend"] = True
         return d
 
 

@@ -34,11 +34,11 @@ MAX_TOKENS = 2**16  # rows of one forward / one request's length
 _STEP_FIELDS = {
     "admit": {"rid", "length"},
     "decode": {"rids", "exec"},
-    "verify": {"rids", "exec"},
-    "draft_extend": {"rids", "accept", "exec"},
-    "draft_decode": {"rids", "exec"},
+    "verify": {"rids", "exec", "rank_tokens", "dp_extend"},
+    "draft_extend": {"rids", "accept", "exec", "rank_tokens", "dp_extend"},
+    "draft_decode": {"rids", "exec", "rank_tokens"},
     "idle": {"tokens", "exec"},
-    "dp_decode": {"rids", "rank_tokens", "exec"},
+    "dp_decode": {"rids", "rank_tokens", "exec", "dp_extend"},
     "evict": {"rid"},
     "finish": {"rid"},
     "remap": set(),
@@ -164,6 +164,18 @@ def parse_step(obj: Any, i: int) -> Step:
             raise CaseError(f"{path}.rank_tokens", "must list 1..7 other ranks' token counts")
         if not kw["rids"] and max(kw["rank_tokens"]) == 0:
             raise CaseError(f"{path}.rank_tokens", "some rank must have tokens")
+    if op in ("verify", "draft_extend", "draft_decode") and "rank_tokens" in obj:
+        kw["rank_tokens"] = _int_list(obj, "rank_tokens", path, 0, MAX_TOKENS)
+        if len(kw["rank_tokens"]) > 7:
+            raise CaseError(f"{path}.rank_tokens", "must list 0..7 other ranks' token counts")
+    if "dp_extend" in obj:
+        v = obj["dp_extend"]
+        if not isinstance(v, bool):
+            raise CaseError(f"{path}.dp_extend", f"must be true or false (got {v!r})")
+        if v and not (kw.get("rank_tokens") and kw.get("rids")):
+            raise CaseError(f"{path}.dp_extend", "needs rank_tokens and at least one rid "
+                            "(another rank extends: this rank's batch is rewritten to EXTEND)")
+        kw["dp_extend"] = v
     return Step(**kw)
 
 

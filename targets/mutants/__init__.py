@@ -59,6 +59,15 @@ the scenario kinds where the bug shows (the zoo fuzzes those). Registered as ``m
                                   tensor and re-registers the pools:        write_targets, ...
                                   graphs captured before keep reading the   (only the remap step
                                   old one (spec §2.8, PR #25889 class)      reaches it)
+20  dp_verify_not_rebound         DP re-padding of a target-verify batch    exec_path (alone;
+                                  pads seq_lens/positions but does not      only DP on verify
+                                  rebind out_cache_loc: the stores write    reaches it)
+                                  the unpadded rows (spec §5.4 (4), §6
+                                  stale-shape case, PR #27091)
+21  dp_extend_replays_graph       can_run without the extend-in-batch       exec_path (alone;
+                                  guard: a batch DP rewrote to EXTEND       only dp_extend
+                                  replays its decode/verify graph (spec     reaches it)
+                                  §5.4 (3))
 ==  ============================  ========================================  =====================
 """
 
@@ -72,7 +81,7 @@ from swafuzz.targets.allocator import SWAAllocator
 from swafuzz.targets.backend import DSV4Backend
 from swafuzz.targets.dp import DPAttention
 from swafuzz.targets.engine import UnifiedEngine
-from swafuzz.targets.forward_mode import ForwardBatch
+from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.kv_pool import SWAKVPool
 from swafuzz.targets.metadata import CoreAttnMetadata, copy_metadata
 from swafuzz.targets.runners import DecodeGraphRunner, DraftExtendGraphRunner
@@ -333,7 +342,7 @@ class GraphLess(UnifiedEngine):
 
 # 17 -----------------------------------------------------------------------------------------
 class _NeverPadDP(DPAttention):
-    def pad_inputs_to_size(self, fb, num_tokens):
+    def pad_inputs_to_size(self, fb, num_tokens, batch_size=None):
         """``_pad_inputs_to_size`` skipped: the rank forwards its own rows only, while every
         other rank forwards ``num_tokens`` (the collectives of DP attention would mismatch)."""
         return None
@@ -377,3 +386,33 @@ class RemapNewTensor(UnifiedEngine):
 
 
 __all__ = ["MUTANTS", "MutantSpec"]
+
+
+# 20 -----------------------------------------------------------------------------------------
+class _VerifyNotReboundDP(DPAttention):
+    def pad_inputs_to_size(self, fb, num_tokens, batch_size=None):
+        """Re-padding of a TARGET_VERIFY batch pads ``seq_lens`` / ``positions`` and the batch
+        size but forgets to rebind ``out_cache_loc``: the stores write only this rank's rows."""
+        if fb.forward_mode != ForwardMode.TARGET_VERIFY:
+            return super().pad_inputs_to_size(fb, num_tokens, batch_size)
+        loc = fb.out_cache_loc
+        super().pad_inputs_to_size(fb, num_tokens, batch_size)
+        fb.out_cache_loc = loc
+
+
+@mutant("dp_verify_not_rebound", ("dp_spec",), "spec §5.4 (4) and §6 (DP re-padding of "
+        "speculative batches rebinds out_cache_loc; 'spec-v2 and DP padding rebind "
+        "out_cache_loc', PR #27091)")
+class DPVerifyNotRebound(UnifiedEngine):
+    dp_cls = _VerifyNotReboundDP
+
+
+# 21 -----------------------------------------------------------------------------------------
+@mutant("dp_extend_replays_graph", ("dp_spec",), "spec §5.4 (3) (a batch rewritten to EXTEND "
+        "because another DP rank extends cannot run a decode/verify graph; can_run's "
+        "extend-in-batch guard)")
+class DPExtendReplaysGraph(UnifiedEngine):
+    def can_run_graph(self, step, fb, n):
+        """``can_run`` without the extend-in-batch guard: the rewritten EXTEND batch replays
+        the graph its original mode would use."""
+        return self.use_graph(step, n)

@@ -110,7 +110,14 @@ bytes too (they land in the dummy page, which is never compared).
 Graph configuration (``GraphConfig``)
 -------------------------------------
 ``buckets``: strictly increasing captured batch sizes (>= 1). ``topk`` (0 = no MTP),
-``num_steps`` (>= 1), ``num_draft_tokens`` (>= 1).
+``num_steps`` (>= 1), ``num_draft_tokens`` (>= 1). ``prep_in_graph`` (default false;
+``SGLANG_PREP_IN_CUDA_GRAPH``): every attention backend builds Raw metadata (the raw inputs only,
+no core attention metadata) and upgrades it inside the forward / the captured graph (spec §4.1,
+§4.3); a runner that runs no in-graph init (the draft-extend graph, §5.2) and an eager MTP IDLE
+forward after a graph replay leave Raw metadata in place when the stores resolve their
+locations (§4.5: Raw metadata has no cached location, so the live translation is used). Nothing
+the contract observes changes: every forward writes what it writes without it. Emitted in JSON
+only when true.
 """
 
 from __future__ import annotations
@@ -179,6 +186,7 @@ class GraphConfig:
     topk: int = 0
     num_steps: int = 1
     num_draft_tokens: int = 1
+    prep_in_graph: bool = False
 
     def bucket_for(self, n: int) -> int | None:
         for b in self.buckets:
@@ -232,7 +240,9 @@ class Case:
             "version": CASE_VERSION,
             "kind": self.kind,
             "pool": asdict(self.pool),
-            "graph": {**asdict(self.graph), "buckets": list(self.graph.buckets)},
+            "graph": {**{k: v for k, v in asdict(self.graph).items()
+                         if k != "prep_in_graph" or v},
+                      "buckets": list(self.graph.buckets)},
             "payload_seed": self.payload_seed,
             "steps": [s.to_json() for s in self.steps],
         }

@@ -8,11 +8,13 @@ smallest bucket list. Each kind's docstring says what it exercises and what it s
 Kinds (``SCENARIO_KINDS``): ``decode``, ``idle``, ``dp_padded``, ``draft_extend``,
 ``target_verify``, ``multi_step_draft``, ``episode`` (a mix of all of them on the same captured
 graphs, with allocator churn and window eviction), ``remap`` (mapping re-registration between
-decode forwards), ``dp_spec`` (DP re-padding and the rewrite to EXTEND on speculative forwards).
+decode forwards), ``dp_spec`` (DP re-padding and the rewrite to EXTEND on speculative forwards),
+``raw_metadata`` (every forward with Raw metadata, ``prep_in_graph``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable
 
 from hypothesis import strategies as st
@@ -251,6 +253,21 @@ def dp_padded_cases():
     return _kind("dp_padded", [_act_dp, _act_dp, _act_decode])()
 
 
+def raw_metadata_cases():
+    """Raw metadata on (``prep_in_graph``, SGLANG_PREP_IN_CUDA_GRAPH, spec §4.1, §4.3): every
+    forward kind on captured graphs whose out-graph prep builds Raw metadata; the draft-extend
+    graph (no in-graph init) and eager MTP IDLE after a replay resolve with Raw metadata in
+    place (§4.5). Shrinks towards one request, one graph draft-extend."""
+    @st.composite
+    def strategy(draw) -> Case:
+        case = draw(_kind("raw_metadata", [_act_draft_extend, _act_verify, _act_decode,
+                                           _act_idle, _act_draft_decode], multi_step=True)())
+        return dataclasses.replace(case, graph=dataclasses.replace(case.graph,
+                                                                   prep_in_graph=True))
+
+    return strategy()
+
+
 def dp_spec_cases():
     """DP attention on speculative forwards (spec §5.4, §6): target-verify, draft-extend and
     multi-step draft batches padded to the other ranks' maximum (out_cache_loc rebound after
@@ -297,4 +314,5 @@ SCENARIO_KINDS: dict[str, Callable[[], st.SearchStrategy[Case]]] = {
     "episode": episode_cases,
     "remap": remap_cases,
     "dp_spec": dp_spec_cases,
+    "raw_metadata": raw_metadata_cases,
 }

@@ -89,12 +89,14 @@ class UnifiedEngine:
         self.draft_pool.register_mapping(self.allocator.mapping)  # shared, by identity
         self.target_model = SWAModel(self.target_pool)
         self.draft_model = SWAModel(self.draft_pool)
-        self.target_backend = self.backend_cls(self.target_pool, topk=g.topk)
+        raw = g.prep_in_graph  # SGLANG_PREP_IN_CUDA_GRAPH: Raw metadata, upgraded in-graph
+        self.target_backend = self.backend_cls(self.target_pool, topk=g.topk, prep_in_graph=raw)
         self.draft_extend_backend = self.backend_cls(
-            self.draft_pool, topk=g.topk, draft_extend_tokens_per_bs=g.num_draft_tokens)
+            self.draft_pool, topk=g.topk, draft_extend_tokens_per_bs=g.num_draft_tokens,
+            prep_in_graph=raw)
         self.multistep_backend = self.multistep_backend_cls([
             self.backend_cls(self.draft_pool, topk=g.topk, num_steps=g.num_steps, step_id=s,
-                             decode_tokens_per_bs=g.topk * g.num_steps)
+                             decode_tokens_per_bs=g.topk * g.num_steps, prep_in_graph=raw)
             for s in range(g.num_steps)
         ])
         self.dp = self.dp_cls(self.device)

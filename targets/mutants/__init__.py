@@ -68,6 +68,13 @@ the scenario kinds where the bug shows (the zoo fuzzes those). Registered as ``m
                                   guard: a batch DP rewrote to EXTEND       only dp_extend
                                   replays its decode/verify graph (spec     reaches it)
                                   §5.4 (3))
+22  raw_metadata_assumed_core     resolver reads ``core_attn_metadata``     error (AttributeError;
+                                  off any non-None metadata: Raw metadata   only prep_in_graph
+                                  (no such attribute) left in place by the  reaches it)
+                                  draft-extend graph or an eager MTP IDLE
+                                  crashes the store (spec §4.5 "Raw
+                                  metadata -> NONE"; §6: the upstream test
+                                  does not cover Raw metadata)
 ==  ============================  ========================================  =====================
 """
 
@@ -416,3 +423,23 @@ class DPExtendReplaysGraph(UnifiedEngine):
         """``can_run`` without the extend-in-batch guard: the rewritten EXTEND batch replays
         the graph its original mode would use."""
         return self.use_graph(step, n)
+
+
+# 22 -----------------------------------------------------------------------------------------
+class _CoreAssumedBackend(DSV4Backend):
+    def get_swa_out_cache_loc(self, fb):
+        """Resolver that guards None metadata but reads ``core_attn_metadata`` off anything
+        else: Raw metadata (SGLANG_PREP_IN_CUDA_GRAPH) has no such attribute."""
+        n = fb.out_cache_loc.shape[0]
+        md = self.forward_metadata
+        cached = md.core_attn_metadata.swa_out_cache_loc if md is not None else None
+        if self.cache_usable(cached, fb, n):
+            return cached
+        return self.translate(fb.out_cache_loc)
+
+
+@mutant("raw_metadata_assumed_core", ("raw_metadata",), "spec §4.5 (forward_metadata None, "
+        "Raw metadata or any non-DSV4 object -> no cached location) and §6 (the upstream "
+        "resolver test does not cover Raw metadata)")
+class RawMetadataAssumedCore(UnifiedEngine):
+    backend_cls = _CoreAssumedBackend

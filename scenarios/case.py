@@ -117,7 +117,13 @@ no core attention metadata) and upgrades it inside the forward / the captured gr
 forward after a graph replay leave Raw metadata in place when the stores resolve their
 locations (§4.5: Raw metadata has no cached location, so the live translation is used). Nothing
 the contract observes changes: every forward writes what it writes without it. Emitted in JSON
-only when true.
+only when true. ``draft_extend_buffer`` (default false; sglang PR #34890): the draft-extend
+backend owns a pre-allocated int32 SWA location buffer of ``max(buckets) * num_draft_tokens``
+entries; the draft-extend graph's out-graph prep (outside the graph, before capture and every
+replay) refills it - the first ``n`` entries (n = the forward's live location count) with
+``M[loc]``, every entry after them with 0 - and stamps its first ``n`` entries on the metadata,
+so the captured stores read the buffer instead of translating (spec §4.7). Nothing the
+contract observes changes. Emitted in JSON only when true.
 """
 
 from __future__ import annotations
@@ -187,6 +193,7 @@ class GraphConfig:
     num_steps: int = 1
     num_draft_tokens: int = 1
     prep_in_graph: bool = False
+    draft_extend_buffer: bool = False
 
     def bucket_for(self, n: int) -> int | None:
         for b in self.buckets:
@@ -241,7 +248,7 @@ class Case:
             "kind": self.kind,
             "pool": asdict(self.pool),
             "graph": {**{k: v for k, v in asdict(self.graph).items()
-                         if k != "prep_in_graph" or v},
+                         if k not in ("prep_in_graph", "draft_extend_buffer") or v},
                       "buckets": list(self.graph.buckets)},
             "payload_seed": self.payload_seed,
             "steps": [s.to_json() for s in self.steps],

@@ -9,7 +9,8 @@ Kinds (``SCENARIO_KINDS``): ``decode``, ``idle``, ``dp_padded``, ``draft_extend`
 ``target_verify``, ``multi_step_draft``, ``episode`` (a mix of all of them on the same captured
 graphs, with allocator churn and window eviction), ``remap`` (mapping re-registration between
 decode forwards), ``dp_spec`` (DP re-padding and the rewrite to EXTEND on speculative forwards),
-``raw_metadata`` (every forward with Raw metadata, ``prep_in_graph``).
+``raw_metadata`` (every forward with Raw metadata, ``prep_in_graph``), ``draft_extend_buffer``
+(the draft-extend graph's pre-allocated SWA location buffer, PR #34890).
 """
 
 from __future__ import annotations
@@ -268,6 +269,21 @@ def raw_metadata_cases():
     return strategy()
 
 
+def draft_extend_buffer_cases():
+    """The draft-extend graph with the pre-allocated SWA location buffer refilled by the
+    out-graph prep (``draft_extend_buffer``, sglang PR #34890, spec §4.7): verify and
+    draft-extend forwards whose token counts shrink and grow inside one bucket. Shrinks towards
+    two graph draft-extends of one request."""
+    @st.composite
+    def strategy(draw) -> Case:
+        case = draw(_kind("draft_extend_buffer", [_act_draft_extend, _act_verify,
+                                                  _act_draft_extend], spec=True)())
+        return dataclasses.replace(case, graph=dataclasses.replace(case.graph,
+                                                                   draft_extend_buffer=True))
+
+    return strategy()
+
+
 def dp_spec_cases():
     """DP attention on speculative forwards (spec §5.4, §6): target-verify, draft-extend and
     multi-step draft batches padded to the other ranks' maximum (out_cache_loc rebound after
@@ -315,4 +331,5 @@ SCENARIO_KINDS: dict[str, Callable[[], st.SearchStrategy[Case]]] = {
     "remap": remap_cases,
     "dp_spec": dp_spec_cases,
     "raw_metadata": raw_metadata_cases,
+    "draft_extend_buffer": draft_extend_buffer_cases,
 }

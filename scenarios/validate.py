@@ -117,11 +117,13 @@ def parse_graph(obj: Any) -> GraphConfig:
         raise CaseError("graph.buckets", "must list at least one captured batch size")
     if any(b >= c for b, c in zip(buckets, buckets[1:])):
         raise CaseError("graph.buckets", f"must be strictly increasing (got {list(buckets)})")
-    prep = d.get("prep_in_graph", False)
-    if not isinstance(prep, bool):
-        raise CaseError("graph.prep_in_graph", f"must be true or false (got {prep!r})")
+    flags = {}
+    for k in ("prep_in_graph", "draft_extend_buffer"):
+        flags[k] = d.get(k, False)
+        if not isinstance(flags[k], bool):
+            raise CaseError(f"graph.{k}", f"must be true or false (got {flags[k]!r})")
     return GraphConfig(
-        prep_in_graph=prep,
+        **flags,
         buckets=buckets,
         topk=_int(d, "topk", "graph", 0, 16, default=0),
         num_steps=_int(d, "num_steps", "graph", 1, 16, default=1),

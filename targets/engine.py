@@ -93,7 +93,9 @@ class UnifiedEngine:
         self.target_backend = self.backend_cls(self.target_pool, topk=g.topk, prep_in_graph=raw)
         self.draft_extend_backend = self.backend_cls(
             self.draft_pool, topk=g.topk, draft_extend_tokens_per_bs=g.num_draft_tokens,
-            prep_in_graph=raw)
+            prep_in_graph=raw,
+            swa_loc_buffer_rows=max(g.buckets) * g.num_draft_tokens if g.draft_extend_buffer
+            else 0)  # PR #34890
         self.multistep_backend = self.multistep_backend_cls([
             self.backend_cls(self.draft_pool, topk=g.topk, num_steps=g.num_steps, step_id=s,
                              decode_tokens_per_bs=g.topk * g.num_steps, prep_in_graph=raw)

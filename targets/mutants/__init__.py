@@ -75,6 +75,11 @@ the scenario kinds where the bug shows (the zoo fuzzes those). Registered as ``m
                                   crashes the store (spec §4.5 "Raw
                                   metadata -> NONE"; §6: the upstream test
                                   does not cover Raw metadata)
+23  draft_extend_buffer_tail_kept the pre-allocated draft-extend SWA loc   write_targets,
+                                  buffer refilled without ``buf[n:] = 0``:  pool_bytes, ...
+                                  padded rows of a smaller replay write     (only
+                                  the slots a larger one left (PR #34890,   draft_extend_buffer
+                                  spec §4.7; the PR #24743 class)           reaches it)
 ==  ============================  ========================================  =====================
 """
 
@@ -443,3 +448,21 @@ class _CoreAssumedBackend(DSV4Backend):
         "resolver test does not cover Raw metadata)")
 class RawMetadataAssumedCore(UnifiedEngine):
     backend_cls = _CoreAssumedBackend
+
+
+# 23 -----------------------------------------------------------------------------------------
+class _TailKeptBackend(DSV4Backend):
+    def refill_swa_loc_buffer(self, loc):
+        """Refill without zeroing the tail: entries past ``n`` keep a larger replay's slots."""
+        buf, n = self.swa_loc_buffer, loc.numel()
+        if n > buf.numel():
+            return None
+        buf[:n] = self.translate(loc)
+        return buf[:n]
+
+
+@mutant("draft_extend_buffer_tail_kept", ("draft_extend_buffer",), "sglang PR #34890 (the "
+        "draft-extend SWA loc buffer refilled outside the graph: buf[n:] = 0, spec §4.7); the "
+        "PR #24743 class (padded rows not zeroed)")
+class DraftExtendBufferTailKept(UnifiedEngine):
+    backend_cls = _TailKeptBackend

@@ -236,8 +236,8 @@ def check_write_set(case, obs, exp) -> list[Failure]:
 
 # ----------------------------------------------------------------------------- 4
 def check_redzones(case, obs, exp) -> list[Failure]:
-    """Canary bytes before and after every pool buffer stay intact (negative and out-of-range
-    writes). Fires on ``negative_loc_wraps`` (spec §9.9) on the Triton path; defence in depth
+    """Canary bytes before and after every pool buffer, and in every page's pad of a pool with a
+    padded page stride, stay intact (negative, out-of-range and wrong-stride writes). Fires on ``negative_loc_wraps`` (spec §9.9) on the Triton path; defence in depth
     for kernel address arithmetic (see DEFENCE_IN_DEPTH)."""
     fails = []
     for so in obs.steps:
@@ -252,6 +252,19 @@ def check_redzones(case, obs, exp) -> list[Failure]:
                             f"layer {layer}: {nbad} of {len(got)} canary bytes {side} the buffer "
                             f"overwritten", "negative" if side == "before" else "outside",
                             so.step))
+                        return fails
+                pad = case.pool.page_pad_bytes
+                if pad and z.pads:
+                    want = (z.canary * (pad // max(1, len(z.canary)) + 1))[:pad]
+                    bad = [k for k in range(len(z.pads) // pad)
+                           if z.pads[k * pad:(k + 1) * pad] != want]
+                    if bad:
+                        fails.append(Failure(
+                            "redzones", f"after step {so.step} ({case.steps[so.step].op}): {pool} "
+                            f"layer {layer}: the pad canaries after {len(bad)} page(s) "
+                            f"overwritten, first after page {bad[0]} (page stride "
+                            f"{case.pool.page_stride_bytes} bytes = {case.pool.page_size} rows of "
+                            f"{case.pool.row_bytes} + {pad} pad)", "page-pad", so.step))
                         return fails
     return fails
 

@@ -10,7 +10,8 @@ torch. It re-implements the step semantics written in the docstring of :mod:`sce
 * the expected forwards (:class:`ForwardExp`): pool, mode, real rows, their full locations and
   SWA write targets ``M[loc]`` (after the step's allocation), the row counts on the eager path and
   under a captured graph bucket;
-* the shadow SWA pools (every byte starts at ``POISON_BYTE``; each real row's payload from
+* the shadow SWA pools, rows only in slot order (page pads are canaries the contract keeps out
+  of the pool bytes; every byte starts at ``POISON_BYTE``; each real row's payload from
   :func:`scenarios.payload.rows_bytes` is written at its target slot unless that slot is in the
   dummy page 0, whose bytes are not meaningful);
 * the state after every step (:class:`StepExp`).
@@ -114,6 +115,9 @@ class _Shadow:
                 a >= b for a, b in zip(g.buckets, g.buckets[1:])):
             raise CaseInfeasible(-1, f"graph.buckets = {list(g.buckets)} must be strictly "
                                      "increasing sizes >= 1")
+        if cfg.page_pad_bytes < 0 or cfg.page_pad_bytes % (cfg.row_bytes // cfg.row_width):
+            raise CaseInfeasible(-1, f"pool.page_pad_bytes = {cfg.page_pad_bytes} must be >= 0 "
+                                     "and a multiple of the row dtype's item size")
         if g.topk < 0 or g.num_steps < 1 or g.num_draft_tokens < 1:
             raise CaseInfeasible(-1, "graph: need topk >= 0, num_steps >= 1, num_draft_tokens >= 1")
         self.case, self.cfg, self.g, self.P = case, cfg, g, p

@@ -17,6 +17,12 @@ Pool (``PoolConfig``)
 * SWA KV buffers: one per layer, ``[swa_pages + 1, P, row_width]`` of ``row_dtype``; ``layers``
   target layers and ``draft_layers`` draft layers (the draft model's pool: separate tensors,
   the same mapping ``M`` and the same SWA slot ids).
+* ``page_pad_bytes`` (default 0; emitted in JSON only when non-zero): each SWA page occupies
+  ``P * row_bytes + page_pad_bytes`` bytes (the page stride), its P rows first, then the pad, as
+  the real DSV4 pool pads its pages (spec §4.6: page stride ``ceil(584*P/576)*576`` bytes). A
+  multiple of the row dtype's item size. The pad bytes are canaries no store may touch; slot
+  ``s`` sits at byte ``(s // P) * stride + (s % P) * row_bytes`` of its layer buffer. The pool
+  bytes the contract predicts are the rows only, in slot order (pads excluded).
 * Before the first step every SWA buffer byte is the poison byte ``0x5A`` (:data:`POISON_BYTE`).
 
 Allocation policy (deterministic; both sides must follow it exactly)
@@ -171,10 +177,16 @@ class PoolConfig:
     draft_layers: int = 1
     row_width: int = 4
     row_dtype: str = "uint8"
+    page_pad_bytes: int = 0
 
     @property
     def row_bytes(self) -> int:
         return self.row_width * ROW_ITEMSIZE[self.row_dtype]
+
+    @property
+    def page_stride_bytes(self) -> int:
+        """Bytes from one SWA page to the next: ``P * row_bytes + page_pad_bytes``."""
+        return self.page_size * self.row_bytes + self.page_pad_bytes
 
     @property
     def mapping_len(self) -> int:
@@ -246,7 +258,8 @@ class Case:
         return {
             "version": CASE_VERSION,
             "kind": self.kind,
-            "pool": asdict(self.pool),
+            "pool": {k: v for k, v in asdict(self.pool).items()
+                     if k != "page_pad_bytes" or v},
             "graph": {**{k: v for k, v in asdict(self.graph).items()
                          if k not in ("prep_in_graph", "draft_extend_buffer") or v},
                       "buckets": list(self.graph.buckets)},

@@ -10,7 +10,8 @@ Kinds (``SCENARIO_KINDS``): ``decode``, ``idle``, ``dp_padded``, ``draft_extend`
 graphs, with allocator churn and window eviction), ``remap`` (mapping re-registration between
 decode forwards), ``dp_spec`` (DP re-padding and the rewrite to EXTEND on speculative forwards),
 ``raw_metadata`` (every forward with Raw metadata, ``prep_in_graph``), ``draft_extend_buffer``
-(the draft-extend graph's pre-allocated SWA location buffer, PR #34890).
+(the draft-extend graph's pre-allocated SWA location buffer, PR #34890), ``padded_pages`` (pools
+with a padded page stride, the pads as canaries).
 """
 
 from __future__ import annotations
@@ -284,6 +285,20 @@ def draft_extend_buffer_cases():
     return strategy()
 
 
+def padded_pages_cases():
+    """Pools whose page stride is padded past ``P * row_bytes`` (``page_pad_bytes``, as the real
+    DSV4 pool pads its pages, spec §4.6), the pads checked as canaries, under decode, verify,
+    draft-extend, eviction and churn. Shrinks towards P = 1, one graph decode, a 2-byte pad."""
+    @st.composite
+    def strategy(draw) -> Case:
+        case = draw(_kind("padded_pages", [_act_decode, _act_verify, _act_draft_extend,
+                                           _act_evict, _act_churn], spec=True)())
+        pad = draw(st.sampled_from((2, 8, 6, 64, 30)))
+        return dataclasses.replace(case, pool=dataclasses.replace(case.pool, page_pad_bytes=pad))
+
+    return strategy()
+
+
 def dp_spec_cases():
     """DP attention on speculative forwards (spec §5.4, §6): target-verify, draft-extend and
     multi-step draft batches padded to the other ranks' maximum (out_cache_loc rebound after
@@ -332,4 +347,5 @@ SCENARIO_KINDS: dict[str, Callable[[], st.SearchStrategy[Case]]] = {
     "dp_spec": dp_spec_cases,
     "raw_metadata": raw_metadata_cases,
     "draft_extend_buffer": draft_extend_buffer_cases,
+    "padded_pages": padded_pages_cases,
 }

@@ -14,6 +14,7 @@ from swafuzz.scenarios.case import (
     EXECS,
     OPS,
     ROW_DTYPES,
+    ROW_ITEMSIZE,
     Case,
     CaseError,
     GraphConfig,
@@ -97,15 +98,19 @@ def parse_pool(obj: Any) -> PoolConfig:
         draft_layers=_int(d, "draft_layers", "pool", 1, 64, default=1),
         row_width=_int(d, "row_width", "pool", 1, 4096),
         row_dtype=dtype,
+        page_pad_bytes=_int(d, "page_pad_bytes", "pool", 0, 1 << 20, default=0),
     )
+    if pool.page_pad_bytes % ROW_ITEMSIZE[dtype]:
+        raise CaseError("pool.page_pad_bytes", f"must be a multiple of the {dtype} item size "
+                        f"{ROW_ITEMSIZE[dtype]} (got {pool.page_pad_bytes})")
     entries = (pool.full_pages + 1) * p + 1
     if entries > MAX_MAPPING_ENTRIES:
         raise CaseError("pool.full_pages", f"(full_pages + 1) * page_size = {entries - 1} mapping "
                         f"entries is over the resource limit of {MAX_MAPPING_ENTRIES}")
-    total = (pool.swa_pages + 1) * p * pool.row_bytes * (pool.layers + pool.draft_layers)
+    total = (pool.swa_pages + 1) * pool.page_stride_bytes * (pool.layers + pool.draft_layers)
     if total > MAX_POOL_BYTES:
         raise CaseError("pool.swa_pages", f"the SWA buffers would take {total} bytes "
-                        f"((swa_pages + 1) * page_size * row bytes * (layers + draft_layers)); "
+                        f"((swa_pages + 1) * page stride * (layers + draft_layers)); "
                         f"the resource limit is {MAX_POOL_BYTES}")
     return pool
 

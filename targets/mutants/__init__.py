@@ -80,6 +80,11 @@ the scenario kinds where the bug shows (the zoo fuzzes those). Registered as ``m
                                   padded rows of a smaller replay write     (only
                                   the slots a larger one left (PR #34890,   draft_extend_buffer
                                   spec §4.7; the PR #24743 class)           reaches it)
+24  store_dense_page_stride       the store addresses slot s at             redzones, pool_bytes
+                                  ``s * row_bytes`` (dense stride P*row     (only padded_pages
+                                  bytes) in a pool whose pages are padded   reaches it)
+                                  (spec §4.6: DSV4 page stride
+                                  ceil(584*P/576)*576 bytes; §9.13 class)
 ==  ============================  ========================================  =====================
 """
 
@@ -466,3 +471,19 @@ class _TailKeptBackend(DSV4Backend):
         "PR #24743 class (padded rows not zeroed)")
 class DraftExtendBufferTailKept(UnifiedEngine):
     backend_cls = _TailKeptBackend
+
+
+# 24 -----------------------------------------------------------------------------------------
+class _DenseStrideBackend(DSV4Backend):
+    def _store(self, cache, loc, rows):
+        """The store handed a dense re-view of the cache (page stride ``P * D``): slot ``s``
+        lands at element ``s * D`` from the buffer start, ignoring the padded page stride."""
+        pages, p, d = cache.shape
+        super()._store(cache.as_strided(cache.shape, (p * d, d, 1)), loc, rows)
+
+
+@mutant("store_dense_page_stride", ("padded_pages",), "spec §4.6 (the DSV4 SWA pool's page "
+        "stride ceil(584*P/576)*576 bytes is not P * row bytes; the store kernels address "
+        "page * PageBytes); §9.13 address-arithmetic class")
+class StoreDensePageStride(UnifiedEngine):
+    backend_cls = _DenseStrideBackend

@@ -46,10 +46,11 @@ DEFENCE_IN_DEPTH = {
                  "either differed from the shadow already at k-1, or now differs from the "
                  "shadow (which kept it) at k; write_set needs only the oracle's target sets, "
                  "not its bytes, so it stands when the byte model does not",
-    "redzones": "the only check that sees writes outside the buffer when the store kernel's "
-                "address arithmetic (not the reported locations) is wrong, i.e. on the "
-                "GPU/compiled-Triton path; every such bug the zoo models today also reports a "
-                "bad location (contracts, write_targets)",
+    "redzones": "the only check that sees writes outside the rows (before or after a buffer, "
+                "or into a padded page's pad) when the store's address arithmetic (not the "
+                "reported locations) is wrong; every such bug the zoo models today also "
+                "reports a bad location (contracts, write_targets) or misses its own slot "
+                "(pool_bytes: store_dense_page_stride leaves the real slot poisoned)",
     "agreement": "provably implied by write_targets + pool_bytes (each executor is compared "
                  "with the oracle on the same real-row locations and pool bytes); it is the "
                  "check that needs no oracle at all",

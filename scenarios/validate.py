@@ -28,7 +28,10 @@ MAX_ID = 2**31 - 1
 # Resource budget of one Case (checked here, before anything is allocated): a bundle asking for
 # more is an input error naming the field and the limit, not an out-of-memory kill.
 MAX_MAPPING_ENTRIES = 2**27  # full->SWA mapping M: (full_pages + 1) * page_size + 1 int64 (1 GiB)
-MAX_POOL_BYTES = 2**32  # all SWA buffers, target and draft layers (4 GiB; > 2^31 per layer fits)
+# All SWA buffers, target and draft layers: 5 GiB, so one target layer and one draft layer of
+# just over 2^31 bytes each (the > 2^31-byte address tier, tests/kernels/test_big_layer.py) fit;
+# 4 GiB could not hold two such layers (draft_layers >= 1).
+MAX_POOL_BYTES = 5 * 2**30
 MAX_STEPS = 10_000
 MAX_TOKENS = 2**16  # rows of one forward / one request's length
 

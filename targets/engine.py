@@ -207,7 +207,8 @@ class UnifiedEngine:
                    fb: ForwardBatch, n_real: int, width: int, fixed_width: bool
                    ) -> list[ForwardObs]:
         """DP attention on a verify / draft-extend batch (``rank_tokens`` given, spec §5.4):
-        MAX_LEN padding to whole requests, rewritten to EXTEND when another rank extends."""
+        MAX_LEN padding (to whole requests of ``width`` rows when ``fixed_width``), rewritten to
+        EXTEND (eager) when another rank extends."""
         padded = self.dp.padded_spec_tokens(fb.out_cache_loc.numel(), s.rank_tokens, width,
                                             fixed_width)
         bs = max(fb.batch_size, -(-padded // width))

@@ -46,10 +46,11 @@ DEFENCE_IN_DEPTH = {
                  "either differed from the shadow already at k-1, or now differs from the "
                  "shadow (which kept it) at k; write_set needs only the oracle's target sets, "
                  "not its bytes, so it stands when the byte model does not",
-    "redzones": "the only check that sees writes outside the buffer when the store kernel's "
-                "address arithmetic (not the reported locations) is wrong, i.e. on the "
-                "GPU/compiled-Triton path; every such bug the zoo models today also reports a "
-                "bad location (contracts, write_targets)",
+    "redzones": "the only check that sees writes outside the rows (before or after a buffer, "
+                "or into a padded page's pad) when the store's address arithmetic (not the "
+                "reported locations) is wrong; every such bug the zoo models today also "
+                "reports a bad location (contracts, write_targets) or misses its own slot "
+                "(pool_bytes: store_dense_page_stride leaves the real slot poisoned)",
     "agreement": "provably implied by write_targets + pool_bytes (each executor is compared "
                  "with the oracle on the same real-row locations and pool bytes); it is the "
                  "check that needs no oracle at all",
@@ -236,8 +237,8 @@ def check_write_set(case, obs, exp) -> list[Failure]:
 
 # ----------------------------------------------------------------------------- 4
 def check_redzones(case, obs, exp) -> list[Failure]:
-    """Canary bytes before and after every pool buffer stay intact (negative and out-of-range
-    writes). Fires on ``negative_loc_wraps`` (spec §9.9) on the Triton path; defence in depth
+    """Canary bytes before and after every pool buffer, and in every page's pad of a pool with a
+    padded page stride, stay intact (negative, out-of-range and wrong-stride writes). Fires on ``negative_loc_wraps`` (spec §9.9) on the Triton path; defence in depth
     for kernel address arithmetic (see DEFENCE_IN_DEPTH)."""
     fails = []
     for so in obs.steps:
@@ -252,6 +253,19 @@ def check_redzones(case, obs, exp) -> list[Failure]:
                             f"layer {layer}: {nbad} of {len(got)} canary bytes {side} the buffer "
                             f"overwritten", "negative" if side == "before" else "outside",
                             so.step))
+                        return fails
+                pad = case.pool.page_pad_bytes
+                if pad and z.pads:
+                    want = (z.canary * (pad // max(1, len(z.canary)) + 1))[:pad]
+                    bad = [k for k in range(len(z.pads) // pad)
+                           if z.pads[k * pad:(k + 1) * pad] != want]
+                    if bad:
+                        fails.append(Failure(
+                            "redzones", f"after step {so.step} ({case.steps[so.step].op}): {pool} "
+                            f"layer {layer}: the pad canaries after {len(bad)} page(s) "
+                            f"overwritten, first after page {bad[0]} (page stride "
+                            f"{case.pool.page_stride_bytes} bytes = {case.pool.page_size} rows of "
+                            f"{case.pool.row_bytes} + {pad} pad)", "page-pad", so.step))
                         return fails
     return fails
 

@@ -68,7 +68,12 @@ def pytest_collection_modifyitems(config, items):
     nightly_asked = "nightly" in (config.getoption("markexpr", "") or "") or \
         os.environ.get("HYPOTHESIS_PROFILE") == "nightly"
     skip_nightly = pytest.mark.skip(reason="nightly exploration: run with -m nightly")
+    expr = config.getoption("markexpr", "") or ""
+    bigmem_asked = "bigmem" in expr and "not bigmem" not in expr
+    skip_bigmem = pytest.mark.skip(reason="allocates > 2 GiB of RAM: run with -m bigmem")
     for item in items:
+        if "bigmem" in item.keywords and not bigmem_asked:
+            item.add_marker(skip_bigmem)
         if not has_gpu and ("gpu" in item.keywords or "cudagraph" in item.keywords):
             item.add_marker(skip)
         if "nightly" in item.keywords and not nightly_asked:

@@ -10,7 +10,8 @@ torch. It re-implements the step semantics written in the docstring of :mod:`sce
 * the expected forwards (:class:`ForwardExp`): pool, mode, real rows, their full locations and
   SWA write targets ``M[loc]`` (after the step's allocation), the row counts on the eager path and
   under a captured graph bucket;
-* the shadow SWA pools (every byte starts at ``POISON_BYTE``; each real row's payload from
+* the shadow SWA pools, rows only in slot order (page pads are canaries the contract keeps out
+  of the pool bytes; every byte starts at ``POISON_BYTE``; each real row's payload from
   :func:`scenarios.payload.rows_bytes` is written at its target slot unless that slot is in the
   dummy page 0, whose bytes are not meaningful);
 * the state after every step (:class:`StepExp`).
@@ -127,6 +128,9 @@ class _Shadow:
                 a >= b for a, b in zip(g.buckets, g.buckets[1:])):
             raise CaseInfeasible(-1, f"graph.buckets = {list(g.buckets)} must be strictly "
                                      "increasing sizes >= 1")
+        if cfg.page_pad_bytes < 0 or cfg.page_pad_bytes % (cfg.row_bytes // cfg.row_width):
+            raise CaseInfeasible(-1, f"pool.page_pad_bytes = {cfg.page_pad_bytes} must be >= 0 "
+                                     "and a multiple of the row dtype's item size")
         if g.topk < 0 or g.num_steps < 1 or g.num_draft_tokens < 1:
             raise CaseInfeasible(-1, "graph: need topk >= 0, num_steps >= 1, num_draft_tokens >= 1")
         self.case, self.cfg, self.g, self.P = case, cfg, g, p
@@ -274,6 +278,38 @@ class _Shadow:
         self.exp.forwards.append(ForwardExp(i, fwd, pool, mode, ex, n, list(targets), list(locs),
                                             rows_eager, rows_graph))
 
+    # ------------------------------------------------------------------ DP (spec §5.4)
+    def _dp_check(self, i: int, s: Step) -> tuple[int, ...] | None:
+        """The other ranks' token counts of a DP step (None: no DP)."""
+        if s.rank_tokens and s.op not in ("dp_decode", "verify", "draft_extend", "draft_decode"):
+            raise CaseInfeasible(i, f"rank_tokens not allowed for op {s.op}")
+        if len(s.rank_tokens) > 7 or any(t < 0 for t in s.rank_tokens):
+            raise CaseInfeasible(i, "rank_tokens needs at most 7 counts >= 0")
+        if s.dp_extend:
+            if s.op not in ("dp_decode", "verify", "draft_extend"):
+                raise CaseInfeasible(i, f"dp_extend not allowed for op {s.op}")
+            if not s.rank_tokens or not s.rids:
+                raise CaseInfeasible(i, "dp_extend needs rank_tokens and at least one rid")
+        return tuple(s.rank_tokens) if s.rank_tokens else None
+
+    @staticmethod
+    def _dp_rows(dp: tuple[int, ...] | None, own: int, reqs: int, width: int,
+                 whole_requests: bool) -> tuple[int, int]:
+        """(rows the eager path writes, batch size the graph bucket is chosen for)."""
+        if dp is None:
+            return own, reqs
+        top = own
+        for t in dp:
+            top = t if t > top else top
+        per_req = (top + width - 1) // width
+        if whole_requests:
+            top = per_req * width
+        return top, (reqs if reqs > per_req else per_req)
+
+    @staticmethod
+    def _mode(s: Step) -> str:
+        return "EXTEND" if s.dp_extend else _MODES[s.op]
+
     # ------------------------------------------------------------------ steps
     def run_step(self, i: int, s: Step) -> None:
         self.step_i = i
@@ -298,6 +334,9 @@ class _Shadow:
         if s.op in ("decode", "verify", "draft_extend", "draft_decode") and not s.rids:
             raise CaseInfeasible(i, f"{s.op} needs at least one rid")
         g, ex = self.g, s.exec
+        dp = self._dp_check(i, s)
+        if s.dp_extend:
+            ex = "eager"  # rewritten to EXTEND: no graph runs it, whatever the step asks
         if s.op == "admit":
             if s.rid is None or s.length is None or s.length < 1:
                 raise CaseInfeasible(i, "admit needs rid and length >= 1")
@@ -312,11 +351,13 @@ class _Shadow:
             per = 1 if s.op == "decode" else g.num_draft_tokens
             for rid in s.rids:
                 self._live(i, rid)
-            b = self._bucket(len(s.rids))
+            n = len(s.rids) * per
+            rows, bs = self._dp_rows(dp, n, len(s.rids), per, True)
+            b = self._bucket(bs)
             self._graph_ok(i, ex, b)
             self._check_alloc(i, [(rid, per) for rid in s.rids])
             locs = [f for rid in s.rids for f in self._extend(rid, per)]
-            self._forward(i, 0, "target", _MODES[s.op], ex, locs, len(locs),
+            self._forward(i, 0, "target", self._mode(s), ex, locs, rows,
                           None if b is None else b * per)
         elif s.op == "draft_extend":
             if len(s.accept) != len(s.rids):
@@ -329,9 +370,11 @@ class _Shadow:
                                             f"min(num_draft_tokens={g.num_draft_tokens}, "
                                             f"length={len(toks)})]")
                 locs += toks[len(toks) - a:]
-            b = self._bucket(len(s.rids))
-            self._forward(i, 0, "draft", "DRAFT_EXTEND_V2", ex, locs, len(locs),
-                          None if b is None else b * g.num_draft_tokens)
+            w = g.num_draft_tokens
+            rows, bs = self._dp_rows(dp, len(locs), len(s.rids), w, False)
+            b = self._bucket(bs)
+            self._forward(i, 0, "draft", self._mode(s), ex, locs, rows,
+                          None if b is None else b * w)
         elif s.op == "draft_decode":
             if g.topk < 1 or g.num_steps < 2:
                 raise CaseInfeasible(i, f"draft_decode needs topk >= 1 and num_steps >= 2 (got "
@@ -339,13 +382,14 @@ class _Shadow:
             for rid in s.rids:
                 self._live(i, rid)
             k, ns = g.topk, g.num_steps
-            b = self._bucket(len(s.rids))
+            _, bs = self._dp_rows(dp, len(s.rids) * k * ns, len(s.rids), k * ns, True)
+            b = self._bucket(bs)
             self._graph_ok(i, ex, b)
             self._check_alloc(i, [(rid, k * ns) for rid in s.rids])
             new = [self._extend(rid, k * ns) for rid in s.rids]  # new[b][kk*ns + st]
             for st in range(ns - 1):
                 locs = [new[bi][kk * ns + st] for bi in range(len(s.rids)) for kk in range(k)]
-                self._forward(i, st, "draft", "DECODE", ex, locs, len(locs),
+                self._forward(i, st, "draft", "DECODE", ex, locs, bs * k,
                               None if b is None else b * k)
         elif s.op == "idle":
             if s.tokens is None or s.tokens < 1:
@@ -362,7 +406,7 @@ class _Shadow:
             self._graph_ok(i, ex, self._bucket(padded))
             self._check_alloc(i, [(rid, 1) for rid in s.rids])
             locs = [self._extend(rid, 1)[0] for rid in s.rids]
-            mode = "DECODE" if s.rids else "IDLE"
+            mode = "EXTEND" if s.dp_extend else ("DECODE" if s.rids else "IDLE")
             self._forward(i, 0, "target", mode, ex, locs, padded, self._bucket(padded))
         elif s.op == "evict":
             toks = self._live(i, s.rid)

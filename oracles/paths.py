@@ -16,8 +16,9 @@ For every forward (:class:`PathExp`):
 * ``rows``: the rows every layer's store receives (bucket rows under a graph; real rows eagerly,
   except DP: the padded count, spec §5.4 (4), and IDLE: its dummy rows);
 * ``n_real``: rows that carry a real token (the rest are padding at full location 0);
-* ``dp_padded``: the DP MAX_LEN count the rank pads to (``max(own, *others)``, spec §5.4 (2)),
-  None outside ``dp_decode``.
+* ``dp_padded``: the DP MAX_LEN count the rank pads to (``max(own, *others)``, spec §5.4 (2);
+  rounded up to whole requests for verify and multi-step draft), None without DP;
+* a step with ``dp_extend`` is rewritten to EXTEND (spec §5.4 (3)): eager, mode ``EXTEND``.
 
 :func:`expected_graph_use` adds what the graph executor itself must have seen, counted by the
 harness (not reported by the target): one replay per graph step and one capture per distinct
@@ -67,7 +68,7 @@ def expected_paths(case: Case, graphs: bool) -> list[PathExp]:
     g = case.graph
     out: list[PathExp] = []
     for i, s in enumerate(case.steps):
-        graph = graphs and s.exec == "graph" and s.op != "admit"
+        graph = graphs and s.exec == "graph" and s.op != "admit" and not s.dp_extend
 
         def add(fwd, mode, runner, batch, per, n_real, eager_rows, dp=None, op=s.op,
                 graph=graph, i=i):
@@ -85,21 +86,40 @@ def expected_paths(case: Case, graphs: bool) -> list[PathExp]:
             add(0, "DECODE", "decode", n, 1, n, n)
         elif s.op == "verify":
             n, w = len(s.rids), g.num_draft_tokens
-            add(0, "TARGET_VERIFY", "verify", n, w, n * w, n * w)
+            rows, bs, dp = _dp_pad(s.rank_tokens, n * w, n, w, True)
+            add(0, "EXTEND" if s.dp_extend else "TARGET_VERIFY", "verify", bs, w, n * w, rows,
+                dp=dp)
         elif s.op == "draft_extend":
-            n = sum(s.accept)
-            add(0, "DRAFT_EXTEND_V2", "draft_extend", len(s.rids), g.num_draft_tokens, n, n)
+            n, w = sum(s.accept), g.num_draft_tokens
+            rows, bs, dp = _dp_pad(s.rank_tokens, n, len(s.rids), w, False)
+            add(0, "EXTEND" if s.dp_extend else "DRAFT_EXTEND_V2", "draft_extend", bs, w, n,
+                rows, dp=dp)
         elif s.op == "draft_decode":
-            n = len(s.rids) * g.topk
+            n, w = len(s.rids) * g.topk, g.topk * g.num_steps
+            _, bs, dp = _dp_pad(s.rank_tokens, len(s.rids) * w, len(s.rids), w, True)
             for st in range(g.num_steps - 1):
-                add(st, "DECODE", "multistep", len(s.rids), g.topk, n, n)
+                add(st, "DECODE", "multistep", bs, g.topk, n, bs * g.topk, dp=dp)
         elif s.op == "idle":
             add(0, "IDLE", "decode", s.tokens, 1, 0, s.tokens)
         elif s.op == "dp_decode":
             n = len(s.rids)
             padded = max([n, *s.rank_tokens])
-            add(0, "DECODE" if n else "IDLE", "decode", padded, 1, n, padded, dp=padded)
+            mode = "EXTEND" if s.dp_extend else ("DECODE" if n else "IDLE")
+            add(0, mode, "decode", padded, 1, n, padded, dp=padded)
     return out
+
+
+def _dp_pad(rank_tokens, own: int, reqs: int, width: int, whole: bool
+            ) -> tuple[int, int, int | None]:
+    """DP MAX_LEN padding of a speculative batch (scenarios/case.py): (eager rows, batch size
+    for the bucket, padded count or None without DP). ``whole``: fixed-width batch, padded to
+    whole requests of ``width`` rows."""
+    if not rank_tokens:
+        return own, reqs, None
+    padded = max([own, *rank_tokens])
+    if whole:
+        padded = -(-padded // width) * width
+    return padded, max(reqs, -(-padded // width)), padded
 
 
 def expected_graph_use(paths: list[PathExp]) -> tuple[int, int]:

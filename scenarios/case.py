@@ -17,6 +17,12 @@ Pool (``PoolConfig``)
 * SWA KV buffers: one per layer, ``[swa_pages + 1, P, row_width]`` of ``row_dtype``; ``layers``
   target layers and ``draft_layers`` draft layers (the draft model's pool: separate tensors,
   the same mapping ``M`` and the same SWA slot ids).
+* ``page_pad_bytes`` (default 0; emitted in JSON only when non-zero): each SWA page occupies
+  ``P * row_bytes + page_pad_bytes`` bytes (the page stride), its P rows first, then the pad, as
+  the real DSV4 pool pads its pages (spec §4.6: page stride ``ceil(584*P/576)*576`` bytes). A
+  multiple of the row dtype's item size. The pad bytes are canaries no store may touch; slot
+  ``s`` sits at byte ``(s // P) * stride + (s % P) * row_bytes`` of its layer buffer. The pool
+  bytes the contract predicts are the rows only, in slot order (pads excluded).
 * Before the first step every SWA buffer byte is the poison byte ``0x5A`` (:data:`POISON_BYTE`).
 
 Allocation policy (deterministic; both sides must follow it exactly)
@@ -72,6 +78,25 @@ verify / draft-extend runner: captured buckets, rows = bucket rows, padded).
   runs IDLE with ``padded`` dummy rows. Eager: metadata is built on the unpadded batch, then
   ``out_cache_loc`` is rebound to a new tensor padded with 0 to ``padded`` rows, and the stores
   write ``padded`` rows. Graph: bucket = smallest ``>= padded``; rows = bucket.
+* DP attention on speculative forwards: ``verify``, ``draft_extend`` and ``draft_decode`` may
+  carry ``rank_tokens`` (1..7 other ranks' token counts, each >= 0; absent or empty = no DP).
+  Let ``w`` be the rows per request of the forward batch (verify and draft_extend:
+  ``num_draft_tokens``; draft_decode: ``topk * num_steps``) and ``own`` its rows before padding
+  (verify: ``len(rids) * w``; draft_extend: ``sum(accept)``; draft_decode: ``len(rids) * w``).
+  The rank pads to ``padded = max(own, *rank_tokens)`` rows, rounded up to a multiple of ``w``
+  for verify and draft_decode (fixed-width batches); its batch size becomes
+  ``bs = max(len(rids), ceil(padded / w))``. The step allocates exactly as without DP. Eager:
+  metadata is built on the unpadded batch, then ``out_cache_loc`` is rebound to a new tensor
+  padded with 0 to ``padded`` rows and the stores write ``padded`` rows (draft_decode: the
+  padded buffer is ``[bs, topk, num_steps]`` with the padded requests' locations 0, so each step
+  forward writes ``bs * topk`` rows). Graph: bucket = smallest ``>= bs``; rows = bucket * w
+  (draft_decode: bucket * topk per step). Real rows come first, padding after them (spec §5.4).
+* ``dp_extend`` (a flag on ``dp_decode``, ``verify`` and ``draft_extend`` with ``rank_tokens``
+  and at least one rid): another rank is extending under MAX_LEN, so this rank's batch is
+  rewritten to EXTEND (spec §5.4 (3); the original mode is stashed): the forward runs eagerly
+  whatever ``exec`` says (no graph runs EXTEND; ``exec == "graph"`` needs no bucket then), its
+  ForwardMode is ``EXTEND``, and it is padded as the eager DP path above (dp_decode:
+  ``padded = max(len(rids), *rank_tokens)``).
 * ``evict(rid)``: window eviction: ``frontier = max(evicted[rid], len(tokens[rid]) - window)``
   floored to a multiple of P; if it advanced, ``free_swa(tokens[rid][evicted:frontier])`` and
   ``evicted[rid] = frontier``. No forward.
@@ -91,7 +116,20 @@ bytes too (they land in the dummy page, which is never compared).
 Graph configuration (``GraphConfig``)
 -------------------------------------
 ``buckets``: strictly increasing captured batch sizes (>= 1). ``topk`` (0 = no MTP),
-``num_steps`` (>= 1), ``num_draft_tokens`` (>= 1).
+``num_steps`` (>= 1), ``num_draft_tokens`` (>= 1). ``prep_in_graph`` (default false;
+``SGLANG_PREP_IN_CUDA_GRAPH``): every attention backend builds Raw metadata (the raw inputs only,
+no core attention metadata) and upgrades it inside the forward / the captured graph (spec §4.1,
+§4.3); a runner that runs no in-graph init (the draft-extend graph, §5.2) and an eager MTP IDLE
+forward after a graph replay leave Raw metadata in place when the stores resolve their
+locations (§4.5: Raw metadata has no cached location, so the live translation is used). Nothing
+the contract observes changes: every forward writes what it writes without it. Emitted in JSON
+only when true. ``draft_extend_buffer`` (default false; sglang PR #34890): the draft-extend
+backend owns a pre-allocated int32 SWA location buffer of ``max(buckets) * num_draft_tokens``
+entries; the draft-extend graph's out-graph prep (outside the graph, before capture and every
+replay) refills it - the first ``n`` entries (n = the forward's live location count) with
+``M[loc]``, every entry after them with 0 - and stamps its first ``n`` entries on the metadata,
+so the captured stores read the buffer instead of translating (spec §4.7). Nothing the
+contract observes changes. Emitted in JSON only when true.
 """
 
 from __future__ import annotations
@@ -139,10 +177,16 @@ class PoolConfig:
     draft_layers: int = 1
     row_width: int = 4
     row_dtype: str = "uint8"
+    page_pad_bytes: int = 0
 
     @property
     def row_bytes(self) -> int:
         return self.row_width * ROW_ITEMSIZE[self.row_dtype]
+
+    @property
+    def page_stride_bytes(self) -> int:
+        """Bytes from one SWA page to the next: ``P * row_bytes + page_pad_bytes``."""
+        return self.page_size * self.row_bytes + self.page_pad_bytes
 
     @property
     def mapping_len(self) -> int:
@@ -160,6 +204,8 @@ class GraphConfig:
     topk: int = 0
     num_steps: int = 1
     num_draft_tokens: int = 1
+    prep_in_graph: bool = False
+    draft_extend_buffer: bool = False
 
     def bucket_for(self, n: int) -> int | None:
         for b in self.buckets:
@@ -178,6 +224,7 @@ class Step:
     tokens: int | None = None
     rank_tokens: tuple[int, ...] = ()
     exec: str = "eager"
+    dp_extend: bool = False
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"op": self.op}
@@ -193,6 +240,8 @@ class Step:
             d["exec"] = self.exec
         if self.op == "dp_decode":
             d["rids"] = list(self.rids)
+        if self.dp_extend:
+            d["dp_extend"] = True
         return d
 
 
@@ -209,8 +258,11 @@ class Case:
         return {
             "version": CASE_VERSION,
             "kind": self.kind,
-            "pool": asdict(self.pool),
-            "graph": {**asdict(self.graph), "buckets": list(self.graph.buckets)},
+            "pool": {k: v for k, v in asdict(self.pool).items()
+                     if k != "page_pad_bytes" or v},
+            "graph": {**{k: v for k, v in asdict(self.graph).items()
+                         if k not in ("prep_in_graph", "draft_extend_buffer") or v},
+                      "buckets": list(self.graph.buckets)},
             "payload_seed": self.payload_seed,
             "steps": [s.to_json() for s in self.steps],
         }

@@ -8,11 +8,15 @@ smallest bucket list. Each kind's docstring says what it exercises and what it s
 Kinds (``SCENARIO_KINDS``): ``decode``, ``idle``, ``dp_padded``, ``draft_extend``,
 ``target_verify``, ``multi_step_draft``, ``episode`` (a mix of all of them on the same captured
 graphs, with allocator churn and window eviction), ``remap`` (mapping re-registration between
-decode forwards).
+decode forwards), ``dp_spec`` (DP re-padding and the rewrite to EXTEND on speculative forwards),
+``raw_metadata`` (every forward with Raw metadata, ``prep_in_graph``), ``draft_extend_buffer``
+(the draft-extend graph's pre-allocated SWA location buffer, PR #34890), ``padded_pages`` (pools
+with a padded page stride, the pads as canaries).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable
 
 from hypothesis import strategies as st
@@ -131,6 +135,50 @@ def _act_dp(draw, pl: Planner) -> None:
     pl.forward_extend("dp_decode", rids, 1, _exec(draw), rank_tokens=tuple(others))
 
 
+def _others(draw, pl: Planner, width: int) -> tuple[int, ...]:
+    """Other DP ranks' token counts: 1..7 ranks, each at most a full largest bucket of
+    ``width``-row requests (so a graph step's padded batch still fits a bucket)."""
+    return tuple(draw(st.lists(st.integers(0, pl.max_bs * width), min_size=1, max_size=7)))
+
+
+def _act_dp_verify(draw, pl: Planner) -> None:
+    """DP re-padding of a target-verify batch, or its rewrite to EXTEND (spec §5.4)."""
+    rids = _subset(draw, pl.live(), 1, pl.max_bs)
+    if rids:
+        ndt = pl.graph.num_draft_tokens
+        pl.forward_extend("verify", rids, ndt, _exec(draw), rank_tokens=_others(draw, pl, ndt),
+                          dp_extend=draw(st.booleans()))
+
+
+def _act_dp_draft_extend(draw, pl: Planner) -> None:
+    """DP re-padding of a draft-extend batch, or its rewrite to EXTEND (spec §5.4, §6)."""
+    rids = _subset(draw, pl.live(), 1, pl.max_bs)
+    if not rids:
+        return
+    ndt = pl.graph.num_draft_tokens
+    accept = tuple(draw(st.integers(1, min(ndt, pl.reqs[r][0]))) for r in rids)
+    if any(pl.reqs[r][0] - a < pl.reqs[r][1] for r, a in zip(rids, accept)):
+        return
+    pl.steps.append(Step(op="draft_extend", rids=tuple(rids), accept=accept, exec=_exec(draw),
+                         rank_tokens=_others(draw, pl, ndt), dp_extend=draw(st.booleans())))
+
+
+def _act_dp_draft_decode(draw, pl: Planner) -> None:
+    """DP re-padding of a multi-step draft batch (whole requests of topk*num_steps rows)."""
+    rids = _subset(draw, pl.live(), 1, pl.max_bs)
+    if rids:
+        w = pl.graph.topk * pl.graph.num_steps
+        pl.forward_extend("draft_decode", rids, w, _exec(draw), rank_tokens=_others(draw, pl, w))
+
+
+def _act_dp_rewrite(draw, pl: Planner) -> None:
+    """DP decode rewritten to EXTEND because another rank extends (spec §5.4 (3))."""
+    rids = _subset(draw, pl.live(), 1, pl.max_bs)
+    if rids:
+        pl.forward_extend("dp_decode", rids, 1, _exec(draw), rank_tokens=_others(draw, pl, 1),
+                          dp_extend=True)
+
+
 def _act_evict(draw, pl: Planner) -> None:
     if pl.live():
         pl.evict(draw(st.sampled_from(pl.live())))
@@ -207,6 +255,59 @@ def dp_padded_cases():
     return _kind("dp_padded", [_act_dp, _act_dp, _act_decode])()
 
 
+def raw_metadata_cases():
+    """Raw metadata on (``prep_in_graph``, SGLANG_PREP_IN_CUDA_GRAPH, spec §4.1, §4.3): every
+    forward kind on captured graphs whose out-graph prep builds Raw metadata; the draft-extend
+    graph (no in-graph init) and eager MTP IDLE after a replay resolve with Raw metadata in
+    place (§4.5). Shrinks towards one request, one graph draft-extend."""
+    @st.composite
+    def strategy(draw) -> Case:
+        case = draw(_kind("raw_metadata", [_act_draft_extend, _act_verify, _act_decode,
+                                           _act_idle, _act_draft_decode], multi_step=True)())
+        return dataclasses.replace(case, graph=dataclasses.replace(case.graph,
+                                                                   prep_in_graph=True))
+
+    return strategy()
+
+
+def draft_extend_buffer_cases():
+    """The draft-extend graph with the pre-allocated SWA location buffer refilled by the
+    out-graph prep (``draft_extend_buffer``, sglang PR #34890, spec §4.7): verify and
+    draft-extend forwards whose token counts shrink and grow inside one bucket. Shrinks towards
+    two graph draft-extends of one request."""
+    @st.composite
+    def strategy(draw) -> Case:
+        case = draw(_kind("draft_extend_buffer", [_act_draft_extend, _act_verify,
+                                                  _act_draft_extend], spec=True)())
+        return dataclasses.replace(case, graph=dataclasses.replace(case.graph,
+                                                                   draft_extend_buffer=True))
+
+    return strategy()
+
+
+def padded_pages_cases():
+    """Pools whose page stride is padded past ``P * row_bytes`` (``page_pad_bytes``, as the real
+    DSV4 pool pads its pages, spec §4.6), the pads checked as canaries, under decode, verify,
+    draft-extend, eviction and churn. Shrinks towards P = 1, one graph decode, a 2-byte pad."""
+    @st.composite
+    def strategy(draw) -> Case:
+        case = draw(_kind("padded_pages", [_act_decode, _act_verify, _act_draft_extend,
+                                           _act_evict, _act_churn], spec=True)())
+        pad = draw(st.sampled_from((2, 8, 6, 64, 30)))
+        return dataclasses.replace(case, pool=dataclasses.replace(case.pool, page_pad_bytes=pad))
+
+    return strategy()
+
+
+def dp_spec_cases():
+    """DP attention on speculative forwards (spec §5.4, §6): target-verify, draft-extend and
+    multi-step draft batches padded to the other ranks' maximum (out_cache_loc rebound after
+    metadata init, graph buckets over the padded batch), and batches rewritten to EXTEND
+    because another rank extends. Shrinks towards one request, one other rank, no rewrite."""
+    return _kind("dp_spec", [_act_dp_verify, _act_dp_draft_extend, _act_dp_draft_decode,
+                             _act_dp_rewrite, _act_verify], multi_step=True)()
+
+
 def draft_extend_cases():
     """Target verify then draft-extend over accepted tokens (padding to the captured width).
     Shrinks towards one request, one draft token."""
@@ -243,4 +344,8 @@ SCENARIO_KINDS: dict[str, Callable[[], st.SearchStrategy[Case]]] = {
     "multi_step_draft": multi_step_draft_cases,
     "episode": episode_cases,
     "remap": remap_cases,
+    "dp_spec": dp_spec_cases,
+    "raw_metadata": raw_metadata_cases,
+    "draft_extend_buffer": draft_extend_buffer_cases,
+    "padded_pages": padded_pages_cases,
 }

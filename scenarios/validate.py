@@ -14,6 +14,7 @@ from swafuzz.scenarios.case import (
     EXECS,
     OPS,
     ROW_DTYPES,
+    ROW_ITEMSIZE,
     Case,
     CaseError,
     GraphConfig,
@@ -27,18 +28,21 @@ MAX_ID = 2**31 - 1
 # Resource budget of one Case (checked here, before anything is allocated): a bundle asking for
 # more is an input error naming the field and the limit, not an out-of-memory kill.
 MAX_MAPPING_ENTRIES = 2**27  # full->SWA mapping M: (full_pages + 1) * page_size + 1 int64 (1 GiB)
-MAX_POOL_BYTES = 2**32  # all SWA buffers, target and draft layers (4 GiB; > 2^31 per layer fits)
+# All SWA buffers, target and draft layers: 5 GiB, so one target layer and one draft layer of
+# just over 2^31 bytes each (the > 2^31-byte address tier, tests/kernels/test_big_layer.py) fit;
+# 4 GiB could not hold two such layers (draft_layers >= 1).
+MAX_POOL_BYTES = 5 * 2**30
 MAX_STEPS = 10_000
 MAX_TOKENS = 2**16  # rows of one forward / one request's length
 
 _STEP_FIELDS = {
     "admit": {"rid", "length"},
     "decode": {"rids", "exec"},
-    "verify": {"rids", "exec"},
-    "draft_extend": {"rids", "accept", "exec"},
-    "draft_decode": {"rids", "exec"},
+    "verify": {"rids", "exec", "rank_tokens", "dp_extend"},
+    "draft_extend": {"rids", "accept", "exec", "rank_tokens", "dp_extend"},
+    "draft_decode": {"rids", "exec", "rank_tokens"},
     "idle": {"tokens", "exec"},
-    "dp_decode": {"rids", "rank_tokens", "exec"},
+    "dp_decode": {"rids", "rank_tokens", "exec", "dp_extend"},
     "evict": {"rid"},
     "finish": {"rid"},
     "remap": set(),
@@ -97,15 +101,19 @@ def parse_pool(obj: Any) -> PoolConfig:
         draft_layers=_int(d, "draft_layers", "pool", 1, 64, default=1),
         row_width=_int(d, "row_width", "pool", 1, 4096),
         row_dtype=dtype,
+        page_pad_bytes=_int(d, "page_pad_bytes", "pool", 0, 1 << 20, default=0),
     )
+    if pool.page_pad_bytes % ROW_ITEMSIZE[dtype]:
+        raise CaseError("pool.page_pad_bytes", f"must be a multiple of the {dtype} item size "
+                        f"{ROW_ITEMSIZE[dtype]} (got {pool.page_pad_bytes})")
     entries = (pool.full_pages + 1) * p + 1
     if entries > MAX_MAPPING_ENTRIES:
         raise CaseError("pool.full_pages", f"(full_pages + 1) * page_size = {entries - 1} mapping "
                         f"entries is over the resource limit of {MAX_MAPPING_ENTRIES}")
-    total = (pool.swa_pages + 1) * p * pool.row_bytes * (pool.layers + pool.draft_layers)
+    total = (pool.swa_pages + 1) * pool.page_stride_bytes * (pool.layers + pool.draft_layers)
     if total > MAX_POOL_BYTES:
         raise CaseError("pool.swa_pages", f"the SWA buffers would take {total} bytes "
-                        f"((swa_pages + 1) * page_size * row bytes * (layers + draft_layers)); "
+                        f"((swa_pages + 1) * page stride * (layers + draft_layers)); "
                         f"the resource limit is {MAX_POOL_BYTES}")
     return pool
 
@@ -117,7 +125,13 @@ def parse_graph(obj: Any) -> GraphConfig:
         raise CaseError("graph.buckets", "must list at least one captured batch size")
     if any(b >= c for b, c in zip(buckets, buckets[1:])):
         raise CaseError("graph.buckets", f"must be strictly increasing (got {list(buckets)})")
+    flags = {}
+    for k in ("prep_in_graph", "draft_extend_buffer"):
+        flags[k] = d.get(k, False)
+        if not isinstance(flags[k], bool):
+            raise CaseError(f"graph.{k}", f"must be true or false (got {flags[k]!r})")
     return GraphConfig(
+        **flags,
         buckets=buckets,
         topk=_int(d, "topk", "graph", 0, 16, default=0),
         num_steps=_int(d, "num_steps", "graph", 1, 16, default=1),
@@ -164,6 +178,18 @@ def parse_step(obj: Any, i: int) -> Step:
             raise CaseError(f"{path}.rank_tokens", "must list 1..7 other ranks' token counts")
         if not kw["rids"] and max(kw["rank_tokens"]) == 0:
             raise CaseError(f"{path}.rank_tokens", "some rank must have tokens")
+    if op in ("verify", "draft_extend", "draft_decode") and "rank_tokens" in obj:
+        kw["rank_tokens"] = _int_list(obj, "rank_tokens", path, 0, MAX_TOKENS)
+        if len(kw["rank_tokens"]) > 7:
+            raise CaseError(f"{path}.rank_tokens", "must list 0..7 other ranks' token counts")
+    if "dp_extend" in obj:
+        v = obj["dp_extend"]
+        if not isinstance(v, bool):
+            raise CaseError(f"{path}.dp_extend", f"must be true or false (got {v!r})")
+        if v and not (kw.get("rank_tokens") and kw.get("rids")):
+            raise CaseError(f"{path}.dp_extend", "needs rank_tokens and at least one rid "
+                            "(another rank extends: this rank's batch is rewritten to EXTEND)")
+        kw["dp_extend"] = v
     return Step(**kw)
 
 

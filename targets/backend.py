@@ -77,12 +77,16 @@ class DSV4Backend:
             for the multi-step draft backends, whose graph batch carries every step's rows).
         draft_extend_tokens_per_bs: rows per request of a DRAFT_EXTEND bucket.
         prep_in_graph: build Raw metadata (``SGLANG_PREP_IN_CUDA_GRAPH``), upgraded in-graph.
+        swa_loc_buffer_rows: > 0: the draft-extend backend's pre-allocated int32 SWA location
+            buffer of that many entries (PR #34890, spec §4.7), refilled by the out-graph prep.
     """
 
     def __init__(self, pool: SWAKVPool, *, topk: int = 0, num_steps: int = 1, step_id: int = 0,
                  decode_tokens_per_bs: int = 1, draft_extend_tokens_per_bs: int = 1,
-                 prep_in_graph: bool = False):
+                 prep_in_graph: bool = False, swa_loc_buffer_rows: int = 0):
         self.pool = pool
+        self.swa_loc_buffer = (torch.zeros(swa_loc_buffer_rows, dtype=torch.int32,
+                                           device=pool.device) if swa_loc_buffer_rows else None)
         self.page_size = pool.page_size
         self.topk = topk
         self.num_steps = num_steps
@@ -178,8 +182,22 @@ class DSV4Backend:
         rows = bs * self.draft_extend_tokens_per_bs
         if loc is None:
             loc = seq_lens.new_zeros(rows)
-        return self.build_metadata(pad_loc(loc, rows, "out_graph draft_extend"), seq_lens,
-                                   fb.positions)
+        md = self.build_metadata(pad_loc(loc, rows, "out_graph draft_extend"), seq_lens,
+                                 fb.positions)
+        if self.swa_loc_buffer is not None and isinstance(md, AttnMetadata):
+            md.core_attn_metadata.swa_out_cache_loc = self.refill_swa_loc_buffer(loc)
+        return md
+
+    def refill_swa_loc_buffer(self, loc: torch.Tensor) -> torch.Tensor | None:
+        """PR #34890 (spec §4.7): refill the pre-allocated buffer outside the graph:
+        ``buf[n:] = 0``, ``buf[:n] = int32(M[loc])``; returns ``buf[:n]`` (None when the buffer
+        is too small: the store then falls back to the live translation)."""
+        buf, n = self.swa_loc_buffer, loc.numel()
+        if n > buf.numel():
+            return None
+        buf[n:] = 0
+        buf[:n] = self.translate(loc)
+        return buf[:n]
 
     def build_out_graph_metadata(self, fb: ForwardBatch, in_capture: bool = False):
         """Spec §4.4 up to (not including) ``replay_cuda_graph_metadata_from``: (key, temp)."""

@@ -35,13 +35,29 @@ class DPAttention:
         empty = torch.zeros(0, dtype=torch.int64, device=self.device)
         return ForwardBatch(ForwardMode.IDLE, 0, empty, empty.clone(), empty.clone())
 
-    def pad_inputs_to_size(self, fb: ForwardBatch, num_tokens: int) -> None:
-        """Rebind ``fb``'s per-row tensors to new tensors padded to ``num_tokens`` rows."""
+    @staticmethod
+    def padded_spec_tokens(own_tokens: int, rank_tokens: tuple[int, ...], width: int,
+                           fixed_width: bool) -> int:
+        """MAX_LEN padding of a speculative batch of ``width`` rows per request; fixed-width
+        batches (target verify, multi-step draft) round up to whole requests."""
+        n = max(own_tokens, *rank_tokens)
+        return -(-n // width) * width if fixed_width else n
+
+    def pad_inputs_to_size(self, fb: ForwardBatch, num_tokens: int,
+                           batch_size: int | None = None) -> None:
+        """Rebind ``fb``'s per-row tensors to new tensors padded to ``num_tokens`` rows;
+        ``seq_lens`` to ``batch_size`` entries (decode: one row per request, so ``num_tokens``)."""
+        bs = num_tokens if batch_size is None else batch_size
         n = fb.out_cache_loc.numel()
         assert n <= num_tokens, f"pad_inputs_to_size: {n} rows exceed num_tokens={num_tokens}"
         pad = num_tokens - n
         fb.out_cache_loc = F.pad(fb.out_cache_loc, (0, pad), value=PAD_LOC)
         fb.positions = F.pad(fb.positions, (0, pad), value=0)
-        fb.seq_lens = F.pad(fb.seq_lens, (0, num_tokens - fb.seq_lens.numel()),
-                            value=SEQ_LENS_FILL)
-        fb.batch_size = num_tokens
+        fb.seq_lens = F.pad(fb.seq_lens, (0, bs - fb.seq_lens.numel()), value=SEQ_LENS_FILL)
+        fb.batch_size = bs
+
+    def rewrite_to_extend(self, fb: ForwardBatch) -> None:
+        """Another rank is extending under MAX_LEN (spec §5.4 (3)): this rank's batch becomes
+        EXTEND, its own mode stashed in ``original_forward_mode``; no graph runs it."""
+        fb.original_forward_mode = fb.forward_mode
+        fb.forward_mode = ForwardMode.EXTEND

@@ -93,12 +93,16 @@ class UnifiedEngine:
         self.draft_pool.register_mapping(self.allocator.mapping)  # shared, by identity
         self.target_model = SWAModel(self.target_pool)
         self.draft_model = SWAModel(self.draft_pool)
-        self.target_backend = self.backend_cls(self.target_pool, topk=g.topk)
+        raw = g.prep_in_graph  # SGLANG_PREP_IN_CUDA_GRAPH: Raw metadata, upgraded in-graph
+        self.target_backend = self.backend_cls(self.target_pool, topk=g.topk, prep_in_graph=raw)
         self.draft_extend_backend = self.backend_cls(
-            self.draft_pool, topk=g.topk, draft_extend_tokens_per_bs=g.num_draft_tokens)
+            self.draft_pool, topk=g.topk, draft_extend_tokens_per_bs=g.num_draft_tokens,
+            prep_in_graph=raw,
+            swa_loc_buffer_rows=max(g.buckets) * g.num_draft_tokens if g.draft_extend_buffer
+            else 0)  # PR #34890
         self.multistep_backend = self.multistep_backend_cls([
             self.backend_cls(self.draft_pool, topk=g.topk, num_steps=g.num_steps, step_id=s,
-                             decode_tokens_per_bs=g.topk * g.num_steps)
+                             decode_tokens_per_bs=g.topk * g.num_steps, prep_in_graph=raw)
             for s in range(g.num_steps)
         ])
         self.dp = self.dp_cls(self.device)
@@ -130,6 +134,11 @@ class UnifiedEngine:
     def use_graph(self, step: Step, n: int) -> bool:
         return bool(self.executor.graphs) and step.exec == "graph" and \
             self.gcfg.bucket_for(n) is not None
+
+    def can_run_graph(self, step: Step, fb: ForwardBatch, n: int) -> bool:
+        """``can_run`` of a DP batch: as :meth:`use_graph`, and never for a batch that DP
+        rewrote to EXTEND because another rank extends (spec §5.4 (3))."""
+        return fb.forward_mode != ForwardMode.EXTEND and self.use_graph(step, n)
 
     # -- payload ----------------------------------------------------------------------------------
     def rows_tensor(self, step: int, fwd: int, pool: str, layer: int, n: int) -> torch.Tensor:
@@ -202,11 +211,33 @@ class UnifiedEngine:
         fb = self.batch(ForwardMode.EXTEND, [(s.rid, slots)])
         return [self.eager_forward(i, "target", self.target_backend, fb, len(slots))]
 
+    def dp_forward(self, i: int, s: Step, pool: str, kind: str, backend: DSV4Backend,
+                   fb: ForwardBatch, n_real: int, width: int, fixed_width: bool
+                   ) -> list[ForwardObs]:
+        """DP attention on a verify / draft-extend batch (``rank_tokens`` given, spec §5.4):
+        MAX_LEN padding (to whole requests of ``width`` rows when ``fixed_width``), rewritten to
+        EXTEND (eager) when another rank extends."""
+        padded = self.dp.padded_spec_tokens(fb.out_cache_loc.numel(), s.rank_tokens, width,
+                                            fixed_width)
+        bs = max(fb.batch_size, -(-padded // width))
+        if s.dp_extend:
+            self.dp.rewrite_to_extend(fb)
+        if self.can_run_graph(s, fb, bs):
+            mode = fb.forward_mode.name
+            self.dp.pad_inputs_to_size(fb, padded, bs)
+            return self.graph_forward(i, pool, kind, fb, n_real, mode)
+        backend.init_forward_metadata(fb)  # on the unpadded batch
+        self.dp.pad_inputs_to_size(fb, padded, bs)  # out_cache_loc rebound after metadata init
+        return [self.eager_stores(i, 0, pool, backend, fb, n_real)]
+
     def _extend_and_forward(self, i: int, s: Step, mode: ForwardMode, per_req: int,
                             kind: str) -> list[ForwardObs]:
         new = self.allocator.extend([(rid, per_req) for rid in s.rids])
         fb = self.batch(mode, list(zip(s.rids, new)))
         n_real = fb.out_cache_loc.numel()
+        if s.rank_tokens:
+            return self.dp_forward(i, s, "target", kind, self.target_backend, fb, n_real,
+                                   per_req, True)
         if self.use_graph(s, len(s.rids)):
             return self.graph_forward(i, "target", kind, fb, n_real, mode.name)
         return [self.eager_forward(i, "target", self.target_backend, fb, n_real)]
@@ -222,6 +253,9 @@ class UnifiedEngine:
         per_req = [(rid, self.allocator.tokens[rid][-a:]) for rid, a in zip(s.rids, s.accept)]
         fb = self.batch(ForwardMode.DRAFT_EXTEND_V2, per_req)
         n_real = fb.out_cache_loc.numel()
+        if s.rank_tokens:
+            return self.dp_forward(i, s, "draft", "draft_extend", self.draft_extend_backend, fb,
+                                   n_real, self.gcfg.num_draft_tokens, False)
         if self.use_graph(s, len(s.rids)):
             return self.graph_forward(i, "draft", "draft_extend", fb, n_real, fb.forward_mode.name)
         return [self.eager_forward(i, "draft", self.draft_extend_backend, fb, n_real)]
@@ -231,12 +265,21 @@ class UnifiedEngine:
         new = self.allocator.extend([(rid, g.topk * g.num_steps) for rid in s.rids])
         fb = self.batch(ForwardMode.DECODE, list(zip(s.rids, new)))
         n_real = len(s.rids) * g.topk
-        if self.use_graph(s, len(s.rids)):
+        width = g.topk * g.num_steps
+        bs = len(s.rids)
+        if s.rank_tokens:  # DP: pad to whole requests of topk*num_steps rows (spec §5.4)
+            padded = self.dp.padded_spec_tokens(fb.out_cache_loc.numel(), s.rank_tokens, width,
+                                                True)
+            bs = padded // width
+        if self.use_graph(s, bs):
+            if s.rank_tokens:
+                self.dp.pad_inputs_to_size(fb, bs * width, bs)
             return self.graph_forward(i, "draft", "multistep", fb, n_real, "DECODE")
         ms = self.multistep_backend
-        ms.init_forward_metadata(fb)
-        per_step = per_step_draft_out_cache_loc(fb.out_cache_loc, len(s.rids), g.topk,
-                                                g.num_steps)
+        ms.init_forward_metadata(fb)  # on the unpadded batch
+        if s.rank_tokens:
+            self.dp.pad_inputs_to_size(fb, bs * width, bs)
+        per_step = per_step_draft_out_cache_loc(fb.out_cache_loc, bs, g.topk, g.num_steps)
         return [
             self.eager_stores(i, step, "draft", ms.backends[step],
                               fb.view(out_cache_loc=per_step[step]), n_real)
@@ -257,8 +300,10 @@ class UnifiedEngine:
         else:
             fb = self.dp.idle_batch()
         n_real = len(s.rids)
+        if s.dp_extend:
+            self.dp.rewrite_to_extend(fb)
         mode = fb.forward_mode.name
-        if self.use_graph(s, padded):
+        if self.can_run_graph(s, fb, padded):
             self.dp.pad_inputs_to_size(fb, padded)
             return self.graph_forward(i, "target", "decode", fb, n_real, mode)
         self.target_backend.init_forward_metadata(fb)  # on the unpadded batch

@@ -6,9 +6,11 @@ Per layer one raw ``uint8`` buffer ``[redzone | usable | redzone]``:
   page ``-1`` (a ``-1`` location that went through the store unchecked) lands inside the front
   redzone, and a write one page past the end inside the back one; both are filled with
   :data:`CANARY` repeated;
-* the usable part is ``(swa_pages + 1) * P * row_bytes`` bytes, initially
-  :data:`scenarios.case.POISON_BYTE`, viewed as ``[swa_pages + 1, P, row_width]`` of the row dtype
-  (``torch.uint8`` or ``torch.bfloat16``): that view is what the store kernel writes.
+* the usable part is ``(swa_pages + 1)`` pages of ``P * row_bytes + page_pad_bytes`` bytes (the
+  page stride; the pad after each page's rows is filled with :data:`CANARY` like a redzone, as
+  the real DSV4 pool pads its pages), the rows initially :data:`scenarios.case.POISON_BYTE`,
+  viewed as ``[swa_pages + 1, P, row_width]`` of the row dtype (``torch.uint8`` or
+  ``torch.bfloat16``) with the padded page stride: that view is what the store kernel writes.
 
 The pool holds a *reference* to the allocator's mapping (``register_mapping``), never a copy; the
 draft model's pool registers the same tensor object (spec §2.1).
@@ -49,20 +51,28 @@ class SWAKVPool:
         self.row_dtype = DTYPES[pool.row_dtype]
         self.row_bytes = pool.row_bytes
         page_bytes = pool.page_size * pool.row_bytes
-        self.redzone_bytes = -(-page_bytes // 64) * 64
-        self.usable_bytes = pool.swa_slots * pool.row_bytes
+        self.page_bytes = page_bytes  # the rows of one page
+        self.page_stride_bytes = pool.page_stride_bytes  # rows + pad
+        self.pad_bytes = pool.page_pad_bytes
+        self.redzone_bytes = -(-self.page_stride_bytes // 64) * 64
+        self.usable_bytes = (pool.swa_pages + 1) * self.page_stride_bytes
         self.mapping: torch.Tensor | None = None
         self.raw: list[torch.Tensor] = []
         self.caches: list[torch.Tensor] = []
         rz, us = self.redzone_bytes, self.usable_bytes
         canary = torch.frombuffer(bytearray(canary_bytes(rz)), dtype=torch.uint8).to(self.device)
+        pad_canary = torch.frombuffer(bytearray(canary_bytes(self.pad_bytes) or b"\0"),
+                                      dtype=torch.uint8).to(self.device)[:self.pad_bytes]
         for _ in range(num_layers):
             raw = torch.empty(2 * rz + us, dtype=torch.uint8, device=self.device)
             raw[:rz] = canary
             raw[rz + us:] = canary
             raw[rz:rz + us] = POISON_BYTE
+            pages = raw[rz:rz + us].view(pool.swa_pages + 1, self.page_stride_bytes)
+            if self.pad_bytes:
+                pages[:, page_bytes:] = pad_canary  # each page's pad: canaries
             self.raw.append(raw)
-            cache = raw[rz:rz + us].view(self.row_dtype)
+            cache = pages[:, :page_bytes].view(self.row_dtype)  # page stride kept (padded)
             self.caches.append(cache.view(pool.swa_pages + 1, pool.page_size, pool.row_width))
 
     # -- mapping --------------------------------------------------------------------------------
@@ -80,16 +90,26 @@ class SWAKVPool:
         """``[swa_pages + 1, P, row_width]`` view of the global layer ``layer_id``."""
         return self.caches[layer_id - self.start_layer]
 
-    def layer_bytes(self, i: int) -> bytes:
-        """The usable bytes of local layer ``i`` (``swa_slots * row_bytes``)."""
+    def _pages(self, i: int) -> torch.Tensor:
         rz = self.redzone_bytes
-        return self._bytes(self.raw[i][rz:rz + self.usable_bytes])
+        return self.raw[i][rz:rz + self.usable_bytes].view(-1, self.page_stride_bytes)
 
-    def redzone(self, i: int) -> tuple[bytes, bytes, bytes]:
-        """(canary, bytes before, bytes after) of local layer ``i``."""
+    def layer_bytes(self, i: int) -> bytes:
+        """The row bytes of local layer ``i`` in slot order (``swa_slots * row_bytes``; page
+        pads excluded)."""
+        if not self.pad_bytes:
+            rz = self.redzone_bytes
+            return self._bytes(self.raw[i][rz:rz + self.usable_bytes])
+        return self._bytes(self._pages(i)[:, :self.page_bytes].contiguous())
+
+    def redzone(self, i: int) -> tuple[bytes, bytes, bytes, bytes]:
+        """(canary, bytes before, bytes after, every page's pad bytes in page order) of local
+        layer ``i``; each pad is filled with the canary pattern from its start."""
         rz, us = self.redzone_bytes, self.usable_bytes
         raw = self.raw[i]
-        return canary_bytes(rz), self._bytes(raw[:rz]), self._bytes(raw[rz + us:])
+        pads = self._bytes(self._pages(i)[:, self.page_bytes:].contiguous()) if self.pad_bytes \
+            else b""
+        return canary_bytes(rz), self._bytes(raw[:rz]), self._bytes(raw[rz + us:]), pads
 
     @staticmethod
     def _bytes(t: torch.Tensor) -> bytes:

@@ -49,6 +49,7 @@ class RedzoneObs:
     canary: bytes  # the pattern the target filled both redzones with
     before: bytes  # bytes just before the buffer, as observed
     after: bytes  # bytes just after the buffer, as observed
+    pads: bytes = b""  # every page's pad bytes, page order (pools with padded page strides)
 
 
 @dataclass

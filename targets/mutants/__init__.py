@@ -60,6 +60,32 @@ the scenario kinds where the bug shows (the zoo fuzzes those). Registered as ``m
                                   tensor and re-registers the pools:        write_targets, ...
                                   graphs captured before keep reading the   (only the remap step
                                   old one (spec §2.8, PR #25889 class)      reaches it)
+20  dp_verify_not_rebound         DP re-padding of a target-verify batch    exec_path (alone;
+                                  pads seq_lens/positions but does not      only DP on verify
+                                  rebind out_cache_loc: the stores write    reaches it)
+                                  the unpadded rows (spec §5.4 (4), §6
+                                  stale-shape case, PR #27091)
+21  dp_extend_replays_graph       can_run without the extend-in-batch       exec_path (alone;
+                                  guard: a batch DP rewrote to EXTEND       only dp_extend
+                                  replays its decode/verify graph (spec     reaches it)
+                                  §5.4 (3))
+22  raw_metadata_assumed_core     resolver reads ``core_attn_metadata``     error (AttributeError;
+                                  off any non-None metadata: Raw metadata   only prep_in_graph
+                                  (no such attribute) left in place by the  reaches it)
+                                  draft-extend graph or an eager MTP IDLE
+                                  crashes the store (spec §4.5 "Raw
+                                  metadata -> NONE"; §6: the upstream test
+                                  does not cover Raw metadata)
+23  draft_extend_buffer_tail_kept the pre-allocated draft-extend SWA loc   write_targets,
+                                  buffer refilled without ``buf[n:] = 0``:  pool_bytes, ...
+                                  padded rows of a smaller replay write     (only
+                                  the slots a larger one left (PR #34890,   draft_extend_buffer
+                                  spec §4.7; the PR #24743 class)           reaches it)
+24  store_dense_page_stride       the store addresses slot s at             redzones, pool_bytes
+                                  ``s * row_bytes`` (dense stride P*row     (only padded_pages
+                                  bytes) in a pool whose pages are padded   reaches it)
+                                  (spec §4.6: DSV4 page stride
+                                  ceil(584*P/576)*576 bytes; §9.13 class)
 ==  ============================  ========================================  =====================
 """
 
@@ -73,7 +99,7 @@ from swafuzz.targets.allocator import SWAAllocator
 from swafuzz.targets.backend import DSV4Backend
 from swafuzz.targets.dp import DPAttention
 from swafuzz.targets.engine import UnifiedEngine
-from swafuzz.targets.forward_mode import ForwardBatch
+from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.kv_pool import SWAKVPool
 from swafuzz.targets.metadata import CoreAttnMetadata, copy_metadata
 from swafuzz.targets.runners import DecodeGraphRunner, DraftExtendGraphRunner
@@ -343,7 +369,7 @@ class GraphLess(UnifiedEngine):
 
 # 17 -----------------------------------------------------------------------------------------
 class _NeverPadDP(DPAttention):
-    def pad_inputs_to_size(self, fb, num_tokens):
+    def pad_inputs_to_size(self, fb, num_tokens, batch_size=None):
         """``_pad_inputs_to_size`` skipped: the rank forwards its own rows only, while every
         other rank forwards ``num_tokens`` (the collectives of DP attention would mismatch)."""
         return None
@@ -387,3 +413,87 @@ class RemapNewTensor(UnifiedEngine):
 
 
 __all__ = ["MUTANTS", "MutantSpec"]
+
+
+# 20 -----------------------------------------------------------------------------------------
+class _VerifyNotReboundDP(DPAttention):
+    def pad_inputs_to_size(self, fb, num_tokens, batch_size=None):
+        """Re-padding of a TARGET_VERIFY batch pads ``seq_lens`` / ``positions`` and the batch
+        size but forgets to rebind ``out_cache_loc``: the stores write only this rank's rows."""
+        if fb.forward_mode != ForwardMode.TARGET_VERIFY:
+            return super().pad_inputs_to_size(fb, num_tokens, batch_size)
+        loc = fb.out_cache_loc
+        super().pad_inputs_to_size(fb, num_tokens, batch_size)
+        fb.out_cache_loc = loc
+
+
+@mutant("dp_verify_not_rebound", ("dp_spec",), "spec §5.4 (4) and §6 (DP re-padding of "
+        "speculative batches rebinds out_cache_loc; 'spec-v2 and DP padding rebind "
+        "out_cache_loc', PR #27091)")
+class DPVerifyNotRebound(UnifiedEngine):
+    dp_cls = _VerifyNotReboundDP
+
+
+# 21 -----------------------------------------------------------------------------------------
+@mutant("dp_extend_replays_graph", ("dp_spec",), "spec §5.4 (3) (a batch rewritten to EXTEND "
+        "because another DP rank extends cannot run a decode/verify graph; can_run's "
+        "extend-in-batch guard)")
+class DPExtendReplaysGraph(UnifiedEngine):
+    def can_run_graph(self, step, fb, n):
+        """``can_run`` without the extend-in-batch guard: the rewritten EXTEND batch replays
+        the graph its original mode would use."""
+        return self.use_graph(step, n)
+
+
+# 22 -----------------------------------------------------------------------------------------
+class _CoreAssumedBackend(DSV4Backend):
+    def get_swa_out_cache_loc(self, fb):
+        """Resolver that guards None metadata but reads ``core_attn_metadata`` off anything
+        else: Raw metadata (SGLANG_PREP_IN_CUDA_GRAPH) has no such attribute."""
+        n = fb.out_cache_loc.shape[0]
+        md = self.forward_metadata
+        cached = md.core_attn_metadata.swa_out_cache_loc if md is not None else None
+        if self.cache_usable(cached, fb, n):
+            return cached
+        return self.translate(fb.out_cache_loc)
+
+
+@mutant("raw_metadata_assumed_core", ("raw_metadata",), "spec §4.5 (forward_metadata None, "
+        "Raw metadata or any non-DSV4 object -> no cached location) and §6 (the upstream "
+        "resolver test does not cover Raw metadata)")
+class RawMetadataAssumedCore(UnifiedEngine):
+    backend_cls = _CoreAssumedBackend
+
+
+# 23 -----------------------------------------------------------------------------------------
+class _TailKeptBackend(DSV4Backend):
+    def refill_swa_loc_buffer(self, loc):
+        """Refill without zeroing the tail: entries past ``n`` keep a larger replay's slots."""
+        buf, n = self.swa_loc_buffer, loc.numel()
+        if n > buf.numel():
+            return None
+        buf[:n] = self.translate(loc)
+        return buf[:n]
+
+
+@mutant("draft_extend_buffer_tail_kept", ("draft_extend_buffer",), "sglang PR #34890 (the "
+        "draft-extend SWA loc buffer refilled outside the graph: buf[n:] = 0, spec §4.7); the "
+        "PR #24743 class (padded rows not zeroed)")
+class DraftExtendBufferTailKept(UnifiedEngine):
+    backend_cls = _TailKeptBackend
+
+
+# 24 -----------------------------------------------------------------------------------------
+class _DenseStrideBackend(DSV4Backend):
+    def _store(self, cache, loc, rows):
+        """The store handed a dense re-view of the cache (page stride ``P * D``): slot ``s``
+        lands at element ``s * D`` from the buffer start, ignoring the padded page stride."""
+        pages, p, d = cache.shape
+        super()._store(cache.as_strided(cache.shape, (p * d, d, 1)), loc, rows)
+
+
+@mutant("store_dense_page_stride", ("padded_pages",), "spec §4.6 (the DSV4 SWA pool's page "
+        "stride ceil(584*P/576)*576 bytes is not P * row bytes; the store kernels address "
+        "page * PageBytes); §9.13 address-arithmetic class")
+class StoreDensePageStride(UnifiedEngine):
+    backend_cls = _DenseStrideBackend

@@ -217,7 +217,10 @@ def cmd_run(args) -> int:
           f"({steps / max(res.seconds, 1e-9):.1f} steps/s)")
     print(f"results: {os.path.abspath(cfg.out)} (swafuzz report {cfg.out})")
     if res.interrupted:
-        print(f"interrupted: what ran is recorded; continue with: swafuzz run --resume {cfg.out}")
+        logged = sum(1 for r in pipeline.read_log(os.path.join(cfg.out, "cases.jsonl"))
+                     if "case" in r)
+        print(f"interrupted: {logged} cases are recorded in {cfg.out}/cases.jsonl (the table "
+              f"counts finished units only); continue with: swafuzz run --resume {cfg.out}")
         return pipeline.EXIT_INTERRUPTED
     return EXIT_FINDINGS if seen else EXIT_CLEAN
 

@@ -167,10 +167,15 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
     if cfg.isolate:
         worker = case_worker(cfg, unit.target)
         worker.inflight_name = f"inflight/{unit.id}.json"
-        run_case: Callable = worker.run
+        run_one: Callable = worker.run
     else:
-        def run_case(case):
+        def run_one(case):
             return execute(case, unit.target, cfg.impl, cfg.executors)
+
+    def run_case(case):
+        if _STOP["flag"]:  # Ctrl-C / SIGTERM: stop at this safe point, before the next case
+            raise KeyboardInterrupt
+        return run_one(case)
 
     first_path: list[str] = []
 
@@ -326,12 +331,15 @@ def run(cfg: RunConfig, *, say: Callable[[str], None] = print,
             say(f"budget: {spent:.0f} s of {cfg.budget_s:.0f} s already spent")
     t0 = time.monotonic()
     interrupted = False
-    prev = signal.signal(signal.SIGTERM, _raise_interrupt)
+    _STOP["flag"] = False
+    prev = {s: signal.signal(s, _on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     ticker = _Ticker(log_path, say, float(os.environ.get("SWAFUZZ_PROGRESS_S", progress_every)),
                      len(units))
     try:
         if cfg.workers <= 1:
             for u in units:
+                if _STOP["flag"]:
+                    raise KeyboardInterrupt
                 rows.append(run_unit(cfg.to_json(), asdict(u), budget))
                 ticker.unit_done(rows[-1])
         else:
@@ -339,13 +347,22 @@ def run(cfg: RunConfig, *, say: Callable[[str], None] = print,
     except KeyboardInterrupt:
         interrupted = True
     finally:
-        signal.signal(signal.SIGTERM, prev)
+        for s, h in prev.items():
+            signal.signal(s, h)
         close_workers()
     return RunResult(rows, interrupted, time.monotonic() - t0)
 
 
-def _raise_interrupt(signum, frame):
-    raise KeyboardInterrupt
+#: set by SIGINT/SIGTERM during a run; checked before every case and in the pool loop. The
+#: handler does not raise: an exception raised from a signal handler can land in a gc callback
+#: or a ``finally`` and be swallowed. A second signal raises at once.
+_STOP = {"flag": False}
+
+
+def _on_signal(signum, frame):
+    if _STOP["flag"]:
+        raise KeyboardInterrupt
+    _STOP["flag"] = True
 
 
 def _spent_seconds(cfg: RunConfig, log_path: str) -> float:
@@ -379,6 +396,8 @@ def _run_pool(cfg: RunConfig, units: list[Unit], budget: tuple[float, float] | N
             not_done = set(futs)
             while not_done:
                 fin, not_done = cf.wait(not_done, timeout=1.0, return_when=cf.FIRST_COMPLETED)
+                if _STOP["flag"]:
+                    raise KeyboardInterrupt
                 for f in fin:
                     u = futs[f]
                     try:

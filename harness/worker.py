@@ -60,6 +60,8 @@ def device_context_error() -> str | None:
 
 
 def _child_main(reply_fd: int) -> int:  # pragma: no cover - runs in the child
+    # Ctrl-C in a terminal reaches the whole process group: the parent decides what stops
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = os.fdopen(reply_fd, "w", buffering=1)
     import torch
 
@@ -71,8 +73,11 @@ def _child_main(reply_fd: int) -> int:  # pragma: no cover - runs in the child
     from swafuzz import targets
 
     def send(obj: dict[str, Any]) -> None:
-        out.write(json.dumps(obj) + "\n")
-        out.flush()
+        try:
+            out.write(json.dumps(obj) + "\n")
+            out.flush()
+        except BrokenPipeError:  # the parent is gone (stopped or killed): nothing to report to
+            os._exit(0)
 
     for line in sys.stdin:
         msg = json.loads(line)

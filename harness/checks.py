@@ -165,6 +165,18 @@ def check_write_targets(case, obs, exp) -> list[Failure]:
     return fails
 
 
+def _first_pool_diff(x, y, rb: int, start: int):
+    """The first (step, pool, layer, differing slots) where two observations' pool bytes
+    differ outside the dummy page, or None."""
+    for sa, sb in zip(x.steps, y.steps):
+        for pool in sa.pools:
+            for layer, (a, b) in enumerate(zip(sa.pools[pool], sb.pools.get(pool, []))):
+                diff = _slot_diffs(a, b, rb, start)
+                if diff:
+                    return sa.step, pool, layer, diff
+    return None
+
+
 def _slot_diffs(a: bytes, b: bytes, rb: int, start: int) -> list[int]:
     n = min(len(a), len(b)) // rb
     if a[start * rb:n * rb] == b[start * rb:n * rb]:
@@ -331,16 +343,14 @@ def check_agreement(case, observations: list) -> list[Failure]:
     fails = []
     base = observations[0]
     for other in observations[1:]:
-        for sa, sb in zip(base.steps, other.steps):
-            for pool in sa.pools:
-                for layer, (a, b) in enumerate(zip(sa.pools[pool], sb.pools.get(pool, []))):
-                    diff = _slot_diffs(a, b, rb, p)
-                    if diff:
-                        fails.append(Failure(
-                            "agreement", f"after step {sa.step}: {pool} layer {layer}: "
-                            f"{base.executor} and {other.executor} differ at {len(diff)} slots; "
-                            f"first slot {diff[0]}", "live", sa.step))
-                        return fails
+        first = _first_pool_diff(base, other, rb, p)
+        if first:
+            step, pool, layer, diff = first
+            fails.append(Failure(
+                "agreement", f"after step {step}: {pool} layer {layer}: "
+                f"{base.executor} and {other.executor} differ at {len(diff)} slots; "
+                f"first slot {diff[0]}", "live", step))
+            return fails
         fa = {(f.step, f.fwd): f for f in base.forwards}
         for fb in other.forwards:
             f = fa.get((fb.step, fb.fwd))
@@ -404,18 +414,15 @@ def check_capture_freeze(case, observations: list) -> list[Failure]:
                         f"{sr.locs[row] if row < len(sr.locs) else None} (a translation frozen "
                         f"at capture)", "stale", o.step, o.fwd))
                     return fails
-        for sa, sb in zip(obs.steps, ref.steps):
-            for pool in sa.pools:
-                for layer, (a, b) in enumerate(zip(sa.pools[pool], sb.pools.get(pool, []))):
-                    diff = _slot_diffs(a, b, rb, p)
-                    if diff:
-                        fails.append(Failure(
-                            "capture_freeze", f"[{obs.executor}] after step {sa.step}: {pool} "
-                            f"layer {layer}: {len(diff)} slots differ from the run whose graphs "
-                            f"were recaptured on the live inputs; first slot {diff[0]} (a value "
-                            f"frozen at capture: static buffer, payload or metadata)", "stale",
-                            sa.step))
-                        return fails
+        first = _first_pool_diff(obs, ref, rb, p)
+        if first:
+            step, pool, layer, diff = first
+            fails.append(Failure(
+                "capture_freeze", f"[{obs.executor}] after step {step}: {pool} "
+                f"layer {layer}: {len(diff)} slots differ from the run whose graphs "
+                f"were recaptured on the live inputs; first slot {diff[0]} (a value "
+                f"frozen at capture: static buffer, payload or metadata)", "stale", step))
+            return fails
     return fails
 
 

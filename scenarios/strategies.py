@@ -103,7 +103,9 @@ def _act_verify(draw, pl: Planner) -> None:
         pl.forward_extend("verify", rids, pl.graph.num_draft_tokens, _exec(draw))
 
 
-def _act_draft_extend(draw, pl: Planner) -> None:
+def _act_draft_extend(draw, pl: Planner, dp: bool = False) -> None:
+    """A draft-extend of live requests; ``dp``: with other ranks' token counts (re-padding) or
+    the rewrite to EXTEND (spec §5.4, §6)."""
     rids = _subset(draw, pl.live(), 1, pl.max_bs)
     if not rids:
         return
@@ -112,7 +114,10 @@ def _act_draft_extend(draw, pl: Planner) -> None:
     # every accepted token must still be SWA-mapped (inside the eviction frontier)
     if any(pl.reqs[r][0] - a < pl.reqs[r][1] for r, a in zip(rids, accept)):
         return
-    pl.steps.append(Step(op="draft_extend", rids=tuple(rids), accept=accept, exec=_exec(draw)))
+    ex = _exec(draw)
+    extra = ({"rank_tokens": _others(draw, pl, ndt), "dp_extend": draw(st.booleans())}
+             if dp else {})
+    pl.steps.append(Step(op="draft_extend", rids=tuple(rids), accept=accept, exec=ex, **extra))
 
 
 def _act_draft_decode(draw, pl: Planner) -> None:
@@ -152,15 +157,7 @@ def _act_dp_verify(draw, pl: Planner) -> None:
 
 def _act_dp_draft_extend(draw, pl: Planner) -> None:
     """DP re-padding of a draft-extend batch, or its rewrite to EXTEND (spec §5.4, §6)."""
-    rids = _subset(draw, pl.live(), 1, pl.max_bs)
-    if not rids:
-        return
-    ndt = pl.graph.num_draft_tokens
-    accept = tuple(draw(st.integers(1, min(ndt, pl.reqs[r][0]))) for r in rids)
-    if any(pl.reqs[r][0] - a < pl.reqs[r][1] for r, a in zip(rids, accept)):
-        return
-    pl.steps.append(Step(op="draft_extend", rids=tuple(rids), accept=accept, exec=_exec(draw),
-                         rank_tokens=_others(draw, pl, ndt), dp_extend=draw(st.booleans())))
+    _act_draft_extend(draw, pl, dp=True)
 
 
 def _act_dp_draft_decode(draw, pl: Planner) -> None:

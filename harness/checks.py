@@ -266,7 +266,7 @@ def check_redzones(case, obs, exp) -> list[Failure]:
                             f"overwritten", "negative" if side == "before" else "outside",
                             so.step))
                         return fails
-                pad = case.pool.page_pad_bytes
+                pad = case.pool.pad_bytes_per_page
                 if pad and z.pads:
                     want = (z.canary * (pad // max(1, len(z.canary)) + 1))[:pad]
                     bad = [k for k in range(len(z.pads) // pad)
@@ -525,9 +525,9 @@ def _attribute(case, exp, got: bytes) -> str:
     """Whose bytes ``got`` (one row) are: poison (never written), or which step / forward /
     pool / layer / row of the Case's payload (real row: with its request and position when the
     oracle knows them; padded row), or unknown."""
+    from swafuzz.oracles.dsv4_quant import slot_rows
     from swafuzz.oracles.paths import expected_paths
     from swafuzz.scenarios.case import POISON_BYTE
-    from swafuzz.scenarios.payload import rows_bytes
 
     if got == bytes([POISON_BYTE]) * len(got):
         return "poison: never written"
@@ -544,7 +544,7 @@ def _attribute(case, exp, got: bytes) -> str:
             n_layers = case.pool.draft_layers if pool == "draft" else case.pool.layers
             e = fwd_exp.get((i, f))
             for layer in range(n_layers):
-                data = rows_bytes(case.payload_seed, i, f, pool, layer, p.rows, rb)
+                data = slot_rows(case, i, f, pool, layer, p.rows)
                 for r in range(p.rows):
                     who = f"step {i} fwd {f} {pool} layer {layer} row {r}"
                     if r < p.n_real and e is not None and r < len(e.full_locs):

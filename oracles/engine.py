@@ -13,7 +13,8 @@ torch. It re-implements the step semantics written in the docstring of :mod:`sce
 * the shadow SWA pools, rows only in slot order (page pads are canaries the contract keeps out
   of the pool bytes; every byte starts at ``POISON_BYTE``; each real row's payload from
   :func:`scenarios.payload.rows_bytes` is written at its target slot unless that slot is in the
-  dummy page 0, whose bytes are not meaningful);
+  dummy page 0, whose bytes are not meaningful; layout ``"dsv4"``: the row's quantized 584-byte
+  token from :mod:`oracles.dsv4_quant`);
 * the state after every step (:class:`StepExp`).
 
 :func:`expect` is also the reference answer to "is this Case valid": it raises
@@ -25,10 +26,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from swafuzz.oracles.dsv4_quant import slot_rows
 from swafuzz.oracles.paths import bucket_of
 from swafuzz.oracles.translation import translate as expected_translation
 from swafuzz.scenarios.case import EXECS, OPS, POISON_BYTE, Case, Step
-from swafuzz.scenarios.payload import rows_bytes
 
 __all__ = [
     "AllocationRejected",
@@ -271,7 +272,7 @@ class _Shadow:
         n = len(locs)
         rb = self.cfg.row_bytes
         for layer, buf in enumerate(self.pools[pool]):
-            data = rows_bytes(self.case.payload_seed, i, fwd, pool, layer, n, rb)
+            data = slot_rows(self.case, i, fwd, pool, layer, n)
             for r, t in enumerate(targets):
                 if t >= self.P:
                     buf[t * rb:(t + 1) * rb] = data[r * rb:(r + 1) * rb]

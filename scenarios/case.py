@@ -24,6 +24,17 @@ Pool (``PoolConfig``)
   ``s`` sits at byte ``(s // P) * stride + (s % P) * row_bytes`` of its layer buffer. The pool
   bytes the contract predicts are the rows only, in slot order (pads excluded).
 * Before the first step every SWA buffer byte is the poison byte ``0x5A`` (:data:`POISON_BYTE`).
+* ``layout`` (default ``"rows"``; emitted in JSON only when not the default): ``"rows"`` is the
+  opaque-row pool above. ``"dsv4"`` is the real DeepSeek-V4 SWA cache layout (spec §4.6; the
+  byte layout, quantizer and its rounding are documented in :mod:`oracles.dsv4_quant`): it
+  needs ``row_width = 512``, ``row_dtype = "bfloat16"`` and no ``page_pad_bytes``. A forward's
+  K rows are bf16 ``[rows, 512]`` (448 "nope" values, then 64 rope values) from
+  :func:`scenarios.payload.dsv4_rows_bytes`; the store quantizes each row into a 584-byte
+  token. A page holds its P tokens' 576-byte data rows (448 fp8 e4m3fn codes, then the 64 rope
+  values as bf16), then their 8-byte scale groups (7 UE8M0 tile scales and one pad byte no
+  store writes), then canary pad bytes up to the page stride ``ceil(584*P/576)*576``. The pool
+  bytes the contract predicts are, per slot in slot order, its 576 data bytes then its 8 scale
+  bytes (``row_bytes`` = 584); the scale pad byte keeps the poison byte.
 
 Allocation policy (deterministic; both sides must follow it exactly)
 --------------------------------------------------------------------
@@ -111,7 +122,8 @@ Payload
 -------
 The K rows of a forward are derived by :func:`scenarios.payload.rows_bytes` from
 ``(payload_seed, step index, forward index within the step, pool, layer)``; padded rows carry
-bytes too (they land in the dummy page, which is never compared).
+bytes too (they land in the dummy page, which is never compared). Layout ``"dsv4"``: by
+:func:`scenarios.payload.dsv4_rows_bytes` from the same key (finite bf16 values).
 
 Graph configuration (``GraphConfig``)
 -------------------------------------
@@ -142,6 +154,9 @@ CASE_VERSION = 1
 POISON_BYTE = 0x5A
 
 ROW_DTYPES = ("uint8", "bfloat16")
+LAYOUTS = ("rows", "dsv4")
+DSV4_TOKEN_BYTES = 584  # 448 fp8 nope + 64 bf16 rope + 7 UE8M0 scales + 1 pad
+DSV4_PAGE_ALIGN = 576
 ROW_ITEMSIZE = {"uint8": 1, "bfloat16": 2}
 EXECS = ("eager", "graph")
 OPS = (
@@ -178,15 +193,33 @@ class PoolConfig:
     row_width: int = 4
     row_dtype: str = "uint8"
     page_pad_bytes: int = 0
+    layout: str = "rows"
 
     @property
     def row_bytes(self) -> int:
+        """Bytes of one slot in the pool bytes: the row (``"rows"``), the 584-byte token
+        (``"dsv4"``)."""
+        if self.layout == "dsv4":
+            return DSV4_TOKEN_BYTES
+        return self.row_width * ROW_ITEMSIZE[self.row_dtype]
+
+    @property
+    def k_row_bytes(self) -> int:
+        """Bytes of one K row handed to the store (``row_width`` of ``row_dtype``)."""
         return self.row_width * ROW_ITEMSIZE[self.row_dtype]
 
     @property
     def page_stride_bytes(self) -> int:
-        """Bytes from one SWA page to the next: ``P * row_bytes + page_pad_bytes``."""
+        """Bytes from one SWA page to the next: ``P * row_bytes + page_pad_bytes``; layout
+        ``"dsv4"``: ``ceil(584 * P / 576) * 576``."""
+        if self.layout == "dsv4":
+            return -(-DSV4_TOKEN_BYTES * self.page_size // DSV4_PAGE_ALIGN) * DSV4_PAGE_ALIGN
         return self.page_size * self.row_bytes + self.page_pad_bytes
+
+    @property
+    def pad_bytes_per_page(self) -> int:
+        """Canary bytes after each page's slots: ``page_stride_bytes - P * row_bytes``."""
+        return self.page_stride_bytes - self.page_size * self.row_bytes
 
     @property
     def mapping_len(self) -> int:
@@ -259,7 +292,7 @@ class Case:
             "version": CASE_VERSION,
             "kind": self.kind,
             "pool": {k: v for k, v in asdict(self.pool).items()
-                     if k != "page_pad_bytes" or v},
+                     if (k != "page_pad_bytes" or v) and (k != "layout" or v != "rows")},
             "graph": {**{k: v for k, v in asdict(self.graph).items()
                          if k not in ("prep_in_graph", "draft_extend_buffer") or v},
                       "buckets": list(self.graph.buckets)},

@@ -24,3 +24,42 @@ def rows_bytes(seed: int, step: int, fwd: int, pool: str, layer: int, n_rows: in
     for r in range(n_rows):
         out += random.Random(f"{seed}:{step}:{fwd}:{pool}:{layer}:{r}").randbytes(row_bytes)
     return bytes(out)
+
+
+def dsv4_rows_bytes(seed: int, step: int, fwd: int, pool: str, layer: int, n_rows: int) -> bytes:
+    """K rows of a layout-``"dsv4"`` pool: ``n_rows * 1024`` bytes, row r being 512 little-endian
+    bf16 values (448 nope, then 64 rope), all finite, keyed like :func:`rows_bytes` (plus
+    ``:dsv4``) and independent of ``n_rows``.
+
+    Each 64-value tile (7 nope tiles, then the rope tile) draws a kind: 1/8 all zeros (signed),
+    1/8 tiny (top exponent 2**-126..2**-87, bf16 subnormals included), 1/8 huge (2**73..2**127),
+    else around 1 (2**-17..2**13); each value then has a random sign, an exponent 0..9 below the
+    tile's top (never below the subnormal range) and a random 7-bit mantissa. So tiles exercise
+    every scale exponent, ties of the fp8 rounding (a bf16 mantissa has 4 bits below the fp8
+    ones) and fp8 subnormals.
+    """
+    out = bytearray()
+    for r in range(n_rows):
+        rng = random.Random(f"{seed}:{step}:{fwd}:{pool}:{layer}:{r}:dsv4")
+        for _tile in range(8):
+            kind = rng.randrange(8)
+            top = (rng.randrange(1, 41) if kind == 1 else rng.randrange(200, 255) if kind == 2
+                   else rng.randrange(110, 141))
+            for _ in range(64):
+                sign = rng.getrandbits(1) << 15
+                if kind == 0:
+                    bits = sign
+                else:
+                    ex = max(0, top - rng.randrange(10))
+                    bits = sign | ex << 7 | rng.getrandbits(7)
+                out += bits.to_bytes(2, "little")
+    return bytes(out)
+
+
+def k_rows_bytes(layout: str, seed: int, step: int, fwd: int, pool: str, layer: int,
+                 n_rows: int, row_bytes: int) -> bytes:
+    """The K rows of one forward and layer for a pool of ``layout`` (``row_bytes``: bytes of one
+    K row, used by layout ``"rows"``)."""
+    if layout == "dsv4":
+        return dsv4_rows_bytes(seed, step, fwd, pool, layer, n_rows)
+    return rows_bytes(seed, step, fwd, pool, layer, n_rows, row_bytes)

@@ -12,6 +12,7 @@ from typing import Any
 from swafuzz.scenarios.case import (
     CASE_VERSION,
     EXECS,
+    LAYOUTS,
     OPS,
     ROW_DTYPES,
     ROW_ITEMSIZE,
@@ -102,6 +103,7 @@ def parse_pool(obj: Any) -> PoolConfig:
         row_width=_int(d, "row_width", "pool", 1, 4096),
         row_dtype=dtype,
         page_pad_bytes=_int(d, "page_pad_bytes", "pool", 0, 1 << 20, default=0),
+        layout=_layout(d),
     )
     if pool.page_pad_bytes % ROW_ITEMSIZE[dtype]:
         raise CaseError("pool.page_pad_bytes", f"must be a multiple of the {dtype} item size "
@@ -116,6 +118,25 @@ def parse_pool(obj: Any) -> PoolConfig:
                         f"((swa_pages + 1) * page stride * (layers + draft_layers)); "
                         f"the resource limit is {MAX_POOL_BYTES}")
     return pool
+
+
+def _layout(d: dict) -> str:
+    """``pool.layout`` and what the ``"dsv4"`` layout requires of the other pool fields."""
+    layout = d.get("layout", "rows")
+    if layout not in LAYOUTS:
+        raise CaseError("pool.layout", f"must be one of {', '.join(LAYOUTS)} (got {layout!r})")
+    if layout == "dsv4":
+        if d.get("row_width") != 512:
+            raise CaseError("pool.row_width", "must be 512 with layout dsv4 (448 nope + 64 rope "
+                            f"bf16 values per K row; got {d.get('row_width')!r})")
+        if d.get("row_dtype") != "bfloat16":
+            raise CaseError("pool.row_dtype", "must be bfloat16 with layout dsv4 (got "
+                            f"{d.get('row_dtype', 'uint8')!r})")
+        if d.get("page_pad_bytes", 0) != 0:
+            raise CaseError("pool.page_pad_bytes", "must be absent or 0 with layout dsv4 (the "
+                            "layout pads each page to ceil(584*P/576)*576 bytes itself; got "
+                            f"{d.get('page_pad_bytes')!r})")
+    return layout
 
 
 def parse_graph(obj: Any) -> GraphConfig:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 from swafuzz.scenarios.case import Case, Step
-from swafuzz.scenarios.payload import rows_bytes
+from swafuzz.scenarios.payload import k_rows_bytes
 from swafuzz.targets.allocator import SWAAllocator
 from swafuzz.targets.backend import (
     DSV4Backend,
@@ -147,7 +147,8 @@ class UnifiedEngine:
         dtype = self.target_pool.row_dtype
         if n == 0:
             return torch.zeros(0, cfg.row_width, dtype=dtype, device=self.device)
-        data = rows_bytes(self.case.payload_seed, step, fwd, pool, layer, n, cfg.row_bytes)
+        data = k_rows_bytes(cfg.layout, self.case.payload_seed, step, fwd, pool, layer, n,
+                            cfg.k_row_bytes)
         t = torch.frombuffer(bytearray(data), dtype=torch.uint8).view(dtype)
         return t.view(n, cfg.row_width).to(self.device)
 

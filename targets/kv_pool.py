@@ -12,6 +12,12 @@ Per layer one raw ``uint8`` buffer ``[redzone | usable | redzone]``:
   viewed as ``[swa_pages + 1, P, row_width]`` of the row dtype (``torch.uint8`` or
   ``torch.bfloat16``) with the padded page stride: that view is what the store kernel writes.
 
+Layout ``"dsv4"`` (``PoolConfig.layout``, spec §4.6): the usable part is ``(swa_pages + 1)``
+pages of ``ceil(584*P/576)*576`` bytes, each holding its P tokens' 576-byte data rows, then their
+8-byte scale groups, then the pad (canaries); ``layer_cache`` is the ``[swa_pages + 1, stride]``
+uint8 page view the quantizing store writes (:mod:`kernels.dsv4_store`, through ``impl``), and
+``layer_bytes`` reassembles each slot's 584 bytes (data row, then scale group) in slot order.
+
 The pool holds a *reference* to the allocator's mapping (``register_mapping``), never a copy; the
 draft model's pool registers the same tensor object (spec §2.1).
 
@@ -23,6 +29,7 @@ after the target's, as upstream numbers the MTP layer); ``layer_cache(layer_id)`
 from __future__ import annotations
 
 import torch
+from swafuzz.kernels import dsv4_store
 from swafuzz.scenarios.case import POISON_BYTE, PoolConfig
 
 #: The canary byte pattern of every redzone (repeated, truncated to the redzone length).
@@ -45,7 +52,9 @@ class SWAKVPool:
         self.page_size = pool.page_size
         self.num_layers = num_layers
         self.start_layer = start_layer
-        self.impl = impl
+        self.layout = pool.layout
+        self.impl = dsv4_store.DSV4LayoutImpl(impl, pool.page_size) if pool.layout == "dsv4" \
+            else impl
         self.device = torch.device(device)
         self.row_width = pool.row_width
         self.row_dtype = DTYPES[pool.row_dtype]
@@ -53,7 +62,7 @@ class SWAKVPool:
         page_bytes = pool.page_size * pool.row_bytes
         self.page_bytes = page_bytes  # the rows of one page
         self.page_stride_bytes = pool.page_stride_bytes  # rows + pad
-        self.pad_bytes = pool.page_pad_bytes
+        self.pad_bytes = pool.pad_bytes_per_page
         self.redzone_bytes = -(-self.page_stride_bytes // 64) * 64
         self.usable_bytes = (pool.swa_pages + 1) * self.page_stride_bytes
         self.mapping: torch.Tensor | None = None
@@ -72,6 +81,9 @@ class SWAKVPool:
             if self.pad_bytes:
                 pages[:, page_bytes:] = pad_canary  # each page's pad: canaries
             self.raw.append(raw)
+            if self.layout == "dsv4":
+                self.caches.append(pages)  # [pages, stride] uint8, as the DSV4 pool's buffer
+                continue
             cache = pages[:, :page_bytes].view(self.row_dtype)  # page stride kept (padded)
             self.caches.append(cache.view(pool.swa_pages + 1, pool.page_size, pool.row_width))
 
@@ -87,7 +99,8 @@ class SWAKVPool:
 
     # -- buffers --------------------------------------------------------------------------------
     def layer_cache(self, layer_id: int) -> torch.Tensor:
-        """``[swa_pages + 1, P, row_width]`` view of the global layer ``layer_id``."""
+        """``[swa_pages + 1, P, row_width]`` view of the global layer ``layer_id`` (layout
+        ``"dsv4"``: ``[swa_pages + 1, page stride]`` uint8)."""
         return self.caches[layer_id - self.start_layer]
 
     def _pages(self, i: int) -> torch.Tensor:
@@ -97,6 +110,12 @@ class SWAKVPool:
     def layer_bytes(self, i: int) -> bytes:
         """The row bytes of local layer ``i`` in slot order (``swa_slots * row_bytes``; page
         pads excluded)."""
+        if self.layout == "dsv4":
+            p, pages = self.page_size, self._pages(i)
+            data = pages[:, :p * dsv4_store.DATA].reshape(-1, p, dsv4_store.DATA)
+            scales = pages[:, p * dsv4_store.DATA:self.page_bytes].reshape(-1, p,
+                                                                          dsv4_store.SCALES)
+            return self._bytes(torch.cat([data, scales], dim=2))
         if not self.pad_bytes:
             rz = self.redzone_bytes
             return self._bytes(self.raw[i][rz:rz + self.usable_bytes])

@@ -266,6 +266,10 @@ class SGLangPool(SWAKVPool):
         super().__init__(*args, **kwargs)
         self.sink_fn = None
         self.real = build_real_pool(self)
+        if self.layout == "dsv4":  # the release's Triton V4-layout store (targets/sglang/store.py)
+            from swafuzz.targets.sglang.store import ReleaseDSV4Impl
+
+            self.impl = ReleaseDSV4Impl(self.impl.inner, self.page_size)
 
     def register_mapping(self, mapping: torch.Tensor, again: bool = False) -> None:
         """Point the release's pool at ``mapping`` (``again``: re-register it even when it is

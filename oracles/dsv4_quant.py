@@ -1,0 +1,242 @@
+"""Reference quantizer of the DeepSeek-V4 SWA cache layout, in plain Python (ints and lists).
+
+What one token is (read from SGLang's DSV4 pool and its V4-layout stores, both releases
+0.5.12 and 0.5.23; spec §4.6). The store's input row is 512 bf16 values: elements ``0..447``
+are the "nope" part, ``448..511`` the rope part. The pool keeps 584 bytes per token, split in
+two regions of its page:
+
+* a 576-byte data row at ``page * stride + offset * 576``: bytes ``0..447`` are the nope part
+  as fp8 e4m3fn codes, in 7 tiles of 64 elements, each scaled by its tile's power-of-two scale;
+  bytes ``448..575`` are the 64 rope values, copied unchanged as little-endian bf16;
+* 8 scale bytes at ``page * stride + 576 * P + offset * 8``: bytes ``0..6`` are the 7 tiles'
+  scales in UE8M0 (an unsigned biased exponent ``e + 127``, the scale being ``2**e``); byte 7 is
+  the pool's scale pad, which no store writes.
+
+A page of ``P`` tokens holds ``576 * P`` data bytes, then ``8 * P`` scale bytes, then a pad up to
+the page stride ``ceil(584 * P / 576) * 576`` bytes (:func:`page_stride`).
+
+Quantizing one nope tile ``x[0..63]`` (the Triton V4 store; every step below is exact in
+Python, see the notes):
+
+1. ``amax = max |x|`` (bf16 values are exact in fp32 and in Python floats);
+2. ``scale = fp32(max(amax, EPS) / 448)``: one IEEE fp32 division, round to nearest even
+   (:func:`f32_div`); ``EPS`` is the fp32 value nearest to ``1e-8`` (:data:`EPS_TRITON`);
+3. ``e = ceil(log2(scale))``, taken from the fp32 bits (exponent, plus one if any mantissa bit
+   is set), so ``2**e`` is the smallest power of two ``>= scale``;
+4. each element: ``fp8_e4m3fn(clamp(x * 2**-e, -448, 448))`` with round to nearest, ties to
+   even (:func:`e4m3fn_code`); ``x * 2**-e`` is exact (a power-of-two multiple of a bf16 value;
+   where fp32 would underflow the result is below half the smallest fp8 subnormal, so it rounds
+   to a signed zero either way);
+5. the scale byte is ``(e + 127) & 0xFF``.
+
+Where the kernel's float ops round differently from this model (the proof is in
+``tests/oracles/test_dsv4_quant.py``):
+
+* Step 3 in the kernel is ``ceil(log2f(scale))``: an fp32 log2 can round ``log2(scale)`` down to
+  an integer when ``scale`` lies a few ulps above a power of two, where the exact ceiling is one
+  higher. For bf16 inputs this never happens: ``scale`` is either exactly a power of two or at
+  least ``2**-8`` (relative) away from one, checked exhaustively over every finite bf16 ``amax``
+  against numpy's fp32 log2 (what the Triton interpreter executes).
+* The CUDA JIT V4 store (``fused_store_flashmla_cache``, the NVIDIA default) takes the same
+  layout and steps 3-5 by bit arithmetic (``cast_to_ue8m0``) but clamps ``amax`` at ``1e-4``,
+  not ``1e-8``: for a tile with ``amax < 1e-4`` its scale byte is ``105`` (``2**-22``) where
+  the Triton store writes ``ceil(log2(max(amax, 1e-8) / 448)) + 127`` (``92`` for a zero tile),
+  and tiny elements may round differently. ``eps`` selects the variant (:data:`EPS_CUDA`).
+
+Never imports torch, ``kernels`` or ``targets``.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from typing import Sequence
+
+NOPE_DIM = 448
+ROPE_DIM = 64
+HEAD_DIM = NOPE_DIM + ROPE_DIM  # 512 bf16 values per input row
+TILE = 64
+NOPE_TILES = NOPE_DIM // TILE  # 7
+DATA_BYTES = NOPE_DIM + 2 * ROPE_DIM  # 576
+SCALE_BYTES = NOPE_TILES + 1  # 8: 7 UE8M0 scales + 1 pad byte
+TOKEN_BYTES = DATA_BYTES + SCALE_BYTES  # 584
+PAGE_ALIGN = 576
+FP8_MAX = 448.0
+UE8M0_BIAS = 127
+
+
+def f32_bits(x: float) -> int:
+    """The IEEE fp32 bits of ``x`` (``x`` must be exactly representable or is rounded by
+    ``struct``, round to nearest even)."""
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+def f32_value(bits: int) -> float:
+    return struct.unpack("<f", struct.pack("<I", bits & 0xFFFFFFFF))[0]
+
+
+#: The fp32 constants the Triton store is given (``EPS=1e-8``) and the CUDA store hard-codes.
+EPS_TRITON = f32_value(f32_bits(1e-8))
+EPS_CUDA = f32_value(f32_bits(1e-4))
+
+
+def page_stride(page_size: int) -> int:
+    """Bytes per SWA page: ``ceil(584 * P / 576) * 576``."""
+    return -(-TOKEN_BYTES * page_size // PAGE_ALIGN) * PAGE_ALIGN
+
+
+def bf16_value(bits: int) -> float:
+    """The value of bf16 ``bits`` (exact: bf16 is the top half of fp32)."""
+    return f32_value((bits & 0xFFFF) << 16)
+
+
+def _round_half_even(n: int, shift: int) -> int:
+    """``round(n / 2**shift)``, ties to even (``n >= 0``; ``shift <= 0`` is exact)."""
+    if shift <= 0:
+        return n << -shift
+    q, r = n >> shift, n & ((1 << shift) - 1)
+    half = 1 << (shift - 1)
+    return q + (1 if r > half or (r == half and q & 1) else 0)
+
+
+def f32_div(a: float, b: float) -> float:
+    """The IEEE fp32 quotient of two positive values, round to nearest even, for a normal
+    result (``2**-126 <= a / b < 2**128``), computed on integers (no float division)."""
+    if not (a > 0 and b > 0) or math.isinf(a) or math.isinf(b):
+        raise ValueError(f"f32_div: positive finite operands only (got {a!r}, {b!r})")
+    ma, ea = math.frexp(a)
+    mb, eb = math.frexp(b)
+    na, nb = int(ma * (1 << 53)), int(mb * (1 << 53))  # a = na * 2**(ea-53), same for b
+    k = 60  # a / b = (q + r / nb) * 2**(ea - eb - k), q has 60 or 61 bits
+    q, r = divmod(na << k, nb)
+    shift = q.bit_length() - 24  # keep 24 significant bits
+    hi, lo = q >> shift, q & ((1 << shift) - 1)
+    half = 1 << (shift - 1)
+    if lo > half or (lo == half and (r or hi & 1)):
+        hi += 1
+    out = math.ldexp(hi, shift + ea - eb - k)
+    if not 2.0 ** -126 <= out < 2.0 ** 128:
+        raise ValueError(f"f32_div: {a!r} / {b!r} is outside the fp32 normal range")
+    return out
+
+
+def ceil_log2_f32(x: float) -> int:
+    """``ceil(log2(x))`` of a positive normal fp32 value, from its bits."""
+    bits = f32_bits(x)
+    exp = (bits >> 23) & 0xFF
+    if exp == 0 or exp == 0xFF:
+        raise ValueError(f"ceil_log2_f32: {x!r} is not a positive normal fp32 value")
+    return exp - 127 + (1 if bits & 0x7FFFFF else 0)
+
+
+def e4m3fn_code(v: float, saturate: bool = True) -> int:
+    """The fp8 e4m3fn code (0..255) of ``v``, round to nearest, ties to even.
+
+    Magnitudes that round past 448 (``>= 464``) and infinities give, with ``saturate`` (the
+    default: the hardware's ``satfinite`` conversion, torch 2.13's cast), +-448 (``0x7E``);
+    without it NaN (``0x7F`` with the sign bit, older torch casts). NaN gives ``0x7F`` with the
+    sign bit. Signed zeros keep their sign. Subnormals: ``n * 2**-9`` for codes ``1..7``.
+    """
+    sign = 0x80 if math.copysign(1.0, v) < 0 else 0
+    a = abs(v)
+    if math.isnan(a):
+        return sign | 0x7F
+    if math.isinf(a):
+        return sign | (0x7E if saturate else 0x7F)
+    if a == 0.0:
+        return sign
+    m, e = math.frexp(a)  # a = m * 2**e, m in [0.5, 1)
+    mant = int(m * (1 << 53))  # a = mant * 2**(e - 53), exact
+    ex = max(e - 1, -6)  # unbiased exponent, clamped to the subnormal one
+    n = _round_half_even(mant, (ex - 3) - (e - 53))  # a / 2**(ex-3), rounded
+    code = ((ex + 7) << 3) + n - 8
+    if code > 0x7E:
+        return sign | (0x7E if saturate else 0x7F)
+    return sign | code
+
+
+def e4m3fn_value(code: int) -> float:
+    """The value of an e4m3fn code (NaN for ``0x7F`` / ``0xFF``)."""
+    sign = -1.0 if code & 0x80 else 1.0
+    ex, mant = (code >> 3) & 0xF, code & 7
+    if ex == 0xF and mant == 7:
+        return math.nan
+    if ex == 0:
+        return sign * mant * 2.0 ** -9
+    return sign * (8 + mant) * 2.0 ** (ex - 10)
+
+
+def tile_scale_exponent(tile: Sequence[int], eps: float = EPS_TRITON) -> int:
+    """``e`` of a nope tile (bf16 bits): the smallest power of two ``>= fp32(max(amax, eps) /
+    448)`` (steps 1-3 of the module docstring)."""
+    amax = max(abs(bf16_value(b)) for b in tile)
+    if math.isnan(amax) or math.isinf(amax):
+        raise ValueError("tile_scale_exponent: the row holds a non-finite bf16 value")
+    return ceil_log2_f32(f32_div(max(amax, eps), FP8_MAX))
+
+
+def quantize_tile(tile: Sequence[int], eps: float = EPS_TRITON) -> tuple[list[int], int]:
+    """(64 fp8 codes, UE8M0 scale byte) of one nope tile given as bf16 bits."""
+    e = tile_scale_exponent(tile, eps)
+    codes = []
+    for b in tile:
+        y = bf16_value(b) * 2.0 ** -e  # exact in a Python float
+        y = min(max(y, -FP8_MAX), FP8_MAX) if y == y else y
+        codes.append(e4m3fn_code(y))
+    return codes, (e + UE8M0_BIAS) & 0xFF
+
+
+def quantize_token(row: Sequence[int], pad_byte: int, eps: float = EPS_TRITON) -> bytes:
+    """The 584 bytes of one token in slot form: the 576-byte data row, then the 7 scale bytes,
+    then ``pad_byte`` (the scale pad no store writes: what the pool held there).
+
+    ``row``: 512 bf16 bit patterns (ints 0..65535), nope ``0..447`` then rope ``448..511``.
+    """
+    if len(row) != HEAD_DIM:
+        raise ValueError(f"quantize_token: row must hold {HEAD_DIM} bf16 values (got {len(row)})")
+    data = bytearray()
+    scales = bytearray()
+    for t in range(NOPE_TILES):
+        codes, s = quantize_tile(row[t * TILE:(t + 1) * TILE], eps)
+        data += bytes(codes)
+        scales.append(s)
+    for b in row[NOPE_DIM:]:
+        data += (b & 0xFFFF).to_bytes(2, "little")
+    return bytes(data) + bytes(scales) + bytes([pad_byte & 0xFF])
+
+
+def bf16_row(raw: bytes) -> list[int]:
+    """512 bf16 bit patterns from 1024 little-endian bytes."""
+    if len(raw) != 2 * HEAD_DIM:
+        raise ValueError(f"bf16_row: need {2 * HEAD_DIM} bytes (got {len(raw)})")
+    return [raw[2 * i] | raw[2 * i + 1] << 8 for i in range(HEAD_DIM)]
+
+
+def quantize_rows(raw: bytes, n_rows: int, pad_byte: int, eps: float = EPS_TRITON) -> bytes:
+    """``n_rows * 584`` bytes: :func:`quantize_token` of each 1024-byte bf16 row of ``raw``."""
+    out = bytearray()
+    for r in range(n_rows):
+        out += quantize_token(bf16_row(raw[r * 1024:(r + 1) * 1024]), pad_byte, eps)
+    return bytes(out)
+
+
+def token_from_page_bytes(page: bytes, page_size: int, offset: int) -> bytes:
+    """The 584 slot-form bytes of the token at ``offset`` of one page (``page``: the page's
+    ``page_stride(P)`` bytes)."""
+    d = offset * DATA_BYTES
+    s = page_size * DATA_BYTES + offset * SCALE_BYTES
+    return bytes(page[d:d + DATA_BYTES]) + bytes(page[s:s + SCALE_BYTES])
+
+
+def slot_rows(case, step: int, fwd: int, pool: str, layer: int, n_rows: int) -> bytes:
+    """The bytes a forward's rows must leave in their slots, ``n_rows * row_bytes``: the payload
+    rows themselves (layout ``"rows"``) or their quantized 584-byte tokens (``"dsv4"``, scale
+    pad byte = the poison byte, which no store overwrites)."""
+    from swafuzz.scenarios.case import POISON_BYTE
+    from swafuzz.scenarios.payload import dsv4_rows_bytes, rows_bytes
+
+    cfg = case.pool
+    if cfg.layout == "dsv4":
+        raw = dsv4_rows_bytes(case.payload_seed, step, fwd, pool, layer, n_rows)
+        return quantize_rows(raw, n_rows, POISON_BYTE)
+    return rows_bytes(case.payload_seed, step, fwd, pool, layer, n_rows, cfg.row_bytes)

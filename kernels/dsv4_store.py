@@ -80,21 +80,36 @@ def check_static(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor,
     contracts.log2_page_size(op, page_size)
 
 
+def scatter(cache: torch.Tensor, loc: torch.Tensor, data: torch.Tensor, scales: torch.Tensor,
+            page_size: int, *, page_bytes: int | None = None, data_stride: int = DATA,
+            scale_base: int | None = None, scale_stride: int = SCALES) -> None:
+    """Write quantized tokens (``data`` uint8 ``[N, D]``, ``scales`` uint8 ``[N, K]``) at
+    ``loc``: token i's data at ``page*page_bytes + offset*data_stride``, its scales at
+    ``page*page_bytes + scale_base + offset*scale_stride`` (defaults: the V4 layout, page bytes
+    = the cache's row length, ``scale_base = 576 * P``). Byte offsets are taken in the cache's
+    whole storage, so a location outside the cache writes outside it, as a kernel would."""
+    if loc.numel() == 0:
+        return
+    page_bytes = cache.shape[1] if page_bytes is None else page_bytes
+    scale_base = page_size * DATA if scale_base is None else scale_base
+    log2p = page_size.bit_length() - 1
+    page = (loc >> log2p).to(torch.int64)
+    off = (loc & (page_size - 1)).to(torch.int64)
+    base = cache.storage_offset() + page * page_bytes  # absolute byte offsets in the storage
+    d_idx = (base + off * data_stride).unsqueeze(1) + \
+        torch.arange(data.shape[1], device=loc.device)
+    s_idx = (base + scale_base + off * scale_stride).unsqueeze(1) + \
+        torch.arange(scales.shape[1], device=loc.device)
+    flat = cache.as_strided((cache.untyped_storage().nbytes(),), (1,), 0)
+    flat.index_put_((d_idx.reshape(-1),), data.reshape(-1))
+    flat.index_put_((s_idx.reshape(-1),), scales.reshape(-1))
+
+
 def _scatter(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor, page_size: int) -> None:
     if loc.numel() == 0:
         return
     data, scales = quantize(rows)
-    stride = cache.shape[1]
-    log2p = page_size.bit_length() - 1
-    page = (loc >> log2p).to(torch.int64)
-    off = (loc & (page_size - 1)).to(torch.int64)
-    base = cache.storage_offset() + page * stride  # absolute byte offsets in the storage
-    d_idx = (base + off * DATA).unsqueeze(1) + torch.arange(DATA, device=loc.device)
-    s_idx = (base + page_size * DATA + off * SCALES).unsqueeze(1) + \
-        torch.arange(TILES, device=loc.device)
-    flat = cache.as_strided((cache.untyped_storage().nbytes(),), (1,), 0)
-    flat.index_put_((d_idx.reshape(-1),), data.reshape(-1))
-    flat.index_put_((s_idx.reshape(-1),), scales.reshape(-1))
+    scatter(cache, loc, data, scales, page_size)
 
 
 def store(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor, page_size: int) -> None:

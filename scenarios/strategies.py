@@ -11,7 +11,8 @@ graphs, with allocator churn and window eviction), ``remap`` (mapping re-registr
 decode forwards), ``dp_spec`` (DP re-padding and the rewrite to EXTEND on speculative forwards),
 ``raw_metadata`` (every forward with Raw metadata, ``prep_in_graph``), ``draft_extend_buffer``
 (the draft-extend graph's pre-allocated SWA location buffer, PR #34890), ``padded_pages`` (pools
-with a padded page stride, the pads as canaries).
+with a padded page stride, the pads as canaries), ``dsv4_layout`` (the real DSV4 SWA cache
+layout: quantizing store, 584-byte tokens, padded pages).
 """
 
 from __future__ import annotations
@@ -296,6 +297,46 @@ def padded_pages_cases():
     return strategy()
 
 
+@st.composite
+def dsv4_pool_configs(draw) -> PoolConfig:
+    """Layout-``"dsv4"`` pools (K rows bf16 [N, 512]); small, since every store quantizes 512
+    values per row (and the sglang target interprets a Triton launch per row and tile). Shrink
+    towards P = 1, 2 pages each side, window 1, one layer."""
+    p = draw(st.sampled_from((1, 2, 4)))
+    return PoolConfig(
+        page_size=p,
+        full_pages=draw(st.integers(2, 8)),
+        swa_pages=draw(st.integers(2, 8)),
+        window=draw(st.integers(1, 3 * p + 2)),
+        layers=draw(st.integers(1, 2)),
+        draft_layers=1,
+        row_width=512,
+        row_dtype="bfloat16",
+        layout="dsv4",
+    )
+
+
+def dsv4_layout_cases():
+    """The real DSV4 SWA cache layout (``pool.layout = "dsv4"``, spec §4.6): bf16 K rows
+    quantized into 584-byte tokens (fp8 nope, bf16 rope, UE8M0 scales) on pages padded to
+    ``ceil(584*P/576)*576`` bytes, under decode, verify, draft-extend, eviction and churn. Few
+    requests and steps (at most 6). Shrinks towards P = 1, one request, one graph decode."""
+    @st.composite
+    def strategy(draw) -> Case:
+        pool = draw(dsv4_pool_configs())
+        graph = draw(graph_configs(spec=True))
+        pl = Planner(pool, graph)
+        p = pool.page_size
+        for _ in range(draw(st.integers(1, 2))):
+            if pl.admit(draw(st.integers(1, 2 * p + 1))) is None:
+                break
+        _episode(draw, pl, [_act_decode, _act_verify, _act_draft_extend, _act_evict,
+                            _act_churn], 6)
+        return _case(pl, draw(st.integers(0, 2**32 - 1)), "dsv4_layout")
+
+    return strategy()
+
+
 def dp_spec_cases():
     """DP attention on speculative forwards (spec §5.4, §6): target-verify, draft-extend and
     multi-step draft batches padded to the other ranks' maximum (out_cache_loc rebound after
@@ -345,4 +386,5 @@ SCENARIO_KINDS: dict[str, Callable[[], st.SearchStrategy[Case]]] = {
     "raw_metadata": raw_metadata_cases,
     "draft_extend_buffer": draft_extend_buffer_cases,
     "padded_pages": padded_pages_cases,
+    "dsv4_layout": dsv4_layout_cases,
 }

@@ -86,7 +86,18 @@ the scenario kinds where the bug shows (the zoo fuzzes those). Registered as ``m
                                   bytes) in a pool whose pages are padded   reaches it)
                                   (spec §4.6: DSV4 page stride
                                   ceil(584*P/576)*576 bytes; §9.13 class)
+25  dsv4_token_contiguous         layout dsv4: each token stored as one     pool_bytes (only
+                                  584-byte record, scales at offset*584 +   dsv4_layout reaches
+                                  576 instead of 576*P + offset*8 (§4.6)    it; P >= 2)
+26  dsv4_rope_quantized           layout dsv4: the rope tile quantized to   pool_bytes (only
+                                  fp8 like the nope tiles, its scale in     dsv4_layout reaches
+                                  the scale pad byte (§4.6: bf16 rope)      it)
+27  dsv4_dense_page_stride        layout dsv4: pages addressed at 584*P     pool_bytes, redzones
+                                  bytes, not ceil(584*P/576)*576 (§4.6;     (only dsv4_layout
+                                  §9.13 class)                              reaches it)
 ==  ============================  ========================================  =====================
+
+Rows 25-27 live in :mod:`targets.mutants.dsv4_layout`.
 """
 
 from __future__ import annotations
@@ -497,3 +508,12 @@ class _DenseStrideBackend(DSV4Backend):
         "page * PageBytes); §9.13 address-arithmetic class")
 class StoreDensePageStride(UnifiedEngine):
     backend_cls = _DenseStrideBackend
+
+
+# 25-27 --------------------------------------------------------------------------------------
+from swafuzz.targets.mutants import dsv4_layout as _dsv4  # noqa: E402
+
+for _name, _cls in (("dsv4_token_contiguous", _dsv4.DSV4TokenContiguous),
+                    ("dsv4_rope_quantized", _dsv4.DSV4RopeQuantized),
+                    ("dsv4_dense_page_stride", _dsv4.DSV4DensePageStride)):
+    mutant(_name, ("dsv4_layout",), _dsv4.SOURCES[_name])(_cls)

@@ -64,12 +64,20 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "decode/verify, draft-extend and multi-step runners need a model runner; swafuzz's run "
      "under tape (CPU) or CUDA graphs"),
     ("SWA KV buffers", "modelled", "modelled",
-     "swafuzz's redzoned [pages+1, P, row] buffers; the release's 584-byte fp8/bf16/scale "
-     "layout is not built"),
+     "swafuzz's redzoned buffers: opaque [pages+1, P, row] rows (pool layout \"rows\"), or, "
+     "with pool layout \"dsv4\", the release's V4 page layout ([pages+1, ceil(584*P/576)*576] "
+     "uint8: 576-byte fp8/bf16 data rows, then 8-byte UE8M0 scale groups, then canary pads), "
+     "built by swafuzz with the pool's geometry (the release's constructor needs server state)"),
     ("store kernel", "modelled", "modelled",
-     "swafuzz's store writes the rows at exactly the locations SGLang's code hands its pool's "
-     "store; SGLang's CUDA JIT store needs a GPU, its Triton flashmla store quantizes to fp8 "
-     "(needs a reference quantizer, not built)"),
+     "pool layout \"rows\": swafuzz's store writes the rows at exactly the locations SGLang's "
+     "code hands its pool's store (SGLang's CUDA JIT store needs a GPU)"),
+    ("store kernel, pool layout dsv4 (Triton V4 store)", "real", "real",
+     "the release's Triton V4-layout store quantizes and scatters (targets/sglang/store.py): "
+     "0.5.12 quant_to_nope_fp8_rope_bf16_pack_triton + SetKAndS.triton, 0.5.23 "
+     "triton_fused_store_flashmla, at the locations SGLang's code passes; the CUDA JIT store "
+     "(the NVIDIA default, eps 1e-4 instead of 1e-8) is not run. On CPU the Triton "
+     "interpreter's fp32->fp8e4nv cast is replaced by a round-to-nearest-even one (the "
+     "interpreter's own rounds ties away, loses carries and truncates subnormals)"),
 )
 
 

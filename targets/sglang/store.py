@@ -19,7 +19,10 @@ Interpreter fp8 cast (an execution-environment fix, not a change to the kernel):
 the round-to-nearest-even the compiled kernel gets from the hardware (``cvt.rn.satfinite``):
 it rounds ties away from zero (8.5 -> 9.0), loses the carry when the mantissa rounds up into
 an odd exponent (0.4863 -> 0.25) and truncates fp8 subnormals. Measured over every finite bf16
-value with ``|x| <= 448``: 1030 of 34754 codes differ from torch's cast. While a store runs in
+value with ``|x| <= 448``: 1030 of 34754 codes differ from torch's cast. Known upstream:
+triton-lang/triton issue #8322 (interpreter fp8 casts differ from the compiled ones) and the open
+PR #11897 (rewrites ``_convert_float``: ties to even, the carry, single rounding of subnormals).
+While a store runs in
 the interpreter, :func:`rne_fp8_interpreter` routes exactly that conversion (fp32 ->
 float8e4nv, round to nearest even) to torch's cast, which rounds to nearest even and saturates
 like the hardware (``tests/oracles/test_dsv4_quant.py`` proves torch's cast equals the plain-

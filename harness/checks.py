@@ -205,10 +205,15 @@ def check_pool_bytes(case, obs, exp) -> list[Failure]:
                 if diff:
                     s = diff[0]
                     want, got = bytes(b[s * rb:(s + 1) * rb]), a[s * rb:(s + 1) * rb]
+                    where = ""
+                    if case.pool.layout == "dsv4":
+                        from swafuzz.oracles.dsv4_quant import first_token_difference
+
+                        where = f" (DSV4 token, first difference at {first_token_difference(want, got)})"
                     fails.append(Failure(
                         "pool_bytes",
                         f"after step {so.step} ({case.steps[so.step].op}): {pool} layer {layer}: "
-                        f"{len(diff)} of {len(b) // rb - p} slots differ; first slot {s}: expected "
+                        f"{len(diff)} of {len(b) // rb - p} slots differ; first slot {s}{where}: expected "
                         f"{want.hex()} ({_attribute(case, exp, want)}) got {got.hex()} "
                         f"({_attribute(case, exp, got)})", "live", so.step))
                     return fails

@@ -240,3 +240,22 @@ def slot_rows(case, step: int, fwd: int, pool: str, layer: int, n_rows: int) -> 
         raw = dsv4_rows_bytes(case.payload_seed, step, fwd, pool, layer, n_rows)
         return quantize_rows(raw, n_rows, POISON_BYTE)
     return rows_bytes(case.payload_seed, step, fwd, pool, layer, n_rows, cfg.row_bytes)
+
+
+def describe_token_byte(k: int) -> str:
+    """What byte ``k`` (0..583) of a slot-form token holds."""
+    if k < NOPE_DIM:
+        return f"byte {k}: fp8 nope value {k} (tile {k // TILE})"
+    if k < DATA_BYTES:
+        return f"byte {k}: bf16 rope value {(k - NOPE_DIM) // 2}"
+    if k < TOKEN_BYTES - 1:
+        return f"byte {k}: UE8M0 scale of tile {k - DATA_BYTES}"
+    return f"byte {k}: the scale pad (never written)"
+
+
+def first_token_difference(a: bytes, b: bytes) -> str:
+    """Where two slot-form tokens first differ (``describe_token_byte``), or ``""``."""
+    for k, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return describe_token_byte(k)
+    return ""

@@ -86,6 +86,18 @@ the scenario kinds where the bug shows (the zoo fuzzes those). Registered as ``m
                                   bytes) in a pool whose pages are padded   reaches it)
                                   (spec §4.6: DSV4 page stride
                                   ceil(584*P/576)*576 bytes; §9.13 class)
+25  verify_reject_keeps_swa       the post-verify free of rejected draft    invariants (only
+                                  slots releases their full pages but not  verify with accept
+                                  their SWA pages, M still maps them        reaches it)
+                                  (sglang issue #27789 "SWA pool leak with
+                                  spec and page_size>1"; spec §9.15)
+26  finish_frees_shared_prefix    finish frees every page of the request,   invariants, ... (only
+                                  shared prefix pages another live request  admit with a prefix
+                                  still holds included (use after free of   reaches it)
+                                  a radix-cache prefix: spec §9.15
+                                  over-free class, PR #38519 / #36637;
+                                  recycled SWA pages under a live reader,
+                                  issue #9123)
 ==  ============================  ========================================  =====================
 """
 
@@ -497,3 +509,35 @@ class _DenseStrideBackend(DSV4Backend):
         "page * PageBytes); §9.13 address-arithmetic class")
 class StoreDensePageStride(UnifiedEngine):
     backend_cls = _DenseStrideBackend
+
+
+# 25 -----------------------------------------------------------------------------------------
+class _RejectKeepsSWA(SWAAllocator):
+    def free_rejected(self, full_slots):
+        """Frees the rejected draft slots' full pages only: their SWA pages are never
+        returned and ``M`` keeps pointing at them (a leaked SWA page per rejected page)."""
+        self.full_free.update({f // self.page_size for f in full_slots})
+
+
+@mutant("verify_reject_keeps_swa", ("verify_reject",), "sglang issue #27789 (SWA pool leak "
+        "with speculative decoding and page_size > 1 on DSV4); post-verify free of rejected "
+        "draft tokens, sglang 0.5.12 EagleVerifyInput.verify; spec §2.3 free = full + free_swa, "
+        "§9.15")
+class VerifyRejectKeepsSWA(UnifiedEngine):
+    allocator_cls = _RejectKeepsSWA
+
+
+# 26 -----------------------------------------------------------------------------------------
+class _FinishFreesShared(SWAAllocator):
+    def pages_alone(self, rid, slots):
+        """Ignores the other holders: a finishing request frees every page it has a token on,
+        shared prefix pages included (no lock reference)."""
+        return sorted({f // self.page_size for f in slots})
+
+
+@mutant("finish_frees_shared_prefix", ("prefix_share",), "spec §9.15 (over-free of slots "
+        "another owner still holds: PR #38519, PR #36637) and sglang issue #9123 (SWA pages "
+        "recycled under a live reader); radix-cache lock references (SWARadixCache "
+        "inc_lock_ref / dec_lock_ref)")
+class FinishFreesSharedPrefix(UnifiedEngine):
+    allocator_cls = _FinishFreesShared

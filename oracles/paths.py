@@ -134,7 +134,8 @@ def expected_graph_use(paths: list[PathExp]) -> tuple[int, int]:
 def expected_requests(case: Case) -> list[dict[int, tuple[int, int]]]:
     """After every step: ``{rid: (token count, SWA eviction frontier)}`` of the live requests
     (scenarios/case.py: extend counts per op, ``evict`` floors ``len - window`` to a page
-    multiple and never moves back, ``finish`` removes the request)."""
+    multiple and never moves back, ``finish`` removes the request; a prefix admit starts at
+    its prefix request's frontier; a verify with ``accept`` keeps the accepted tokens only)."""
     g, P, window = case.graph, case.pool.page_size, case.pool.window
     live: dict[int, list[int]] = {}
     out = []

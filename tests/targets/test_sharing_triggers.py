@@ -258,3 +258,51 @@ def test_sglang_finish_keeps_shared_pages():
     shared_page = obs.steps[1].requests[1][0][0] // 4
     assert shared_page not in obs.steps[4].free_full_pages
     assert shared_page in obs.steps[-1].free_full_pages or len(obs.steps) == 5
+
+
+# ----------------------------------------------------------------------------- observed mode
+def _observed(case: Case) -> list[list[list[int]]]:
+    """Every step's allocated ``[full, swa]`` pairs, logged by the model's allocator run as an
+    observed-allocation target (the oracle must validate and follow them)."""
+    from swafuzz.targets.allocator import SWAAllocator
+    from swafuzz.targets.engine import UnifiedEngine
+
+    class Logging(SWAAllocator):
+        log: list[list[int]] = []
+
+        def extend(self, plan):
+            out = super().extend(plan)
+            self.log = self.log + [[f, int(self.mapping[f])] for new in out for f in new]
+            return out
+
+        def take_alloc_log(self):
+            log, self.log = self.log, []
+            return log
+
+    class Observed(UnifiedEngine):
+        allocator_cls = Logging
+        allocation = "observed"
+
+    obs = Observed(case).run()
+    assert obs.error is None, obs.error
+    return [so.alloc for so in obs.steps]
+
+
+def test_observed_mode_follows_the_triggers_and_rejects_a_shared_page_as_fresh():
+    from swafuzz.oracles.engine import AllocationRejected
+
+    case = Case(pool=_pool(4), graph=GRAPH, steps=(
+        Step("admit", rid=0, length=8), Step("admit", rid=1, length=5, prefix_rid=0,
+                                              prefix_len=4),
+        Step("verify", rids=(1,), accept=(1,)), Step("finish", rid=0),
+        Step("admit", rid=2, length=1)))
+    obs = _observed(case)
+    assert obs[1] == [[expect(case).steps[1].requests[1][0][4], obs[1][0][1]]]  # 1 new token
+    ok = expect(case, observed_alloc=obs)
+    assert ok.steps[-1].requests == expect(case).steps[-1].requests
+    # request 2 claims the first page (still held by request 1 after request 0 finished)
+    shared_full = expect(case).steps[1].requests[1][0][0]
+    bad = [list(s) for s in obs]
+    bad[4] = [[shared_full, bad[4][0][1]]]
+    with pytest.raises(AllocationRejected, match="was not free"):
+        expect(case, observed_alloc=bad)

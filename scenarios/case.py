@@ -40,7 +40,10 @@ Allocation policy (deterministic; both sides must follow it exactly)
 * ``free_swa(full_slots)``: the SWA pages ``{M[f] // P for f in full_slots if M[f] > 0}`` are
   released and ``M[f] = 0`` for every f. Pages belong to one request each and callers free
   page-complete ranges (eviction frontiers are page multiples), so no live slot loses its page.
-* Releasing a request's full pages: ``{f // P for f in tokens[rid]}`` go back to the free set.
+  (A prefix-shared page belongs to all its holders and is never freed while another live
+  request holds it: see "Prefix sharing".)
+* Releasing a request's full pages: ``{f // P for f in tokens[rid]}`` go back to the free set
+  (with prefix sharing: only the pages no other live request holds).
 
 Steps (``Step.op``; fields not listed must be absent or default)
 ----------------------------------------------------------------

@@ -297,12 +297,18 @@ def check_invariants(case, obs, exp) -> list[Failure]:
     frontier: :func:`oracles.paths.expected_requests`, arithmetic without page choices); never
     from the oracle's allocator. ``exp`` is unused. A target that exposes no request table
     (``StepObs.requests is None``) gets the rules that need none.
-    Proven by: ``evict_keeps_mapping`` (spec §9.15, PR #38519 class), its only killer."""
+    Cases with prefix sharing or rejected-draft frees (:func:`oracles.sharing.uses_triggers`)
+    swap the token-dup / evicted / orphan rules for their sharing-aware versions
+    (:func:`oracles.sharing.sharing_invariants`: shared prefixes, held pages, reserved slots).
+    Proven by: ``evict_keeps_mapping`` (spec §9.15, PR #38519 class), its only killer;
+    ``verify_reject_keeps_swa`` and ``finish_frees_shared_prefix`` for the sharing rules."""
     from swafuzz.oracles.invariants import pool_invariants
     from swafuzz.oracles.paths import expected_requests
+    from swafuzz.oracles.sharing import expected_layout, sharing_invariants, uses_triggers
 
     pc = case.pool
     want_all = expected_requests(case)
+    layouts = expected_layout(case) if uses_triggers(case) else None
     fails = []
     for so in obs.steps:
         where = f"after step {so.step} ({case.steps[so.step].op})"
@@ -329,6 +335,9 @@ def check_invariants(case, obs, exp) -> list[Failure]:
         if reqs is None:  # rules over live requests cannot be judged
             v = [m for m in v if m.split(":")[0] not in (
                 "orphan", "accounting", "free-in-use", "in-window", "evicted")]
+        elif layouts is not None:  # prefix sharing / reserved verify slots: sharing-aware rules
+            v = [m for m in v if m.split(":")[0] not in ("token-dup", "evicted", "orphan")] + \
+                sharing_invariants(so.mapping, reqs, layouts[so.step], pc.page_size)
         if v:
             fails.append(Failure("invariants", f"{where}: {len(v)} violations; first: {v[0]}",
                                  "mapping", so.step))

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from swafuzz.oracles.dsv4_quant import slot_rows
 from swafuzz.oracles.paths import bucket_of
+from swafuzz.oracles.sharing import pages_held_by_others, reject_cut
 from swafuzz.oracles.translation import translate as expected_translation
 from swafuzz.scenarios.case import EXECS, OPS, POISON_BYTE, Case, Step
 
@@ -140,6 +141,7 @@ class _Shadow:
         self.M = [0] * (cfg.full_pages * p + p) + [-1]
         self.tokens: dict[int, list[int]] = {}
         self.evicted: dict[int, int] = {}
+        self.reserved: dict[int, int] = {}  # reserved verify slots past the last token
         self.ever: set[int] = set()
         nbytes = cfg.swa_slots * cfg.row_bytes
         self.pools = {
@@ -233,7 +235,12 @@ class _Shadow:
                 self.free_full.discard(fp)
                 self.free_swa.discard(sp)
                 full, swa = fp * self.P, sp * self.P
-            if self.M[full] != 0:
+            if self.reserved.get(rid, 0) and q % self.P:
+                self.reserved[rid] -= 1  # a reserved verify slot: still mapped to swa
+                if self.M[full] != swa:
+                    raise OracleError(f"reserved full slot {full} maps to {self.M[full]}, "
+                                      f"not {swa}")
+            elif self.M[full] != 0:
                 raise OracleError(f"fresh full slot {full} already mapped to {self.M[full]}")
             self.M[full] = swa
             toks.append(full)
@@ -246,6 +253,53 @@ class _Shadow:
             if s > 0:
                 self.free_swa.add(s // self.P)
             self.M[f] = 0
+
+    def _alone(self, rid: int, slots: list[int]) -> list[int]:
+        """The slots among ``slots`` on pages no other live request holds."""
+        others = pages_held_by_others(self.tokens, rid, self.P)
+        return [f for f in slots if f // self.P not in others]
+
+    def _admit_prefix(self, i: int, s: Step) -> list[int]:
+        """Prefix sharing (scenarios/case.py "Prefix sharing"): the first n slots of a live
+        request, then the new tokens; returns the new tokens' slots."""
+        src, n = s.prefix_rid, s.prefix_len
+        toks = self._live(i, src)
+        if n is None or not 1 <= n < s.length or n > len(toks) or n % self.P:
+            raise CaseInfeasible(i, f"prefix_len {n} must be in [1, length) and <= the length "
+                                    f"{len(toks)} of request {src}, a multiple of P = {self.P}")
+        ev = self.evicted[src]
+        if ev and n - ev < self.cfg.window:
+            raise CaseInfeasible(i, f"prefix of request {src} has only {n - ev} tokens past its "
+                                    f"SWA frontier {ev}, fewer than the window "
+                                    f"{self.cfg.window}: the radix cache would not match it")
+        self.tokens[s.rid], self.evicted[s.rid] = list(toks[:n]), min(ev, n)
+        self.reserved[s.rid] = 0
+        try:
+            self._check_alloc(i, [(s.rid, s.length - n)])
+        except CaseInfeasible:
+            del self.tokens[s.rid], self.evicted[s.rid], self.reserved[s.rid]
+            raise
+        self.ever.add(s.rid)
+        return self._extend(s.rid, s.length - n)
+
+    def _reject(self, s: Step, before: dict[int, int]) -> None:
+        """Free the rejected draft tokens of a verify with ``accept`` (after its forward)."""
+        freed: list[int] = []
+        for rid, a in zip(s.rids, s.accept):
+            keep, cut, end = reject_cut(before[rid], a, self.g.num_draft_tokens, self.P)
+            toks = self.tokens[rid]
+            freed += toks[cut:end]
+            del toks[keep:]
+            self.reserved[rid] = cut - keep
+        self._free_swa(freed)
+        self.free_full |= {f // self.P for f in freed}
+
+    def _deferred_evictions(self) -> None:
+        """After a finish: tokens below a live request's frontier on pages it now holds alone
+        lose their SWA slots (they were skipped while shared)."""
+        for rid, toks in self.tokens.items():
+            self._free_swa([f for f in self._alone(rid, toks[:self.evicted[rid]])
+                            if self.M[f] > 0])
 
     # ------------------------------------------------------------------ forwards
     def _bucket(self, n: int) -> int | None:
@@ -343,6 +397,11 @@ class _Shadow:
                 raise CaseInfeasible(i, "admit needs rid and length >= 1")
             if s.rid in self.ever:
                 raise CaseInfeasible(i, f"request {s.rid} admitted twice")
+            if s.prefix_rid is not None or s.prefix_len is not None:
+                locs = self._admit_prefix(i, s)
+                self._forward(i, 0, "target", "EXTEND", "eager", locs, len(locs), None)
+                self._snapshot(i, s)
+                return
             self._check_alloc(i, [(s.rid, s.length)])
             self.ever.add(s.rid)
             self.tokens[s.rid], self.evicted[s.rid] = [], 0
@@ -356,10 +415,17 @@ class _Shadow:
             rows, bs = self._dp_rows(dp, n, len(s.rids), per, True)
             b = self._bucket(bs)
             self._graph_ok(i, ex, b)
+            if s.accept and (s.op != "verify" or len(s.accept) != len(s.rids) or any(
+                    not 1 <= a <= per for a in s.accept)):
+                raise CaseInfeasible(i, f"accept on {s.op} needs one entry per rid in [1, "
+                                        f"num_draft_tokens={per}] (verify only)")
             self._check_alloc(i, [(rid, per) for rid in s.rids])
+            before = {rid: len(self.tokens[rid]) for rid in s.rids}
             locs = [f for rid in s.rids for f in self._extend(rid, per)]
             self._forward(i, 0, "target", self._mode(s), ex, locs, rows,
                           None if b is None else b * per)
+            if s.accept:
+                self._reject(s, before)
         elif s.op == "draft_extend":
             if len(s.accept) != len(s.rids):
                 raise CaseInfeasible(i, "accept needs one entry per rid")
@@ -414,15 +480,22 @@ class _Shadow:
             old = self.evicted[s.rid]
             front = max(old, len(toks) - self.cfg.window) // self.P * self.P
             if front > old:
-                self._free_swa(toks[old:front])
+                self._free_swa(self._alone(s.rid, toks[old:front]))
                 self.evicted[s.rid] = front
         elif s.op == "remap":
             pass  # same contents in a new tensor: nothing the contract can observe changes
         elif s.op == "finish":
             toks = self._live(i, s.rid)
-            self._free_swa(toks[self.evicted[s.rid]:])
-            self.free_full |= {f // self.P for f in toks}
+            pages = {f // self.P for f in self._alone(s.rid, toks)}
+            # every slot of the pages it alone holds: its reserved verify slots included
+            self._free_swa([pg * self.P + o for pg in sorted(pages) for o in range(self.P)])
+            self.free_full |= pages
             del self.tokens[s.rid], self.evicted[s.rid]
+            self.reserved.pop(s.rid, None)
+            self._deferred_evictions()
+        self._snapshot(i, s)
+
+    def _snapshot(self, i: int, s: Step) -> None:
         self.exp.steps.append(StepExp(
             step=i, op=s.op, mapping=list(self.M), free_full_pages=sorted(self.free_full),
             free_swa_pages=sorted(self.free_swa),

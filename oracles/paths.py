@@ -79,8 +79,9 @@ def expected_paths(case: Case, graphs: bool) -> list[PathExp]:
                                runner if graph else None, b if graph else None,
                                b * per if graph else eager_rows, n_real, dp))
 
-        if s.op == "admit":
-            add(0, "EXTEND", None, 1, 1, s.length, s.length)
+        if s.op == "admit":  # a prefix hit computes only the tokens past the prefix
+            n = s.length - (s.prefix_len or 0)
+            add(0, "EXTEND", None, 1, 1, n, n)
         elif s.op == "decode":
             n = len(s.rids)
             add(0, "DECODE", "decode", n, 1, n, n)
@@ -133,19 +134,21 @@ def expected_graph_use(paths: list[PathExp]) -> tuple[int, int]:
 def expected_requests(case: Case) -> list[dict[int, tuple[int, int]]]:
     """After every step: ``{rid: (token count, SWA eviction frontier)}`` of the live requests
     (scenarios/case.py: extend counts per op, ``evict`` floors ``len - window`` to a page
-    multiple and never moves back, ``finish`` removes the request)."""
+    multiple and never moves back, ``finish`` removes the request; a prefix admit starts at
+    its prefix request's frontier; a verify with ``accept`` keeps the accepted tokens only)."""
     g, P, window = case.graph, case.pool.page_size, case.pool.window
     live: dict[int, list[int]] = {}
     out = []
     for s in case.steps:
-        if s.op == "admit":
-            live[s.rid] = [s.length, 0]
+        if s.op == "admit":  # a prefix hit starts at the prefix request's frontier
+            src = live.get(s.prefix_rid) if s.prefix_rid is not None else None
+            live[s.rid] = [s.length, min(src[1], s.prefix_len) if src else 0]
         elif s.op in ("decode", "dp_decode"):
             for r in s.rids:
                 live[r][0] += 1
-        elif s.op == "verify":
-            for r in s.rids:
-                live[r][0] += g.num_draft_tokens
+        elif s.op == "verify":  # with accept: the rejected draft tokens leave the request
+            for j, r in enumerate(s.rids):
+                live[r][0] += s.accept[j] if s.accept else g.num_draft_tokens
         elif s.op == "draft_decode":
             for r in s.rids:
                 live[r][0] += g.topk * g.num_steps

@@ -51,7 +51,10 @@ Allocation policy (deterministic; both sides must follow it exactly)
 * ``free_swa(full_slots)``: the SWA pages ``{M[f] // P for f in full_slots if M[f] > 0}`` are
   released and ``M[f] = 0`` for every f. Pages belong to one request each and callers free
   page-complete ranges (eviction frontiers are page multiples), so no live slot loses its page.
-* Releasing a request's full pages: ``{f // P for f in tokens[rid]}`` go back to the free set.
+  (A prefix-shared page belongs to all its holders and is never freed while another live
+  request holds it: see "Prefix sharing".)
+* Releasing a request's full pages: ``{f // P for f in tokens[rid]}`` go back to the free set
+  (with prefix sharing: only the pages no other live request holds).
 
 Steps (``Step.op``; fields not listed must be absent or default)
 ----------------------------------------------------------------
@@ -65,12 +68,28 @@ verify / draft-extend runner: captured buckets, rows = bucket rows, padded).
 
 * ``admit(rid, length)``: new request ``rid`` with ``length >= 1`` tokens: extend by ``length``;
   then an eager EXTEND forward over those tokens (rows = length, target pool). Always eager.
+  With ``prefix_rid`` and ``prefix_len`` n (a radix-cache prefix hit; see "Prefix sharing"
+  below): the request's first n tokens are ``tokens[prefix_rid][:n]`` (the same full slots,
+  shared), ``evicted[rid] = evicted[prefix_rid]``; then extend by ``length - n`` and the EXTEND
+  forward covers only those new tokens (rows = length - n, positions n..length-1).
 * ``decode(rids, exec)``: extend each request by 1, in ``rids`` order; DECODE forward with
   ``locs = [new slot of rid for rid in rids]`` (target pool). Graph bucket: smallest bucket
   ``>= len(rids)``; rows = bucket.
 * ``verify(rids, exec)``: extend each request by ``num_draft_tokens`` (request by request, in
   ``rids`` order); TARGET_VERIFY forward with ``locs`` = those new slots in that order (target
   pool). Graph bucket over ``len(rids)``; rows = bucket * num_draft_tokens.
+  With ``accept`` (one entry per rid, 1 <= a <= num_draft_tokens; absent = every draft token
+  accepted, nothing freed): after the forward the rejected draft tokens are freed (EAGLE
+  verify, sglang 0.5.12 ``EagleVerifyInput.verify``, chain drafts): request b keeps positions
+  ``[0, L + a)`` (L its length before the step); with ``cut = min(ceil((L + a) / P) * P,
+  L + num_draft_tokens)`` the rejected slots at positions ``[L + a, cut)`` - the rest of the
+  page holding the last accepted token - stay *reserved* (not freed, still mapped; upstream's
+  ``align_evict_mask_to_page_size`` keeps that page), and those at ``[cut, L +
+  num_draft_tokens)`` (whole pages) are freed: ``free_swa`` of them, then their full pages
+  released (P == 1: every rejected slot is freed). The request's next extension continues its
+  last page through the reserved slots (same full and SWA slots as before, ``M`` rewritten
+  with the same values); freed pages go back to the free sets and later allocations take them
+  by the usual policy.
 * ``draft_extend(rids, accept, exec)``: no allocation. DRAFT_EXTEND_V2 forward on the draft
   pool with ``locs`` = for each rid (in order) its last ``accept[i]`` tokens (1 <= accept[i] <=
   num_draft_tokens, and <= the request's length). Graph: bucket over ``len(rids)``, rows =
@@ -112,11 +131,35 @@ verify / draft-extend runner: captured buckets, rows = bucket rows, padded).
   floored to a multiple of P; if it advanced, ``free_swa(tokens[rid][evicted:frontier])`` and
   ``evicted[rid] = frontier``. No forward.
 * ``finish(rid)``: ``free_swa`` of all still-mapped tokens, then the request's full pages are
-  released; the request is gone. No forward.
+  released; the request is gone. No forward. (With prefix sharing: see below.)
 * ``remap()``: the mapping is rewritten (with the same contents) and registered again with both
   pools (HiCache load-back / commit, spec §2.8, sglang PR #25889); every later allocation and
   translation - eager or inside graphs captured before the step - must use the live mapping,
   which draft and target share (spec §2.1). No state change, no forward.
+
+Prefix sharing (``admit`` with ``prefix_rid`` / ``prefix_len``)
+-------------------------------------------------------------
+A radix-cache prefix hit (sglang ``SWARadixCache``): the new request reuses the first n full
+slots of a live request instead of allocating and computing them. Rules:
+
+* ``1 <= n < length``, ``n <= len(tokens[prefix_rid])``, n a multiple of P (the radix cache
+  matches page-aligned keys when P > 1), so the new tokens start a fresh page and a partly
+  filled page is never shared. The prefix's SWA window must be live: ``evicted[prefix_rid] ==
+  0`` or ``n - evicted[prefix_rid] >= window`` (``SWARadixCache._match_prefix_helper`` matches
+  a prefix only if it is connected to the root without an SWA tombstone or has at least
+  ``sliding_window_size`` tokens since the last one). The new request's frontier starts at
+  ``evicted[prefix_rid]`` (shared positions below it are evicted prefix tokens).
+* A full page is *held* by every live request whose token list contains one of its slots
+  (the radix tree's lock reference, ``inc_lock_ref`` / ``dec_lock_ref``). A held page is never
+  released while another live request holds it, and its SWA slots stay mapped.
+* ``evict(rid)``: as above, but the ``free_swa`` skips tokens on pages another live request
+  holds (the frontier still advances; upstream: a request never frees below its
+  ``cache_protected_len``, the tree owns those tokens).
+* ``finish(rid)``: ``free_swa`` of every slot of the pages no other live request holds (the
+  request's reserved verify slots included), then those full pages are released. Then, for
+  every other live request r, its tokens below ``evicted[r]`` on pages r now holds alone are
+  ``free_swa``'d (the deferred eviction of tokens its earlier ``evict`` skipped: the tree
+  tombstones an unlocked node's out-of-window SWA).
 
 Payload
 -------
@@ -258,10 +301,12 @@ class Step:
     rank_tokens: tuple[int, ...] = ()
     exec: str = "eager"
     dp_extend: bool = False
+    prefix_rid: int | None = None  # admit: radix-cache prefix hit on this live request
+    prefix_len: int | None = None  # admit: shared leading tokens of prefix_rid
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"op": self.op}
-        for k in ("rid", "length", "tokens"):
+        for k in ("rid", "length", "tokens", "prefix_rid", "prefix_len"):
             v = getattr(self, k)
             if v is not None:
                 d[k] = v

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from swafuzz.scenarios.case import GraphConfig, PoolConfig, Step
 from swafuzz.scenarios.planner import Planner
+from swafuzz.scenarios.sharing import SharingPlanner
 from swafuzz.scenarios.strategies import graph_configs, pool_configs
 
 
@@ -41,7 +42,7 @@ class EpisodeMachine(RuleBasedStateMachine):
     @initialize(pool=pool_configs(), graph=graph_configs(spec=True, multi_step=True),
                 seed=st.integers(0, 2**32 - 1), length=st.integers(1, 8))
     def setup(self, pool, graph, seed, length):
-        self.pl = Planner(pool, graph)
+        self.pl = SharingPlanner(pool, graph)  # Planner + page holders (prefix sharing)
         self._sent = 0
         self.start(pool, graph, seed)
         self.pl.admit(length)
@@ -123,6 +124,27 @@ class EpisodeMachine(RuleBasedStateMachine):
         if len(self.pl.live()) > 1:
             self.pl.finish(data.draw(st.sampled_from(self.pl.live())))
             self._emit()
+
+    @rule(data=st.data())
+    def verify_reject(self, data):
+        """A verify accepting 1..num_draft_tokens per request: the rejected tail is freed."""
+        rids = self._rids(data)
+        if rids:
+            ndt = self.pl.graph.num_draft_tokens
+            accept = tuple(data.draw(st.integers(1, ndt)) for _ in rids)
+            if self.pl.verify_reject(rids, accept, self._exec(data)):
+                self._emit()
+
+    @rule(data=st.data())
+    def prefix_admit(self, data):
+        """A radix-cache prefix hit on a live request (page-aligned shared leading slots)."""
+        srcs = [r for r in self.pl.live() if self.pl.prefix_choices(r)]
+        if srcs:
+            src = data.draw(st.sampled_from(srcs))
+            n = data.draw(st.sampled_from(self.pl.prefix_choices(src)))
+            extra = data.draw(st.integers(1, 2 * self.pl.pool.page_size + 1))
+            if self.pl.admit_prefix(src, n, n + extra) is not None:
+                self._emit()
 
     @rule()
     def remap(self):

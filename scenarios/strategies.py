@@ -12,7 +12,9 @@ decode forwards), ``dp_spec`` (DP re-padding and the rewrite to EXTEND on specul
 ``raw_metadata`` (every forward with Raw metadata, ``prep_in_graph``), ``draft_extend_buffer``
 (the draft-extend graph's pre-allocated SWA location buffer, PR #34890), ``padded_pages`` (pools
 with a padded page stride, the pads as canaries), ``dsv4_layout`` (the real DSV4 SWA cache
-layout: quantizing store, 584-byte tokens, padded pages).
+layout: quantizing store, 584-byte tokens, padded pages), ``verify_reject`` (rejected draft
+tokens freed after a verify, their slots reused), ``prefix_share`` (radix-cache prefix hits:
+requests sharing leading pages, refcounted finishes).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Callable
 from hypothesis import strategies as st
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
 from swafuzz.scenarios.planner import Planner
+from swafuzz.scenarios.sharing import SharingPlanner
 
 PAGE_SIZES = (1, 16, 64, 256)
 BUCKET_SETS = ((1, 2, 4, 8), (4,), (2, 4), (1, 8), (1, 2, 3, 4), (1, 2, 4, 6, 8))
@@ -373,6 +376,82 @@ def episode_cases():
     return _kind("episode", acts, multi_step=True, max_steps=16)()
 
 
+def _act_verify_reject(draw, pl: SharingPlanner) -> None:
+    """A verify whose requests accept 1..num_draft_tokens draft tokens: the rejected tail is
+    freed after the forward (EAGLE verify, sglang 0.5.12 ``EagleVerifyInput.verify``)."""
+    rids = _subset(draw, pl.live(), 1, pl.max_bs)
+    if rids:
+        ndt = pl.graph.num_draft_tokens
+        accept = tuple(draw(st.integers(1, ndt)) for _ in rids)
+        pl.verify_reject(rids, accept, _exec(draw))
+
+
+def _act_prefix_admit(draw, pl: SharingPlanner) -> None:
+    """A new request whose first n tokens are a live request's (radix-cache prefix hit)."""
+    srcs = [r for r in pl.live() if pl.prefix_choices(r)]
+    if srcs:
+        src = draw(st.sampled_from(srcs))
+        n = draw(st.sampled_from(pl.prefix_choices(src)))
+        pl.admit_prefix(src, n, n + draw(st.integers(1, 2 * pl.pool.page_size + 1)))
+
+
+def _act_first_prefix_admit(draw, pl: SharingPlanner) -> None:
+    """A prefix admit, first admitting a source of at least one page if no live request can
+    lend a prefix (so short Cases carry a hit)."""
+    if not any(pl.prefix_choices(r) for r in pl.live()):
+        p = pl.pool.page_size
+        pl.admit(draw(st.integers(p, 2 * p + 1)))
+    _act_prefix_admit(draw, pl)
+
+
+def _act_finish(draw, pl: Planner) -> None:
+    if len(pl.live()) > 1:
+        pl.finish(draw(st.sampled_from(pl.live())))
+
+
+def _sharing_kind(kind: str, first: Action, actions: list[Action], max_steps: int = 12,
+                  wide_drafts: bool = False):
+    """Like :func:`_kind` on a :class:`SharingPlanner`; ``first`` runs once before the
+    episode (the trigger, so short Cases carry it). ``wide_drafts``: 2..max(4, min(P + 3, 20))
+    draft tokens (shrinks to 2), so a rejected tail can free a whole page when P > 1."""
+    @st.composite
+    def strategy(draw) -> Case:
+        pool = draw(pool_configs())
+        graph = draw(graph_configs(spec=True))
+        if wide_drafts:
+            hi = max(4, min(pool.page_size + 3, 20))
+            graph = dataclasses.replace(graph, num_draft_tokens=draw(st.integers(2, hi)))
+        pl = SharingPlanner(pool, graph)
+        _admit_some(draw, pl)
+        first(draw, pl)
+        _episode(draw, pl, actions, max_steps)
+        seed = draw(st.integers(0, 2**32 - 1))
+        return _case(pl, seed, kind)
+
+    return strategy
+
+
+def verify_reject_cases():
+    """Target-verify forwards that accept only part of their draft tokens (``accept`` on
+    ``verify``): the rejected slots past the last accepted token's page are freed after the
+    forward (page size 1: all of them) and later decodes, verifies, draft-extends and admits
+    reuse them; the reserved slots on that page are reused by the request's next extension.
+    Shrinks towards one request, one draft token accepted of one, one graph verify."""
+    return _sharing_kind("verify_reject", _act_verify_reject, [_act_verify_reject, _act_verify_reject, _act_decode,
+                                           _act_draft_extend, _act_evict, _act_churn],
+                         wide_drafts=True)()
+
+
+def prefix_share_cases():
+    """Radix-cache prefix hits (``admit`` with ``prefix_rid`` / ``prefix_len``): requests
+    sharing page-aligned leading pages with a live request, decoding and verifying on, evicting
+    (shared pages skipped) and finishing in any order (a shared page is freed by its last
+    holder; survivors' shared pages below their frontier give back their SWA pages then).
+    Shrinks towards one request, one prefix admit of one page, one finish."""
+    return _sharing_kind("prefix_share", _act_first_prefix_admit, [_act_prefix_admit, _act_prefix_admit, _act_decode,
+                                          _act_verify, _act_evict, _act_finish, _act_churn])()
+
+
 SCENARIO_KINDS: dict[str, Callable[[], st.SearchStrategy[Case]]] = {
     "decode": decode_cases,
     "idle": idle_cases,
@@ -387,4 +466,6 @@ SCENARIO_KINDS: dict[str, Callable[[], st.SearchStrategy[Case]]] = {
     "draft_extend_buffer": draft_extend_buffer_cases,
     "padded_pages": padded_pages_cases,
     "dsv4_layout": dsv4_layout_cases,
+    "verify_reject": verify_reject_cases,
+    "prefix_share": prefix_share_cases,
 }

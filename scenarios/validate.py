@@ -37,9 +37,9 @@ MAX_STEPS = 10_000
 MAX_TOKENS = 2**16  # rows of one forward / one request's length
 
 _STEP_FIELDS = {
-    "admit": {"rid", "length"},
+    "admit": {"rid", "length", "prefix_rid", "prefix_len"},
     "decode": {"rids", "exec"},
-    "verify": {"rids", "exec", "rank_tokens", "dp_extend"},
+    "verify": {"rids", "exec", "rank_tokens", "dp_extend", "accept"},
     "draft_extend": {"rids", "accept", "exec", "rank_tokens", "dp_extend"},
     "draft_decode": {"rids", "exec", "rank_tokens"},
     "idle": {"tokens", "exec"},
@@ -187,10 +187,23 @@ def parse_step(obj: Any, i: int) -> Step:
         if not rids and op != "dp_decode":
             raise CaseError(f"{path}.rids", "must name at least one request")
         kw["rids"] = rids
-    if op == "draft_extend":
+    if op == "draft_extend" or (op == "verify" and "accept" in obj):
         kw["accept"] = _int_list(obj, "accept", path, 1, MAX_TOKENS)
         if len(kw["accept"]) != len(kw["rids"]):
             raise CaseError(f"{path}.accept", "must have one entry per request in rids")
+    if op == "admit" and ("prefix_rid" in obj or "prefix_len" in obj):
+        if "prefix_rid" not in obj or "prefix_len" not in obj:
+            missing = "prefix_len" if "prefix_rid" in obj else "prefix_rid"
+            raise CaseError(f"{path}.{missing}", "is required with "
+                            f"{'prefix_rid' if missing == 'prefix_len' else 'prefix_len'} "
+                            "(a prefix hit names the request and the shared token count)")
+        kw["prefix_rid"] = _int(obj, "prefix_rid", path, 0)
+        kw["prefix_len"] = _int(obj, "prefix_len", path, 1, MAX_TOKENS)
+        if kw["prefix_len"] >= kw["length"]:
+            raise CaseError(f"{path}.prefix_len", f"must be < length = {kw['length']} (at least "
+                            f"one new token; got {kw['prefix_len']})")
+        if kw["prefix_rid"] == kw["rid"]:
+            raise CaseError(f"{path}.prefix_rid", "must name another request than rid")
     if op == "idle":
         kw["tokens"] = _int(obj, "tokens", path, 1, MAX_TOKENS)
     if op == "dp_decode":

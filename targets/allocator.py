@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import torch
 from swafuzz.scenarios.case import PoolConfig
+from swafuzz.targets.sharing import held_elsewhere, rejected_split
 
 
 class AllocationError(RuntimeError):
@@ -106,14 +107,20 @@ class SWAAllocator:
             self.mapping[idx] = val
         return out
 
-    def admit(self, rid: int, length: int) -> list[int]:
-        """A new request with ``length`` tokens; returns their full slots."""
+    def admit(self, rid: int, length: int, prefix_rid: int | None = None,
+              prefix_len: int = 0) -> list[int]:
+        """A new request with ``length`` tokens; returns the full slots of the tokens it
+        allocated. With ``prefix_rid``: its first ``prefix_len`` tokens are that request's
+        slots (a radix-cache prefix hit), and its frontier starts at that request's."""
         if rid in self.tokens:
             raise AllocationError(f"admit: request {rid} already exists")
         self.tokens[rid] = []
         self.evicted[rid] = 0
+        if prefix_rid is not None:
+            self.tokens[rid] = self.tokens[prefix_rid][:prefix_len]
+            self.evicted[rid] = min(self.evicted[prefix_rid], prefix_len)
         try:
-            return self.extend([(rid, length)])[0]
+            return self.extend([(rid, length - prefix_len)])[0]
         except AllocationError:
             del self.tokens[rid], self.evicted[rid]
             raise
@@ -146,18 +153,53 @@ class SWAAllocator:
 
     def evict(self, rid: int, window: int) -> None:
         """Window eviction: ``frontier = max(evicted, len - window)`` floored to a multiple of P;
-        if it advanced, free the SWA side of ``tokens[evicted:frontier]``."""
+        if it advanced, free the SWA side of ``tokens[evicted:frontier]`` (skipping pages
+        another live request holds: a shared prefix)."""
         toks = self.tokens[rid]
         old = self.evicted[rid]
         frontier = max(old, len(toks) - window)
         frontier -= frontier % self.page_size
         if frontier > old:
-            self.free_swa_out_of_window(toks[old:frontier])
+            shared = held_elsewhere(self.tokens, rid, self.page_size)
+            self.free_swa_out_of_window([f for f in toks[old:frontier]
+                                         if f // self.page_size not in shared])
             self.evicted[rid] = frontier
 
+    def free_rejected(self, full_slots: list[int]) -> None:
+        """The post-verify free of rejected draft slots (whole pages): ``free_swa``, then the
+        full pages go back."""
+        self.free_swa(full_slots)
+        self.full_free.update({f // self.page_size for f in full_slots})
+
+    def reject(self, plan: list[tuple[int, int, int]], num_draft_tokens: int) -> None:
+        """After a verify forward: for each ``(rid, length_before, accepted)`` drop the
+        rejected draft tokens; free those past the page of the last accepted token."""
+        freed: list[int] = []
+        for rid, before, accepted in plan:
+            keep, first = rejected_split(before, accepted, num_draft_tokens, self.page_size)
+            toks = self.tokens[rid]
+            freed += toks[first:]
+            del toks[keep:]
+        if freed:
+            self.free_rejected(freed)
+
+    def pages_alone(self, rid: int, slots: list[int]) -> list[int]:
+        """Pages of ``slots`` no other live request holds (sorted)."""
+        shared = held_elsewhere(self.tokens, rid, self.page_size)
+        return sorted({f // self.page_size for f in slots} - shared)
+
     def finish(self, rid: int) -> None:
-        """``free_swa`` of the still-mapped tokens, then release the request's full pages."""
-        toks = self.tokens.pop(rid)
-        old = self.evicted.pop(rid)
-        self.free_swa(toks[old:])
-        self.full_free.update({f // self.page_size for f in toks})
+        """``free_swa`` of every slot of the pages the request alone holds (reserved verify
+        slots included), then release those full pages; then the deferred evictions of the
+        other live requests (their tokens below the frontier on pages they now hold alone)."""
+        P = self.page_size
+        pages = self.pages_alone(rid, self.tokens[rid])
+        self.tokens.pop(rid)
+        self.evicted.pop(rid)
+        self.free_swa([pg * P + o for pg in pages for o in range(P)])
+        self.full_free.update(pages)
+        for other, toks in self.tokens.items():
+            alone = set(self.pages_alone(other, toks[:self.evicted[other]]))
+            below = [f for f in toks[:self.evicted[other]] if f // P in alone]
+            if below:
+                self.free_swa(below)

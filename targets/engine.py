@@ -208,7 +208,10 @@ class UnifiedEngine:
 
     # -- steps ----------------------------------------------------------------------------------
     def step_admit(self, i: int, s: Step) -> list[ForwardObs]:
-        slots = self.allocator.admit(s.rid, s.length)
+        if s.prefix_rid is not None:  # radix-cache prefix hit: only the new tokens are computed
+            slots = self.allocator.admit(s.rid, s.length, s.prefix_rid, s.prefix_len)
+        else:
+            slots = self.allocator.admit(s.rid, s.length)
         fb = self.batch(ForwardMode.EXTEND, [(s.rid, slots)])
         return [self.eager_forward(i, "target", self.target_backend, fb, len(slots))]
 
@@ -247,8 +250,13 @@ class UnifiedEngine:
         return self._extend_and_forward(i, s, ForwardMode.DECODE, 1, "decode")
 
     def step_verify(self, i: int, s: Step) -> list[ForwardObs]:
-        return self._extend_and_forward(i, s, ForwardMode.TARGET_VERIFY,
-                                        self.gcfg.num_draft_tokens, "verify")
+        before = [(rid, len(self.allocator.tokens[rid])) for rid in s.rids]
+        out = self._extend_and_forward(i, s, ForwardMode.TARGET_VERIFY,
+                                       self.gcfg.num_draft_tokens, "verify")
+        if s.accept:  # after the forward: the rejected draft tokens are freed
+            self.allocator.reject([(rid, n, a) for (rid, n), a in zip(before, s.accept)],
+                                  self.gcfg.num_draft_tokens)
+        return out
 
     def step_draft_extend(self, i: int, s: Step) -> list[ForwardObs]:
         per_req = [(rid, self.allocator.tokens[rid][-a:]) for rid, a in zip(s.rids, s.accept)]

@@ -95,6 +95,18 @@ the scenario kinds where the bug shows (the zoo fuzzes those). Registered as ``m
 27  dsv4_dense_page_stride        layout dsv4: pages addressed at 584*P     pool_bytes, redzones
                                   bytes, not ceil(584*P/576)*576 (§4.6;     (only dsv4_layout
                                   §9.13 class)                              reaches it)
+28  verify_reject_keeps_swa       the post-verify free of rejected draft    invariants (only
+                                  slots releases their full pages but not  verify with accept
+                                  their SWA pages, M still maps them        reaches it)
+                                  (sglang issue #27789 "SWA pool leak with
+                                  spec and page_size>1"; spec §9.15)
+29  finish_frees_shared_prefix    finish frees every page of the request,   invariants, ... (only
+                                  shared prefix pages another live request  admit with a prefix
+                                  still holds included (use after free of   reaches it)
+                                  a radix-cache prefix: spec §9.15
+                                  over-free class, PR #38519 / #36637;
+                                  recycled SWA pages under a live reader,
+                                  issue #9123)
 ==  ============================  ========================================  =====================
 
 Rows 25-27 live in :mod:`targets.mutants.dsv4_layout`.
@@ -517,3 +529,33 @@ for _name, _cls in (("dsv4_token_contiguous", _dsv4.DSV4TokenContiguous),
                     ("dsv4_rope_quantized", _dsv4.DSV4RopeQuantized),
                     ("dsv4_dense_page_stride", _dsv4.DSV4DensePageStride)):
     mutant(_name, ("dsv4_layout",), _dsv4.SOURCES[_name])(_cls)
+# 28 -----------------------------------------------------------------------------------------
+class _RejectKeepsSWA(SWAAllocator):
+    def free_rejected(self, full_slots):
+        """Frees the rejected draft slots' full pages only: their SWA pages are never
+        returned and ``M`` keeps pointing at them (a leaked SWA page per rejected page)."""
+        self.full_free.update({f // self.page_size for f in full_slots})
+
+
+@mutant("verify_reject_keeps_swa", ("verify_reject",), "sglang issue #27789 (SWA pool leak "
+        "with speculative decoding and page_size > 1 on DSV4); post-verify free of rejected "
+        "draft tokens, sglang 0.5.12 EagleVerifyInput.verify; spec §2.3 free = full + free_swa, "
+        "§9.15")
+class VerifyRejectKeepsSWA(UnifiedEngine):
+    allocator_cls = _RejectKeepsSWA
+
+
+# 29 -----------------------------------------------------------------------------------------
+class _FinishFreesShared(SWAAllocator):
+    def pages_alone(self, rid, slots):
+        """Ignores the other holders: a finishing request frees every page it has a token on,
+        shared prefix pages included (no lock reference)."""
+        return sorted({f // self.page_size for f in slots})
+
+
+@mutant("finish_frees_shared_prefix", ("prefix_share",), "spec §9.15 (over-free of slots "
+        "another owner still holds: PR #38519, PR #36637) and sglang issue #9123 (SWA pages "
+        "recycled under a live reader); radix-cache lock references (SWARadixCache "
+        "inc_lock_ref / dec_lock_ref)")
+class FinishFreesSharedPrefix(UnifiedEngine):
+    allocator_cls = _FinishFreesShared

@@ -78,6 +78,17 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "(the NVIDIA default, eps 1e-4 instead of 1e-8) is not run. On CPU the Triton "
      "interpreter's fp32->fp8e4nv cast is replaced by a round-to-nearest-even one (the "
      "interpreter's own rounds ties away, loses carries and truncates subnormals)"),
+    ("rejected draft tokens after verify (verify accept)", "real", "real",
+     "the release's allocator free() of the rejected slots past the last accepted token's "
+     "page, called as 0.5.12's EAGLE v1 EagleVerifyInput.verify does (chain drafts, "
+     "align_evict_mask_to_page_size); which slots to free is modelled from the Case. 0.5.23 "
+     "runs spec v2 only, which over-allocates and frees at request release instead: the same "
+     "allocator calls, a schedule this harness does not model"),
+    ("prefix sharing (admit prefix_rid / prefix_len)", "modelled", "modelled",
+     "the radix tree's lock references are the adapter's page holders; the release's "
+     "allocator allocates the new tokens (alloc_extend with the prefix as prefix_lens / "
+     "last_loc, alloc at page size 1) and frees only pages no live request holds "
+     "(free / free_swa / free_full); SWARadixCache itself is not built"),
 )
 
 

@@ -35,6 +35,7 @@ from swafuzz.targets.engine import UnifiedEngine
 from swafuzz.targets.kv_pool import SWAKVPool
 from swafuzz.targets.metadata import AttnMetadata, RawDecodeMetadata
 from swafuzz.targets.sglang import release
+from swafuzz.targets.sharing import held_elsewhere, rejected_split
 
 VERSION, ADAPTER = release()
 
@@ -188,12 +189,20 @@ class SGLangAllocator:
             res.append(new)
         return res
 
-    def admit(self, rid: int, length: int) -> list[int]:
+    def admit(self, rid: int, length: int, prefix_rid: int | None = None,
+              prefix_len: int = 0) -> list[int]:
+        """A new request; with ``prefix_rid`` a radix-cache prefix hit: its first
+        ``prefix_len`` slots are that request's (the adapter holds the lock reference the
+        radix tree would), and ``alloc_extend`` runs with ``prefix_lens = prefix_len`` and the
+        prefix's last slot as ``last_loc`` (page size 1: ``alloc``)."""
         if rid in self.tokens:
             raise AllocationError(f"admit: request {rid} already exists")
         self.tokens[rid], self.evicted[rid] = [], 0
+        if prefix_rid is not None:
+            self.tokens[rid] = self.tokens[prefix_rid][:prefix_len]
+            self.evicted[rid] = min(self.evicted[prefix_rid], prefix_len)
         try:
-            return self.extend([(rid, length)])[0]
+            return self.extend([(rid, length - prefix_len)])[0]
         except AllocationError:
             del self.tokens[rid], self.evicted[rid]
             raise
@@ -205,21 +214,56 @@ class SGLangAllocator:
         frontier = max(old, len(toks) - window)
         frontier -= frontier % self.page_size
         if frontier > old:
-            self.real.free_swa(self._t(toks[old:frontier]))
+            shared = held_elsewhere(self.tokens, rid, self.page_size)
+            slots = [f for f in toks[old:frontier] if f // self.page_size not in shared]
+            if slots:  # a shared prefix stays: the radix tree owns it (cache_protected_len)
+                self.real.free_swa(self._t(slots))
             self.evicted[rid] = frontier
 
+    def reject(self, plan: list[tuple[int, int, int]], num_draft_tokens: int) -> None:
+        """After a verify forward, the rejected draft tokens of each ``(rid, length_before,
+        accepted)`` leave the request; those past the page of its last accepted token go back
+        through one ``free`` call of the release's allocator (0.5.12's ``EagleVerifyInput.verify``
+        frees ``out_cache_loc[evict_mask]`` the same way: full side, then ``free_swa``)."""
+        freed: list[int] = []
+        for rid, before, accepted in plan:
+            keep, first = rejected_split(before, accepted, num_draft_tokens, self.page_size)
+            toks = self.tokens[rid]
+            freed += toks[first:]
+            del toks[keep:]
+        if freed:
+            self.real.free(self._t(freed))
+
+    def _mapped(self, slots: list[int]) -> list[int]:
+        if not slots:
+            return []
+        m = self.mapping[self._t(slots)].tolist()
+        return [f for f, s in zip(slots, m) if s > 0]
+
     def finish(self, rid: int) -> None:
-        """0.5.12: ``free`` (full side, then ``free_swa``, which skips unmapped slots).
-        0.5.23: ``free_swa`` of the still-mapped tokens, then ``free_full`` of all of them
-        (its ``free`` insists every slot still has an SWA peer)."""
-        toks = self.tokens.pop(rid)
-        old = self.evicted.pop(rid)
-        if ADAPTER == "0.5.12":
-            self.real.free(self._t(toks))
-            return
-        if toks[old:]:
-            self.real.free_swa(self._t(toks[old:]))
-        self.real.free_full(self._t(toks))
+        """Frees the pages no other live request holds (a shared prefix stays with its other
+        holders, as the radix tree's lock reference keeps it). 0.5.12: ``free`` (full side,
+        then ``free_swa``, which skips unmapped slots). 0.5.23: ``free_swa`` of the
+        still-mapped slots, then ``free_full`` of the tokens (its ``free`` insists every slot
+        still has an SWA peer). Then the other requests' deferred evictions: ``free_swa``."""
+        P = self.page_size
+        shared = held_elsewhere(self.tokens, rid, P)
+        toks = [f for f in self.tokens.pop(rid) if f // P not in shared]  # pages it alone holds
+        self.evicted.pop(rid)
+        # every slot of those pages: the reserved verify slots after its last token included
+        slots = sorted({f // P * P + o for f in toks for o in range(P)})
+        if toks and ADAPTER == "0.5.12":
+            self.real.free(self._t(slots))
+        elif toks:
+            mapped = self._mapped(slots)
+            if mapped:
+                self.real.free_swa(self._t(mapped))
+            self.real.free_full(self._t(toks))
+        for other, otoks in self.tokens.items():  # deferred evictions of now unshared pages
+            held = held_elsewhere(self.tokens, other, P)
+            below = self._mapped([f for f in otoks[:self.evicted[other]] if f // P not in held])
+            if below:
+                self.real.free_swa(self._t(below))
 
 
 # ----------------------------------------------------------------------------- pool

@@ -149,6 +149,9 @@ def expected_requests(case: Case) -> list[dict[int, tuple[int, int]]]:
         elif s.op == "draft_decode":
             for r in s.rids:
                 live[r][0] += g.topk * g.num_steps
+        elif s.op == "extend":  # issue 12: encoder replay rows are cached tokens, not new ones
+            for r, n in zip(s.rids, s.lengths):
+                live[r][0] += n
         elif s.op == "evict":
             n, old = live[s.rid]
             live[s.rid][1] = max(old, n - window) // P * P

@@ -11,7 +11,8 @@ graphs, with allocator churn and window eviction), ``remap`` (mapping re-registr
 decode forwards), ``dp_spec`` (DP re-padding and the rewrite to EXTEND on speculative forwards),
 ``raw_metadata`` (every forward with Raw metadata, ``prep_in_graph``), ``draft_extend_buffer``
 (the draft-extend graph's pre-allocated SWA location buffer, PR #34890), ``padded_pages`` (pools
-with a padded page stride, the pads as canaries).
+with a padded page stride, the pads as canaries), and (issue 12,
+:mod:`scenarios.window_strategies`) ``request_window``, ``late_tail``, ``encoder_replay``.
 """
 
 from __future__ import annotations
@@ -346,3 +347,8 @@ SCENARIO_KINDS: dict[str, Callable[[], st.SearchStrategy[Case]]] = {
     "draft_extend_buffer": draft_extend_buffer_cases,
     "padded_pages": padded_pages_cases,
 }
+
+# issue 12: the V4.1 request window, late-layer tail and encoder replay kinds
+from swafuzz.scenarios.window_strategies import WINDOW_KINDS  # noqa: E402
+
+SCENARIO_KINDS.update(WINDOW_KINDS)

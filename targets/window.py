@@ -247,7 +247,7 @@ class WindowPath:
             locs = [sl[0] for sl in new]
             return [self.forward(i, ForwardMode.DECODE, rows, locs, len(s.rids), None)]
         n = s.tokens if s.op == "idle" else max(s.rank_tokens)
-        return [self.forward(i, ForwardMode.IDLE, [(0, 0, 0)] * n, [0] * n, n, None)]
+        return [self.forward(i, ForwardMode.IDLE, [(0, 0, 0)] * n, [0] * n, 1, None)]
 
     def fold(self, i: int, per: list[tuple[int, int, list[int]]]) -> list[WinFwdObs]:
         """0.5.23 fold of encoder replay: each replayed request's last ``r`` cached rows go in

@@ -497,3 +497,7 @@ class _DenseStrideBackend(DSV4Backend):
         "page * PageBytes); §9.13 address-arithmetic class")
 class StoreDensePageStride(UnifiedEngine):
     backend_cls = _DenseStrideBackend
+
+
+# 25-33: the V4.1 request window, late-layer tail and encoder replay (issue 12)
+from swafuzz.targets.mutants import window_mutants  # noqa: E402,F401

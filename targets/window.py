@@ -229,7 +229,7 @@ class WindowPath:
                 sl = min(self.free_slots)
                 self.free_slots.discard(sl)
                 self.slot[s.rid] = sl
-                self.window.reset(sl)
+                self.reset_slot(sl)
             return self.extend_forward(i, [(s.rid, 0, slots)])
         if s.op == "extend":
             pre = {rid: len(al.tokens[rid]) for rid in s.rids}
@@ -238,7 +238,7 @@ class WindowPath:
             for rid, slots in zip(s.rids, new):
                 r = min(pre[rid], self.W) if rid in s.replay else 0
                 if r:
-                    self.window.reset(self.slot[rid])
+                    self.reset_slot(self.slot[rid])
                 per.append((rid, r, slots))
             return self.fold(i, per)
         if s.op == "decode":
@@ -248,6 +248,10 @@ class WindowPath:
             return [self.forward(i, ForwardMode.DECODE, rows, locs, len(s.rids), None)]
         n = s.tokens if s.op == "idle" else max(s.rank_tokens)
         return [self.forward(i, ForwardMode.IDLE, [(0, 0, 0)] * n, [0] * n, 1, None)]
+
+    def reset_slot(self, slot: int) -> None:
+        """A new slot or an encoder replay starts the slot's window: tags -> -1."""
+        self.window.reset(slot)
 
     def fold(self, i: int, per: list[tuple[int, int, list[int]]]) -> list[WinFwdObs]:
         """0.5.23 fold of encoder replay: each replayed request's last ``r`` cached rows go in
@@ -376,15 +380,20 @@ class WindowPath:
             stores.append(StoreObs(layer=layer, loc_dtype=str(loc.dtype).removeprefix("torch."),
                                    locs=loc.tolist(), rows=k.shape[0]))
             if self.on:
-                ws.append(_bytes(self.window.workspace))
+                ws.append(self.workspace_bytes())
         return WinFwdObs(i, 0, mode.name, stores, ws)
 
     # -- observation ---------------------------------------------------------------------------
+    def workspace_bytes(self) -> bytes:
+        return _bytes(self.window.workspace)
+
+    def ring_bytes(self) -> list[bytes]:
+        return [_bytes(s) for s in self.window.state]
+
     def step_obs(self, i: int) -> WinStepObs:
         if not self.on:
             return WinStepObs(i, None, None)
-        w = self.window
-        return WinStepObs(i, w.tags.tolist(), [_bytes(s) for s in w.state])
+        return WinStepObs(i, self.window.tags.tolist(), self.ring_bytes())
 
     def finish(self, rid: int) -> None:
         if rid in self.slot:

@@ -68,6 +68,8 @@ def expected_paths(case: Case, graphs: bool) -> list[PathExp]:
     g = case.graph
     out: list[PathExp] = []
     for i, s in enumerate(case.steps):
+        if s.op in _window_path_ops(case):
+            continue  # issue 12: the window / tail path's forwards (oracles.window)
         graph = graphs and s.exec == "graph" and s.op != "admit" and not s.dp_extend
 
         def add(fwd, mode, runner, batch, per, n_real, eager_rows, dp=None, op=s.op,
@@ -107,6 +109,16 @@ def expected_paths(case: Case, graphs: bool) -> list[PathExp]:
             mode = "EXTEND" if s.dp_extend else ("DECODE" if n else "IDLE")
             add(0, mode, "decode", padded, 1, n, padded, dp=padded)
     return out
+
+
+def _window_path_ops(case: Case) -> tuple[str, ...]:
+    """Ops whose forwards the request-window / late-layer-tail path runs (scenarios/case.py):
+    under a window every target forward, with a tail (paged pool) the EXTEND forwards."""
+    if case.pool.request_window:
+        return ("admit", "extend", "decode", "idle", "dp_decode")
+    if case.pool.late_layer_start:
+        return ("admit", "extend")
+    return ()
 
 
 def _dp_pad(rank_tokens, own: int, reqs: int, width: int, whole: bool

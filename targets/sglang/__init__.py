@@ -48,8 +48,10 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("backend store_cache", "real", "real",
      "DeepseekV4AttnBackend.store_cache on an instance built without __init__"),
     ("resolver get_swa_out_cache_loc", "absent", "real",
-     "IDLE / request-window / late-layer-tail / cached / fresh-translation branches; this "
-     "harness builds no request window or tail (issue 12)"),
+     "IDLE / request-window / late-layer-tail / cached / fresh-translation branches (J, I, W, "
+     "T, C, F), all reached: the request-window and tail Cases (issue 12, "
+     "targets/sglang/window.py) drive I (activate_idle), W and T through the release's "
+     "store_cache"),
     ("in-graph stamp (init_forward_metadata_in_graph)", "absent", "real",
      "stamps swa_out_cache_loc (multi-step per-step slice included) into the harness's "
      "metadata through a DSV4Metadata view with no compressed layers; 0.5.12's store reads "
@@ -66,6 +68,26 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("SWA KV buffers", "modelled", "modelled",
      "swafuzz's redzoned [pages+1, P, row] buffers; the release's 584-byte fp8/bf16/scale "
      "layout is not built"),
+    ("request window: window_layout (torch branch), RequestWindow reset / activate / "
+     "activate_idle / buffer / commit", "absent", "real",
+     "0.5.12 has no request window (first in 0.5.21): Cases with pool.request_window are "
+     "refused with TargetUnavailable. 0.5.23: the torch branch every CPU/HIP device takes, and "
+     "the RequestWindow class on swafuzz buffers; its history length (the constant 128) is "
+     "scaled to the Case's pool.window by defaulting window_layout's window argument"),
+    ("request window kernels: build_window_layout, copy_packed_rows, commit_packed_rows",
+     "absent", "modelled",
+     "Triton, CUDA only (the CUDA branch of window_layout is not taken on CPU); copy and "
+     "commit are replaced in the module's namespace by row copies with the contract of "
+     "addendum §2.2 (commit: masked rows to req * capacity + pos % capacity, tags = pos)"),
+    ("late-layer tail: late_layer_tail_layout, LateLayerTail, DSV4Metadata.late_layer_tail",
+     "absent", "real",
+     "the release's layout function (per-request last min(W, n) rows, floors) and records; "
+     "_build_late_layer_tail_metadata and enter/exit_late_layer_tail need a ForwardBatch with "
+     "DP/CP state and are modelled (a swap of forward_metadata); 0.5.12 has no tail"),
+    ("encoder SWA replay fold (fold_encoder_swa_replay)", "absent", "modelled",
+     "needs a ScheduleBatch and a model runner; the engine model prepends each replayed "
+     "request's last min(P, W) cached rows with floor P - r, and resets the slot through the "
+     "release's RequestWindow.reset"),
     ("store kernel", "modelled", "modelled",
      "swafuzz's store writes the rows at exactly the locations SGLang's code hands its pool's "
      "store; SGLang's CUDA JIT store needs a GPU, its Triton flashmla store quantizes to fp8 "

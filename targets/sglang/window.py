@@ -195,7 +195,25 @@ class SGLangWindowPath(WindowPath):
         self._log.append(swa_loc)
         self.e.impl.store(cache, swa_loc, cache_k)
 
+    #: the release's own invariant level while its window code runs: STRICT, so
+    #: ``RequestWindow.buffer``'s ``dsv41.swa_history_present`` check (addendum §5 W5: every
+    #: valid history row's tag equals its position at use) raises on CPU instead of staying off
+    INVARIANT_LEVEL = "2"
+
     def store(self, layer, fb, rows):
+        import os
+
+        old = os.environ.get("SGLANG_INVARIANT_CHECK")
+        os.environ["SGLANG_INVARIANT_CHECK"] = self.INVARIANT_LEVEL
+        try:
+            return self._store(layer, fb, rows)
+        finally:
+            if old is None:
+                del os.environ["SGLANG_INVARIANT_CHECK"]
+            else:
+                os.environ["SGLANG_INVARIANT_CHECK"] = old
+
+    def _store(self, layer, fb, rows):
         from swafuzz.targets.sglang.engine import real_batch
 
         self.shim.forward_metadata = self.forward_metadata

@@ -95,6 +95,27 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
 )
 
 
+#: scenario kinds whose Cases need code a release may lack: kind -> first release with it
+#: (issue 12: the request window, encoder replay and late-layer tail arrived in 0.5.21)
+KIND_FIRST_RELEASE = {"request_window": "0.5.21", "late_tail": "0.5.21",
+                      "encoder_replay": "0.5.21"}
+
+
+def unsupported_kinds(kinds) -> list[str]:
+    """The kinds among ``kinds`` the installed release's adapter cannot run (none when sglang
+    is unavailable: that is reported on its own). Does not import sglang."""
+    try:
+        adapter = release()[1]
+    except TargetUnavailable:
+        return []
+
+    def key(v: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in v.split("."))
+
+    return [k for k in kinds if k in KIND_FIRST_RELEASE
+            and key(adapter) < key(KIND_FIRST_RELEASE[k])]
+
+
 def installed_version() -> str | None:
     """The installed ``sglang`` distribution's version, or None (does not import sglang)."""
     from importlib import metadata

@@ -73,3 +73,13 @@ def test_0_5_12_refuses_window_cases():
 
     with pytest.raises(TargetUnavailable, match="no request window"):
         run_case(HAND["window"], target="sglang", impl="torch")
+
+
+def test_0_5_12_cli_refuses_window_kinds(capsys, tmp_path):
+    if _adapter() != "0.5.12":
+        pytest.skip("adapter 0.5.12 only")
+    from swafuzz.harness.cli import main as cli_main
+
+    rc = cli_main(["run", "--target", "sglang", "--scenario", "encoder_replay", "--examples",
+                   "1", "--out", str(tmp_path / "o"), "--quiet"])
+    assert rc == 2 and "no request window" in capsys.readouterr().err

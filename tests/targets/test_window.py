@@ -165,3 +165,16 @@ def test_window_check_alone_kills_window_before_idle():
     assert not v.failures
     v = execute(case, "mutant:window_before_idle", "torch", EX, only={"window"})
     assert any("IDLE" in f.message for f in v.failures), [f.message for f in v.failures]
+
+
+def test_sglang_0_5_12_adapter_refuses_the_window_kinds(monkeypatch):
+    """Without importing sglang: the 0.5.12 adapter cannot run the window kinds (the CLI's
+    exit 2 is tested with the release installed: tests/targets/test_sglang_window.py)."""
+    from swafuzz.targets import sglang as sg
+
+    monkeypatch.delenv(sg.ADAPTER_ENV, raising=False)
+    monkeypatch.setattr(sg, "installed_version", lambda: "0.5.12")
+    assert sg.unsupported_kinds(["decode", "late_tail", "request_window"]) == [
+        "late_tail", "request_window"]
+    monkeypatch.setattr(sg, "installed_version", lambda: "0.5.23")
+    assert sg.unsupported_kinds(list(sg.KIND_FIRST_RELEASE)) == []

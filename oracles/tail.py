@@ -5,7 +5,7 @@ Plain Python, independent of the code under test.
 
 from __future__ import annotations
 
-__all__ = ["tail_rows"]
+__all__ = ["tail_floors", "tail_rows"]
 
 
 def tail_rows(per_req: list[int], W: int) -> tuple[list[int], list[int]]:
@@ -21,3 +21,23 @@ def tail_rows(per_req: list[int], W: int) -> tuple[list[int], list[int]]:
         lens.append(t)
         start += n
     return idx, lens
+
+
+def tail_floors(per_req: list[int], seq_after: list[int], W: int,
+                whole: list[bool] | None = None) -> tuple[list[int], list[int], list[int]]:
+    """(row indices, tail lengths, read floor per tail row): the plain tail of
+    :func:`tail_rows` with floor ``max(0, seq - W)``; a request marked ``whole`` (it needs
+    every prompt row: logprobs, full hidden states) runs its whole extend with its plain
+    window, floor ``max(0, seq - n - W)`` (addendum §2.4)."""
+    idx: list[int] = []
+    lens: list[int] = []
+    floors: list[int] = []
+    start = 0
+    for b, (n, s) in enumerate(zip(per_req, seq_after)):
+        w = bool(whole and whole[b])
+        t = n if w else min(W, n)
+        idx += range(start + n - t, start + n)
+        lens.append(t)
+        floors += [max(0, s - t - W) if w else max(0, s - W)] * t
+        start += n
+    return idx, lens, floors

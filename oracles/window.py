@@ -364,3 +364,30 @@ class WindowShadow:
                                              [bytes(r) for r in self.ring]))
         else:
             self.exp.steps.append(WinStepExp(i, None, None))
+
+
+def layout_indices(rows: list[tuple[int, int, int]], groups: int, W: int
+                   ) -> tuple[list[list[int]], list[int]]:
+    """What attention reads (addendum §2.2 ``indices`` / ``lengths``): for row i and lookback
+    ``j < W`` the position ``p = pos_i - j``; valid iff ``p >= 0`` and ``p >= floor_i``; a
+    position before the run's first one reads history row ``g * W + (p - (first - W))``, a
+    position of the run reads the workspace row it was written to (``G * W + start + p -
+    first``); invalid lookbacks are ``-1``. ``lengths[i]`` counts the valid ones."""
+    out, lens = [], []
+    g, start, first = -1, 0, 0
+    prev = None
+    for i, (slot, pos, floor) in enumerate(rows):
+        if slot != prev:
+            g, start, first, prev = g + 1, i, pos, slot
+        idx = []
+        for j in range(W):
+            p = pos - j
+            if p < 0 or p < floor:
+                idx.append(-1)
+            elif p < first:
+                idx.append(g * W + p - (first - W))
+            else:
+                idx.append(groups * W + start + p - first)
+        out.append(idx)
+        lens.append(sum(1 for x in idx if x >= 0))
+    return out, lens

@@ -83,3 +83,80 @@ def test_0_5_12_cli_refuses_window_kinds(capsys, tmp_path):
     rc = cli_main(["run", "--target", "sglang", "--scenario", "encoder_replay", "--examples",
                    "1", "--out", str(tmp_path / "o"), "--quiet"])
     assert rc == 2 and "no request window" in capsys.readouterr().err
+
+
+def test_real_window_layout_matches_the_oracle():
+    """Differential: SGLang 0.5.23's ``window_layout`` torch branch against the window oracle
+    (``oracles.window.layout`` / ``layout_indices``) on random valid inputs: runs of
+    consecutive positions, a floor per run, ``num_groups >= runs``, prefill-graph padding rows
+    (``padded_rows``: workspace rows continue, indices -1, no commit)."""
+    if _adapter() != "0.5.23":
+        pytest.skip("adapter 0.5.23 only")
+    import torch
+    from hypothesis import strategies as st
+    from sglang.srt.mem_cache.dsv41_request_window import window_layout
+    from swafuzz.oracles.window import layout, layout_indices
+
+    @settings(max_examples=300, database=None, deadline=None)
+    @given(st.data())
+    def prop(data):
+        W = data.draw(st.integers(1, 6))
+        cap = data.draw(st.integers(W, 2 * W + 3))
+        nruns = data.draw(st.integers(1, 4))
+        slots = data.draw(st.lists(st.integers(0, 5), min_size=nruns, max_size=nruns))
+        rows = []
+        for k, s in enumerate(slots):
+            if k and s == slots[k - 1]:
+                s = (s + 1) % 6  # adjacent runs differ, or they are one run
+                slots[k] = s
+            first = data.draw(st.integers(0, 3 * W))
+            count = data.draw(st.integers(1, 2 * cap + 1))
+            floor = data.draw(st.integers(0, first))
+            rows += [(s, first + c, floor) for c in range(count)]
+        groups = nruns + data.draw(st.integers(0, 2))
+        pad = data.draw(st.integers(0, 3))
+        zero = 6 * cap
+        t = torch.tensor
+        real = window_layout(t([r[0] for r in rows]), t([r[1] for r in rows]), zero_row=zero,
+                             window=W, capacity=cap, floor=t([r[2] for r in rows]),
+                             num_groups=groups, padded_rows=len(rows) + pad if pad else None)
+        want = layout(rows, groups, W, cap, zero)
+        idx, lens = layout_indices(rows, groups, W)
+        n = len(rows)
+        assert real.size == want.size + pad
+        assert real.write_loc.tolist() == want.write_loc + list(range(want.size, want.size + pad))
+        assert real.commit_mask.tolist() == want.commit + [False] * pad
+        assert real.history_src.tolist() == want.history_src
+        assert real.history_valid.tolist() == want.history_valid
+        assert real.history_pos.tolist() == want.history_pos
+        assert real.indices.tolist() == idx + [[-1] * W] * pad
+        assert real.lengths.tolist() == lens + [0] * pad
+        assert real.write_loc.dtype == torch.int32 and real.indices.dtype == torch.int32
+        del n
+
+    prop()
+
+
+def test_real_tail_layout_matches_the_oracle():
+    """Differential: 0.5.23's ``late_layer_tail_layout`` against ``oracles.tail.tail_floors``
+    (one and several requests, tails shorter and longer than W, whole extends)."""
+    if _adapter() != "0.5.23":
+        pytest.skip("adapter 0.5.23 only")
+    from hypothesis import strategies as st
+    from sglang.kernels.ops.attention.dsv4.attn_metadata_kernels import late_layer_tail_layout
+    from swafuzz.oracles.tail import tail_floors
+
+    @settings(max_examples=300, database=None, deadline=None)
+    @given(st.data())
+    def prop(data):
+        W = data.draw(st.integers(1, 8))
+        bs = data.draw(st.integers(1, 4))
+        per = data.draw(st.lists(st.integers(1, 3 * W), min_size=bs, max_size=bs))
+        seq = [n + data.draw(st.integers(0, 3 * W)) for n in per]
+        whole = data.draw(st.none() | st.lists(st.booleans(), min_size=bs, max_size=bs))
+        idx, lens, floor = late_layer_tail_layout(extend_lens_cpu=per, seq_lens_cpu=seq,
+                                                  tail_len=W, device="cpu", whole_extend=whole)
+        w_idx, w_lens, w_floor = tail_floors(per, seq, W, whole)
+        assert idx.tolist() == w_idx and list(lens) == w_lens and floor.tolist() == w_floor
+
+    prop()

@@ -26,6 +26,8 @@ Each is a :class:`targets.engine.UnifiedEngine` whose ``window_path_cls`` is a
                                     first (E2, §2.3)
 33  replay_rows_not_committed       replay rows excluded from the commit mask  encoder_replay
                                     (E1, §2.3)
+34  window_paged_fallback           a DECODE under a window falls through to   request_window
+                                    F, M[loc] (W8, A4, §3)
 ==  ==============================  =========================================  ================
 """
 
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import torch
 from swafuzz.targets.engine import UnifiedEngine
+from swafuzz.targets.forward_mode import ForwardMode
 from swafuzz.targets.mutants import mutant
 from swafuzz.targets.window import RequestWindowModel, WindowPath, tail_layout
 
@@ -174,8 +177,6 @@ class _ReplayAppendedPath(WindowPath):
             tail_rows += [(sl, p, floor) for p in range(n0 - r, n0)]
             tail_locs += toks[n0 - r:n0]
             per_req.append(len(new))
-        from swafuzz.targets.forward_mode import ForwardMode
-
         return [self.forward(i, ForwardMode.EXTEND, rows + tail_rows, locs + tail_locs,
                              len(per), None)]
 
@@ -230,3 +231,21 @@ class _ReplayNotCommittedPath(WindowPath):
         "rows go through the window and are committed) and §5 E1")
 class ReplayRowsNotCommitted(UnifiedEngine):
     window_path_cls = _ReplayNotCommittedPath
+
+
+# 34 -----------------------------------------------------------------------------------------
+class _PagedFallbackPath(WindowPath):
+    def resolve(self, fb):
+        """Under a window the W branch is taken only for EXTEND; a DECODE falls through to F,
+        the fresh translation ``M[out_cache_loc]`` of a mapping the window pool still holds
+        (paged SWA slots written into the workspace)."""
+        if self.on and fb.forward_mode == ForwardMode.DECODE:
+            return self.e.target_pool.translate_loc_from_full_to_swa(
+                fb.out_cache_loc).to(torch.int32)
+        return super().resolve(fb)
+
+
+@mutant("window_paged_fallback", ("request_window",), "addendum §3 (F under a window), §5 W8 "
+        "(window => F unreachable) and §6 A4 (fallback under window/ring)")
+class WindowPagedFallback(UnifiedEngine):
+    window_path_cls = _PagedFallbackPath

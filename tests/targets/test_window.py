@@ -142,6 +142,8 @@ def test_unified_agrees_with_the_oracle_on_each_kind(kind):
     ("tail_first_rows", TAIL_PAGED, {"tail", "pool_bytes"}),
     ("tail_first_rows", TAIL_WINDOW, {"window"}),
     ("tail_len_unchecked", TAIL_PAGED, {"contracts"}),
+    ("tail_len_unchecked", TAIL_WINDOW, {"tail", "window"}),
+    ("window_paged_fallback", WINDOW, {"window"}),
     ("replay_rows_appended", REPLAY, {"window"}),
     ("replay_without_reset", REPLAY, {"window"}),
     ("replay_rows_not_committed", REPLAY, {"window"}),
@@ -164,7 +166,17 @@ def test_window_check_alone_kills_window_before_idle():
     v = execute(case, "mutant:window_before_idle", "torch", EX, only=set(CHECKS) - {"window"})
     assert not v.failures
     v = execute(case, "mutant:window_before_idle", "torch", EX, only={"window"})
-    assert any("IDLE" in f.message for f in v.failures), [f.message for f in v.failures]
+    assert any("IDLE" in f.message and "(W1: groups * W + i)" in f.message
+               for f in v.failures), [f.message for f in v.failures]
+    # with different row counts the store's own row/location contract refuses (W2)
+    v = execute(WINDOW, "mutant:window_before_idle", "torch", EX)
+    assert any(f.check == "contracts" and "location count equals row count" in f.message
+               for f in v.failures), [f.message for f in v.failures]
+
+
+def test_tail_check_names_t1_on_a_window_pool():
+    v = execute(TAIL_WINDOW, "mutant:tail_len_unchecked", "torch", EX, only={"tail"})
+    assert any("(T1)" in f.message for f in v.failures), [f.message for f in v.failures]
 
 
 def test_sglang_0_5_12_adapter_refuses_the_window_kinds(monkeypatch):

@@ -160,3 +160,25 @@ def test_real_tail_layout_matches_the_oracle():
         assert idx.tolist() == w_idx and list(lens) == w_lens and floor.tolist() == w_floor
 
     prop()
+
+
+@pytest.mark.parametrize("target", ["unified", "sglang"])
+def test_v40_and_v41_cases_alternate_in_one_process(target):
+    """One process (as a campaign worker) alternating V4.0 Cases (paged pool: decode, episode)
+    with V4.1 Cases (request window, tail, replay): no state of one leaks into the next (the
+    sglang adapter patches module names of the release's window module and sets its invariant
+    level only around its own stores)."""
+    if target == "sglang" and _adapter() != "0.5.23":
+        pytest.skip("adapter 0.5.23 only")
+    from hypothesis import strategies as st
+
+    kinds = ["decode", "request_window", "episode", "late_tail", "idle", "encoder_replay"]
+
+    @settings(max_examples=12, database=None, deadline=None)
+    @given(st.tuples(*[SCENARIO_KINDS[k]() for k in kinds]))
+    def prop(cases):
+        for case in cases:
+            v = execute(case, target, "torch", ["eager", "tape"])
+            assert not v.failures, (case.kind, [f.message for f in v.failures])
+
+    prop()

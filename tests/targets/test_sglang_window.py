@@ -182,3 +182,38 @@ def test_v40_and_v41_cases_alternate_in_one_process(target):
             assert not v.failures, (case.kind, [f.message for f in v.failures])
 
     prop()
+
+
+def test_a5_prepared_key_survives_an_in_place_layout_refresh():
+    """Characterisation of addendum §6 A5 on the real 0.5.23 ``RequestWindow`` (CPU, its
+    Python logic; the copies are the modelled kernels): a persistent layout refreshed in place
+    (``WindowLayout.copy_``, as a breakable prefill graph's metadata refresh does) and
+    re-activated keeps ``prepared``; with one SWA layer the next ``buffer(0)`` skips the
+    history copy, so the workspace history still holds the previous forward's rows. Whether a
+    server reaches this (an eager ``buffer`` call on a persistent layout with the same first
+    and last layer) is not verified here (addendum: [I, low]); not a ledger finding."""
+    if _adapter() != "0.5.23":
+        pytest.skip("adapter 0.5.23 only")
+    import torch
+    from swafuzz.scenarios.case import Case, PoolConfig, Step
+    from swafuzz.targets.sglang.engine import SGLangEngine
+
+    case = Case(pool=PoolConfig(page_size=1, full_pages=40, swa_pages=40, window=2, layers=1,
+                                request_window=4, window_slots=2, window_chunk=8),
+                steps=(Step("admit", rid=0, length=4), Step("admit", rid=1, length=4)))
+    e = SGLangEngine(case)
+    e.run()
+    wp = e.window_path
+    w = wp.window
+    t = torch.tensor
+    held = wp.layout(t([1]), t([4]), None, 1)  # rid 0's next position: history 2, 3 of slot 1
+    w.activate(held)
+    w.buffer(0)
+    ws = w.workspace.kv_buffer[0].view(-1, w.workspace.kv_buffer[0].shape[-1])
+    ring = w.state.kv_buffer[0].view(-1, ws.shape[-1])
+    assert torch.equal(ws[:2], ring[[1 * 4 + 2, 1 * 4 + 3]])
+    held.copy_(wp.layout(t([2]), t([4]), None, 1))  # same shape, rid 1 (slot 2) now
+    w.activate(held)  # the same object: returns early, prepared stays (0, False)
+    w.buffer(0)
+    assert torch.equal(ws[:2], ring[[1 * 4 + 2, 1 * 4 + 3]])  # still slot 1's history
+    assert not torch.equal(ws[:2], ring[[2 * 4 + 2, 2 * 4 + 3]])

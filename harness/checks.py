@@ -31,6 +31,8 @@ CHECKS = (
     "capture_freeze",
     "contracts",
     "exec_path",
+    "window",
+    "tail",
 )
 
 #: Checks that are defence in depth: no mutant is killed by them alone, by construction, and the
@@ -229,6 +231,9 @@ def check_write_set(case, obs, exp) -> list[Failure]:
     allowed: dict[tuple[int, str], set[int]] = {}
     for e in exp.forwards:
         allowed.setdefault((e.step, e.pool), set()).update(e.targets)
+    for we in getattr(getattr(exp, "window", None), "forwards", ()):  # paged late-layer tail
+        if we.paged:
+            allowed.setdefault((we.step, "target"), set()).update(t for lc in we.locs for t in lc)
     prev: dict[str, list[bytes]] = {}
     fails = []
     for so in obs.steps:
@@ -601,6 +606,23 @@ def _owner(exp, step: int, full: int) -> str:
     return ""
 
 
+# ----------------------------------------------------------------------------- 10, 11
+def check_window(case, obs, exp) -> list[Failure]:
+    """Request window (issue 12, addendum §5 W1-W8, E1-E2): see
+    :func:`harness.window_checks.check_window`."""
+    from swafuzz.harness.window_checks import check_window as run
+
+    return run(case, obs, exp)
+
+
+def check_tail(case, obs, exp) -> list[Failure]:
+    """Late-layer tail (issue 12, addendum §5 T1-T3): see
+    :func:`harness.window_checks.check_tail`."""
+    from swafuzz.harness.window_checks import check_tail as run
+
+    return run(case, obs, exp)
+
+
 PER_OBSERVATION: dict[str, Callable] = {
     "write_targets": check_write_targets,
     "pool_bytes": check_pool_bytes,
@@ -609,6 +631,8 @@ PER_OBSERVATION: dict[str, Callable] = {
     "invariants": check_invariants,
     "contracts": check_contracts,
     "exec_path": check_exec_path,
+    "window": check_window,
+    "tail": check_tail,
 }
 
 
@@ -628,7 +652,10 @@ def run_checks(case, observations: list, exp, only: set[str] | None = None) -> t
             for f in fn(case, obs, exp):
                 f.message = f"[{obs.target}/{obs.impl}/{obs.executor}] {f.message}"
                 fails.append(f)
-        if obs.error is not None and obs.error.get("type") != "ContractError":
+        from swafuzz.harness.window_checks import expected_refusal
+
+        if obs.error is not None and obs.error.get("type") != "ContractError" and \
+                not expected_refusal(obs, exp):
             fails.append(Failure("error", f"[{obs.executor}] step {obs.error['step']}: "
                                  f"{obs.error['type']}: {obs.error['message']}",
                                  obs.error["type"], obs.error["step"]))

@@ -136,6 +136,7 @@ def _run_config(args):
     kinds = args.scenario or list(SCENARIO_KINDS)
     for k in kinds:
         _check_choice("--scenario", k, SCENARIO_KINDS)
+    kinds = _kinds_the_targets_run(args, kinds)
     _positive("--examples", args.examples)
     _positive("--workers", args.workers)
     if args.shrink_budget < 0:
@@ -163,6 +164,26 @@ def _run_config(args):
                      budget_s=budget_s, seed=args.seed, workers=args.workers,
                      shrink_budget=args.shrink_budget, out=args.out,
                      isolate=not args.no_isolate, plugins=loaded_modules(), db=args.db)
+
+
+def _kinds_the_targets_run(args, kinds: list[str]) -> list[str]:
+    """Issue 12: the ``sglang`` target on a release without the request window (0.5.12)
+    cannot run the window kinds: asked for by name, a usage error naming the release; by
+    default (all kinds), they are left out with a note."""
+    if "sglang" not in args.target:
+        return kinds
+    from swafuzz.targets import sglang
+
+    bad = sglang.unsupported_kinds(kinds)
+    if not bad:
+        return kinds
+    v, a = sglang.release()
+    why = (f"sglang {v} (adapter {a}) has no request window / late-layer tail (first in "
+           f"{min(sglang.KIND_FIRST_RELEASE[k] for k in bad)})")
+    if args.scenario:
+        raise UsageError(f"--scenario {bad[0]}: {why}")
+    print(f"note: scenario kinds {', '.join(bad)} left out: {why}", file=sys.stderr)
+    return [k for k in kinds if k not in bad]
 
 
 # --------------------------------------------------------------------------- run

@@ -113,6 +113,8 @@ class StepExp:
 class Expectation:
     forwards: list[ForwardExp] = field(default_factory=list)
     steps: list[StepExp] = field(default_factory=list)
+    # the request window / late-layer tail path (oracles.window; None when the Case has neither)
+    window: object | None = None
 
 
 class _Shadow:
@@ -154,6 +156,10 @@ class _Shadow:
         self.observed = observed_alloc
         self.step_i = -1
         self.pending: list[list[int]] | None = None
+        from swafuzz.oracles.window import WindowShadow, uses_window_path
+
+        self.win = WindowShadow(case) if uses_window_path(case) else None
+        self.exp.window = self.win.exp if self.win is not None else None
 
     # ------------------------------------------------------------------ allocator
     def _live(self, i: int, rid: int) -> list[int]:
@@ -388,6 +394,8 @@ class _Shadow:
             raise CaseInfeasible(i, f"rids {list(s.rids)} repeat a request")
         if s.op in ("decode", "verify", "draft_extend", "draft_decode") and not s.rids:
             raise CaseInfeasible(i, f"{s.op} needs at least one rid")
+        if self.win is not None and self.win.run_step(self, i, s):
+            return self._snapshot(i, s)
         g, ex = self.g, s.exec
         dp = self._dp_check(i, s)
         if s.dp_extend:
@@ -496,6 +504,8 @@ class _Shadow:
         self._snapshot(i, s)
 
     def _snapshot(self, i: int, s: Step) -> None:
+        if self.win is not None:
+            self.win.snapshot(i)
         self.exp.steps.append(StepExp(
             step=i, op=s.op, mapping=list(self.M), free_full_pages=sorted(self.free_full),
             free_swa_pages=sorted(self.free_swa),
@@ -523,6 +533,8 @@ def expect(case: Case, *, pools_every_step: bool = True,
     """
     sh = _Shadow(case, observed_alloc)
     for i, s in enumerate(case.steps):
+        if sh.win is not None and sh.win.exp.refused is not None:
+            break  # the target must stop at the refused forward (oracles.window)
         sh.run_step(i, s)
         if not pools_every_step and i > 0:
             sh.exp.steps[i - 1].pools = {}

@@ -68,6 +68,8 @@ def expected_paths(case: Case, graphs: bool) -> list[PathExp]:
     g = case.graph
     out: list[PathExp] = []
     for i, s in enumerate(case.steps):
+        if s.op in _window_path_ops(case):
+            continue  # issue 12: the window / tail path's forwards (oracles.window)
         graph = graphs and s.exec == "graph" and s.op != "admit" and not s.dp_extend
 
         def add(fwd, mode, runner, batch, per, n_real, eager_rows, dp=None, op=s.op,
@@ -108,6 +110,16 @@ def expected_paths(case: Case, graphs: bool) -> list[PathExp]:
             mode = "EXTEND" if s.dp_extend else ("DECODE" if n else "IDLE")
             add(0, mode, "decode", padded, 1, n, padded, dp=padded)
     return out
+
+
+def _window_path_ops(case: Case) -> tuple[str, ...]:
+    """Ops whose forwards the request-window / late-layer-tail path runs (scenarios/case.py):
+    under a window every target forward, with a tail (paged pool) the EXTEND forwards."""
+    if case.pool.request_window:
+        return ("admit", "extend", "decode", "idle", "dp_decode")
+    if case.pool.late_layer_start:
+        return ("admit", "extend")
+    return ()
 
 
 def _dp_pad(rank_tokens, own: int, reqs: int, width: int, whole: bool
@@ -152,6 +164,9 @@ def expected_requests(case: Case) -> list[dict[int, tuple[int, int]]]:
         elif s.op == "draft_decode":
             for r in s.rids:
                 live[r][0] += g.topk * g.num_steps
+        elif s.op == "extend":  # issue 12: encoder replay rows are cached tokens, not new ones
+            for r, n in zip(s.rids, s.lengths):
+                live[r][0] += n
         elif s.op == "evict":
             n, old = live[s.rid]
             live[s.rid][1] = max(old, n - window) // P * P

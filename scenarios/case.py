@@ -160,6 +160,61 @@ slots of a live request instead of allocating and computing them. Rules:
   every other live request r, its tokens below ``evicted[r]`` on pages r now holds alone are
   ``free_swa``'d (the deferred eviction of tokens its earlier ``evict`` skipped: the tree
   tombstones an unlocked node's out-of-window SWA).
+Request window, encoder replay and late-layer tail (V4.1; addendum §2.2-§2.4, issue 12)
+-------------------------------------------------------------------------------------
+Pool fields (all default 0 = off, emitted in JSON only when non-zero). ``W`` below is
+``pool.window`` (the SWA window: 128 upstream) used as the history length per run and the
+tail length.
+
+* ``request_window`` C > 0: the target pool is a V4.1 *request-window* pool. Ring capacity
+  ``cap = ceil(C / P) * P`` (needs ``cap >= W``); ``window_slots`` S >= 1 request slots
+  ``1..S`` (slot 0 is the padding slot). Per target layer a ring of ``R = (S + 1) * cap + P``
+  rows (row ``s * cap + q`` holds a position ``q' = q mod cap`` of slot s; ``Z = (S + 1) * cap``
+  is the zero row), all bytes ``POISON_BYTE`` except the last page ``[Z, Z + P)``, which is
+  ``0x00``; ``tags[layer][row]`` (int, the position a ring row holds) all ``-1``. One
+  single-layer *workspace* of ``WS = ceil(((S + 1) * W + window_chunk) / P) * P`` rows, all
+  ``POISON_BYTE``. A request takes the lowest free slot at ``admit`` (that slot's tags are
+  reset to ``-1`` in every layer first: a new slot starts its window) and frees it at
+  ``finish``. Under a window the paged SWA pool is never written by the target's forwards
+  (the allocator and ``M`` still run as above; they stay observable and checked).
+  Allowed ops: ``admit``, ``extend``, ``decode`` (eager), ``idle`` (eager),
+  ``dp_decode`` with no rids (an idle DP rank, eager), ``evict``, ``finish``; others are
+  infeasible. ``graph.topk > 0`` (MTP) makes an eager IDLE skip its metadata init.
+* ``late_layer_start`` L > 0 (``L < layers``): target layers ``>= L`` are *late layers*: in
+  an EXTEND forward (``admit``, ``extend``) they run only each request's tail, its last
+  ``min(W, n_b)`` rows (``n_b``: the request's rows in this forward), read floor
+  ``max(0, seq_b - W)`` (``seq_b``: its length after the step). Other forwards are unchanged.
+  With no window (paged pool) tail rows land at ``M[loc]`` of their rows; ``dp_extend`` is
+  infeasible with a tail.
+
+Window forward (every target forward under a window, in batch order): rows
+``i = 0..n-1`` with (slot, position, floor); ``G`` = requests in the batch (IDLE: 1).
+Layout: *runs* are maximal blocks of consecutive rows with the same slot (run g's first
+position ``f_g``); ``write_loc[i] = G * W + i`` (a workspace row); history row
+``h = g * W + j`` (j < W) stands for position ``p = f_g - W + j``, *valid* iff ``p >= 0`` and
+``p >= floor`` of the run's first row, and is copied from ring row ``slot_g * cap + p mod
+cap`` (``Z`` when invalid; groups with no run copy ``Z``); ``commit[i]`` iff row i is among the
+last ``cap`` rows of its run; ``size = G * W + n``. A forward whose ``size > WS`` is *refused*:
+the run stops with an error at that step (nothing of it is observed). Per target layer, in
+order: (1) workspace history rows ``[0, G * W)`` <- their ring rows; (2) workspace row
+``write_loc[i]`` <- K row i; (3) unless IDLE: for each committed row i in order, ring row
+``slot_i * cap + pos_i mod cap`` <- workspace row ``write_loc[i]`` and its tag <- ``pos_i``.
+Late layers of an EXTEND forward do the same with the *tail layout* (the tail rows only, the
+same ``G``, their floors). Eager IDLE (``idle``, ``dp_decode`` with no rids: ``padded``
+rows) uses the idle layout: ``n`` rows of slot 0, position 0, ``G = 1``: writes
+``[W, W + n)``, history all ``Z``, commits nothing.
+
+* ``extend(rids, lengths, replay)``: needs a window or a tail. Extends each rid by its
+  ``lengths[b] >= 1`` (in rids order); one eager EXTEND forward over the new rows (target
+  pool). ``replay`` (window only): rids whose window is reset first (their slot's tags ->
+  ``-1`` in every layer) and whose last ``r = min(Pq, W)`` cached tokens are replayed
+  (encoder SWA bounded replay, 0.5.23 fold): ``Pq`` = the request's length before the step
+  (must be even and >= 2); its ``r`` rows at positions ``Pq - r .. Pq - 1`` (full locations
+  its existing tokens there) are prepended to its new rows, and every row of that request
+  gets floor ``Pq - r`` (others: floor 0).
+
+Payload: K rows of window forwards are ``rows_bytes(seed, step, fwd, "target", layer, n)``
+with ``n`` = the rows that layer stores (the tail's rows for a late layer).
 
 Payload
 -------
@@ -213,8 +268,13 @@ OPS = (
     "evict",
     "finish",
     "remap",
+    "extend",
 )
-FORWARD_OPS = ("admit", "decode", "verify", "draft_extend", "draft_decode", "idle", "dp_decode")
+FORWARD_OPS = ("admit", "decode", "verify", "draft_extend", "draft_decode", "idle", "dp_decode",
+               "extend")
+#: PoolConfig fields emitted in JSON only when non-zero (older bundles stay byte-identical)
+OPTIONAL_POOL_FIELDS = ("page_pad_bytes", "request_window", "window_slots", "window_chunk",
+                        "late_layer_start")
 
 
 class CaseError(ValueError):
@@ -237,6 +297,10 @@ class PoolConfig:
     row_dtype: str = "uint8"
     page_pad_bytes: int = 0
     layout: str = "rows"
+    request_window: int = 0  # ring capacity per request slot (0: paged SWA pool)
+    window_slots: int = 0  # request slots 1..window_slots (window only)
+    window_chunk: int = 0  # workspace rows past (window_slots + 1) * window
+    late_layer_start: int = 0  # first late (tail-only) target layer (0: no tail)
 
     @property
     def row_bytes(self) -> int:
@@ -303,6 +367,8 @@ class Step:
     dp_extend: bool = False
     prefix_rid: int | None = None  # admit: radix-cache prefix hit on this live request
     prefix_len: int | None = None  # admit: shared leading tokens of prefix_rid
+    lengths: tuple[int, ...] = ()
+    replay: tuple[int, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"op": self.op}
@@ -310,11 +376,11 @@ class Step:
             v = getattr(self, k)
             if v is not None:
                 d[k] = v
-        for k in ("rids", "accept", "rank_tokens"):
+        for k in ("rids", "accept", "rank_tokens", "lengths", "replay"):
             v = getattr(self, k)
             if v:
                 d[k] = list(v)
-        if self.op in FORWARD_OPS and self.op != "admit":
+        if self.op in FORWARD_OPS and self.op not in ("admit", "extend"):
             d["exec"] = self.exec
         if self.op == "dp_decode":
             d["rids"] = list(self.rids)
@@ -337,7 +403,7 @@ class Case:
             "version": CASE_VERSION,
             "kind": self.kind,
             "pool": {k: v for k, v in asdict(self.pool).items()
-                     if (k != "page_pad_bytes" or v) and (k != "layout" or v != "rows")},
+                     if (k not in OPTIONAL_POOL_FIELDS or v) and (k != "layout" or v != "rows")},
             "graph": {**{k: v for k, v in asdict(self.graph).items()
                          if k not in ("prep_in_graph", "draft_extend_buffer") or v},
                       "buckets": list(self.graph.buckets)},

@@ -14,7 +14,8 @@ decode forwards), ``dp_spec`` (DP re-padding and the rewrite to EXTEND on specul
 with a padded page stride, the pads as canaries), ``dsv4_layout`` (the real DSV4 SWA cache
 layout: quantizing store, 584-byte tokens, padded pages), ``verify_reject`` (rejected draft
 tokens freed after a verify, their slots reused), ``prefix_share`` (radix-cache prefix hits:
-requests sharing leading pages, refcounted finishes).
+requests sharing leading pages, refcounted finishes), and (issue 12,
+:mod:`scenarios.window_strategies`) ``request_window``, ``late_tail``, ``encoder_replay``.
 """
 
 from __future__ import annotations
@@ -469,3 +470,8 @@ SCENARIO_KINDS: dict[str, Callable[[], st.SearchStrategy[Case]]] = {
     "verify_reject": verify_reject_cases,
     "prefix_share": prefix_share_cases,
 }
+
+# issue 12: the V4.1 request window, late-layer tail and encoder replay kinds
+from swafuzz.scenarios.window_strategies import WINDOW_KINDS  # noqa: E402
+
+SCENARIO_KINDS.update(WINDOW_KINDS)

@@ -47,6 +47,7 @@ _STEP_FIELDS = {
     "evict": {"rid"},
     "finish": {"rid"},
     "remap": set(),
+    "extend": {"rids", "lengths", "replay"},
 }
 
 
@@ -104,7 +105,16 @@ def parse_pool(obj: Any) -> PoolConfig:
         row_dtype=dtype,
         page_pad_bytes=_int(d, "page_pad_bytes", "pool", 0, 1 << 20, default=0),
         layout=_layout(d),
+        request_window=_int(d, "request_window", "pool", 0, MAX_TOKENS, default=0),
+        window_slots=_int(d, "window_slots", "pool", 0, 4096, default=0),
+        window_chunk=_int(d, "window_chunk", "pool", 0, MAX_TOKENS, default=0),
+        late_layer_start=_int(d, "late_layer_start", "pool", 0, 63, default=0),
     )
+    if pool.request_window and not pool.window_slots:
+        raise CaseError("pool.window_slots", "must be >= 1 when pool.request_window > 0 (got 0)")
+    if pool.late_layer_start and pool.late_layer_start >= pool.layers:
+        raise CaseError("pool.late_layer_start", f"must be 0 (no tail) or in [1, layers - 1 = "
+                        f"{pool.layers - 1}] (got {pool.late_layer_start})")
     if pool.page_pad_bytes % ROW_ITEMSIZE[dtype]:
         raise CaseError("pool.page_pad_bytes", f"must be a multiple of the {dtype} item size "
                         f"{ROW_ITEMSIZE[dtype]} (got {pool.page_pad_bytes})")
@@ -204,6 +214,15 @@ def parse_step(obj: Any, i: int) -> Step:
                             f"one new token; got {kw['prefix_len']})")
         if kw["prefix_rid"] == kw["rid"]:
             raise CaseError(f"{path}.prefix_rid", "must name another request than rid")
+    if op == "extend":
+        kw["lengths"] = _int_list(obj, "lengths", path, 1, MAX_TOKENS)
+        if len(kw["lengths"]) != len(kw["rids"]):
+            raise CaseError(f"{path}.lengths", "must have one entry (>= 1) per request in rids")
+        kw["replay"] = _int_list(obj, "replay", path, 0)
+        if not set(kw["replay"]) <= set(kw["rids"]) or len(set(kw["replay"])) != len(
+                kw["replay"]):
+            raise CaseError(f"{path}.replay", "must list distinct request ids from rids (got "
+                            f"{list(kw['replay'])})")
     if op == "idle":
         kw["tokens"] = _int(obj, "tokens", path, 1, MAX_TOKENS)
     if op == "dp_decode":

@@ -34,6 +34,7 @@ from swafuzz.targets.runners import (
     GraphRunner,
     MultiStepDraftRunner,
 )
+from swafuzz.targets.window import WindowPath
 
 from swafuzz import kernels
 
@@ -74,6 +75,8 @@ class UnifiedEngine:
     #: "observed": the target's allocator chooses, each StepObs reports the choices (``alloc``)
     #: and the oracle validates them (the ``sglang`` target)
     allocation = "exact"
+    #: the V4.1 request-window / late-layer-tail path (issue 12), built for Cases that use it
+    window_path_cls = WindowPath
 
     def __init__(self, case: Case, impl: str = "torch", executor=None, name: str = "unified"):
         self.case = case
@@ -107,6 +110,8 @@ class UnifiedEngine:
         ])
         self.dp = self.dp_cls(self.device)
         self._runners: dict[str, GraphRunner] = {}
+        self.window_path = (self.window_path_cls(self) if cfg.request_window
+                            or cfg.late_layer_start else None)
 
     def make_allocator(self):
         """The allocator (built after the pools; the sglang target passes its pool)."""
@@ -364,12 +369,20 @@ class UnifiedEngine:
     def apply(self, obs: Observation, i: int, s: Step) -> bool:
         """Run step ``i`` and append what it did to ``obs``; False (with ``obs.error`` set) if
         the step raised. Stateful episodes call this one step at a time on one engine."""
+        wp = self.window_path
         try:
-            obs.forwards += getattr(self, f"step_{s.op}")(i, s)
+            if wp is not None and wp.handles(s):
+                obs.window_forwards += wp.run(i, s)
+            else:
+                obs.forwards += getattr(self, f"step_{s.op}")(i, s)
+                if wp is not None and s.op == "finish":
+                    wp.finish(s.rid)
         except Exception as e:  # noqa: BLE001 - the Observation records any failure
             obs.error = {"step": i, "type": type(e).__name__, "message": str(e)}
             return False
         obs.steps.append(self.step_obs(i))
+        if wp is not None:
+            obs.window_steps.append(wp.step_obs(i))
         return True
 
     def run(self) -> Observation:

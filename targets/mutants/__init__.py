@@ -109,7 +109,8 @@ the scenario kinds where the bug shows (the zoo fuzzes those). Registered as ``m
                                   issue #9123)
 ==  ============================  ========================================  =====================
 
-Rows 25-27 live in :mod:`targets.mutants.dsv4_layout`.
+Rows 25-27 live in :mod:`targets.mutants.dsv4_layout`; mutants 30-39 (the V4.1 request window,
+late-layer tail and encoder replay) in :mod:`targets.mutants.window_mutants`, with their own table.
 """
 
 from __future__ import annotations
@@ -559,3 +560,7 @@ class _FinishFreesShared(SWAAllocator):
         "inc_lock_ref / dec_lock_ref)")
 class FinishFreesSharedPrefix(UnifiedEngine):
     allocator_cls = _FinishFreesShared
+
+
+# 30-39: the V4.1 request window, late-layer tail and encoder replay (issue 12)
+from swafuzz.targets.mutants import window_mutants  # noqa: E402,F401

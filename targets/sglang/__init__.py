@@ -48,8 +48,10 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("backend store_cache", "real", "real",
      "DeepseekV4AttnBackend.store_cache on an instance built without __init__"),
     ("resolver get_swa_out_cache_loc", "absent", "real",
-     "IDLE / request-window / late-layer-tail / cached / fresh-translation branches; this "
-     "harness builds no request window or tail (issue 12)"),
+     "IDLE / request-window / late-layer-tail / cached / fresh-translation branches (J, I, W, "
+     "T, C, F), all reached: the request-window and tail Cases (issue 12, "
+     "targets/sglang/window.py) drive I (activate_idle), W and T through the release's "
+     "store_cache"),
     ("in-graph stamp (init_forward_metadata_in_graph)", "absent", "real",
      "stamps swa_out_cache_loc (multi-step per-step slice included) into the harness's "
      "metadata through a DSV4Metadata view with no compressed layers; 0.5.12's store reads "
@@ -68,6 +70,28 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "with pool layout \"dsv4\", the release's V4 page layout ([pages+1, ceil(584*P/576)*576] "
      "uint8: 576-byte fp8/bf16 data rows, then 8-byte UE8M0 scale groups, then canary pads), "
      "built by swafuzz with the pool's geometry (the release's constructor needs server state)"),
+     "swafuzz's redzoned [pages+1, P, row] buffers; the release's 584-byte fp8/bf16/scale "
+     "layout is not built"),
+    ("request window: window_layout (torch branch), RequestWindow reset / activate / "
+     "activate_idle / buffer / commit", "absent", "real",
+     "0.5.12 has no request window (first in 0.5.21): Cases with pool.request_window are "
+     "refused with TargetUnavailable. 0.5.23: the torch branch every CPU/HIP device takes, and "
+     "the RequestWindow class on swafuzz buffers; its history length (the constant 128) is "
+     "scaled to the Case's pool.window by defaulting window_layout's window argument"),
+    ("request window kernels: build_window_layout, copy_packed_rows, commit_packed_rows",
+     "absent", "modelled",
+     "Triton, CUDA only (the CUDA branch of window_layout is not taken on CPU); copy and "
+     "commit are replaced in the module's namespace by row copies with the contract of "
+     "addendum §2.2 (commit: masked rows to req * capacity + pos % capacity, tags = pos)"),
+    ("late-layer tail: late_layer_tail_layout, LateLayerTail, DSV4Metadata.late_layer_tail",
+     "absent", "real",
+     "the release's layout function (per-request last min(W, n) rows, floors) and records; "
+     "_build_late_layer_tail_metadata and enter/exit_late_layer_tail need a ForwardBatch with "
+     "DP/CP state and are modelled (a swap of forward_metadata); 0.5.12 has no tail"),
+    ("encoder SWA replay fold (fold_encoder_swa_replay)", "absent", "modelled",
+     "needs a ScheduleBatch and a model runner; the engine model prepends each replayed "
+     "request's last min(P, W) cached rows with floor P - r, and resets the slot through the "
+     "release's RequestWindow.reset"),
     ("store kernel", "modelled", "modelled",
      "pool layout \"rows\": swafuzz's store writes the rows at exactly the locations SGLang's "
      "code hands its pool's store (SGLang's CUDA JIT store needs a GPU)"),
@@ -90,6 +114,27 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "last_loc, alloc at page size 1) and frees only pages no live request holds "
      "(free / free_swa / free_full); SWARadixCache itself is not built"),
 )
+
+
+#: scenario kinds whose Cases need code a release may lack: kind -> first release with it
+#: (issue 12: the request window, encoder replay and late-layer tail arrived in 0.5.21)
+KIND_FIRST_RELEASE = {"request_window": "0.5.21", "late_tail": "0.5.21",
+                      "encoder_replay": "0.5.21"}
+
+
+def unsupported_kinds(kinds) -> list[str]:
+    """The kinds among ``kinds`` the installed release's adapter cannot run (none when sglang
+    is unavailable: that is reported on its own). Does not import sglang."""
+    try:
+        adapter = release()[1]
+    except TargetUnavailable:
+        return []
+
+    def key(v: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in v.split("."))
+
+    return [k for k in kinds if k in KIND_FIRST_RELEASE
+            and key(adapter) < key(KIND_FIRST_RELEASE[k])]
 
 
 def installed_version() -> str | None:

@@ -425,6 +425,14 @@ class SGLangEngine(UnifiedEngine):
     def make_allocator(self):
         return self.allocator_cls(self.cfg, self.device, self.target_pool)
 
+    @property
+    def window_path_cls(self):
+        """Issue 12: SGLang 0.5.23's request window, layouts and resolver
+        (:mod:`targets.sglang.window`); importing it on 0.5.12 raises TargetUnavailable."""
+        from swafuzz.targets.sglang.window import SGLangWindowPath
+
+        return SGLangWindowPath
+
     def new_observation(self):
         obs = super().new_observation()
         obs.target_version = TARGET_VERSION

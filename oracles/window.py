@@ -1,0 +1,393 @@
+"""Window oracle: the V4.1 request window, encoder replay and the late-layer tail, from the Case.
+
+Plain Python over ints, lists and bytearrays (no torch, never imports ``targets/`` or
+``kernels/``). It implements the "Request window, encoder replay and late-layer tail" section
+of :mod:`scenarios.case`'s docstring (addendum §2.2-§2.4) on top of the engine oracle's shadow
+allocator (:class:`oracles.engine._Shadow`, passed in as ``sh``; only its allocator methods,
+``M`` and shadow pools are used):
+
+* :class:`WindowShadow` owns the request slots, the per-layer ring bytes and tags, and the
+  single-layer workspace; :meth:`WindowShadow.run_step` takes the steps the window / tail path
+  claims and returns False for the others (the engine oracle runs them);
+* :func:`layout` is the layout contract (runs, ``write_loc``, history rows with their source
+  ring rows and validity, commit mask, size) over ``(slot, position, floor)`` rows;
+* :func:`oracles.tail.tail_rows` (its own module) picks the late layers' rows.
+
+What it predicts per window-path forward (:class:`WinFwdExp`): for every target layer the
+locations its store receives (window: workspace rows; paged tail: ``M[loc]`` of the rows that
+layer runs) and, under a window, the workspace bytes after that layer's commit; after every step
+(:class:`WinStepExp`) the tags and ring bytes of every layer; and the step a forward whose
+layout does not fit the workspace is refused at (:attr:`WindowExp.refused`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from swafuzz.oracles.tail import tail_rows
+from swafuzz.oracles.translation import translate as expected_translation
+from swafuzz.scenarios.case import POISON_BYTE, Case, Step
+from swafuzz.scenarios.payload import rows_bytes
+
+__all__ = ["Layout", "WinFwdExp", "WinStepExp", "WindowExp", "WindowShadow", "layout",
+           "uses_window_path"]
+
+#: ops a request-window pool runs (anything else is infeasible under a window)
+WINDOW_OPS = ("admit", "extend", "decode", "idle", "dp_decode", "evict", "finish", "remap")
+
+
+def uses_window_path(case: Case) -> bool:
+    return case.pool.request_window > 0 or case.pool.late_layer_start > 0
+
+
+@dataclass
+class Layout:
+    """The layout of one window forward (plain lists; ``n`` rows, ``groups`` groups)."""
+
+    groups: int
+    write_loc: list[int]
+    history_src: list[int]  # [groups * W] ring row each history row copies (zero row if invalid)
+    history_pos: list[int]
+    history_valid: list[bool]
+    commit: list[bool]
+    runs: list[tuple[int, int, int]]  # (slot, first position, rows) per run
+    size: int
+
+
+def layout(rows: list[tuple[int, int, int]], groups: int, W: int, cap: int, zero_row: int
+           ) -> Layout:
+    """``rows``: ``(slot, position, floor)`` per query row, batch order. Runs are maximal blocks
+    of consecutive rows with equal slot; a run's floor is its first row's."""
+    n = len(rows)
+    runs: list[list[int]] = []  # [slot, first pos, count, floor, first row]
+    for i, (slot, pos, floor) in enumerate(rows):
+        if runs and runs[-1][0] == slot:
+            runs[-1][2] += 1
+        else:
+            runs.append([slot, pos, 1, floor, i])
+    write_loc = [groups * W + i for i in range(n)]
+    src, hpos, valid = [], [], []
+    for g in range(groups):
+        for j in range(W):
+            if g < len(runs):
+                slot, first, _, floor, _ = runs[g]
+                p = first - W + j
+                ok = p >= 0 and p >= floor
+            else:
+                slot, p, ok = 0, -W + j, False
+            hpos.append(p)
+            valid.append(ok)
+            src.append(slot * cap + p % cap if ok else zero_row)
+    commit = []
+    for run in runs:
+        count = run[2]
+        commit += [count - 1 - k < cap for k in range(count)]
+    return Layout(groups, write_loc, src, hpos, valid, commit,
+                  [(r[0], r[1], r[2]) for r in runs], groups * W + n)
+
+
+@dataclass
+class WinFwdExp:
+    step: int
+    fwd: int
+    mode: str
+    paged: bool  # True: paged-pool tail forward (locations are SWA slots M[loc])
+    locs: list[list[int]]  # per target layer: the locations its store receives
+    tail_layers: list[int]  # late layers of this forward (their locs are the tail's)
+    tail_lens: list[int]  # per request of the batch (empty without a tail)
+    workspace: list[bytes] | None  # window: workspace bytes after each layer's commit
+    commit: list[bool] = field(default_factory=list)  # commit mask of the full layout
+    runs: list[tuple[int, int, int]] = field(default_factory=list)
+
+
+@dataclass
+class WinStepExp:
+    step: int
+    tags: list[list[int]] | None  # window only: per layer
+    ring: list[bytes] | None  # window only: per layer, all R rows
+
+
+@dataclass
+class WindowExp:
+    forwards: list[WinFwdExp] = field(default_factory=list)
+    steps: list[WinStepExp] = field(default_factory=list)
+    refused: tuple[int, str] | None = None  # (step, why): the forward the target must refuse
+    workspace_rows: int = 0
+    ring_rows: int = 0
+
+
+def _infeasible(i: int, reason: str):
+    from swafuzz.oracles.engine import CaseInfeasible
+
+    return CaseInfeasible(i, reason)
+
+
+class WindowShadow:
+    """Shadow request window (or paged late-layer tail) of one Case."""
+
+    def __init__(self, case: Case):
+        cfg = case.pool
+        self.case, self.cfg = case, cfg
+        self.P, self.W = cfg.page_size, cfg.window
+        self.L = cfg.late_layer_start
+        self.on = cfg.request_window > 0
+        self.rb = cfg.row_bytes
+        self.exp = WindowExp()
+        if self.L and self.L >= cfg.layers:
+            raise _infeasible(-1, f"pool.late_layer_start = {self.L} must be < layers "
+                                  f"({cfg.layers})")
+        if not self.on:
+            return
+        P = self.P
+        self.cap = -(-cfg.request_window // P) * P
+        if self.cap < self.W:
+            raise _infeasible(-1, f"pool.request_window rounds up to {self.cap} rows, below the "
+                                  f"window {self.W}")
+        if cfg.window_slots < 1:
+            raise _infeasible(-1, "pool.window_slots must be >= 1 with a request window")
+        S = cfg.window_slots
+        self.Z = (S + 1) * self.cap
+        self.R = self.Z + P
+        self.WS = -(-((S + 1) * self.W + cfg.window_chunk) // P) * P
+        self.exp.workspace_rows, self.exp.ring_rows = self.WS, self.R
+        rb = self.rb
+        ring = bytearray([POISON_BYTE]) * (self.Z * rb) + bytearray(P * rb)
+        self.ring = [bytearray(ring) for _ in range(cfg.layers)]
+        self.tags = [[-1] * self.R for _ in range(cfg.layers)]
+        self.ws = bytearray([POISON_BYTE]) * (self.WS * rb)
+        self.free_slots = set(range(1, S + 1))
+        self.slot: dict[int, int] = {}
+
+    # ------------------------------------------------------------------ steps
+    def run_step(self, sh, i: int, s: Step) -> bool:
+        """Run step ``i`` if the window / tail path owns it; False: the engine oracle runs it."""
+        if s.op == "extend":
+            if not (self.on or self.L):
+                raise _infeasible(i, "extend needs pool.request_window > 0 or "
+                                     "pool.late_layer_start > 0")
+        if self.L and s.dp_extend:
+            raise _infeasible(i, "dp_extend is not modelled with a late-layer tail")
+        if s.replay and not self.on:
+            raise _infeasible(i, "replay needs a request window (pool.request_window > 0)")
+        if not self.on:
+            if s.op == "admit":
+                self._admit(sh, i, s)
+                return True
+            if s.op == "extend":
+                self._extend(sh, i, s)
+                return True
+            return False
+        if s.op not in WINDOW_OPS:
+            raise _infeasible(i, f"op {s.op} is not modelled on a request-window pool (allowed: "
+                                 f"{', '.join(WINDOW_OPS)})")
+        if s.op in ("decode", "idle", "dp_decode") and s.exec != "eager":
+            raise _infeasible(i, f"{s.op} on a request-window pool runs eager only")
+        if s.op == "admit":
+            self._admit(sh, i, s)
+        elif s.op == "extend":
+            self._extend(sh, i, s)
+        elif s.op == "decode":
+            if not s.rids:
+                raise _infeasible(i, "decode needs at least one rid")
+            for rid in s.rids:
+                sh._live(i, rid)
+            sh._check_alloc(i, [(rid, 1) for rid in s.rids])
+            rows = []
+            for rid in s.rids:
+                sh._extend(rid, 1)
+                rows.append((self.slot[rid], len(sh.tokens[rid]) - 1, 0))
+            self._forward(i, "DECODE", rows, len(s.rids), None)
+        elif s.op == "idle":
+            if s.tokens is None or s.tokens < 1:
+                raise _infeasible(i, "idle needs tokens >= 1")
+            self._forward(i, "IDLE", [(0, 0, 0)] * s.tokens, 1, None)
+        elif s.op == "dp_decode":
+            if s.rids or not s.rank_tokens or max(s.rank_tokens) < 1 or len(s.rank_tokens) > 7:
+                raise _infeasible(i, "dp_decode on a request-window pool: an idle rank only (no "
+                                     "rids, 1..7 other ranks with some tokens)")
+            self._forward(i, "IDLE", [(0, 0, 0)] * max(s.rank_tokens), 1, None)
+        elif s.op == "finish":
+            if s.rid in self.slot:
+                self.free_slots.add(self.slot.pop(s.rid))
+            return False
+        else:
+            return False  # evict, remap: the allocator only
+        return True
+
+    def _reset(self, slot: int) -> None:
+        for t in self.tags:
+            for q in range(slot * self.cap, (slot + 1) * self.cap):
+                t[q] = -1
+
+    def _admit(self, sh, i: int, s: Step) -> None:
+        if s.rid is None or s.length is None or s.length < 1:
+            raise _infeasible(i, "admit needs rid and length >= 1")
+        if s.rid in sh.ever:
+            raise _infeasible(i, f"request {s.rid} admitted twice")
+        if self.on and not self.free_slots:
+            raise _infeasible(i, f"no free request slot (window_slots = "
+                                 f"{self.cfg.window_slots})")
+        sh._check_alloc(i, [(s.rid, s.length)])
+        sh.ever.add(s.rid)
+        sh.tokens[s.rid], sh.evicted[s.rid] = [], 0
+        locs = sh._extend(s.rid, s.length)
+        if self.on:
+            slot = min(self.free_slots)
+            self.free_slots.discard(slot)
+            self.slot[s.rid] = slot
+            self._reset(slot)
+            self._forward(i, "EXTEND", [(slot, p, 0) for p in range(s.length)], 1, [s.length])
+        else:
+            self._paged(sh, i, locs, [s.length])
+
+    def _extend(self, sh, i: int, s: Step) -> None:
+        if not s.rids or len(s.lengths) != len(s.rids) or any(n < 1 for n in s.lengths):
+            raise _infeasible(i, "extend needs rids and one length >= 1 per rid")
+        if len(set(s.rids)) != len(s.rids):
+            raise _infeasible(i, f"rids {list(s.rids)} repeat a request")
+        if not set(s.replay) <= set(s.rids):
+            raise _infeasible(i, "replay must name requests of rids")
+        for rid in s.rids:
+            sh._live(i, rid)
+        for rid in s.replay:
+            pq = len(sh.tokens[rid])
+            if pq < 2 or pq % 2:
+                raise _infeasible(i, f"request {rid}: encoder replay needs an even cached "
+                                     f"prefix >= 2 (length {pq})")
+            if pq - min(pq, self.W) < sh.evicted[rid]:
+                raise _infeasible(i, f"request {rid}: replayed tokens were evicted")
+        sh._check_alloc(i, list(zip(s.rids, s.lengths)))
+        rows, locs, per_req = [], [], []
+        for rid, n in zip(s.rids, s.lengths):
+            pq = len(sh.tokens[rid])
+            r = min(pq, self.W) if rid in s.replay else 0
+            if r:
+                self._reset(self.slot[rid])
+                locs += sh.tokens[rid][pq - r:]
+            new = sh._extend(rid, n)
+            locs += new
+            floor = pq - r if r else 0
+            if self.on:
+                rows += [(self.slot[rid], p, floor) for p in range(pq - r, pq + n)]
+            per_req.append(r + n)
+        if self.on:
+            self._forward(i, "EXTEND", rows, len(s.rids), per_req)
+        else:
+            self._paged(sh, i, locs, per_req)
+
+    # ------------------------------------------------------------------ forwards
+    def _tail(self, rows, per_req, seq_after):
+        """Tail rows (with their floors) of an EXTEND batch, and the tail lengths."""
+        idx, lens = tail_rows(per_req, self.W)
+        out, b_of = [], []
+        for b, n in enumerate(per_req):
+            b_of += [b] * n
+        for k in idx:
+            slot, pos, _ = rows[k]
+            out.append((slot, pos, max(0, seq_after[b_of[k]] - self.W)))
+        return idx, lens, out
+
+    def _forward(self, i: int, mode: str, rows, groups: int, per_req: list[int] | None) -> None:
+        if self.exp.refused is not None:
+            return
+        lay = layout(rows, groups, self.W, self.cap, self.Z)
+        if lay.size > self.WS:
+            self.exp.refused = (i, f"layout of {lay.size} rows (groups {groups} * W {self.W} + "
+                                   f"{len(rows)} rows) exceeds the workspace's {self.WS} rows")
+            return
+        tail_layers, tail_lens, tail_lay, tail_n = [], [], None, 0
+        if self.L and per_req is not None:
+            seq_after = []
+            k = 0
+            for n in per_req:  # the batch's rows of a request end at its new length
+                seq_after.append(rows[k + n - 1][1] + 1)
+                k += n
+            _, tail_lens, trows = self._tail(rows, per_req, seq_after)
+            tail_lay = layout(trows, groups, self.W, self.cap, self.Z)
+            tail_layers = list(range(self.L, self.cfg.layers))
+            tail_n = len(trows)
+        locs, wsb = [], []
+        for layer in range(self.cfg.layers):
+            late = layer in tail_layers
+            lay_l = tail_lay if late else lay
+            rws = trows if late else rows
+            n = tail_n if late else len(rows)
+            data = rows_bytes(self.case.payload_seed, i, 0, "target", layer, n, self.rb)
+            self._run_layer(layer, lay_l, rws, data, commit=(mode != "IDLE"))
+            locs.append(list(lay_l.write_loc))
+            wsb.append(bytes(self.ws))
+        self.exp.forwards.append(WinFwdExp(i, 0, mode, False, locs, tail_layers, tail_lens, wsb,
+                                           list(lay.commit), list(lay.runs)))
+
+    def _run_layer(self, layer: int, lay: Layout, rows, data: bytes, commit: bool) -> None:
+        rb, ring, ws = self.rb, self.ring[layer], self.ws
+        for h, src in enumerate(lay.history_src):
+            ws[h * rb:(h + 1) * rb] = ring[src * rb:(src + 1) * rb]
+        for k, w in enumerate(lay.write_loc):
+            ws[w * rb:(w + 1) * rb] = data[k * rb:(k + 1) * rb]
+        if not commit:
+            return
+        for k, (slot, pos, _) in enumerate(rows):
+            if lay.commit[k]:
+                q = slot * self.cap + pos % self.cap
+                w = lay.write_loc[k]
+                ring[q * rb:(q + 1) * rb] = ws[w * rb:(w + 1) * rb]
+                self.tags[layer][q] = pos
+
+    def _paged(self, sh, i: int, locs: list[int], per_req: list[int]) -> None:
+        """A paged-pool EXTEND forward with a late-layer tail: early layers write every row at
+        ``M[loc]``, late layers only the tail rows."""
+        idx, lens = tail_rows(per_req, self.W)
+        n = len(locs)
+        targets_all = expected_translation(sh.M, locs)
+        targets_tail = expected_translation(sh.M, [locs[k] for k in idx])
+        out, tl = [], []
+        for layer in range(self.cfg.layers):
+            late = layer >= self.L
+            tg = targets_tail if late else targets_all
+            if late:
+                tl.append(layer)
+            data = rows_bytes(self.case.payload_seed, i, 0, "target", layer, len(tg), self.rb)
+            buf = sh.pools["target"][layer]
+            for r, t in enumerate(tg):
+                if t >= self.P:
+                    buf[t * self.rb:(t + 1) * self.rb] = data[r * self.rb:(r + 1) * self.rb]
+            out.append(list(tg))
+        del n
+        self.exp.forwards.append(WinFwdExp(i, 0, "EXTEND", True, out, tl, lens, None))
+
+    def snapshot(self, i: int) -> None:
+        if self.exp.refused is not None and self.exp.refused[0] <= i:
+            return
+        if self.on:
+            self.exp.steps.append(WinStepExp(i, [list(t) for t in self.tags],
+                                             [bytes(r) for r in self.ring]))
+        else:
+            self.exp.steps.append(WinStepExp(i, None, None))
+
+
+def layout_indices(rows: list[tuple[int, int, int]], groups: int, W: int
+                   ) -> tuple[list[list[int]], list[int]]:
+    """What attention reads (addendum §2.2 ``indices`` / ``lengths``): for row i and lookback
+    ``j < W`` the position ``p = pos_i - j``; valid iff ``p >= 0`` and ``p >= floor_i``; a
+    position before the run's first one reads history row ``g * W + (p - (first - W))``, a
+    position of the run reads the workspace row it was written to (``G * W + start + p -
+    first``); invalid lookbacks are ``-1``. ``lengths[i]`` counts the valid ones."""
+    out, lens = [], []
+    g, start, first = -1, 0, 0
+    prev = None
+    for i, (slot, pos, floor) in enumerate(rows):
+        if slot != prev:
+            g, start, first, prev = g + 1, i, pos, slot
+        idx = []
+        for j in range(W):
+            p = pos - j
+            if p < 0 or p < floor:
+                idx.append(-1)
+            elif p < first:
+                idx.append(g * W + p - (first - W))
+            else:
+                idx.append(groups * W + start + p - first)
+        out.append(idx)
+        lens.append(sum(1 for x in idx if x >= 0))
+    return out, lens

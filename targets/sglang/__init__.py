@@ -70,8 +70,6 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "with pool layout \"dsv4\", the release's V4 page layout ([pages+1, ceil(584*P/576)*576] "
      "uint8: 576-byte fp8/bf16 data rows, then 8-byte UE8M0 scale groups, then canary pads), "
      "built by swafuzz with the pool's geometry (the release's constructor needs server state)"),
-     "swafuzz's redzoned [pages+1, P, row] buffers; the release's 584-byte fp8/bf16/scale "
-     "layout is not built"),
     ("request window: window_layout (torch branch), RequestWindow reset / activate / "
      "activate_idle / buffer / commit", "absent", "real",
      "0.5.12 has no request window (first in 0.5.21): Cases with pool.request_window are "

@@ -60,6 +60,11 @@ DEFENCE_IN_DEPTH = {
                       "the same forward recaptured on its live inputs); a frozen value that "
                       "changes a write is always also a write_targets / pool_bytes / agreement "
                       "finding, and one that changes nothing cannot be seen",
+    "tail": "names the late-layer tail's rows and count (addendum T1-T3); a wrong tail row "
+            "always also changes bytes that pool_bytes (paged pool) or window (workspace, "
+            "ring, tags) audit, a wrong tail length hits the store's own row/location "
+            "contract (contracts), and under a window the tail's write_loc values do not "
+            "depend on which rows are the tail",
 }
 
 

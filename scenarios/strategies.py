@@ -11,7 +11,8 @@ graphs, with allocator churn and window eviction), ``remap`` (mapping re-registr
 decode forwards), ``dp_spec`` (DP re-padding and the rewrite to EXTEND on speculative forwards),
 ``raw_metadata`` (every forward with Raw metadata, ``prep_in_graph``), ``draft_extend_buffer``
 (the draft-extend graph's pre-allocated SWA location buffer, PR #34890), ``padded_pages`` (pools
-with a padded page stride, the pads as canaries).
+with a padded page stride, the pads as canaries), ``ring`` (a per-request SWA ring,
+``pool.swa_ring``: :mod:`scenarios.ring_kind`).
 """
 
 from __future__ import annotations
@@ -332,6 +333,15 @@ def episode_cases():
     return _kind("episode", acts, multi_step=True, max_steps=16)()
 
 
+def ring_cases():
+    """A per-request SWA ring (``pool.swa_ring``, addendum §2.1): decode, verify, draft-extend,
+    IDLE and DP-padded forwards, eager and graph, long admissions (the ``-1`` window rule) and
+    slot churn; see :mod:`scenarios.ring_kind`. Shrinks towards one request in one slot."""
+    from swafuzz.scenarios.ring_kind import ring_strategy
+
+    return ring_strategy()
+
+
 SCENARIO_KINDS: dict[str, Callable[[], st.SearchStrategy[Case]]] = {
     "decode": decode_cases,
     "idle": idle_cases,
@@ -345,4 +355,5 @@ SCENARIO_KINDS: dict[str, Callable[[], st.SearchStrategy[Case]]] = {
     "raw_metadata": raw_metadata_cases,
     "draft_extend_buffer": draft_extend_buffer_cases,
     "padded_pages": padded_pages_cases,
+    "ring": ring_cases,
 }

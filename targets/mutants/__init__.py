@@ -497,3 +497,7 @@ class _DenseStrideBackend(DSV4Backend):
         "page * PageBytes); §9.13 address-arithmetic class")
 class StoreDensePageStride(UnifiedEngine):
     backend_cls = _DenseStrideBackend
+
+
+# 25-30: the per-request SWA ring (issue 12), in their own module --------------------------------
+from swafuzz.targets.mutants import ring as _ring  # noqa: E402,F401 - registers ring mutants

@@ -115,6 +115,21 @@ def _prepare_out(out: str, resume: bool) -> None:
         raise UsageError(f"--out: cannot create {out!r} (no write permission in {probe!r})")
 
 
+def _check_target_kinds(names, kinds: list[str], explicit: bool) -> list[str]:
+    """A kind a target declares it cannot run (``unsupported_kinds``, e.g. ``ring`` on sglang
+    0.5.12): a usage error when asked for explicitly; dropped from the default set of kinds."""
+    from swafuzz import targets
+
+    for t in names if isinstance(names, list) else [names]:
+        why = getattr(targets.get_target(t), "unsupported_kinds", {}) or {}
+        for k in list(kinds):
+            if k in why:
+                if explicit:
+                    raise UsageError(f"--scenario {k}: target {t} cannot run it: {why[k]}")
+                kinds.remove(k)
+    return kinds
+
+
 def _run_config(args):
     """Flags -> a RunConfig resolved once (or the RunConfig of the run being resumed)."""
     from swafuzz.harness.pipeline import RunConfig, read_run_config
@@ -136,6 +151,7 @@ def _run_config(args):
     kinds = args.scenario or list(SCENARIO_KINDS)
     for k in kinds:
         _check_choice("--scenario", k, SCENARIO_KINDS)
+    _check_target_kinds(args.target, kinds, bool(args.scenario))
     _positive("--examples", args.examples)
     _positive("--workers", args.workers)
     if args.shrink_budget < 0:

@@ -70,6 +70,23 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "swafuzz's store writes the rows at exactly the locations SGLang's code hands its pool's "
      "store; SGLang's CUDA JIT store needs a GPU, its Triton flashmla store quantizes to fp8 "
      "(needs a reference quantizer, not built)"),
+    ("ring: allocator accounting (pool.swa_ring > 0)", "absent", "real",
+     "0.5.12 has no per-request SWA ring (swa_req_ring_size is 0.5.20+): ring Cases are refused "
+     "there (swafuzz run --scenario ring: exit 2; a ring Case: TargetUnavailable). 0.5.23: "
+     "SWATokenToKVPoolAllocator in ring mode around a DSV4 pool with swa_req_ring_size = "
+     "pool.swa_ring and a real ReqToTokenPool (slot 0 padding, tail-first slots): alloc / "
+     "alloc_extend / alloc_decode, free_swa (no-op), free_full, available_size, "
+     "swa_available_size (targets/sglang/ring.py)"),
+    ("ring: write rows (swa_ring_rows, -1 window rule)", "absent", "real",
+     "TargetHiddenKvInjector._ring_inject_loc (swa_ring_rows inside) stamped as "
+     "swa_out_cache_loc after the release's in-graph op; its per-row state slot and final "
+     "position come from the harness's slot/length tables (modelled stand-ins for "
+     "req_pool_indices / seq_lens); which forwards stamp is modelled (upstream: DSpark draft "
+     "blocks and the target-hidden injection)"),
+    ("ring: resolver under a ring", "absent", "real",
+     "get_swa_out_cache_loc as shipped: C returns the stamped rows, a miss falls to F "
+     "(translation through M, never written under a ring); the -1 skip of the fused norm-rope "
+     "store is modelled (swafuzz's store)"),
 )
 
 

@@ -105,7 +105,8 @@ class _UnguardedBackend(DSV4Backend):
         return loc
 
 
-@mutant("ring_unguarded_store", ("ring",), "addendum §2.1 (negative rows), §6 A11")
+@mutant("ring_unguarded_store", ("ring",), "addendum §2.1 (negative rows), §6 A11",
+        kernel_level=True)
 class RingUnguardedStore(UnifiedEngine):
     backend_cls = _UnguardedBackend
 

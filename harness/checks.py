@@ -154,12 +154,14 @@ def check_write_targets(case, obs, exp) -> list[Failure]:
             if bad:
                 r = bad[0]
                 role = "real" if r < e.n_real else "padded"
+                owner = (_ring_owner(case, s.locs[r]) if case.pool.swa_ring
+                         else _slot_owner(exp, e.step, s.locs[r], p))
                 fails.append(Failure(
                     "write_targets",
                     f"{_fwd_name(o)} layer {s.layer}: {len(bad)} of {len(want)} rows differ; "
                     f"first: row {r} ({role}, full loc "
                     f"{e.full_locs[r] if r < e.n_real else 0}) expected SWA slot {want[r]}, "
-                    f"got {s.locs[r]} ({_slot_owner(exp, e.step, s.locs[r], p)})",
+                    f"got {s.locs[r]} ({owner})",
                     _slot_class(want[r], s.locs[r], p, case.pool.swa_slots), o.step, o.fwd))
                 break
     return fails
@@ -605,6 +607,19 @@ def _slot_owner(exp, step: int, swa: int, page_size: int) -> str:
     if full is None:
         return "an unmapped slot: free or evicted"
     return f"the slot of full loc {full}{_owner(exp, step, full)}"
+
+
+def _ring_owner(case, row: int) -> str:
+    """Where ring row ``row`` sits: skipped (-1), slot 0 (the padding slot), a request slot and
+    offset, or past the ring rows."""
+    R, S = case.pool.swa_ring, case.pool.req_slots
+    if row == -1:
+        return "a skipped row (-1)"
+    if row < 0 or row >= (S + 1) * R:
+        return "outside the ring rows"
+    slot, off = divmod(row, R)
+    return "ring row of the padding slot 0" if slot == 0 else \
+        f"ring row of request slot {slot}, offset {off}"
 
 
 def _owner(exp, step: int, full: int) -> str:

@@ -91,3 +91,29 @@ def test_0_5_12_refuses_ring(capsys, tmp_path):
     assert not (tmp_path / "o").exists()
     with pytest.raises(TargetUnavailable, match="no per-request SWA ring"):
         engine.SGLangEngine(CLEAN, impl="torch")
+
+
+@pytest.mark.upstream
+@needs_sglang
+def test_release_in_graph_op_skips_translation_under_a_ring(monkeypatch):
+    """Addendum §3 (0.5.23): init_forward_metadata_in_graph stamps the M translation only when
+    the pool has no window and no ring; under a ring the harness's stamp is the only one."""
+    if _release() != "0.5.23":
+        pytest.skip("the ring needs the 0.5.23 adapter")
+    import torch
+    from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
+    from swafuzz.targets.sglang import engine as eng
+    from swafuzz.targets.sglang import ring
+
+    monkeypatch.setattr(ring, "stamp_ring_rows", lambda *a: None)
+    paged = Case(pool=PoolConfig(page_size=2, full_pages=8, swa_pages=8, window=3))
+    for case, stamped in ((CLEAN, False), (paged, True)):
+        e = eng.SGLangEngine(case, impl="torch")
+        slots = e.allocator.admit(0, 3)
+        z = torch.tensor
+        fb = ForwardBatch(ForwardMode.EXTEND, 1, z(slots), z([3]), z([0, 1, 2]))
+        b = e.target_backend
+        b.forward_metadata = b.build_metadata(fb.out_cache_loc, fb.seq_lens, fb.positions)
+        b.init_forward_metadata_in_graph(fb)
+        got = b.forward_metadata.core_attn_metadata.swa_out_cache_loc
+        assert (got is not None) == stamped

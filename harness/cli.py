@@ -261,6 +261,11 @@ def cmd_repro(args) -> int:
     args.target = args.target or bundle.get("target", "unified")
     args.impl = args.impl or bundle.get("impl", "auto")
     _validate_common(args)
+    if case.pool.swa_ring:  # a ring Case on a target that has no ring (sglang 0.5.12): exit 2
+        try:
+            _check_target_kinds(args.target, ["ring"], True)
+        except UsageError as e:
+            raise UsageError(f"{args.file}: pool.swa_ring > 0: {e}") from None
     executors = resolve_executors(args.executor)
     try:
         if args.no_isolate:

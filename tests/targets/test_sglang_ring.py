@@ -91,6 +91,9 @@ def test_0_5_12_refuses_ring(capsys, tmp_path):
     assert not (tmp_path / "o").exists()
     with pytest.raises(TargetUnavailable, match="no per-request SWA ring"):
         engine.SGLangEngine(CLEAN, impl="torch")
+    bundle = os.path.join(ROOT, "tests", "data", "bundles", "sglang", "ring_a4_dp_eager.json")
+    assert cli_main(["repro", bundle]) == 2
+    assert "pool.swa_ring > 0" in capsys.readouterr().err
 
 
 @pytest.mark.upstream

@@ -29,6 +29,11 @@ scenario kind reaches them.
                                   of the DSpark injection: old positions    pool_bytes
                                   are written and race newer ones mod R
                                   (_ring_inject_loc, addendum §2.1, R3)
+31  ring_alloc_writes_mapping     the ring allocator also pages SWA and     invariants (R4, R5)
+                                  writes M, as sglang's page-size-1
+                                  ``alloc`` does under a ring (no ring
+                                  branch; ledger ring-p1-alloc-writes-
+                                  mapping; addendum §2.1 "never write M")
 ==  ============================  ========================================  =====================
 """
 
@@ -125,3 +130,27 @@ class _NoWindowSkipBackend(DSV4Backend):
         "addendum §2.1, R3")
 class RingNoWindowSkip(UnifiedEngine):
     backend_cls = _NoWindowSkipBackend
+
+
+# 31 -----------------------------------------------------------------------------------------
+class _WritesMappingAllocator(RingAllocator):
+    def extend(self, plan):
+        """Also take a paged SWA page per fresh full page and write ``M[full] = swa`` (the
+        ring rows never read it, so only the exposed state shows it)."""
+        out = super().extend(plan)
+        P = self.page_size
+        for new in out:
+            for f in new:
+                if f % P == 0 and self.swa_free:
+                    sp = min(self.swa_free)
+                    self.swa_free.remove(sp)
+                    self.mapping[f] = sp * P
+                elif f % P and int(self.mapping[f - 1]) > 0:
+                    self.mapping[f] = self.mapping[f - 1] + 1
+        return out
+
+
+@mutant("ring_alloc_writes_mapping", ("ring",), "sglang 0.5.23 SWATokenToKVPoolAllocator.alloc "
+        "(page size 1, no ring branch), addendum §2.1, R4")
+class RingAllocWritesMapping(UnifiedEngine):
+    ring_allocator_cls = _WritesMappingAllocator

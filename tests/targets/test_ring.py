@@ -56,6 +56,7 @@ def test_ring_state_exposed_after_every_step():
     ("ring_unguarded_store", FULL, "contracts"),
     ("ring_no_window_skip", FULL, "contracts"),  # rows p and p+R collide: refused
     ("ring_no_window_skip", NOSKIP, "write_targets"),
+    ("ring_alloc_writes_mapping", NOSKIP, "invariants"),
 ])
 def test_ring_mutant_killed(mutant, case, check):
     v = execute(case, f"mutant:{mutant}", "torch", EXECUTORS)

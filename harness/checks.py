@@ -161,12 +161,14 @@ def check_write_targets(case, obs, exp) -> list[Failure]:
             if bad:
                 r = bad[0]
                 role = "real" if r < e.n_real else "padded"
+                owner = (_ring_owner(case, s.locs[r]) if case.pool.swa_ring
+                         else _slot_owner(exp, e.step, s.locs[r], p))
                 fails.append(Failure(
                     "write_targets",
                     f"{_fwd_name(o)} layer {s.layer}: {len(bad)} of {len(want)} rows differ; "
                     f"first: row {r} ({role}, full loc "
                     f"{e.full_locs[r] if r < e.n_real else 0}) expected SWA slot {want[r]}, "
-                    f"got {s.locs[r]} ({_slot_owner(exp, e.step, s.locs[r], p)})",
+                    f"got {s.locs[r]} ({owner})",
                     _slot_class(want[r], s.locs[r], p, case.pool.swa_slots), o.step, o.fwd))
                 break
     return fails
@@ -311,7 +313,9 @@ def check_invariants(case, obs, exp) -> list[Failure]:
     swap the token-dup / evicted / orphan rules for their sharing-aware versions
     (:func:`oracles.sharing.sharing_invariants`: shared prefixes, held pages, reserved slots).
     Proven by: ``evict_keeps_mapping`` (spec §9.15, PR #38519 class), its only killer;
-    ``verify_reject_keeps_swa`` and ``finish_frees_shared_prefix`` for the sharing rules."""
+    ``verify_reject_keeps_swa`` and ``finish_frees_shared_prefix`` for the sharing rules.
+    With a per-request SWA ring (``pool.swa_ring > 0``) the paged rules give way to the ring
+    rules (R4 mapping never written, R5 accounting, request slots; :func:`_ring_invariants`)."""
     from swafuzz.oracles.invariants import pool_invariants
     from swafuzz.oracles.paths import expected_requests
     from swafuzz.oracles.sharing import expected_layout, sharing_invariants, uses_triggers
@@ -322,6 +326,11 @@ def check_invariants(case, obs, exp) -> list[Failure]:
     fails = []
     for so in obs.steps:
         where = f"after step {so.step} ({case.steps[so.step].op})"
+        if pc.swa_ring:  # per-request SWA ring: R4, R5 and the slot rules (oracles.ring)
+            fails += _ring_invariants(case, so, where, want_all[so.step])
+            if fails:
+                return fails
+            continue
         if not so.draft_mapping_is_target:
             fails.append(Failure("invariants", f"{where}: the draft pool does not share the "
                                  "allocator's mapping tensor (spec §2.1)", "mapping", so.step))
@@ -355,6 +364,25 @@ def check_invariants(case, obs, exp) -> list[Failure]:
         if fails:
             return fails
     return fails
+
+
+def _ring_invariants(case, so, where: str, live) -> list[Failure]:
+    """The ring rules of :func:`oracles.ring.ring_invariants` over what the engine exposes
+    (mapping, free lists, ``StepObs.ring``) and the Case's live requests. Proven by
+    ``ring_accounting_drift`` (sglang #38571) and ``ring_slot_zero`` (R1)."""
+    from swafuzz.oracles.ring import ring_invariants
+
+    v = ring_invariants(case, so.ring, so.mapping, so.free_full_pages, so.free_swa_pages,
+                        live)
+    if so.requests is not None:
+        got = {r: (len(t), ev) for r, (t, ev) in so.requests.items()}
+        if got != live:
+            v.insert(0, f"request: request table {got} differs from the Case {live}")
+    if not v:
+        return []
+    cls = v[0].split(":")[0]
+    return [Failure("invariants", f"{where}: {len(v)} ring violations; first: {v[0]}",
+                    "ring-" + cls.lower(), so.step)]
 
 
 # ----------------------------------------------------------------------------- 6
@@ -454,7 +482,9 @@ def check_capture_freeze(case, observations: list) -> list[Failure]:
 def check_contracts(case, obs, exp) -> list[Failure]:
     """Every store call got int32 locations, one per row, none negative, all below 2^31; and the
     target never refused a valid Case with a contract error. Proven by: ``int64_store_locs``
-    (spec §9.8) and ``negative_loc_wraps`` (spec §9.9)."""
+    (spec §9.8) and ``negative_loc_wraps`` (spec §9.9). With a per-request SWA ring the
+    resolver's ``-1`` (skipped) rows are allowed; the store must skip them before the kernel,
+    whose contract refuses a negative row (class A11): proven by ``ring_unguarded_store``."""
     fails = []
     for o in obs.forwards:
         for s in o.stores:
@@ -463,7 +493,9 @@ def check_contracts(case, obs, exp) -> list[Failure]:
                 problems.append((f"locations are {s.loc_dtype} (must be int32)", "dtype"))
             if len(s.locs) != s.rows:
                 problems.append((f"{len(s.locs)} locations for {s.rows} rows", "count"))
-            neg = [v for v in s.locs if v < 0]
+            # a ring's skipped rows are -1 (addendum §2.1, R1); the store must skip them, which
+            # the kernel's own contract enforces (a -1 reaching it is a refusal: class A11)
+            neg = [v for v in s.locs if v < 0 and not (case.pool.swa_ring and v == -1)]
             if neg:
                 problems.append((f"{len(neg)} negative write locations (first {neg[0]})",
                                  "negative"))
@@ -599,6 +631,19 @@ def _slot_owner(exp, step: int, swa: int, page_size: int) -> str:
     if full is None:
         return "an unmapped slot: free or evicted"
     return f"the slot of full loc {full}{_owner(exp, step, full)}"
+
+
+def _ring_owner(case, row: int) -> str:
+    """Where ring row ``row`` sits: skipped (-1), slot 0 (the padding slot), a request slot and
+    offset, or past the ring rows."""
+    R, S = case.pool.swa_ring, case.pool.req_slots
+    if row == -1:
+        return "a skipped row (-1)"
+    if row < 0 or row >= (S + 1) * R:
+        return "outside the ring rows"
+    slot, off = divmod(row, R)
+    return "ring row of the padding slot 0" if slot == 0 else \
+        f"ring row of request slot {slot}, offset {off}"
 
 
 def _owner(exp, step: int, full: int) -> str:

@@ -115,6 +115,21 @@ def _prepare_out(out: str, resume: bool) -> None:
         raise UsageError(f"--out: cannot create {out!r} (no write permission in {probe!r})")
 
 
+def _check_target_kinds(names, kinds: list[str], explicit: bool) -> list[str]:
+    """A kind a target declares it cannot run (``unsupported_kinds``, e.g. ``ring`` on sglang
+    0.5.12): a usage error when asked for explicitly; dropped from the default set of kinds."""
+    from swafuzz import targets
+
+    for t in names if isinstance(names, list) else [names]:
+        why = getattr(targets.get_target(t), "unsupported_kinds", {}) or {}
+        for k in list(kinds):
+            if k in why:
+                if explicit:
+                    raise UsageError(f"--scenario {k}: target {t} cannot run it: {why[k]}")
+                kinds.remove(k)
+    return kinds
+
+
 def _run_config(args):
     """Flags -> a RunConfig resolved once (or the RunConfig of the run being resumed)."""
     from swafuzz.harness.pipeline import RunConfig, read_run_config
@@ -137,6 +152,7 @@ def _run_config(args):
     for k in kinds:
         _check_choice("--scenario", k, SCENARIO_KINDS)
     kinds = _kinds_the_targets_run(args, kinds)
+    _check_target_kinds(args.target, kinds, bool(args.scenario))
     _positive("--examples", args.examples)
     _positive("--workers", args.workers)
     if args.shrink_budget < 0:
@@ -167,9 +183,10 @@ def _run_config(args):
 
 
 def _kinds_the_targets_run(args, kinds: list[str]) -> list[str]:
-    """Issue 12: the ``sglang`` target on a release without the request window (0.5.12)
-    cannot run the window kinds: asked for by name, a usage error naming the release; by
-    default (all kinds), they are left out with a note."""
+    """Issue 12: the ``sglang`` target on a release without the V4.1 paths (0.5.12: no ring,
+    no request window / late-layer tail / encoder replay) cannot run their kinds: asked for by
+    name, a usage error naming the release; by default (all kinds), they are left out with a
+    note (``targets.sglang.KIND_FIRST_RELEASE``)."""
     if "sglang" not in args.target:
         return kinds
     from swafuzz.targets import sglang
@@ -178,11 +195,14 @@ def _kinds_the_targets_run(args, kinds: list[str]) -> list[str]:
     if not bad:
         return kinds
     v, a = sglang.release()
-    why = (f"sglang {v} (adapter {a}) has no request window / late-layer tail (first in "
-           f"{min(sglang.KIND_FIRST_RELEASE[k] for k in bad)})")
+    def why(k: str) -> str:
+        first, what = sglang.KIND_FIRST_RELEASE[k]
+        return f"sglang {v} (adapter {a}) has no {what} (first in {first})"
+
     if args.scenario:
-        raise UsageError(f"--scenario {bad[0]}: {why}")
-    print(f"note: scenario kinds {', '.join(bad)} left out: {why}", file=sys.stderr)
+        raise UsageError(f"--scenario {bad[0]}: {why(bad[0])}")
+    print(f"note: scenario kinds {', '.join(bad)} left out: "
+          f"{'; '.join(why(k) for k in bad)}", file=sys.stderr)
     return [k for k in kinds if k not in bad]
 
 
@@ -266,6 +286,11 @@ def cmd_repro(args) -> int:
     args.target = args.target or bundle.get("target", "unified")
     args.impl = args.impl or bundle.get("impl", "auto")
     _validate_common(args)
+    if case.pool.swa_ring:  # a ring Case on a target that has no ring (sglang 0.5.12): exit 2
+        try:
+            _check_target_kinds(args.target, ["ring"], True)
+        except UsageError as e:
+            raise UsageError(f"{args.file}: pool.swa_ring > 0: {e}") from None
     executors = resolve_executors(args.executor)
     try:
         if args.no_isolate:

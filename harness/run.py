@@ -145,8 +145,9 @@ def _observed_expectation(case: Case, observations: list):
             return None, [Failure("agreement", f"step {i}: the allocator chose {allocs[0][i]} "
                                   f"under {observations[0].executor} but {a[i]} under "
                                   f"{o.executor}", "allocation")]
+    ring = [s.ring for s in observations[0].steps] if case.pool.swa_ring else None
     try:
-        return expect(case, observed_alloc=allocs[0]), []
+        return expect(case, observed_alloc=allocs[0], observed_ring=ring), []
     except AllocationRejected as e:
         o = observations[0]
         return None, [Failure("invariants", f"[{o.target}/{o.impl}/{o.executor}] {e}",

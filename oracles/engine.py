@@ -515,7 +515,8 @@ class _Shadow:
 
 
 def expect(case: Case, *, pools_every_step: bool = True,
-           observed_alloc: list[list[list[int]]] | None = None) -> Expectation:
+           observed_alloc: list[list[list[int]]] | None = None,
+           observed_ring: list[dict | None] | None = None) -> Expectation:
     """Run ``case`` on the shadow engine. Raises :class:`CaseInfeasible` for an invalid step.
 
     ``observed_alloc`` (observed-allocation mode, for targets whose allocator picks pages
@@ -530,7 +531,16 @@ def expect(case: Case, *, pools_every_step: bool = True,
     ``pools_every_step=False`` keeps the pool bytes only in the last :class:`StepExp` (earlier
     ones get ``pools == {}``): each snapshot is ``(layers + draft_layers) * swa_slots *
     row_bytes`` bytes, which is large for big pools.
+
+    A Case with a per-request SWA ring (``pool.swa_ring > 0``) is answered by
+    :func:`oracles.ring.expect_ring`; ``observed_ring`` (per step, the target's exposed ring
+    state) then supplies the request-slot choices of an observed-allocation target.
     """
+    if case.pool.swa_ring:  # per-request SWA ring: oracles.ring (addendum §2.1)
+        from swafuzz.oracles.ring import expect_ring
+
+        return expect_ring(case, pools_every_step=pools_every_step,
+                           observed_alloc=observed_alloc, observed_ring=observed_ring)
     sh = _Shadow(case, observed_alloc)
     for i, s in enumerate(case.steps):
         if sh.win is not None and sh.win.exp.refused is not None:

@@ -240,6 +240,37 @@ replay) refills it - the first ``n`` entries (n = the forward's live location co
 ``M[loc]``, every entry after them with 0 - and stamps its first ``n`` entries on the metadata,
 so the captured stores read the buffer instead of translating (spec §4.7). Nothing the
 contract observes changes. Emitted in JSON only when true.
+
+Per-request SWA ring (``pool.swa_ring`` R > 0, ``pool.req_slots`` S > 0; addendum §1, §2.1)
+------------------------------------------------------------------------------------------
+Both fields default to 0 (off) and appear in JSON only when set; they are set together. With a
+ring, SWA KV is addressed by request slot instead of through ``M`` (sglang 0.5.20+
+``BaseSWAKVPool.swa_req_ring_size``: the HIP unified-KV target pool, the CUDA DSpark draft pool;
+here both pools of the Case are rings, each its own storage). Rules that replace the paged ones:
+
+* Request slots (``ReqToTokenPool``): slots ``1..S`` are free at the start; slot 0 is the
+  padding row and is never given to a request. ``admit`` takes a free slot before allocating
+  (exact mode: the lowest free slot; observed mode: the target's choice, validated as free and
+  in ``1..S``; sglang pops the highest); ``finish`` returns it. At most S live requests.
+* SWA storage per layer: ``(S + 1) * R`` ring rows, laid out as pages of P rows
+  (``ceil((S+1)*R / P)`` pages, the last one's tail rows unused); request slot ``s`` owns rows
+  ``[s*R, (s+1)*R)``. ``swa_slots`` counts every row of those pages. Requires ``R >= window``
+  and ``R >= P`` (so slot 0's rows cover page 0, the rows no check compares).
+* Allocation pages the full side only (lowest free full page, as above); ``M`` is never written
+  or read for a ring write (stays all 0 with its ``-1`` sentinel); the paged SWA allocator
+  (``swa_pages``) is never drawn from. ``evict`` moves the frontier and frees nothing;
+  ``finish`` releases the full pages and the request slot.
+* Write rows: real row r of a forward belongs to request ``rid`` (slot ``s``) at position ``p``;
+  with ``f = len(tokens[rid]) - 1`` (after the step's allocation) its ring row is ``-1`` (a
+  skipped row: not written) when ``p <= f - window``, else ``s*R + p mod R`` (sglang
+  ``swa_ring_rows``; the ``-1`` window rule of the DSpark target-hidden injection
+  ``_ring_inject_loc``, applied to every forward). Padding rows and IDLE rows resolve to row 0
+  (slot 0, position 0). Rows are int32; the store skips ``-1`` rows (the fused norm-rope
+  store's ``out_loc < 0`` guard) and every other row lands at its ring row.
+* Allocator accounting (sglang ``SWATokenToKVPoolAllocator`` in ring mode), exposed after every
+  step: ``available`` = free full pages * P; ``swa_available`` = free request slots *
+  ``ceil(R/P)*P``; the paged SWA counter never exceeds its size (``swa_pages * P``).
+* Not with a ring: ``draft_decode`` steps and ``graph.draft_extend_buffer`` (CaseError).
 """
 
 from __future__ import annotations
@@ -274,7 +305,7 @@ FORWARD_OPS = ("admit", "decode", "verify", "draft_extend", "draft_decode", "idl
                "extend")
 #: PoolConfig fields emitted in JSON only when non-zero (older bundles stay byte-identical)
 OPTIONAL_POOL_FIELDS = ("page_pad_bytes", "request_window", "window_slots", "window_chunk",
-                        "late_layer_start")
+                        "late_layer_start", "swa_ring", "req_slots")
 
 
 class CaseError(ValueError):
@@ -301,6 +332,21 @@ class PoolConfig:
     window_slots: int = 0  # request slots 1..window_slots (window only)
     window_chunk: int = 0  # workspace rows past (window_slots + 1) * window
     late_layer_start: int = 0  # first late (tail-only) target layer (0: no tail)
+    swa_ring: int = 0  # ring rows per request slot (0: paged SWA, no ring)
+    req_slots: int = 0  # request slots 1..req_slots with a ring (slot 0 is padding)
+
+    @property
+    def ring_rows(self) -> int:
+        """Ring rows of one SWA layer buffer, slot 0 included (0 without a ring)."""
+        return (self.req_slots + 1) * self.swa_ring if self.swa_ring else 0
+
+    @property
+    def swa_buffer_pages(self) -> int:
+        """Pages of one SWA layer buffer, dummy page included: ``swa_pages + 1``, or with a ring
+        ``ceil(ring_rows / P)``."""
+        if self.swa_ring:
+            return -(-self.ring_rows // self.page_size)
+        return self.swa_pages + 1
 
     @property
     def row_bytes(self) -> int:
@@ -334,8 +380,8 @@ class PoolConfig:
 
     @property
     def swa_slots(self) -> int:
-        """Slots per SWA layer buffer, dummy page included."""
-        return (self.swa_pages + 1) * self.page_size
+        """Slots (ring: rows) per SWA layer buffer, dummy page included."""
+        return self.swa_buffer_pages * self.page_size
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@ layout: quantizing store, 584-byte tokens, padded pages), ``verify_reject`` (rej
 tokens freed after a verify, their slots reused), ``prefix_share`` (radix-cache prefix hits:
 requests sharing leading pages, refcounted finishes), and (issue 12,
 :mod:`scenarios.window_strategies`) ``request_window``, ``late_tail``, ``encoder_replay``.
+with a padded page stride, the pads as canaries), ``ring`` (a per-request SWA ring,
+``pool.swa_ring``: :mod:`scenarios.ring_kind`).
 """
 
 from __future__ import annotations
@@ -451,6 +453,13 @@ def prefix_share_cases():
     Shrinks towards one request, one prefix admit of one page, one finish."""
     return _sharing_kind("prefix_share", _act_first_prefix_admit, [_act_prefix_admit, _act_prefix_admit, _act_decode,
                                           _act_verify, _act_evict, _act_finish, _act_churn])()
+def ring_cases():
+    """A per-request SWA ring (``pool.swa_ring``, addendum §2.1): decode, verify, draft-extend,
+    IDLE and DP-padded forwards, eager and graph, long admissions (the ``-1`` window rule) and
+    slot churn; see :mod:`scenarios.ring_kind`. Shrinks towards one request in one slot."""
+    from swafuzz.scenarios.ring_kind import ring_strategy
+
+    return ring_strategy()
 
 
 SCENARIO_KINDS: dict[str, Callable[[], st.SearchStrategy[Case]]] = {
@@ -469,6 +478,7 @@ SCENARIO_KINDS: dict[str, Callable[[], st.SearchStrategy[Case]]] = {
     "dsv4_layout": dsv4_layout_cases,
     "verify_reject": verify_reject_cases,
     "prefix_share": prefix_share_cases,
+    "ring": ring_cases,
 }
 
 # issue 12: the V4.1 request window, late-layer tail and encoder replay kinds

@@ -109,7 +109,10 @@ def parse_pool(obj: Any) -> PoolConfig:
         window_slots=_int(d, "window_slots", "pool", 0, 4096, default=0),
         window_chunk=_int(d, "window_chunk", "pool", 0, MAX_TOKENS, default=0),
         late_layer_start=_int(d, "late_layer_start", "pool", 0, 63, default=0),
+        swa_ring=_int(d, "swa_ring", "pool", 0, MAX_TOKENS, default=0),
+        req_slots=_int(d, "req_slots", "pool", 0, 4096, default=0),
     )
+    _check_ring(pool)
     if pool.request_window and not pool.window_slots:
         raise CaseError("pool.window_slots", "must be >= 1 when pool.request_window > 0 (got 0)")
     if pool.late_layer_start and pool.late_layer_start >= pool.layers:
@@ -122,7 +125,7 @@ def parse_pool(obj: Any) -> PoolConfig:
     if entries > MAX_MAPPING_ENTRIES:
         raise CaseError("pool.full_pages", f"(full_pages + 1) * page_size = {entries - 1} mapping "
                         f"entries is over the resource limit of {MAX_MAPPING_ENTRIES}")
-    total = (pool.swa_pages + 1) * pool.page_stride_bytes * (pool.layers + pool.draft_layers)
+    total = pool.swa_buffer_pages * pool.page_stride_bytes * (pool.layers + pool.draft_layers)
     if total > MAX_POOL_BYTES:
         raise CaseError("pool.swa_pages", f"the SWA buffers would take {total} bytes "
                         f"((swa_pages + 1) * page stride * (layers + draft_layers)); "
@@ -147,6 +150,31 @@ def _layout(d: dict) -> str:
                             "layout pads each page to ceil(584*P/576)*576 bytes itself; got "
                             f"{d.get('page_pad_bytes')!r})")
     return layout
+def _check_ring(pool: PoolConfig) -> None:
+    """Per-request SWA ring (scenarios/case.py): ``swa_ring`` and ``req_slots`` set together,
+    ``swa_ring >= window`` and ``>= page_size``."""
+    if bool(pool.swa_ring) != bool(pool.req_slots):
+        field = "pool.req_slots" if pool.swa_ring else "pool.swa_ring"
+        raise CaseError(field, "pool.swa_ring and pool.req_slots are set together (both > 0 "
+                        f"for a per-request SWA ring, both 0 or absent without one; got "
+                        f"swa_ring={pool.swa_ring}, req_slots={pool.req_slots})")
+    if pool.swa_ring and pool.swa_ring < max(pool.window, pool.page_size):
+        raise CaseError("pool.swa_ring", f"must be >= window ({pool.window}) and >= page_size "
+                        f"({pool.page_size}) (got {pool.swa_ring})")
+
+
+def _check_ring_case(case: Case) -> None:
+    """What a ring Case may not use: multi-step draft decode and the draft-extend SWA buffer."""
+    if not case.pool.swa_ring:
+        return
+    if case.graph.draft_extend_buffer:
+        raise CaseError("graph.draft_extend_buffer", "must be false with pool.swa_ring > 0 "
+                        "(the pre-translated buffer reads M, which a ring never writes)")
+    for i, s in enumerate(case.steps):
+        if s.op == "draft_decode":
+            raise CaseError(f"steps[{i}].op", "draft_decode is not supported with "
+                            "pool.swa_ring > 0; allowed: " + ", ".join(
+                                o for o in OPS if o != "draft_decode"))
 
 
 def parse_graph(obj: Any) -> GraphConfig:
@@ -259,10 +287,12 @@ def parse_case(obj: Any) -> Case:
         raise CaseError("case.steps", "must be a list of step objects")
     if len(steps) > MAX_STEPS:
         raise CaseError("case.steps", f"at most {MAX_STEPS} steps (got {len(steps)})")
-    return Case(
+    case = Case(
         pool=parse_pool(d.get("pool", {})),
         graph=parse_graph(d.get("graph", {"buckets": [1, 2, 4, 8]})),
         steps=tuple(parse_step(s, i) for i, s in enumerate(steps)),
         payload_seed=_int(d, "payload_seed", "case", 0, 2**63 - 1, default=0),
         kind=kind,
     )
+    _check_ring_case(case)
+    return case

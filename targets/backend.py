@@ -98,6 +98,9 @@ class DSV4Backend:
         self.graph_metadata: dict[tuple, AttnMetadata | RawDecodeMetadata] = {}
         self.store_log: list[StoreRecord] = []
         self.baked: dict[str, list[int]] = {}  # host values baked at capture (buggy variants)
+        #: per-request SWA ring (``pool.swa_ring > 0``): the allocator's ``targets.ring.RingTables``
+        #: set by the engine; None for a paged pool
+        self.ring = None
 
     # -- translation ----------------------------------------------------------------------------
     def translate(self, loc: torch.Tensor) -> torch.Tensor:
@@ -152,7 +155,26 @@ class DSV4Backend:
             md = self.forward_metadata = self.upgrade_raw(md)
         if isinstance(md, AttnMetadata) and fb.out_cache_loc is not None:
             loc = self.select_step_loc(fb, fb.out_cache_loc)
-            md.core_attn_metadata.swa_out_cache_loc = self.translate_in_graph(loc)
+            md.core_attn_metadata.swa_out_cache_loc = (
+                self.ring_loc(loc, fb) if self.ring is not None else self.translate_in_graph(loc))
+
+    # -- per-request SWA ring (targets/ring.py) ------------------------------------------------
+    def ring_loc(self, loc: torch.Tensor, fb: ForwardBatch) -> torch.Tensor:
+        """int32 ring rows of ``loc`` at ``fb.positions`` (``-1``: outside the window)."""
+        from swafuzz.targets.ring import ring_rows
+
+        return ring_rows(self.ring, loc, fb.positions)
+
+    def ring_fallback(self, fb: ForwardBatch) -> torch.Tensor:
+        """A resolver miss under a ring: the ring rows of the live batch (never ``M``, which a
+        ring allocator never writes; addendum §3 F, class A4)."""
+        return self.ring_loc(fb.out_cache_loc, fb)
+
+    def ring_skip_guard(self, loc: torch.Tensor) -> torch.Tensor:
+        """The store's ``out_loc < 0`` skip under a ring (addendum §2.1, class A11)."""
+        from swafuzz.targets.ring import skip_negative_rows
+
+        return skip_negative_rows(loc)
 
     # -- out graph ------------------------------------------------------------------------------
     def synthetic_capture_loc(self, bucket: GraphBucket, fb: ForwardBatch) -> torch.Tensor | None:
@@ -255,6 +277,8 @@ class DSV4Backend:
         cached = core.swa_out_cache_loc if core is not None else None
         if self.cache_usable(cached, fb, n):
             return cached
+        if self.ring is not None:
+            return self.ring_fallback(fb)
         return self.translate(fb.out_cache_loc)
 
     def get_store_loc(self, layer_id: int, fb: ForwardBatch) -> torch.Tensor:
@@ -262,7 +286,10 @@ class DSV4Backend:
         return self.get_swa_out_cache_loc(fb)
 
     def _store(self, cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor) -> None:
-        """The store kernel call (contract-checked ``impl.store``)."""
+        """The store kernel call (contract-checked ``impl.store``); under a ring ``-1`` rows are
+        skipped first (:meth:`ring_skip_guard`)."""
+        if self.ring is not None:
+            loc = self.ring_skip_guard(loc)
         self.pool.impl.store(cache, loc, rows)
 
     def store_cache(self, layer_id: int, swa_k: torch.Tensor, fb: ForwardBatch) -> None:

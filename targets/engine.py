@@ -27,6 +27,7 @@ from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.kv_pool import SWAKVPool
 from swafuzz.targets.model import SWAModel
 from swafuzz.targets.observation import ForwardObs, Observation, RedzoneObs, StepObs, StoreObs
+from swafuzz.targets.ring import RingAllocator
 from swafuzz.targets.runners import (
     CapturedBucket,
     DecodeGraphRunner,
@@ -77,6 +78,8 @@ class UnifiedEngine:
     allocation = "exact"
     #: the V4.1 request-window / late-layer-tail path (issue 12), built for Cases that use it
     window_path_cls = WindowPath
+    #: the allocator of a Case with a per-request SWA ring (``pool.swa_ring > 0``)
+    ring_allocator_cls = RingAllocator
 
     def __init__(self, case: Case, impl: str = "torch", executor=None, name: str = "unified"):
         self.case = case
@@ -112,9 +115,15 @@ class UnifiedEngine:
         self._runners: dict[str, GraphRunner] = {}
         self.window_path = (self.window_path_cls(self) if cfg.request_window
                             or cfg.late_layer_start else None)
+        if cfg.swa_ring:  # every backend resolves ring rows from the allocator's tables
+            for b in (self.target_backend, self.draft_extend_backend,
+                      *self.multistep_backend.backends):
+                b.ring = self.allocator.tables
 
     def make_allocator(self):
         """The allocator (built after the pools; the sglang target passes its pool)."""
+        if self.cfg.swa_ring:
+            return self.ring_allocator_cls(self.cfg, self.device)
         return self.allocator_cls(self.cfg, self.device)
 
     # -- runners (built on first graph use) -----------------------------------------------------
@@ -361,6 +370,7 @@ class UnifiedEngine:
             requests={rid: (list(toks), self.allocator.evicted[rid])
                       for rid, toks in self.allocator.tokens.items()},
             alloc=self.allocator.take_alloc_log() if self.allocation == "observed" else None,
+            ring=self.allocator.ring_state() if self.cfg.swa_ring else None,
         )
 
     def new_observation(self) -> Observation:

@@ -9,7 +9,8 @@ Per layer one raw ``uint8`` buffer ``[redzone | usable | redzone]``:
 * the usable part is ``(swa_pages + 1)`` pages of ``P * row_bytes + page_pad_bytes`` bytes (the
   page stride; the pad after each page's rows is filled with :data:`CANARY` like a redzone, as
   the real DSV4 pool pads its pages), the rows initially :data:`scenarios.case.POISON_BYTE`,
-  viewed as ``[swa_pages + 1, P, row_width]`` of the row dtype (``torch.uint8`` or
+  viewed as ``[swa_pages + 1, P, row_width]`` (with a per-request ring, ``pool.swa_ring``:
+  ``[swa_buffer_pages, P, row_width]``, the ring rows in pages of P) of the row dtype (``torch.uint8`` or
   ``torch.bfloat16``) with the padded page stride: that view is what the store kernel writes.
 
 Layout ``"dsv4"`` (``PoolConfig.layout``, spec §4.6): the usable part is ``(swa_pages + 1)``
@@ -64,7 +65,7 @@ class SWAKVPool:
         self.page_stride_bytes = pool.page_stride_bytes  # rows + pad
         self.pad_bytes = pool.pad_bytes_per_page
         self.redzone_bytes = -(-self.page_stride_bytes // 64) * 64
-        self.usable_bytes = (pool.swa_pages + 1) * self.page_stride_bytes
+        self.usable_bytes = pool.swa_buffer_pages * self.page_stride_bytes  # ring: ring pages
         self.mapping: torch.Tensor | None = None
         self.raw: list[torch.Tensor] = []
         self.caches: list[torch.Tensor] = []
@@ -77,7 +78,7 @@ class SWAKVPool:
             raw[:rz] = canary
             raw[rz + us:] = canary
             raw[rz:rz + us] = POISON_BYTE
-            pages = raw[rz:rz + us].view(pool.swa_pages + 1, self.page_stride_bytes)
+            pages = raw[rz:rz + us].view(pool.swa_buffer_pages, self.page_stride_bytes)
             if self.pad_bytes:
                 pages[:, page_bytes:] = pad_canary  # each page's pad: canaries
             self.raw.append(raw)
@@ -85,7 +86,7 @@ class SWAKVPool:
                 self.caches.append(pages)  # [pages, stride] uint8, as the DSV4 pool's buffer
                 continue
             cache = pages[:, :page_bytes].view(self.row_dtype)  # page stride kept (padded)
-            self.caches.append(cache.view(pool.swa_pages + 1, pool.page_size, pool.row_width))
+            self.caches.append(cache.view(pool.swa_buffer_pages, pool.page_size, pool.row_width))
 
     # -- mapping --------------------------------------------------------------------------------
     def register_mapping(self, mapping: torch.Tensor) -> None:

@@ -67,6 +67,10 @@ class StepObs:
     # Targets whose allocator chooses pages itself (``allocation = "observed"``): every token
     # this step allocated, in the contract's order, as [full slot, SWA slot]; None otherwise.
     alloc: list[list[int]] | None = None
+    # Per-request SWA ring (``pool.swa_ring > 0``): the engine's exposed ring state
+    # {"slots": {rid: request slot}, "free_slots": [...], "available": int,
+    #  "swa_available": int, "swa_paged_available": int, "swa_paged_size": int}; else None.
+    ring: dict | None = None
 
 
 @dataclass

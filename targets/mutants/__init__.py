@@ -564,3 +564,5 @@ class FinishFreesSharedPrefix(UnifiedEngine):
 
 # 30-39: the V4.1 request window, late-layer tail and encoder replay (issue 12)
 from swafuzz.targets.mutants import window_mutants  # noqa: E402,F401
+# 40-46: the per-request SWA ring (issue 12), in their own module --------------------------------
+from swafuzz.targets.mutants import ring as _ring  # noqa: E402,F401 - registers ring mutants

@@ -111,13 +111,33 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "allocator allocates the new tokens (alloc_extend with the prefix as prefix_lens / "
      "last_loc, alloc at page size 1) and frees only pages no live request holds "
      "(free / free_swa / free_full); SWARadixCache itself is not built"),
+    ("ring: allocator accounting (pool.swa_ring > 0)", "absent", "real",
+     "0.5.12 has no per-request SWA ring (swa_req_ring_size is 0.5.20+): ring Cases are refused "
+     "there (swafuzz run --scenario ring: exit 2; a ring Case: TargetUnavailable). 0.5.23: "
+     "SWATokenToKVPoolAllocator in ring mode around a DSV4 pool with swa_req_ring_size = "
+     "pool.swa_ring and a real ReqToTokenPool (slot 0 padding, tail-first slots): alloc / "
+     "alloc_extend / alloc_decode, free_swa (no-op), free_full, available_size, "
+     "swa_available_size (targets/sglang/ring.py)"),
+    ("ring: write rows (swa_ring_rows, -1 window rule)", "absent", "real",
+     "TargetHiddenKvInjector._ring_inject_loc (swa_ring_rows inside) stamped as "
+     "swa_out_cache_loc after the release's in-graph op; its per-row state slot and final "
+     "position come from the harness's slot/length tables (modelled stand-ins for "
+     "req_pool_indices / seq_lens); which forwards stamp is modelled (upstream: DSpark draft "
+     "blocks and the target-hidden injection)"),
+    ("ring: resolver under a ring", "absent", "real",
+     "get_swa_out_cache_loc as shipped: C returns the stamped rows, a miss falls to F "
+     "(translation through M, never written under a ring); the -1 skip of the fused norm-rope "
+     "store is modelled (swafuzz's store)"),
 )
 
 
-#: scenario kinds whose Cases need code a release may lack: kind -> first release with it
-#: (issue 12: the request window, encoder replay and late-layer tail arrived in 0.5.21)
-KIND_FIRST_RELEASE = {"request_window": "0.5.21", "late_tail": "0.5.21",
-                      "encoder_replay": "0.5.21"}
+#: scenario kinds whose Cases need code a release may lack: kind -> (first release with it,
+#: what it is). Issue 12: the per-request SWA ring (``swa_req_ring_size``) arrived in 0.5.20,
+#: the request window, encoder replay and late-layer tail in 0.5.21.
+KIND_FIRST_RELEASE = {"ring": ("0.5.20", "per-request SWA ring (swa_req_ring_size)"),
+                      "request_window": ("0.5.21", "request window"),
+                      "late_tail": ("0.5.21", "late-layer tail"),
+                      "encoder_replay": ("0.5.21", "encoder SWA replay")}
 
 
 def unsupported_kinds(kinds) -> list[str]:
@@ -132,7 +152,7 @@ def unsupported_kinds(kinds) -> list[str]:
         return tuple(int(x) for x in v.split("."))
 
     return [k for k in kinds if k in KIND_FIRST_RELEASE
-            and key(adapter) < key(KIND_FIRST_RELEASE[k])]
+            and key(adapter) < key(KIND_FIRST_RELEASE[k][0])]
 
 
 def installed_version() -> str | None:

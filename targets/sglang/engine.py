@@ -289,7 +289,8 @@ def build_real_pool(owner: SGLangPool) -> object:
     p.device = str(owner.device)
     p.full_to_swa_index_mapping = None
     p.request_window = None
-    p.swa_req_ring_size = None
+    p.swa_req_ring_size = owner.config.swa_ring or None  # per-request SWA ring (0.5.20+)
+    p.sliding_window = owner.config.window
     p.layer_transfer_counter = None
     if ADAPTER == "0.5.12":
         p._should_cache_swa = _pool_mod.envs.SGLANG_OPT_CACHE_SWA_TRANSLATION.get()
@@ -382,6 +383,10 @@ class SGLangBackend(DSV4Backend):
         else:
             self.shim.forward_metadata = md
         RealBackend.init_forward_metadata_in_graph(self.shim, real_batch(fb))
+        if self.ring is not None and isinstance(md, AttnMetadata) and fb.out_cache_loc is not None:
+            from swafuzz.targets.sglang.ring import stamp_ring_rows  # ring: stamped after it
+
+            stamp_ring_rows(self, md, fb)
 
     def _sink(self, local_layer: int, loc: torch.Tensor, rows: torch.Tensor) -> None:
         caches = self.pool.caches
@@ -419,10 +424,21 @@ class SGLangEngine(UnifiedEngine):
     #: the oracle validates this target's allocation choices instead of predicting them
     allocation = "observed"
 
+    #: scenario kinds this release cannot run, with why (``swafuzz run`` refuses them, exit 2)
+    unsupported_kinds = {"ring": "sglang 0.5.12 has no per-request SWA ring "
+                                 "(swa_req_ring_size is 0.5.20+)"} if ADAPTER == "0.5.12" else {}
+
     def __init__(self, case, impl: str = "torch", executor=None, name: str = "sglang"):
+        if case.pool.swa_ring and ADAPTER == "0.5.12":
+            raise TargetUnavailable(f"target sglang: sglang {VERSION} has no per-request SWA "
+                                    "ring; a Case with pool.swa_ring > 0 needs the 0.5.23 adapter")
         super().__init__(case, impl=impl, executor=executor, name=name)
 
     def make_allocator(self):
+        if self.cfg.swa_ring:  # targets/sglang/ring.py (0.5.23; 0.5.12 has no ring)
+            from swafuzz.targets.sglang.ring import SGLangRingAllocator
+
+            return SGLangRingAllocator(self.cfg, self.device, self.target_pool)
         return self.allocator_cls(self.cfg, self.device, self.target_pool)
 
     @property
@@ -437,3 +453,14 @@ class SGLangEngine(UnifiedEngine):
         obs = super().new_observation()
         obs.target_version = TARGET_VERSION
         return obs
+
+
+def _export_unsupported_kinds() -> None:
+    """The registered ``sglang`` factory carries the kinds this release cannot run (read by
+    ``swafuzz run``, which refuses them with exit 2)."""
+    import swafuzz.targets as _targets
+
+    _targets._sglang.unsupported_kinds = SGLangEngine.unsupported_kinds
+
+
+_export_unsupported_kinds()

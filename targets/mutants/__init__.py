@@ -562,7 +562,7 @@ class FinishFreesSharedPrefix(UnifiedEngine):
     allocator_cls = _FinishFreesShared
 
 
-# 30-39: the V4.1 request window, late-layer tail and encoder replay (issue 12)
+# 30-39: the V4.1 request window, late-layer tail and encoder replay (issue 12), and 40-46: the
+# per-request SWA ring (issue 12), each in its own module; importing registers them
+from swafuzz.targets.mutants import ring as _ring  # noqa: E402,F401
 from swafuzz.targets.mutants import window_mutants  # noqa: E402,F401
-# 40-46: the per-request SWA ring (issue 12), in their own module --------------------------------
-from swafuzz.targets.mutants import ring as _ring  # noqa: E402,F401 - registers ring mutants

@@ -218,10 +218,11 @@ def measure_reliability(groups: list[dedup.FindingGroup], n: int, default_target
 
 # --------------------------------------------------------------------------- build
 def ledger_status(groups: list[dedup.FindingGroup], rows: list[dict[str, Any]],
-                  entries: list, target: str, versions: dict[str, Any],
-                  release: str | None) -> dict[str, dict[str, Any]]:
+                  bundles: list[tuple[str, dict[str, Any]]], entries: list, target: str,
+                  versions: dict[str, Any], release: str | None) -> dict[str, dict[str, Any]]:
     """``{signature: {"entries": [(id, cite)], "cases": n, "outside": k}}`` for every group:
-    ``n`` failing Cases considered (the bundle's and the failing log rows', deduplicated),
+    ``n`` failing Cases considered (every bundle's and every failing log row's of that
+    signature, deduplicated),
     ``k`` of them matched by no ledger entry (signature and ``when``); the group is known by the
     ledger iff ``n > 0`` and ``k == 0``."""
     from swafuzz.harness.ledger import classify
@@ -236,10 +237,8 @@ def ledger_status(groups: list[dedup.FindingGroup], rows: list[dict[str, Any]],
             by_sig[sig].append({"signature": sig, "target": tgt or target, "case": case,
                                 "versions": vers if isinstance(vers, dict) else versions})
 
-    for g in groups:
-        if g.bundle is not None:
-            add(g.signature, g.bundle.get("case"), g.bundle.get("target"),
-                g.bundle.get("versions"))
+    for _, b in bundles:
+        add(str(b.get("signature")), b.get("case"), b.get("target"), b.get("versions"))
     for r in rows:
         if r.get("failed") and r.get("signature") and isinstance(r.get("case"), dict):
             add(r["signature"], r["case"], None, None)
@@ -300,7 +299,7 @@ def build(d: str, baseline: str | None = None, reruns: int = 0, ledger: str | No
         measure_reliability(groups, reruns, meta.get("target") or "unified")
     status = dedup.classify([g.signature for g in groups], base_sigs)
     vers = meta.get("versions") or (bundles[0][1].get("versions") if bundles else None) or {}
-    led = ledger_status(groups, rows, entries, meta.get("target") or "unified", vers, release)
+    led = ledger_status(groups, rows, bundles, entries, meta.get("target") or "unified", vers, release)
     known_by_ledger = [s for s in sorted(led) if led[s]["cases"] and not led[s]["outside"]]
     for s in known_by_ledger:  # the ledger wins over a missing baseline
         if s in status["new"]:

@@ -107,3 +107,24 @@ def test_entry_without_predicate_is_warned(run, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "ledger: warning: entry dp-eager: no 'when' predicate" in err
     assert "## Ledger warnings" in (run / "summary.md").read_text()
+
+
+def test_every_bundle_of_a_signature_is_checked(run, tmp_path, capsys):
+    """Two bundles with one signature (two triggers): the report groups them, and the group is
+    known only if both Cases match; the graph one is outside the predicate."""
+    b = json.loads((run / "findings" / "a.json").read_text())
+    (run / "findings" / "b.json").write_text(json.dumps({**b, "case": _case("graph")}))
+    led = _ledger(tmp_path / "l.json", when=WHEN)
+    assert main(["report", str(run), "--ledger", led]) == 1
+    assert "NEW   " + SIG in capsys.readouterr().out
+    graph_entry = {"id": "dp-graph", "target": "sglang", "signature": SIG,
+                   "cite": "https://github.com/sgl-project/sglang/pull/2", "note": "second",
+                   "when": {"steps": [{"op": "dp_decode", "exec": "graph"}]}}
+    obj = json.loads((tmp_path / "l.json").read_text())
+    obj["entries"].append(graph_entry)
+    (tmp_path / "l.json").write_text(json.dumps(obj))
+    assert main(["report", str(run), "--ledger", led]) == 0
+    assert f"known {SIG} (ledger: dp-eager, dp-graph)" in capsys.readouterr().out
+    root = ET.parse(run / "junit.xml").getroot()
+    assert [p.get("value") for p in root.iter("property") if p.get("name") == "ledger_entry"
+            ] == ["dp-eager", "dp-graph"]

@@ -30,7 +30,15 @@ The ``when`` predicate: an object with any of these keys, all of which must hold
   ``{"page_size": 1, "swa_ring": {"min": 1}}``);
 * ``"steps"``: a list of step patterns, each ``{field: constraint}`` over the fields of a
   ``Step`` (``op``, ``exec``, ``rank_tokens``, ``accept``, ``rids``, ...); every pattern must be
-  matched by at least one step of the Case (``[{"op": "draft_extend", "exec": "graph"}]``).
+  matched by at least one step of the Case (``[{"op": "draft_extend", "exec": "graph"}]``);
+* ``"forwards"``: a list of forward patterns over the forwards the oracle expects for the Case
+  as the finding's executors (its ``executor`` field) ran them (:func:`case_forwards`:
+  ``executor``, ``pool`` target/draft, ``mode`` one of :data:`FORWARD_MODES`, ``exec`` as the
+  forward ran, ``n_real``, ``rows`` written, ``padded`` = rows > n_real); each pattern must be
+  matched by some forward. A step says what was asked, a forward how it ran: the eager
+  executor runs graph steps eagerly, a DP step with ``dp_extend`` runs as an eager EXTEND;
+  ``[{"exec": "eager", "padded": true, "n_real": {"min": 1}}]`` is "a forward run eagerly with
+  padding rows after real ones" (DP padding), whatever step asked for it.
 
 A constraint is one of: a value (equality: ``1``, ``"eager"``, ``true``); a list of allowed
 values (``["dp_decode", "verify"]``); ``{"min": A, "max": B}`` (inclusive, either bound
@@ -59,6 +67,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import fnmatch
+import functools
 import json
 import os
 import re
@@ -78,7 +87,11 @@ class LedgerError(ValueError):
 
 
 # ----------------------------------------------------------------------------- predicates
-_WHEN_KEYS = ("kind", "release", "pool", "graph", "steps")
+_WHEN_KEYS = ("kind", "release", "pool", "graph", "steps", "forwards")
+# the oracle's expected forwards (oracles.engine.ForwardExp) as a ``forwards`` pattern sees them
+FORWARD_MODES = ("EXTEND", "DECODE", "TARGET_VERIFY", "DRAFT_EXTEND_V2", "IDLE")
+_FORWARD_FIELDS = {"executor": "str", "pool": "str", "mode": "str", "exec": "str",
+                   "n_real": "int", "rows": "int", "padded": "bool"}
 _FORMS = ("a value", "a list of allowed values", '{"min": A, "max": B}', '{"present": true|false}')
 _VERSION = re.compile(r"^\d+(\.\d+)*$")
 
@@ -95,7 +108,36 @@ def _allowed_strings(sec: str, name: str) -> tuple[str, ...] | None:
     from swafuzz.scenarios import case as C
 
     return {("steps", "op"): C.OPS, ("steps", "exec"): C.EXECS,
-            ("pool", "row_dtype"): C.ROW_DTYPES}.get((sec, name))
+            ("pool", "row_dtype"): C.ROW_DTYPES, ("forwards", "exec"): C.EXECS,
+            ("forwards", "pool"): ("target", "draft"),
+            ("forwards", "mode"): FORWARD_MODES}.get((sec, name))
+
+
+@functools.lru_cache(maxsize=256)
+def case_forwards(case, executors: tuple[str, ...] = ()) -> tuple[dict, ...] | None:
+    """The forwards of ``case`` as the finding's executors ran them, from the oracle's expected
+    forwards (exact allocation policy; the fields read here do not depend on which pages are
+    chosen). Per executor (``executors``: the finding's, e.g. ``("eager", "tape")``; empty =
+    unknown, the forwards as the Case asks) and forward: ``executor``, ``pool``, ``mode``,
+    ``exec`` (``"eager"`` for every forward under the eager executor, which runs graph steps
+    eagerly; else the Case's), ``n_real`` (real rows), ``rows`` (rows written: the bucket's
+    under a graph, else the eager count, DP padding included), ``padded`` (``rows > n_real``).
+    None when the oracle refuses the Case (a forwards pattern then never holds)."""
+    from swafuzz.oracles.engine import CaseInfeasible, expect
+    from swafuzz.scenarios.case import CaseError
+
+    try:
+        exp = expect(case, pools_every_step=False)
+    except (CaseInfeasible, CaseError):
+        return None
+    out = []
+    for ex in executors or ("",):
+        for e in exp.forwards:
+            run = "eager" if ex == "eager" else e.exec
+            rows = e.rows_graph if run == "graph" and e.rows_graph is not None else e.rows_eager
+            out.append({"executor": ex, "pool": e.pool, "mode": e.mode, "exec": run,
+                        "n_real": e.n_real, "rows": rows, "padded": rows > e.n_real})
+    return tuple(out)
 
 
 def _version_key(v: str) -> tuple[int, ...]:
@@ -185,10 +227,12 @@ class When:
     pool: tuple[tuple[str, object], ...] = ()
     graph: tuple[tuple[str, object], ...] = ()
     steps: tuple[tuple[tuple[str, object], ...], ...] = ()
+    forwards: tuple[tuple[tuple[str, object], ...], ...] = ()
 
-    def holds(self, case, release: str | None) -> bool:
+    def holds(self, case, release: str | None, executors: tuple[str, ...] = ()) -> bool:
         """Does the Case (a parsed :class:`~swafuzz.scenarios.case.Case`) on target version
-        ``release`` (None: unknown, fails any release constraint) satisfy the predicate?"""
+        ``release`` (None: unknown, fails any release constraint), run by ``executors`` (for
+        ``forwards``; empty: unknown), satisfy the predicate?"""
         if self.kind is not None and not _holds(self.kind, case.kind):
             return False
         if self.release is not None and (release is None or not _VERSION.match(release)
@@ -197,8 +241,14 @@ class When:
         for sec, obj in (("pool", case.pool), ("graph", case.graph)):
             if not all(_holds(c, getattr(obj, n)) for n, c in getattr(self, sec)):
                 return False
-        return all(any(all(_holds(c, getattr(s, n)) for n, c in pat) for s in case.steps)
-                   for pat in self.steps)
+        if not all(any(all(_holds(c, getattr(s, n)) for n, c in pat) for s in case.steps)
+                   for pat in self.steps):
+            return False
+        if not self.forwards:
+            return True
+        fw = case_forwards(case, tuple(executors))
+        return fw is not None and all(any(all(_holds(c, f[n]) for n, c in pat) for f in fw)
+                                      for pat in self.forwards)
 
 
 def parse_when(obj, at: str) -> When:
@@ -209,7 +259,7 @@ def parse_when(obj, at: str) -> When:
     extra = set(obj) - set(_WHEN_KEYS)
     if extra:
         raise LedgerError(f"{at}: unknown keys {sorted(extra)}; allowed: {list(_WHEN_KEYS)}")
-    fields = _case_fields()
+    fields = {**_case_fields(), "forwards": _FORWARD_FIELDS}
     kw = {}
     if "kind" in obj:
         kw["kind"] = _check_constraint(obj["kind"], "str", f"{at}.kind")
@@ -231,12 +281,14 @@ def parse_when(obj, at: str) -> When:
     for sec in ("pool", "graph"):
         if sec in obj:
             kw[sec] = section(obj[sec], sec, f"{at}.{sec}")
-    if "steps" in obj:
-        st = obj["steps"]
+    for sec, what in (("steps", "step"), ("forwards", "forward")):
+        if sec not in obj:
+            continue
+        st = obj[sec]
         if not isinstance(st, list) or not st:
-            raise LedgerError(f"{at}.steps: must be a non-empty list of step patterns (objects "
-                              "of step field -> constraint; each is matched by some step)")
-        kw["steps"] = tuple(section(p, "steps", f"{at}.steps[{j}]") for j, p in enumerate(st))
+            raise LedgerError(f"{at}.{sec}: must be a non-empty list of {what} patterns (objects "
+                              f"of {what} field -> constraint; each is matched by some {what})")
+        kw[sec] = tuple(section(p, sec, f"{at}.{sec}[{j}]") for j, p in enumerate(st))
     return When(**kw)
 
 
@@ -267,7 +319,8 @@ class Entry:
             return True
         if case is _UNPARSED:
             case = finding_case(finding)
-        return case is not None and self.when.holds(case, finding_release(finding, release))
+        return case is not None and self.when.holds(case, finding_release(finding, release),
+                                                    finding_executors(finding))
 
 
 def finding_case(finding: dict):
@@ -291,6 +344,13 @@ def finding_release(finding: dict, release: str | None) -> str | None:
         return release
     v = (finding.get("versions") or {}).get(finding.get("target", ""))
     return v if isinstance(v, str) else None
+
+
+def finding_executors(finding: dict) -> tuple[str, ...]:
+    """The executors the finding ran under (its ``executor`` field, ``"eager+tape"`` ->
+    ``("eager", "tape")``); empty when not recorded."""
+    ex = finding.get("executor")
+    return tuple(x for x in ex.split("+") if x) if isinstance(ex, str) else ()
 
 
 def imprecise(entries: list[Entry]) -> list[str]:

@@ -219,7 +219,8 @@ def measure_reliability(groups: list[dedup.FindingGroup], n: int, default_target
 # --------------------------------------------------------------------------- build
 def ledger_status(groups: list[dedup.FindingGroup], rows: list[dict[str, Any]],
                   bundles: list[tuple[str, dict[str, Any]]], entries: list, target: str,
-                  versions: dict[str, Any], release: str | None) -> dict[str, dict[str, Any]]:
+                  versions: dict[str, Any], release: str | None,
+                  executor: str | None = None) -> dict[str, dict[str, Any]]:
     """``{signature: {"entries": [(id, cite)], "cases": n, "outside": k}}`` for every group:
     ``n`` failing Cases considered (every bundle's and every failing log row's of that
     signature, deduplicated),
@@ -230,18 +231,20 @@ def ledger_status(groups: list[dedup.FindingGroup], rows: list[dict[str, Any]],
     by_sig: dict[str, list[dict[str, Any]]] = {g.signature: [] for g in groups}
     seen: set[tuple[str, str]] = set()
 
-    def add(sig: str, case: Any, tgt: str | None, vers: Any) -> None:
+    def add(sig: str, case: Any, tgt: str | None, vers: Any, ex: Any) -> None:
         key = (sig, json.dumps(case, sort_keys=True))
         if sig in by_sig and key not in seen:
             seen.add(key)
             by_sig[sig].append({"signature": sig, "target": tgt or target, "case": case,
-                                "versions": vers if isinstance(vers, dict) else versions})
+                                "versions": vers if isinstance(vers, dict) else versions,
+                                "executor": ex if isinstance(ex, str) else executor})
 
     for _, b in bundles:
-        add(str(b.get("signature")), b.get("case"), b.get("target"), b.get("versions"))
+        add(str(b.get("signature")), b.get("case"), b.get("target"), b.get("versions"),
+            b.get("executor"))
     for r in rows:
         if r.get("failed") and r.get("signature") and isinstance(r.get("case"), dict):
-            add(r["signature"], r["case"], None, None)
+            add(r["signature"], r["case"], None, None, r.get("executor"))
     out = {}
     for sig, fs in by_sig.items():
         c = classify(fs, entries, target, release)
@@ -299,7 +302,9 @@ def build(d: str, baseline: str | None = None, reruns: int = 0, ledger: str | No
         measure_reliability(groups, reruns, meta.get("target") or "unified")
     status = dedup.classify([g.signature for g in groups], base_sigs)
     vers = meta.get("versions") or (bundles[0][1].get("versions") if bundles else None) or {}
-    led = ledger_status(groups, rows, bundles, entries, meta.get("target") or "unified", vers, release)
+    led = ledger_status(groups, rows, bundles, entries, meta.get("target") or "unified", vers,
+                        release, meta.get("executor") if isinstance(meta.get("executor"), str)
+                        else None)
     known_by_ledger = [s for s in sorted(led) if led[s]["cases"] and not led[s]["outside"]]
     for s in known_by_ledger:  # the ledger wins over a missing baseline
         if s in status["new"]:

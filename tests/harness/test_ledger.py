@@ -245,3 +245,57 @@ def test_repository_ledger_repros_satisfy_their_entries():
     (signature and ``when``): an entry's predicate that excludes its own repro is a defect."""
     base = os.path.dirname(os.path.dirname(DEFAULT_LEDGER))
     assert ledger.repro_mismatches(load_ledger(DEFAULT_LEDGER), base) == []
+
+
+# the forwards view: how a forward ran (executor-dependent), not only what the step asked
+_EAGER_PADDED = {"forwards": [{"exec": "eager", "padded": True, "n_real": {"min": 1}}]}
+
+
+def _dp_graph_finding(executor, dp_extend=False, buckets=(1, 2, 4)):
+    step = {"op": "dp_decode", "rids": [0], "rank_tokens": [3], "exec": "graph"}
+    if dp_extend:
+        step["dp_extend"] = True
+    f = _finding([{"op": "admit", "rid": 0, "length": 1}, step])
+    f["case"]["graph"] = {"buckets": list(buckets)}
+    if executor is not None:
+        f["executor"] = executor
+    return f
+
+
+def test_forwards_predicate_follows_the_executors():
+    """A graph dp_decode step with padding: under the tape executor it runs as a graph (not
+    'eager padded'); the eager executor runs it eagerly with its 3 padded rows; a dp_extend
+    rewrite runs as an eager EXTEND under any executor; without a recorded executor the forward
+    runs as the Case asks."""
+    entries = parse_ledger(_ledger(_entry(signature="write_targets/*", when=_EAGER_PADDED)))
+    assert classify([_dp_graph_finding("tape")], entries, "sglang").new
+    assert classify([_dp_graph_finding("eager+tape")], entries, "sglang").known
+    assert classify([_dp_graph_finding(None)], entries, "sglang").new
+    assert classify([_dp_graph_finding("tape", dp_extend=True)], entries, "sglang").known
+    fw = ledger.case_forwards(ledger.finding_case(_dp_graph_finding("eager+tape")),
+                              ("eager", "tape"))
+    assert [(f["executor"], f["mode"], f["exec"], f["n_real"], f["rows"], f["padded"])
+            for f in fw] == [("eager", "EXTEND", "eager", 1, 1, False),
+                             ("eager", "DECODE", "eager", 1, 3, True),
+                             ("tape", "EXTEND", "eager", 1, 1, False),
+                             ("tape", "DECODE", "graph", 1, 4, True)]
+    # a graph-only pattern: the tape executor's graph forward
+    graph = parse_ledger(_ledger(_entry(signature="write_targets/*", when={
+        "forwards": [{"mode": "DECODE", "exec": "graph", "executor": "tape"}]})))
+    assert classify([_dp_graph_finding("eager+tape")], graph, "sglang").known
+    assert classify([_dp_graph_finding("eager")], graph, "sglang").new
+
+
+@pytest.mark.parametrize("when,needle", [
+    ({"forwards": [{"mode": "DECOD"}]}, "entries[0].when.forwards[0].mode: must be one of "
+                                        "['EXTEND', 'DECODE'"),
+    ({"forwards": [{"step": 1}]}, "entries[0].when.forwards[0].step: unknown field; allowed: "
+                                  "['exec', 'executor', 'mode', 'n_real', 'padded', 'pool', "
+                                  "'rows']"),
+    ({"forwards": [{"padded": "yes"}]}, "entries[0].when.forwards[0].padded: must be true/false"),
+    ({"forwards": []}, "entries[0].when.forwards: must be a non-empty list of forward patterns"),
+])
+def test_malformed_forwards_pattern(when, needle):
+    with pytest.raises(LedgerError) as ei:
+        parse_ledger(_ledger(_entry(when=when)), "L")
+    assert needle in str(ei.value)

@@ -113,7 +113,6 @@ def _allowed_strings(sec: str, name: str) -> tuple[str, ...] | None:
             ("forwards", "mode"): FORWARD_MODES}.get((sec, name))
 
 
-@functools.lru_cache(maxsize=256)
 def case_forwards(case, executors: tuple[str, ...] = ()) -> tuple[dict, ...] | None:
     """The forwards of ``case`` as the finding's executors ran them, from the oracle's expected
     forwards (exact allocation policy; the fields read here do not depend on which pages are
@@ -123,6 +122,15 @@ def case_forwards(case, executors: tuple[str, ...] = ()) -> tuple[dict, ...] | N
     eagerly; else the Case's), ``n_real`` (real rows), ``rows`` (rows written: the bucket's
     under a graph, else the eager count, DP padding included), ``padded`` (``rows > n_real``).
     None when the oracle refuses the Case (a forwards pattern then never holds)."""
+    try:
+        hash(case)
+    except TypeError:  # not hashable: no cache
+        return _case_forwards.__wrapped__(case, tuple(executors))
+    return _case_forwards(case, tuple(executors))
+
+
+@functools.lru_cache(maxsize=256)
+def _case_forwards(case, executors: tuple[str, ...]) -> tuple[dict, ...] | None:
     from swafuzz.oracles.engine import CaseInfeasible, expect
     from swafuzz.scenarios.case import CaseError
 

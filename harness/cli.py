@@ -357,23 +357,35 @@ def cmd_list(args) -> int:
 
 
 # --------------------------------------------------------------------------- report
+def _default_ledger() -> str:
+    from swafuzz.harness.ledger import DEFAULT_LEDGER
+
+    return DEFAULT_LEDGER
+
+
 def cmd_report(args) -> int:
     from swafuzz.harness.report import ReportInputError, build
 
     if args.reruns < 0:
         raise UsageError(f"--reruns: must be >= 0 (got {args.reruns})")
     try:
-        res = build(args.dir, baseline=args.baseline, reruns=args.reruns)
+        res = build(args.dir, baseline=args.baseline, reruns=args.reruns,
+                    ledger=None if args.no_ledger else args.ledger, release=args.release)
     except ReportInputError as e:
         raise UsageError(str(e)) from None
     st = res["status"]
+    for w in res["ledger_warnings"]:
+        print(f"ledger: warning: {w}", file=sys.stderr)
     print(f"{res['findings']} findings by signature: {len(st['new'])} new, "
           f"{len(st['known'])} known, {len(st['fixed'])} fixed")
     for s in st["new"] + st["known"]:
-        print(f"  {'NEW  ' if s in st['new'] else 'known'} {s}")
+        led = res["ledger_entries"].get(s)
+        print(f"  {'NEW  ' if s in st['new'] else 'known'} {s}"
+              + (f" (ledger: {', '.join(led)})" if led else ""))
     for p in res["paths"]:
         print(f"wrote {p}")
-    return EXIT_FINDINGS if res["findings"] else EXIT_CLEAN
+    # known by the ledger: not a failure; a baseline-known finding still is (as before)
+    return EXIT_FINDINGS if res["findings"] > len(res["ledger_known"]) else EXIT_CLEAN
 
 
 # --------------------------------------------------------------------------- zoo / bench
@@ -513,6 +525,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a previous run directory: findings split into new / known / fixed")
     rep.add_argument("--reruns", type=int, default=0,
                      help="replay each finding's smallest Case N times (reliability k/N)")
+    rep.add_argument("--ledger", default=_default_ledger(),
+                     help="known-failure ledger: findings it knows (signature and 'when') are "
+                          "known, not failures")
+    rep.add_argument("--no-ledger", action="store_true", help="do not consult a ledger")
+    rep.add_argument("--release", default=None,
+                     help="target version for the ledger (default: the run's recorded one)")
     rep.set_defaults(fn=cmd_report)
 
     z = sub.add_parser("zoo", formatter_class=fmt, help="run every mutant; print the kill matrix")

@@ -10,6 +10,15 @@ every failing verdict since the report exists; older bundles and crash findings 
 reliability (k of N failed with the same signature). ``--baseline PREV_DIR`` splits findings
 into new / known / fixed against a previous run directory.
 
+The known-failure ledger (:mod:`swafuzz.harness.ledger`; ``--ledger FILE``, default the
+repository's ``ledger/known_failures.json``; ``--no-ledger`` to skip it) is consulted too: a
+finding group is *known by the ledger* when every failing Case of the group (its bundle's Case
+and every failing ``cases.jsonl`` row's Case) matches an entry, signature AND ``when``
+predicate; one Case outside every entry keeps the group new (a new bug under a known signature).
+Ledger-known groups show as ``known (ledger: ID)`` in summary.md and as ``<skipped>`` test cases
+in junit.xml (message ``known: ledger entry ID (CITE)``, plus a ``ledger_entry`` property), so
+CI stays green on them; the CLI exits 1 only when some group is not known by the ledger.
+
 This module turns bundles into plain data; the renderers in ``reports/`` only format it.
 """
 
@@ -208,8 +217,60 @@ def measure_reliability(groups: list[dedup.FindingGroup], n: int, default_target
 
 
 # --------------------------------------------------------------------------- build
-def build(d: str, baseline: str | None = None, reruns: int = 0) -> dict[str, Any]:
-    """Write DIR/summary.md, DIR/junit.xml, DIR/summary.html; return what was found."""
+def ledger_status(groups: list[dedup.FindingGroup], rows: list[dict[str, Any]],
+                  bundles: list[tuple[str, dict[str, Any]]], entries: list, target: str,
+                  versions: dict[str, Any], release: str | None,
+                  executor: str | None = None) -> dict[str, dict[str, Any]]:
+    """``{signature: {"entries": [(id, cite)], "cases": n, "outside": k}}`` for every group:
+    ``n`` failing Cases considered (every bundle's and every failing log row's of that
+    signature, deduplicated),
+    ``k`` of them matched by no ledger entry (signature and ``when``); the group is known by the
+    ledger iff ``n > 0`` and ``k == 0``."""
+    from swafuzz.harness.ledger import classify
+
+    by_sig: dict[str, list[dict[str, Any]]] = {g.signature: [] for g in groups}
+    seen: set[tuple[str, str]] = set()
+
+    def add(sig: str, case: Any, tgt: str | None, vers: Any, ex: Any) -> None:
+        key = (sig, json.dumps(case, sort_keys=True))
+        if sig in by_sig and key not in seen:
+            seen.add(key)
+            by_sig[sig].append({"signature": sig, "target": tgt or target, "case": case,
+                                "versions": vers if isinstance(vers, dict) else versions,
+                                "executor": ex if isinstance(ex, str) else executor})
+
+    for _, b in bundles:
+        add(str(b.get("signature")), b.get("case"), b.get("target"), b.get("versions"),
+            b.get("executor"))
+    for r in rows:
+        if r.get("failed") and r.get("signature") and isinstance(r.get("case"), dict):
+            add(r["signature"], r["case"], None, None, r.get("executor"))
+    out = {}
+    for sig, fs in by_sig.items():
+        c = classify(fs, entries, target, release)
+        ids: list[tuple[str, str]] = []
+        for _, e in c.known:
+            if (e.id, e.cite) not in ids:
+                ids.append((e.id, e.cite))
+        out[sig] = {"entries": ids, "cases": len(fs), "outside": len(c.new)}
+    return out
+
+
+def build(d: str, baseline: str | None = None, reruns: int = 0, ledger: str | None = None,
+          release: str | None = None) -> dict[str, Any]:
+    """Write DIR/summary.md, DIR/junit.xml, DIR/summary.html; return what was found.
+    ``ledger``: a ledger file to classify findings with (None: no ledger); ``release``: the
+    target version its entries are checked against (default: the run's recorded version)."""
+    from swafuzz.harness.ledger import LedgerError, imprecise, load_ledger
+
+    entries: list = []
+    ledger_warnings: list[str] = []
+    if ledger is not None:
+        try:
+            entries = load_ledger(ledger)
+        except LedgerError as e:
+            raise ReportInputError(f"--ledger: {e}") from None
+        ledger_warnings = imprecise(entries)
     from swafuzz.reports.html import render as render_html
     from swafuzz.reports.junit import render as render_junit
     from swafuzz.reports.summary import report_markdown
@@ -240,6 +301,15 @@ def build(d: str, baseline: str | None = None, reruns: int = 0) -> dict[str, Any
     if reruns > 0:
         measure_reliability(groups, reruns, meta.get("target") or "unified")
     status = dedup.classify([g.signature for g in groups], base_sigs)
+    vers = meta.get("versions") or (bundles[0][1].get("versions") if bundles else None) or {}
+    led = ledger_status(groups, rows, bundles, entries, meta.get("target") or "unified", vers,
+                        release, meta.get("executor") if isinstance(meta.get("executor"), str)
+                        else None)
+    known_by_ledger = [s for s in sorted(led) if led[s]["cases"] and not led[s]["outside"]]
+    for s in known_by_ledger:  # the ledger wins over a missing baseline
+        if s in status["new"]:
+            status["new"].remove(s)
+            status["known"] = sorted(status["known"] + [s])
     st_of = {s: k for k, sigs in status.items() for s in sigs}
 
     kinds: dict[str, dict[str, int]] = {}
@@ -253,7 +323,6 @@ def build(d: str, baseline: str | None = None, reruns: int = 0) -> dict[str, Any
     km_path = os.path.join(d, "kill-matrix.md")
     kill_md = open(km_path).read() if os.path.exists(km_path) else None
 
-    vers = meta.get("versions") or (bundles[0][1].get("versions") if bundles else None) or {}
     info = {
         "commit": meta.get("commit") or "unknown (no run.json)",
         "versions": ", ".join(f"{k} {v}" for k, v in sorted(vers.items()) if k != "device")
@@ -261,6 +330,10 @@ def build(d: str, baseline: str | None = None, reruns: int = 0) -> dict[str, Any
         "device": vers.get("device", "unknown"),
         "target": meta.get("target", "?"),
         "budget": _budget_line(meta, rows),
+        "ledger": (f"{ledger} ({len(entries)} entries, {len(ledger_warnings)} warnings); "
+                   f"{len(known_by_ledger)} finding signatures known by it")
+        if ledger is not None else "not consulted (--no-ledger)",
+        "ledger_warnings": ledger_warnings,
     }
     findings = []
     for g in groups:
@@ -277,7 +350,12 @@ def build(d: str, baseline: str | None = None, reruns: int = 0) -> dict[str, Any
             "reliability": f"{g.reliability[0]}/{g.reliability[1]} reruns failed"
             if g.reliability else None,
             "shrunk": g.to_json()["shrunk"], "repro": b.get("command"),
-            "target": b.get("target") or info["target"], "picture": pic, "why": why})
+            "target": b.get("target") or info["target"], "picture": pic, "why": why,
+            "ledger": [{"id": i, "cite": c} for i, c in led[g.signature]["entries"]]
+            if g.signature in known_by_ledger else [],
+            "ledger_outside": (f"{led[g.signature]['outside']} of {led[g.signature]['cases']} "
+                               "failing Cases match no ledger entry (signature and 'when')")
+            if led[g.signature]["entries"] and g.signature not in known_by_ledger else None})
     # [kind, cases run, of which shrinking, failing, checks run]
     kind_rows = [[k, v["cases"], v["shrinking"], v["failing"], v["checks"]]
                  for k, v in sorted(kinds.items())]
@@ -294,7 +372,9 @@ def build(d: str, baseline: str | None = None, reruns: int = 0) -> dict[str, Any
                               f"{len(status['fixed'])} fixed")]
     atomic_write_text(os.path.join(d, "summary.html"),
                       render_html(title, meta_rows, kind_rows, findings, kill_md))
-    return {"findings": len(groups), "status": status,
+    return {"findings": len(groups), "status": status, "ledger_known": known_by_ledger,
+            "ledger_warnings": ledger_warnings,
+            "ledger_entries": {s: [i for i, _ in led[s]["entries"]] for s in known_by_ledger},
             "paths": [os.path.join(d, n) for n in ("summary.md", "junit.xml", "summary.html")]}
 
 

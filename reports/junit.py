@@ -1,6 +1,8 @@
 """``junit.xml`` for CI: one ``<testcase>`` per scenario kind that ran (``campaign.<kind>``,
 passing, with its case count) and one per finding signature (``finding.<signature>``: a
-``<failure>`` of type ``new`` or ``known``; a signature fixed since the baseline passes). Names are
+``<failure>`` of type ``new`` or ``known``; a signature fixed since the baseline passes; a
+signature known by the known-failure ledger is ``<skipped>`` with the message ``known: ledger
+entry ID (CITE)`` and a ``ledger_entry`` property per entry, so it does not fail CI). Names are
 the signatures themselves, so they are stable from night to night. Written once, from the run
 directory, after the workers are done (nothing to merge between xdist or worker processes).
 """
@@ -20,10 +22,12 @@ def _clean(text: Any) -> str:
 
 def render(kinds: list[list[Any]], findings: list[dict[str, Any]],
            status: dict[str, list[str]], info: dict[str, Any]) -> str:
-    failures = sum(1 for f in findings if f.get("status") in ("new", "known"))
+    skipped = sum(1 for f in findings if f.get("ledger"))
+    failures = sum(1 for f in findings if f.get("status") in ("new", "known")
+                   and not f.get("ledger"))
     tests = len(kinds) + len(findings) + len(status.get("fixed", []))
     suite = ET.Element("testsuite", name="swafuzz", tests=str(tests), failures=str(failures),
-                       errors="0", skipped="0")
+                       errors="0", skipped=str(skipped))
     props = ET.SubElement(suite, "properties")
     for k in ("commit", "versions", "device", "target", "budget"):
         ET.SubElement(props, "property", name=k, value=_clean(info.get(k, "")))
@@ -35,6 +39,15 @@ def render(kinds: list[list[Any]], findings: list[dict[str, Any]],
     for f in findings:
         tc = ET.SubElement(suite, "testcase", classname="swafuzz.finding",
                            name=f"finding.{f['signature']}")
+        if f.get("ledger"):  # known by the ledger: reported, not a failure
+            tp = ET.SubElement(tc, "properties")
+            for e in f["ledger"]:
+                ET.SubElement(tp, "property", name="ledger_entry", value=_clean(e["id"]))
+            sk = ET.SubElement(tc, "skipped", message=_clean(
+                "known: " + "; ".join(f"ledger entry {e['id']} ({e['cite']})"
+                                      for e in f["ledger"])))
+            sk.text = _clean(f.get("message") or "")
+            continue
         msg = (f.get("message") or f["signature"]).splitlines()[0][:500]
         fail = ET.SubElement(tc, "failure", type=f.get("status", "new"), message=_clean(msg))
         fail.text = _clean("\n".join(x for x in [
@@ -42,6 +55,7 @@ def render(kinds: list[list[Any]], findings: list[dict[str, Any]],
             f"seen {f.get('count')} times (cases {f.get('first_seen')}..{f.get('last_seen')}); "
             f"smallest Case {shrunk_text(f.get('shrunk'))}",
             f"reliability: {f.get('reliability') or 'not measured'}",
+            f"ledger: {f['ledger_outside']}" if f.get("ledger_outside") else "",
             f"repro: {f.get('repro') or '-'}"] if x))
     for sig in status.get("fixed", []):
         tc = ET.SubElement(suite, "testcase", classname="swafuzz.finding", name=f"finding.{sig}")

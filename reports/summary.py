@@ -80,6 +80,16 @@ def seen_text(f: dict[str, Any]) -> str:
     return f"{f['first_seen']} / {f['last_seen']}"
 
 
+def status_text(f: dict[str, Any]) -> str:
+    """'new', 'known', 'known (ledger: ID, ...)', or 'new (...)' when some failing Cases of a
+    signature the ledger knows fall outside its entries' ``when`` predicates."""
+    if f.get("ledger"):
+        return "known (ledger: " + ", ".join(e["id"] for e in f["ledger"]) + ")"
+    if f.get("ledger_outside"):
+        return f"{f.get('status')} ({_cell(f['ledger_outside'], 120)})"
+    return str(f.get("status"))
+
+
 def report_markdown(info: dict[str, Any], kinds: Sequence[Sequence[Any]],
                     findings: Sequence[dict[str, Any]], status: dict[str, list[str]],
                     kill_matrix_md: str | None = None, limit: int = 1024 * 1024) -> str:
@@ -90,14 +100,20 @@ def report_markdown(info: dict[str, Any], kinds: Sequence[Sequence[Any]],
             f"* commit: `{info.get('commit')}`", f"* versions: {info.get('versions')}",
             f"* device: {info.get('device')}", f"* budget used: {info.get('budget')}",
             f"* findings: **{len(status.get('new', []))} new**, "
-            f"{len(status.get('known', []))} known, {len(status.get('fixed', []))} fixed", ""]
+            f"{len(status.get('known', []))} known, {len(status.get('fixed', []))} fixed"]
+    if info.get("ledger"):
+        head.append(f"* known-failure ledger: {_cell(info['ledger'], 400)}")
+    head.append("")
+    if info.get("ledger_warnings"):
+        head += ["## Ledger warnings", ""] + [f"* {_cell(w, 400)}"
+                                               for w in info["ledger_warnings"]] + [""]
     if kinds:
         tot = [sum(int(r[i]) for r in kinds) for i in (1, 2, 3, 4)]
         head += ["## Cases per scenario kind", "",
                  table(["scenario kind", "cases run", "of which shrinking", "failing",
                         "checks run"],
                        [list(r) for r in kinds] + [["total", *tot]], markdown=True), ""]
-    rows = [[f.get("status"), f"`{_cell(f['signature'])}`", f.get("count"),
+    rows = [[status_text(f), f"`{_cell(f['signature'])}`", f.get("count"),
              seen_text(f), f.get("reliability") or "-",
              shrunk_text(f.get("shrunk")), _cell(f.get("message"), 200),
              f"`{_cell(f.get('repro'), 200)}`" if f.get("repro") else "-"] for f in findings]

@@ -5,6 +5,7 @@
     python3 bootstrap.py test [pytest options]       # the test suite (the CI gate)
     python3 bootstrap.py swafuzz <args>              # any swafuzz command
     python3 bootstrap.py fast-tier NAME [pytest opts] # fast tier in .venv-NAME (constraints/NAME.txt)
+    python3 bootstrap.py env                         # only build/refresh .venv; print its python
 
 The first call creates ``.venv`` next to this file and installs swafuzz into it (editable) with
 the project's tested set pinned by ``constraints/ci.txt`` (torch 2.13.0 CPU, triton 3.6.0, numpy,
@@ -80,10 +81,13 @@ def fast_tier(name: str, rest: list[str]) -> int:
 def main(argv: list[str]) -> int:
     if argv[:1] == ["fast-tier"] and len(argv) >= 2:
         return fast_tier(argv[1], argv[2:])
-    if not argv or argv[0] not in ("run", "test", "swafuzz"):
+    if not argv or argv[0] not in ("run", "test", "swafuzz", "env"):
         print(__doc__.strip(), file=sys.stderr)
         return 2
     ensure_env()
+    if argv[0] == "env":
+        print(PY)
+        return 0
     env = dict(os.environ)
     env.setdefault("PYTHONUNBUFFERED", "1")
     cmd, rest = argv[0], argv[1:]

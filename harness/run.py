@@ -46,6 +46,9 @@ class Verdict:
     checks_run: int = 0
     seconds: float = 0.0
     observed: list[dict[str, Any]] | None = None  # failing only: harness.observed summaries
+    #: what the target says it ran (``Observation.target_version``, e.g. "sglang 0.5.23"); None:
+    #: swafuzz's own code
+    target_version: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -60,6 +63,7 @@ class Verdict:
             "checks_run": self.checks_run,
             "seconds": self.seconds,
             "observed": self.observed,
+            **({"target_version": self.target_version} if self.target_version else {}),
         }
 
     def finding(self, target: str, impl: str, executor: str, prefix: str = "") -> dict[str, Any]:
@@ -71,12 +75,13 @@ class Verdict:
                 "failures": [f.to_json() for f in self.failures], "target": target,
                 "plugin": origin(target), "impl": impl, "executor": executor,
                 "case": self.case.to_json(), "shrunk": self.case.summary(),
-                "observed": self.observed}
+                "observed": self.observed,
+                **({"target_version": self.target_version} if self.target_version else {})}
 
     @staticmethod
     def from_json(case: Case, d: dict[str, Any]) -> Verdict:
         return Verdict(case, [Failure(**f) for f in d["failures"]], d["checks_run"], d["seconds"],
-                       d.get("observed"))
+                       d.get("observed"), d.get("target_version"))
 
 
 def needs_recapture_reference(case: Case, observations: list, only: set[str] | None) -> bool:
@@ -116,7 +121,8 @@ def execute(case: Case, target: str = "unified", impl: str = "auto",
     if getattr(get_target(target), "allocation", "exact") == "observed":
         exp, fails = _observed_expectation(case, observations)
         if fails:
-            return Verdict(case, fails, 1, time.perf_counter() - t0)
+            return Verdict(case, fails, 1, time.perf_counter() - t0,
+                           target_version=_target_version(observations))
     if needs_recapture_reference(case, observations, only):
         ex = CountingExecutor(get_executor("tape_recapture"))
         ref = run_case(case, target=target, impl=resolve_impl(impl), executor=ex)
@@ -129,7 +135,13 @@ def execute(case: Case, target: str = "unified", impl: str = "auto",
         from swafuzz.harness.observed import summarize_all
 
         observed = summarize_all(case, observations, exp)
-    return Verdict(case, fails, n, time.perf_counter() - t0, observed)
+    return Verdict(case, fails, n, time.perf_counter() - t0, observed,
+                   _target_version(observations))
+
+
+def _target_version(observations: list) -> str | None:
+    """The first observation's ``target_version`` (every executor runs the same target)."""
+    return next((o.target_version for o in observations if o.target_version), None)
 
 
 def _observed_expectation(case: Case, observations: list):

@@ -65,7 +65,9 @@ def write_bundle(out_dir: str, finding: dict[str, Any], suffix: str = "") -> str
     as ``<signature><suffix>.json``.
 
     Returns the path. The ``command`` field is filled in with the repro command. A finding on
-    the ``sglang`` target also records the installed sglang version under ``versions``.
+    the ``sglang`` target also records the installed sglang version under ``versions``, and
+    what the target ran (``target_version``, e.g. ``sglang 0.5.17 (adapter 0.5.23)``) when the
+    finding carries it.
     """
     path = os.path.join(out_dir, "findings",
                         signature_filename(finding["signature"]) + suffix + ".json")

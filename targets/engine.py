@@ -71,6 +71,8 @@ class UnifiedEngine:
     decode_runner_cls = DecodeGraphRunner
     draft_extend_runner_cls = DraftExtendGraphRunner
     multistep_runner_cls = MultiStepDraftRunner
+    #: the multi-step draft's per-step write-target layout (the EAGLE worker's helper)
+    per_step_loc = staticmethod(per_step_draft_out_cache_loc)
     dp_cls = DPAttention
     #: "exact": the oracle predicts every allocation (the Case contract's lowest-free policy);
     #: "observed": the target's allocator chooses, each StepObs reports the choices (``alloc``)
@@ -302,7 +304,7 @@ class UnifiedEngine:
         ms.init_forward_metadata(fb)  # on the unpadded batch
         if s.rank_tokens:
             self.dp.pad_inputs_to_size(fb, bs * width, bs)
-        per_step = per_step_draft_out_cache_loc(fb.out_cache_loc, bs, g.topk, g.num_steps)
+        per_step = self.per_step_loc(fb.out_cache_loc, bs, g.topk, g.num_steps)
         return [
             self.eager_stores(i, step, "draft", ms.backends[step],
                               fb.view(out_cache_loc=per_step[step]), n_real)

@@ -232,6 +232,9 @@ class DraftExtendGraphRunner(GraphRunner):
 class MultiStepDraftRunner(GraphRunner):
     """Multi-step draft decode (topk, num_steps >= 2): one graph per bucket runs every step."""
 
+    #: the per-step write-target layout (the EAGLE worker's helper; a target may swap it)
+    per_step_loc = staticmethod(per_step_draft_out_cache_loc)
+
     def __init__(self, model, backend: MultiStepBackend, executor, buckets, topk: int,
                  num_steps: int):
         self.topk = topk
@@ -250,8 +253,8 @@ class MultiStepDraftRunner(GraphRunner):
 
     def run_once(self, fb, payload, logs) -> None:
         self.backend.init_forward_metadata_in_graph(fb)
-        per_step = per_step_draft_out_cache_loc(fb.out_cache_loc, fb.batch_size, self.topk,
-                                                self.num_steps)
+        per_step = self.per_step_loc(fb.out_cache_loc, fb.batch_size, self.topk,
+                                     self.num_steps)
         for s in range(self.num_steps - 1):
             b = self.backend.backends[s]
             logs[s].clear()

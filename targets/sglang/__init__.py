@@ -56,12 +56,13 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "stamps swa_out_cache_loc (multi-step per-step slice included) into the harness's "
      "metadata through a DSV4Metadata view with no compressed layers; 0.5.12's store reads "
      "out_cache_loc instead"),
-    ("eager / out-graph metadata init, copy/assign", "modelled", "modelled",
+    ("eager / out-graph metadata init, copy/assign (other modes)",
+     "modelled", "modelled",
      "the real builders make page tables, compression/indexer metadata and FlashMLA plans that "
-     "need CUDA; the engine model runs them (spec §4.2-§4.4). Not covered: 0.5.23's "
-     "draft-extend prep pre-translates into a graph buffer (_fill_cuda_graph_swa_out_cache_loc, "
-     "PR #34890); the model keeps the PR-era prep, whose draft-extend stores fall back to the "
-     "real resolver's fresh translation"),
+     "need CUDA, a req_to_token table and page sizes that are multiples of 128; the engine "
+     "model runs them (spec §4.2-§4.4). 0.5.23's draft-extend prep is real (see the rows "
+     "below); 0.5.12's draft-extend builder is its prefill builder, whose metadata carries no "
+     "SWA write location (its store_cache translates forward_batch.out_cache_loc)"),
     ("graph runners, DP padding", "modelled", "modelled",
      "decode/verify, draft-extend and multi-step runners need a model runner; swafuzz's run "
      "under tape (CPU) or CUDA graphs"),
@@ -128,6 +129,22 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "get_swa_out_cache_loc as shipped: C returns the stamped rows, a miss falls to F "
      "(translation through M, never written under a ring); the -1 skip of the fused norm-rope "
      "store is modelled (swafuzz's store)"),
+    ("draft-extend metadata prep (out-graph bucket, eager)",
+     "modelled", "real",
+     "0.5.23 (targets/sglang/metadata.py): the release's init_forward_metadata_out_graph for the "
+     "bucket (no locations at capture, IDLE substitution, 0-padding to the bucket's rows) and "
+     "its init_forward_metadata_draft_extend with _fill_cuda_graph_swa_out_cache_loc (PR "
+     "#34890: buffer refilled, tail zeroed) or the eager-miss translation; eager: the same "
+     "builder, then the real in-graph stamp. Adapter seams: make_core_attn_metadata returns the "
+     "harness's core metadata around the release's out_loc (page table and SWA page indices "
+     "are read-side, not built), no c128 MTP state, the bucket's persistent metadata kept by "
+     "the harness (same check/copy/assign rules). As driven here the release never stores "
+     "through that buffer: capture hands the prep no locations and eager re-stamps"),
+    ("multi-step draft per-step write targets", "modelled", "real",
+     "0.5.23: sglang.srt.speculative.eagle_utils.per_step_draft_out_cache_loc gives the "
+     "engine's per-step locations (the EAGLE worker's side, eager and graph) as it gives the "
+     "backend's in-graph stamp; 0.5.12 has no such helper (its store translates whatever "
+     "out_cache_loc the worker hands it): the model's layout"),
 )
 
 

@@ -32,8 +32,10 @@ from swafuzz.targets import TargetUnavailable
 from swafuzz.targets.allocator import AllocationError
 from swafuzz.targets.backend import DSV4Backend, StoreRecord
 from swafuzz.targets.engine import UnifiedEngine
+from swafuzz.targets.forward_mode import GraphBucket, logical_forward_mode
 from swafuzz.targets.kv_pool import SWAKVPool
 from swafuzz.targets.metadata import AttnMetadata, RawDecodeMetadata
+from swafuzz.targets.runners import MultiStepDraftRunner
 from swafuzz.targets.sglang import release
 from swafuzz.targets.sharing import held_elsewhere, rejected_split
 
@@ -396,6 +398,24 @@ class SGLangBackend(DSV4Backend):
         self.store_log.append(StoreRecord(local_layer, loc, rows.shape[0]))
         self._store(caches[local_layer], loc, rows)
 
+    def build_out_graph_metadata(self, fb, in_capture: bool = False):
+        """0.5.23's DRAFT_EXTEND bucket: the release's own out-graph prep
+        (:func:`swafuzz.targets.sglang.metadata.out_graph_draft_extend`); others: the model's."""
+        if _metadata is not None and _metadata.REAL_DRAFT_EXTEND and \
+                GraphBucket.of(fb.forward_mode) is GraphBucket.DRAFT_EXTEND:
+            return _metadata.out_graph_draft_extend(self, fb, in_capture)
+        return super().build_out_graph_metadata(fb, in_capture)
+
+    def init_forward_metadata(self, fb) -> None:
+        """0.5.23, logically DRAFT_EXTEND_V2: the release's eager draft-extend builder, then its
+        in-graph stamp (as its eager init does); otherwise the model's eager init."""
+        if _metadata is not None and _metadata.REAL_DRAFT_EXTEND and \
+                not self.skip_eager_init(fb) and logical_forward_mode(fb).is_draft_extend_v2():
+            self.forward_metadata = _metadata.eager_draft_extend(self, fb)
+            self.init_forward_metadata_in_graph(fb)
+            return
+        super().init_forward_metadata(fb)
+
     def store_cache(self, layer_id: int, swa_k: torch.Tensor, fb) -> None:
         self.shim.forward_metadata = self.forward_metadata
         self.pool.sink_fn = self._sink
@@ -464,3 +484,16 @@ def _export_unsupported_kinds() -> None:
 
 
 _export_unsupported_kinds()
+# ----------------------------------------------------------------------------- metadata hooks
+#: the release's draft-extend prep and per-step helper (0.5.23; see targets/sglang/metadata.py)
+_metadata = None
+if ADAPTER != "0.5.12":
+    from swafuzz.targets.sglang import metadata as _metadata  # noqa: E402  (imports this module)
+
+    class SGLangMultiStepRunner(MultiStepDraftRunner):
+        """The multi-step draft runner with the release's per-step write-target layout."""
+
+        per_step_loc = staticmethod(_metadata.per_step_loc)
+
+    SGLangEngine.per_step_loc = staticmethod(_metadata.per_step_loc)
+    SGLangEngine.multistep_runner_cls = SGLangMultiStepRunner

@@ -16,8 +16,11 @@ CASE = Case(pool=PoolConfig(page_size=1, full_pages=4, swa_pages=4, window=2, la
 
 
 def test_clean_case_passes(swafuzz_check):
+    from swafuzz.harness.checks import PER_OBSERVATION
+
     v = swafuzz_check(CASE, impl="torch", executors=["eager", "tape"])
-    assert not v.failed and v.checks_run == 15
+    # every per-observation check on each of the two executors, plus agreement
+    assert not v.failed and v.checks_run == 2 * len(PER_OBSERVATION) + 1
 
 
 def test_failing_case_prints_repro(swafuzz_check):

@@ -33,6 +33,7 @@ CHECKS = (
     "exec_path",
     "window",
     "tail",
+    "window_graph",
 )
 
 #: Checks that are defence in depth: no mutant is killed by them alone, by construction, and the
@@ -623,6 +624,14 @@ def check_tail(case, obs, exp) -> list[Failure]:
     return run(case, obs, exp)
 
 
+def check_window_graph(case, obs, exp) -> list[Failure]:
+    """DECODE graphs under a request window (issue 12, addendum §4, §5 W7): see
+    :func:`harness.window_checks.check_window_graph`."""
+    from swafuzz.harness.window_checks import check_window_graph as run
+
+    return run(case, obs, exp)
+
+
 PER_OBSERVATION: dict[str, Callable] = {
     "write_targets": check_write_targets,
     "pool_bytes": check_pool_bytes,
@@ -633,6 +642,7 @@ PER_OBSERVATION: dict[str, Callable] = {
     "exec_path": check_exec_path,
     "window": check_window,
     "tail": check_tail,
+    "window_graph": check_window_graph,
 }
 
 

@@ -216,6 +216,22 @@ rows) uses the idle layout: ``n`` rows of slot 0, position 0, ``G = 1``: writes
 Payload: K rows of window forwards are ``rows_bytes(seed, step, fwd, "target", layer, n)``
 with ``n`` = the rows that layer stores (the tail's rows for a late layer).
 
+DECODE graphs under a request window (addendum §3 I (window), §4 decode bucket, §5 W6/W7):
+``decode``, ``idle`` and ``dp_decode`` (no rids) may also have ``exec: "graph"`` under a
+window. With an executor that captures graphs (tape, cudagraph) such a step whose batch ``b``
+(``len(rids)``, ``tokens``, ``max(rank_tokens)``) fits a bucket runs through the DECODE graph of
+the smallest bucket ``B >= b`` (else, and with the eager executor, eagerly as above). The
+bucket's layout is built in the graph from its ``B`` rows with ``G = B`` (one group per row):
+rows ``0..b-1`` are the decode rows, rows ``b..B-1`` are padding with slot 0, position 0
+(seq_lens fill 1); an IDLE step's rows are all slot 0, position 0. The graph's commit has no
+IDLE guard: every forward through it (IDLE included) commits its committed rows, so padding
+and IDLE rows commit only into slot-0 ring rows (tag 0 at ring row 0). The first use of a
+bucket captures it: its warm-up runs the capture state (``B`` rows of slot 0, position 0) once,
+so slot-0 ring row 0 gets tag 0 in every layer. Slot 0's ring bytes are unspecified (several
+rows commit to one ring row; slot 0 is never read); its tags are not. A bucket with
+``B * W + B > WS`` makes the Case invalid. Every replay of one bucket uses the same layout
+object, of size ``B * W + B`` (W7). K rows: ``rows_bytes(seed, step, 0, "target", layer, B)``.
+
 Payload
 -------
 The K rows of a forward are derived by :func:`scenarios.payload.rows_bytes` from

@@ -564,3 +564,7 @@ class FinishFreesSharedPrefix(UnifiedEngine):
 
 # 30-39: the V4.1 request window, late-layer tail and encoder replay (issue 12)
 from swafuzz.targets.mutants import window_mutants  # noqa: E402,F401
+
+# isort: split
+# 40-43: DECODE graphs under a request window (issue 12, window_graphs)
+from swafuzz.targets.mutants import window_graph_mutants  # noqa: E402,F401

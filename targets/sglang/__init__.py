@@ -81,6 +81,13 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "Triton, CUDA only (the CUDA branch of window_layout is not taken on CPU); copy and "
      "commit are replaced in the module's namespace by row copies with the contract of "
      "addendum §2.2 (commit: masked rows to req * capacity + pos % capacity, tags = pos)"),
+    ("DECODE graphs under a request window (decode bucket: Raw metadata, in-graph layout one "
+     "group per row, padded rows slot 0, IDLE replay commits slot 0, W7)", "absent",
+     "not driven",
+     "kind window_graphs runs on unified only (tape / cudagraph executors): on CPU the "
+     "release's decode bucket needs make_forward_metadata_from_raw_decode with a model "
+     "runner's graph buffers; a window Case with graph steps under a graph executor raises "
+     "TargetUnavailable on sglang, and the kind is left out of sglang runs"),
     ("late-layer tail: late_layer_tail_layout, LateLayerTail, DSV4Metadata.late_layer_tail",
      "absent", "real",
      "the release's layout function (per-request last min(W, n) rows, floors) and records; "
@@ -120,6 +127,10 @@ KIND_FIRST_RELEASE = {"request_window": "0.5.21", "late_tail": "0.5.21",
                       "encoder_replay": "0.5.21"}
 
 
+#: kinds no release's adapter drives (issue 12: the DECODE graph under a request window)
+KINDS_NOT_DRIVEN = ("window_graphs",)
+
+
 def unsupported_kinds(kinds) -> list[str]:
     """The kinds among ``kinds`` the installed release's adapter cannot run (none when sglang
     is unavailable: that is reported on its own). Does not import sglang."""
@@ -131,8 +142,8 @@ def unsupported_kinds(kinds) -> list[str]:
     def key(v: str) -> tuple[int, ...]:
         return tuple(int(x) for x in v.split("."))
 
-    return [k for k in kinds if k in KIND_FIRST_RELEASE
-            and key(adapter) < key(KIND_FIRST_RELEASE[k])]
+    return [k for k in kinds if (k in KIND_FIRST_RELEASE
+            and key(adapter) < key(KIND_FIRST_RELEASE[k])) or k in KINDS_NOT_DRIVEN]
 
 
 def installed_version() -> str | None:

@@ -1,0 +1,80 @@
+"""Scenario kind ``window_graphs`` (issue 12): DECODE graphs under a request window.
+
+A request-window pool (no tail, one or two layers: one SWA layer reaches addendum §6 A5) with
+captured buckets (a strictly increasing subset of 1, 2, 4; ``window_chunk`` at least what the
+largest bucket's layout ``B * W + B`` needs beyond ``(S + 1) * W``, so graph steps are always
+feasible). Steps: admits (slots tracked, at most ``window_slots`` live), decodes of 1..4 live
+requests mostly with ``exec: graph`` (padded up to the bucket; a batch above every bucket runs
+eagerly), IDLE steps with 1..3 rows eager or through the DECODE graph (few distinct row counts,
+so an eager IDLE re-activates its cached layout after a graph replay), the sequence graph
+decode, eager IDLE n, graph decode of the same size, eager IDLE n (A5), idle DP ranks eager or
+through the graph, finishes that recycle slots; ``topk`` 0 or 1. Shrinks towards page size 1, window
+1, one layer, one slot, bucket set (1,), one admit and one step.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+from swafuzz.scenarios.case import Case, GraphConfig, Step
+from swafuzz.scenarios.window_strategies import _admit, _finish, _Plan, _pool
+
+
+def _decode_g(draw, pl: _Plan) -> None:
+    live = pl.live()
+    if live:
+        k = draw(st.integers(1, min(4, len(live))))
+        ex = draw(st.sampled_from(("graph", "graph", "eager")))
+        pl.forward_extend("decode", list(draw(st.permutations(live))[:k]), 1, ex)
+
+
+def _idle_g(draw, pl: _Plan) -> None:
+    ex = draw(st.sampled_from(("eager", "graph")))
+    if draw(st.integers(0, 3)):
+        pl.steps.append(Step(op="idle", tokens=draw(st.integers(1, 3)), exec=ex))
+    else:
+        pl.steps.append(Step(op="dp_decode", rids=(), rank_tokens=(draw(st.integers(1, 3)),),
+                             exec=ex))
+
+
+def _idle_around_graph(draw, pl: _Plan) -> None:
+    """A graph decode, an eager IDLE of n rows, a graph decode of the same batch size (a
+    replay of the bucket just captured or used), an eager IDLE of n rows again."""
+    live = pl.live()
+    if not live:
+        return
+    k = draw(st.integers(1, min(4, len(live))))
+    n = draw(st.integers(1, 3))
+    for _ in range(2):
+        pl.forward_extend("decode", list(draw(st.permutations(live))[:k]), 1, "graph")
+        pl.steps.append(Step(op="idle", tokens=n, exec="eager"))
+
+
+@st.composite
+def window_graph_cases(draw) -> Case:
+    """See the module docstring."""
+    pool = draw(_pool(True, False))
+    subsets = [(1,), (1, 2), (2, 4), (1, 2, 4), (4,)]
+    buckets = draw(st.sampled_from(subsets))
+    S, W, P = pool.window_slots, pool.window, pool.page_size
+    need = max(buckets) * (W + 1) - (S + 1) * W
+    from dataclasses import replace
+
+    pool = replace(pool, window_chunk=max(pool.window_chunk, need))
+    del P
+    graph = GraphConfig(buckets=buckets, topk=draw(st.integers(0, 1)))
+    pl = _Plan(pool, graph)
+    pl.setup()
+    _admit(draw, pl)
+    actions = [_decode_g, _decode_g, _idle_g, _idle_g, _admit, _finish, _idle_around_graph]
+    for _ in range(draw(st.integers(1, 10))):
+        if not pl.live():
+            _admit(draw, pl)
+            if not pl.live():
+                break
+        draw(st.sampled_from(actions))(draw, pl)
+    seed = draw(st.integers(0, 2**32 - 1))
+    return Case(pool=pl.pool, graph=pl.graph, steps=tuple(pl.steps), payload_seed=seed,
+                kind="window_graphs")
+
+
+WINDOW_GRAPH_KINDS = {"window_graphs": window_graph_cases}

@@ -1,0 +1,116 @@
+"""Bug-zoo mutants of DECODE graphs under a request window (issue 12; addendum §3 "I (window)",
+§4 "Decode bucket", §5 W3/W6/W7, §6 A5).
+
+Each is a :class:`targets.engine.UnifiedEngine` whose window path uses a
+:class:`targets.window_graph.WindowGraphRunner` subclass overriding one method. All are
+reached only by the ``window_graphs`` kind (the only kind with graph steps under a window).
+
+==  ==================================  ======================================================
+#   name                                bug (source)
+==  ==================================  ======================================================
+40  window_graph_pad_repeats_last       padded rows of the decode bucket repeat the last real
+                                        row's request slot instead of slot 0 (padding policy
+                                        ZERO, §4 decode bucket; W3: a padding row extends a
+                                        real run and commits into its ring)
+41  window_graph_idle_keeps_batch       an IDLE replay of the DECODE graph keeps the previous
+                                        replay's req / seq_lens instead of the out-graph IDLE
+                                        substitution (§3 I (window) graph half; W6 graph half)
+42  window_graph_layout_rebuilt         every replay builds and activates a fresh layout object
+                                        of the live batch out-graph (no bucket padding) while
+                                        the captured graph keeps its own (§4: the decode
+                                        bucket's layout is materialised in-graph; W7)
+43  window_graph_replay_keeps_prepared  the host keeps the window's ``prepared`` key across a
+                                        graph replay, so an eager IDLE re-activating the cached
+                                        idle layout skips the history copy with one SWA layer
+                                        (§6 A5: re-activation of the same layout object)
+==  ==================================  ======================================================
+"""
+
+from __future__ import annotations
+
+import torch
+from swafuzz.targets.engine import UnifiedEngine
+from swafuzz.targets.forward_mode import ForwardMode
+from swafuzz.targets.mutants import mutant
+from swafuzz.targets.window import WindowPath
+from swafuzz.targets.window_graph import WindowGraphRunner, graph_layout
+
+
+def _path(runner_cls):
+    return type(f"_Path{runner_cls.__name__}", (WindowPath,), {"graph_runner_cls": runner_cls})
+
+
+# 40 -----------------------------------------------------------------------------------------
+class _PadRepeatsLast(WindowGraphRunner):
+    def load_batch(self, mode, slots, seq):
+        """Padding policy 'repeat last' for req: padded rows take the last real row's slot."""
+        super().load_batch(mode, slots, seq)
+        if mode != ForwardMode.IDLE and slots:
+            self.static_req[len(slots):].fill_(slots[-1])
+
+
+@mutant("window_graph_pad_repeats_last", ("window_graphs",), "addendum §4 decode bucket "
+        "(padded rows: req 0, seq fill 1, padding policy ZERO) and §5 W3")
+class WindowGraphPadRepeatsLast(UnifiedEngine):
+    window_path_cls = _path(_PadRepeatsLast)
+
+
+# 41 -----------------------------------------------------------------------------------------
+class _IdleKeepsBatch(WindowGraphRunner):
+    def load_batch(self, mode, slots, seq):
+        """No out-graph IDLE substitution: an IDLE replay leaves the static batch as it was."""
+        if mode == ForwardMode.IDLE:
+            return
+        super().load_batch(mode, slots, seq)
+
+
+@mutant("window_graph_idle_keeps_batch", ("window_graphs",), "addendum §3 I (window): a DECODE "
+        "graph replayed as IDLE runs with the out-graph IDLE substitution (req 0, pos 0); §5 W6")
+class WindowGraphIdleKeepsBatch(UnifiedEngine):
+    window_path_cls = _path(_IdleKeepsBatch)
+
+
+# 42 -----------------------------------------------------------------------------------------
+class _LayoutRebuilt(WindowGraphRunner):
+    def after_replay(self):
+        """Out-graph metadata: a fresh layout of the live rows is built and activated after the
+        replay (the captured graph used its own)."""
+        super().after_replay()
+        B = max(self.layouts)
+        for b in self.layouts:
+            if self.handles.get(b) is not None:
+                B = b
+        n = int((self.static_req != 0).sum()) or 1
+        lay = graph_layout(self.static_req[:n].clone(), (self.static_seq[:n] - 1).clone(), n,
+                           self.path.W, self.path.cap, self.path.window.zero_row)
+        self.path.window.activate(lay)
+        self._last_bucket = B
+        self._rebuilt = lay
+
+    def run(self, i, mode, slots, seq, n):
+        obs = super().run(i, mode, slots, seq, n)
+        lay = self._rebuilt
+        obs.layout_id, obs.layout_size = self.layout_token(lay), lay.size
+        return obs
+
+
+@mutant("window_graph_layout_rebuilt", ("window_graphs",), "addendum §4 decode bucket (Raw "
+        "metadata, layout materialised in-graph) and §5 W7 (persistent layout identity and size "
+        "per graph key)")
+class WindowGraphLayoutRebuilt(UnifiedEngine):
+    window_path_cls = _path(_LayoutRebuilt)
+
+
+# 43 -----------------------------------------------------------------------------------------
+class _KeepsPrepared(WindowGraphRunner):
+    def after_replay(self):
+        """Upstream host bookkeeping: nothing (the window's ``prepared`` key survives)."""
+
+
+@mutant("window_graph_replay_keeps_prepared", ("window_graphs",), "addendum §6 A5 (activate() "
+        "returns early for the same layout object, keeping prepared) and §2.2 buffer()")
+class WindowGraphReplayKeepsPrepared(UnifiedEngine):
+    window_path_cls = _path(_KeepsPrepared)
+
+
+del torch

@@ -1,0 +1,121 @@
+"""Issue 12: DECODE graphs under a request window (addendum §3 I (window), §4 decode bucket,
+§5 W6 graph half and W7, §6 A5).
+
+What: the window oracle's graph lane (bucket padding with slot-0 rows, one group per row, the
+capture's warm-up commit, IDLE replays committing slot 0 only) and its eager lane; the engine
+model agrees with both lanes (tape executor: graph; eager executor: every step eager) on a hand
+Case and on the ``window_graphs`` kind; each of the four graph mutants is killed on the hand
+Case by the check its docstring names, and only that check is needed (leave-one-out); the
+other window kinds do not reach them; the sglang target refuses graph window Cases under a
+graph executor.
+Reproduce: ``pytest tests/targets/test_window_graph.py``.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from swafuzz.harness.checks import CHECKS
+from swafuzz.harness.run import execute
+from swafuzz.oracles.engine import expect
+from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
+from swafuzz.scenarios.strategies import SCENARIO_KINDS
+
+EX = ["eager", "tape"]
+
+POOL = PoolConfig(page_size=1, full_pages=40, swa_pages=40, window=4, layers=1,
+                  request_window=6, window_slots=3, window_chunk=12)
+GRAPHS = Case(pool=POOL, graph=GraphConfig(buckets=(2, 4)),
+              steps=(Step("admit", rid=0, length=5), Step("admit", rid=1, length=6),
+                     Step("admit", rid=2, length=3),
+                     Step("decode", rids=(0, 1, 2), exec="graph"), Step("idle", tokens=2),
+                     Step("decode", rids=(0, 1), exec="graph"), Step("idle", tokens=2),
+                     Step("decode", rids=(2, 1), exec="graph"), Step("idle", tokens=2),
+                     Step("idle", tokens=3, exec="graph"),
+                     Step("decode", rids=(0,), exec="graph"),
+                     Step("finish", rid=0), Step("dp_decode", rank_tokens=(2,), exec="graph"),
+                     Step("decode", rids=(1,))),
+              payload_seed=3, kind="window_graphs")
+MUTANTS = {
+    "window_graph_pad_repeats_last": "window",
+    "window_graph_idle_keeps_batch": "window",
+    "window_graph_layout_rebuilt": "window_graph",
+    "window_graph_replay_keeps_prepared": "window",
+}
+
+
+def test_oracle_graph_lane():
+    w = expect(GRAPHS).window
+    f = {e.step: e for e in w.forwards}
+    cap = 6
+    # decode of 3 in bucket 4: one group per row, write_loc = 4 * W + i, a padded slot-0 run
+    assert f[3].bucket == 4 and f[3].size == 4 * 4 + 4
+    assert f[3].locs[0] == [16, 17, 18, 19]
+    assert f[3].runs == [(1, 5, 1), (2, 6, 1), (3, 3, 1), (0, 0, 1)]
+    assert f[4].bucket is None and f[4].locs[0] == [4, 5]  # eager IDLE: rows [W, W + n)
+    # graph IDLE (3 rows, bucket 4): every row slot 0, position 0; commits slot-0 row 0 only
+    assert f[9].bucket == 4 and f[9].runs == [(0, 0, 4)] and f[9].commit == [True] * 4
+    steps = {s.step: s for s in w.steps}
+    before, after = steps[8].tags[0], steps[9].tags[0]
+    assert [q for q in range(len(after)) if after[q] != before[q]] == []  # row 0 already 0
+    assert after[0] == 0 and all(t == -1 for t in after[1:cap])  # the capture's warm-up
+    # the eager lane runs every step eagerly: no slot-0 commit ever
+    e = {x.step: x for x in w.eager.forwards}
+    assert e[3].bucket is None and e[3].locs[0] == [12, 13, 14]
+    assert all(t == -1 for t in w.eager.steps[-1].tags[0][:cap])
+
+
+@pytest.mark.parametrize("executors", [["eager"], ["tape"], EX])
+def test_unified_passes_the_hand_case(executors):
+    v = execute(GRAPHS, "unified", "torch", executors)
+    assert not v.failures, [f.message for f in v.failures]
+
+
+def test_unified_agrees_with_the_oracle_on_window_graphs():
+    @settings(max_examples=20, database=None, deadline=None)
+    @given(SCENARIO_KINDS["window_graphs"]())
+    def prop(case):
+        v = execute(case, "unified", "torch", EX)
+        assert not v.failures, [f.message for f in v.failures]
+
+    prop()
+
+
+@pytest.mark.parametrize("mutant", sorted(MUTANTS))
+def test_each_mutant_is_killed_by_its_check_alone(mutant):
+    check = MUTANTS[mutant]
+    v = execute(GRAPHS, f"mutant:{mutant}", "torch", EX, only={check})
+    assert any(f.check == check for f in v.failures), [f.message for f in v.failures]
+    assert all("/tape]" in f.message for f in v.failures)  # the eager executor runs no graph
+    v = execute(GRAPHS, f"mutant:{mutant}", "torch", EX, only=set(CHECKS) - {check})
+    assert not v.failures, [f.message for f in v.failures]
+
+
+def test_other_window_kinds_do_not_reach_the_graph_mutants():
+    from swafuzz.harness.zoo import _kill
+
+    for m in MUTANTS:
+        v, _ = _kill(f"mutant:{m}", ["request_window", "encoder_replay"], 10, 0, shrink=False,
+                     impl="torch", executors=EX, shrink_budget=5)
+        assert v is None, m
+
+
+def test_sglang_refuses_graph_window_cases():
+    from swafuzz.targets.sglang import KINDS_NOT_DRIVEN, TABLE, unsupported_kinds
+
+    assert "window_graphs" in KINDS_NOT_DRIVEN
+    assert any(r[0].startswith("DECODE graphs under a request window") for r in TABLE)
+    try:
+        import sglang  # noqa: F401
+    except ImportError:
+        pytest.skip("sglang is not installed in this venv")
+    assert unsupported_kinds(["window_graphs", "request_window"])[0] == "window_graphs"
+    from swafuzz.harness.executors import get_executor
+    from swafuzz.targets import TargetUnavailable, run_case
+
+    try:
+        obs = run_case(GRAPHS, target="sglang", impl="torch", executor=get_executor("tape"))
+    except TargetUnavailable as e:
+        assert "DECODE graphs under a request window" in str(e)
+    else:
+        pytest.fail(f"sglang ran a graph window Case: {obs.error}")

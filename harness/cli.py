@@ -178,8 +178,11 @@ def _kinds_the_targets_run(args, kinds: list[str]) -> list[str]:
     if not bad:
         return kinds
     v, a = sglang.release()
+    old = [k for k in bad if k in sglang.KIND_FIRST_RELEASE]
     why = (f"sglang {v} (adapter {a}) has no request window / late-layer tail (first in "
-           f"{min(sglang.KIND_FIRST_RELEASE[k] for k in bad)})")
+           f"{min(sglang.KIND_FIRST_RELEASE[k] for k in old)})" if old else
+           f"the sglang target does not drive {', '.join(bad)} (DECODE graphs under a request "
+           "window: unified only)")
     if args.scenario:
         raise UsageError(f"--scenario {bad[0]}: {why}")
     print(f"note: scenario kinds {', '.join(bad)} left out: {why}", file=sys.stderr)

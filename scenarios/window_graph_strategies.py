@@ -1,4 +1,13 @@
-"""Scenario kind ``window_graphs`` (issue 12): DECODE graphs under a request window.
+"""Scenario kinds ``window_graphs`` (DECODE graphs under a request window) and ``replay_tail``
+(encoder replay and the late-layer tail in one Case), issue 12.
+
+``replay_tail``: a request-window pool with a late-layer tail (two or three layers), even
+admits, extends that replay the last ``min(Pq, W)`` cached tokens of some requests (folded in
+front of their rows, floor ``Pq - r``) while the late layers run each request's last
+``min(W, n)`` rows with floor ``max(0, seq - W)`` (which is never below the encoder floor), and
+decodes; shrinks as ``encoder_replay`` does.
+
+``window_graphs``:
 
 A request-window pool (no tail, one or two layers: one SWA layer reaches addendum §6 A5) with
 captured buckets (a strictly increasing subset of 1, 2, 4; ``window_chunk`` at least what the
@@ -16,7 +25,15 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 from swafuzz.scenarios.case import Case, GraphConfig, Step
-from swafuzz.scenarios.window_strategies import _admit, _finish, _Plan, _pool
+from swafuzz.scenarios.window_strategies import (
+    _admit,
+    _decode,
+    _extend,
+    _finish,
+    _kind,
+    _Plan,
+    _pool,
+)
 
 
 def _decode_g(draw, pl: _Plan) -> None:
@@ -77,4 +94,16 @@ def window_graph_cases(draw) -> Case:
                 kind="window_graphs")
 
 
-WINDOW_GRAPH_KINDS = {"window_graphs": window_graph_cases}
+def replay_tail_cases():
+    """Encoder replay with a late-layer tail on a request-window pool (module docstring)."""
+
+    def ext(draw, pl):
+        return _extend(draw, pl, replay=True)
+
+    def adm(draw, pl):
+        return _admit(draw, pl, even=True)
+
+    return _kind("replay_tail", True, True, [ext, ext, _decode, adm, _finish], even=True)()
+
+
+WINDOW_GRAPH_KINDS = {"window_graphs": window_graph_cases, "replay_tail": replay_tail_cases}

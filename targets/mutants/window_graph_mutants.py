@@ -23,6 +23,9 @@ reached only by the ``window_graphs`` kind (the only kind with graph steps under
                                         graph replay, so an eager IDLE re-activating the cached
                                         idle layout skips the history copy with one SWA layer
                                         (§6 A5: re-activation of the same layout object)
+44  tail_encoder_floor                  (kind ``replay_tail``) the late layers of an EXTEND that
+                                        replays a request read from its encoder floor
+                                        ``Pq - r`` instead of ``max(0, seq - W)`` (§2.3, §2.4)
 ==  ==================================  ======================================================
 """
 
@@ -113,4 +116,28 @@ class WindowGraphReplayKeepsPrepared(UnifiedEngine):
     window_path_cls = _path(_KeepsPrepared)
 
 
-del torch
+
+
+# 44 -----------------------------------------------------------------------------------------
+class _TailEncoderFloorPath(WindowPath):
+    def init_metadata(self, fb, req, floor, groups, per_req):
+        """The late layers' read floor of a replayed request is its encoder floor ``Pq - r``
+        (the "or" of §2.4 read as "else") instead of ``max(0, seq - W)``."""
+        super().init_metadata(fb, req, floor, groups, per_req)
+        tm = self.tail_metadata
+        if self.skip_init(fb.forward_mode) or tm is None or not self.on:
+            return
+        seq_after, k = [], 0
+        for n in per_req:
+            seq_after.append(int(fb.positions[k + n - 1]) + 1)
+            k += n
+        idx, _, tfloor = self.tail(per_req, seq_after)
+        enc = floor[idx]
+        tm.core_attn_metadata.request_window_layout = self.layout(
+            req[idx], fb.positions[idx], torch.where(enc > 0, enc, tfloor), groups)
+
+
+@mutant("tail_encoder_floor", ("replay_tail",), "addendum §2.4 (late-layer read floor "
+        "max(0, seq - W), or the encoder floor when larger) and §2.3 (encoder floor Pq - r)")
+class TailEncoderFloor(UnifiedEngine):
+    window_path_cls = _TailEncoderFloorPath

@@ -127,6 +127,8 @@ KIND_FIRST_RELEASE = {"request_window": "0.5.21", "late_tail": "0.5.21",
                       "encoder_replay": "0.5.21"}
 
 
+KIND_FIRST_RELEASE["replay_tail"] = "0.5.21"  # encoder replay + tail in one Case
+
 #: kinds no release's adapter drives (issue 12: the DECODE graph under a request window)
 KINDS_NOT_DRIVEN = ("window_graphs",)
 

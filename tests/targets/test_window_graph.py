@@ -119,3 +119,94 @@ def test_sglang_refuses_graph_window_cases():
         assert "DECODE graphs under a request window" in str(e)
     else:
         pytest.fail(f"sglang ran a graph window Case: {obs.error}")
+
+
+def test_a6_assign_copy_split_on_0_5_23():
+    """Addendum §6 A6 on the release's own code (CPU): ``DSV4AttnMetadata.copy_`` refreshes the
+    persistent ``request_window_layout`` in place (a copy field) but assigns
+    ``swa_out_cache_loc``: afterwards the persistent metadata's ``swa_out_cache_loc`` is the
+    temporary metadata's tensor, no longer the persistent layout's ``write_loc`` (which the
+    resolver's W branch returns). Values are equal; objects differ. Characterisation, not a
+    finding: the decode bucket (Raw metadata) never runs this copy, and no reader of
+    ``core.swa_out_cache_loc`` under a window was found in 0.5.23's store path."""
+    pytest.importorskip("sglang")
+    import dataclasses
+
+    import torch
+    from swafuzz.targets.sglang.engine import ADAPTER
+
+    if ADAPTER != "0.5.23":
+        pytest.skip("request window first in 0.5.21; the adapter for it is 0.5.23")
+    from sglang.srt.layers.attention.deepseek_v4_backend import DSV4AttnMetadata
+    from sglang.srt.mem_cache.dsv41_request_window import window_layout
+
+    def meta(req, pos):
+        m = object.__new__(DSV4AttnMetadata)
+        for f in dataclasses.fields(DSV4AttnMetadata):
+            object.__setattr__(m, f.name, None)
+        for k in ("index_topk", "page_size", "cuda_int32_kwargs", "present_ratios",
+                  "low_ratios"):
+            object.__setattr__(m, k, 0)
+        lay = window_layout(torch.tensor(req), torch.tensor(pos), zero_row=24, window=4,
+                            capacity=6)
+        object.__setattr__(m, "request_window_layout", lay)
+        object.__setattr__(m, "swa_out_cache_loc", lay.write_loc)
+        return m
+
+    persistent = meta([0, 0], [0, 0])  # the capture state
+    temp = meta([1, 2], [5, 7])  # the replay prep's fresh metadata
+    keep = persistent.request_window_layout
+    persistent.copy_(temp)
+    assert persistent.request_window_layout is keep  # copy field: identity kept (W7)
+    assert torch.equal(keep.write_loc, temp.request_window_layout.write_loc)
+    assert persistent.swa_out_cache_loc is temp.swa_out_cache_loc  # assign field
+    assert persistent.swa_out_cache_loc is not keep.write_loc  # A6: the alias is gone
+    assert torch.equal(persistent.swa_out_cache_loc, keep.write_loc)  # values equal
+
+
+# ----------------------------------------------------------------------------- replay + tail
+REPLAY_TAIL = Case(pool=PoolConfig(page_size=1, full_pages=60, swa_pages=60, window=4, layers=3,
+                                   request_window=6, window_slots=2, window_chunk=24,
+                                   late_layer_start=1),
+                   steps=(Step("admit", rid=0, length=8), Step("admit", rid=1, length=2),
+                          Step("extend", rids=(0, 1), lengths=(1, 6), replay=(0, 1)),
+                          Step("extend", rids=(1, 0), lengths=(2, 3), replay=(1,)),
+                          Step("decode", rids=(0, 1))),
+                   payload_seed=6, kind="replay_tail")
+
+
+def test_replay_tail_oracle_and_unified():
+    f = {e.step: e for e in expect(REPLAY_TAIL).window.forwards}
+    # rid 0 replays 4..7 and adds 8; rid 1 replays 0..1 and adds 2..7: tails of 4 rows each
+    assert f[2].runs == [(1, 4, 5), (2, 0, 8)] and f[2].tail_lens == [4, 4]
+    assert f[2].tail_layers == [1, 2]
+    v = execute(REPLAY_TAIL, "unified", "torch", EX)
+    assert not v.failures, [f.message for f in v.failures]
+
+
+def test_replay_tail_kind_agrees():
+    @settings(max_examples=15, database=None, deadline=None)
+    @given(SCENARIO_KINDS["replay_tail"]())
+    def prop(case):
+        v = execute(case, "unified", "torch", EX)
+        assert not v.failures, [f.message for f in v.failures]
+
+    prop()
+
+
+def test_tail_encoder_floor_is_killed_by_window_alone():
+    v = execute(REPLAY_TAIL, "mutant:tail_encoder_floor", "torch", EX, only={"window"})
+    assert any("history row" in f.message for f in v.failures), [f.message for f in v.failures]
+    v = execute(REPLAY_TAIL, "mutant:tail_encoder_floor", "torch", EX,
+                only=set(CHECKS) - {"window"})
+    assert not v.failures, [f.message for f in v.failures]
+
+
+def test_replay_tail_on_sglang_0_5_23():
+    pytest.importorskip("sglang")
+    from swafuzz.targets.sglang.engine import ADAPTER
+
+    if ADAPTER != "0.5.23":
+        pytest.skip("the request window is driven on the 0.5.23 adapter only")
+    v = execute(REPLAY_TAIL, "sglang", "torch", EX)
+    assert not v.failures, [f.message for f in v.failures]

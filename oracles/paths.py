@@ -73,10 +73,10 @@ def expected_paths(case: Case, graphs: bool) -> list[PathExp]:
             # a window is listed for the executor's replay/capture counts only (runner
             # "window_decode": one capture per bucket, decode and IDLE share it)
             wn = (len(s.rids) if s.op == "decode" else s.tokens if s.op == "idle"
-                  else max(s.rank_tokens, default=0) if s.op == "dp_decode" else 0)
+                  else max([len(s.rids), *s.rank_tokens]) if s.op == "dp_decode" else 0)
             b = bucket_of(g.buckets, wn) if (graphs and s.exec == "graph" and wn) else None
             if case.pool.request_window and b is not None:
-                out.append(PathExp(i, 0, s.op, "DECODE" if s.op == "decode" else "IDLE",
+                out.append(PathExp(i, 0, s.op, "DECODE" if s.rids else "IDLE",
                                    "graph", "window_decode", b, b, len(s.rids), None))
             continue
         graph = graphs and s.exec == "graph" and s.op != "admit" and not s.dp_extend

@@ -208,11 +208,26 @@ class WindowShadow:
             self._forward(i, "IDLE", [(0, 0, 0)] * s.tokens, 1, None,
                           self._bucket(i, s, s.tokens))
         elif s.op == "dp_decode":
-            if s.rids or not s.rank_tokens or max(s.rank_tokens) < 1 or len(s.rank_tokens) > 7:
-                raise _infeasible(i, "dp_decode on a request-window pool: an idle rank only (no "
-                                     "rids, 1..7 other ranks with some tokens)")
-            self._forward(i, "IDLE", [(0, 0, 0)] * max(s.rank_tokens), 1, None,
-                          self._bucket(i, s, max(s.rank_tokens)))
+            if not s.rank_tokens or len(s.rank_tokens) > 7 or (
+                    not s.rids and max(s.rank_tokens) < 1):
+                raise _infeasible(i, "dp_decode on a request-window pool: 1..7 other ranks with "
+                                     "some tokens")
+            if s.dp_extend:
+                raise _infeasible(i, "dp_decode with dp_extend is not modelled under a window")
+            if s.rids:  # a DP rank with requests: MAX_LEN padding rows (slot 0, position 0)
+                for rid in s.rids:
+                    sh._live(i, rid)
+                sh._check_alloc(i, [(rid, 1) for rid in s.rids])
+                rows = []
+                for rid in s.rids:
+                    sh._extend(rid, 1)
+                    rows.append((self.slot[rid], len(sh.tokens[rid]) - 1, 0))
+                padded = max([len(rows), *s.rank_tokens])
+                rows += [(0, 0, 0)] * (padded - len(rows))
+                self._forward(i, "DECODE", rows, padded, None, self._bucket(i, s, padded))
+            else:
+                self._forward(i, "IDLE", [(0, 0, 0)] * max(s.rank_tokens), 1, None,
+                              self._bucket(i, s, max(s.rank_tokens)))
         elif s.op == "finish":
             if s.rid in self.slot:
                 self.free_slots.add(self.slot.pop(s.rid))

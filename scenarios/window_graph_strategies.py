@@ -17,7 +17,8 @@ requests mostly with ``exec: graph`` (padded up to the bucket; a batch above eve
 eagerly), IDLE steps with 1..3 rows eager or through the DECODE graph (few distinct row counts,
 so an eager IDLE re-activates its cached layout after a graph replay), the sequence graph
 decode, eager IDLE n, graph decode of the same size, eager IDLE n (A5), idle DP ranks eager or
-through the graph, finishes that recycle slots; ``topk`` 0 or 1. Shrinks towards page size 1, window
+through the graph, DP ranks with 1..3 requests padded by the other ranks' token counts
+(MAX_LEN: padding rows of slot 0) eager or through the graph, finishes that recycle slots; ``topk`` 0 or 1. Shrinks towards page size 1, window
 1, one layer, one slot, bucket set (1,), one admit and one step.
 """
 
@@ -53,6 +54,17 @@ def _idle_g(draw, pl: _Plan) -> None:
                              exec=ex))
 
 
+def _dp_decode_g(draw, pl: _Plan) -> None:
+    """A DP rank with 1..3 live requests; the other ranks' token counts (0..5) pad it (MAX_LEN
+    padding rows of slot 0); eager or through the DECODE graph."""
+    live = pl.live()
+    if live:
+        k = draw(st.integers(1, min(3, len(live))))
+        others = tuple(draw(st.lists(st.integers(0, 5), min_size=1, max_size=3)))
+        pl.forward_extend("dp_decode", list(draw(st.permutations(live))[:k]), 1,
+                          draw(st.sampled_from(("eager", "graph"))), rank_tokens=others)
+
+
 def _idle_around_graph(draw, pl: _Plan) -> None:
     """A graph decode, an eager IDLE of n rows, a graph decode of the same batch size (a
     replay of the bucket just captured or used), an eager IDLE of n rows again."""
@@ -82,7 +94,8 @@ def window_graph_cases(draw) -> Case:
     pl = _Plan(pool, graph)
     pl.setup()
     _admit(draw, pl)
-    actions = [_decode_g, _decode_g, _idle_g, _idle_g, _admit, _finish, _idle_around_graph]
+    actions = [_decode_g, _decode_g, _idle_g, _idle_g, _admit, _finish, _idle_around_graph,
+               _dp_decode_g]
     for _ in range(draw(st.integers(1, 10))):
         if not pl.live():
             _admit(draw, pl)

@@ -255,8 +255,23 @@ class WindowPath:
             rows = [(self.slot[rid], len(al.tokens[rid]) - 1, 0) for rid in s.rids]
             locs = [sl[0] for sl in new]
             return [self.forward(i, ForwardMode.DECODE, rows, locs, len(s.rids), None)]
+        if s.op == "dp_decode" and s.rids:
+            return [self.dp_decode(i, s)]
         n = s.tokens if s.op == "idle" else max(s.rank_tokens)
         return [self.forward(i, ForwardMode.IDLE, [(0, 0, 0)] * n, [0] * n, 1, None)]
+
+    def dp_decode(self, i: int, s: Step) -> WinFwdObs:
+        """An eager DP decode rank with requests: MLP-sync MAX_LEN padding (before the metadata
+        init) appends ``max(rank_tokens) - n`` rows of slot 0, seq fill 1 (position 0); the
+        layout has one group per row and the padding rows commit into slot 0."""
+        new = self.e.allocator.extend([(rid, 1) for rid in s.rids])
+        al = self.e.allocator
+        padded = max([len(s.rids), *s.rank_tokens])
+        rows = [(self.slot[rid], len(al.tokens[rid]) - 1, 0) for rid in s.rids]
+        locs = [sl[0] for sl in new]
+        pad = padded - len(rows)
+        return self.forward(i, ForwardMode.DECODE, rows + [(0, 0, 0)] * pad, locs + [0] * pad,
+                            padded, None)
 
     #: the DECODE-graph runner under a window (targets.window_graph); None: graph steps eager
     graph_runner_cls = None
@@ -265,12 +280,12 @@ class WindowPath:
         """A graph ``decode`` / ``idle`` / ``dp_decode`` through the window's DECODE-graph
         runner (None: it runs eagerly: eager executor, no bucket fits, or no runner)."""
         n = (len(s.rids) if s.op == "decode" else s.tokens if s.op == "idle"
-             else max(s.rank_tokens))
+             else max([len(s.rids), *s.rank_tokens]))
         if self.graph_runner_cls is None or not self.e.use_graph(s, n):
             return None
         if getattr(self, "graph", None) is None:
             self.graph = self.graph_runner_cls(self)
-        if s.op != "decode":
+        if not s.rids:
             return self.graph.run(i, ForwardMode.IDLE, [], [], n)
         new = self.e.allocator.extend([(rid, 1) for rid in s.rids])
         del new

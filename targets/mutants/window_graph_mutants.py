@@ -26,6 +26,8 @@ reached only by the ``window_graphs`` kind (the only kind with graph steps under
 44  tail_encoder_floor                  (kind ``replay_tail``) the late layers of an EXTEND that
                                         replays a request read from its encoder floor
                                         ``Pq - r`` instead of ``max(0, seq - W)`` (§2.3, §2.4)
+45  window_dp_pad_dropped               an eager DP decode rank's MAX_LEN padding rows are left
+                                        out of the window layout (§4 DP; W1, W6)
 ==  ==================================  ======================================================
 """
 
@@ -141,3 +143,21 @@ class _TailEncoderFloorPath(WindowPath):
         "max(0, seq - W), or the encoder floor when larger) and §2.3 (encoder floor Pq - r)")
 class TailEncoderFloor(UnifiedEngine):
     window_path_cls = _TailEncoderFloorPath
+
+
+# 45 -----------------------------------------------------------------------------------------
+class _DpPadDroppedPath(WindowPath):
+    def dp_decode(self, i, s):
+        """The DP rank's MAX_LEN padding rows never reach the window layout: the layout (one
+        group per row) and the store cover the real rows only."""
+        al = self.e.allocator
+        new = al.extend([(rid, 1) for rid in s.rids])
+        rows = [(self.slot[rid], len(al.tokens[rid]) - 1, 0) for rid in s.rids]
+        return self.forward(i, ForwardMode.DECODE, rows, [sl[0] for sl in new], len(rows), None)
+
+
+@mutant("window_dp_pad_dropped", ("window_graphs",), "addendum §4 (DP) and §5 W1/W6: a DP "
+        "decode rank's MLP-sync MAX_LEN padding (0.5.23 prepare_mlp_sync_batch, before the "
+        "metadata init) is part of the window layout: slot-0 rows with their own workspace rows")
+class WindowDpPadDropped(UnifiedEngine):
+    window_path_cls = _DpPadDroppedPath

@@ -210,3 +210,42 @@ def test_replay_tail_on_sglang_0_5_23():
         pytest.skip("the request window is driven on the 0.5.23 adapter only")
     v = execute(REPLAY_TAIL, "sglang", "torch", EX)
     assert not v.failures, [f.message for f in v.failures]
+
+
+# ----------------------------------------------------------------------------- DP ranks
+DP = Case(pool=PoolConfig(page_size=1, full_pages=40, swa_pages=40, window=4, layers=2,
+                          request_window=6, window_slots=3, window_chunk=16),
+          graph=GraphConfig(buckets=(2, 4)),
+          steps=(Step("admit", rid=0, length=5), Step("admit", rid=1, length=6),
+                 Step("dp_decode", rids=(0,), rank_tokens=(3, 1)),
+                 Step("dp_decode", rids=(1, 0), rank_tokens=(3,), exec="graph"),
+                 Step("dp_decode", rids=(0, 1), rank_tokens=(0,)),
+                 Step("decode", rids=(1,))),
+          payload_seed=9, kind="window_graphs")
+
+
+def test_dp_rank_with_requests_under_a_window():
+    w = expect(DP).window
+    f = {e.step: e for e in w.eager.forwards}
+    # eager: 1 real row + 2 MAX_LEN padding rows of slot 0, one group per row
+    assert f[2].locs[0] == [12, 13, 14] and f[2].runs == [(1, 5, 1), (0, 0, 2)]
+    g = {e.step: e for e in w.forwards}
+    assert g[3].bucket == 4 and g[3].runs == [(2, 6, 1), (1, 6, 1), (0, 0, 2)]
+    assert w.eager.steps[2].tags[0][0] == 0  # the padding committed into slot 0
+    v = execute(DP, "unified", "torch", EX)
+    assert not v.failures, [f.message for f in v.failures]
+    v = execute(DP, "mutant:window_dp_pad_dropped", "torch", EX, only={"window"})
+    assert any(f.step == 2 for f in v.failures), [f.message for f in v.failures]
+    v = execute(DP, "mutant:window_dp_pad_dropped", "torch", EX,
+                only=set(CHECKS) - {"window"})
+    assert not v.failures, [f.message for f in v.failures]
+
+
+def test_dp_rank_with_requests_on_sglang_0_5_23():
+    pytest.importorskip("sglang")
+    from swafuzz.targets.sglang.engine import ADAPTER
+
+    if ADAPTER != "0.5.23":
+        pytest.skip("the request window is driven on the 0.5.23 adapter only")
+    v = execute(DP, "sglang", "torch", ["eager"])  # graph window steps: not driven on sglang
+    assert not v.failures, [f.message for f in v.failures]

@@ -490,7 +490,7 @@ def check_exec_path(case, obs, exp) -> list[Failure]:
     (runner, bucket). ``exp`` is unused.
     Proven by: ``graph_less`` (spec §5.1: every graph step run eagerly) and ``dp_never_pads``
     (spec §5.4 (4)), each killed by this check alone."""
-    from swafuzz.oracles.paths import expected_graph_use, expected_paths
+    from swafuzz.oracles.paths import expected_graph_use, expected_paths, expected_window_graph_use
 
     graphs = obs.executor in GRAPH_EXECUTORS
     paths = expected_paths(case, graphs)
@@ -529,6 +529,8 @@ def check_exec_path(case, obs, exp) -> list[Failure]:
             return fails
     if obs.graph_use is not None and obs.error is None:
         replays, captures = expected_graph_use(paths)
+        wr, wc = expected_window_graph_use(case, graphs)  # issue 12: window DECODE graphs
+        replays, captures = replays + wr, captures + wc
         gu = obs.graph_use
         if gu.get("replays") != replays or gu.get("captures") != captures:
             first = next((p for p in paths if p.exec == "graph"), None)

@@ -69,16 +69,7 @@ def expected_paths(case: Case, graphs: bool) -> list[PathExp]:
     out: list[PathExp] = []
     for i, s in enumerate(case.steps):
         if s.op in _window_path_ops(case):
-            # issue 12: the window / tail path's forwards (oracles.window); a DECODE graph under
-            # a window is listed for the executor's replay/capture counts only (runner
-            # "window_decode": one capture per bucket, decode and IDLE share it)
-            wn = (len(s.rids) if s.op == "decode" else s.tokens if s.op == "idle"
-                  else max([len(s.rids), *s.rank_tokens]) if s.op == "dp_decode" else 0)
-            b = bucket_of(g.buckets, wn) if (graphs and s.exec == "graph" and wn) else None
-            if case.pool.request_window and b is not None:
-                out.append(PathExp(i, 0, s.op, "DECODE" if s.rids else "IDLE",
-                                   "graph", "window_decode", b, b, len(s.rids), None))
-            continue
+            continue  # issue 12: the window / tail path's forwards (oracles.window)
         graph = graphs and s.exec == "graph" and s.op != "admit" and not s.dp_extend
 
         def add(fwd, mode, runner, batch, per, n_real, eager_rows, dp=None, op=s.op,
@@ -119,6 +110,27 @@ def expected_paths(case: Case, graphs: bool) -> list[PathExp]:
             mode = "EXTEND" if s.dp_extend else ("DECODE" if n else "IDLE")
             add(0, mode, "decode", padded, 1, n, padded, dp=padded)
     return out
+
+
+def expected_window_graph_use(case: Case, graphs: bool) -> tuple[int, int]:
+    """(replays, captures) of the DECODE graphs under a request window (issue 12,
+    scenarios/case.py): one replay per ``decode`` / ``idle`` / ``dp_decode`` step with
+    ``exec == "graph"`` whose batch fits a bucket, one capture per bucket (decode and IDLE share
+    the window's DECODE graphs); (0, 0) without a window or a graph executor. Assumes a valid
+    Case (steps after a refusal are not run: the caller stops at the target's error)."""
+    if not (graphs and case.pool.request_window):
+        return 0, 0
+    replays, buckets = 0, set()
+    for s in case.steps:
+        if s.exec != "graph":
+            continue
+        n = (len(s.rids) if s.op == "decode" else s.tokens if s.op == "idle"
+             else max([len(s.rids), *s.rank_tokens]) if s.op == "dp_decode" else 0)
+        b = bucket_of(case.graph.buckets, n) if n else None
+        if b is not None:
+            replays += 1
+            buckets.add(b)
+    return replays, len(buckets)
 
 
 def _window_path_ops(case: Case) -> tuple[str, ...]:

@@ -91,13 +91,16 @@ def test_each_mutant_is_killed_by_its_check_alone(mutant):
     assert not v.failures, [f.message for f in v.failures]
 
 
-def test_other_window_kinds_do_not_reach_the_graph_mutants():
+def test_other_window_kinds_do_not_reach_these_mutants():
     from swafuzz.harness.zoo import _kill
 
-    for m in MUTANTS:
-        v, _ = _kill(f"mutant:{m}", ["request_window", "encoder_replay"], 10, 0, shrink=False,
-                     impl="torch", executors=EX, shrink_budget=5)
+    for m in [*MUTANTS, "window_dp_pad_dropped"]:
+        v, _ = _kill(f"mutant:{m}", ["request_window", "encoder_replay", "replay_tail"], 15, 0,
+                     shrink=False, impl="torch", executors=EX, shrink_budget=5)
         assert v is None, m
+    v, _ = _kill("mutant:tail_encoder_floor", ["late_tail", "encoder_replay", "window_graphs"],
+                 15, 0, shrink=False, impl="torch", executors=EX, shrink_budget=5)
+    assert v is None
 
 
 def test_sglang_refuses_graph_window_cases():
@@ -116,7 +119,7 @@ def test_sglang_refuses_graph_window_cases():
     try:
         obs = run_case(GRAPHS, target="sglang", impl="torch", executor=get_executor("tape"))
     except TargetUnavailable as e:
-        assert "DECODE graphs under a request window" in str(e)
+        assert "request window" in str(e)  # 0.5.23: not driven; 0.5.12: no window at all
     else:
         pytest.fail(f"sglang ran a graph window Case: {obs.error}")
 
@@ -249,3 +252,24 @@ def test_dp_rank_with_requests_on_sglang_0_5_23():
         pytest.skip("the request window is driven on the 0.5.23 adapter only")
     v = execute(DP, "sglang", "torch", ["eager"])  # graph window steps: not driven on sglang
     assert not v.failures, [f.message for f in v.failures]
+
+
+def test_exec_path_counts_window_graph_replays():
+    """The widened exec_path (window DECODE-graph replays/captures, counted by the harness) fails
+    when the window's graph steps run eagerly under the tape executor."""
+    from swafuzz.targets import register
+    from swafuzz.targets.engine import UnifiedEngine
+    from swafuzz.targets.window import WindowPath
+
+    class _Eager(WindowPath):
+        graph_runner_cls = None
+
+    class WindowGraphLess(UnifiedEngine):
+        window_path_cls = _Eager
+
+    register("test:window_graph_less", WindowGraphLess)
+    v = execute(GRAPHS, "test:window_graph_less", "torch", ["tape"], only={"exec_path"})
+    assert any("captures" in f.message and "replays" in f.message for f in v.failures), \
+        [f.message for f in v.failures]
+    v = execute(GRAPHS, "unified", "torch", ["tape"], only={"exec_path"})
+    assert not v.failures

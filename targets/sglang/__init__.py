@@ -83,8 +83,9 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "addendum §2.2 (commit: masked rows to req * capacity + pos % capacity, tags = pos)"),
     ("DECODE graphs under a request window (decode bucket: Raw metadata, in-graph layout one "
      "group per row, padded rows slot 0, IDLE replay commits slot 0, W7)", "absent",
-     "not driven",
-     "kind window_graphs runs on unified only (tape / cudagraph executors): on CPU the "
+     "absent",
+     "0.5.23 has it (0.5.12 not); the adapter does not drive it (absent from the sglang "
+     "target, not from the release): kind window_graphs runs on unified only (tape / cudagraph executors): on CPU the "
      "release's decode bucket needs make_forward_metadata_from_raw_decode with a model "
      "runner's graph buffers; a window Case with graph steps under a graph executor raises "
      "TargetUnavailable on sglang, and the kind is left out of sglang runs"),

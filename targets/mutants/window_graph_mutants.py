@@ -34,6 +34,8 @@ reached only by the ``window_graphs`` kind (the only kind with graph steps under
 from __future__ import annotations
 
 import torch
+from swafuzz.targets import register
+from swafuzz.targets.backend import DSV4Backend
 from swafuzz.targets.engine import UnifiedEngine
 from swafuzz.targets.forward_mode import ForwardMode
 from swafuzz.targets.mutants import mutant
@@ -161,3 +163,52 @@ class _DpPadDroppedPath(WindowPath):
         "metadata init) is part of the window layout: slot-0 rows with their own workspace rows")
 class WindowDpPadDropped(UnifiedEngine):
     window_path_cls = _DpPadDroppedPath
+
+
+# switch-only (not in the zoo: no per-Case kind runs two engine instances) -------------------
+#: process-wide memo shared by every engine instance of the mutant (the state that survives)
+_IDLE_LOC_MEMO: dict[tuple[int, int], torch.Tensor] = {}
+
+
+class _MemoBackend(DSV4Backend):
+    def get_swa_out_cache_loc(self, fb):
+        """V4.0 half of the resolver's I branch, memoised process-wide by (rows, window)."""
+        if fb.forward_mode.is_idle():
+            key = (fb.out_cache_loc.shape[0], self.memo_window)
+            if key not in _IDLE_LOC_MEMO:
+                _IDLE_LOC_MEMO[key] = super().get_swa_out_cache_loc(fb).clone()
+            return _IDLE_LOC_MEMO[key]
+        return super().get_swa_out_cache_loc(fb)
+
+
+class _MemoWindowPath(WindowPath):
+    def resolve(self, fb):
+        """V4.1 half of the I branch: the idle layout is activated, but its locations come from
+        the same process-wide memo keyed by (rows, window), which a V4.0 instance filled."""
+        if self.on and fb.forward_mode.is_idle():
+            loc = self.window.activate_idle(fb.out_cache_loc.numel())
+            key = (fb.out_cache_loc.numel(), self.W)
+            if key not in _IDLE_LOC_MEMO:
+                _IDLE_LOC_MEMO[key] = loc.clone()
+            return _IDLE_LOC_MEMO[key]
+        return super().resolve(fb)
+
+
+class IdleLocProcessMemo(UnifiedEngine):
+    """Addendum §3 I (window): upstream caches the idle layout per ``RequestWindow`` keyed by
+    the row count only; here the IDLE branch's locations (both halves of I: ``int32(M[loc])`` on
+    a paged pool, the idle layout's ``write_loc`` under a window) are memoised for the whole
+    process, keyed by (rows, window): within one pool family the memo always holds the right
+    values; across a V4.0 -> V4.1 (or back) switch of engine instances it hands one family's
+    locations to the other."""
+
+    mutant_name = "mutant:switch_idle_loc_process_memo"
+    backend_cls = _MemoBackend
+    window_path_cls = _MemoWindowPath
+
+    def __init__(self, case, **kw):
+        super().__init__(case, **kw)
+        self.target_backend.memo_window = case.pool.window
+
+
+register("mutant:switch_idle_loc_process_memo", IdleLocProcessMemo)

@@ -33,6 +33,7 @@ CHECKS = (
     "exec_path",
     "window",
     "tail",
+    "window_graph",
 )
 
 #: Checks that are defence in depth: no mutant is killed by them alone, by construction, and the
@@ -526,7 +527,7 @@ def check_exec_path(case, obs, exp) -> list[Failure]:
     (runner, bucket). ``exp`` is unused.
     Proven by: ``graph_less`` (spec §5.1: every graph step run eagerly) and ``dp_never_pads``
     (spec §5.4 (4)), each killed by this check alone."""
-    from swafuzz.oracles.paths import expected_graph_use, expected_paths
+    from swafuzz.oracles.paths import expected_graph_use, expected_paths, expected_window_graph_use
 
     graphs = obs.executor in GRAPH_EXECUTORS
     paths = expected_paths(case, graphs)
@@ -565,6 +566,8 @@ def check_exec_path(case, obs, exp) -> list[Failure]:
             return fails
     if obs.graph_use is not None and obs.error is None:
         replays, captures = expected_graph_use(paths)
+        wr, wc = expected_window_graph_use(case, graphs)  # issue 12: window DECODE graphs
+        replays, captures = replays + wr, captures + wc
         gu = obs.graph_use
         if gu.get("replays") != replays or gu.get("captures") != captures:
             first = next((p for p in paths if p.exec == "graph"), None)
@@ -673,6 +676,14 @@ def check_tail(case, obs, exp) -> list[Failure]:
     return run(case, obs, exp)
 
 
+def check_window_graph(case, obs, exp) -> list[Failure]:
+    """DECODE graphs under a request window (issue 12, addendum §4, §5 W7): see
+    :func:`harness.window_checks.check_window_graph`."""
+    from swafuzz.harness.window_checks import check_window_graph as run
+
+    return run(case, obs, exp)
+
+
 PER_OBSERVATION: dict[str, Callable] = {
     "write_targets": check_write_targets,
     "pool_bytes": check_pool_bytes,
@@ -683,6 +694,7 @@ PER_OBSERVATION: dict[str, Callable] = {
     "exec_path": check_exec_path,
     "window": check_window,
     "tail": check_tail,
+    "window_graph": check_window_graph,
 }
 
 

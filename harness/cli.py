@@ -196,6 +196,9 @@ def _kinds_the_targets_run(args, kinds: list[str]) -> list[str]:
         return kinds
     v, a = sglang.release()
     def why(k: str) -> str:
+        if k in sglang.KINDS_NOT_DRIVEN:
+            return (f"the sglang target does not drive {k} (DECODE graphs under a request "
+                    "window: unified only)")
         first, what = sglang.KIND_FIRST_RELEASE[k]
         return f"sglang {v} (adapter {a}) has no {what} (first in {first})"
 

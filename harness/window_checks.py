@@ -33,8 +33,20 @@ def expected_refusal(obs, exp) -> bool:
             and obs.error.get("step") == w.refused[0] and obs.error.get("type") == "RuntimeError")
 
 
-def _pairs(obs, exp, check: str):
+def lane(obs, exp):
+    """The window expectation for this observation's executor: Cases with DECODE-graph window
+    steps have an eager lane (``WindowExp.eager``) for executors that capture no graphs (the
+    harness knows the executor; the target does not report it)."""
+    from swafuzz.harness.checks import GRAPH_EXECUTORS
+
     w = exp.window
+    if w is not None and w.eager is not None and obs.executor not in GRAPH_EXECUTORS:
+        return w.eager
+    return w
+
+
+def _pairs(obs, exp, check: str):
+    w = lane(obs, exp)
     got = {(f.step, f.fwd): f for f in obs.window_forwards}
     pairs, fails = [], []
     want = {(e.step, e.fwd) for e in w.forwards}
@@ -62,7 +74,7 @@ def _first_row_diff(a: bytes, b: bytes, rb: int) -> tuple[int, int]:
 def check_window(case, obs, exp) -> list[Failure]:
     """See the module docstring. Proven by: ``window_before_idle`` (A2) and
     ``workspace_overflow_unchecked`` (A7), this check alone."""
-    w = getattr(exp, "window", None)
+    w = lane(obs, exp) if getattr(exp, "window", None) is not None else None
     if w is None:
         if obs.window_forwards:
             return [Failure("window", "the target ran window-path forwards for a Case without a "
@@ -133,13 +145,62 @@ def check_window(case, obs, exp) -> list[Failure]:
                                      f"{a[q] if q < len(a) else '-'} (W4 commit)", "tags",
                                      se.step))
                 return fails
+        cap = -(-case.pool.request_window // case.pool.page_size) * case.pool.page_size
         for layer, (a, b) in enumerate(zip(so.ring or [], se.ring)):
+            # slot 0 (the padding slot, never read) is left out: several padded graph rows
+            # commit to the same slot-0 ring row in an order the contract leaves open; its tags
+            # are compared above
+            a, b = a[cap * rb:], b[cap * rb:]
             if a != b:
                 r, n = _first_row_diff(a, b, rb)
+                k = r
+                r += cap
                 fails.append(Failure("window", f"{where}: layer {layer} ring bytes differ at {n} "
-                                     f"rows; first row {r}: expected {b[r * rb:(r + 1) * rb].hex()}"
-                                     f" got {a[r * rb:(r + 1) * rb].hex()}", "ring", se.step))
+                                     f"rows; first row {r}: expected {b[k * rb:(k + 1) * rb].hex()}"
+                                     f" got {a[k * rb:(k + 1) * rb].hex()}", "ring", se.step))
                 return fails
+    return fails
+
+
+def check_window_graph(case, obs, exp) -> list[Failure]:
+    """W7 and the decode bucket's shape (addendum §4, §5 W7): every DECODE-graph forward under a
+    window (graph executors) ran in its bucket ``B`` (the Case's smallest bucket >= the batch)
+    with a layout of size ``B * W + B`` (one group per row), and every replay of one bucket used
+    the same layout object (the one its capture built; the target hands a token per object, the
+    check only compares tokens of one bucket). A graph forward the Case does not determine, or
+    a graph step run eagerly, is also reported. Proven by ``window_graph_layout_rebuilt`` (this
+    check alone)."""
+    w = lane(obs, exp) if getattr(exp, "window", None) is not None else None
+    if w is None:
+        return []
+    got = {(f.step, f.fwd): f for f in obs.window_forwards}
+    seen: dict[int, tuple[int, int]] = {}
+    fails = []
+    for e in w.forwards:
+        if obs.error is not None and e.step >= obs.error["step"]:
+            break
+        o = got.get((e.step, e.fwd))
+        if o is None:
+            continue  # window's finding
+        ob = getattr(o, "bucket", None)
+        if ob != e.bucket:
+            fails.append(Failure("window_graph", f"{_name(o)}: ran in bucket {ob}, the Case "
+                                 f"determines {e.bucket} (None: eager)", "path", e.step, e.fwd))
+            break
+        if e.bucket is None:
+            continue
+        if o.layout_size != e.size:
+            fails.append(Failure("window_graph", f"{_name(o)}: layout size {o.layout_size}, "
+                                 f"expected {e.size} (bucket {e.bucket}: groups = rows, W7)",
+                                 "size", e.step, e.fwd))
+            break
+        first = seen.setdefault(e.bucket, (o.layout_id, e.step))
+        if o.layout_id != first[0]:
+            fails.append(Failure("window_graph", f"{_name(o)}: bucket {e.bucket} replayed with "
+                                 f"another layout object than at step {first[1]} (W7: the "
+                                 "persistent layout keeps its identity per graph key)",
+                                 "identity", e.step, e.fwd))
+            break
     return fails
 
 

@@ -98,6 +98,8 @@ class WinFwdExp:
     workspace: list[bytes] | None  # window: workspace bytes after each layer's commit
     commit: list[bool] = field(default_factory=list)  # commit mask of the full layout
     runs: list[tuple[int, int, int]] = field(default_factory=list)
+    bucket: int | None = None  # a DECODE graph's bucket (graph executors); None: eager
+    size: int = 0  # the layout's size (groups * W + rows)
 
 
 @dataclass
@@ -114,6 +116,9 @@ class WindowExp:
     refused: tuple[int, str] | None = None  # (step, why): the forward the target must refuse
     workspace_rows: int = 0
     ring_rows: int = 0
+    # Cases with graph window steps: what an executor that captures no graphs (eager) sees,
+    # every step eager; None when no step differs (this expectation holds for every executor)
+    eager: WindowExp | None = None
 
 
 def _infeasible(i: int, reason: str):
@@ -180,8 +185,8 @@ class WindowShadow:
         if s.op not in WINDOW_OPS:
             raise _infeasible(i, f"op {s.op} is not modelled on a request-window pool (allowed: "
                                  f"{', '.join(WINDOW_OPS)})")
-        if s.op in ("decode", "idle", "dp_decode") and s.exec != "eager":
-            raise _infeasible(i, f"{s.op} on a request-window pool runs eager only")
+        if s.op in ("decode", "idle", "dp_decode") and s.exec not in ("eager", "graph"):
+            raise _infeasible(i, f"{s.op} on a request-window pool: exec eager or graph")
         if s.op == "admit":
             self._admit(sh, i, s)
         elif s.op == "extend":
@@ -196,16 +201,33 @@ class WindowShadow:
             for rid in s.rids:
                 sh._extend(rid, 1)
                 rows.append((self.slot[rid], len(sh.tokens[rid]) - 1, 0))
-            self._forward(i, "DECODE", rows, len(s.rids), None)
+            self._forward(i, "DECODE", rows, len(s.rids), None, self._bucket(i, s, len(rows)))
         elif s.op == "idle":
             if s.tokens is None or s.tokens < 1:
                 raise _infeasible(i, "idle needs tokens >= 1")
-            self._forward(i, "IDLE", [(0, 0, 0)] * s.tokens, 1, None)
+            self._forward(i, "IDLE", [(0, 0, 0)] * s.tokens, 1, None,
+                          self._bucket(i, s, s.tokens))
         elif s.op == "dp_decode":
-            if s.rids or not s.rank_tokens or max(s.rank_tokens) < 1 or len(s.rank_tokens) > 7:
-                raise _infeasible(i, "dp_decode on a request-window pool: an idle rank only (no "
-                                     "rids, 1..7 other ranks with some tokens)")
-            self._forward(i, "IDLE", [(0, 0, 0)] * max(s.rank_tokens), 1, None)
+            if not s.rank_tokens or len(s.rank_tokens) > 7 or (
+                    not s.rids and max(s.rank_tokens) < 1):
+                raise _infeasible(i, "dp_decode on a request-window pool: 1..7 other ranks with "
+                                     "some tokens")
+            if s.dp_extend:
+                raise _infeasible(i, "dp_decode with dp_extend is not modelled under a window")
+            if s.rids:  # a DP rank with requests: MAX_LEN padding rows (slot 0, position 0)
+                for rid in s.rids:
+                    sh._live(i, rid)
+                sh._check_alloc(i, [(rid, 1) for rid in s.rids])
+                rows = []
+                for rid in s.rids:
+                    sh._extend(rid, 1)
+                    rows.append((self.slot[rid], len(sh.tokens[rid]) - 1, 0))
+                padded = max([len(rows), *s.rank_tokens])
+                rows += [(0, 0, 0)] * (padded - len(rows))
+                self._forward(i, "DECODE", rows, padded, None, self._bucket(i, s, padded))
+            else:
+                self._forward(i, "IDLE", [(0, 0, 0)] * max(s.rank_tokens), 1, None,
+                              self._bucket(i, s, max(s.rank_tokens)))
         elif s.op == "finish":
             if s.rid in self.slot:
                 self.free_slots.add(self.slot.pop(s.rid))
@@ -215,9 +237,10 @@ class WindowShadow:
         return True
 
     def _reset(self, slot: int) -> None:
-        for t in self.tags:
-            for q in range(slot * self.cap, (slot + 1) * self.cap):
-                t[q] = -1
+        for tags in [lane[1] for lane in getattr(self, "_lanes", None) or [[None, self.tags]]]:
+            for t in tags:
+                for q in range(slot * self.cap, (slot + 1) * self.cap):
+                    t[q] = -1
 
     def _admit(self, sh, i: int, s: Step) -> None:
         if s.rid is None or s.length is None or s.length < 1:
@@ -287,7 +310,65 @@ class WindowShadow:
             out.append((slot, pos, max(0, seq_after[b_of[k]] - self.W)))
         return idx, lens, out
 
-    def _forward(self, i: int, mode: str, rows, groups: int, per_req: list[int] | None) -> None:
+    # ------------------------------------------------------------------ DECODE graphs
+    def _bucket(self, i: int, s: Step, n: int) -> int | None:
+        """The DECODE-graph bucket of a window step with ``exec == "graph"`` (None: eager, also
+        when no bucket fits: the engine falls back to eager). A bucket whose layout
+        ``B * W + B`` exceeds the workspace makes the Case infeasible (a capture-time error)."""
+        if s.exec != "graph":
+            return None
+        B = next((b for b in self.case.graph.buckets if b >= n), None)
+        if B is None:
+            return None
+        if B * self.W + B > self.WS:
+            raise _infeasible(i, f"graph bucket {B} under a request window: its layout of "
+                                 f"{B * self.W + B} rows exceeds the workspace's {self.WS} rows")
+        return B
+
+    def _lane(self, lane: list) -> None:
+        self.ring, self.tags, self.ws, self.exp = lane
+
+    def _forward(self, i: int, mode: str, rows, groups: int, per_req: list[int] | None,
+                 bucket: int | None = None) -> None:
+        """Run a forward on every lane: the graph lane (graph executors) runs a graph step
+        through its bucket; the eager lane (made at the first graph step, a copy of the state
+        so far) runs every step eagerly."""
+        lanes = getattr(self, "_lanes", None)
+        if lanes is None:
+            lanes = self._lanes = [[self.ring, self.tags, self.ws, self.exp]]
+        if bucket is not None and len(lanes) == 1:
+            main = self.exp
+            twin = WindowExp(list(main.forwards), list(main.steps), main.refused,
+                             main.workspace_rows, main.ring_rows)
+            main.eager = twin
+            lanes.append([[bytearray(r) for r in self.ring], [list(t) for t in self.tags],
+                          bytearray(self.ws), twin])
+        for k, lane in enumerate(lanes):
+            self._lane(lane)
+            if bucket is not None and k == 0:
+                B = bucket
+                captured = self.__dict__.setdefault("_captured", set())
+                if B not in captured:  # the capture's warm-up runs the capture state: every
+                    captured.add(B)    # row slot 0, position 0, committed to slot-0 row 0
+                    for t in self.tags:
+                        t[0] = 0
+                grows = list(rows) + [(0, 0, 0)] * (B - len(rows)) if mode != "IDLE" \
+                    else [(0, 0, 0)] * B
+                self._forward_lane(i, mode, grows, B, None, B)
+            else:
+                self._forward_lane(i, mode, rows, groups, per_req)
+        self._lane(lanes[0])
+
+    def snapshot(self, i: int) -> None:
+        for lane in getattr(self, "_lanes", None) or [None]:
+            if lane is not None:
+                self._lane(lane)
+            self._snapshot_lane(i)
+        if getattr(self, "_lanes", None):
+            self._lane(self._lanes[0])
+
+    def _forward_lane(self, i: int, mode: str, rows, groups: int, per_req: list[int] | None,
+                      bucket: int | None = None) -> None:
         if self.exp.refused is not None:
             return
         lay = layout(rows, groups, self.W, self.cap, self.Z)
@@ -313,11 +394,12 @@ class WindowShadow:
             rws = trows if late else rows
             n = tail_n if late else len(rows)
             data = rows_bytes(self.case.payload_seed, i, 0, "target", layer, n, self.rb)
-            self._run_layer(layer, lay_l, rws, data, commit=(mode != "IDLE"))
+            # a captured DECODE graph's commit has no IDLE guard (W6 graph half)
+            self._run_layer(layer, lay_l, rws, data, commit=(mode != "IDLE" or bucket is not None))
             locs.append(list(lay_l.write_loc))
             wsb.append(bytes(self.ws))
         self.exp.forwards.append(WinFwdExp(i, 0, mode, False, locs, tail_layers, tail_lens, wsb,
-                                           list(lay.commit), list(lay.runs)))
+                                           list(lay.commit), list(lay.runs), bucket, lay.size))
 
     def _run_layer(self, layer: int, lay: Layout, rows, data: bytes, commit: bool) -> None:
         rb, ring, ws = self.rb, self.ring[layer], self.ws
@@ -356,7 +438,7 @@ class WindowShadow:
         del n
         self.exp.forwards.append(WinFwdExp(i, 0, "EXTEND", True, out, tl, lens, None))
 
-    def snapshot(self, i: int) -> None:
+    def _snapshot_lane(self, i: int) -> None:
         if self.exp.refused is not None and self.exp.refused[0] <= i:
             return
         if self.on:

@@ -178,7 +178,8 @@ tail length.
   ``finish``. Under a window the paged SWA pool is never written by the target's forwards
   (the allocator and ``M`` still run as above; they stay observable and checked).
   Allowed ops: ``admit``, ``extend``, ``decode`` (eager), ``idle`` (eager),
-  ``dp_decode`` with no rids (an idle DP rank, eager), ``evict``, ``finish``; others are
+  ``dp_decode`` with no rids (an idle DP rank, eager) or with rids (a DP decode rank, no
+  ``dp_extend``: see "DP decode ranks" below), ``evict``, ``finish``; others are
   infeasible. ``graph.topk > 0`` (MTP) makes an eager IDLE skip its metadata init.
 * ``late_layer_start`` L > 0 (``L < layers``): target layers ``>= L`` are *late layers*: in
   an EXTEND forward (``admit``, ``extend``) they run only each request's tail, its last
@@ -215,6 +216,29 @@ rows) uses the idle layout: ``n`` rows of slot 0, position 0, ``G = 1``: writes
 
 Payload: K rows of window forwards are ``rows_bytes(seed, step, fwd, "target", layer, n)``
 with ``n`` = the rows that layer stores (the tail's rows for a late layer).
+
+DECODE graphs under a request window (addendum §3 I (window), §4 decode bucket, §5 W6/W7):
+``decode``, ``idle`` and ``dp_decode`` (no rids) may also have ``exec: "graph"`` under a
+window. With an executor that captures graphs (tape, cudagraph) such a step whose batch ``b``
+(``len(rids)``, ``tokens``, ``max(rank_tokens)``) fits a bucket runs through the DECODE graph of
+the smallest bucket ``B >= b`` (else, and with the eager executor, eagerly as above). The
+bucket's layout is built in the graph from its ``B`` rows with ``G = B`` (one group per row):
+rows ``0..b-1`` are the decode rows, rows ``b..B-1`` are padding with slot 0, position 0
+(seq_lens fill 1); an IDLE step's rows are all slot 0, position 0. The graph's commit has no
+IDLE guard: every forward through it (IDLE included) commits its committed rows, so padding
+and IDLE rows commit only into slot-0 ring rows (tag 0 at ring row 0). The first use of a
+bucket captures it: its warm-up runs the capture state (``B`` rows of slot 0, position 0) once,
+so slot-0 ring row 0 gets tag 0 in every layer. Slot 0's ring bytes are unspecified (several
+rows commit to one ring row; slot 0 is never read); its tags are not. A bucket with
+``B * W + B > WS`` makes the Case invalid. Every replay of one bucket uses the same layout
+object, of size ``B * W + B`` (W7). K rows: ``rows_bytes(seed, step, 0, "target", layer, B)``.
+
+DP decode ranks under a request window (0.5.23: the MLP-sync MAX_LEN padding runs before the
+metadata init): ``dp_decode`` with rids is one DECODE forward of ``D = max(len(rids),
+*rank_tokens)`` rows: the decode rows, then ``D - len(rids)`` padding rows of slot 0, position
+0 (seq_lens fill 1), one group per row (``G = D``); it commits like any DECODE, so padding rows
+commit into slot 0. With ``exec: "graph"`` under a graph executor those ``D`` rows are the
+batch of the DECODE graph above (bucket ``>= D``).
 
 Payload
 -------

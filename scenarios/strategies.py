@@ -485,3 +485,8 @@ SCENARIO_KINDS: dict[str, Callable[[], st.SearchStrategy[Case]]] = {
 from swafuzz.scenarios.window_strategies import WINDOW_KINDS  # noqa: E402
 
 SCENARIO_KINDS.update(WINDOW_KINDS)
+
+# issue 12: DECODE graphs under a request window
+from swafuzz.scenarios.window_graph_strategies import WINDOW_GRAPH_KINDS  # noqa: E402
+
+SCENARIO_KINDS.update(WINDOW_GRAPH_KINDS)

@@ -45,6 +45,11 @@ class WinFwdObs:
     mode: str
     stores: list[StoreObs]
     workspace: list[bytes]
+    # DECODE graphs under a window (targets.window_graph): the bucket, a token of the layout
+    # object the graph's stores used (W7 identity) and its size; None on the eager path
+    bucket: int | None = None
+    layout_id: int | None = None
+    layout_size: int | None = None
 
 
 @dataclass
@@ -241,13 +246,52 @@ class WindowPath:
                     self.reset_slot(self.slot[rid])
                 per.append((rid, r, slots))
             return self.fold(i, per)
+        if self.on and s.op in ("decode", "idle", "dp_decode"):
+            g = self.graph_step(i, s)
+            if g is not None:
+                return [g]
         if s.op == "decode":
             new = al.extend([(rid, 1) for rid in s.rids])
             rows = [(self.slot[rid], len(al.tokens[rid]) - 1, 0) for rid in s.rids]
             locs = [sl[0] for sl in new]
             return [self.forward(i, ForwardMode.DECODE, rows, locs, len(s.rids), None)]
+        if s.op == "dp_decode" and s.rids:
+            return [self.dp_decode(i, s)]
         n = s.tokens if s.op == "idle" else max(s.rank_tokens)
         return [self.forward(i, ForwardMode.IDLE, [(0, 0, 0)] * n, [0] * n, 1, None)]
+
+    def dp_decode(self, i: int, s: Step) -> WinFwdObs:
+        """An eager DP decode rank with requests: MLP-sync MAX_LEN padding (before the metadata
+        init) appends ``max(rank_tokens) - n`` rows of slot 0, seq fill 1 (position 0); the
+        layout has one group per row and the padding rows commit into slot 0."""
+        new = self.e.allocator.extend([(rid, 1) for rid in s.rids])
+        al = self.e.allocator
+        padded = max([len(s.rids), *s.rank_tokens])
+        rows = [(self.slot[rid], len(al.tokens[rid]) - 1, 0) for rid in s.rids]
+        locs = [sl[0] for sl in new]
+        pad = padded - len(rows)
+        return self.forward(i, ForwardMode.DECODE, rows + [(0, 0, 0)] * pad, locs + [0] * pad,
+                            padded, None)
+
+    #: the DECODE-graph runner under a window (targets.window_graph); None: graph steps eager
+    graph_runner_cls = None
+
+    def graph_step(self, i: int, s: Step) -> WinFwdObs | None:
+        """A graph ``decode`` / ``idle`` / ``dp_decode`` through the window's DECODE-graph
+        runner (None: it runs eagerly: eager executor, no bucket fits, or no runner)."""
+        n = (len(s.rids) if s.op == "decode" else s.tokens if s.op == "idle"
+             else max([len(s.rids), *s.rank_tokens]))
+        if self.graph_runner_cls is None or not self.e.use_graph(s, n):
+            return None
+        if getattr(self, "graph", None) is None:
+            self.graph = self.graph_runner_cls(self)
+        if not s.rids:
+            return self.graph.run(i, ForwardMode.IDLE, [], [], n)
+        new = self.e.allocator.extend([(rid, 1) for rid in s.rids])
+        del new
+        al = self.e.allocator
+        return self.graph.run(i, ForwardMode.DECODE, [self.slot[rid] for rid in s.rids],
+                              [len(al.tokens[rid]) for rid in s.rids], n)
 
     def reset_slot(self, slot: int) -> None:
         """A new slot or an encoder replay starts the slot's window: tags -> -1."""
@@ -398,3 +442,8 @@ class WindowPath:
     def finish(self, rid: int) -> None:
         if rid in self.slot:
             self.free_slots.add(self.slot.pop(rid))
+
+
+from swafuzz.targets.window_graph import WindowGraphRunner  # noqa: E402 (imports this module)
+
+WindowPath.graph_runner_cls = WindowGraphRunner

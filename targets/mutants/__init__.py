@@ -566,3 +566,7 @@ class FinishFreesSharedPrefix(UnifiedEngine):
 # per-request SWA ring (issue 12), each in its own module; importing registers them
 from swafuzz.targets.mutants import ring as _ring  # noqa: E402,F401
 from swafuzz.targets.mutants import window_mutants  # noqa: E402,F401
+
+# isort: split
+# 40-43: DECODE graphs under a request window (issue 12, window_graphs)
+from swafuzz.targets.mutants import window_graph_mutants  # noqa: E402,F401

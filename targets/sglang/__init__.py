@@ -82,6 +82,14 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "Triton, CUDA only (the CUDA branch of window_layout is not taken on CPU); copy and "
      "commit are replaced in the module's namespace by row copies with the contract of "
      "addendum §2.2 (commit: masked rows to req * capacity + pos % capacity, tags = pos)"),
+    ("DECODE graphs under a request window (decode bucket: Raw metadata, in-graph layout one "
+     "group per row, padded rows slot 0, IDLE replay commits slot 0, W7)", "absent",
+     "absent",
+     "0.5.23 has it (0.5.12 not); the adapter does not drive it (absent from the sglang "
+     "target, not from the release): kind window_graphs runs on unified only (tape / cudagraph executors): on CPU the "
+     "release's decode bucket needs make_forward_metadata_from_raw_decode with a model "
+     "runner's graph buffers; a window Case with graph steps under a graph executor raises "
+     "TargetUnavailable on sglang, and the kind is left out of sglang runs"),
     ("late-layer tail: late_layer_tail_layout, LateLayerTail, DSV4Metadata.late_layer_tail",
      "absent", "real",
      "the release's layout function (per-request last min(W, n) rows, floors) and records; "
@@ -157,6 +165,12 @@ KIND_FIRST_RELEASE = {"ring": ("0.5.20", "per-request SWA ring (swa_req_ring_siz
                       "encoder_replay": ("0.5.21", "encoder SWA replay")}
 
 
+KIND_FIRST_RELEASE["replay_tail"] = ("0.5.21", "encoder SWA replay / late-layer tail")
+
+#: kinds no release's adapter drives (issue 12: the DECODE graph under a request window)
+KINDS_NOT_DRIVEN = ("window_graphs",)
+
+
 def unsupported_kinds(kinds) -> list[str]:
     """The kinds among ``kinds`` the installed release's adapter cannot run (none when sglang
     is unavailable: that is reported on its own). Does not import sglang."""
@@ -168,8 +182,8 @@ def unsupported_kinds(kinds) -> list[str]:
     def key(v: str) -> tuple[int, ...]:
         return tuple(int(x) for x in v.split("."))
 
-    return [k for k in kinds if k in KIND_FIRST_RELEASE
-            and key(adapter) < key(KIND_FIRST_RELEASE[k][0])]
+    return [k for k in kinds if (k in KIND_FIRST_RELEASE
+            and key(adapter) < key(KIND_FIRST_RELEASE[k][0])) or k in KINDS_NOT_DRIVEN]
 
 
 def installed_version() -> str | None:

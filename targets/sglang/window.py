@@ -103,6 +103,13 @@ class SGLangWindowPath(WindowPath):
     def __init__(self, engine):
         super().__init__(engine)
         pool = engine.target_pool
+        if self.on and engine.executor.graphs and any(
+                st.exec == "graph" and st.op in ("decode", "idle", "dp_decode")
+                for st in engine.case.steps):
+            raise TargetUnavailable(
+                "target sglang: DECODE graphs under a request window (the decode bucket's "
+                "in-graph layout, addendum §4) are not driven on the sglang adapter; run them "
+                "on unified, or with --executor eager")
         if self.on:
             self.real_pool = build_real_pool(pool)  # no mapping: a CUDA window has none (W8)
             self.real_pool.request_window = self.window

@@ -22,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 @pytest.mark.zoo
 def test_zoo_ci_budget(tmp_path):
     out = tmp_path / "zoo.json"
-    r = subprocess.run([sys.executable, "-m", "swafuzz", "zoo", "--budget", "ci", "--jobs", "1",
+    r = subprocess.run([sys.executable, "-m", "swafuzz", "zoo", "--budget", "ci", "--jobs", "2",
                         "--quiet", "--json", str(out), "--out", str(tmp_path / "zoo")],
                        capture_output=True, text=True, cwd=ROOT, timeout=1200,
                        env=dict(os.environ, PYTHONPATH=ROOT))

@@ -277,7 +277,10 @@ def cmd_repro(args) -> int:
     from swafuzz.targets.plugins import PluginError, load_record
 
     try:
-        bundle = read_bundle(args.file)
+        bundle = read_bundle(args.file)  # its errors already name the file
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    try:
         case = Case.from_json(bundle["case"])
     except (ValueError, CaseError) as e:
         raise UsageError(f"{args.file}: {e}") from None

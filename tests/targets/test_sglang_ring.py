@@ -2,7 +2,7 @@
 
 Marker ``upstream``: drives the installed SGLang release (0.5.23 for the ring; 0.5.12 must refuse
 ring Cases) and skips, with the reason, when sglang is not installed. Run with the release's
-environment, e.g. ``PYTHONPATH=$PWD /work/main/.venv-sglang-0.5.23/bin/python -m pytest
+environment, e.g. ``$(scripts/upstream-env 0.5.23) -m pytest
 tests/targets/test_sglang_ring.py``. The known findings (ledger entries ``ring-*``) replay from
 ``tests/data/bundles/sglang/``.
 """

@@ -3,7 +3,7 @@ layout and resolver branches (targets/sglang/window.py) pass every check on the 
 window / tail / replay Cases and on each new scenario kind; 0.5.12 (no request window) refuses
 such Cases with TargetUnavailable naming the release. Marker ``upstream``: skipped without
 sglang; the release-specific tests skip on the other release.
-Reproduce: ``PYTHONPATH=$PWD /work/main/.venv-sglang-0.5.23/bin/python -m pytest
+Reproduce: ``$(scripts/upstream-env 0.5.23) -m pytest
 tests/targets/test_sglang_window.py`` (and with the 0.5.12 venv).
 """
 

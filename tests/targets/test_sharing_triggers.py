@@ -31,8 +31,8 @@ from swafuzz.scenarios.strategies import SCENARIO_KINDS
 from swafuzz.targets import run_case
 
 HAVE_SGLANG = importlib.util.find_spec("sglang") is not None
-needs_sglang = pytest.mark.skipif(not HAVE_SGLANG, reason="sglang is not installed (run in "
-                                  "/work/main/.venv-sglang-<V> or scripts/upstream-env V)")
+needs_sglang = pytest.mark.skipif(not HAVE_SGLANG, reason="sglang is not installed (run with the "
+                                  "python that scripts/upstream-env V prints)")
 EXECS = ["eager", "tape"]
 GRAPH = GraphConfig(num_draft_tokens=3, topk=1)
 

@@ -194,13 +194,7 @@ class WindowShadow:
         elif s.op == "decode":
             if not s.rids:
                 raise _infeasible(i, "decode needs at least one rid")
-            for rid in s.rids:
-                sh._live(i, rid)
-            sh._check_alloc(i, [(rid, 1) for rid in s.rids])
-            rows = []
-            for rid in s.rids:
-                sh._extend(rid, 1)
-                rows.append((self.slot[rid], len(sh.tokens[rid]) - 1, 0))
+            rows = self._decode_rows(sh, i, s.rids)
             self._forward(i, "DECODE", rows, len(s.rids), None, self._bucket(i, s, len(rows)))
         elif s.op == "idle":
             if s.tokens is None or s.tokens < 1:
@@ -215,13 +209,7 @@ class WindowShadow:
             if s.dp_extend:
                 raise _infeasible(i, "dp_decode with dp_extend is not modelled under a window")
             if s.rids:  # a DP rank with requests: MAX_LEN padding rows (slot 0, position 0)
-                for rid in s.rids:
-                    sh._live(i, rid)
-                sh._check_alloc(i, [(rid, 1) for rid in s.rids])
-                rows = []
-                for rid in s.rids:
-                    sh._extend(rid, 1)
-                    rows.append((self.slot[rid], len(sh.tokens[rid]) - 1, 0))
+                rows = self._decode_rows(sh, i, s.rids)
                 padded = max([len(rows), *s.rank_tokens])
                 rows += [(0, 0, 0)] * (padded - len(rows))
                 self._forward(i, "DECODE", rows, padded, None, self._bucket(i, s, padded))
@@ -327,6 +315,18 @@ class WindowShadow:
 
     def _lane(self, lane: list) -> None:
         self.ring, self.tags, self.ws, self.exp = lane
+
+    def _decode_rows(self, sh, i: int, rids) -> list[tuple[int, int, int]]:
+        """Extend each live rid by one token (allocation checked first); its row
+        ``(slot, position, floor 0)``."""
+        for rid in rids:
+            sh._live(i, rid)
+        sh._check_alloc(i, [(rid, 1) for rid in rids])
+        rows = []
+        for rid in rids:
+            sh._extend(rid, 1)
+            rows.append((self.slot[rid], len(sh.tokens[rid]) - 1, 0))
+        return rows
 
     def _forward(self, i: int, mode: str, rows, groups: int, per_req: list[int] | None,
                  bucket: int | None = None) -> None:

@@ -570,6 +570,10 @@ def check_exec_path(case, obs, exp) -> list[Failure]:
         replays, captures = expected_graph_use(paths)
         wr, wc = expected_window_graph_use(case, graphs)  # issue 12: window DECODE graphs
         replays, captures = replays + wr, captures + wc
+        from swafuzz.oracles.window_prefill import expected_prefill_graph_use
+
+        pr, pc = expected_prefill_graph_use(case, graphs)  # issue 12: window prefill graphs
+        replays, captures = replays + pr, captures + pc
         gu = obs.graph_use
         if gu.get("replays") != replays or gu.get("captures") != captures:
             first = next((p for p in paths if p.exec == "graph"), None)

@@ -174,7 +174,7 @@ def check_window_graph(case, obs, exp) -> list[Failure]:
     if w is None:
         return []
     got = {(f.step, f.fwd): f for f in obs.window_forwards}
-    seen: dict[int, tuple[int, int]] = {}
+    seen: dict[tuple[bool, int], tuple[int, int]] = {}
     fails = []
     for e in w.forwards:
         if obs.error is not None and e.step >= obs.error["step"]:
@@ -191,10 +191,13 @@ def check_window_graph(case, obs, exp) -> list[Failure]:
             continue
         if o.layout_size != e.size:
             fails.append(Failure("window_graph", f"{_name(o)}: layout size {o.layout_size}, "
-                                 f"expected {e.size} (bucket {e.bucket}: groups = rows, W7)",
+                                 f"expected {e.size} (bucket {e.bucket}: decode groups = rows, "
+                                 f"prefill groups = min(S + 1, T); W7)",
                                  "size", e.step, e.fwd))
             break
-        first = seen.setdefault(e.bucket, (o.layout_id, e.step))
+        # a prefill graph (EXTEND, oracles.window_prefill) and a DECODE graph of the same
+        # bucket size are different graphs
+        first = seen.setdefault((e.mode == "EXTEND", e.bucket), (o.layout_id, e.step))
         if o.layout_id != first[0]:
             fails.append(Failure("window_graph", f"{_name(o)}: bucket {e.bucket} replayed with "
                                  f"another layout object than at step {first[1]} (W7: the "

@@ -388,7 +388,9 @@ class _Shadow:
         if s.op not in OPS:
             raise CaseInfeasible(i, f"unknown op {s.op!r}")
         if s.exec not in EXECS or (s.op in ("admit", "evict", "finish", "remap")
-                                   and s.exec != "eager"):
+                                   and s.exec != "eager" and not (  # issue 12: prefill graphs
+                                       s.op == "admit" and self.cfg.request_window
+                                       and not self.cfg.late_layer_start)):
             raise CaseInfeasible(i, f"exec {s.exec!r} not allowed for op {s.op}")
         if len(set(s.rids)) != len(s.rids):
             raise CaseInfeasible(i, f"rids {list(s.rids)} repeat a request")

@@ -247,7 +247,8 @@ class WindowShadow:
             self.free_slots.discard(slot)
             self.slot[s.rid] = slot
             self._reset(slot)
-            self._forward(i, "EXTEND", [(slot, p, 0) for p in range(s.length)], 1, [s.length])
+            rows = [(slot, p, 0) for p in range(s.length)]
+            self._forward(i, "EXTEND", rows, 1, [s.length], prefill_bucket(self, i, s, len(rows)))
         else:
             self._paged(sh, i, locs, [s.length])
 
@@ -282,7 +283,8 @@ class WindowShadow:
                 rows += [(self.slot[rid], p, floor) for p in range(pq - r, pq + n)]
             per_req.append(r + n)
         if self.on:
-            self._forward(i, "EXTEND", rows, len(s.rids), per_req)
+            self._forward(i, "EXTEND", rows, len(s.rids), per_req,
+                          prefill_bucket(self, i, s, len(rows)))
         else:
             self._paged(sh, i, locs, per_req)
 
@@ -345,7 +347,9 @@ class WindowShadow:
                           bytearray(self.ws), twin])
         for k, lane in enumerate(lanes):
             self._lane(lane)
-            if bucket is not None and k == 0:
+            if bucket is not None and k == 0 and mode == "EXTEND":
+                prefill_lane(self, i, rows, bucket)  # a prefill graph (oracles.window_prefill)
+            elif bucket is not None and k == 0:
                 B = bucket
                 captured = self.__dict__.setdefault("_captured", set())
                 if B not in captured:  # the capture's warm-up runs the capture state: every
@@ -473,3 +477,6 @@ def layout_indices(rows: list[tuple[int, int, int]], groups: int, W: int
         out.append(idx)
         lens.append(sum(1 for x in idx if x >= 0))
     return out, lens
+
+
+from swafuzz.oracles.window_prefill import prefill_bucket, prefill_lane  # noqa: E402

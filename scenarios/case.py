@@ -240,6 +240,36 @@ metadata init): ``dp_decode`` with rids is one DECODE forward of ``D = max(len(r
 commit into slot 0. With ``exec: "graph"`` under a graph executor those ``D`` rows are the
 batch of the DECODE graph above (bucket ``>= D``).
 
+Prefill graphs under a request window (addendum §4 "Breakable prefill graphs", §5 W3/W6/W7;
+0.5.23 ``init_forward_metadata_prefill`` with ``use_prefill_cuda_graph``, ``window_layout(...,
+padded_rows=)``, ``refresh_for_breakable_cuda_graph_replay_``): ``graph.prefill_buckets`` (a
+strictly increasing tuple of token counts >= 1, default empty = no prefill graph; emitted in
+JSON only when non-empty) are the captured token buckets of the breakable prefill graph.
+``admit`` (no prefix) and ``extend`` may carry ``exec: "graph"`` (emitted in JSON only then)
+when ``pool.request_window > 0`` and ``pool.late_layer_start == 0`` (a tail under a prefill
+graph is not modelled: CaseError). With an executor that captures graphs (tape, cudagraph)
+such a step of ``n`` forward rows (the folded encoder replay rows included) runs through the
+prefill graph of the smallest bucket ``T >= n`` if ``T <= 2 * n`` (upstream's padding factor
+``_MAX_PREFILL_CUDA_GRAPH_PADDING_FACTOR``); otherwise, and with the eager executor, eagerly as
+above. The graph's layout:
+
+* ``G = min(S + 1, T)`` groups (one per request slot, at most one per row); rows ``0..n-1``
+  are the forward's rows with their slots, positions and floors (runs, history rows, validity
+  and commit mask as in "Window forward", computed over these live rows only); rows
+  ``n..T-1`` are padding: ``write_loc = G * W + i``, no group, never committed
+  (``request_window_live_rows``); ``size = G * W + T``. A bucket with ``G * W + T > WS`` makes
+  the Case invalid (the capture fails).
+* It is a breakable graph: per target layer one captured segment (history rows ``[0, G * W)``
+  <- their ring rows; the store of the ``T`` K rows at ``write_loc``) and an eager break after
+  it (attention, then the commit of the live committed rows, as in "Window forward").
+* The first use of a bucket captures it: its warm-up runs the capture state, one request of
+  slot 0 at positions ``0..T-1`` (no padding), once; so slot 0's ring rows of the positions
+  ``max(0, T - cap)..T-1`` get those positions as tags in every layer (slot 0's ring bytes stay
+  unspecified, as for DECODE graphs).
+* Every replay of a bucket uses the one layout object its capture built, refreshed in place
+  from the live batch before the replay (W7: identity and ``size`` constant per bucket).
+* K rows: ``rows_bytes(seed, step, 0, "target", layer, T)``.
+
 Payload
 -------
 The K rows of a forward are derived by :func:`scenarios.payload.rows_bytes` from
@@ -416,6 +446,7 @@ class GraphConfig:
     num_draft_tokens: int = 1
     prep_in_graph: bool = False
     draft_extend_buffer: bool = False
+    prefill_buckets: tuple[int, ...] = ()  # breakable prefill graph token buckets (issue 12)
 
     def bucket_for(self, n: int) -> int | None:
         for b in self.buckets:
@@ -452,6 +483,8 @@ class Step:
                 d[k] = list(v)
         if self.op in FORWARD_OPS and self.op not in ("admit", "extend"):
             d["exec"] = self.exec
+        elif self.op in ("admit", "extend") and self.exec != "eager":
+            d["exec"] = self.exec  # a prefill graph under a request window (issue 12)
         if self.op == "dp_decode":
             d["rids"] = list(self.rids)
         if self.dp_extend:
@@ -475,8 +508,11 @@ class Case:
             "pool": {k: v for k, v in asdict(self.pool).items()
                      if (k not in OPTIONAL_POOL_FIELDS or v) and (k != "layout" or v != "rows")},
             "graph": {**{k: v for k, v in asdict(self.graph).items()
-                         if k not in ("prep_in_graph", "draft_extend_buffer") or v},
-                      "buckets": list(self.graph.buckets)},
+                         if k not in ("prep_in_graph", "draft_extend_buffer",
+                                      "prefill_buckets") or v},
+                      "buckets": list(self.graph.buckets),
+                      **({"prefill_buckets": list(self.graph.prefill_buckets)}
+                         if self.graph.prefill_buckets else {})},
             "payload_seed": self.payload_seed,
             "steps": [s.to_json() for s in self.steps],
         }

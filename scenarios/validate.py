@@ -37,7 +37,7 @@ MAX_STEPS = 10_000
 MAX_TOKENS = 2**16  # rows of one forward / one request's length
 
 _STEP_FIELDS = {
-    "admit": {"rid", "length", "prefix_rid", "prefix_len"},
+    "admit": {"rid", "length", "prefix_rid", "prefix_len", "exec"},
     "decode": {"rids", "exec"},
     "verify": {"rids", "exec", "rank_tokens", "dp_extend", "accept"},
     "draft_extend": {"rids", "accept", "exec", "rank_tokens", "dp_extend"},
@@ -47,7 +47,7 @@ _STEP_FIELDS = {
     "evict": {"rid"},
     "finish": {"rid"},
     "remap": set(),
-    "extend": {"rids", "lengths", "replay"},
+    "extend": {"rids", "lengths", "replay", "exec"},
 }
 
 
@@ -189,7 +189,10 @@ def parse_graph(obj: Any) -> GraphConfig:
         flags[k] = d.get(k, False)
         if not isinstance(flags[k], bool):
             raise CaseError(f"graph.{k}", f"must be true or false (got {flags[k]!r})")
+    from swafuzz.scenarios.prefill_validate import parse_prefill_buckets
+
     return GraphConfig(
+        prefill_buckets=parse_prefill_buckets(d, _int_list),
         **flags,
         buckets=buckets,
         topk=_int(d, "topk", "graph", 0, 16, default=0),
@@ -295,4 +298,7 @@ def parse_case(obj: Any) -> Case:
         kind=kind,
     )
     _check_ring_case(case)
+    from swafuzz.scenarios.prefill_validate import check_prefill_case
+
+    check_prefill_case(case)  # issue 12: prefill graphs under a request window
     return case

@@ -225,6 +225,7 @@ class WindowPath:
 
     # -- steps ---------------------------------------------------------------------------------
     def run(self, i: int, s: Step) -> list[WinFwdObs]:
+        self.cur_step = s  # read by prefill_step (an admit / extend with exec "graph")
         al = self.e.allocator
         if s.op == "admit":
             if self.on and not self.free_slots:
@@ -315,7 +316,24 @@ class WindowPath:
             rows += [(sl, p, floor) for p in range(start, len(toks))]
             locs += toks[start:]
             per_req.append(len(toks) - start)
+        g = self.prefill_step(i, rows)
+        if g is not None:
+            return [g]
         return [self.forward(i, ForwardMode.EXTEND, rows, locs, len(per), per_req)]
+
+    #: the breakable prefill-graph runner under a window (targets.window_prefill); None: eager
+    prefill_runner_cls = None
+
+    def prefill_step(self, i: int, rows) -> WinFwdObs | None:
+        """An ``admit`` / ``extend`` with ``exec == "graph"`` under a window (no tail) through
+        the prefill graph (None: it runs eagerly: eager executor, no bucket, or no runner)."""
+        s = getattr(self, "cur_step", None)
+        if (self.prefill_runner_cls is None or s is None or s.exec != "graph" or not self.on
+                or self.L or not self.e.executor.graphs):
+            return None
+        if getattr(self, "prefill", None) is None:
+            self.prefill = self.prefill_runner_cls(self)
+        return self.prefill.run(i, rows)
 
     # -- metadata ------------------------------------------------------------------------------
     def skip_init(self, mode: ForwardMode) -> bool:
@@ -447,3 +465,7 @@ class WindowPath:
 from swafuzz.targets.window_graph import WindowGraphRunner  # noqa: E402 (imports this module)
 
 WindowPath.graph_runner_cls = WindowGraphRunner
+
+from swafuzz.targets.window_prefill import PrefillGraphRunner  # noqa: E402 (imports this module)
+
+WindowPath.prefill_runner_cls = PrefillGraphRunner

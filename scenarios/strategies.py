@@ -490,3 +490,8 @@ SCENARIO_KINDS.update(WINDOW_KINDS)
 from swafuzz.scenarios.window_graph_strategies import WINDOW_GRAPH_KINDS  # noqa: E402
 
 SCENARIO_KINDS.update(WINDOW_GRAPH_KINDS)
+
+# issue 12: breakable prefill graphs under a request window
+from swafuzz.scenarios.prefill_strategies import PREFILL_KINDS  # noqa: E402
+
+SCENARIO_KINDS.update(PREFILL_KINDS)

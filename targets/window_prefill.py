@@ -42,6 +42,7 @@ the row dtype; per bucket the layout object (``LayoutT``: int64 ``req`` / ``pos`
 from __future__ import annotations
 
 import torch
+from swafuzz.targets.kv_pool import DTYPES
 from swafuzz.targets.observation import StoreObs
 from swafuzz.targets.window import LayoutT, WinFwdObs, build_layout
 
@@ -84,7 +85,7 @@ class PrefillGraphRunner:
         self.buckets = tuple(e.gcfg.prefill_buckets)
         cfg = path.cfg
         mx = max(self.buckets) if self.buckets else 0
-        self.static_rows = [torch.zeros(mx, cfg.row_width, dtype=path.window.dtype,
+        self.static_rows = [torch.zeros(mx, cfg.row_width, dtype=DTYPES[cfg.row_dtype],
                                         device=path.device) for _ in range(cfg.layers)]
         self.handles: dict[int, list] = {}
         self.layouts: dict[int, LayoutT] = {}

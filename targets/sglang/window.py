@@ -246,3 +246,8 @@ class SGLangWindowPath(WindowPath):
 
     def ring_bytes(self) -> list[bytes]:
         return [_bytes(b) for b in self.window.state.kv_buffer]
+
+
+from swafuzz.targets.sglang.window_prefill import SGLangPrefillRunner  # noqa: E402
+
+SGLangWindowPath.prefill_runner_cls = SGLangPrefillRunner

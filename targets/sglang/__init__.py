@@ -90,6 +90,18 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "release's decode bucket needs make_forward_metadata_from_raw_decode with a model "
      "runner's graph buffers; a window Case with graph steps under a graph executor raises "
      "TargetUnavailable on sglang, and the kind is left out of sglang runs"),
+    ("breakable prefill graphs under a request window (admit / extend exec graph: padded "
+     "layout, live-row mask, in-place refresh, W7)", "absent", "real",
+     "0.5.12 has none (0.5.21/0.5.22 reject prefill graphs with encoder replay; first in "
+     "0.5.23): kind prefill_graphs is refused there. 0.5.23 (targets/sglang/window_prefill.py): "
+     "expand_prefill_causally (padding rows repeat the last request, seq 1), window_layout with "
+     "num_groups = min(S + 1, T) and padded_rows = T over the live rows (torch branch), "
+     "DSV4AttnMetadata.refresh_for_breakable_cuda_graph_replay_ -> WindowLayout.copy_ on the "
+     "bucket's captured metadata (a stand-in record holding the layout), RequestWindow and the "
+     "resolver's W branch through store_cache in the captured segments (model_capture_mode "
+     "set while capturing). Modelled: the runner (PrefillCudaGraphRunner needs a model runner): "
+     "capture batch, one captured segment per layer and the eager commit break, bucket choice, "
+     "padding rows' floors"),
     ("late-layer tail: late_layer_tail_layout, LateLayerTail, DSV4Metadata.late_layer_tail",
      "absent", "real",
      "the release's layout function (per-request last min(W, n) rows, floors) and records; "
@@ -166,6 +178,7 @@ KIND_FIRST_RELEASE = {"ring": ("0.5.20", "per-request SWA ring (swa_req_ring_siz
 
 
 KIND_FIRST_RELEASE["replay_tail"] = ("0.5.21", "encoder SWA replay / late-layer tail")
+KIND_FIRST_RELEASE["prefill_graphs"] = ("0.5.23", "prefill graphs under a request window")
 
 #: kinds no release's adapter drives (issue 12: the DECODE graph under a request window)
 KINDS_NOT_DRIVEN = ("window_graphs",)

@@ -20,7 +20,6 @@ lane (the expectation of executors that capture graphs) runs such a step through
 
 from __future__ import annotations
 
-from swafuzz.oracles.window import Layout, WinFwdExp, layout
 from swafuzz.scenarios.case import Case, Step
 from swafuzz.scenarios.payload import rows_bytes
 
@@ -58,6 +57,8 @@ def prefill_bucket(sh, i: int, s: Step, n: int) -> int | None:
 def prefill_lane(sh, i: int, rows: list[tuple[int, int, int]], T: int) -> None:
     """The graph lane of a prefill-graph forward of ``rows`` (``(slot, position, floor)``) in
     bucket ``T`` (module docstring)."""
+    from swafuzz.oracles.window import Layout, WinFwdExp, layout  # (oracles.window imports this)
+
     if sh.exp.refused is not None:
         return
     G = min(sh.cfg.window_slots + 1, T)

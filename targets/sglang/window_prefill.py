@@ -34,8 +34,6 @@ from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.sglang.window import _amk, _backend_mod, _real_window_layout
 from swafuzz.targets.window_prefill import PrefillGraphRunner
 
-from sglang.srt.model_executor.runner_utils import capture_mode as _capture_mode  # noqa: I001
-
 
 def _core(layout, page_size: int):
     """A ``DSV4AttnMetadata`` stand-in: every dataclass field None, the fields the refresh
@@ -99,7 +97,9 @@ class SGLangPrefillRunner(PrefillGraphRunner):
             core, _core(fresh, P))
 
     def capture(self, T):
-        with _capture_mode.model_capture_mode():
+        from sglang.srt.model_executor.runner_utils import capture_mode
+
+        with capture_mode.model_capture_mode():
             super().capture(T)
 
     def segment(self, T, layer):

@@ -168,8 +168,11 @@ def check_window_graph(case, obs, exp) -> list[Failure]:
     with a layout of size ``B * W + B`` (one group per row), and every replay of one bucket used
     the same layout object (the one its capture built; the target hands a token per object, the
     check only compares tokens of one bucket). A graph forward the Case does not determine, or
-    a graph step run eagerly, is also reported. Proven by ``window_graph_layout_rebuilt`` (this
-    check alone)."""
+    a graph step run eagerly, is also reported. Prefill graphs under a window (EXTEND forwards,
+    :mod:`oracles.window_prefill`) the same: bucket ``T`` (token bucket), layout size
+    ``min(S + 1, T) * W + T``, one layout object per prefill bucket (keyed apart from the DECODE
+    buckets). Proven by ``window_graph_layout_rebuilt`` and, for prefill graphs,
+    ``prefill_graph_layout_rebound`` (this check alone)."""
     w = lane(obs, exp) if getattr(exp, "window", None) is not None else None
     if w is None:
         return []

@@ -182,3 +182,25 @@ def test_other_window_kinds_do_not_reach_these_mutants():
         v, _ = _kill(f"mutant:{m}", ["request_window", "encoder_replay", "window_graphs"], 15, 0,
                      shrink=False, impl="torch", executors=EX, shrink_budget=5)
         assert v is None, m
+
+
+def test_exec_path_counts_prefill_graph_replays():
+    """The widened ``exec_path`` count (oracles.window_prefill.expected_prefill_graph_use) fails
+    on a target that runs every prefill-graph step eagerly (an experiment, not a zoo mutant:
+    ``window_graph`` sees the missing bucket too)."""
+    from swafuzz.targets import register
+    from swafuzz.targets.engine import UnifiedEngine
+    from swafuzz.targets.window import WindowPath
+
+    class _NoPrefill(WindowPath):
+        prefill_runner_cls = None
+
+    class PrefillGraphLess(UnifiedEngine):
+        window_path_cls = _NoPrefill
+
+    register("selftest:prefill_graph_less", PrefillGraphLess)
+    v = execute(HAND, "selftest:prefill_graph_less", "torch", ["tape"], only={"exec_path"})
+    assert [f.check for f in v.failures] == ["exec_path"], [f.message for f in v.failures]
+    assert "replays" in v.failures[0].message or "captures" in v.failures[0].message
+    v = execute(HAND, "selftest:prefill_graph_less", "torch", ["eager"])
+    assert not v.failures  # the eager executor runs no graph: nothing to miss

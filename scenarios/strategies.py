@@ -490,3 +490,8 @@ SCENARIO_KINDS.update(WINDOW_KINDS)
 from swafuzz.scenarios.window_graph_strategies import WINDOW_GRAPH_KINDS  # noqa: E402
 
 SCENARIO_KINDS.update(WINDOW_GRAPH_KINDS)
+
+# issue 12: prefix hits under a late-layer tail (T5) and the separate encoder-replay forward (E2)
+from swafuzz.scenarios.tail_prefix_strategies import TAIL_PREFIX_KINDS  # noqa: E402
+
+SCENARIO_KINDS.update(TAIL_PREFIX_KINDS)

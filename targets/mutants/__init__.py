@@ -570,3 +570,8 @@ from swafuzz.targets.mutants import window_mutants  # noqa: E402,F401
 # isort: split
 # 40-43: DECODE graphs under a request window (issue 12, window_graphs)
 from swafuzz.targets.mutants import window_graph_mutants  # noqa: E402,F401
+
+# isort: split
+# 50-53: prefix hits under a late-layer tail, the fold's compressor locations and the separate
+# replay forward (issue 12, tail_prefix / replay_separate)
+from swafuzz.targets.mutants import tail_prefix_mutants  # noqa: E402,F401

@@ -60,6 +60,8 @@ class TailPrefixMixin:
         h = self.prefix_hit(s.prefix_len, s.length)
         if self.on and not self.free_slots:
             raise RuntimeError("no free request slot")
+        if self.on and h % 2:
+            raise ValueError("encoder SWA replay requires an even cached-prefix boundary")
         if h:
             slots = al.admit(s.rid, s.length, s.prefix_rid, h)
         else:
@@ -71,8 +73,6 @@ class TailPrefixMixin:
         self.slot[s.rid] = sl
         self.reset_slot(sl)
         r = min(h, self.W)
-        if h and h % 2:
-            raise ValueError("encoder SWA replay requires an even cached-prefix boundary")
         if r and self.cfg.separate_replay:
             return self.separate(i, [(s.rid, r, slots)], reset=False)
         return self.fold(i, [(s.rid, r, slots)])

@@ -36,6 +36,8 @@ CHECKS = (
     "window",
     "tail",
     "window_graph",
+    "compressor",
+    "reprefill",
 )
 
 #: Checks that are defence in depth: no mutant is killed by them alone, by construction, and the
@@ -68,6 +70,11 @@ DEFENCE_IN_DEPTH = {
             "ring, tags) audit, a wrong tail length hits the store's own row/location "
             "contract (contracts), and under a window the tail's write_loc values do not "
             "depend on which rows are the tail",
+    "reprefill": "names the cause of a late-layer prefix hit that skips the re-prefill (T5 / "
+                 "A13): a hit longer than the cap always allocates fewer tokens than the Case "
+                 "determines, which invariants (request table), pool_bytes / tail (paged "
+                 "pool) or window (rows, workspace, ring) see too; reprefill says which hit "
+                 "and why",
 }
 
 
@@ -611,6 +618,22 @@ def check_window_graph(case, obs, exp) -> list[Failure]:
     return run(case, obs, exp)
 
 
+def check_compressor(case, obs, exp) -> list[Failure]:
+    """Compressor write locations of EXTEND forwards (issue 12, addendum §5 E1): see
+    :func:`harness.tail_prefix_checks.check_compressor`."""
+    from swafuzz.harness.tail_prefix_checks import check_compressor as run
+
+    return run(case, obs, exp)
+
+
+def check_reprefill(case, obs, exp) -> list[Failure]:
+    """Prefix hits under a late-layer tail (issue 12, addendum §5 T5, §6 A13): see
+    :func:`harness.tail_prefix_checks.check_reprefill`."""
+    from swafuzz.harness.tail_prefix_checks import check_reprefill as run
+
+    return run(case, obs, exp)
+
+
 PER_OBSERVATION: dict[str, Callable] = {
     "write_targets": check_write_targets,
     "pool_bytes": check_pool_bytes,
@@ -622,6 +645,8 @@ PER_OBSERVATION: dict[str, Callable] = {
     "window": check_window,
     "tail": check_tail,
     "window_graph": check_window_graph,
+    "compressor": check_compressor,
+    "reprefill": check_reprefill,
 }
 
 

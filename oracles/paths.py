@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from swafuzz.oracles.tail_prefix import effective_prefix
 from swafuzz.scenarios.case import Case
 
 __all__ = ["PathExp", "expected_paths", "expected_graph_use", "expected_requests", "bucket_of"]
@@ -82,7 +83,7 @@ def expected_paths(case: Case, graphs: bool) -> list[PathExp]:
                                b * per if graph else eager_rows, n_real, dp))
 
         if s.op == "admit":  # a prefix hit computes only the tokens past the prefix
-            n = s.length - (s.prefix_len or 0)
+            n = s.length - effective_prefix(case, s)
             add(0, "EXTEND", None, 1, 1, n, n)
         elif s.op == "decode":
             n = len(s.rids)
@@ -174,8 +175,9 @@ def expected_requests(case: Case) -> list[dict[int, tuple[int, int]]]:
     out = []
     for s in case.steps:
         if s.op == "admit":  # a prefix hit starts at the prefix request's frontier
-            src = live.get(s.prefix_rid) if s.prefix_rid is not None else None
-            live[s.rid] = [s.length, min(src[1], s.prefix_len) if src else 0]
+            h = effective_prefix(case, s)
+            src = live.get(s.prefix_rid) if h else None
+            live[s.rid] = [s.length, min(src[1], h) if src else 0]
         elif s.op in ("decode", "dp_decode"):
             for r in s.rids:
                 live[r][0] += 1

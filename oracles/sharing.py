@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from swafuzz.oracles.tail_prefix import effective_prefix
 from swafuzz.scenarios.case import Case
 
 
@@ -69,8 +70,9 @@ def expected_layout(case: Case) -> list[dict[int, ReqLayout]]:
 
     for s in case.steps:
         if s.op == "admit":
-            if s.prefix_rid is not None and s.prefix_rid in live:
-                src, n = live[s.prefix_rid], s.prefix_len
+            n = effective_prefix(case, s)  # the hit after a late-layer tail's cap (T5)
+            if s.prefix_rid is not None and s.prefix_rid in live and n:
+                src = live[s.prefix_rid]
                 new = ReqLayout(s.length, min(src.evicted, n))
                 new.shares[s.prefix_rid] = n
                 for other, k in src.shares.items():

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from swafuzz.oracles.tail import tail_rows
+from swafuzz.oracles.tail_prefix import admit_prefix, compressor, run_separate
 from swafuzz.oracles.translation import translate as expected_translation
 from swafuzz.scenarios.case import POISON_BYTE, Case, Step
 from swafuzz.scenarios.payload import rows_bytes
@@ -100,6 +101,8 @@ class WinFwdExp:
     runs: list[tuple[int, int, int]] = field(default_factory=list)
     bucket: int | None = None  # a DECODE graph's bucket (graph executors); None: eager
     size: int = 0  # the layout's size (groups * W + rows)
+    # EXTEND forwards: the compressor locations (oracles.tail_prefix.CompExp); None otherwise
+    comp: object | None = None
 
 
 @dataclass
@@ -231,6 +234,8 @@ class WindowShadow:
                     t[q] = -1
 
     def _admit(self, sh, i: int, s: Step) -> None:
+        if s.prefix_rid is not None or s.prefix_len is not None:
+            return admit_prefix(self, sh, i, s)  # oracles.tail_prefix (T5, E1, E2)
         if s.rid is None or s.length is None or s.length < 1:
             raise _infeasible(i, "admit needs rid and length >= 1")
         if s.rid in sh.ever:
@@ -248,9 +253,11 @@ class WindowShadow:
             self.slot[s.rid] = slot
             self._reset(slot)
             rows = [(slot, p, 0) for p in range(s.length)]
-            self._forward(i, "EXTEND", rows, 1, [s.length], prefill_bucket(self, i, s, len(rows)))
+            self._forward(i, "EXTEND", rows, 1, [s.length], prefill_bucket(self, i, s, len(rows)),
+                          comp=compressor(locs, list(range(s.length)), [False] * len(locs)))
         else:
-            self._paged(sh, i, locs, [s.length])
+            self._paged(sh, i, locs, [s.length],
+                        comp=compressor(locs, list(range(s.length)), [False] * len(locs)))
 
     def _extend(self, sh, i: int, s: Step) -> None:
         if not s.rids or len(s.lengths) != len(s.rids) or any(n < 1 for n in s.lengths):
@@ -269,24 +276,35 @@ class WindowShadow:
             if pq - min(pq, self.W) < sh.evicted[rid]:
                 raise _infeasible(i, f"request {rid}: replayed tokens were evicted")
         sh._check_alloc(i, list(zip(s.rids, s.lengths)))
-        rows, locs, per_req = [], [], []
+        sep = bool(self.cfg.separate_replay)
+        rows, locs, per_req, pos, rp, hits = [], [], [], [], [], []
         for rid, n in zip(s.rids, s.lengths):
             pq = len(sh.tokens[rid])
             r = min(pq, self.W) if rid in s.replay else 0
             if r:
                 self._reset(self.slot[rid])
+                hits.append((rid, pq, r))
+            if r and sep:  # the separate replay forward runs them (oracles.tail_prefix)
+                r = 0
+            if r:
                 locs += sh.tokens[rid][pq - r:]
             new = sh._extend(rid, n)
             locs += new
+            pos += range(pq - r, pq + n)
+            rp += [True] * r + [False] * n
             floor = pq - r if r else 0
             if self.on:
                 rows += [(self.slot[rid], p, floor) for p in range(pq - r, pq + n)]
             per_req.append(r + n)
-        if self.on:
+        comp = compressor(locs, pos, rp)
+        if sep and hits:
+            run_separate(self, i, hits, sh.tokens)
+            self._forward(i, "EXTEND", rows, len(s.rids), per_req, fwd=1, comp=comp)
+        elif self.on:
             self._forward(i, "EXTEND", rows, len(s.rids), per_req,
-                          prefill_bucket(self, i, s, len(rows)))
+                          prefill_bucket(self, i, s, len(rows)), comp=comp)
         else:
-            self._paged(sh, i, locs, per_req)
+            self._paged(sh, i, locs, per_req, comp=comp)
 
     # ------------------------------------------------------------------ forwards
     def _tail(self, rows, per_req, seq_after):
@@ -331,7 +349,7 @@ class WindowShadow:
         return rows
 
     def _forward(self, i: int, mode: str, rows, groups: int, per_req: list[int] | None,
-                 bucket: int | None = None) -> None:
+                 bucket: int | None = None, fwd: int = 0, comp=None) -> None:
         """Run a forward on every lane: the graph lane (graph executors) runs a graph step
         through its bucket; the eager lane (made at the first graph step, a copy of the state
         so far) runs every step eagerly."""
@@ -360,7 +378,7 @@ class WindowShadow:
                     else [(0, 0, 0)] * B
                 self._forward_lane(i, mode, grows, B, None, B)
             else:
-                self._forward_lane(i, mode, rows, groups, per_req)
+                self._forward_lane(i, mode, rows, groups, per_req, fwd=fwd, comp=comp)
         self._lane(lanes[0])
 
     def snapshot(self, i: int) -> None:
@@ -372,7 +390,7 @@ class WindowShadow:
             self._lane(self._lanes[0])
 
     def _forward_lane(self, i: int, mode: str, rows, groups: int, per_req: list[int] | None,
-                      bucket: int | None = None) -> None:
+                      bucket: int | None = None, fwd: int = 0, comp=None) -> None:
         if self.exp.refused is not None:
             return
         lay = layout(rows, groups, self.W, self.cap, self.Z)
@@ -397,13 +415,14 @@ class WindowShadow:
             lay_l = tail_lay if late else lay
             rws = trows if late else rows
             n = tail_n if late else len(rows)
-            data = rows_bytes(self.case.payload_seed, i, 0, "target", layer, n, self.rb)
+            data = rows_bytes(self.case.payload_seed, i, fwd, "target", layer, n, self.rb)
             # a captured DECODE graph's commit has no IDLE guard (W6 graph half)
             self._run_layer(layer, lay_l, rws, data, commit=(mode != "IDLE" or bucket is not None))
             locs.append(list(lay_l.write_loc))
             wsb.append(bytes(self.ws))
-        self.exp.forwards.append(WinFwdExp(i, 0, mode, False, locs, tail_layers, tail_lens, wsb,
-                                           list(lay.commit), list(lay.runs), bucket, lay.size))
+        self.exp.forwards.append(WinFwdExp(i, fwd, mode, False, locs, tail_layers, tail_lens, wsb,
+                                           list(lay.commit), list(lay.runs), bucket, lay.size,
+                                           comp=comp))
 
     def _run_layer(self, layer: int, lay: Layout, rows, data: bytes, commit: bool) -> None:
         rb, ring, ws = self.rb, self.ring[layer], self.ws
@@ -420,7 +439,7 @@ class WindowShadow:
                 ring[q * rb:(q + 1) * rb] = ws[w * rb:(w + 1) * rb]
                 self.tags[layer][q] = pos
 
-    def _paged(self, sh, i: int, locs: list[int], per_req: list[int]) -> None:
+    def _paged(self, sh, i: int, locs: list[int], per_req: list[int], comp=None) -> None:
         """A paged-pool EXTEND forward with a late-layer tail: early layers write every row at
         ``M[loc]``, late layers only the tail rows."""
         idx, lens = tail_rows(per_req, self.W)
@@ -440,7 +459,7 @@ class WindowShadow:
                     buf[t * self.rb:(t + 1) * self.rb] = data[r * self.rb:(r + 1) * self.rb]
             out.append(list(tg))
         del n
-        self.exp.forwards.append(WinFwdExp(i, 0, "EXTEND", True, out, tl, lens, None))
+        self.exp.forwards.append(WinFwdExp(i, 0, "EXTEND", True, out, tl, lens, None, comp=comp))
 
     def _snapshot_lane(self, i: int) -> None:
         if self.exp.refused is not None and self.exp.refused[0] <= i:

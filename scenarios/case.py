@@ -247,7 +247,7 @@ strictly increasing tuple of token counts >= 1, default empty = no prefill graph
 JSON only when non-empty) are the captured token buckets of the breakable prefill graph.
 ``admit`` (no prefix) and ``extend`` may carry ``exec: "graph"`` (emitted in JSON only then)
 when ``pool.request_window > 0`` and ``pool.late_layer_start == 0`` (a tail under a prefill
-graph is not modelled: CaseError). With an executor that captures graphs (tape, cudagraph)
+graph is not modelled: CaseError; nor is one with ``pool.separate_replay``). With an executor that captures graphs (tape, cudagraph)
 such a step of ``n`` forward rows (the folded encoder replay rows included) runs through the
 prefill graph of the smallest bucket ``T >= n`` if ``T <= 2 * n`` (upstream's padding factor
 ``_MAX_PREFILL_CUDA_GRAPH_PADDING_FACTOR``); otherwise, and with the eager executor, eagerly as
@@ -269,6 +269,42 @@ above. The graph's layout:
 * Every replay of a bucket uses the one layout object its capture built, refreshed in place
   from the live batch before the replay (W7: identity and ``size`` constant per bucket).
 * K rows: ``rows_bytes(seed, step, 0, "target", layer, T)``.
+Prefix hits on the V4.1 path, compressor locations, separate replay (addendum §2.3, §2.4, §5
+T5/E1/E2, §6 A13; issue 12 item 2)
+-------------------------------------------------------------------------------------------
+* ``admit`` with ``prefix_rid`` / ``prefix_len`` n on a pool with a window or a tail (the
+  "Prefix sharing" rules otherwise hold). With a late-layer tail the radix match is capped at
+  ``length - W`` tokens (sglang 0.5.23 ``UnifiedRadixCache.swa_reprefill_tail_tokens`` = the
+  sliding window, applied by ``_req_radix_key`` as the key's limit; the tree matches whole
+  pages): the hit is ``h = min(n, floor((length - W) / P) * P)`` (``h = 0`` when ``length <=
+  W``), so the last ``length - h >= min(W, length)`` tokens are re-prefilled and every row a
+  late layer reads was written by that layer (T5). Without a tail ``h = n``. ``h = 0`` is a
+  plain admit; otherwise the request shares ``tokens[prefix_rid][:h]`` (the SWA-live rule of
+  "Prefix sharing" applies to h) and the EXTEND forward covers positions ``h..length-1``.
+  Under a window the request takes a fresh slot (reset) and, when ``h > 0``, is an encoder
+  replay hit: ``h`` must be even (else infeasible: the release refuses an odd boundary), its
+  ``r = min(h, W)`` rows at positions ``h - r .. h - 1`` (full locations: the shared tokens
+  there) are replayed as for ``extend``'s ``replay``, with floor ``h - r``.
+* Compressor locations (observed on every EXTEND forward of the window / tail path): per row
+  of the forward, in batch order, ``compress`` (int64, sglang's ``out_cache_loc`` dtype) is the
+  location the compressors write (0.5.23 ``DeepseekV4AttnBackend._compressor_out_loc``): ``0``
+  for a replay row folded into the extend (its main KV, compressed groups and index keys are
+  already cached), the row's full location otherwise; ``c4`` (int64) is the ratio-4
+  compressor's slot (0.5.23 ``init_compression_metadata``): ``compress // 4`` when
+  ``(pos + 1) % 4 == 0``, else 0; ``low_ratio`` says whether the ratio-1/2 source
+  compressors run: false only for a separate replay forward (``forward_low_ratio_sources``).
+* ``pool.separate_replay`` (0 = fold, the 0.5.23 CUDA default; 1 = separate: 0.5.21 / 0.5.22
+  and 0.5.23 ROCm ``run_encoder_swa_replay``; needs a window; emitted in JSON only when 1):
+  a step with replay hits (``extend`` with ``replay``, a prefix admit with ``h > 0``) resets
+  the hit slots, then runs one replay EXTEND forward (forward index 0) over the hit requests
+  only, in batch order: each hit's ``r`` rows at positions ``Pq - r .. Pq - 1`` (``Pq``: its
+  cached length; full locations: ``tokens[rid][Pq - r:Pq]``, already cached: nothing is
+  allocated), floor ``Pq - r`` for its rows (each run floored at its own start), ``G`` = hit
+  requests, compressor locations = those full locations, ``low_ratio`` false; it commits like
+  any EXTEND and its late layers run its tail (its last ``min(W, r)`` rows). Then the
+  scheduled EXTEND forward (forward index 1) covers only the new rows, floor 0, ``G =
+  len(rids)`` (admit: 1). Payload of forward f: ``rows_bytes(seed, step, f, ...)``. A step
+  with no hit runs one forward (index 0) as before.
 
 Payload
 -------
@@ -359,7 +395,7 @@ FORWARD_OPS = ("admit", "decode", "verify", "draft_extend", "draft_decode", "idl
                "extend")
 #: PoolConfig fields emitted in JSON only when non-zero (older bundles stay byte-identical)
 OPTIONAL_POOL_FIELDS = ("page_pad_bytes", "request_window", "window_slots", "window_chunk",
-                        "late_layer_start", "swa_ring", "req_slots")
+                        "late_layer_start", "swa_ring", "req_slots", "separate_replay")
 
 
 class CaseError(ValueError):
@@ -388,6 +424,7 @@ class PoolConfig:
     late_layer_start: int = 0  # first late (tail-only) target layer (0: no tail)
     swa_ring: int = 0  # ring rows per request slot (0: paged SWA, no ring)
     req_slots: int = 0  # request slots 1..req_slots with a ring (slot 0 is padding)
+    separate_replay: int = 0  # 1: encoder replay as a separate EXTEND forward (0: fold)
 
     @property
     def ring_rows(self) -> int:

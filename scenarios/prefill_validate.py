@@ -35,6 +35,9 @@ def check_prefill_case(case: Case) -> None:
         if case.pool.late_layer_start:
             raise CaseError(path, f"\"graph\" on {s.op} is not modelled with a late-layer tail "
                             "(pool.late_layer_start > 0); allowed: eager")
+        if case.pool.separate_replay:
+            raise CaseError(path, f"\"graph\" on {s.op} is not modelled with the separate "
+                            "encoder-replay forward (pool.separate_replay = 1); allowed: eager")
         if s.prefix_rid is not None:
             raise CaseError(path, "\"graph\" on an admit with prefix_rid is not modelled; "
                             "allowed: eager")

@@ -495,3 +495,7 @@ SCENARIO_KINDS.update(WINDOW_GRAPH_KINDS)
 from swafuzz.scenarios.prefill_strategies import PREFILL_KINDS  # noqa: E402
 
 SCENARIO_KINDS.update(PREFILL_KINDS)
+# issue 12: prefix hits under a late-layer tail (T5) and the separate encoder-replay forward (E2)
+from swafuzz.scenarios.tail_prefix_strategies import TAIL_PREFIX_KINDS  # noqa: E402
+
+SCENARIO_KINDS.update(TAIL_PREFIX_KINDS)

@@ -111,10 +111,14 @@ def parse_pool(obj: Any) -> PoolConfig:
         late_layer_start=_int(d, "late_layer_start", "pool", 0, 63, default=0),
         swa_ring=_int(d, "swa_ring", "pool", 0, MAX_TOKENS, default=0),
         req_slots=_int(d, "req_slots", "pool", 0, 4096, default=0),
+        separate_replay=_int(d, "separate_replay", "pool", 0, 1, default=0),
     )
     _check_ring(pool)
     if pool.request_window and not pool.window_slots:
         raise CaseError("pool.window_slots", "must be >= 1 when pool.request_window > 0 (got 0)")
+    if pool.separate_replay and not pool.request_window:
+        raise CaseError("pool.separate_replay", "must be 0 (fold) without a request window; 1 "
+                        "(separate replay forward) needs pool.request_window > 0")
     if pool.late_layer_start and pool.late_layer_start >= pool.layers:
         raise CaseError("pool.late_layer_start", f"must be 0 (no tail) or in [1, layers - 1 = "
                         f"{pool.layers - 1}] (got {pool.late_layer_start})")

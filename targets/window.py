@@ -32,6 +32,7 @@ from swafuzz.scenarios.case import POISON_BYTE, Step
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.kv_pool import DTYPES
 from swafuzz.targets.observation import StoreObs
+from swafuzz.targets.tail_prefix import TailPrefixMixin
 
 
 @dataclass
@@ -50,6 +51,8 @@ class WinFwdObs:
     bucket: int | None = None
     layout_id: int | None = None
     layout_size: int | None = None
+    # EXTEND forwards: the compressors' write locations (targets.tail_prefix.CompObs)
+    comp: object | None = None
 
 
 @dataclass
@@ -193,8 +196,9 @@ def _bytes(t: torch.Tensor) -> bytes:
     return t.detach().contiguous().view(torch.uint8).cpu().numpy().tobytes()
 
 
-class WindowPath:
-    """The engine's V4.1 path for one Case (module docstring)."""
+class WindowPath(TailPrefixMixin):
+    """The engine's V4.1 path for one Case (module docstring; prefix hits, compressor
+    locations and the separate replay forward: :mod:`targets.tail_prefix`)."""
 
     window_cls = RequestWindowModel
 
@@ -227,6 +231,8 @@ class WindowPath:
     def run(self, i: int, s: Step) -> list[WinFwdObs]:
         self.cur_step = s  # read by prefill_step (an admit / extend with exec "graph")
         al = self.e.allocator
+        if s.op == "admit" and s.prefix_rid is not None:
+            return self.admit_prefix(i, s)
         if s.op == "admit":
             if self.on and not self.free_slots:
                 raise RuntimeError("no free request slot")
@@ -243,9 +249,11 @@ class WindowPath:
             per = []
             for rid, slots in zip(s.rids, new):
                 r = min(pre[rid], self.W) if rid in s.replay else 0
-                if r:
+                if r and not self.cfg.separate_replay:
                     self.reset_slot(self.slot[rid])
                 per.append((rid, r, slots))
+            if self.cfg.separate_replay and any(r for _, r, _ in per):
+                return self.separate(i, per)
             return self.fold(i, per)
         if self.on and s.op in ("decode", "idle", "dp_decode"):
             g = self.graph_step(i, s)
@@ -306,7 +314,7 @@ class WindowPath:
 
     def extend_forward(self, i: int, per: list[tuple[int, int, list[int]]]) -> list[WinFwdObs]:
         al = self.e.allocator
-        rows, locs, per_req = [], [], []
+        rows, locs, per_req, replay = [], [], [], []
         for rid, r, new in per:
             toks = al.tokens[rid]
             n0 = len(toks) - len(new)  # length before the step
@@ -316,10 +324,12 @@ class WindowPath:
             rows += [(sl, p, floor) for p in range(start, len(toks))]
             locs += toks[start:]
             per_req.append(len(toks) - start)
+            replay += [True] * r + [False] * len(new)
         g = self.prefill_step(i, rows)
         if g is not None:
             return [g]
-        return [self.forward(i, ForwardMode.EXTEND, rows, locs, len(per), per_req)]
+        return [self.forward(i, ForwardMode.EXTEND, rows, locs, len(per), per_req,
+                             replay=replay)]
 
     #: the breakable prefill-graph runner under a window (targets.window_prefill); None: eager
     prefill_runner_cls = None
@@ -418,7 +428,11 @@ class WindowPath:
             self.window.commit(layer)
 
     def forward(self, i: int, mode: ForwardMode, rows, locs: list[int], groups: int,
-                per_req: list[int] | None) -> WinFwdObs:
+                per_req: list[int] | None, fwd: int = 0, replay: list[bool] | None = None,
+                low_ratio: bool = True) -> WinFwdObs:
+        """``fwd``: the forward's index in its step (payload key); ``replay``: per row, a
+        replay row folded into this EXTEND (compressor location 0); ``low_ratio``: the ratio-1/2
+        source compressors run (False: a separate replay forward)."""
         dev = self.device
 
         def t(v):
@@ -428,13 +442,15 @@ class WindowPath:
         seq = t([1] * groups)
         fb = ForwardBatch(mode, groups, t(locs), seq, pos)
         self.init_metadata(fb, req, floor, groups, per_req)
+        comp = (self.compressor_obs(fb, replay, low_ratio) if mode == ForwardMode.EXTEND
+                else None)
         stores, ws = [], []
         late_from = self.L if (self.L and self.tail_metadata is not None) else None
         for layer in range(self.cfg.layers):
             late = late_from is not None and layer >= late_from
             saved = self.enter_tail() if late else None
             n = self.tail_metadata.late_layer_tail.token_indices.numel() if late else len(rows)
-            k = self.e.rows_tensor(i, 0, "target", layer, n)
+            k = self.e.rows_tensor(i, fwd, "target", layer, n)
             loc = self.store(layer, fb, k)
             self.commit(layer, fb)
             if late:
@@ -443,7 +459,7 @@ class WindowPath:
                                    locs=loc.tolist(), rows=k.shape[0]))
             if self.on:
                 ws.append(self.workspace_bytes())
-        return WinFwdObs(i, 0, mode.name, stores, ws)
+        return WinFwdObs(i, fwd, mode.name, stores, ws, comp=comp)
 
     # -- observation ---------------------------------------------------------------------------
     def workspace_bytes(self) -> bytes:

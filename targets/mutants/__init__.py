@@ -574,3 +574,8 @@ from swafuzz.targets.mutants import window_graph_mutants  # noqa: E402,F401
 # isort: split
 # breakable prefill graphs under a request window (issue 12, prefill_graphs)
 from swafuzz.targets.mutants import window_prefill_mutants  # noqa: E402,F401
+
+# isort: split
+# prefix hits under a late-layer tail, the fold's compressor locations and the separate
+# replay forward (issue 12, tail_prefix / replay_separate)
+from swafuzz.targets.mutants import tail_prefix_mutants  # noqa: E402,F401

@@ -179,6 +179,33 @@ KIND_FIRST_RELEASE = {"ring": ("0.5.20", "per-request SWA ring (swa_req_ring_siz
 
 KIND_FIRST_RELEASE["replay_tail"] = ("0.5.21", "encoder SWA replay / late-layer tail")
 KIND_FIRST_RELEASE["prefill_graphs"] = ("0.5.23", "prefill graphs under a request window")
+KIND_FIRST_RELEASE["tail_prefix"] = ("0.5.21", "late-layer tail (prefix re-prefill cap)")
+KIND_FIRST_RELEASE["replay_separate"] = ("0.5.21", "encoder SWA replay (separate forward)")
+
+#: issue 12 (targets/sglang/tail_prefix.py): prefix hits under a tail, replay, compressors
+TABLE += (
+    ("prefix hit under a late-layer tail: swa_reprefill_tail_tokens, _req_radix_key", "absent",
+     "real",
+     "0.5.23: UnifiedRadixCache.swa_reprefill_tail_tokens on a cache built without __init__ "
+     "(SWA component with the Case's window, decoder SWA bounded replay iff the pool has a "
+     "tail, no session lending a record) and mem_cache/common.py _req_radix_key, whose key "
+     "limit caps the hit; the tree's page-aligned match of the capped key is modelled (the Case "
+     "names the matched length). 0.5.12 has no tail (kind tail_prefix refused)"),
+    ("encoder replay fold and separate forward: _reset_windows_and_collect_hits, _fold_batch, "
+     "_build_replay_batch", "absent", "real",
+     "0.5.23 srt/model_executor/encoder_swa_replay.py on a ScheduleBatch stand-in (the fields "
+     "those functions read) and a req_to_token table from the allocator's tokens: the reset of "
+     "the real RequestWindow, the folded out_cache_loc / row_floor / keep_rows, the separate "
+     "forward's out_cache_loc = req_to_token[slot, P-r:P]; replay_len's constant 128 is scaled "
+     "to pool.window; the separate forward's per-run floor (set inside make_core_attn_metadata, "
+     "CUDA only) is modelled; fold_encoder_swa_replay / run_encoder_swa_replay themselves need "
+     "a model runner. 0.5.12 has no encoder replay"),
+    ("compressor write locations: _compressor_out_loc, c4 out loc", "absent", "real",
+     "0.5.23 DeepseekV4AttnBackend._compressor_out_loc (static) and the c4 output of "
+     "kernels/ops/attention/dsv4/metadata_kernel.py init_compression_metadata (Triton: the "
+     "interpreter with TRITON_INTERPRET=1 or a GPU; otherwise the model's formula); whether the "
+     "ratio-1/2 source compressors run (forward_low_ratio_sources) is a modelled flag"),
+)
 
 #: kinds no release's adapter drives (issue 12: the DECODE graph under a request window)
 KINDS_NOT_DRIVEN = ("window_graphs",)

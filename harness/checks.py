@@ -36,6 +36,7 @@ CHECKS = (
     "window",
     "tail",
     "window_graph",
+    "tail_graph",
 )
 
 #: Checks that are defence in depth: no mutant is killed by them alone, by construction, and the
@@ -607,6 +608,14 @@ def check_window_graph(case, obs, exp) -> list[Failure]:
     return run(case, obs, exp)
 
 
+def check_tail_graph(case, obs, exp) -> list[Failure]:
+    """The late-layer tail under graphs (issue 12, addendum §5 T1/T4, §6 A3): see
+    :func:`harness.tail_graph_checks.check_tail_graph`."""
+    from swafuzz.harness.tail_graph_checks import check_tail_graph as run
+
+    return run(case, obs, exp)
+
+
 PER_OBSERVATION: dict[str, Callable] = {
     "write_targets": check_write_targets,
     "pool_bytes": check_pool_bytes,
@@ -618,6 +627,7 @@ PER_OBSERVATION: dict[str, Callable] = {
     "window": check_window,
     "tail": check_tail,
     "window_graph": check_window_graph,
+    "tail_graph": check_tail_graph,
 }
 
 

@@ -100,6 +100,7 @@ class WinFwdExp:
     runs: list[tuple[int, int, int]] = field(default_factory=list)
     bucket: int | None = None  # a DECODE graph's bucket (graph executors); None: eager
     size: int = 0  # the layout's size (groups * W + rows)
+    tail_capacity: int = 0  # prefill-graph tail: rows of every late-layer store (tail_graph)
 
 
 @dataclass

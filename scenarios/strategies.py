@@ -490,3 +490,8 @@ SCENARIO_KINDS.update(WINDOW_KINDS)
 from swafuzz.scenarios.window_graph_strategies import WINDOW_GRAPH_KINDS  # noqa: E402
 
 SCENARIO_KINDS.update(WINDOW_GRAPH_KINDS)
+
+# issue 12: the late-layer tail under graphs (row-bucket tail graphs, prefill-graph tail)
+from swafuzz.scenarios.tail_graph_strategies import TAIL_GRAPH_KINDS  # noqa: E402
+
+SCENARIO_KINDS.update(TAIL_GRAPH_KINDS)

@@ -570,3 +570,7 @@ from swafuzz.targets.mutants import window_mutants  # noqa: E402,F401
 # isort: split
 # 40-43: DECODE graphs under a request window (issue 12, window_graphs)
 from swafuzz.targets.mutants import window_graph_mutants  # noqa: E402,F401
+
+# isort: split
+# 50-53: the late-layer tail under graphs (issue 12, tail_graphs)
+from swafuzz.targets.mutants import tail_graph_mutants  # noqa: E402,F401

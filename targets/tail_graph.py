@@ -1,0 +1,223 @@
+"""The late-layer tail under graphs (issue 12; addendum §2.4, §3 T, §4, §5 T1/T4, §6 A3/A9).
+
+Implements the "Late-layer tail under graphs" paragraph of :mod:`scenarios.case` for the
+engine's V4.1 path: :class:`TailGraphPath` is :class:`targets.window.WindowPath` plus the
+steps with ``tail_exec`` (everything else is the parent's, unchanged). Upstream (sglang 0.5.23):
+``DecoderReplayTail`` (``srt/models/deepseek_v4_replay_tail.py``) runs the late layers from
+row-bucket graphs (``RowBucketGraphRunner``) whose SWA store is an eager break
+(``_tail_kv_store``) slicing K to ``global_num_token_non_padded_cpu``; the 0.5.22 prefill-graph
+tail (``DeepseekV4AttnBackend._build_late_layer_tail_metadata(for_prefill_graph=True)``) runs
+them inside the prefill graph over a capacity-sized block of persistent buffers.
+
+What is modelled, and what is not:
+
+* :class:`TailBucketRunner`: the bucket choice (smallest ``graph.tail_buckets`` entry >= the
+  tail's rows; none: the tail runs eagerly), per late layer a static K buffer of the largest
+  bucket's rows (the graph's static input: padding rows keep what earlier replays left), and
+  the store break: K sliced to the real rows (:meth:`TailBucketRunner.k_rows`). The store is an
+  eager break upstream, so no device work of the store is captured; the model runs the body
+  host-side under every executor (the tape executor is not involved; a captured segment
+  without a store would record nothing this harness observes).
+* the prefill-graph tail (paged pools): a persistent int64 full-location buffer and an int32
+  SWA-location buffer of ``graph.tail_capacity`` rows; each forward refills them (real rows
+  first, every entry past ``real_rows_count`` zeroed: :meth:`TailGraphPath.fill_capacity`),
+  the tail metadata carries the whole int32 buffer, and the late layers' stores take
+  ``tail_capacity`` K rows. Entering the tail sets the batch's non-padded count to
+  ``real_rows_count``; leaving restores it.
+* the IDLE DP rank (request-window pools): ``DecoderReplayTail.run_idle`` replays the peer's
+  bucket with zero rows of its own: no store; the batch is relabelled EXTEND inside the graph
+  (A9), and the commit must still be skipped (:meth:`TailBucketRunner.commit_allowed` keeps
+  the rank's IDLE flag; upstream's ``forward`` guards on the relabelled mode only).
+* T4 made observable: after leaving the graph tail (:meth:`TailGraphPath.exit_graph_tail`), the
+  path resolves what a store would get now (:meth:`TailGraphPath.probe`, no side effect on
+  the window) and reads the batch's non-padded count; both go into ``WinFwdObs.tail_graph``.
+
+Observation (``WinFwdObs.tail_graph``, a dict; absent on forwards without ``tail_exec``):
+``exec`` ("bucket" / "prefill"), ``bucket`` (the row bucket replayed; None: eager fallback or
+prefill), ``capacity`` (prefill: the buffer's rows), ``probe_locs`` / ``probe_dtype`` (what a
+store after exit resolves), ``probe_count`` (the batch's non-padded rows after exit).
+"""
+
+from __future__ import annotations
+
+import torch
+from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
+from swafuzz.targets.observation import StoreObs
+from swafuzz.targets.window import WindowPath, WinFwdObs
+
+
+class TailBucketRunner:
+    """Row-bucket graphs of the late layers (module docstring)."""
+
+    def __init__(self, path):
+        self.path = path
+        cfg = path.cfg
+        self.buckets = tuple(path.e.gcfg.tail_buckets)
+        mx = max(self.buckets) if self.buckets else 0
+        dtype = path.e.target_pool.row_dtype
+        self.static_rows = {layer: torch.zeros(mx, cfg.row_width, dtype=dtype, device=path.device)
+                            for layer in range(path.L, cfg.layers)}
+        self.captured: set[int] = set()
+
+    def bucket_rows(self, n: int) -> int | None:
+        """The smallest bucket >= ``n`` (None: no rows, or above every bucket)."""
+        if n <= 0:
+            return None
+        return next((b for b in self.buckets if b >= n), None)
+
+    def ready(self, T: int) -> None:
+        """First use of bucket ``T`` captures it and every larger bucket (upstream: largest
+        first, so smaller buckets reuse the pool); capture writes nothing observable."""
+        self.captured.update(b for b in self.buckets if b >= T)
+
+    def k_rows(self, layer: int, live: torch.Tensor, T: int) -> torch.Tensor:
+        """The store break's K rows: the live rows copied into the bucket's static buffer, then
+        sliced to the real rows (``global_num_token_non_padded_cpu``), A3."""
+        static = self.static_rows[layer]
+        n = live.shape[0]
+        static[:n].copy_(live)
+        return static[:n]
+
+    def commit_allowed(self, fb: ForwardBatch, idle_rank: bool) -> bool:
+        """Whether a late layer of the graph commits: never for an IDLE rank, whose batch the
+        graph relabels EXTEND (A9; the rank keeps its IDLE flag)."""
+        return not idle_rank
+
+
+class TailGraphPath(WindowPath):
+    """:class:`targets.window.WindowPath` with the tail under graphs (module docstring)."""
+
+    tail_runner_cls = TailBucketRunner
+
+    def __init__(self, engine):
+        super().__init__(engine)
+        g = engine.gcfg
+        self._tail_exec = ""
+        self._idle_from = 0
+        self.tail_graph = self.tail_runner_cls(self) if g.tail_buckets else None
+        self.cap_rows = g.tail_capacity
+        if self.cap_rows:
+            self.cap_full = torch.zeros(self.cap_rows, dtype=torch.int64, device=self.device)
+            self.cap_swa = torch.zeros(self.cap_rows, dtype=torch.int32, device=self.device)
+
+    def handles(self, s) -> bool:
+        return super().handles(s) or (s.op == "dp_decode" and bool(s.tail_exec))
+
+    def run(self, i: int, s) -> list[WinFwdObs]:
+        self._tail_exec = s.tail_exec
+        self._idle_from = max(s.rank_tokens) if s.op == "dp_decode" and s.rank_tokens else 0
+        try:
+            return super().run(i, s)
+        finally:
+            self._tail_exec = ""
+
+    # -- enter / exit with the batch's counts (T4) ---------------------------------------------
+    def enter_graph_tail(self, fb: ForwardBatch):
+        saved = (self.enter_tail(), fb.num_non_padded)
+        real = getattr(self.tail_metadata.late_layer_tail, "real_rows_count", None)
+        if real is not None:
+            fb.num_non_padded = real
+        return saved
+
+    def exit_graph_tail(self, saved, fb: ForwardBatch) -> None:
+        md, count = saved
+        self.exit_tail(md)
+        fb.num_non_padded = count
+
+    def probe(self, fb: ForwardBatch) -> torch.Tensor:
+        """What a store would resolve now, without touching the window's active layout."""
+        win = self.window
+        keep = (win.layout, win.prepared) if win is not None else None
+        try:
+            return self.resolve(fb).clone()
+        finally:
+            if win is not None:
+                win.layout, win.prepared = keep
+
+    # -- prefill-graph tail ----------------------------------------------------------------------
+    def fill_capacity(self, fb: ForwardBatch) -> None:
+        """Refill the persistent buffers for this forward's tail: real rows first, zeros after;
+        the tail metadata then carries the whole int32 buffer and ``real_rows_count``."""
+        tail = self.tail_metadata.late_layer_tail
+        idx = tail.token_indices
+        n = idx.numel()
+        if n > self.cap_rows:
+            raise AssertionError(f"prefill-graph tail: {n} tail rows above the capacity "
+                                 f"{self.cap_rows}")
+        self.cap_full[:n].copy_(fb.out_cache_loc[idx])
+        self.zero_capacity_tail(n)
+        self.cap_swa.copy_(self.e.target_pool.translate_loc_from_full_to_swa(self.cap_full)
+                           .to(torch.int32))
+        tail.swa_out_cache_loc = self.cap_swa
+        tail.real_rows_count = n
+
+    def zero_capacity_tail(self, n: int) -> None:
+        self.cap_full[n:].zero_()
+
+    # -- forward -----------------------------------------------------------------------------------
+    def forward(self, i: int, mode: ForwardMode, rows, locs: list[int], groups: int,
+                per_req: list[int] | None) -> WinFwdObs:
+        te = self._tail_exec
+        if not te:
+            return super().forward(i, mode, rows, locs, groups, per_req)
+        dev = self.device
+
+        def t(v):
+            return torch.tensor(v, dtype=torch.int64, device=dev)
+
+        req, pos, floor = t([r[0] for r in rows]), t([r[1] for r in rows]), t([r[2] for r in rows])
+        fb = ForwardBatch(mode, groups, t(locs), t([1] * groups), pos)
+        fb.num_non_padded = len(rows)
+        self.init_metadata(fb, req, floor, groups, per_req)
+        idle_rank = mode.is_idle()
+        tm = self.tail_metadata
+        T = None
+        if idle_rank:
+            T = self.tail_graph.bucket_rows(self._idle_from)
+            late_from = self.L if T is not None else None
+        else:
+            late_from = self.L if tm is not None else None
+            n_tail = tm.late_layer_tail.token_indices.numel() if tm is not None else 0
+            if te == "bucket" and tm is not None:
+                T = self.tail_graph.bucket_rows(n_tail)
+            if te == "prefill" and tm is not None:
+                self.fill_capacity(fb)
+        if T is not None:
+            self.tail_graph.ready(T)
+        stores, ws, saved = [], [], None
+        for layer in range(self.cfg.layers):
+            late = late_from is not None and layer >= late_from
+            if late and idle_rank:  # the peer's bucket, no rows of its own: no store
+                if self.tail_graph.commit_allowed(fb.view(forward_mode=ForwardMode.EXTEND),
+                                                  idle_rank):
+                    self.window.commit(layer)
+                stores.append(StoreObs(layer=layer, loc_dtype="int32", locs=[], rows=0))
+                if self.on:
+                    ws.append(self.workspace_bytes())
+                continue
+            if late and saved is None:
+                saved = self.enter_graph_tail(fb)
+            if not late:
+                n = len(rows)
+            elif te == "prefill":
+                n = self.cap_rows
+            else:
+                n = n_tail
+            k = self.e.rows_tensor(i, 0, "target", layer, n)
+            if late and T is not None:
+                k = self.tail_graph.k_rows(layer, k, T)
+            loc = self.store(layer, fb, k)
+            self.commit(layer, fb)
+            stores.append(StoreObs(layer=layer, loc_dtype=str(loc.dtype).removeprefix("torch."),
+                                   locs=loc.tolist(), rows=k.shape[0]))
+            if self.on:
+                ws.append(self.workspace_bytes())
+        obs = WinFwdObs(i, 0, mode.name, stores, ws)
+        info = {"exec": te, "bucket": T, "capacity": self.cap_rows if te == "prefill" else 0}
+        if saved is not None:
+            self.exit_graph_tail(saved, fb)
+            p = self.probe(fb)
+            info.update(probe_locs=p.tolist(), probe_dtype=str(p.dtype).removeprefix("torch."),
+                        probe_count=fb.num_non_padded)
+        obs.tail_graph = info
+        return obs

@@ -138,21 +138,24 @@ class TailGraphPath(WindowPath):
     def fill_capacity(self, fb: ForwardBatch) -> None:
         """Refill the persistent buffers for this forward's tail: real rows first, zeros after;
         the tail metadata then carries the whole int32 buffer and ``real_rows_count``."""
-        tail = self.tail_metadata.late_layer_tail
-        idx = tail.token_indices
+        idx = self.tail_metadata.late_layer_tail.token_indices
         n = idx.numel()
         if n > self.cap_rows:
             raise AssertionError(f"prefill-graph tail: {n} tail rows above the capacity "
                                  f"{self.cap_rows}")
         self.cap_full[:n].copy_(fb.out_cache_loc[idx])
         self.zero_capacity_tail(n)
-        self.cap_swa.copy_(self.e.target_pool.translate_loc_from_full_to_swa(self.cap_full)
-                           .to(torch.int32))
-        tail.swa_out_cache_loc = self.cap_swa
-        tail.real_rows_count = n
+        self.cap_swa.copy_(self.translate(self.cap_full))
+        self.set_capacity_tail(n)
 
     def zero_capacity_tail(self, n: int) -> None:
         self.cap_full[n:].zero_()
+
+    def set_capacity_tail(self, n: int) -> None:
+        """The tail metadata now carries the whole int32 buffer and ``real_rows_count``."""
+        tail = self.tail_metadata.late_layer_tail
+        tail.swa_out_cache_loc = self.cap_swa
+        tail.real_rows_count = n
 
     # -- forward -----------------------------------------------------------------------------------
     def forward(self, i: int, mode: ForwardMode, rows, locs: list[int], groups: int,

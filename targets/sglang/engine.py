@@ -465,9 +465,9 @@ class SGLangEngine(UnifiedEngine):
     def window_path_cls(self):
         """Issue 12: SGLang 0.5.23's request window, layouts and resolver
         (:mod:`targets.sglang.window`); importing it on 0.5.12 raises TargetUnavailable."""
-        from swafuzz.targets.sglang.window import SGLangWindowPath
+        from swafuzz.targets.sglang.tail_graph import SGLangTailGraphPath  # + tail graphs
 
-        return SGLangWindowPath
+        return SGLangTailGraphPath
 
     def new_observation(self):
         obs = super().new_observation()

@@ -8,7 +8,7 @@ without them it is the window shadow unchanged. Per tail-graph forward it predic
 (:class:`TailGraphExp`, in ``WindowExp.tail_graph``):
 
 * ``bucket``: the row bucket replayed (smallest ``graph.tail_buckets`` entry >= the tail's
-  rows, or >= ``max(rank_tokens)`` for an IDLE DP rank; None: no bucket fits, the tail runs
+  rows, under DP >= ``max(rows, *rank_tokens)``, for an IDLE DP rank >= ``max(rank_tokens)``; None: no bucket fits, the tail runs
   eagerly); None for a prefill-graph tail;
 * ``real_rows`` / ``capacity``: the tail's rows, and for a prefill-graph tail the rows of the
   location buffer every late-layer store receives (real rows' SWA slots, then zeros: T1);
@@ -74,7 +74,7 @@ class TailGraphShadow(WindowShadow):
         if s.tail_exec and not self.L:
             raise _infeasible(i, "tail_exec needs pool.late_layer_start > 0")
         self._te = s.tail_exec
-        self._idle_from = max(s.rank_tokens) if s.op == "dp_decode" and s.rank_tokens else 0
+        self._idle_from = max(s.rank_tokens) if s.rank_tokens else 0  # DP peers' tail rows
         try:
             return super().run_step(sh, i, s)
         finally:
@@ -111,7 +111,8 @@ class TailGraphShadow(WindowShadow):
             self.exp.forwards.append(fwd)
         if te:
             self.exp.tail_graph.append(TailGraphExp(
-                i, 0, te, False, self._tail_bucket(t) if te == "bucket" else None, t,
+                i, 0, te, False,
+                self._tail_bucket(max(t, self._idle_from)) if te == "bucket" else None, t,
                 self.tail_capacity if te == "prefill" else 0, self._late(),
                 expected_translation(sh.M, locs), len(locs)))
 
@@ -127,7 +128,8 @@ class TailGraphShadow(WindowShadow):
             idx, _ = tail_rows(per_req, self.W)
             full = layout(rows, groups, self.W, self.cap, self.Z)
             self.exp.tail_graph.append(TailGraphExp(
-                i, 0, te, False, self._tail_bucket(len(idx)), len(idx), 0, self._late(),
+                i, 0, te, False, self._tail_bucket(max(len(idx), self._idle_from)), len(idx), 0,
+                self._late(),
                 list(full.write_loc), len(rows)))
             return
         T = self._tail_bucket(self._idle_from)

@@ -253,6 +253,9 @@ tail's persistent location buffer (upstream ``max_running_requests * 128``). A s
   static rows are padded to ``T``; its store (an eager break) takes the K rows sliced to the
   real rows ``t`` and the tail's ``t`` locations (A3: K rows == locations), so every store
   writes what the eager tail writes. Every executor runs it (the model holds no captured store).
+  With ``rank_tokens`` (1..7 other DP ranks' tail rows, >= 0; DP attention): every rank
+  replays the largest rank's bucket, the smallest ``T >= max(t, *rank_tokens)``; the store
+  still takes this rank's ``t`` real rows.
 * ``"prefill"`` on ``extend`` (paged pool only, needs ``graph.tail_capacity >= t``): the late
   layers run inside the prefill graph over the whole capacity-sized block: the store receives
   ``tail_capacity`` int32 locations, the real rows' SWA slots ``M[loc]`` first, then ``0`` for

@@ -44,13 +44,28 @@ def parse_tail_exec(obj: dict, path: str) -> str:
     return v
 
 
+def parse_tail_ranks(obj: dict, path: str) -> tuple[int, ...]:
+    """``rank_tokens`` of an ``extend`` (a DP rank replaying a tail graph): 1..7 other ranks'
+    tail rows, each 0..65536."""
+    v = obj["rank_tokens"]
+    if not isinstance(v, list) or not 1 <= len(v) <= 7 or any(
+            isinstance(x, bool) or not isinstance(x, int) or not 0 <= x <= MAX_TAIL_ROWS
+            for x in v):
+        raise CaseError(f"{path}.rank_tokens", f"must list 1..7 other DP ranks' tail rows "
+                        f"(ints 0..{MAX_TAIL_ROWS}; got {v!r})")
+    return tuple(v)
+
+
 def check_tail_graph_case(case) -> None:
     """Structural rules: a ``tail_exec`` needs ``pool.late_layer_start > 0``; ``"bucket"`` needs
     ``graph.tail_buckets``; ``"prefill"`` is for ``extend`` on a paged pool (no request window)
     and needs ``graph.tail_capacity > 0``; on ``dp_decode`` only ``"bucket"``, with no rids (an
-    IDLE rank), on a request-window pool."""
+    IDLE rank), on a request-window pool; ``rank_tokens`` on ``extend`` only with ``"bucket"``."""
     pool, g = case.pool, case.graph
     for i, s in enumerate(case.steps):
+        if s.op == "extend" and s.rank_tokens and s.tail_exec != "bucket":
+            raise CaseError(f"steps[{i}].rank_tokens", "on extend only with tail_exec "
+                            "\"bucket\" (DP ranks replaying the largest rank's tail bucket)")
         if not s.tail_exec:
             continue
         path = f"steps[{i}].tail_exec"

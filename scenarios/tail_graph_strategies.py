@@ -8,7 +8,8 @@ on a paged pool a prefill-graph tail capacity ``graph.tail_capacity`` of ``W..3W
 ``topk`` 0 or 1 (an IDLE rank with MTP skips its metadata init). Steps: admits (eager tails),
 extends of 1..3 requests whose late layers run through a row-bucket graph (a tail above every
 bucket falls back to eager), the prefill-graph tail (paged; only when the tail fits the
-capacity) or eagerly; pairs of prefill-graph extends, the first with the larger tail (the
+capacity) or eagerly (a third of the row-bucket extends are DP ranks: ``rank_tokens`` 0..3W+1
+other ranks' tail rows pick the shared bucket); pairs of prefill-graph extends, the first with the larger tail (the
 buffer rows the second must zero); decodes; finishes; and, under a window, IDLE DP ranks that
 replay a peer's tail bucket (``dp_decode`` with no rids, ``rank_tokens`` 1..3W+1: some above
 every bucket). Every Case is valid (the tail-graph oracle, :mod:`oracles.tail_graph`, is the
@@ -52,7 +53,10 @@ def _extend_tg(draw, pl: _Plan, te: str | None = None, big: bool | None = None) 
         te = "bucket"
     if not pl.extend_w(rids, lengths, []):
         return 0
-    pl.steps[-1] = replace(pl.steps[-1], tail_exec=te)
+    ranks = ()
+    if te == "bucket" and draw(st.integers(0, 2)) == 2:  # DP: the other ranks' tail rows
+        ranks = tuple(draw(st.lists(st.integers(0, 3 * W + 1), min_size=1, max_size=3)))
+    pl.steps[-1] = replace(pl.steps[-1], tail_exec=te, rank_tokens=ranks)
     return t
 
 

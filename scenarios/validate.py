@@ -26,6 +26,7 @@ from swafuzz.scenarios.tail_graph_case import (
     check_tail_graph_case,
     parse_tail_exec,
     parse_tail_graph,
+    parse_tail_ranks,
 )
 
 MAX_PAGE_SIZE = 256
@@ -55,7 +56,7 @@ _STEP_FIELDS = {
     "extend": {"rids", "lengths", "replay"},
 }
 # late-layer tail under graphs (scenarios.tail_graph_case)
-_STEP_FIELDS["extend"] = _STEP_FIELDS["extend"] | {"tail_exec"}
+_STEP_FIELDS["extend"] = _STEP_FIELDS["extend"] | {"tail_exec", "rank_tokens"}
 _STEP_FIELDS["dp_decode"] = _STEP_FIELDS["dp_decode"] | {"tail_exec"}
 
 
@@ -282,6 +283,8 @@ def parse_step(obj: Any, i: int) -> Step:
         kw["dp_extend"] = v
     if "tail_exec" in obj:
         kw["tail_exec"] = parse_tail_exec(obj, path)
+    if op == "extend" and "rank_tokens" in obj:
+        kw["rank_tokens"] = parse_tail_ranks(obj, path)
     return Step(**kw)
 
 

@@ -12,7 +12,8 @@ them inside the prefill graph over a capacity-sized block of persistent buffers.
 What is modelled, and what is not:
 
 * :class:`TailBucketRunner`: the bucket choice (smallest ``graph.tail_buckets`` entry >= the
-  tail's rows; none: the tail runs eagerly), per late layer a static K buffer of the largest
+  tail's rows, under DP >= the largest rank's: :meth:`TailBucketRunner.bucket_from`; none: the
+  tail runs eagerly), per late layer a static K buffer of the largest
   bucket's rows (the graph's static input: padding rows keep what earlier replays left), and
   the store break: K sliced to the real rows (:meth:`TailBucketRunner.k_rows`). The store is an
   eager break upstream, so no device work of the store is captured; the model runs the body
@@ -65,6 +66,11 @@ class TailBucketRunner:
             return None
         return next((b for b in self.buckets if b >= n), None)
 
+    def bucket_from(self, own: int, peers: int) -> int:
+        """The row count the bucket is chosen from: under DP attention every rank replays the
+        bucket of the largest rank's tail rows (upstream ``bucket_from = max(dp_rows)``)."""
+        return max(own, peers)
+
     def ready(self, T: int) -> None:
         """First use of bucket ``T`` captures it and every larger bucket (upstream: largest
         first, so smaller buckets reuse the pool); capture writes nothing observable."""
@@ -105,7 +111,8 @@ class TailGraphPath(WindowPath):
 
     def run(self, i: int, s) -> list[WinFwdObs]:
         self._tail_exec = s.tail_exec
-        self._idle_from = max(s.rank_tokens) if s.op == "dp_decode" and s.rank_tokens else 0
+        # DP: the other ranks' tail rows (the largest rank's bucket is every rank's)
+        self._idle_from = max(s.rank_tokens) if s.rank_tokens else 0
         try:
             return super().run(i, s)
         finally:
@@ -182,7 +189,8 @@ class TailGraphPath(WindowPath):
             late_from = self.L if tm is not None else None
             n_tail = tm.late_layer_tail.token_indices.numel() if tm is not None else 0
             if te == "bucket" and tm is not None:
-                T = self.tail_graph.bucket_rows(n_tail)
+                rows_from = self.tail_graph.bucket_from(n_tail, self._idle_from)
+                T = self.tail_graph.bucket_rows(rows_from)
             if te == "prefill" and tm is not None:
                 self.fill_capacity(fb)
         if T is not None:

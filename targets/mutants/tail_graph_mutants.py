@@ -28,6 +28,11 @@ only by the ``tail_graphs`` kind (the only kind with ``tail_exec`` steps).
                                         IDLE guard (addendum §6 A9, §5 W6; 0.5.23
                                         ``DecoderReplayTail.run`` / ``_run_layers_eagerly``
                                         and ``DeepseekV4AttnBackend.forward``)
+54  tail_graph_dp_own_bucket            a DP rank replays the bucket of its own tail rows, not
+                                        the largest rank's (0.5.23 ``DecoderReplayTail.run``:
+                                        ``bucket_from = max(dp_rows)``, every rank replays the
+                                        same bucket for the collectives; issue 12 DP ranks
+                                        under graphs)
 ==  ==================================  ======================================================
 """
 
@@ -99,3 +104,17 @@ class _Relabelled(TailBucketRunner):
         "DeepseekV4AttnBackend.forward commits unless forward_mode is IDLE)")
 class TailGraphIdleRelabelled(UnifiedEngine):
     window_path_cls = _runner_path(_Relabelled)
+
+
+# 54 -----------------------------------------------------------------------------------------
+class _OwnBucket(TailBucketRunner):
+    def bucket_from(self, own, peers):
+        """The rank's own tail rows pick the bucket (``bucket_from`` not passed)."""
+        return own
+
+
+@mutant("tail_graph_dp_own_bucket", ("tail_graphs",), "0.5.23 DecoderReplayTail.run / "
+        "RowBucketGraphRunner.run (under DP attention every rank replays the bucket of "
+        "max(dp_rows): bucket_from); addendum §2.4 late-layer DP (#39512)")
+class TailGraphDpOwnBucket(UnifiedEngine):
+    window_path_cls = _runner_path(_OwnBucket)

@@ -30,7 +30,9 @@ PAGED = {"version": 1, "kind": "custom", "pool": POOL,
                    {"op": "extend", "rids": [0, 1], "lengths": [5, 4], "tail_exec": "prefill"},
                    {"op": "extend", "rids": [1], "lengths": [2], "tail_exec": "prefill"},
                    {"op": "extend", "rids": [0, 1], "lengths": [1, 5], "tail_exec": "bucket"},
-                   {"op": "decode", "rids": [0, 1], "exec": "eager"}]}
+                   {"op": "decode", "rids": [0, 1], "exec": "eager"},
+                   {"op": "extend", "rids": [0], "lengths": [1], "tail_exec": "bucket",
+                    "rank_tokens": [5, 0]}]}
 WINDOW = {"version": 1, "kind": "custom",
           "pool": dict(POOL, request_window=4, window_slots=2, window_chunk=20),
           "graph": {"buckets": [1], "tail_buckets": [3, 6], "topk": 1}, "payload_seed": 5,
@@ -85,6 +87,8 @@ def test_bad_fields_name_the_field():
     _bad(lambda d: d["graph"].pop("tail_buckets"), "steps[4].tail_exec", "tail_buckets")
     _bad(lambda d: d["pool"].pop("late_layer_start"), "steps[2].tail_exec", "late_layer_start")
     _bad(ex("tail_exec", "bucket", 0), "steps[0].tail_exec", "unknown field")  # not on admit
+    _bad(ex("rank_tokens", [1], 3), "steps[3].rank_tokens", "tail_exec")  # prefill: no DP
+    _bad(ex("rank_tokens", [], 4), "steps[4].rank_tokens", "1..7")
     d = json.loads(json.dumps(WINDOW))
     d["steps"][2]["tail_exec"] = "prefill"
     with pytest.raises(CaseError, match="paged pool"):
@@ -121,12 +125,14 @@ def test_observation_carries_the_tail_graph():
     exp = expect(c)
     tg = exp.window.tail_graph
     assert [(e.step, e.exec, e.bucket, e.real_rows, e.capacity) for e in tg] == [
-        (2, "prefill", None, 6, 9), (3, "prefill", None, 2, 9), (4, "bucket", 6, 4, 0)]
+        (2, "prefill", None, 6, 9), (3, "prefill", None, 2, 9), (4, "bucket", 6, 4, 0),
+        (6, "bucket", 6, 1, 0)]  # a DP rank: its 1 tail row replays the peer's bucket
     obs = get_target("unified")(c, impl="torch").run()
     by = {f.step: f for f in obs.window_forwards}
     assert by[3].stores[1].locs[2:] == [0] * 7 and by[3].stores[1].rows == 9
     assert by[4].tail_graph["bucket"] == 6 and by[4].stores[2].rows == 4
     assert by[4].tail_graph["probe_count"] == 6 and len(by[4].tail_graph["probe_locs"]) == 6
+    assert by[6].tail_graph["bucket"] == 6 and by[6].stores[2].rows == 1
 
 
 # ----------------------------------------------------------------------------- mutants
@@ -136,6 +142,7 @@ def test_observation_carries_the_tail_graph():
     ("tail_graph_exit_keeps_tail", PAGED, ["tail_graph"]),
     ("tail_graph_exit_keeps_tail", WINDOW, ["tail_graph"]),
     ("tail_graph_idle_relabelled", WINDOW, ["window"]),
+    ("tail_graph_dp_own_bucket", PAGED, ["tail_graph"]),
 ])
 def test_mutant_killed(mutant, case, checks):
     v = execute(_case(case), f"mutant:{mutant}", "torch", EX)
@@ -161,7 +168,8 @@ OTHER_WINDOW_KINDS = ("late_tail", "replay_tail", "request_window", "encoder_rep
 
 
 @pytest.mark.parametrize("mutant", ["tail_graph_k_bucket_rows", "tail_capacity_not_zeroed",
-                                    "tail_graph_exit_keeps_tail", "tail_graph_idle_relabelled"])
+                                    "tail_graph_exit_keeps_tail", "tail_graph_idle_relabelled",
+                                    "tail_graph_dp_own_bucket"])
 def test_mutants_not_reached_by_other_kinds(mutant):
     """The other kinds that run the V4.1 path never set ``tail_exec``: the mutants behave as
     ``unified`` there (the remaining kinds never build the path at all)."""

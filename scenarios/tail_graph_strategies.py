@@ -32,13 +32,14 @@ def _tail_rows(pl: _Plan, lengths: list[int]) -> int:
     return sum(min(pl.pool.window, n) for n in lengths)
 
 
-def _extend_tg(draw, pl: _Plan, te: str | None = None, big: bool | None = None) -> int:
+def _extend_tg(draw, pl: _Plan, te: str | None = None, big: bool | None = None,
+               kmax: int = 3) -> int:
     """An extend of 1..3 live requests; ``te`` (drawn when None) its tail_exec, "prefill" only
     on a paged pool with the tail within the capacity. Returns its tail rows (0: not added)."""
     live = pl.live()
     if not live:
         return 0
-    k = draw(st.integers(1, min(3, len(live))))
+    k = draw(st.integers(1, min(kmax, len(live))))
     rids = list(draw(st.permutations(live))[:k])
     W = pl.pool.window
     if big is None:
@@ -64,7 +65,8 @@ def _prefill_pair(draw, pl: _Plan) -> None:
     """Two prefill-graph extends, the first with the larger tail (paged pools)."""
     if pl.pool.request_window:
         return _extend_tg(draw, pl, "bucket")
-    if _extend_tg(draw, pl, "prefill", big=True):
+    kmax = max(1, min(3, pl.graph.tail_capacity // pl.pool.window))  # whole tails that fit
+    if _extend_tg(draw, pl, "prefill", big=True, kmax=kmax):
         _extend_tg(draw, pl, "prefill", big=False)
 
 
@@ -92,7 +94,8 @@ def tail_graph_cases(draw) -> Case:
     pl = _Plan(pool, graph)
     pl.setup()
     _admit(draw, pl)
-    actions = [_extend_tg, _extend_tg, _prefill_pair, _idle_rank, _decode, _admit, _finish]
+    actions = [_extend_tg, _extend_tg, _prefill_pair, _prefill_pair, _idle_rank, _decode,
+               _admit, _finish]
     for _ in range(draw(st.integers(1, 8))):
         if not pl.live():
             _admit(draw, pl)

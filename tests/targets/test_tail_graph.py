@@ -180,7 +180,7 @@ def test_mutants_not_reached_by_other_kinds(mutant):
         def prop(case):
             assert not any(s.tail_exec for s in case.steps)
             v = execute(case, f"mutant:{mutant}", "torch", ["eager"])
-            assert not v.failures, (kind, [f.message for f in v.failures])
+            assert not v.failures, (case.kind, [f.message for f in v.failures])
 
         prop()
 

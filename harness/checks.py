@@ -571,6 +571,10 @@ def check_exec_path(case, obs, exp) -> list[Failure]:
         replays, captures = expected_graph_use(paths)
         wr, wc = expected_window_graph_use(case, graphs)  # issue 12: window DECODE graphs
         replays, captures = replays + wr, captures + wc
+        from swafuzz.oracles.tail_graph import expected_tail_graph_use
+
+        tr, tc = expected_tail_graph_use(case, graphs)  # issue 12: prefill-graph tail block
+        replays, captures = replays + tr, captures + tc
         gu = obs.graph_use
         if gu.get("replays") != replays or gu.get("captures") != captures:
             first = next((p for p in paths if p.exec == "graph"), None)

@@ -32,7 +32,18 @@ from swafuzz.oracles.translation import translate as expected_translation
 from swafuzz.oracles.window import WindowShadow, WinFwdExp, layout
 from swafuzz.scenarios.payload import rows_bytes
 
-__all__ = ["TailGraphExp", "TailGraphShadow"]
+__all__ = ["TailGraphExp", "TailGraphShadow", "expected_tail_graph_use"]
+
+
+def expected_tail_graph_use(case, graphs: bool) -> tuple[int, int]:
+    """(replays, captures) of the prefill graph's late-layer block (scenarios/case.py): one
+    replay per ``extend`` with ``tail_exec == "prefill"``, one capture in all, under a graph
+    executor; (0, 0) otherwise. The row-bucket tail graphs capture nothing the executor runs
+    (their stores are eager breaks). Assumes a valid Case."""
+    if not graphs or case.pool.request_window or not case.graph.tail_capacity:
+        return 0, 0
+    n = sum(1 for s in case.steps if s.op == "extend" and s.tail_exec == "prefill")
+    return n, 1 if n else 0
 
 
 @dataclass

@@ -20,10 +20,14 @@ What is modelled, and what is not:
   host-side under every executor (the tape executor is not involved; a captured segment
   without a store would record nothing this harness observes).
 * the prefill-graph tail (paged pools): a persistent int64 full-location buffer and an int32
-  SWA-location buffer of ``graph.tail_capacity`` rows; each forward refills them (real rows
-  first, every entry past ``real_rows_count`` zeroed: :meth:`TailGraphPath.fill_capacity`),
+  SWA-location buffer of ``graph.tail_capacity`` rows; each forward refills them in place (real
+  rows first, every entry past ``real_rows_count`` zeroed: :meth:`TailGraphPath.fill_capacity`),
   the tail metadata carries the whole int32 buffer, and the late layers' stores take
-  ``tail_capacity`` K rows. Entering the tail sets the batch's non-padded count to
+  ``tail_capacity`` K rows. Under a graph executor (tape, cudagraph) the late layers' stores
+  are one captured block (:meth:`TailGraphPath.prefill_graph_block`: captured at the first
+  prefill-graph tail with both buffers zero, replayed per forward), as upstream's stores run
+  inside the prefill graph's captured segments and read the persistent buffer; eager: stored
+  directly. Entering the tail sets the batch's non-padded count to
   ``real_rows_count``; leaving restores it.
 * the IDLE DP rank (request-window pools): ``DecoderReplayTail.run_idle`` replays the peer's
   bucket with zero rows of its own: no store; the batch is relabelled EXTEND inside the graph
@@ -105,6 +109,7 @@ class TailGraphPath(WindowPath):
         if self.cap_rows:
             self.cap_full = torch.zeros(self.cap_rows, dtype=torch.int64, device=self.device)
             self.cap_swa = torch.zeros(self.cap_rows, dtype=torch.int32, device=self.device)
+        self._pg = None  # the prefill graph's captured late-layer block (graph executors)
 
     def handles(self, s) -> bool:
         return super().handles(s) or (s.op == "dp_decode" and bool(s.tail_exec))
@@ -164,6 +169,32 @@ class TailGraphPath(WindowPath):
         tail.swa_out_cache_loc = self.cap_swa
         tail.real_rows_count = n
 
+    def prefill_graph_block(self, fb: ForwardBatch, ks: dict) -> dict:
+        """The late layers' stores inside the prefill graph (graph executors): captured once
+        (capture state: both buffers zero, every row to the dummy slot), replayed per forward
+        after its K rows are copied into the block's static rows. The captured stores read the
+        tensors the resolver returned at capture (the persistent buffer). Returns the location
+        tensor each late layer's store reads."""
+        self._pg_fb = fb
+        if self._pg is None:
+            self._pg_rows = {layer: torch.zeros_like(k) for layer, k in ks.items()}
+            self._pg_locs: dict = {}
+            keep = self.cap_full.clone(), self.cap_swa.clone()
+            self.cap_full.zero_()
+            self.cap_swa.zero_()
+
+            def body():
+                for layer in sorted(self._pg_rows):
+                    self._pg_locs[layer] = self.store(layer, self._pg_fb, self._pg_rows[layer])
+
+            self._pg = self.e.executor.capture(body)
+            self.cap_full.copy_(keep[0])
+            self.cap_swa.copy_(keep[1])
+        for layer, k in ks.items():
+            self._pg_rows[layer].copy_(k)
+        self.e.executor.replay(self._pg)
+        return self._pg_locs
+
     # -- forward -----------------------------------------------------------------------------------
     def forward(self, i: int, mode: ForwardMode, rows, locs: list[int], groups: int,
                 per_req: list[int] | None) -> WinFwdObs:
@@ -208,6 +239,13 @@ class TailGraphPath(WindowPath):
                 continue
             if late and saved is None:
                 saved = self.enter_graph_tail(fb)
+            if late and te == "prefill" and self.e.executor.graphs:  # the captured block
+                ks = {lay: self.e.rows_tensor(i, 0, "target", lay, self.cap_rows)
+                      for lay in range(layer, self.cfg.layers)}
+                for lay, loc in sorted(self.prefill_graph_block(fb, ks).items()):
+                    stores.append(StoreObs(layer=lay, loc_dtype=str(loc.dtype).removeprefix(
+                        "torch."), locs=loc.tolist(), rows=self.cap_rows))
+                break
             if not late:
                 n = len(rows)
             elif te == "prefill":

@@ -33,11 +33,18 @@ only by the ``tail_graphs`` kind (the only kind with ``tail_exec`` steps).
                                         ``bucket_from = max(dp_rows)``, every rank replays the
                                         same bucket for the collectives; issue 12 DP ranks
                                         under graphs)
+55  tail_prefill_buffer_rebound         the prefill-graph tail's SWA location buffer is a fresh
+                                        tensor per forward instead of refilled in place: the
+                                        captured late-layer stores keep reading the buffer of
+                                        the forward they were captured in (graph executors
+                                        only; addendum §3 T, 0.5.22 ``_prefill_graph_tail_
+                                        buffers``, spec §4.2)
 ==  ==================================  ======================================================
 """
 
 from __future__ import annotations
 
+import torch
 from swafuzz.targets.engine import UnifiedEngine
 from swafuzz.targets.mutants import mutant
 from swafuzz.targets.tail_graph import TailBucketRunner, TailGraphPath
@@ -118,3 +125,20 @@ class _OwnBucket(TailBucketRunner):
         "max(dp_rows): bucket_from); addendum §2.4 late-layer DP (#39512)")
 class TailGraphDpOwnBucket(UnifiedEngine):
     window_path_cls = _runner_path(_OwnBucket)
+
+
+# 55 -----------------------------------------------------------------------------------------
+class _ReboundPath(TailGraphPath):
+    def fill_capacity(self, fb):
+        """A fresh location buffer per forward (rebinding, not an in-place refill): eager stores
+        read the new one, a captured prefill graph keeps reading the one it captured."""
+        self.cap_swa = torch.empty_like(self.cap_swa)
+        super().fill_capacity(fb)
+
+
+@mutant("tail_prefill_buffer_rebound", ("tail_graphs",), "addendum §3 T (in the prefill graph "
+        "the tail's locations are the persistent capacity-sized buffer; 0.5.22 "
+        "_prefill_graph_tail_buffers: the captured late-layer stores read persistent buffers, "
+        "refilled in place by copy_) and spec §4.2 (graphs read the tensors they captured)")
+class TailPrefillBufferRebound(UnifiedEngine):
+    window_path_cls = _ReboundPath

@@ -149,6 +149,28 @@ def test_mutant_killed(mutant, case, checks):
     assert _fired(v) == checks, [f.message for f in v.failures]
 
 
+def test_prefill_graph_block_is_captured_once_and_replayed():
+    from swafuzz.harness.executors.base import CountingExecutor
+    from swafuzz.harness.executors.tape import TapeExecutor
+    from swafuzz.oracles.tail_graph import expected_tail_graph_use
+    from swafuzz.targets import get_target
+
+    c = _case(PAGED)
+    ex = CountingExecutor(TapeExecutor())
+    obs = get_target("unified")(c, impl="torch", executor=ex).run()
+    assert obs.error is None and ex.counts() == {"captures": 1, "replays": 2}
+    assert expected_tail_graph_use(c, True) == (2, 1) and expected_tail_graph_use(c, False) == (0, 0)
+
+
+def test_rebound_buffer_is_graph_only():
+    """A location buffer rebound per forward: eager is right, the captured block reads the
+    buffer it captured (capture_freeze attributes it)."""
+    c = _case(PAGED)
+    assert not execute(c, "mutant:tail_prefill_buffer_rebound", "torch", ["eager"]).failures
+    v = execute(c, "mutant:tail_prefill_buffer_rebound", "torch", EX)
+    assert {"capture_freeze", "agreement", "tail", "tail_graph"} <= set(_fired(v)), _fired(v)
+
+
 def test_t4_is_seen_by_tail_graph_alone():
     c = _case(PAGED)
     v = execute(c, "mutant:tail_graph_exit_keeps_tail", "torch", EX,
@@ -169,7 +191,7 @@ OTHER_WINDOW_KINDS = ("late_tail", "replay_tail", "request_window", "encoder_rep
 
 @pytest.mark.parametrize("mutant", ["tail_graph_k_bucket_rows", "tail_capacity_not_zeroed",
                                     "tail_graph_exit_keeps_tail", "tail_graph_idle_relabelled",
-                                    "tail_graph_dp_own_bucket"])
+                                    "tail_graph_dp_own_bucket", "tail_prefill_buffer_rebound"])
 def test_mutants_not_reached_by_other_kinds(mutant):
     """The other kinds that run the V4.1 path never set ``tail_exec``: the mutants behave as
     ``unified`` there (the remaining kinds never build the path at all)."""
@@ -179,7 +201,7 @@ def test_mutants_not_reached_by_other_kinds(mutant):
         @given(SCENARIO_KINDS[kind]())
         def prop(case):
             assert not any(s.tail_exec for s in case.steps)
-            v = execute(case, f"mutant:{mutant}", "torch", ["eager"])
+            v = execute(case, f"mutant:{mutant}", "torch", EX)
             assert not v.failures, (case.kind, [f.message for f in v.failures])
 
         prop()

@@ -572,5 +572,5 @@ from swafuzz.targets.mutants import window_mutants  # noqa: E402,F401
 from swafuzz.targets.mutants import window_graph_mutants  # noqa: E402,F401
 
 # isort: split
-# 50-54: the late-layer tail under graphs (issue 12, tail_graphs)
+# 50-55: the late-layer tail under graphs (issue 12, tail_graphs)
 from swafuzz.targets.mutants import tail_graph_mutants  # noqa: E402,F401

@@ -16,8 +16,9 @@ Per forward with ``tail_exec``:
   tail's) and the batch's non-padded count is the forward's row count again.
 
 Which slots the real tail rows hit (T2/T3) stays the ``tail`` check's; the bytes they leave
-stay ``pool_bytes`` / ``window``'s. Proven by ``tail_graph_exit_keeps_tail`` (T4: this check
-alone).
+stay ``pool_bytes`` / ``window``'s. Proven by ``tail_graph_exit_keeps_tail`` (T4) and
+``tail_graph_dp_own_bucket`` (the DP bucket), each killed by this check alone; it also fires on
+``tail_capacity_not_zeroed`` (T1).
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ CHECKS = (
     "window_graph",
     "compressor",
     "reprefill",
+    "tail_graph",
 )
 
 #: Checks that are defence in depth: no mutant is killed by them alone, by construction, and the
@@ -581,6 +582,10 @@ def check_exec_path(case, obs, exp) -> list[Failure]:
 
         pr, pc = expected_prefill_graph_use(case, graphs)  # issue 12: window prefill graphs
         replays, captures = replays + pr, captures + pc
+        from swafuzz.oracles.tail_graph import expected_tail_graph_use
+
+        tr, tc = expected_tail_graph_use(case, graphs)  # issue 12: prefill-graph tail block
+        replays, captures = replays + tr, captures + tc
         gu = obs.graph_use
         if gu.get("replays") != replays or gu.get("captures") != captures:
             first = next((p for p in paths if p.exec == "graph"), None)
@@ -634,6 +639,14 @@ def check_reprefill(case, obs, exp) -> list[Failure]:
     return run(case, obs, exp)
 
 
+def check_tail_graph(case, obs, exp) -> list[Failure]:
+    """The late-layer tail under graphs (issue 12, addendum §5 T1/T4, §6 A3): see
+    :func:`harness.tail_graph_checks.check_tail_graph`."""
+    from swafuzz.harness.tail_graph_checks import check_tail_graph as run
+
+    return run(case, obs, exp)
+
+
 PER_OBSERVATION: dict[str, Callable] = {
     "write_targets": check_write_targets,
     "pool_bytes": check_pool_bytes,
@@ -647,6 +660,7 @@ PER_OBSERVATION: dict[str, Callable] = {
     "window_graph": check_window_graph,
     "compressor": check_compressor,
     "reprefill": check_reprefill,
+    "tail_graph": check_tail_graph,
 }
 
 

@@ -156,9 +156,10 @@ class _Shadow:
         self.observed = observed_alloc
         self.step_i = -1
         self.pending: list[list[int]] | None = None
-        from swafuzz.oracles.window import WindowShadow, uses_window_path
+        from swafuzz.oracles.tail_graph import TailGraphShadow  # WindowShadow + tail graphs
+        from swafuzz.oracles.window import uses_window_path
 
-        self.win = WindowShadow(case) if uses_window_path(case) else None
+        self.win = TailGraphShadow(case) if uses_window_path(case) else None
         self.exp.window = self.win.exp if self.win is not None else None
 
     # ------------------------------------------------------------------ allocator

@@ -103,6 +103,7 @@ class WinFwdExp:
     size: int = 0  # the layout's size (groups * W + rows)
     # EXTEND forwards: the compressor locations (oracles.tail_prefix.CompExp); None otherwise
     comp: object | None = None
+    tail_capacity: int = 0  # prefill-graph tail: rows of every late-layer store (tail_graph)
 
 
 @dataclass

@@ -306,6 +306,39 @@ T5/E1/E2, §6 A13; issue 12 item 2)
   len(rids)`` (admit: 1). Payload of forward f: ``rows_bytes(seed, step, f, ...)``. A step
   with no hit runs one forward (index 0) as before.
 
+Late-layer tail under graphs (addendum §2.4, §3 T, §4, §5 T1/T4, §6 A3/A9; sglang 0.5.22
+prefill-graph tail, 0.5.23 ``DecoderReplayTail`` row-bucket graphs); needs
+``pool.late_layer_start > 0``. ``graph.tail_buckets`` (default empty; emitted in JSON only when
+set): strictly increasing row counts of the tail's row-bucket graphs (upstream multiples of the
+window). ``graph.tail_capacity`` (default 0; emitted only when set): rows of the prefill-graph
+tail's persistent location buffer (upstream ``max_running_requests * 128``). A step's
+``tail_exec`` (default ``""``: the late layers run eagerly, as above; emitted only when set):
+
+* ``"bucket"`` on ``extend``: the late layers run through the row-bucket tail graph of the
+  smallest bucket ``T >= t`` (``t`` = the tail's rows; no bucket fits: eagerly). The graph's
+  static rows are padded to ``T``; its store (an eager break) takes the K rows sliced to the
+  real rows ``t`` and the tail's ``t`` locations (A3: K rows == locations), so every store
+  writes what the eager tail writes. Every executor runs it (the model holds no captured store).
+  With ``rank_tokens`` (1..7 other DP ranks' tail rows, >= 0; DP attention): every rank
+  replays the largest rank's bucket, the smallest ``T >= max(t, *rank_tokens)``; the store
+  still takes this rank's ``t`` real rows.
+* ``"prefill"`` on ``extend`` (paged pool only, needs ``graph.tail_capacity >= t``): the late
+  layers run inside the prefill graph over the whole capacity-sized block: the store receives
+  ``tail_capacity`` int32 locations, the real rows' SWA slots ``M[loc]`` first, then ``0`` for
+  every row past ``t`` (``real_rows_count``; T1), and ``tail_capacity`` K rows
+  (``rows_bytes(..., tail_capacity)``): padding rows land in the dummy page.
+* ``"bucket"`` on ``dp_decode`` with no rids (request-window pool only): an IDLE DP rank while
+  a peer extends: its early layers are the eager IDLE forward above (``max(rank_tokens)`` rows);
+  its late layers replay the peer's tail bucket (smallest ``T >= max(rank_tokens)``; none fits:
+  no tail graph, the late layers run the eager IDLE forward) with no rows of its own: no store,
+  and nothing is committed (A9: the batch relabelled EXTEND inside the tail graph must still
+  commit nothing, W6).
+
+T4 (observable): after the late layers of every EXTEND forward with a tail leave the tail
+(``exit``), a store would resolve the forward's own locations again (window: the full layout's
+``write_loc``; paged: ``M[loc]`` of every row of the forward) and the forward batch's
+non-padded row count is the forward's row count again.
+
 Payload
 -------
 The K rows of a forward are derived by :func:`scenarios.payload.rows_bytes` from
@@ -378,6 +411,8 @@ DSV4_TOKEN_BYTES = 584  # 448 fp8 nope + 64 bf16 rope + 7 UE8M0 scales + 1 pad
 DSV4_PAGE_ALIGN = 576
 ROW_ITEMSIZE = {"uint8": 1, "bfloat16": 2}
 EXECS = ("eager", "graph")
+#: ``Step.tail_exec`` values (empty: the late layers run eagerly)
+TAIL_EXECS = ("bucket", "prefill")
 OPS = (
     "admit",
     "decode",
@@ -484,6 +519,8 @@ class GraphConfig:
     prep_in_graph: bool = False
     draft_extend_buffer: bool = False
     prefill_buckets: tuple[int, ...] = ()  # breakable prefill graph token buckets (issue 12)
+    tail_buckets: tuple[int, ...] = ()  # row buckets of the late-layer tail graphs
+    tail_capacity: int = 0  # rows of the prefill-graph tail's location buffer (0: none)
 
     def bucket_for(self, n: int) -> int | None:
         for b in self.buckets:
@@ -507,6 +544,7 @@ class Step:
     prefix_len: int | None = None  # admit: shared leading tokens of prefix_rid
     lengths: tuple[int, ...] = ()
     replay: tuple[int, ...] = ()
+    tail_exec: str = ""  # late layers: "" eager, "bucket" row-bucket graph, "prefill" graph
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"op": self.op}
@@ -526,6 +564,8 @@ class Step:
             d["rids"] = list(self.rids)
         if self.dp_extend:
             d["dp_extend"] = True
+        if self.tail_exec:
+            d["tail_exec"] = self.tail_exec
         return d
 
 
@@ -545,11 +585,13 @@ class Case:
             "pool": {k: v for k, v in asdict(self.pool).items()
                      if (k not in OPTIONAL_POOL_FIELDS or v) and (k != "layout" or v != "rows")},
             "graph": {**{k: v for k, v in asdict(self.graph).items()
-                         if k not in ("prep_in_graph", "draft_extend_buffer",
-                                      "prefill_buckets") or v},
+                         if k not in ("prep_in_graph", "draft_extend_buffer", "prefill_buckets",
+                                      "tail_buckets", "tail_capacity") or v},
                       "buckets": list(self.graph.buckets),
                       **({"prefill_buckets": list(self.graph.prefill_buckets)}
-                         if self.graph.prefill_buckets else {})},
+                         if self.graph.prefill_buckets else {}),
+                      **({"tail_buckets": list(self.graph.tail_buckets)}
+                         if self.graph.tail_buckets else {})},
             "payload_seed": self.payload_seed,
             "steps": [s.to_json() for s in self.steps],
         }

@@ -499,3 +499,7 @@ SCENARIO_KINDS.update(PREFILL_KINDS)
 from swafuzz.scenarios.tail_prefix_strategies import TAIL_PREFIX_KINDS  # noqa: E402
 
 SCENARIO_KINDS.update(TAIL_PREFIX_KINDS)
+# issue 12: the late-layer tail under graphs (row-bucket tail graphs, prefill-graph tail)
+from swafuzz.scenarios.tail_graph_strategies import TAIL_GRAPH_KINDS  # noqa: E402
+
+SCENARIO_KINDS.update(TAIL_GRAPH_KINDS)

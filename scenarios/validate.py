@@ -22,6 +22,12 @@ from swafuzz.scenarios.case import (
     PoolConfig,
     Step,
 )
+from swafuzz.scenarios.tail_graph_case import (
+    check_tail_graph_case,
+    parse_tail_exec,
+    parse_tail_graph,
+    parse_tail_ranks,
+)
 
 MAX_PAGE_SIZE = 256
 MAX_ID = 2**31 - 1
@@ -49,6 +55,9 @@ _STEP_FIELDS = {
     "remap": set(),
     "extend": {"rids", "lengths", "replay", "exec"},
 }
+# late-layer tail under graphs (scenarios.tail_graph_case)
+_STEP_FIELDS["extend"] = _STEP_FIELDS["extend"] | {"tail_exec", "rank_tokens"}
+_STEP_FIELDS["dp_decode"] = _STEP_FIELDS["dp_decode"] | {"tail_exec"}
 
 
 def _int(obj: dict, key: str, path: str, lo: int, hi: int | None = None, default=None) -> int:
@@ -202,6 +211,7 @@ def parse_graph(obj: Any) -> GraphConfig:
         topk=_int(d, "topk", "graph", 0, 16, default=0),
         num_steps=_int(d, "num_steps", "graph", 1, 16, default=1),
         num_draft_tokens=_int(d, "num_draft_tokens", "graph", 1, 64, default=1),
+        **parse_tail_graph(d),
     )
 
 
@@ -278,6 +288,10 @@ def parse_step(obj: Any, i: int) -> Step:
             raise CaseError(f"{path}.dp_extend", "needs rank_tokens and at least one rid "
                             "(another rank extends: this rank's batch is rewritten to EXTEND)")
         kw["dp_extend"] = v
+    if "tail_exec" in obj:
+        kw["tail_exec"] = parse_tail_exec(obj, path)
+    if op == "extend" and "rank_tokens" in obj:
+        kw["rank_tokens"] = parse_tail_ranks(obj, path)
     return Step(**kw)
 
 
@@ -305,4 +319,5 @@ def parse_case(obj: Any) -> Case:
     from swafuzz.scenarios.prefill_validate import check_prefill_case
 
     check_prefill_case(case)  # issue 12: prefill graphs under a request window
+    check_tail_graph_case(case)
     return case

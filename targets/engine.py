@@ -35,7 +35,7 @@ from swafuzz.targets.runners import (
     GraphRunner,
     MultiStepDraftRunner,
 )
-from swafuzz.targets.window import WindowPath
+from swafuzz.targets.tail_graph import TailGraphPath
 
 from swafuzz import kernels
 
@@ -79,7 +79,7 @@ class UnifiedEngine:
     #: and the oracle validates them (the ``sglang`` target)
     allocation = "exact"
     #: the V4.1 request-window / late-layer-tail path (issue 12), built for Cases that use it
-    window_path_cls = WindowPath
+    window_path_cls = TailGraphPath  # WindowPath + the tail under graphs (targets.tail_graph)
     #: the allocator of a Case with a per-request SWA ring (``pool.swa_ring > 0``)
     ring_allocator_cls = RingAllocator
 

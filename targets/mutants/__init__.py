@@ -579,3 +579,7 @@ from swafuzz.targets.mutants import window_prefill_mutants  # noqa: E402,F401
 # prefix hits under a late-layer tail, the fold's compressor locations and the separate
 # replay forward (issue 12, tail_prefix / replay_separate)
 from swafuzz.targets.mutants import tail_prefix_mutants  # noqa: E402,F401
+
+# isort: split
+# 50-55: the late-layer tail under graphs (issue 12, tail_graphs)
+from swafuzz.targets.mutants import tail_graph_mutants  # noqa: E402,F401

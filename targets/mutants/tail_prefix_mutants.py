@@ -2,7 +2,7 @@
 and the separate replay forward (issue 12; addendum §2.3, §2.4, §5 T5 / E1 / E2, §6 A13).
 
 Each is a :class:`targets.engine.UnifiedEngine` whose ``window_path_cls`` is a
-:class:`targets.window.WindowPath` subclass overriding one method of
+:class:`targets.tail_graph.TailGraphPath` subclass (the engine's window path) overriding one method of
 :class:`targets.tail_prefix.TailPrefixMixin`.
 
 ==  ================================  ==========================================  ===============
@@ -32,11 +32,11 @@ from __future__ import annotations
 
 from swafuzz.targets.engine import UnifiedEngine
 from swafuzz.targets.mutants import mutant
-from swafuzz.targets.window import WindowPath
+from swafuzz.targets.tail_graph import TailGraphPath
 
 
 # 50 -----------------------------------------------------------------------------------------
-class _NoReprefillPath(WindowPath):
+class _NoReprefillPath(TailGraphPath):
     def prefix_hit(self, n, length):
         """The whole matched prefix is reused: no late-layer re-prefill cap."""
         return n
@@ -51,7 +51,7 @@ class PrefixHitWithoutReprefill(UnifiedEngine):
 
 
 # 51 -----------------------------------------------------------------------------------------
-class _FoldCompressesPath(WindowPath):
+class _FoldCompressesPath(TailGraphPath):
     @staticmethod
     def compressor_loc(loc, keep):
         """The compressors get ``out_cache_loc`` as is, replay rows included."""
@@ -66,7 +66,7 @@ class FoldCompressesReplayRows(UnifiedEngine):
 
 
 # 52 -----------------------------------------------------------------------------------------
-class _WrongSpanPath(WindowPath):
+class _WrongSpanPath(TailGraphPath):
     def replay_span(self, rid, r, new):
         """The span ends at the request's length after the step's allocation (its seq_lens)
         instead of its cached prefix."""
@@ -82,7 +82,7 @@ class SeparateReplayWrongSpan(UnifiedEngine):
 
 
 # 53 -----------------------------------------------------------------------------------------
-class _NoResetSeparatePath(WindowPath):
+class _NoResetSeparatePath(TailGraphPath):
     def reset_hits(self, per):
         """The hit slots keep their old window (no reset before the replay forward)."""
 

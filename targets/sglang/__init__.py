@@ -107,6 +107,20 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "the release's layout function (per-request last min(W, n) rows, floors) and records; "
      "_build_late_layer_tail_metadata and enter/exit_late_layer_tail need a ForwardBatch with "
      "DP/CP state and are modelled (a swap of forward_metadata); 0.5.12 has no tail"),
+    ("late-layer tail under graphs: enter/exit_late_layer_tail, prefill-graph LateLayerTail "
+     "(capacity buffer, real_rows_count)", "absent", "real",
+     "0.5.23 (targets/sglang/tail_graph.py): the release's enter_late_layer_tail / "
+     "exit_late_layer_tail (forward_metadata swap, saved non-padded counts, real_rows_count) on "
+     "the adapter's backend instance, its capacity-sized LateLayerTail record and resolver; "
+     "0.5.12 has no tail (kind tail_graphs refused: first in 0.5.22)"),
+    ("late-layer tail under graphs: DecoderReplayTail / RowBucketGraphRunner, prefill-graph "
+     "buffer refill", "absent", "modelled",
+     "CUDA only (_flatten_state asserts CUDA tensors, capture reads torch.cuda.mem_get_info, "
+     "the store break needs a piecewise forward context): the bucket choice, static K rows, "
+     "the store break's slice to the real rows and the IDLE rank's commit guard are the engine "
+     "model's (targets/tail_graph.py); the refill of the persistent buffers lives in "
+     "_build_late_layer_tail_metadata(for_prefill_graph=True), which also needs "
+     "init_forward_metadata_prefill (FlashMLA plans, a model runner): modelled"),
     ("encoder SWA replay fold (fold_encoder_swa_replay)", "absent", "modelled",
      "needs a ScheduleBatch and a model runner; the engine model prepends each replayed "
      "request's last min(P, W) cached rows with floor P - r, and resets the slot through the "
@@ -206,6 +220,8 @@ TABLE += (
      "interpreter with TRITON_INTERPRET=1 or a GPU; otherwise the model's formula); whether the "
      "ratio-1/2 source compressors run (forward_low_ratio_sources) is a modelled flag"),
 )
+KIND_FIRST_RELEASE["tail_graphs"] = ("0.5.22", "late-layer tail under graphs (prefill-graph "
+                                   "tail 0.5.22; row-bucket tail graphs 0.5.23)")
 
 #: kinds no release's adapter drives (issue 12: the DECODE graph under a request window)
 KINDS_NOT_DRIVEN = ("window_graphs",)

@@ -465,9 +465,14 @@ class SGLangEngine(UnifiedEngine):
     def window_path_cls(self):
         """Issue 12: SGLang 0.5.23's request window, layouts and resolver
         (:mod:`targets.sglang.window`); importing it on 0.5.12 raises TargetUnavailable."""
+        from swafuzz.targets.sglang.tail_graph import SGLangTailGraphPath
         from swafuzz.targets.sglang.tail_prefix import SGLangTailPrefixPath
 
-        return SGLangTailPrefixPath  # SGLangWindowPath + prefix hits, replay, compressors
+        class SGLangV41Path(SGLangTailGraphPath, SGLangTailPrefixPath):
+            """The release's window path with the tail under graphs (targets.sglang.tail_graph)
+            and prefix hits, replay and compressor locations (targets.sglang.tail_prefix)."""
+
+        return SGLangV41Path
 
     def new_observation(self):
         obs = super().new_observation()

@@ -138,6 +138,9 @@ class SGLangTailPrefixPath(SGLangWindowPath):
         replay = (folded.scheduled_row < 0).tolist()
         from swafuzz.targets.forward_mode import ForwardMode
 
+        g = self.prefill_step(i, rows)  # an extend with exec "graph": the prefill graph
+        if g is not None:
+            return [g]
         return [self.forward(i, ForwardMode.EXTEND, rows, fb.out_cache_loc.tolist(), len(per),
                              list(fb.extend_lens), replay=replay)]
 

@@ -47,7 +47,7 @@ _STEP_FIELDS = {
     "evict": {"rid"},
     "finish": {"rid"},
     "remap": set(),
-    "extend": {"rids", "lengths", "replay"},
+    "extend": {"rids", "lengths", "replay", "rank_tokens"},
 }
 
 
@@ -263,6 +263,10 @@ def parse_step(obj: Any, i: int) -> Step:
         kw["rank_tokens"] = _int_list(obj, "rank_tokens", path, 0, MAX_TOKENS)
         if len(kw["rank_tokens"]) > 7:
             raise CaseError(f"{path}.rank_tokens", "must list 0..7 other ranks' token counts")
+    if op == "extend" and "rank_tokens" in obj:  # a DP-padded EXTEND (MAX_LEN), window only
+        kw["rank_tokens"] = _int_list(obj, "rank_tokens", path, 0, MAX_TOKENS)
+        if not 1 <= len(kw["rank_tokens"]) <= 7:
+            raise CaseError(f"{path}.rank_tokens", "must list 1..7 other ranks' token counts")
     if "dp_extend" in obj:
         v = obj["dp_extend"]
         if not isinstance(v, bool):

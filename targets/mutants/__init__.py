@@ -570,3 +570,7 @@ from swafuzz.targets.mutants import window_mutants  # noqa: E402,F401
 # isort: split
 # 40-43: DECODE graphs under a request window (issue 12, window_graphs)
 from swafuzz.targets.mutants import window_graph_mutants  # noqa: E402,F401
+
+# isort: split
+# 47-49: window verify (DSpark early metadata) and DP-padded EXTEND (issue 12 item 2)
+from swafuzz.targets.mutants import dspark_mutants  # noqa: E402,F401

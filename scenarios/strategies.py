@@ -490,3 +490,8 @@ SCENARIO_KINDS.update(WINDOW_KINDS)
 from swafuzz.scenarios.window_graph_strategies import WINDOW_GRAPH_KINDS  # noqa: E402
 
 SCENARIO_KINDS.update(WINDOW_GRAPH_KINDS)
+
+# issue 12 item 2: target verify and DP-padded EXTENDs under a request window
+from swafuzz.scenarios.dspark_strategies import DSPARK_KINDS  # noqa: E402
+
+SCENARIO_KINDS.update(DSPARK_KINDS)

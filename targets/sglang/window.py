@@ -246,3 +246,9 @@ class SGLangWindowPath(WindowPath):
 
     def ring_bytes(self) -> list[bytes]:
         return [_bytes(b) for b in self.window.state.kv_buffer]
+
+
+# issue 12 item 2: window verify and DP-padded EXTEND (targets/sglang/dspark.py)
+from swafuzz.targets.sglang.dspark import SGLangDSpark  # noqa: E402 (imports this module)
+
+SGLangWindowPath.dspark_cls = SGLangDSpark

@@ -7,8 +7,10 @@ request window" of :mod:`scenarios.case`'s docstring on top of the window oracle
 and :meth:`~oracles.window.WindowShadow._run_layer` are used) and the engine oracle's shadow
 allocator (``sh``):
 
-* :func:`run_step` claims ``verify`` under a window and the DP-padded EXTENDs (``extend`` with
-  ``rank_tokens``, ``dp_decode`` with ``dp_extend``) and returns False for every other step;
+* :func:`run_step` claims ``verify`` under a window (eager, or through the TARGET_VERIFY graph
+  of a bucket equal to the batch: the graph lane gets the capture warm-up's slot-0 tags, the
+  eager lane the plain forward) and the DP-padded EXTENDs (``extend`` with ``rank_tokens``,
+  ``dp_decode`` with ``dp_extend``) and returns False for every other step;
 * :func:`padded_layout` is the layout contract with padding rows: the real rows' layout
   (:func:`oracles.window.layout`) followed by padding rows that own workspace rows past the
   real ones, no run, no history, no commit.
@@ -20,7 +22,7 @@ so the ``window`` check judges these forwards unchanged.
 
 from __future__ import annotations
 
-from swafuzz.oracles.window import Layout, WinFwdExp, layout
+from swafuzz.oracles.window import Layout, WindowExp, WinFwdExp, layout
 from swafuzz.scenarios.case import Step
 from swafuzz.scenarios.payload import rows_bytes
 
@@ -73,10 +75,29 @@ def run_step(win, sh, i: int, s: Step) -> bool:
     return True
 
 
+def _graph_bucket(win, i: int, s: Step, bs: int, T: int) -> int | None:
+    """The TARGET_VERIFY graph bucket of a window verify with ``exec == "graph"`` (None: it
+    runs eagerly: no bucket fits). Only a bucket equal to the batch is modelled (padded verify
+    requests are slot-0 runs reading slot-0 history, whose bytes the contract leaves open)."""
+    if s.exec != "graph":
+        return None
+    B = next((b for b in win.case.graph.buckets if b >= bs), None)
+    if B is None:
+        return None
+    if B != bs:
+        raise _infeasible(i, f"verify graph under a request window: bucket {B} > batch {bs} "
+                             "(padded verify requests are not modelled; use a batch equal to a "
+                             "bucket)")
+    if T > win.cap:
+        raise _infeasible(i, f"verify graph under a request window: num_draft_tokens {T} > "
+                             f"ring capacity {win.cap}")
+    if B * win.W + B * T > win.WS:
+        raise _infeasible(i, f"verify graph bucket {B} under a request window: its layout of "
+                             f"{B * win.W + B * T} rows exceeds the workspace's {win.WS} rows")
+    return B
+
+
 def _verify(win, sh, i: int, s: Step) -> None:
-    if s.exec != "eager":
-        raise _infeasible(i, "verify under a request window runs eagerly only (the DSpark "
-                             "verify graph is not modelled)")
     if s.rank_tokens or s.dp_extend:
         raise _infeasible(i, "verify under a request window with DP attention is not modelled "
                              "(sglang's early verify metadata is off under DP attention)")
@@ -88,13 +109,17 @@ def _verify(win, sh, i: int, s: Step) -> None:
                              f"num_draft_tokens={T}]")
     for rid in s.rids:
         sh._live(i, rid)
+    bucket = _graph_bucket(win, i, s, len(s.rids), T)
     sh._check_alloc(i, [(rid, T) for rid in s.rids])
     before = {rid: len(sh.tokens[rid]) for rid in s.rids}
     rows = []
     for rid in s.rids:
         sh._extend(rid, T)
         rows += [(win.slot[rid], before[rid] + j, 0) for j in range(T)]
-    _forward(win, i, "TARGET_VERIFY", rows, 0, len(s.rids))
+    if bucket is None:
+        _forward(win, i, "TARGET_VERIFY", rows, 0, len(s.rids))
+    else:
+        _graph_forward(win, i, rows, bucket, T)
     if s.accept:
         sh._reject(s, before)
 
@@ -156,7 +181,39 @@ def _forward(win, i: int, mode: str, rows, pad: int, groups: int) -> None:
         win._lane(lanes[0])
 
 
-def _forward_lane(win, i: int, mode: str, rows, pad: int, groups: int) -> None:
+def _graph_forward(win, i: int, rows, B: int, T: int) -> None:
+    """A verify through the TARGET_VERIFY graph of bucket ``B`` (graph lane) and eagerly (the
+    eager lane, made at the first graph step as in :meth:`WindowShadow._forward`). The first
+    use of the bucket captures it: its warm-up runs the capture state (``B`` requests of slot
+    0, positions ``1..T``: ``seq_lens`` fill 1) with a commit, so slot-0 ring rows ``p mod
+    cap`` get tag ``p`` for ``p`` in ``1..T`` in every layer."""
+    lanes = getattr(win, "_lanes", None)
+    if lanes is None:
+        lanes = win._lanes = [[win.ring, win.tags, win.ws, win.exp]]
+    if len(lanes) == 1:
+        main = win.exp
+        twin = WindowExp(list(main.forwards), list(main.steps), main.refused,
+                         main.workspace_rows, main.ring_rows)
+        main.eager = twin
+        lanes.append([[bytearray(r) for r in win.ring], [list(t) for t in win.tags],
+                      bytearray(win.ws), twin])
+    for k, lane in enumerate(lanes):
+        win._lane(lane)
+        if k == 0:
+            captured = win.__dict__.setdefault("_captured_verify", set())
+            if B not in captured:
+                captured.add(B)
+                for t in win.tags:
+                    for p in range(1, T + 1):
+                        t[p % win.cap] = p
+            _forward_lane(win, i, "TARGET_VERIFY", rows, 0, B, bucket=B)
+        else:
+            _forward_lane(win, i, "TARGET_VERIFY", rows, 0, B)
+    win._lane(lanes[0])
+
+
+def _forward_lane(win, i: int, mode: str, rows, pad: int, groups: int,
+                  bucket: int | None = None) -> None:
     if win.exp.refused is not None:
         return
     lay = padded_layout(rows, pad, groups, win.W, win.cap, win.Z)
@@ -173,4 +230,4 @@ def _forward_lane(win, i: int, mode: str, rows, pad: int, groups: int) -> None:
         locs.append(list(lay.write_loc))
         wsb.append(bytes(win.ws))
     win.exp.forwards.append(WinFwdExp(i, 0, mode, False, locs, [], [], wsb, list(lay.commit),
-                                      list(lay.runs), None, lay.size))
+                                      list(lay.runs), bucket, lay.size))

@@ -244,8 +244,8 @@ batch of the DECODE graph above (bucket ``>= D``).
 DSpark target verify and DP-padded EXTEND under a request window (issue 12 item 2; addendum §4
 "DSpark target verify", "DP"; :mod:`oracles.dspark`, :mod:`targets.dspark`)
 ------------------------------------------------------------------------------------------
-* ``verify(rids, accept)`` under a window (eager only: ``exec: "graph"``, ``rank_tokens`` and
-  ``dp_extend`` make it infeasible): extend each rid by ``num_draft_tokens`` (``T``), request by
+* ``verify(rids, accept, exec)`` under a window (``rank_tokens`` and ``dp_extend`` make it
+  infeasible: sglang's early verify metadata is off under DP attention): extend each rid by ``num_draft_tokens`` (``T``), request by
   request, as above; one TARGET_VERIFY window forward over the new rows, request by request:
   ``(slot, L_b + j, floor 0)`` for ``j < T`` (``L_b`` the request's length before the step).
   Groups ``G = len(rids)`` (sglang ``num_groups = bs``: one group per request, each request one
@@ -257,6 +257,16 @@ DSpark target verify and DP-padded EXTEND under a request window (issue 12 item 
   carries no SWA location of its own under a window (``swa_out_cache_loc = None``, what
   sglang 0.5.23's early-verify install leaves): the resolver's W branch supplies the workspace
   rows. K rows: ``rows_bytes(seed, step, 0, "target", layer, len(rids) * T)``.
+  ``exec: "graph"`` (the DSpark TARGET_VERIFY graph with early metadata): with an executor
+  that captures graphs, a verify whose batch fits a bucket runs through the graph of the
+  smallest bucket ``B >= len(rids)`` (else, and with the eager executor, eagerly as above).
+  Only ``B == len(rids)`` is modelled (a larger bucket, ``T > cap`` or ``B * W + B * T > WS``
+  make the Case infeasible): the metadata of the batch's rows is built outside the graph with
+  ``G = B`` and copied into the bucket's captured metadata, so the forward is the eager one.
+  The first use of a bucket captures it: its warm-up runs the capture state (``B`` requests
+  of slot 0 at positions ``1..T``, ``seq_lens`` fill 1) with a commit, so slot-0 ring rows
+  ``p mod cap`` get tag ``p`` (``p = 1..T``) in every layer. Every replay of a bucket uses the
+  same layout object, of size ``B * W + B * T`` (W7).
 * DP-padded EXTEND (MLP-sync MAX_LEN padding, the mode sglang uses for an extend-in-batch step
   whose prefill graph bucket fits or whose MoE all-to-all needs equal rows; SUM_LEN pads an
   extend to its own row count, i.e. not at all, so it needs no field): ``extend`` with

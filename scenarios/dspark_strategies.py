@@ -1,5 +1,6 @@
-"""Scenario kinds ``dspark_verify`` and ``window_dp_extend`` (issue 12 item 2): target verify
-and DP-padded EXTENDs on a request-window pool. Registered at the end of
+"""Scenario kinds ``dspark_verify``, ``dspark_verify_graph`` and ``window_dp_extend`` (issue 12
+item 2): target verify (eager and through the verify graph) and DP-padded EXTENDs on a
+request-window pool. Registered at the end of
 :data:`scenarios.strategies.SCENARIO_KINDS`. Semantics: :mod:`scenarios.case`, section
 "DSpark target verify and DP-padded EXTEND under a request window"; reference:
 :mod:`oracles.dspark`.
@@ -12,6 +13,11 @@ window, one layer, one slot, one request, one short step.
   live requests with and without ``accept`` (rejected draft tokens freed after the forward),
   between admits, extends, decodes, finishes and evictions. Shrinks towards one verify of one
   request, every draft accepted.
+* ``dspark_verify_graph``: buckets from (1,), (1, 2), (1, 2, 3), (2, 3), (1, 3) (shrinks to
+  (1,)); verifies with ``exec: "graph"`` of a batch equal to a bucket (the TARGET_VERIFY graph
+  with DSpark's early metadata under a graph executor; eagerly under the eager executor), eager
+  verifies, decodes, admits, finishes, evictions. Shrinks towards one graph verify of one
+  request.
 * ``window_dp_extend``: DP-padded EXTENDs (MAX_LEN): ``extend`` with ``rank_tokens`` (some
   with encoder replay of an even-length request) and ``dp_decode`` with ``dp_extend`` (a
   decode rank rewritten to EXTEND); other ranks' counts 0..3W+6 (shrink to 0: no padding), so
@@ -74,6 +80,26 @@ def _verify(draw, pl: _VerifyPlan) -> None:
     pl.verify(rids, accept)
 
 
+def _verify_graph(draw, pl: _VerifyPlan) -> None:
+    """A verify through the TARGET_VERIFY graph: a batch equal to a bucket (the modelled case),
+    ``T <= cap`` and the bucket's layout inside the workspace; else an eager verify."""
+    live = pl.live()
+    pc, T = pl.pool, pl.graph.num_draft_tokens
+    sizes = [b for b in pl.graph.buckets if b <= len(live)]
+    if not sizes:
+        return
+    B = draw(st.sampled_from(sizes))
+    rids = list(draw(st.permutations(live))[:B])
+    P, W = pc.page_size, pc.window
+    cap = -(-pc.request_window // P) * P
+    ws = -(-((pc.window_slots + 1) * W + pc.window_chunk) // P) * P
+    ok = T <= cap and B * W + B * T <= ws
+    accept = [draw(st.integers(1, T)) for _ in rids] if draw(st.booleans()) else None
+    if pl.verify(rids, accept) and ok:
+        last = pl.steps.pop()
+        pl.steps.append(Step(op="verify", rids=last.rids, accept=last.accept, exec="graph"))
+
+
 def _others(draw, pl: _Plan) -> tuple[int, ...]:
     return tuple(draw(st.lists(st.integers(0, 3 * pl.pool.window + 6), min_size=1,
                                max_size=3)))
@@ -105,11 +131,17 @@ def _padded_decode(draw, pl: _Plan) -> None:
     pl.forward_extend("dp_decode", rids, 1, "eager", rank_tokens=others, dp_extend=True)
 
 
-def _kind(kind: str, actions, verify: bool):
+BUCKET_SETS = ((1,), (1, 2), (1, 2, 3), (2, 3), (1, 3))
+
+
+def _kind(kind: str, actions, verify: bool, graphs: bool = False):
     @st.composite
     def strategy(draw) -> Case:
         pool = draw(_pool(True, False))
         graph = GraphConfig(num_draft_tokens=draw(st.integers(1, 4))) if verify else GraphConfig()
+        if graphs:
+            graph = GraphConfig(buckets=draw(st.sampled_from(BUCKET_SETS)),
+                                num_draft_tokens=graph.num_draft_tokens)
         pl = _VerifyPlan(pool, graph)
         pl.setup()
         _admit(draw, pl)
@@ -136,6 +168,13 @@ def dspark_verify_cases():
                                    _evict], True)()
 
 
+def dspark_verify_graph_cases():
+    """Target verify through the DSpark TARGET_VERIFY graph (early metadata) on a
+    request-window pool, with eager verifies between (module docstring)."""
+    return _kind("dspark_verify_graph", [_verify_graph, _verify_graph, _verify, _decode,
+                                         _admit_w, _admit_w, _finish, _evict], True, True)()
+
+
 def window_dp_extend_cases():
     """DP-padded EXTENDs on a request-window pool (module docstring)."""
     return _kind("window_dp_extend", [_padded_extend, _padded_extend, _padded_decode, _extend,
@@ -144,5 +183,6 @@ def window_dp_extend_cases():
 
 DSPARK_KINDS = {
     "dspark_verify": dspark_verify_cases,
+    "dspark_verify_graph": dspark_verify_graph_cases,
     "window_dp_extend": window_dp_extend_cases,
 }

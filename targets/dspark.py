@@ -31,9 +31,13 @@ from swafuzz.targets.window import LayoutT, WinFwdObs
 class DSparkPath:
     """Window verify and DP-padded EXTENDs of one :class:`targets.window.WindowPath`."""
 
+    #: the TARGET_VERIFY graph runner (targets.dspark_graph), set at the end of this module
+    graph_runner_cls = None
+
     def __init__(self, path):
         self.p = path
         self.pad = 0  # padding rows of the forward being built (0: none)
+        self.graph = None
 
     # -- steps ---------------------------------------------------------------------------------
     @staticmethod
@@ -57,8 +61,13 @@ class DSparkPath:
         new = al.extend([(rid, T) for rid in s.rids])
         rows = [(p.slot[rid], n + j, 0) for rid, n in before for j in range(T)]
         locs = [f for sl in new for f in sl]
-        out = p.forward(i, ForwardMode.TARGET_VERIFY, rows, locs,
-                        self.verify_groups(len(s.rids), len(rows)), None)
+        if p.e.use_graph(s, len(s.rids)):  # the DSpark verify graph (targets.dspark_graph)
+            if self.graph is None:
+                self.graph = self.graph_runner_cls(p)
+            out = self.graph.run(i, rows, locs)
+        else:
+            out = p.forward(i, ForwardMode.TARGET_VERIFY, rows, locs,
+                            self.verify_groups(len(s.rids), len(rows)), None)
         if s.accept:
             al.reject([(rid, n, a) for (rid, n), a in zip(before, s.accept)], T)
         return out
@@ -130,3 +139,8 @@ class DSparkPath:
                        torch.cat([lay.commit_mask, torch.zeros(pad, dtype=torch.bool,
                                                                device=dev)]),
                        lay.size + pad)
+
+
+from swafuzz.targets.dspark_graph import VerifyGraphRunner  # noqa: E402
+
+DSparkPath.graph_runner_cls = VerifyGraphRunner

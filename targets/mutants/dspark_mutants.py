@@ -32,6 +32,16 @@ the bug needs a source and a missing guard).
                                     entry, ``seq_lens_casual`` with 1, and
                                     ``init_forward_metadata`` passes no
                                     ``request_window_live_rows``)
+50  verify_early_metadata_rebound   the early verify metadata of a replay is   dspark_verify_
+                                    bound as ``forward_metadata`` instead of   graph
+                                    copied into the captured one: the verify
+                                    graph keeps reading the layout of its
+                                    capture (slot 0), so the batch's rows are
+                                    stored and committed with the capture
+                                    state's history and slots (sglang 0.5.23
+                                    ``_install_early_verify_metadata``:
+                                    ``captured.copy_(metadata)``; addendum §4
+                                    copy fields, W7; spec §2.7(e) class)
 ==  ==============================  =========================================  ================
 """
 
@@ -39,6 +49,7 @@ from __future__ import annotations
 
 import torch
 from swafuzz.targets.dspark import DSparkPath
+from swafuzz.targets.dspark_graph import VerifyGraphRunner
 from swafuzz.targets.engine import UnifiedEngine
 from swafuzz.targets.mutants import mutant
 from swafuzz.targets.window import WindowPath
@@ -115,3 +126,27 @@ class _PadJoinsPath(WindowPath):
         "seq_lens_casual with 1, and init_forward_metadata passes no request_window_live_rows")
 class DpExtendPadJoinsRun(UnifiedEngine):
     window_path_cls = _PadJoinsPath
+
+
+# 50 -----------------------------------------------------------------------------------------
+class _ReboundRunner(VerifyGraphRunner):
+    @staticmethod
+    def copy_into(cap, fresh):
+        """Nothing copied: the replay's metadata lives only in the fresh object, which the
+        captured graph never reads."""
+
+
+class _ReboundDSpark(DSparkPath):
+    graph_runner_cls = _ReboundRunner
+
+
+class _ReboundPath(WindowPath):
+    dspark_cls = _ReboundDSpark
+
+
+@mutant("verify_early_metadata_rebound", ("dspark_verify_graph",), "sglang 0.5.23 "
+        "_install_early_verify_metadata (captured.copy_(metadata): the verify graphs read the "
+        "captured metadata), addendum §4 (request_window_layout is a copy field, W7), spec "
+        "§2.7(e) class (graph reads what capture saw)")
+class VerifyEarlyMetadataRebound(UnifiedEngine):
+    window_path_cls = _ReboundPath

@@ -164,7 +164,10 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "its full build (make_forward_metadata_from_raw_verify) runs CUDA metadata kernels and "
      "it is reached only from the target verify graph's out-graph prep (CUDA, DSpark, no DP "
      "attention): the adapter sets swa_out_cache_loc = None under the window, the value the "
-     "installer leaves; the verify graph itself is not driven (nor modelled)"),
+     "installer leaves. The verify graph (kind dspark_verify_graph: early metadata built on "
+     "the host and copied into the captured metadata before every replay) runs on unified "
+     "only; a window Case with graph verify steps under a graph executor raises "
+     "TargetUnavailable on sglang, and the kind is left out of sglang runs"),
     ("DP-padded EXTEND under a request window (MLP-sync MAX_LEN padding rows)", "absent",
      "real",
      "0.5.23: the eager EXTEND's expand_prefill_casually (torch) with padded_num_tokens, the "
@@ -192,6 +195,8 @@ KIND_FIRST_RELEASE["window_dp_extend"] = ("0.5.21", "request window (DP-padded E
 
 #: kinds no release's adapter drives (issue 12: the DECODE graph under a request window)
 KINDS_NOT_DRIVEN = ("window_graphs",)
+# issue 12 item 2: the DSpark TARGET_VERIFY graph under a request window (targets/dspark_graph.py)
+KINDS_NOT_DRIVEN += ("dspark_verify_graph",)
 
 
 def unsupported_kinds(kinds) -> list[str]:

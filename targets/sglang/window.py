@@ -104,11 +104,12 @@ class SGLangWindowPath(WindowPath):
         super().__init__(engine)
         pool = engine.target_pool
         if self.on and engine.executor.graphs and any(
-                st.exec == "graph" and st.op in ("decode", "idle", "dp_decode")
+                st.exec == "graph" and st.op in ("decode", "idle", "dp_decode", "verify")
                 for st in engine.case.steps):
             raise TargetUnavailable(
                 "target sglang: DECODE graphs under a request window (the decode bucket's "
-                "in-graph layout, addendum §4) are not driven on the sglang adapter; run them "
+                "in-graph layout, addendum §4) and DSpark verify graphs (early metadata) are "
+                "not driven on the sglang adapter; run them "
                 "on unified, or with --executor eager")
         if self.on:
             self.real_pool = build_real_pool(pool)  # no mapping: a CUDA window has none (W8)

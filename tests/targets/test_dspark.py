@@ -49,6 +49,16 @@ VERIFY_P2 = Case(pool=_pool(page_size=2, request_window=4, window_slots=2, windo
                         Step("extend", rids=(0,), lengths=(1,)),
                         Step("verify", rids=(0,), accept=(2,)), Step("evict", rid=0)),
                  payload_seed=8, kind="dspark_verify")
+VERIFY_GRAPH = Case(pool=_pool(full_pages=60, swa_pages=60, layers=2, request_window=6,
+                                window_slots=3, window_chunk=20),
+                    graph=GraphConfig(num_draft_tokens=3, buckets=(1, 2)),
+                    steps=(Step("admit", rid=0, length=5), Step("admit", rid=1, length=2),
+                           Step("verify", rids=(0, 1), exec="graph", accept=(1, 3)),
+                           Step("decode", rids=(0, 1)), Step("verify", rids=(1,), exec="graph"),
+                           Step("verify", rids=(1, 0), exec="graph"),
+                           Step("admit", rid=2, length=3),
+                           Step("verify", rids=(0, 1, 2), exec="graph")),
+                    payload_seed=10, kind="dspark_verify_graph")
 PADDED = Case(pool=_pool(request_window=4, window_slots=2, window_chunk=20),
               steps=(Step("admit", rid=0, length=5), Step("admit", rid=1, length=2),
                      Step("extend", rids=(1, 0), lengths=(2, 1), replay=(1,), rank_tokens=(9,)),
@@ -59,7 +69,7 @@ PADDED_OVERFLOW = Case(pool=_pool(request_window=4, window_slots=1, window_chunk
                        steps=(Step("admit", rid=0, length=2),
                               Step("extend", rids=(0,), lengths=(1,), rank_tokens=(6,))),
                        kind="window_dp_extend")
-HAND = {"verify": VERIFY, "verify_p2": VERIFY_P2, "padded": PADDED,
+HAND = {"verify": VERIFY, "verify_p2": VERIFY_P2, "verify_graph": VERIFY_GRAPH, "padded": PADDED,
         "padded_overflow": PADDED_OVERFLOW}
 
 
@@ -88,10 +98,14 @@ def test_malformed_rank_tokens_name_the_field(patch, path):
 
 
 @pytest.mark.parametrize("case, why", [
-    (Case(pool=_pool(request_window=6, window_slots=1, window_chunk=9),
-          graph=GraphConfig(num_draft_tokens=2),
+    (Case(pool=_pool(request_window=6, window_slots=2, window_chunk=9),
+          graph=GraphConfig(num_draft_tokens=2, buckets=(2,)),
           steps=(Step("admit", rid=0, length=2), Step("verify", rids=(0,), exec="graph"))),
-     "eagerly only"),
+     "padded verify requests"),
+    (Case(pool=_pool(request_window=3, window_slots=1, window_chunk=9),
+          graph=GraphConfig(num_draft_tokens=4, buckets=(1,)),
+          steps=(Step("admit", rid=0, length=2), Step("verify", rids=(0,), exec="graph"))),
+     "ring capacity"),
     (Case(pool=_pool(request_window=6, window_slots=1, window_chunk=9),
           steps=(Step("admit", rid=0, length=2), Step("verify", rids=(0,), rank_tokens=(3,)))),
      "DP attention"),
@@ -140,6 +154,13 @@ def test_oracle_predictions():
     assert d.mode == "EXTEND" and d.runs == [(1, 6, 1), (2, 4, 1)] and d.locs[0] == [6, 7, 8, 9]
     assert d.commit == [True, True, False, False]
     assert expect(PADDED_OVERFLOW).window.refused[0] == 1
+    g = expect(VERIFY_GRAPH).window
+    gf = {e.step: e for e in g.forwards}
+    assert gf[2].bucket == 2 and gf[2].size == 2 * 3 + 6 and gf[4].bucket == 1
+    assert g.steps[2].tags[0][1:4] == [1, 2, 3]  # bucket 2's capture warm-up: slot 0, 1..T
+    ef = {e.step: e for e in g.eager.forwards}  # the eager executor's lane: no capture
+    assert ef[2].bucket is None and g.eager.steps[2].tags[0][1:4] == [-1, -1, -1]
+    assert [e.locs for e in ef.values()] == [e.locs for e in gf.values()]
 
 
 @pytest.mark.parametrize("name", sorted(HAND))
@@ -148,7 +169,7 @@ def test_unified_passes_hand_cases(name):
     assert not v.failures, [f.message for f in v.failures]
 
 
-@pytest.mark.parametrize("kind", ["dspark_verify", "window_dp_extend"])
+@pytest.mark.parametrize("kind", ["dspark_verify", "dspark_verify_graph", "window_dp_extend"])
 def test_unified_agrees_with_the_oracle_on_each_kind(kind):
     @settings(max_examples=15, database=None, deadline=None)
     @given(SCENARIO_KINDS[kind]())
@@ -166,6 +187,7 @@ def test_unified_agrees_with_the_oracle_on_each_kind(kind):
     ("verify_group_per_row", VERIFY, {"error"}),  # its layout outgrows the workspace (A7)
     ("verify_group_per_row", VERIFY_P2, {"window"}),
     ("dp_extend_pad_joins_run", PADDED, {"window"}),
+    ("verify_early_metadata_rebound", VERIFY_GRAPH, {"window"}),
 ])
 def test_each_mutant_is_killed_by_its_check(mutant, case, checks):
     v = execute(case, f"mutant:{mutant}", "torch", EX)
@@ -181,6 +203,17 @@ def test_stamped_loc_writes_paged_slots_into_the_workspace():
                for f in v.failures), [f.message for f in v.failures]
 
 
+def test_rebound_early_metadata_shows_only_in_the_graph():
+    """Mutant 50: the verify graph keeps the capture's layout; the eager executor (no graph)
+    runs the same Case cleanly, the tape sees the capture state's slot-0 history and commits."""
+    assert not execute(VERIFY_GRAPH, "mutant:verify_early_metadata_rebound", "torch",
+                       ["eager"]).failures
+    v = execute(VERIFY_GRAPH, "mutant:verify_early_metadata_rebound", "torch", ["tape"],
+                only={"window"})
+    assert any("tape" in f.message and "tags differ" in f.message for f in v.failures), [
+        f.message for f in v.failures]
+
+
 def test_padding_joined_to_the_last_run_shows_in_tags_and_ring():
     v = execute(PADDED, "mutant:dp_extend_pad_joins_run", "torch", ["eager"], only={"window"})
     msgs = [f.message for f in v.failures]
@@ -188,7 +221,7 @@ def test_padding_joined_to_the_last_run_shows_in_tags_and_ring():
 
 
 @pytest.mark.parametrize("mutant", ["verify_early_stamped_loc", "verify_group_per_row",
-                                    "dp_extend_pad_joins_run"])
+                                    "dp_extend_pad_joins_run", "verify_early_metadata_rebound"])
 @pytest.mark.parametrize("name", sorted(WINDOW_HAND))
 def test_other_window_cases_do_not_reach_the_mutants(mutant, name):
     v = execute(WINDOW_HAND[name], f"mutant:{mutant}", "torch", EX)
@@ -204,3 +237,4 @@ def test_sglang_0_5_12_adapter_refuses_the_new_kinds(monkeypatch):
         "dspark_verify", "window_dp_extend"]
     monkeypatch.setattr(sg, "installed_version", lambda: "0.5.23")
     assert sg.unsupported_kinds(["dspark_verify", "window_dp_extend"]) == []
+    assert sg.unsupported_kinds(["dspark_verify_graph"]) == ["dspark_verify_graph"]  # unified

@@ -8,7 +8,9 @@ the bug needs a source and a missing guard).
 ==  ==============================  =========================================  ================
 #   name                            bug (source)                               kind (only)
 ==  ==============================  =========================================  ================
-47  verify_early_stamped_loc        the early verify metadata keeps a stamped  dspark_verify
+47  verify_early_stamped_loc        the early verify metadata keeps a stamped  dspark_verify,
+                                                                               dspark_verify_
+                                                                               graph
                                     ``int32(M[loc])`` under a window and the
                                     store reads it before the W branch: the
                                     K rows land at paged SWA slot numbers in
@@ -16,7 +18,9 @@ the bug needs a source and a missing guard).
                                     ``_install_early_verify_metadata`` leaves
                                     None under a window or ring; §3 order;
                                     §6 A4)
-48  verify_group_per_row            the verify layout gets one group per row   dspark_verify
+48  verify_group_per_row            the verify layout gets one group per row   dspark_verify,
+                                    (eager verifies)                           dspark_verify_
+                                                                               graph
                                     (the decode bucket's ``num_groups=None``)
                                     instead of one per request: workspace rows
                                     and history groups shift (addendum §4
@@ -78,7 +82,7 @@ class _StampedPath(WindowPath):
         return super().resolve(fb)
 
 
-@mutant("verify_early_stamped_loc", ("dspark_verify",), "addendum §4 (DSpark target verify: "
+@mutant("verify_early_stamped_loc", ("dspark_verify", "dspark_verify_graph"), "addendum §4 (DSpark target verify: "
         "sglang 0.5.23 _install_early_verify_metadata sets swa_out_cache_loc = None under a "
         "request window or ring), §3 resolver order, §6 A4")
 class VerifyEarlyStampedLoc(UnifiedEngine):
@@ -96,7 +100,7 @@ class _GroupPerRowPath(WindowPath):
     dspark_cls = _GroupPerRow
 
 
-@mutant("verify_group_per_row", ("dspark_verify",), "addendum §4 (DSpark target verify / "
+@mutant("verify_group_per_row", ("dspark_verify", "dspark_verify_graph"), "addendum §4 (DSpark target verify / "
         "draft block: num_groups = bs in make_forward_metadata_from_raw_verify), §5 W1/W3, "
         "§6 A8")
 class VerifyGroupPerRow(UnifiedEngine):

@@ -88,9 +88,6 @@ def _graph_bucket(win, i: int, s: Step, bs: int, T: int) -> int | None:
         raise _infeasible(i, f"verify graph under a request window: bucket {B} > batch {bs} "
                              "(padded verify requests are not modelled; use a batch equal to a "
                              "bucket)")
-    if T > win.cap:
-        raise _infeasible(i, f"verify graph under a request window: num_draft_tokens {T} > "
-                             f"ring capacity {win.cap}")
     if B * win.W + B * T > win.WS:
         raise _infeasible(i, f"verify graph bucket {B} under a request window: its layout of "
                              f"{B * win.W + B * T} rows exceeds the workspace's {win.WS} rows")
@@ -104,6 +101,11 @@ def _verify(win, sh, i: int, s: Step) -> None:
     if not s.rids:
         raise _infeasible(i, "verify needs at least one rid")
     T = sh.g.num_draft_tokens
+    if win.cap < win.W + T:
+        raise _infeasible(i, f"verify under a request window needs a ring capacity >= window + "
+                             f"num_draft_tokens = {win.W + T} (got {win.cap}; sglang sizes it "
+                             "128 + MTP draft tokens): committed draft rows would overwrite "
+                             "in-window positions")
     if s.accept and (len(s.accept) != len(s.rids) or any(not 1 <= a <= T for a in s.accept)):
         raise _infeasible(i, f"accept on verify needs one entry per rid in [1, "
                              f"num_draft_tokens={T}]")

@@ -245,7 +245,9 @@ DSpark target verify and DP-padded EXTEND under a request window (issue 12 item 
 "DSpark target verify", "DP"; :mod:`oracles.dspark`, :mod:`targets.dspark`)
 ------------------------------------------------------------------------------------------
 * ``verify(rids, accept, exec)`` under a window (``rank_tokens`` and ``dp_extend`` make it
-  infeasible: sglang's early verify metadata is off under DP attention): extend each rid by ``num_draft_tokens`` (``T``), request by
+  infeasible: sglang's early verify metadata is off under DP attention; so does a ring
+  capacity ``cap < W + T``: sglang sizes it ``128 + MTP draft tokens``, and a smaller ring
+  lets committed draft rows overwrite positions still in the window): extend each rid by ``num_draft_tokens`` (``T``), request by
   request, as above; one TARGET_VERIFY window forward over the new rows, request by request:
   ``(slot, L_b + j, floor 0)`` for ``j < T`` (``L_b`` the request's length before the step).
   Groups ``G = len(rids)`` (sglang ``num_groups = bs``: one group per request, each request one
@@ -260,8 +262,8 @@ DSpark target verify and DP-padded EXTEND under a request window (issue 12 item 
   ``exec: "graph"`` (the DSpark TARGET_VERIFY graph with early metadata): with an executor
   that captures graphs, a verify whose batch fits a bucket runs through the graph of the
   smallest bucket ``B >= len(rids)`` (else, and with the eager executor, eagerly as above).
-  Only ``B == len(rids)`` is modelled (a larger bucket, ``T > cap`` or ``B * W + B * T > WS``
-  make the Case infeasible): the metadata of the batch's rows is built outside the graph with
+  Only ``B == len(rids)`` is modelled (a larger bucket or ``B * W + B * T > WS`` make the
+  Case infeasible): the metadata of the batch's rows is built outside the graph with
   ``G = B`` and copied into the bucket's captured metadata, so the forward is the eager one.
   The first use of a bucket captures it: its warm-up runs the capture state (``B`` requests
   of slot 0 at positions ``1..T``, ``seq_lens`` fill 1) with a commit, so slot-0 ring rows

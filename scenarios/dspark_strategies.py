@@ -9,7 +9,8 @@ Pools are the request-window pools of :mod:`scenarios.window_strategies` (page s
 window 1..6, 1..3 request slots, no tail). Draw order shrinks towards page size 1, the smallest
 window, one layer, one slot, one request, one short step.
 
-* ``dspark_verify``: ``num_draft_tokens`` 1..4 (shrinks to 1); eager target verifies of 1..3
+* ``dspark_verify``: ``num_draft_tokens`` 1..4 (shrinks to 1), the ring capacity raised to
+  ``window + num_draft_tokens`` when smaller (sglang's sizing); eager target verifies of 1..3
   live requests with and without ``accept`` (rejected draft tokens freed after the forward),
   between admits, extends, decodes, finishes and evictions. Shrinks towards one verify of one
   request, every draft accepted.
@@ -26,6 +27,8 @@ window, one layer, one slot, one request, one short step.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from hypothesis import strategies as st
 from swafuzz.scenarios.case import Case, GraphConfig, Step
@@ -91,9 +94,8 @@ def _verify_graph(draw, pl: _VerifyPlan) -> None:
     B = draw(st.sampled_from(sizes))
     rids = list(draw(st.permutations(live))[:B])
     P, W = pc.page_size, pc.window
-    cap = -(-pc.request_window // P) * P
     ws = -(-((pc.window_slots + 1) * W + pc.window_chunk) // P) * P
-    ok = T <= cap and B * W + B * T <= ws
+    ok = B * W + B * T <= ws
     accept = [draw(st.integers(1, T)) for _ in rids] if draw(st.booleans()) else None
     if pl.verify(rids, accept) and ok:
         last = pl.steps.pop()
@@ -139,6 +141,9 @@ def _kind(kind: str, actions, verify: bool, graphs: bool = False):
     def strategy(draw) -> Case:
         pool = draw(_pool(True, False))
         graph = GraphConfig(num_draft_tokens=draw(st.integers(1, 4))) if verify else GraphConfig()
+        if verify:  # sglang sizes the ring window + MTP draft tokens (oracles.dspark)
+            pool = replace(pool, request_window=max(pool.request_window,
+                                                    pool.window + graph.num_draft_tokens))
         if graphs:
             graph = GraphConfig(buckets=draw(st.sampled_from(BUCKET_SETS)),
                                 num_draft_tokens=graph.num_draft_tokens)

@@ -43,7 +43,7 @@ VERIFY = Case(pool=_pool(request_window=6, window_slots=2, window_chunk=12, laye
                      Step("verify", rids=(1,)), Step("finish", rid=0),
                      Step("admit", rid=2, length=4), Step("verify", rids=(2, 1))),
               payload_seed=7, kind="dspark_verify")
-VERIFY_P2 = Case(pool=_pool(page_size=2, request_window=4, window_slots=2, window_chunk=16),
+VERIFY_P2 = Case(pool=_pool(page_size=2, request_window=5, window_slots=2, window_chunk=16),
                  graph=GraphConfig(num_draft_tokens=2),
                  steps=(Step("admit", rid=0, length=3), Step("verify", rids=(0,), accept=(1,)),
                         Step("extend", rids=(0,), lengths=(1,)),
@@ -106,6 +106,14 @@ def test_malformed_rank_tokens_name_the_field(patch, path):
           graph=GraphConfig(num_draft_tokens=4, buckets=(1,)),
           steps=(Step("admit", rid=0, length=2), Step("verify", rids=(0,), exec="graph"))),
      "ring capacity"),
+    # found by sglang 0.5.23's own invariant (dsv41.swa_history_present): with cap 4 < W + T
+    # the verify's committed draft row at position 4 overwrote position 0, still in the
+    # next verify's window
+    (Case(pool=_pool(window=4, request_window=4, window_slots=1, window_chunk=9),
+          graph=GraphConfig(num_draft_tokens=2),
+          steps=(Step("admit", rid=0, length=3), Step("verify", rids=(0,), accept=(1,)),
+                 Step("verify", rids=(0,)))),
+     "ring capacity >= window \\+ num_draft_tokens"),
     (Case(pool=_pool(request_window=6, window_slots=1, window_chunk=9),
           steps=(Step("admit", rid=0, length=2), Step("verify", rids=(0,), rank_tokens=(3,)))),
      "DP attention"),

@@ -117,13 +117,20 @@ def expected_window_graph_use(case: Case, graphs: bool) -> tuple[int, int]:
     """(replays, captures) of the DECODE graphs under a request window (issue 12,
     scenarios/case.py): one replay per ``decode`` / ``idle`` / ``dp_decode`` step with
     ``exec == "graph"`` whose batch fits a bucket, one capture per bucket (decode and IDLE share
-    the window's DECODE graphs); (0, 0) without a window or a graph executor. Assumes a valid
+    the window's DECODE graphs); likewise for ``verify`` steps and their TARGET_VERIFY graphs
+    (their own buckets); (0, 0) without a window or a graph executor. Assumes a valid
     Case (steps after a refusal are not run: the caller stops at the target's error)."""
     if not (graphs and case.pool.request_window):
         return 0, 0
     replays, buckets = 0, set()
     for s in case.steps:
         if s.exec != "graph":
+            continue
+        if s.op == "verify":  # the DSpark TARGET_VERIFY graph (oracles.dspark): own buckets
+            b = bucket_of(case.graph.buckets, len(s.rids))
+            if b is not None:
+                replays += 1
+                buckets.add(("verify", b))
             continue
         n = (len(s.rids) if s.op == "decode" else s.tokens if s.op == "idle"
              else max([len(s.rids), *s.rank_tokens]) if s.op == "dp_decode" else 0)
@@ -137,8 +144,8 @@ def expected_window_graph_use(case: Case, graphs: bool) -> tuple[int, int]:
 def _window_path_ops(case: Case) -> tuple[str, ...]:
     """Ops whose forwards the request-window / late-layer-tail path runs (scenarios/case.py):
     under a window every target forward, with a tail (paged pool) the EXTEND forwards."""
-    if case.pool.request_window:
-        return ("admit", "extend", "decode", "idle", "dp_decode")
+    if case.pool.request_window:  # verify: oracles.dspark
+        return ("admit", "extend", "decode", "idle", "dp_decode", "verify")
     if case.pool.late_layer_start:
         return ("admit", "extend")
     return ()

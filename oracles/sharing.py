@@ -95,6 +95,9 @@ def expected_layout(case: Case) -> list[dict[int, ReqLayout]]:
         elif s.op == "draft_decode":
             for r in s.rids:
                 grow(r, g.topk * g.num_steps)
+        elif s.op == "extend":  # issue 12 (window extends, after a verify with accept)
+            for r, n in zip(s.rids, s.lengths):
+                grow(r, n)
         elif s.op == "evict":
             r = live[s.rid]
             r.evicted = max(r.evicted, r.length - window) // P * P

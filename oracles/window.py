@@ -170,6 +170,10 @@ class WindowShadow:
     # ------------------------------------------------------------------ steps
     def run_step(self, sh, i: int, s: Step) -> bool:
         """Run step ``i`` if the window / tail path owns it; False: the engine oracle runs it."""
+        from swafuzz.oracles.dspark import run_step as dspark_step
+
+        if dspark_step(self, sh, i, s):  # window verify, DP-padded EXTEND (oracles.dspark)
+            return True
         if s.op == "extend":
             if not (self.on or self.L):
                 raise _infeasible(i, "extend needs pool.request_window > 0 or "

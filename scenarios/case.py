@@ -180,7 +180,8 @@ tail length.
   Allowed ops: ``admit``, ``extend``, ``decode`` (eager), ``idle`` (eager),
   ``dp_decode`` with no rids (an idle DP rank, eager) or with rids (a DP decode rank, no
   ``dp_extend``: see "DP decode ranks" below), ``evict``, ``finish``; others are
-  infeasible. ``graph.topk > 0`` (MTP) makes an eager IDLE skip its metadata init.
+  infeasible. (Also ``verify`` and DP-padded EXTENDs: see "DSpark target verify and
+  DP-padded EXTEND" below.) ``graph.topk > 0`` (MTP) makes an eager IDLE skip its metadata init.
 * ``late_layer_start`` L > 0 (``L < layers``): target layers ``>= L`` are *late layers*: in
   an EXTEND forward (``admit``, ``extend``) they run only each request's tail, its last
   ``min(W, n_b)`` rows (``n_b``: the request's rows in this forward), read floor
@@ -338,6 +339,49 @@ T4 (observable): after the late layers of every EXTEND forward with a tail leave
 (``exit``), a store would resolve the forward's own locations again (window: the full layout's
 ``write_loc``; paged: ``M[loc]`` of every row of the forward) and the forward batch's
 non-padded row count is the forward's row count again.
+
+DSpark target verify and DP-padded EXTEND under a request window (issue 12 item 2; addendum §4
+"DSpark target verify", "DP"; :mod:`oracles.dspark`, :mod:`targets.dspark`)
+------------------------------------------------------------------------------------------
+* ``verify(rids, accept, exec)`` under a window (``rank_tokens`` and ``dp_extend`` make it
+  infeasible: sglang's early verify metadata is off under DP attention; so does a ring
+  capacity ``cap < W + T``: sglang sizes it ``128 + MTP draft tokens``, and a smaller ring
+  lets committed draft rows overwrite positions still in the window): extend each rid by ``num_draft_tokens`` (``T``), request by
+  request, as above; one TARGET_VERIFY window forward over the new rows, request by request:
+  ``(slot, L_b + j, floor 0)`` for ``j < T`` (``L_b`` the request's length before the step).
+  Groups ``G = len(rids)`` (sglang ``num_groups = bs``: one group per request, each request one
+  run of ``T`` rows). The forward commits like any non-IDLE window forward (the last ``cap``
+  rows of each run; sglang's commit skips only IDLE and the DSpark draft backend), so draft
+  rows are committed before the accept is known. With ``accept`` the rejected draft tokens are
+  freed afterwards exactly as on a paged pool; the ring and its tags keep the committed rows
+  (a later forward of the request overwrites them at the same ring rows). The verify metadata
+  carries no SWA location of its own under a window (``swa_out_cache_loc = None``, what
+  sglang 0.5.23's early-verify install leaves): the resolver's W branch supplies the workspace
+  rows. K rows: ``rows_bytes(seed, step, 0, "target", layer, len(rids) * T)``.
+  ``exec: "graph"`` (the DSpark TARGET_VERIFY graph with early metadata): with an executor
+  that captures graphs, a verify whose batch fits a bucket runs through the graph of the
+  smallest bucket ``B >= len(rids)`` (else, and with the eager executor, eagerly as above).
+  Only ``B == len(rids)`` is modelled (a larger bucket or ``B * W + B * T > WS`` make the
+  Case infeasible): the metadata of the batch's rows is built outside the graph with
+  ``G = B`` and copied into the bucket's captured metadata, so the forward is the eager one.
+  The first use of a bucket captures it: its warm-up runs the capture state (``B`` requests
+  of slot 0 at positions ``1..T``, ``seq_lens`` fill 1) with a commit, so slot-0 ring rows
+  ``p mod cap`` get tag ``p`` (``p = 1..T``) in every layer. Every replay of a bucket uses the
+  same layout object, of size ``B * W + B * T`` (W7).
+* DP-padded EXTEND (MLP-sync MAX_LEN padding, the mode sglang uses for an extend-in-batch step
+  whose prefill graph bucket fits or whose MoE all-to-all needs equal rows; SUM_LEN pads an
+  extend to its own row count, i.e. not at all, so it needs no field): ``extend`` with
+  ``rank_tokens`` (1..7 other ranks' token counts) and ``dp_decode`` with ``dp_extend`` (a
+  decode rank rewritten to a one-token-per-request EXTEND). The forward's real rows are those
+  of the plain ``extend`` (replay rows included) / one row per rid; ``D = max(real rows,
+  *rank_tokens)``; ``D - real`` padding rows follow them (full location 0). Padding rows
+  belong to no run (W3: a padding row never extends a real run): layout as for the real rows
+  with ``G`` = requests of the batch, then each padding row k gets workspace row
+  ``G * W + real + k``, no history, commit mask false; ``size = G * W + D`` (refused above the
+  workspace, A7). The forward commits the real rows only. K rows: ``rows_bytes(seed, step, 0,
+  "target", layer, D)``. Not with a late-layer tail (infeasible). (``rank_tokens`` on an
+  ``extend`` with ``tail_exec: "bucket"`` mean the peers' tail rows instead: see "Late-layer
+  tail under graphs".)
 
 Payload
 -------

@@ -503,3 +503,7 @@ SCENARIO_KINDS.update(TAIL_PREFIX_KINDS)
 from swafuzz.scenarios.tail_graph_strategies import TAIL_GRAPH_KINDS  # noqa: E402
 
 SCENARIO_KINDS.update(TAIL_GRAPH_KINDS)
+# issue 12 item 2: target verify and DP-padded EXTENDs under a request window
+from swafuzz.scenarios.dspark_strategies import DSPARK_KINDS  # noqa: E402
+
+SCENARIO_KINDS.update(DSPARK_KINDS)

@@ -63,9 +63,11 @@ def check_tail_graph_case(case) -> None:
     IDLE rank), on a request-window pool; ``rank_tokens`` on ``extend`` only with ``"bucket"``."""
     pool, g = case.pool, case.graph
     for i, s in enumerate(case.steps):
-        if s.op == "extend" and s.rank_tokens and s.tail_exec != "bucket":
+        if (s.op == "extend" and s.rank_tokens and s.tail_exec != "bucket"
+                and not pool.request_window):
             raise CaseError(f"steps[{i}].rank_tokens", "on extend only with tail_exec "
-                            "\"bucket\" (DP ranks replaying the largest rank's tail bucket)")
+                            "\"bucket\" (DP ranks replaying the largest rank's tail bucket) or "
+                            "under a request window (a DP-padded EXTEND)")
         if not s.tail_exec:
             continue
         path = f"steps[{i}].tail_exec"

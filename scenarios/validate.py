@@ -53,7 +53,7 @@ _STEP_FIELDS = {
     "evict": {"rid"},
     "finish": {"rid"},
     "remap": set(),
-    "extend": {"rids", "lengths", "replay", "exec"},
+    "extend": {"rids", "lengths", "replay", "exec", "rank_tokens"},
 }
 # late-layer tail under graphs (scenarios.tail_graph_case)
 _STEP_FIELDS["extend"] = _STEP_FIELDS["extend"] | {"tail_exec", "rank_tokens"}
@@ -280,6 +280,10 @@ def parse_step(obj: Any, i: int) -> Step:
         kw["rank_tokens"] = _int_list(obj, "rank_tokens", path, 0, MAX_TOKENS)
         if len(kw["rank_tokens"]) > 7:
             raise CaseError(f"{path}.rank_tokens", "must list 0..7 other ranks' token counts")
+    if op == "extend" and "rank_tokens" in obj:  # a DP-padded EXTEND (MAX_LEN), window only
+        kw["rank_tokens"] = _int_list(obj, "rank_tokens", path, 0, MAX_TOKENS)
+        if not 1 <= len(kw["rank_tokens"]) <= 7:
+            raise CaseError(f"{path}.rank_tokens", "must list 1..7 other ranks' token counts")
     if "dp_extend" in obj:
         v = obj["dp_extend"]
         if not isinstance(v, bool):
@@ -290,8 +294,8 @@ def parse_step(obj: Any, i: int) -> Step:
         kw["dp_extend"] = v
     if "tail_exec" in obj:
         kw["tail_exec"] = parse_tail_exec(obj, path)
-    if op == "extend" and "rank_tokens" in obj:
-        kw["rank_tokens"] = parse_tail_ranks(obj, path)
+    if op == "extend" and "rank_tokens" in obj and kw.get("tail_exec") == "bucket":
+        kw["rank_tokens"] = parse_tail_ranks(obj, path)  # the peers' tail rows
     return Step(**kw)
 
 

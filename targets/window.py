@@ -224,7 +224,7 @@ class WindowPath(TailPrefixMixin):
 
     def handles(self, s: Step) -> bool:
         if self.on:
-            return s.op in ("admit", "extend", "decode", "idle", "dp_decode")
+            return s.op in ("admit", "extend", "decode", "idle", "dp_decode", "verify")
         return s.op in ("admit", "extend")
 
     # -- steps ---------------------------------------------------------------------------------
@@ -233,6 +233,8 @@ class WindowPath(TailPrefixMixin):
         al = self.e.allocator
         if s.op == "admit" and s.prefix_rid is not None:
             return self.admit_prefix(i, s)
+        if self.on and self.dspark_cls.claims(s):  # verify, DP-padded EXTEND (targets.dspark)
+            return self.dspark().run(i, s)
         if s.op == "admit":
             if self.on and not self.free_slots:
                 raise RuntimeError("no free request slot")
@@ -302,6 +304,15 @@ class WindowPath(TailPrefixMixin):
         return self.graph.run(i, ForwardMode.DECODE, [self.slot[rid] for rid in s.rids],
                               [len(al.tokens[rid]) for rid in s.rids], n)
 
+    #: window verify and DP-padded EXTENDs (targets.dspark), set at the end of this module
+    dspark_cls = None
+
+    def dspark(self):
+        """This path's :class:`targets.dspark.DSparkPath` (built on first use)."""
+        if getattr(self, "_dspark", None) is None:
+            self._dspark = self.dspark_cls(self)
+        return self._dspark
+
     def reset_slot(self, slot: int) -> None:
         """A new slot or an encoder replay starts the slot's window: tags -> -1."""
         self.window.reset(slot)
@@ -361,8 +372,12 @@ class WindowPath(TailPrefixMixin):
             return
         core = SimpleNamespace(request_window_layout=None, swa_out_cache_loc=None)
         if self.on:
-            core.request_window_layout = self.layout(req, fb.positions, floor, groups)
+            ds = self.dspark()  # DP padding rows (ds.pad) / verify: targets.dspark
+            core.request_window_layout = (
+                ds.pad_layout(req, fb.positions, floor, groups, ds.pad) if ds.pad
+                else self.layout(req, fb.positions, floor, groups))
             core.swa_out_cache_loc = core.request_window_layout.write_loc
+            ds.metadata(fb, core, req, floor, groups)
         self.forward_metadata = SimpleNamespace(core_attn_metadata=core, late_layer_tail=None)
         self.tail_metadata = None
         if self.L and per_req is not None and fb.forward_mode == ForwardMode.EXTEND:
@@ -485,3 +500,7 @@ WindowPath.graph_runner_cls = WindowGraphRunner
 from swafuzz.targets.window_prefill import PrefillGraphRunner  # noqa: E402 (imports this module)
 
 WindowPath.prefill_runner_cls = PrefillGraphRunner
+
+from swafuzz.targets.dspark import DSparkPath  # noqa: E402 (imports this module)
+
+WindowPath.dspark_cls = DSparkPath

@@ -583,3 +583,7 @@ from swafuzz.targets.mutants import tail_prefix_mutants  # noqa: E402,F401
 # isort: split
 # 50-55: the late-layer tail under graphs (issue 12, tail_graphs)
 from swafuzz.targets.mutants import tail_graph_mutants  # noqa: E402,F401
+
+# isort: split
+# 47-49: window verify (DSpark early metadata) and DP-padded EXTEND (issue 12 item 2)
+from swafuzz.targets.mutants import dspark_mutants  # noqa: E402,F401

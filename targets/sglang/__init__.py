@@ -179,6 +179,29 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "engine's per-step locations (the EAGLE worker's side, eager and graph) as it gives the "
      "backend's in-graph stamp; 0.5.12 has no such helper (its store translates whatever "
      "out_cache_loc the worker hands it): the model's layout"),
+    ("target verify under a request window (rows, layout num_groups = bs, W resolver, "
+     "commit)", "absent", "real",
+     "0.5.23 (targets/sglang/dspark.py): the backend's expand_extend_with_same_length gives "
+     "the rows' slots and positions, window_layout (torch) the layout with num_groups = bs, "
+     "the real resolver (W) and RequestWindow.commit the rest; kind dspark_verify, eager only. "
+     "0.5.12 has no window: the kind is refused"),
+    ("early verify metadata (_install_early_verify_metadata, DSpark target verify graph)",
+     "absent", "modelled",
+     "its full build (make_forward_metadata_from_raw_verify) runs CUDA metadata kernels and "
+     "it is reached only from the target verify graph's out-graph prep (CUDA, DSpark, no DP "
+     "attention): the adapter sets swa_out_cache_loc = None under the window, the value the "
+     "installer leaves. The verify graph (kind dspark_verify_graph: early metadata built on "
+     "the host and copied into the captured metadata before every replay) runs on unified "
+     "only; a window Case with graph verify steps under a graph executor raises "
+     "TargetUnavailable on sglang, and the kind is left out of sglang runs"),
+    ("DP-padded EXTEND under a request window (MLP-sync MAX_LEN padding rows)", "absent",
+     "real",
+     "0.5.23: the eager EXTEND's expand_prefill_casually (torch) with padded_num_tokens, the "
+     "floors through _pad_rows and window_layout with num_groups = requests and no "
+     "padded_rows (no request_window_live_rows on the eager path); the padding itself "
+     "(prepare_mlp_sync_batch) is modelled: full location 0, position 0. Kind "
+     "window_dp_extend; as driven, the release joins the padding rows to the last real run "
+     "(docs/notes/issue12-dspark.md)"),
 )
 
 
@@ -222,9 +245,14 @@ TABLE += (
 )
 KIND_FIRST_RELEASE["tail_graphs"] = ("0.5.22", "late-layer tail under graphs (prefill-graph "
                                    "tail 0.5.22; row-bucket tail graphs 0.5.23)")
+# issue 12 item 2: target verify and DP-padded EXTENDs under a request window
+KIND_FIRST_RELEASE["dspark_verify"] = ("0.5.21", "request window (target verify)")
+KIND_FIRST_RELEASE["window_dp_extend"] = ("0.5.21", "request window (DP-padded EXTEND)")
 
 #: kinds no release's adapter drives (issue 12: the DECODE graph under a request window)
 KINDS_NOT_DRIVEN = ("window_graphs",)
+# issue 12 item 2: the DSpark TARGET_VERIFY graph under a request window (targets/dspark_graph.py)
+KINDS_NOT_DRIVEN += ("dspark_verify_graph",)
 
 
 def unsupported_kinds(kinds) -> list[str]:

@@ -104,11 +104,12 @@ class SGLangWindowPath(WindowPath):
         super().__init__(engine)
         pool = engine.target_pool
         if self.on and engine.executor.graphs and any(
-                st.exec == "graph" and st.op in ("decode", "idle", "dp_decode")
+                st.exec == "graph" and st.op in ("decode", "idle", "dp_decode", "verify")
                 for st in engine.case.steps):
             raise TargetUnavailable(
                 "target sglang: DECODE graphs under a request window (the decode bucket's "
-                "in-graph layout, addendum §4) are not driven on the sglang adapter; run them "
+                "in-graph layout, addendum §4) and DSpark verify graphs (early metadata) are "
+                "not driven on the sglang adapter; run them "
                 "on unified, or with --executor eager")
         if self.on:
             self.real_pool = build_real_pool(pool)  # no mapping: a CUDA window has none (W8)
@@ -251,3 +252,8 @@ class SGLangWindowPath(WindowPath):
 from swafuzz.targets.sglang.window_prefill import SGLangPrefillRunner  # noqa: E402
 
 SGLangWindowPath.prefill_runner_cls = SGLangPrefillRunner
+
+# issue 12 item 2: window verify and DP-padded EXTEND (targets/sglang/dspark.py)
+from swafuzz.targets.sglang.dspark import SGLangDSpark  # noqa: E402 (imports this module)
+
+SGLangWindowPath.dspark_cls = SGLangDSpark

@@ -495,3 +495,8 @@ SCENARIO_KINDS.update(WINDOW_GRAPH_KINDS)
 from swafuzz.scenarios.prefill_strategies import PREFILL_KINDS  # noqa: E402
 
 SCENARIO_KINDS.update(PREFILL_KINDS)
+
+# issue 12: the DSpark draft block on a per-request SWA ring (issue12-ringdraft)
+from swafuzz.scenarios.ring_draft_kind import ring_draft_strategy  # noqa: E402
+
+SCENARIO_KINDS["ring_draft"] = ring_draft_strategy

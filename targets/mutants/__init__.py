@@ -574,3 +574,7 @@ from swafuzz.targets.mutants import window_graph_mutants  # noqa: E402,F401
 # isort: split
 # breakable prefill graphs under a request window (issue 12, prefill_graphs)
 from swafuzz.targets.mutants import window_prefill_mutants  # noqa: E402,F401
+
+# isort: split
+# 50-53: the DSpark draft block on a ring (issue 12, issue12-ringdraft)
+from swafuzz.targets.mutants import ring_draft_mutants  # noqa: E402,F401

@@ -165,6 +165,15 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "engine's per-step locations (the EAGLE worker's side, eager and graph) as it gives the "
      "backend's in-graph stamp; 0.5.12 has no such helper (its store translates whatever "
      "out_cache_loc the worker hands it): the model's layout"),
+    ("ring: DSpark draft block rows (draft_block)", "absent", "real",
+     "0.5.23 (targets/sglang/ring_draft.py): DeepseekV4AttnBackend._dspark_seq_lens_casual "
+     "(build_block_seq_lens_causal, torch branch on CPU) and _dspark_swa_ring_out_cache_loc "
+     "(swa_ring_rows) stamp the block's rows, read back through the release's store_cache and "
+     "resolver (cached branch). Modelled: the per-request slots (upstream "
+     "req_pool_indices.repeat_interleave(block_size); the harness's ring tables), the block's "
+     "forward batch, and its graph runner (draft_block is eager only). 0.5.12: no ring, no "
+     "DSpark. Not run with a ring in 0.5.23 and refused by the Case: multi-step draft decode "
+     "(DSpark runs none) and the draft-extend SWA buffer (filled through M)"),
 )
 
 

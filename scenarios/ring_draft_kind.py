@@ -1,9 +1,12 @@
 """The ``ring_draft`` scenario kind: the DSpark draft block on a per-request SWA ring (issue 12;
 Case op ``draft_block``, scenarios/case.py "DSpark draft block on a ring"; addendum §2.1, §4).
 
-Pools: as :func:`scenarios.ring_kind.ring_pool_configs` (page size 1, 4, 16 or 64, shrinking to
-1; window ``1..2P+2``; 1..6 request slots, shrinking to 1) with a draft ring ``R = max(window +
-gamma, P) + extra`` (extra shrinks to 0), rounded up to a page multiple half the time (sglang's
+Pools: as :func:`scenarios.ring_kind.ring_pool_configs` but with page size 2, 4, 16 or 64
+(shrinking to 2: page size 1 under a ring is the ``ring`` kind's, where sglang 0.5.23's
+page-size-1 ``alloc`` writes ``M``, ledger ``ring-p1-alloc-writes-mapping``, which would end
+every ``sglang`` campaign of this kind at its first Case; DSV4 pages are 128 or 256 tokens);
+window ``1..2P+2``; 1..6 request slots, shrinking to 1; a draft ring ``R = max(window + gamma,
+P) + extra`` (extra shrinks to 0), rounded up to a page multiple half the time (sglang's
 ``get_draft_swa_ring_size = ceil((window + draft tokens) / P) * P``). Graph: ``num_draft_tokens``
 2..5 (block size ``gamma = num_draft_tokens - 1``, shrinks to 2), no MTP topk. Steps: draft
 blocks over 1..max_bs live requests (weighted: three of the ten actions), decode (graph buckets
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
-from swafuzz.scenarios.ring_kind import RING_PAGE_SIZES, RingPlanner
+from swafuzz.scenarios.ring_kind import RingPlanner
 from swafuzz.scenarios.strategies import (
     BUCKET_SETS,
     _act_churn,
@@ -32,11 +35,13 @@ from swafuzz.scenarios.strategies import (
 
 __all__ = ["ring_draft_strategy"]
 
+RING_DRAFT_PAGE_SIZES = (2, 4, 16, 64)
+
 
 @st.composite
 def ring_draft_configs(draw) -> tuple[PoolConfig, GraphConfig]:
     """A ring pool sized for draft blocks and its graph config (see the module docstring)."""
-    p = draw(st.sampled_from(RING_PAGE_SIZES))
+    p = draw(st.sampled_from(RING_DRAFT_PAGE_SIZES))
     window = draw(st.integers(1, 2 * p + 2))
     ndt = draw(st.integers(2, 5))
     ring = max(window + ndt - 1, p) + draw(st.integers(0, p + 3))

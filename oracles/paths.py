@@ -109,9 +109,10 @@ def expected_paths(case: Case, graphs: bool) -> list[PathExp]:
             padded = max([n, *s.rank_tokens])
             mode = "EXTEND" if s.dp_extend else ("DECODE" if n else "IDLE")
             add(0, mode, "decode", padded, 1, n, padded, dp=padded)
-        elif s.op == "draft_block":  # issue 12: DSpark draft block on a ring (eager only)
-            n = len(s.rids) * (g.num_draft_tokens - 1)
-            add(0, "TARGET_VERIFY", None, n, 1, n, n, graph=False)
+        elif s.op == "draft_block":  # issue 12: DSpark draft block on a ring
+            w = g.num_draft_tokens - 1
+            n = len(s.rids) * w
+            add(0, "TARGET_VERIFY", "draft_block", len(s.rids), w, n, n)
     return out
 
 

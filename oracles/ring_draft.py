@@ -5,12 +5,15 @@ Plain Python over ints, lists and bytearrays; never imports ``targets/``, ``kern
 :func:`draft_block_forward` is called by :class:`oracles.ring.RingShadow` for the step: it checks
 the step against the Case contract (ring, block size, ring size, eager, live requests), computes
 the ring row of every block row (R1: ``slot*R + (L + i) mod R``, no ``-1`` rule, slot >= 1),
-asserts the rows are unique (R2), writes the draft shadow and records the forward.
+asserts the rows are unique (R2), writes the draft shadow and records the forward. A graph
+block (bucket ``B >= len(rids)``, ``B * gamma`` rows) pads with requests of slot 0 and length 1
+whose rows land in page 0 (``gamma < page_size``), never compared.
 """
 
 from __future__ import annotations
 
 from swafuzz.oracles.engine import CaseInfeasible, ForwardExp, OracleError
+from swafuzz.oracles.paths import bucket_of
 from swafuzz.scenarios.payload import rows_bytes
 
 __all__ = ["block_rows", "draft_block_forward"]
@@ -30,8 +33,13 @@ def draft_block_forward(sh, i: int, s) -> None:
         raise CaseInfeasible(i, f"draft_block needs num_draft_tokens >= 2 and swa_ring >= "
                                 f"window + num_draft_tokens - 1 (got num_draft_tokens "
                                 f"{g.num_draft_tokens}, swa_ring {cfg.swa_ring})")
-    if s.exec != "eager":
-        raise CaseInfeasible(i, "draft_block runs eagerly only")
+    rows_graph = None
+    if s.exec == "graph":
+        if gamma >= cfg.page_size:
+            raise CaseInfeasible(i, "a graph draft_block needs num_draft_tokens - 1 < page_size")
+        b = bucket_of(g.buckets, len(s.rids))
+        rows_graph = b * gamma if b is not None else None
+        sh._graph_ok(i, "graph", rows_graph)
     if not s.rids or len(set(s.rids)) != len(s.rids):
         raise CaseInfeasible(i, f"draft_block needs distinct rids (got {list(s.rids)})")
     targets: list[int] = []
@@ -55,5 +63,7 @@ def draft_block_forward(sh, i: int, s) -> None:
         for r, t in enumerate(targets):
             if t >= sh.P:
                 buf[t * rb:(t + 1) * rb] = data[r * rb:(r + 1) * rb]
-    sh.exp.forwards.append(ForwardExp(i, 0, "draft", "TARGET_VERIFY", "eager", n, targets, locs,
-                                      n, None))
+    # a padded request: slot 0, length 1 (the seq_lens fill): rows 1..gamma, in page 0
+    sh.exp.forwards.append(ForwardExp(i, 0, "draft", "TARGET_VERIFY", s.exec, n, targets, locs,
+                                      n, rows_graph,
+                                      tuple((1 + k) % sh.R for k in range(gamma))))

@@ -347,8 +347,13 @@ slot and the block's positions (``_dspark_swa_ring_out_cache_loc``), never from 
   ``seq_lens_casual = L + i + 1``), carries the full location ``tokens[rid][-1]`` (the anchor
   token the block starts from; the row's location plays no part in its ring row), and lands at
   ring row ``s*R + (L + i) mod R``. No ``-1`` window rule (every block row is ahead of the
-  committed window). ``exec`` must be ``"eager"`` (the draft model's decode graph runner that
-  upstream replays for the block is not modelled: CaseError).
+  committed window). ``exec: "graph"`` (upstream: the draft model's decode graph runner,
+  whose in-graph op re-stamps the rows on every replay) needs ``gamma < page_size``: with an
+  executor that captures graphs the block runs through the TARGET_VERIFY graph of the smallest
+  bucket ``B >= len(rids)``, ``B * gamma`` rows, real rows first; each padded request has
+  slot 0 and length 1 (the seq_lens fill), so its rows land at slot 0's rows ``1..gamma``, in
+  page 0, never compared (the capture's warm-up writes the same rows). A graph block with no
+  fitting bucket makes the Case invalid.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ window ``1..2P+2``; 1..6 request slots, shrinking to 1; a draft ring ``R = max(w
 P) + extra`` (extra shrinks to 0), rounded up to a page multiple half the time (sglang's
 ``get_draft_swa_ring_size = ceil((window + draft tokens) / P) * P``). Graph: ``num_draft_tokens``
 2..5 (block size ``gamma = num_draft_tokens - 1``, shrinks to 2), no MTP topk. Steps: draft
-blocks over 1..max_bs live requests (weighted: three of the ten actions), decode (graph buckets
+blocks over 1..max_bs live requests (weighted: three of the ten actions; eager or through the
+block's TARGET_VERIFY graph when ``gamma < P``, shrinking to eager), decode (graph buckets
 shrinking inside one bucket), target verify, IDLE, admissions longer than the ring (blocks that
 wrap past the ring's end), eviction (a no-op on the ring) and churn (request slots reused).
 Shrinks towards one request in one slot with one draft block.
@@ -30,6 +31,7 @@ from swafuzz.scenarios.strategies import (
     _act_verify,
     _admit_some,
     _episode,
+    _exec,
     _subset,
 )
 
@@ -64,10 +66,13 @@ def ring_draft_configs(draw) -> tuple[PoolConfig, GraphConfig]:
 
 
 def _act_draft_block(draw, pl: RingPlanner) -> None:
-    """A DSpark draft block over 1..max_bs live requests (no allocation)."""
+    """A DSpark draft block over 1..max_bs live requests (no allocation); eager or graph (graph
+    only when ``gamma < page_size``: padded requests' rows stay in page 0)."""
     rids = _subset(draw, pl.live(), 1, pl.max_bs)
     if rids:
-        pl.steps.append(Step(op="draft_block", rids=tuple(rids), exec="eager"))
+        gamma = pl.graph.num_draft_tokens - 1
+        ex = _exec(draw) if gamma < pl.pool.page_size else "eager"
+        pl.steps.append(Step(op="draft_block", rids=tuple(rids), exec=ex))
 
 
 def _act_admit_past_ring(draw, pl: RingPlanner) -> None:

@@ -3,7 +3,8 @@
 :func:`check_draft_blocks` raises :class:`scenarios.case.CaseError` naming the dotted field and
 what is allowed: a ``draft_block`` step needs a ring (``pool.swa_ring > 0``),
 ``graph.num_draft_tokens >= 2`` (block size ``gamma = num_draft_tokens - 1``),
-``pool.swa_ring >= window + gamma`` and ``exec == "eager"``.
+``pool.swa_ring >= window + gamma``; ``exec == "graph"`` also needs ``gamma < page_size`` (the
+padded requests' block rows, slot 0 at positions ``1..gamma``, stay in page 0).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ def check_draft_blocks(case: Case) -> None:
                             f"{pool.window + gamma} with a draft_block step (the draft ring holds "
                             f"the window plus a block, get_draft_swa_ring_size; got "
                             f"{pool.swa_ring})")
-        if s.exec != "eager":
-            raise CaseError(f"steps[{i}].exec", "must be eager for draft_block (the draft "
-                            f"model's block graph is not modelled; got {s.exec!r})")
+        if s.exec == "graph" and gamma >= pool.page_size:
+            raise CaseError(f"steps[{i}].exec", "graph needs num_draft_tokens - 1 < page_size "
+                            f"for draft_block (padded requests write slot 0 at positions "
+                            f"1..{gamma}, which must stay in page 0; page_size "
+                            f"{pool.page_size}); use eager")

@@ -17,7 +17,11 @@ the resolver's cached branch. The pieces, wired by :meth:`targets.engine.Unified
 
 The block batch (one row per block token, in ``rids`` order): ``out_cache_loc`` int64 the anchor
 (the request's last full slot) repeated ``gamma`` times, ``seq_lens`` int64 ``[bs]`` the request
-lengths ``L``, ``positions`` int64 ``L + i``. Device ops only (no host sync).
+lengths ``L``, ``positions`` int64 ``L + i``. Device ops only (no host sync), so the stamp is
+recorded in a captured graph: ``exec: "graph"`` runs the block through a TARGET_VERIFY
+:class:`targets.runners.DecodeGraphRunner` of ``gamma`` rows per request on the draft model
+(upstream: the draft model's ``decode_cuda_graph_runner``); padded requests (loc 0, seq_lens
+fill 1) resolve to slot 0 at positions ``1..gamma``.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 import torch
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.metadata import AttnMetadata
+from swafuzz.targets.runners import DecodeGraphRunner
 
 __all__ = ["DraftBlockMixin", "block_seq_lens_causal", "draft_block_rows", "run_draft_block"]
 
@@ -99,4 +104,10 @@ def run_draft_block(engine, i: int, s) -> list:
         return torch.tensor(v, dtype=torch.int64, device=dev)
 
     fb = ForwardBatch(ForwardMode.TARGET_VERIFY, len(s.rids), t(locs), t(lens), t(pos))
+    if engine.use_graph(s, len(s.rids)):
+        if "draft_block" not in engine._runners:
+            engine._runners["draft_block"] = DecodeGraphRunner(
+                engine.draft_model, backend, engine.executor, engine.gcfg.buckets,
+                tokens_per_req=gamma, capture_mode=ForwardMode.TARGET_VERIFY)
+        return engine.graph_forward(i, "draft", "draft_block", fb, len(locs), "TARGET_VERIFY")
     return [engine.eager_forward(i, "draft", backend, fb, len(locs))]

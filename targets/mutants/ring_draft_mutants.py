@@ -31,6 +31,13 @@ subclass overriding one method of :class:`targets.ring_draft.DraftBlockMixin`; o
                                   init_forward_metadata_in_graph builds
                                   req_pool_indices_repeated with
                                   repeat_interleave(block_size); R1)
+54  ring_draft_block_host_baked   the block's rows computed on the host at  write_targets,
+                                  the warm-up and reused as a constant in   pool_bytes,
+                                  the captured graph: every replay writes   capture_freeze
+                                  the capture batch's rows (slot 0), the
+                                  real rows are lost (PR #38137 class,
+                                  spec §2.7(e), on the DSpark block stamp;
+                                  graph draft blocks only)
 ==  ============================  ========================================  =====================
 """
 
@@ -101,3 +108,25 @@ class _Tiled(DraftBlockMixin):
         "block_size)), addendum §2.1, §5 R1")
 class RingDraftBlockTiledSlots(UnifiedEngine):
     draft_block_mixin = _Tiled
+
+
+# 54 -----------------------------------------------------------------------------------------
+class _HostBaked(DraftBlockMixin):
+    def block_rows(self, fb):
+        """Rows computed on the host when not capturing (the warm-up) and the constant reused
+        inside the captured graph."""
+        from swafuzz.kernels.launch import capturing
+
+        if capturing() and getattr(self, "_host_const", None) is not None:
+            return self._host_const
+        vals = super().block_rows(fb).tolist()
+        self._host_const = torch.tensor(vals, dtype=torch.int32, device=fb.seq_lens.device)
+        self.baked["swa_out_cache_loc"] = vals
+        return self._host_const
+
+
+@mutant("ring_draft_block_host_baked", KINDS,
+        "PR #38137 class, spec §2.7(e) (host-baked translation), on the DSpark block stamp "
+        "(_dspark_swa_ring_out_cache_loc recorded in-graph)")
+class RingDraftBlockHostBaked(UnifiedEngine):
+    draft_block_mixin = _HostBaked

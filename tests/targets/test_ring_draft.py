@@ -93,3 +93,42 @@ def test_ring_draft_kind_generates_valid_cases(case):
     assert Case.loads(case.dumps()) == case
     v = execute(case, "unified", "torch", ["eager"])
     assert not v.failed, [f.message for f in v.failures]
+
+
+# page size 4 > gamma 2: graph blocks allowed; buckets (1, 2, 4): a block of 3 pads to 4
+GRAPH_BLOCKS = Case(
+    pool=PoolConfig(page_size=4, full_pages=16, swa_pages=2, window=3, swa_ring=8, req_slots=4,
+                    layers=1, draft_layers=2),
+    graph=GraphConfig(buckets=(1, 2, 4), num_draft_tokens=3),
+    steps=(Step("admit", rid=0, length=9), Step("admit", rid=1, length=2),
+           Step("admit", rid=2, length=5), Step("draft_block", rids=(0, 1, 2), exec="graph"),
+           Step("decode", rids=(0, 1, 2), exec="graph"),
+           Step("draft_block", rids=(2, 0, 1), exec="graph"),
+           Step("draft_block", rids=(1,), exec="graph"), Step("finish", rid=0),
+           Step("draft_block", rids=(1, 2), exec="eager"),
+           Step("draft_block", rids=(2, 1), exec="graph")),
+    kind="ring_draft")
+
+
+def test_unified_runs_graph_draft_blocks_clean():
+    v = execute(GRAPH_BLOCKS, "unified", "torch", EXECUTORS)
+    assert not v.failed, [f.message for f in v.failures]
+    from swafuzz.harness.executors import get_executor
+
+    obs = run_case(GRAPH_BLOCKS, target="unified", impl="torch", executor=get_executor("tape"))
+    block = [f for f in obs.forwards if f.step == 3][0]
+    assert block.exec == "graph" and block.rows == 4 * 2 and block.n_real == 6
+
+
+@pytest.mark.parametrize("mutant", ["ring_draft_block_via_mapping", "ring_draft_block_seq_lens",
+                                     "ring_draft_block_tiled_slots"])
+def test_ring_draft_mutant_killed_in_graph(mutant):
+    v = execute(GRAPH_BLOCKS, f"mutant:{mutant}", "torch", ["tape"])
+    assert v.failed, mutant
+
+
+def test_host_baked_block_killed_only_under_graphs():
+    v = execute(GRAPH_BLOCKS, "mutant:ring_draft_block_host_baked", "torch", ["tape"])
+    assert v.failed and "write_targets" in {f.check for f in v.failures}
+    v = execute(GRAPH_BLOCKS, "mutant:ring_draft_block_host_baked", "torch", ["eager"])
+    assert not v.failed, [f.message for f in v.failures]

@@ -23,12 +23,19 @@ def test_valid_draft_block_round_trips():
     assert c.to_json()["steps"][1] == {"op": "draft_block", "rids": [0], "exec": "eager"}
 
 
+def test_graph_draft_block_allowed_when_gamma_below_page_size():
+    c = Case.from_json(_case(pool={"page_size": 4, "swa_ring": 8},
+                             steps=[STEPS[0], {"op": "draft_block", "rids": [0],
+                                               "exec": "graph"}]))
+    assert c.steps[1].exec == "graph" and Case.loads(c.dumps()) == c
+
+
 @pytest.mark.parametrize("obj,path,words", [
     (_case(pool={"swa_ring": 0, "req_slots": 0}), "steps[1].op", "needs a per-request SWA ring"),
     (_case(graph={"num_draft_tokens": 1}), "graph.num_draft_tokens", "must be >= 2"),
     (_case(pool={"swa_ring": 4}), "pool.swa_ring", "window + num_draft_tokens - 1 = 5"),
     (_case(steps=[STEPS[0], {"op": "draft_block", "rids": [0], "exec": "graph"}]),
-     "steps[1].exec", "must be eager"),
+     "steps[1].exec", "graph needs num_draft_tokens - 1 < page_size"),
     (_case(steps=[STEPS[0], {"op": "draft_block", "rids": []}]), "steps[1].rids",
      "at least one request"),
     (_case(steps=[STEPS[0], {"op": "draft_block", "rids": [0], "accept": [1]}]), "steps[1].accept",

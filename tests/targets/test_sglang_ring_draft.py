@@ -28,6 +28,21 @@ BLOCKS = Case(
     kind="ring_draft")
 
 
+# page size 4 > gamma 2: graph blocks (TARGET_VERIFY runner on the draft model, padded to 4)
+GRAPH_BLOCKS = Case(
+    pool=PoolConfig(page_size=4, full_pages=16, swa_pages=2, window=3, swa_ring=8, req_slots=4,
+                    layers=1, draft_layers=2),
+    graph=GraphConfig(buckets=(1, 2, 4), num_draft_tokens=3),
+    steps=(Step("admit", rid=0, length=9), Step("admit", rid=1, length=2),
+           Step("admit", rid=2, length=5), Step("draft_block", rids=(0, 1, 2), exec="graph"),
+           Step("decode", rids=(0, 1, 2), exec="graph"),
+           Step("draft_block", rids=(2, 0, 1), exec="graph"),
+           Step("draft_block", rids=(1,), exec="graph"), Step("finish", rid=0),
+           Step("draft_block", rids=(1, 2), exec="eager"),
+           Step("draft_block", rids=(2, 1), exec="graph")),
+    kind="ring_draft")
+
+
 def _need_0_5_23():
     from swafuzz.targets.sglang import release
 
@@ -43,8 +58,9 @@ def test_draft_blocks_clean_on_0_5_23():
     from swafuzz.targets.sglang import engine
     from swafuzz.targets.sglang.ring_draft import SGLangDraftBlockMixin
 
-    v = execute(BLOCKS, "sglang", "torch", ["eager", "tape"])
-    assert not v.failed, [f.message for f in v.failures]
+    for case in (BLOCKS, GRAPH_BLOCKS):
+        v = execute(case, "sglang", "torch", ["eager", "tape"])
+        assert not v.failed, [f.message for f in v.failures]
     eng = engine.SGLangEngine(BLOCKS, impl="torch")
     obs = eng.run()
     assert obs.error is None

@@ -106,7 +106,8 @@ def run_draft_block(engine, i: int, s) -> list:
     fb = ForwardBatch(ForwardMode.TARGET_VERIFY, len(s.rids), t(locs), t(lens), t(pos))
     if engine.use_graph(s, len(s.rids)):
         if "draft_block" not in engine._runners:
-            engine._runners["draft_block"] = DecodeGraphRunner(
+            runner_cls = getattr(engine, "draft_block_runner_cls", DecodeGraphRunner)
+            engine._runners["draft_block"] = runner_cls(
                 engine.draft_model, backend, engine.executor, engine.gcfg.buckets,
                 tokens_per_req=gamma, capture_mode=ForwardMode.TARGET_VERIFY)
         return engine.graph_forward(i, "draft", "draft_block", fb, len(locs), "TARGET_VERIFY")

@@ -38,6 +38,14 @@ subclass overriding one method of :class:`targets.ring_draft.DraftBlockMixin`; o
                                   real rows are lost (PR #38137 class,
                                   spec §2.7(e), on the DSpark block stamp;
                                   graph draft blocks only)
+55  ring_draft_block_pad_fill_0   the block graph pads requests with        write_targets
+                                  seq_lens 0 instead of the backend's fill  (padded rows), and
+                                  value 1 (get_cuda_graph_seq_len_fill_     pool_bytes when
+                                  value, the registry's FILL_SENTINEL):     R > P
+                                  padded rows start at position -1, ring
+                                  row R - 1 of slot 0, outside page 0 when
+                                  R > P (addendum §4 decode bucket
+                                  "seq fill 1"; graph draft blocks only)
 ==  ============================  ========================================  =====================
 """
 
@@ -47,6 +55,7 @@ import torch
 from swafuzz.targets.engine import UnifiedEngine
 from swafuzz.targets.mutants import mutant
 from swafuzz.targets.ring_draft import DraftBlockMixin, block_seq_lens_causal
+from swafuzz.targets.runners import DecodeGraphRunner
 
 KINDS = ("ring_draft",)
 
@@ -130,3 +139,18 @@ class _HostBaked(DraftBlockMixin):
         "(_dspark_swa_ring_out_cache_loc recorded in-graph)")
 class RingDraftBlockHostBaked(UnifiedEngine):
     draft_block_mixin = _HostBaked
+
+
+# 55 -----------------------------------------------------------------------------------------
+class _PadFillZeroRunner(DecodeGraphRunner):
+    def load_batch(self, fb, bs):
+        """Padded requests get seq_lens 0 (not the DSV4 backend's fill value 1)."""
+        super().load_batch(fb, bs)
+        self.static_seq_lens[fb.batch_size:bs].fill_(0)
+
+
+@mutant("ring_draft_block_pad_fill_0", KINDS,
+        "sglang 0.5.23 DeepseekV4AttnBackend.get_cuda_graph_seq_len_fill_value (1) and "
+        "cuda_graph_buffer_registry FILL_SENTINEL(seq_len_fill_value); addendum §4 decode bucket")
+class RingDraftBlockPadFill0(UnifiedEngine):
+    draft_block_runner_cls = _PadFillZeroRunner

@@ -132,3 +132,26 @@ def test_host_baked_block_killed_only_under_graphs():
     assert v.failed and "write_targets" in {f.check for f in v.failures}
     v = execute(GRAPH_BLOCKS, "mutant:ring_draft_block_host_baked", "torch", ["eager"])
     assert not v.failed, [f.message for f in v.failures]
+
+
+def test_pad_fill_zero_killed_on_padded_rows():
+    """The widened write_targets (``ForwardExp.pad_cycle``) fails on padded rows alone: here
+    R = 8 > P = 4, so pool_bytes fires too; the message names a padded row."""
+    v = execute(GRAPH_BLOCKS, "mutant:ring_draft_block_pad_fill_0", "torch", ["tape"])
+    msgs = [f.message for f in v.failures if f.check == "write_targets"]
+    assert msgs and "padded" in msgs[0], [f.message for f in v.failures]
+    v = execute(GRAPH_BLOCKS, "mutant:ring_draft_block_pad_fill_0", "torch", ["eager"])
+    assert not v.failed
+
+
+def test_pad_fill_zero_seen_only_by_the_pad_cycle():
+    """R == P: the padded rows' wrong row (R - 1) is in page 0, which pool_bytes never compares;
+    only write_targets' padded-row expectation (``pad_cycle``) sees it."""
+    case = Case(pool=PoolConfig(page_size=8, full_pages=8, swa_pages=1, window=3, swa_ring=8,
+                                req_slots=2),
+                graph=GraphConfig(buckets=(2,), num_draft_tokens=3),
+                steps=(Step("admit", rid=0, length=5),
+                       Step("draft_block", rids=(0,), exec="graph")), kind="ring_draft")
+    assert not execute(case, "unified", "torch", ["tape"]).failed
+    v = execute(case, "mutant:ring_draft_block_pad_fill_0", "torch", ["tape"])
+    assert {f.check for f in v.failures} == {"write_targets"}, [f.message for f in v.failures]

@@ -171,7 +171,8 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "(swa_ring_rows) stamp the block's rows, read back through the release's store_cache and "
      "resolver (cached branch). Modelled: the per-request slots (upstream "
      "req_pool_indices.repeat_interleave(block_size); the harness's ring tables), the block's "
-     "forward batch, and its graph runner (draft_block is eager only). 0.5.12: no ring, no "
+     "forward batch, and its graph runner (the model's TARGET_VERIFY runner on the draft "
+     "model; the release's helpers run inside the tape-captured graph). 0.5.12: no ring, no "
      "DSpark. Not run with a ring in 0.5.23 and refused by the Case: multi-step draft decode "
      "(DSpark runs none) and the draft-extend SWA buffer (filled through M)"),
 )

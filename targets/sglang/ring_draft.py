@@ -8,7 +8,9 @@ Real: the block's ring rows are computed by the release's own
 backend's shim with the draft pool's ``swa_req_ring_size``; the stores then go through the
 release's ``store_cache`` and resolver (its cached branch returns the stamped rows). Modelled:
 the per-request slots (upstream ``req_pool_indices.repeat_interleave(block_size)``) come from
-the harness's ring tables, and the draft block's graph runner is not driven (eager only).
+the harness's ring tables, and a graph block runs through the model's TARGET_VERIFY runner on
+the draft model (the release's ``decode_cuda_graph_runner`` needs a model runner); the two
+release helpers above are recorded in the captured graph and re-run on every replay.
 """
 
 from __future__ import annotations

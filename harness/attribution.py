@@ -29,7 +29,7 @@ def _attribute(case, exp, got: bytes) -> str:
         paths.update({(p.step, p.fwd): p for p in expected_paths(case, True)
                       if (p.step, p.fwd) in paths and p.rows > paths[(p.step, p.fwd)].rows})
         for (i, f), p in sorted(paths.items()):
-            pool = "draft" if p.op in ("draft_extend", "draft_decode") else "target"
+            pool = "draft" if p.op in ("draft_extend", "draft_decode", "draft_block") else "target"
             n_layers = case.pool.draft_layers if pool == "draft" else case.pool.layers
             e = fwd_exp.get((i, f))
             for layer in range(n_layers):

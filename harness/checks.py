@@ -147,7 +147,7 @@ def _pair_forwards(obs, exp) -> tuple[list[tuple[Any, Any]], list[Failure]]:
 # ----------------------------------------------------------------------------- 1
 def check_write_targets(case, obs, exp) -> list[Failure]:
     """Resolved write locations equal the oracle's, int32, per layer and forward; padded rows
-    resolve to 0. Proven by: ``draft_extend_zeros`` (PR #27091 review), ``idle_uses_cache``;
+    resolve to 0 (or to the forward's ``pad_cycle``: a graph draft block, issue 12). Proven by: ``draft_extend_zeros`` (PR #27091 review), ``idle_uses_cache``;
     defence in depth beside pool_bytes (never the only killer; reason in DEFENCE_IN_DEPTH)."""
     p = case.pool.page_size
     pairs, fails = _pair_forwards(obs, exp)
@@ -162,7 +162,8 @@ def check_write_targets(case, obs, exp) -> list[Failure]:
                                      f"locations are {s.loc_dtype}, expected int32", "dtype",
                                      o.step, o.fwd))
                 continue
-            want = list(e.targets) + [0] * (len(s.locs) - e.n_real)
+            cyc = getattr(e, "pad_cycle", ()) or (0,)  # issue 12: draft_block padding
+            want = list(e.targets) + [cyc[k % len(cyc)] for k in range(len(s.locs) - e.n_real)]
             if len(s.locs) < e.n_real:
                 fails.append(Failure("write_targets", f"{_fwd_name(o)} layer {s.layer}: "
                                      f"{len(s.locs)} locations for {e.n_real} real rows", "count",

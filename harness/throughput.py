@@ -11,6 +11,7 @@ def forward_count(case) -> int:
     for s in case.steps:
         if s.op == "draft_decode":
             n += max(0, case.graph.num_steps - 1)
-        elif s.op in ("admit", "decode", "verify", "draft_extend", "idle", "dp_decode"):
+        elif s.op in ("admit", "decode", "verify", "draft_extend", "idle", "dp_decode",
+                      "draft_block"):
             n += 1
     return n

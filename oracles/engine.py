@@ -93,6 +93,9 @@ class ForwardExp:
     full_locs: list[int]
     rows_eager: int  # rows the eager path writes (padded count for dp_decode, tokens for idle)
     rows_graph: int | None  # rows under a captured bucket; None if no bucket fits / no graph
+    #: issue 12 (draft_block): padded row k (k = r - n_real) resolves to ``pad_cycle[k % len]``
+    #: (all in page 0); empty: every padded row resolves to 0
+    pad_cycle: tuple[int, ...] = ()
 
 
 @dataclass

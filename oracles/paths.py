@@ -110,6 +110,10 @@ def expected_paths(case: Case, graphs: bool) -> list[PathExp]:
             padded = max([n, *s.rank_tokens])
             mode = "EXTEND" if s.dp_extend else ("DECODE" if n else "IDLE")
             add(0, mode, "decode", padded, 1, n, padded, dp=padded)
+        elif s.op == "draft_block":  # issue 12: DSpark draft block on a ring
+            w = g.num_draft_tokens - 1
+            n = len(s.rids) * w
+            add(0, "TARGET_VERIFY", "draft_block", len(s.rids), w, n, n)
     return out
 
 

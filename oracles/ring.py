@@ -162,6 +162,11 @@ class RingShadow(_Shadow):
     def _run_step(self, i: int, s) -> None:
         if s.op == "draft_decode":
             raise CaseInfeasible(i, "draft_decode is not supported with a ring")
+        if s.op == "draft_block":  # DSpark draft block (issue 12): oracles/ring_draft.py
+            from swafuzz.oracles.ring_draft import draft_block_forward
+
+            draft_block_forward(self, i, s)
+            return self._snapshot(i, s)
         if s.op == "admit" and s.rid is not None and s.rid not in self.ever:
             self._take_slot(i, s.rid)
         rid_done = s.rid if s.op == "finish" else None

@@ -437,7 +437,36 @@ here both pools of the Case are rings, each its own storage). Rules that replace
 * Allocator accounting (sglang ``SWATokenToKVPoolAllocator`` in ring mode), exposed after every
   step: ``available`` = free full pages * P; ``swa_available`` = free request slots *
   ``ceil(R/P)*P``; the paged SWA counter never exceeds its size (``swa_pages * P``).
-* Not with a ring: ``draft_decode`` steps and ``graph.draft_extend_buffer`` (CaseError).
+* Not with a ring: ``draft_decode`` steps and ``graph.draft_extend_buffer`` (CaseError; the
+  message says which release code shows the combination is not run: see "DSpark draft block on
+  a ring" below).
+
+DSpark draft block on a ring (``draft_block``; addendum §2.1, §4 "DSpark target verify / draft
+block"; issue 12)
+---------------------------------------------------------------------------------------------
+In sglang 0.5.23 the draft model that owns a per-request SWA ring is DSpark's
+(``uses_draft_swa_ring``: encoder replay, which V4.1 admits only with DSpark). It runs no
+multi-step DECODE and no DRAFT_EXTEND forward: per round it runs one *draft block*, a
+TARGET_VERIFY-mode forward on the draft model whose SWA write rows are stamped from the request
+slot and the block's positions (``_dspark_swa_ring_out_cache_loc``), never from ``M``.
+
+* ``draft_block(rids, exec)``: needs a ring, ``graph.num_draft_tokens >= 2`` and ``pool.swa_ring
+  >= window + gamma`` with block size ``gamma = num_draft_tokens - 1`` (upstream asserts the
+  block size is ``speculative_num_draft_tokens - 1``; the draft ring is sized
+  ``ceil((window + draft tokens) / P) * P``, so a block never overwrites an in-window row).
+  No allocation; request state is unchanged. One forward on the draft pool with ``gamma`` rows
+  per request, in ``rids`` order: row ``i`` of request ``rid`` (slot ``s``, length ``L =
+  len(tokens[rid])``) sits at position ``L + i`` (``seq_lens_casual - 1`` with
+  ``seq_lens_casual = L + i + 1``), carries the full location ``tokens[rid][-1]`` (the anchor
+  token the block starts from; the row's location plays no part in its ring row), and lands at
+  ring row ``s*R + (L + i) mod R``. No ``-1`` window rule (every block row is ahead of the
+  committed window). ``exec: "graph"`` (upstream: the draft model's decode graph runner,
+  whose in-graph op re-stamps the rows on every replay) needs ``gamma < page_size``: with an
+  executor that captures graphs the block runs through the TARGET_VERIFY graph of the smallest
+  bucket ``B >= len(rids)``, ``B * gamma`` rows, real rows first; each padded request has
+  slot 0 and length 1 (the seq_lens fill), so its rows land at slot 0's rows ``1..gamma``, in
+  page 0, never compared (the capture's warm-up writes the same rows). A graph block with no
+  fitting bucket makes the Case invalid.
 """
 
 from __future__ import annotations
@@ -469,9 +498,10 @@ OPS = (
     "finish",
     "remap",
     "extend",
+    "draft_block",
 )
 FORWARD_OPS = ("admit", "decode", "verify", "draft_extend", "draft_decode", "idle", "dp_decode",
-               "extend")
+               "extend", "draft_block")
 #: PoolConfig fields emitted in JSON only when non-zero (older bundles stay byte-identical)
 OPTIONAL_POOL_FIELDS = ("page_pad_bytes", "request_window", "window_slots", "window_chunk",
                         "late_layer_start", "swa_ring", "req_slots", "separate_replay")

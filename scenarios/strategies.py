@@ -507,3 +507,8 @@ SCENARIO_KINDS.update(TAIL_GRAPH_KINDS)
 from swafuzz.scenarios.dspark_strategies import DSPARK_KINDS  # noqa: E402
 
 SCENARIO_KINDS.update(DSPARK_KINDS)
+
+# issue 12: the DSpark draft block on a per-request SWA ring (issue12-ringdraft)
+from swafuzz.scenarios.ring_draft_kind import ring_draft_strategy  # noqa: E402
+
+SCENARIO_KINDS["ring_draft"] = ring_draft_strategy

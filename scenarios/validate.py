@@ -54,6 +54,7 @@ _STEP_FIELDS = {
     "finish": {"rid"},
     "remap": set(),
     "extend": {"rids", "lengths", "replay", "exec", "rank_tokens"},
+    "draft_block": {"rids", "exec"},
 }
 # late-layer tail under graphs (scenarios.tail_graph_case)
 _STEP_FIELDS["extend"] = _STEP_FIELDS["extend"] | {"tail_exec", "rank_tokens"}
@@ -177,16 +178,25 @@ def _check_ring(pool: PoolConfig) -> None:
 
 
 def _check_ring_case(case: Case) -> None:
-    """What a ring Case may not use: multi-step draft decode and the draft-extend SWA buffer."""
+    """What a ring Case may not use (multi-step draft decode, the draft-extend SWA buffer) and
+    what a ``draft_block`` step needs (scenarios/case.py "DSpark draft block on a ring")."""
+    from swafuzz.scenarios.ring_draft_validate import check_draft_blocks
+
+    check_draft_blocks(case)
     if not case.pool.swa_ring:
         return
     if case.graph.draft_extend_buffer:
         raise CaseError("graph.draft_extend_buffer", "must be false with pool.swa_ring > 0 "
-                        "(the pre-translated buffer reads M, which a ring never writes)")
+                        "(the pre-translated buffer reads M, which a ring never writes: sglang "
+                        "0.5.23 _fill_cuda_graph_swa_out_cache_loc translates through M with no "
+                        "ring branch, and the only draft with a ring, DSpark's, runs no "
+                        "DRAFT_EXTEND forward)")
     for i, s in enumerate(case.steps):
         if s.op == "draft_decode":
             raise CaseError(f"steps[{i}].op", "draft_decode is not supported with "
-                            "pool.swa_ring > 0; allowed: " + ", ".join(
+                            "pool.swa_ring > 0 (sglang 0.5.23 gives a draft a ring only under "
+                            "DSpark, uses_draft_swa_ring; its draft runs TARGET_VERIFY blocks and "
+                            "IDLE, never multi-step DECODE: use draft_block); allowed: " + ", ".join(
                                 o for o in OPS if o != "draft_decode"))
 
 

@@ -28,6 +28,7 @@ from swafuzz.targets.kv_pool import SWAKVPool
 from swafuzz.targets.model import SWAModel
 from swafuzz.targets.observation import ForwardObs, Observation, RedzoneObs, StepObs, StoreObs
 from swafuzz.targets.ring import RingAllocator
+from swafuzz.targets.ring_draft import DraftBlockMixin
 from swafuzz.targets.runners import (
     CapturedBucket,
     DecodeGraphRunner,
@@ -82,6 +83,8 @@ class UnifiedEngine:
     window_path_cls = TailGraphPath  # WindowPath + the tail under graphs (targets.tail_graph)
     #: the allocator of a Case with a per-request SWA ring (``pool.swa_ring > 0``)
     ring_allocator_cls = RingAllocator
+    #: the DSpark draft block's backend mixin (issue 12, ``draft_block``: targets/ring_draft.py)
+    draft_block_mixin = DraftBlockMixin
 
     def __init__(self, case: Case, impl: str = "torch", executor=None, name: str = "unified"):
         self.case = case
@@ -334,6 +337,12 @@ class UnifiedEngine:
         self.target_backend.init_forward_metadata(fb)  # on the unpadded batch
         self.dp.pad_inputs_to_size(fb, padded)  # out_cache_loc rebound after metadata init
         return [self.eager_stores(i, 0, "target", self.target_backend, fb, n_real)]
+
+    def step_draft_block(self, i: int, s: Step) -> list[ForwardObs]:
+        """Issue 12: the DSpark draft block on a ring (:mod:`targets.ring_draft`)."""
+        from swafuzz.targets.ring_draft import run_draft_block
+
+        return run_draft_block(self, i, s)
 
     def step_evict(self, i: int, s: Step) -> list[ForwardObs]:
         self.allocator.evict(s.rid, self.cfg.window)

@@ -587,3 +587,7 @@ from swafuzz.targets.mutants import tail_graph_mutants  # noqa: E402,F401
 # isort: split
 # 47-49: window verify (DSpark early metadata) and DP-padded EXTEND (issue 12 item 2)
 from swafuzz.targets.mutants import dspark_mutants  # noqa: E402,F401
+
+# isort: split
+# 50-53: the DSpark draft block on a ring (issue 12, issue12-ringdraft)
+from swafuzz.targets.mutants import ring_draft_mutants  # noqa: E402,F401

@@ -202,6 +202,16 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "(prepare_mlp_sync_batch) is modelled: full location 0, position 0. Kind "
      "window_dp_extend; as driven, the release joins the padding rows to the last real run "
      "(docs/notes/issue12-dspark.md)"),
+    ("ring: DSpark draft block rows (draft_block)", "absent", "real",
+     "0.5.23 (targets/sglang/ring_draft.py): DeepseekV4AttnBackend._dspark_seq_lens_casual "
+     "(build_block_seq_lens_causal, torch branch on CPU) and _dspark_swa_ring_out_cache_loc "
+     "(swa_ring_rows) stamp the block's rows, read back through the release's store_cache and "
+     "resolver (cached branch). Modelled: the per-request slots (upstream "
+     "req_pool_indices.repeat_interleave(block_size); the harness's ring tables), the block's "
+     "forward batch, and its graph runner (the model's TARGET_VERIFY runner on the draft "
+     "model; the release's helpers run inside the tape-captured graph). 0.5.12: no ring, no "
+     "DSpark. Not run with a ring in 0.5.23 and refused by the Case: multi-step draft decode "
+     "(DSpark runs none) and the draft-extend SWA buffer (filled through M)"),
 )
 
 

@@ -474,6 +474,14 @@ class SGLangEngine(UnifiedEngine):
 
         return SGLangV41Path
 
+    @property
+    def draft_block_mixin(self):
+        """Issue 12: the DSpark draft block with the release's block-row helpers
+        (:mod:`targets.sglang.ring_draft`); importing it on 0.5.12 raises TargetUnavailable."""
+        from swafuzz.targets.sglang.ring_draft import SGLangDraftBlockMixin
+
+        return SGLangDraftBlockMixin
+
     def new_observation(self):
         obs = super().new_observation()
         obs.target_version = TARGET_VERSION

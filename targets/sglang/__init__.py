@@ -180,8 +180,11 @@ KIND_FIRST_RELEASE = {"ring": ("0.5.20", "per-request SWA ring (swa_req_ring_siz
 KIND_FIRST_RELEASE["replay_tail"] = ("0.5.21", "encoder SWA replay / late-layer tail")
 KIND_FIRST_RELEASE["prefill_graphs"] = ("0.5.23", "prefill graphs under a request window")
 
-#: kinds no release's adapter drives (issue 12: the DECODE graph under a request window)
-KINDS_NOT_DRIVEN = ("window_graphs",)
+KIND_FIRST_RELEASE["window_graphs"] = ("0.5.21", "request window (DECODE graphs under it)")
+
+#: kinds no release's adapter drives (none since the DECODE graph under a request window runs
+#: on 0.5.23's decode-bucket code, targets/sglang/window_graph.py)
+KINDS_NOT_DRIVEN: tuple[str, ...] = ()
 
 
 def unsupported_kinds(kinds) -> list[str]:

@@ -103,13 +103,6 @@ class SGLangWindowPath(WindowPath):
     def __init__(self, engine):
         super().__init__(engine)
         pool = engine.target_pool
-        if self.on and engine.executor.graphs and any(
-                st.exec == "graph" and st.op in ("decode", "idle", "dp_decode")
-                for st in engine.case.steps):
-            raise TargetUnavailable(
-                "target sglang: DECODE graphs under a request window (the decode bucket's "
-                "in-graph layout, addendum §4) are not driven on the sglang adapter; run them "
-                "on unified, or with --executor eager")
         if self.on:
             self.real_pool = build_real_pool(pool)  # no mapping: a CUDA window has none (W8)
             self.real_pool.request_window = self.window
@@ -179,6 +172,11 @@ class SGLangWindowPath(WindowPath):
             self.tail_metadata = _backend_mod.DSV4Metadata(
                 core_attn_metadata=tm.core_attn_metadata, indexer_metadata=None,
                 late_layer_tail=real)
+        if self.on:
+            # the release's init_forward_metadata ends with _activate_request_window (the
+            # metadata's layout becomes the window's; prepared dropped)
+            self.shim.forward_metadata = self.forward_metadata
+            RealBackend._activate_request_window(self.shim)
 
     def resolve(self, fb):
         from swafuzz.targets.sglang.engine import real_batch
@@ -251,3 +249,7 @@ class SGLangWindowPath(WindowPath):
 from swafuzz.targets.sglang.window_prefill import SGLangPrefillRunner  # noqa: E402
 
 SGLangWindowPath.prefill_runner_cls = SGLangPrefillRunner
+
+from swafuzz.targets.sglang.window_graph import SGLangWindowGraphRunner  # noqa: E402
+
+SGLangWindowPath.graph_runner_cls = SGLangWindowGraphRunner

@@ -15,7 +15,11 @@ Real (the release's code runs):
   backend's ``store_cache``, on an instance built without ``__init__``; the pool it sees is a
   ``DeepSeekV4TokenToKVPool`` without ``__init__`` whose ``request_window`` is the real window
   and (window mode) whose mapping is None, as under a CUDA window (W8); the release's
-  ``get_swa_raw_buffer`` picks the workspace.
+  ``get_swa_raw_buffer`` picks the workspace;
+* ``_activate_request_window`` at the end of every eager metadata init (as the release's
+  ``init_forward_metadata`` ends; skipped with the init itself for an eager IDLE under MTP);
+* the DECODE graph under a window: :mod:`targets.sglang.window_graph` (the decode bucket's Raw
+  metadata, registry padding and in-graph upgrade).
 
 Modelled (the engine model's, see the TABLE in :mod:`targets.sglang`): the two Triton kernels
 ``copy_packed_rows`` / ``commit_packed_rows`` (CUDA-only; replaced in the module's namespace by

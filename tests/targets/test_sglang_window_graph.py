@@ -20,6 +20,7 @@ import os
 
 import pytest
 from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from swafuzz.harness.run import execute
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
 from swafuzz.scenarios.strategies import SCENARIO_KINDS
@@ -164,3 +165,31 @@ def test_eager_init_activation_keeps_idle_without_mtp_clean(monkeypatch):
     monkeypatch.setattr(RealBackend, "_activate_request_window", lambda self: None)
     v = execute(no_mtp, "sglang", "torch", EX)
     assert v.failed and v.signature() == "window/window_graphs/workspace"
+
+
+@settings(max_examples=30, database=None, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 3), st.integers(1, 4), st.data())
+def test_dense_commit_equals_the_masked_one_on_decode_buckets(cap, W, B, data):
+    """The mask-free in-graph commit (a seam) leaves the masked commit's ring rows (slots >= 1)
+    and tags (all) on decode-bucket layouts: ``b <= B`` distinct slots >= 1, any positions, then
+    ``B - b`` padding rows of slot 0, position 0 (``window_layout`` of 0.5.23, one group per
+    row). Shrinks towards one row, capacity 1."""
+    import torch
+    from swafuzz.targets.sglang.window import _commit_packed_rows, _real_window_layout
+    from swafuzz.targets.sglang.window_graph import _commit_packed_rows_dense
+
+    S = 4
+    b = data.draw(st.integers(0, B))
+    slots = data.draw(st.permutations(range(1, S + 1)))[:b]
+    pos = [data.draw(st.integers(0, 9)) for _ in slots]
+    req = torch.tensor(list(slots) + [0] * (B - b))
+    p = torch.tensor(pos + [0] * (B - b))
+    lay = _real_window_layout(req, p, zero_row=(S + 1) * cap, window=W, capacity=cap)
+    ws = torch.arange(lay.size, dtype=torch.int64).view(-1, 1, 1).to(torch.uint8) + 1
+    out = []
+    for fn in (_commit_packed_rows, _commit_packed_rows_dense):
+        state = torch.zeros((S + 1) * cap, 1, 1, dtype=torch.uint8)
+        tags = torch.full(((S + 1) * cap,), -1, dtype=torch.int64)
+        fn(ws, state, tags, lay, page_size=1, capacity=cap)
+        out.append((state.flatten()[cap:].tolist(), tags.tolist()))
+    assert out[0] == out[1]

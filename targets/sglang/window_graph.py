@@ -10,6 +10,9 @@ Real (the release's code runs):
   ``positions`` and ``out_cache_loc``; FILL_SENTINEL with the backend's
   ``get_cuda_graph_seq_len_fill_value()`` = 1 for ``seq_lens``), and ``reset_padding`` over the
   whole buffer before a capture (the state the runner captures from at start-up);
+* ``build_replay_fb_view`` (``srt/model_executor/runner/decode_cuda_graph_runner.py``): the
+  replay view over the registry's buffers (capture mode DECODE, live mode as
+  ``actual_forward_mode``, the live unpadded ``out_cache_loc``);
 * ``DeepseekV4AttnBackend.init_forward_metadata_out_graph`` for the DECODE_OR_IDLE bucket, at
   capture (``in_capture=True``: synthetic zero locations) and before every replay (the IDLE
   substitution: ``seq_lens`` ones, ``req_pool_indices`` zeros, for every one of the bucket's
@@ -34,10 +37,10 @@ Modelled (adapter seams, see ``TABLE`` in :mod:`swafuzz.targets.sglang`):
 * the decode runner itself (``DecodeCudaGraphRunner`` needs a model runner): bucket choice,
   lazy capture on first use (upstream captures every bucket at start-up, before any request:
   this runner's graph backend is a separate instance whose per-forward state is the
-  constructor's, ``encoder_replay`` False and ``encoder_row_floor`` None), the replay view (a
-  record of the registry's slices with the capture mode and the live mode, as
-  ``build_replay_fb_view`` builds it), the live ``out_cache_loc`` (zeros: under a window no SWA
-  write reads it, W8);
+  constructor's, ``encoder_replay`` False and ``encoder_row_floor`` None), the capture batch
+  (``capture_prepare``'s: the registry's slices in mode DECODE), the live batch's fields the
+  view copies (no CPU lengths, LoRA, spec info or KV plan), the live ``out_cache_loc`` (zeros:
+  under a window no SWA write reads it, W8);
 * ``_create_flashmla_metadata`` -> None while the runner drives the release (FlashMLA's
   scheduling plan, a read-side object of the ``flash_mla`` CUDA extension);
 * ``commit_packed_rows`` inside the captured function: a mask-free row copy (the Triton kernel
@@ -59,6 +62,7 @@ from types import SimpleNamespace
 
 import torch
 from sglang.srt.model_executor.cuda_graph_buffer_registry import build_decode_registry
+from sglang.srt.model_executor.runner.decode_cuda_graph_runner import build_replay_fb_view
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.kv_pool import DTYPES
 from swafuzz.targets.observation import StoreObs
@@ -154,8 +158,8 @@ class SGLangWindowGraphRunner(WindowGraphRunner):
 
     # -- views -----------------------------------------------------------------------------------
     def _view(self, B: int, mode: ForwardMode, live_loc: torch.Tensor | None) -> SimpleNamespace:
-        """The forward batch the release's prep reads: the registry's ``[:B]`` slices, the
-        capture mode DECODE and the live mode."""
+        """The capture batch the release's prep reads (``capture_prepare``'s, modelled): the
+        registry's ``[:B]`` slices in mode DECODE."""
         seq = self.static_seq[:B]
         return SimpleNamespace(
             batch_size=B, forward_mode=real_mode("DECODE"), actual_forward_mode=real_mode(mode.name),
@@ -219,14 +223,26 @@ class SGLangWindowGraphRunner(WindowGraphRunner):
 
         if mode == ForwardMode.IDLE:
             slots, seq = [0] * n, [1] * n
-        live = SimpleNamespace(req_pool_indices=t(slots), seq_lens=t(seq),
-                               positions=t([s - 1 for s in seq]), out_cache_loc=t([0] * n),
-                               input_ids=t([0] * n))
+        live = SimpleNamespace(
+            forward_mode=real_mode(mode.name), batch_size=n, req_pool_indices=t(slots),
+            seq_lens=t(seq), seq_lens_sum=sum(seq), seq_lens_cpu=None, max_seq_len_host=None,
+            positions=t([s - 1 for s in seq]), out_cache_loc=t([0] * n), input_ids=t([0] * n),
+            out_cache_loc_virtual=None, kv_loc_plan=None, kv_loc_cols=None,
+            max_seq_len_override=None, spec_info=None, lora_ids=None,
+            can_run_decode_cuda_graph=True)
         self.registry.fill_from(live, raw_bs=n, padded_bs=B, raw_num_tokens=n,
                                 padded_num_tokens=B)
+        reg = self.registry
+        buffers = SimpleNamespace(mamba_track_indices=None, encoder_lens=None,
+                                  **{k: reg.get_slot(k).buffer for k in (
+                                      "input_ids", "positions", "req_pool_indices", "seq_lens",
+                                      "seq_lens_cpu")})
+        view = build_replay_fb_view(
+            forward_batch=live, buffers=buffers, bs=B, raw_bs=n, num_tokens=B,
+            global_num_tokens_cpu=None, seq_len_fill_value=self.fill_value,
+            capture_forward_mode=real_mode("DECODE"), is_encoder_decoder=False)
         with _seams(dense_commit=False):
-            RealBackend.init_forward_metadata_out_graph(self.bk, self._view(B, mode,
-                                                                            live.out_cache_loc))
+            RealBackend.init_forward_metadata_out_graph(self.bk, view)
 
     def after_replay(self) -> None:
         """Nothing: a replay runs no host code (the window's ``prepared`` key stays)."""

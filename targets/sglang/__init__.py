@@ -83,13 +83,25 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "commit are replaced in the module's namespace by row copies with the contract of "
      "addendum §2.2 (commit: masked rows to req * capacity + pos % capacity, tags = pos)"),
     ("DECODE graphs under a request window (decode bucket: Raw metadata, in-graph layout one "
-     "group per row, padded rows slot 0, IDLE replay commits slot 0, W7)", "absent",
-     "absent",
-     "0.5.23 has it (0.5.12 not); the adapter does not drive it (absent from the sglang "
-     "target, not from the release): kind window_graphs runs on unified only (tape / cudagraph executors): on CPU the "
-     "release's decode bucket needs make_forward_metadata_from_raw_decode with a model "
-     "runner's graph buffers; a window Case with graph steps under a graph executor raises "
-     "TargetUnavailable on sglang, and the kind is left out of sglang runs"),
+     "group per row, padded rows slot 0, IDLE replay commits slot 0, W7)", "absent", "real",
+     "0.5.12 has no request window: kind window_graphs is refused there (first in 0.5.21). "
+     "0.5.23 (targets/sglang/window_graph.py): the decode runner's buffer registry "
+     "(build_decode_registry, fill_from: req / positions / locations ZERO, seq_lens FILL_SENTINEL "
+     "1 = get_cuda_graph_seq_len_fill_value), build_replay_fb_view, "
+     "init_forward_metadata_out_graph for the "
+     "DECODE_OR_IDLE bucket at capture and before every replay (IDLE substitution, "
+     "init_forward_metadata_decode -> DSV4RawDecodeMetadata, replay_cuda_graph_metadata_from, "
+     "Raw copy_ into the captured metadata), and inside the captured function "
+     "init_forward_metadata_in_graph -> make_forward_metadata_from_raw_decode -> "
+     "make_core_attn_metadata (torch build_page_table_positions, window_layout with "
+     "num_groups=None, torch branch), the resolver's W branch through store_cache, RequestWindow "
+     "activate / buffer / commit, on_after_cuda_graph_warmup, model_capture_mode while "
+     "capturing. Modelled: the runner (DecodeCudaGraphRunner needs a model runner: bucket "
+     "choice, lazy capture on first use on a graph backend in its constructor state, the capture "
+     "batch, zero live out_cache_loc), _create_flashmla_metadata (None: flash_mla is CUDA-only), "
+     "a mask-free commit_packed_rows inside the graph, a zero req_to_token table. Eager forwards "
+     "end with the release's _activate_request_window. Known: ledger "
+     "window-a5-mtp-idle-after-graph-replay (A5 on the release's code)"),
     ("breakable prefill graphs under a request window (admit / extend exec graph: padded "
      "layout, live-row mask, in-place refresh, W7)", "absent", "real",
      "0.5.12 has none (0.5.21/0.5.22 reject prefill graphs with encoder replay; first in "
@@ -259,10 +271,12 @@ KIND_FIRST_RELEASE["tail_graphs"] = ("0.5.22", "late-layer tail under graphs (pr
 KIND_FIRST_RELEASE["dspark_verify"] = ("0.5.21", "request window (target verify)")
 KIND_FIRST_RELEASE["window_dp_extend"] = ("0.5.21", "request window (DP-padded EXTEND)")
 
-#: kinds no release's adapter drives (issue 12: the DECODE graph under a request window)
-KINDS_NOT_DRIVEN = ("window_graphs",)
-# issue 12 item 2: the DSpark TARGET_VERIFY graph under a request window (targets/dspark_graph.py)
-KINDS_NOT_DRIVEN += ("dspark_verify_graph",)
+KIND_FIRST_RELEASE["window_graphs"] = ("0.5.21", "request window (DECODE graphs under it)")
+
+#: kinds no release's adapter drives: the DSpark TARGET_VERIFY graph under a request window
+#: (targets/dspark_graph.py; the DECODE graph under a window runs on 0.5.23's decode-bucket
+#: code, targets/sglang/window_graph.py)
+KINDS_NOT_DRIVEN: tuple[str, ...] = ("dspark_verify_graph",)
 
 
 def unsupported_kinds(kinds) -> list[str]:

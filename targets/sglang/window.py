@@ -15,7 +15,11 @@ Real (the release's code runs):
   backend's ``store_cache``, on an instance built without ``__init__``; the pool it sees is a
   ``DeepSeekV4TokenToKVPool`` without ``__init__`` whose ``request_window`` is the real window
   and (window mode) whose mapping is None, as under a CUDA window (W8); the release's
-  ``get_swa_raw_buffer`` picks the workspace.
+  ``get_swa_raw_buffer`` picks the workspace;
+* ``_activate_request_window`` at the end of every eager metadata init (as the release's
+  ``init_forward_metadata`` ends; skipped with the init itself for an eager IDLE under MTP);
+* the DECODE graph under a window: :mod:`targets.sglang.window_graph` (the decode bucket's Raw
+  metadata, registry padding and in-graph upgrade).
 
 Modelled (the engine model's, see the TABLE in :mod:`targets.sglang`): the two Triton kernels
 ``copy_packed_rows`` / ``commit_packed_rows`` (CUDA-only; replaced in the module's namespace by
@@ -104,13 +108,11 @@ class SGLangWindowPath(WindowPath):
         super().__init__(engine)
         pool = engine.target_pool
         if self.on and engine.executor.graphs and any(
-                st.exec == "graph" and st.op in ("decode", "idle", "dp_decode", "verify")
-                for st in engine.case.steps):
+                st.exec == "graph" and st.op == "verify" for st in engine.case.steps):
             raise TargetUnavailable(
-                "target sglang: DECODE graphs under a request window (the decode bucket's "
-                "in-graph layout, addendum §4) and DSpark verify graphs (early metadata) are "
-                "not driven on the sglang adapter; run them "
-                "on unified, or with --executor eager")
+                "target sglang: DSpark verify graphs under a request window (early metadata) "
+                "are not driven on the sglang adapter; run them on unified, or with --executor "
+                "eager")
         if self.on:
             self.real_pool = build_real_pool(pool)  # no mapping: a CUDA window has none (W8)
             self.real_pool.request_window = self.window
@@ -180,6 +182,11 @@ class SGLangWindowPath(WindowPath):
             self.tail_metadata = _backend_mod.DSV4Metadata(
                 core_attn_metadata=tm.core_attn_metadata, indexer_metadata=None,
                 late_layer_tail=real)
+        if self.on:
+            # the release's init_forward_metadata ends with _activate_request_window (the
+            # metadata's layout becomes the window's; prepared dropped)
+            self.shim.forward_metadata = self.forward_metadata
+            RealBackend._activate_request_window(self.shim)
 
     def resolve(self, fb):
         from swafuzz.targets.sglang.engine import real_batch
@@ -253,7 +260,13 @@ from swafuzz.targets.sglang.window_prefill import SGLangPrefillRunner  # noqa: E
 
 SGLangWindowPath.prefill_runner_cls = SGLangPrefillRunner
 
+<<<<<<< HEAD
 # issue 12 item 2: window verify and DP-padded EXTEND (targets/sglang/dspark.py)
 from swafuzz.targets.sglang.dspark import SGLangDSpark  # noqa: E402 (imports this module)
 
 SGLangWindowPath.dspark_cls = SGLangDSpark
+=======
+from swafuzz.targets.sglang.window_graph import SGLangWindowGraphRunner  # noqa: E402
+
+SGLangWindowPath.graph_runner_cls = SGLangWindowGraphRunner
+>>>>>>> issue12-wingraph-sglang

@@ -6,8 +6,7 @@ capture's warm-up commit, IDLE replays committing slot 0 only) and its eager lan
 model agrees with both lanes (tape executor: graph; eager executor: every step eager) on a hand
 Case and on the ``window_graphs`` kind; each of the four graph mutants is killed on the hand
 Case by the check its docstring names, and only that check is needed (leave-one-out); the
-other window kinds do not reach them; the sglang target refuses graph window Cases under a
-graph executor.
+other window kinds do not reach them; the sglang target refuses the kind before 0.5.21.
 Reproduce: ``pytest tests/targets/test_window_graph.py``.
 """
 
@@ -103,25 +102,26 @@ def test_other_window_kinds_do_not_reach_these_mutants():
     assert v is None
 
 
-def test_sglang_refuses_graph_window_cases():
-    from swafuzz.targets.sglang import KINDS_NOT_DRIVEN, TABLE, unsupported_kinds
+def test_sglang_drives_graph_window_cases_from_0_5_21():
+    """The sglang target runs the kind on 0.5.23 (tests/targets/test_sglang_window_graph.py);
+    releases before the request window (0.5.12) refuse it."""
+    from swafuzz.targets.sglang import KIND_FIRST_RELEASE, KINDS_NOT_DRIVEN, TABLE, release
 
-    assert "window_graphs" in KINDS_NOT_DRIVEN
-    assert any(r[0].startswith("DECODE graphs under a request window") for r in TABLE)
+    assert "window_graphs" not in KINDS_NOT_DRIVEN
+    assert KIND_FIRST_RELEASE["window_graphs"][0] == "0.5.21"
+    row = next(r for r in TABLE if r[0].startswith("DECODE graphs under a request window"))
+    assert row[1:3] == ("absent", "real")
     try:
         import sglang  # noqa: F401
     except ImportError:
         pytest.skip("sglang is not installed in this venv")
-    assert unsupported_kinds(["window_graphs", "request_window"])[0] == "window_graphs"
+    if release()[1] != "0.5.12":
+        pytest.skip("the refusal is 0.5.12's")
     from swafuzz.harness.executors import get_executor
     from swafuzz.targets import TargetUnavailable, run_case
 
-    try:
-        obs = run_case(GRAPHS, target="sglang", impl="torch", executor=get_executor("tape"))
-    except TargetUnavailable as e:
-        assert "request window" in str(e)  # 0.5.23: not driven; 0.5.12: no window at all
-    else:
-        pytest.fail(f"sglang ran a graph window Case: {obs.error}")
+    with pytest.raises(TargetUnavailable, match="request window"):
+        run_case(GRAPHS, target="sglang", impl="torch", executor=get_executor("tape"))
 
 
 def test_a6_assign_copy_split_on_0_5_23():

@@ -306,7 +306,9 @@ def _finding(cfg: RunConfig, unit: Unit, v) -> dict[str, Any]:
     """The bundle record; with several targets in one run the signature starts with the target
     (findings are deduplicated per target)."""
     prefix = f"{unit.target}:" if len(cfg.targets) > 1 else ""
-    return v.finding(unit.target, cfg.impl, cfg.executor_label, prefix=prefix)
+    # executors: what ran (``executor`` is the label asked for): the ledger's forwards view
+    return {**v.finding(unit.target, cfg.impl, cfg.executor_label, prefix=prefix),
+            "executors": list(cfg.executors)}
 
 
 def _load_plugins(modules: list[str]) -> None:

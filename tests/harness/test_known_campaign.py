@@ -76,6 +76,7 @@ def test_known_bug_passed_new_bug_found_in_the_same_unit(tmp_path):
                      "invariants_ring_ring-r4.known-fixture-p1.json"], names
     kb = json.loads((out / "findings" / names[1]).read_text())
     assert kb["ledger_entry"] == "fixture-p1" and kb["case"]["pool"]["page_size"] == 1
+    assert kb["executor"] == "auto" and kb["executors"] == ["eager", "tape"]
     assert kb["shrunk"] == {"requests": 1, "steps": 2}
     new = json.loads((out / "findings" / names[0]).read_text())
     assert new["case"]["pool"]["page_size"] > 1 and "ledger_entry" not in new
@@ -169,3 +170,16 @@ def test_sigint_after_a_known_finding_leaves_a_consistent_run(tmp_path):
     assert max(keys.values()) == 1  # nothing ran twice
     (u,) = unit_rows(out)
     assert u["known"]["fixture-p1"] >= 1
+
+
+def test_bundles_record_the_executors_the_ledger_reads():
+    """A run's bundle says ``executor: "auto"`` (the label asked for) and ``executors`` (what
+    ran): the ledger's forwards view (eager vs graph) reads the list, so ``swafuzz report`` and
+    ``python -m swafuzz.harness.ledger`` classify a bundle as the run did."""
+    from swafuzz.harness.ledger import finding_executors
+
+    assert finding_executors({"executor": "auto", "executors": ["eager", "tape"]}) == (
+        "eager", "tape")
+    assert finding_executors({"executor": "eager+tape"}) == ("eager", "tape")
+    assert finding_executors({"executor": "auto", "executors": []}) == ("auto",)
+    assert finding_executors({}) == ()

@@ -44,6 +44,10 @@ class _Capped(Exception):
     pass
 
 
+class _Spent(Exception):  # a restarted round generated what was left of the budget
+    pass
+
+
 @dataclass
 class KindResult:
     kind: str
@@ -157,6 +161,8 @@ class Campaign:
                     reject()  # inside a capped entry's region: not run, not counted
                 if not best and self.deadline is not None and time.monotonic() > self.deadline:
                     raise _OutOfTime
+                if not best and rnd and res.generated >= examples:
+                    raise _Spent
                 if not best:
                     state["generated"] += 1
                     res.generated += 1
@@ -212,7 +218,9 @@ class Campaign:
             from hypothesis import Phase
 
             phases = [Phase.explicit, Phase.reuse, Phase.generate]
-        budget = examples - res.generated if rnd else examples
+        # a restarted round's hypothesis counts the Cases it draws again (its first draw is
+        # the simplest Case, often one already run): _Spent ends it at the unit's budget
+        budget = 2 * (examples - res.generated) + 10 if rnd else examples
         sets = settings(max_examples=max(1, budget), database=self.database, deadline=None,
                         derandomize=False, print_blob=False, report_multiple_bugs=False,
                         suppress_health_check=list(HealthCheck),
@@ -232,8 +240,8 @@ class Campaign:
             pass
         except _OutOfTime:
             res.out_of_time = True
-        except _Capped:
-            pass  # res.stopped says why
+        except (_Capped, _Spent):
+            pass  # res.stopped says why / the budget is spent
         except Unsatisfiable:  # every Case hypothesis drew was in an excluded region
             if not best:
                 res.stopped = res.stopped or "all_excluded"

@@ -23,6 +23,12 @@ one ``write`` each, so concurrent units never interleave lines):
 * a unit row - ``{"v": 1, "unit", "event": "unit_done", "kind", "cases", "generated",
   "shrunk", "replayed", "checks", "seconds", "finding": signature|null, "out_of_time"}``.
 
+With a ledger consulted during the run (``RunConfig.ledger``, :mod:`swafuzz.harness.known`),
+failing case rows add ``"known": entry id|null`` and ``"executor"`` (the executors that ran,
+``eager+tape``), and unit rows ``"known": {entry id: Cases}``, ``"known_findings": {entry id:
+{"signature", "bundle"}}``, ``"excluded"``, ``"stopped"`` and ``"rounds"``; ``finding`` stays
+the new finding only (known ones do not fail the run).
+
 ``OUT/run.json`` holds the RunConfig (what ``--resume`` continues); ``OUT/inflight/<unit>.json``
 is the Case a unit is executing right now (kept if the process is killed: the Case that was
 running at the time; it is re-run on resume).

@@ -151,14 +151,14 @@ class Campaign:
             if state["capped"]:
                 raise _Capped(state["capped"])
             key = case.dumps()
+            if not best and excluded and known.excludes(excluded, case):
+                res.excluded += 1
+                reject()  # inside a capped entry's region: not run (nor answered), not counted
             if key in memo:
                 v = memo[key]
             elif best and state["after_fail"] >= self.shrink_budget:
                 return  # shrink budget spent: treat unseen Cases as passing
             else:
-                if not best and excluded and known.excludes(excluded, case):
-                    res.excluded += 1
-                    reject()  # inside a capped entry's region: not run, not counted
                 if not best and self.deadline is not None and time.monotonic() > self.deadline:
                     raise _OutOfTime
                 if not best and rnd and res.generated >= examples:

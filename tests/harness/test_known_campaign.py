@@ -186,3 +186,85 @@ def test_bundles_record_the_executors_the_ledger_reads():
     assert finding_executors({"executor": "eager+tape"}) == ("eager", "tape")
     assert finding_executors({"executor": "auto", "executors": []}) == ("auto",)
     assert finding_executors({}) == ()
+
+
+# ----------------------------------------------------------------------------- in-process
+def _fake_runner(executed):
+    """A stand-in target (no engine): ring Cases at page size 1 fail ``invariants/ring/a`` (the
+    known bug), Cases at page size >= 16 with a ``verify`` step fail ``contracts/ring/b`` (the
+    new one), the rest pass. Records the Cases it runs."""
+    from swafuzz.harness.checks import Failure
+    from swafuzz.harness.run import Verdict
+
+    def run(case):
+        executed.append(case.dumps())
+        fails = []
+        if case.pool.page_size == 1:
+            fails = [Failure("invariants", "known", "a")]
+        elif case.pool.page_size >= 16 and any(s.op == "verify" for s in case.steps):
+            fails = [Failure("contracts", "new", "b")]
+        return Verdict(case, fails, 1, 0.0)
+
+    return run
+
+
+def _known(*entries):
+    from swafuzz.harness.known import KnownLedger
+    from swafuzz.harness.ledger import parse_ledger
+
+    return KnownLedger(parse_ledger({"ledger_version": 1, "entries": list(entries)}), "fake",
+                       None, ["eager"])
+
+
+_A = {"id": "a", "target": "fake", "signature": "invariants/ring/a", "cite": CITE, "note": "n",
+      "when": {"pool": {"page_size": 1}}}
+
+
+def test_rounds_in_process_deterministic_and_capped():
+    from swafuzz.harness.campaign import Campaign
+
+    runs = []
+    for _ in range(2):
+        executed: list[str] = []
+        found = []
+        res = Campaign(_fake_runner(executed), seed=3, shrink_budget=30, known=_known(_A),
+                       known_cap=4, on_known=lambda v, e: found.append((e, v.case))
+                       ).run_kind("ring", 120)
+        runs.append((executed, res))
+    (ex1, r1), (ex2, _) = runs
+    assert ex1 == ex2  # the same Cases in the same order: seeded rounds
+    assert [e for e, _ in found] == ["a"] and found[0][1].pool.page_size == 1
+    assert r1.known["a"] <= 4 and r1.rounds >= 2
+    assert r1.finding is not None and r1.finding.signature() == "contracts/ring/b"
+    assert r1.finding.case.pool.page_size >= 16  # shrunk without sliding into the known bug
+    assert r1.generated <= 120
+
+
+def test_a_ledger_that_knows_nothing_changes_nothing():
+    """No entry matches: the search is the old one, Case for Case (and so is known=None)."""
+    from swafuzz.harness.campaign import Campaign
+
+    seqs, results = [], []
+    for known in (None, _known({**_A, "signature": "zzz/*"})):
+        executed: list[str] = []
+        res = Campaign(_fake_runner(executed), seed=5, shrink_budget=20, known=known
+                       ).run_kind("ring", 80)
+        seqs.append(executed)
+        results.append((res.generated, res.shrunk, res.cases_to_first, res.finding.signature()))
+    assert seqs[0] == seqs[1] and results[0] == results[1]
+    assert results[0][3] == "invariants/ring/a" and results[0][2] == 1  # ends at the first
+
+
+def test_budget_is_exact_across_rounds():
+    """Both bugs known (the second without a region): the unit generates exactly its budget
+    unless a cap stops it."""
+    from swafuzz.harness.campaign import Campaign
+
+    b = {"id": "b", "target": "fake", "signature": "contracts/ring/b", "cite": CITE,
+         "note": "n", "when": {"pool": {"page_size": {"min": 16}}}}
+    executed: list[str] = []
+    res = Campaign(_fake_runner(executed), seed=1, shrink_budget=20, known=_known(_A, b),
+                   known_cap=1000).run_kind("ring", 150)
+    assert res.finding is None and set(res.known_findings) == {"a", "b"}
+    assert res.generated == 150 and res.rounds == 3
+    assert len(executed) == res.generated + res.shrunk

@@ -226,12 +226,12 @@ def test_rounds_in_process_deterministic_and_capped():
     runs = []
     for _ in range(2):
         executed: list[str] = []
-        found = []
+        found: list = []
         res = Campaign(_fake_runner(executed), seed=3, shrink_budget=30, known=_known(_A),
-                       known_cap=4, on_known=lambda v, e: found.append((e, v.case))
+                       known_cap=4, on_known=lambda v, e, f=found: f.append((e, v.case))
                        ).run_kind("ring", 120)
-        runs.append((executed, res))
-    (ex1, r1), (ex2, _) = runs
+        runs.append((executed, res, found))
+    (ex1, r1, found), (ex2, _, _) = runs
     assert ex1 == ex2  # the same Cases in the same order: seeded rounds
     assert [e for e, _ in found] == ["a"] and found[0][1].pool.page_size == 1
     assert r1.known["a"] <= 4 and r1.rounds >= 2

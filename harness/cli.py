@@ -173,13 +173,22 @@ def _run_config(args):
             open_database(args.db, args.out)  # reachable before anything is written (a ping)
     except DatabaseSpecError as e:
         raise UsageError(str(e)) from None
+    _positive("--known-cap", args.known_cap)
+    from swafuzz.harness.known import resolve_ledger
+    from swafuzz.harness.ledger import LedgerError
+
+    try:
+        ledger = resolve_ledger(args.ledger, list(dict.fromkeys(args.target)))
+    except LedgerError as e:
+        raise UsageError(f"--ledger: {e} (or 'auto', 'none')") from None
     return RunConfig(targets=list(dict.fromkeys(args.target)), impl=resolve_impl(args.impl),
                      executors=resolve_executors(args.executor), executor_label=args.executor,
                      kinds=list(dict.fromkeys(kinds)),
                      examples=args.examples if not budget_s or args.examples_given else 10**6,
                      budget_s=budget_s, seed=args.seed, workers=args.workers,
                      shrink_budget=args.shrink_budget, out=args.out,
-                     isolate=not args.no_isolate, plugins=loaded_modules(), db=args.db)
+                     isolate=not args.no_isolate, plugins=loaded_modules(), db=args.db,
+                     ledger=ledger, known_cap=args.known_cap)
 
 
 def _kinds_the_targets_run(args, kinds: list[str]) -> list[str]:
@@ -247,6 +256,9 @@ def cmd_run(args) -> int:
         print(f"FINDING {sig}: {r.get('message') or ''}")
         if os.path.exists(path):
             print(f"  swafuzz repro {path}")
+    from swafuzz.harness.known import print_known
+
+    known = print_known(res.rows)
     generated = sum(s["generated"] for s in stats.values())
     shrunk = sum(s["shrunk"] for s in stats.values())
     with open(os.path.join(cfg.out, "summary.md"), "w") as f:
@@ -255,7 +267,7 @@ def cmd_run(args) -> int:
                 f"{campaign_table(stats, markdown=True)}\n")
     steps = sum(r.get("forward_steps") or 0 for r in res.rows)
     pipeline.write_run_meta(cfg, seconds=round(res.seconds, 3), forward_steps=steps, stats=stats,
-                            interrupted=res.interrupted)
+                            interrupted=res.interrupted, known=known)
     print(f"{generated} cases generated, {shrunk} run while shrinking, {len(seen)} distinct "
           f"findings; {steps} forward steps checked in {res.seconds:.1f} s "
           f"({steps / max(res.seconds, 1e-9):.1f} steps/s)")
@@ -513,6 +525,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--db", default=None, help=DB_HELP)
     r.add_argument("--no-isolate", action="store_true", help="run cases in this process")
     r.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    r.add_argument("--ledger", default="auto", metavar="PATH|auto|none",
+                   help="known-failure ledger consulted during the run: a failing Case it knows "
+                        "is counted, its entry's first Case shrunk into a .known bundle, and the "
+                        "unit goes on; known findings do not fail the run. auto: the "
+                        "repository's ledger when it has entries for the target and its release")
+    r.add_argument("--known-cap", type=int, default=50,
+                   help="Cases of one ledger entry per unit, then its region is skipped")
     r.set_defaults(fn=cmd_run)
 
     rp = sub.add_parser("repro", formatter_class=fmt, help="replay a finding bundle")

@@ -355,8 +355,12 @@ def finding_release(finding: dict, release: str | None) -> str | None:
 
 
 def finding_executors(finding: dict) -> tuple[str, ...]:
-    """The executors the finding ran under (its ``executor`` field, ``"eager+tape"`` ->
-    ``("eager", "tape")``); empty when not recorded."""
+    """The executors the finding ran under: its ``executors`` list when recorded (bundles of
+    ``swafuzz run``, whose ``executor`` is the label asked for, e.g. ``"auto"``), else its
+    ``executor`` field (``"eager+tape"`` -> ``("eager", "tape")``); empty when not recorded."""
+    exs = finding.get("executors")
+    if isinstance(exs, list) and exs and all(isinstance(x, str) and x for x in exs):
+        return tuple(exs)
     ex = finding.get("executor")
     return tuple(x for x in ex.split("+") if x) if isinstance(ex, str) else ()
 

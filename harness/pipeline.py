@@ -23,6 +23,12 @@ one ``write`` each, so concurrent units never interleave lines):
 * a unit row - ``{"v": 1, "unit", "event": "unit_done", "kind", "cases", "generated",
   "shrunk", "replayed", "checks", "seconds", "finding": signature|null, "out_of_time"}``.
 
+With a ledger consulted during the run (``RunConfig.ledger``, :mod:`swafuzz.harness.known`),
+failing case rows add ``"known": entry id|null`` and ``"executor"`` (the executors that ran,
+``eager+tape``), and unit rows ``"known": {entry id: Cases}``, ``"known_findings": {entry id:
+{"signature", "bundle"}}``, ``"excluded"``, ``"stopped"`` and ``"rounds"``; ``finding`` stays
+the new finding only (known ones do not fail the run).
+
 ``OUT/run.json`` holds the RunConfig (what ``--resume`` continues); ``OUT/inflight/<unit>.json``
 is the Case a unit is executing right now (kept if the process is killed: the Case that was
 running at the time; it is re-run on resume).
@@ -72,6 +78,9 @@ class RunConfig:
     isolate: bool = True
     plugins: list[str] = field(default_factory=list)
     db: str | None = None  # hypothesis example database (see harness.corpus when present)
+    #: known-failure ledger consulted during the run (harness.known); None: off
+    ledger: str | None = None
+    known_cap: int = 50  # Cases of one ledger entry per unit before its region is excluded
 
     def __post_init__(self) -> None:
         self.targets = list(self.targets) or [self.target]
@@ -194,6 +203,9 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
                "case": case.to_json()}
         if v.failed:
             row["verdict"] = v.to_json()
+            if known is not None:  # what the ledger said, and the executors it was told
+                row["known"] = known.classify(case, v)
+                row["executor"] = "+".join(cfg.executors)
         log.write(row)
 
     def on_first_failure(v):  # the unshrunk Case reaches disk before any shrinking run
@@ -204,10 +216,23 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
         end_wall, slice_s = budget
         deadline = time.monotonic() + max(0.0, min(end_wall - time.time(), slice_s))
     from swafuzz.harness.corpus import open_database
+    from swafuzz.harness.known import unit_ledger
+
+    known = unit_ledger(cfg.ledger, unit.target, cfg.executors)
+    known_paths: dict[str, str] = {}
+
+    def on_known(v, eid):  # an entry's first Case, shrunk: its bundle, the unshrunk one gone
+        rec = {**_finding(cfg, unit, v), "ledger_entry": eid}
+        known_paths[eid] = _write_smallest(out, rec, suffix=f".known-{eid}")
+        for p in first_path:
+            if p != known_paths[eid] and os.path.exists(p):
+                os.unlink(p)
+        first_path.clear()
 
     camp = Campaign(run_case, seed=unit.seed, shrink_budget=cfg.shrink_budget,
                     on_first_failure=on_first_failure, deadline=deadline, replay=replay,
-                    on_case=on_case, database=open_database(cfg.db, out), db_key=unit.target)
+                    on_case=on_case, database=open_database(cfg.db, out), db_key=unit.target,
+                    known=known, known_cap=cfg.known_cap, on_known=on_known)
     t0 = time.perf_counter()
     res = camp.run_kind(unit.kind, unit.examples)
     finding = None
@@ -225,6 +250,12 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
            "seconds": round(time.perf_counter() - t0, 3), "finding": finding,
            "message": res.finding.failures[0].message if res.finding else None,
            "out_of_time": res.out_of_time}
+    if known is not None:  # harness.known: Cases per entry, the entries' bundles, the rest
+        row.update({"known": dict(res.known),
+                    "known_findings": {e: {"signature": sig_prefix + v.signature(),
+                                           "bundle": known_paths.get(e)}
+                                       for e, v in res.known_findings.items()},
+                    "excluded": res.excluded, "stopped": res.stopped, "rounds": res.rounds})
     log.write(row)
     log.close()
     return row
@@ -260,12 +291,13 @@ def _size(case_json: dict[str, Any]) -> tuple[int, int, int]:
     return (s["steps"], s["requests"], len(json.dumps(case_json)))
 
 
-def _write_smallest(out: str, finding: dict[str, Any]) -> str:
-    """One bundle per signature: write ``finding`` unless the bundle already there (another
-    unit's) holds a smaller Case."""
+def _write_smallest(out: str, finding: dict[str, Any], suffix: str = "") -> str:
+    """One bundle per signature (and ``suffix``: ``.known-<entry>`` for a ledger-known one):
+    write ``finding`` unless the bundle already there (another unit's) holds a smaller Case."""
     from swafuzz.reports.bundle import signature_filename, write_bundle
 
-    path = os.path.join(out, "findings", signature_filename(finding["signature"]) + ".json")
+    path = os.path.join(out, "findings",
+                        signature_filename(finding["signature"]) + suffix + ".json")
     try:
         with open(path) as f:
             old = json.load(f)
@@ -273,14 +305,16 @@ def _write_smallest(out: str, finding: dict[str, Any]) -> str:
             return path
     except (OSError, ValueError, KeyError):
         pass
-    return write_bundle(out, finding)
+    return write_bundle(out, finding, suffix=suffix)
 
 
 def _finding(cfg: RunConfig, unit: Unit, v) -> dict[str, Any]:
     """The bundle record; with several targets in one run the signature starts with the target
     (findings are deduplicated per target)."""
     prefix = f"{unit.target}:" if len(cfg.targets) > 1 else ""
-    return v.finding(unit.target, cfg.impl, cfg.executor_label, prefix=prefix)
+    # executors: what ran (``executor`` is the label asked for): the ledger's forwards view
+    return {**v.finding(unit.target, cfg.impl, cfg.executor_label, prefix=prefix),
+            "executors": list(cfg.executors)}
 
 
 def _load_plugins(modules: list[str]) -> None:
@@ -459,9 +493,12 @@ class _Ticker:
 
     def unit_done(self, row: dict[str, Any]) -> None:
         self.done += 1
+        known = sum((row.get("known") or {}).values())
         self.say(f"{row['unit']:>20}: {row['cases']} cases ({row['generated']} generated, "
                  f"{row['shrunk']} shrinking, {row['replayed']} replayed), "
                  f"{'FINDING ' + row['finding'] if row['finding'] else 'clean'}, "
+                 + (f"{known} known ({', '.join(sorted(row['known']))}), " if known else "")
+                 + (f"stopped: {row['stopped']}, " if row.get("stopped") else "") +
                  f"{row['seconds']:.1f} s")
         self.tick()
 
@@ -474,6 +511,9 @@ def per_kind(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         key = f"{r.get('target')} {r['kind']}" if multi else r["kind"]
         s = stats.setdefault(key, {"cases": 0, "generated": 0, "shrunk": 0, "checks": 0,
                                          "findings": 0, "seconds": 0.0})
+        if r.get("known"):  # harness.known: Cases per ledger entry
+            for e, n in r["known"].items():
+                s.setdefault("known", {})[e] = s.get("known", {}).get(e, 0) + n
         for k in ("generated", "shrunk", "checks", "seconds"):
             s[k] += r.get(k) or 0
         s["cases"] += (r.get("generated") or 0) + (r.get("shrunk") or 0)  # replayed included

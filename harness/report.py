@@ -249,17 +249,18 @@ def ledger_status(groups: list[dedup.FindingGroup], rows: list[dict[str, Any]],
     by_sig: dict[str, list[dict[str, Any]]] = {g.signature: [] for g in groups}
     seen: set[tuple[str, str]] = set()
 
-    def add(sig: str, case: Any, tgt: str | None, vers: Any, ex: Any) -> None:
+    def add(sig: str, case: Any, tgt: str | None, vers: Any, ex: Any, exs: Any = None) -> None:
         key = (sig, json.dumps(case, sort_keys=True))
         if sig in by_sig and key not in seen:
             seen.add(key)
             by_sig[sig].append({"signature": sig, "target": tgt or target, "case": case,
                                 "versions": vers if isinstance(vers, dict) else versions,
-                                "executor": ex if isinstance(ex, str) else executor})
+                                "executor": ex if isinstance(ex, str) else executor,
+                                **({"executors": exs} if isinstance(exs, list) else {})})
 
     for _, b in bundles:
         add(str(b.get("signature")), b.get("case"), b.get("target"), b.get("versions"),
-            b.get("executor"))
+            b.get("executor"), b.get("executors"))
     for r in rows:
         if r.get("failed") and r.get("signature") and isinstance(r.get("case"), dict):
             add(r["signature"], r["case"], None, None, r.get("executor"))

@@ -1,0 +1,153 @@
+"""The known-failure ledger consulted *during* a campaign (``swafuzz run --ledger``).
+
+Without it, a unit (one hypothesis search of one scenario kind) ends at its first failing Case,
+known or not: on sglang 0.5.23 the ``ring`` unit stopped at its first Case, the ledgered page-size-1
+ring bug, and explored nothing more of that kind. With it, a failing Case is classified as it
+runs, by the rule ``swafuzz report`` applies to every failing row of ``cases.jsonl``: *known* when
+an entry of the ledger (:mod:`swafuzz.harness.ledger`) matches it - target, releases, signature
+and the entry's ``when`` predicate over the Case as it ran (with the executors that ran it) -
+else *new*. What the campaign does with that (:class:`swafuzz.harness.campaign.Campaign`):
+
+* the first Case of an entry in a unit is shrunk, within the entry (a shrinking candidate counts
+  as failing only if it fails as the same entry: the bundle's Case is that entry's, smallest
+  found), and written as ``findings/<signature>.known-<entry id>.json`` with ``ledger_entry``;
+  then the unit starts a new hypothesis search (the next *round*, seed ``seed + 104729 * round``)
+  with what is left of its ``--examples`` budget. A restart, because hypothesis ends its run
+  after shrinking: it cannot shrink one failure and go on generating in the same run;
+* later Cases of an entry already shrunk in the unit are counted (per entry) and reported to
+  hypothesis as passing, so the search goes on without shrinking them again;
+* the hard cap, ``--known-cap N`` per entry and unit: after N Cases of one entry, the entry's
+  region is excluded: generated Cases its ``when`` predicate holds on are rejected before they
+  run (``hypothesis.reject``; counted as ``excluded``), so the rest of the budget goes to the
+  rest of the kind. An entry without ``when`` has no region to exclude: reaching the cap stops
+  the unit (``stopped: "known_cap:<id>"``);
+* a *new* failure ends the unit as before: it is shrunk with the known Cases counted as passing
+  (the shrinker cannot slide from a new bug into a known one and report it as known); a new
+  failure met while shrinking a known one takes over the shrink (new wins over known).
+
+The run's exit code counts new findings only (known-only: 0, as ``swafuzz report`` and
+``python -m swafuzz.harness.ledger`` decide). ``--ledger auto`` (the default) consults the
+repository's ``ledger/known_failures.json`` when it has an entry for one of the run's targets at
+its installed version, else nothing; ``--ledger none`` turns it off (every failure ends its unit,
+as before); ``--ledger FILE`` uses that ledger.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+#: seed stride between the rounds of a unit (a prime far from the shard stride 7919)
+ROUND_SEED_STRIDE = 104729
+DEFAULT_KNOWN_CAP = 50
+
+
+def target_release(target: str) -> str | None:
+    """The version the ledger's ``releases`` / ``when.release`` are checked against: the
+    installed sglang release for ``sglang`` (as recorded in its bundles); None for swafuzz's own
+    targets (an entry's ``releases`` then do not restrict it)."""
+    if target != "sglang":
+        return None
+    from swafuzz.targets.sglang import installed_version
+
+    return installed_version()
+
+
+def load_entries(path: str) -> list:
+    """The ledger's entries (:class:`~swafuzz.harness.ledger.LedgerError` naming the field)."""
+    from swafuzz.harness.ledger import load_ledger
+
+    return load_ledger(path)
+
+
+def resolve_ledger(spec: str | None, targets: list[str]) -> str | None:
+    """``--ledger`` -> the ledger file a run consults, or None. ``auto``: the repository ledger
+    if one of its entries applies to one of ``targets`` at its release; ``none``: None; else a
+    path, loaded here so a malformed ledger is refused before anything runs (LedgerError)."""
+    from swafuzz.harness.ledger import DEFAULT_LEDGER
+
+    if spec is None or spec == "none":
+        return None
+    if spec == "auto":
+        if not os.path.isfile(DEFAULT_LEDGER):
+            return None
+        entries = load_entries(DEFAULT_LEDGER)
+        if any(e.applies(t, target_release(t)) for e in entries for t in targets):
+            return DEFAULT_LEDGER
+        return None
+    load_entries(spec)
+    return os.path.abspath(spec)
+
+
+class KnownLedger:
+    """The entries of a ledger that apply to one unit's target (at its release), and the two
+    questions a campaign asks: which entry knows this failing Case (:meth:`classify`), and is
+    this Case in an entry's region (:meth:`excludes`, before it runs)."""
+
+    def __init__(self, entries: list, target: str, release: str | None,
+                 executors: list[str]):
+        self.target, self.release = target, release
+        self.executors = tuple(executors)
+        self.entries = [e for e in entries if e.applies(target, release)]
+        self.by_id = {e.id: e for e in self.entries}
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
+
+    def classify(self, case, verdict) -> str | None:
+        """The id of the first entry that knows ``verdict`` (a failing Verdict of ``case``):
+        signature and ``when`` over the Case, with this unit's executors; None: new."""
+        finding: dict[str, Any] = {"target": self.target, "signature": verdict.signature(),
+                                   "executor": "+".join(self.executors)}
+        e = next((e for e in self.entries if e.matches(finding, self.release, case)), None)
+        return e.id if e is not None else None
+
+    def can_exclude(self, eid: str) -> bool:
+        """An entry's region can be excluded before running only if it has a ``when``."""
+        return self.by_id[eid].when is not None
+
+    def excludes(self, eids, case) -> bool:
+        """Does the ``when`` predicate of one of the entries ``eids`` hold on ``case``?"""
+        return any(self.by_id[i].when.holds(case, self.release, self.executors) for i in eids
+                   if self.by_id[i].when is not None)
+
+
+def unit_ledger(path: str | None, target: str, executors: list[str]) -> KnownLedger | None:
+    """The :class:`KnownLedger` of a unit, or None (no ledger, or no entry for the target)."""
+    if path is None:
+        return None
+    led = KnownLedger(load_entries(path), target, target_release(target), executors)
+    return led if led else None
+
+
+def known_summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Unit rows -> ``{entry id: {"signature", "cases", "bundle", "units"}}`` over the run
+    (``run.json``'s ``known``; what ``swafuzz run`` prints)."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        for eid, n in (r.get("known") or {}).items():
+            k = out.setdefault(eid, {"signature": None, "cases": 0, "bundle": None, "units": []})
+            k["cases"] += n
+            k["units"].append(r["unit"])
+        for eid, f in (r.get("known_findings") or {}).items():
+            k = out.setdefault(eid, {"signature": None, "cases": 0, "bundle": None, "units": []})
+            k["signature"] = k["signature"] or f.get("signature")
+            k["bundle"] = k["bundle"] or f.get("bundle")
+    return out
+
+
+def print_known(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Print one ``KNOWN`` line per ledger entry the run met (Cases, units, bundle) and the
+    units stopped early; return :func:`known_summary`."""
+    known = known_summary(rows)
+    for eid, k in sorted(known.items()):
+        print(f"KNOWN {k['signature']}: ledger entry {eid}, {k['cases']} failing Cases in "
+              f"{len(k['units'])} unit(s) (not a failure of this run)")
+        if k["bundle"] and os.path.exists(k["bundle"]):
+            print(f"  swafuzz repro {k['bundle']}")
+    for r in rows:
+        if r.get("stopped") or r.get("excluded"):
+            print(f"  unit {r['unit']}: {r.get('excluded') or 0} Cases skipped in capped "
+                  f"entries' regions" + (f", stopped: {r['stopped']}" if r.get("stopped")
+                                          else ""))
+    return known

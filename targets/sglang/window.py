@@ -260,13 +260,11 @@ from swafuzz.targets.sglang.window_prefill import SGLangPrefillRunner  # noqa: E
 
 SGLangWindowPath.prefill_runner_cls = SGLangPrefillRunner
 
-<<<<<<< HEAD
 # issue 12 item 2: window verify and DP-padded EXTEND (targets/sglang/dspark.py)
 from swafuzz.targets.sglang.dspark import SGLangDSpark  # noqa: E402 (imports this module)
 
 SGLangWindowPath.dspark_cls = SGLangDSpark
-=======
+
 from swafuzz.targets.sglang.window_graph import SGLangWindowGraphRunner  # noqa: E402
 
 SGLangWindowPath.graph_runner_cls = SGLangWindowGraphRunner
->>>>>>> issue12-wingraph-sglang

@@ -290,6 +290,13 @@ def table_text(width: int = 100) -> str:
     for c, a, b, why in TABLE:
         lines.append(f"{c:<{w0}}  {a:<8}  {b}")
         lines += textwrap.wrap(why, width, initial_indent="    ", subsequent_indent="    ")
+    v = installed_version()
+    if v is not None and in_range(v) and version_key(v) not in (version_key(SUPPORTED_RANGE[0]),
+                                                                version_key(SUPPORTED_RANGE[1])):
+        from swafuzz.targets.sglang.matrix import release_table
+
+        lines += ["", f"installed sglang {v} (python -m swafuzz.targets.sglang.matrix VERSION "
+                      "prints any release's column):", release_table(v, width)]
     return "\n".join(lines)
 
 

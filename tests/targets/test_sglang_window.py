@@ -47,12 +47,31 @@ def _params(fn) -> set[str]:
     return set(inspect.signature(fn).parameters)
 
 
+def _unknown(v) -> list[str]:
+    """The failure messages of verdict ``v`` unless the known-failure ledger classifies its
+    finding for the installed release (0.5.21 / 0.5.22: ``a2-window-before-idle``,
+    ``short-tail-floor``; their own tests are in test_sglang_releases.py)."""
+    if not v.failures:
+        return []
+    from swafuzz.harness import ledger
+
+    rel = ledger.classify([v.finding("sglang", "torch", "eager")], ledger.load_ledger(),
+                          "sglang", _installed())
+    return [] if rel.known else [f.message for f in v.failures]
+
+
+def _installed() -> str:
+    from swafuzz.targets import sglang as sg
+
+    return sg.release()[0]
+
+
 @pytest.mark.parametrize("name", sorted(HAND))
 def test_real_window_code_passes_hand_cases(name):
     if not _window():
         pytest.skip("the request window exists from 0.5.21")
     v = execute(HAND[name], "sglang", "torch", ["eager", "tape"])
-    assert not v.failures, [f.message for f in v.failures]
+    assert not _unknown(v)
 
 
 @pytest.mark.parametrize("kind", ["request_window", "late_tail", "encoder_replay"])
@@ -64,7 +83,7 @@ def test_real_window_code_on_each_kind(kind):
     @given(SCENARIO_KINDS[kind]())
     def prop(case):
         v = execute(case, "sglang", "torch", ["eager"])
-        assert not v.failures, [f.message for f in v.failures]
+        assert not _unknown(v)
 
     prop()
 
@@ -208,7 +227,7 @@ def test_v40_and_v41_cases_alternate_in_one_process(target):
     def prop(cases):
         for case in cases:
             v = execute(case, target, "torch", ["eager", "tape"])
-            assert not v.failures, (case.kind, [f.message for f in v.failures])
+            assert not (_unknown(v) if target == "sglang" else v.failures), case.kind
 
     prop()
 

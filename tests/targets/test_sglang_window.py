@@ -227,7 +227,9 @@ def test_v40_and_v41_cases_alternate_in_one_process(target):
     def prop(cases):
         for case in cases:
             v = execute(case, target, "torch", ["eager", "tape"])
-            assert not (_unknown(v) if target == "sglang" else v.failures), case.kind
+            assert not (_unknown(v) if target == "sglang" else v.failures), (
+                case.kind, v.signature() if v.failures else None,
+                [f.message for f in v.failures])
 
     prop()
 

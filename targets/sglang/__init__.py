@@ -182,10 +182,13 @@ KIND_FIRST_RELEASE = {"ring": ("0.5.23", "per-request SWA ring write rows on the
                                 "ring accounting, swa_req_ring_size, is 0.5.20+)"),
                       "request_window": ("0.5.21", "request window"),
                       "late_tail": ("0.5.21", "late-layer tail"),
-                      "encoder_replay": ("0.5.21", "encoder SWA replay")}
+                      "encoder_replay": ("0.5.23", "encoder SWA replay folded into the extend "
+                                         "(fold_encoder_swa_replay; 0.5.21 / 0.5.22 replay "
+                                         "in a forward of their own)")}
 
 
-KIND_FIRST_RELEASE["replay_tail"] = ("0.5.21", "encoder SWA replay / late-layer tail")
+KIND_FIRST_RELEASE["replay_tail"] = ("0.5.23", "encoder SWA replay folded into the extend / "
+                                     "late-layer tail")
 
 #: kinds no release's adapter drives (issue 12: the DECODE graph under a request window)
 KINDS_NOT_DRIVEN = ("window_graphs",)

@@ -167,6 +167,11 @@ for _n in ("sglang.kernels.ops.attention.dsv4.attn_metadata_kernels",
 WINDOW_COPY = ("copy_packed_rows" if WINDOW_MODULE and hasattr(_rw, "commit_packed_rows")
                else "copy_packed_tokens" if WINDOW_MODULE and hasattr(_rw, "copy_packed_tokens")
                else None)
+_replay = _first_module("sglang.srt.model_executor.encoder_swa_replay") if WINDOW_MODULE else None
+#: encoder SWA replay folded into the extend (``fold_encoder_swa_replay``, 0.5.23); 0.5.21 /
+#: 0.5.22 replay in a forward of their own (``run_encoder_swa_replay``), which the Case's
+#: ``extend(replay=...)`` (the 0.5.23 fold) does not describe
+FOLD = _replay is not None and hasattr(_replay, "fold_encoder_swa_replay")
 #: what a request-window / late-layer-tail Case needs and the release lacks
 WINDOW_MISSING = tuple(w for w, ok in (
     ("mem_cache.dsv41_request_window.RequestWindow", WINDOW_MODULE),
@@ -194,6 +199,7 @@ def describe() -> list[tuple[str, str]]:
         ("ring", "yes" if not RING_MISSING else "no: " + "; ".join(RING_MISSING)),
         ("request window", "yes" if not WINDOW_MISSING else "no: " + "; ".join(WINDOW_MISSING)),
         ("resolver IDLE branch I (RequestWindow.activate_idle)", yes[WINDOW_IDLE]),
+        ("encoder replay folded into the extend (fold_encoder_swa_replay)", yes[FOLD]),
         ("window row copy", WINDOW_COPY or "none"),
         ("ForwardMode.DRAFT_EXTEND", yes[HAS_DRAFT_EXTEND_MODE]),
     ]

@@ -121,6 +121,11 @@ class SGLangWindowPath(WindowPath):
     """:class:`targets.window.WindowPath` with SGLang 0.5.23's window, layouts and resolver."""
 
     def __init__(self, engine):
+        if not features.FOLD and any(st.replay for st in engine.case.steps):
+            raise TargetUnavailable(
+                f"target sglang: sglang {VERSION} replays encoder SWA in a forward of its own "
+                "(run_encoder_swa_replay), not folded into the extend (fold_encoder_swa_replay, "
+                "0.5.23): a Case with extend replay describes the 0.5.23 fold")
         super().__init__(engine)
         pool = engine.target_pool
         if self.on and engine.executor.graphs and any(

@@ -84,7 +84,8 @@ def test_unsupported_kinds_follow_the_installed_release(installed):
     assert set(sg.unsupported_kinds(["ring", "request_window", "late_tail", "decode"])) == {
         "ring", "request_window", "late_tail"}
     installed("0.5.22")
-    assert sg.unsupported_kinds(["ring", "request_window", "decode"]) == ["ring"]
+    assert sg.unsupported_kinds(["ring", "request_window", "encoder_replay", "decode"]) == [
+        "ring", "encoder_replay"]
     installed("0.5.23")
     assert sg.unsupported_kinds(["ring", "request_window", "decode"]) == []
 
@@ -164,6 +165,21 @@ def test_refusals_name_what_is_missing():
                 steps=(Step("admit", rid=0, length=3),), kind="ring")
     with pytest.raises(TargetUnavailable, match=features.RING_MISSING[0].split(" ")[0]):
         SGLangEngine(case)
+
+
+@pytest.mark.upstream
+@needs_sglang
+def test_unfolded_replay_is_refused():
+    """0.5.21 / 0.5.22 have the request window but replay in a forward of their own: a Case
+    with ``extend(replay=...)`` (the 0.5.23 fold) is refused naming the fold."""
+    from swafuzz.targets.sglang import features
+    from swafuzz.targets.sglang.engine import SGLangEngine
+    from test_window import HAND
+
+    if features.WINDOW_MISSING or features.FOLD:
+        pytest.skip("needs a request window without the fold (0.5.21, 0.5.22)")
+    with pytest.raises(TargetUnavailable, match="fold_encoder_swa_replay"):
+        SGLangEngine(HAND["replay"]).run()
 
 
 def _a2_release() -> bool:

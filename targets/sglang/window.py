@@ -45,6 +45,7 @@ if features.WINDOW_MISSING:  # pragma: no cover - depends on the installed relea
         f"lacks {'; '.join(features.WINDOW_MISSING)}); Cases with pool.request_window or "
         "pool.late_layer_start need a release that has them")
 
+import functools  # noqa: E402
 import inspect  # noqa: E402
 
 from sglang.srt.mem_cache import dsv41_request_window as _rw  # noqa: E402
@@ -91,9 +92,6 @@ if features.WINDOW_COPY == "copy_packed_rows":
     _rw.commit_packed_rows = _commit_packed_rows
 else:
     _rw.copy_packed_tokens = _copy_packed_tokens
-#: ``window_layout`` takes the ring's ``zero_row`` (required from 0.5.23; earlier releases keep
-#: it on the window and use it in ``buffer``)
-_LAYOUT_ZERO_ROW = "zero_row" in inspect.signature(_rw.window_layout).parameters
 
 # The release's history length is the constant 128 (``window_layout``'s default, which
 # ``RequestWindow.activate_idle`` relies on). Cases scale it down to ``pool.window``: the
@@ -101,9 +99,13 @@ _LAYOUT_ZERO_ROW = "zero_row" in inspect.signature(_rw.window_layout).parameters
 # :meth:`SGLangWindowPath.resolve` before the release's code runs); every other argument and
 # the body are the release's.
 _real_window_layout = _rw.window_layout
+#: ``window_layout`` takes the ring's ``zero_row`` (required from 0.5.23; earlier releases keep
+#: it on the window and use it in ``buffer``)
+_LAYOUT_ZERO_ROW = "zero_row" in inspect.signature(_real_window_layout).parameters
 _HISTORY = {"window": 128}
 
 
+@functools.wraps(_real_window_layout)  # its signature stays the release's (inspect follows it)
 def _scaled_window_layout(req, pos, **kw):
     kw.setdefault("window", _HISTORY["window"])
     return _real_window_layout(req, pos, **kw)

@@ -130,7 +130,9 @@ def test_0_5_12_cli_refuses_window_kinds(capsys, tmp_path):
 
     rc = cli_main(["run", "--target", "sglang", "--scenario", "encoder_replay", "--examples",
                    "1", "--out", str(tmp_path / "o"), "--quiet"])
-    assert rc == 2 and "has no encoder SWA replay (first in 0.5.21)" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert rc == 2 and "has no encoder SWA replay folded into the extend" in err
+    assert "(first in 0.5.23)" in err
 
 
 def test_real_window_layout_matches_the_oracle():

@@ -5,11 +5,20 @@ This package is imported only when the target is requested (``targets.get_target
 so swafuzz works without SGLang installed. Importing :mod:`swafuzz.targets.sglang.engine`
 imports SGLang; :func:`release` only reads the installed distribution's metadata.
 
-Supported releases: :data:`SUPPORTED` (detected at import). Another installed version (a
-checkout, a newer release) is refused with a :class:`~swafuzz.targets.TargetUnavailable` that
-names the supported range, unless ``SWAFUZZ_SGLANG_ADAPTER`` names the supported release whose
-adapter to use for it (an explicit, recorded choice: the Observation then says
-``sglang <version> (adapter <release>)``).
+Supported releases: the range :data:`SUPPORTED_RANGE` (0.5.12 .. 0.5.23, both ends included).
+The adapter is chosen by feature, not by version pin: :mod:`swafuzz.targets.sglang.features`
+inspects the imported release (module paths, attributes, signatures) and picks the adapter
+family (0.5.12-style store-path ``cached_loc`` or the resolver ``get_swa_out_cache_loc`` of
+0.5.13+) and each seam, and refuses what the release lacks with a
+:class:`~swafuzz.targets.TargetUnavailable` naming the missing module or attribute.
+:data:`VERIFIED` lists the releases whose adapter tests and campaigns were run; another release
+inside the range runs with the same feature detection and the Observation names the nearest
+verified release (``sglang 0.5.18 (adapter 0.5.20)``). A release outside the range (a newer
+one, a checkout numbered otherwise) is refused naming the range (CLI exit 2), unless
+``SWAFUZZ_SGLANG_ADAPTER`` names the verified release whose adapter label to use for it (an
+explicit, recorded choice: the Observation then says ``sglang <version> (adapter <release>)``).
+:func:`release_plan` prints, per release, what the adapter does there (``swafuzz list --target
+sglang`` shows it under the table).
 
 What runs real and what stays modelled, per release: :data:`TABLE` (printed by
 ``swafuzz list --target sglang``).
@@ -21,10 +30,16 @@ import os
 
 from swafuzz.targets import TargetUnavailable
 
-#: Releases with an adapter, oldest first. 0.5.12: the pool's layer-keyed cached translation
-#: (``cached_loc``) on the store path; 0.5.23: the unified resolver ``get_swa_out_cache_loc``
-#: and the in-graph ``swa_out_cache_loc`` stamp.
-SUPPORTED = ("0.5.12", "0.5.23")
+#: The releases the target accepts without ``SWAFUZZ_SGLANG_ADAPTER``: every version from the
+#: first to the last, inclusive (compared numerically on the first three components).
+SUPPORTED_RANGE = ("0.5.12", "0.5.23")
+#: Releases verified (adapter tests and a campaign run in their environment), oldest first.
+#: 0.5.12: the pool's layer-keyed cached translation (``cached_loc``) on the store path;
+#: 0.5.16 .. 0.5.23: the resolver ``get_swa_out_cache_loc`` and the in-graph
+#: ``swa_out_cache_loc`` stamp (0.5.20: ring; 0.5.21: request window and late-layer tail).
+VERIFIED = ("0.5.12", "0.5.16", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+#: kept for callers that listed the adapters: the verified releases
+SUPPORTED = VERIFIED
 ADAPTER_ENV = "SWAFUZZ_SGLANG_ADAPTER"
 
 #: (component, 0.5.12, 0.5.23, why). "real": SGLang's code executes; "modelled": swafuzz's
@@ -229,17 +244,30 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
 
 #: scenario kinds whose Cases need code a release may lack: kind -> (first release with it,
 #: what it is). Issue 12: the per-request SWA ring (``swa_req_ring_size``) arrived in 0.5.20,
-#: the request window, encoder replay and late-layer tail in 0.5.21.
-KIND_FIRST_RELEASE = {"ring": ("0.5.20", "per-request SWA ring (swa_req_ring_size)"),
+#: the request window, encoder replay and late-layer tail in 0.5.21. Checked against the
+#: wheels (release-matrix): 0.5.20 .. 0.5.22 have the allocator's ring accounting but no writer
+#: of ring rows on the DSV4 path (dspark_kv_inject has no ``_ring_inject_loc``, no
+#: ``swa_ring_rows``), which the ring kind drives: ring is 0.5.23 for this adapter.
+KIND_FIRST_RELEASE = {"ring": ("0.5.23", "per-request SWA ring write rows on the DSV4 path "
+                                "(TargetHiddenKvInjector._ring_inject_loc; the allocator's "
+                                "ring accounting, swa_req_ring_size, is 0.5.20+)"),
                       "request_window": ("0.5.21", "request window"),
                       "late_tail": ("0.5.21", "late-layer tail"),
-                      "encoder_replay": ("0.5.21", "encoder SWA replay")}
+                      "encoder_replay": ("0.5.23", "encoder SWA replay folded into the extend "
+                                         "(fold_encoder_swa_replay; 0.5.21 / 0.5.22 replay "
+                                         "in a forward of their own)")}
 
 
-KIND_FIRST_RELEASE["replay_tail"] = ("0.5.21", "encoder SWA replay / late-layer tail")
+KIND_FIRST_RELEASE["replay_tail"] = ("0.5.23", "encoder SWA replay folded into the extend / "
+                                     "late-layer tail")
 KIND_FIRST_RELEASE["prefill_graphs"] = ("0.5.23", "prefill graphs under a request window")
-KIND_FIRST_RELEASE["tail_prefix"] = ("0.5.21", "late-layer tail (prefix re-prefill cap)")
-KIND_FIRST_RELEASE["replay_separate"] = ("0.5.21", "encoder SWA replay (separate forward)")
+# the releases have these features from 0.5.21 on (the separate replay forward is 0.5.21 /
+# 0.5.22's only replay), but the adapter drives 0.5.23's seams (replay_len, _fold_batch,
+# _build_replay_batch, _compressor_out_loc, the radix cap): older releases are refused
+KIND_FIRST_RELEASE["tail_prefix"] = ("0.5.23", "the adapter's prefix re-prefill cap, fold and "
+                                     "compressor seams (features 0.5.21+, driven from 0.5.23)")
+KIND_FIRST_RELEASE["replay_separate"] = ("0.5.23", "the adapter's separate replay batch seam "
+                                         "(0.5.21+ replays this way; driven from 0.5.23)")
 
 #: issue 12 (targets/sglang/tail_prefix.py): prefix hits under a tail, replay, compressors
 TABLE += (
@@ -265,13 +293,20 @@ TABLE += (
      "interpreter with TRITON_INTERPRET=1 or a GPU; otherwise the model's formula); whether the "
      "ratio-1/2 source compressors run (forward_low_ratio_sources) is a modelled flag"),
 )
-KIND_FIRST_RELEASE["tail_graphs"] = ("0.5.22", "late-layer tail under graphs (prefill-graph "
-                                   "tail 0.5.22; row-bucket tail graphs 0.5.23)")
+# Measured on 0.5.22 (this session): dspark_verify runs; the others reach 0.5.23-only seams
+KIND_FIRST_RELEASE["tail_graphs"] = ("0.5.23", "the adapter's tail-graph seams (prefill-graph "
+                                   "tail 0.5.22, row-bucket tail graphs and the compressor "
+                                   "flags it drives 0.5.23)")
 # issue 12 item 2: target verify and DP-padded EXTENDs under a request window
 KIND_FIRST_RELEASE["dspark_verify"] = ("0.5.21", "request window (target verify)")
-KIND_FIRST_RELEASE["window_dp_extend"] = ("0.5.21", "request window (DP-padded EXTEND)")
+KIND_FIRST_RELEASE["window_dp_extend"] = ("0.5.23", "request window DP-padded EXTEND with the "
+                                        "0.5.23 fold of encoder replay (0.5.21 / 0.5.22 "
+                                        "replay in a forward of their own)")
 
-KIND_FIRST_RELEASE["window_graphs"] = ("0.5.21", "request window (DECODE graphs under it)")
+KIND_FIRST_RELEASE["window_graphs"] = ("0.5.23", "the decode bucket's in-graph window layout "
+                                     "and commit_packed_rows (request window 0.5.21; the "
+                                     "adapter drives 0.5.23's decode-bucket code)")
+KIND_FIRST_RELEASE["ring_draft"] = ("0.5.23", "DSpark draft block on a per-request SWA ring")
 
 #: kinds no release's adapter drives: the DSpark TARGET_VERIFY graph under a request window
 #: (targets/dspark_graph.py; the DECODE graph under a window runs on 0.5.23's decode-bucket
@@ -283,15 +318,51 @@ def unsupported_kinds(kinds) -> list[str]:
     """The kinds among ``kinds`` the installed release's adapter cannot run (none when sglang
     is unavailable: that is reported on its own). Does not import sglang."""
     try:
-        adapter = release()[1]
+        v, adapter = release()
     except TargetUnavailable:
         return []
-
-    def key(v: str) -> tuple[int, ...]:
-        return tuple(int(x) for x in v.split("."))
-
+    # the installed release decides (a release between two verified ones may lack what its
+    # nearest verified adapter has); a forced adapter outside the range: the adapter's release
+    at = v if in_range(v) else adapter
     return [k for k in kinds if (k in KIND_FIRST_RELEASE
-            and key(adapter) < key(KIND_FIRST_RELEASE[k][0])) or k in KINDS_NOT_DRIVEN]
+            and version_key(at) < version_key(KIND_FIRST_RELEASE[k][0]))
+            or k in KINDS_NOT_DRIVEN]
+
+
+def version_key(v: str) -> tuple[int, int, int]:
+    """``"0.5.21"`` -> ``(0, 5, 21)``: the first three numeric components of a version string
+    (``0.5.21.post1``, ``0.5.22rc1``, ``0.5.23.dev3+g1234`` count as their release); raises
+    ValueError when it has fewer than three."""
+    import re
+
+    m = re.match(r"(\d+)\.(\d+)\.(\d+)", v.strip())
+    if m is None:
+        raise ValueError(f"not a release version: {v!r}")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+def in_range(v: str) -> bool:
+    """Whether version ``v`` lies in :data:`SUPPORTED_RANGE` (unparseable: False)."""
+    try:
+        k = version_key(v)
+    except ValueError:
+        return False
+    return version_key(SUPPORTED_RANGE[0]) <= k <= version_key(SUPPORTED_RANGE[1])
+
+
+def nearest_verified(v: str) -> str:
+    """The verified release closest to ``v`` (a verified release itself: ``v`` unchanged in
+    its release form); a tie goes to the newer one. ``v`` must lie in the range."""
+    k = version_key(v)
+    for r in VERIFIED:
+        if version_key(r) == k:
+            return r
+
+    def dist(r: str) -> tuple[int, int]:
+        rk = version_key(r)
+        d = abs((rk[0] - k[0]) * 10**6 + (rk[1] - k[1]) * 10**3 + (rk[2] - k[2]))
+        return d, -VERIFIED.index(r)
+    return min(VERIFIED, key=dist)
 
 
 def installed_version() -> str | None:
@@ -305,26 +376,32 @@ def installed_version() -> str | None:
 
 
 def release() -> tuple[str, str]:
-    """``(installed version, adapter release)``; raises :class:`TargetUnavailable` naming the
-    supported range when sglang is missing or unsupported."""
+    """``(installed version, adapter release)``: the adapter release is the installed one when
+    it is verified, else the nearest verified release (inside :data:`SUPPORTED_RANGE`), else
+    the one ``SWAFUZZ_SGLANG_ADAPTER`` names. Raises :class:`TargetUnavailable` naming the
+    range when sglang is missing, or outside the range with no adapter named."""
     v = installed_version()
-    supported = ", ".join(SUPPORTED)
+    rng = f"{SUPPORTED_RANGE[0]} .. {SUPPORTED_RANGE[1]}"
+    verified = ", ".join(VERIFIED)
     if v is None:
         raise TargetUnavailable(
             "target sglang: the sglang package is not installed (supported releases: "
-            f"{supported}); install one with scripts/upstream-env VERSION or "
+            f"{rng}; verified: {verified}); install one with scripts/upstream-env VERSION or "
             "`pip install swafuzz[sglang]`")
-    if v in SUPPORTED:
+    if v in VERIFIED:
         return v, v
     forced = os.environ.get(ADAPTER_ENV)
     if forced:
-        if forced not in SUPPORTED:
+        if forced not in VERIFIED:
             raise TargetUnavailable(
-                f"{ADAPTER_ENV}={forced!r}: not a supported release; choose one of: {supported}")
+                f"{ADAPTER_ENV}={forced!r}: not a verified release; choose one of: {verified}")
         return v, forced
+    if in_range(v):
+        return v, nearest_verified(v)
     raise TargetUnavailable(
-        f"target sglang: installed sglang {v} is not a supported release (supported: "
-        f"{supported}); set {ADAPTER_ENV} to one of them to drive it with that release's adapter")
+        f"target sglang: installed sglang {v} is outside the supported range {rng} (verified: "
+        f"{verified}); set {ADAPTER_ENV} to a verified release to drive it with that "
+        "release's adapter label (features are still detected)")
 
 
 def table_text(width: int = 100) -> str:
@@ -336,6 +413,13 @@ def table_text(width: int = 100) -> str:
     for c, a, b, why in TABLE:
         lines.append(f"{c:<{w0}}  {a:<8}  {b}")
         lines += textwrap.wrap(why, width, initial_indent="    ", subsequent_indent="    ")
+    v = installed_version()
+    if v is not None and in_range(v) and version_key(v) not in (version_key(SUPPORTED_RANGE[0]),
+                                                                version_key(SUPPORTED_RANGE[1])):
+        from swafuzz.targets.sglang.matrix import release_table
+
+        lines += ["", f"installed sglang {v} (python -m swafuzz.targets.sglang.matrix VERSION "
+                      "prints any release's column):", release_table(v, width)]
     return "\n".join(lines)
 
 

@@ -45,26 +45,19 @@ VERSION, ADAPTER = release()
 # so an environment setting cannot route 0.5.12 through its Triton quantizer instead.
 os.environ.setdefault("SGLANG_OPT_USE_FUSED_STORE_CACHE", "1")
 
-try:
-    from sglang.srt.layers.attention import deepseek_v4_backend as _backend_mod
-    from sglang.srt.mem_cache import deepseek_v4_memory_pool as _pool_mod
-    from sglang.srt.model_executor.forward_batch_info import ForwardMode as RealForwardMode
+# the release's modules, found by feature (targets/sglang/features.py), not by version pin
+from swafuzz.targets.sglang import features  # noqa: E402
 
-    if ADAPTER == "0.5.12":
-        from sglang.srt.mem_cache import allocator as _paged_mod
-        from sglang.srt.mem_cache.swa_memory_pool import SWATokenToKVPoolAllocator
-    else:
-        from sglang.srt.mem_cache.allocator import paged as _paged_mod
-        from sglang.srt.mem_cache.allocator.swa import SWATokenToKVPoolAllocator
-except ImportError as e:  # pragma: no cover - depends on the environment
-    raise TargetUnavailable(
-        f"target sglang: sglang {VERSION} is installed but its modules do not import here "
-        f"({type(e).__name__}: {e}); build the environment with scripts/upstream-env "
-        f"{ADAPTER}") from None
-
-RealBackend = _backend_mod.DeepseekV4AttnBackend
-RealPool = _pool_mod.DeepSeekV4TokenToKVPool
-UNIFIED_RESOLVER = hasattr(RealBackend, "get_swa_out_cache_loc")
+_backend_mod = features.backend_mod
+_pool_mod = features.pool_mod
+_paged_mod = features.paged_mod
+RealForwardMode = features.RealForwardMode
+SWATokenToKVPoolAllocator = features.SWATokenToKVPoolAllocator
+RealBackend = features.RealBackend
+RealPool = features.RealPool
+UNIFIED_RESOLVER = features.RESOLVER and features.IN_GRAPH
+#: the store-path family (0.5.12): the pool's cached_loc translation, no resolver
+STORE_PATH = features.FAMILY == "store-path"
 TARGET_VERSION = f"sglang {VERSION}" + ("" if VERSION == ADAPTER else f" (adapter {ADAPTER})")
 
 
@@ -97,7 +90,7 @@ class _NaiveAllocExtend:
         return launch
 
 
-if ADAPTER == "0.5.12":
+if not features.NAIVE_SWITCH:  # no CPU switch of its own (0.5.12 .. 0.5.22)
     _paged_mod.alloc_extend_kernel = _NaiveAllocExtend()
 
 
@@ -127,7 +120,7 @@ class SGLangAllocator:
         self.real = SWATokenToKVPoolAllocator(
             size=pool.full_pages * P, size_swa=pool.swa_pages * P, page_size=P,
             dtype=torch.uint8, device=str(self.device), kvcache=kvcache.real, need_sort=True)
-        if ADAPTER != "0.5.12" and P > 1:
+        if features.NAIVE_SWITCH and P > 1:
             for a in (self.real.full_attn_allocator, self.real.swa_attn_allocator):
                 # the release's own switch: its torch reference allocator on CPU
                 a.use_triton_kernels = False
@@ -168,7 +161,7 @@ class SGLangAllocator:
         last = [self.tokens[rid][-1] if self.tokens[rid] else -1 for rid, _ in plan]
         if P == 1:
             out = self.real.alloc(total)
-        elif all(n == 1 for _, n in plan) and ADAPTER != "0.5.12":
+        elif all(n == 1 for _, n in plan) and features.NAIVE_SWITCH:
             out = self.real.alloc_decode(self._t(seq), self._t(seq, cpu=True), self._t(last))
         else:
             out = self.real.alloc_extend(self._t(prefix), self._t(prefix, cpu=True), self._t(seq),
@@ -254,7 +247,7 @@ class SGLangAllocator:
         self.evicted.pop(rid)
         # every slot of those pages: the reserved verify slots after its last token included
         slots = sorted({f // P * P + o for f in toks for o in range(P)})
-        if toks and ADAPTER == "0.5.12":
+        if toks and not features.FREE_FULL:
             self.real.free(self._t(slots))
         elif toks:
             mapped = self._mapped(slots)
@@ -294,7 +287,7 @@ def build_real_pool(owner: SGLangPool) -> object:
     p.swa_req_ring_size = owner.config.swa_ring or None  # per-request SWA ring (0.5.20+)
     p.sliding_window = owner.config.window
     p.layer_transfer_counter = None
-    if ADAPTER == "0.5.12":
+    if STORE_PATH:
         p._should_cache_swa = _pool_mod.envs.SGLANG_OPT_CACHE_SWA_TRANSLATION.get()
         p.cached_loc = None
         p.swa_kv_pool = _SWAStoreTap(owner)
@@ -445,13 +438,15 @@ class SGLangEngine(UnifiedEngine):
     allocation = "observed"
 
     #: scenario kinds this release cannot run, with why (``swafuzz run`` refuses them, exit 2)
-    unsupported_kinds = {"ring": "sglang 0.5.12 has no per-request SWA ring "
-                                 "(swa_req_ring_size is 0.5.20+)"} if ADAPTER == "0.5.12" else {}
+    unsupported_kinds = {"ring": f"sglang {VERSION} has no per-request SWA ring (lacks "
+                                 f"{'; '.join(features.RING_MISSING)})"} \
+        if features.RING_MISSING else {}
 
     def __init__(self, case, impl: str = "torch", executor=None, name: str = "sglang"):
-        if case.pool.swa_ring and ADAPTER == "0.5.12":
+        if case.pool.swa_ring and features.RING_MISSING:
             raise TargetUnavailable(f"target sglang: sglang {VERSION} has no per-request SWA "
-                                    "ring; a Case with pool.swa_ring > 0 needs the 0.5.23 adapter")
+                                    f"ring (lacks {'; '.join(features.RING_MISSING)}); a Case "
+                                    "with pool.swa_ring > 0 needs a release with it (0.5.20+)")
         super().__init__(case, impl=impl, executor=executor, name=name)
 
     def make_allocator(self):
@@ -466,6 +461,9 @@ class SGLangEngine(UnifiedEngine):
         """Issue 12: SGLang 0.5.23's request window, layouts and resolver
         (:mod:`targets.sglang.window`); importing it on 0.5.12 raises TargetUnavailable."""
         from swafuzz.targets.sglang.tail_graph import SGLangTailGraphPath
+
+        if not features.TAIL_PREFIX:  # 0.5.21 / 0.5.22: no fold, no replay_len: the window
+            return SGLangTailGraphPath  # path without the 0.5.23 prefix/replay seams
         from swafuzz.targets.sglang.tail_prefix import SGLangTailPrefixPath
 
         class SGLangV41Path(SGLangTailGraphPath, SGLangTailPrefixPath):
@@ -500,7 +498,7 @@ _export_unsupported_kinds()
 # ----------------------------------------------------------------------------- metadata hooks
 #: the release's draft-extend prep and per-step helper (0.5.23; see targets/sglang/metadata.py)
 _metadata = None
-if ADAPTER != "0.5.12":
+if features.PER_STEP:
     from swafuzz.targets.sglang import metadata as _metadata  # noqa: E402  (imports this module)
 
     class SGLangMultiStepRunner(MultiStepDraftRunner):

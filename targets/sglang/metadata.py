@@ -43,12 +43,15 @@ from types import SimpleNamespace
 import torch
 from swafuzz.targets.forward_mode import ForwardBatch, GraphBucket
 from swafuzz.targets.metadata import AttnMetadata, CoreAttnMetadata
-from swafuzz.targets.sglang.engine import ADAPTER, RealBackend, real_mode
+from swafuzz.targets.sglang import features
+from swafuzz.targets.sglang.engine import RealBackend, real_mode
 
-#: the release runs its own draft-extend prep (0.5.23: the method and the buffer exist)
-REAL_DRAFT_EXTEND = ADAPTER != "0.5.12" and hasattr(RealBackend, "_fill_cuda_graph_swa_out_cache_loc")
+#: the release runs its own draft-extend prep (feature-detected: the buffer refill
+#: ``_fill_cuda_graph_swa_out_cache_loc``, the out-graph init and the 0.5.16+ signature of
+#: ``init_forward_metadata_draft_extend``; see targets/sglang/features.py)
+REAL_DRAFT_EXTEND = features.DRAFT_EXTEND_PREP and hasattr(RealBackend, "init_forward_metadata_draft_extend")
 
-if ADAPTER != "0.5.12":
+if features.PER_STEP:
     from sglang.srt.speculative.eagle_utils import (
         per_step_draft_out_cache_loc as _real_per_step,
     )

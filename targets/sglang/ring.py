@@ -30,16 +30,16 @@ import torch
 from swafuzz.targets import TargetUnavailable
 from swafuzz.targets.allocator import AllocationError
 from swafuzz.targets.ring import RingTables
+from swafuzz.targets.sglang import features
 from swafuzz.targets.sglang.engine import (
-    ADAPTER,
     VERSION,
     SGLangAllocator,
     SWATokenToKVPoolAllocator,
 )
 
-if ADAPTER == "0.5.12":  # pragma: no cover - depends on the environment
+if features.RING_MISSING:  # pragma: no cover - depends on the environment
     raise TargetUnavailable(f"target sglang: sglang {VERSION} has no per-request SWA ring "
-                            "(swa_req_ring_size is 0.5.20+); ring Cases need the 0.5.23 adapter")
+                            f"(lacks {'; '.join(features.RING_MISSING)}; first in 0.5.20)")
 
 from sglang.srt.mem_cache.memory_pool import ReqToTokenPool  # noqa: E402
 from sglang.srt.speculative.dspark_components.dspark_kv_inject import (  # noqa: E402

@@ -20,9 +20,12 @@ from swafuzz.targets import TargetUnavailable
 from swafuzz.targets.ring_draft import DraftBlockMixin
 from swafuzz.targets.sglang.engine import ADAPTER, VERSION, RealBackend
 
-if ADAPTER == "0.5.12":  # pragma: no cover - depends on the environment
-    raise TargetUnavailable(f"target sglang: sglang {VERSION} has no per-request SWA ring nor "
-                            "DSpark draft block; draft_block Cases need the 0.5.23 adapter")
+_MISSING = [n for n in ("_dspark_seq_lens_casual", "_dspark_swa_ring_out_cache_loc")
+            if not hasattr(RealBackend, n)]
+if _MISSING:  # pragma: no cover - depends on the environment
+    raise TargetUnavailable(f"target sglang: sglang {VERSION} (adapter {ADAPTER}) has no DSpark "
+                            f"draft block on a ring: DeepseekV4AttnBackend lacks "
+                            f"{', '.join(_MISSING)} (first in 0.5.23)")
 
 
 class SGLangDraftBlockMixin(DraftBlockMixin):

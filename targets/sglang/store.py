@@ -43,17 +43,43 @@ from swafuzz.targets.sglang import release
 
 VERSION, ADAPTER = release()
 
-if ADAPTER == "0.5.12":
-    from sglang.srt.layers.attention.dsv4.index_buf_accessor import SetKAndS
-    from sglang.srt.layers.attention.dsv4.quant_k_cache import (
-        quant_to_nope_fp8_rope_bf16_pack_triton,
-    )
-else:
-    from sglang.kernels.ops.kvcache.triton_store_cache import triton_fused_store_flashmla
+def _find_fused_store():
+    """The release's Triton V4-layout fused store, found by module path: ``sglang.kernels.ops.
+    kvcache.triton_store_cache`` (0.5.20+) or ``sglang.jit_kernel.triton_store_cache``
+    (0.5.16 and earlier resolver releases); None when neither has it (0.5.12)."""
+    import importlib
+
+    for name in ("sglang.kernels.ops.kvcache.triton_store_cache",
+                 "sglang.jit_kernel.triton_store_cache"):
+        try:
+            fn = getattr(importlib.import_module(name), "triton_fused_store_flashmla", None)
+        except ModuleNotFoundError:
+            continue
+        if fn is not None:
+            return fn
+    return None
+
+
+triton_fused_store_flashmla = _find_fused_store()
+#: the release has no fused Triton store: its quantizer + SetKAndS pair (0.5.12)
+QUANT_PAIR = triton_fused_store_flashmla is None
+if QUANT_PAIR:
+    try:
+        from sglang.srt.layers.attention.dsv4.index_buf_accessor import SetKAndS
+        from sglang.srt.layers.attention.dsv4.quant_k_cache import (
+            quant_to_nope_fp8_rope_bf16_pack_triton,
+        )
+    except ModuleNotFoundError as e:  # pragma: no cover - depends on the release
+        from swafuzz.targets import TargetUnavailable
+
+        raise TargetUnavailable(
+            f"target sglang: sglang {VERSION} has neither triton_fused_store_flashmla nor "
+            f"layers.attention.dsv4's quantizer + SetKAndS ({e}); pool layout dsv4 cannot run "
+            "its store") from None
 
 #: The upstream function(s) this module runs, for the real/modelled table and reports.
 RELEASE_STORE = ("quant_to_nope_fp8_rope_bf16_pack_triton + SetKAndS.triton"
-                 if ADAPTER == "0.5.12" else "triton_fused_store_flashmla")
+                 if QUANT_PAIR else "triton_fused_store_flashmla")
 
 
 def _interpreting(t: torch.Tensor) -> bool:
@@ -90,7 +116,7 @@ def _run_release_store(rows: torch.Tensor, cache: torch.Tensor, loc: torch.Tenso
                        page_size: int) -> None:
     ctx = rne_fp8_interpreter() if _interpreting(cache) else contextlib.nullcontext()
     with ctx:
-        if ADAPTER == "0.5.12":
+        if QUANT_PAIR:
             pack = quant_to_nope_fp8_rope_bf16_pack_triton(rows)
             SetKAndS.triton(_PageSize(page_size), cache, loc, pack)
         else:

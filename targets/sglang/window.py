@@ -38,18 +38,24 @@ import torch
 from swafuzz.scenarios.case import POISON_BYTE
 from swafuzz.targets import TargetUnavailable
 from swafuzz.targets.kv_pool import DTYPES
+from swafuzz.targets.sglang import features
 from swafuzz.targets.sglang.engine import ADAPTER, VERSION, RealBackend, build_real_pool
 from swafuzz.targets.window import WindowPath, _bytes
 
-if ADAPTER != "0.5.23":  # pragma: no cover - depends on the installed release
+if features.WINDOW_MISSING:  # pragma: no cover - depends on the installed release
     raise TargetUnavailable(
         f"target sglang: sglang {VERSION} (adapter {ADAPTER}) has no request window, encoder "
-        "replay or late-layer tail (first in 0.5.21, addendum §0); Cases with "
-        "pool.request_window or pool.late_layer_start run on the 0.5.23 adapter only")
+        "replay or late-layer tail as this adapter drives them (first in 0.5.21, addendum §0; "
+        f"lacks {'; '.join(features.WINDOW_MISSING)}); Cases with pool.request_window or "
+        "pool.late_layer_start need a release that has them")
 
-from sglang.kernels.ops.attention.dsv4 import attn_metadata_kernels as _amk  # noqa: E402
-from sglang.srt.layers.attention import deepseek_v4_backend as _backend_mod  # noqa: E402
+import functools  # noqa: E402
+import inspect  # noqa: E402
+
 from sglang.srt.mem_cache import dsv41_request_window as _rw  # noqa: E402
+
+_amk = features.tail_mod
+_backend_mod = features.backend_mod
 
 
 def _rows(t: torch.Tensor, width: int) -> torch.Tensor:
@@ -75,9 +81,21 @@ def _commit_packed_rows(workspace, state, tags, rows_layout, *, page_size, capac
     tags[dst] = rows_layout.pos[m]
 
 
-# the module's own names for the two CUDA-only kernels (the seam 0.5.12's allocator uses too)
-_rw.copy_packed_rows = _copy_packed_rows
-_rw.commit_packed_rows = _commit_packed_rows
+def _copy_packed_tokens(src, dst, src_loc, dst_loc, *, page_size, layout=None):
+    """Modelled ``copy_packed_tokens`` (0.5.21, 0.5.22: a V4 byte-layout copy of a data row and
+    a scale row per token, used by ``buffer`` for the history and by ``commit``): on swafuzz's
+    ``[pages, P, width]`` buffers, row ``dst_loc[k]`` <- row ``src_loc[k]``."""
+    if src_loc.numel():
+        _copy_packed_rows(src, dst, src_loc, dst_loc, page_size=page_size)
+
+
+# the module's own names for the CUDA-only kernels (the seam 0.5.12's allocator uses too):
+# 0.5.23 copy_packed_rows / commit_packed_rows; 0.5.21 .. 0.5.22 copy_packed_tokens
+if features.WINDOW_COPY == "copy_packed_rows":
+    _rw.copy_packed_rows = _copy_packed_rows
+    _rw.commit_packed_rows = _commit_packed_rows
+else:
+    _rw.copy_packed_tokens = _copy_packed_tokens
 
 # The release's history length is the constant 128 (``window_layout``'s default, which
 # ``RequestWindow.activate_idle`` relies on). Cases scale it down to ``pool.window``: the
@@ -85,9 +103,13 @@ _rw.commit_packed_rows = _commit_packed_rows
 # :meth:`SGLangWindowPath.resolve` before the release's code runs); every other argument and
 # the body are the release's.
 _real_window_layout = _rw.window_layout
+#: ``window_layout`` takes the ring's ``zero_row`` (required from 0.5.23; earlier releases keep
+#: it on the window and use it in ``buffer``)
+_LAYOUT_ZERO_ROW = "zero_row" in inspect.signature(_real_window_layout).parameters
 _HISTORY = {"window": 128}
 
 
+@functools.wraps(_real_window_layout)  # its signature stays the release's (inspect follows it)
 def _scaled_window_layout(req, pos, **kw):
     kw.setdefault("window", _HISTORY["window"])
     return _real_window_layout(req, pos, **kw)
@@ -105,6 +127,11 @@ class SGLangWindowPath(WindowPath):
     """:class:`targets.window.WindowPath` with SGLang 0.5.23's window, layouts and resolver."""
 
     def __init__(self, engine):
+        if not features.FOLD and any(st.replay for st in engine.case.steps):
+            raise TargetUnavailable(
+                f"target sglang: sglang {VERSION} replays encoder SWA in a forward of its own "
+                "(run_encoder_swa_replay), not folded into the extend (fold_encoder_swa_replay, "
+                "0.5.23): a Case with extend replay describes the 0.5.23 fold")
         super().__init__(engine)
         pool = engine.target_pool
         if self.on and engine.executor.graphs and any(
@@ -134,28 +161,39 @@ class SGLangWindowPath(WindowPath):
         dtype, width, P = DTYPES[c.row_dtype], c.row_width, self.P
 
         made = []
+        # 0.5.21 / 0.5.22 commit every row, the unmasked ones to ``sink_row`` = zero_row + 1,
+        # a row of the ring's last page when the page holds two rows or more (the server's
+        # SWA page is 256 tokens). A Case at page size 1 has no such row: the adapter gives
+        # the ring (and the release's tag table) one extra row there, as a wider page would.
+        sink_pad = 1 if P == 1 and features.WINDOW_COPY == "copy_packed_tokens" else 0
 
         def factory(rows: int, layers: int) -> _Pool:
             bufs = []
+            ring = not made  # the first pool made is the ring: its last page holds the zero row
+            n = rows + (sink_pad if ring else 0)
             for _ in range(layers):
-                t = torch.full((rows, width * dtype.itemsize), POISON_BYTE, dtype=torch.uint8,
+                t = torch.full((n, width * dtype.itemsize), POISON_BYTE, dtype=torch.uint8,
                                device=self.device)
-                if not made:  # the first pool made is the ring: its last page holds the zero row
+                if ring:
                     t[rows - P:] = 0
-                bufs.append(t.view(dtype).view(rows // P, P, width))
+                bufs.append(t.view(dtype).view(n // P, P, width))
             made.append(rows)
             return _Pool(kv_buffer=bufs, size=rows, kv_layout=None)
 
-        return _rw.RequestWindow(factory, num_slots=c.window_slots + 1, layers=c.layers,
-                                 page_size=P, capacity=c.request_window,
-                                 workspace_rows=(c.window_slots + 1) * self.W + c.window_chunk)
+        w = _rw.RequestWindow(factory, num_slots=c.window_slots + 1, layers=c.layers,
+                              page_size=P, capacity=c.request_window,
+                              workspace_rows=(c.window_slots + 1) * self.W + c.window_chunk)
+        if sink_pad:
+            w.tags = torch.cat([w.tags, w.tags.new_full((w.tags.shape[0], sink_pad), -1)], 1)
+        return w
 
     def reset_slot(self, slot):
         self.window.reset(torch.tensor([slot], dtype=torch.int64, device=self.device))
 
     def layout(self, req, pos, floor, groups):
-        return _real_window_layout(req, pos, zero_row=self.window.zero_row, window=self.W,
-                                 capacity=self.window.capacity, floor=floor, num_groups=groups)
+        kw = {"zero_row": self.window.zero_row} if _LAYOUT_ZERO_ROW else {}
+        return _real_window_layout(req, pos, window=self.W, capacity=self.window.capacity,
+                                   floor=floor, num_groups=groups, **kw)
 
     def tail(self, per_req, seq_after):
         idx, lens, floor = _amk.late_layer_tail_layout(
@@ -182,9 +220,10 @@ class SGLangWindowPath(WindowPath):
             self.tail_metadata = _backend_mod.DSV4Metadata(
                 core_attn_metadata=tm.core_attn_metadata, indexer_metadata=None,
                 late_layer_tail=real)
-        if self.on:
-            # the release's init_forward_metadata ends with _activate_request_window (the
-            # metadata's layout becomes the window's; prepared dropped)
+        if self.on and hasattr(RealBackend, "_activate_request_window"):
+            # 0.5.23's init_forward_metadata ends with _activate_request_window (the
+            # metadata's layout becomes the window's; prepared dropped); 0.5.21 / 0.5.22 have
+            # no such step (the resolver's W branch activates)
             self.shim.forward_metadata = self.forward_metadata
             RealBackend._activate_request_window(self.shim)
 
@@ -255,6 +294,29 @@ class SGLangWindowPath(WindowPath):
     def ring_bytes(self) -> list[bytes]:
         return [_bytes(b) for b in self.window.state.kv_buffer]
 
+    def step_obs(self, i: int):
+        """The ring and its tags as the Case's window holds them (``rows + P`` rows). 0.5.21 /
+        0.5.22 (``copy_packed_tokens`` family): every unmasked row of a commit goes to the
+        release's ``sink_row`` (zero_row + 1), a row of the zero page that no read path uses
+        (an invalid history slot reads ``zero_row``); its bytes and tag are reported as the
+        zero page holds them before any commit (zeros, -1), and the adapter's extra row at
+        page size 1 is cut off. ``zero_row`` itself is reported as it is."""
+        from swafuzz.targets.window import WinStepObs
+
+        if not self.on or features.WINDOW_COPY != "copy_packed_tokens":
+            return super().step_obs(i)
+        w = self.window
+        n, sink = w.rows + self.P, w.sink_row
+        tags = w.tags[:, :n].clone()
+        ring = []
+        for b in w.state.kv_buffer:
+            flat = b.reshape(-1, b.shape[-1])[:n].clone()
+            if sink < n:
+                flat[sink] = 0
+            ring.append(_bytes(flat))
+        if sink < n:
+            tags[:, sink] = -1
+        return WinStepObs(i, tags.tolist(), ring)
 
 from swafuzz.targets.sglang.window_prefill import SGLangPrefillRunner  # noqa: E402
 

@@ -32,7 +32,8 @@ def installed(monkeypatch):
 
 @pytest.mark.parametrize("version, forced, expect", [
     ("0.5.23", None, "0.5.23"), ("0.5.12", None, "0.5.12"),
-    ("0.5.17", "0.5.23", "0.5.17 (adapter 0.5.23)"), ("0.5.17", None, "0.5.17 (unsupported)"),
+    ("0.5.17", "0.5.23", "0.5.17 (adapter 0.5.23)"), ("0.5.17", None, "0.5.17 (adapter 0.5.16)"),
+    ("0.5.24", None, "0.5.24 (unsupported)"),
     (None, None, "not installed")])
 def test_run_json_records_the_sglang_release(tmp_path, installed, monkeypatch, version, forced,
                                              expect):
@@ -85,4 +86,4 @@ def test_unsupported_release_exits_2_naming_the_range(tmp_path, capsys, installe
         argv = argv + ["--out", str(tmp_path / "out")]
     assert cli_main(argv) == 2
     err = capsys.readouterr().err
-    assert "sglang 0.5.99 is not a supported release (supported: 0.5.12, 0.5.23)" in err
+    assert "sglang 0.5.99 is outside the supported range 0.5.12 .. 0.5.23" in err

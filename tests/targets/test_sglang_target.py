@@ -32,16 +32,18 @@ def test_registered_without_importing_sglang():
 def test_release_detection(monkeypatch):
     monkeypatch.delenv(sg.ADAPTER_ENV, raising=False)
     monkeypatch.setattr(sg, "installed_version", lambda: None)
-    with pytest.raises(TargetUnavailable, match="not installed .*0.5.12, 0.5.23"):
+    with pytest.raises(TargetUnavailable, match=r"not installed .*0\.5\.12 \.\. 0\.5\.23"):
         sg.release()
     monkeypatch.setattr(sg, "installed_version", lambda: "0.5.23")
     assert sg.release() == ("0.5.23", "0.5.23")
-    monkeypatch.setattr(sg, "installed_version", lambda: "0.5.17")
-    with pytest.raises(TargetUnavailable, match="sglang 0.5.17 is not a supported release "
-                                                r"\(supported: 0.5.12, 0.5.23\)"):
+    monkeypatch.setattr(sg, "installed_version", lambda: "0.5.17")  # in range, not verified
+    assert sg.release() == ("0.5.17", "0.5.16")
+    monkeypatch.setattr(sg, "installed_version", lambda: "0.5.24")
+    with pytest.raises(TargetUnavailable, match="sglang 0.5.24 is outside the supported range "
+                                                r"0\.5\.12 \.\. 0\.5\.23"):
         sg.release()
     monkeypatch.setenv(sg.ADAPTER_ENV, "0.5.23")
-    assert sg.release() == ("0.5.17", "0.5.23")
+    assert sg.release() == ("0.5.24", "0.5.23")
     monkeypatch.setenv(sg.ADAPTER_ENV, "0.4.0")
     with pytest.raises(TargetUnavailable, match=f"{sg.ADAPTER_ENV}='0.4.0'"):
         sg.release()
@@ -66,7 +68,7 @@ def test_cli_exits_2_without_sglang(capsys, tmp_path):
     assert cli_main(["run", "--target", "sglang", "--examples", "1",
                      "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "sglang package is not installed" in err and "0.5.12, 0.5.23" in err
+    assert "sglang package is not installed" in err and "0.5.12 .. 0.5.23" in err
 
 
 def test_cli_exits_2_on_unsupported_release(capsys, tmp_path, monkeypatch):
@@ -77,7 +79,8 @@ def test_cli_exits_2_on_unsupported_release(capsys, tmp_path, monkeypatch):
     monkeypatch.delitem(sys.modules, "swafuzz.targets.sglang.engine", raising=False)
     assert cli_main(["run", "--target", "sglang", "--examples", "1",
                      "--out", str(tmp_path)]) == 2
-    assert "sglang 0.5.99 is not a supported release" in capsys.readouterr().err
+    assert "sglang 0.5.99 is outside the supported range 0.5.12 .. 0.5.23" in \
+        capsys.readouterr().err
 
 
 # ----------------------------------------------------------------------------- upstream
@@ -204,4 +207,4 @@ def test_upstream_env_refuses_an_unsupported_release():
     r = subprocess.run(["bash", os.path.join(root, "scripts", "upstream-env"), "0.4.0"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2
-    assert "sglang 0.4.0 is not a supported release (supported: 0.5.12, 0.5.23)" in r.stderr
+    assert "sglang 0.4.0 is outside the supported range 0.5.12 .. 0.5.23" in r.stderr

@@ -1,0 +1,210 @@
+"""What the installed SGLang release has on the SWA write path, found by inspection (module
+paths, attributes, signatures), not by its version number.
+
+Importing this module imports SGLang. Every seam of the ``sglang`` target
+(:mod:`~swafuzz.targets.sglang.engine`, ``metadata``, ``ring``, ``window``, ``store``) asks the
+flags below instead of comparing release strings, so a release between two verified ones
+(:data:`swafuzz.targets.sglang.VERIFIED`) runs with whatever it actually has, and a release that
+lacks a needed piece is refused with a :class:`~swafuzz.targets.TargetUnavailable` naming it.
+
+Adapter family (:data:`FAMILY`):
+
+* ``"store-path"`` (0.5.12): the backend has no resolver; the pool's
+  ``set_swa_key_buffer_radix_fused`` translates ``out_cache_loc`` itself through its
+  layer-keyed ``cached_loc`` and hands the rows to its ``swa_kv_pool``;
+* ``"resolver"`` (0.5.13+ per addendum §3): ``DeepseekV4AttnBackend.get_swa_out_cache_loc``
+  chooses the SWA locations and the pool's ``set_swa_key_buffer_radix_fused`` only stores.
+
+Flags are plain bools / modules; :func:`describe` lists them (``swafuzz list --target sglang``
+prints it when a release is installed).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+from swafuzz.targets import TargetUnavailable
+from swafuzz.targets.sglang import release
+
+VERSION, ADAPTER = release()
+
+
+def _first_module(*names: str):
+    """The first of ``names`` that imports (None when none does); an ImportError raised
+    *inside* an existing module propagates (a broken environment, not a missing feature)."""
+    for n in names:
+        try:
+            return importlib.import_module(n)
+        except ModuleNotFoundError as e:
+            if e.name is not None and not n.startswith(e.name) and not e.name.startswith(n):
+                raise
+    return None
+
+
+def _refuse(what: str) -> TargetUnavailable:
+    return TargetUnavailable(f"target sglang: sglang {VERSION} lacks {what}; this adapter "
+                             "cannot drive it")
+
+
+def _source_has(obj, text: str) -> bool:
+    try:
+        return text in inspect.getsource(obj)
+    except (OSError, TypeError):
+        return False
+
+
+def _params(fn) -> tuple[str, ...]:
+    try:
+        return tuple(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return ()
+
+
+try:
+    backend_mod = importlib.import_module("sglang.srt.layers.attention.deepseek_v4_backend")
+    pool_mod = importlib.import_module("sglang.srt.mem_cache.deepseek_v4_memory_pool")
+    _fbi = importlib.import_module("sglang.srt.model_executor.forward_batch_info")
+except ImportError as e:  # pragma: no cover - depends on the environment
+    raise TargetUnavailable(
+        f"target sglang: sglang {VERSION} is installed but its modules do not import here "
+        f"({type(e).__name__}: {e}); build the environment with scripts/upstream-env "
+        f"{VERSION}") from None
+
+RealBackend = getattr(backend_mod, "DeepseekV4AttnBackend", None)
+RealPool = getattr(pool_mod, "DeepSeekV4TokenToKVPool", None)
+RealForwardMode = getattr(_fbi, "ForwardMode", None)
+if RealBackend is None or RealPool is None or RealForwardMode is None:  # pragma: no cover
+    raise _refuse("DeepseekV4AttnBackend / DeepSeekV4TokenToKVPool / ForwardMode")
+for _name in ("store_cache",):
+    if not hasattr(RealBackend, _name):  # pragma: no cover
+        raise _refuse(f"DeepseekV4AttnBackend.{_name}")
+for _name in ("register_mapping", "translate_loc_from_full_to_swa",
+              "set_swa_key_buffer_radix_fused", "_swa_local_layer_id"):
+    if not hasattr(RealPool, _name):  # pragma: no cover
+        raise _refuse(f"DeepSeekV4TokenToKVPool.{_name}")
+
+#: the SWA allocator's module: ``mem_cache/allocator/swa.py`` (0.5.13+) or
+#: ``mem_cache/swa_memory_pool.py`` (0.5.12)
+alloc_mod = _first_module("sglang.srt.mem_cache.allocator.swa")
+if alloc_mod is None or not hasattr(alloc_mod, "SWATokenToKVPoolAllocator"):
+    alloc_mod = _first_module("sglang.srt.mem_cache.swa_memory_pool")
+SWATokenToKVPoolAllocator = getattr(alloc_mod, "SWATokenToKVPoolAllocator", None)
+if SWATokenToKVPoolAllocator is None:  # pragma: no cover
+    raise _refuse("SWATokenToKVPoolAllocator (looked in mem_cache.allocator.swa and "
+                  "mem_cache.swa_memory_pool)")
+#: the paged allocator's module: ``mem_cache/allocator/paged.py`` or ``mem_cache/allocator.py``
+paged_mod = _first_module("sglang.srt.mem_cache.allocator.paged", "sglang.srt.mem_cache.allocator")
+
+#: the resolver ``get_swa_out_cache_loc`` (addendum §3): the resolver adapter family
+RESOLVER = hasattr(RealBackend, "get_swa_out_cache_loc")
+#: 0.5.12's layer-keyed cached translation inside the pool's fused store entry point
+CACHED_LOC = _source_has(RealPool.set_swa_key_buffer_radix_fused, "cached_loc")
+if RESOLVER:
+    FAMILY = "resolver"
+elif CACHED_LOC:
+    FAMILY = "store-path"
+else:  # pragma: no cover - no such release known
+    raise _refuse("both a resolver (DeepseekV4AttnBackend.get_swa_out_cache_loc) and the "
+                  "store path's layer-keyed cached_loc")
+
+#: the in-graph stamp ``init_forward_metadata_in_graph`` (resolver family)
+IN_GRAPH = hasattr(RealBackend, "init_forward_metadata_in_graph")
+#: the paged allocator's own CPU switch (``use_triton_kernels``, 0.5.23): its torch reference
+#: allocators run; without it the Triton ``alloc_extend_kernel`` is routed to the module's
+#: ``alloc_extend_naive`` and decodes go through ``alloc_extend`` (no naive ``alloc_decode``)
+NAIVE_SWITCH = _source_has(paged_mod, "use_triton_kernels")
+EXTEND_NAIVE = hasattr(paged_mod, "alloc_extend_naive") and hasattr(paged_mod, "alloc_extend_kernel")
+if not NAIVE_SWITCH and not EXTEND_NAIVE:  # pragma: no cover
+    raise _refuse("a CPU path for the paged allocator (use_triton_kernels switch or "
+                  "alloc_extend_naive)")
+#: ``SWATokenToKVPoolAllocator.free_full`` (0.5.20+): its ``free`` then insists on SWA peers
+FREE_FULL = hasattr(SWATokenToKVPoolAllocator, "free_full")
+#: ``ForwardMode.DRAFT_EXTEND`` (0.5.12, 0.5.13; removed in 0.5.14)
+HAS_DRAFT_EXTEND_MODE = "DRAFT_EXTEND" in RealForwardMode.__members__
+
+_eagle = _first_module("sglang.srt.speculative.eagle_utils")
+#: ``eagle_utils.per_step_draft_out_cache_loc``: the per-step draft write targets
+PER_STEP = RESOLVER and hasattr(_eagle, "per_step_draft_out_cache_loc")
+#: the CUDA backend's draft-extend prep with its buffer refill (PR #34890) and the
+#: ``init_forward_metadata_draft_extend(req_pool_indices, seq_lens, num_tokens_per_req,
+#: out_cache_loc)`` signature (0.5.16+) the adapter calls
+DRAFT_EXTEND_PREP = (RESOLVER and hasattr(RealBackend, "_fill_cuda_graph_swa_out_cache_loc")
+                     and hasattr(RealBackend, "init_forward_metadata_out_graph")
+                     and _params(getattr(RealBackend, "init_forward_metadata_draft_extend",
+                                         None))[1:5] == ("req_pool_indices", "seq_lens",
+                                                         "num_tokens_per_req", "out_cache_loc"))
+
+#: the per-request SWA ring (``swa_req_ring_size`` on the pool, allocator ring accounting)
+RING_ALLOCATOR = hasattr(SWATokenToKVPoolAllocator, "swa_req_ring")
+_inject = _first_module("sglang.srt.speculative.dspark_components.dspark_kv_inject")
+RING_INJECT = _inject is not None and hasattr(
+    getattr(_inject, "TargetHiddenKvInjector", None), "_ring_inject_loc")
+#: what a ring Case needs and the release lacks (empty: ring Cases run)
+RING_MISSING = tuple(
+    w for w, ok in (("SWATokenToKVPoolAllocator.swa_req_ring (ring accounting)", RING_ALLOCATOR),
+                    ("dspark_kv_inject.TargetHiddenKvInjector._ring_inject_loc", RING_INJECT))
+    if not ok)
+
+_rw = _first_module("sglang.srt.mem_cache.dsv41_request_window")
+#: the request window (``dsv41_request_window.RequestWindow``) and, per piece the window path
+#: drives, whether the release has it
+WINDOW_MODULE = _rw is not None and hasattr(_rw, "RequestWindow")
+#: ``RequestWindow.activate_idle`` and the resolver's IDLE-first branch I (0.5.23); without it
+#: (0.5.21, 0.5.22) the resolver tests W first: addendum A2
+WINDOW_IDLE = WINDOW_MODULE and hasattr(getattr(_rw, "RequestWindow", None), "activate_idle")
+#: the late-layer tail's layout function: ``kernels/ops/attention/dsv4/attn_metadata_kernels``
+#: (0.5.23) or ``kernels/ops/attention/dsv4_attn_metadata_kernels`` (0.5.21, 0.5.22)
+tail_mod = None
+for _n in ("sglang.kernels.ops.attention.dsv4.attn_metadata_kernels",
+           "sglang.kernels.ops.attention.dsv4_attn_metadata_kernels"):
+    _m = _first_module(_n) if WINDOW_MODULE else None
+    if _m is not None and hasattr(_m, "late_layer_tail_layout"):
+        tail_mod = _m
+        break
+#: the window's row-copy seam: ``copy_packed_rows`` + ``commit_packed_rows`` (0.5.23, Triton)
+#: or ``copy_packed_tokens`` (0.5.21, 0.5.22: V4 byte layout, used by buffer and commit)
+WINDOW_COPY = ("copy_packed_rows" if WINDOW_MODULE and hasattr(_rw, "commit_packed_rows")
+               else "copy_packed_tokens" if WINDOW_MODULE and hasattr(_rw, "copy_packed_tokens")
+               else None)
+_replay = _first_module("sglang.srt.model_executor.encoder_swa_replay") if WINDOW_MODULE else None
+#: encoder SWA replay folded into the extend (``fold_encoder_swa_replay``, 0.5.23); 0.5.21 /
+#: 0.5.22 replay in a forward of their own (``run_encoder_swa_replay``), which the Case's
+#: ``extend(replay=...)`` (the 0.5.23 fold) does not describe
+FOLD = _replay is not None and hasattr(_replay, "fold_encoder_swa_replay")
+#: the seams targets/sglang/tail_prefix.py drives (0.5.23 names): replay_len, the fold and
+#: replay batch builders, the radix cap, the compressor location helper
+TAIL_PREFIX = FOLD and all(hasattr(_replay, n) for n in (
+    "replay_len", "_reset_windows_and_collect_hits", "_fold_batch", "_build_replay_batch")) and (
+    hasattr(backend_mod.DeepseekV4AttnBackend, "_compressor_out_loc"))
+#: what a request-window / late-layer-tail Case needs and the release lacks
+WINDOW_MISSING = tuple(w for w, ok in (
+    ("mem_cache.dsv41_request_window.RequestWindow", WINDOW_MODULE),
+    ("late_layer_tail_layout (kernels/ops/attention/dsv4[_]attn_metadata_kernels)",
+     tail_mod is not None),
+    ("a row-copy seam (copy_packed_rows / copy_packed_tokens)", WINDOW_COPY is not None),
+    ("DSV4Metadata.late_layer_tail / LateLayerTail",
+     hasattr(backend_mod, "LateLayerTail")),
+) if not ok)
+
+
+def describe() -> list[tuple[str, str]]:
+    """``(feature, what was found)`` rows for the installed release."""
+    yes = {True: "yes", False: "no"}
+    return [
+        ("adapter family", FAMILY),
+        ("SWA allocator module", alloc_mod.__name__),
+        ("paged allocator module", paged_mod.__name__),
+        ("paged allocator CPU switch (use_triton_kernels)", yes[NAIVE_SWITCH]),
+        ("SWATokenToKVPoolAllocator.free_full", yes[FREE_FULL]),
+        ("resolver get_swa_out_cache_loc", yes[RESOLVER]),
+        ("in-graph stamp init_forward_metadata_in_graph", yes[IN_GRAPH]),
+        ("per_step_draft_out_cache_loc", yes[PER_STEP]),
+        ("draft-extend prep (_fill_cuda_graph_swa_out_cache_loc)", yes[DRAFT_EXTEND_PREP]),
+        ("ring", "yes" if not RING_MISSING else "no: " + "; ".join(RING_MISSING)),
+        ("request window", "yes" if not WINDOW_MISSING else "no: " + "; ".join(WINDOW_MISSING)),
+        ("resolver IDLE branch I (RequestWindow.activate_idle)", yes[WINDOW_IDLE]),
+        ("encoder replay folded into the extend (fold_encoder_swa_replay)", yes[FOLD]),
+        ("window row copy", WINDOW_COPY or "none"),
+        ("ForwardMode.DRAFT_EXTEND", yes[HAS_DRAFT_EXTEND_MODE]),
+    ]

@@ -1,0 +1,116 @@
+"""Per-release answers of the ``sglang`` target's real/modelled table, for the releases between
+the two the :data:`~swafuzz.targets.sglang.TABLE` columns name (0.5.12, 0.5.23).
+
+Reads no sglang: the answers are what :mod:`~swafuzz.targets.sglang.features` finds in each
+release, recorded from the wheels (release-matrix branch; verified releases are the
+``VERIFIED`` tuple, other releases inside a range are inferred from its two ends and still
+feature-detected at run time). A TABLE row not listed here has the same answer in every
+release of the range as in its 0.5.23 column (0.5.13+) - or, for rows whose 0.5.12 and 0.5.23
+answers agree, everywhere.
+
+    python -m swafuzz.targets.sglang.matrix 0.5.16 0.5.21   # the table's column per release
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+
+from swafuzz.targets.sglang import SUPPORTED_RANGE, TABLE, in_range, version_key
+
+#: TABLE component (its leading words, as ``str.startswith``) -> ``(first, last, answer, why)``
+#: for the releases ``first .. last`` (inclusive) whose answer differs from the 0.5.23 column
+#: (0.5.12 keeps its own column)
+RANGES: dict[str, tuple[tuple[str, str, str, str], ...]] = {
+    "allocator (alloc": (
+        ("0.5.13", "0.5.22", "real",
+         "no use_triton_kernels switch: alloc_extend_kernel routed to the module's "
+         "alloc_extend_naive, decodes through alloc_extend (as 0.5.12); free_full from 0.5.20 "
+         "(before: free = full side then free_swa)"),),
+    "DSV4 pool: layer-keyed cached_loc": (),
+    "resolver get_swa_out_cache_loc": (
+        ("0.5.13", "0.5.20", "real", "C and F only (addendum §3)"),
+        ("0.5.21", "0.5.22", "real",
+         "W, T, C, F: W tested before any IDLE test, no I, no J (addendum §3, A2)"),),
+    "draft-extend metadata prep": (
+        ("0.5.13", "0.5.19", "modelled",
+         "no _fill_cuda_graph_swa_out_cache_loc (checked absent in 0.5.16, present in 0.5.20)"),),
+    "request window: window_layout": (
+        ("0.5.13", "0.5.20", "absent", "dsv41_request_window is 0.5.21+"),
+        ("0.5.21", "0.5.22", "real",
+         "window_layout without zero_row / padded_rows, RequestWindow without activate_idle"),),
+    "request window kernels": (
+        ("0.5.13", "0.5.20", "absent", "no request window"),
+        ("0.5.21", "0.5.22", "modelled",
+         "copy_packed_tokens (torch, V4 byte layout; buffer and commit, commit to sink_row "
+         "when unmasked) replaced by row copies on swafuzz's row buffers"),),
+    "late-layer tail": (
+        ("0.5.13", "0.5.20", "absent", "first in 0.5.21"),
+        ("0.5.21", "0.5.22", "real",
+         "late_layer_tail_layout in kernels/ops/attention/dsv4_attn_metadata_kernels.py"),),
+    "encoder SWA replay fold": (
+        ("0.5.13", "0.5.20", "absent", "no encoder SWA replay (0.5.21+)"),
+        ("0.5.21", "0.5.22", "modelled",
+         "these releases replay in a forward of its own (run_encoder_swa_replay), not folded "
+         "(fold_encoder_swa_replay is 0.5.23): the engine model's fold runs, resetting the slot "
+         "through the release's RequestWindow.reset"),),
+    "store kernel, pool layout dsv4": (
+        ("0.5.13", "0.5.19", "real", "triton_fused_store_flashmla from sglang.jit_kernel"),),
+    "ring: allocator accounting": (
+        ("0.5.13", "0.5.19", "absent", "swa_req_ring_size is 0.5.20+"),
+        ("0.5.20", "0.5.22", "absent",
+         "the allocator's ring accounting exists but nothing on the DSV4 path writes ring rows "
+         "(no _ring_inject_loc / swa_ring_rows): ring Cases refused"),),
+    "ring: write rows": (("0.5.13", "0.5.22", "absent", "no _ring_inject_loc"),),
+    "ring: resolver under a ring": (("0.5.13", "0.5.22", "absent", "ring Cases refused"),),
+    "in-graph stamp": (
+        ("0.5.13", "0.5.20", "real", "stamps the translation (no window, no ring test)"),
+        ("0.5.21", "0.5.22", "real", "translation skipped under a window only"),),
+}
+
+
+def answer(component: str, version: str) -> tuple[str, str]:
+    """``(answer, why)`` of the TABLE row ``component`` for release ``version`` (in range)."""
+    if not in_range(version):
+        raise ValueError(f"sglang {version} is outside the supported range "
+                         f"{SUPPORTED_RANGE[0]} .. {SUPPORTED_RANGE[1]}")
+    row = next(r for r in TABLE if r[0] == component)
+    k = version_key(version)
+    if k < version_key("0.5.13"):
+        return row[1], ""
+    for key, ranges in RANGES.items():
+        if component.startswith(key):
+            for first, last, ans, why in ranges:
+                if version_key(first) <= k <= version_key(last):
+                    return ans, why
+    return row[2], ""
+
+
+def release_table(version: str, width: int = 100) -> str:
+    """The TABLE's column for one release, with the per-release reason where it differs."""
+    w0 = max(len(r[0]) for r in TABLE)
+    lines = [f"{'component':<{w0}}  sglang {version}", "-" * (w0 + 20)]
+    for comp, *_ in TABLE:
+        ans, why = answer(comp, version)
+        lines.append(f"{comp:<{w0}}  {ans}")
+        if why:
+            lines += textwrap.wrap(why, width, initial_indent="    ", subsequent_indent="    ")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
+        return 2
+    for v in argv:
+        try:
+            print(release_table(v))
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        print()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main(sys.argv[1:]))

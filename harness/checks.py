@@ -39,6 +39,7 @@ CHECKS = (
     "compressor",
     "reprefill",
     "tail_graph",
+    "history",
 )
 
 #: Checks that are defence in depth: no mutant is killed by them alone, by construction, and the
@@ -648,6 +649,14 @@ def check_tail_graph(case, obs, exp) -> list[Failure]:
     return run(case, obs, exp)
 
 
+def check_history(case, obs, exp) -> list[Failure]:
+    """W5 at use under a request window (issue 12, addendum §5 W5): see
+    :func:`harness.history_checks.check_history`."""
+    from swafuzz.harness.history_checks import check_history as run
+
+    return run(case, obs, exp)
+
+
 PER_OBSERVATION: dict[str, Callable] = {
     "write_targets": check_write_targets,
     "pool_bytes": check_pool_bytes,
@@ -662,6 +671,7 @@ PER_OBSERVATION: dict[str, Callable] = {
     "compressor": check_compressor,
     "reprefill": check_reprefill,
     "tail_graph": check_tail_graph,
+    "history": check_history,
 }
 
 

@@ -231,5 +231,7 @@ def _forward_lane(win, i: int, mode: str, rows, pad: int, groups: int,
         win._run_layer(layer, lay, allrows, data, commit=True)
         locs.append(list(lay.write_loc))
         wsb.append(bytes(win.ws))
+    hist = [p if ok else -1 for p, ok in zip(lay.history_pos, lay.history_valid)]  # W5 at use
     win.exp.forwards.append(WinFwdExp(i, 0, mode, False, locs, [], [], wsb, list(lay.commit),
-                                      list(lay.runs), bucket, lay.size))
+                                      list(lay.runs), bucket, lay.size,
+                                      history=[hist] * win.cfg.layers))

@@ -104,6 +104,10 @@ class WinFwdExp:
     # EXTEND forwards: the compressor locations (oracles.tail_prefix.CompExp); None otherwise
     comp: object | None = None
     tail_capacity: int = 0  # prefill-graph tail: rows of every late-layer store (tail_graph)
+    # W5 at use (harness.history_checks): per target layer, per history row of the layout that
+    # layer runs, the position the Case says it holds (-1: invalid, the zero row); empty: not
+    # predicted for this forward
+    history: list[list[int]] = field(default_factory=list)
 
 
 @dataclass
@@ -414,10 +418,11 @@ class WindowShadow:
             tail_lay = layout(trows, groups, self.W, self.cap, self.Z)
             tail_layers = list(range(self.L, self.cfg.layers))
             tail_n = len(trows)
-        locs, wsb = [], []
+        locs, wsb, hist = [], [], []
         for layer in range(self.cfg.layers):
             late = layer in tail_layers
             lay_l = tail_lay if late else lay
+            hist.append([p if ok else -1 for p, ok in zip(lay_l.history_pos, lay_l.history_valid)])
             rws = trows if late else rows
             n = tail_n if late else len(rows)
             data = rows_bytes(self.case.payload_seed, i, fwd, "target", layer, n, self.rb)
@@ -427,7 +432,7 @@ class WindowShadow:
             wsb.append(bytes(self.ws))
         self.exp.forwards.append(WinFwdExp(i, fwd, mode, False, locs, tail_layers, tail_lens, wsb,
                                            list(lay.commit), list(lay.runs), bucket, lay.size,
-                                           comp=comp))
+                                           comp=comp, history=hist))
 
     def _run_layer(self, layer: int, lay: Layout, rows, data: bytes, commit: bool) -> None:
         rb, ring, ws = self.rb, self.ring[layer], self.ws

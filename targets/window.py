@@ -53,6 +53,10 @@ class WinFwdObs:
     layout_size: int | None = None
     # EXTEND forwards: the compressors' write locations (targets.tail_prefix.CompObs)
     comp: object | None = None
+    # W5 at use (harness.history_checks): per target layer, the window's tags at the history
+    # source rows of the layout that layer's store used, read after its history copy and before
+    # its commit (-1: an empty row or the zero row); None: not recorded (graph runners)
+    history_tags: list[list[int]] | None = None
 
 
 @dataclass
@@ -459,7 +463,7 @@ class WindowPath(TailPrefixMixin):
         self.init_metadata(fb, req, floor, groups, per_req)
         comp = (self.compressor_obs(fb, replay, low_ratio) if mode == ForwardMode.EXTEND
                 else None)
-        stores, ws = [], []
+        stores, ws, htags = [], [], []
         late_from = self.L if (self.L and self.tail_metadata is not None) else None
         for layer in range(self.cfg.layers):
             late = late_from is not None and layer >= late_from
@@ -467,6 +471,8 @@ class WindowPath(TailPrefixMixin):
             n = self.tail_metadata.late_layer_tail.token_indices.numel() if late else len(rows)
             k = self.e.rows_tensor(i, fwd, "target", layer, n)
             loc = self.store(layer, fb, k)
+            if self.on:
+                htags.append(self.history_tags(layer))
             self.commit(layer, fb)
             if late:
                 self.exit_tail(saved)
@@ -474,9 +480,17 @@ class WindowPath(TailPrefixMixin):
                                    locs=loc.tolist(), rows=k.shape[0]))
             if self.on:
                 ws.append(self.workspace_bytes())
-        return WinFwdObs(i, fwd, mode.name, stores, ws, comp=comp)
+        return WinFwdObs(i, fwd, mode.name, stores, ws, comp=comp,
+                         history_tags=htags if self.on else None)
 
     # -- observation ---------------------------------------------------------------------------
+    def history_tags(self, layer: int) -> list[int]:
+        """The window's tags of ``layer`` at the history source rows of the active layout (the
+        rows the history copy just read), as ints: what the target's ring says those rows hold
+        at use (addendum §5 W5)."""
+        w = self.window
+        return w.tags[layer][w.layout.history_src.long()].tolist()
+
     def workspace_bytes(self) -> bytes:
         return _bytes(self.window.workspace)
 

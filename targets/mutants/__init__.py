@@ -591,3 +591,7 @@ from swafuzz.targets.mutants import dspark_mutants  # noqa: E402,F401
 # isort: split
 # 50-53: the DSpark draft block on a ring (issue 12, issue12-ringdraft)
 from swafuzz.targets.mutants import ring_draft_mutants  # noqa: E402,F401
+
+# isort: split
+# 56: the window's tags at history use (issue 12, W5; harness.history_checks)
+from swafuzz.targets.mutants import w5_mutants  # noqa: E402,F401

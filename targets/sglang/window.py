@@ -288,6 +288,13 @@ class SGLangWindowPath(WindowPath):
         if self.on and not fb.forward_mode.is_idle():
             self.window.commit(self.real_pool._swa_local_layer_id(layer))
 
+    def history_tags(self, layer):
+        """The release's ``RequestWindow.tags`` of the layer's window-local id at the active
+        ``WindowLayout.history_src`` (read after the history copy, before the commit)."""
+        w = self.window
+        return w.tags[self.real_pool._swa_local_layer_id(layer)][w.layout.history_src.long()
+                                                                 ].tolist()
+
     def workspace_bytes(self) -> bytes:
         return _bytes(self.window.workspace.kv_buffer[0])
 

@@ -163,7 +163,8 @@ def test_each_mutant_is_killed_by_its_check_alone(mutant):
     v = execute(HAND, f"mutant:{mutant}", "torch", EX, only={check})
     assert any(f.check == check for f in v.failures), [f.message for f in v.failures]
     assert all("/tape]" in f.message for f in v.failures)  # the eager executor runs no graph
-    v = execute(HAND, f"mutant:{mutant}", "torch", EX, only=set(CHECKS) - {check})
+    # history (W5 at use, issue12-w5) sees the same wrong ring rows through their tags
+    v = execute(HAND, f"mutant:{mutant}", "torch", EX, only=set(CHECKS) - {check, "history"})
     assert not v.failures, [f.message for f in v.failures]
 
 

@@ -43,7 +43,9 @@ SUPPORTED = VERIFIED
 ADAPTER_ENV = "SWAFUZZ_SGLANG_ADAPTER"
 
 #: (component, 0.5.12, 0.5.23, why). "real": SGLang's code executes; "modelled": swafuzz's
-#: engine model runs it; "absent": the release has no such code on the SWA write path.
+#: engine model runs it; "absent": the release has no such code on the SWA write path;
+#: "refused" (per-release answers of :mod:`targets.sglang.matrix` only): the release has the
+#: code but the adapter does not drive that release's form of it, so the kind is refused.
 TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("ForwardMode", "real", "real",
      "the release's member of the same name is handed to its code (values differ)"),
@@ -149,9 +151,9 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "_build_late_layer_tail_metadata(for_prefill_graph=True), which also needs "
      "init_forward_metadata_prefill (FlashMLA plans, a model runner): modelled"),
     ("encoder SWA replay fold (fold_encoder_swa_replay)", "absent", "modelled",
-     "needs a ScheduleBatch and a model runner; the engine model prepends each replayed "
-     "request's last min(P, W) cached rows with floor P - r, and resets the slot through the "
-     "release's RequestWindow.reset"),
+     "fold_encoder_swa_replay itself needs a ScheduleBatch and a model runner; its pieces run "
+     "real on 0.5.23 (_reset_windows_and_collect_hits, _fold_batch: see the row 'encoder replay "
+     "fold and separate forward' below), the engine model only calls them in order"),
     ("store kernel", "modelled", "modelled",
      "pool layout \"rows\": swafuzz's store writes the rows at exactly the locations SGLang's "
      "code hands its pool's store (SGLang's CUDA JIT store needs a GPU)"),

@@ -22,6 +22,52 @@ from swafuzz.targets.sglang import SUPPORTED_RANGE, TABLE, in_range, version_key
 #: for the releases ``first .. last`` (inclusive) whose answer differs from the 0.5.23 column
 #: (0.5.12 keeps its own column)
 RANGES: dict[str, tuple[tuple[str, str, str, str], ...]] = {
+    # (more specific keys first: the first key a component starts with answers)
+    "late-layer tail under graphs: enter/exit": (
+        ("0.5.13", "0.5.20", "absent", "no late-layer tail (0.5.21+)"),
+        ("0.5.21", "0.5.21", "absent", "no prefill-graph tail (0.5.22+)"),
+        ("0.5.22", "0.5.22", "refused",
+         "the prefill-graph tail exists; the adapter drives 0.5.23's seams (the compressor "
+         "flags, row-bucket graphs): kind tail_graphs refused (measured: AttributeError on "
+         "low_ratios before the refusal was added)"),),
+    "late-layer tail under graphs: DecoderReplayTail": (
+        ("0.5.13", "0.5.22", "absent", "row-bucket tail graphs (DecoderReplayTail) are 0.5.23"),),
+    "DECODE graphs under a request window": (
+        ("0.5.13", "0.5.20", "absent", "no request window (0.5.21+)"),
+        ("0.5.21", "0.5.22", "refused",
+         "the decode bucket exists; the adapter drives 0.5.23's decode-bucket code "
+         "(commit_packed_rows, the buffer registry): kind window_graphs refused"),),
+    "breakable prefill graphs under a request window": (
+        ("0.5.13", "0.5.20", "absent", "no request window (0.5.21+)"),
+        ("0.5.21", "0.5.22", "absent",
+         "prefill graphs were rejected with encoder replay (addendum §4); window_layout has no "
+         "padded_rows"),),
+    "target verify under a request window": (
+        ("0.5.13", "0.5.20", "absent", "no request window (0.5.21+)"),
+        ("0.5.21", "0.5.22", "real",
+         "measured on 0.5.22: kind dspark_verify, 15 cases, 0 findings"),),
+    "early verify metadata": (
+        ("0.5.13", "0.5.20", "absent", "no request window (0.5.21+)"),),
+    "DP-padded EXTEND under a request window": (
+        ("0.5.13", "0.5.20", "absent", "no request window (0.5.21+)"),
+        ("0.5.21", "0.5.22", "refused",
+         "the kind's extends fold encoder replay (0.5.23); these releases replay in a forward "
+         "of their own: kind window_dp_extend refused"),),
+    "ring: DSpark draft block rows": (
+        ("0.5.13", "0.5.22", "absent", "no _dspark_swa_ring_out_cache_loc"),),
+    "prefix hit under a late-layer tail": (
+        ("0.5.13", "0.5.20", "absent", "no late-layer tail (0.5.21+)"),
+        ("0.5.21", "0.5.22", "refused",
+         "the adapter drives 0.5.23's seams (replay_len, _fold_batch, _compressor_out_loc): "
+         "kind tail_prefix refused"),),
+    "encoder replay fold and separate forward": (
+        ("0.5.13", "0.5.20", "absent", "no encoder SWA replay (0.5.21+)"),
+        ("0.5.21", "0.5.22", "refused",
+         "run_encoder_swa_replay exists (the separate forward); the adapter drives 0.5.23's "
+         "_build_replay_batch / _fold_batch: kind replay_separate refused"),),
+    "compressor write locations": (
+        ("0.5.13", "0.5.20", "absent", "no encoder SWA replay (0.5.21+)"),
+        ("0.5.21", "0.5.22", "refused", "driven with 0.5.23's seams only"),),
     "allocator (alloc": (
         ("0.5.13", "0.5.22", "real",
          "no use_triton_kernels switch: alloc_extend_kernel routed to the module's "

@@ -4,7 +4,7 @@ monkeypatched) and, where a release is installed, its feature detection and the 
 findings of 0.5.21 / 0.5.22 (marker ``upstream``; skipped without sglang or on a release
 without the feature).
 
-Reproduce on a release: ``$(SWAFUZZ_UPSTREAM_DIR=/work/envs scripts/upstream-env 0.5.21) -m
+Reproduce on a release: ``$(scripts/upstream-env 0.5.21) -m
 pytest tests/targets/test_sglang_releases.py``.
 """
 

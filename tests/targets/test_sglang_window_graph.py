@@ -8,7 +8,7 @@ registry's padding, the IDLE substitution); the ledger entry
 ``window-a5-mtp-idle-after-graph-replay`` replays, is precise (no topk or two layers: clean;
 unified: clean), and the eager init's ``_activate_request_window`` is what keeps an eager
 IDLE without MTP clean. 0.5.12: see ``test_window_graph.py`` (refusal).
-Reproduce: ``PYTHONPATH=$PWD /work/main/.venv-sglang-0.5.23/bin/python -m pytest -q
+Reproduce: ``$(scripts/upstream-env 0.5.23) -m pytest -q
 tests/targets/test_sglang_window_graph.py``.
 """
 
@@ -43,8 +43,10 @@ def _adapter() -> str | None:
         return None
 
 
-pytestmark = pytest.mark.skipif(_adapter() != "0.5.23",
-                                reason="the decode bucket under a window needs sglang 0.5.23")
+# run by scripts/upstream-check (marker upstream) in the release's environment
+pytestmark = [pytest.mark.upstream,
+              pytest.mark.skipif(_adapter() != "0.5.23",
+                                 reason="the decode bucket under a window needs sglang 0.5.23")]
 
 POOL = PoolConfig(page_size=1, full_pages=40, swa_pages=40, window=4, layers=1,
                   request_window=6, window_slots=3, window_chunk=12)

@@ -102,13 +102,14 @@ def test_other_window_kinds_do_not_reach_these_mutants():
     assert v is None
 
 
-def test_sglang_drives_graph_window_cases_from_0_5_21():
+def test_sglang_drives_graph_window_cases_from_0_5_23():
     """The sglang target runs the kind on 0.5.23 (tests/targets/test_sglang_window_graph.py);
-    releases before the request window (0.5.12) refuse it."""
+    earlier releases refuse it (0.5.21 / 0.5.22 have the decode bucket but not the
+    commit_packed_rows / registry code the adapter drives; 0.5.12 has no window)."""
     from swafuzz.targets.sglang import KIND_FIRST_RELEASE, KINDS_NOT_DRIVEN, TABLE, release
 
     assert "window_graphs" not in KINDS_NOT_DRIVEN
-    assert KIND_FIRST_RELEASE["window_graphs"][0] == "0.5.21"
+    assert KIND_FIRST_RELEASE["window_graphs"][0] == "0.5.23"
     row = next(r for r in TABLE if r[0].startswith("DECODE graphs under a request window"))
     assert row[1:3] == ("absent", "real")
     try:

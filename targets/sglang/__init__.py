@@ -266,10 +266,13 @@ KIND_FIRST_RELEASE["prefill_graphs"] = ("0.5.23", "prefill graphs under a reques
 # the releases have these features from 0.5.21 on (the separate replay forward is 0.5.21 /
 # 0.5.22's only replay), but the adapter drives 0.5.23's seams (replay_len, _fold_batch,
 # _build_replay_batch, _compressor_out_loc, the radix cap): older releases are refused
-KIND_FIRST_RELEASE["tail_prefix"] = ("0.5.23", "the adapter's prefix re-prefill cap, fold and "
-                                     "compressor seams (features 0.5.21+, driven from 0.5.23)")
-KIND_FIRST_RELEASE["replay_separate"] = ("0.5.23", "the adapter's separate replay batch seam "
-                                         "(0.5.21+ replays this way; driven from 0.5.23)")
+KIND_FIRST_RELEASE["tail_prefix"] = ("0.5.23", "late-layer tail prefix cap, replay fold and "
+                                     "compressor code in the form the adapter drives "
+                                     "(replay_len, _fold_batch, _compressor_out_loc; the "
+                                     "features exist from 0.5.21)")
+KIND_FIRST_RELEASE["replay_separate"] = ("0.5.23", "encoder SWA replay batch builder the "
+                                         "adapter drives (_build_replay_batch; the separate "
+                                         "forward exists from 0.5.21)")
 
 #: issue 12 (targets/sglang/tail_prefix.py): prefix hits under a tail, replay, compressors
 TABLE += (
@@ -296,18 +299,19 @@ TABLE += (
      "ratio-1/2 source compressors run (forward_low_ratio_sources) is a modelled flag"),
 )
 # Measured on 0.5.22 (this session): dspark_verify runs; the others reach 0.5.23-only seams
-KIND_FIRST_RELEASE["tail_graphs"] = ("0.5.23", "the adapter's tail-graph seams (prefill-graph "
-                                   "tail 0.5.22, row-bucket tail graphs and the compressor "
-                                   "flags it drives 0.5.23)")
+KIND_FIRST_RELEASE["tail_graphs"] = ("0.5.23", "late-layer tail graphs in the form the adapter "
+                                   "drives (row-bucket tail graphs, compressor flags; the "
+                                   "prefill-graph tail exists from 0.5.22)")
 # issue 12 item 2: target verify and DP-padded EXTENDs under a request window
 KIND_FIRST_RELEASE["dspark_verify"] = ("0.5.21", "request window (target verify)")
-KIND_FIRST_RELEASE["window_dp_extend"] = ("0.5.23", "request window DP-padded EXTEND with the "
-                                        "0.5.23 fold of encoder replay (0.5.21 / 0.5.22 "
-                                        "replay in a forward of their own)")
+KIND_FIRST_RELEASE["window_dp_extend"] = ("0.5.23", "request window with the encoder-replay "
+                                        "fold its DP-padded extends use "
+                                        "(fold_encoder_swa_replay; 0.5.21 / 0.5.22 replay in "
+                                        "a forward of their own)")
 
-KIND_FIRST_RELEASE["window_graphs"] = ("0.5.23", "the decode bucket's in-graph window layout "
-                                     "and commit_packed_rows (request window 0.5.21; the "
-                                     "adapter drives 0.5.23's decode-bucket code)")
+KIND_FIRST_RELEASE["window_graphs"] = ("0.5.23", "request window DECODE-graph code the "
+                                     "adapter drives (commit_packed_rows, the buffer "
+                                     "registry; the request window exists from 0.5.21)")
 KIND_FIRST_RELEASE["ring_draft"] = ("0.5.23", "DSpark draft block on a per-request SWA ring")
 
 #: kinds no release's adapter drives: the DSpark TARGET_VERIFY graph under a request window

@@ -94,7 +94,7 @@ def test_0_5_12_cli_refuses_the_kinds(capsys, tmp_path):
         pytest.skip("adapter 0.5.12 only")
     from swafuzz.harness.cli import main
 
-    for kind in ("dspark_verify", "window_dp_extend"):
+    for kind, first in (("dspark_verify", "0.5.21"), ("window_dp_extend", "0.5.23")):
         rc = main(["run", "--target", "sglang", "--scenario", kind, "--examples", "1",
                    "--out", str(tmp_path / kind), "--quiet"])
-        assert rc == 2 and "(first in 0.5.21)" in capsys.readouterr().err
+        assert rc == 2 and f"(first in {first})" in capsys.readouterr().err

@@ -119,7 +119,7 @@ def test_0_5_12_refuses_the_new_kinds(capsys, tmp_path):
     from swafuzz.harness.cli import main as cli_main
 
     for kind, what in (("tail_prefix", "late-layer tail"),
-                       ("replay_separate", "encoder SWA replay (separate forward)")):
+                       ("replay_separate", "encoder SWA replay batch builder")):
         rc = cli_main(["run", "--target", "sglang", "--scenario", kind, "--examples", "1",
                        "--out", str(tmp_path / kind), "--quiet"])
         assert rc == 2 and f"has no {what}" in capsys.readouterr().err

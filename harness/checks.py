@@ -46,11 +46,6 @@ CHECKS = (
 #: zoo gate accepts that for exactly these, printing the reason. Every other check must be the
 #: only check that kills at least one mutant (``swafuzz zoo`` ablation).
 DEFENCE_IN_DEPTH = {
-    "write_targets": "cause-side twin of pool_bytes: a real row sent to a wrong slot leaves its "
-                     "live slot stale and (outside page 0) dirties another, both of which "
-                     "pool_bytes sees; write_targets names the row, layer and full location, "
-                     "and stays meaningful when pool bytes cannot be predicted (observed-"
-                     "allocation targets)",
     "write_set": "provably implied by pool_bytes: a slot changed at step k that no row targets "
                  "either differed from the shadow already at k-1, or now differs from the "
                  "shadow (which kept it) at k; write_set needs only the oracle's target sets, "

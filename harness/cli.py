@@ -206,8 +206,8 @@ def _kinds_the_targets_run(args, kinds: list[str]) -> list[str]:
     v, a = sglang.release()
     def why(k: str) -> str:
         if k in sglang.KINDS_NOT_DRIVEN:
-            return (f"the sglang target does not drive {k} (DECODE graphs under a request "
-                    "window: unified only)")
+            return (f"the sglang target does not drive {k} (unified only; why: "
+                    "swafuzz list --target sglang)")
         first, what = sglang.KIND_FIRST_RELEASE[k]
         return f"sglang {v} (adapter {a}) has no {what} (first in {first})"
 

@@ -289,11 +289,15 @@ class SGLangWindowPath(WindowPath):
             self.window.commit(self.real_pool._swa_local_layer_id(layer))
 
     def history_tags(self, layer):
-        """The release's ``RequestWindow.tags`` of the layer's window-local id at the active
-        ``WindowLayout.history_src`` (read after the history copy, before the commit)."""
+        """The release's ``RequestWindow.tags`` of the layer's window-local id at the rows the
+        active layout's history copy read (read after the copy, before the commit): 0.5.23's
+        ``WindowLayout.history_src``; 0.5.21 / 0.5.22 compute them in
+        ``RequestWindow._history_src(layout)`` (the layout has no such field)."""
         w = self.window
-        return w.tags[self.real_pool._swa_local_layer_id(layer)][w.layout.history_src.long()
-                                                                 ].tolist()
+        src = getattr(w.layout, "history_src", None)
+        if src is None:
+            src = w._history_src(w.layout)
+        return w.tags[self.real_pool._swa_local_layer_id(layer)][src.long()].tolist()
 
     def workspace_bytes(self) -> bytes:
         return _bytes(self.window.workspace.kv_buffer[0])

@@ -146,7 +146,7 @@ def test_bad_ledger_is_a_usage_error(tmp_path):
 def test_sigint_after_a_known_finding_leaves_a_consistent_run(tmp_path):
     led = _ledger(tmp_path, P1, {**STORE, "when": {"pool": {"page_size": {"min": 2}}}})
     out = tmp_path / "o"
-    p = subprocess.Popen([sys.executable, "-m", "swafuzz", *_args(out, led, 400, "--known-cap",
+    p = subprocess.Popen([sys.executable, "-m", "swafuzz", *_args(out, led, 150, "--known-cap",
                                                                    "1000", "--quiet")],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
                          start_new_session=True)
@@ -172,7 +172,7 @@ def test_sigint_after_a_known_finding_leaves_a_consistent_run(tmp_path):
     assert max(keys.values()) == 1  # nothing ran twice
     (u,) = unit_rows(out)
     assert u["known"]["fixture-p1"] >= 1 and u["known"]["fixture-store"] >= 1
-    assert u["generated"] == 400 and u["finding"] is None  # the whole budget, restarts and all
+    assert u["generated"] == 150 and u["finding"] is None  # the whole budget, restarts and all
 
 
 def test_bundles_record_the_executors_the_ledger_reads():
@@ -229,7 +229,7 @@ def test_rounds_in_process_deterministic_and_capped():
         found: list = []
         res = Campaign(_fake_runner(executed), seed=3, shrink_budget=30, known=_known(_A),
                        known_cap=4, on_known=lambda v, e, f=found: f.append((e, v.case))
-                       ).run_kind("ring", 120)
+                       ).run_kind("ring", 80)
         runs.append((executed, res, found))
     (ex1, r1, found), (ex2, _, _) = runs
     assert ex1 == ex2  # the same Cases in the same order: seeded rounds
@@ -237,7 +237,7 @@ def test_rounds_in_process_deterministic_and_capped():
     assert r1.known["a"] <= 4 and r1.rounds >= 2
     assert r1.finding is not None and r1.finding.signature() == "contracts/ring/b"
     assert r1.finding.case.pool.page_size >= 16  # shrunk without sliding into the known bug
-    assert r1.generated <= 120
+    assert r1.generated <= 80
 
 
 def test_a_ledger_that_knows_nothing_changes_nothing():

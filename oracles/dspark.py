@@ -135,22 +135,7 @@ def _pad_of(i: int, s: Step, real: int) -> int:
 def _padded_extend(win, sh, i: int, s: Step) -> None:
     """``extend`` with ``rank_tokens``: the plain extend's rows (replay fold included), then
     MAX_LEN padding rows."""
-    if not s.rids or len(s.lengths) != len(s.rids) or any(n < 1 for n in s.lengths):
-        raise _infeasible(i, "extend needs rids and one length >= 1 per rid")
-    if len(set(s.rids)) != len(s.rids):
-        raise _infeasible(i, f"rids {list(s.rids)} repeat a request")
-    if not set(s.replay) <= set(s.rids):
-        raise _infeasible(i, "replay must name requests of rids")
-    for rid in s.rids:
-        sh._live(i, rid)
-    for rid in s.replay:
-        pq = len(sh.tokens[rid])
-        if pq < 2 or pq % 2:
-            raise _infeasible(i, f"request {rid}: encoder replay needs an even cached prefix "
-                                 f">= 2 (length {pq})")
-        if pq - min(pq, win.W) < sh.evicted[rid]:
-            raise _infeasible(i, f"request {rid}: replayed tokens were evicted")
-    sh._check_alloc(i, list(zip(s.rids, s.lengths)))
+    win.check_extend(sh, i, s)
     rows = []
     for rid, n in zip(s.rids, s.lengths):
         pq = len(sh.tokens[rid])

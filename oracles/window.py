@@ -268,7 +268,8 @@ class WindowShadow:
             self._paged(sh, i, locs, [s.length],
                         comp=compressor(locs, list(range(s.length)), [False] * len(locs)))
 
-    def _extend(self, sh, i: int, s: Step) -> None:
+    def check_extend(self, sh, i: int, s: Step) -> None:
+        """An ``extend`` step's feasibility (rids, lengths, replay spans) and allocation."""
         if not s.rids or len(s.lengths) != len(s.rids) or any(n < 1 for n in s.lengths):
             raise _infeasible(i, "extend needs rids and one length >= 1 per rid")
         if len(set(s.rids)) != len(s.rids):
@@ -285,6 +286,9 @@ class WindowShadow:
             if pq - min(pq, self.W) < sh.evicted[rid]:
                 raise _infeasible(i, f"request {rid}: replayed tokens were evicted")
         sh._check_alloc(i, list(zip(s.rids, s.lengths)))
+
+    def _extend(self, sh, i: int, s: Step) -> None:
+        self.check_extend(sh, i, s)
         sep = bool(self.cfg.separate_replay)
         rows, locs, per_req, pos, rp, hits = [], [], [], [], [], []
         for rid, n in zip(s.rids, s.lengths):

@@ -65,11 +65,10 @@ from sglang.srt.model_executor.cuda_graph_buffer_registry import build_decode_re
 from sglang.srt.model_executor.runner.decode_cuda_graph_runner import build_replay_fb_view
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.kv_pool import DTYPES
-from swafuzz.targets.observation import StoreObs
 from swafuzz.targets.sglang.engine import RealBackend, real_mode
 from swafuzz.targets.sglang.metadata import _NoC128MTP
 from swafuzz.targets.sglang.window import _HISTORY, _backend_mod, _rw
-from swafuzz.targets.window import WinFwdObs, _bytes
+from swafuzz.targets.window import WinFwdObs
 from swafuzz.targets.window_graph import WindowGraphRunner, _run_bounds
 
 
@@ -249,20 +248,5 @@ class SGLangWindowGraphRunner(WindowGraphRunner):
 
     def run(self, i: int, mode: ForwardMode, slots: list[int], seq: list[int], n: int
             ) -> WinFwdObs:
-        B = self.bucket_for(n)
-        self._cur = (B, n)
-        if B not in self.handles:
-            self.capture(B)
-        self.load_batch(mode, slots, seq)
-        e = self.path.e
-        for layer, buf in enumerate(self.static_rows):
-            buf[:B].copy_(e.rows_tensor(i, 0, "target", layer, B))
-        self.executor.replay(self.handles[B])
-        self.after_replay()
-        lay = self.layouts[B]
-        stores = [StoreObs(layer=layer, loc_dtype=str(lay.write_loc.dtype).removeprefix("torch."),
-                           locs=lay.write_loc.tolist(), rows=B)
-                  for layer in range(self.path.cfg.layers)]
-        obs = WinFwdObs(i, 0, mode.name, stores, [_bytes(s) for s in self.snaps[B]])
-        obs.bucket, obs.layout_id, obs.layout_size = B, self.layout_token(lay), lay.size
-        return obs
+        self._cur = (self.bucket_for(n), n)  # read by the out-graph prep (load_batch)
+        return super().run(i, mode, slots, seq, n)

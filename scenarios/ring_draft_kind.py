@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
-from swafuzz.scenarios.ring_kind import RingPlanner
+from swafuzz.scenarios.ring_kind import RingPlanner, ring_pool
 from swafuzz.scenarios.strategies import (
     BUCKET_SETS,
     _act_churn,
@@ -46,21 +46,7 @@ def ring_draft_configs(draw) -> tuple[PoolConfig, GraphConfig]:
     p = draw(st.sampled_from(RING_DRAFT_PAGE_SIZES))
     window = draw(st.integers(1, 2 * p + 2))
     ndt = draw(st.integers(2, 5))
-    ring = max(window + ndt - 1, p) + draw(st.integers(0, p + 3))
-    if draw(st.booleans()):
-        ring = -(-ring // p) * p
-    pool = PoolConfig(
-        page_size=p,
-        full_pages=draw(st.integers(4, 16)),
-        swa_pages=draw(st.integers(1, 4)),
-        window=window,
-        layers=draw(st.integers(1, 2)),
-        draft_layers=draw(st.integers(1, 2)),
-        row_width=draw(st.sampled_from((1, 3, 8, 5))),
-        row_dtype=draw(st.sampled_from(("uint8", "bfloat16"))),
-        swa_ring=ring,
-        req_slots=draw(st.integers(1, 6)),
-    )
+    pool = ring_pool(draw, p, window, window + ndt - 1)
     graph = GraphConfig(buckets=draw(st.sampled_from(BUCKET_SETS)), num_draft_tokens=ndt)
     return pool, graph
 

@@ -58,7 +58,14 @@ def ring_pool_configs(draw) -> PoolConfig:
     """Ring pools (see the module docstring for what each field shrinks towards)."""
     p = draw(st.sampled_from(RING_PAGE_SIZES))
     window = draw(st.integers(1, 2 * p + 2))
-    ring = max(window, p) + draw(st.integers(0, p + 3))
+    return ring_pool(draw, p, window, window)
+
+
+def ring_pool(draw, p: int, window: int, need: int) -> PoolConfig:
+    """A ring pool of page size ``p`` and ``window`` whose ring holds at least ``max(need, p)``
+    rows, plus up to ``p + 3`` more (rounded up to whole pages half of the time); the other
+    fields shrink towards small pools, one layer, uint8 rows, one request slot."""
+    ring = max(need, p) + draw(st.integers(0, p + 3))
     if draw(st.booleans()):
         ring = -(-ring // p) * p
     return PoolConfig(

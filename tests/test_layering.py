@@ -47,23 +47,22 @@ def test_contracts_kept():
 def repo_copy(tmp_path):
     dst = tmp_path / "repo"
     dst.mkdir()
-    for name in PACKAGES + ("swafuzz",):
-        shutil.copytree(os.path.join(ROOT, name), dst / name,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(os.path.join(ROOT, "swafuzz"), dst / "swafuzz",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(os.path.join(ROOT, ".importlinter"), dst / ".importlinter")
     return dst
 
 
 VIOLATIONS = {
     # relative import inside a function: oracles -> targets
-    "oracles_relative_in_function": ("oracles/translation.py",
+    "oracles_relative_in_function": ("swafuzz/oracles/translation.py",
                                      "\n\ndef _sneak():\n    from ..targets import engine\n"),
     # third-party rule: reports import no torch
-    "reports_torch": ("reports/log.py", "\nimport torch  # noqa\n"),
+    "reports_torch": ("swafuzz/reports/log.py", "\nimport torch  # noqa\n"),
     # scenarios import no torch device code
-    "scenarios_torch_cuda": ("scenarios/payload.py", "\nimport torch.cuda  # noqa\n"),
+    "scenarios_torch_cuda": ("swafuzz/scenarios/payload.py", "\nimport torch.cuda  # noqa\n"),
     # nothing imports the harness except its own CLI
-    "targets_harness": ("targets/dp.py", "\nfrom swafuzz.harness import checks  # noqa\n"),
+    "targets_harness": ("swafuzz/targets/dp.py", "\nfrom swafuzz.harness import checks  # noqa\n"),
 }
 
 
@@ -78,13 +77,14 @@ def test_deliberate_violation_fails(repo_copy, name):
 
 
 def test_renamed_or_empty_package_is_an_error(repo_copy):
-    os.rename(repo_copy / "oracles", repo_copy / "oracle")
+    pkg = repo_copy / "swafuzz"
+    os.rename(pkg / "oracles", pkg / "oracle")
     r = _lint(str(repo_copy))
     assert r.returncode == 2 and "oracles/" in r.stderr
-    os.rename(repo_copy / "oracle", repo_copy / "oracles")
-    for f in os.listdir(repo_copy / "reports"):
+    os.rename(pkg / "oracle", pkg / "oracles")
+    for f in os.listdir(pkg / "reports"):
         if f.endswith(".py") and f != "__init__.py":
-            os.unlink(repo_copy / "reports" / f)
+            os.unlink(pkg / "reports" / f)
     r = _lint(str(repo_copy))
     assert r.returncode == 2 and "reports/" in r.stderr
 
@@ -102,7 +102,7 @@ def _module_strings(path):
 @pytest.mark.parametrize("pkg", PACKAGES)
 def test_import_module_strings_follow_the_rules(pkg):
     bad = []
-    for d, _, names in os.walk(os.path.join(ROOT, pkg)):
+    for d, _, names in os.walk(os.path.join(ROOT, "swafuzz", pkg)):
         for n in names:
             if n.endswith(".py"):
                 f = os.path.join(d, n)

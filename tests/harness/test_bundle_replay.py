@@ -10,6 +10,7 @@ import glob
 import os
 
 import pytest
+
 from swafuzz.harness.run import execute, resolve_executors
 from swafuzz.reports.bundle import read_bundle
 from swafuzz.scenarios.case import Case

@@ -10,6 +10,7 @@ Reproduce: ``pytest tests/harness/test_checks.py``.
 import copy
 
 import pytest
+
 from swafuzz.harness import checks
 from swafuzz.harness.executors import get_executor
 from swafuzz.oracles.engine import expect

@@ -9,6 +9,7 @@ import subprocess
 import time
 
 import pytest
+
 from swafuzz.harness.campaign import Campaign
 from swafuzz.harness.cli import main
 from swafuzz.harness.corpus import open_database

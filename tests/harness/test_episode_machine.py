@@ -10,6 +10,7 @@ machine in ``scenarios/episode_machine.py``.
 
 import pytest
 from hypothesis import Phase, settings
+
 from swafuzz.harness.session import Session
 from swafuzz.scenarios.episode_machine import EpisodeMachine
 

@@ -2,6 +2,7 @@
 stderr, the traceback in swafuzz-error.log under the output directory)."""
 
 import pytest
+
 from swafuzz.harness import report as report_mod
 from swafuzz.harness.cli import main
 

@@ -6,9 +6,8 @@ import os
 import subprocess
 import sys
 
-from swafuzz.harness.cli import main
-
 from swafuzz import __version__
+from swafuzz.harness.cli import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -10,6 +10,7 @@ Skipped without a GPU. Reproduce: ``pytest -m gpu tests/harness/test_gpu_engine_
 import pytest
 import torch
 from hypothesis import given, settings
+
 from swafuzz.harness.checks import check_agreement
 from swafuzz.harness.executors import get_executor
 from swafuzz.harness.run import execute

@@ -9,6 +9,7 @@ import os
 import shutil
 
 import pytest
+
 from swafuzz.harness import ledger
 from swafuzz.harness.ledger import (
     DEFAULT_LEDGER,

@@ -7,6 +7,7 @@ hypothesis reproduction blob and the swafuzz repro command of the shrunk Case.
 
 import pytest
 from hypothesis import given
+
 from swafuzz.harness.pytest_plugin import check_case
 from swafuzz.scenarios.strategies import SCENARIO_KINDS
 

@@ -10,6 +10,7 @@ Reproduce: ``pytest tests/harness/test_no_self_report.py``.
 
 import pytest
 from hypothesis import given, settings
+
 from swafuzz.harness.checks import CHECKS
 from swafuzz.harness.run import execute
 from swafuzz.harness.zoo import ablation

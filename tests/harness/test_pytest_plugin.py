@@ -5,6 +5,7 @@ import json
 import re
 
 import pytest
+
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
 
 CASE = Case(pool=PoolConfig(page_size=1, full_pages=4, swa_pages=4, window=2, layers=1,

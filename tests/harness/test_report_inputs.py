@@ -6,6 +6,7 @@ import json
 import os
 
 import pytest
+
 from swafuzz.harness.report import ReportInputError, pool_picture, read_log
 from swafuzz.harness.run import execute
 from swafuzz.reports.html import render_picture

@@ -10,6 +10,7 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
+
 from swafuzz.harness.cli import main
 
 SIG = "write_targets/dp_padded/dummy"

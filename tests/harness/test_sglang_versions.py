@@ -8,6 +8,7 @@ import json
 import sys
 
 import pytest
+
 from swafuzz.harness.checks import Failure
 from swafuzz.harness.cli import main as cli_main
 from swafuzz.harness.report import write_run_meta

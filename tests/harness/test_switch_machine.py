@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import Phase, settings
+
 from swafuzz.harness.session import Session
 from swafuzz.scenarios.switch_machine import PoolSwitchMachine
 

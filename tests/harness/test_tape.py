@@ -16,6 +16,7 @@ import struct
 import pytest
 import torch
 import torch.nn.functional as F
+
 from swafuzz.harness.executors import (
     EXECUTOR_NAMES,
     EagerExecutor,

@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import pytest
+
 from swafuzz.harness.checks import CHECKS, DEFENCE_IN_DEPTH
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -58,7 +58,10 @@ def _check_installed(py: Path, work: Path, expect_kernels: str, tag: str) -> Non
 def test_wheel_beside_another_kernels_package(tmp_path: Path):
     whl = _wheel(ROOT, tmp_path, "swafuzz")
     standin = _wheel(DATA / "kernels_standin", tmp_path, "kernels")
-    names = {Path(n).name for n in __import__("zipfile").ZipFile(whl).namelist()}
+    entries = __import__("zipfile").ZipFile(whl).namelist()
+    names = {Path(n).name for n in entries}
+    tops = {n.split("/", 1)[0] for n in entries if not n.split("/", 1)[0].endswith(".dist-info")}
+    assert tops == {"swafuzz"}, tops  # the wheel's only top-level name
     venv, work = tmp_path / "venv", tmp_path / "elsewhere"
     work.mkdir()
     sh([sys.executable, "-m", "venv", venv], cwd=tmp_path)

@@ -14,11 +14,11 @@ Marked ``bigmem`` (about 2.2 GB of RAM for a few seconds): skipped unless select
 
 import pytest
 import torch
+
+from swafuzz import kernels
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
 from swafuzz.scenarios.validate import MAX_POOL_BYTES
 from swafuzz.targets.kv_pool import SWAKVPool, canary_bytes
-
-from swafuzz import kernels
 
 P, D, PAGES = 256, 4096, 2050  # swa_pages + 1 = 2051 pages of 1 MiB
 CFG = PoolConfig(page_size=P, full_pages=4, swa_pages=PAGES, window=4, row_width=D,

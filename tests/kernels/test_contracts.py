@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+
+from swafuzz import kernels
 from swafuzz.kernels import contracts
 from swafuzz.kernels.contracts import ContractError
 from swafuzz.kernels.launch import recording
-
-from swafuzz import kernels
 
 IMPLS_HERE = [
     n for n in kernels.available_impls()

@@ -29,11 +29,11 @@ import random
 
 import pytest
 import torch
+
+from swafuzz import kernels
 from swafuzz.kernels.contracts import ContractError
 from swafuzz.oracles import store as store_oracle
 from swafuzz.oracles import translation as translation_oracle
-
-from swafuzz import kernels
 
 pytestmark = [
     pytest.mark.gpu,

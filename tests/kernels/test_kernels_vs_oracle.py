@@ -36,10 +36,10 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from swafuzz.oracles import store as store_oracle
-from swafuzz.oracles import translation as translation_oracle
 
 from swafuzz import kernels
+from swafuzz.oracles import store as store_oracle
+from swafuzz.oracles import translation as translation_oracle
 
 CANARY = 0xA5
 REDZONE_BYTES = 64

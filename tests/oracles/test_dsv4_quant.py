@@ -21,6 +21,7 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+
 from swafuzz.oracles import dsv4_quant as q
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from swafuzz.oracles.engine import CaseInfeasible, _Shadow, expect
 from swafuzz.oracles.invariants import pool_invariants
 from swafuzz.scenarios.case import POISON_BYTE, Case, GraphConfig, PoolConfig, Step

@@ -5,6 +5,7 @@ keeps the exact predictions. Runs without sglang."""
 from __future__ import annotations
 
 import pytest
+
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import AllocationRejected, expect
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step

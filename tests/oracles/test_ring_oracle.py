@@ -2,6 +2,7 @@
 (scenarios/case.py, "Per-request SWA ring"; addendum §2.1, §5 R1-R5)."""
 
 import pytest
+
 from swafuzz.oracles.engine import AllocationRejected, CaseInfeasible, expect
 from swafuzz.oracles.ring import ring_cost, ring_invariants, ring_row
 from swafuzz.scenarios.case import Case, CaseError, GraphConfig, PoolConfig, Step

@@ -25,6 +25,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from swafuzz.oracles.store import ShadowStore, StoreContractError, shadow_store
 from swafuzz.oracles.translation import (
     SENTINEL,

@@ -4,6 +4,7 @@ import json
 import os
 
 import pytest
+
 from swafuzz.reports.bundle import read_bundle, signature_filename, write_bundle
 from swafuzz.reports.summary import campaign_table
 

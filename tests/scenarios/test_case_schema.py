@@ -9,6 +9,7 @@ import json
 
 import pytest
 from hypothesis import given, settings
+
 from swafuzz.scenarios.case import Case, CaseError
 from swafuzz.scenarios.strategies import SCENARIO_KINDS
 

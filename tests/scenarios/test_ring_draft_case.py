@@ -3,6 +3,7 @@ draft block on a ring", ``scenarios/ring_draft_validate.py``): every malformed f
 CaseError naming the dotted field; the refusals say which release code shows why."""
 
 import pytest
+
 from swafuzz.scenarios.case import Case, CaseError
 
 POOL = {"page_size": 2, "full_pages": 8, "swa_pages": 2, "window": 3, "swa_ring": 6,

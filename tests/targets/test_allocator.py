@@ -7,6 +7,7 @@ import random
 
 import pytest
 import torch
+
 from swafuzz.scenarios.case import PoolConfig
 from swafuzz.targets.allocator import AllocationError, SWAAllocator
 

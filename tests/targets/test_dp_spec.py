@@ -8,6 +8,7 @@ by these steps. Reproduce: ``pytest tests/targets/test_dp_spec.py``.
 import dataclasses
 
 import pytest
+
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import CaseInfeasible, expect
 from swafuzz.oracles.paths import expected_paths

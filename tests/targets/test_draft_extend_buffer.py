@@ -8,6 +8,7 @@ only with the buffer on. Reproduce: ``pytest tests/targets/test_draft_extend_buf
 import dataclasses
 
 import pytest
+
 from swafuzz.harness.run import execute
 from swafuzz.scenarios.case import Case, CaseError, GraphConfig, PoolConfig, Step
 from swafuzz.targets.engine import UnifiedEngine

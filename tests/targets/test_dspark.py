@@ -18,6 +18,7 @@ import sys
 
 import pytest
 from hypothesis import given, settings
+
 from swafuzz.harness.run import InvalidCase, execute
 from swafuzz.oracles.dspark import padded_layout
 from swafuzz.oracles.engine import expect

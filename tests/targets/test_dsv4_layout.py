@@ -20,6 +20,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from swafuzz.harness.run import execute
 from swafuzz.kernels import dsv4_store
 from swafuzz.oracles import dsv4_quant as q

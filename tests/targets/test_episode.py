@@ -7,6 +7,7 @@ import importlib.util
 
 import pytest
 import torch
+
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
 from swafuzz.targets import get_target, register, run_case
 from swafuzz.targets.backend import DSV4Backend

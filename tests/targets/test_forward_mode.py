@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from swafuzz.targets.forward_mode import (
     ForwardBatch,
     ForwardMode,

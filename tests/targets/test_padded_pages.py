@@ -6,6 +6,7 @@ re-view of the cache) is reached only there. Reproduce: ``pytest tests/targets/t
 
 
 import pytest
+
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect
 from swafuzz.scenarios.case import Case, CaseError, GraphConfig, PoolConfig, Step

@@ -8,6 +8,7 @@ Reproduce: ``pytest tests/targets/test_raw_metadata.py``.
 import dataclasses
 
 import pytest
+
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect
 from swafuzz.scenarios.case import Case, CaseError, GraphConfig, PoolConfig, Step

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+
+from swafuzz import kernels
 from swafuzz.scenarios.case import PoolConfig
 from swafuzz.targets.backend import DSV4Backend, MultiStepBackend, per_step_draft_out_cache_loc
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
@@ -18,8 +20,6 @@ from swafuzz.targets.metadata import (
     RawDecodeMetadata,
     copy_metadata,
 )
-
-from swafuzz import kernels
 
 MAPPING = [2 * i for i in range(10)]  # upstream's test mapping: arange(10) * 2
 

@@ -6,6 +6,7 @@ table; the other scenario kinds never generate a ring pool, so only ``ring`` rea
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from swafuzz.harness.run import execute
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
 from swafuzz.scenarios.strategies import SCENARIO_KINDS

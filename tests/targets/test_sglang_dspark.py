@@ -18,6 +18,7 @@ from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
+
 from swafuzz.harness.run import execute
 from swafuzz.scenarios.strategies import SCENARIO_KINDS
 

@@ -14,6 +14,7 @@ import dataclasses
 import importlib.util
 
 import pytest
+
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
 
 pytestmark = [

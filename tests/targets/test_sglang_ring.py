@@ -12,6 +12,7 @@ import json
 import os
 
 import pytest
+
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
 
 HAVE_SGLANG = importlib.util.find_spec("sglang") is not None
@@ -104,6 +105,7 @@ def test_release_in_graph_op_skips_translation_under_a_ring(monkeypatch):
     if _release() != "0.5.23":
         pytest.skip("the ring needs the 0.5.23 adapter")
     import torch
+
     from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
     from swafuzz.targets.sglang import engine as eng
     from swafuzz.targets.sglang import ring

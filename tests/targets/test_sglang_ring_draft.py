@@ -9,6 +9,7 @@ is not installed or is not 0.5.23. Run with the release's environment, e.g.
 import importlib.util
 
 import pytest
+
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
 
 HAVE_SGLANG = importlib.util.find_spec("sglang") is not None

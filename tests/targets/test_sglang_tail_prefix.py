@@ -17,6 +17,7 @@ import sys
 
 import pytest
 from hypothesis import given, settings
+
 from swafuzz.harness.run import execute
 from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
@@ -92,6 +93,7 @@ def test_release_compressor_pieces_on_direct_calls():
     a group of 4, else 0; the radix key limit is ``length - W`` under a tail, none without."""
     _need_0_5_23()
     import torch
+
     from swafuzz.targets.sglang.tail_prefix import SGLangTailPrefixPath as P
 
     loc = torch.tensor([11, 12, 13, 14, 15], dtype=torch.int64)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
+
+from swafuzz import targets
 from swafuzz.harness.cli import main as cli_main
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
 from swafuzz.targets import TargetUnavailable
 from swafuzz.targets import sglang as sg
-
-from swafuzz import targets
 
 HAVE_SGLANG = importlib.util.find_spec("sglang") is not None
 needs_sglang = pytest.mark.skipif(not HAVE_SGLANG, reason="sglang is not installed (build an "

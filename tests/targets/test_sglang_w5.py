@@ -21,6 +21,7 @@ import sys
 
 import pytest
 from hypothesis import given, settings
+
 from swafuzz.harness.run import execute
 from swafuzz.scenarios.strategies import SCENARIO_KINDS
 

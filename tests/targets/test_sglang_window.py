@@ -17,6 +17,7 @@ import sys
 
 import pytest
 from hypothesis import given, settings
+
 from swafuzz.harness.run import execute
 from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
@@ -103,6 +104,7 @@ def test_real_code_is_what_runs():
     if not _window():
         pytest.skip("the request window exists from 0.5.21")
     from sglang.srt.mem_cache import dsv41_request_window as rw
+
     from swafuzz.targets.sglang.engine import SGLangEngine
 
     e = SGLangEngine(HAND["replay"] if _fold() else HAND["tail_window"])
@@ -145,6 +147,7 @@ def test_real_window_layout_matches_the_oracle():
     import torch
     from hypothesis import strategies as st
     from sglang.srt.mem_cache.dsv41_request_window import window_layout
+
     from swafuzz.oracles.window import layout, layout_indices
 
     # 0.5.21 / 0.5.22: no zero_row / padded_rows arguments and no history_src field (the
@@ -199,6 +202,7 @@ def test_real_tail_layout_matches_the_oracle():
     if not _window():
         pytest.skip("the late-layer tail exists from 0.5.21")
     from hypothesis import strategies as st
+
     from swafuzz.oracles.tail import tail_floors
     from swafuzz.targets.sglang import features
 
@@ -266,6 +270,7 @@ def test_a5_prepared_key_survives_an_in_place_layout_refresh():
     if not _window():
         pytest.skip("the request window exists from 0.5.21")
     import torch
+
     from swafuzz.scenarios.case import Case, PoolConfig, Step
     from swafuzz.targets.sglang.engine import SGLangEngine
 

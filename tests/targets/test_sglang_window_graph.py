@@ -21,6 +21,7 @@ import os
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+
 from swafuzz.harness.run import execute
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
 from swafuzz.scenarios.strategies import SCENARIO_KINDS
@@ -90,6 +91,7 @@ def test_hand_cases_match_the_oracle(case):
 def test_the_release_objects_are_in_use():
     from sglang.srt.layers.attention import deepseek_v4_backend as B
     from sglang.srt.mem_cache import dsv41_request_window as rw
+
     from swafuzz.targets.sglang.window_graph import SGLangWindowGraphRunner
 
     e, obs = _engine(GRAPHS)
@@ -177,6 +179,7 @@ def test_dense_commit_equals_the_masked_one_on_decode_buckets(cap, W, B, data):
     ``B - b`` padding rows of slot 0, position 0 (``window_layout`` of 0.5.23, one group per
     row). Shrinks towards one row, capacity 1."""
     import torch
+
     from swafuzz.targets.sglang.window import _commit_packed_rows, _real_window_layout
     from swafuzz.targets.sglang.window_graph import _commit_packed_rows_dense
 

@@ -17,6 +17,7 @@ import sys
 
 import pytest
 from hypothesis import given, settings
+
 from swafuzz.harness.run import execute
 from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
@@ -72,6 +73,7 @@ def test_real_refresh_and_layout_are_what_runs(monkeypatch):
     from sglang.kernels.ops.attention.dsv4 import attn_metadata_kernels as amk
     from sglang.srt.layers.attention import deepseek_v4_backend as be
     from sglang.srt.mem_cache import dsv41_request_window as rw
+
     from swafuzz.harness.executors import get_executor
     from swafuzz.targets import run_case
     from swafuzz.targets.sglang import window as sw

@@ -15,6 +15,7 @@ import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+
 from swafuzz.harness.checks import CHECKS
 from swafuzz.harness.run import execute
 from swafuzz.scenarios.case import Case, CaseError, GraphConfig, Step

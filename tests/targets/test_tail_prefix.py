@@ -17,6 +17,7 @@ from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
+
 from swafuzz.harness.checks import CHECKS
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect

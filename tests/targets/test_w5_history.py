@@ -14,6 +14,7 @@ from copy import deepcopy
 
 import pytest
 from hypothesis import given, settings
+
 from swafuzz.harness.checks import CHECKS, check_history
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect

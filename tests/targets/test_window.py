@@ -14,6 +14,7 @@ import json
 
 import pytest
 from hypothesis import given, settings
+
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect
 from swafuzz.oracles.window import layout

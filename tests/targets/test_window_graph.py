@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
+
 from swafuzz.harness.checks import CHECKS
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect
@@ -137,6 +138,7 @@ def test_a6_assign_copy_split_on_0_5_23():
     import dataclasses
 
     import torch
+
     from swafuzz.targets.sglang.engine import ADAPTER
 
     if ADAPTER != "0.5.23":

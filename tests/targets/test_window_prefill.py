@@ -19,6 +19,7 @@ import json
 
 import pytest
 from hypothesis import given, settings
+
 from swafuzz.harness.checks import CHECKS
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect

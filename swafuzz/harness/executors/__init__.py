@@ -1,0 +1,70 @@
+"""Executors: the same forward three ways (eager, tape, cudagraph); one interface.
+
+``get_executor(name)`` builds one: ``"eager"`` (host code re-runs on every replay), ``"tape"``
+(CUDA-graph semantics emulated by recording device work; runs on CPU), ``"cudagraph"`` (real
+``torch.cuda.CUDAGraph``; needs a GPU) or ``"auto"`` (``cudagraph`` when CUDA is available, else
+``tape``); ``"tape_recapture"`` is the capture_freeze reference (the tape, recapturing every
+forward on its live inputs before replaying it). See :mod:`harness.executors.base` for the interface.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from swafuzz.harness.executors.base import Executor, default_device
+from swafuzz.harness.executors.eager import EagerExecutor
+from swafuzz.harness.executors.tape import (
+    HostSyncInCapture,
+    RecaptureTapeExecutor,
+    Tape,
+    TapeExecutor,
+    TapeReplayError,
+)
+
+EXECUTOR_NAMES = ("eager", "tape", "cudagraph", "auto", "tape_recapture")
+
+__all__ = [
+    "EXECUTOR_NAMES",
+    "EagerExecutor",
+    "Executor",
+    "HostSyncInCapture",
+    "RecaptureTapeExecutor",
+    "Tape",
+    "TapeExecutor",
+    "TapeReplayError",
+    "available_executors",
+    "default_device",
+    "get_executor",
+]
+
+
+def available_executors() -> list[str]:
+    """Executor names usable on this machine (``cudagraph`` only with a CUDA device)."""
+    names = ["eager", "tape"]
+    if torch.cuda.is_available():
+        names.append("cudagraph")
+    return names
+
+
+def get_executor(name: str, device: torch.device | str | None = None) -> Executor:
+    """Build the executor called ``name`` (one of :data:`EXECUTOR_NAMES`).
+
+    ``device`` defaults to ``cuda`` when available, else ``cpu``. Raises ``ValueError`` for an
+    unknown name, ``RuntimeError`` for ``cudagraph`` without a CUDA device.
+    """
+    if name == "auto":
+        name = "cudagraph" if torch.cuda.is_available() else "tape"
+    if name == "eager":
+        return EagerExecutor(device)
+    if name == "tape":
+        return TapeExecutor(device)
+    if name == "tape_recapture":
+        return RecaptureTapeExecutor(device)
+    if name == "cudagraph":
+        from swafuzz.harness.executors.cudagraph import CudaGraphExecutor
+
+        return CudaGraphExecutor(device)
+    raise ValueError(
+        f"get_executor(name={name!r}): unknown executor; allowed values are "
+        + ", ".join(repr(n) for n in EXECUTOR_NAMES)
+    )

@@ -1,0 +1,565 @@
+"""The known-failure ledger: findings that are real, understood and cited upstream.
+
+A ledger is a JSON file (``ledger/known_failures.json``)::
+
+    {"ledger_version": 1,
+     "entries": [{"id": "short-name",
+                  "target": "sglang",                      # the target the finding is on
+                  "releases": ["0.5.12"],                  # optional: target versions affected
+                  "signature": "write_targets/decode/*",   # fnmatch pattern over signatures
+                  "when": {"pool": {"page_size": 1}},      # optional (new entries: required
+                                                           # in practice): the trigger, below
+                  "cite": "https://github.com/.../pull/N", # the upstream PR/issue
+                  "note": "what it is, why it is known",
+                  "repro": "ledger/repros/short-name.json"}]}  # optional: a bundle to replay
+
+A finding is *known* when an entry's target, releases and signature match it AND its ``when``
+predicate holds on the finding's (shrunk) Case, the ``case`` of its bundle. One signature can
+stand for several bugs (``write_targets/ring/dummy`` is any real row sent to the dummy page), so
+an entry without ``when`` would classify a new bug with the same signature as known: it is
+still accepted (older ledgers), and the CLI and ``swafuzz report`` warn that it is imprecise.
+
+The ``when`` predicate: an object with any of these keys, all of which must hold
+
+* ``"kind"``: a constraint on the Case's scenario kind (``case.kind``);
+* ``"release"``: a constraint on the target version (``--release``, else the finding's recorded
+  ``versions[target]``; an unknown version fails it); versions compare numerically
+  (``{"min": "0.5.20", "max": "0.5.23"}``);
+* ``"pool"`` / ``"graph"``: ``{field: constraint}`` over ``case.pool`` / ``case.graph`` (the
+  fields of ``PoolConfig`` / ``GraphConfig`` in ``scenarios/case.py``, defaults included, e.g.
+  ``{"page_size": 1, "swa_ring": {"min": 1}}``);
+* ``"steps"``: a list of step patterns, each ``{field: constraint}`` over the fields of a
+  ``Step`` (``op``, ``exec``, ``rank_tokens``, ``accept``, ``rids``, ...); every pattern must be
+  matched by at least one step of the Case (``[{"op": "draft_extend", "exec": "graph"}]``);
+* ``"forwards"``: a list of forward patterns over the forwards the oracle expects for the Case
+  as the finding's executors (its ``executor`` field) ran them (:func:`case_forwards`:
+  ``executor``, ``pool`` target/draft, ``mode`` one of :data:`FORWARD_MODES`, ``exec`` as the
+  forward ran, ``n_real``, ``rows`` written, ``padded`` = rows > n_real); each pattern must be
+  matched by some forward. A step says what was asked, a forward how it ran: the eager
+  executor runs graph steps eagerly, a DP step with ``dp_extend`` runs as an eager EXTEND;
+  ``[{"exec": "eager", "padded": true, "n_real": {"min": 1}}]`` is "a forward run eagerly with
+  padding rows after real ones" (DP padding), whatever step asked for it.
+
+A constraint is one of: a value (equality: ``1``, ``"eager"``, ``true``); a list of allowed
+values (``["dp_decode", "verify"]``); ``{"min": A, "max": B}`` (inclusive, either bound
+optional; integer and version fields); ``{"present": true|false}`` for list fields
+(non-empty) and optional fields (not null). Everything is checked when the ledger is loaded:
+an unknown key or field, a value of the wrong type or outside the allowed values (``op``,
+``exec``, ``row_dtype``) is a :class:`LedgerError` naming the JSON path
+(``entries[2].when.steps[0].exec``) and what is allowed. Evaluation is plain Python over the
+parsed Case (:meth:`When.holds`); a finding without a Case this checkout parses matches no
+entry that has a predicate.
+
+:func:`classify` sorts a run's findings into *known* and *new*, and lists the entries that
+apply to the run but matched nothing. An entry with a ``repro`` bundle can be replayed
+(:func:`replay_entries`): an entry whose Case no longer fails is reported so it can be
+removed; :func:`repro_mismatches` reports an entry whose own repro falls outside its
+signature or predicate (no target needed).
+
+``python -m swafuzz.harness.ledger RUN_DIR [--ledger FILE] [--target T] [--release V]
+[--replay]`` prints the three lists (and, on stderr, a warning per imprecise entry); exit 0
+when every finding is known, 1 when any is new, 2 for a malformed ledger or run directory (the
+message names the field). ``swafuzz report DIR`` consults the same ledger (``--ledger``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import fnmatch
+import functools
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+
+LEDGER_VERSION = 1
+_UNPARSED = object()  # Entry.matches: the finding's Case not parsed yet
+# the checkout's ledger: <repo>/ledger/known_failures.json (this file is <repo>/swafuzz/harness/)
+DEFAULT_LEDGER = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    "ledger", "known_failures.json")
+_FIELDS = {"id": str, "target": str, "signature": str, "cite": str, "note": str}
+_OPTIONAL = ("releases", "repro", "when")
+
+
+class LedgerError(ValueError):
+    """A malformed ledger; the message names the entry and field."""
+
+
+# ----------------------------------------------------------------------------- predicates
+_WHEN_KEYS = ("kind", "release", "pool", "graph", "steps", "forwards")
+# the oracle's expected forwards (oracles.engine.ForwardExp) as a ``forwards`` pattern sees them
+FORWARD_MODES = ("EXTEND", "DECODE", "TARGET_VERIFY", "DRAFT_EXTEND_V2", "IDLE")
+_FORWARD_FIELDS = {"executor": "str", "pool": "str", "mode": "str", "exec": "str",
+                   "n_real": "int", "rows": "int", "padded": "bool"}
+_FORMS = ("a value", "a list of allowed values", '{"min": A, "max": B}', '{"present": true|false}')
+_VERSION = re.compile(r"^\d+(\.\d+)*$")
+
+
+def _case_fields():
+    """{section: {field: type string}} of the Case dataclasses (pool, graph, step)."""
+    from swafuzz.scenarios.case import GraphConfig, PoolConfig, Step
+
+    return {sec: {f.name: str(f.type) for f in dataclasses.fields(cls)}
+            for sec, cls in (("pool", PoolConfig), ("graph", GraphConfig), ("steps", Step))}
+
+
+def _allowed_strings(sec: str, name: str) -> tuple[str, ...] | None:
+    from swafuzz.scenarios import case as C
+
+    return {("steps", "op"): C.OPS, ("steps", "exec"): C.EXECS,
+            ("pool", "row_dtype"): C.ROW_DTYPES, ("forwards", "exec"): C.EXECS,
+            ("forwards", "pool"): ("target", "draft"),
+            ("forwards", "mode"): FORWARD_MODES}.get((sec, name))
+
+
+def case_forwards(case, executors: tuple[str, ...] = ()) -> tuple[dict, ...] | None:
+    """The forwards of ``case`` as the finding's executors ran them, from the oracle's expected
+    forwards (exact allocation policy; the fields read here do not depend on which pages are
+    chosen). Per executor (``executors``: the finding's, e.g. ``("eager", "tape")``; empty =
+    unknown, the forwards as the Case asks) and forward: ``executor``, ``pool``, ``mode``,
+    ``exec`` (``"eager"`` for every forward under the eager executor, which runs graph steps
+    eagerly; else the Case's), ``n_real`` (real rows), ``rows`` (rows written: the bucket's
+    under a graph, else the eager count, DP padding included), ``padded`` (``rows > n_real``).
+    None when the oracle refuses the Case (a forwards pattern then never holds)."""
+    try:
+        hash(case)
+    except TypeError:  # not hashable: no cache
+        return _case_forwards.__wrapped__(case, tuple(executors))
+    return _case_forwards(case, tuple(executors))
+
+
+@functools.lru_cache(maxsize=256)
+def _case_forwards(case, executors: tuple[str, ...]) -> tuple[dict, ...] | None:
+    from swafuzz.oracles.engine import CaseInfeasible, expect
+    from swafuzz.scenarios.case import CaseError
+
+    try:
+        exp = expect(case, pools_every_step=False)
+    except (CaseInfeasible, CaseError):
+        return None
+    out = []
+    for ex in executors or ("",):
+        for e in exp.forwards:
+            run = "eager" if ex == "eager" else e.exec
+            rows = e.rows_graph if run == "graph" and e.rows_graph is not None else e.rows_eager
+            out.append({"executor": ex, "pool": e.pool, "mode": e.mode, "exec": run,
+                        "n_real": e.n_real, "rows": rows, "padded": rows > e.n_real})
+    return tuple(out)
+
+
+def _version_key(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in v.split("."))
+
+
+def _check_constraint(c, typ: str, at: str, allowed: tuple[str, ...] | None = None):
+    """Validate one constraint against a field of type ``typ`` (its annotation as a string, or
+    ``"version"``); return it normalised (versions as int tuples inside ranges)."""
+    is_tuple = typ.startswith("tuple")
+    optional = "None" in typ
+    base = "bool" if typ.startswith("bool") else "str" if typ.startswith("str") else \
+        "version" if typ == "version" else "int"
+
+    def scalar_ok(x) -> bool:
+        if x is None:
+            return optional
+        if base == "bool":
+            return isinstance(x, bool)
+        if base in ("str", "version"):
+            return isinstance(x, str) and (base == "str" or bool(_VERSION.match(x))) and (
+                allowed is None or x in allowed)
+        return isinstance(x, int) and not isinstance(x, bool)
+
+    want = (f"one of {list(allowed)}" if allowed else
+            {"bool": "true/false", "str": "a string", "version": "a version like \"0.5.23\"",
+             "int": "an integer"}[base] + (" or null" if optional else ""))
+    if isinstance(c, dict):
+        keys = set(c)
+        if keys == {"present"}:
+            if not (is_tuple or optional):
+                raise LedgerError(f"{at}: {{\"present\": ...}} is for list or optional fields; "
+                                  f"this field takes {want} ({', '.join(_FORMS[:3])})")
+            if not isinstance(c["present"], bool):
+                raise LedgerError(f"{at}.present: must be true or false")
+            return c
+        if keys and keys <= {"min", "max"} and base in ("int", "version") and not is_tuple:
+            for k in sorted(keys):
+                x = c[k]
+                if x is None or not scalar_ok(x):
+                    raise LedgerError(f"{at}.{k}: must be {want.replace(' or null', '')}")
+            if base == "version":
+                return {k: _version_key(v) for k, v in c.items()}
+            if "min" in c and "max" in c and c["min"] > c["max"]:
+                raise LedgerError(f"{at}: min {c['min']} > max {c['max']}: matches nothing")
+            return c
+        raise LedgerError(f"{at}: unknown constraint {sorted(keys)}; allowed forms: "
+                          + (', '.join(_FORMS[1:2] + _FORMS[3:]) if is_tuple else
+                             ', '.join(_FORMS[:3]) + (f", {_FORMS[3]}" if optional else ""))
+                          + (" (min/max only on integer or version fields)" if keys <= {
+                              "min", "max"} and keys else ""))
+    if is_tuple:
+        raise LedgerError(f"{at}: a list field takes {_FORMS[3]} (got {c!r})")
+    if isinstance(c, list):
+        if not c:
+            raise LedgerError(f"{at}: an empty list of allowed values matches nothing")
+        for j, x in enumerate(c):
+            if not scalar_ok(x):
+                raise LedgerError(f"{at}[{j}]: must be {want} (got {x!r})")
+        return list(c)
+    if not scalar_ok(c):
+        forms = _FORMS[1:3] if base in ("int", "version") else _FORMS[1:2]
+        raise LedgerError(f"{at}: must be {want} (got {c!r}), or {' or '.join(forms)} of such")
+    return c
+
+
+def _holds(c, value, version: bool = False) -> bool:
+    """Does ``value`` satisfy the (validated) constraint ``c``?"""
+    if isinstance(c, dict):
+        if "present" in c:
+            return (value is not None and value != ()) == c["present"]
+        if value is None:
+            return False
+        v = _version_key(value) if version else value
+        return ("min" not in c or v >= c["min"]) and ("max" not in c or v <= c["max"])
+    if isinstance(c, list):
+        return value in c
+    return value == c
+
+
+@dataclass(frozen=True)
+class When:
+    """A parsed ``when`` predicate (see the module docstring)."""
+
+    kind: object = None
+    release: object = None
+    pool: tuple[tuple[str, object], ...] = ()
+    graph: tuple[tuple[str, object], ...] = ()
+    steps: tuple[tuple[tuple[str, object], ...], ...] = ()
+    forwards: tuple[tuple[tuple[str, object], ...], ...] = ()
+
+    def holds(self, case, release: str | None, executors: tuple[str, ...] = ()) -> bool:
+        """Does the Case (a parsed :class:`~swafuzz.scenarios.case.Case`) on target version
+        ``release`` (None: unknown, fails any release constraint), run by ``executors`` (for
+        ``forwards``; empty: unknown), satisfy the predicate?"""
+        if self.kind is not None and not _holds(self.kind, case.kind):
+            return False
+        if self.release is not None and (release is None or not _VERSION.match(release)
+                                         or not _holds(self.release, release, version=True)):
+            return False
+        for sec, obj in (("pool", case.pool), ("graph", case.graph)):
+            if not all(_holds(c, getattr(obj, n)) for n, c in getattr(self, sec)):
+                return False
+        if not all(any(all(_holds(c, getattr(s, n)) for n, c in pat) for s in case.steps)
+                   for pat in self.steps):
+            return False
+        if not self.forwards:
+            return True
+        fw = case_forwards(case, tuple(executors))
+        return fw is not None and all(any(all(_holds(c, f[n]) for n, c in pat) for f in fw)
+                                      for pat in self.forwards)
+
+
+def parse_when(obj, at: str) -> When:
+    """Validate a ``when`` object; :class:`LedgerError` names the JSON path and what is allowed."""
+    if not isinstance(obj, dict) or not obj:
+        raise LedgerError(f"{at}: must be a non-empty object with some of the keys "
+                          f"{list(_WHEN_KEYS)}")
+    extra = set(obj) - set(_WHEN_KEYS)
+    if extra:
+        raise LedgerError(f"{at}: unknown keys {sorted(extra)}; allowed: {list(_WHEN_KEYS)}")
+    fields = {**_case_fields(), "forwards": _FORWARD_FIELDS}
+    kw = {}
+    if "kind" in obj:
+        kw["kind"] = _check_constraint(obj["kind"], "str", f"{at}.kind")
+    if "release" in obj:
+        kw["release"] = _check_constraint(obj["release"], "version", f"{at}.release")
+
+    def section(d, sec: str, where: str):
+        if not isinstance(d, dict) or not d:
+            raise LedgerError(f"{where}: must be a non-empty object of field -> constraint; "
+                              f"fields: {sorted(fields[sec])}")
+        out = []
+        for name, c in sorted(d.items()):
+            if name not in fields[sec]:
+                raise LedgerError(f"{where}.{name}: unknown field; allowed: {sorted(fields[sec])}")
+            out.append((name, _check_constraint(c, fields[sec][name], f"{where}.{name}",
+                                                _allowed_strings(sec, name))))
+        return tuple(out)
+
+    for sec in ("pool", "graph"):
+        if sec in obj:
+            kw[sec] = section(obj[sec], sec, f"{at}.{sec}")
+    for sec, what in (("steps", "step"), ("forwards", "forward")):
+        if sec not in obj:
+            continue
+        st = obj[sec]
+        if not isinstance(st, list) or not st:
+            raise LedgerError(f"{at}.{sec}: must be a non-empty list of {what} patterns (objects "
+                              f"of {what} field -> constraint; each is matched by some {what})")
+        kw[sec] = tuple(section(p, sec, f"{at}.{sec}[{j}]") for j, p in enumerate(st))
+    return When(**kw)
+
+
+@dataclass
+class Entry:
+    id: str
+    target: str
+    signature: str
+    cite: str
+    note: str
+    releases: tuple[str, ...] = ()
+    repro: str | None = None
+    when: When | None = None  # None: signature only (imprecise, warned about)
+
+    def applies(self, target: str, release: str | None) -> bool:
+        if self.target != target:
+            return False
+        return not self.releases or release is None or release in self.releases
+
+    def matches(self, finding: dict, release: str | None, case=_UNPARSED) -> bool:
+        """Signature (and target / releases) match, and the ``when`` predicate holds on the
+        finding's Case (``case``: the parsed Case, or None when the finding has none that
+        parses; parsed here when not given). A predicate never holds without a Case."""
+        if not (self.applies(finding.get("target", ""), release)
+                and fnmatch.fnmatchcase(str(finding.get("signature", "")), self.signature)):
+            return False
+        if self.when is None:
+            return True
+        if case is _UNPARSED:
+            case = finding_case(finding)
+        return case is not None and self.when.holds(case, finding_release(finding, release),
+                                                    finding_executors(finding))
+
+
+def finding_case(finding: dict):
+    """The finding's Case (``finding["case"]``) parsed, or None (no Case, or one this checkout
+    cannot parse: a predicate cannot hold on it, so the finding stays new)."""
+    from swafuzz.scenarios.case import Case, CaseError
+
+    obj = finding.get("case")
+    if not isinstance(obj, dict):
+        return None
+    try:
+        return Case.from_json(obj)
+    except CaseError:
+        return None
+
+
+def finding_release(finding: dict, release: str | None) -> str | None:
+    """The target version a ``when.release`` constraint is checked against: ``release`` (the
+    CLI's ``--release``) if given, else the finding's recorded ``versions[target]``."""
+    if release is not None:
+        return release
+    v = (finding.get("versions") or {}).get(finding.get("target", ""))
+    return v if isinstance(v, str) else None
+
+
+def finding_executors(finding: dict) -> tuple[str, ...]:
+    """The executors the finding ran under: its ``executors`` list when recorded (bundles of
+    ``swafuzz run``, whose ``executor`` is the label asked for, e.g. ``"auto"``), else its
+    ``executor`` field (``"eager+tape"`` -> ``("eager", "tape")``); empty when not recorded."""
+    exs = finding.get("executors")
+    if isinstance(exs, list) and exs and all(isinstance(x, str) and x for x in exs):
+        return tuple(exs)
+    ex = finding.get("executor")
+    return tuple(x for x in ex.split("+") if x) if isinstance(ex, str) else ()
+
+
+def imprecise(entries: list[Entry]) -> list[str]:
+    """Warnings: entries without a ``when`` predicate (any finding with the signature is
+    classified known, a new bug with it included), and entries no finding can reach because an
+    earlier entry with the same target and signature has no predicate."""
+    out = []
+    for i, e in enumerate(entries):
+        if e.when is None:
+            out.append(f"entry {e.id}: no 'when' predicate: every finding with signature "
+                       f"{e.signature!r} on {e.target} is classified known, a new bug with that "
+                       "signature included; add a 'when' over the trigger's Case")
+        for prev in entries[:i]:
+            if (prev.when is None and prev.target == e.target
+                    and fnmatch.fnmatchcase(e.signature, prev.signature)):
+                out.append(f"entry {e.id}: shadowed by entry {prev.id} (same target, its "
+                           f"signature {prev.signature!r} covers {e.signature!r}, no 'when')")
+                break
+    return out
+
+
+@dataclass
+class Classified:
+    known: list[tuple[dict, Entry]] = field(default_factory=list)
+    new: list[dict] = field(default_factory=list)
+    unmatched: list[Entry] = field(default_factory=list)  # applicable entries nothing matched
+
+
+def parse_ledger(obj, where: str = "ledger") -> list[Entry]:
+    if not isinstance(obj, dict):
+        raise LedgerError(f"{where}: must be a JSON object with 'ledger_version' and 'entries'")
+    if obj.get("ledger_version") != LEDGER_VERSION:
+        raise LedgerError(f"{where}: field 'ledger_version' must be {LEDGER_VERSION} (got "
+                          f"{obj.get('ledger_version')!r})")
+    entries = obj.get("entries")
+    if not isinstance(entries, list):
+        raise LedgerError(f"{where}: field 'entries' must be a list")
+    out, ids = [], set()
+    for i, e in enumerate(entries):
+        at = f"{where}: entries[{i}]"
+        if not isinstance(e, dict):
+            raise LedgerError(f"{at}: must be an object")
+        for name, typ in _FIELDS.items():
+            if not isinstance(e.get(name), typ) or not e.get(name):
+                raise LedgerError(f"{at}: field '{name}' must be a non-empty string")
+        extra = set(e) - set(_FIELDS) - set(_OPTIONAL)
+        if extra:
+            raise LedgerError(f"{at}: unknown fields {sorted(extra)}; allowed: "
+                              f"{sorted(set(_FIELDS) | set(_OPTIONAL))}")
+        rel = e.get("releases", [])
+        if not isinstance(rel, list) or not all(isinstance(r, str) and r for r in rel):
+            raise LedgerError(f"{at}: field 'releases' must be a list of version strings")
+        repro = e.get("repro")
+        if repro is not None and not (isinstance(repro, str) and repro):
+            raise LedgerError(f"{at}: field 'repro' must be a path to a bundle")
+        if not e["cite"].startswith(("http://", "https://")):
+            raise LedgerError(f"{at}: field 'cite' must be the URL of the upstream PR or issue")
+        if e["id"] in ids:
+            raise LedgerError(f"{at}: field 'id' {e['id']!r} repeats an earlier entry")
+        ids.add(e["id"])
+        when = parse_when(e["when"], f"{at}.when") if "when" in e else None
+        out.append(Entry(e["id"], e["target"], e["signature"], e["cite"], e["note"],
+                         tuple(rel), repro, when))
+    return out
+
+
+def load_ledger(path: str = DEFAULT_LEDGER) -> list[Entry]:
+    try:
+        with open(path) as f:
+            obj = json.load(f)
+    except OSError as e:
+        raise LedgerError(f"{path}: cannot read ledger ({e.strerror})") from None
+    except json.JSONDecodeError as e:
+        raise LedgerError(f"{path}: not valid JSON ({e})") from None
+    return parse_ledger(obj, path)
+
+
+def classify(findings: list[dict], entries: list[Entry], target: str,
+             release: str | None = None) -> Classified:
+    """Sort ``findings`` (bundle records: ``target``, ``signature``, ``case``, ``versions``) of a
+    run on ``target`` (version ``release``, if known) into known (the first entry whose
+    signature AND ``when`` predicate match) and new; list applicable entries matched by no
+    finding."""
+    c = Classified()
+    hit: set[str] = set()
+    for f in findings:
+        case = finding_case(f) if any(e.when is not None for e in entries) else None
+        e = next((e for e in entries if e.matches(f, release, case)), None)
+        if e is None:
+            c.new.append(f)
+        else:
+            c.known.append((f, e))
+            hit.add(e.id)
+    c.unmatched = [e for e in entries if e.applies(target, release) and e.id not in hit]
+    return c
+
+
+def replay_entries(entries: list[Entry], target: str, release: str | None, base: str,
+                   impl: str = "torch", executor: str = "auto") -> dict[str, bool]:
+    """Replay each applicable entry's ``repro`` bundle; ``{id: still fails}``."""
+    from swafuzz.harness.run import execute, resolve_executors
+    from swafuzz.reports.bundle import read_bundle
+    from swafuzz.scenarios.case import Case
+
+    out = {}
+    for e in entries:
+        if e.repro is None or not e.applies(target, release):
+            continue
+        b = read_bundle(os.path.join(base, e.repro))
+        v = execute(Case.from_json(b["case"]), target, impl, resolve_executors(executor))
+        out[e.id] = v.failed and fnmatch.fnmatchcase(
+            v.failures[0].signature(v.case.kind), e.signature)
+    return out
+
+
+def repro_mismatches(entries: list[Entry], base: str) -> list[str]:
+    """Entries whose own ``repro`` bundle (path relative to ``base``) is not a finding the entry
+    matches: its signature or its Case falls outside the entry (the ``when`` predicate checked on
+    the bundle's Case, its release from the bundle's ``versions``). Needs no target."""
+    out = []
+    for e in entries:
+        if e.repro is None:
+            continue
+        path = os.path.join(base, e.repro)
+        try:
+            with open(path) as f:
+                b = json.load(f)
+        except (OSError, json.JSONDecodeError) as err:
+            out.append(f"entry {e.id}: repro {e.repro} cannot be read ({err})")
+            continue
+        finding = {**b, "target": e.target} if isinstance(b, dict) else {}
+        if not fnmatch.fnmatchcase(str(finding.get("signature", "")), e.signature):
+            out.append(f"entry {e.id}: repro {e.repro} has signature "
+                       f"{finding.get('signature')!r}, outside {e.signature!r}")
+        elif e.when is not None and finding_case(finding) is None:
+            out.append(f"entry {e.id}: repro {e.repro} holds no Case this checkout parses")
+        elif not e.matches(finding, None):
+            out.append(f"entry {e.id}: the Case of its repro {e.repro} does not satisfy its "
+                       "'when' predicate")
+    return out
+
+
+def read_run_findings(run_dir: str) -> list[dict]:
+    fdir = os.path.join(run_dir, "findings")
+    if not os.path.isdir(run_dir):
+        raise LedgerError(f"RUN_DIR: {run_dir!r} is not a directory written by 'swafuzz run'")
+    out = []
+    for name in sorted(os.listdir(fdir)) if os.path.isdir(fdir) else []:
+        if name.endswith(".json"):
+            with open(os.path.join(fdir, name)) as f:
+                out.append(json.load(f))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m swafuzz.harness.ledger",
+                                description="classify a run's findings against the ledger")
+    p.add_argument("run_dir")
+    p.add_argument("--ledger", default=DEFAULT_LEDGER)
+    p.add_argument("--target", default=None, help="default: the findings' target, else unified")
+    p.add_argument("--release", default=None, help="target version (e.g. the sglang release)")
+    p.add_argument("--replay", action="store_true",
+                   help="replay every applicable entry's repro bundle")
+    args = p.parse_args(argv)
+    try:
+        entries = load_ledger(args.ledger)
+        findings = read_run_findings(args.run_dir)
+    except LedgerError as e:
+        print(f"ledger: error: {e}", file=sys.stderr)
+        return 2
+    for w in imprecise(entries):
+        print(f"ledger: warning: {w}", file=sys.stderr)
+    target = args.target or (findings[0].get("target") if findings else "unified")
+    c = classify(findings, entries, target, args.release)
+    for f, e in c.known:
+        print(f"KNOWN {f['signature']}: ledger entry {e.id} ({e.cite})")
+    for f in c.new:
+        print(f"NEW   {f['signature']}: {f.get('message', '')}")
+        near = [e.id for e in entries if e.when is not None
+                and fnmatch.fnmatchcase(str(f.get("signature", "")), e.signature)]
+        if near:
+            print(f"      signature of ledger entries {near}, but its Case is outside their "
+                  "'when' predicates: a new bug with a known signature")
+    for e in c.unmatched:
+        print(f"UNSEEN ledger entry {e.id} ({e.signature}): no finding of this run matched it")
+    if args.replay:
+        base = os.path.dirname(os.path.dirname(os.path.abspath(args.ledger)))
+        for m in repro_mismatches(entries, base):
+            print(f"REPRO-MISMATCH {m}")
+        for eid, still in replay_entries(entries, target, args.release, base).items():
+            print(f"REPLAY {eid}: " + ("still fails" if still else
+                                       "NO LONGER REPRODUCES - remove the entry"))
+    print(f"ledger: {len(c.known)} known, {len(c.new)} new, {len(c.unmatched)} unseen entries")
+    return 1 if c.new else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,231 @@
+"""Crash isolation: run Cases in a child process.
+
+The parent writes the in-flight Case to ``inflight.json`` before each case (so even a hard crash
+of the parent leaves it on disk), sends it to the child and waits. If the child dies (segfault,
+illegal memory access, abort) or runs past the timeout, the result is a Verdict with one
+``crash`` (or ``timeout``) failure, and the next case starts a fresh child.
+
+The child is a fresh interpreter (``python -m swafuzz.harness.worker``), not a
+``multiprocessing`` spawn: it never re-imports the parent's ``__main__`` (an unguarded launcher
+script would otherwise start its campaign again in every child). It gets the target back from
+the parent's *recipe* (``swafuzz.targets.recipe``: the plugin modules loaded in the parent, the
+target's plugin record and its factory's module and qualified name). Messages are JSON lines:
+requests on the child's stdin, replies on a private pipe (the child's own stdout is sent to
+stderr, so a target that prints cannot corrupt the protocol).
+
+A sticky CUDA error leaves the child alive with a broken context: the child probes its device
+context after every case (:func:`device_context_error`) and, when it is broken, reports the case
+as a ``crash`` and exits, so the next case starts a fresh child too (the in-flight Case stays on
+disk).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+from typing import Any
+
+from swafuzz.harness.checks import Failure
+from swafuzz.harness.run import Verdict
+from swafuzz.scenarios.case import Case
+
+
+class WorkerSetupError(RuntimeError):
+    """The child could not get the target (plugin missing there): a usage error, not a crash."""
+
+
+def device_context_error() -> str | None:
+    """Why this process's device context is unusable, or None. A sticky CUDA error (illegal
+    address, device-side assert) surfaces asynchronously and poisons every later call, so the
+    worker probes after every case: a device sync and a tiny kernel on a GPU; on CPU, the
+    simulated error of ``selftest:cuda_sticky``."""
+    from swafuzz.targets.selftest import simulated_context_error
+
+    sim = simulated_context_error()
+    if sim is not None:
+        return sim
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        try:
+            torch.cuda.synchronize()
+            torch.ones(1, device="cuda").add_(1).cpu()
+        except Exception as e:  # noqa: BLE001 - any failure means the context is gone
+            return f"{type(e).__name__}: {e}"
+    return None
+
+
+def _child_main(reply_fd: int) -> int:  # pragma: no cover - runs in the child
+    # Ctrl-C in a terminal reaches the whole process group: the parent decides what stops
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    out = os.fdopen(reply_fd, "w", buffering=1)
+    import torch
+
+    if not torch.cuda.is_available():
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+    from swafuzz import targets
+    from swafuzz.harness.run import InvalidCase, execute
+    from swafuzz.targets import plugins
+
+    def send(obj: dict[str, Any]) -> None:
+        try:
+            out.write(json.dumps(obj) + "\n")
+            out.flush()
+        except BrokenPipeError:  # the parent is gone (stopped or killed): nothing to report to
+            os._exit(0)
+
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if msg.get("setup"):
+            try:
+                for m in msg["setup"]["plugins"]:
+                    plugins.load_module(m)
+                targets.restore(msg["setup"]["recipe"])
+                send({"ready": True})
+            except Exception as e:  # noqa: BLE001 - reported to the parent as a setup error
+                send({"setup_error": f"{type(e).__name__}: {e}"})
+            continue
+        case = Case.loads(msg["case"])
+        try:
+            only = set(msg["only"]) if msg.get("only") else None
+            v = execute(case, msg["target"], msg["impl"], msg["executors"], only)
+            reply = {"ok": v.to_json()}
+        except InvalidCase as e:
+            reply = {"invalid": str(e)}
+        except Exception as e:  # noqa: BLE001 - any harness exception is reported, not fatal
+            import traceback
+
+            reply = {"harness_error": f"{type(e).__name__}: {e}\n{traceback.format_exc()}"}
+        broken = device_context_error()
+        if broken is not None:  # this case broke the context: a crash; this child is done
+            send({"context_broken": broken})
+            return 0
+        send(reply)
+    return 0
+
+
+class CaseWorker:
+    """A child process that executes Cases; restarted after a crash."""
+
+    def __init__(self, target: str, impl: str, executors: list[str], out_dir: str | None = None,
+                 timeout_s: float = 600.0, inflight_name: str = "inflight.json"):
+        from swafuzz import targets
+        from swafuzz.targets import plugins
+
+        self.target, self.impl, self.executors = target, impl, executors
+        self.out_dir = out_dir
+        self.inflight_name = inflight_name
+        self.timeout_s = timeout_s
+        # Fails here, in the parent, with a clear message when the child could not re-import it.
+        self._setup = {"plugins": plugins.loaded_modules(), "recipe": targets.recipe(target)}
+        self._proc: subprocess.Popen | None = None
+        self._reply = None
+
+    def start(self) -> None:
+        """Start the child now (else at the first case); raises :class:`WorkerSetupError` if it
+        cannot load the target."""
+        if self._proc is None or self._proc.poll() is not None:
+            self._start()
+
+    def _start(self) -> None:
+        r, w = os.pipe()
+        env = dict(os.environ)
+        code = ("import os, sys; os.dup2(2, 1); from swafuzz.harness.worker import _child_main; "
+                f"sys.exit(_child_main({w}))")
+        self._proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                                      pass_fds=(w,), env=env, text=True)
+        os.close(w)
+        self._reply = os.fdopen(r, "r")
+        self._send({"setup": self._setup})
+        reply = self._recv(120.0)
+        if reply is None or "setup_error" in reply:
+            why = reply["setup_error"] if reply else "the worker process died while starting"
+            self.close(kill=True)
+            raise WorkerSetupError(f"--target {self.target}: the case worker cannot load it: "
+                                   f"{why}")
+
+    def _send(self, msg: dict[str, Any]) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        self._proc.stdin.write(json.dumps(msg) + "\n")
+        self._proc.stdin.flush()
+
+    def _recv(self, timeout: float) -> dict[str, Any] | None:
+        """The next reply; None if the child died first; raises TimeoutError past ``timeout``."""
+        ready, _, _ = select.select([self._reply], [], [], timeout)
+        if not ready:
+            raise TimeoutError
+        line = self._reply.readline()
+        return json.loads(line) if line else None
+
+    def _inflight_path(self) -> str | None:
+        return os.path.join(self.out_dir, self.inflight_name) if self.out_dir else None
+
+    def run(self, case: Case, only: set[str] | None = None) -> Verdict:
+        if self._proc is None or self._proc.poll() is not None:
+            self._start()
+        path = self._inflight_path()
+        if path:
+            from swafuzz.reports.bundle import atomic_write_text
+
+            atomic_write_text(path, json.dumps({"case": case.to_json(), "target": self.target,
+                                                "impl": self.impl}) + "\n")
+        reply: dict[str, Any] | None = None
+        died = None
+        try:
+            self._send({"case": case.dumps(), "target": self.target, "impl": self.impl,
+                        "executors": self.executors, "only": sorted(only) if only else None})
+            reply = self._recv(self.timeout_s)
+        except TimeoutError:
+            died = f"timeout: the case ran past {self.timeout_s:.0f} s"
+        except (BrokenPipeError, OSError):
+            reply = None
+        if reply is None:
+            if died is None:
+                try:
+                    code = self._proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    code = None
+                name = ""
+                if code is not None and code < 0:
+                    try:
+                        name = f" ({signal.Signals(-code).name})"
+                    except ValueError:
+                        pass
+                died = f"the worker process died with exit code {code}{name} inside the case"
+            self.close(kill=True)
+            check = "timeout" if died.startswith("timeout") else "crash"
+            return Verdict(case, [Failure(check, died, "crash")], 0, 0.0)
+        if "context_broken" in reply:  # sticky device error: crash finding, fresh worker
+            self.close(kill=True)
+            return Verdict(case, [Failure("crash", "the device context is broken after the "
+                                          f"case (sticky error): {reply['context_broken']}",
+                                          "crash")], 0, 0.0)
+        if path and os.path.exists(path):
+            os.unlink(path)
+        if "ok" in reply:
+            return Verdict.from_json(case, reply["ok"])
+        if "invalid" in reply:
+            from swafuzz.harness.run import InvalidCase
+
+            raise InvalidCase(reply["invalid"])
+        raise RuntimeError(f"harness error in the worker: {reply['harness_error']}")
+
+    def close(self, kill: bool = False) -> None:
+        if self._proc is not None:
+            try:
+                if kill:
+                    self._proc.kill()
+                else:
+                    self._proc.stdin.close()
+                self._proc.wait(5)
+            except (subprocess.TimeoutExpired, BrokenPipeError, OSError):
+                self._proc.kill()
+                self._proc.wait(5)
+        if self._reply is not None:
+            self._reply.close()
+        self._proc = None
+        self._reply = None

@@ -1,0 +1,150 @@
+"""The DeepSeek-V4 SWA cache store as torch ops: quantize bf16 K rows into the paged 584-byte
+token layout (spec §4.6; the layout and its rounding are written down in
+``oracles/dsv4_quant.py``, which this module does not use).
+
+Shapes and dtypes (``N`` rows, ``P`` page size, ``S = ceil(584*P/576)*576`` page stride):
+
+* ``store(cache, loc, rows, page_size)``: cache uint8 ``[num_pages, S]`` (row stride S, inner
+  stride 1; possibly a view into a larger redzoned buffer); loc int32 ``[N]``; rows bfloat16
+  ``[N, 512]`` contiguous. Row i goes to slot ``loc[i]``: page ``loc >> log2(P)``, offset
+  ``loc & (P-1)`` (int32 arithmetic, as upstream's stores): its 448 nope values as fp8 e4m3fn
+  codes at ``page*S + offset*576``, its 64 rope values as bf16 at ``+448``, its 7 UE8M0 tile
+  scales at ``page*S + 576*P + offset*8``. Byte 7 of each scale group and the page's pad are not
+  written.
+* ``store_unchecked``: the same without the value contract (a negative location then writes at
+  page -1, before the buffer, as the real kernels do; the redzones see it).
+
+Quantizing a 64-value tile: ``amax = max|x|`` in fp32; ``scale = max(amax, 1e-8) / 448`` (one
+fp32 division); ``e`` = ceil(log2(scale)) read from the fp32 bits (exponent, plus one when a
+mantissa bit is set: the CUDA JIT store's ``cast_to_ue8m0``); values ``clamp(x * 2**-e, -448,
+448)`` cast to ``float8_e4m3fn`` (round to nearest even); scale byte ``e + 127``. The epsilon is
+the Triton V4 store's (``1e-8``; the CUDA JIT store uses ``1e-4``).
+
+Every op is an aten op (no host sync in the launch itself), so the tape executor records it; the
+value contract is skipped while capturing, as in :mod:`kernels.torch_impl`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from swafuzz.kernels import contracts
+from swafuzz.kernels.launch import capturing
+
+NOPE, ROPE, TILE, TILES = 448, 64, 64, 7
+DATA, SCALES = 576, 8
+EPS = 1e-8
+FP8_MAX = 448.0
+
+
+def page_stride(page_size: int) -> int:
+    return -(-584 * page_size // 576) * 576
+
+
+def quantize(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(data uint8 [N, 576], scales uint8 [N, 7])`` of bf16 ``rows`` ``[N, 512]``."""
+    n = rows.shape[0]
+    x = rows[:, :NOPE].float().reshape(n, TILES, TILE)
+    amax = x.abs().amax(dim=-1)
+    scale = torch.clamp_min(amax, EPS) / FP8_MAX  # float32 / float32: one IEEE division
+    bits = scale.view(torch.int32)
+    e = ((bits >> 23) & 0xFF) - 127 + ((bits & 0x7FFFFF) != 0).to(torch.int32)
+    inv = ((127 - e) << 23).view(torch.float32)  # 2**-e (e in [-35, 120]: a normal float)
+    y = (x * inv.unsqueeze(-1)).clamp(-FP8_MAX, FP8_MAX)
+    codes = y.to(torch.float8_e4m3fn).view(torch.uint8).reshape(n, NOPE)
+    rope = rows[:, NOPE:].contiguous().view(torch.uint8)  # [N, 128], little-endian bf16
+    data = torch.cat([codes, rope], dim=1)
+    return data, (e + 127).to(torch.uint8)
+
+
+def check_static(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor,
+                 page_size: int) -> None:
+    op = "dsv4_store"
+    if loc.dtype != torch.int32:
+        contracts._fail(op, f"loc must be int32 (got {loc.dtype}); int64 locations are refused, "
+                        "never reinterpreted")
+    if loc.dim() != 1 or not loc.is_contiguous():
+        contracts._fail(op, f"loc must be 1-D contiguous (got shape {tuple(loc.shape)})")
+    if rows.dtype != torch.bfloat16 or rows.dim() != 2 or rows.shape[1] != NOPE + ROPE \
+            or not rows.is_contiguous():
+        contracts._fail(op, f"rows must be contiguous bfloat16 [N, 512] (got {rows.dtype} "
+                        f"{tuple(rows.shape)})")
+    if rows.shape[0] != loc.numel():
+        contracts._fail(op, f"loc has {loc.numel()} entries for {rows.shape[0]} rows: the "
+                        "location count must equal the row count")
+    stride = page_stride(page_size)
+    if cache.dtype != torch.uint8 or cache.dim() != 2 or cache.shape[1] != stride \
+            or (cache.shape[0] > 1 and cache.stride(0) != stride) or cache.stride(1) != 1:
+        contracts._fail(op, f"cache must be uint8 [num_pages, {stride}] with row stride {stride} "
+                        f"(page size {page_size}); got {cache.dtype} {tuple(cache.shape)} strides "
+                        f"{cache.stride()}")
+    contracts.log2_page_size(op, page_size)
+
+
+def scatter(cache: torch.Tensor, loc: torch.Tensor, data: torch.Tensor, scales: torch.Tensor,
+            page_size: int, *, page_bytes: int | None = None, data_stride: int = DATA,
+            scale_base: int | None = None, scale_stride: int = SCALES) -> None:
+    """Write quantized tokens (``data`` uint8 ``[N, D]``, ``scales`` uint8 ``[N, K]``) at
+    ``loc``: token i's data at ``page*page_bytes + offset*data_stride``, its scales at
+    ``page*page_bytes + scale_base + offset*scale_stride`` (defaults: the V4 layout, page bytes
+    = the cache's row length, ``scale_base = 576 * P``). Byte offsets are taken in the cache's
+    whole storage, so a location outside the cache writes outside it, as a kernel would."""
+    if loc.numel() == 0:
+        return
+    page_bytes = cache.shape[1] if page_bytes is None else page_bytes
+    scale_base = page_size * DATA if scale_base is None else scale_base
+    log2p = page_size.bit_length() - 1
+    page = (loc >> log2p).to(torch.int64)
+    off = (loc & (page_size - 1)).to(torch.int64)
+    base = cache.storage_offset() + page * page_bytes  # absolute byte offsets in the storage
+    d_idx = (base + off * data_stride).unsqueeze(1) + \
+        torch.arange(data.shape[1], device=loc.device)
+    s_idx = (base + scale_base + off * scale_stride).unsqueeze(1) + \
+        torch.arange(scales.shape[1], device=loc.device)
+    flat = cache.as_strided((cache.untyped_storage().nbytes(),), (1,), 0)
+    flat.index_put_((d_idx.reshape(-1),), data.reshape(-1))
+    flat.index_put_((s_idx.reshape(-1),), scales.reshape(-1))
+
+
+def _scatter(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor, page_size: int) -> None:
+    if loc.numel() == 0:
+        return
+    data, scales = quantize(rows)
+    scatter(cache, loc, data, scales, page_size)
+
+
+def store(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor, page_size: int) -> None:
+    """Quantize and store ``rows`` at ``loc`` (see the module docstring)."""
+    check_static(cache, loc, rows, page_size)
+    if not capturing():
+        # the value contract of every store (shape [num_pages, P, -] is all it reads)
+        contracts.check_store_values(cache.new_empty((cache.shape[0], page_size, 0)), loc,
+                                     op="dsv4_store")
+    _scatter(cache, loc, rows, page_size)
+
+
+def store_unchecked(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor,
+                    page_size: int) -> None:
+    """:func:`store` with the static contract only."""
+    check_static(cache, loc, rows, page_size)
+    _scatter(cache, loc, rows, page_size)
+
+
+class DSV4LayoutImpl:
+    """A kernel implementation for a layout-``"dsv4"`` pool: ``translate`` (and
+    ``translate_store``'s translation) from the wrapped implementation, ``store`` /
+    ``store_unchecked`` the quantizing store above."""
+
+    def __init__(self, inner, page_size: int):
+        self.inner = inner
+        self.page_size = page_size
+        self.__name__ = f"dsv4[{getattr(inner, '__name__', inner)}]"
+
+    def translate(self, mapping: torch.Tensor, loc: torch.Tensor, **kw) -> torch.Tensor:
+        return self.inner.translate(mapping, loc, **kw)
+
+    def store(self, cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor) -> None:
+        store(cache, loc, rows, self.page_size)
+
+    def store_unchecked(self, cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor) -> None:
+        store_unchecked(cache, loc, rows, self.page_size)

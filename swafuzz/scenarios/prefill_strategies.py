@@ -1,0 +1,73 @@
+"""Scenario kind ``prefill_graphs``: ``admit`` / ``extend`` through breakable prefill graphs
+under a request window (issue 12; the "Prefill graphs under a request window" section of
+:mod:`scenarios.case`).
+
+A request-window pool (no tail; one or two layers) with ``graph.prefill_buckets`` drawn from a
+few token-bucket ladders (``(4,)``, ``(2, 4, 8)``, ``(4, 8, 16)``, ``(8, 16, 32, 64)``,
+``(1, 2, 4, 8, 16, 32, 64)``) and ``window_chunk`` at least the largest bucket (so every
+bucket's layout ``min(S + 1, T) * W + T`` fits the workspace and every graph step is feasible;
+eager extends larger than the chunk may still be refused, A7). Steps: admits (any length up to
+``3 * W + 2``, even ones so encoder replay is possible), multi-request extends with and without
+folded encoder replay rows, mostly with ``exec: "graph"`` (a batch above every bucket, or with
+more than twice its rows of padding, runs eagerly), eager decodes, finishes that recycle
+slots. The same buckets are replayed many times with different live batches (the in-place
+refresh, W7) and most batches are padded (padding rows must not commit, W3/W6).
+
+Shrinks towards page size 1, window 1, one layer, one slot, the first bucket ladder, one admit
+and one step; each step's ``exec`` shrinks towards ``"graph"`` (the drawn index 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import strategies as st
+
+from swafuzz.scenarios.case import Case, GraphConfig
+from swafuzz.scenarios.window_strategies import _admit, _decode, _extend, _finish, _Plan, _pool
+
+LADDERS = ((4,), (2, 4, 8), (4, 8, 16), (8, 16, 32, 64), (1, 2, 4, 8, 16, 32, 64))
+
+
+def _graph_last(draw, pl: _Plan, before: int) -> None:
+    """Give the step just planned (if any) ``exec: "graph"`` three times in four."""
+    if len(pl.steps) > before and pl.steps[-1].op in ("admit", "extend"):
+        ex = draw(st.sampled_from(("graph", "graph", "graph", "eager")))
+        pl.steps[-1] = replace(pl.steps[-1], exec=ex)
+
+
+def _admit_g(draw, pl: _Plan) -> None:
+    n = len(pl.steps)
+    _admit(draw, pl, even=draw(st.booleans()))
+    _graph_last(draw, pl, n)
+
+
+def _extend_g(draw, pl: _Plan) -> None:
+    n = len(pl.steps)
+    _extend(draw, pl, replay=True)
+    _graph_last(draw, pl, n)
+
+
+@st.composite
+def prefill_graph_cases(draw) -> Case:
+    """See the module docstring."""
+    pool = draw(_pool(True, False))
+    ladder = draw(st.sampled_from(LADDERS))
+    pool = replace(pool, window_chunk=max(pool.window_chunk, max(ladder)))
+    graph = GraphConfig(buckets=(1,), prefill_buckets=ladder)
+    pl = _Plan(pool, graph)
+    pl.setup()
+    _admit_g(draw, pl)
+    actions = [_extend_g, _extend_g, _extend_g, _admit_g, _decode, _finish]
+    for _ in range(draw(st.integers(1, 10))):
+        if not pl.live():
+            _admit_g(draw, pl)
+            if not pl.live():
+                break
+        draw(st.sampled_from(actions))(draw, pl)
+    seed = draw(st.integers(0, 2**32 - 1))
+    return Case(pool=pl.pool, graph=pl.graph, steps=tuple(pl.steps), payload_seed=seed,
+                kind="prefill_graphs")
+
+
+PREFILL_KINDS = {"prefill_graphs": prefill_graph_cases}

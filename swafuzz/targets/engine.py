@@ -1,0 +1,415 @@
+"""The unified engine: runs one Case and returns its Observation (docs/ARCHITECTURE.md).
+
+:class:`UnifiedEngine` wires the pieces for one Case (allocator, target and draft pools sharing
+``M``, backends, runners, DP) and executes every step with the semantics of ``scenarios/case.py``.
+Component classes are class attributes, so a mutant is a subclass replacing one of them with a
+subclass that overrides one method (see ``targets/__init__.py``).
+
+Execution: with ``executor.graphs`` False every forward runs eagerly; otherwise steps with
+``exec == "graph"`` run through the runners (a batch larger than every bucket falls back to the
+eager path, as upstream's ``can_run`` does; ``ForwardObs.exec`` says how it ran).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from swafuzz import kernels
+from swafuzz.scenarios.case import Case, Step
+from swafuzz.scenarios.payload import k_rows_bytes
+from swafuzz.targets.allocator import SWAAllocator
+from swafuzz.targets.backend import (
+    DSV4Backend,
+    MultiStepBackend,
+    StoreRecord,
+    per_step_draft_out_cache_loc,
+)
+from swafuzz.targets.dp import DPAttention
+from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
+from swafuzz.targets.kv_pool import SWAKVPool
+from swafuzz.targets.model import SWAModel
+from swafuzz.targets.observation import ForwardObs, Observation, RedzoneObs, StepObs, StoreObs
+from swafuzz.targets.ring import RingAllocator
+from swafuzz.targets.ring_draft import DraftBlockMixin
+from swafuzz.targets.runners import (
+    CapturedBucket,
+    DecodeGraphRunner,
+    DraftExtendGraphRunner,
+    GraphRunner,
+    MultiStepDraftRunner,
+)
+from swafuzz.targets.tail_graph import TailGraphPath
+
+
+class _NoGraphExecutor:
+    """Stand-in when no executor is given: eager, on CUDA when available else CPU (as
+    ``harness.executors.default_device``; targets never import harness)."""
+
+    name = "eager"
+    graphs = False
+
+    def __init__(self) -> None:
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def dtype_name(t: torch.Tensor) -> str:
+    return str(t.dtype).removeprefix("torch.")
+
+
+def store_obs(log: list[StoreRecord]) -> list[StoreObs]:
+    """Read the logged loc tensors (outside any capture)."""
+    return [StoreObs(layer=r.layer, loc_dtype=dtype_name(r.loc), locs=r.loc.tolist(),
+                     rows=r.rows) for r in log]
+
+
+class UnifiedEngine:
+    """The unified design (PR #27091) running one Case."""
+
+    allocator_cls = SWAAllocator
+    pool_cls = SWAKVPool
+    backend_cls = DSV4Backend
+    multistep_backend_cls = MultiStepBackend
+    decode_runner_cls = DecodeGraphRunner
+    draft_extend_runner_cls = DraftExtendGraphRunner
+    multistep_runner_cls = MultiStepDraftRunner
+    #: the multi-step draft's per-step write-target layout (the EAGLE worker's helper)
+    per_step_loc = staticmethod(per_step_draft_out_cache_loc)
+    dp_cls = DPAttention
+    #: "exact": the oracle predicts every allocation (the Case contract's lowest-free policy);
+    #: "observed": the target's allocator chooses, each StepObs reports the choices (``alloc``)
+    #: and the oracle validates them (the ``sglang`` target)
+    allocation = "exact"
+    #: the V4.1 request-window / late-layer-tail path (issue 12), built for Cases that use it
+    window_path_cls = TailGraphPath  # WindowPath + the tail under graphs (targets.tail_graph)
+    #: the allocator of a Case with a per-request SWA ring (``pool.swa_ring > 0``)
+    ring_allocator_cls = RingAllocator
+    #: the DSpark draft block's backend mixin (issue 12, ``draft_block``: targets/ring_draft.py)
+    draft_block_mixin = DraftBlockMixin
+
+    def __init__(self, case: Case, impl: str = "torch", executor=None, name: str = "unified"):
+        self.case = case
+        self.name = name
+        self.cfg = case.pool
+        self.gcfg = case.graph
+        self.impl_name = impl
+        self.impl = kernels.get_impl(impl)
+        self.executor = executor if executor is not None else _NoGraphExecutor()
+        self.device = torch.device(self.executor.device)
+        cfg, g = self.cfg, self.gcfg
+        self.target_pool = self.pool_cls("target", cfg, cfg.layers, 0, self.impl, self.device)
+        self.draft_pool = self.pool_cls("draft", cfg, cfg.draft_layers, cfg.layers, self.impl,
+                                        self.device)
+        self.allocator = self.make_allocator()  # after the pools: a real allocator needs one
+        self.target_pool.register_mapping(self.allocator.mapping)
+        self.draft_pool.register_mapping(self.allocator.mapping)  # shared, by identity
+        self.target_model = SWAModel(self.target_pool)
+        self.draft_model = SWAModel(self.draft_pool)
+        raw = g.prep_in_graph  # SGLANG_PREP_IN_CUDA_GRAPH: Raw metadata, upgraded in-graph
+        self.target_backend = self.backend_cls(self.target_pool, topk=g.topk, prep_in_graph=raw)
+        self.draft_extend_backend = self.backend_cls(
+            self.draft_pool, topk=g.topk, draft_extend_tokens_per_bs=g.num_draft_tokens,
+            prep_in_graph=raw,
+            swa_loc_buffer_rows=max(g.buckets) * g.num_draft_tokens if g.draft_extend_buffer
+            else 0)  # PR #34890
+        self.multistep_backend = self.multistep_backend_cls([
+            self.backend_cls(self.draft_pool, topk=g.topk, num_steps=g.num_steps, step_id=s,
+                             decode_tokens_per_bs=g.topk * g.num_steps, prep_in_graph=raw)
+            for s in range(g.num_steps)
+        ])
+        self.dp = self.dp_cls(self.device)
+        self._runners: dict[str, GraphRunner] = {}
+        self.window_path = (self.window_path_cls(self) if cfg.request_window
+                            or cfg.late_layer_start else None)
+        if cfg.swa_ring:  # every backend resolves ring rows from the allocator's tables
+            for b in (self.target_backend, self.draft_extend_backend,
+                      *self.multistep_backend.backends):
+                b.ring = self.allocator.tables
+
+    def make_allocator(self):
+        """The allocator (built after the pools; the sglang target passes its pool)."""
+        if self.cfg.swa_ring:
+            return self.ring_allocator_cls(self.cfg, self.device)
+        return self.allocator_cls(self.cfg, self.device)
+
+    # -- runners (built on first graph use) -----------------------------------------------------
+    def runner(self, kind: str) -> GraphRunner:
+        if kind not in self._runners:
+            g, ex = self.gcfg, self.executor
+            if kind == "decode":
+                r = self.decode_runner_cls(self.target_model, self.target_backend, ex, g.buckets)
+            elif kind == "verify":
+                r = self.decode_runner_cls(self.target_model, self.target_backend, ex, g.buckets,
+                                           tokens_per_req=g.num_draft_tokens,
+                                           capture_mode=ForwardMode.TARGET_VERIFY)
+            elif kind == "draft_extend":
+                r = self.draft_extend_runner_cls(self.draft_model, self.draft_extend_backend, ex,
+                                                 g.buckets, g.num_draft_tokens)
+            else:
+                r = self.multistep_runner_cls(self.draft_model, self.multistep_backend, ex,
+                                              g.buckets, g.topk, g.num_steps)
+            self._runners[kind] = r
+        return self._runners[kind]
+
+    def use_graph(self, step: Step, n: int) -> bool:
+        return bool(self.executor.graphs) and step.exec == "graph" and \
+            self.gcfg.bucket_for(n) is not None
+
+    def can_run_graph(self, step: Step, fb: ForwardBatch, n: int) -> bool:
+        """``can_run`` of a DP batch: as :meth:`use_graph`, and never for a batch that DP
+        rewrote to EXTEND because another rank extends (spec §5.4 (3))."""
+        return fb.forward_mode != ForwardMode.EXTEND and self.use_graph(step, n)
+
+    # -- payload ----------------------------------------------------------------------------------
+    def rows_tensor(self, step: int, fwd: int, pool: str, layer: int, n: int) -> torch.Tensor:
+        """``[n, row_width]`` K rows from :func:`scenarios.payload.rows_bytes`."""
+        cfg = self.cfg
+        dtype = self.target_pool.row_dtype
+        if n == 0:
+            return torch.zeros(0, cfg.row_width, dtype=dtype, device=self.device)
+        data = k_rows_bytes(cfg.layout, self.case.payload_seed, step, fwd, pool, layer, n,
+                            cfg.k_row_bytes)
+        t = torch.frombuffer(bytearray(data), dtype=torch.uint8).view(dtype)
+        return t.view(n, cfg.row_width).to(self.device)
+
+    # -- batches ----------------------------------------------------------------------------------
+    def batch(self, mode: ForwardMode, per_req: list[tuple[int, list[int]]]) -> ForwardBatch:
+        """A batch whose request b writes the full slots ``per_req[b][1]`` (the tail of its
+        tokens); seq_lens = request lengths, positions = the slots' token positions."""
+        locs: list[int] = []
+        pos: list[int] = []
+        lens: list[int] = []
+        for rid, slots in per_req:
+            n = len(self.allocator.tokens[rid])
+            lens.append(n)
+            locs += slots
+            pos += range(n - len(slots), n)
+        dev = self.device
+
+        def t(v):
+            return torch.tensor(v, dtype=torch.int64, device=dev)
+
+        return ForwardBatch(mode, len(per_req), t(locs), t(lens), t(pos))
+
+    def idle_batch(self, tokens: int) -> ForwardBatch:
+        z = torch.zeros(tokens, dtype=torch.int64, device=self.device)
+        return ForwardBatch(ForwardMode.IDLE, tokens, z, torch.ones_like(z), z.clone())
+
+    # -- forwards -------------------------------------------------------------------------------
+    def eager_stores(self, i: int, fwd: int, pool: str, backend: DSV4Backend, fb: ForwardBatch,
+                     n_real: int) -> ForwardObs:
+        """Run the model's stores for ``fb`` (metadata already initialised)."""
+        model = self.target_model if pool == "target" else self.draft_model
+        rows = fb.out_cache_loc.numel()
+        payload = [self.rows_tensor(i, fwd, pool, layer, rows) for layer in range(len(model.layers))]
+        backend.store_log = []
+        model.forward(fb, backend, payload)
+        return ForwardObs(step=i, fwd=fwd, pool=pool, mode=fb.forward_mode.name, exec="eager",
+                          n_real=n_real, rows=rows, stores=store_obs(backend.store_log))
+
+    def eager_forward(self, i: int, pool: str, backend: DSV4Backend, fb: ForwardBatch,
+                      n_real: int) -> ForwardObs:
+        backend.init_forward_metadata(fb)
+        return self.eager_stores(i, 0, pool, backend, fb, n_real)
+
+    def graph_forward(self, i: int, pool: str, kind: str, fb: ForwardBatch, n_real: int,
+                      mode: str) -> list[ForwardObs]:
+        r = self.runner(kind)
+
+        def rows_for(fwd: int, layer: int, n: int) -> torch.Tensor:
+            return self.rows_tensor(i, fwd, pool, layer, n)
+
+        cap: CapturedBucket = r.run(fb, rows_for)
+        return [
+            ForwardObs(step=i, fwd=f, pool=pool, mode=mode, exec="graph", n_real=n_real,
+                       rows=cap.rows, stores=store_obs(cap.logs[f]), baked=dict(cap.baked))
+            for f in range(r.num_forwards)
+        ]
+
+    # -- steps ----------------------------------------------------------------------------------
+    def step_admit(self, i: int, s: Step) -> list[ForwardObs]:
+        if s.prefix_rid is not None:  # radix-cache prefix hit: only the new tokens are computed
+            slots = self.allocator.admit(s.rid, s.length, s.prefix_rid, s.prefix_len)
+        else:
+            slots = self.allocator.admit(s.rid, s.length)
+        fb = self.batch(ForwardMode.EXTEND, [(s.rid, slots)])
+        return [self.eager_forward(i, "target", self.target_backend, fb, len(slots))]
+
+    def dp_forward(self, i: int, s: Step, pool: str, kind: str, backend: DSV4Backend,
+                   fb: ForwardBatch, n_real: int, width: int, fixed_width: bool
+                   ) -> list[ForwardObs]:
+        """DP attention on a verify / draft-extend batch (``rank_tokens`` given, spec §5.4):
+        MAX_LEN padding (to whole requests of ``width`` rows when ``fixed_width``), rewritten to
+        EXTEND (eager) when another rank extends."""
+        padded = self.dp.padded_spec_tokens(fb.out_cache_loc.numel(), s.rank_tokens, width,
+                                            fixed_width)
+        bs = max(fb.batch_size, -(-padded // width))
+        if s.dp_extend:
+            self.dp.rewrite_to_extend(fb)
+        if self.can_run_graph(s, fb, bs):
+            mode = fb.forward_mode.name
+            self.dp.pad_inputs_to_size(fb, padded, bs)
+            return self.graph_forward(i, pool, kind, fb, n_real, mode)
+        backend.init_forward_metadata(fb)  # on the unpadded batch
+        self.dp.pad_inputs_to_size(fb, padded, bs)  # out_cache_loc rebound after metadata init
+        return [self.eager_stores(i, 0, pool, backend, fb, n_real)]
+
+    def _extend_and_forward(self, i: int, s: Step, mode: ForwardMode, per_req: int,
+                            kind: str) -> list[ForwardObs]:
+        new = self.allocator.extend([(rid, per_req) for rid in s.rids])
+        fb = self.batch(mode, list(zip(s.rids, new)))
+        n_real = fb.out_cache_loc.numel()
+        if s.rank_tokens:
+            return self.dp_forward(i, s, "target", kind, self.target_backend, fb, n_real,
+                                   per_req, True)
+        if self.use_graph(s, len(s.rids)):
+            return self.graph_forward(i, "target", kind, fb, n_real, mode.name)
+        return [self.eager_forward(i, "target", self.target_backend, fb, n_real)]
+
+    def step_decode(self, i: int, s: Step) -> list[ForwardObs]:
+        return self._extend_and_forward(i, s, ForwardMode.DECODE, 1, "decode")
+
+    def step_verify(self, i: int, s: Step) -> list[ForwardObs]:
+        before = [(rid, len(self.allocator.tokens[rid])) for rid in s.rids]
+        out = self._extend_and_forward(i, s, ForwardMode.TARGET_VERIFY,
+                                       self.gcfg.num_draft_tokens, "verify")
+        if s.accept:  # after the forward: the rejected draft tokens are freed
+            self.allocator.reject([(rid, n, a) for (rid, n), a in zip(before, s.accept)],
+                                  self.gcfg.num_draft_tokens)
+        return out
+
+    def step_draft_extend(self, i: int, s: Step) -> list[ForwardObs]:
+        per_req = [(rid, self.allocator.tokens[rid][-a:]) for rid, a in zip(s.rids, s.accept)]
+        fb = self.batch(ForwardMode.DRAFT_EXTEND_V2, per_req)
+        n_real = fb.out_cache_loc.numel()
+        if s.rank_tokens:
+            return self.dp_forward(i, s, "draft", "draft_extend", self.draft_extend_backend, fb,
+                                   n_real, self.gcfg.num_draft_tokens, False)
+        if self.use_graph(s, len(s.rids)):
+            return self.graph_forward(i, "draft", "draft_extend", fb, n_real, fb.forward_mode.name)
+        return [self.eager_forward(i, "draft", self.draft_extend_backend, fb, n_real)]
+
+    def step_draft_decode(self, i: int, s: Step) -> list[ForwardObs]:
+        g = self.gcfg
+        new = self.allocator.extend([(rid, g.topk * g.num_steps) for rid in s.rids])
+        fb = self.batch(ForwardMode.DECODE, list(zip(s.rids, new)))
+        n_real = len(s.rids) * g.topk
+        width = g.topk * g.num_steps
+        bs = len(s.rids)
+        if s.rank_tokens:  # DP: pad to whole requests of topk*num_steps rows (spec §5.4)
+            padded = self.dp.padded_spec_tokens(fb.out_cache_loc.numel(), s.rank_tokens, width,
+                                                True)
+            bs = padded // width
+        if self.use_graph(s, bs):
+            if s.rank_tokens:
+                self.dp.pad_inputs_to_size(fb, bs * width, bs)
+            return self.graph_forward(i, "draft", "multistep", fb, n_real, "DECODE")
+        ms = self.multistep_backend
+        ms.init_forward_metadata(fb)  # on the unpadded batch
+        if s.rank_tokens:
+            self.dp.pad_inputs_to_size(fb, bs * width, bs)
+        per_step = self.per_step_loc(fb.out_cache_loc, bs, g.topk, g.num_steps)
+        return [
+            self.eager_stores(i, step, "draft", ms.backends[step],
+                              fb.view(out_cache_loc=per_step[step]), n_real)
+            for step in range(g.num_steps - 1)
+        ]
+
+    def step_idle(self, i: int, s: Step) -> list[ForwardObs]:
+        fb = self.idle_batch(s.tokens)
+        if self.use_graph(s, s.tokens):
+            return self.graph_forward(i, "target", "decode", fb, 0, "IDLE")
+        return [self.eager_forward(i, "target", self.target_backend, fb, 0)]
+
+    def step_dp_decode(self, i: int, s: Step) -> list[ForwardObs]:
+        new = self.allocator.extend([(rid, 1) for rid in s.rids])
+        padded = self.dp.padded_tokens(len(s.rids), s.rank_tokens)
+        if s.rids:
+            fb = self.batch(ForwardMode.DECODE, list(zip(s.rids, new)))
+        else:
+            fb = self.dp.idle_batch()
+        n_real = len(s.rids)
+        if s.dp_extend:
+            self.dp.rewrite_to_extend(fb)
+        mode = fb.forward_mode.name
+        if self.can_run_graph(s, fb, padded):
+            self.dp.pad_inputs_to_size(fb, padded)
+            return self.graph_forward(i, "target", "decode", fb, n_real, mode)
+        self.target_backend.init_forward_metadata(fb)  # on the unpadded batch
+        self.dp.pad_inputs_to_size(fb, padded)  # out_cache_loc rebound after metadata init
+        return [self.eager_stores(i, 0, "target", self.target_backend, fb, n_real)]
+
+    def step_draft_block(self, i: int, s: Step) -> list[ForwardObs]:
+        """Issue 12: the DSpark draft block on a ring (:mod:`targets.ring_draft`)."""
+        from swafuzz.targets.ring_draft import run_draft_block
+
+        return run_draft_block(self, i, s)
+
+    def step_evict(self, i: int, s: Step) -> list[ForwardObs]:
+        self.allocator.evict(s.rid, self.cfg.window)
+        return []
+
+    def mapping_consumers(self) -> list[SWAKVPool]:
+        """The pools that must be re-registered with a rebuilt mapping: both, since draft and
+        target share one ``M`` (spec §2.1)."""
+        return [self.target_pool, self.draft_pool]
+
+    def step_remap(self, i: int, s: Step) -> list[ForwardObs]:
+        mapping = self.allocator.rebuild_mapping()
+        for pool in self.mapping_consumers():
+            pool.register_mapping(mapping)
+        return []
+
+    def step_finish(self, i: int, s: Step) -> list[ForwardObs]:
+        self.allocator.finish(s.rid)
+        return []
+
+    # -- observation ----------------------------------------------------------------------------
+    def step_obs(self, i: int) -> StepObs:
+        pools, redzones = {}, {}
+        for name, pool in (("target", self.target_pool), ("draft", self.draft_pool)):
+            pools[name] = [pool.layer_bytes(k) for k in range(pool.num_layers)]
+            redzones[name] = [RedzoneObs(*pool.redzone(k)) for k in range(pool.num_layers)]
+        m = self.allocator.mapping
+        return StepObs(
+            step=i,
+            mapping=m.tolist(),
+            free_full_pages=self.allocator.free_full_pages(),
+            free_swa_pages=self.allocator.free_swa_pages(),
+            pools=pools,
+            redzones=redzones,
+            draft_mapping_is_target=self.draft_pool.mapping is m and self.target_pool.mapping is m,
+            requests={rid: (list(toks), self.allocator.evicted[rid])
+                      for rid, toks in self.allocator.tokens.items()},
+            alloc=self.allocator.take_alloc_log() if self.allocation == "observed" else None,
+            ring=self.allocator.ring_state() if self.cfg.swa_ring else None,
+        )
+
+    def new_observation(self) -> Observation:
+        return Observation(target=self.name, impl=self.impl_name, executor=self.executor.name)
+
+    def apply(self, obs: Observation, i: int, s: Step) -> bool:
+        """Run step ``i`` and append what it did to ``obs``; False (with ``obs.error`` set) if
+        the step raised. Stateful episodes call this one step at a time on one engine."""
+        wp = self.window_path
+        try:
+            if wp is not None and wp.handles(s):
+                obs.window_forwards += wp.run(i, s)
+            else:
+                obs.forwards += getattr(self, f"step_{s.op}")(i, s)
+                if wp is not None and s.op == "finish":
+                    wp.finish(s.rid)
+        except Exception as e:  # noqa: BLE001 - the Observation records any failure
+            obs.error = {"step": i, "type": type(e).__name__, "message": str(e)}
+            return False
+        obs.steps.append(self.step_obs(i))
+        if wp is not None:
+            obs.window_steps.append(wp.step_obs(i))
+        return True
+
+    def run(self) -> Observation:
+        obs = self.new_observation()
+        for i, s in enumerate(self.case.steps):
+            if not self.apply(obs, i, s):
+                break
+        return obs
+

@@ -1,0 +1,137 @@
+"""The SWA KV pool: one redzoned buffer per layer, and the full->SWA translation (spec §2.2, §4.6).
+
+Per layer one raw ``uint8`` buffer ``[redzone | usable | redzone]``:
+
+* each redzone is at least one page of bytes (``P * row_bytes``, rounded up to 64), so a write at
+  page ``-1`` (a ``-1`` location that went through the store unchecked) lands inside the front
+  redzone, and a write one page past the end inside the back one; both are filled with
+  :data:`CANARY` repeated;
+* the usable part is ``(swa_pages + 1)`` pages of ``P * row_bytes + page_pad_bytes`` bytes (the
+  page stride; the pad after each page's rows is filled with :data:`CANARY` like a redzone, as
+  the real DSV4 pool pads its pages), the rows initially :data:`scenarios.case.POISON_BYTE`,
+  viewed as ``[swa_pages + 1, P, row_width]`` (with a per-request ring, ``pool.swa_ring``:
+  ``[swa_buffer_pages, P, row_width]``, the ring rows in pages of P) of the row dtype (``torch.uint8`` or
+  ``torch.bfloat16``) with the padded page stride: that view is what the store kernel writes.
+
+Layout ``"dsv4"`` (``PoolConfig.layout``, spec §4.6): the usable part is ``(swa_pages + 1)``
+pages of ``ceil(584*P/576)*576`` bytes, each holding its P tokens' 576-byte data rows, then their
+8-byte scale groups, then the pad (canaries); ``layer_cache`` is the ``[swa_pages + 1, stride]``
+uint8 page view the quantizing store writes (:mod:`kernels.dsv4_store`, through ``impl``), and
+``layer_bytes`` reassembles each slot's 584 bytes (data row, then scale group) in slot order.
+
+The pool holds a *reference* to the allocator's mapping (``register_mapping``), never a copy; the
+draft model's pool registers the same tensor object (spec §2.1).
+
+``start_layer`` is the global id of the pool's first layer (the draft model's layers are numbered
+after the target's, as upstream numbers the MTP layer); ``layer_cache(layer_id)`` indexes
+``layer_id - start_layer``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from swafuzz.kernels import dsv4_store
+from swafuzz.scenarios.case import POISON_BYTE, PoolConfig
+
+#: The canary byte pattern of every redzone (repeated, truncated to the redzone length).
+CANARY = bytes([0xDE, 0xAD, 0xBE, 0xEF, 0xC0, 0xFF, 0xEE, 0x11])
+
+DTYPES = {"uint8": torch.uint8, "bfloat16": torch.bfloat16}
+
+
+def canary_bytes(n: int) -> bytes:
+    return (CANARY * (n // len(CANARY) + 1))[:n]
+
+
+class SWAKVPool:
+    """SWA KV buffers of one model (``"target"`` or ``"draft"``)."""
+
+    def __init__(self, name: str, pool: PoolConfig, num_layers: int, start_layer: int,
+                 impl, device: torch.device | str = "cpu"):
+        self.name = name
+        self.config = pool
+        self.page_size = pool.page_size
+        self.num_layers = num_layers
+        self.start_layer = start_layer
+        self.layout = pool.layout
+        self.impl = dsv4_store.DSV4LayoutImpl(impl, pool.page_size) if pool.layout == "dsv4" \
+            else impl
+        self.device = torch.device(device)
+        self.row_width = pool.row_width
+        self.row_dtype = DTYPES[pool.row_dtype]
+        self.row_bytes = pool.row_bytes
+        page_bytes = pool.page_size * pool.row_bytes
+        self.page_bytes = page_bytes  # the rows of one page
+        self.page_stride_bytes = pool.page_stride_bytes  # rows + pad
+        self.pad_bytes = pool.pad_bytes_per_page
+        self.redzone_bytes = -(-self.page_stride_bytes // 64) * 64
+        self.usable_bytes = pool.swa_buffer_pages * self.page_stride_bytes  # ring: ring pages
+        self.mapping: torch.Tensor | None = None
+        self.raw: list[torch.Tensor] = []
+        self.caches: list[torch.Tensor] = []
+        rz, us = self.redzone_bytes, self.usable_bytes
+        canary = torch.frombuffer(bytearray(canary_bytes(rz)), dtype=torch.uint8).to(self.device)
+        pad_canary = torch.frombuffer(bytearray(canary_bytes(self.pad_bytes) or b"\0"),
+                                      dtype=torch.uint8).to(self.device)[:self.pad_bytes]
+        for _ in range(num_layers):
+            raw = torch.empty(2 * rz + us, dtype=torch.uint8, device=self.device)
+            raw[:rz] = canary
+            raw[rz + us:] = canary
+            raw[rz:rz + us] = POISON_BYTE
+            pages = raw[rz:rz + us].view(pool.swa_buffer_pages, self.page_stride_bytes)
+            if self.pad_bytes:
+                pages[:, page_bytes:] = pad_canary  # each page's pad: canaries
+            self.raw.append(raw)
+            if self.layout == "dsv4":
+                self.caches.append(pages)  # [pages, stride] uint8, as the DSV4 pool's buffer
+                continue
+            cache = pages[:, :page_bytes].view(self.row_dtype)  # page stride kept (padded)
+            self.caches.append(cache.view(pool.swa_buffer_pages, pool.page_size, pool.row_width))
+
+    # -- mapping --------------------------------------------------------------------------------
+    def register_mapping(self, mapping: torch.Tensor) -> None:
+        """Keep a reference to the allocator's ``M`` (the unified pool holds no caches to reset)."""
+        self.mapping = mapping
+
+    def translate_loc_from_full_to_swa(self, loc: torch.Tensor) -> torch.Tensor:
+        """int32 ``[N]`` = ``int32(M[loc])`` through the selected kernel implementation; ``loc``
+        int64 ``[N]``. No memo (the unified design dropped the pool caches, spec §2.6-§2.7)."""
+        return self.impl.translate(self.mapping, loc)
+
+    # -- buffers --------------------------------------------------------------------------------
+    def layer_cache(self, layer_id: int) -> torch.Tensor:
+        """``[swa_pages + 1, P, row_width]`` view of the global layer ``layer_id`` (layout
+        ``"dsv4"``: ``[swa_pages + 1, page stride]`` uint8)."""
+        return self.caches[layer_id - self.start_layer]
+
+    def _pages(self, i: int) -> torch.Tensor:
+        rz = self.redzone_bytes
+        return self.raw[i][rz:rz + self.usable_bytes].view(-1, self.page_stride_bytes)
+
+    def layer_bytes(self, i: int) -> bytes:
+        """The row bytes of local layer ``i`` in slot order (``swa_slots * row_bytes``; page
+        pads excluded)."""
+        if self.layout == "dsv4":
+            p, pages = self.page_size, self._pages(i)
+            data = pages[:, :p * dsv4_store.DATA].reshape(-1, p, dsv4_store.DATA)
+            scales = pages[:, p * dsv4_store.DATA:self.page_bytes].reshape(-1, p,
+                                                                          dsv4_store.SCALES)
+            return self._bytes(torch.cat([data, scales], dim=2))
+        if not self.pad_bytes:
+            rz = self.redzone_bytes
+            return self._bytes(self.raw[i][rz:rz + self.usable_bytes])
+        return self._bytes(self._pages(i)[:, :self.page_bytes].contiguous())
+
+    def redzone(self, i: int) -> tuple[bytes, bytes, bytes, bytes]:
+        """(canary, bytes before, bytes after, every page's pad bytes in page order) of local
+        layer ``i``; each pad is filled with the canary pattern from its start."""
+        rz, us = self.redzone_bytes, self.usable_bytes
+        raw = self.raw[i]
+        pads = self._bytes(self._pages(i)[:, self.page_bytes:].contiguous()) if self.pad_bytes \
+            else b""
+        return canary_bytes(rz), self._bytes(raw[:rz]), self._bytes(raw[rz + us:]), pads
+
+    @staticmethod
+    def _bytes(t: torch.Tensor) -> bytes:
+        return t.detach().cpu().numpy().tobytes()

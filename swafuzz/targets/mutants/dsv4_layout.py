@@ -1,0 +1,96 @@
+"""Mutants of the DSV4 SWA cache layout store (pool layout ``"dsv4"``; spec §4.6), reached only by
+the ``dsv4_layout`` scenario kind (every other kind builds opaque-row pools, whose store is not
+the quantizing one). Registered by :mod:`targets.mutants` (rows 25-27 of its table).
+
+* ``dsv4_token_contiguous``: the store writes each token as one contiguous 584-byte record
+  (data row at ``offset * 584``, its scales right after it at ``+576``) instead of the pool's
+  split page (data rows at ``offset * 576``, the scale groups after all P data rows at
+  ``576 * P + offset * 8``). Identical at page size 1; from P = 2 on, data and scales of every
+  token past offset 0 land at the wrong bytes. Source: spec §4.6 (device-side addressing: "fp8
+  UE8M0 scales at page·PageBytes + 576·P + offset·8"; the upstream constant ``S_OFFSET = P *
+  576``).
+* ``dsv4_rope_quantized``: the rope tile is quantized like the nope tiles (fp8 codes in the
+  first 64 bytes of the rope region, its scale in the scale pad byte) instead of copied as bf16:
+  the upstream kernels' special tile 7 (``ROPE_TILE_ID``) lost. Source: spec §4.6 ("bf16 rope
+  at +448 within the 576-byte row"); 0.5.23 pool: "V4 keeps its 64 RoPE dims in bf16; the V4.1
+  layouts quantize them too" (a V4.1-style store on a V4 pool).
+* ``dsv4_dense_page_stride``: the store addresses page ``k`` at ``k * 584 * P`` bytes (tokens
+  dense) instead of the padded page stride ``ceil(584*P/576)*576``; the layout's own twin of
+  ``store_dense_page_stride``. Source: spec §4.6; the base spec's address-arithmetic class
+  (§9.13 as the zoo labels it).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from swafuzz.kernels import dsv4_store
+from swafuzz.targets.backend import DSV4Backend
+from swafuzz.targets.engine import UnifiedEngine
+
+
+def _static(backend: DSV4Backend, cache, loc, rows) -> bool:
+    """False for an opaque-row pool (the mutant's store is the unified one there)."""
+    if backend.pool.layout != "dsv4":
+        return False
+    dsv4_store.check_static(cache, loc, rows, backend.page_size)
+    return True
+
+
+class _TokenContiguousBackend(DSV4Backend):
+    def _store(self, cache, loc, rows):
+        """Quantize as the pool's store does, then scatter with the token as one 584-byte
+        record: scales at ``offset * 584 + 576``."""
+        if not _static(self, cache, loc, rows):
+            return super()._store(cache, loc, rows)
+        data, scales = dsv4_store.quantize(rows)
+        dsv4_store.scatter(cache, loc, data, scales, self.page_size, data_stride=584,
+                           scale_base=576, scale_stride=584)
+
+
+class _RopeQuantizedBackend(DSV4Backend):
+    def _store(self, cache, loc, rows):
+        """All 8 tiles quantized: the rope tile's fp8 codes over the first 64 rope bytes, its
+        scale in byte 7 of the scale group."""
+        if not _static(self, cache, loc, rows):
+            return super()._store(cache, loc, rows)
+        data, scales = dsv4_store.quantize(rows)
+        n = rows.shape[0]
+        rope_tile = torch.cat([rows[:, 448:], rows[:, :448]], dim=1).contiguous()
+        rdata, rscales = dsv4_store.quantize(rope_tile)  # tile 0 of this row is the rope tile
+        data = torch.cat([data[:, :448], rdata[:, :64], data[:, 512:]], dim=1)
+        scales = torch.cat([scales, rscales[:, :1]], dim=1)
+        assert data.shape == (n, 576) and scales.shape == (n, 8)
+        dsv4_store.scatter(cache, loc, data, scales, self.page_size)
+
+
+class _DenseTokenStrideBackend(DSV4Backend):
+    def _store(self, cache, loc, rows):
+        """Pages addressed at ``page * 584 * P`` (no page padding)."""
+        if not _static(self, cache, loc, rows):
+            return super()._store(cache, loc, rows)
+        data, scales = dsv4_store.quantize(rows)
+        dsv4_store.scatter(cache, loc, data, scales, self.page_size,
+                           page_bytes=584 * self.page_size)
+
+
+class DSV4TokenContiguous(UnifiedEngine):
+    backend_cls = _TokenContiguousBackend
+
+
+class DSV4RopeQuantized(UnifiedEngine):
+    backend_cls = _RopeQuantizedBackend
+
+
+class DSV4DensePageStride(UnifiedEngine):
+    backend_cls = _DenseTokenStrideBackend
+
+
+SOURCES = {
+    "dsv4_token_contiguous": "spec §4.6 (DSV4 SWA page: 576-byte data rows, then UE8M0 scales "
+                             "at 576*P + offset*8; upstream S_OFFSET = P * 576)",
+    "dsv4_rope_quantized": "spec §4.6 (bf16 rope at +448 of the 576-byte row; the V4 stores' "
+                           "rope tile 7 is copied, only V4.1 layouts quantize it)",
+    "dsv4_dense_page_stride": "spec §4.6 (DSV4 page stride ceil(584*P/576)*576 bytes, not "
+                              "584*P); §9.13 address-arithmetic class",
+}

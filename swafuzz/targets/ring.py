@@ -1,0 +1,166 @@
+"""The per-request SWA ring of the engine model (addendum §1, §2.1; Case: ``pool.swa_ring``).
+
+With a ring, SWA KV is addressed by request slot, not through ``M``: request slot ``s`` owns ring
+rows ``[s*R, (s+1)*R)`` and position ``p`` lives at row ``s*R + p mod R`` (sglang 0.5.20+
+``swa_req_ring_size``, ``swa_ring_rows``). The pieces here, wired by
+:class:`targets.engine.UnifiedEngine` when ``pool.swa_ring > 0``:
+
+* :class:`RingAllocator`: the paged allocator's full side (lowest free page, as the Case
+  contract), request slots ``1..req_slots`` (slot 0 is the ``ReqToTokenPool`` padding row; the
+  lowest free slot is handed out), ``M`` never written, ``free_swa`` a no-op, and the ring-mode
+  accounting of sglang's ``SWATokenToKVPoolAllocator``: ``available_size`` = full side,
+  ``swa_available_size`` = free slots * ``ceil(R/P)*P``, the paged SWA side never drawn from.
+  It keeps two device tables the write path reads (updated in place, so captured graphs read the
+  live values): ``slot_of_full`` int64 ``[mapping_len]`` (the request slot owning each full slot;
+  0 for none: padding rows), ``len_of_slot`` int64 ``[req_slots + 1]`` (the length of the
+  request in each slot, 0 when free). They stand in for upstream's per-row
+  ``req_pool_indices`` and ``seq_lens`` of a batch.
+* :func:`ring_rows`: int32 ``[N]`` ring rows of ``N`` full locations with their positions, with
+  the ``-1`` window rule of the DSpark injection (``_ring_inject_loc``): a row whose position is
+  at or before ``len - 1 - window`` of its request is ``-1`` (skipped). Padding rows (slot 0)
+  resolve to row 0 (position treated as 0, the padding policy ZERO). Device ops only (no host
+  sync): recorded inside a captured graph and re-run on every replay.
+* :func:`skip_negative_rows`: the store's skip guard for ``-1`` rows (the fused norm-rope store
+  skips ``out_loc < 0`` since sglang 0.5.16): modelled without a host sync by sending those rows
+  to ring row 0, the padding row no check compares.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from swafuzz.scenarios.case import PoolConfig
+from swafuzz.targets.allocator import AllocationError, SWAAllocator
+
+
+class RingTables:
+    """The device tables the ring write path reads (see the module docstring)."""
+
+    def __init__(self, pool: PoolConfig, device: torch.device):
+        self.ring = pool.swa_ring
+        self.window = pool.window
+        self.slot_of_full = torch.zeros(pool.mapping_len, dtype=torch.int64, device=device)
+        self.len_of_slot = torch.zeros(pool.req_slots + 1, dtype=torch.int64, device=device)
+
+
+def ring_rows(tables: RingTables, loc: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """int32 ``[N]``: ``slot*R + pos mod R`` or ``-1`` (``pos <= len - 1 - window``) for the
+    full locations ``loc`` (int64 ``[N]``) at ``positions`` (int64, at least ``N`` entries; the
+    first ``N`` are used)."""
+    n = loc.shape[0]
+    slot = tables.slot_of_full[loc]
+    pos = torch.where(slot > 0, positions[:n], torch.zeros_like(slot))
+    final = tables.len_of_slot[slot] - 1
+    row = slot * tables.ring + pos % tables.ring
+    keep = pos > final - tables.window
+    return torch.where(keep, row, torch.full_like(row, -1)).to(torch.int32)
+
+
+def skip_negative_rows(loc: torch.Tensor) -> torch.Tensor:
+    """The store's ``out_loc < 0`` skip: ``-1`` rows go to the padding row 0 instead."""
+    return torch.where(loc >= 0, loc, torch.zeros_like(loc))
+
+
+class RingAllocator(SWAAllocator):
+    """Full-side paging + request slots + ring accounting (see the module docstring)."""
+
+    def __init__(self, pool: PoolConfig, device: torch.device | str = "cpu"):
+        super().__init__(pool, device)
+        self.ring = pool.swa_ring
+        self.tables = RingTables(pool, self.device)
+        self.free_slots: set[int] = set(range(1, pool.req_slots + 1))
+        self.req_slot: dict[int, int] = {}
+        self.swa_paged_available = pool.swa_pages * pool.page_size  # never drawn from
+
+    # -- accounting -----------------------------------------------------------------------------
+    def ring_cost(self) -> int:
+        P = self.page_size
+        return (self.ring + P - 1) // P * P
+
+    def available_size(self) -> int:
+        return len(self.full_free) * self.page_size
+
+    def swa_available_size(self) -> int:
+        return len(self.free_slots) * self.ring_cost()
+
+    def ring_state(self) -> dict:
+        """What :class:`targets.observation.StepObs` exposes as ``ring``."""
+        return {"slots": dict(self.req_slot), "free_slots": sorted(self.free_slots),
+                "available": self.available_size(),
+                "swa_available": self.swa_available_size(),
+                "swa_paged_available": self.swa_paged_available,
+                "swa_paged_size": self.pool.swa_pages * self.page_size}
+
+    # -- slots ----------------------------------------------------------------------------------
+    def take_slot(self, rid: int) -> int:
+        if not self.free_slots:
+            raise AllocationError(f"admit: no free request slot for request {rid}")
+        s = min(self.free_slots)
+        self.free_slots.remove(s)
+        return s
+
+    def admit(self, rid: int, length: int) -> list[int]:
+        if rid in self.tokens:
+            raise AllocationError(f"admit: request {rid} already exists")
+        self.req_slot[rid] = self.take_slot(rid)
+        try:
+            return super().admit(rid, length)
+        except AllocationError:
+            self.free_slots.add(self.req_slot.pop(rid))
+            raise
+
+    # -- allocation: full side only, M untouched ---------------------------------------------
+    def extend(self, plan: list[tuple[int, int]]) -> list[list[int]]:
+        P = self.page_size
+        lengths = {rid: len(self.tokens[rid]) for rid, _ in plan}
+        pages = 0
+        for rid, n in plan:
+            start = lengths[rid]
+            pages += sum(1 for p in range(start, start + n) if p % P == 0)
+            lengths[rid] = start + n
+        if pages > len(self.full_free):
+            raise AllocationError(f"extend: the step needs {pages} fresh full pages but only "
+                                  f"{len(self.full_free)} are free")
+        out: list[list[int]] = []
+        owners: list[int] = []
+        fulls: list[int] = []
+        for rid, n in plan:
+            toks = self.tokens[rid]
+            new = []
+            for _ in range(n):
+                if len(toks) % P:
+                    full = toks[-1] + 1
+                else:
+                    fp = min(self.full_free)
+                    self.full_free.remove(fp)
+                    full = fp * P
+                toks.append(full)
+                new.append(full)
+            fulls += new
+            owners += [self.req_slot[rid]] * len(new)
+            out.append(new)
+        self.update_tables(fulls, owners)
+        return out
+
+    def update_tables(self, fulls: list[int], owners: list[int]) -> None:
+        """In place: ``slot_of_full[fulls] = owners``; ``len_of_slot`` of every live slot."""
+        dev = self.device
+        if fulls:
+            self.tables.slot_of_full[torch.tensor(fulls, dtype=torch.int64, device=dev)] = \
+                torch.tensor(owners, dtype=torch.int64, device=dev)
+        lens = [0] * self.tables.len_of_slot.numel()
+        for rid, s in self.req_slot.items():
+            lens[s] = len(self.tokens.get(rid, ()))
+        self.tables.len_of_slot.copy_(torch.tensor(lens, dtype=torch.int64, device=dev))
+
+    def free_swa(self, full_slots: list[int]) -> None:
+        """A ring owns no paged SWA peers: nothing to free, ``M`` untouched."""
+
+    def finish(self, rid: int) -> None:
+        toks = self.tokens[rid]
+        super().finish(rid)  # free_swa (no-op), then the full pages
+        self.free_slots.add(self.req_slot.pop(rid))
+        if toks:
+            idx = torch.tensor(toks, dtype=torch.int64, device=self.device)
+            self.tables.slot_of_full[idx] = 0
+        self.update_tables([], [])

@@ -1,0 +1,173 @@
+"""SGLang's own draft-extend metadata prep (0.5.23) and per-step draft location helper, driven
+on CPU tensors for :class:`~swafuzz.targets.sglang.engine.SGLangBackend`.
+
+Importing this module imports SGLang (through :mod:`swafuzz.targets.sglang.engine`'s release
+detection). What runs real, on the backend's shim (a ``DeepseekV4AttnBackend`` built without
+``__init__``):
+
+* ``init_forward_metadata_out_graph`` for the DRAFT_EXTEND graph bucket (0.5.23): the release's
+  capture-time synthetic locations (none for this bucket), IDLE substitution, 0-padding of the
+  live locations to ``draft_extend_num_tokens_per_req * bs`` rows, and its call of
+* ``init_forward_metadata_draft_extend`` (0.5.23): the pre-allocated int32 SWA location buffer
+  refilled outside the graph by ``_fill_cuda_graph_swa_out_cache_loc`` (PR #34890) - zeros past
+  the live rows, ``int32(M[loc])`` in front, the ``[:n]`` view stamped as
+  ``swa_out_cache_loc`` - or, when the buffer is absent or too small, the eager-miss
+  translation; the synthetic zero locations when none are given; ``expand_extend_with_same_length``.
+  The eager path (``init_forward_metadata`` of a DRAFT_EXTEND_V2 batch) calls the same builder
+  with ``speculative_num_draft_tokens`` rows per request, then the release's in-graph stamp.
+* ``per_step_draft_out_cache_loc`` (0.5.23, ``sglang.srt.speculative.eagle_utils``): the layout
+  the EAGLE worker and the backend share for a multi-step draft decode's per-step write targets.
+
+Replaced on the shim (adapter seams, see ``TABLE`` in :mod:`swafuzz.targets.sglang`):
+
+* ``make_core_attn_metadata``: returns the harness's :class:`CoreAttnMetadata` with the
+  locations the release's code chose (``raw_out_loc``) and the per-request ``seq_lens`` read
+  back from the release's causal expansion; the page table, SWA page indices and top-k lengths
+  it would build are read-side inputs of the attention kernel (no write location), and the
+  release's builder needs a ``req_to_token`` table and page sizes that are multiples of 128;
+* ``online_c128_mtp.prepare_forward``: a no-op (no compressed layers are built here);
+* ``replay_cuda_graph_metadata_from``: hands the built metadata back to the harness, which keeps
+  the bucket's persistent metadata and refreshes it with the same check/copy/assign rules as
+  the release's ``DSV4AttnMetadata.copy_`` (``swa_out_cache_loc`` assigned).
+
+0.5.12 has none of this on the SWA write path: its draft-extend builder is the prefill builder
+(page tables, FlashMLA plans), its metadata carries no SWA write location (``store_cache``
+translates ``forward_batch.out_cache_loc``) and it has no per-step helper, so the model's prep
+keeps running there.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import torch
+
+from swafuzz.targets.forward_mode import ForwardBatch, GraphBucket
+from swafuzz.targets.metadata import AttnMetadata, CoreAttnMetadata
+from swafuzz.targets.sglang import features
+from swafuzz.targets.sglang.engine import RealBackend, real_mode
+
+#: the release runs its own draft-extend prep (feature-detected: the buffer refill
+#: ``_fill_cuda_graph_swa_out_cache_loc``, the out-graph init and the 0.5.16+ signature of
+#: ``init_forward_metadata_draft_extend``; see targets/sglang/features.py)
+REAL_DRAFT_EXTEND = features.DRAFT_EXTEND_PREP and hasattr(RealBackend, "init_forward_metadata_draft_extend")
+
+if features.PER_STEP:
+    from sglang.srt.speculative.eagle_utils import (
+        per_step_draft_out_cache_loc as _real_per_step,
+    )
+else:  # pragma: no cover - depends on the installed release
+    _real_per_step = None
+
+
+def per_step_loc(loc: torch.Tensor, bs: int, topk: int, steps: int) -> torch.Tensor:
+    """``[steps, bs*topk]`` per-step write targets of a multi-step draft decode, from the
+    release's ``per_step_draft_out_cache_loc`` (0.5.23); ``loc`` int64 ``[bs*topk*steps]``."""
+    return _real_per_step(loc, bs, topk, steps)
+
+
+class _NoC128MTP:
+    """The shim's ``online_c128_mtp``: this harness builds no compressed (c128) layers."""
+
+    def prepare_forward(self, *args, **kwargs):
+        return None
+
+    def clear(self) -> None:
+        return None
+
+
+def prepare_shim(backend) -> None:
+    """Give ``backend.shim`` the attributes the release's draft-extend prep reads (once)."""
+    sh = backend.shim
+    if getattr(sh, "_swafuzz_draft_extend", False):
+        return
+    dev = backend.pool.device
+    sh.cuda_int32_kwargs = {"dtype": torch.int32, "device": dev}
+    sh.trtllm_attn = False
+    sh.needs_cpu_seq_lens = False
+    sh.is_dspark_draft = False
+    sh.req_to_token = None  # read only by make_core_attn_metadata, which the adapter replaces
+    sh.page_size = backend.page_size
+    # the longest context (req_to_token's width upstream); read against CPU lengths only, and
+    # this adapter hands the prep none
+    cfg = backend.pool.config
+    sh.MAX_SEQ_LEN_FOR_CAPTURE = cfg.full_pages * cfg.page_size
+    sh.online_c128_mtp = _NoC128MTP()
+    # PR #34890's draft-runner buffer (None: the Case builds no buffer; the release then takes
+    # its eager-miss translation)
+    sh.cuda_graph_swa_out_cache_loc = backend.swa_loc_buffer
+    sh.draft_extend_num_tokens_per_req = backend.draft_extend_tokens_per_bs
+    sh.speculative_num_draft_tokens = backend.draft_extend_tokens_per_bs
+    sh._swafuzz_draft_extend = True
+
+
+def _core_builder(page_size: int, positions: torch.Tensor):
+    """The shim's ``make_core_attn_metadata``: the harness's core metadata around the release's
+    chosen ``out_loc``; ``positions`` int64 ``[rows]`` is the batch's (modelled)."""
+
+    def make_core_attn_metadata(*, seq_lens_casual, out_loc, num_groups=None, **_):
+        groups = num_groups or 1
+        seq_lens = seq_lens_casual.view(groups, -1)[:, -1].to(torch.int64)
+        return CoreAttnMetadata(page_size=page_size, raw_out_loc=out_loc, seq_lens=seq_lens,
+                                positions=positions)
+
+    return make_core_attn_metadata
+
+
+def _as_attn_metadata(md) -> AttnMetadata:
+    """The release's ``DSV4Metadata`` around the harness core -> the harness's holder."""
+    core = md.core_attn_metadata
+    if not isinstance(core, CoreAttnMetadata):
+        raise TypeError(f"sglang draft-extend prep returned {type(core).__name__}, not the "
+                        "adapter's core metadata")
+    return AttnMetadata(core_attn_metadata=core)
+
+
+def _batch(fb: ForwardBatch, in_capture: bool) -> SimpleNamespace:
+    """The forward batch as the release's out-graph prep reads it (the release's modes)."""
+    bs = fb.batch_size
+    actual = fb.forward_mode if in_capture else (fb.actual_forward_mode or fb.forward_mode)
+    return SimpleNamespace(
+        forward_mode=real_mode(fb.forward_mode.name), actual_forward_mode=real_mode(actual.name),
+        batch_size=bs, req_pool_indices=torch.arange(bs, dtype=torch.int64,
+                                                     device=fb.seq_lens.device),
+        seq_lens=fb.seq_lens, seq_lens_sum=int(fb.seq_lens.sum().item()), seq_lens_cpu=None,
+        positions=fb.positions, out_cache_loc=fb.out_cache_loc, spec_info=None)
+
+
+def out_graph_draft_extend(backend, fb: ForwardBatch, in_capture: bool) -> tuple[tuple, object]:
+    """The release's ``init_forward_metadata_out_graph`` for a DRAFT_EXTEND bucket, up to its
+    ``replay_cuda_graph_metadata_from``: returns the harness's ``(key, temp)``."""
+    prepare_shim(backend)
+    sh = backend.shim
+    built: list = []
+    sh.make_core_attn_metadata = _core_builder(backend.page_size, fb.positions)
+    sh.replay_cuda_graph_metadata_from = lambda bs, temp_metadata, bucket: built.append(
+        temp_metadata)
+    try:
+        RealBackend.init_forward_metadata_out_graph(sh, _batch(fb, in_capture),
+                                                    in_capture=in_capture)
+    finally:
+        del sh.make_core_attn_metadata, sh.replay_cuda_graph_metadata_from
+    if len(built) != 1:
+        raise RuntimeError(f"sglang draft-extend out-graph prep built {len(built)} metadata "
+                           "objects (expected one)")
+    return (GraphBucket.DRAFT_EXTEND, fb.batch_size), _as_attn_metadata(built[0])
+
+
+def eager_draft_extend(backend, fb: ForwardBatch) -> AttnMetadata:
+    """The release's ``init_forward_metadata_draft_extend`` as its eager init calls it for a
+    DRAFT_EXTEND_V2 batch (``speculative_num_draft_tokens`` rows per request)."""
+    prepare_shim(backend)
+    sh = backend.shim
+    sh.make_core_attn_metadata = _core_builder(backend.page_size, fb.positions)
+    try:
+        md = RealBackend.init_forward_metadata_draft_extend(
+            sh, req_pool_indices=torch.arange(fb.batch_size, dtype=torch.int64,
+                                              device=fb.seq_lens.device),
+            seq_lens=fb.seq_lens.to(torch.int32),
+            num_tokens_per_req=sh.speculative_num_draft_tokens,
+            out_cache_loc=fb.out_cache_loc)
+    finally:
+        del sh.make_core_attn_metadata
+    return _as_attn_metadata(md)

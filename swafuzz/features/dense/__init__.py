@@ -1,0 +1,34 @@
+"""Feature record: dense SWA pool rows: decode, IDLE, draft-extend, target-verify and multi-step draft forwards, eager and in captured graphs.
+
+Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+"""
+
+from swafuzz.features.record import Feature, Kind
+
+FEATURE = Feature(
+    name='dense',
+    title='dense SWA pool rows: decode, IDLE, draft-extend, target-verify and multi-step draft forwards, eager and in captured graphs',
+    source='spec §2-§5, §9.1-§9.17',
+    kinds=(
+        Kind('decode', 'swafuzz.scenarios.strategies:decode_cases',
+             'DECODE forwards, eager and graph'),
+        Kind('idle', 'swafuzz.scenarios.strategies:idle_cases',
+             'IDLE forwards between DECODE (MTP IDLE guard)'),
+        Kind('draft_extend', 'swafuzz.scenarios.strategies:draft_extend_cases',
+             'DRAFT_EXTEND forwards (speculative)'),
+        Kind('target_verify', 'swafuzz.scenarios.strategies:target_verify_cases',
+             'TARGET_VERIFY forwards'),
+        Kind('multi_step_draft', 'swafuzz.scenarios.strategies:multi_step_draft_cases',
+             'multi-step draft decode (per-step slices)'),
+        Kind('episode', 'swafuzz.scenarios.strategies:episode_cases',
+             'a mix of every forward on the same graphs, allocator churn and window eviction'),
+    ),
+    case_fields=(),
+    oracle=('swafuzz.oracles.engine', 'swafuzz.oracles.translation', 'swafuzz.oracles.store', 'swafuzz.oracles.paths', 'swafuzz.oracles.invariants'),
+    engine=('swafuzz.targets.engine', 'swafuzz.targets.allocator', 'swafuzz.targets.kv_pool', 'swafuzz.targets.backend', 'swafuzz.targets.metadata', 'swafuzz.targets.runners', 'swafuzz.targets.model', 'swafuzz.targets.forward_mode'),
+    sglang=('swafuzz.targets.sglang.engine', 'swafuzz.targets.sglang.metadata', 'swafuzz.targets.sglang.store'),
+    checks=('write_targets', 'pool_bytes', 'write_set', 'redzones', 'invariants', 'agreement', 'capture_freeze', 'contracts', 'exec_path'),
+    mutants=('swafuzz.targets.mutants',),
+    since={},
+    semantics='swafuzz/scenarios/case.py',
+)

@@ -1,0 +1,26 @@
+"""Feature record: DP attention: DP-padded batches and the re-padding / EXTEND rewrite of speculative forwards.
+
+Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+"""
+
+from swafuzz.features.record import Feature, Kind
+
+FEATURE = Feature(
+    name='dp',
+    title='DP attention: DP-padded batches and the re-padding / EXTEND rewrite of speculative forwards',
+    source='spec §5.4, §9.2',
+    kinds=(
+        Kind('dp_padded', 'swafuzz.scenarios.strategies:dp_padded_cases',
+             'DP-padded DECODE batches (MLP-sync MAX_LEN)'),
+        Kind('dp_spec', 'swafuzz.scenarios.strategies:dp_spec_cases',
+             'DP re-padding of verify / draft-extend / multi-step draft and the rewrite to EXTEND'),
+    ),
+    case_fields=('step.rank_tokens', 'step.dp_extend'),
+    oracle=('swafuzz.oracles.paths',),
+    engine=('swafuzz.targets.dp',),
+    sglang=(),
+    checks=(),
+    mutants=('swafuzz.targets.mutants',),
+    since={},
+    semantics='swafuzz/scenarios/case.py',
+)

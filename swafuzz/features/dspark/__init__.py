@@ -1,0 +1,38 @@
+"""Feature record: target verify under a request window (DSpark early metadata), its graph, DP-padded EXTEND.
+
+Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+"""
+
+from swafuzz.features.record import Feature, Kind, Since
+
+FEATURE = Feature(
+    name='dspark',
+    title='target verify under a request window (DSpark early metadata), its graph, DP-padded EXTEND',
+    source='addendum (issue12-dspark)',
+    kinds=(
+        Kind('dspark_verify', 'swafuzz.scenarios.dspark_strategies:dspark_verify_cases',
+             'verify under a window',
+             since={'sglang': Since('0.5.21',
+                       'request window (target verify)')}),
+        Kind('dspark_verify_graph', 'swafuzz.scenarios.dspark_strategies:dspark_verify_graph_cases',
+             'the TARGET_VERIFY graph under a window',
+             since={'sglang': Since(None,
+                       'the DSpark TARGET_VERIFY graph under a request window: no '
+                       "release's adapter drives it (targets/dspark_graph.py models "
+                       'it)')}),
+        Kind('window_dp_extend', 'swafuzz.scenarios.dspark_strategies:window_dp_extend_cases',
+             'DP-padded EXTENDs under a window',
+             since={'sglang': Since('0.5.23',
+                       'request window with the encoder-replay fold its DP-padded '
+                       'extends use (fold_encoder_swa_replay; 0.5.21 / 0.5.22 '
+                       'replay in a forward of their own)')}),
+    ),
+    case_fields=(),
+    oracle=('swafuzz.oracles.dspark',),
+    engine=('swafuzz.targets.dspark', 'swafuzz.targets.dspark_graph'),
+    sglang=('swafuzz.targets.sglang.dspark',),
+    checks=(),
+    mutants=('swafuzz.targets.mutants.dspark_mutants',),
+    since={},
+    semantics='swafuzz/scenarios/case.py',
+)

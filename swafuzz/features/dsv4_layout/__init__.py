@@ -1,0 +1,24 @@
+"""Feature record: the real DeepSeek-V4 SWA cache layout: quantizing store, 584-byte tokens.
+
+Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+"""
+
+from swafuzz.features.record import Feature, Kind
+
+FEATURE = Feature(
+    name='dsv4_layout',
+    title='the real DeepSeek-V4 SWA cache layout: quantizing store, 584-byte tokens',
+    source='spec §4.6',
+    kinds=(
+        Kind('dsv4_layout', 'swafuzz.scenarios.strategies:dsv4_layout_cases',
+             'bf16 [rows, 512] K rows quantized into V4 pages'),
+    ),
+    case_fields=('pool.layout',),
+    oracle=('swafuzz.oracles.dsv4_quant',),
+    engine=('swafuzz.kernels.dsv4_store', 'swafuzz.targets.kv_pool'),
+    sglang=('swafuzz.targets.sglang.store',),
+    checks=(),
+    mutants=('swafuzz.targets.mutants.dsv4_layout',),
+    since={},
+    semantics='swafuzz/scenarios/case.py',
+)

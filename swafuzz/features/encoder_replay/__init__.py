@@ -1,0 +1,38 @@
+"""Feature record: encoder SWA replay, folded into the extend or as a separate forward.
+
+Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+"""
+
+from swafuzz.features.record import Feature, Kind, Since
+
+FEATURE = Feature(
+    name='encoder_replay',
+    title='encoder SWA replay, folded into the extend or as a separate forward',
+    source='addendum §5 E1-E2',
+    kinds=(
+        Kind('encoder_replay', 'swafuzz.scenarios.window_strategies:encoder_replay_cases',
+             'extends with replayed rows (the fold)',
+             since={'sglang': Since('0.5.23',
+                       'encoder SWA replay folded into the extend '
+                       '(fold_encoder_swa_replay; 0.5.21 / 0.5.22 replay in a '
+                       'forward of their own)')}),
+        Kind('replay_tail', 'swafuzz.scenarios.window_graph_strategies:replay_tail_cases',
+             'encoder replay and a late-layer tail in one Case',
+             since={'sglang': Since('0.5.23',
+                       'encoder SWA replay folded into the extend / late-layer tail')}),
+        Kind('replay_separate', 'swafuzz.scenarios.tail_prefix_strategies:replay_separate_cases',
+             'the replay as a separate EXTEND forward',
+             since={'sglang': Since('0.5.23',
+                       'encoder SWA replay batch builder the adapter drives '
+                       '(_build_replay_batch; the separate forward exists from '
+                       '0.5.21)')}),
+    ),
+    case_fields=('step.replay', 'pool.separate_replay'),
+    oracle=('swafuzz.oracles.window', 'swafuzz.oracles.tail_prefix'),
+    engine=('swafuzz.targets.window', 'swafuzz.targets.tail_prefix'),
+    sglang=('swafuzz.targets.sglang.window', 'swafuzz.targets.sglang.tail_prefix'),
+    checks=(),
+    mutants=('swafuzz.targets.mutants.window_mutants', 'swafuzz.targets.mutants.tail_prefix_mutants'),
+    since={},
+    semantics='swafuzz/scenarios/case.py',
+)

@@ -1,0 +1,24 @@
+"""Feature record: SWA pages with a padded stride, the pads as canaries.
+
+Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+"""
+
+from swafuzz.features.record import Feature, Kind
+
+FEATURE = Feature(
+    name='padded_pages',
+    title='SWA pages with a padded stride, the pads as canaries',
+    source='spec §4.6',
+    kinds=(
+        Kind('padded_pages', 'swafuzz.scenarios.strategies:padded_pages_cases',
+             'pools whose page stride has a pad'),
+    ),
+    case_fields=('pool.page_pad_bytes',),
+    oracle=(),
+    engine=('swafuzz.targets.kv_pool',),
+    sglang=(),
+    checks=(),
+    mutants=('swafuzz.targets.mutants',),
+    since={},
+    semantics='swafuzz/scenarios/case.py',
+)

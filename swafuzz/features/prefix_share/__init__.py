@@ -1,0 +1,24 @@
+"""Feature record: radix-cache prefix hits: requests sharing leading pages, refcounted finishes.
+
+Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+"""
+
+from swafuzz.features.record import Feature, Kind
+
+FEATURE = Feature(
+    name='prefix_share',
+    title='radix-cache prefix hits: requests sharing leading pages, refcounted finishes',
+    source='PRs #38519 / #36637, spec §9.15',
+    kinds=(
+        Kind('prefix_share', 'swafuzz.scenarios.strategies:prefix_share_cases',
+             'admits with a prefix hit on a live request'),
+    ),
+    case_fields=('step.prefix_rid', 'step.prefix_len'),
+    oracle=('swafuzz.oracles.sharing',),
+    engine=('swafuzz.targets.sharing',),
+    sglang=(),
+    checks=(),
+    mutants=('swafuzz.targets.mutants',),
+    since={},
+    semantics='swafuzz/scenarios/case.py',
+)

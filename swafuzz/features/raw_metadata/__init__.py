@@ -1,0 +1,24 @@
+"""Feature record: Raw metadata: the metadata prepared inside the graph (prep_in_graph).
+
+Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+"""
+
+from swafuzz.features.record import Feature, Kind
+
+FEATURE = Feature(
+    name='raw_metadata',
+    title='Raw metadata: the metadata prepared inside the graph (prep_in_graph)',
+    source='spec §4.2',
+    kinds=(
+        Kind('raw_metadata', 'swafuzz.scenarios.strategies:raw_metadata_cases',
+             'every forward with Raw metadata'),
+    ),
+    case_fields=('graph.prep_in_graph',),
+    oracle=(),
+    engine=('swafuzz.targets.backend',),
+    sglang=(),
+    checks=(),
+    mutants=('swafuzz.targets.mutants',),
+    since={},
+    semantics='swafuzz/scenarios/case.py',
+)

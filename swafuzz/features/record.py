@@ -1,0 +1,145 @@
+"""The feature record: one declarative description per path of the full->SWA translation.
+
+A :class:`Feature` says, for one path (dense rows, the DSV4 layout, the per-request ring, the
+request window, ...), everything the generic machinery needs to fuzz it: its scenario kinds
+(each a Hypothesis strategy of Cases), the Case fields it owns, the modules that implement it
+on each side (engine part of the ``unified`` target, plain-Python oracle part, the ``sglang``
+seam), the checks and mutants it contributes, which releases of a target can run it and why not
+the others, and where its semantics are written. Modelled on PyTorch's OpInfo (one record per
+operator, generic tests iterate the records, skips with reasons live in the record) and on
+syzkaller's per-subsystem descriptions.
+
+Module references are strings (``"pkg.mod"`` or ``"pkg.mod:attr"``): a record imports nothing,
+so reading the registry never drags a feature's engine, oracle or SGLang into a process that
+does not use them, and the core reaches feature code only through the registry.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_REF = re.compile(r"^swafuzz(\.[a-z_][a-z0-9_]*)+(:[A-Za-z_][A-Za-z0-9_]*)?$")
+_FIELD = re.compile(r"^(pool|graph|step|case)\.[a-z_][a-z0-9_]*$")
+_RELEASE = re.compile(r"^\d+\.\d+\.\d+$")
+
+
+class RecordError(ValueError):
+    """A feature record is malformed: the message names the feature and the field."""
+
+
+@dataclass(frozen=True)
+class Since:
+    """From which release of a target a kind (or a whole feature) can run there.
+
+    ``release``: the first release whose code the target drives for it, or ``None`` when no
+    release is driven (the adapter does not drive this form at all); ``why``: what the releases
+    before it lack (or why none is driven), as a user should read it in a refusal."""
+
+    release: str | None
+    why: str
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A scenario kind: a named Hypothesis strategy of Cases.
+
+    ``strategy``: ``"module:callable"``; calling it returns a ``SearchStrategy[Case]`` whose Cases
+    carry ``kind == name``. ``since``: per-target overrides of the feature's :attr:`Feature.since`
+    (target name -> :class:`Since`)."""
+
+    name: str
+    strategy: str
+    summary: str
+    since: dict[str, Since] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One path of the translation, described once.
+
+    Fields:
+
+    * ``name`` / ``title`` / ``source``: identifier, one line, the spec sections and upstream
+      PRs/issues it follows.
+    * ``kinds``: its scenario kinds (a kind belongs to exactly one feature).
+    * ``case_fields``: the Case fields it owns (``pool.x``, ``graph.x``, ``step.x``); a Case that
+      sets one of them (away from its default) uses the feature.
+    * ``oracle`` / ``engine`` / ``sglang``: the modules of its oracle part (plain Python), its
+      engine part of the ``unified`` target, and its seam of the ``sglang`` target.
+    * ``checks``: the checks it contributes (names); ``mutants``: the modules whose ``@mutant``
+      classes reintroduce its bugs.
+    * ``since``: per target, from which release it runs there (absent: every release the
+      target supports).
+    * ``semantics``: where its part of the Case contract is written (a repository path).
+    """
+
+    name: str
+    title: str
+    source: str
+    kinds: tuple[Kind, ...]
+    case_fields: tuple[str, ...] = ()
+    oracle: tuple[str, ...] = ()
+    engine: tuple[str, ...] = ()
+    sglang: tuple[str, ...] = ()
+    checks: tuple[str, ...] = ()
+    mutants: tuple[str, ...] = ()
+    since: dict[str, Since] = field(default_factory=dict)
+    semantics: str = ""
+
+    def kind_names(self) -> tuple[str, ...]:
+        return tuple(k.name for k in self.kinds)
+
+    def since_for(self, target: str, kind: str | None = None) -> Since | None:
+        """The :class:`Since` of ``target`` for ``kind`` (its own override, else the
+        feature's), or None when every release the target supports runs it."""
+        for k in self.kinds:
+            if k.name == kind and target in k.since:
+                return k.since[target]
+        return self.since.get(target)
+
+    def validate(self) -> None:
+        """Raise :class:`RecordError` naming the field when the record is malformed."""
+        def bad(fieldname: str, msg: str) -> RecordError:
+            return RecordError(f"feature {self.name!r}: {fieldname}: {msg}")
+
+        if not _NAME.match(self.name):
+            raise bad("name", "lower-case identifier expected")
+        if not self.title or not self.source:
+            raise bad("title/source", "must not be empty")
+        if not self.kinds:
+            raise bad("kinds", "a feature needs at least one scenario kind")
+        for k in self.kinds:
+            if not _NAME.match(k.name):
+                raise bad("kinds", f"{k.name!r} is not a lower-case identifier")
+            if not _REF.match(k.strategy) or ":" not in k.strategy:
+                raise bad(f"kinds[{k.name}].strategy", f"{k.strategy!r} is not 'module:callable'")
+            _check_since(bad, f"kinds[{k.name}].since", k.since)
+        for f in self.case_fields:
+            if not _FIELD.match(f):
+                raise bad("case_fields", f"{f!r} is not pool.X, graph.X, step.X or case.X")
+        for attr in ("oracle", "engine", "sglang", "mutants"):
+            for ref in getattr(self, attr):
+                if not _REF.match(ref) or ":" in ref:
+                    raise bad(attr, f"{ref!r} is not a swafuzz module path")
+        _check_since(bad, "since", self.since)
+
+
+def _check_since(bad, where: str, since: dict[str, Since]) -> None:
+    for target, s in since.items():
+        if not isinstance(s, Since):
+            raise bad(where, f"{target!r}: a Since(release, why) expected")
+        if s.release is not None and not _RELEASE.match(s.release):
+            raise bad(where, f"{target!r}: release {s.release!r} is not X.Y.Z")
+        if not s.why:
+            raise bad(where, f"{target!r}: the reason must not be empty")
+
+
+def load(ref: str) -> Any:
+    """Import a ``"module"`` or ``"module:attr"`` reference of a record."""
+    mod, _, attr = ref.partition(":")
+    m = importlib.import_module(mod)
+    return getattr(m, attr) if attr else m

@@ -1,0 +1,25 @@
+"""Feature record: the V4.1 request window: workspace layout, history rows, commits, ring tags.
+
+Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+"""
+
+from swafuzz.features.record import Feature, Kind, Since
+
+FEATURE = Feature(
+    name='request_window',
+    title='the V4.1 request window: workspace layout, history rows, commits, ring tags',
+    source='addendum §5 W1-W8',
+    kinds=(
+        Kind('request_window', 'swafuzz.scenarios.window_strategies:request_window_cases',
+             'eager forwards under a request window'),
+    ),
+    case_fields=('pool.request_window', 'pool.window_slots', 'pool.window_chunk'),
+    oracle=('swafuzz.oracles.window',),
+    engine=('swafuzz.targets.window',),
+    sglang=('swafuzz.targets.sglang.window',),
+    checks=('window', 'history'),
+    mutants=('swafuzz.targets.mutants.window_mutants', 'swafuzz.targets.mutants.w5_mutants'),
+    since={'sglang': Since('0.5.21',
+        'request window')},
+    semantics='swafuzz/scenarios/case.py',
+)

@@ -1,0 +1,27 @@
+"""Feature record: the per-request SWA ring (pool.swa_ring).
+
+Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+"""
+
+from swafuzz.features.record import Feature, Kind, Since
+
+FEATURE = Feature(
+    name='ring',
+    title='the per-request SWA ring (pool.swa_ring)',
+    source='addendum §2.1',
+    kinds=(
+        Kind('ring', 'swafuzz.scenarios.ring_kind:ring_strategy',
+             'decode / verify / draft-extend / IDLE / DP forwards on a ring, slot churn'),
+    ),
+    case_fields=('pool.swa_ring', 'pool.req_slots'),
+    oracle=('swafuzz.oracles.ring',),
+    engine=('swafuzz.targets.ring',),
+    sglang=('swafuzz.targets.sglang.ring',),
+    checks=(),
+    mutants=('swafuzz.targets.mutants.ring',),
+    since={'sglang': Since('0.5.23',
+        'per-request SWA ring write rows on the DSV4 path '
+        "(TargetHiddenKvInjector._ring_inject_loc; the allocator's ring accounting, "
+        'swa_req_ring_size, is 0.5.20+)')},
+    semantics='swafuzz/scenarios/case.py',
+)

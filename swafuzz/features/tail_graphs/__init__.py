@@ -1,0 +1,26 @@
+"""Feature record: the late-layer tail under graphs: row buckets, the capacity buffer.
+
+Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+"""
+
+from swafuzz.features.record import Feature, Kind, Since
+
+FEATURE = Feature(
+    name='tail_graphs',
+    title='the late-layer tail under graphs: row buckets, the capacity buffer',
+    source='addendum §5 T1/T4, §6 A3/A9',
+    kinds=(
+        Kind('tail_graphs', 'swafuzz.scenarios.tail_graph_strategies:tail_graph_cases',
+             'tail row-bucket graphs and the prefill-graph tail'),
+    ),
+    case_fields=('graph.tail_buckets', 'graph.tail_capacity', 'step.tail_exec'),
+    oracle=('swafuzz.oracles.tail_graph',),
+    engine=('swafuzz.targets.tail_graph',),
+    sglang=('swafuzz.targets.sglang.tail_graph',),
+    checks=('tail_graph',),
+    mutants=('swafuzz.targets.mutants.tail_graph_mutants',),
+    since={'sglang': Since('0.5.23',
+        'late-layer tail graphs in the form the adapter drives (row-bucket tail '
+        'graphs, compressor flags; the prefill-graph tail exists from 0.5.22)')},
+    semantics='swafuzz/scenarios/case.py',
+)

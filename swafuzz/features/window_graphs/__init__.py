@@ -1,0 +1,26 @@
+"""Feature record: DECODE graphs under a request window.
+
+Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+"""
+
+from swafuzz.features.record import Feature, Kind, Since
+
+FEATURE = Feature(
+    name='window_graphs',
+    title='DECODE graphs under a request window',
+    source='addendum §4, §5 W7',
+    kinds=(
+        Kind('window_graphs', 'swafuzz.scenarios.window_graph_strategies:window_graph_cases',
+             'DECODE / IDLE / DP graph replays under a window'),
+    ),
+    case_fields=(),
+    oracle=('swafuzz.oracles.window',),
+    engine=('swafuzz.targets.window_graph',),
+    sglang=('swafuzz.targets.sglang.window_graph',),
+    checks=('window_graph',),
+    mutants=('swafuzz.targets.mutants.window_graph_mutants',),
+    since={'sglang': Since('0.5.23',
+        'request window DECODE-graph code the adapter drives (commit_packed_rows, '
+        'the buffer registry; the request window exists from 0.5.21)')},
+    semantics='swafuzz/scenarios/case.py',
+)

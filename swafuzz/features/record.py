@@ -70,8 +70,8 @@ class Feature:
       sets one of them (away from its default) uses the feature.
     * ``oracle`` / ``engine`` / ``sglang``: the modules of its oracle part (plain Python), its
       engine part of the ``unified`` target, and its seam of the ``sglang`` target.
-    * ``checks``: the checks it contributes (names); ``mutants``: the modules whose ``@mutant``
-      classes reintroduce its bugs.
+    * ``checks``: the checks it contributes (names), defined in ``check_modules``;
+      ``mutants``: the modules whose ``@mutant`` classes reintroduce its bugs.
     * ``since``: per target, from which release it runs there (absent: every release the
       target supports).
     * ``semantics``: where its part of the Case contract is written (a repository path).
@@ -86,6 +86,7 @@ class Feature:
     engine: tuple[str, ...] = ()
     sglang: tuple[str, ...] = ()
     checks: tuple[str, ...] = ()
+    check_modules: tuple[str, ...] = ()
     mutants: tuple[str, ...] = ()
     since: dict[str, Since] = field(default_factory=dict)
     semantics: str = ""
@@ -121,7 +122,7 @@ class Feature:
         for f in self.case_fields:
             if not _FIELD.match(f):
                 raise bad("case_fields", f"{f!r} is not pool.X, graph.X, step.X or case.X")
-        for attr in ("oracle", "engine", "sglang", "mutants"):
+        for attr in ("oracle", "engine", "sglang", "check_modules", "mutants"):
             for ref in getattr(self, attr):
                 if not _REF.match(ref) or ":" in ref:
                     raise bad(attr, f"{ref!r} is not a swafuzz module path")

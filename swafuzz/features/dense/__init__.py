@@ -28,6 +28,7 @@ FEATURE = Feature(
     engine=('swafuzz.targets.engine', 'swafuzz.targets.allocator', 'swafuzz.targets.kv_pool', 'swafuzz.targets.backend', 'swafuzz.targets.metadata', 'swafuzz.targets.runners', 'swafuzz.targets.model', 'swafuzz.targets.forward_mode'),
     sglang=('swafuzz.targets.sglang.engine', 'swafuzz.targets.sglang.metadata', 'swafuzz.targets.sglang.store'),
     checks=('write_targets', 'pool_bytes', 'write_set', 'redzones', 'invariants', 'agreement', 'capture_freeze', 'contracts', 'exec_path'),
+    check_modules=('swafuzz.harness.checks',),
     mutants=('swafuzz.targets.mutants',),
     since={},
     semantics='swafuzz/scenarios/case.py',

@@ -18,6 +18,7 @@ FEATURE = Feature(
     engine=('swafuzz.targets.window',),
     sglang=('swafuzz.targets.sglang.window',),
     checks=('window', 'history'),
+    check_modules=('swafuzz.harness.window_checks', 'swafuzz.harness.history_checks'),
     mutants=('swafuzz.targets.mutants.window_mutants', 'swafuzz.targets.mutants.w5_mutants'),
     since={'sglang': Since('0.5.21',
         'request window')},

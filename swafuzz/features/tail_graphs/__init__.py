@@ -18,6 +18,7 @@ FEATURE = Feature(
     engine=('swafuzz.targets.tail_graph',),
     sglang=('swafuzz.targets.sglang.tail_graph',),
     checks=('tail_graph',),
+    check_modules=('swafuzz.harness.tail_graph_checks',),
     mutants=('swafuzz.targets.mutants.tail_graph_mutants',),
     since={'sglang': Since('0.5.23',
         'late-layer tail graphs in the form the adapter drives (row-bucket tail '

@@ -18,6 +18,7 @@ FEATURE = Feature(
     engine=('swafuzz.targets.tail_prefix',),
     sglang=('swafuzz.targets.sglang.tail_prefix',),
     checks=('compressor', 'reprefill'),
+    check_modules=('swafuzz.harness.tail_prefix_checks',),
     mutants=('swafuzz.targets.mutants.tail_prefix_mutants',),
     since={'sglang': Since('0.5.23',
         'late-layer tail prefix cap, replay fold and compressor code in the form '

@@ -67,7 +67,9 @@ class Feature:
       PRs/issues it follows.
     * ``kinds``: its scenario kinds (a kind belongs to exactly one feature).
     * ``case_fields``: the Case fields it owns (``pool.x``, ``graph.x``, ``step.x``); a Case that
-      sets one of them (away from its default) uses the feature.
+      sets one of them (away from its default) uses the feature. ``validators``:
+      ``"module:function"`` references, each called with a Case and raising ``CaseError``
+      (naming the field and the allowed values) when the Case breaks the feature's rules.
     * ``oracle`` / ``engine`` / ``sglang``: the modules of its oracle part (plain Python), its
       engine part of the ``unified`` target, and its seam of the ``sglang`` target.
     * ``checks``: the checks it contributes (names), defined in ``check_modules``;
@@ -82,6 +84,7 @@ class Feature:
     source: str
     kinds: tuple[Kind, ...]
     case_fields: tuple[str, ...] = ()
+    validators: tuple[str, ...] = ()
     oracle: tuple[str, ...] = ()
     engine: tuple[str, ...] = ()
     sglang: tuple[str, ...] = ()
@@ -122,6 +125,9 @@ class Feature:
         for f in self.case_fields:
             if not _FIELD.match(f):
                 raise bad("case_fields", f"{f!r} is not pool.X, graph.X, step.X or case.X")
+        for ref in self.validators:
+            if not _REF.match(ref) or ":" not in ref:
+                raise bad("validators", f"{ref!r} is not 'module:function'")
         for attr in ("oracle", "engine", "sglang", "check_modules", "mutants"):
             for ref in getattr(self, attr):
                 if not _REF.match(ref) or ":" in ref:

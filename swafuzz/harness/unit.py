@@ -1,0 +1,192 @@
+"""One unit of a campaign (one hypothesis search of one scenario kind against one target, see
+:mod:`swafuzz.harness.pipeline`): its cases through a crash-isolating case worker, its rows in
+the case log, its finding bundles. Runs in a pool process or in-process."""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import signal
+import time
+from typing import Any, Callable
+
+from swafuzz.harness.campaign import Campaign
+from swafuzz.harness.caselog import CaseLog, read_log
+from swafuzz.harness.corpus import open_database
+from swafuzz.harness.known import unit_ledger
+from swafuzz.harness.run import Verdict, execute
+from swafuzz.harness.runconfig import RunConfig, Unit
+from swafuzz.harness.throughput import forward_count
+from swafuzz.harness.worker import CaseWorker
+from swafuzz.reports.bundle import signature_filename, write_bundle
+from swafuzz.scenarios.case import Case
+from swafuzz.targets.plugins import load_env, load_module
+
+#: set by SIGINT/SIGTERM during a run (:mod:`swafuzz.harness.pipeline`); checked before every
+#: case and in the pool loop. The handler does not raise: an exception raised from a signal
+#: handler can land in a gc callback or a ``finally`` and be swallowed.
+STOP = {"flag": False}
+
+
+# --------------------------------------------------------------------------- one unit
+def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
+             budget: tuple[float, float] | None = None) -> dict[str, Any]:
+    """Run one unit (in a pool process or in-process) and return its unit row. ``budget``:
+    ``(end of the run as wall-clock time, slice seconds)``: a unit generates new cases for at most its
+    slice of a ``--budget`` run (its share of the remaining time), never past the end."""
+
+    cfg, unit = RunConfig.from_json(cfg_json), Unit(**unit_json)
+    load_plugins(cfg.plugins)
+    out = cfg.out
+    log = CaseLog(os.path.join(out, "cases.jsonl"))
+    replay: dict[str, Verdict] = {}
+    for row in read_log(os.path.join(out, "cases.jsonl")):
+        if row.get("unit") == unit.id and "case" in row:
+            c = Case.from_json(row["case"])
+            replay[c.dumps()] = (Verdict.from_json(c, row["verdict"]) if row.get("failed")
+                                 else Verdict(c, [], row.get("checks", 0), row.get("seconds", 0)))
+    if cfg.isolate:
+        worker = case_worker(cfg, unit.target)
+        worker.inflight_name = f"inflight/{unit.id}.json"
+        run_one: Callable = worker.run
+    else:
+        def run_one(case):
+            return execute(case, unit.target, cfg.impl, cfg.executors)
+
+    def run_case(case):
+        if STOP["flag"]:  # Ctrl-C / SIGTERM: stop at this safe point, before the next case
+            raise KeyboardInterrupt
+        return run_one(case)
+
+    first_path: list[str] = []
+
+    fwd = [0]
+    sig_prefix = f"{unit.target}:" if len(cfg.targets) > 1 else ""
+
+    def on_case(case, v, phase):
+        fwd[0] += forward_count(case) * len(cfg.executors)
+        row = {"unit": unit.id, "target": unit.target, "kind": unit.kind, "seed": unit.seed,
+               "phase": phase,
+               "failed": v.failed, "signature": sig_prefix + v.signature() if v.failed else "",
+               "checks": v.checks_run,
+               "seconds": round(v.seconds, 4), "t": round(time.time(), 3),
+               "case": case.to_json()}
+        if v.failed:
+            row["verdict"] = v.to_json()
+            if known is not None:  # what the ledger said, and the executors it was told
+                row["known"] = known.classify(case, v)
+                row["executor"] = "+".join(cfg.executors)
+        log.write(row)
+
+    def on_first_failure(v):  # the unshrunk Case reaches disk before any shrinking run
+        first_path.append(write_bundle(out, finding_record(cfg, unit, v), suffix=".unshrunk"))
+
+    deadline = None
+    if budget is not None:
+        end_wall, slice_s = budget
+        deadline = time.monotonic() + max(0.0, min(end_wall - time.time(), slice_s))
+    known = unit_ledger(cfg.ledger, unit.target, cfg.executors)
+    known_paths: dict[str, str] = {}
+
+    def on_known(v, eid):  # an entry's first Case, shrunk: its bundle, the unshrunk one gone
+        rec = {**finding_record(cfg, unit, v), "ledger_entry": eid}
+        known_paths[eid] = write_smallest(out, rec, suffix=f".known-{eid}")
+        for p in first_path:
+            if p != known_paths[eid] and os.path.exists(p):
+                os.unlink(p)
+        first_path.clear()
+
+    camp = Campaign(run_case, seed=unit.seed, shrink_budget=cfg.shrink_budget,
+                    on_first_failure=on_first_failure, deadline=deadline, replay=replay,
+                    on_case=on_case, database=open_database(cfg.db, out), db_key=unit.target,
+                    known=known, known_cap=cfg.known_cap, on_known=on_known)
+    t0 = time.perf_counter()
+    res = camp.run_kind(unit.kind, unit.examples)
+    finding = None
+    if res.finding is not None:
+        rec = finding_record(cfg, unit, res.finding)
+        finding = rec["signature"]
+        path = write_smallest(out, rec)
+        for p in first_path:
+            if p != path and os.path.exists(p):
+                os.unlink(p)  # superseded by the shrunk Case
+    row = {"unit": unit.id, "event": "unit_done", "target": unit.target, "kind": unit.kind,
+           "seed": unit.seed,
+           "cases": res.cases, "generated": res.generated, "shrunk": res.shrunk,
+           "replayed": res.replayed, "checks": res.checks, "forward_steps": fwd[0],
+           "seconds": round(time.perf_counter() - t0, 3), "finding": finding,
+           "message": res.finding.failures[0].message if res.finding else None,
+           "out_of_time": res.out_of_time}
+    if known is not None:  # harness.known: Cases per entry, the entries' bundles, the rest
+        row.update({"known": dict(res.known),
+                    "known_findings": {e: {"signature": sig_prefix + v.signature(),
+                                           "bundle": known_paths.get(e)}
+                                       for e, v in res.known_findings.items()},
+                    "excluded": res.excluded, "stopped": res.stopped, "rounds": res.rounds})
+    log.write(row)
+    log.close()
+    return row
+
+
+_WORKERS: dict[str, Any] = {}
+
+
+def case_worker(cfg: RunConfig, target: str):
+    """This process's crash-isolating case worker for ``target`` (one child interpreter reused
+    by every unit of that target this process runs; replaced after a crash by the worker)."""
+    key = json.dumps([target, cfg.impl, cfg.executors, cfg.out])
+    if key not in _WORKERS:
+        _WORKERS[key] = CaseWorker(target, cfg.impl, cfg.executors, cfg.out)
+        atexit.register(_WORKERS[key].close)
+    return _WORKERS[key]
+
+
+def close_workers() -> None:
+    for w in _WORKERS.values():
+        w.close()
+    _WORKERS.clear()
+
+
+def case_size(case_json: dict[str, Any]) -> tuple[int, int, int]:
+
+    s = Case.from_json(case_json).summary()
+    return (s["steps"], s["requests"], len(json.dumps(case_json)))
+
+
+def write_smallest(out: str, finding: dict[str, Any], suffix: str = "") -> str:
+    """One bundle per signature (and ``suffix``: ``.known-<entry>`` for a ledger-known one):
+    write ``finding`` unless the bundle already there (another unit's) holds a smaller Case."""
+    path = os.path.join(out, "findings",
+                        signature_filename(finding["signature"]) + suffix + ".json")
+    try:
+        with open(path) as f:
+            old = json.load(f)
+        if case_size(old["case"]) <= case_size(finding["case"]):
+            return path
+    except (OSError, ValueError, KeyError):
+        pass
+    return write_bundle(out, finding, suffix=suffix)
+
+
+def finding_record(cfg: RunConfig, unit: Unit, v) -> dict[str, Any]:
+    """The bundle record; with several targets in one run the signature starts with the target
+    (findings are deduplicated per target)."""
+    prefix = f"{unit.target}:" if len(cfg.targets) > 1 else ""
+    # executors: what ran (``executor`` is the label asked for): the ledger's forwards view
+    return {**v.finding(unit.target, cfg.impl, cfg.executor_label, prefix=prefix),
+            "executors": list(cfg.executors)}
+
+
+def load_plugins(modules: list[str]) -> None:
+    for m in modules:
+        load_module(m)
+    load_env()
+
+
+def pool_init() -> None:  # pragma: no cover - runs in pool processes
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when units stop
+    import torch  # the pool process decides its Triton mode before torch/triton load
+
+    if not torch.cuda.is_available():
+        os.environ.setdefault("TRITON_INTERPRET", "1")

@@ -1,5 +1,5 @@
 """The ring oracle (``oracles/ring.py``) and the ring Case fields, against hand-computed values
-(scenarios/case.py, "Per-request SWA ring"; addendum §2.1, §5 R1-R5)."""
+(features/ring/SEMANTICS.md, "Per-request SWA ring"; addendum §2.1, §5 R1-R5)."""
 
 import pytest
 

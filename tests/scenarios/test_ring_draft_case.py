@@ -1,4 +1,4 @@
-"""Case validation of ``draft_block`` and of the ring refusals (issue 12, scenarios/case.py "DSpark
+"""Case validation of ``draft_block`` and of the ring refusals (issue 12, features/ring_draft/SEMANTICS.md "DSpark
 draft block on a ring", ``scenarios/ring_draft_validate.py``): every malformed field raises a
 CaseError naming the dotted field; the refusals say which release code shows why."""
 

@@ -1,4 +1,4 @@
-"""The two allocator triggers of issue 10 item 4 (semantics in ``scenarios/case.py``):
+"""The two allocator triggers of issue 10 item 4 (semantics in ``features/verify_reject/SEMANTICS.md``, ``features/prefix_share/SEMANTICS.md``):
 
 * ``verify`` with ``accept``: the rejected draft tokens are freed after the forward (sglang
   0.5.12 ``EagleVerifyInput.verify``: page size 1 frees every rejected slot; P > 1 keeps the page

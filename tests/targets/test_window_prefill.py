@@ -1,6 +1,6 @@
 """Issue 12: breakable prefill graphs under a request window (addendum §4 "Breakable prefill
 graphs", §5 W3/W6/W7; the "Prefill graphs under a request window" section of
-scenarios/case.py).
+features/prefill_graphs/SEMANTICS.md).
 
 What: the Case fields (``graph.prefill_buckets``, ``exec`` on ``admit`` / ``extend``) keep old
 JSON unchanged and are validated with CaseErrors naming the field; the window oracle's graph

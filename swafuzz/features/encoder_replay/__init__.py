@@ -1,6 +1,6 @@
 """Feature record: encoder SWA replay, folded into the extend or as a separate forward.
 
-Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+Semantics: ``swafuzz/features/encoder_replay/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
 """
 
 from swafuzz.features.record import Feature, Kind, Since
@@ -34,5 +34,5 @@ FEATURE = Feature(
     checks=(),
     mutants=('swafuzz.targets.mutants.window_mutants', 'swafuzz.targets.mutants.tail_prefix_mutants'),
     since={},
-    semantics='swafuzz/scenarios/case.py',
+    semantics='swafuzz/features/encoder_replay/SEMANTICS.md',
 )

@@ -1,6 +1,6 @@
 """Feature record: the late-layer tail: each request's last rows on the late layers.
 
-Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+Semantics: ``swafuzz/features/late_tail/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
 """
 
 from swafuzz.features.record import Feature, Kind, Since
@@ -22,5 +22,5 @@ FEATURE = Feature(
     mutants=('swafuzz.targets.mutants.window_mutants',),
     since={'sglang': Since('0.5.21',
         'late-layer tail')},
-    semantics='swafuzz/scenarios/case.py',
+    semantics='swafuzz/features/late_tail/SEMANTICS.md',
 )

@@ -1,6 +1,6 @@
 """Feature record: SWA pages with a padded stride, the pads as canaries.
 
-Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+Semantics: ``swafuzz/features/padded_pages/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
 """
 
 from swafuzz.features.record import Feature, Kind
@@ -20,5 +20,5 @@ FEATURE = Feature(
     checks=(),
     mutants=('swafuzz.targets.mutants',),
     since={},
-    semantics='swafuzz/scenarios/case.py',
+    semantics='swafuzz/features/padded_pages/SEMANTICS.md',
 )

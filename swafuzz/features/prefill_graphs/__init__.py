@@ -1,6 +1,6 @@
 """Feature record: breakable prefill graphs under a request window.
 
-Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+Semantics: ``swafuzz/features/prefill_graphs/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
 """
 
 from swafuzz.features.record import Feature, Kind, Since
@@ -21,5 +21,5 @@ FEATURE = Feature(
     mutants=('swafuzz.targets.mutants.window_prefill_mutants',),
     since={'sglang': Since('0.5.23',
         'prefill graphs under a request window')},
-    semantics='swafuzz/scenarios/case.py',
+    semantics='swafuzz/features/prefill_graphs/SEMANTICS.md',
 )

@@ -1,6 +1,6 @@
 """Feature record: the per-request SWA ring (pool.swa_ring).
 
-Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+Semantics: ``swafuzz/features/ring/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
 """
 
 from swafuzz.features.record import Feature, Kind, Since
@@ -23,5 +23,5 @@ FEATURE = Feature(
         'per-request SWA ring write rows on the DSV4 path '
         "(TargetHiddenKvInjector._ring_inject_loc; the allocator's ring accounting, "
         'swa_req_ring_size, is 0.5.20+)')},
-    semantics='swafuzz/scenarios/case.py',
+    semantics='swafuzz/features/ring/SEMANTICS.md',
 )

@@ -15,7 +15,7 @@ DP attention in ``dp/``, ...).
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any
 
 CASE_VERSION = 1
@@ -45,9 +45,22 @@ OPS = (
 )
 FORWARD_OPS = ("admit", "decode", "verify", "draft_extend", "draft_decode", "idle", "dp_decode",
                "extend", "draft_block")
-#: PoolConfig fields emitted in JSON only when non-zero (older bundles stay byte-identical)
-OPTIONAL_POOL_FIELDS = ("page_pad_bytes", "request_window", "window_slots", "window_chunk",
-                        "late_layer_start", "swa_ring", "req_slots", "separate_replay")
+#: The fields emitted in JSON even at their default: the base fields every version-1 bundle
+#: carries. Every other field is emitted only when it differs from its default, so a field a
+#: feature adds leaves the JSON of the Cases that do not use it byte-identical.
+ALWAYS_EMITTED = {
+    "pool": ("page_size", "full_pages", "swa_pages", "window", "layers", "draft_layers",
+             "row_width", "row_dtype"),
+    "graph": ("buckets", "topk", "num_steps", "num_draft_tokens"),
+    "step": ("op",),
+}
+#: Step fields emitted at their default for some ops (field -> ops): the ``exec`` of a forward
+#: that runs in a bucket's graph (``admit`` / ``extend`` emit it only for a prefill graph) and
+#: the ``rids`` of ``dp_decode`` (an IDLE DP rank has none).
+STEP_ALWAYS_EMITTED = {
+    "exec": tuple(o for o in FORWARD_OPS if o not in ("admit", "extend")),
+    "rids": ("dp_decode",),
+}
 
 
 class CaseError(ValueError):
@@ -56,6 +69,26 @@ class CaseError(ValueError):
     def __init__(self, path: str, message: str):
         super().__init__(f"{path}: {message}")
         self.path = path
+
+
+def field_default(f: Field) -> Any:
+    """A dataclass field's default (its factory's value), or ``MISSING`` for a required one."""
+    if f.default is not MISSING:
+        return f.default
+    if f.default_factory is not MISSING:
+        return f.default_factory()
+    return MISSING
+
+
+def json_fields(obj: Any, always: tuple[str, ...]) -> dict[str, Any]:
+    """The JSON object of a config dataclass: its fields in declaration order, each emitted when
+    it is in ``always`` or differs from its default; tuples become lists."""
+    out: dict[str, Any] = {}
+    for f in fields(obj):
+        v = getattr(obj, f.name)
+        if f.name in always or v != field_default(f):
+            out[f.name] = list(v) if isinstance(v, tuple) else v
+    return out
 
 
 @dataclass(frozen=True)
@@ -164,26 +197,9 @@ class Step:
     tail_exec: str = ""  # late layers: "" eager, "bucket" row-bucket graph, "prefill" graph
 
     def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"op": self.op}
-        for k in ("rid", "length", "tokens", "prefix_rid", "prefix_len"):
-            v = getattr(self, k)
-            if v is not None:
-                d[k] = v
-        for k in ("rids", "accept", "rank_tokens", "lengths", "replay"):
-            v = getattr(self, k)
-            if v:
-                d[k] = list(v)
-        if self.op in FORWARD_OPS and self.op not in ("admit", "extend"):
-            d["exec"] = self.exec
-        elif self.op in ("admit", "extend") and self.exec != "eager":
-            d["exec"] = self.exec  # a prefill graph under a request window (issue 12)
-        if self.op == "dp_decode":
-            d["rids"] = list(self.rids)
-        if self.dp_extend:
-            d["dp_extend"] = True
-        if self.tail_exec:
-            d["tail_exec"] = self.tail_exec
-        return d
+        always = ALWAYS_EMITTED["step"] + tuple(
+            k for k, ops in STEP_ALWAYS_EMITTED.items() if self.op in ops)
+        return json_fields(self, always)
 
 
 @dataclass(frozen=True)
@@ -199,16 +215,8 @@ class Case:
         return {
             "version": CASE_VERSION,
             "kind": self.kind,
-            "pool": {k: v for k, v in asdict(self.pool).items()
-                     if (k not in OPTIONAL_POOL_FIELDS or v) and (k != "layout" or v != "rows")},
-            "graph": {**{k: v for k, v in asdict(self.graph).items()
-                         if k not in ("prep_in_graph", "draft_extend_buffer", "prefill_buckets",
-                                      "tail_buckets", "tail_capacity") or v},
-                      "buckets": list(self.graph.buckets),
-                      **({"prefill_buckets": list(self.graph.prefill_buckets)}
-                         if self.graph.prefill_buckets else {}),
-                      **({"tail_buckets": list(self.graph.tail_buckets)}
-                         if self.graph.tail_buckets else {})},
+            "pool": json_fields(self.pool, ALWAYS_EMITTED["pool"]),
+            "graph": json_fields(self.graph, ALWAYS_EMITTED["graph"]),
             "payload_seed": self.payload_seed,
             "steps": [s.to_json() for s in self.steps],
         }

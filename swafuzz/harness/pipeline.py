@@ -54,6 +54,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
+from swafuzz.features.validation import load_case
+
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_TOOL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 LOG_VERSION = 1
 SHARD_SEED_STRIDE = 7919
@@ -161,7 +163,6 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
     from swafuzz.harness.campaign import Campaign
     from swafuzz.harness.run import Verdict, execute
     from swafuzz.reports.bundle import write_bundle
-    from swafuzz.scenarios.case import Case
 
     cfg, unit = RunConfig.from_json(cfg_json), Unit(**unit_json)
     _load_plugins(cfg.plugins)
@@ -170,7 +171,7 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
     replay: dict[str, Verdict] = {}
     for row in read_log(os.path.join(out, "cases.jsonl")):
         if row.get("unit") == unit.id and "case" in row:
-            c = Case.from_json(row["case"])
+            c = load_case(row["case"])
             replay[c.dumps()] = (Verdict.from_json(c, row["verdict"]) if row.get("failed")
                                  else Verdict(c, [], row.get("checks", 0), row.get("seconds", 0)))
     if cfg.isolate:
@@ -285,9 +286,7 @@ def close_workers() -> None:
 
 
 def _size(case_json: dict[str, Any]) -> tuple[int, int, int]:
-    from swafuzz.scenarios.case import Case
-
-    s = Case.from_json(case_json).summary()
+    s = load_case(case_json).summary()
     return (s["steps"], s["requests"], len(json.dumps(case_json)))
 
 

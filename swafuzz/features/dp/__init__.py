@@ -16,6 +16,7 @@ FEATURE = Feature(
              'DP re-padding of verify / draft-extend / multi-step draft and the rewrite to EXTEND'),
     ),
     case_fields=('step.rank_tokens', 'step.dp_extend'),
+    validators=('swafuzz.scenarios.rules.dp:validate',),
     oracle=('swafuzz.oracles.paths',),
     engine=('swafuzz.targets.dp',),
     sglang=(),

@@ -14,6 +14,7 @@ FEATURE = Feature(
              'bf16 [rows, 512] K rows quantized into V4 pages'),
     ),
     case_fields=('pool.layout',),
+    validators=('swafuzz.scenarios.rules.dsv4_layout:validate',),
     oracle=('swafuzz.oracles.dsv4_quant',),
     engine=('swafuzz.kernels.dsv4_store', 'swafuzz.targets.kv_pool'),
     sglang=('swafuzz.targets.sglang.store',),

@@ -28,6 +28,7 @@ FEATURE = Feature(
                        '0.5.21)')}),
     ),
     case_fields=('step.replay', 'pool.separate_replay'),
+    validators=('swafuzz.scenarios.rules.encoder_replay:validate',),
     oracle=('swafuzz.oracles.window', 'swafuzz.oracles.tail_prefix'),
     engine=('swafuzz.targets.window', 'swafuzz.targets.tail_prefix'),
     sglang=('swafuzz.targets.sglang.window', 'swafuzz.targets.sglang.tail_prefix'),

@@ -14,6 +14,7 @@ FEATURE = Feature(
              'extends and decodes with late tail-only layers'),
     ),
     case_fields=('pool.late_layer_start',),
+    validators=('swafuzz.scenarios.rules.late_tail:validate',),
     oracle=('swafuzz.oracles.tail',),
     engine=('swafuzz.targets.window',),
     sglang=('swafuzz.targets.sglang.window',),

@@ -14,6 +14,7 @@ FEATURE = Feature(
              'pools whose page stride has a pad'),
     ),
     case_fields=('pool.page_pad_bytes',),
+    validators=('swafuzz.scenarios.rules.padded_pages:validate',),
     oracle=(),
     engine=('swafuzz.targets.kv_pool',),
     sglang=(),

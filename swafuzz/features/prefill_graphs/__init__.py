@@ -14,6 +14,7 @@ FEATURE = Feature(
              'admit / extend as prefill-graph replays'),
     ),
     case_fields=('graph.prefill_buckets',),
+    validators=('swafuzz.scenarios.rules.prefill_graphs:validate',),
     oracle=('swafuzz.oracles.window_prefill',),
     engine=('swafuzz.targets.window_prefill',),
     sglang=('swafuzz.targets.sglang.window_prefill',),

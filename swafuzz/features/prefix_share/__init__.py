@@ -14,6 +14,7 @@ FEATURE = Feature(
              'admits with a prefix hit on a live request'),
     ),
     case_fields=('step.prefix_rid', 'step.prefix_len'),
+    validators=('swafuzz.scenarios.rules.prefix_share:validate',),
     oracle=('swafuzz.oracles.sharing',),
     engine=('swafuzz.targets.sharing',),
     sglang=(),

@@ -14,6 +14,7 @@ FEATURE = Feature(
              'decode / verify / draft-extend / IDLE / DP forwards on a ring, slot churn'),
     ),
     case_fields=('pool.swa_ring', 'pool.req_slots'),
+    validators=('swafuzz.scenarios.rules.ring:validate',),
     oracle=('swafuzz.oracles.ring',),
     engine=('swafuzz.targets.ring',),
     sglang=('swafuzz.targets.sglang.ring',),

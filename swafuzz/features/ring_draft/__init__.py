@@ -14,6 +14,7 @@ FEATURE = Feature(
              'draft_block steps on a ring, eager and graph'),
     ),
     case_fields=(),
+    validators=('swafuzz.scenarios.rules.ring_draft:validate',),
     oracle=('swafuzz.oracles.ring_draft',),
     engine=('swafuzz.targets.ring_draft',),
     sglang=('swafuzz.targets.sglang.ring_draft',),

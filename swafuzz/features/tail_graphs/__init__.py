@@ -14,6 +14,7 @@ FEATURE = Feature(
              'tail row-bucket graphs and the prefill-graph tail'),
     ),
     case_fields=('graph.tail_buckets', 'graph.tail_capacity', 'step.tail_exec'),
+    validators=('swafuzz.scenarios.rules.tail_graphs:validate',),
     oracle=('swafuzz.oracles.tail_graph',),
     engine=('swafuzz.targets.tail_graph',),
     sglang=('swafuzz.targets.sglang.tail_graph',),

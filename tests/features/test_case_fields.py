@@ -1,8 +1,9 @@
 """The Case fields and rules the feature records own.
 
 Verified by: every ``case_fields`` entry naming a real field of PoolConfig / GraphConfig / Step /
-Case; every field of those dataclasses beyond the dense base set owned by exactly one feature
-(and no base field claimed); every ``validators`` reference loading to a callable; for every
+Case; every record's ``semantics`` being its own ``SEMANTICS.md``; every field of those
+dataclasses beyond the dense base set owned by exactly one feature (and no base field claimed);
+every ``validators`` reference loading to a callable; for every
 feature with validators, one Case breaking one of its rules that the common rules accept
 (``Case.from_json``) and the feature's own validators refuse with a CaseError whose path names
 the field (so does :func:`swafuzz.features.validation.load_case`); a valid Case passing every
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import os
 from collections import Counter
 
 import pytest
@@ -51,6 +53,14 @@ def test_every_field_beyond_the_base_has_one_owner():
     assert not base & set(owners), f"base fields claimed by a feature: {base & set(owners)}"
     for name in sorted(_all_fields() - base):
         assert owners[name] == 1, f"{name} is owned by {owners[name]} features (expected 1)"
+
+
+@pytest.mark.parametrize("feat", FEATURES, ids=[f.name for f in FEATURES])
+def test_semantics_file_is_the_features_own(feat):
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert feat.semantics == f"swafuzz/features/{feat.name}/SEMANTICS.md"
+    with open(os.path.join(root, feat.semantics)) as f:
+        assert f.readline().strip() == f"# Case semantics: {feat.name}"
 
 
 def test_validators_load():

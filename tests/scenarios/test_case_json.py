@@ -19,6 +19,7 @@ import os
 
 import pytest
 
+from swafuzz import features
 from swafuzz.scenarios.case import Case, CaseError, GraphConfig, PoolConfig, Step
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -79,8 +80,6 @@ def test_generated_cases_re_emit_byte_identical(kind, i, d):
 
 
 def test_every_generated_kind_has_golden_cases():
-    from swafuzz import features
-
     assert set(_golden()["kinds"]) == set(features.kind_names())
 
 

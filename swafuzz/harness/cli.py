@@ -13,6 +13,8 @@ import os
 import sys
 import time
 
+from swafuzz.features.validation import load_case
+
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_TOOL = 0, 1, 2, 3
 
 
@@ -284,7 +286,7 @@ def cmd_run(args) -> int:
 def cmd_repro(args) -> int:
     from swafuzz.harness.run import InvalidCase, execute, resolve_executors
     from swafuzz.reports.bundle import read_bundle
-    from swafuzz.scenarios.case import Case, CaseError
+    from swafuzz.scenarios.case import CaseError
     from swafuzz.targets.plugins import PluginError, load_record
 
     try:
@@ -292,7 +294,7 @@ def cmd_repro(args) -> int:
     except ValueError as e:
         raise UsageError(str(e)) from None
     try:
-        case = Case.from_json(bundle["case"])
+        case = load_case(bundle["case"])
     except (ValueError, CaseError) as e:
         raise UsageError(f"{args.file}: {e}") from None
     if not args.target and bundle.get("plugin"):

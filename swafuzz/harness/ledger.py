@@ -74,6 +74,8 @@ import re
 import sys
 from dataclasses import dataclass, field
 
+from swafuzz.features.validation import load_case
+
 LEDGER_VERSION = 1
 _UNPARSED = object()  # Entry.matches: the finding's Case not parsed yet
 # the checkout's ledger: <repo>/ledger/known_failures.json (this file is <repo>/swafuzz/harness/)
@@ -336,13 +338,13 @@ class Entry:
 def finding_case(finding: dict):
     """The finding's Case (``finding["case"]``) parsed, or None (no Case, or one this checkout
     cannot parse: a predicate cannot hold on it, so the finding stays new)."""
-    from swafuzz.scenarios.case import Case, CaseError
+    from swafuzz.scenarios.case import CaseError
 
     obj = finding.get("case")
     if not isinstance(obj, dict):
         return None
     try:
-        return Case.from_json(obj)
+        return load_case(obj)
     except CaseError:
         return None
 
@@ -467,14 +469,13 @@ def replay_entries(entries: list[Entry], target: str, release: str | None, base:
     """Replay each applicable entry's ``repro`` bundle; ``{id: still fails}``."""
     from swafuzz.harness.run import execute, resolve_executors
     from swafuzz.reports.bundle import read_bundle
-    from swafuzz.scenarios.case import Case
 
     out = {}
     for e in entries:
         if e.repro is None or not e.applies(target, release):
             continue
         b = read_bundle(os.path.join(base, e.repro))
-        v = execute(Case.from_json(b["case"]), target, impl, resolve_executors(executor))
+        v = execute(load_case(b["case"]), target, impl, resolve_executors(executor))
         out[e.id] = v.failed and fnmatch.fnmatchcase(
             v.failures[0].signature(v.case.kind), e.signature)
     return out

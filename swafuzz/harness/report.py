@@ -30,6 +30,7 @@ import subprocess
 import time
 from typing import Any
 
+from swafuzz.features.validation import load_case
 from swafuzz.reports import dedup
 from swafuzz.reports.bundle import atomic_write_text, versions
 
@@ -144,10 +145,10 @@ def pool_picture(case_json: dict[str, Any], observed: list[dict[str, Any]] | Non
                  ) -> tuple[dict[str, Any] | None, str]:
     """Plain-data picture of the SWA pools for ``reports.html.render_picture``; or (None, why)."""
     from swafuzz.oracles.engine import CaseInfeasible, expect
-    from swafuzz.scenarios.case import Case, CaseError
+    from swafuzz.scenarios.case import CaseError
 
     try:
-        case = Case.from_json(case_json)
+        case = load_case(case_json)
         exp = expect(case, pools_every_step=False)
     except (CaseError, CaseInfeasible) as e:
         return None, f"the Case does not run on the oracle ({e})"
@@ -206,7 +207,7 @@ def measure_reliability(groups: list[dedup.FindingGroup], n: int, default_target
     result, not the end of the report); sets ``g.reliability = (k, n)``."""
     from swafuzz.harness.run import InvalidCase, resolve_executors
     from swafuzz.harness.worker import CaseWorker
-    from swafuzz.scenarios.case import Case, CaseError
+    from swafuzz.scenarios.case import CaseError
 
     for g in groups:
         if g.case is None:
@@ -214,7 +215,7 @@ def measure_reliability(groups: list[dedup.FindingGroup], n: int, default_target
         b = g.bundle or {}
         target = b.get("target") or default_target
         try:
-            case = Case.from_json(g.case)
+            case = load_case(g.case)
         except CaseError:
             continue
         w = CaseWorker(target, b.get("impl") or "auto",

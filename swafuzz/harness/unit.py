@@ -11,6 +11,7 @@ import signal
 import time
 from typing import Any, Callable
 
+from swafuzz.features.validation import load_case
 from swafuzz.harness.campaign import Campaign
 from swafuzz.harness.caselog import CaseLog, read_log
 from swafuzz.harness.corpus import open_database
@@ -20,7 +21,6 @@ from swafuzz.harness.runconfig import RunConfig, Unit
 from swafuzz.harness.throughput import forward_count
 from swafuzz.harness.worker import CaseWorker
 from swafuzz.reports.bundle import signature_filename, write_bundle
-from swafuzz.scenarios.case import Case
 from swafuzz.targets.plugins import load_env, load_module
 
 #: set by SIGINT/SIGTERM during a run (:mod:`swafuzz.harness.pipeline`); checked before every
@@ -43,7 +43,7 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
     replay: dict[str, Verdict] = {}
     for row in read_log(os.path.join(out, "cases.jsonl")):
         if row.get("unit") == unit.id and "case" in row:
-            c = Case.from_json(row["case"])
+            c = load_case(row["case"])
             replay[c.dumps()] = (Verdict.from_json(c, row["verdict"]) if row.get("failed")
                                  else Verdict(c, [], row.get("checks", 0), row.get("seconds", 0)))
     if cfg.isolate:
@@ -150,7 +150,7 @@ def close_workers() -> None:
 
 def case_size(case_json: dict[str, Any]) -> tuple[int, int, int]:
 
-    s = Case.from_json(case_json).summary()
+    s = load_case(case_json).summary()
     return (s["steps"], s["requests"], len(json.dumps(case_json)))
 
 

@@ -29,6 +29,7 @@ import subprocess
 import sys
 from typing import Any
 
+from swafuzz.features.validation import loads_case
 from swafuzz.harness.checks import Failure
 from swafuzz.harness.run import Verdict
 from swafuzz.scenarios.case import Case
@@ -89,7 +90,7 @@ def _child_main(reply_fd: int) -> int:  # pragma: no cover - runs in the child
             except Exception as e:  # noqa: BLE001 - reported to the parent as a setup error
                 send({"setup_error": f"{type(e).__name__}: {e}"})
             continue
-        case = Case.loads(msg["case"])
+        case = loads_case(msg["case"])
         try:
             only = set(msg["only"]) if msg.get("only") else None
             v = execute(case, msg["target"], msg["impl"], msg["executors"], only)

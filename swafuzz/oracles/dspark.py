@@ -2,7 +2,7 @@
 
 Plain Python over ints, lists and bytearrays (no torch; never imports ``targets/`` or
 ``kernels/``). It implements the section "DSpark target verify and DP-padded EXTEND under a
-request window" of :mod:`scenarios.case`'s docstring on top of the window oracle
+request window" of ``features/dspark/SEMANTICS.md`` on top of the window oracle
 (:class:`oracles.window.WindowShadow`, passed in as ``win``; its ring, tags, workspace, lanes
 and :meth:`~oracles.window.WindowShadow._run_layer` are used) and the engine oracle's shadow
 allocator (``sh``):

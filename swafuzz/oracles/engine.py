@@ -1,7 +1,7 @@
 """Engine oracle: what running a Case must have done, computed in plain Python.
 
 Independent of the code under test: this module never imports ``targets/``, ``kernels/`` or
-torch. It re-implements the step semantics written in the docstring of :mod:`scenarios.case`
+torch. It re-implements the step semantics written in ``features/*/SEMANTICS.md``
 (the contract) over Python ints, lists, sets and bytearrays:
 
 * a shadow allocator (free page sets handing out the lowest page first, per-request token lists
@@ -270,7 +270,7 @@ class _Shadow:
         return [f for f in slots if f // self.P not in others]
 
     def _admit_prefix(self, i: int, s: Step) -> list[int]:
-        """Prefix sharing (scenarios/case.py "Prefix sharing"): the first n slots of a live
+        """Prefix sharing (features/prefix_share/SEMANTICS.md "Prefix sharing"): the first n slots of a live
         request, then the new tokens; returns the new tokens' slots."""
         src, n = s.prefix_rid, s.prefix_len
         toks = self._live(i, src)

@@ -119,7 +119,7 @@ def expected_paths(case: Case, graphs: bool) -> list[PathExp]:
 
 def expected_window_graph_use(case: Case, graphs: bool) -> tuple[int, int]:
     """(replays, captures) of the DECODE graphs under a request window (issue 12,
-    scenarios/case.py): one replay per ``decode`` / ``idle`` / ``dp_decode`` step with
+    features/window_graphs/SEMANTICS.md): one replay per ``decode`` / ``idle`` / ``dp_decode`` step with
     ``exec == "graph"`` whose batch fits a bucket, one capture per bucket (decode and IDLE share
     the window's DECODE graphs); likewise for ``verify`` steps and their TARGET_VERIFY graphs
     (their own buckets); (0, 0) without a window or a graph executor. Assumes a valid
@@ -146,7 +146,7 @@ def expected_window_graph_use(case: Case, graphs: bool) -> tuple[int, int]:
 
 
 def _window_path_ops(case: Case) -> tuple[str, ...]:
-    """Ops whose forwards the request-window / late-layer-tail path runs (scenarios/case.py):
+    """Ops whose forwards the request-window / late-layer-tail path runs (features/request_window/SEMANTICS.md):
     under a window every target forward, with a tail (paged pool) the EXTEND forwards."""
     if case.pool.request_window:  # verify: oracles.dspark
         return ("admit", "extend", "decode", "idle", "dp_decode", "verify")
@@ -157,7 +157,7 @@ def _window_path_ops(case: Case) -> tuple[str, ...]:
 
 def _dp_pad(rank_tokens, own: int, reqs: int, width: int, whole: bool
             ) -> tuple[int, int, int | None]:
-    """DP MAX_LEN padding of a speculative batch (scenarios/case.py): (eager rows, batch size
+    """DP MAX_LEN padding of a speculative batch (features/dp/SEMANTICS.md): (eager rows, batch size
     for the bucket, padded count or None without DP). ``whole``: fixed-width batch, padded to
     whole requests of ``width`` rows."""
     if not rank_tokens:
@@ -178,7 +178,7 @@ def expected_graph_use(paths: list[PathExp]) -> tuple[int, int]:
 
 def expected_requests(case: Case) -> list[dict[int, tuple[int, int]]]:
     """After every step: ``{rid: (token count, SWA eviction frontier)}`` of the live requests
-    (scenarios/case.py: extend counts per op, ``evict`` floors ``len - window`` to a page
+    (features/dense/SEMANTICS.md: extend counts per op, ``evict`` floors ``len - window`` to a page
     multiple and never moves back, ``finish`` removes the request; a prefix admit starts at
     its prefix request's frontier; a verify with ``accept`` keeps the accepted tokens only)."""
     g, P, window = case.graph, case.pool.page_size, case.pool.window

@@ -1,7 +1,7 @@
 """Ring oracle: what a Case with a per-request SWA ring (``pool.swa_ring > 0``) must have done.
 
 Plain Python over ints, lists, sets and bytearrays; never imports ``targets/``, ``kernels/`` or
-torch. It implements the ring rules of :mod:`scenarios.case`'s docstring ("Per-request SWA ring",
+torch. It implements the ring rules of ``features/ring/SEMANTICS.md`` ("Per-request SWA ring",
 addendum §1, §2.1, §5 R1-R5) on top of the paged shadow of :mod:`oracles.engine` (which it
 extends: same payload, same forwards, same row counts), replacing what the ring changes:
 

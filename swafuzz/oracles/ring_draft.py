@@ -1,5 +1,5 @@
 """Ring draft oracle: what a ``draft_block`` step (DSpark draft block on a per-request SWA ring,
-scenarios/case.py "DSpark draft block on a ring") must have written.
+features/ring_draft/SEMANTICS.md "DSpark draft block on a ring") must have written.
 
 Plain Python over ints, lists and bytearrays; never imports ``targets/``, ``kernels/`` or torch.
 :func:`draft_block_forward` is called by :class:`oracles.ring.RingShadow` for the step: it checks

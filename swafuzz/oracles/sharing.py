@@ -10,7 +10,7 @@
   leading tokens it shares with each other live request. The ``invariants`` check compares the
   engine's request table and mapping with it (:func:`sharing_invariants`).
 
-Semantics: ``scenarios/case.py`` (verify, admit, evict, finish, "Prefix sharing").
+Semantics: ``features/{dense,verify_reject,prefix_share}/SEMANTICS.md`` (verify, admit, evict, finish, "Prefix sharing").
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 
 Plain Python over ints, lists and bytearrays (no torch; never imports ``targets/`` or
 ``kernels/``). :class:`TailGraphShadow` is :class:`oracles.window.WindowShadow` plus the steps
-with ``tail_exec`` (the "Late-layer tail under graphs" paragraph of :mod:`scenarios.case`);
+with ``tail_exec`` (the "Late-layer tail under graphs" paragraph of ``features/tail_graphs/SEMANTICS.md``);
 without them it is the window shadow unchanged. Per tail-graph forward it predicts
 (:class:`TailGraphExp`, in ``WindowExp.tail_graph``):
 
@@ -36,7 +36,7 @@ __all__ = ["TailGraphExp", "TailGraphShadow", "expected_tail_graph_use"]
 
 
 def expected_tail_graph_use(case, graphs: bool) -> tuple[int, int]:
-    """(replays, captures) of the prefill graph's late-layer block (scenarios/case.py): one
+    """(replays, captures) of the prefill graph's late-layer block (features/tail_graphs/SEMANTICS.md): one
     replay per ``extend`` with ``tail_exec == "prefill"``, one capture in all, under a graph
     executor; (0, 0) otherwise. The row-bucket tail graphs capture nothing the executor runs
     (their stores are eager breaks). Assumes a valid Case."""

@@ -1,5 +1,5 @@
 """Oracle of prefix hits on the V4.1 path, compressor write locations and the separate replay
-forward (addendum §2.3, §2.4, §5 T5 / E1 / E2, §6 A13; :mod:`scenarios.case`, section "Prefix
+forward (addendum §2.3, §2.4, §5 T5 / E1 / E2, §6 A13; ``features/tail_prefix/SEMANTICS.md``, section "Prefix
 hits on the V4.1 path, compressor locations, separate replay").
 
 Plain Python over ints and lists; never imports ``targets/`` or ``kernels/``. The window oracle

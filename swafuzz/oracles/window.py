@@ -2,7 +2,7 @@
 
 Plain Python over ints, lists and bytearrays (no torch, never imports ``targets/`` or
 ``kernels/``). It implements the "Request window, encoder replay and late-layer tail" section
-of :mod:`scenarios.case`'s docstring (addendum §2.2-§2.4) on top of the engine oracle's shadow
+of ``features/request_window/SEMANTICS.md`` (addendum §2.2-§2.4) on top of the engine oracle's shadow
 allocator (:class:`oracles.engine._Shadow`, passed in as ``sh``; only its allocator methods,
 ``M`` and shadow pools are used):
 

@@ -3,7 +3,7 @@ window (issue 12), from the Case alone.
 
 Plain Python over ints, lists and bytearrays (no torch; never imports ``targets/`` or
 ``kernels/``). Implements the "Prefill graphs under a request window" section of
-:mod:`scenarios.case`'s docstring on top of :class:`oracles.window.WindowShadow`, whose graph
+``features/prefill_graphs/SEMANTICS.md`` on top of :class:`oracles.window.WindowShadow`, whose graph
 lane (the expectation of executors that capture graphs) runs such a step through
 :func:`prefill_lane`; its eager lane runs it as any window EXTEND.
 

@@ -1,7 +1,7 @@
 """Scenario kinds ``dspark_verify``, ``dspark_verify_graph`` and ``window_dp_extend`` (issue 12
 item 2): target verify (eager and through the verify graph) and DP-padded EXTENDs on a
 request-window pool. Registered at the end of
-:data:`scenarios.strategies.SCENARIO_KINDS`. Semantics: :mod:`scenarios.case`, section
+:data:`scenarios.strategies.SCENARIO_KINDS`. Semantics: ``features/dspark/SEMANTICS.md``, section
 "DSpark target verify and DP-padded EXTEND under a request window"; reference:
 :mod:`oracles.dspark`.
 

@@ -2,7 +2,7 @@
 
 Strategies only generate steps that fit (pages on both allocators, a captured bucket for every
 graph step). The planner tracks request lengths, eviction frontiers and free page counts with the
-allocation rules of ``scenarios/case.py``; the oracle (``oracles.engine``) is the reference for
+allocation rules of ``features/dense/SEMANTICS.md``; the oracle (``oracles.engine``) is the reference for
 feasibility, and a disagreement between the two is a harness bug, reported as such.
 """
 

@@ -1,6 +1,6 @@
 """Scenario kind ``prefill_graphs``: ``admit`` / ``extend`` through breakable prefill graphs
 under a request window (issue 12; the "Prefill graphs under a request window" section of
-:mod:`scenarios.case`).
+``features/prefill_graphs/SEMANTICS.md``).
 
 A request-window pool (no tail; one or two layers) with ``graph.prefill_buckets`` drawn from a
 few token-bucket ladders (``(4,)``, ``(2, 4, 8)``, ``(4, 8, 16)``, ``(8, 16, 32, 64)``,

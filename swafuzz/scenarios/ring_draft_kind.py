@@ -1,5 +1,5 @@
 """The ``ring_draft`` scenario kind: the DSpark draft block on a per-request SWA ring (issue 12;
-Case op ``draft_block``, scenarios/case.py "DSpark draft block on a ring"; addendum §2.1, §4).
+Case op ``draft_block``, features/ring_draft/SEMANTICS.md "DSpark draft block on a ring"; addendum §2.1, §4).
 
 Pools: as :func:`scenarios.ring_kind.ring_pool_configs` but with page size 2, 4, 16 or 64
 (shrinking to 2: page size 1 under a ring is the ``ring`` kind's, where sglang 0.5.23's

@@ -1,5 +1,5 @@
 """The ``ring`` scenario kind: Cases with a per-request SWA ring (``pool.swa_ring``, addendum
-§2.1; semantics in :mod:`scenarios.case`, "Per-request SWA ring").
+§2.1; semantics in ``features/ring/SEMANTICS.md``, "Per-request SWA ring").
 
 Pools: page size 1, 4, 16 or 64 (shrinks to 1); window ``1..2P+2``; ring ``R = max(window, P)
 + extra`` (extra shrinks to 0), rounded up to a page multiple half the time (the DSpark draft

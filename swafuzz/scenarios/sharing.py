@@ -6,7 +6,7 @@ by several) and whether its SWA page is still taken. That is what the two trigge
 feasible: a verify with ``accept`` gives back the pages past the last accepted token's page,
 ``finish`` gives back only the pages no other live request holds, ``evict`` skips shared pages,
 and a finish lets the survivors' shared pages below their frontier give back their SWA pages.
-The semantics are ``scenarios/case.py``'s (verify, admit, evict, finish, "Prefix sharing");
+The semantics are those of ``features/{dense,verify_reject,prefix_share}/SEMANTICS.md`` (verify, admit, evict, finish, "Prefix sharing");
 the oracle stays the reference for feasibility.
 """
 

@@ -30,7 +30,7 @@ from swafuzz.scenarios.window_strategies import _admit, _decode, _extend, _Plan,
 
 
 def _hit(n: int, length: int, pool) -> int:
-    """The hit the contract keeps (scenarios/case.py: the late-layer cap), for page counting."""
+    """The hit the contract keeps (features/tail_prefix/SEMANTICS.md: the late-layer cap), for page counting."""
     if not pool.late_layer_start:
         return n
     limit = length - pool.window if length > pool.window else 0

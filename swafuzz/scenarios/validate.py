@@ -1,7 +1,13 @@
-"""Parse and validate a Case from JSON-like data. Every error names the field and what is allowed.
+"""Parse a Case from JSON-like data and check the rules every Case obeys. Every error is a
+:class:`CaseError` naming the dotted field and what is allowed.
 
-Structural checks only (types, ranges, known ops and fields). Whether a Case is feasible (enough
-pages, known request ids, a bucket for every graph step) is answered by the oracle
+The rules here are the common ones: the type and range of every field, the fields each op
+takes, the shape of a step (request ids, one ``accept`` / ``lengths`` entry per request,
+``replay`` drawn from ``rids``, 1..7 DP ranks) and the resource budget of one Case. The rules
+that tie a feature's fields to the rest of the Case (a ring's sizes, what a prefill graph or a
+tail graph needs, ...) are that feature's ``validators`` (:mod:`scenarios.rules`, run through
+the registry by :func:`swafuzz.features.validation.validate_case`). Whether a Case is feasible
+(enough pages, known request ids, a bucket for every graph step) is answered by the oracle
 (``oracles.engine.expect`` raises ``CaseInfeasible``).
 """
 
@@ -9,24 +15,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from swafuzz.scenarios.case import (
+from swafuzz.scenarios.schema import (
     CASE_VERSION,
     EXECS,
     LAYOUTS,
     OPS,
     ROW_DTYPES,
-    ROW_ITEMSIZE,
-    Case,
+    TAIL_EXECS,
     CaseError,
     GraphConfig,
     PoolConfig,
     Step,
-)
-from swafuzz.scenarios.tail_graph_case import (
-    check_tail_graph_case,
-    parse_tail_exec,
-    parse_tail_graph,
-    parse_tail_ranks,
 )
 
 MAX_PAGE_SIZE = 256
@@ -41,6 +40,7 @@ MAX_MAPPING_ENTRIES = 2**27  # full->SWA mapping M: (full_pages + 1) * page_size
 MAX_POOL_BYTES = 5 * 2**30
 MAX_STEPS = 10_000
 MAX_TOKENS = 2**16  # rows of one forward / one request's length
+MAX_TAIL_ROWS = 2**16  # rows of a late-layer tail graph bucket / capacity
 
 _STEP_FIELDS = {
     "admit": {"rid", "length", "prefix_rid", "prefix_len", "exec"},
@@ -53,11 +53,9 @@ _STEP_FIELDS = {
     "evict": {"rid"},
     "finish": {"rid"},
     "remap": set(),
-    "extend": {"rids", "lengths", "replay", "exec", "rank_tokens"},
+    "extend": {"rids", "lengths", "replay", "exec", "rank_tokens", "tail_exec"},
     "draft_block": {"rids", "exec"},
 }
-# late-layer tail under graphs (scenarios.tail_graph_case)
-_STEP_FIELDS["extend"] = _STEP_FIELDS["extend"] | {"tail_exec", "rank_tokens"}
 _STEP_FIELDS["dp_decode"] = _STEP_FIELDS["dp_decode"] | {"tail_exec"}
 
 
@@ -123,18 +121,6 @@ def parse_pool(obj: Any) -> PoolConfig:
         req_slots=_int(d, "req_slots", "pool", 0, 4096, default=0),
         separate_replay=_int(d, "separate_replay", "pool", 0, 1, default=0),
     )
-    _check_ring(pool)
-    if pool.request_window and not pool.window_slots:
-        raise CaseError("pool.window_slots", "must be >= 1 when pool.request_window > 0 (got 0)")
-    if pool.separate_replay and not pool.request_window:
-        raise CaseError("pool.separate_replay", "must be 0 (fold) without a request window; 1 "
-                        "(separate replay forward) needs pool.request_window > 0")
-    if pool.late_layer_start and pool.late_layer_start >= pool.layers:
-        raise CaseError("pool.late_layer_start", f"must be 0 (no tail) or in [1, layers - 1 = "
-                        f"{pool.layers - 1}] (got {pool.late_layer_start})")
-    if pool.page_pad_bytes % ROW_ITEMSIZE[dtype]:
-        raise CaseError("pool.page_pad_bytes", f"must be a multiple of the {dtype} item size "
-                        f"{ROW_ITEMSIZE[dtype]} (got {pool.page_pad_bytes})")
     entries = (pool.full_pages + 1) * p + 1
     if entries > MAX_MAPPING_ENTRIES:
         raise CaseError("pool.full_pages", f"(full_pages + 1) * page_size = {entries - 1} mapping "
@@ -148,56 +134,10 @@ def parse_pool(obj: Any) -> PoolConfig:
 
 
 def _layout(d: dict) -> str:
-    """``pool.layout`` and what the ``"dsv4"`` layout requires of the other pool fields."""
     layout = d.get("layout", "rows")
     if layout not in LAYOUTS:
         raise CaseError("pool.layout", f"must be one of {', '.join(LAYOUTS)} (got {layout!r})")
-    if layout == "dsv4":
-        if d.get("row_width") != 512:
-            raise CaseError("pool.row_width", "must be 512 with layout dsv4 (448 nope + 64 rope "
-                            f"bf16 values per K row; got {d.get('row_width')!r})")
-        if d.get("row_dtype") != "bfloat16":
-            raise CaseError("pool.row_dtype", "must be bfloat16 with layout dsv4 (got "
-                            f"{d.get('row_dtype', 'uint8')!r})")
-        if d.get("page_pad_bytes", 0) != 0:
-            raise CaseError("pool.page_pad_bytes", "must be absent or 0 with layout dsv4 (the "
-                            "layout pads each page to ceil(584*P/576)*576 bytes itself; got "
-                            f"{d.get('page_pad_bytes')!r})")
     return layout
-def _check_ring(pool: PoolConfig) -> None:
-    """Per-request SWA ring (scenarios/case.py): ``swa_ring`` and ``req_slots`` set together,
-    ``swa_ring >= window`` and ``>= page_size``."""
-    if bool(pool.swa_ring) != bool(pool.req_slots):
-        field = "pool.req_slots" if pool.swa_ring else "pool.swa_ring"
-        raise CaseError(field, "pool.swa_ring and pool.req_slots are set together (both > 0 "
-                        f"for a per-request SWA ring, both 0 or absent without one; got "
-                        f"swa_ring={pool.swa_ring}, req_slots={pool.req_slots})")
-    if pool.swa_ring and pool.swa_ring < max(pool.window, pool.page_size):
-        raise CaseError("pool.swa_ring", f"must be >= window ({pool.window}) and >= page_size "
-                        f"({pool.page_size}) (got {pool.swa_ring})")
-
-
-def _check_ring_case(case: Case) -> None:
-    """What a ring Case may not use (multi-step draft decode, the draft-extend SWA buffer) and
-    what a ``draft_block`` step needs (scenarios/case.py "DSpark draft block on a ring")."""
-    from swafuzz.scenarios.ring_draft_validate import check_draft_blocks
-
-    check_draft_blocks(case)
-    if not case.pool.swa_ring:
-        return
-    if case.graph.draft_extend_buffer:
-        raise CaseError("graph.draft_extend_buffer", "must be false with pool.swa_ring > 0 "
-                        "(the pre-translated buffer reads M, which a ring never writes: sglang "
-                        "0.5.23 _fill_cuda_graph_swa_out_cache_loc translates through M with no "
-                        "ring branch, and the only draft with a ring, DSpark's, runs no "
-                        "DRAFT_EXTEND forward)")
-    for i, s in enumerate(case.steps):
-        if s.op == "draft_decode":
-            raise CaseError(f"steps[{i}].op", "draft_decode is not supported with "
-                            "pool.swa_ring > 0 (sglang 0.5.23 gives a draft a ring only under "
-                            "DSpark, uses_draft_swa_ring; its draft runs TARGET_VERIFY blocks and "
-                            "IDLE, never multi-step DECODE: use draft_block); allowed: " + ", ".join(
-                                o for o in OPS if o != "draft_decode"))
 
 
 def parse_graph(obj: Any) -> GraphConfig:
@@ -212,17 +152,53 @@ def parse_graph(obj: Any) -> GraphConfig:
         flags[k] = d.get(k, False)
         if not isinstance(flags[k], bool):
             raise CaseError(f"graph.{k}", f"must be true or false (got {flags[k]!r})")
-    from swafuzz.scenarios.prefill_validate import parse_prefill_buckets
-
+    prefill_buckets = _int_list(d, "prefill_buckets", "graph", 1, 2**16)
+    if any(b >= c for b, c in zip(prefill_buckets, prefill_buckets[1:])):
+        raise CaseError("graph.prefill_buckets", f"must be strictly increasing (got "
+                        f"{list(prefill_buckets)})")
     return GraphConfig(
-        prefill_buckets=parse_prefill_buckets(d, _int_list),
+        prefill_buckets=prefill_buckets,
         **flags,
         buckets=buckets,
         topk=_int(d, "topk", "graph", 0, 16, default=0),
         num_steps=_int(d, "num_steps", "graph", 1, 16, default=1),
         num_draft_tokens=_int(d, "num_draft_tokens", "graph", 1, 64, default=1),
-        **parse_tail_graph(d),
+        **_tail_graph(d),
     )
+
+
+def _tail_graph(d: dict) -> dict[str, Any]:
+    """``graph.tail_buckets`` (strictly increasing ints 1..65536, default empty) and
+    ``graph.tail_capacity`` (int 0..65536, default 0) as GraphConfig keyword arguments."""
+    kw: dict[str, Any] = {}
+    if "tail_buckets" in d:
+        v = d["tail_buckets"]
+        if not isinstance(v, list) or any(isinstance(x, bool) or not isinstance(x, int)
+                                          or not 1 <= x <= MAX_TAIL_ROWS for x in v):
+            raise CaseError("graph.tail_buckets", f"must be a list of ints in 1..{MAX_TAIL_ROWS} "
+                            f"(got {v!r})")
+        if any(a >= b for a, b in zip(v, v[1:])):
+            raise CaseError("graph.tail_buckets", f"must be strictly increasing (got {v})")
+        kw["tail_buckets"] = tuple(v)
+    if "tail_capacity" in d:
+        v = d["tail_capacity"]
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_TAIL_ROWS:
+            raise CaseError("graph.tail_capacity", f"must be an int in 0..{MAX_TAIL_ROWS} "
+                            f"(got {v!r})")
+        kw["tail_capacity"] = v
+    return kw
+
+
+def _tail_ranks(obj: dict, path: str) -> tuple[int, ...]:
+    """``rank_tokens`` of an ``extend`` with ``tail_exec: "bucket"`` (a DP rank replaying a tail
+    graph): 1..7 other ranks' tail rows, each 0..65536."""
+    v = obj["rank_tokens"]
+    if not isinstance(v, list) or not 1 <= len(v) <= 7 or any(
+            isinstance(x, bool) or not isinstance(x, int) or not 0 <= x <= MAX_TAIL_ROWS
+            for x in v):
+        raise CaseError(f"{path}.rank_tokens", f"must list 1..7 other DP ranks' tail rows "
+                        f"(ints 0..{MAX_TAIL_ROWS}; got {v!r})")
+    return tuple(v)
 
 
 def parse_step(obj: Any, i: int) -> Step:
@@ -256,19 +232,10 @@ def parse_step(obj: Any, i: int) -> Step:
         kw["accept"] = _int_list(obj, "accept", path, 1, MAX_TOKENS)
         if len(kw["accept"]) != len(kw["rids"]):
             raise CaseError(f"{path}.accept", "must have one entry per request in rids")
-    if op == "admit" and ("prefix_rid" in obj or "prefix_len" in obj):
-        if "prefix_rid" not in obj or "prefix_len" not in obj:
-            missing = "prefix_len" if "prefix_rid" in obj else "prefix_rid"
-            raise CaseError(f"{path}.{missing}", "is required with "
-                            f"{'prefix_rid' if missing == 'prefix_len' else 'prefix_len'} "
-                            "(a prefix hit names the request and the shared token count)")
+    if op == "admit" and "prefix_rid" in obj:
         kw["prefix_rid"] = _int(obj, "prefix_rid", path, 0)
+    if op == "admit" and "prefix_len" in obj:
         kw["prefix_len"] = _int(obj, "prefix_len", path, 1, MAX_TOKENS)
-        if kw["prefix_len"] >= kw["length"]:
-            raise CaseError(f"{path}.prefix_len", f"must be < length = {kw['length']} (at least "
-                            f"one new token; got {kw['prefix_len']})")
-        if kw["prefix_rid"] == kw["rid"]:
-            raise CaseError(f"{path}.prefix_rid", "must name another request than rid")
     if op == "extend":
         kw["lengths"] = _int_list(obj, "lengths", path, 1, MAX_TOKENS)
         if len(kw["lengths"]) != len(kw["rids"]):
@@ -298,18 +265,20 @@ def parse_step(obj: Any, i: int) -> Step:
         v = obj["dp_extend"]
         if not isinstance(v, bool):
             raise CaseError(f"{path}.dp_extend", f"must be true or false (got {v!r})")
-        if v and not (kw.get("rank_tokens") and kw.get("rids")):
-            raise CaseError(f"{path}.dp_extend", "needs rank_tokens and at least one rid "
-                            "(another rank extends: this rank's batch is rewritten to EXTEND)")
         kw["dp_extend"] = v
     if "tail_exec" in obj:
-        kw["tail_exec"] = parse_tail_exec(obj, path)
+        kw["tail_exec"] = obj["tail_exec"]
+        if kw["tail_exec"] not in TAIL_EXECS:
+            raise CaseError(f"{path}.tail_exec", f"must be one of {', '.join(TAIL_EXECS)} "
+                            f"(got {kw['tail_exec']!r})")
     if op == "extend" and "rank_tokens" in obj and kw.get("tail_exec") == "bucket":
-        kw["rank_tokens"] = parse_tail_ranks(obj, path)  # the peers' tail rows
+        kw["rank_tokens"] = _tail_ranks(obj, path)  # the peers' tail rows
     return Step(**kw)
 
 
-def parse_case(obj: Any) -> Case:
+def parse_case_fields(obj: Any) -> dict[str, Any]:
+    """The keyword arguments of the :class:`~scenarios.case.Case` the JSON object describes
+    (``Case.from_json`` builds it), after the common rules."""
     d = _dict(obj, "case", {"version", "kind", "pool", "graph", "payload_seed", "steps"})
     version = d.get("version", CASE_VERSION)
     if version != CASE_VERSION:
@@ -322,16 +291,10 @@ def parse_case(obj: Any) -> Case:
         raise CaseError("case.steps", "must be a list of step objects")
     if len(steps) > MAX_STEPS:
         raise CaseError("case.steps", f"at most {MAX_STEPS} steps (got {len(steps)})")
-    case = Case(
-        pool=parse_pool(d.get("pool", {})),
-        graph=parse_graph(d.get("graph", {"buckets": [1, 2, 4, 8]})),
-        steps=tuple(parse_step(s, i) for i, s in enumerate(steps)),
-        payload_seed=_int(d, "payload_seed", "case", 0, 2**63 - 1, default=0),
-        kind=kind,
-    )
-    _check_ring_case(case)
-    from swafuzz.scenarios.prefill_validate import check_prefill_case
-
-    check_prefill_case(case)  # issue 12: prefill graphs under a request window
-    check_tail_graph_case(case)
-    return case
+    return {
+        "pool": parse_pool(d.get("pool", {})),
+        "graph": parse_graph(d.get("graph", {"buckets": [1, 2, 4, 8]})),
+        "steps": tuple(parse_step(s, i) for i, s in enumerate(steps)),
+        "payload_seed": _int(d, "payload_seed", "case", 0, 2**63 - 1, default=0),
+        "kind": kind,
+    }

@@ -1,6 +1,6 @@
 """The paired full/SWA page allocator and the full->SWA mapping (spec §2.1, §2.3-§2.5).
 
-Follows the allocation policy of ``scenarios/case.py`` exactly: both sides hand out the lowest
+Follows the allocation policy of ``features/dense/SEMANTICS.md`` exactly: both sides hand out the lowest
 free page (pages ``1..full_pages`` / ``1..swa_pages``; page 0 is the dummy page), a request owns
 its pages, a token at position ``p`` with ``p % P != 0`` continues the request's last page on both
 sides (so ``full % P == swa % P``), and ``M[full] = swa``.

@@ -1,7 +1,7 @@
 """DSpark target verify and DP-padded EXTEND under a request window (issue 12 item 2).
 
 Implements the section "DSpark target verify and DP-padded EXTEND under a request window" of
-:mod:`scenarios.case`'s docstring for :class:`targets.window.WindowPath`, which hands the steps
+``features/dspark/SEMANTICS.md`` for :class:`targets.window.WindowPath`, which hands the steps
 :meth:`DSparkPath.claims` names to :meth:`DSparkPath.run` and asks :meth:`DSparkPath.metadata`
 to finish the metadata of those forwards. Each decision is one method, so a mutant
 (:mod:`targets.mutants.dspark_mutants`) overrides exactly one:

@@ -1,7 +1,7 @@
 """The DSpark TARGET_VERIFY graph under a request window, with early verify metadata (issue 12
 item 2; sglang 0.5.23 ``_install_early_verify_metadata``, addendum §4).
 
-Implements the graph half of "DSpark target verify ..." in :mod:`scenarios.case`'s docstring
+Implements the graph half of "DSpark target verify ..." in ``features/dspark/SEMANTICS.md``
 for :class:`targets.dspark.DSparkPath`: a ``verify`` with ``exec == "graph"`` whose batch
 equals a bucket runs through :class:`VerifyGraphRunner` when the executor captures graphs.
 

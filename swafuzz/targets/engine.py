@@ -1,7 +1,7 @@
 """The unified engine: runs one Case and returns its Observation (docs/ARCHITECTURE.md).
 
 :class:`UnifiedEngine` wires the pieces for one Case (allocator, target and draft pools sharing
-``M``, backends, runners, DP) and executes every step with the semantics of ``scenarios/case.py``.
+``M``, backends, runners, DP) and executes every step with the semantics of ``features/*/SEMANTICS.md``.
 Component classes are class attributes, so a mutant is a subclass replacing one of them with a
 subclass that overrides one method (see ``targets/__init__.py``).
 

@@ -5,8 +5,8 @@ A *target* is a name bound to a **factory**. The harness calls it once per Case 
     engine = factory(case, impl=impl, executor=executor, name=name)
     obs = engine.run()
 
-* ``case`` - a :class:`swafuzz.scenarios.case.Case` (plain data; its docstring is the contract
-  for what every step means).
+* ``case`` - a :class:`swafuzz.scenarios.case.Case` (plain data; the contract for what every step means is in
+  ``features/*/SEMANTICS.md``).
 * ``impl`` - the kernel implementation asked for: ``"torch"``, ``"triton"`` or ``"cuda"``
   (already resolved; never ``"auto"``). ``swafuzz.kernels.get_impl(impl)`` returns the module.
 * ``executor`` - an object with ``name`` (``"eager"``, ``"tape"``, ``"cudagraph"``), ``graphs``

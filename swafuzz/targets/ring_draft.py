@@ -1,5 +1,5 @@
 """The DSpark draft block on a per-request SWA ring (issue 12; Case op ``draft_block``,
-scenarios/case.py "DSpark draft block on a ring"; addendum §2.1, §4).
+features/ring_draft/SEMANTICS.md "DSpark draft block on a ring"; addendum §2.1, §4).
 
 sglang 0.5.23 gives a draft model a ring only under DSpark (``uses_draft_swa_ring``); that draft
 runs one *draft block* per round: a TARGET_VERIFY-mode forward whose SWA write rows are

@@ -1,5 +1,5 @@
 """Engine side of the two allocator triggers of issue 10 item 4 (the target's own code; the
-oracle's is ``oracles/sharing.py``). Semantics: ``scenarios/case.py`` (verify with ``accept``,
+oracle's is ``oracles/sharing.py``). Semantics: ``features/verify_reject/SEMANTICS.md`` and ``features/prefix_share/SEMANTICS.md`` (verify with ``accept``,
 admit with ``prefix_rid`` / ``prefix_len``, "Prefix sharing").
 
 * Rejected draft tokens after a TARGET_VERIFY forward (sglang 0.5.12

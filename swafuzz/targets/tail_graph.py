@@ -1,6 +1,6 @@
 """The late-layer tail under graphs (issue 12; addendum §2.4, §3 T, §4, §5 T1/T4, §6 A3/A9).
 
-Implements the "Late-layer tail under graphs" paragraph of :mod:`scenarios.case` for the
+Implements the "Late-layer tail under graphs" paragraph of ``features/tail_graphs/SEMANTICS.md`` for the
 engine's V4.1 path: :class:`TailGraphPath` is :class:`targets.window.WindowPath` plus the
 steps with ``tail_exec`` (everything else is the parent's, unchanged). Upstream (sglang 0.5.23):
 ``DecoderReplayTail`` (``srt/models/deepseek_v4_replay_tail.py``) runs the late layers from

@@ -1,7 +1,7 @@
 """Prefix hits on the V4.1 path, compressor write locations and the separate encoder-replay
 forward, for the engine model's window / tail path (:class:`targets.window.WindowPath`, whose
 base class :class:`TailPrefixMixin` is). Implements the section "Prefix hits on the V4.1 path,
-compressor locations, separate replay" of :mod:`scenarios.case` (addendum §2.3, §2.4, §5 T5 /
+compressor locations, separate replay" of ``features/tail_prefix/SEMANTICS.md`` (addendum §2.3, §2.4, §5 T5 /
 E1 / E2, §6 A13).
 
 One decision per method, so a mutant overrides exactly one:

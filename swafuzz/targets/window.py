@@ -1,7 +1,7 @@
 """The V4.1 write path of the engine model: request window, encoder replay fold, late-layer tail.
 
 Implements the "Request window, encoder replay and late-layer tail" section of
-:mod:`scenarios.case` (addendum §2.2-§2.4, §3) for :class:`targets.engine.UnifiedEngine`, which
+``features/request_window/SEMANTICS.md`` (addendum §2.2-§2.4, §3) for :class:`targets.engine.UnifiedEngine`, which
 hands every step the path claims (:meth:`WindowPath.handles`) to :meth:`WindowPath.run`.
 Observations go to their own channel (``Observation.window_forwards`` /
 ``window_steps``), which the ``window`` and ``tail`` checks read.

@@ -1,8 +1,8 @@
 """DECODE graphs under a request window (issue 12; addendum §3 "I (window)", §4 "Decode bucket",
 §5 W6 graph half and W7).
 
-Implements the "DECODE graphs under a request window" paragraph of :mod:`scenarios.case`'s
-docstring for :class:`targets.window.WindowPath`: a ``decode`` / ``idle`` / ``dp_decode`` step
+Implements the "DECODE graphs under a request window" paragraph of ``features/window_graphs/SEMANTICS.md``
+for :class:`targets.window.WindowPath`: a ``decode`` / ``idle`` / ``dp_decode`` step
 with ``exec == "graph"`` whose batch fits a bucket runs through :class:`WindowGraphRunner` when
 the executor captures graphs (``tape``, ``cudagraph``); with the eager executor it runs eagerly.
 

@@ -1,8 +1,8 @@
 """Breakable prefill graphs under a request window (issue 12; addendum §4 "Breakable prefill
 graphs", §5 W3/W6/W7).
 
-Implements the "Prefill graphs under a request window" section of :mod:`scenarios.case`'s
-docstring for :class:`targets.window.WindowPath`: an ``admit`` / ``extend`` with
+Implements the "Prefill graphs under a request window" section of ``features/prefill_graphs/SEMANTICS.md``
+for :class:`targets.window.WindowPath`: an ``admit`` / ``extend`` with
 ``exec == "graph"`` under a window (no late-layer tail) whose ``n`` rows fit a token bucket
 ``T`` of ``graph.prefill_buckets`` (smallest ``T >= n``, and ``T <= 2 * n``: upstream's
 ``_MAX_PREFILL_CUDA_GRAPH_PADDING_FACTOR``) runs through :class:`PrefillGraphRunner` when the

@@ -1,8 +1,9 @@
 """The ring oracle (``oracles/ring.py``) and the ring Case fields, against hand-computed values
-(scenarios/case.py, "Per-request SWA ring"; addendum §2.1, §5 R1-R5)."""
+(features/ring/SEMANTICS.md, "Per-request SWA ring"; addendum §2.1, §5 R1-R5)."""
 
 import pytest
 
+from swafuzz.features.validation import load_case
 from swafuzz.oracles.engine import AllocationRejected, CaseInfeasible, expect
 from swafuzz.oracles.ring import ring_cost, ring_invariants, ring_row
 from swafuzz.scenarios.case import Case, CaseError, GraphConfig, PoolConfig, Step
@@ -34,7 +35,7 @@ def test_bad_ring_fields_name_the_field(pool, field):
     obj = Case(pool=PoolConfig()).to_json()
     obj["pool"].update(pool)
     with pytest.raises(CaseError) as e:
-        Case.from_json(obj)
+        load_case(obj)
     assert e.value.path == field
 
 
@@ -42,12 +43,12 @@ def test_ring_case_refuses_draft_decode_and_draft_extend_buffer():
     obj = ring_case([Step("admit", rid=0, length=1)]).to_json()
     obj["steps"].append({"op": "draft_decode", "rids": [0], "exec": "eager"})
     with pytest.raises(CaseError) as e:
-        Case.from_json(obj)
+        load_case(obj)
     assert e.value.path == "steps[1].op" and "allowed:" in str(e.value)
     obj = ring_case([]).to_json()
     obj["graph"]["draft_extend_buffer"] = True
     with pytest.raises(CaseError) as e:
-        Case.from_json(obj)
+        load_case(obj)
     assert e.value.path == "graph.draft_extend_buffer"
 
 

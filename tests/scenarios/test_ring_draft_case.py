@@ -1,9 +1,10 @@
-"""Case validation of ``draft_block`` and of the ring refusals (issue 12, scenarios/case.py "DSpark
-draft block on a ring", ``scenarios/ring_draft_validate.py``): every malformed field raises a
+"""Case validation of ``draft_block`` and of the ring refusals (issue 12, features/ring_draft/SEMANTICS.md "DSpark
+draft block on a ring", ``scenarios/rules/ring_draft.py``): every malformed field raises a
 CaseError naming the dotted field; the refusals say which release code shows why."""
 
 import pytest
 
+from swafuzz.features.validation import load_case
 from swafuzz.scenarios.case import Case, CaseError
 
 POOL = {"page_size": 2, "full_pages": 8, "swa_pages": 2, "window": 3, "swa_ring": 6,
@@ -49,5 +50,5 @@ def test_graph_draft_block_allowed_when_gamma_below_page_size():
 ])
 def test_malformed_draft_block_cases(obj, path, words):
     with pytest.raises(CaseError) as e:
-        Case.from_json(obj)
+        load_case(obj)
     assert e.value.path == path and words in str(e.value), str(e.value)

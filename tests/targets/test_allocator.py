@@ -1,4 +1,4 @@
-"""The allocator against the allocation policy of ``scenarios/case.py`` and the invariants of
+"""The allocator against the allocation policy of ``features/dense/SEMANTICS.md`` and the invariants of
 spec §2.4 / §7, checked over plain Python lists read back from the target."""
 
 from __future__ import annotations

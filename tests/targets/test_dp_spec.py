@@ -9,6 +9,7 @@ import dataclasses
 
 import pytest
 
+from swafuzz.features.validation import load_case
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import CaseInfeasible, expect
 from swafuzz.oracles.paths import expected_paths
@@ -46,15 +47,15 @@ def test_round_trip_and_validation():
     bad = c.to_json()
     bad["steps"][2]["dp_extend"] = 1
     with pytest.raises(CaseError, match=r"steps\[2\]\.dp_extend"):
-        Case.from_json(bad)
+        load_case(bad)
     bad = c.to_json()
     del bad["steps"][6]["rank_tokens"]
     with pytest.raises(CaseError, match=r"steps\[6\]\.dp_extend: needs rank_tokens"):
-        Case.from_json(bad)
+        load_case(bad)
     bad = c.to_json()
     bad["steps"][4]["dp_extend"] = True  # draft_decode is never rewritten (spec §5.4 (3))
     with pytest.raises(CaseError, match=r"steps\[4\]\.dp_extend: unknown field"):
-        Case.from_json(bad)
+        load_case(bad)
     with pytest.raises(CaseInfeasible, match="dp_extend"):
         expect(Case(pool=POOL, graph=GRAPH, steps=(
             Step("admit", rid=0, length=1), Step("draft_decode", rids=(0,), dp_extend=True,

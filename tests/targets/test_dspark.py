@@ -1,5 +1,5 @@
 """Issue 12 item 2: target verify (DSpark early metadata) and DP-padded EXTENDs under a request
-window (scenarios/case.py "DSpark target verify and DP-padded EXTEND under a request window").
+window (features/dspark/SEMANTICS.md "DSpark target verify and DP-padded EXTEND under a request window").
 
 What: the new Step field (``extend.rank_tokens``: JSON unchanged when unused, CaseError naming
 the field) and what is infeasible; the oracle's predictions on hand-made Cases (one group and

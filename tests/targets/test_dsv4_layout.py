@@ -21,6 +21,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from swafuzz.features.validation import load_case
 from swafuzz.harness.run import execute
 from swafuzz.kernels import dsv4_store
 from swafuzz.oracles import dsv4_quant as q
@@ -70,7 +71,7 @@ def test_case_field_round_trip_and_errors():
         bad = c.to_json()
         bad["pool"][field] = value
         with pytest.raises(CaseError, match=match):
-            Case.from_json(bad)
+            load_case(bad)
 
 
 def test_payload_rows_are_finite_and_independent_of_the_row_count():

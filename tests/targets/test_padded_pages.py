@@ -7,6 +7,7 @@ re-view of the cache) is reached only there. Reproduce: ``pytest tests/targets/t
 
 import pytest
 
+from swafuzz.features.validation import load_case
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect
 from swafuzz.scenarios.case import Case, CaseError, GraphConfig, PoolConfig, Step
@@ -33,7 +34,7 @@ def test_round_trip_json_and_validation():
     bad = c.to_json()
     bad["pool"]["page_pad_bytes"] = 3  # not a multiple of the bfloat16 item size
     with pytest.raises(CaseError, match=r"pool\.page_pad_bytes"):
-        Case.from_json(bad)
+        load_case(bad)
     # the contract's pool bytes are the rows only: the same as the dense pool's
     a, b = expect(c), expect(_case(16, 0))
     assert a.steps[-1].pools == b.steps[-1].pools

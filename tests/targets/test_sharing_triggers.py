@@ -1,4 +1,4 @@
-"""The two allocator triggers of issue 10 item 4 (semantics in ``scenarios/case.py``):
+"""The two allocator triggers of issue 10 item 4 (semantics in ``features/verify_reject/SEMANTICS.md``, ``features/prefix_share/SEMANTICS.md``):
 
 * ``verify`` with ``accept``: the rejected draft tokens are freed after the forward (sglang
   0.5.12 ``EagleVerifyInput.verify``: page size 1 frees every rejected slot; P > 1 keeps the page
@@ -22,6 +22,7 @@ import importlib.util
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from swafuzz.features.validation import load_case
 from swafuzz.harness.checks import check_invariants
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import CaseInfeasible, expect
@@ -94,7 +95,7 @@ def test_round_trip_and_json_unchanged_without_the_triggers():
 ])
 def test_malformed_fields_name_the_field(step, path):
     with pytest.raises(CaseError) as e:
-        Case.from_json({**_reject_case(1).to_json(), "steps": [step]})
+        load_case({**_reject_case(1).to_json(), "steps": [step]})
     assert e.value.path == path
 
 

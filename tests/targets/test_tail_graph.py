@@ -16,6 +16,7 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from swafuzz.features.validation import load_case
 from swafuzz.harness.checks import CHECKS
 from swafuzz.harness.run import execute
 from swafuzz.scenarios.case import Case, CaseError, GraphConfig, Step
@@ -71,7 +72,7 @@ def _bad(path_edit, field: str, words: str):
     d = json.loads(json.dumps(PAGED))
     path_edit(d)
     with pytest.raises(CaseError) as e:
-        Case.from_json(d)
+        load_case(d)
     assert e.value.path == field and words in str(e.value), str(e.value)
 
 
@@ -93,11 +94,11 @@ def test_bad_fields_name_the_field():
     d = json.loads(json.dumps(WINDOW))
     d["steps"][2]["tail_exec"] = "prefill"
     with pytest.raises(CaseError, match="paged pool"):
-        Case.from_json(d)
+        load_case(d)
     d = json.loads(json.dumps(WINDOW))
     d["steps"][3]["rids"] = [0]
     with pytest.raises(CaseError, match="IDLE rank"):
-        Case.from_json(d)
+        load_case(d)
 
 
 # ----------------------------------------------------------------------------- unified

@@ -18,6 +18,7 @@ from dataclasses import replace
 import pytest
 from hypothesis import given, settings
 
+from swafuzz.features.validation import load_case
 from swafuzz.harness.checks import CHECKS
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect
@@ -68,7 +69,7 @@ def test_malformed_separate_replay_names_the_field(pool, path):
                  if k not in ("request_window", "window_slots", "window_chunk")}
     d["pool"].update(pool)
     with pytest.raises(CaseError) as e:
-        Case.from_json(d)
+        load_case(d)
     assert e.value.path == path
 
 

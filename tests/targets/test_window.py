@@ -15,6 +15,7 @@ import json
 import pytest
 from hypothesis import given, settings
 
+from swafuzz.features.validation import load_case
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect
 from swafuzz.oracles.window import layout
@@ -82,7 +83,7 @@ def test_malformed_fields_name_the_field(patch, path):
     d = json.loads(REPLAY.dumps())
     patch(d)
     with pytest.raises(CaseError) as e:
-        Case.from_json(d)
+        load_case(d)
     assert e.value.path == path
 
 

@@ -1,6 +1,6 @@
 """Issue 12: breakable prefill graphs under a request window (addendum §4 "Breakable prefill
 graphs", §5 W3/W6/W7; the "Prefill graphs under a request window" section of
-scenarios/case.py).
+features/prefill_graphs/SEMANTICS.md).
 
 What: the Case fields (``graph.prefill_buckets``, ``exec`` on ``admit`` / ``extend``) keep old
 JSON unchanged and are validated with CaseErrors naming the field; the window oracle's graph
@@ -20,6 +20,7 @@ import json
 import pytest
 from hypothesis import given, settings
 
+from swafuzz.features.validation import load_case
 from swafuzz.harness.checks import CHECKS
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect
@@ -76,7 +77,7 @@ def test_bad_input_names_the_field(patch, field):
     for k, v in patch.items():
         d[k] = {**d[k], **v} if isinstance(v, dict) else v
     with pytest.raises(CaseError) as e:
-        Case.from_json(d)
+        load_case(d)
     # (list items: _int_list names them "<list>[i].x", a pre-existing quirk for every list field)
     assert e.value.path.startswith(field), str(e.value)
 
@@ -86,7 +87,7 @@ def test_graph_admit_with_prefix_is_refused():
     d["steps"][5] = {"op": "admit", "rid": 2, "length": 7, "prefix_rid": 0, "prefix_len": 4,
                      "exec": "graph"}
     with pytest.raises(CaseError, match=r"steps\[5\]\.exec"):
-        Case.from_json(d)
+        load_case(d)
 
 
 # -- oracle -----------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Feature record: dense SWA pool rows: decode, IDLE, draft-extend, target-verify and multi-step draft forwards, eager and in captured graphs.
 
-Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+Semantics: ``swafuzz/features/dense/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
 """
 
 from swafuzz.features.record import Feature, Kind
@@ -31,5 +31,5 @@ FEATURE = Feature(
     check_modules=('swafuzz.harness.checks',),
     mutants=('swafuzz.targets.mutants',),
     since={},
-    semantics='swafuzz/scenarios/case.py',
+    semantics='swafuzz/features/dense/SEMANTICS.md',
 )

@@ -1,6 +1,6 @@
 """Feature record: DP attention: DP-padded batches and the re-padding / EXTEND rewrite of speculative forwards.
 
-Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+Semantics: ``swafuzz/features/dp/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
 """
 
 from swafuzz.features.record import Feature, Kind
@@ -16,11 +16,12 @@ FEATURE = Feature(
              'DP re-padding of verify / draft-extend / multi-step draft and the rewrite to EXTEND'),
     ),
     case_fields=('step.rank_tokens', 'step.dp_extend'),
+    validators=('swafuzz.scenarios.rules.dp:validate',),
     oracle=('swafuzz.oracles.paths',),
     engine=('swafuzz.targets.dp',),
     sglang=(),
     checks=(),
     mutants=('swafuzz.targets.mutants',),
     since={},
-    semantics='swafuzz/scenarios/case.py',
+    semantics='swafuzz/features/dp/SEMANTICS.md',
 )

@@ -1,6 +1,6 @@
 """Feature record: the draft-extend graph's pre-allocated SWA location buffer.
 
-Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+Semantics: ``swafuzz/features/draft_extend_buffer/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
 """
 
 from swafuzz.features.record import Feature, Kind
@@ -20,5 +20,5 @@ FEATURE = Feature(
     checks=(),
     mutants=('swafuzz.targets.mutants',),
     since={},
-    semantics='swafuzz/scenarios/case.py',
+    semantics='swafuzz/features/draft_extend_buffer/SEMANTICS.md',
 )

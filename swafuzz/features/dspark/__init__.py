@@ -1,6 +1,6 @@
 """Feature record: target verify under a request window (DSpark early metadata), its graph, DP-padded EXTEND.
 
-Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+Semantics: ``swafuzz/features/dspark/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
 """
 
 from swafuzz.features.record import Feature, Kind, Since
@@ -34,5 +34,5 @@ FEATURE = Feature(
     checks=(),
     mutants=('swafuzz.targets.mutants.dspark_mutants',),
     since={},
-    semantics='swafuzz/scenarios/case.py',
+    semantics='swafuzz/features/dspark/SEMANTICS.md',
 )

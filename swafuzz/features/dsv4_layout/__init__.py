@@ -1,6 +1,6 @@
 """Feature record: the real DeepSeek-V4 SWA cache layout: quantizing store, 584-byte tokens.
 
-Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+Semantics: ``swafuzz/features/dsv4_layout/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
 """
 
 from swafuzz.features.record import Feature, Kind
@@ -14,11 +14,12 @@ FEATURE = Feature(
              'bf16 [rows, 512] K rows quantized into V4 pages'),
     ),
     case_fields=('pool.layout',),
+    validators=('swafuzz.scenarios.rules.dsv4_layout:validate',),
     oracle=('swafuzz.oracles.dsv4_quant',),
     engine=('swafuzz.kernels.dsv4_store', 'swafuzz.targets.kv_pool'),
     sglang=('swafuzz.targets.sglang.store',),
     checks=(),
     mutants=('swafuzz.targets.mutants.dsv4_layout',),
     since={},
-    semantics='swafuzz/scenarios/case.py',
+    semantics='swafuzz/features/dsv4_layout/SEMANTICS.md',
 )

@@ -1,6 +1,6 @@
 """Feature record: encoder SWA replay, folded into the extend or as a separate forward.
 
-Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+Semantics: ``swafuzz/features/encoder_replay/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
 """
 
 from swafuzz.features.record import Feature, Kind, Since
@@ -28,11 +28,12 @@ FEATURE = Feature(
                        '0.5.21)')}),
     ),
     case_fields=('step.replay', 'pool.separate_replay'),
+    validators=('swafuzz.scenarios.rules.encoder_replay:validate',),
     oracle=('swafuzz.oracles.window', 'swafuzz.oracles.tail_prefix'),
     engine=('swafuzz.targets.window', 'swafuzz.targets.tail_prefix'),
     sglang=('swafuzz.targets.sglang.window', 'swafuzz.targets.sglang.tail_prefix'),
     checks=(),
     mutants=('swafuzz.targets.mutants.window_mutants', 'swafuzz.targets.mutants.tail_prefix_mutants'),
     since={},
-    semantics='swafuzz/scenarios/case.py',
+    semantics='swafuzz/features/encoder_replay/SEMANTICS.md',
 )

@@ -1,6 +1,6 @@
 """Feature record: the late-layer tail: each request's last rows on the late layers.
 
-Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+Semantics: ``swafuzz/features/late_tail/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
 """
 
 from swafuzz.features.record import Feature, Kind, Since
@@ -14,6 +14,7 @@ FEATURE = Feature(
              'extends and decodes with late tail-only layers'),
     ),
     case_fields=('pool.late_layer_start',),
+    validators=('swafuzz.scenarios.rules.late_tail:validate',),
     oracle=('swafuzz.oracles.tail',),
     engine=('swafuzz.targets.window',),
     sglang=('swafuzz.targets.sglang.window',),
@@ -22,5 +23,5 @@ FEATURE = Feature(
     mutants=('swafuzz.targets.mutants.window_mutants',),
     since={'sglang': Since('0.5.21',
         'late-layer tail')},
-    semantics='swafuzz/scenarios/case.py',
+    semantics='swafuzz/features/late_tail/SEMANTICS.md',
 )

@@ -1,6 +1,6 @@
 """Feature record: SWA pages with a padded stride, the pads as canaries.
 
-Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+Semantics: ``swafuzz/features/padded_pages/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
 """
 
 from swafuzz.features.record import Feature, Kind
@@ -14,11 +14,12 @@ FEATURE = Feature(
              'pools whose page stride has a pad'),
     ),
     case_fields=('pool.page_pad_bytes',),
+    validators=('swafuzz.scenarios.rules.padded_pages:validate',),
     oracle=(),
     engine=('swafuzz.targets.kv_pool',),
     sglang=(),
     checks=(),
     mutants=('swafuzz.targets.mutants',),
     since={},
-    semantics='swafuzz/scenarios/case.py',
+    semantics='swafuzz/features/padded_pages/SEMANTICS.md',
 )

@@ -1,6 +1,6 @@
 """Feature record: breakable prefill graphs under a request window.
 
-Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+Semantics: ``swafuzz/features/prefill_graphs/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
 """
 
 from swafuzz.features.record import Feature, Kind, Since
@@ -14,6 +14,7 @@ FEATURE = Feature(
              'admit / extend as prefill-graph replays'),
     ),
     case_fields=('graph.prefill_buckets',),
+    validators=('swafuzz.scenarios.rules.prefill_graphs:validate',),
     oracle=('swafuzz.oracles.window_prefill',),
     engine=('swafuzz.targets.window_prefill',),
     sglang=('swafuzz.targets.sglang.window_prefill',),
@@ -21,5 +22,5 @@ FEATURE = Feature(
     mutants=('swafuzz.targets.mutants.window_prefill_mutants',),
     since={'sglang': Since('0.5.23',
         'prefill graphs under a request window')},
-    semantics='swafuzz/scenarios/case.py',
+    semantics='swafuzz/features/prefill_graphs/SEMANTICS.md',
 )

@@ -1,6 +1,6 @@
 """Feature record: radix-cache prefix hits: requests sharing leading pages, refcounted finishes.
 
-Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+Semantics: ``swafuzz/features/prefix_share/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
 """
 
 from swafuzz.features.record import Feature, Kind
@@ -14,11 +14,12 @@ FEATURE = Feature(
              'admits with a prefix hit on a live request'),
     ),
     case_fields=('step.prefix_rid', 'step.prefix_len'),
+    validators=('swafuzz.scenarios.rules.prefix_share:validate',),
     oracle=('swafuzz.oracles.sharing',),
     engine=('swafuzz.targets.sharing',),
     sglang=(),
     checks=(),
     mutants=('swafuzz.targets.mutants',),
     since={},
-    semantics='swafuzz/scenarios/case.py',
+    semantics='swafuzz/features/prefix_share/SEMANTICS.md',
 )

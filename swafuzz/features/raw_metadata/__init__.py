@@ -1,6 +1,6 @@
 """Feature record: Raw metadata: the metadata prepared inside the graph (prep_in_graph).
 
-Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+Semantics: ``swafuzz/features/raw_metadata/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
 """
 
 from swafuzz.features.record import Feature, Kind
@@ -20,5 +20,5 @@ FEATURE = Feature(
     checks=(),
     mutants=('swafuzz.targets.mutants',),
     since={},
-    semantics='swafuzz/scenarios/case.py',
+    semantics='swafuzz/features/raw_metadata/SEMANTICS.md',
 )

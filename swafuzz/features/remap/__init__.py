@@ -1,6 +1,6 @@
 """Feature record: mapping re-registration (HiCache load-back) between forwards.
 
-Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+Semantics: ``swafuzz/features/remap/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
 """
 
 from swafuzz.features.record import Feature, Kind
@@ -20,5 +20,5 @@ FEATURE = Feature(
     checks=(),
     mutants=('swafuzz.targets.mutants',),
     since={},
-    semantics='swafuzz/scenarios/case.py',
+    semantics='swafuzz/features/remap/SEMANTICS.md',
 )

@@ -1,6 +1,6 @@
 """Feature record: the V4.1 request window: workspace layout, history rows, commits, ring tags.
 
-Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+Semantics: ``swafuzz/features/request_window/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
 """
 
 from swafuzz.features.record import Feature, Kind, Since
@@ -13,7 +13,8 @@ FEATURE = Feature(
         Kind('request_window', 'swafuzz.scenarios.window_strategies:request_window_cases',
              'eager forwards under a request window'),
     ),
-    case_fields=('pool.request_window', 'pool.window_slots', 'pool.window_chunk'),
+    case_fields=('pool.request_window', 'pool.window_slots', 'pool.window_chunk', 'step.lengths'),
+    validators=('swafuzz.scenarios.rules.request_window:validate',),
     oracle=('swafuzz.oracles.window',),
     engine=('swafuzz.targets.window',),
     sglang=('swafuzz.targets.sglang.window',),
@@ -22,5 +23,5 @@ FEATURE = Feature(
     mutants=('swafuzz.targets.mutants.window_mutants', 'swafuzz.targets.mutants.w5_mutants'),
     since={'sglang': Since('0.5.21',
         'request window')},
-    semantics='swafuzz/scenarios/case.py',
+    semantics='swafuzz/features/request_window/SEMANTICS.md',
 )

@@ -1,6 +1,6 @@
 """Feature record: the per-request SWA ring (pool.swa_ring).
 
-Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+Semantics: ``swafuzz/features/ring/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
 """
 
 from swafuzz.features.record import Feature, Kind, Since
@@ -14,6 +14,7 @@ FEATURE = Feature(
              'decode / verify / draft-extend / IDLE / DP forwards on a ring, slot churn'),
     ),
     case_fields=('pool.swa_ring', 'pool.req_slots'),
+    validators=('swafuzz.scenarios.rules.ring:validate',),
     oracle=('swafuzz.oracles.ring',),
     engine=('swafuzz.targets.ring',),
     sglang=('swafuzz.targets.sglang.ring',),
@@ -23,5 +24,5 @@ FEATURE = Feature(
         'per-request SWA ring write rows on the DSV4 path '
         "(TargetHiddenKvInjector._ring_inject_loc; the allocator's ring accounting, "
         'swa_req_ring_size, is 0.5.20+)')},
-    semantics='swafuzz/scenarios/case.py',
+    semantics='swafuzz/features/ring/SEMANTICS.md',
 )

@@ -1,6 +1,6 @@
 """Feature record: the DSpark draft block on a per-request SWA ring.
 
-Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+Semantics: ``swafuzz/features/ring_draft/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
 """
 
 from swafuzz.features.record import Feature, Kind, Since
@@ -14,6 +14,7 @@ FEATURE = Feature(
              'draft_block steps on a ring, eager and graph'),
     ),
     case_fields=(),
+    validators=('swafuzz.scenarios.rules.ring_draft:validate',),
     oracle=('swafuzz.oracles.ring_draft',),
     engine=('swafuzz.targets.ring_draft',),
     sglang=('swafuzz.targets.sglang.ring_draft',),
@@ -21,5 +22,5 @@ FEATURE = Feature(
     mutants=('swafuzz.targets.mutants.ring_draft_mutants',),
     since={'sglang': Since('0.5.23',
         'DSpark draft block on a per-request SWA ring')},
-    semantics='swafuzz/scenarios/case.py',
+    semantics='swafuzz/features/ring_draft/SEMANTICS.md',
 )

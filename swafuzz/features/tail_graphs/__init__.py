@@ -1,6 +1,6 @@
 """Feature record: the late-layer tail under graphs: row buckets, the capacity buffer.
 
-Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+Semantics: ``swafuzz/features/tail_graphs/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
 """
 
 from swafuzz.features.record import Feature, Kind, Since
@@ -14,6 +14,7 @@ FEATURE = Feature(
              'tail row-bucket graphs and the prefill-graph tail'),
     ),
     case_fields=('graph.tail_buckets', 'graph.tail_capacity', 'step.tail_exec'),
+    validators=('swafuzz.scenarios.rules.tail_graphs:validate',),
     oracle=('swafuzz.oracles.tail_graph',),
     engine=('swafuzz.targets.tail_graph',),
     sglang=('swafuzz.targets.sglang.tail_graph',),
@@ -23,5 +24,5 @@ FEATURE = Feature(
     since={'sglang': Since('0.5.23',
         'late-layer tail graphs in the form the adapter drives (row-bucket tail '
         'graphs, compressor flags; the prefill-graph tail exists from 0.5.22)')},
-    semantics='swafuzz/scenarios/case.py',
+    semantics='swafuzz/features/tail_graphs/SEMANTICS.md',
 )

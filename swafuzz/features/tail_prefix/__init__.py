@@ -1,6 +1,6 @@
 """Feature record: prefix hits under a late-layer tail or window, and the compressors' write locations.
 
-Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+Semantics: ``swafuzz/features/tail_prefix/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
 """
 
 from swafuzz.features.record import Feature, Kind, Since
@@ -24,5 +24,5 @@ FEATURE = Feature(
         'late-layer tail prefix cap, replay fold and compressor code in the form '
         'the adapter drives (replay_len, _fold_batch, _compressor_out_loc; the '
         'features exist from 0.5.21)')},
-    semantics='swafuzz/scenarios/case.py',
+    semantics='swafuzz/features/tail_prefix/SEMANTICS.md',
 )

@@ -1,6 +1,6 @@
 """Feature record: rejected draft tokens freed after a verify, their slots reused.
 
-Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+Semantics: ``swafuzz/features/verify_reject/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
 """
 
 from swafuzz.features.record import Feature, Kind
@@ -20,5 +20,5 @@ FEATURE = Feature(
     checks=(),
     mutants=('swafuzz.targets.mutants',),
     since={},
-    semantics='swafuzz/scenarios/case.py',
+    semantics='swafuzz/features/verify_reject/SEMANTICS.md',
 )

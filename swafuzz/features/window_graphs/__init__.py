@@ -1,6 +1,6 @@
 """Feature record: DECODE graphs under a request window.
 
-Semantics: ``swafuzz/scenarios/case.py``. The generic machinery reads this record; see :mod:`swafuzz.features`.
+Semantics: ``swafuzz/features/window_graphs/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
 """
 
 from swafuzz.features.record import Feature, Kind, Since
@@ -23,5 +23,5 @@ FEATURE = Feature(
     since={'sglang': Since('0.5.23',
         'request window DECODE-graph code the adapter drives (commit_packed_rows, '
         'the buffer registry; the request window exists from 0.5.21)')},
-    semantics='swafuzz/scenarios/case.py',
+    semantics='swafuzz/features/window_graphs/SEMANTICS.md',
 )

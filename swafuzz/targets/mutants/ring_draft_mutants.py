@@ -1,5 +1,5 @@
 """Mutants of the DSpark draft block on a per-request SWA ring (issue 12; Case op
-``draft_block``, scenarios/case.py "DSpark draft block on a ring"; addendum §2.1, §3, §5 R1/R4,
+``draft_block``, features/ring_draft/SEMANTICS.md "DSpark draft block on a ring"; addendum §2.1, §3, §5 R1/R4,
 §6 A4). Each swaps the engine's :attr:`targets.engine.UnifiedEngine.draft_block_mixin` for a
 subclass overriding one method of :class:`targets.ring_draft.DraftBlockMixin`; only a
 ``draft_block`` step runs that mixin, so only the ``ring_draft`` scenario kind reaches them.

@@ -1,7 +1,8 @@
-"""Validation of ``draft_block`` steps (scenarios/case.py "DSpark draft block on a ring").
+"""Rules of ``draft_block`` steps (``features/ring_draft/SEMANTICS.md``, "DSpark draft block on
+a ring").
 
-:func:`check_draft_blocks` raises :class:`scenarios.case.CaseError` naming the dotted field and
-what is allowed: a ``draft_block`` step needs a ring (``pool.swa_ring > 0``),
+:func:`validate` raises :class:`scenarios.schema.CaseError` naming the dotted field and what is
+allowed: a ``draft_block`` step needs a ring (``pool.swa_ring > 0``),
 ``graph.num_draft_tokens >= 2`` (block size ``gamma = num_draft_tokens - 1``),
 ``pool.swa_ring >= window + gamma``; ``exec == "graph"`` also needs ``gamma < page_size`` (the
 padded requests' block rows, slot 0 at positions ``1..gamma``, stay in page 0).
@@ -9,17 +10,17 @@ padded requests' block rows, slot 0 at positions ``1..gamma``, stay in page 0).
 
 from __future__ import annotations
 
-from swafuzz.scenarios.case import Case, CaseError
+from swafuzz.scenarios.schema import CaseError
 
-__all__ = ["block_size", "check_draft_blocks"]
+__all__ = ["block_size", "validate"]
 
 
-def block_size(case: Case) -> int:
+def block_size(case) -> int:
     """The DSpark draft block size ``gamma = graph.num_draft_tokens - 1``."""
     return case.graph.num_draft_tokens - 1
 
 
-def check_draft_blocks(case: Case) -> None:
+def validate(case) -> None:
     """Raise :class:`CaseError` for the first ``draft_block`` step the Case does not allow."""
     pool, gamma = case.pool, block_size(case)
     for i, s in enumerate(case.steps):

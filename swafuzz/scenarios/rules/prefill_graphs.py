@@ -1,27 +1,18 @@
-"""Validation of the prefill-graph fields of a Case (issue 12; the "Prefill graphs under a
-request window" section of :mod:`scenarios.case`): ``graph.prefill_buckets`` and ``exec`` on
-``admit`` / ``extend``. Called by :func:`scenarios.validate.parse_case` after the Case is built;
-raises :class:`scenarios.case.CaseError` naming the dotted field and what is allowed."""
+"""Rules of prefill graphs under a request window (issue 12; the "Prefill graphs under a request
+window" section of ``features/prefill_graphs/SEMANTICS.md``): ``exec: "graph"`` on ``admit`` /
+``extend``. :func:`validate` raises :class:`scenarios.schema.CaseError` naming the dotted field and
+what is allowed (the type and order of ``graph.prefill_buckets`` are common rules,
+:mod:`scenarios.validate`)."""
 
 from __future__ import annotations
 
-from swafuzz.scenarios.case import Case, CaseError
+from swafuzz.scenarios.schema import CaseError
 
 #: the ops that may carry ``exec: "graph"`` through a prefill graph
 PREFILL_OPS = ("admit", "extend")
 
 
-def parse_prefill_buckets(d: dict, int_list) -> tuple[int, ...]:
-    """``graph.prefill_buckets``: token counts in [1, 2^16], strictly increasing (may be
-    empty). ``int_list`` is :func:`scenarios.validate._int_list`."""
-    buckets = int_list(d, "prefill_buckets", "graph", 1, 2**16)
-    if any(b >= c for b, c in zip(buckets, buckets[1:])):
-        raise CaseError("graph.prefill_buckets", f"must be strictly increasing (got "
-                        f"{list(buckets)})")
-    return buckets
-
-
-def check_prefill_case(case: Case) -> None:
+def validate(case) -> None:
     """What a Case with ``exec: "graph"`` on ``admit`` / ``extend`` needs: a request window,
     no late-layer tail, no prefix hit on that admit."""
     for i, s in enumerate(case.steps):

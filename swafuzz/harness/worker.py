@@ -29,7 +29,7 @@ import subprocess
 import sys
 from typing import Any
 
-from swafuzz.harness.checks import Failure
+from swafuzz.harness.check_base import Failure
 from swafuzz.harness.run import Verdict
 from swafuzz.scenarios.case import Case
 

@@ -22,7 +22,7 @@ import importlib.util
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from swafuzz.harness.checks import check_invariants
+from swafuzz.harness.invariant_checks import check_invariants
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import CaseInfeasible, expect
 from swafuzz.oracles.paths import expected_paths, expected_requests

@@ -4,20 +4,20 @@
 of the Case's payload, with its request and position, or a padded row); ``slot_owner``,
 ``ring_owner`` and ``owner`` say whose slot a wrong write hit (the dummy page, a live request's
 position, a ring slot's row, or an unmapped slot). Read-only over the Case and the oracle's
-Expectation; used by :mod:`harness.checks`.
+Expectation; used by the checks (:mod:`harness.write_checks`).
 """
 
 from __future__ import annotations
 
+from swafuzz.oracles.dsv4_quant import slot_rows
+from swafuzz.oracles.paths import expected_paths
+from swafuzz.scenarios.case import POISON_BYTE
 
-def _attribute(case, exp, got: bytes) -> str:
+
+def attribute(case, exp, got: bytes) -> str:
     """Whose bytes ``got`` (one row) are: poison (never written), or which step / forward /
     pool / layer / row of the Case's payload (real row: with its request and position when the
     oracle knows them; padded row), or unknown."""
-    from swafuzz.oracles.dsv4_quant import slot_rows
-    from swafuzz.oracles.paths import expected_paths
-    from swafuzz.scenarios.case import POISON_BYTE
-
     if got == bytes([POISON_BYTE]) * len(got):
         return "poison: never written"
     rb = case.pool.row_bytes
@@ -49,7 +49,7 @@ def _attribute(case, exp, got: bytes) -> str:
     return index.get(bytes(got), "bytes of no row of this Case")
 
 
-def _slot_owner(exp, step: int, swa: int, page_size: int) -> str:
+def slot_owner(exp, step: int, swa: int, page_size: int) -> str:
     """Whose SWA slot ``swa`` is after ``step``, by the oracle's mapping: the dummy page, a live
     request's position, or an unmapped (free or evicted) slot."""
     if swa < 0:
@@ -66,7 +66,7 @@ def _slot_owner(exp, step: int, swa: int, page_size: int) -> str:
     return f"the slot of full loc {full}{_owner(exp, step, full)}"
 
 
-def _ring_owner(case, row: int) -> str:
+def ring_owner(case, row: int) -> str:
     """Where ring row ``row`` sits: skipped (-1), slot 0 (the padding slot), a request slot and
     offset, or past the ring rows."""
     R, S = case.pool.swa_ring, case.pool.req_slots

@@ -342,7 +342,7 @@ def cmd_repro(args) -> int:
 # --------------------------------------------------------------------------- list
 def cmd_list(args) -> int:
     from swafuzz import targets
-    from swafuzz.harness.checks import CHECKS
+    from swafuzz.harness.check_registry import check_names
     from swafuzz.harness.executors import available_executors
     from swafuzz.kernels import available_impls
     from swafuzz.scenarios.strategies import SCENARIO_KINDS
@@ -368,7 +368,7 @@ def cmd_list(args) -> int:
             print(f"  plugin target {n}: module {o['module']}{dist}"
                   + (f", entry point {o['entry_point']!r}" if o.get("entry_point") else ""))
     print("scenario kinds: " + ", ".join(SCENARIO_KINDS))
-    print("checks:         " + ", ".join(CHECKS))
+    print("checks:         " + ", ".join(check_names()))
     print("implementations:" + " " + ", ".join(available_impls()))
     print("executors:      " + ", ".join(available_executors()))
     return EXIT_CLEAN

@@ -31,17 +31,18 @@ check alone (kind ``replay_separate``).
 
 from __future__ import annotations
 
-from swafuzz.harness.checks import Failure
+from swafuzz.harness.check_base import Failure
+from swafuzz.harness.check_registry import check
+from swafuzz.harness.window_lane import fwd_label, window_pairs
 
 
+@check("history")
 def check_history(case, obs, exp) -> list[Failure]:
     """W5 at use (module docstring): the target's tags at the history rows it read equal the
     Case's positions (-1 where the row is invalid)."""
     if getattr(exp, "window", None) is None:
         return []
-    from swafuzz.harness.window_checks import _name, _pairs
-
-    pairs, _ = _pairs(obs, exp, "history")  # missing / extra forwards: window's finding
+    pairs, _ = window_pairs(obs, exp, "history")  # missing / extra forwards: window's finding
     fails = []
     for o, e in pairs:
         got = getattr(o, "history_tags", None)
@@ -55,7 +56,7 @@ def check_history(case, obs, exp) -> list[Failure]:
                 h = bad[0]
                 W = case.pool.window
                 what = (f"position {b[h]}" if b[h] >= 0 else "an invalid row (zero row)")
-                fails.append(Failure("history", f"{_name(o)} layer {layer}: {len(bad)} history "
+                fails.append(Failure("history", f"{fwd_label(o)} layer {layer}: {len(bad)} history "
                                      f"rows hold another position than they stand for at use; "
                                      f"first row {h} (group {h // W}) stands for {what}, its "
                                      f"source row's tag says {a[h]} (W5: tags[layer, "

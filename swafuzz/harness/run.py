@@ -11,7 +11,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from swafuzz.harness.checks import Failure, run_checks
+from swafuzz.harness.check_base import Failure
+from swafuzz.harness.checks import run_checks
+from swafuzz.harness.cross_checks import check_agreement
 from swafuzz.scenarios.case import Case
 
 
@@ -87,8 +89,6 @@ class Verdict:
 def needs_recapture_reference(case: Case, observations: list, only: set[str] | None) -> bool:
     """capture_freeze's reference run (issue 10): only when capture_freeze is on and a graph
     observation disagrees with the eager one - a graph-only divergence to attribute."""
-    from swafuzz.harness.checks import check_agreement
-
     if only and "capture_freeze" not in only:
         return False
     eager = [o for o in observations if o.executor == "eager"]

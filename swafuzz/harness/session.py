@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from swafuzz.harness.checks import Failure, run_checks
+from swafuzz.harness.check_base import Failure
+from swafuzz.harness.checks import run_checks
 from swafuzz.harness.executors import get_executor
 from swafuzz.harness.executors.base import CountingExecutor
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step

@@ -23,7 +23,8 @@ stay ``pool_bytes`` / ``window``'s. Proven by ``tail_graph_exit_keeps_tail`` (T4
 
 from __future__ import annotations
 
-from swafuzz.harness.checks import Failure
+from swafuzz.harness.check_base import Failure
+from swafuzz.harness.check_registry import check
 
 
 def _where(e) -> str:
@@ -31,6 +32,7 @@ def _where(e) -> str:
     return f"step {e.step} fwd {e.fwd} (tail graph {e.exec}{rank})"
 
 
+@check("tail_graph")
 def check_tail_graph(case, obs, exp) -> list[Failure]:
     """See the module docstring."""
     w = getattr(exp, "window", None)

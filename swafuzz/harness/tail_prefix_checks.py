@@ -19,8 +19,9 @@ with the hit the target used.
 
 from __future__ import annotations
 
-from swafuzz.harness.checks import Failure
-from swafuzz.harness.window_checks import _name, _pairs
+from swafuzz.harness.check_base import Failure
+from swafuzz.harness.check_registry import check
+from swafuzz.harness.window_lane import fwd_label, window_pairs
 
 
 def _first(a: list, b: list) -> int:
@@ -28,12 +29,13 @@ def _first(a: list, b: list) -> int:
     return bad[0] if bad else min(len(a), len(b))
 
 
+@check("compressor")
 def check_compressor(case, obs, exp) -> list[Failure]:
     """See the module docstring. Proven by ``fold_compresses_replay_rows`` (E1, this check
     alone)."""
     if getattr(exp, "window", None) is None:
         return []
-    pairs, fails = _pairs(obs, exp, "compressor")
+    pairs, fails = window_pairs(obs, exp, "compressor")
     fails = [f for f in fails if f.slot_class != "count"]  # window's finding
     for o, e in pairs:
         want = getattr(e, "comp", None)
@@ -62,14 +64,21 @@ def check_compressor(case, obs, exp) -> list[Failure]:
                        f"expected {'run' if want.low_ratio else 'skipped'} (a separate replay "
                        "forward skips them)", "low_ratio")
         if problem:
-            fails.append(Failure("compressor", f"{_name(o)}: {problem[0]}", problem[1], o.step,
+            fails.append(Failure("compressor", f"{fwd_label(o)}: {problem[0]}", problem[1], o.step,
                                  o.fwd))
     return fails
 
 
+@check(
+    "reprefill",
+    defence="names the cause of a late-layer prefix hit that skips the re-prefill (T5 / "
+            "A13): a hit longer than the cap always allocates fewer tokens than the Case "
+            "determines, which invariants (request table), pool_bytes / tail (paged "
+            "pool) or window (rows, workspace, ring) see too; reprefill says which hit "
+            "and why")
 def check_reprefill(case, obs, exp) -> list[Failure]:
     """See the module docstring. Fires on ``prefix_hit_without_reprefill`` (A13 / T5); defence
-    in depth (:data:`harness.checks.DEFENCE_IN_DEPTH`)."""
+    in depth (reason in its ``@check``)."""
     w = getattr(exp, "window", None)
     W, L = case.pool.window, case.pool.late_layer_start
     if w is None or not L:

@@ -30,7 +30,7 @@ import sys
 from typing import Any
 
 from swafuzz.features.validation import loads_case
-from swafuzz.harness.checks import Failure
+from swafuzz.harness.check_base import Failure
 from swafuzz.harness.run import Verdict
 from swafuzz.scenarios.case import Case
 

@@ -7,7 +7,7 @@ bug lives) until the first finding or the case budget. The first seed shrinks th
 every seed kills it. The control must be clean on every kind. Exit 0 iff every mutant is killed,
 the control is clean, and the leave-one-out rule holds: every check is the only check that kills
 at least one mutant (its killing Case, rerun with that check disabled and every other check
-on, passes: see :func:`ablation`), or is listed in ``harness.checks.DEFENCE_IN_DEPTH`` with its reason (printed)
+on, passes: see :func:`ablation`), or carries a defence-in-depth reason in its ``@check`` (printed)
 and fires on at least one mutant.
 """
 
@@ -20,7 +20,7 @@ import sys
 import time
 
 from swafuzz.harness.campaign import Campaign
-from swafuzz.harness.checks import CHECKS, DEFENCE_IN_DEPTH
+from swafuzz.harness.check_registry import check_names, defence_in_depth
 from swafuzz.harness.run import execute, resolve_executors
 from swafuzz.reports.bundle import atomic_write_text, write_bundle
 from swafuzz.reports.summary import kill_matrix
@@ -108,12 +108,12 @@ def ablation(verdict, target: str, impl: str, executors: list[str]) -> dict:
     rerun with every check except that one and must pass (no failure at all, target errors
     included). None when several checks (or a target error) kill it.
     """
-    alone = sorted({f.check for f in verdict.failures} & set(CHECKS))
-    other = sorted({f.check for f in verdict.failures} - set(CHECKS))  # error, crash, timeout
+    alone = sorted({f.check for f in verdict.failures} & set(check_names()))
+    other = sorted({f.check for f in verdict.failures} - set(check_names()))  # error, crash, timeout
     res = {"alone": alone, "sole": None, "leave_one_out": None}
     if len(alone) == 1 and not other:
         c = alone[0]
-        v = execute(verdict.case, target, impl, executors, only=set(CHECKS) - {c})
+        v = execute(verdict.case, target, impl, executors, only=set(check_names()) - {c})
         res["leave_one_out"] = sorted({f.check for f in v.failures})
         if not v.failures:
             res["sole"] = c
@@ -125,13 +125,13 @@ def ablation_matrix(rows: list[dict]) -> str:
     only check that does (leave-one-out proven), ``.`` it does not; ``error`` for mutants killed
     by a target error only."""
     w = max([len(r["name"]) for r in rows] + [6])
-    head = " " * w + " | " + " ".join(f"{c[:6]:>6}" for c in CHECKS)
+    head = " " * w + " | " + " ".join(f"{c[:6]:>6}" for c in check_names())
     lines = ["single-check ablation (K: kills alone, S: the only killer, leave-one-out proven)",
              head, "-" * len(head)]
     for r in rows:
         alone = set(r.get("alone") or ())
         cells = []
-        for c in CHECKS:
+        for c in check_names():
             cells.append(f"{'S' if r.get('sole') == c else ('K' if c in alone else '.'):>6}")
         note = "" if r["killed"] else "  (survived)"
         if r["killed"] and not alone:
@@ -143,14 +143,14 @@ def ablation_matrix(rows: list[dict]) -> str:
 def proof_status(rows: list[dict]) -> tuple[dict[str, list[str]], list[str]]:
     """Per check: the mutants it alone kills (sole, leave-one-out proven); and the checks that
     are neither the sole killer of a mutant nor justified as defence in depth (and firing)."""
-    sole: dict[str, list[str]] = {c: [] for c in CHECKS}
-    fired: dict[str, list[str]] = {c: [] for c in CHECKS}
+    sole: dict[str, list[str]] = {c: [] for c in check_names()}
+    fired: dict[str, list[str]] = {c: [] for c in check_names()}
     for r in rows:
         if r.get("sole"):
             sole[r["sole"]].append(r["name"])
         for c in r.get("alone") or ():
             fired[c].append(r["name"])
-    unproven = [c for c in CHECKS if not sole[c] and not (c in DEFENCE_IN_DEPTH and fired[c])]
+    unproven = [c for c in check_names() if not sole[c] and not (c in defence_in_depth() and fired[c])]
     return sole, unproven
 
 
@@ -211,7 +211,7 @@ def run_zoo(args) -> int:
                 rows.append(p.get())
                 say(_row_line(rows[-1]))
             control = ctl.get()
-    fired: dict[str, set[str]] = {c: set() for c in CHECKS}
+    fired: dict[str, set[str]] = {c: set() for c in check_names()}
     for row in rows:
         for c in row["checks"]:
             fired.setdefault(c, set()).add(row["name"])
@@ -223,20 +223,20 @@ def run_zoo(args) -> int:
                          "control_per_kind": control_n, "shrink_budget": shrink_budget}}
     sole, unproven = proof_status(rows)
     result["sole"] = sole
-    result["defence_in_depth"] = {c: DEFENCE_IN_DEPTH[c] for c in CHECKS
-                                  if c in DEFENCE_IN_DEPTH and not sole[c]}
+    result["defence_in_depth"] = {c: why for c, why in defence_in_depth().items()
+                                  if not sole[c]}
     result["unproven"] = unproven
     print(kill_matrix(result))
     print("\nchecks -> mutants they kill: " + "; ".join(
-        f"{c}: {', '.join(sorted(fired.get(c, ()))) or 'NONE'}" for c in CHECKS))
+        f"{c}: {', '.join(sorted(fired.get(c, ()))) or 'NONE'}" for c in check_names()))
     print("\n" + ablation_matrix(rows))
     print("\nleave-one-out proof per check:")
-    for c in CHECKS:
+    for c in check_names():
         if sole[c]:
             print(f"  {c}: only killer of {', '.join(sorted(sole[c]))}")
-        elif c in DEFENCE_IN_DEPTH:
+        elif c in defence_in_depth():
             print(f"  {c}: defence in depth (fires on "
-                  f"{', '.join(sorted(fired.get(c, ()))) or 'NO mutant'}): {DEFENCE_IN_DEPTH[c]}")
+                  f"{', '.join(sorted(fired.get(c, ()))) or 'NO mutant'}): {defence_in_depth()[c]}")
         else:
             print(f"  {c}: UNPROVEN (kills no mutant alone, not justified as defence in depth)")
     if args.json:

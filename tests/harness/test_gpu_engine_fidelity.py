@@ -11,7 +11,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 
-from swafuzz.harness.checks import check_agreement
+from swafuzz.harness.cross_checks import check_agreement
 from swafuzz.harness.executors import get_executor
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect

@@ -193,7 +193,7 @@ def _fake_runner(executed):
     """A stand-in target (no engine): ring Cases at page size 1 fail ``invariants/ring/a`` (the
     known bug), Cases at page size >= 16 with a ``verify`` step fail ``contracts/ring/b`` (the
     new one), the rest pass. Records the Cases it runs."""
-    from swafuzz.harness.checks import Failure
+    from swafuzz.harness.check_base import Failure
     from swafuzz.harness.run import Verdict
 
     def run(case):

@@ -11,7 +11,7 @@ Reproduce: ``pytest tests/harness/test_no_self_report.py``.
 import pytest
 from hypothesis import given, settings
 
-from swafuzz.harness.checks import CHECKS
+from swafuzz.harness.check_registry import check_names
 from swafuzz.harness.run import execute
 from swafuzz.harness.zoo import ablation
 from swafuzz.oracles.engine import expect
@@ -39,7 +39,7 @@ def test_self_report_experiments_killed_by_exec_path_alone(mutant):
     v = execute(CASE, f"mutant:{mutant}", "torch", ["eager", "tape"])
     assert _fired(v) == ["exec_path"], [f.message for f in v.failures]
     without = execute(CASE, f"mutant:{mutant}", "torch", ["eager", "tape"],
-                      only=set(CHECKS) - {"exec_path"})
+                      only=set(check_names()) - {"exec_path"})
     assert not without.failures, "another check sees it: the experiment would not be needed"
 
 
@@ -66,7 +66,7 @@ def test_rows_misaligned_killed_by_pool_bytes_alone():
 def test_ablation_read_from_one_run_equals_single_check_reruns():
     v = execute(CASE, "mutant:host_baked_translation", "torch", ["eager", "tape"])
     res = ablation(v, "mutant:host_baked_translation", "torch", ["eager", "tape"])
-    for c in CHECKS:
+    for c in check_names():
         alone = execute(CASE, "mutant:host_baked_translation", "torch", ["eager", "tape"],
                         only={c})
         assert bool(alone.failures) == (c in res["alone"]), c

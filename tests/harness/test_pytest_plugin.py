@@ -17,11 +17,11 @@ CASE = Case(pool=PoolConfig(page_size=1, full_pages=4, swa_pages=4, window=2, la
 
 
 def test_clean_case_passes(swafuzz_check):
-    from swafuzz.harness.checks import PER_OBSERVATION
+    from swafuzz.harness.check_registry import all_checks
 
     v = swafuzz_check(CASE, impl="torch", executors=["eager", "tape"])
     # every per-observation check on each of the two executors, plus agreement
-    assert not v.failed and v.checks_run == 2 * len(PER_OBSERVATION) + 1
+    assert not v.failed and v.checks_run == 2 * len([c for c in all_checks() if not c.across]) + 1
 
 
 def test_failing_case_prints_repro(swafuzz_check):

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from swafuzz.harness.checks import Failure
+from swafuzz.harness.check_base import Failure
 from swafuzz.harness.cli import main as cli_main
 from swafuzz.harness.report import write_run_meta
 from swafuzz.harness.run import Verdict

@@ -65,7 +65,7 @@ def test_store_dense_page_stride_is_reached_only_by_padded_pages():
 
 def test_redzones_reads_the_pads():
     """A pad byte overwritten behind the store's back is a redzones finding of its own."""
-    from swafuzz.harness.checks import check_redzones
+    from swafuzz.harness.write_checks import check_redzones
 
     c = _case(1, 2, "uint8")
     eng = UnifiedEngine(c, "torch")

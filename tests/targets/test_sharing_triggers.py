@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from swafuzz.features.validation import load_case
-from swafuzz.harness.checks import check_invariants
+from swafuzz.harness.invariant_checks import check_invariants
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import CaseInfeasible, expect
 from swafuzz.oracles.paths import expected_paths, expected_requests

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from swafuzz.features.validation import load_case
-from swafuzz.harness.checks import CHECKS
+from swafuzz.harness.check_registry import check_names
 from swafuzz.harness.run import execute
 from swafuzz.scenarios.case import Case, CaseError, GraphConfig, Step
 from swafuzz.scenarios.strategies import SCENARIO_KINDS
@@ -176,7 +176,7 @@ def test_rebound_buffer_is_graph_only():
 def test_t4_is_seen_by_tail_graph_alone():
     c = _case(PAGED)
     v = execute(c, "mutant:tail_graph_exit_keeps_tail", "torch", EX,
-                only=set(CHECKS) - {"tail_graph"})
+                only=set(check_names()) - {"tail_graph"})
     assert not v.failures, [f.message for f in v.failures]
     (f, *_) = execute(c, "mutant:tail_graph_exit_keeps_tail", "torch", EX).failures
     assert "T4" in f.message and f.step == 2

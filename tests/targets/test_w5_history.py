@@ -15,7 +15,8 @@ from copy import deepcopy
 import pytest
 from hypothesis import given, settings
 
-from swafuzz.harness.checks import CHECKS, check_history
+from swafuzz.harness.check_registry import check_names
+from swafuzz.harness.history_checks import check_history
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect
 from swafuzz.scenarios.case import Case
@@ -35,8 +36,10 @@ SEPARATE = Case.from_json({
 MUTANT = "mutant:tags_deferred_to_step_end"
 
 
-def test_check_registered_last():
-    assert CHECKS[-1] == "history"
+def test_check_registered_after_window():
+    """``history`` is the request window's second check (its record's order)."""
+    names = check_names()
+    assert names.index("history") == names.index("window") + 1
 
 
 def test_oracle_positions_and_target_tags_on_separate():
@@ -85,7 +88,7 @@ def test_mutant_killed_by_history_alone():
     v = execute(SEPARATE, MUTANT, "torch", ["eager", "tape"])
     assert {f.check for f in v.failures} == {"history"}, [f.message for f in v.failures]
     assert all("step 1 fwd 1" in f.message and "tag says -1" in f.message for f in v.failures)
-    others = set(CHECKS) - {"history"} | {"agreement"}
+    others = set(check_names()) - {"history"} | {"agreement"}
     v = execute(SEPARATE, MUTANT, "torch", ["eager", "tape"], only=others)
     assert not v.failures, [f.message for f in v.failures]
 

@@ -164,10 +164,10 @@ def test_window_check_alone_kills_window_before_idle():
     (With different counts the store's own contract refuses: the 'host shape error'.)"""
     from dataclasses import replace
 
-    from swafuzz.harness.checks import CHECKS
+    from swafuzz.harness.check_registry import check_names
 
     case = replace(WINDOW, steps=WINDOW.steps[:5])
-    v = execute(case, "mutant:window_before_idle", "torch", EX, only=set(CHECKS) - {"window"})
+    v = execute(case, "mutant:window_before_idle", "torch", EX, only=set(check_names()) - {"window"})
     assert not v.failures
     v = execute(case, "mutant:window_before_idle", "torch", EX, only={"window"})
     assert any("IDLE" in f.message and "(W1: groups * W + i)" in f.message

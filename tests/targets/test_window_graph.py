@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 
-from swafuzz.harness.checks import CHECKS
+from swafuzz.harness.check_registry import check_names
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
@@ -87,7 +87,7 @@ def test_each_mutant_is_killed_by_its_check_alone(mutant):
     v = execute(GRAPHS, f"mutant:{mutant}", "torch", EX, only={check})
     assert any(f.check == check for f in v.failures), [f.message for f in v.failures]
     assert all("/tape]" in f.message for f in v.failures)  # the eager executor runs no graph
-    v = execute(GRAPHS, f"mutant:{mutant}", "torch", EX, only=set(CHECKS) - {check})
+    v = execute(GRAPHS, f"mutant:{mutant}", "torch", EX, only=set(check_names()) - {check})
     assert not v.failures, [f.message for f in v.failures]
 
 
@@ -204,7 +204,7 @@ def test_tail_encoder_floor_is_killed_by_window_alone():
     v = execute(REPLAY_TAIL, "mutant:tail_encoder_floor", "torch", EX, only={"window"})
     assert any("history row" in f.message for f in v.failures), [f.message for f in v.failures]
     v = execute(REPLAY_TAIL, "mutant:tail_encoder_floor", "torch", EX,
-                only=set(CHECKS) - {"window"})
+                only=set(check_names()) - {"window"})
     assert not v.failures, [f.message for f in v.failures]
 
 
@@ -243,7 +243,7 @@ def test_dp_rank_with_requests_under_a_window():
     v = execute(DP, "mutant:window_dp_pad_dropped", "torch", EX, only={"window"})
     assert any(f.step == 2 for f in v.failures), [f.message for f in v.failures]
     v = execute(DP, "mutant:window_dp_pad_dropped", "torch", EX,
-                only=set(CHECKS) - {"window"})
+                only=set(check_names()) - {"window"})
     assert not v.failures, [f.message for f in v.failures]
 
 

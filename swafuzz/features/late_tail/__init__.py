@@ -19,7 +19,7 @@ FEATURE = Feature(
     engine=('swafuzz.targets.window',),
     sglang=('swafuzz.targets.sglang.window',),
     checks=('tail',),
-    check_modules=('swafuzz.harness.window_checks',),
+    check_modules=('swafuzz.harness.tail_checks',),
     mutants=('swafuzz.targets.mutants.window_mutants',),
     since={'sglang': Since('0.5.21',
         'late-layer tail')},

@@ -18,7 +18,7 @@ FEATURE = Feature(
     engine=('swafuzz.targets.window_graph',),
     sglang=('swafuzz.targets.sglang.window_graph',),
     checks=('window_graph',),
-    check_modules=('swafuzz.harness.window_checks',),
+    check_modules=('swafuzz.harness.window_graph_checks',),
     mutants=('swafuzz.targets.mutants.window_graph_mutants',),
     since={'sglang': Since('0.5.23',
         'request window DECODE-graph code the adapter drives (commit_packed_rows, '

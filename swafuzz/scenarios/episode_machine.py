@@ -16,7 +16,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from swafuzz.scenarios.case import GraphConfig, PoolConfig, Step
 from swafuzz.scenarios.planner import Planner
 from swafuzz.scenarios.sharing import SharingPlanner
-from swafuzz.scenarios.strategies import graph_configs, pool_configs
+from swafuzz.scenarios.actions import graph_configs, pool_configs
 
 
 class EpisodeMachine(RuleBasedStateMachine):

@@ -70,7 +70,7 @@ def others(draw, pl: Planner, width: int) -> tuple[int, ...]:
 
 
 # --------------------------------------------------------------------------- actions
-@action(name="admit_some")
+@action()
 def admit_some(draw, pl: Planner) -> None:
     """Admit 1..max_bs requests (shrinks to one request of length 1)."""
     p = pl.pool.page_size

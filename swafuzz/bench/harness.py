@@ -23,6 +23,8 @@ import os
 import sys
 import time
 
+from swafuzz import features
+
 
 def _worker(idx: int, seed: int, examples: int, impl: str, executor: str, threads: int,
             barrier, results) -> None:  # pragma: no cover - runs in a child process
@@ -35,7 +37,6 @@ def _worker(idx: int, seed: int, examples: int, impl: str, executor: str, thread
     from swafuzz.harness.campaign import Campaign
     from swafuzz.harness.run import execute, resolve_executors
     from swafuzz.harness.throughput import forward_count
-    from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
     executors = resolve_executors(executor)
     counts = {"cases": 0, "steps": 0, "failed": 0}
@@ -50,7 +51,7 @@ def _worker(idx: int, seed: int, examples: int, impl: str, executor: str, thread
     # warm-up outside the timed region: imports, the first kernel launches
     Campaign(run, seed=10_000 + seed, shrink=False).run_kind("decode", 1)
     counts.update(cases=0, steps=0, failed=0)
-    kinds = list(SCENARIO_KINDS)
+    kinds = list(features.kind_names())
     per_kind = max(1, examples // len(kinds))
     barrier.wait()
     t0 = time.perf_counter()

@@ -27,10 +27,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as hseed
 from hypothesis.errors import Unsatisfiable
 
+from swafuzz import features
 from swafuzz.harness.known import ROUND_SEED_STRIDE
 from swafuzz.harness.run import Verdict
 from swafuzz.scenarios.case import Case
-from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
 
 class _Found(Exception):
@@ -229,7 +229,7 @@ class Campaign:
         # seed before settings: hypothesis's @seed turns the example database off for the
         # settings it finds already applied, so settings (with the database) go on last
         seed = self.seed + ROUND_SEED_STRIDE * rnd
-        prop = sets(hseed(seed)(given(SCENARIO_KINDS[kind]())(test)))
+        prop = sets(hseed(seed)(given(features.strategy(kind)())(test)))
         if self.database is not None:
             # a stable key (hypothesis would otherwise hash this function's source, which is the
             # same for every kind and changes with every edit of this file)

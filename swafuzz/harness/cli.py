@@ -13,6 +13,7 @@ import os
 import sys
 import time
 
+from swafuzz import features
 from swafuzz.features.validation import load_case
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_TOOL = 0, 1, 2, 3
@@ -135,7 +136,6 @@ def _run_config(args):
     """Flags -> a RunConfig resolved once (or the RunConfig of the run being resumed)."""
     from swafuzz.harness.pipeline import RunConfig, read_run_config
     from swafuzz.harness.run import resolve_executors, resolve_impl
-    from swafuzz.scenarios.strategies import SCENARIO_KINDS
     from swafuzz.targets.plugins import loaded_modules
 
     if args.resume:
@@ -149,9 +149,9 @@ def _run_config(args):
         args.target = cfg.target
         return cfg
     _validate_common(args)
-    kinds = args.scenario or list(SCENARIO_KINDS)
+    kinds = args.scenario or list(features.kind_names())
     for k in kinds:
-        _check_choice("--scenario", k, SCENARIO_KINDS)
+        _check_choice("--scenario", k, features.kind_names())
     kinds = _kinds_the_targets_run(args, kinds)
     _check_target_kinds(args.target, kinds, bool(args.scenario))
     _positive("--examples", args.examples)
@@ -345,7 +345,6 @@ def cmd_list(args) -> int:
     from swafuzz.harness.check_registry import check_names
     from swafuzz.harness.executors import available_executors
     from swafuzz.kernels import available_impls
-    from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
     if args.target is not None:
         _check_choice("--target", args.target, _targets())
@@ -367,8 +366,8 @@ def cmd_list(args) -> int:
             dist = f" ({o['dist']} {o.get('version') or ''})".rstrip() if o.get("dist") else ""
             print(f"  plugin target {n}: module {o['module']}{dist}"
                   + (f", entry point {o['entry_point']!r}" if o.get("entry_point") else ""))
-    print("scenario kinds: " + ", ".join(SCENARIO_KINDS))
     print("checks:         " + ", ".join(check_names()))
+    print("scenario kinds: " + ", ".join(features.kind_names()))
     print("implementations:" + " " + ", ".join(available_impls()))
     print("executors:      " + ", ".join(available_executors()))
     return EXIT_CLEAN

@@ -19,12 +19,12 @@ import statistics
 import sys
 import time
 
+from swafuzz import features
 from swafuzz.harness.campaign import Campaign
 from swafuzz.harness.check_registry import check_names, defence_in_depth
 from swafuzz.harness.run import execute, resolve_executors
 from swafuzz.reports.bundle import atomic_write_text, write_bundle
 from swafuzz.reports.summary import kill_matrix
-from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
 BUDGETS = {
     # examples per mutant+seed, seeds, control examples per kind, shrink budget
@@ -157,7 +157,7 @@ def proof_status(rows: list[dict]) -> tuple[dict[str, list[str]], list[str]]:
 def _control(examples: int, impl: str, executors: list[str], out: str, label: str) -> dict:
     tc = time.perf_counter()
     control = {"clean": True, "cases": 0, "seconds": 0.0, "check": None, "impl": impl}
-    for kind in SCENARIO_KINDS:
+    for kind in features.kind_names():
         camp = Campaign(_runner("unified", impl, executors), seed=0, shrink=False)
         res = camp.run_kind(kind, examples)
         control["cases"] += res.cases

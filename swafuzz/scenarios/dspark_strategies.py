@@ -1,7 +1,6 @@
 """Scenario kinds ``dspark_verify``, ``dspark_verify_graph`` and ``window_dp_extend`` (issue 12
 item 2): target verify (eager and through the verify graph) and DP-padded EXTENDs on a
-request-window pool. Registered at the end of
-:data:`scenarios.strategies.SCENARIO_KINDS`. Semantics: ``features/dspark/SEMANTICS.md``, section
+request-window pool. Semantics: ``features/dspark/SEMANTICS.md``, section
 "DSpark target verify and DP-padded EXTEND under a request window"; reference:
 :mod:`oracles.dspark`.
 
@@ -32,15 +31,17 @@ from dataclasses import replace
 
 from hypothesis import strategies as st
 
-from swafuzz.scenarios.case import Case, GraphConfig, Step
+from swafuzz.scenarios.case import GraphConfig, Step
+from swafuzz.scenarios.episode import action, has_live
+from swafuzz.scenarios.planner import Planner
 from swafuzz.scenarios.window_strategies import (
-    _admit,
-    _decode,
-    _evict,
-    _extend,
-    _finish,
-    _Plan,
-    _pool,
+    WindowPlanner,
+    admit,
+    decode,
+    evict,
+    extend,
+    finish,
+    window_kind,
 )
 
 
@@ -48,10 +49,10 @@ def _pages(n: int, p: int) -> int:
     return -(-n // p)
 
 
-class _VerifyPlan(_Plan):
-    """:class:`scenarios.window_strategies._Plan` with the verify's page bookkeeping: after an
-    ``accept`` a request's length is ``L + a``; the pages past the one holding its last
-    accepted token go back to both free counts."""
+class VerifyPlanner(WindowPlanner):
+    """:class:`scenarios.window_strategies.WindowPlanner` with the verify's page bookkeeping:
+    after an ``accept`` a request's length is ``L + a``; the pages past the one holding its
+    last accepted token go back to both free counts."""
 
     def verify(self, rids: list[int], accept: list[int] | None) -> bool:
         T = self.graph.num_draft_tokens
@@ -71,10 +72,10 @@ class _VerifyPlan(_Plan):
         return True
 
 
-def _verify(draw, pl: _VerifyPlan) -> None:
+@action(has_live)
+def verify(draw, pl: VerifyPlanner) -> None:
+    """An eager verify of 1..3 live requests, with ``accept`` half of the time."""
     live = pl.live()
-    if not live:
-        return
     k = draw(st.integers(1, min(3, len(live))))
     rids = list(draw(st.permutations(live))[:k])
     T = pl.graph.num_draft_tokens
@@ -84,15 +85,17 @@ def _verify(draw, pl: _VerifyPlan) -> None:
     pl.verify(rids, accept)
 
 
-def _verify_graph(draw, pl: _VerifyPlan) -> None:
+def _bucket_fits(pl: Planner) -> bool:
+    return pl.graph.buckets[0] <= len(pl.live())
+
+
+@action(_bucket_fits)
+def verify_graph(draw, pl: VerifyPlanner) -> None:
     """A verify through the TARGET_VERIFY graph: a batch equal to a bucket (the modelled case),
     ``T <= cap`` and the bucket's layout inside the workspace; else an eager verify."""
     live = pl.live()
     pc, T = pl.pool, pl.graph.num_draft_tokens
-    sizes = [b for b in pl.graph.buckets if b <= len(live)]
-    if not sizes:
-        return
-    B = draw(st.sampled_from(sizes))
+    B = draw(st.sampled_from([b for b in pl.graph.buckets if b <= len(live)]))
     rids = list(draw(st.permutations(live))[:B])
     P, W = pc.page_size, pc.window
     ws = -(-((pc.window_slots + 1) * W + pc.window_chunk) // P) * P
@@ -103,15 +106,15 @@ def _verify_graph(draw, pl: _VerifyPlan) -> None:
         pl.steps.append(Step(op="verify", rids=last.rids, accept=last.accept, exec="graph"))
 
 
-def _others(draw, pl: _Plan) -> tuple[int, ...]:
+def _others(draw, pl: Planner) -> tuple[int, ...]:
     return tuple(draw(st.lists(st.integers(0, 3 * pl.pool.window + 6), min_size=1,
                                max_size=3)))
 
 
-def _padded_extend(draw, pl: _Plan) -> None:
+@action(has_live)
+def padded_extend(draw, pl: WindowPlanner) -> None:
+    """An extend (with encoder replay of some requests) padded by the other DP ranks."""
     live = pl.live()
-    if not live:
-        return
     k = draw(st.integers(1, min(3, len(live))))
     rids = list(draw(st.permutations(live))[:k])
     lengths = [draw(st.integers(1, 2 * pl.pool.window + 2)) for _ in rids]
@@ -124,71 +127,54 @@ def _padded_extend(draw, pl: _Plan) -> None:
                              replay=last.replay, rank_tokens=_others(draw, pl)))
 
 
-def _padded_decode(draw, pl: _Plan) -> None:
+@action(has_live)
+def padded_decode(draw, pl: WindowPlanner) -> None:
+    """A decode rank rewritten to EXTEND because another rank extends (padded)."""
     live = pl.live()
-    if not live:
-        return
     k = draw(st.integers(1, min(3, len(live))))
     rids = list(draw(st.permutations(live))[:k])
-    others = _others(draw, pl)
-    pl.forward_extend("dp_decode", rids, 1, "eager", rank_tokens=others, dp_extend=True)
+    pl.forward_extend("dp_decode", rids, 1, "eager", rank_tokens=_others(draw, pl),
+                      dp_extend=True)
 
 
 BUCKET_SETS = ((1,), (1, 2), (1, 2, 3), (2, 3), (1, 3))
 
 
-def _kind(kind: str, actions, verify: bool, graphs: bool = False):
-    @st.composite
-    def strategy(draw) -> Case:
-        pool = draw(_pool(True, False))
-        graph = GraphConfig(num_draft_tokens=draw(st.integers(1, 4))) if verify else GraphConfig()
-        if verify:  # sglang sizes the ring window + MTP draft tokens (oracles.dspark)
-            pool = replace(pool, request_window=max(pool.request_window,
-                                                    pool.window + graph.num_draft_tokens))
+def _verify_graph_config(graphs: bool):
+    """``num_draft_tokens`` 1..4, the ring raised to window + draft tokens (sglang's sizing,
+    :mod:`oracles.dspark`); ``graphs``: captured buckets."""
+    def graph(draw, pool):
+        g = GraphConfig(num_draft_tokens=draw(st.integers(1, 4)))
+        pool = replace(pool, request_window=max(pool.request_window,
+                                                pool.window + g.num_draft_tokens))
         if graphs:
-            graph = GraphConfig(buckets=draw(st.sampled_from(BUCKET_SETS)),
-                                num_draft_tokens=graph.num_draft_tokens)
-        pl = _VerifyPlan(pool, graph)
-        pl.setup()
-        _admit(draw, pl)
-        for _ in range(draw(st.integers(1, 8))):
-            if not pl.live():
-                _admit(draw, pl)
-                if not pl.live():
-                    break
-            draw(st.sampled_from(actions))(draw, pl)
-        seed = draw(st.integers(0, 2**32 - 1))
-        return Case(pool=pl.pool, graph=pl.graph, steps=tuple(pl.steps), payload_seed=seed,
-                    kind=kind)
+            g = GraphConfig(buckets=draw(st.sampled_from(BUCKET_SETS)),
+                            num_draft_tokens=g.num_draft_tokens)
+        return pool, g
 
-    return strategy
+    return graph
 
 
-def _admit_w(draw, pl):
-    return _admit(draw, pl)
+def _verify_kind(kind: str, actions, graphs: bool):
+    return window_kind(kind, True, False, actions, graph=_verify_graph_config(graphs),
+                       planner_type=VerifyPlanner)
 
 
 def dspark_verify_cases():
     """Eager target verify on a request-window pool (module docstring)."""
-    return _kind("dspark_verify", [_verify, _verify, _extend, _decode, _admit_w, _finish,
-                                   _evict], True)()
+    return _verify_kind("dspark_verify", [verify, verify, extend, decode, admit, finish, evict],
+                        False)
 
 
 def dspark_verify_graph_cases():
     """Target verify through the DSpark TARGET_VERIFY graph (early metadata) on a
     request-window pool, with eager verifies between (module docstring)."""
-    return _kind("dspark_verify_graph", [_verify_graph, _verify_graph, _verify, _decode,
-                                         _admit_w, _admit_w, _finish, _evict], True, True)()
+    return _verify_kind("dspark_verify_graph", [verify_graph, verify_graph, verify, decode,
+                                                admit, admit, finish, evict], True)
 
 
 def window_dp_extend_cases():
     """DP-padded EXTENDs on a request-window pool (module docstring)."""
-    return _kind("window_dp_extend", [_padded_extend, _padded_extend, _padded_decode, _extend,
-                                      _decode, _admit_w, _finish, _evict], False)()
-
-
-DSPARK_KINDS = {
-    "dspark_verify": dspark_verify_cases,
-    "dspark_verify_graph": dspark_verify_graph_cases,
-    "window_dp_extend": window_dp_extend_cases,
-}
+    return window_kind("window_dp_extend", True, False,
+                       [padded_extend, padded_extend, padded_decode, extend, decode, admit,
+                        finish, evict], planner_type=VerifyPlanner)

@@ -23,51 +23,51 @@ from dataclasses import replace
 
 from hypothesis import strategies as st
 
-from swafuzz.scenarios.case import Case, GraphConfig
-from swafuzz.scenarios.window_strategies import _admit, _decode, _extend, _finish, _Plan, _pool
+from swafuzz.scenarios.case import GraphConfig
+from swafuzz.scenarios.episode import action, has_live
+from swafuzz.scenarios.window_strategies import (
+    WindowPlanner,
+    admit,
+    decode,
+    extend,
+    finish,
+    window_kind,
+)
 
 LADDERS = ((4,), (2, 4, 8), (4, 8, 16), (8, 16, 32, 64), (1, 2, 4, 8, 16, 32, 64))
 
 
-def _graph_last(draw, pl: _Plan, before: int) -> None:
+def _graph_last(draw, pl: WindowPlanner, before: int) -> None:
     """Give the step just planned (if any) ``exec: "graph"`` three times in four."""
     if len(pl.steps) > before and pl.steps[-1].op in ("admit", "extend"):
         ex = draw(st.sampled_from(("graph", "graph", "graph", "eager")))
         pl.steps[-1] = replace(pl.steps[-1], exec=ex)
 
 
-def _admit_g(draw, pl: _Plan) -> None:
+@action()
+def admit_g(draw, pl: WindowPlanner) -> None:
+    """An admit (even half of the time), mostly through a prefill graph."""
     n = len(pl.steps)
-    _admit(draw, pl, even=draw(st.booleans()))
+    admit.apply(draw, pl, even=draw(st.booleans()))
     _graph_last(draw, pl, n)
 
 
-def _extend_g(draw, pl: _Plan) -> None:
+@action(has_live)
+def extend_g(draw, pl: WindowPlanner) -> None:
+    """An extend with encoder replay of some requests, mostly through a prefill graph."""
     n = len(pl.steps)
-    _extend(draw, pl, replay=True)
+    extend.apply(draw, pl, replay=True)
     _graph_last(draw, pl, n)
 
 
-@st.composite
-def prefill_graph_cases(draw) -> Case:
-    """See the module docstring."""
-    pool = draw(_pool(True, False))
+def _ladder(draw, pool):
     ladder = draw(st.sampled_from(LADDERS))
     pool = replace(pool, window_chunk=max(pool.window_chunk, max(ladder)))
-    graph = GraphConfig(buckets=(1,), prefill_buckets=ladder)
-    pl = _Plan(pool, graph)
-    pl.setup()
-    _admit_g(draw, pl)
-    actions = [_extend_g, _extend_g, _extend_g, _admit_g, _decode, _finish]
-    for _ in range(draw(st.integers(1, 10))):
-        if not pl.live():
-            _admit_g(draw, pl)
-            if not pl.live():
-                break
-        draw(st.sampled_from(actions))(draw, pl)
-    seed = draw(st.integers(0, 2**32 - 1))
-    return Case(pool=pl.pool, graph=pl.graph, steps=tuple(pl.steps), payload_seed=seed,
-                kind="prefill_graphs")
+    return pool, GraphConfig(buckets=(1,), prefill_buckets=ladder)
 
 
-PREFILL_KINDS = {"prefill_graphs": prefill_graph_cases}
+def prefill_graph_cases():
+    """See the module docstring."""
+    return window_kind("prefill_graphs", True, False,
+                       [extend_g, extend_g, extend_g, admit_g, decode, finish], first=admit_g,
+                       max_steps=10, graph=_ladder)

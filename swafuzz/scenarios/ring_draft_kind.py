@@ -20,21 +20,10 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from swafuzz.scenarios import actions as A
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
+from swafuzz.scenarios.episode import EpisodeKind, action, has_live
 from swafuzz.scenarios.ring_kind import RingPlanner, ring_pool
-from swafuzz.scenarios.strategies import (
-    BUCKET_SETS,
-    _act_churn,
-    _act_decode,
-    _act_decode_shrinking,
-    _act_evict,
-    _act_idle,
-    _act_verify,
-    _admit_some,
-    _episode,
-    _exec,
-    _subset,
-)
 
 __all__ = ["ring_draft_strategy"]
 
@@ -48,40 +37,36 @@ def ring_draft_configs(draw) -> tuple[PoolConfig, GraphConfig]:
     window = draw(st.integers(1, 2 * p + 2))
     ndt = draw(st.integers(2, 5))
     pool = ring_pool(draw, p, window, window + ndt - 1)
-    graph = GraphConfig(buckets=draw(st.sampled_from(BUCKET_SETS)), num_draft_tokens=ndt)
+    graph = GraphConfig(buckets=draw(st.sampled_from(A.BUCKET_SETS)), num_draft_tokens=ndt)
     return pool, graph
 
 
-def _act_draft_block(draw, pl: RingPlanner) -> None:
+@action(has_live)
+def draft_block(draw, pl: RingPlanner) -> None:
     """A DSpark draft block over 1..max_bs live requests (no allocation); eager or graph (graph
     only when ``gamma < page_size``: padded requests' rows stay in page 0)."""
-    rids = _subset(draw, pl.live(), 1, pl.max_bs)
-    if rids:
-        gamma = pl.graph.num_draft_tokens - 1
-        ex = _exec(draw) if gamma < pl.pool.page_size else "eager"
-        pl.steps.append(Step(op="draft_block", rids=tuple(rids), exec=ex))
+    rids = A.subset(draw, pl.live(), 1, pl.max_bs)
+    gamma = pl.graph.num_draft_tokens - 1
+    ex = A.exec_mode(draw) if gamma < pl.pool.page_size else "eager"
+    pl.steps.append(Step(op="draft_block", rids=tuple(rids), exec=ex))
 
 
-def _act_admit_past_ring(draw, pl: RingPlanner) -> None:
+@action()
+def admit_past_ring(draw, pl: RingPlanner) -> None:
     """Admit a request longer than the ring: its draft blocks wrap past the ring's end."""
     r = pl.pool.swa_ring
     pl.admit(draw(st.integers(r - 1, 2 * r + 1)))
 
 
+def _ring_draft_planner(draw) -> RingPlanner:
+    pool, graph = draw(ring_draft_configs())
+    return RingPlanner(pool, graph)
+
+
 def ring_draft_strategy() -> st.SearchStrategy[Case]:
-    acts = [_act_draft_block, _act_draft_block, _act_draft_block, _act_decode,
-            _act_decode_shrinking, _act_verify, _act_idle, _act_evict, _act_churn,
-            _act_admit_past_ring]
-
-    @st.composite
-    def strategy(draw) -> Case:
-        pool, graph = draw(ring_draft_configs())
-        pl = RingPlanner(pool, graph)
-        _admit_some(draw, pl)
-        _act_draft_block(draw, pl)
-        _episode(draw, pl, acts, 12)
-        seed = draw(st.integers(0, 2**32 - 1))
-        return Case(pool=pl.pool, graph=pl.graph, steps=tuple(pl.steps), payload_seed=seed,
-                    kind="ring_draft")
-
-    return strategy()
+    """The ``ring_draft`` kind (module docstring): one draft block first. Shrinks towards one
+    request in one slot with one draft block."""
+    acts = (draft_block, draft_block, draft_block, A.decode, A.decode_shrinking, A.verify,
+            A.idle, A.evict, A.churn, admit_past_ring)
+    return EpisodeKind("ring_draft", _ring_draft_planner, (A.admit_some, draft_block), acts, 12,
+                       refill=A.admit_some).strategy()

@@ -17,24 +17,10 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
+from swafuzz.scenarios import actions as A
 from swafuzz.scenarios.case import Case, PoolConfig
+from swafuzz.scenarios.episode import EpisodeKind, action
 from swafuzz.scenarios.planner import Planner
-from swafuzz.scenarios.strategies import (
-    _act_churn,
-    _act_decode,
-    _act_decode_shrinking,
-    _act_dp,
-    _act_dp_draft_extend,
-    _act_dp_rewrite,
-    _act_dp_verify,
-    _act_draft_extend,
-    _act_evict,
-    _act_idle,
-    _act_verify,
-    _admit_some,
-    _episode,
-    graph_configs,
-)
 
 RING_PAGE_SIZES = (1, 4, 16, 64)
 
@@ -83,26 +69,22 @@ def ring_pool(draw, p: int, window: int, need: int) -> PoolConfig:
     )
 
 
-def _act_admit_long(draw, pl: Planner) -> None:
+@action()
+def admit_long(draw, pl: Planner) -> None:
     """Admit a request longer than the window (its oldest rows are skipped: ``-1``)."""
     w = pl.pool.window
     pl.admit(draw(st.integers(w + 1, w + 2 * pl.pool.swa_ring + 1)))
 
 
+def _ring_planner(draw) -> RingPlanner:
+    pool = draw(ring_pool_configs())
+    return RingPlanner(pool, draw(A.graph_configs(spec=True)))
+
+
 def ring_strategy() -> st.SearchStrategy[Case]:
-    acts = [_act_decode, _act_decode_shrinking, _act_verify, _act_draft_extend, _act_idle,
-            _act_dp, _act_dp_verify, _act_dp_draft_extend, _act_dp_rewrite, _act_evict,
-            _act_churn, _act_admit_long]
-
-    @st.composite
-    def strategy(draw) -> Case:
-        pool = draw(ring_pool_configs())
-        graph = draw(graph_configs(spec=True))
-        pl = RingPlanner(pool, graph)
-        _admit_some(draw, pl)
-        _episode(draw, pl, acts, 12)
-        seed = draw(st.integers(0, 2**32 - 1))
-        return Case(pool=pl.pool, graph=pl.graph, steps=tuple(pl.steps), payload_seed=seed,
-                    kind="ring")
-
-    return strategy()
+    """The ``ring`` kind (module docstring). Shrinks towards one request in one slot, one graph
+    decode."""
+    acts = (A.decode, A.decode_shrinking, A.verify, A.draft_extend, A.idle, A.dp, A.dp_verify,
+            A.dp_draft_extend, A.dp_rewrite, A.evict, A.churn, admit_long)
+    return EpisodeKind("ring", _ring_planner, (A.admit_some,), acts, 12,
+                       refill=A.admit_some).strategy()

@@ -24,7 +24,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from swafuzz.scenarios.case import GraphConfig, PoolConfig, Step
 from swafuzz.scenarios.planner import Planner
-from swafuzz.scenarios.window_strategies import _Plan
+from swafuzz.scenarios.window_strategies import WindowPlanner
 
 
 def _pool(data, v41: bool) -> PoolConfig:
@@ -58,8 +58,7 @@ class PoolSwitchMachine(RuleBasedStateMachine):
         pool = _pool(data, v41)
         graph = GraphConfig()
         if v41:
-            self.pl = _Plan(pool, graph)
-            self.pl.setup()
+            self.pl = WindowPlanner(pool, graph)
         else:
             self.pl = Planner(pool, graph)
         self._sent = 0

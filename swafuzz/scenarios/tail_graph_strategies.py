@@ -1,5 +1,5 @@
 """Scenario kind ``tail_graphs``: the late-layer tail under graphs (issue 12; addendum §2.4,
-§5 T1/T4, §6 A3/A9). Registered at the end of :data:`scenarios.strategies.SCENARIO_KINDS`.
+§5 T1/T4, §6 A3/A9).
 
 A pool with a late-layer tail (two or three layers), paged or with a request window (paged
 first: shrinks towards it), row buckets ``graph.tail_buckets`` = the first 1..3 multiples of the
@@ -23,18 +23,19 @@ from dataclasses import replace
 
 from hypothesis import strategies as st
 
-from swafuzz.scenarios.case import Case, GraphConfig, Step
-from swafuzz.scenarios.window_strategies import _admit, _decode, _finish, _Plan, _pool
+from swafuzz.scenarios.case import GraphConfig, Step
+from swafuzz.scenarios.episode import action
+from swafuzz.scenarios.window_strategies import WindowPlanner, admit, decode, finish, window_kind
 
 TAIL_EXEC_DRAWS = ("bucket", "bucket", "prefill", "")
 
 
-def _tail_rows(pl: _Plan, lengths: list[int]) -> int:
+def _tail_rows(pl: WindowPlanner, lengths: list[int]) -> int:
     return sum(min(pl.pool.window, n) for n in lengths)
 
 
-def _extend_tg(draw, pl: _Plan, te: str | None = None, big: bool | None = None,
-               kmax: int = 3) -> int:
+def _extend_tail(draw, pl: WindowPlanner, te: str | None = None, big: bool | None = None,
+                 kmax: int = 3) -> int:
     """An extend of 1..3 live requests; ``te`` (drawn when None) its tail_exec, "prefill" only
     on a paged pool with the tail within the capacity. Returns its tail rows (0: not added)."""
     live = pl.live()
@@ -62,50 +63,48 @@ def _extend_tg(draw, pl: _Plan, te: str | None = None, big: bool | None = None,
     return t
 
 
-def _prefill_pair(draw, pl: _Plan) -> None:
+@action()
+def extend_tg(draw, pl: WindowPlanner) -> None:
+    """An extend whose tail runs through a row-bucket graph, the prefill graph or eagerly."""
+    _extend_tail(draw, pl)
+
+
+@action()
+def prefill_pair(draw, pl: WindowPlanner) -> None:
     """Two prefill-graph extends, the first with the larger tail (paged pools)."""
     if pl.pool.request_window:
-        return _extend_tg(draw, pl, "bucket")
+        return _extend_tail(draw, pl, "bucket")
     kmax = max(1, min(3, pl.graph.tail_capacity // pl.pool.window))  # whole tails that fit
-    if _extend_tg(draw, pl, "prefill", big=True, kmax=kmax):
-        _extend_tg(draw, pl, "prefill", big=False)
+    if _extend_tail(draw, pl, "prefill", big=True, kmax=kmax):
+        _extend_tail(draw, pl, "prefill", big=False)
 
 
-def _idle_rank(draw, pl: _Plan) -> None:
+@action()
+def idle_rank(draw, pl: WindowPlanner) -> None:
     """Under a window: an IDLE DP rank replaying a peer's tail bucket."""
     if not pl.pool.request_window:
-        return _extend_tg(draw, pl)
+        return _extend_tail(draw, pl)
     peer = draw(st.integers(1, 3 * pl.pool.window + 1))
     pl.steps.append(Step(op="dp_decode", rids=(), rank_tokens=(peer,), exec="eager",
                          tail_exec="bucket"))
 
 
-@st.composite
-def tail_graph_cases(draw) -> Case:
-    """See the module docstring."""
-    on = draw(st.booleans())
-    pool = draw(_pool(on, True))
+def _tail_graph_config(draw, pool):
+    """Under a window: room for the extends' layouts (no workspace refusals: that is
+    request_window's); row buckets, ``topk``, the prefill-graph tail capacity (paged)."""
+    on = bool(pool.request_window)
     W = pool.window
-    if on:  # room for the extends' layouts (no workspace refusals: that is request_window's)
+    if on:
         pool = replace(pool, window_chunk=max(pool.window_chunk, 9 * W + 9))
     k = draw(st.integers(1, 3))
     graph = GraphConfig(buckets=(1,), topk=draw(st.integers(0, 1)),
                         tail_buckets=tuple(W * (j + 1) for j in range(k)),
                         tail_capacity=0 if on else draw(st.integers(W, 3 * W + 2)))
-    pl = _Plan(pool, graph)
-    pl.setup()
-    _admit(draw, pl)
-    actions = [_extend_tg, _extend_tg, _prefill_pair, _prefill_pair, _idle_rank, _decode,
-               _admit, _finish]
-    for _ in range(draw(st.integers(1, 8))):
-        if not pl.live():
-            _admit(draw, pl)
-            if not pl.live():
-                break
-        draw(st.sampled_from(actions))(draw, pl)
-    seed = draw(st.integers(0, 2**32 - 1))
-    return Case(pool=pl.pool, graph=pl.graph, steps=tuple(pl.steps), payload_seed=seed,
-                kind="tail_graphs")
+    return pool, graph
 
 
-TAIL_GRAPH_KINDS = {"tail_graphs": tail_graph_cases}
+def tail_graph_cases():
+    """See the module docstring."""
+    return window_kind("tail_graphs", st.booleans(), True,
+                       [extend_tg, extend_tg, prefill_pair, prefill_pair, idle_rank, decode,
+                        admit, finish], graph=_tail_graph_config)

@@ -1,5 +1,5 @@
 """Scenario kinds ``tail_prefix`` and ``replay_separate`` (issue 12; addendum §2.3, §2.4, §5
-T5 / E1 / E2, §6 A13). Registered at the end of :data:`scenarios.strategies.SCENARIO_KINDS`.
+T5 / E1 / E2, §6 A13).
 
 * ``tail_prefix``: a late-layer tail (two or three layers) on a paged pool (two times in three)
   or a request-window pool (fold replay); requests are admitted plain or as radix prefix hits
@@ -25,8 +25,16 @@ from dataclasses import replace
 
 from hypothesis import strategies as st
 
-from swafuzz.scenarios.case import Case, GraphConfig, Step
-from swafuzz.scenarios.window_strategies import _admit, _decode, _extend, _Plan, _pool
+from swafuzz.scenarios.case import GraphConfig, Step
+from swafuzz.scenarios.episode import Action, EpisodeKind, action, has_live
+from swafuzz.scenarios.window_strategies import (
+    PAGED_OR_WINDOW,
+    WindowPlanner,
+    admit,
+    decode,
+    extend,
+    window_pool,
+)
 
 
 def _hit(n: int, length: int, pool) -> int:
@@ -37,13 +45,15 @@ def _hit(n: int, length: int, pool) -> int:
     return min(n, limit // pool.page_size * pool.page_size)
 
 
-def _prefix_admit(draw, pl: _Plan) -> None:
+def _can_hit(pl: WindowPlanner) -> bool:
+    return pl.free_slots >= 1 and any(pl.reqs[r][0] >= pl.pool.page_size for r in pl.live())
+
+
+@action(_can_hit)
+def prefix_admit(draw, pl: WindowPlanner) -> None:
     """A radix hit on a live request (module docstring). Skipped when nothing fits."""
     P, W = pl.pool.page_size, pl.pool.window
-    srcs = [r for r in pl.live() if pl.reqs[r][0] >= P]
-    if not srcs or pl.free_slots < 1:
-        return
-    src = draw(st.sampled_from(srcs))
+    src = draw(st.sampled_from([r for r in pl.live() if pl.reqs[r][0] >= P]))
     n = P * draw(st.integers(1, pl.reqs[src][0] // P))
     length = n + draw(st.integers(1, 2 * W + 2))
     h = _hit(n, length, pl.pool)
@@ -61,43 +71,42 @@ def _prefix_admit(draw, pl: _Plan) -> None:
     pl.steps.append(Step(op="admit", rid=rid, length=length, prefix_rid=src, prefix_len=n))
 
 
+@action()
+def admit_w(draw, pl: WindowPlanner) -> None:
+    """An admit, of even length under a window (replay needs an even boundary)."""
+    admit.apply(draw, pl, even=bool(pl.pool.request_window))
+
+
+@action(has_live)
+def extend_w(draw, pl: WindowPlanner) -> None:
+    """An extend, replaying some requests under a window."""
+    extend.apply(draw, pl, replay=bool(pl.pool.request_window))
+
+
+ACTIONS: tuple[Action, ...] = (prefix_admit, prefix_admit, extend_w, decode, admit_w)
+
+
 def _kind(kind: str, separate: bool):
-    @st.composite
-    def strategy(draw) -> Case:
+    """No refill: an episode ends when nothing is live (no finish, so only a failed first
+    admit leaves nothing live)."""
+    def planner(draw) -> WindowPlanner:
         if separate:
             on, tail = True, draw(st.booleans())
         else:
-            on, tail = draw(st.integers(0, 2)) == 2, True
-        pool = draw(_pool(on, tail))
+            on, tail = draw(PAGED_OR_WINDOW), True
+        pool = draw(window_pool(on, tail))
         if separate:
             pool = replace(pool, separate_replay=1)
-        pl = _Plan(pool, GraphConfig())
-        pl.setup()
+        return WindowPlanner(pool, GraphConfig())
 
-        def ext(d, p):
-            return _extend(d, p, replay=on)
-
-        actions = [_prefix_admit, _prefix_admit, ext, _decode, lambda d, p: _admit(d, p, on)]
-        _admit(draw, pl, on)
-        for _ in range(draw(st.integers(1, 7))):
-            if not pl.live():
-                break
-            draw(st.sampled_from(actions))(draw, pl)
-        seed = draw(st.integers(0, 2**32 - 1))
-        return Case(pool=pl.pool, graph=pl.graph, steps=tuple(pl.steps), payload_seed=seed,
-                    kind=kind)
-
-    return strategy
+    return EpisodeKind(kind, planner, (admit_w,), ACTIONS, 7).strategy()
 
 
 def tail_prefix_cases():
     """Prefix hits under a late-layer tail, paged or windowed (module docstring)."""
-    return _kind("tail_prefix", False)()
+    return _kind("tail_prefix", False)
 
 
 def replay_separate_cases():
     """Encoder replay as a separate EXTEND forward (module docstring)."""
-    return _kind("replay_separate", True)()
-
-
-TAIL_PREFIX_KINDS = {"tail_prefix": tail_prefix_cases, "replay_separate": replay_separate_cases}
+    return _kind("replay_separate", True)

@@ -24,29 +24,35 @@ through the graph, DP ranks with 1..3 requests padded by the other ranks' token 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import strategies as st
 
-from swafuzz.scenarios.case import Case, GraphConfig, Step
+from swafuzz.scenarios.case import GraphConfig, Step
+from swafuzz.scenarios.episode import action, has_live
 from swafuzz.scenarios.window_strategies import (
-    _admit,
-    _decode,
-    _extend,
-    _finish,
-    _kind,
-    _Plan,
-    _pool,
+    WindowPlanner,
+    admit,
+    admit_even,
+    decode,
+    extend_replay,
+    finish,
+    window_kind,
 )
 
 
-def _decode_g(draw, pl: _Plan) -> None:
+@action(has_live)
+def decode_g(draw, pl: WindowPlanner) -> None:
+    """A decode of 1..4 live requests, mostly through the DECODE graph."""
     live = pl.live()
-    if live:
-        k = draw(st.integers(1, min(4, len(live))))
-        ex = draw(st.sampled_from(("graph", "graph", "eager")))
-        pl.forward_extend("decode", list(draw(st.permutations(live))[:k]), 1, ex)
+    k = draw(st.integers(1, min(4, len(live))))
+    ex = draw(st.sampled_from(("graph", "graph", "eager")))
+    pl.forward_extend("decode", list(draw(st.permutations(live))[:k]), 1, ex)
 
 
-def _idle_g(draw, pl: _Plan) -> None:
+@action()
+def idle_g(draw, pl: WindowPlanner) -> None:
+    """An IDLE of 1..3 rows or an idle DP rank, eager or through the DECODE graph."""
     ex = draw(st.sampled_from(("eager", "graph")))
     if draw(st.integers(0, 3)):
         pl.steps.append(Step(op="idle", tokens=draw(st.integers(1, 3)), exec=ex))
@@ -55,23 +61,22 @@ def _idle_g(draw, pl: _Plan) -> None:
                              exec=ex))
 
 
-def _dp_decode_g(draw, pl: _Plan) -> None:
+@action(has_live)
+def dp_decode_g(draw, pl: WindowPlanner) -> None:
     """A DP rank with 1..3 live requests; the other ranks' token counts (0..5) pad it (MAX_LEN
     padding rows of slot 0); eager or through the DECODE graph."""
     live = pl.live()
-    if live:
-        k = draw(st.integers(1, min(3, len(live))))
-        others = tuple(draw(st.lists(st.integers(0, 5), min_size=1, max_size=3)))
-        pl.forward_extend("dp_decode", list(draw(st.permutations(live))[:k]), 1,
-                          draw(st.sampled_from(("eager", "graph"))), rank_tokens=others)
+    k = draw(st.integers(1, min(3, len(live))))
+    others = tuple(draw(st.lists(st.integers(0, 5), min_size=1, max_size=3)))
+    pl.forward_extend("dp_decode", list(draw(st.permutations(live))[:k]), 1,
+                      draw(st.sampled_from(("eager", "graph"))), rank_tokens=others)
 
 
-def _idle_around_graph(draw, pl: _Plan) -> None:
+@action(has_live)
+def idle_around_graph(draw, pl: WindowPlanner) -> None:
     """A graph decode, an eager IDLE of n rows, a graph decode of the same batch size (a
     replay of the bucket just captured or used), an eager IDLE of n rows again."""
     live = pl.live()
-    if not live:
-        return
     k = draw(st.integers(1, min(4, len(live))))
     n = draw(st.integers(1, 3))
     for _ in range(2):
@@ -79,45 +84,27 @@ def _idle_around_graph(draw, pl: _Plan) -> None:
         pl.steps.append(Step(op="idle", tokens=n, exec="eager"))
 
 
-@st.composite
-def window_graph_cases(draw) -> Case:
-    """See the module docstring."""
-    pool = draw(_pool(True, False))
-    subsets = [(1,), (1, 2), (2, 4), (1, 2, 4), (4,)]
-    buckets = draw(st.sampled_from(subsets))
-    S, W, P = pool.window_slots, pool.window, pool.page_size
-    need = max(buckets) * (W + 1) - (S + 1) * W
-    from dataclasses import replace
+BUCKET_SUBSETS = ((1,), (1, 2), (2, 4), (1, 2, 4), (4,))
 
+
+def _buckets(draw, pool):
+    """Captured buckets, the workspace chunk raised so the largest bucket's layout fits."""
+    buckets = draw(st.sampled_from(BUCKET_SUBSETS))
+    S, W = pool.window_slots, pool.window
+    need = max(buckets) * (W + 1) - (S + 1) * W
     pool = replace(pool, window_chunk=max(pool.window_chunk, need))
-    del P
-    graph = GraphConfig(buckets=buckets, topk=draw(st.integers(0, 1)))
-    pl = _Plan(pool, graph)
-    pl.setup()
-    _admit(draw, pl)
-    actions = [_decode_g, _decode_g, _idle_g, _idle_g, _admit, _finish, _idle_around_graph,
-               _dp_decode_g]
-    for _ in range(draw(st.integers(1, 10))):
-        if not pl.live():
-            _admit(draw, pl)
-            if not pl.live():
-                break
-        draw(st.sampled_from(actions))(draw, pl)
-    seed = draw(st.integers(0, 2**32 - 1))
-    return Case(pool=pl.pool, graph=pl.graph, steps=tuple(pl.steps), payload_seed=seed,
-                kind="window_graphs")
+    return pool, GraphConfig(buckets=buckets, topk=draw(st.integers(0, 1)))
+
+
+def window_graph_cases():
+    """See the module docstring."""
+    return window_kind("window_graphs", True, False,
+                       [decode_g, decode_g, idle_g, idle_g, admit, finish, idle_around_graph,
+                        dp_decode_g], max_steps=10, graph=_buckets)
 
 
 def replay_tail_cases():
     """Encoder replay with a late-layer tail on a request-window pool (module docstring)."""
-
-    def ext(draw, pl):
-        return _extend(draw, pl, replay=True)
-
-    def adm(draw, pl):
-        return _admit(draw, pl, even=True)
-
-    return _kind("replay_tail", True, True, [ext, ext, _decode, adm, _finish], even=True)()
-
-
-WINDOW_GRAPH_KINDS = {"window_graphs": window_graph_cases, "replay_tail": replay_tail_cases}
+    return window_kind("replay_tail", True, True,
+                       [extend_replay, extend_replay, decode, admit_even, finish],
+                       first=admit_even)

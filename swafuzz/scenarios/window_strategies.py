@@ -1,5 +1,6 @@
 """Scenario kinds of the V4.1 write path (issue 12): ``request_window``, ``late_tail``,
-``encoder_replay``. Registered at the end of :data:`scenarios.strategies.SCENARIO_KINDS`.
+``encoder_replay``, and the request-window pool, planner and actions the other request-window
+kinds (``window_graph``, ``prefill``, ``tail_*``, ``dspark`` strategies) build on.
 
 Every strategy builds only valid Cases (the window oracle, :mod:`oracles.window`, is the
 reference): request slots are tracked (a request takes a slot at ``admit``, frees it at
@@ -23,13 +24,16 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
+from swafuzz.scenarios.episode import Action, EpisodeKind, action, has_live, variant
 from swafuzz.scenarios.planner import Planner
 
 PAGES = (1, 2, 4)
 
 
 @st.composite
-def _pool(draw, window: bool, tail: bool) -> PoolConfig:
+def window_pool(draw, window: bool, tail: bool) -> PoolConfig:
+    """A small pool; ``window``: with a request window (1..3 slots, a workspace chunk);
+    ``tail``: two or three layers with a late-layer tail."""
     p = draw(st.sampled_from(PAGES))
     w = draw(st.integers(1, 6))
     layers = draw(st.integers(2, 3)) if tail else draw(st.integers(1, 2))
@@ -46,10 +50,11 @@ def _pool(draw, window: bool, tail: bool) -> PoolConfig:
                       row_dtype=draw(st.sampled_from(("uint8", "bfloat16"))), **kw)
 
 
-class _Plan(Planner):
-    """Planner + request slots."""
+class WindowPlanner(Planner):
+    """Planner + request slots (a request takes a slot at ``admit``, frees it at ``finish``)."""
 
-    def setup(self) -> None:
+    def __post_init__(self) -> None:
+        super().__post_init__()
         self.free_slots = self.pool.window_slots if self.pool.request_window else 1 << 30
 
     def admit_w(self, length: int) -> int | None:
@@ -79,17 +84,23 @@ class _Plan(Planner):
         return True
 
 
-def _admit(draw, pl: _Plan, even: bool = False) -> None:
+@action()
+def admit(draw, pl: WindowPlanner, even: bool = False) -> None:
+    """Admit a request of 1..3W+2 tokens (``even``: rounded up to even) if a slot is free."""
     n = draw(st.integers(1, 3 * pl.pool.window + 2))
     if even:
         n += n % 2
     pl.admit_w(n)
 
 
-def _extend(draw, pl: _Plan, replay: bool = False) -> None:
+admit_even = variant(admit, "admit_even", even=True)
+
+
+@action(has_live)
+def extend(draw, pl: WindowPlanner, replay: bool = False) -> None:
+    """An extend of 1..3 live requests; ``replay``: some of them (even length >= 2, replayed
+    tokens still SWA-mapped) replay their last ``min(n, W)`` cached tokens."""
     live = pl.live()
-    if not live:
-        return
     k = draw(st.integers(1, min(3, len(live))))
     rids = draw(st.permutations(live))[:k]
     lengths = [draw(st.integers(1, 2 * pl.pool.window + 2)) for _ in rids]
@@ -103,83 +114,79 @@ def _extend(draw, pl: _Plan, replay: bool = False) -> None:
     pl.extend_w(list(rids), lengths, rep)
 
 
-def _decode(draw, pl: _Plan) -> None:
+extend_replay = variant(extend, "extend_replay", replay=True)
+
+
+@action(has_live)
+def decode(draw, pl: WindowPlanner) -> None:
+    """An eager decode of 1..4 live requests."""
     live = pl.live()
-    if live:
-        k = draw(st.integers(1, min(4, len(live))))
-        pl.forward_extend("decode", list(draw(st.permutations(live))[:k]), 1, "eager")
+    k = draw(st.integers(1, min(4, len(live))))
+    pl.forward_extend("decode", list(draw(st.permutations(live))[:k]), 1, "eager")
 
 
-def _idle(draw, pl: _Plan) -> None:
+@action()
+def idle(draw, pl: WindowPlanner) -> None:
+    """An eager IDLE forward, or an idle DP rank (other ranks' counts pad it)."""
     if draw(st.booleans()):
         pl.steps.append(Step(op="idle", tokens=draw(st.integers(1, 6)), exec="eager"))
     else:
-        others = draw(st.lists(st.integers(0, 6), min_size=1, max_size=3))
-        if max(others) == 0:
-            others[0] = 1
-        pl.steps.append(Step(op="dp_decode", rids=(), rank_tokens=tuple(others), exec="eager"))
+        ranks = draw(st.lists(st.integers(0, 6), min_size=1, max_size=3))
+        if max(ranks) == 0:
+            ranks[0] = 1
+        pl.steps.append(Step(op="dp_decode", rids=(), rank_tokens=tuple(ranks), exec="eager"))
 
 
-def _finish(draw, pl: _Plan) -> None:
-    live = pl.live()
-    if live:
-        pl.finish_w(draw(st.sampled_from(live)))
+@action(has_live)
+def finish(draw, pl: WindowPlanner) -> None:
+    pl.finish_w(draw(st.sampled_from(pl.live())))
 
 
-def _evict(draw, pl: _Plan) -> None:
-    live = pl.live()
-    if live:
-        pl.evict(draw(st.sampled_from(live)))
+@action(has_live)
+def evict(draw, pl: WindowPlanner) -> None:
+    pl.evict(draw(st.sampled_from(pl.live())))
 
 
-def _kind(kind: str, window, tail: bool, actions, even: bool = False, mtp: bool = False):
-    @st.composite
-    def strategy(draw) -> Case:
-        # window None: a paged pool two times in three (shrinks towards paged)
-        on = draw(st.integers(0, 2)) == 2 if window is None else window
-        pool = draw(_pool(on, tail))
-        graph = GraphConfig(topk=draw(st.integers(0, 1)) if mtp else 0)
-        pl = _Plan(pool, graph)
-        pl.setup()
-        _admit(draw, pl, even)
-        for _ in range(draw(st.integers(1, 8))):
-            if not pl.live():
-                _admit(draw, pl, even)
-                if not pl.live():
-                    break
-            draw(st.sampled_from(actions))(draw, pl)
-        seed = draw(st.integers(0, 2**32 - 1))
-        return Case(pool=pl.pool, graph=pl.graph, steps=tuple(pl.steps), payload_seed=seed,
-                    kind=kind)
+#: a paged pool two times in three, a request-window pool else (shrinks towards paged)
+PAGED_OR_WINDOW = st.integers(0, 2).map(lambda i: i == 2)
 
-    return strategy
+
+def window_kind(kind: str, window: bool | st.SearchStrategy[bool], tail: bool,
+                actions: list[Action], first: Action = admit, mtp: bool = False,
+                max_steps: int = 8, graph=None,
+                planner_type: type[WindowPlanner] = WindowPlanner) -> st.SearchStrategy[Case]:
+    """A request-window kind: the pool (with a request window when ``window``, drawn when it is
+    a strategy, e.g. :data:`PAGED_OR_WINDOW`; a late-layer tail when ``tail``), the graph
+    (``graph(draw, pool) -> (pool, GraphConfig)``; default: ``topk`` 0 or 1 when ``mtp``), a
+    ``planner_type`` on them; ``first`` once and again whenever nothing is live, then the
+    episode of ``actions``."""
+    def planner(draw) -> WindowPlanner:
+        on = draw(window) if isinstance(window, st.SearchStrategy) else window
+        pool = draw(window_pool(on, tail))
+        if graph is not None:
+            pool, g = graph(draw, pool)
+        else:
+            g = GraphConfig(topk=draw(st.integers(0, 1)) if mtp else 0)
+        return planner_type(pool, g)
+
+    return EpisodeKind(kind, planner, (first,), tuple(actions), max_steps,
+                       refill=first).strategy()
 
 
 def request_window_cases():
     """Request-window pool, no tail (module docstring). Shrinks towards one admit and one step."""
-    return _kind("request_window", True, False,
-                 [_extend, _decode, _idle, _admit, _finish, _evict], mtp=True)()
+    return window_kind("request_window", True, False,
+                       [extend, decode, idle, admit, finish, evict], mtp=True)
 
 
 def late_tail_cases():
     """Late-layer tail on a paged or a request-window pool (module docstring)."""
-    return _kind("late_tail", None, True, [_extend, _extend, _decode, _admit, _finish, _evict])()
+    return window_kind("late_tail", PAGED_OR_WINDOW, True,
+                       [extend, extend, decode, admit, finish, evict])
 
 
 def encoder_replay_cases():
     """Encoder SWA bounded replay folded into extends on a request-window pool."""
-
-    def ext(draw, pl):
-        return _extend(draw, pl, replay=True)
-
-    def adm(draw, pl):
-        return _admit(draw, pl, even=True)
-
-    return _kind("encoder_replay", True, False, [ext, ext, _decode, adm, _finish], even=True)()
-
-
-WINDOW_KINDS = {
-    "request_window": request_window_cases,
-    "late_tail": late_tail_cases,
-    "encoder_replay": encoder_replay_cases,
-}
+    return window_kind("encoder_replay", True, False,
+                       [extend_replay, extend_replay, decode, admit_even, finish],
+                       first=admit_even)

@@ -11,21 +11,21 @@ import pytest
 import torch
 from hypothesis import given, settings
 
+from swafuzz import features
 from swafuzz.harness.cross_checks import check_agreement
 from swafuzz.harness.executors import get_executor
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect
-from swafuzz.scenarios.strategies import SCENARIO_KINDS
 from swafuzz.targets import run_case
 
 pytestmark = [pytest.mark.gpu, pytest.mark.cudagraph]
 
 
 @pytest.mark.parametrize("impl", ["triton", "cuda"])
-@pytest.mark.parametrize("kind", sorted(SCENARIO_KINDS))
+@pytest.mark.parametrize("kind", sorted(features.kind_names()))
 def test_unified_clean_under_all_executors(kind, impl):
     @settings(max_examples=6, deadline=None, derandomize=True)
-    @given(SCENARIO_KINDS[kind]())
+    @given(features.strategy(kind)())
     def prop(case):
         v = execute(case, "unified", impl, ["eager", "tape", "cudagraph"])
         assert not v.failed, [f.message for f in v.failures[:3]]
@@ -42,7 +42,7 @@ def test_tape_and_cudagraph_agree_on_mutants(mutant, kind):
     seen = {"failed": 0}
 
     @settings(max_examples=10, deadline=None, derandomize=True)
-    @given(SCENARIO_KINDS[kind]())
+    @given(features.strategy(kind)())
     def prop(case):
         expect(case)
         obs = [run_case(case, f"mutant:{mutant}", "triton", get_executor(e))

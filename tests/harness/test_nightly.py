@@ -8,15 +8,15 @@ hypothesis reproduction blob and the swafuzz repro command of the shrunk Case.
 import pytest
 from hypothesis import given
 
+from swafuzz import features
 from swafuzz.harness.pytest_plugin import check_case
-from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
 pytestmark = pytest.mark.nightly
 
 
-@pytest.mark.parametrize("kind", sorted(SCENARIO_KINDS))
+@pytest.mark.parametrize("kind", sorted(features.kind_names()))
 def test_explore(kind):
-    @given(SCENARIO_KINDS[kind]())
+    @given(features.strategy(kind)())
     def prop(case):
         check_case(case, "unified", "auto")
 

@@ -11,13 +11,13 @@ Reproduce: ``pytest tests/harness/test_no_self_report.py``.
 import pytest
 from hypothesis import given, settings
 
+from swafuzz import features
 from swafuzz.harness.check_registry import check_names
 from swafuzz.harness.run import execute
 from swafuzz.harness.zoo import ablation
 from swafuzz.oracles.engine import expect
 from swafuzz.oracles.paths import bucket_of, expected_graph_use, expected_paths
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
-from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
 CASE = Case(
     pool=PoolConfig(page_size=1, full_pages=8, swa_pages=8, window=4),
@@ -87,13 +87,13 @@ def test_bucket_is_the_oracles_own():
         assert ".bucket_for(" not in inspect.getsource(mod), mod.__name__
 
 
-@pytest.mark.parametrize("kind", sorted(SCENARIO_KINDS))
+@pytest.mark.parametrize("kind", sorted(features.kind_names()))
 def test_paths_agree_with_the_engine_oracle(kind):
     """Two independent derivations of the row counts: the path oracle (no allocator) and the
     engine oracle's ForwardExp (rows_eager / rows_graph)."""
 
     @settings(max_examples=15, database=None, deadline=None)
-    @given(SCENARIO_KINDS[kind]())
+    @given(features.strategy(kind)())
     def prop(case):
         exp = expect(case)
         for graphs in (False, True):

@@ -19,11 +19,11 @@ import sys
 import pytest
 from hypothesis import given, settings
 
+from swafuzz import features
 from swafuzz.harness.run import InvalidCase, execute
 from swafuzz.oracles.dspark import padded_layout
 from swafuzz.oracles.engine import expect
 from swafuzz.scenarios.case import Case, CaseError, GraphConfig, PoolConfig, Step
-from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_window import HAND as WINDOW_HAND  # noqa: E402
@@ -181,7 +181,7 @@ def test_unified_passes_hand_cases(name):
 @pytest.mark.parametrize("kind", ["dspark_verify", "dspark_verify_graph", "window_dp_extend"])
 def test_unified_agrees_with_the_oracle_on_each_kind(kind):
     @settings(max_examples=15, database=None, deadline=None)
-    @given(SCENARIO_KINDS[kind]())
+    @given(features.strategy(kind)())
     def prop(case):
         v = execute(case, "unified", "torch", EX)
         assert not v.failures, [f.message for f in v.failures]

@@ -172,12 +172,12 @@ def test_token_contiguous_is_the_correct_layout_at_page_size_1():
 def test_layout_mutants_are_unified_on_the_other_kinds(name):
     """Campaigns of the other scenario kinds do not find the layout mutants: a few cases of
     each (their pools are opaque-row pools, where the mutant's store is the unified one)."""
+    from swafuzz import features
     from swafuzz.harness.campaign import Campaign
-    from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
     camp = Campaign(lambda case: execute(case, f"mutant:{name}", "torch", ["eager", "tape"]),
                     seed=0, shrink=False)
-    for kind in SCENARIO_KINDS:
+    for kind in features.kind_names():
         if kind != "dsv4_layout":
             assert camp.run_kind(kind, 2).finding is None, kind
 

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from swafuzz import features
 from swafuzz.harness.run import execute
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
-from swafuzz.scenarios.strategies import SCENARIO_KINDS
 from swafuzz.targets import run_case
 
 EXECUTORS = ["eager", "tape"]
@@ -65,20 +65,20 @@ def test_ring_mutant_killed(mutant, case, check):
     assert check in {f.check for f in v.failures}, [f.message for f in v.failures]
 
 
-@pytest.mark.parametrize("kind", [k for k in SCENARIO_KINDS if k not in ("ring", "ring_draft")])
+@pytest.mark.parametrize("kind", [k for k in features.kind_names() if k not in ("ring", "ring_draft")])
 def test_other_kinds_never_generate_a_ring(kind):
     @settings(max_examples=15, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
     @given(st.data())
     def draw(data):
-        case = data.draw(SCENARIO_KINDS[kind]())
+        case = data.draw(features.strategy(kind)())
         assert case.pool.swa_ring == 0 and case.pool.req_slots == 0
 
     draw()
 
 
 @settings(max_examples=10, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-@given(SCENARIO_KINDS["ring"]())
+@given(features.strategy("ring")())
 def test_ring_kind_generates_valid_ring_cases(case):
     assert case.pool.swa_ring >= max(case.pool.window, case.pool.page_size)
     assert Case.loads(case.dumps()) == case

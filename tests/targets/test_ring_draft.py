@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from swafuzz import features
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
-from swafuzz.scenarios.strategies import SCENARIO_KINDS
 from swafuzz.targets import run_case
 from swafuzz.targets.mutants import MUTANTS
 
@@ -73,20 +73,20 @@ def test_mutants_leave_cases_without_blocks_alone():
         assert not v.failed, (name, [f.message for f in v.failures])
 
 
-@pytest.mark.parametrize("kind", [k for k in SCENARIO_KINDS if k != "ring_draft"])
+@pytest.mark.parametrize("kind", [k for k in features.kind_names() if k != "ring_draft"])
 def test_other_kinds_never_generate_a_draft_block(kind):
     @settings(max_examples=15, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
     @given(st.data())
     def draw(data):
-        case = data.draw(SCENARIO_KINDS[kind]())
+        case = data.draw(features.strategy(kind)())
         assert all(s.op != "draft_block" for s in case.steps)
 
     draw()
 
 
 @settings(max_examples=10, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-@given(SCENARIO_KINDS["ring_draft"]())
+@given(features.strategy("ring_draft")())
 def test_ring_draft_kind_generates_valid_cases(case):
     gamma = case.graph.num_draft_tokens - 1
     assert gamma >= 1 and case.pool.swa_ring >= case.pool.window + gamma

@@ -19,8 +19,8 @@ from dataclasses import replace
 import pytest
 from hypothesis import given, settings
 
+from swafuzz import features
 from swafuzz.harness.run import execute
-from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_dspark import PADDED, PADDED_OVERFLOW, VERIFY, VERIFY_P2  # noqa: E402
@@ -52,7 +52,7 @@ def test_real_code_on_dspark_verify():
     _only_0_5_23()
 
     @settings(max_examples=10, database=None, deadline=None)
-    @given(SCENARIO_KINDS["dspark_verify"]())
+    @given(features.strategy("dspark_verify")())
     def prop(case):
         v = execute(case, "sglang", "torch", ["eager"])
         assert not v.failures, [f.message for f in v.failures]

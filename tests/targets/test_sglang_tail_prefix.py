@@ -18,8 +18,8 @@ import sys
 import pytest
 from hypothesis import given, settings
 
+from swafuzz import features
 from swafuzz.harness.run import execute
-from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_tail_prefix import HAND, TP_WINDOW  # noqa: E402
@@ -47,7 +47,7 @@ def test_real_code_agrees_with_the_oracle_on_each_kind(kind):
     _need_0_5_23()
 
     @settings(max_examples=8, database=None, deadline=None)
-    @given(SCENARIO_KINDS[kind]())
+    @given(features.strategy(kind)())
     def prop(case):
         v = execute(case, "sglang", "torch", ["eager"])
         assert not v.failures, [f.message for f in v.failures]

@@ -22,8 +22,8 @@ import sys
 import pytest
 from hypothesis import given, settings
 
+from swafuzz import features
 from swafuzz.harness.run import execute
-from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(__file__))
@@ -121,7 +121,7 @@ def test_history_clean_on_release(kind):
     _only_0_5_23()
 
     @settings(max_examples=6, database=None, deadline=None)
-    @given(SCENARIO_KINDS[kind]())
+    @given(features.strategy(kind)())
     def prop(case):
         v = execute(case, "sglang", "torch", ["eager"])
         assert not v.failures, [f.message for f in v.failures]

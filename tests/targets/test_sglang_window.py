@@ -18,8 +18,8 @@ import sys
 import pytest
 from hypothesis import given, settings
 
+from swafuzz import features
 from swafuzz.harness.run import execute
-from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_window import HAND  # noqa: E402
@@ -92,7 +92,7 @@ def test_real_window_code_on_each_kind(kind):
         pytest.skip("encoder replay folded into the extend is 0.5.23")
 
     @settings(max_examples=10, database=None, deadline=None)
-    @given(SCENARIO_KINDS[kind]())
+    @given(features.strategy(kind)())
     def prop(case):
         v = execute(case, "sglang", "torch", ["eager"])
         assert not _unknown(v)
@@ -248,7 +248,7 @@ def test_v40_and_v41_cases_alternate_in_one_process(target):
         kinds.remove("encoder_replay")  # 0.5.21 / 0.5.22: replay is not folded (0.5.23)
 
     @settings(max_examples=12, database=None, deadline=None)
-    @given(st.tuples(*[SCENARIO_KINDS[k]() for k in kinds]))
+    @given(st.tuples(*[features.strategy(k)() for k in kinds]))
     def prop(cases):
         for case in cases:
             v = execute(case, target, "torch", ["eager", "tape"])

@@ -22,9 +22,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from swafuzz import features
 from swafuzz.harness.run import execute
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
-from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EX = ["eager", "tape"]
@@ -123,7 +123,7 @@ def test_registry_pads_a_dp_rank():
 
 
 @settings(max_examples=12, database=None, deadline=None)
-@given(SCENARIO_KINDS["window_graphs"]())
+@given(features.strategy("window_graphs")())
 def test_kind_matches_the_oracle_outside_the_a5_trigger(case):
     assume(not (case.pool.layers == 1 and case.graph.topk >= 1))
     v = execute(case, "sglang", "torch", EX)

@@ -18,8 +18,8 @@ import sys
 import pytest
 from hypothesis import given, settings
 
+from swafuzz import features
 from swafuzz.harness.run import execute
-from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_window_prefill import HAND  # noqa: E402
@@ -59,7 +59,7 @@ def test_real_code_on_the_kind():
         pytest.skip("adapter 0.5.23 only")
 
     @settings(max_examples=8, database=None, deadline=None)
-    @given(SCENARIO_KINDS["prefill_graphs"]())
+    @given(features.strategy("prefill_graphs")())
     def prop(case):
         v = execute(case, "sglang", "torch", ["tape"])
         assert not v.failures, [f.message for f in v.failures]

@@ -22,6 +22,7 @@ import importlib.util
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from swafuzz import features
 from swafuzz.features.validation import load_case
 from swafuzz.harness.invariant_checks import check_invariants
 from swafuzz.harness.run import execute
@@ -29,7 +30,6 @@ from swafuzz.oracles.engine import CaseInfeasible, expect
 from swafuzz.oracles.paths import expected_paths, expected_requests
 from swafuzz.oracles.sharing import expected_layout, sharing_invariants
 from swafuzz.scenarios.case import Case, CaseError, GraphConfig, PoolConfig, Step
-from swafuzz.scenarios.strategies import SCENARIO_KINDS
 from swafuzz.targets import run_case
 
 HAVE_SGLANG = importlib.util.find_spec("sglang") is not None
@@ -213,7 +213,7 @@ def test_generated_cases_are_valid_and_carry_the_trigger(kind):
 
     @settings(max_examples=40, database=None, deadline=None, derandomize=True,
               suppress_health_check=list(HealthCheck))
-    @given(SCENARIO_KINDS[kind]())
+    @given(features.strategy(kind)())
     def check(case):
         expect(case)  # valid by the oracle's rules
         seen.append(any((s.op == "admit" and s.prefix_rid is not None)

@@ -16,11 +16,11 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from swafuzz import features
 from swafuzz.features.validation import load_case
 from swafuzz.harness.check_registry import check_names
 from swafuzz.harness.run import execute
 from swafuzz.scenarios.case import Case, CaseError, GraphConfig, Step
-from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
 EX = ["eager", "tape"]
 POOL = {"page_size": 1, "full_pages": 40, "swa_pages": 40, "window": 3, "layers": 3,
@@ -111,7 +111,7 @@ def test_unified_clean(d):
 def test_unified_clean_on_the_kind():
     @settings(max_examples=25, database=None, deadline=None,
               suppress_health_check=list(HealthCheck))
-    @given(SCENARIO_KINDS["tail_graphs"]())
+    @given(features.strategy("tail_graphs")())
     def prop(case):
         v = execute(case, "unified", "torch", EX)
         assert not v.failures, [f.message for f in v.failures]
@@ -200,7 +200,7 @@ def test_mutants_not_reached_by_other_kinds(mutant):
     for kind in OTHER_WINDOW_KINDS:
         @settings(max_examples=8, database=None, deadline=None,
                   suppress_health_check=list(HealthCheck))
-        @given(SCENARIO_KINDS[kind]())
+        @given(features.strategy(kind)())
         def prop(case):
             assert not any(s.tail_exec for s in case.steps)
             v = execute(case, f"mutant:{mutant}", "torch", EX)

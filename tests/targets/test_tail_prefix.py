@@ -18,13 +18,13 @@ from dataclasses import replace
 import pytest
 from hypothesis import given, settings
 
+from swafuzz import features
 from swafuzz.features.validation import load_case
 from swafuzz.harness.check_registry import check_names
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect
 from swafuzz.oracles.tail_prefix import prefix_hit
 from swafuzz.scenarios.case import Case, CaseError, PoolConfig, Step
-from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
 EX = ["eager", "tape"]
 
@@ -135,7 +135,7 @@ def test_unified_passes_hand_cases(name):
 @pytest.mark.parametrize("kind", ["tail_prefix", "replay_separate"])
 def test_unified_agrees_with_the_oracle_on_each_kind(kind):
     @settings(max_examples=15, database=None, deadline=None)
-    @given(SCENARIO_KINDS[kind]())
+    @given(features.strategy(kind)())
     def prop(case):
         v = execute(case, "unified", "torch", EX)
         assert not v.failures, [f.message for f in v.failures]
@@ -188,7 +188,7 @@ def test_other_kinds_do_not_reach_the_mutant(mutant, kinds):
 
 def _clean_campaign(kind: str, mutant: str) -> None:
     @settings(max_examples=10, database=None, deadline=None)
-    @given(SCENARIO_KINDS[kind]())
+    @given(features.strategy(kind)())
     def prop(case):
         v = execute(case, f"mutant:{mutant}", "torch", ["eager"])
         assert not v.failures, (kind, [f.message for f in v.failures])

@@ -15,12 +15,12 @@ from copy import deepcopy
 import pytest
 from hypothesis import given, settings
 
+from swafuzz import features
 from swafuzz.harness.check_registry import check_names
 from swafuzz.harness.history_checks import check_history
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect
 from swafuzz.scenarios.case import Case
-from swafuzz.scenarios.strategies import SCENARIO_KINDS
 from swafuzz.targets import run_case
 
 SEPARATE = Case.from_json({
@@ -106,7 +106,7 @@ def test_mutant_not_found_by_other_kinds(kind):
     reads rows the first committed: the deferred tags are invisible elsewhere."""
 
     @settings(max_examples=8, database=None, deadline=None)
-    @given(SCENARIO_KINDS[kind]())
+    @given(features.strategy(kind)())
     def prop(case):
         v = execute(case, MUTANT, "torch", ["eager", "tape"])
         assert not v.failures, [f.message for f in v.failures]
@@ -118,7 +118,7 @@ def test_mutant_not_found_by_other_kinds(kind):
                                   "window_dp_extend"])
 def test_history_clean_on_unified(kind):
     @settings(max_examples=10, database=None, deadline=None)
-    @given(SCENARIO_KINDS[kind]())
+    @given(features.strategy(kind)())
     def prop(case):
         v = execute(case, "unified", "torch", ["eager", "tape"])
         assert not v.failures, [f.message for f in v.failures]

@@ -15,12 +15,12 @@ import json
 import pytest
 from hypothesis import given, settings
 
+from swafuzz import features
 from swafuzz.features.validation import load_case
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect
 from swafuzz.oracles.window import layout
 from swafuzz.scenarios.case import Case, CaseError, GraphConfig, PoolConfig, Step
-from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
 EX = ["eager", "tape"]
 
@@ -129,7 +129,7 @@ def test_unified_passes_hand_cases(name):
 @pytest.mark.parametrize("kind", ["request_window", "late_tail", "encoder_replay"])
 def test_unified_agrees_with_the_oracle_on_each_kind(kind):
     @settings(max_examples=15, database=None, deadline=None)
-    @given(SCENARIO_KINDS[kind]())
+    @given(features.strategy(kind)())
     def prop(case):
         v = execute(case, "unified", "torch", EX)
         assert not v.failures, [f.message for f in v.failures]

@@ -15,11 +15,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 
+from swafuzz import features
 from swafuzz.harness.check_registry import check_names
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
-from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
 EX = ["eager", "tape"]
 
@@ -73,7 +73,7 @@ def test_unified_passes_the_hand_case(executors):
 
 def test_unified_agrees_with_the_oracle_on_window_graphs():
     @settings(max_examples=20, database=None, deadline=None)
-    @given(SCENARIO_KINDS["window_graphs"]())
+    @given(features.strategy("window_graphs")())
     def prop(case):
         v = execute(case, "unified", "torch", EX)
         assert not v.failures, [f.message for f in v.failures]
@@ -192,7 +192,7 @@ def test_replay_tail_oracle_and_unified():
 
 def test_replay_tail_kind_agrees():
     @settings(max_examples=15, database=None, deadline=None)
-    @given(SCENARIO_KINDS["replay_tail"]())
+    @given(features.strategy("replay_tail")())
     def prop(case):
         v = execute(case, "unified", "torch", EX)
         assert not v.failures, [f.message for f in v.failures]

@@ -20,13 +20,13 @@ import json
 import pytest
 from hypothesis import given, settings
 
+from swafuzz import features
 from swafuzz.features.validation import load_case
 from swafuzz.harness.check_registry import check_names
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect
 from swafuzz.oracles.window_prefill import expected_prefill_graph_use
 from swafuzz.scenarios.case import Case, CaseError, GraphConfig, PoolConfig, Step
-from swafuzz.scenarios.strategies import SCENARIO_KINDS
 
 EX = ["eager", "tape"]
 
@@ -137,7 +137,7 @@ def test_unified_passes_the_hand_case(executors):
 
 def test_unified_agrees_with_the_oracle_on_prefill_graphs():
     @settings(max_examples=20, database=None, deadline=None)
-    @given(SCENARIO_KINDS["prefill_graphs"]())
+    @given(features.strategy("prefill_graphs")())
     def prop(case):
         v = execute(case, "unified", "torch", EX)
         assert not v.failures, [f.message for f in v.failures]
@@ -150,7 +150,7 @@ def test_the_kind_runs_graphs():
     seen = []
 
     @settings(max_examples=20, database=None, deadline=None)
-    @given(SCENARIO_KINDS["prefill_graphs"]())
+    @given(features.strategy("prefill_graphs")())
     def prop(case):
         seen.append(any(f.bucket for f in expect(case).window.forwards))
 

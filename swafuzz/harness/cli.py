@@ -366,8 +366,8 @@ def cmd_list(args) -> int:
             dist = f" ({o['dist']} {o.get('version') or ''})".rstrip() if o.get("dist") else ""
             print(f"  plugin target {n}: module {o['module']}{dist}"
                   + (f", entry point {o['entry_point']!r}" if o.get("entry_point") else ""))
-    print("checks:         " + ", ".join(check_names()))
     print("scenario kinds: " + ", ".join(features.kind_names()))
+    print("checks:         " + ", ".join(check_names()))
     print("implementations:" + " " + ", ".join(available_impls()))
     print("executors:      " + ", ".join(available_executors()))
     return EXIT_CLEAN

@@ -29,7 +29,7 @@ FEATURE = Feature(
     sglang=('swafuzz.targets.sglang.engine', 'swafuzz.targets.sglang.metadata', 'swafuzz.targets.sglang.store'),
     checks=('write_targets', 'pool_bytes', 'write_set', 'redzones', 'invariants', 'agreement', 'capture_freeze', 'contracts', 'exec_path'),
     check_modules=('swafuzz.harness.checks',),
-    mutants=('swafuzz.targets.mutants',),
+    mutants=('swafuzz.targets.mutants.dense',),
     since={},
     semantics='swafuzz/scenarios/case.py',
 )

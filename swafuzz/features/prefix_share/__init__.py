@@ -18,7 +18,7 @@ FEATURE = Feature(
     engine=('swafuzz.targets.sharing',),
     sglang=(),
     checks=(),
-    mutants=('swafuzz.targets.mutants',),
+    mutants=('swafuzz.targets.mutants.prefix_share',),
     since={},
     semantics='swafuzz/scenarios/case.py',
 )

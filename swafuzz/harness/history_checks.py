@@ -25,7 +25,7 @@ skipped, and so is a layer whose layout has another number of history rows than 
 wrong group count): a missing forward, a wrong layout shape or location and a wrong byte are the
 ``window`` check's findings.
 
-Proven by ``tags_deferred_to_step_end`` (:mod:`targets.mutants.w5_mutants`): killed by this
+Proven by ``tags_deferred_to_step_end`` (:mod:`targets.mutants.encoder_replay`): killed by this
 check alone (kind ``replay_separate``).
 """
 

@@ -25,6 +25,7 @@ from swafuzz.harness.check_registry import check_names, defence_in_depth
 from swafuzz.harness.run import execute, resolve_executors
 from swafuzz.reports.bundle import atomic_write_text, write_bundle
 from swafuzz.reports.summary import kill_matrix
+from swafuzz.targets.mutants import load_all
 
 BUDGETS = {
     # examples per mutant+seed, seeds, control examples per kind, shrink budget
@@ -37,8 +38,8 @@ def _runner(target: str, impl: str, executors: list[str]):
     return lambda case: execute(case, target, impl, executors)
 
 
-def _kill(target: str, kinds: list[str], examples: int, seed: int, shrink: bool, impl: str,
-          executors: list[str], shrink_budget: int):
+def search_kill(target: str, kinds: list[str], examples: int, seed: int, shrink: bool, impl: str,
+                executors: list[str], shrink_budget: int):
     """Run ``target`` over ``kinds`` with ``examples`` cases in all; return (verdict|None,
     cases to first failure, cases run)."""
     camp = Campaign(_runner(target, impl, executors), seed=seed, shrink=shrink,
@@ -53,7 +54,18 @@ def _kill(target: str, kinds: list[str], examples: int, seed: int, shrink: bool,
     return None, used
 
 
-def _impl_for(spec, impl: str, budget: str) -> str:
+def first_kill(name: str, seed: int = 0, budget: str = "ci", impl: str = "auto",
+               executor: str = "auto"):
+    """One quick kill attempt at mutant ``name``: a campaign of ``seed`` over its kinds with the
+    ``budget``'s case count, stopped at the first failing Case and not shrunk. Returns that
+    Case's verdict (None: survived) and the cases run."""
+    spec = load_all()[name]
+    return search_kill(f"mutant:{name}", list(spec.kinds), BUDGETS[budget][0], seed, shrink=False,
+                       impl=impl_for(spec, impl, budget), executors=resolve_executors(executor),
+                       shrink_budget=0)
+
+
+def impl_for(spec, impl: str, budget: str) -> str:
     """``auto``: Triton for every mutant (compiled on a GPU, the interpreter on CPU); only in the
     CI budget on CPU do the engine-level mutants run on the torch path (about 8x faster than the
     interpreter), while the kernel-level ones (address arithmetic, dtypes) stay on Triton."""
@@ -69,14 +81,12 @@ def _impl_for(spec, impl: str, budget: str) -> str:
 def zoo_mutant(name: str, examples: int, seeds: int, impl: str, executors: list[str],
                shrink_budget: int, out: str, executor_label: str) -> dict:
     """Kill one mutant over ``seeds`` seeds; returns its kill-matrix row."""
-    from swafuzz.targets.mutants import MUTANTS
-
-    spec = MUTANTS[name]
+    spec = load_all()[name]
     target = f"mutant:{name}"
     tm = time.perf_counter()
     counts, kills, first = [], 0, None
     for s in range(seeds):
-        v, used = _kill(target, list(spec.kinds), examples, s, shrink=(s == 0), impl=impl,
+        v, used = search_kill(target, list(spec.kinds), examples, s, shrink=(s == 0), impl=impl,
                         executors=executors, shrink_budget=shrink_budget)
         counts.append(used if v is not None else None)
         if v is not None:
@@ -172,8 +182,6 @@ def _control(examples: int, impl: str, executors: list[str], out: str, label: st
 
 
 def run_zoo(args) -> int:
-    from swafuzz.targets.mutants import MUTANTS
-
     examples, seeds, control_n, shrink_budget = BUDGETS[args.budget]
     if args.budget == "full":
         examples, seeds = args.examples, args.seeds
@@ -186,8 +194,8 @@ def run_zoo(args) -> int:
         if not args.quiet:
             print(msg, file=sys.stderr, flush=True)
 
-    tasks = [(name, examples, seeds, _impl_for(spec, args.impl, args.budget), executors,
-              shrink_budget, out, args.executor) for name, spec in MUTANTS.items()]
+    tasks = [(name, examples, seeds, impl_for(spec, args.impl, args.budget), executors,
+              shrink_budget, out, args.executor) for name, spec in load_all().items()]
     control_impl = "triton" if args.impl == "auto" else args.impl
     if jobs == 1:
         control = _control(control_n, control_impl, executors, out, args.executor)

@@ -7,7 +7,8 @@ A target is a name bound to a factory ``factory(case, *, impl, executor, name) -
 the engine seams a target may replace, is in :mod:`swafuzz.targets.protocol`).
 
 * built in: ``unified`` (:class:`swafuzz.targets.engine.UnifiedEngine`), the bug zoo
-  ``mutant:<name>`` (registered when ``targets.mutants`` is imported), and hidden self-test
+  ``mutant:<name>`` (registered by :func:`swafuzz.targets.mutants.load_all`, which imports the
+  mutant modules the feature records list), and hidden self-test
   targets (``selftest:*``: runnable by name, never listed);
 * plugins: modules named by ``--plugin`` or ``SWAFUZZ_PLUGINS``, and the ``swafuzz.targets``
   entry-point group (:mod:`swafuzz.targets.plugins`);
@@ -31,6 +32,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
+from swafuzz.features import load
+
 if TYPE_CHECKING:  # pragma: no cover
     from swafuzz.scenarios.case import Case
     from swafuzz.targets.observation import Observation
@@ -42,6 +45,8 @@ ORIGINS: dict[str, dict[str, Any]] = {}
 HIDDEN_PREFIXES = ("selftest:",)
 
 _BUILTIN_MODULES = ("swafuzz.targets.", "swafuzz.")
+#: the bug zoo's loader: imports every feature's mutant modules, which register ``mutant:<name>``
+ZOO_LOADER = "swafuzz.targets.mutants:load_all"
 
 
 class UnknownTarget(KeyError):
@@ -96,13 +101,19 @@ def _ensure_builtin() -> None:
         TARGETS["sglang"] = _sglang
 
 
+def _load_zoo() -> None:
+    """Register every feature's mutants (``mutant:<name>``) through the zoo's loader, reached by
+    reference like the records' modules (the zoo imports :func:`register` from here)."""
+    load(ZOO_LOADER)()
+
+
 def get_target(name: str) -> Callable[..., Any]:
     """The factory registered as ``name``, looking in the built-ins, the bug zoo and the plugins
     (``SWAFUZZ_PLUGINS`` modules, the ``swafuzz.targets`` entry points) in that order; raises
     :class:`UnknownTarget` listing the known names."""
     _ensure_builtin()
     if name not in TARGETS and name.startswith("mutant:"):
-        import swafuzz.targets.mutants  # noqa: F401 - mutants register themselves on import
+        _load_zoo()
     if name not in TARGETS:
         from swafuzz.targets import plugins
 
@@ -120,7 +131,7 @@ def available_targets() -> list[str]:
     """Every target offered to users: ``unified``, each ``mutant:<name>``, and every plugin's
     (all plugins are loaded); hidden self-test targets are left out."""
     _ensure_builtin()
-    import swafuzz.targets.mutants  # noqa: F401 - mutants register themselves on import
+    _load_zoo()
     from swafuzz.targets import plugins
 
     plugins.discover(None)

@@ -4,7 +4,7 @@ Implements the section "DSpark target verify and DP-padded EXTEND under a reques
 ``features/dspark/SEMANTICS.md`` for :class:`targets.window.WindowPath`, which hands the steps
 :meth:`DSparkPath.claims` names to :meth:`DSparkPath.run` and asks :meth:`DSparkPath.metadata`
 to finish the metadata of those forwards. Each decision is one method, so a mutant
-(:mod:`targets.mutants.dspark_mutants`) overrides exactly one:
+(:mod:`targets.mutants.dspark`) overrides exactly one:
 
 * :meth:`DSparkPath.verify_groups`: the verify layout's group count (sglang 0.5.23
   ``make_forward_metadata_from_raw_verify``: ``num_groups = bs``, one group and one run per

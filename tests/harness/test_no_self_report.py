@@ -113,9 +113,9 @@ def test_paths_agree_with_the_engine_oracle(kind):
 def test_capture_freeze_without_self_report():
     """host_baked_translation with its self-report removed is still attributed to capture."""
     from swafuzz.targets import register
-    from swafuzz.targets.mutants import MUTANTS
+    from swafuzz.targets.mutants import get
 
-    base = MUTANTS["host_baked_translation"].engine
+    base = get("host_baked_translation").engine
 
     class Silent(base.backend_cls):
         def translate_in_graph(self, loc):

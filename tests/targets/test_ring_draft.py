@@ -1,5 +1,5 @@
 """The DSpark draft block on a per-request SWA ring (issue 12; ``draft_block``,
-``targets/ring_draft.py``) and its mutants (``targets/mutants/ring_draft_mutants.py``): a hand
+``targets/ring_draft.py``) and its mutants (``targets/mutants/ring_draft.py``): a hand
 Case with draft blocks between decodes, verifies, a slot reuse and a block that wraps past the
 ring's end runs clean on ``unified`` under eager and tape; each mutant fails it on the check
 named in its table; only the ``ring_draft`` kind generates ``draft_block`` steps, so only it
@@ -14,7 +14,7 @@ from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
 from swafuzz.targets import run_case
-from swafuzz.targets.mutants import MUTANTS
+from swafuzz.targets.mutants import load_all
 
 EXECUTORS = ["eager", "tape"]
 
@@ -59,7 +59,7 @@ def test_unified_runs_draft_blocks_clean():
     ("ring_draft_block_tiled_slots", "write_targets"),
 ])
 def test_ring_draft_mutant_killed(mutant, check):
-    assert MUTANTS[mutant].kinds == ("ring_draft",)
+    assert load_all()[mutant].kinds == ("ring_draft",)
     v = execute(BLOCKS, f"mutant:{mutant}", "torch", EXECUTORS)
     assert v.failed
     assert check in {f.check for f in v.failures}, [f.message for f in v.failures]
@@ -68,7 +68,7 @@ def test_ring_draft_mutant_killed(mutant, check):
 def test_mutants_leave_cases_without_blocks_alone():
     no_blocks = Case(pool=BLOCKS.pool, graph=BLOCKS.graph,
                      steps=tuple(s for s in BLOCKS.steps if s.op != "draft_block"), kind="ring")
-    for name in [n for n, m in MUTANTS.items() if m.kinds == ("ring_draft",)]:
+    for name in [n for n, m in load_all().items() if m.kinds == ("ring_draft",)]:
         v = execute(no_blocks, f"mutant:{name}", "torch", ["eager"])
         assert not v.failed, (name, [f.message for f in v.failures])
 

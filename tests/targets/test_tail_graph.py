@@ -4,7 +4,7 @@ capacity buffer, the IDLE DP rank in a tail graph; addendum §5 T1/T4, §6 A3/A9
 What: the Case fields (``graph.tail_buckets``, ``graph.tail_capacity``, ``Step.tail_exec``)
 round-trip, stay out of older bundles' JSON and refuse bad values naming the field; ``unified``
 is clean on hand-written Cases and on the ``tail_graphs`` kind (eager and tape); each mutant of
-:mod:`targets.mutants.tail_graph_mutants` is killed on a hand-written Case by the checks named
+:mod:`targets.mutants.tail_graphs` is killed on a hand-written Case by the checks named
 here (``tail_graph_exit_keeps_tail`` by ``tail_graph`` alone, leave-one-out), and none of them
 is reached by the other kinds that run the V4.1 path; the sglang 0.5.23 target runs the kind
 (release's enter/exit of the tail) and 0.5.12 refuses it.

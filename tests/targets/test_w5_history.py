@@ -1,5 +1,5 @@
 """The ``history`` check (addendum §5 W5 at use; harness/history_checks.py) and its mutant
-``tags_deferred_to_step_end`` (targets/mutants/w5_mutants.py), on the ``unified`` target.
+``tags_deferred_to_step_end`` (targets/mutants/encoder_replay.py), on the ``unified`` target.
 
 Hand Case ``SEPARATE``: a request-window pool with the separate encoder replay forward
 (``separate_replay = 1``); admit 2 tokens, then extend 1 token with replay: forward 0 of step 1

@@ -92,13 +92,13 @@ def test_each_mutant_is_killed_by_its_check_alone(mutant):
 
 
 def test_other_window_kinds_do_not_reach_these_mutants():
-    from swafuzz.harness.zoo import _kill
+    from swafuzz.harness.zoo import search_kill
 
     for m in [*MUTANTS, "window_dp_pad_dropped"]:
-        v, _ = _kill(f"mutant:{m}", ["request_window", "encoder_replay", "replay_tail"], 15, 0,
+        v, _ = search_kill(f"mutant:{m}", ["request_window", "encoder_replay", "replay_tail"], 15, 0,
                      shrink=False, impl="torch", executors=EX, shrink_budget=5)
         assert v is None, m
-    v, _ = _kill("mutant:tail_encoder_floor", ["late_tail", "encoder_replay", "window_graphs"],
+    v, _ = search_kill("mutant:tail_encoder_floor", ["late_tail", "encoder_replay", "window_graphs"],
                  15, 0, shrink=False, impl="torch", executors=EX, shrink_budget=5)
     assert v is None
 

@@ -21,7 +21,7 @@ FEATURE = Feature(
     engine=('swafuzz.targets.dp',),
     sglang=(),
     checks=(),
-    mutants=('swafuzz.targets.mutants',),
+    mutants=('swafuzz.targets.mutants.dp',),
     since={},
     semantics='swafuzz/features/dp/SEMANTICS.md',
 )

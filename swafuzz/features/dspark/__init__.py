@@ -32,7 +32,7 @@ FEATURE = Feature(
     engine=('swafuzz.targets.dspark', 'swafuzz.targets.dspark_graph'),
     sglang=('swafuzz.targets.sglang.dspark',),
     checks=(),
-    mutants=('swafuzz.targets.mutants.dspark_mutants',),
+    mutants=('swafuzz.targets.mutants.dspark',),
     since={},
     semantics='swafuzz/features/dspark/SEMANTICS.md',
 )

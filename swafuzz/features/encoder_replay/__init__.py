@@ -33,7 +33,7 @@ FEATURE = Feature(
     engine=('swafuzz.targets.window', 'swafuzz.targets.tail_prefix'),
     sglang=('swafuzz.targets.sglang.window', 'swafuzz.targets.sglang.tail_prefix'),
     checks=(),
-    mutants=('swafuzz.targets.mutants.window_mutants', 'swafuzz.targets.mutants.tail_prefix_mutants'),
+    mutants=('swafuzz.targets.mutants.encoder_replay',),
     since={},
     semantics='swafuzz/features/encoder_replay/SEMANTICS.md',
 )

@@ -20,7 +20,7 @@ FEATURE = Feature(
     sglang=('swafuzz.targets.sglang.window',),
     checks=('tail',),
     check_modules=('swafuzz.harness.tail_checks',),
-    mutants=('swafuzz.targets.mutants.window_mutants',),
+    mutants=('swafuzz.targets.mutants.late_tail',),
     since={'sglang': Since('0.5.21',
         'late-layer tail')},
     semantics='swafuzz/features/late_tail/SEMANTICS.md',

@@ -19,7 +19,7 @@ FEATURE = Feature(
     engine=('swafuzz.targets.kv_pool',),
     sglang=(),
     checks=(),
-    mutants=('swafuzz.targets.mutants',),
+    mutants=('swafuzz.targets.mutants.padded_pages',),
     since={},
     semantics='swafuzz/features/padded_pages/SEMANTICS.md',
 )

@@ -19,7 +19,7 @@ FEATURE = Feature(
     engine=('swafuzz.targets.window_prefill',),
     sglang=('swafuzz.targets.sglang.window_prefill',),
     checks=(),
-    mutants=('swafuzz.targets.mutants.window_prefill_mutants',),
+    mutants=('swafuzz.targets.mutants.prefill_graphs',),
     since={'sglang': Since('0.5.23',
         'prefill graphs under a request window')},
     semantics='swafuzz/features/prefill_graphs/SEMANTICS.md',

@@ -19,7 +19,7 @@ FEATURE = Feature(
     engine=('swafuzz.targets.sharing',),
     sglang=(),
     checks=(),
-    mutants=('swafuzz.targets.mutants',),
+    mutants=('swafuzz.targets.mutants.prefix_share',),
     since={},
     semantics='swafuzz/features/prefix_share/SEMANTICS.md',
 )

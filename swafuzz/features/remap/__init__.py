@@ -18,7 +18,7 @@ FEATURE = Feature(
     engine=('swafuzz.targets.allocator',),
     sglang=(),
     checks=(),
-    mutants=('swafuzz.targets.mutants',),
+    mutants=('swafuzz.targets.mutants.remap',),
     since={},
     semantics='swafuzz/features/remap/SEMANTICS.md',
 )

@@ -20,7 +20,7 @@ FEATURE = Feature(
     sglang=('swafuzz.targets.sglang.window',),
     checks=('window', 'history'),
     check_modules=('swafuzz.harness.window_checks', 'swafuzz.harness.history_checks'),
-    mutants=('swafuzz.targets.mutants.window_mutants', 'swafuzz.targets.mutants.w5_mutants'),
+    mutants=('swafuzz.targets.mutants.request_window',),
     since={'sglang': Since('0.5.21',
         'request window')},
     semantics='swafuzz/features/request_window/SEMANTICS.md',

@@ -19,7 +19,7 @@ FEATURE = Feature(
     engine=('swafuzz.targets.ring_draft',),
     sglang=('swafuzz.targets.sglang.ring_draft',),
     checks=(),
-    mutants=('swafuzz.targets.mutants.ring_draft_mutants',),
+    mutants=('swafuzz.targets.mutants.ring_draft',),
     since={'sglang': Since('0.5.23',
         'DSpark draft block on a per-request SWA ring')},
     semantics='swafuzz/features/ring_draft/SEMANTICS.md',

@@ -20,7 +20,7 @@ FEATURE = Feature(
     sglang=('swafuzz.targets.sglang.tail_graph',),
     checks=('tail_graph',),
     check_modules=('swafuzz.harness.tail_graph_checks',),
-    mutants=('swafuzz.targets.mutants.tail_graph_mutants',),
+    mutants=('swafuzz.targets.mutants.tail_graphs',),
     since={'sglang': Since('0.5.23',
         'late-layer tail graphs in the form the adapter drives (row-bucket tail '
         'graphs, compressor flags; the prefill-graph tail exists from 0.5.22)')},

@@ -19,7 +19,7 @@ FEATURE = Feature(
     sglang=('swafuzz.targets.sglang.tail_prefix',),
     checks=('compressor', 'reprefill'),
     check_modules=('swafuzz.harness.tail_prefix_checks',),
-    mutants=('swafuzz.targets.mutants.tail_prefix_mutants',),
+    mutants=('swafuzz.targets.mutants.tail_prefix',),
     since={'sglang': Since('0.5.23',
         'late-layer tail prefix cap, replay fold and compressor code in the form '
         'the adapter drives (replay_len, _fold_batch, _compressor_out_loc; the '

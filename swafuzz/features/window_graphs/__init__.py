@@ -19,7 +19,7 @@ FEATURE = Feature(
     sglang=('swafuzz.targets.sglang.window_graph',),
     checks=('window_graph',),
     check_modules=('swafuzz.harness.window_graph_checks',),
-    mutants=('swafuzz.targets.mutants.window_graph_mutants',),
+    mutants=('swafuzz.targets.mutants.window_graphs',),
     since={'sglang': Since('0.5.23',
         'request window DECODE-graph code the adapter drives (commit_packed_rows, '
         'the buffer registry; the request window exists from 0.5.21)')},

@@ -1,6 +1,6 @@
 """Mutants of the DSV4 SWA cache layout store (pool layout ``"dsv4"``; spec §4.6), reached only by
 the ``dsv4_layout`` scenario kind (every other kind builds opaque-row pools, whose store is not
-the quantizing one). Registered by :mod:`targets.mutants` (rows 25-27 of its table).
+the quantizing one).
 
 * ``dsv4_token_contiguous``: the store writes each token as one contiguous 584-byte record
   (data row at ``offset * 584``, its scales right after it at ``+576``) instead of the pool's
@@ -27,6 +27,7 @@ import torch
 from swafuzz.kernels import dsv4_store
 from swafuzz.targets.backend import DSV4Backend
 from swafuzz.targets.engine import UnifiedEngine
+from swafuzz.targets.mutants import mutant
 
 
 def _static(backend: DSV4Backend, cache, loc, rows) -> bool:
@@ -74,23 +75,31 @@ class _DenseTokenStrideBackend(DSV4Backend):
                            page_bytes=584 * self.page_size)
 
 
+@mutant("dsv4_token_contiguous", ("dsv4_layout",), "spec §4.6 (DSV4 SWA page: 576-byte data "
+        "rows, then UE8M0 scales at 576*P + offset*8; upstream S_OFFSET = P * 576)",
+        expected=("pool_bytes", "write_set"))
 class DSV4TokenContiguous(UnifiedEngine):
+    """Layout dsv4: each token stored as one 584-byte record, scales at ``offset * 584 + 576``
+    instead of ``576 * P + offset * 8`` (visible from P = 2 on)."""
+
     backend_cls = _TokenContiguousBackend
 
 
+@mutant("dsv4_rope_quantized", ("dsv4_layout",), "spec §4.6 (bf16 rope at +448 of the 576-byte "
+        "row; the V4 stores' rope tile 7 is copied, only V4.1 layouts quantize it)",
+        expected=("pool_bytes",))
 class DSV4RopeQuantized(UnifiedEngine):
+    """Layout dsv4: the rope tile quantized to fp8 like the nope tiles, its scale in the scale
+    pad byte, instead of copied as bf16."""
+
     backend_cls = _RopeQuantizedBackend
 
 
+@mutant("dsv4_dense_page_stride", ("dsv4_layout",), "spec §4.6 (DSV4 page stride "
+        "ceil(584*P/576)*576 bytes, not 584*P); §9.13 address-arithmetic class",
+        expected=("pool_bytes", "redzones"))
 class DSV4DensePageStride(UnifiedEngine):
+    """Layout dsv4: pages addressed at ``584 * P`` bytes, not the padded page stride
+    ``ceil(584*P/576)*576``."""
+
     backend_cls = _DenseTokenStrideBackend
-
-
-SOURCES = {
-    "dsv4_token_contiguous": "spec §4.6 (DSV4 SWA page: 576-byte data rows, then UE8M0 scales "
-                             "at 576*P + offset*8; upstream S_OFFSET = P * 576)",
-    "dsv4_rope_quantized": "spec §4.6 (bf16 rope at +448 of the 576-byte row; the V4 stores' "
-                           "rope tile 7 is copied, only V4.1 layouts quantize it)",
-    "dsv4_dense_page_stride": "spec §4.6 (DSV4 page stride ceil(584*P/576)*576 bytes, not "
-                              "584*P); §9.13 address-arithmetic class",
-}

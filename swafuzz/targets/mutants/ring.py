@@ -1,40 +1,9 @@
-"""Mutants of the per-request SWA ring (addendum §2.1, §3, §5 R1-R5, §6 A4/A11/A12; Case field
-``pool.swa_ring``). Each swaps one component class of :class:`targets.engine.UnifiedEngine` for a
-subclass overriding one method; none changes anything on a paged pool, so only the ``ring``
-scenario kind reaches them.
+"""Mutants of the per-request SWA ring (feature ``ring``; addendum §2.1, §3, §5 R1-R5, §6
+A4/A11/A12; Case field ``pool.swa_ring``).
 
-==  ============================  ========================================  =====================
-#   name                          bug (source)                              caught by (expected)
-==  ============================  ========================================  =====================
-40  ring_fallback_translate       a resolver miss under a ring translates   write_targets,
-                                  through M, which the ring allocator       pool_bytes
-                                  never writes: every row to row 0
-                                  (addendum §3 F, §6 A4)
-41  ring_accounting_drift         freeing a ring request's SWA returns      invariants (R5)
-                                  paged SWA pages it never took: the paged
-                                  counter exceeds its size (sglang #38571,
-                                  addendum §6 A12)
-42  ring_no_mod                   ring row ``slot*R + pos`` without         write_targets,
-                                  ``mod R`` (addendum §2.1 swa_ring_rows,   pool_bytes, redzones,
-                                  R1)                                       contracts
-43  ring_slot_zero                request slots handed out from 0: a real   invariants (R1),
-                                  request shares the padding row's ring     pool_bytes
-                                  (ReqToTokenPool slot 0 is padding,
-                                  addendum §2.1, R1)
-44  ring_unguarded_store          ``-1`` (skipped) ring rows reach the      contracts
-                                  store kernel without the ``out_loc < 0``
-                                  skip (fused_store_cache has no guard,
-                                  addendum §2.1, §6 A11)
-45  ring_no_window_skip           ring rows without the ``-1`` window rule  write_targets,
-                                  of the DSpark injection: old positions    pool_bytes
-                                  are written and race newer ones mod R
-                                  (_ring_inject_loc, addendum §2.1, R3)
-46  ring_alloc_writes_mapping     the ring allocator also pages SWA and     invariants (R4, R5)
-                                  writes M, as sglang's page-size-1
-                                  ``alloc`` does under a ring (no ring
-                                  branch; ledger ring-p1-alloc-writes-
-                                  mapping; addendum §2.1 "never write M")
-==  ============================  ========================================  =====================
+Each swaps one component class of :class:`targets.engine.UnifiedEngine` for a subclass
+overriding one method; none changes anything on a paged pool, so only the ``ring`` scenario
+kind reaches them.
 """
 
 from __future__ import annotations
@@ -47,19 +16,21 @@ from swafuzz.targets.mutants import mutant
 from swafuzz.targets.ring import RingAllocator
 
 
-# 40 -----------------------------------------------------------------------------------------
 class _FallbackTranslateBackend(DSV4Backend):
     def ring_fallback(self, fb):
         """Pre-ring resolver: the fresh translation ``int32(M[loc])`` (M is all 0 here)."""
         return self.translate(fb.out_cache_loc)
 
 
-@mutant("ring_fallback_translate", ("ring",), "addendum §3 (F under a ring), §6 A4")
+@mutant("ring_fallback_translate", ("ring",), "addendum §3 (F under a ring), §6 A4",
+        expected=("write_targets", "pool_bytes"))
 class RingFallbackTranslate(UnifiedEngine):
+    """A resolver miss under a ring translates through M, which the ring allocator never writes:
+    every row lands in ring row 0."""
+
     backend_cls = _FallbackTranslateBackend
 
 
-# 41 -----------------------------------------------------------------------------------------
 class _DriftAllocator(RingAllocator):
     def free_swa(self, full_slots):
         """Before #38571: the paged SWA pages of the freed slots go back to the paged allocator
@@ -68,12 +39,15 @@ class _DriftAllocator(RingAllocator):
         self.swa_paged_available += len(pages) * self.page_size
 
 
-@mutant("ring_accounting_drift", ("ring",), "sglang #38571, addendum §6 A12, R5")
+@mutant("ring_accounting_drift", ("ring",), "sglang #38571, addendum §6 A12, R5",
+        expected=("invariants",))
 class RingAccountingDrift(UnifiedEngine):
+    """Freeing a ring request's SWA returns paged SWA pages it never took: the paged counter
+    exceeds its size (R5)."""
+
     ring_allocator_cls = _DriftAllocator
 
 
-# 42 -----------------------------------------------------------------------------------------
 class _NoModBackend(DSV4Backend):
     def ring_loc(self, loc, fb):
         """``slot*R + pos`` (no ``mod R``), the window rule kept."""
@@ -84,12 +58,15 @@ class _NoModBackend(DSV4Backend):
         return torch.where(keep, slot * t.ring + pos, torch.full_like(pos, -1)).to(torch.int32)
 
 
-@mutant("ring_no_mod", ("ring",), "addendum §2.1 (swa_ring_rows: pos mod ring), R1")
+@mutant("ring_no_mod", ("ring",), "addendum §2.1 (swa_ring_rows: pos mod ring), R1",
+        expected=("write_targets", "pool_bytes", "redzones", "contracts"))
 class RingNoMod(UnifiedEngine):
+    """Ring row ``slot*R + pos`` without ``mod R``: rows past the ring spill into the next
+    slot's ring or past the buffer (R1)."""
+
     backend_cls = _NoModBackend
 
 
-# 43 -----------------------------------------------------------------------------------------
 class _SlotZeroAllocator(RingAllocator):
     def take_slot(self, rid):
         """Slots 0..S-1: the padding row 0 is handed to the first request."""
@@ -99,12 +76,15 @@ class _SlotZeroAllocator(RingAllocator):
         return s
 
 
-@mutant("ring_slot_zero", ("ring",), "ReqToTokenPool padding slot 0, addendum §2.1, R1")
+@mutant("ring_slot_zero", ("ring",), "ReqToTokenPool padding slot 0, addendum §2.1, R1",
+        expected=("invariants", "pool_bytes", "write_targets"))
 class RingSlotZero(UnifiedEngine):
+    """Request slots handed out from 0: a real request shares the padding row's ring
+    (ReqToTokenPool slot 0 is padding; R1)."""
+
     ring_allocator_cls = _SlotZeroAllocator
 
 
-# 44 -----------------------------------------------------------------------------------------
 class _UnguardedBackend(DSV4Backend):
     def ring_skip_guard(self, loc):
         """fused_store_cache: no ``out_loc < 0`` skip."""
@@ -112,12 +92,14 @@ class _UnguardedBackend(DSV4Backend):
 
 
 @mutant("ring_unguarded_store", ("ring",), "addendum §2.1 (negative rows), §6 A11",
-        kernel_level=True)
+        kernel_level=True, expected=("contracts",))
 class RingUnguardedStore(UnifiedEngine):
+    """``-1`` (skipped) ring rows reach the store kernel without the ``out_loc < 0`` skip
+    (fused_store_cache has no guard)."""
+
     backend_cls = _UnguardedBackend
 
 
-# 45 -----------------------------------------------------------------------------------------
 class _NoWindowSkipBackend(DSV4Backend):
     def ring_loc(self, loc, fb):
         """``slot*R + pos mod R`` for every row: no ``-1`` outside the window."""
@@ -128,12 +110,14 @@ class _NoWindowSkipBackend(DSV4Backend):
 
 
 @mutant("ring_no_window_skip", ("ring",), "DSparkKVInject._ring_inject_loc window rule, "
-        "addendum §2.1, R3")
+        "addendum §2.1, R3", expected=("write_targets", "pool_bytes", "contracts"))
 class RingNoWindowSkip(UnifiedEngine):
+    """Ring rows without the ``-1`` window rule of the DSpark injection: positions older than
+    the window are written and race newer ones mod R (R3)."""
+
     backend_cls = _NoWindowSkipBackend
 
 
-# 46 -----------------------------------------------------------------------------------------
 class _WritesMappingAllocator(RingAllocator):
     def extend(self, plan):
         """Also take a paged SWA page per fresh full page and write ``M[full] = swa`` (the
@@ -152,6 +136,10 @@ class _WritesMappingAllocator(RingAllocator):
 
 
 @mutant("ring_alloc_writes_mapping", ("ring",), "sglang 0.5.23 SWATokenToKVPoolAllocator.alloc "
-        "(page size 1, no ring branch), addendum §2.1, R4")
+        "(page size 1, no ring branch), addendum §2.1, R4", expected=("invariants",))
 class RingAllocWritesMapping(UnifiedEngine):
+    """The ring allocator also pages SWA and writes M, as sglang's page-size-1 ``alloc`` does
+    under a ring (no ring branch; ledger ring-p1-alloc-writes-mapping; the ring must never write
+    M: R4, R5)."""
+
     ring_allocator_cls = _WritesMappingAllocator

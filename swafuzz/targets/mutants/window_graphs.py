@@ -1,34 +1,15 @@
-"""Bug-zoo mutants of DECODE graphs under a request window (issue 12; addendum §3 "I (window)",
-§4 "Decode bucket", §5 W3/W6/W7, §6 A5).
+"""Mutants of DECODE graphs under a request window (feature ``window_graphs``; addendum §3
+"I (window)", §4 "Decode bucket" and DP, §5 W1/W3/W6/W7, §6 A5).
 
 Each is a :class:`targets.engine.UnifiedEngine` whose window path uses a
-:class:`targets.window_graph.WindowGraphRunner` subclass overriding one method. All are
-reached only by the ``window_graphs`` kind (the only kind with graph steps under a window).
+:class:`targets.window_graph.WindowGraphRunner` subclass (or overrides one
+:class:`targets.window.WindowPath` method). All are reached only by the ``window_graphs`` kind
+(the only kind with graph steps under a window).
 
-==  ==================================  ======================================================
-#   name                                bug (source)
-==  ==================================  ======================================================
-40  window_graph_pad_repeats_last       padded rows of the decode bucket repeat the last real
-                                        row's request slot instead of slot 0 (padding policy
-                                        ZERO, §4 decode bucket; W3: a padding row extends a
-                                        real run and commits into its ring)
-41  window_graph_idle_keeps_batch       an IDLE replay of the DECODE graph keeps the previous
-                                        replay's req / seq_lens instead of the out-graph IDLE
-                                        substitution (§3 I (window) graph half; W6 graph half)
-42  window_graph_layout_rebuilt         every replay builds and activates a fresh layout object
-                                        of the live batch out-graph (no bucket padding) while
-                                        the captured graph keeps its own (§4: the decode
-                                        bucket's layout is materialised in-graph; W7)
-43  window_graph_replay_keeps_prepared  the host keeps the window's ``prepared`` key across a
-                                        graph replay, so an eager IDLE re-activating the cached
-                                        idle layout skips the history copy with one SWA layer
-                                        (§6 A5: re-activation of the same layout object)
-44  tail_encoder_floor                  (kind ``replay_tail``) the late layers of an EXTEND that
-                                        replays a request read from its encoder floor
-                                        ``Pq - r`` instead of ``max(0, seq - W)`` (§2.3, §2.4)
-45  window_dp_pad_dropped               an eager DP decode rank's MAX_LEN padding rows are left
-                                        out of the window layout (§4 DP; W1, W6)
-==  ==================================  ======================================================
+Also here, outside the zoo: ``mutant:switch_idle_loc_process_memo``
+(:class:`IdleLocProcessMemo`), a leak between two engine instances that only the stateful
+switch machine (``tests/harness/test_switch_machine.py``) can reach: no per-Case kind runs two
+engine instances, so it is registered as a target, not declared with ``@mutant``.
 """
 
 from __future__ import annotations
@@ -48,7 +29,6 @@ def _path(runner_cls):
     return type(f"_Path{runner_cls.__name__}", (WindowPath,), {"graph_runner_cls": runner_cls})
 
 
-# 40 -----------------------------------------------------------------------------------------
 class _PadRepeatsLast(WindowGraphRunner):
     def load_batch(self, mode, slots, seq):
         """Padding policy 'repeat last' for req: padded rows take the last real row's slot."""
@@ -58,12 +38,14 @@ class _PadRepeatsLast(WindowGraphRunner):
 
 
 @mutant("window_graph_pad_repeats_last", ("window_graphs",), "addendum §4 decode bucket "
-        "(padded rows: req 0, seq fill 1, padding policy ZERO) and §5 W3")
+        "(padded rows: req 0, seq fill 1, padding policy ZERO) and §5 W3", expected=("window",))
 class WindowGraphPadRepeatsLast(UnifiedEngine):
+    """Padded rows of the decode bucket repeat the last real row's request slot instead of slot
+    0 (padding policy ZERO): a padding row extends a real run and commits into its ring (W3)."""
+
     window_path_cls = _path(_PadRepeatsLast)
 
 
-# 41 -----------------------------------------------------------------------------------------
 class _IdleKeepsBatch(WindowGraphRunner):
     def load_batch(self, mode, slots, seq):
         """No out-graph IDLE substitution: an IDLE replay leaves the static batch as it was."""
@@ -73,12 +55,15 @@ class _IdleKeepsBatch(WindowGraphRunner):
 
 
 @mutant("window_graph_idle_keeps_batch", ("window_graphs",), "addendum §3 I (window): a DECODE "
-        "graph replayed as IDLE runs with the out-graph IDLE substitution (req 0, pos 0); §5 W6")
+        "graph replayed as IDLE runs with the out-graph IDLE substitution (req 0, pos 0); §5 W6",
+        expected=("window",))
 class WindowGraphIdleKeepsBatch(UnifiedEngine):
+    """An IDLE replay of the DECODE graph keeps the previous replay's req / seq_lens instead of
+    the out-graph IDLE substitution (the graph half of I (window) and W6)."""
+
     window_path_cls = _path(_IdleKeepsBatch)
 
 
-# 42 -----------------------------------------------------------------------------------------
 class _LayoutRebuilt(WindowGraphRunner):
     def after_replay(self):
         """Out-graph metadata: a fresh layout of the live rows is built and activated after the
@@ -104,51 +89,33 @@ class _LayoutRebuilt(WindowGraphRunner):
 
 @mutant("window_graph_layout_rebuilt", ("window_graphs",), "addendum §4 decode bucket (Raw "
         "metadata, layout materialised in-graph) and §5 W7 (persistent layout identity and size "
-        "per graph key)")
+        "per graph key)", expected=("window_graph",))
 class WindowGraphLayoutRebuilt(UnifiedEngine):
+    """Every replay builds and activates a fresh layout object of the live batch out-graph (no
+    bucket padding) while the captured graph keeps its own (the decode bucket's layout is
+    materialised in-graph; W7)."""
+
     window_path_cls = _path(_LayoutRebuilt)
 
 
-# 43 -----------------------------------------------------------------------------------------
 class _KeepsPrepared(WindowGraphRunner):
     def after_replay(self):
         """Upstream host bookkeeping: nothing (the window's ``prepared`` key survives)."""
 
 
 @mutant("window_graph_replay_keeps_prepared", ("window_graphs",), "addendum §6 A5 (activate() "
-        "returns early for the same layout object, keeping prepared) and §2.2 buffer()")
+        "returns early for the same layout object, keeping prepared) and §2.2 buffer()",
+        expected=("window",))
 class WindowGraphReplayKeepsPrepared(UnifiedEngine):
+    """The host keeps the window's ``prepared`` key across a graph replay, so an eager IDLE re-
+    activating the cached idle layout skips the history copy with one SWA layer (A5: re-
+    activation of the same layout object)."""
+
     window_path_cls = _path(_KeepsPrepared)
 
 
 
 
-# 44 -----------------------------------------------------------------------------------------
-class _TailEncoderFloorPath(WindowPath):
-    def init_metadata(self, fb, req, floor, groups, per_req):
-        """The late layers' read floor of a replayed request is its encoder floor ``Pq - r``
-        (the "or" of §2.4 read as "else") instead of ``max(0, seq - W)``."""
-        super().init_metadata(fb, req, floor, groups, per_req)
-        tm = self.tail_metadata
-        if self.skip_init(fb.forward_mode) or tm is None or not self.on:
-            return
-        seq_after, k = [], 0
-        for n in per_req:
-            seq_after.append(int(fb.positions[k + n - 1]) + 1)
-            k += n
-        idx, _, tfloor = self.tail(per_req, seq_after)
-        enc = floor[idx]
-        tm.core_attn_metadata.request_window_layout = self.layout(
-            req[idx], fb.positions[idx], torch.where(enc > 0, enc, tfloor), groups)
-
-
-@mutant("tail_encoder_floor", ("replay_tail",), "addendum §2.4 (late-layer read floor "
-        "max(0, seq - W), or the encoder floor when larger) and §2.3 (encoder floor Pq - r)")
-class TailEncoderFloor(UnifiedEngine):
-    window_path_cls = _TailEncoderFloorPath
-
-
-# 45 -----------------------------------------------------------------------------------------
 class _DpPadDroppedPath(WindowPath):
     def dp_decode(self, i, s):
         """The DP rank's MAX_LEN padding rows never reach the window layout: the layout (one
@@ -161,8 +128,12 @@ class _DpPadDroppedPath(WindowPath):
 
 @mutant("window_dp_pad_dropped", ("window_graphs",), "addendum §4 (DP) and §5 W1/W6: a DP "
         "decode rank's MLP-sync MAX_LEN padding (0.5.23 prepare_mlp_sync_batch, before the "
-        "metadata init) is part of the window layout: slot-0 rows with their own workspace rows")
+        "metadata init) is part of the window layout: slot-0 rows with their own workspace rows",
+        expected=("window",))
 class WindowDpPadDropped(UnifiedEngine):
+    """An eager DP decode rank's MAX_LEN padding rows are left out of the window layout: the
+    layout (one group per row) and the store cover the real rows only (W1, W6)."""
+
     window_path_cls = _DpPadDroppedPath
 
 

@@ -1,0 +1,302 @@
+"""Mutants of the dense path (feature ``dense``: paged SWA pool, eager and graph decode, target
+verify, draft extend, multi-step draft, IDLE; spec §2, §4, §5, §9).
+
+Each swaps one component class of :class:`targets.engine.UnifiedEngine` (backend, pool,
+allocator, runner) for a subclass overriding one method; the class docstring says the bug, the
+decorator its source and the checks expected to kill it.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from swafuzz.kernels.launch import capturing
+from swafuzz.targets.allocator import SWAAllocator
+from swafuzz.targets.backend import DSV4Backend, per_step_draft_out_cache_loc
+from swafuzz.targets.engine import UnifiedEngine
+from swafuzz.targets.forward_mode import ForwardBatch
+from swafuzz.targets.kv_pool import SWAKVPool
+from swafuzz.targets.metadata import CoreAttnMetadata, copy_metadata
+from swafuzz.targets.mutants import mutant
+from swafuzz.targets.runners import DecodeGraphRunner, DraftExtendGraphRunner
+
+
+class _ZeroDraftExtendBackend(DSV4Backend):
+    def out_graph_draft_extend(self, fb, bs, loc, seq_lens):
+        """PR-review era: built without the real out_cache_loc (the prep synthesises zeros), and
+        the metadata's swa_out_cache_loc stamped from them; the resolver then trusts it."""
+        md = super().out_graph_draft_extend(fb, bs, None, seq_lens)
+        core = md.core_attn_metadata
+        core.swa_out_cache_loc = self.translate(core.raw_out_loc)
+        return md
+
+
+@mutant("draft_extend_zeros", ("draft_extend", "episode"), "PR #27091 review (P1), spec §9.1",
+        expected=("write_targets", "pool_bytes", "agreement"))
+class DraftExtendZeros(UnifiedEngine):
+    """Draft-extend bucket metadata built from synthetic zeros, and the resolver trusts its
+    stamped ``swa_out_cache_loc``: the draft-extend rows land at the translation of location 0."""
+
+    backend_cls = _ZeroDraftExtendBackend
+
+
+class _IdleUsesCacheBackend(DSV4Backend):
+    def cache_usable(self, cached, fb, n):
+        return cached is not None and cached.shape[0] == n
+
+
+@mutant("idle_uses_cache", ("idle",), "PR #15227 class, spec §9.4",
+        expected=("write_targets", "pool_bytes", "write_set", "agreement"))
+class IdleUsesCache(UnifiedEngine):
+    """The resolver without its IDLE guard: an eager MTP IDLE forward reuses the stale cached
+    location of the previous batch when the row counts match."""
+
+    backend_cls = _IdleUsesCacheBackend
+
+
+class _NoZeroDecodeRunner(DecodeGraphRunner):
+    def fill_static_loc(self, live_loc, rows):
+        """Copies the real rows only: padded rows keep the previous batch's locations."""
+        self.static_loc[:live_loc.numel()].copy_(live_loc)
+
+
+@mutant("pad_rows_not_zeroed", ("decode", "target_verify"), "PR #24743, spec §9.5",
+        expected=("write_targets", "write_set", "pool_bytes", "agreement"))
+class PadRowsNotZeroed(UnifiedEngine):
+    """The static location buffer is not re-zeroed when the raw batch shrinks inside a bucket:
+    padded rows write the live slots a larger batch left."""
+
+    decode_runner_cls = _NoZeroDecodeRunner
+
+
+class _MemoPool(SWAKVPool):
+    """The PR #25824 memo: ``key = (pointer, numel)``; nothing else is compared and nothing
+    invalidates it."""
+
+    def _memo_key(self, loc: torch.Tensor):
+        return (loc.data_ptr(), loc.numel())
+
+    def translate_loc_from_full_to_swa(self, loc):
+        key = self._memo_key(loc)
+        if getattr(self, "_cached_loc_key", None) != key:
+            self._cached_swa_loc = super().translate_loc_from_full_to_swa(loc)
+            self._cached_loc_key = key
+        return self._cached_swa_loc
+
+
+@mutant("memo_data_ptr", ("decode", "episode"), "PR #25824 era, spec §2.7, §9.6",
+        expected=("write_targets", "pool_bytes", "agreement"))
+class MemoDataPtr(UnifiedEngine):
+    """The translation memoised on ``(data_ptr, numel)`` with no invalidation: a reused
+    location tensor with new contents gets the old translation."""
+
+    pool_cls = _MemoPool
+
+
+class _StorageMemoPool(_MemoPool):
+    def _memo_key(self, loc):
+        return (loc.untyped_storage().data_ptr(), loc.numel())
+
+
+@mutant("memo_storage_ptr", ("multi_step_draft", "decode"),
+        "PR #25824 report (storage pointer collides for views), spec §9.6",
+        expected=("write_targets", "pool_bytes", "agreement"))
+class MemoStoragePtr(UnifiedEngine):
+    """The memo keyed on the storage pointer: equal-length views of one buffer (the per-step
+    slices of a multi-step draft) collide and share one translation."""
+
+    pool_cls = _StorageMemoPool
+
+
+class _LayerCacheBackend(DSV4Backend):
+    def get_store_loc(self, layer_id: int, fb: ForwardBatch):
+        """A layer-keyed cache under the layer-0 rule of spec §9.7: recompute the pool's
+        ``cached_loc`` when the *global* ``layer_id == 0`` (or when unset), else reuse it. The
+        draft pool's layers start after the target's, so its cache is computed once and never
+        again (nothing resets it)."""
+        pool = self.pool
+        if layer_id == 0 or getattr(pool, "cached_loc", None) is None:
+            pool.cached_loc = self.get_swa_out_cache_loc(fb)
+        return pool.cached_loc
+
+
+@mutant("layer_cache_no_reset", ("draft_extend", "multi_step_draft"),
+        "spec §9.7 layer-0 rule, spec §2.8 (0.5.12 keys on start_layer; PR #25889)",
+        expected=("write_targets", "pool_bytes", "agreement"))
+class LayerCacheNoReset(UnifiedEngine):
+    """A layer-keyed location cache recomputed at global layer 0 only and never reset: a pool
+    whose first storing layer is not 0 (the draft model) keeps its first batch's locations.
+
+    Not what sglang 0.5.12 ships: its ``DeepSeekV4TokenToKVPool`` recomputes at the pool's
+    ``start_layer`` (every forward of every pool), and its bug (``register_mapping`` not
+    clearing ``cached_loc``, fixed by PR #25889 / #26079) needs a mapping rebuilt between
+    forwards, which no Case step does; ``--target sglang`` runs that shipped code for real.
+    This keeps the layer-0 variant, the form of the bug class the scenarios can reach."""
+
+    backend_cls = _LayerCacheBackend
+
+
+class _Int64Backend(DSV4Backend):
+    def translate(self, loc):
+        """The newest pool's raw gather: int64, the ``.to(int32)`` cast missing."""
+        return self.pool.mapping[loc]
+
+
+@mutant("int64_store_locs", ("decode",), "spec §2.2 / §9.8 (int64 translation to int32 kernel)",
+        expected=("contracts",), kernel_level=True)
+class Int64StoreLocs(UnifiedEngine):
+    """The translation without its int32 cast: int64 locations reach the int32 store."""
+
+    backend_cls = _Int64Backend
+
+
+class _HostBakedBackend(DSV4Backend):
+    def translate_in_graph(self, loc):
+        """Translation done on the host when not capturing (warm-up), and the resulting constant
+        reused inside the captured graph: replays write the warm-up batch's slots."""
+        if capturing() and getattr(self, "_host_const", None) is not None:
+            return self._host_const
+        vals = self.translate(loc).tolist()
+        self._host_const = torch.tensor(vals, dtype=torch.int32, device=loc.device)
+        self.baked["swa_out_cache_loc"] = vals
+        return self._host_const
+
+
+@mutant("host_baked_translation", ("decode",), "PR #38137 class, spec §2.7(e)",
+        expected=("capture_freeze", "agreement", "write_targets", "pool_bytes"))
+class HostBakedTranslation(UnifiedEngine):
+    """The translation computed on the host at capture and baked into the graph as a
+    constant: every replay writes the capture batch's slots."""
+
+    backend_cls = _HostBakedBackend
+
+
+class _MinusOneRunner(DecodeGraphRunner):
+    def fill_static_loc(self, live_loc, rows):
+        """Pads with -1 (an uninitialised / ``last_loc = -1`` style buffer) instead of 0."""
+        super().fill_static_loc(live_loc, rows)
+        self.static_loc[live_loc.numel():rows].fill_(-1)
+
+
+class _UncheckedStoreBackend(DSV4Backend):
+    def _store(self, cache, loc, rows):
+        """The store launched without its value contract."""
+        self.pool.impl.store_unchecked(cache, loc, rows)
+
+
+@mutant("negative_loc_wraps", ("decode",), "spec §2.1 sentinel, §9.9",
+        expected=("redzones", "contracts", "write_targets"), kernel_level=True)
+class NegativeLocWraps(UnifiedEngine):
+    """Padded rows at -1 translate through the sentinel and, with the store launched without
+    its value contract, write before the buffer."""
+
+    decode_runner_cls = _MinusOneRunner
+    backend_cls = _UncheckedStoreBackend
+
+
+class _Step0Backend(DSV4Backend):
+    def select_step_loc(self, fb, loc):
+        sliced = super().select_step_loc(fb, loc)
+        if sliced is loc:
+            return loc
+        return per_step_draft_out_cache_loc(loc, fb.batch_size, self.topk, self.num_steps)[0]
+
+
+@mutant("multi_step_wrong_slice", ("multi_step_draft",), "spec §4.3 (2), §9.10",
+        expected=("write_targets", "pool_bytes"))
+class MultiStepWrongSlice(UnifiedEngine):
+    """A multi-step draft stores every step with step 0's slice of ``out_cache_loc``."""
+
+    backend_cls = _Step0Backend
+
+
+class _EvictKeepsMapping(SWAAllocator):
+    def free_swa_out_of_window(self, full_slots):
+        """Releases the SWA pages but leaves ``M`` pointing at them (aliasing once reused)."""
+        self.release_swa_pages(full_slots)
+
+
+@mutant("evict_keeps_mapping", ("decode", "target_verify"), "spec §2.5, §9.15 (PR #25385)",
+        expected=("invariants",))
+class EvictKeepsMapping(UnifiedEngine):
+    """Window eviction frees the SWA pages without zeroing ``M``: the mapping aliases pages
+    handed to another request."""
+
+    allocator_cls = _EvictKeepsMapping
+
+
+class _CopyFieldBackend(DSV4Backend):
+    def copy_graph_metadata(self, persistent, temp):
+        """``swa_out_cache_loc`` in the copy list instead of the assign list."""
+        if not isinstance(persistent.__dict__.get("core_attn_metadata"), CoreAttnMetadata):
+            return super().copy_graph_metadata(persistent, temp)
+        copy_metadata(temp.core_attn_metadata, persistent.core_attn_metadata,
+                      CoreAttnMetadata.CHECK_EQ_FIELDS,
+                      CoreAttnMetadata.COPY_FIELDS + ("swa_out_cache_loc",), ())
+
+
+@mutant("swa_loc_copy_field", ("decode",), "spec §4.2, §9.12", expected=("error",))
+class SwaLocCopyField(UnifiedEngine):
+    """``swa_out_cache_loc`` treated as a copy field across replays: the copy asserts at
+    replay prep (a target error)."""
+
+    backend_cls = _CopyFieldBackend
+
+
+class _CopyingPool(SWAKVPool):
+    def register_mapping(self, mapping):
+        """Keeps a snapshot of ``M`` instead of a reference: later allocations never reach it."""
+        super().register_mapping(mapping.clone())
+
+
+@mutant("mapping_copied", ("decode", "draft_extend"), "spec §2.1 (shared mapping), §9.16",
+        expected=("invariants", "write_targets", "pool_bytes"))
+class MappingCopied(UnifiedEngine):
+    """The pools keep a copy of ``M`` instead of the allocator's tensor: draft and target see
+    stale peers."""
+
+    pool_cls = _CopyingPool
+
+
+class _OnesDraftExtendRunner(DraftExtendGraphRunner):
+    def prepare_capture_buffers(self):
+        """Capture state with the loc buffer left at its initial ones (not zeroed)."""
+        super().prepare_capture_buffers()
+        self.static_loc.fill_(self.static_loc_init)
+
+
+@mutant("draft_extend_buffer_ones", ("draft_extend",), "spec §5.2, §9.17",
+        expected=("pool_bytes", "write_set", "agreement"))
+class DraftExtendBufferOnes(UnifiedEngine):
+    """The draft-extend static location buffer keeps its ones at capture: warm-up writes hit
+    ``M[1]``, a live slot when P == 1."""
+
+    draft_extend_runner_cls = _OnesDraftExtendRunner
+
+
+@mutant("graph_less", ("decode",), "spec §5.1 (can_run: a batch that fits a captured bucket "
+        "replays its graph); issue 10 self-report experiment", expected=("exec_path",))
+class GraphLess(UnifiedEngine):
+    """A runner whose ``can_run`` never accepts: every graph step runs eagerly."""
+
+    def use_graph(self, step, n):
+        """``can_run`` that never accepts: every graph step runs on the eager path, and the
+        Observation says so truthfully; only a check that knows the Case's path can object."""
+        return False
+
+
+class _MisalignedRowsBackend(DSV4Backend):
+    def _store(self, cache, loc, rows):
+        """The K rows reach the store shifted by one row against their locations (rows
+        re-indexed apart from the loc: CP / piecewise narrowing)."""
+        super()._store(cache, loc, rows.roll(1, 0))
+
+
+@mutant("rows_misaligned", ("decode", "target_verify"),
+        "spec §9.13 / §9.14 (K rows re-indexed apart from their locations; PR #26375, #29457 "
+        "class)", expected=("pool_bytes",))
+class RowsMisaligned(UnifiedEngine):
+    """K rows reach the store shifted by one against their locations: every slot is right,
+    only the bytes in it are not."""
+
+    backend_cls = _MisalignedRowsBackend

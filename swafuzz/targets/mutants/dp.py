@@ -1,0 +1,77 @@
+"""Mutants of DP attention (feature ``dp``: MLP-sync MAX_LEN re-padding of decode and
+speculative batches, the EXTEND rewrite; spec §5.4, §6, PR #27091).
+
+Each swaps the engine's :class:`targets.dp.DPAttention` or the resolver's length check, or
+overrides one engine method (``can_run``); reached only by the ``dp_padded`` / ``dp_spec`` kinds.
+"""
+
+from __future__ import annotations
+
+from swafuzz.targets.backend import DSV4Backend
+from swafuzz.targets.dp import DPAttention
+from swafuzz.targets.engine import UnifiedEngine
+from swafuzz.targets.forward_mode import ForwardMode
+from swafuzz.targets.mutants import mutant
+
+
+class _NoLengthCheckBackend(DSV4Backend):
+    def cache_usable(self, cached, fb, n):
+        return cached is not None and not fb.forward_mode.is_idle()
+
+
+@mutant("no_length_check", ("dp_padded",), "spec §9.2 / §5.4 (PR #27091: DP re-padding)",
+        expected=("contracts",))
+class NoLengthCheck(UnifiedEngine):
+    """The resolver without its length check: after DP re-padding the cached location (of the
+    unpadded batch) is used for a batch of another length."""
+
+    backend_cls = _NoLengthCheckBackend
+
+
+class _NeverPadDP(DPAttention):
+    def pad_inputs_to_size(self, fb, num_tokens, batch_size=None):
+        """``_pad_inputs_to_size`` skipped: the rank forwards its own rows only, while every
+        other rank forwards ``num_tokens`` (the collectives of DP attention would mismatch)."""
+        return None
+
+
+@mutant("dp_never_pads", ("dp_padded",), "spec §5.4 (2)-(4) (MAX_LEN padding, "
+        "_pad_inputs_to_size); issue 10 self-report experiment", expected=("exec_path",))
+class DPNeverPads(UnifiedEngine):
+    """DP attention without ``_pad_inputs_to_size``: the rank forwards only its own rows."""
+
+    dp_cls = _NeverPadDP
+
+
+class _VerifyNotReboundDP(DPAttention):
+    def pad_inputs_to_size(self, fb, num_tokens, batch_size=None):
+        """Re-padding of a TARGET_VERIFY batch pads ``seq_lens`` / ``positions`` and the batch
+        size but forgets to rebind ``out_cache_loc``: the stores write only this rank's rows."""
+        if fb.forward_mode != ForwardMode.TARGET_VERIFY:
+            return super().pad_inputs_to_size(fb, num_tokens, batch_size)
+        loc = fb.out_cache_loc
+        super().pad_inputs_to_size(fb, num_tokens, batch_size)
+        fb.out_cache_loc = loc
+
+
+@mutant("dp_verify_not_rebound", ("dp_spec",), "spec §5.4 (4) and §6 (DP re-padding of "
+        "speculative batches rebinds out_cache_loc; 'spec-v2 and DP padding rebind "
+        "out_cache_loc', PR #27091)", expected=("exec_path",))
+class DPVerifyNotRebound(UnifiedEngine):
+    """DP re-padding of a target-verify batch pads ``seq_lens`` / ``positions`` but does not
+    rebind ``out_cache_loc``: the stores write the unpadded rows (the stale-shape case)."""
+
+    dp_cls = _VerifyNotReboundDP
+
+
+@mutant("dp_extend_replays_graph", ("dp_spec",), "spec §5.4 (3) (a batch rewritten to EXTEND "
+        "because another DP rank extends cannot run a decode/verify graph; can_run's "
+        "extend-in-batch guard)", expected=("exec_path",))
+class DPExtendReplaysGraph(UnifiedEngine):
+    """``can_run`` without the extend-in-batch guard: a batch DP rewrote to EXTEND replays its
+    decode/verify graph."""
+
+    def can_run_graph(self, step, fb, n):
+        """``can_run`` without the extend-in-batch guard: the rewritten EXTEND batch replays
+        the graph its original mode would use."""
+        return self.use_graph(step, n)

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect
-from swafuzz.oracles.window import layout
+from swafuzz.oracles.window_layout import layout
 from swafuzz.scenarios.case import Case, CaseError, GraphConfig, PoolConfig, Step
 from swafuzz.scenarios.strategies import SCENARIO_KINDS
 

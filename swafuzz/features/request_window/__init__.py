@@ -14,7 +14,7 @@ FEATURE = Feature(
              'eager forwards under a request window'),
     ),
     case_fields=('pool.request_window', 'pool.window_slots', 'pool.window_chunk'),
-    oracle=('swafuzz.oracles.window',),
+    oracle=('swafuzz.oracles.window', 'swafuzz.oracles.window_state', 'swafuzz.oracles.window_layout'),
     engine=('swafuzz.targets.window',),
     sglang=('swafuzz.targets.sglang.window',),
     checks=('window', 'history'),

@@ -52,6 +52,9 @@ import math
 import struct
 from typing import Sequence
 
+from swafuzz.scenarios.case import POISON_BYTE
+from swafuzz.scenarios.payload import dsv4_rows_bytes, rows_bytes
+
 NOPE_DIM = 448
 ROPE_DIM = 64
 HEAD_DIM = NOPE_DIM + ROPE_DIM  # 512 bf16 values per input row
@@ -232,9 +235,6 @@ def slot_rows(case, step: int, fwd: int, pool: str, layer: int, n_rows: int) -> 
     """The bytes a forward's rows must leave in their slots, ``n_rows * row_bytes``: the payload
     rows themselves (layout ``"rows"``) or their quantized 584-byte tokens (``"dsv4"``, scale
     pad byte = the poison byte, which no store overwrites)."""
-    from swafuzz.scenarios.case import POISON_BYTE
-    from swafuzz.scenarios.payload import dsv4_rows_bytes, rows_bytes
-
     cfg = case.pool
     if cfg.layout == "dsv4":
         raw = dsv4_rows_bytes(case.payload_seed, step, fwd, pool, layer, n_rows)

@@ -3,7 +3,7 @@
 Plain Python over ints (no torch, no ``targets/``, no allocator): the path of a forward depends
 only on the step's op, its request count, ``accept`` / ``tokens`` / ``rank_tokens``, the step's
 ``exec`` and the :class:`scenarios.case.GraphConfig` - never on slot ids. This module is separate
-from the allocator shadow in :mod:`oracles.engine` on purpose (its page prediction may become an
+from the allocator shadow in :mod:`oracles.allocator` on purpose (its page prediction may become an
 observed input for real allocators; the path never does).
 
 For every forward (:class:`PathExp`):

@@ -2,8 +2,8 @@
 
 Plain Python over ints, lists, sets and bytearrays; never imports ``targets/``, ``kernels/`` or
 torch. It implements the ring rules of ``features/ring/SEMANTICS.md`` ("Per-request SWA ring",
-addendum §1, §2.1, §5 R1-R5) on top of the paged shadow of :mod:`oracles.engine` (which it
-extends: same payload, same forwards, same row counts), replacing what the ring changes:
+addendum §1, §2.1, §5 R1-R5) on top of the paged shadow of :mod:`oracles.shadow` (which it
+extends: same forwards, same row counts), replacing what the ring changes:
 
 * request slots ``1..req_slots`` (slot 0 is padding): exact mode hands out the lowest free slot
   at ``admit``; observed mode (``observed_ring``: the target's exposed slot table per step)
@@ -21,17 +21,13 @@ exposed state (R4, R5 and the slot rules of R1), judged from the exposure and th
 
 from __future__ import annotations
 
-from swafuzz.oracles.engine import (
-    AllocationRejected,
-    CaseInfeasible,
-    ForwardExp,
-    OracleError,
-    _Shadow,
-)
+from swafuzz.oracles.errors import AllocationRejected, CaseInfeasible
+from swafuzz.oracles.ring_draft import draft_block_forward
+from swafuzz.oracles.shadow import Shadow
 from swafuzz.scenarios.case import Case
 from swafuzz.scenarios.payload import rows_bytes
 
-__all__ = ["RingShadow", "expect_ring", "ring_cost", "ring_invariants", "ring_row"]
+__all__ = ["RingShadow", "ring_cost", "ring_invariants", "ring_row"]
 
 
 def ring_cost(ring: int, page_size: int) -> int:
@@ -47,11 +43,15 @@ def ring_row(slot: int, pos: int, final_pos: int, ring: int, window: int) -> int
     return slot * ring + pos % ring
 
 
-class RingShadow(_Shadow):
-    """The paged shadow with the ring rules (see the module docstring)."""
+class RingShadow(Shadow):
+    """The paged shadow with the ring rules (see the module docstring). ``observed_ring``: per
+    step the target's exposed ring state, ``{"slots": {rid: slot}, ...}``, whose slot choices
+    are validated and followed in observed mode."""
 
-    def __init__(self, case: Case, observed_alloc=None, observed_ring=None):
-        super().__init__(case, observed_alloc)
+    TARGET = "ring row"
+
+    def __init__(self, case: Case, observed_alloc=None, observed_ring=None, window_of=None):
+        super().__init__(case, observed_alloc, window_of)
         cfg = case.pool
         if cfg.swa_ring < max(cfg.window, cfg.page_size) or cfg.req_slots < 1:
             raise CaseInfeasible(-1, f"pool.swa_ring = {cfg.swa_ring} must be >= window and >= "
@@ -88,7 +88,7 @@ class RingShadow(_Shadow):
         self.slot[rid] = s
 
     # ------------------------------------------------------------------ allocator
-    def _check_alloc(self, i: int, plan: list[tuple[int, int]]) -> None:
+    def check_alloc(self, i: int, plan: list[tuple[int, int]]) -> None:
         need = 0
         for rid, n in plan:
             ln = len(self.tokens.get(rid, []))
@@ -96,12 +96,12 @@ class RingShadow(_Shadow):
         if need > len(self.free_full):
             raise CaseInfeasible(i, f"needs {need} fresh full pages, {len(self.free_full)} free")
 
-    def _extend(self, rid: int, n: int) -> list[int]:
+    def extend(self, rid: int, n: int) -> list[int]:
         toks, P, i = self.tokens[rid], self.P, self.step_i
         new = []
         for _ in range(n):
             q = len(toks)
-            got = self._next_observed(rid, q) if self.pending is not None else None
+            got = self.next_observed(rid, q) if self.pending is not None else None
             if got is not None and got[1] != 0:
                 raise AllocationRejected(i, f"request {rid} position {q}: the allocator wrote "
                                             f"M[{got[0]}] = {got[1]}; a ring allocator never "
@@ -129,66 +129,41 @@ class RingShadow(_Shadow):
             self.owner[full] = (rid, q)
         return new
 
-    def _free_swa(self, slots: list[int]) -> None:
+    def free_swa_slots(self, slots: list[int]) -> None:
         """A ring owns no paged SWA peers: nothing is freed, ``M`` stays 0."""
 
     # ------------------------------------------------------------------ forwards
-    def _forward(self, i: int, fwd: int, pool: str, mode: str, ex: str, locs: list[int],
-                 rows_eager: int, rows_graph: int | None) -> None:
-        self._graph_ok(i, ex, rows_graph)
+    def targets_of(self, locs: list[int]) -> list[int]:
+        """Ring rows (R1, R3): ``-1`` outside the request's last ``window`` positions."""
         w = self.cfg.window
         targets = []
         for f in locs:
             rid, pos = self.owner[f]
             targets.append(ring_row(self.slot[rid], pos, len(self.tokens[rid]) - 1, self.R, w))
-        seen: dict[int, int] = {}
-        for r, t in enumerate(targets):
-            if t >= self.P:
-                if t in seen:
-                    raise OracleError(f"step {i} fwd {fwd}: rows {seen[t]} and {r} both target "
-                                      f"ring row {t}")
-                seen[t] = r
-        n = len(locs)
-        rb = self.cfg.row_bytes
-        for layer, buf in enumerate(self.pools[pool]):
-            data = rows_bytes(self.case.payload_seed, i, fwd, pool, layer, n, rb)
-            for r, t in enumerate(targets):
-                if t >= self.P:
-                    buf[t * rb:(t + 1) * rb] = data[r * rb:(r + 1) * rb]
-        self.exp.forwards.append(ForwardExp(i, fwd, pool, mode, ex, n, targets, list(locs),
-                                            rows_eager, rows_graph))
+        return targets
+
+    def payload(self, i: int, fwd: int, pool: str, layer: int, n: int) -> bytes:
+        return rows_bytes(self.case.payload_seed, i, fwd, pool, layer, n, self.cfg.row_bytes)
+
+    def refused(self) -> bool:
+        return False  # a ring Case runs every step (the ring loop never stopped at a refusal)
 
     # ------------------------------------------------------------------ steps
-    def _run_step(self, i: int, s) -> None:
+    def run_op(self, i: int, s) -> None:
         if s.op == "draft_decode":
             raise CaseInfeasible(i, "draft_decode is not supported with a ring")
         if s.op == "draft_block":  # DSpark draft block (issue 12): oracles/ring_draft.py
-            from swafuzz.oracles.ring_draft import draft_block_forward
-
             draft_block_forward(self, i, s)
-            return self._snapshot(i, s)
+            return self.snapshot(i, s)
         if s.op == "admit" and s.rid is not None and s.rid not in self.ever:
             self._take_slot(i, s.rid)
         rid_done = s.rid if s.op == "finish" else None
         toks = self.tokens.get(rid_done, []) if rid_done is not None else []
-        super()._run_step(i, s)
+        super().run_op(i, s)
         if rid_done is not None:
             self.free_slots.add(self.slot.pop(rid_done))
             for f in toks:
                 self.owner.pop(f, None)
-
-
-def expect_ring(case: Case, *, pools_every_step: bool = True, observed_alloc=None,
-                observed_ring=None):
-    """:func:`oracles.engine.expect` for a ring Case (same arguments, plus ``observed_ring``:
-    per step the target's exposed ring state, ``{"slots": {rid: slot}, ...}``, whose slot
-    choices are validated and followed in observed mode)."""
-    sh = RingShadow(case, observed_alloc, observed_ring)
-    for i, s in enumerate(case.steps):
-        sh.run_step(i, s)
-        if not pools_every_step and i > 0:
-            sh.exp.steps[i - 1].pools = {}
-    return sh.exp
 
 
 def ring_invariants(case: Case, ring: dict | None, mapping: list[int],

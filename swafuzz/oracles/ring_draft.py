@@ -5,16 +5,17 @@ Plain Python over ints, lists and bytearrays; never imports ``targets/``, ``kern
 :func:`draft_block_forward` is called by :class:`oracles.ring.RingShadow` for the step: it checks
 the step against the Case contract (ring, block size, ring size, eager, live requests), computes
 the ring row of every block row (R1: ``slot*R + (L + i) mod R``, no ``-1`` rule, slot >= 1),
-asserts the rows are unique (R2), writes the draft shadow and records the forward. A graph
+asserts the rows are unique (R2), writes the draft shadow (``sh.store``: every row of a
+block is ``>= P`` since its slot is >= 1) and records the forward. A graph
 block (bucket ``B >= len(rids)``, ``B * gamma`` rows) pads with requests of slot 0 and length 1
 whose rows land in page 0 (``gamma < page_size``), never compared.
 """
 
 from __future__ import annotations
 
-from swafuzz.oracles.engine import CaseInfeasible, ForwardExp, OracleError
+from swafuzz.oracles.errors import CaseInfeasible
+from swafuzz.oracles.expectation import ForwardExp
 from swafuzz.oracles.paths import bucket_of
-from swafuzz.scenarios.payload import rows_bytes
 
 __all__ = ["block_rows", "draft_block_forward"]
 
@@ -39,7 +40,7 @@ def draft_block_forward(sh, i: int, s) -> None:
             raise CaseInfeasible(i, "a graph draft_block needs num_draft_tokens - 1 < page_size")
         b = bucket_of(g.buckets, len(s.rids))
         rows_graph = b * gamma if b is not None else None
-        sh._graph_ok(i, "graph", rows_graph)
+        sh.graph_ok(i, "graph", rows_graph)
     if not s.rids or len(set(s.rids)) != len(s.rids):
         raise CaseInfeasible(i, f"draft_block needs distinct rids (got {list(s.rids)})")
     targets: list[int] = []
@@ -51,18 +52,8 @@ def draft_block_forward(sh, i: int, s) -> None:
         slot = sh.slot[rid]
         targets += block_rows(slot, len(toks), gamma, sh.R)
         locs += [toks[-1]] * gamma
-    seen: dict[int, int] = {}
-    for r, t in enumerate(targets):
-        if t in seen:
-            raise OracleError(f"step {i}: draft block rows {seen[t]} and {r} both target ring "
-                              f"row {t} (R2)")
-        seen[t] = r
-    n, rb = len(targets), cfg.row_bytes
-    for layer, buf in enumerate(sh.pools["draft"]):
-        data = rows_bytes(sh.case.payload_seed, i, 0, "draft", layer, n, rb)
-        for r, t in enumerate(targets):
-            if t >= sh.P:
-                buf[t * rb:(t + 1) * rb] = data[r * rb:(r + 1) * rb]
+    sh.store(i, 0, "draft", targets)  # unique rows (R2), written where >= P
+    n = len(targets)
     # a padded request: slot 0, length 1 (the seq_lens fill): rows 1..gamma, in page 0
     sh.exp.forwards.append(ForwardExp(i, 0, "draft", "TARGET_VERIFY", s.exec, n, targets, locs,
                                       n, rows_graph,

@@ -8,8 +8,8 @@ without them it is the window shadow unchanged. Per tail-graph forward it predic
 (:class:`TailGraphExp`, in ``WindowExp.tail_graph``):
 
 * ``bucket``: the row bucket replayed (smallest ``graph.tail_buckets`` entry >= the tail's
-  rows, under DP >= ``max(rows, *rank_tokens)``, for an IDLE DP rank >= ``max(rank_tokens)``; None: no bucket fits, the tail runs
-  eagerly); None for a prefill-graph tail;
+  rows, under DP >= ``max(rows, *rank_tokens)``, for an IDLE DP rank >= ``max(rank_tokens)``;
+  None: no bucket fits, the tail runs eagerly); None for a prefill-graph tail;
 * ``real_rows`` / ``capacity``: the tail's rows, and for a prefill-graph tail the rows of the
   location buffer every late-layer store receives (real rows' SWA slots, then zeros: T1);
 * ``probe_locs`` / ``probe_count`` (T4): after the tail is left, a store resolves the forward's
@@ -27,10 +27,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from swafuzz.oracles.errors import CaseInfeasible
 from swafuzz.oracles.tail import tail_rows
 from swafuzz.oracles.translation import translate as expected_translation
-from swafuzz.oracles.window import WindowShadow, WinFwdExp, layout
-from swafuzz.scenarios.payload import rows_bytes
+from swafuzz.oracles.window import WindowShadow
+from swafuzz.oracles.window_layout import WinFwdExp, layout
 
 __all__ = ["TailGraphExp", "TailGraphShadow", "expected_tail_graph_use"]
 
@@ -60,12 +61,6 @@ class TailGraphExp:
     probe_count: int | None
 
 
-def _infeasible(i: int, reason: str):
-    from swafuzz.oracles.engine import CaseInfeasible
-
-    return CaseInfeasible(i, reason)
-
-
 class TailGraphShadow(WindowShadow):
     """The window shadow with the tail under graphs (module docstring)."""
 
@@ -83,7 +78,7 @@ class TailGraphShadow(WindowShadow):
 
     def run_step(self, sh, i: int, s) -> bool:
         if s.tail_exec and not self.L:
-            raise _infeasible(i, "tail_exec needs pool.late_layer_start > 0")
+            raise CaseInfeasible(i, "tail_exec needs pool.late_layer_start > 0")
         self._te = s.tail_exec
         self._idle_from = max(s.rank_tokens) if s.rank_tokens else 0  # DP peers' tail rows
         try:
@@ -95,30 +90,23 @@ class TailGraphShadow(WindowShadow):
         return list(range(self.L, self.cfg.layers))
 
     # ------------------------------------------------------------------ paged pools
-    def _paged(self, sh, i: int, locs: list[int], per_req: list[int], comp=None) -> None:
+    def paged(self, sh, i: int, locs: list[int], per_req: list[int], comp=None) -> None:
         te = self._te
         idx, _ = tail_rows(per_req, self.W)
         t = len(idx)
         if te != "prefill":
-            super()._paged(sh, i, locs, per_req, comp=comp)
+            super().paged(sh, i, locs, per_req, comp=comp)
         else:
             cap = self.tail_capacity
             if t > cap:
-                raise _infeasible(i, f"prefill-graph tail of {t} rows above graph.tail_capacity "
+                raise CaseInfeasible(i, f"prefill-graph tail of {t} rows above graph.tail_capacity "
                                      f"= {cap}")
-            fwd = WinFwdExp(i, 0, "EXTEND", True, [], self._late(), tail_rows(per_req, self.W)[1],
-                            None, tail_capacity=cap, comp=comp)
             full = expected_translation(sh.M, locs)
             tail = expected_translation(sh.M, [locs[k] for k in idx]) + [0] * (cap - t)
-            rb = self.rb
-            for layer in range(self.cfg.layers):
-                tg = tail if layer >= self.L else full
-                data = rows_bytes(self.case.payload_seed, i, 0, "target", layer, len(tg), rb)
-                buf = sh.pools["target"][layer]
-                for r, slot in enumerate(tg):
-                    if slot >= self.P:  # padding rows (slot 0) land in the dummy page
-                        buf[slot * rb:(slot + 1) * rb] = data[r * rb:(r + 1) * rb]
-                fwd.locs.append(list(tg))
+            # padding rows (slot 0) land in the dummy page
+            out = self.store_paged(sh, i, full, tail)
+            fwd = WinFwdExp(i, 0, "EXTEND", True, out, self._late(), tail_rows(per_req, self.W)[1],
+                            None, tail_capacity=cap, comp=comp)
             self.exp.forwards.append(fwd)
         if te:
             self.exp.tail_graph.append(TailGraphExp(
@@ -128,13 +116,13 @@ class TailGraphShadow(WindowShadow):
                 expected_translation(sh.M, locs), len(locs)))
 
     # ------------------------------------------------------------------ request window
-    def _forward_lane(self, i: int, mode: str, rows, groups: int, per_req, bucket=None,
-                      fwd: int = 0, comp=None) -> None:
+    def forward_lane(self, i: int, mode: str, rows, groups: int, per_req, bucket=None,
+                     fwd: int = 0, comp=None) -> None:
         te = self._te
         if not te or self.exp.refused is not None:
-            return super()._forward_lane(i, mode, rows, groups, per_req, bucket, fwd=fwd, comp=comp)
+            return super().forward_lane(i, mode, rows, groups, per_req, bucket, fwd=fwd, comp=comp)
         if mode != "IDLE":
-            super()._forward_lane(i, mode, rows, groups, per_req, bucket, fwd=fwd, comp=comp)
+            super().forward_lane(i, mode, rows, groups, per_req, bucket, fwd=fwd, comp=comp)
             if self.exp.refused is not None or per_req is None:
                 return
             idx, _ = tail_rows(per_req, self.W)
@@ -146,24 +134,20 @@ class TailGraphShadow(WindowShadow):
             return
         T = self._tail_bucket(self._idle_from)
         if T is None:  # no bucket fits: the late layers run the eager IDLE forward
-            super()._forward_lane(i, mode, rows, groups, per_req, bucket, fwd=fwd, comp=comp)
+            super().forward_lane(i, mode, rows, groups, per_req, bucket, fwd=fwd, comp=comp)
             if self.exp.refused is None:
                 self.exp.tail_graph.append(TailGraphExp(i, 0, te, True, None, 0, 0, [], None,
                                                         None))
             return
         lay = layout(rows, groups, self.W, self.cap, self.Z)
-        if lay.size > self.WS:
-            self.exp.refused = (i, f"layout of {lay.size} rows (groups {groups} * W {self.W} + "
-                                   f"{len(rows)} rows) exceeds the workspace's {self.WS} rows")
+        if self.refuse(i, lay, groups, len(rows)):
             return
         locs, wsb = [], []
         for layer in range(self.cfg.layers):
             if layer >= self.L:  # the peer's bucket with no rows of its own: nothing stored,
                 locs.append([])  # nothing committed (A9)
             else:
-                data = rows_bytes(self.case.payload_seed, i, 0, "target", layer, len(rows),
-                                  self.rb)
-                self._run_layer(layer, lay, rows, data, commit=False)
+                self.run_layer(layer, lay, rows, self.payload(i, 0, layer, len(rows)), False)
                 locs.append(list(lay.write_loc))
             wsb.append(bytes(self.ws))
         self.exp.forwards.append(WinFwdExp(i, 0, mode, False, locs, self._late(), [], wsb,

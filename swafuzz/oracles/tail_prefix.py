@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from swafuzz.oracles.errors import CaseInfeasible
+
 __all__ = ["CompExp", "admit_prefix", "c4_loc", "compressor", "prefix_hit", "run_separate"]
 
 
@@ -54,57 +56,52 @@ def compressor(locs: list[int], positions: list[int], replay: list[bool],
     return CompExp(loc, [c4_loc(f, p) for f, p in zip(loc, positions)], low_ratio)
 
 
-def _infeasible(i: int, reason: str):
-    from swafuzz.oracles.engine import CaseInfeasible
-
-    return CaseInfeasible(i, reason)
-
-
 def admit_prefix(win, sh, i: int, s) -> None:
     """``admit`` with ``prefix_rid`` / ``prefix_len`` on the window / tail path. ``win``: the
     :class:`oracles.window.WindowShadow`; ``sh``: the engine oracle's shadow allocator."""
     if s.rid is None or s.length is None or s.length < 1:
-        raise _infeasible(i, "admit needs rid and length >= 1")
+        raise CaseInfeasible(i, "admit needs rid and length >= 1")
     if s.rid in sh.ever:
-        raise _infeasible(i, f"request {s.rid} admitted twice")
+        raise CaseInfeasible(i, f"request {s.rid} admitted twice")
     src, n = s.prefix_rid, s.prefix_len
-    toks = sh._live(i, src)
+    toks = sh.live(i, src)
     if n is None or not 1 <= n < s.length or n > len(toks) or n % win.P:
-        raise _infeasible(i, f"prefix_len {n} must be in [1, length) and <= the length "
+        raise CaseInfeasible(i, f"prefix_len {n} must be in [1, length) and <= the length "
                              f"{len(toks)} of request {src}, a multiple of P = {win.P}")
     h = prefix_hit(n, s.length, win.W, win.P, bool(win.L))
     if h == 0:  # the cap leaves no hit: a plain admit
-        return win._admit(sh, i, replace(s, prefix_rid=None, prefix_len=None))
+        return win.admit(sh, i, replace(s, prefix_rid=None, prefix_len=None))
     if win.on:
         if h % 2:
-            raise _infeasible(i, f"encoder replay needs an even cached-prefix boundary (hit {h})")
+            raise CaseInfeasible(i, f"encoder replay needs an even cached-prefix boundary "
+                                    f"(hit {h})")
         if not win.free_slots:
-            raise _infeasible(i, f"no free request slot (window_slots = "
+            raise CaseInfeasible(i, f"no free request slot (window_slots = "
                                  f"{win.cfg.window_slots})")
         if h - min(h, win.W) < sh.evicted[src]:
-            raise _infeasible(i, f"request {src}: replayed tokens below its SWA frontier")
-    new = sh._admit_prefix(i, replace(s, prefix_len=h))
+            raise CaseInfeasible(i, f"request {src}: replayed tokens below its SWA frontier")
+    new = sh.admit_prefix(i, replace(s, prefix_len=h))
     toks = sh.tokens[s.rid]
     if not win.on:
         positions = list(range(h, s.length))
-        win._paged(sh, i, new, [len(new)], comp=compressor(new, positions, [False] * len(new)))
+        win.paged(sh, i, new, [len(new)], comp=compressor(new, positions, [False] * len(new)))
         return
     slot = min(win.free_slots)
     win.free_slots.discard(slot)
     win.slot[s.rid] = slot
-    win._reset(slot)
+    win.reset_slot(slot)
     r = min(h, win.W)
     if win.cfg.separate_replay:
         run_separate(win, i, [(s.rid, h, r)], toks)
         rows = [(slot, p, 0) for p in range(h, s.length)]
-        win._forward(i, "EXTEND", rows, 1, [len(rows)], fwd=1,
-                     comp=compressor(new, list(range(h, s.length)), [False] * len(new)))
+        win.forward(i, "EXTEND", rows, 1, [len(rows)], fwd=1,
+                    comp=compressor(new, list(range(h, s.length)), [False] * len(new)))
         return
     rows = [(slot, p, h - r) for p in range(h - r, s.length)]
     locs = toks[h - r:]
-    win._forward(i, "EXTEND", rows, 1, [len(rows)],
-                 comp=compressor(locs, list(range(h - r, s.length)), [True] * r
-                                 + [False] * (len(locs) - r)))
+    win.forward(i, "EXTEND", rows, 1, [len(rows)],
+                comp=compressor(locs, list(range(h - r, s.length)), [True] * r
+                                + [False] * (len(locs) - r)))
 
 
 def run_separate(win, i: int, hits: list[tuple[int, int, int]], toks_of) -> None:
@@ -119,8 +116,8 @@ def run_separate(win, i: int, hits: list[tuple[int, int, int]], toks_of) -> None
         locs += toks[pq - r:pq]
         pos += range(pq - r, pq)
         per.append(r)
-    win._forward(i, "EXTEND", rows, len(hits), per, fwd=0,
-                 comp=compressor(locs, pos, [False] * len(locs), low_ratio=False))
+    win.forward(i, "EXTEND", rows, len(hits), per, fwd=0,
+                comp=compressor(locs, pos, [False] * len(locs), low_ratio=False))
 
 
 def effective_prefix(case, s) -> int:

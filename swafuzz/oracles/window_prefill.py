@@ -20,8 +20,9 @@ lane (the expectation of executors that capture graphs) runs such a step through
 
 from __future__ import annotations
 
+from swafuzz.oracles.errors import CaseInfeasible
+from swafuzz.oracles.window_layout import Layout, WinFwdExp, layout
 from swafuzz.scenarios.case import Case, Step
-from swafuzz.scenarios.payload import rows_bytes
 
 __all__ = ["PADDING_FACTOR", "expected_prefill_graph_use", "prefill_bucket", "prefill_lane"]
 
@@ -46,8 +47,6 @@ def prefill_bucket(sh, i: int, s: Step, n: int) -> int | None:
         return None
     G = min(sh.cfg.window_slots + 1, T)
     if G * sh.W + T > sh.WS:
-        from swafuzz.oracles.engine import CaseInfeasible
-
         raise CaseInfeasible(i, f"prefill graph bucket {T} under a request window: its layout "
                                 f"of {G * sh.W + T} rows (min(S + 1, T) = {G} groups) exceeds "
                                 f"the workspace's {sh.WS} rows")
@@ -57,14 +56,11 @@ def prefill_bucket(sh, i: int, s: Step, n: int) -> int | None:
 def prefill_lane(sh, i: int, rows: list[tuple[int, int, int]], T: int) -> None:
     """The graph lane of a prefill-graph forward of ``rows`` (``(slot, position, floor)``) in
     bucket ``T`` (module docstring)."""
-    from swafuzz.oracles.window import Layout, WinFwdExp, layout  # (oracles.window imports this)
-
     if sh.exp.refused is not None:
         return
     G = min(sh.cfg.window_slots + 1, T)
-    captured = sh.__dict__.setdefault("_prefill_captured", set())
-    if T not in captured:  # the warm-up of the capture batch: slot 0, positions 0..T-1
-        captured.add(T)
+    if T not in sh.captured["prefill"]:  # the capture batch's warm-up: slot 0, positions 0..T-1
+        sh.captured["prefill"].add(T)
         for tags in sh.tags:
             for p in range(max(0, T - sh.cap), T):
                 tags[p % sh.cap] = p
@@ -73,12 +69,7 @@ def prefill_lane(sh, i: int, rows: list[tuple[int, int, int]], T: int) -> None:
     lay = Layout(G, [G * sh.W + k for k in range(T)], live.history_src, live.history_pos,
                  live.history_valid, live.commit + [False] * (T - n), live.runs, G * sh.W + T)
     padded = list(rows) + [(0, 0, 0)] * (T - n)
-    locs, wsb = [], []
-    for layer in range(sh.cfg.layers):
-        data = rows_bytes(sh.case.payload_seed, i, 0, "target", layer, T, sh.rb)
-        sh._run_layer(layer, lay, padded, data, commit=True)
-        locs.append(list(lay.write_loc))
-        wsb.append(bytes(sh.ws))
+    locs, wsb = sh.run_layers(i, lay, padded, T)
     sh.exp.forwards.append(WinFwdExp(i, 0, "EXTEND", False, locs, [], [], wsb, list(lay.commit),
                                      list(lay.runs), T, lay.size))
 

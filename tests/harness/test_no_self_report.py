@@ -82,8 +82,9 @@ def test_bucket_is_the_oracles_own():
 
     import swafuzz.oracles.engine as eng
     import swafuzz.oracles.paths as paths
+    import swafuzz.oracles.shadow as shadow
 
-    for mod in (eng, paths):
+    for mod in (eng, shadow, paths):
         assert ".bucket_for(" not in inspect.getsource(mod), mod.__name__
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from swafuzz.oracles.engine import CaseInfeasible, _Shadow, expect
+from swafuzz.oracles.engine import CaseInfeasible, expect
 from swafuzz.oracles.invariants import pool_invariants
+from swafuzz.oracles.shadow import Shadow
 from swafuzz.scenarios.case import POISON_BYTE, Case, GraphConfig, PoolConfig, Step
 from swafuzz.scenarios.payload import rows_bytes
 
@@ -200,9 +201,9 @@ def test_eager_step_without_bucket_is_fine():
 
 def test_unmapped_last_page_is_infeasible():
     case = Case(pool=PoolConfig(page_size=4, full_pages=4, swa_pages=4), steps=())
-    sh = _Shadow(case)
+    sh = Shadow(case)
     sh.run_step(0, Step("admit", rid=1, length=2))
-    sh._free_swa(sh.tokens[1])  # a state no valid Case reaches
+    sh.free_swa_slots(sh.tokens[1])  # a state no valid Case reaches
     with pytest.raises(CaseInfeasible, match="no SWA page"):
         sh.run_step(1, Step("decode", rids=(1,)))
 
@@ -287,7 +288,7 @@ def test_random_episodes_keep_invariants(seed):
                 graph=GraphConfig(buckets=(1, 2, 4), topk=rng.randint(0, 2), num_steps=2,
                                   num_draft_tokens=rng.randint(1, 3)),
                 payload_seed=seed)
-    sh = _Shadow(case)
+    sh = Shadow(case)
     accepted, next_rid, n_bad = [], 0, 0
     for _ in range(60):
         step = _random_step(rng, set(sh.tokens), next_rid)

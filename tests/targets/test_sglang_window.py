@@ -148,7 +148,7 @@ def test_real_window_layout_matches_the_oracle():
     from hypothesis import strategies as st
     from sglang.srt.mem_cache.dsv41_request_window import window_layout
 
-    from swafuzz.oracles.window import layout, layout_indices
+    from swafuzz.oracles.window_layout import layout, layout_indices
 
     # 0.5.21 / 0.5.22: no zero_row / padded_rows arguments and no history_src field (the
     # window computes it in buffer); the rest is compared the same way

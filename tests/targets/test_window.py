@@ -19,7 +19,7 @@ from swafuzz import features
 from swafuzz.features.validation import load_case
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect
-from swafuzz.oracles.window import layout
+from swafuzz.oracles.window_layout import layout
 from swafuzz.scenarios.case import Case, CaseError, GraphConfig, PoolConfig, Step
 
 EX = ["eager", "tape"]

@@ -24,7 +24,7 @@ FEATURE = Feature(
              'a mix of every forward on the same graphs, allocator churn and window eviction'),
     ),
     case_fields=(),
-    oracle=('swafuzz.oracles.engine', 'swafuzz.oracles.translation', 'swafuzz.oracles.store', 'swafuzz.oracles.paths', 'swafuzz.oracles.invariants'),
+    oracle=('swafuzz.oracles.engine', 'swafuzz.oracles.shadow', 'swafuzz.oracles.allocator', 'swafuzz.oracles.expectation', 'swafuzz.oracles.errors', 'swafuzz.oracles.translation', 'swafuzz.oracles.store', 'swafuzz.oracles.paths', 'swafuzz.oracles.invariants'),
     engine=('swafuzz.targets.engine', 'swafuzz.targets.allocator', 'swafuzz.targets.kv_pool', 'swafuzz.targets.backend', 'swafuzz.targets.metadata', 'swafuzz.targets.runners', 'swafuzz.targets.model', 'swafuzz.targets.forward_mode'),
     sglang=('swafuzz.targets.sglang.engine', 'swafuzz.targets.sglang.metadata', 'swafuzz.targets.sglang.store'),
     checks=('write_targets', 'pool_bytes', 'write_set', 'redzones', 'invariants', 'agreement', 'capture_freeze', 'contracts', 'exec_path'),

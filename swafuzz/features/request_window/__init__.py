@@ -15,7 +15,7 @@ FEATURE = Feature(
     ),
     case_fields=('pool.request_window', 'pool.window_slots', 'pool.window_chunk', 'step.lengths'),
     validators=('swafuzz.scenarios.rules.request_window:validate',),
-    oracle=('swafuzz.oracles.window',),
+    oracle=('swafuzz.oracles.window', 'swafuzz.oracles.window_state', 'swafuzz.oracles.window_layout'),
     engine=('swafuzz.targets.window',),
     sglang=('swafuzz.targets.sglang.window',),
     checks=('window', 'history'),

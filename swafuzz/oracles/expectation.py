@@ -1,0 +1,52 @@
+"""What the engine oracle predicts for a Case: the expected forwards and per-step states.
+
+Plain data (a leaf module): :class:`ForwardExp` per forward, :class:`StepExp` per step, gathered
+in an :class:`Expectation` (see :mod:`oracles.engine` for what each field means).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["Expectation", "ForwardExp", "StepExp"]
+
+
+@dataclass
+class ForwardExp:
+    """One expected forward. ``targets[r]`` / ``full_locs[r]`` are for real rows r < n_real."""
+
+    step: int
+    fwd: int
+    pool: str  # "target" | "draft"
+    mode: str  # ForwardMode name as the backend sees it
+    exec: str  # "eager" | "graph"
+    n_real: int
+    targets: list[int]  # expected SWA write slot per real row (= M[full_locs[r]])
+    full_locs: list[int]
+    rows_eager: int  # rows the eager path writes (padded count for dp_decode, tokens for idle)
+    rows_graph: int | None  # rows under a captured bucket; None if no bucket fits / no graph
+    #: issue 12 (draft_block): padded row k (k = r - n_real) resolves to ``pad_cycle[k % len]``
+    #: (all in page 0); empty: every padded row resolves to 0
+    pad_cycle: tuple[int, ...] = ()
+
+
+@dataclass
+class StepExp:
+    """State after step ``step``. ``pools[name][layer]``: all ``(swa_pages+1)*P*row_bytes`` bytes
+    of that SWA buffer; bytes of slots < P (dummy page) are poison and not meaningful."""
+
+    step: int
+    op: str
+    mapping: list[int]  # M, sentinel included
+    free_full_pages: list[int]  # sorted
+    free_swa_pages: list[int]  # sorted
+    requests: dict[int, tuple[list[int], int]]  # rid -> (full slots by position, evicted frontier)
+    pools: dict[str, list[bytearray]]
+
+
+@dataclass
+class Expectation:
+    forwards: list[ForwardExp] = field(default_factory=list)
+    steps: list[StepExp] = field(default_factory=list)
+    # the request window / late-layer tail path (oracles.window; None when the Case has neither)
+    window: object | None = None

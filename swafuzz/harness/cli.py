@@ -115,17 +115,22 @@ def _prepare_out(out: str, resume: bool) -> None:
 
 
 def _check_target_kinds(names, kinds: list[str], explicit: bool) -> list[str]:
-    """A kind a target declares it cannot run (``unsupported_kinds``, e.g. ``ring`` on sglang
-    0.5.12): a usage error when asked for explicitly; dropped from the default set of kinds."""
+    """Ask each target whether it runs each kind (``targets.supports``): a kind refused (e.g.
+    ``ring`` on a release of the target without it) is a usage error naming the target and the
+    reason when asked for by name (``explicit``), else left out of the default set with a note
+    on stderr."""
     from swafuzz import targets
 
     for t in names if isinstance(names, list) else [names]:
-        why = getattr(targets.get_target(t), "unsupported_kinds", {}) or {}
-        for k in list(kinds):
-            if k in why:
-                if explicit:
-                    raise UsageError(f"--scenario {k}: target {t} cannot run it: {why[k]}")
-                kinds.remove(k)
+        refused = {k: why for k in kinds if (why := targets.supports(t, k))}
+        if not refused:
+            continue
+        if explicit:
+            k, why = next(iter(refused.items()))
+            raise UsageError(f"--scenario {k}: target {t} cannot run it: {why}")
+        print(f"note: scenario kinds {', '.join(refused)} left out for target {t}: "
+              f"{'; '.join(refused.values())}", file=sys.stderr)
+        kinds = [k for k in kinds if k not in refused]
     return kinds
 
 
@@ -150,8 +155,7 @@ def _run_config(args):
     kinds = args.scenario or list(SCENARIO_KINDS)
     for k in kinds:
         _check_choice("--scenario", k, SCENARIO_KINDS)
-    kinds = _kinds_the_targets_run(args, kinds)
-    _check_target_kinds(args.target, kinds, bool(args.scenario))
+    kinds = _check_target_kinds(args.target, kinds, bool(args.scenario))
     _positive("--examples", args.examples)
     _positive("--workers", args.workers)
     if args.shrink_budget < 0:
@@ -188,33 +192,6 @@ def _run_config(args):
                      shrink_budget=args.shrink_budget, out=args.out,
                      isolate=not args.no_isolate, plugins=loaded_modules(), db=args.db,
                      ledger=ledger, known_cap=args.known_cap)
-
-
-def _kinds_the_targets_run(args, kinds: list[str]) -> list[str]:
-    """Issue 12: the ``sglang`` target on a release without the V4.1 paths (0.5.12: no ring,
-    no request window / late-layer tail / encoder replay) cannot run their kinds: asked for by
-    name, a usage error naming the release; by default (all kinds), they are left out with a
-    note (``targets.sglang.KIND_FIRST_RELEASE``)."""
-    if "sglang" not in args.target:
-        return kinds
-    from swafuzz.targets import sglang
-
-    bad = sglang.unsupported_kinds(kinds)
-    if not bad:
-        return kinds
-    v, a = sglang.release()
-    def why(k: str) -> str:
-        if k in sglang.KINDS_NOT_DRIVEN:
-            return (f"the sglang target does not drive {k} (unified only; why: "
-                    "swafuzz list --target sglang)")
-        first, what = sglang.KIND_FIRST_RELEASE[k]
-        return f"sglang {v} (adapter {a}) has no {what} (first in {first})"
-
-    if args.scenario:
-        raise UsageError(f"--scenario {bad[0]}: {why(bad[0])}")
-    print(f"note: scenario kinds {', '.join(bad)} left out: "
-          f"{'; '.join(why(k) for k in bad)}", file=sys.stderr)
-    return [k for k in kinds if k not in bad]
 
 
 # --------------------------------------------------------------------------- run
@@ -303,11 +280,11 @@ def cmd_repro(args) -> int:
     args.target = args.target or bundle.get("target", "unified")
     args.impl = args.impl or bundle.get("impl", "auto")
     _validate_common(args)
-    if case.pool.swa_ring:  # a ring Case on a target that has no ring (sglang 0.5.12): exit 2
-        try:
-            _check_target_kinds(args.target, ["ring"], True)
-        except UsageError as e:
-            raise UsageError(f"{args.file}: pool.swa_ring > 0: {e}") from None
+    from swafuzz.targets import supports
+
+    why = supports(args.target, case)  # e.g. a ring Case on a release without the ring
+    if why:
+        raise UsageError(f"{args.file}: target {args.target} cannot run this Case: {why}")
     executors = resolve_executors(args.executor)
     try:
         if args.no_isolate:
@@ -340,35 +317,19 @@ def cmd_repro(args) -> int:
 # --------------------------------------------------------------------------- list
 def cmd_list(args) -> int:
     from swafuzz import targets
-    from swafuzz.harness.checks import CHECKS
-    from swafuzz.harness.executors import available_executors
-    from swafuzz.kernels import available_impls
-    from swafuzz.scenarios.strategies import SCENARIO_KINDS
+    from swafuzz.harness import listing
 
+    if args.json and not args.features:
+        raise UsageError("--json: only with --features (the feature table as JSON)")
     if args.target is not None:
         _check_choice("--target", args.target, _targets())
-        if args.target == "sglang":
-            from swafuzz.targets import TargetUnavailable, sglang
-
-            try:
-                v, a = sglang.release()
-                print(f"target sglang: installed sglang {v} (adapter {a})\n")
-            except TargetUnavailable as e:
-                print(f"{e}\n")
-            print(sglang.table_text())
-            return EXIT_CLEAN
-    names = _targets()
-    print("targets:        " + ", ".join(names))
-    for n in names:
-        o = targets.origin(n)
-        if o:
-            dist = f" ({o['dist']} {o.get('version') or ''})".rstrip() if o.get("dist") else ""
-            print(f"  plugin target {n}: module {o['module']}{dist}"
-                  + (f", entry point {o['entry_point']!r}" if o.get("entry_point") else ""))
-    print("scenario kinds: " + ", ".join(SCENARIO_KINDS))
-    print("checks:         " + ", ".join(CHECKS))
-    print("implementations:" + " " + ", ".join(available_impls()))
-    print("executors:      " + ", ".join(available_executors()))
+        print(targets.describe(args.target))
+        return EXIT_CLEAN
+    if args.features:
+        data = listing.feature_rows()
+        print(listing.features_json(data) if args.json else listing.features_text(data))
+        return EXIT_CLEAN
+    print(listing.summary_text())
     return EXIT_CLEAN
 
 
@@ -538,7 +499,12 @@ def build_parser() -> argparse.ArgumentParser:
     rp.set_defaults(fn=cmd_repro)
 
     ls = sub.add_parser("list", help="what is available here")
-    ls.add_argument("--target", default=None, help="details of one target (sglang: real/modelled)")
+    ls.add_argument("--target", default=None,
+                    help="details of one target (what its describe hook says)")
+    ls.add_argument("--features", action="store_true",
+                    help="every feature record: kinds, case fields, checks, mutants, and which "
+                         "target (and release) runs it")
+    ls.add_argument("--json", action="store_true", help="with --features: as JSON")
     ls.set_defaults(fn=cmd_list)
 
     rep = sub.add_parser("report", formatter_class=fmt, help="summarise a run directory")

@@ -49,6 +49,11 @@ def _refusal(what: str, since: Since | None, release: str, label: str) -> str | 
     return f"{what}: {label} has no {since.why} (first in {since.release})"
 
 
+def _kind_refusal(owner: Feature, kind: str, release: str, label: str) -> str | None:
+    return _refusal(f"scenario kind {kind} (feature {owner.name})", owner.since_for(NAME, kind),
+                    release, label)
+
+
 def supports_at(subject: Subject, release: str, label: str | None = None) -> str | None:
     """The records' answer for ``subject`` (a Feature, a scenario kind's name or a Case) on
     ``release``: None when the adapter drives it there, else the reason naming the feature or
@@ -58,14 +63,12 @@ def supports_at(subject: Subject, release: str, label: str | None = None) -> str
     if isinstance(subject, Feature):
         why = _refusal(f"feature {subject.name}", subject.since_for(NAME), release, label)
         if why is None:
-            kinds = [supports_at(k, release, label) for k in subject.kind_names()]
+            kinds = [_kind_refusal(subject, k, release, label) for k in subject.kind_names()]
             if all(kinds):
                 why = f"feature {subject.name}: none of its kinds runs ({'; '.join(kinds)})"
         return why
-    if isinstance(subject, str):
-        owner = features.feature_of_kind(subject)  # KeyError naming the known kinds
-        return _refusal(f"scenario kind {subject} (feature {owner.name})",
-                        owner.since_for(NAME, subject), release, label)
+    if isinstance(subject, str):  # KeyError naming the known kinds
+        return _kind_refusal(features.feature_of_kind(subject), subject, release, label)
     if not isinstance(subject, Case):
         raise TypeError(f"supports: a Feature, a scenario kind or a Case expected, got "
                         f"{type(subject).__name__}")

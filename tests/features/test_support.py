@@ -188,10 +188,10 @@ def test_cli_run_refuses_an_unsupported_kind(sglang_here, tmp_path, capsys):
 
 
 def test_cli_default_kinds_leave_unsupported_ones_out(sglang_here, monkeypatch, capsys):
-    from swafuzz.harness import cli
+    from swafuzz.harness.cli_common import check_target_kinds
 
     sglang_here("0.5.21")
-    kinds = cli._check_target_kinds(["unified", "sglang"], list(features.kind_names()), False)
+    kinds = check_target_kinds(["unified", "sglang"], list(features.kind_names()), False)
     err = capsys.readouterr().err
     refused = [k for k in features.kind_names() if supports_at(k, "0.5.21")]
     assert refused and not set(refused) & set(kinds)

@@ -29,13 +29,13 @@ from types import SimpleNamespace
 import torch
 
 from swafuzz.scenarios.case import PoolConfig
-from swafuzz.targets import TargetUnavailable
 from swafuzz.targets.allocator import AllocationError
 from swafuzz.targets.backend import DSV4Backend, StoreRecord
 from swafuzz.targets.engine import UnifiedEngine
 from swafuzz.targets.forward_mode import GraphBucket, logical_forward_mode
 from swafuzz.targets.kv_pool import SWAKVPool
 from swafuzz.targets.metadata import AttnMetadata, RawDecodeMetadata
+from swafuzz.targets.protocol import TargetUnavailable
 from swafuzz.targets.runners import MultiStepDraftRunner
 from swafuzz.targets.sglang import release
 from swafuzz.targets.sglang.target import TARGET

@@ -283,3 +283,23 @@ def test_the_harness_names_no_target():
     assert not bad, bad
     assert _target_names('"""sglang"""\nfrom swafuzz.targets import sglang\nx = "sglang"\n') \
         == ["2: imports swafuzz.targets.sglang", "3: 'sglang'"]
+
+
+def test_the_release_matrix_agrees_with_the_records():
+    """Each per-release answer "refused" of targets.sglang.matrix that names a kind is a release
+    the records refuse that kind on (the table's prose and the support answers cannot drift)."""
+    import re
+
+    from swafuzz.targets.sglang.matrix import RANGES
+
+    named = 0
+    for ranges in RANGES.values():
+        for first, last, answer, why in ranges:
+            m = re.search(r"kind (\w+) refused", why)
+            if answer != "refused" or m is None:
+                continue
+            named += 1
+            for r in releases():
+                if sg.version_key(first) <= sg.version_key(r) <= sg.version_key(last):
+                    assert supports_at(m.group(1), r), (m.group(1), r)
+    assert named >= 4

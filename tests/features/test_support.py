@@ -303,3 +303,28 @@ def test_the_release_matrix_agrees_with_the_records():
                 if sg.version_key(first) <= sg.version_key(r) <= sg.version_key(last):
                     assert supports_at(m.group(1), r), (m.group(1), r)
     assert named >= 4
+
+
+def test_sglang_case_answer_adds_what_the_release_lacks(installed, monkeypatch):
+    """For a Case, the release's inspection (features.case_missing, faked here) is asked after
+    the records: its answer names the missing attribute, after the records' reason if any."""
+    import sys
+    import types
+
+    fake = types.ModuleType("swafuzz.targets.sglang.features")
+    fake.case_missing = lambda case: "sglang X lacks Allocator.swa_req_ring" \
+        if case.pool.swa_ring else None
+    monkeypatch.setitem(sys.modules, "swafuzz.targets.sglang.features", fake)
+    monkeypatch.setattr(sg, "features", fake, raising=False)
+    ring = Case(pool=PoolConfig(page_size=1, full_pages=8, swa_pages=8, swa_ring=4, req_slots=2),
+                steps=(Step("admit", rid=0, length=3),), kind="ring")
+    installed("0.5.20")
+    why = targets.supports("sglang", ring)
+    assert why.startswith("scenario kind ring (feature ring): sglang 0.5.20 has no ")
+    assert why.endswith("; sglang X lacks Allocator.swa_req_ring")
+    assert "feature ring (used by the Case)" not in why  # the kind's answer covers its owner
+    installed("0.5.23")
+    assert targets.supports("sglang", ring) == "sglang X lacks Allocator.swa_req_ring"
+    plain = Case(pool=PoolConfig(page_size=1, full_pages=8, swa_pages=8),
+                 steps=(Step("admit", rid=0, length=3),))
+    assert targets.supports("sglang", plain) is None

@@ -58,7 +58,8 @@ def supports_at(subject: Subject, release: str, label: str | None = None) -> str
     """The records' answer for ``subject`` (a Feature, a scenario kind's name or a Case) on
     ``release``: None when the adapter drives it there, else the reason naming the feature or
     kind, ``label`` (default ``sglang RELEASE``) and what it lacks. A feature runs where one of
-    its kinds does; a Case needs its kind and every feature whose Case fields it sets."""
+    its kinds does; a Case needs its kind and every feature whose Case fields it sets (all
+    their reasons, joined)."""
     label = label or f"sglang {release}"
     if isinstance(subject, Feature):
         why = _refusal(f"feature {subject.name}", subject.since_for(NAME), release, label)
@@ -72,15 +73,12 @@ def supports_at(subject: Subject, release: str, label: str | None = None) -> str
     if not isinstance(subject, Case):
         raise TypeError(f"supports: a Feature, a scenario kind or a Case expected, got "
                         f"{type(subject).__name__}")
-    if subject.kind in features.kind_names():
-        why = supports_at(subject.kind, release, label)
-        if why:
-            return why
-    for f in features.features_using(subject):
-        why = _refusal(f"feature {f.name} (used by the Case)", f.since_for(NAME), release, label)
-        if why:
-            return why
-    return None
+    reasons = [supports_at(subject.kind, release, label)
+               if subject.kind in features.kind_names() else None]
+    reasons += [_refusal(f"feature {f.name} (used by the Case)", f.since_for(NAME), release,
+                         label) for f in features.features_using(subject)
+                if subject.kind not in f.kind_names()]  # the kind's answer covers its owner
+    return "; ".join(dict.fromkeys(r for r in reasons if r)) or None
 
 
 class SGLangTarget:
@@ -109,8 +107,10 @@ class SGLangTarget:
     def supports(subject: Subject) -> str | None:
         """The installed release's answer (see :func:`supports_at`; a release between two
         verified ones answers for itself, a forced adapter outside the range for the adapter's
-        release), and for a Case also what the release has on inspection. sglang missing or
-        outside the range: that refusal's message."""
+        release), and for a Case also what the release lacks on inspection
+        (:func:`~swafuzz.targets.sglang.features.case_missing`, naming the missing attributes;
+        not asked when sglang does not import and the records already refuse). sglang missing
+        or outside the range: that refusal's message."""
         try:
             v, adapter = sg.release()
         except TargetUnavailable as e:
@@ -118,13 +118,14 @@ class SGLangTarget:
         at = v if sg.in_range(v) else adapter
         why = supports_at(subject, at, f"sglang {v}" + ("" if v == adapter
                                                        else f" (adapter {adapter})"))
-        if why is None and isinstance(subject, Case):
-            try:
-                from swafuzz.targets.sglang import features as found  # imports SGLang
-            except TargetUnavailable as e:
-                return str(e)
-            why = found.case_missing(subject)
-        return why
+        if not isinstance(subject, Case):
+            return why
+        try:  # what the release lacks, by name (after the records' reason, if any)
+            from swafuzz.targets.sglang import features as found  # imports SGLang
+            seam = found.case_missing(subject)
+        except TargetUnavailable as e:
+            seam = None if why else str(e)
+        return "; ".join(w for w in (why, seam) if w) or None
 
     @staticmethod
     def releases() -> tuple[str, ...]:

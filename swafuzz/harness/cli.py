@@ -4,6 +4,10 @@ Exit codes: 0 clean, 1 findings, 2 usage or input error (with a message naming t
 allowed values, and nothing written), 3 tool failure (one line on stderr, the traceback in
 ``swafuzz-error-<pid>.log`` under the output directory or the temp directory), 130 interrupted
 (Ctrl-C / SIGTERM; ``run`` prints its table and how to ``--resume``).
+
+This module holds the parser, ``main`` and the small commands; ``run`` and ``repro`` are in
+:mod:`swafuzz.harness.cli_run`, the shared checks in :mod:`swafuzz.harness.cli_common`, the
+listings in :mod:`swafuzz.harness.listing`.
 """
 
 from __future__ import annotations
@@ -11,16 +15,25 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
-from swafuzz import features
-from swafuzz.features.validation import load_case
+from swafuzz import targets
+from swafuzz.harness import listing
+from swafuzz.harness.cli_common import (
+    EXIT_CLEAN,
+    EXIT_FINDINGS,
+    EXIT_TOOL,
+    EXIT_USAGE,
+    UsageError,
+    check_choice,
+    load_plugins,
+    positive,
+    prepare_out_dir_only,
+    target_names,
+)
+from swafuzz.harness.cli_run import cmd_repro, cmd_run
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_TOOL = 0, 1, 2, 3
-
-
-class UsageError(Exception):
-    pass
+__all__ = ["EXIT_CLEAN", "EXIT_FINDINGS", "EXIT_TOOL", "EXIT_USAGE", "UsageError", "build_parser",
+           "main", "cmd_run", "cmd_repro", "cmd_list", "cmd_report", "cmd_zoo", "cmd_bench"]
 
 
 def _prepare_env() -> None:
@@ -30,346 +43,19 @@ def _prepare_env() -> None:
         os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
-def _check_choice(field: str, value: str, allowed) -> None:
-    if value not in allowed:
-        raise UsageError(f"{field}: {value!r} is not allowed; choose one of: "
-                         f"{', '.join(sorted(allowed))}")
-
-
-def _targets() -> list[str]:
-    from swafuzz import targets
-
-    return sorted(targets.available_targets())
-
-
-def _load_plugins(args) -> None:
-    """``--plugin MODULE`` (any command) and ``SWAFUZZ_PLUGINS``: a plugin that cannot be
-    loaded is a usage error naming it."""
-    from swafuzz.targets import plugins
-
-    try:
-        for m in getattr(args, "plugin", None) or []:
-            plugins.load_module(m)
-        plugins.load_env()
-    except plugins.PluginError as e:
-        raise UsageError(str(e)) from None
-
-
-def _validate_common(args) -> None:
-    from swafuzz import targets
-    from swafuzz.harness.executors import available_executors
-    from swafuzz.kernels import IMPLS, available_impls
-    from swafuzz.targets.plugins import PluginError
-
-    try:
-        for t in args.target if isinstance(args.target, list) else [args.target]:
-            targets.get_target(t)
-    except (targets.UnknownTarget, targets.TargetUnavailable, PluginError) as e:
-        raise UsageError(str(e)) from None
-    _check_choice("--impl", args.impl, ("auto",) + tuple(IMPLS))
-    if args.impl not in ("auto",) and args.impl not in available_impls():
-        raise UsageError(f"--impl: {args.impl!r} is not available on this machine; available: "
-                         f"{', '.join(['auto'] + available_impls())}")
-    _check_choice("--executor", args.executor, ("auto", "all", "eager", "tape", "cudagraph"))
-    if args.executor == "cudagraph" and "cudagraph" not in available_executors():
-        raise UsageError("--executor: 'cudagraph' needs a CUDA GPU; available here: "
-                         f"{', '.join(['auto', 'all'] + available_executors())}")
-
-
-def _parse_duration(field: str, text: str) -> float:
-    """``90s``, ``30m``, ``2h`` or plain seconds -> seconds (> 0)."""
-    units = {"s": 1, "m": 60, "h": 3600}
-    t = text.strip().lower()
-    mult = units.get(t[-1:], None)
-    num = t[:-1] if mult else t
-    try:
-        v = float(num) * (mult or 1)
-    except ValueError:
-        v = -1
-    if not v > 0:
-        raise UsageError(f"{field}: {text!r} is not allowed; give a positive duration like "
-                         "90s, 30m or 2h")
-    return v
-
-
-def _positive(field: str, value: int) -> None:
-    if value is None or value < 1:
-        raise UsageError(f"{field}: must be >= 1 (got {value})")
-
-
-def _prepare_out(out: str, resume: bool) -> None:
-    """``--out``: a new or empty directory (or a run to ``--resume``); usage errors otherwise,
-    before anything is written."""
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise UsageError(f"--out: {out!r} exists and is not a directory")
-    if resume:
-        if not os.path.isfile(os.path.join(out, "run.json")):
-            raise UsageError(f"--resume: {out!r} holds no run to resume (no run.json)")
-        return
-    if os.path.isdir(out) and os.listdir(out):
-        raise UsageError(f"--out: {out!r} is not empty; continue that run with --resume {out} "
-                         "or choose a new directory")
-    parent = os.path.dirname(os.path.abspath(out))
-    probe = parent
-    while not os.path.exists(probe):
-        probe = os.path.dirname(probe)
-    if not os.access(probe, os.W_OK):
-        raise UsageError(f"--out: cannot create {out!r} (no write permission in {probe!r})")
-
-
-def _check_target_kinds(names, kinds: list[str], explicit: bool) -> list[str]:
-    """A kind a target declares it cannot run (``unsupported_kinds``, e.g. ``ring`` on sglang
-    0.5.12): a usage error when asked for explicitly; dropped from the default set of kinds."""
-    from swafuzz import targets
-
-    for t in names if isinstance(names, list) else [names]:
-        why = getattr(targets.get_target(t), "unsupported_kinds", {}) or {}
-        for k in list(kinds):
-            if k in why:
-                if explicit:
-                    raise UsageError(f"--scenario {k}: target {t} cannot run it: {why[k]}")
-                kinds.remove(k)
-    return kinds
-
-
-def _run_config(args):
-    """Flags -> a RunConfig resolved once (or the RunConfig of the run being resumed)."""
-    from swafuzz.harness.pipeline import RunConfig, read_run_config
-    from swafuzz.harness.run import resolve_executors, resolve_impl
-    from swafuzz.targets.plugins import loaded_modules
-
-    if args.resume:
-        _prepare_out(args.resume, resume=True)
-        try:
-            cfg = read_run_config(args.resume)
-        except (OSError, ValueError, TypeError) as e:
-            raise UsageError(f"--resume: {args.resume}/run.json is unreadable: {e}") from None
-        cfg.out = args.resume
-        _load_plugins(argparse.Namespace(plugin=cfg.plugins))
-        args.target = cfg.target
-        return cfg
-    _validate_common(args)
-    kinds = args.scenario or list(features.kind_names())
-    for k in kinds:
-        _check_choice("--scenario", k, features.kind_names())
-    kinds = _kinds_the_targets_run(args, kinds)
-    _check_target_kinds(args.target, kinds, bool(args.scenario))
-    _positive("--examples", args.examples)
-    _positive("--workers", args.workers)
-    if args.shrink_budget < 0:
-        raise UsageError(f"--shrink-budget: must be >= 0 (got {args.shrink_budget})")
-    budget_s = _parse_duration("--budget", args.budget) if args.budget else None
-    if args.out is None:  # each run gets its own directory; an explicit --out must be new
-        base = os.path.join("swafuzz-out", time.strftime("run-%Y%m%d-%H%M%S", time.gmtime()))
-        args.out, n = base, 1
-        while os.path.exists(args.out):
-            n += 1
-            args.out = f"{base}-{n}"
-    _prepare_out(args.out, resume=False)
-    from swafuzz.harness.corpus import DatabaseSpecError, check_spec, open_database
-
-    try:
-        check_spec(args.db)
-        if args.db and "://" in args.db:
-            open_database(args.db, args.out)  # reachable before anything is written (a ping)
-    except DatabaseSpecError as e:
-        raise UsageError(str(e)) from None
-    _positive("--known-cap", args.known_cap)
-    from swafuzz.harness.known import resolve_ledger
-    from swafuzz.harness.ledger import LedgerError
-
-    try:
-        ledger = resolve_ledger(args.ledger, list(dict.fromkeys(args.target)))
-    except LedgerError as e:
-        raise UsageError(f"--ledger: {e} (or 'auto', 'none')") from None
-    return RunConfig(targets=list(dict.fromkeys(args.target)), impl=resolve_impl(args.impl),
-                     executors=resolve_executors(args.executor), executor_label=args.executor,
-                     kinds=list(dict.fromkeys(kinds)),
-                     examples=args.examples if not budget_s or args.examples_given else 10**6,
-                     budget_s=budget_s, seed=args.seed, workers=args.workers,
-                     shrink_budget=args.shrink_budget, out=args.out,
-                     isolate=not args.no_isolate, plugins=loaded_modules(), db=args.db,
-                     ledger=ledger, known_cap=args.known_cap)
-
-
-def _kinds_the_targets_run(args, kinds: list[str]) -> list[str]:
-    """Issue 12: the ``sglang`` target on a release without the V4.1 paths (0.5.12: no ring,
-    no request window / late-layer tail / encoder replay) cannot run their kinds: asked for by
-    name, a usage error naming the release; by default (all kinds), they are left out with a
-    note (``targets.sglang.KIND_FIRST_RELEASE``)."""
-    if "sglang" not in args.target:
-        return kinds
-    from swafuzz.targets import sglang
-
-    bad = sglang.unsupported_kinds(kinds)
-    if not bad:
-        return kinds
-    v, a = sglang.release()
-    def why(k: str) -> str:
-        if k in sglang.KINDS_NOT_DRIVEN:
-            return (f"the sglang target does not drive {k} (unified only; why: "
-                    "swafuzz list --target sglang)")
-        first, what = sglang.KIND_FIRST_RELEASE[k]
-        return f"sglang {v} (adapter {a}) has no {what} (first in {first})"
-
-    if args.scenario:
-        raise UsageError(f"--scenario {bad[0]}: {why(bad[0])}")
-    print(f"note: scenario kinds {', '.join(bad)} left out: "
-          f"{'; '.join(why(k) for k in bad)}", file=sys.stderr)
-    return [k for k in kinds if k not in bad]
-
-
-# --------------------------------------------------------------------------- run
-def cmd_run(args) -> int:
-    from swafuzz.harness import pipeline
-    from swafuzz.reports.summary import campaign_table
-
-    cfg = _run_config(args)
-    os.makedirs(cfg.out, exist_ok=True)
-    if cfg.isolate:  # a target the worker cannot load is a usage error before any case runs
-        from swafuzz.harness.worker import WorkerSetupError
-
-        try:
-            for t in cfg.targets:  # (reused by the units of a 1-worker run)
-                pipeline.case_worker(cfg, t).start()
-        except (ValueError, WorkerSetupError) as e:
-            if not os.listdir(cfg.out):
-                os.rmdir(cfg.out)
-            raise UsageError(str(e)) from None
-    pipeline.write_run_meta(cfg)
-    quiet = args.quiet
-
-    def say(msg: str) -> None:
-        if not quiet:
-            print(msg, file=sys.stderr, flush=True)
-
-    res = pipeline.run(cfg, say=say)
-    stats = pipeline.per_kind(res.rows)
-    print()
-    print(campaign_table(stats))
-    seen: dict[str, dict] = {}
-    for r in res.findings:
-        seen.setdefault(r["finding"], r)
-    for sig, r in seen.items():
-        from swafuzz.reports.bundle import signature_filename
-
-        path = os.path.join(cfg.out, "findings", signature_filename(sig) + ".json")
-        print(f"FINDING {sig}: {r.get('message') or ''}")
-        if os.path.exists(path):
-            print(f"  swafuzz repro {path}")
-    from swafuzz.harness.known import print_known
-
-    known = print_known(res.rows)
-    generated = sum(s["generated"] for s in stats.values())
-    shrunk = sum(s["shrunk"] for s in stats.values())
-    with open(os.path.join(cfg.out, "summary.md"), "w") as f:
-        f.write(f"# swafuzz run: target {', '.join(cfg.targets)}, impl {cfg.impl}, executors "
-                f"{','.join(cfg.executors)}, seed {cfg.seed}, workers {cfg.workers}\n\n"
-                f"{campaign_table(stats, markdown=True)}\n")
-    steps = sum(r.get("forward_steps") or 0 for r in res.rows)
-    pipeline.write_run_meta(cfg, seconds=round(res.seconds, 3), forward_steps=steps, stats=stats,
-                            interrupted=res.interrupted, known=known)
-    print(f"{generated} cases generated, {shrunk} run while shrinking, {len(seen)} distinct "
-          f"findings; {steps} forward steps checked in {res.seconds:.1f} s "
-          f"({steps / max(res.seconds, 1e-9):.1f} steps/s)")
-    print(f"results: {os.path.abspath(cfg.out)} (swafuzz report {cfg.out})")
-    if res.interrupted:
-        logged = sum(1 for r in pipeline.read_log(os.path.join(cfg.out, "cases.jsonl"))
-                     if "case" in r)
-        print(f"interrupted: {logged} cases are recorded in {cfg.out}/cases.jsonl (the table "
-              f"counts finished units only); continue with: swafuzz run --resume {cfg.out}")
-        return pipeline.EXIT_INTERRUPTED
-    return EXIT_FINDINGS if seen else EXIT_CLEAN
-
-
-# --------------------------------------------------------------------------- repro
-def cmd_repro(args) -> int:
-    from swafuzz.harness.run import InvalidCase, execute, resolve_executors
-    from swafuzz.reports.bundle import read_bundle
-    from swafuzz.scenarios.case import CaseError
-    from swafuzz.targets.plugins import PluginError, load_record
-
-    try:
-        bundle = read_bundle(args.file)  # its errors already name the file
-    except ValueError as e:
-        raise UsageError(str(e)) from None
-    try:
-        case = load_case(bundle["case"])
-    except (ValueError, CaseError) as e:
-        raise UsageError(f"{args.file}: {e}") from None
-    if not args.target and bundle.get("plugin"):
-        try:  # the bundle names the plugin its target came from
-            load_record(bundle["plugin"], source=f"{args.file}: target {bundle.get('target')!r}")
-        except PluginError as e:
-            raise UsageError(str(e)) from None
-    args.target = args.target or bundle.get("target", "unified")
-    args.impl = args.impl or bundle.get("impl", "auto")
-    _validate_common(args)
-    if case.pool.swa_ring:  # a ring Case on a target that has no ring (sglang 0.5.12): exit 2
-        try:
-            _check_target_kinds(args.target, ["ring"], True)
-        except UsageError as e:
-            raise UsageError(f"{args.file}: pool.swa_ring > 0: {e}") from None
-    executors = resolve_executors(args.executor)
-    try:
-        if args.no_isolate:
-            v = execute(case, args.target, args.impl, executors)
-        else:  # a crash inside the case is reported, not the end of this command
-            from swafuzz.harness.run import resolve_impl
-            from swafuzz.harness.worker import CaseWorker, WorkerSetupError
-
-            try:
-                w = CaseWorker(args.target, resolve_impl(args.impl), executors)
-                w.start()
-            except (ValueError, WorkerSetupError) as e:
-                raise UsageError(str(e)) from None
-            try:
-                v = w.run(case)
-            finally:
-                w.close()
-    except InvalidCase as e:
-        raise UsageError(f"{args.file}: field 'case' cannot run: {e}") from None
-    if v.failed:
-        print(f"FAIL {v.signature()} ({len(v.failures)} failures, {v.checks_run} checks)")
-        for f in v.failures:
-            print(f"  {f.check}: {f.message}")
-        return EXIT_FINDINGS
-    print(f"PASS: {v.checks_run} checks clean on target {args.target} (impl {args.impl}, "
-          f"executor {args.executor})")
-    return EXIT_CLEAN
-
-
 # --------------------------------------------------------------------------- list
 def cmd_list(args) -> int:
-    from swafuzz import targets
-    from swafuzz.harness.check_registry import check_names
-    from swafuzz.harness.executors import available_executors
-    from swafuzz.kernels import available_impls
-
+    if args.json and not args.features:
+        raise UsageError("--json: only with --features (the feature table as JSON)")
     if args.target is not None:
-        _check_choice("--target", args.target, _targets())
-        if args.target == "sglang":
-            from swafuzz.targets import TargetUnavailable, sglang
-
-            try:
-                v, a = sglang.release()
-                print(f"target sglang: installed sglang {v} (adapter {a})\n")
-            except TargetUnavailable as e:
-                print(f"{e}\n")
-            print(sglang.table_text())
-            return EXIT_CLEAN
-    names = _targets()
-    print("targets:        " + ", ".join(names))
-    for n in names:
-        o = targets.origin(n)
-        if o:
-            dist = f" ({o['dist']} {o.get('version') or ''})".rstrip() if o.get("dist") else ""
-            print(f"  plugin target {n}: module {o['module']}{dist}"
-                  + (f", entry point {o['entry_point']!r}" if o.get("entry_point") else ""))
-    print("scenario kinds: " + ", ".join(features.kind_names()))
-    print("checks:         " + ", ".join(check_names()))
-    print("implementations:" + " " + ", ".join(available_impls()))
-    print("executors:      " + ", ".join(available_executors()))
+        check_choice("--target", args.target, target_names())
+        print(targets.describe(args.target))
+        return EXIT_CLEAN
+    if args.features:
+        data = listing.feature_rows()
+        print(listing.features_json(data) if args.json else listing.features_text(data))
+        return EXIT_CLEAN
+    print(listing.summary_text())
     return EXIT_CLEAN
 
 
@@ -409,11 +95,11 @@ def cmd_report(args) -> int:
 def cmd_zoo(args) -> int:
     from swafuzz.harness.zoo import run_zoo
 
-    _check_choice("--budget", args.budget, ("full", "ci"))
+    check_choice("--budget", args.budget, ("full", "ci"))
     for name in ("examples", "seeds", "jobs"):
         v = getattr(args, name)
         if v is not None:
-            _positive(f"--{name}", v)
+            positive(f"--{name}", v)
     if args.budget == "ci":
         given = [f for f, v in (("--examples", args.examples), ("--seeds", args.seeds))
                  if v is not None]
@@ -427,13 +113,8 @@ def cmd_zoo(args) -> int:
     bad = args.json and check_out_file("--json", args.json)
     if bad:
         raise UsageError(bad)
-    _prepare_out_dir_only(args.out)
+    prepare_out_dir_only(args.out)
     return run_zoo(args)
-
-
-def _prepare_out_dir_only(out: str) -> None:
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise UsageError(f"--out: {out!r} exists and is not a directory")
 
 
 def cmd_bench(args) -> int:
@@ -447,7 +128,7 @@ def cmd_bench(args) -> int:
 
     if module.endswith(".kernels") and "--impls" in rest and rest.index("--impls") + 1 < len(rest):
         for name in rest[rest.index("--impls") + 1].split(","):
-            _check_choice("--impls", name, IMPLS)
+            check_choice("--impls", name, IMPLS)
             if name not in available_impls():
                 raise UsageError(f"--impls: {name!r} is not available on this machine; "
                                  f"available: {', '.join(available_impls())}")
@@ -539,7 +220,12 @@ def build_parser() -> argparse.ArgumentParser:
     rp.set_defaults(fn=cmd_repro)
 
     ls = sub.add_parser("list", help="what is available here")
-    ls.add_argument("--target", default=None, help="details of one target (sglang: real/modelled)")
+    ls.add_argument("--target", default=None,
+                    help="details of one target (what its describe hook says)")
+    ls.add_argument("--features", action="store_true",
+                    help="every feature record: kinds, case fields, checks, mutants, and which "
+                         "target (and release) runs it")
+    ls.add_argument("--json", action="store_true", help="with --features: as JSON")
     ls.set_defaults(fn=cmd_list)
 
     rep = sub.add_parser("report", formatter_class=fmt, help="summarise a run directory")
@@ -595,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.examples is None:
             args.examples = 300
     try:
-        _load_plugins(args)
+        load_plugins(args)
         return args.fn(args)
     except UsageError as e:
         print(f"swafuzz {args.cmd}: error: {e}", file=sys.stderr)

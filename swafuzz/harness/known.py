@@ -37,20 +37,19 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from swafuzz import targets
+
 #: seed stride between the rounds of a unit (a prime far from the shard stride 7919)
 ROUND_SEED_STRIDE = 104729
 DEFAULT_KNOWN_CAP = 50
 
 
 def target_release(target: str) -> str | None:
-    """The version the ledger's ``releases`` / ``when.release`` are checked against: the
-    installed sglang release for ``sglang`` (as recorded in its bundles); None for swafuzz's own
-    targets (an entry's ``releases`` then do not restrict it)."""
-    if target != "sglang":
-        return None
-    from swafuzz.targets.sglang import installed_version
-
-    return installed_version()
+    """The version the ledger's ``releases`` / ``when.release`` are checked against: what the
+    target's ``version`` hook says (e.g. the installed release of the package it drives, as
+    recorded in its bundles); None for swafuzz's own targets (an entry's ``releases`` then do
+    not restrict it)."""
+    return targets.version(target)
 
 
 def load_entries(path: str) -> list:

@@ -74,6 +74,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 
+from swafuzz import targets
 from swafuzz.features.validation import load_case
 
 LEDGER_VERSION = 1
@@ -465,8 +466,11 @@ def classify(findings: list[dict], entries: list[Entry], target: str,
 
 
 def replay_entries(entries: list[Entry], target: str, release: str | None, base: str,
-                   impl: str = "torch", executor: str = "auto") -> dict[str, bool]:
-    """Replay each applicable entry's ``repro`` bundle; ``{id: still fails}``."""
+                   impl: str = "torch", executor: str = "auto",
+                   refused: dict[str, str] | None = None) -> dict[str, bool]:
+    """Replay each applicable entry's ``repro`` bundle; ``{id: still fails}``. An entry whose
+    Case the target cannot run here (``targets.supports``) is not replayed: its id and the
+    reason go into ``refused`` when given."""
     from swafuzz.harness.run import execute, resolve_executors
     from swafuzz.reports.bundle import read_bundle
 
@@ -474,8 +478,13 @@ def replay_entries(entries: list[Entry], target: str, release: str | None, base:
     for e in entries:
         if e.repro is None or not e.applies(target, release):
             continue
-        b = read_bundle(os.path.join(base, e.repro))
-        v = execute(load_case(b["case"]), target, impl, resolve_executors(executor))
+        case = load_case(read_bundle(os.path.join(base, e.repro))["case"])
+        why = targets.supports(target, case)
+        if why:
+            if refused is not None:
+                refused[e.id] = why
+            continue
+        v = execute(case, target, impl, resolve_executors(executor))
         out[e.id] = v.failed and fnmatch.fnmatchcase(
             v.failures[0].signature(v.case.kind), e.signature)
     return out
@@ -526,7 +535,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("run_dir")
     p.add_argument("--ledger", default=DEFAULT_LEDGER)
     p.add_argument("--target", default=None, help="default: the findings' target, else unified")
-    p.add_argument("--release", default=None, help="target version (e.g. the sglang release)")
+    p.add_argument("--release", default=None, help="target version (default: what the findings "
+                   "record)")
     p.add_argument("--replay", action="store_true",
                    help="replay every applicable entry's repro bundle")
     args = p.parse_args(argv)
@@ -555,9 +565,13 @@ def main(argv: list[str] | None = None) -> int:
         base = os.path.dirname(os.path.dirname(os.path.abspath(args.ledger)))
         for m in repro_mismatches(entries, base):
             print(f"REPRO-MISMATCH {m}")
-        for eid, still in replay_entries(entries, target, args.release, base).items():
+        refused: dict[str, str] = {}
+        for eid, still in replay_entries(entries, target, args.release, base,
+                                         refused=refused).items():
             print(f"REPLAY {eid}: " + ("still fails" if still else
                                        "NO LONGER REPRODUCES - remove the entry"))
+        for eid, why in refused.items():
+            print(f"REPLAY {eid}: not replayed, target {target} cannot run its Case: {why}")
     print(f"ledger: {len(c.known)} known, {len(c.new)} new, {len(c.unmatched)} unseen entries")
     return 1 if c.new else 0
 

@@ -27,7 +27,7 @@ MARKERS = {
     "gpu": "needs a CUDA GPU (compiled Triton, CUDA C++ twins)",
     "cudagraph": "uses real torch.cuda.CUDAGraph capture and replay",
     "nightly": "long exploration; not part of the CI gate",
-    "upstream": "drives the real sglang package (optional extra)",
+    "upstream": "drives an installed upstream package (a target's optional extra)",
     "install": "builds and installs packages into fresh venvs (install tier)",
     "zoo": "runs the bug zoo (the reduced CI kill matrix)",
 }

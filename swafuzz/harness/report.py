@@ -30,6 +30,7 @@ import subprocess
 import time
 from typing import Any
 
+from swafuzz import targets
 from swafuzz.features.validation import load_case
 from swafuzz.reports import dedup
 from swafuzz.reports.bundle import atomic_write_text, versions
@@ -63,27 +64,12 @@ def git_commit() -> str | None:
     return c
 
 
-def sglang_version() -> str:
-    """The installed sglang release as the ``sglang`` target drives it: ``0.5.23``,
-    ``0.5.17 (adapter 0.5.23)`` when SWAFUZZ_SGLANG_ADAPTER forces an adapter, or the refusal's
-    reason (``not installed``, ``unsupported``); reads metadata only, imports no sglang."""
-    from swafuzz.targets import TargetUnavailable
-    from swafuzz.targets.sglang import installed_version, release
-
-    try:
-        v, adapter = release()
-    except TargetUnavailable:
-        v = installed_version()
-        return "not installed" if v is None else f"{v} (unsupported)"
-    return v if v == adapter else f"{v} (adapter {adapter})"
-
-
 def write_run_meta(out: str, meta: dict[str, Any]) -> str:
     """``OUT/run.json``: what ran (for ``report``): commit, versions, device, budget, timings."""
     path = os.path.join(out, "run.json")
     vers = versions()
-    if "sglang" in str(meta.get("target", "")).replace(",", " ").split():
-        vers["sglang"] = sglang_version()
+    for name in str(meta.get("target", "")).replace(",", " ").split():
+        vers.update(targets.versions(name))  # what a target drives (its ``versions`` hook)
     data = {"commit": git_commit(), "versions": vers, **meta}
     atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
     return path

@@ -21,6 +21,10 @@ and runs it. :func:`origin` says where a target came from (recorded in every fin
 ``sglang`` (SGLang's own code, :mod:`swafuzz.targets.sglang`) is registered always but imports
 SGLang only when requested, raising :class:`TargetUnavailable` when it cannot run here.
 
+What a target can run, describe and report is asked through its hooks (the protocol's
+"Target hooks"): :func:`supports`, :func:`describe`, :func:`versions`, :func:`version`; the
+harness names no target.
+
 Engine modules: ``forward_mode`` (ForwardMode, GraphBucket, ForwardBatch), ``allocator`` (pages
 and ``M``), ``kv_pool`` (redzoned SWA buffers, translation), ``metadata`` (check-eq/copy/assign),
 ``backend`` (eager / out-graph / in-graph init, resolver, store), ``runners`` (decode/verify,
@@ -33,10 +37,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from swafuzz.features import load
+from swafuzz.targets.protocol import TargetUnavailable, UnknownTarget, supports_everything
+from swafuzz.targets.sglang.target import TARGET as SGLANG_TARGET
 
 if TYPE_CHECKING:  # pragma: no cover
     from swafuzz.scenarios.case import Case
     from swafuzz.targets.observation import Observation
+    from swafuzz.targets.protocol import Subject
+
+__all__ = ["TARGETS", "ORIGINS", "UnknownTarget", "TargetUnavailable", "register",
+           "get_target", "available_targets", "origin", "recipe", "restore", "build_engine",
+           "run_case", "supports", "describe", "versions", "version"]
 
 TARGETS: dict[str, Callable[..., Any]] = {}
 #: name -> plugin record (``{"module", "dist", "version", "entry_point"?}``); absent: built in
@@ -47,28 +58,6 @@ HIDDEN_PREFIXES = ("selftest:",)
 _BUILTIN_MODULES = ("swafuzz.targets.", "swafuzz.")
 #: the bug zoo's loader: imports every feature's mutant modules, which register ``mutant:<name>``
 ZOO_LOADER = "swafuzz.targets.mutants:load_all"
-
-
-class UnknownTarget(KeyError):
-    """No target of that name is registered, built in or from any plugin found."""
-
-    def __str__(self) -> str:  # KeyError quotes its argument; this is a sentence
-        return str(self.args[0])
-
-
-class TargetUnavailable(RuntimeError):
-    """A registered target cannot run here (e.g. ``sglang`` not installed, or an unsupported
-    release); the message says why and what is supported. The CLI exits 2 with it."""
-
-
-def _sglang(case, **kwargs):
-    """The ``sglang`` target (imports SGLang only when the target is used)."""
-    from swafuzz.targets.sglang.engine import SGLangEngine
-
-    return SGLangEngine(case, **kwargs)
-
-
-_sglang.allocation = "observed"  # the oracle validates SGLang's allocation choices
 
 
 def register(name: str, factory: Callable[..., Any]) -> None:
@@ -98,7 +87,7 @@ def _ensure_builtin() -> None:
         TARGETS["unified"] = UnifiedEngine
         TARGETS["selftest:segfault"] = SegfaultEngine
         TARGETS["selftest:cuda_sticky"] = StickyCudaErrorEngine
-        TARGETS["sglang"] = _sglang
+        TARGETS["sglang"] = SGLANG_TARGET
 
 
 def _load_zoo() -> None:
@@ -110,7 +99,18 @@ def _load_zoo() -> None:
 def get_target(name: str) -> Callable[..., Any]:
     """The factory registered as ``name``, looking in the built-ins, the bug zoo and the plugins
     (``SWAFUZZ_PLUGINS`` modules, the ``swafuzz.targets`` entry points) in that order; raises
-    :class:`UnknownTarget` listing the known names."""
+    :class:`UnknownTarget` listing the known names, and :class:`TargetUnavailable` when the
+    target's ``check_available`` hook says it cannot run here."""
+    f = find_target(name)
+    check = getattr(f, "check_available", None)
+    if callable(check):
+        check()
+    return f
+
+
+def find_target(name: str) -> Callable[..., Any]:
+    """:func:`get_target` without the availability check: the registered factory, whose hooks
+    answer questions (``supports``, ``describe``) even where the target cannot run."""
     _ensure_builtin()
     if name not in TARGETS and name.startswith("mutant:"):
         _load_zoo()
@@ -122,9 +122,48 @@ def get_target(name: str) -> Callable[..., Any]:
         raise UnknownTarget(f"--target: {name!r} is not allowed (no such target); choose one "
                             f"of: {', '.join(available_targets())} (a plugin target needs its "
                             f"package installed, --plugin MODULE or SWAFUZZ_PLUGINS)")
-    if name == "sglang":
-        import swafuzz.targets.sglang.engine  # noqa: F401 - raises TargetUnavailable early
     return TARGETS[name]
+
+
+def supports(name: str, subject: Subject) -> str | None:
+    """Can target ``name`` run ``subject`` (a :class:`~swafuzz.features.Feature`, a scenario
+    kind's name or a Case) here? None: yes; else the reason (its ``supports`` hook; a target
+    without one supports everything)."""
+    hook = getattr(find_target(name), "supports", None)
+    return (hook if callable(hook) else supports_everything)(subject)
+
+
+def describe(name: str) -> str:
+    """What ``swafuzz list --target NAME`` prints: the target's ``describe`` hook, else its
+    origin, allocation mode and whether stateful episodes can drive it."""
+    f = find_target(name)
+    hook = getattr(f, "describe", None)
+    if callable(hook):
+        return hook()
+    o = origin(name)
+    where = "built in" if o is None else f"plugin module {o['module']}" + (
+        f" ({o['dist']} {o.get('version') or ''}".rstrip() + ")" if o.get("dist") else "")
+    steps = all(hasattr(f, m) for m in ("new_observation", "apply"))
+    return (f"target {name}: {where}; allocation {getattr(f, 'allocation', 'exact')}; "
+            f"stateful episodes: {'yes' if steps else 'no'}; what it runs: swafuzz list "
+            "--features")
+
+
+def versions(name: str) -> dict[str, str]:
+    """The versions of the code target ``name`` drives (``run.json``), from its ``versions``
+    hook; {} for swafuzz's own targets and for a name no loaded target has (no plugin is
+    loaded to answer)."""
+    _ensure_builtin()
+    hook = getattr(TARGETS.get(name), "versions", None)
+    return dict(hook()) if callable(hook) else {}
+
+
+def version(name: str) -> str | None:
+    """The version a known-failure ledger checks its ``releases`` against for target ``name``
+    (its ``version`` hook); None: not versioned (the entries' releases do not restrict it)."""
+    _ensure_builtin()
+    hook = getattr(TARGETS.get(name), "version", None)
+    return hook() if callable(hook) else None
 
 
 def available_targets() -> list[str]:

@@ -43,6 +43,28 @@ that replaces some of its component classes (each a class attribute), keeping th
 and the kernels through ``impl``. The bug zoo (``targets/mutants``) is built exactly this way.
 A plugin registers its factories when imported (:func:`swafuzz.targets.register`) or through
 the ``swafuzz.targets`` entry-point group; see ``swafuzz.targets.plugins``.
+
+Target hooks (optional attributes of the factory)
+-------------------------------------------------
+The harness asks a target, never a target's name, what it can do. A factory may carry these
+(a class factory as static or class methods):
+
+* ``supports(subject) -> None | str``: can this target run ``subject`` here - a feature record
+  (:class:`swafuzz.features.Feature`), a scenario kind's name, or a :class:`Case`? None: yes;
+  a string: why not (naming the feature or kind, the release and what it lacks). ``run`` leaves
+  refused kinds out (asked for by name: exit 2), ``repro`` and the ledger's replay refuse a
+  Case with it, ``zoo`` runs each mutant on the kinds it supports, and ``swafuzz list
+  --features`` prints the answers. Without the hook a target supports everything
+  (:func:`supports_everything`: ``unified``, the bug zoo, plugins that do not say otherwise).
+* ``check_available() -> None``: raise :class:`TargetUnavailable` when the target cannot run in this
+  process at all (a package missing, a release outside the supported range).
+* ``describe() -> str``: what ``swafuzz list --target NAME`` prints about it.
+* ``versions() -> dict[str, str]``: the versions of the code it drives, merged into
+  ``run.json``'s ``versions``; ``version() -> str | None``: the one version a known-failure
+  ledger's ``releases`` and ``when.release`` are checked against.
+
+:func:`swafuzz.targets.supports`, ``describe``, ``versions`` and ``version`` ask a target by its
+registered name, applying these defaults.
 """
 
 from __future__ import annotations
@@ -50,8 +72,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    from swafuzz.features import Feature
     from swafuzz.scenarios.case import Case, Step
     from swafuzz.targets.observation import Observation
+
+    #: what :meth:`Supports.supports` is asked about
+    Subject = Feature | str | Case
+
+
+class UnknownTarget(KeyError):
+    """No target of that name is registered, built in or from any plugin found."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; this is a sentence
+        return str(self.args[0])
+
+
+class TargetUnavailable(RuntimeError):
+    """A registered target cannot run here (e.g. ``sglang`` not installed, or an unsupported
+    release); the message says why and what is supported. The CLI exits 2 with it."""
 
 
 class Executor(Protocol):
@@ -86,3 +124,16 @@ class TargetFactory(Protocol):
     """``factory(case, *, impl, executor, name) -> Engine`` (a class is the usual factory)."""
 
     def __call__(self, case: Case, *, impl: str, executor: Executor, name: str) -> Engine: ...
+
+
+@runtime_checkable
+class Supports(Protocol):
+    """A factory that says what it can run (the ``supports`` hook; see the module docstring)."""
+
+    def supports(self, subject: Subject) -> str | None: ...
+
+
+def supports_everything(subject: Subject) -> None:
+    """The answer of a target without a ``supports`` hook: it runs every feature, kind and
+    Case (``unified`` and the bug zoo implement every path of the engine model)."""
+    return None

@@ -239,11 +239,15 @@ def test_other_window_cases_do_not_reach_the_mutants(mutant, name):
 
 def test_sglang_0_5_12_adapter_refuses_the_new_kinds(monkeypatch):
     from swafuzz.targets import sglang as sg
+    from swafuzz.targets.sglang.target import TARGET
+
+    def refused(kinds):
+        return [k for k in kinds if TARGET.supports(k)]
 
     monkeypatch.delenv(sg.ADAPTER_ENV, raising=False)
     monkeypatch.setattr(sg, "installed_version", lambda: "0.5.12")
-    assert sg.unsupported_kinds(["decode", "dspark_verify", "window_dp_extend"]) == [
+    assert refused(["decode", "dspark_verify", "window_dp_extend"]) == [
         "dspark_verify", "window_dp_extend"]
     monkeypatch.setattr(sg, "installed_version", lambda: "0.5.23")
-    assert sg.unsupported_kinds(["dspark_verify", "window_dp_extend"]) == []
-    assert sg.unsupported_kinds(["dspark_verify_graph"]) == ["dspark_verify_graph"]  # unified
+    assert refused(["dspark_verify", "window_dp_extend"]) == []
+    assert refused(["dspark_verify_graph"]) == ["dspark_verify_graph"]  # unified

@@ -35,15 +35,18 @@ def _adapter() -> str:
 
 
 def test_table_row_and_first_release():
+    from swafuzz import features
     from swafuzz.targets import sglang as sg
+    from swafuzz.targets.sglang.target import TARGET
 
-    assert sg.KIND_FIRST_RELEASE["prefill_graphs"][0] == "0.5.23"
+    since = features.feature_of_kind("prefill_graphs").since_for("sglang", "prefill_graphs")
+    assert since.release == "0.5.23"
     assert any(r[0].startswith("breakable prefill graphs under a request window")
                for r in sg.TABLE)
     if _adapter() == "0.5.12":
-        assert "prefill_graphs" in sg.unsupported_kinds(["prefill_graphs", "decode"])
+        assert TARGET.supports("prefill_graphs")
     else:
-        assert "prefill_graphs" not in sg.unsupported_kinds(["prefill_graphs"])
+        assert TARGET.supports("prefill_graphs") is None
 
 
 @pytest.mark.parametrize("executors", [["eager"], ["tape"], ["eager", "tape"]])

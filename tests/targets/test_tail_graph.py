@@ -211,11 +211,12 @@ def test_mutants_not_reached_by_other_kinds(mutant):
 
 # ----------------------------------------------------------------------------- sglang
 def test_sglang_release_table():
-    from swafuzz.targets.sglang import KIND_FIRST_RELEASE, TABLE
+    from swafuzz import features
+    from swafuzz.targets.sglang import TABLE
 
     # the prefill-graph tail is 0.5.22's, but the adapter drives 0.5.23's seams (measured: 0.5.22
     # fails on the compressor flags), so the kind starts at 0.5.23
-    assert KIND_FIRST_RELEASE["tail_graphs"][0] == "0.5.23"
+    assert features.get("tail_graphs").since_for("sglang", "tail_graphs").release == "0.5.23"
     rows = [r for r in TABLE if r[0].startswith("late-layer tail under graphs")]
     assert [r[2] for r in rows] == ["real", "modelled"]
 

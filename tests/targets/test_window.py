@@ -186,11 +186,16 @@ def test_tail_check_names_t1_on_a_window_pool():
 def test_sglang_0_5_12_adapter_refuses_the_window_kinds(monkeypatch):
     """Without importing sglang: the 0.5.12 adapter cannot run the window kinds (the CLI's
     exit 2 is tested with the release installed: tests/targets/test_sglang_window.py)."""
+    from swafuzz import features
     from swafuzz.targets import sglang as sg
+    from swafuzz.targets.sglang.target import TARGET
+
+    def refused(kinds):
+        return [k for k in kinds if TARGET.supports(k)]
 
     monkeypatch.delenv(sg.ADAPTER_ENV, raising=False)
     monkeypatch.setattr(sg, "installed_version", lambda: "0.5.12")
-    assert sg.unsupported_kinds(["decode", "late_tail", "request_window"]) == [
+    assert refused(["decode", "late_tail", "request_window"]) == [
         "late_tail", "request_window"]
     monkeypatch.setattr(sg, "installed_version", lambda: "0.5.23")
-    assert sg.unsupported_kinds(list(sg.KIND_FIRST_RELEASE)) == []
+    assert refused(features.kind_names()) == ["dspark_verify_graph"]  # driven by no release

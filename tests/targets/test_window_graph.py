@@ -107,10 +107,10 @@ def test_sglang_drives_graph_window_cases_from_0_5_23():
     """The sglang target runs the kind on 0.5.23 (tests/targets/test_sglang_window_graph.py);
     earlier releases refuse it (0.5.21 / 0.5.22 have the decode bucket but not the
     commit_packed_rows / registry code the adapter drives; 0.5.12 has no window)."""
-    from swafuzz.targets.sglang import KIND_FIRST_RELEASE, KINDS_NOT_DRIVEN, TABLE, release
+    from swafuzz import features
+    from swafuzz.targets.sglang import TABLE, release
 
-    assert "window_graphs" not in KINDS_NOT_DRIVEN
-    assert KIND_FIRST_RELEASE["window_graphs"][0] == "0.5.23"
+    assert features.get("window_graphs").since_for("sglang", "window_graphs").release == "0.5.23"
     row = next(r for r in TABLE if r[0].startswith("DECODE graphs under a request window"))
     assert row[1:3] == ("absent", "real")
     try:

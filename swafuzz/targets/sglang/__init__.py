@@ -22,13 +22,18 @@ sglang`` shows it under the table).
 
 What runs real and what stays modelled, per release: :data:`TABLE` (printed by
 ``swafuzz list --target sglang``).
+
+Which scenario kinds and features the target runs on which release is not listed here: each
+feature record says it (``since["sglang"]``, :mod:`swafuzz.features`), and the registered
+factory with its hooks (:mod:`swafuzz.targets.sglang.target`) answers ``supports`` from the
+records and the installed release (``swafuzz list --features`` prints every release's answer).
 """
 
 from __future__ import annotations
 
 import os
 
-from swafuzz.targets import TargetUnavailable
+from swafuzz.targets.protocol import TargetUnavailable
 
 #: The releases the target accepts without ``SWAFUZZ_SGLANG_ADAPTER``: every version from the
 #: first to the last, inclusive (compared numerically on the first three components).
@@ -244,36 +249,6 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
 )
 
 
-#: scenario kinds whose Cases need code a release may lack: kind -> (first release with it,
-#: what it is). Issue 12: the per-request SWA ring (``swa_req_ring_size``) arrived in 0.5.20,
-#: the request window, encoder replay and late-layer tail in 0.5.21. Checked against the
-#: wheels (release-matrix): 0.5.20 .. 0.5.22 have the allocator's ring accounting but no writer
-#: of ring rows on the DSV4 path (dspark_kv_inject has no ``_ring_inject_loc``, no
-#: ``swa_ring_rows``), which the ring kind drives: ring is 0.5.23 for this adapter.
-KIND_FIRST_RELEASE = {"ring": ("0.5.23", "per-request SWA ring write rows on the DSV4 path "
-                                "(TargetHiddenKvInjector._ring_inject_loc; the allocator's "
-                                "ring accounting, swa_req_ring_size, is 0.5.20+)"),
-                      "request_window": ("0.5.21", "request window"),
-                      "late_tail": ("0.5.21", "late-layer tail"),
-                      "encoder_replay": ("0.5.23", "encoder SWA replay folded into the extend "
-                                         "(fold_encoder_swa_replay; 0.5.21 / 0.5.22 replay "
-                                         "in a forward of their own)")}
-
-
-KIND_FIRST_RELEASE["replay_tail"] = ("0.5.23", "encoder SWA replay folded into the extend / "
-                                     "late-layer tail")
-KIND_FIRST_RELEASE["prefill_graphs"] = ("0.5.23", "prefill graphs under a request window")
-# the releases have these features from 0.5.21 on (the separate replay forward is 0.5.21 /
-# 0.5.22's only replay), but the adapter drives 0.5.23's seams (replay_len, _fold_batch,
-# _build_replay_batch, _compressor_out_loc, the radix cap): older releases are refused
-KIND_FIRST_RELEASE["tail_prefix"] = ("0.5.23", "late-layer tail prefix cap, replay fold and "
-                                     "compressor code in the form the adapter drives "
-                                     "(replay_len, _fold_batch, _compressor_out_loc; the "
-                                     "features exist from 0.5.21)")
-KIND_FIRST_RELEASE["replay_separate"] = ("0.5.23", "encoder SWA replay batch builder the "
-                                         "adapter drives (_build_replay_batch; the separate "
-                                         "forward exists from 0.5.21)")
-
 #: issue 12 (targets/sglang/tail_prefix.py): prefix hits under a tail, replay, compressors
 TABLE += (
     ("prefix hit under a late-layer tail: swa_reprefill_tail_tokens, _req_radix_key", "absent",
@@ -298,43 +273,6 @@ TABLE += (
      "interpreter with TRITON_INTERPRET=1 or a GPU; otherwise the model's formula); whether the "
      "ratio-1/2 source compressors run (forward_low_ratio_sources) is a modelled flag"),
 )
-# Measured on 0.5.22 (this session): dspark_verify runs; the others reach 0.5.23-only seams
-KIND_FIRST_RELEASE["tail_graphs"] = ("0.5.23", "late-layer tail graphs in the form the adapter "
-                                   "drives (row-bucket tail graphs, compressor flags; the "
-                                   "prefill-graph tail exists from 0.5.22)")
-# issue 12 item 2: target verify and DP-padded EXTENDs under a request window
-KIND_FIRST_RELEASE["dspark_verify"] = ("0.5.21", "request window (target verify)")
-KIND_FIRST_RELEASE["window_dp_extend"] = ("0.5.23", "request window with the encoder-replay "
-                                        "fold its DP-padded extends use "
-                                        "(fold_encoder_swa_replay; 0.5.21 / 0.5.22 replay in "
-                                        "a forward of their own)")
-
-KIND_FIRST_RELEASE["window_graphs"] = ("0.5.23", "request window DECODE-graph code the "
-                                     "adapter drives (commit_packed_rows, the buffer "
-                                     "registry; the request window exists from 0.5.21)")
-KIND_FIRST_RELEASE["ring_draft"] = ("0.5.23", "DSpark draft block on a per-request SWA ring")
-
-#: kinds no release's adapter drives: the DSpark TARGET_VERIFY graph under a request window
-#: (targets/dspark_graph.py; the DECODE graph under a window runs on 0.5.23's decode-bucket
-#: code, targets/sglang/window_graph.py)
-KINDS_NOT_DRIVEN: tuple[str, ...] = ("dspark_verify_graph",)
-
-
-def unsupported_kinds(kinds) -> list[str]:
-    """The kinds among ``kinds`` the installed release's adapter cannot run (none when sglang
-    is unavailable: that is reported on its own). Does not import sglang."""
-    try:
-        v, adapter = release()
-    except TargetUnavailable:
-        return []
-    # the installed release decides (a release between two verified ones may lack what its
-    # nearest verified adapter has); a forced adapter outside the range: the adapter's release
-    at = v if in_range(v) else adapter
-    return [k for k in kinds if (k in KIND_FIRST_RELEASE
-            and version_key(at) < version_key(KIND_FIRST_RELEASE[k][0]))
-            or k in KINDS_NOT_DRIVEN]
-
-
 def version_key(v: str) -> tuple[int, int, int]:
     """``"0.5.21"`` -> ``(0, 5, 21)``: the first three numeric components of a version string
     (``0.5.21.post1``, ``0.5.22rc1``, ``0.5.23.dev3+g1234`` count as their release); raises

@@ -29,15 +29,16 @@ from types import SimpleNamespace
 import torch
 
 from swafuzz.scenarios.case import PoolConfig
-from swafuzz.targets import TargetUnavailable
 from swafuzz.targets.allocator import AllocationError
 from swafuzz.targets.backend import DSV4Backend, StoreRecord
 from swafuzz.targets.engine import UnifiedEngine
 from swafuzz.targets.forward_mode import GraphBucket, logical_forward_mode
 from swafuzz.targets.kv_pool import SWAKVPool
 from swafuzz.targets.metadata import AttnMetadata, RawDecodeMetadata
+from swafuzz.targets.protocol import TargetUnavailable
 from swafuzz.targets.runners import MultiStepDraftRunner
 from swafuzz.targets.sglang import release
+from swafuzz.targets.sglang.target import TARGET
 from swafuzz.targets.sharing import held_elsewhere, rejected_split
 
 VERSION, ADAPTER = release()
@@ -438,16 +439,10 @@ class SGLangEngine(UnifiedEngine):
     #: the oracle validates this target's allocation choices instead of predicting them
     allocation = "observed"
 
-    #: scenario kinds this release cannot run, with why (``swafuzz run`` refuses them, exit 2)
-    unsupported_kinds = {"ring": f"sglang {VERSION} has no per-request SWA ring (lacks "
-                                 f"{'; '.join(features.RING_MISSING)})"} \
-        if features.RING_MISSING else {}
-
     def __init__(self, case, impl: str = "torch", executor=None, name: str = "sglang"):
-        if case.pool.swa_ring and features.RING_MISSING:
-            raise TargetUnavailable(f"target sglang: sglang {VERSION} has no per-request SWA "
-                                    f"ring (lacks {'; '.join(features.RING_MISSING)}); a Case "
-                                    "with pool.swa_ring > 0 needs a release with it (0.5.20+)")
+        why = TARGET.supports(case)  # the records, then what this release has (features.py)
+        if why:
+            raise TargetUnavailable(f"target sglang: {why}")
         super().__init__(case, impl=impl, executor=executor, name=name)
 
     def make_allocator(self):
@@ -487,15 +482,6 @@ class SGLangEngine(UnifiedEngine):
         return obs
 
 
-def _export_unsupported_kinds() -> None:
-    """The registered ``sglang`` factory carries the kinds this release cannot run (read by
-    ``swafuzz run``, which refuses them with exit 2)."""
-    import swafuzz.targets as _targets
-
-    _targets._sglang.unsupported_kinds = SGLangEngine.unsupported_kinds
-
-
-_export_unsupported_kinds()
 # ----------------------------------------------------------------------------- metadata hooks
 #: the release's draft-extend prep and per-step helper (0.5.23; see targets/sglang/metadata.py)
 _metadata = None

@@ -24,7 +24,7 @@ from __future__ import annotations
 import importlib
 import inspect
 
-from swafuzz.targets import TargetUnavailable
+from swafuzz.targets.protocol import TargetUnavailable
 from swafuzz.targets.sglang import release
 
 VERSION, ADAPTER = release()
@@ -186,6 +186,20 @@ WINDOW_MISSING = tuple(w for w, ok in (
     ("DSV4Metadata.late_layer_tail / LateLayerTail",
      hasattr(backend_mod, "LateLayerTail")),
 ) if not ok)
+
+
+def case_missing(case) -> str | None:
+    """What ``case`` needs that the installed release lacks, found by inspection (None: the
+    release has it); the ``sglang`` target's ``supports`` asks this after the records said yes
+    (a release inside the range may still lack a piece its verified neighbours have)."""
+    if case.pool.swa_ring and RING_MISSING:
+        return (f"sglang {VERSION} has no per-request SWA ring (lacks "
+                f"{'; '.join(RING_MISSING)}); a Case with pool.swa_ring > 0 needs a release "
+                "with it")
+    if case.pool.request_window and WINDOW_MISSING:
+        return (f"sglang {VERSION} has no request window (lacks {'; '.join(WINDOW_MISSING)}); "
+                "a Case with pool.request_window needs a release with it")
+    return None
 
 
 def describe() -> list[tuple[str, str]]:

@@ -1,0 +1,124 @@
+"""What every ``swafuzz`` command shares: exit codes, :class:`UsageError`, and the checks of
+flags, targets, plugins, output directories and scenario kinds (a usage error names the field
+and the allowed values, before anything is written).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from swafuzz import targets
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_TOOL = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    pass
+
+
+def check_choice(field: str, value: str, allowed) -> None:
+    if value not in allowed:
+        raise UsageError(f"{field}: {value!r} is not allowed; choose one of: "
+                         f"{', '.join(sorted(allowed))}")
+
+
+def target_names() -> list[str]:
+    return sorted(targets.available_targets())
+
+
+def load_plugins(args) -> None:
+    """``--plugin MODULE`` (any command) and ``SWAFUZZ_PLUGINS``: a plugin that cannot be
+    loaded is a usage error naming it."""
+    from swafuzz.targets import plugins
+
+    try:
+        for m in getattr(args, "plugin", None) or []:
+            plugins.load_module(m)
+        plugins.load_env()
+    except plugins.PluginError as e:
+        raise UsageError(str(e)) from None
+
+
+def validate_common(args) -> None:
+    from swafuzz.harness.executors import available_executors
+    from swafuzz.kernels import IMPLS, available_impls
+    from swafuzz.targets.plugins import PluginError
+
+    try:
+        for t in args.target if isinstance(args.target, list) else [args.target]:
+            targets.get_target(t)
+    except (targets.UnknownTarget, targets.TargetUnavailable, PluginError) as e:
+        raise UsageError(str(e)) from None
+    check_choice("--impl", args.impl, ("auto",) + tuple(IMPLS))
+    if args.impl not in ("auto",) and args.impl not in available_impls():
+        raise UsageError(f"--impl: {args.impl!r} is not available on this machine; available: "
+                         f"{', '.join(['auto'] + available_impls())}")
+    check_choice("--executor", args.executor, ("auto", "all", "eager", "tape", "cudagraph"))
+    if args.executor == "cudagraph" and "cudagraph" not in available_executors():
+        raise UsageError("--executor: 'cudagraph' needs a CUDA GPU; available here: "
+                         f"{', '.join(['auto', 'all'] + available_executors())}")
+
+
+def parse_duration(field: str, text: str) -> float:
+    """``90s``, ``30m``, ``2h`` or plain seconds -> seconds (> 0)."""
+    units = {"s": 1, "m": 60, "h": 3600}
+    t = text.strip().lower()
+    mult = units.get(t[-1:], None)
+    num = t[:-1] if mult else t
+    try:
+        v = float(num) * (mult or 1)
+    except ValueError:
+        v = -1
+    if not v > 0:
+        raise UsageError(f"{field}: {text!r} is not allowed; give a positive duration like "
+                         "90s, 30m or 2h")
+    return v
+
+
+def positive(field: str, value: int) -> None:
+    if value is None or value < 1:
+        raise UsageError(f"{field}: must be >= 1 (got {value})")
+
+
+def prepare_out(out: str, resume: bool) -> None:
+    """``--out``: a new or empty directory (or a run to ``--resume``); usage errors otherwise,
+    before anything is written."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise UsageError(f"--out: {out!r} exists and is not a directory")
+    if resume:
+        if not os.path.isfile(os.path.join(out, "run.json")):
+            raise UsageError(f"--resume: {out!r} holds no run to resume (no run.json)")
+        return
+    if os.path.isdir(out) and os.listdir(out):
+        raise UsageError(f"--out: {out!r} is not empty; continue that run with --resume {out} "
+                         "or choose a new directory")
+    parent = os.path.dirname(os.path.abspath(out))
+    probe = parent
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if not os.access(probe, os.W_OK):
+        raise UsageError(f"--out: cannot create {out!r} (no write permission in {probe!r})")
+
+
+def check_target_kinds(names, kinds: list[str], explicit: bool) -> list[str]:
+    """Ask each target whether it runs each kind (``targets.supports``): a kind refused (e.g.
+    ``ring`` on a release of the target without it) is a usage error naming the target and the
+    reason when asked for by name (``explicit``), else left out of the default set with a note
+    on stderr."""
+    for t in names if isinstance(names, list) else [names]:
+        refused = {k: why for k in kinds if (why := targets.supports(t, k))}
+        if not refused:
+            continue
+        if explicit:
+            k, why = next(iter(refused.items()))
+            raise UsageError(f"--scenario {k}: target {t} cannot run it: {why}")
+        print(f"note: scenario kinds {', '.join(refused)} left out for target {t}: "
+              f"{'; '.join(refused.values())}", file=sys.stderr)
+        kinds = [k for k in kinds if k not in refused]
+    return kinds
+
+
+def prepare_out_dir_only(out: str) -> None:
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise UsageError(f"--out: {out!r} exists and is not a directory")

@@ -1,0 +1,204 @@
+"""``swafuzz run`` and ``swafuzz repro``: flags to a RunConfig, the campaign and its table, and
+the replay of one finding bundle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from swafuzz import features
+from swafuzz.features.validation import load_case
+from swafuzz.harness.cli_common import (
+    EXIT_CLEAN,
+    EXIT_FINDINGS,
+    UsageError,
+    check_choice,
+    check_target_kinds,
+    load_plugins,
+    parse_duration,
+    positive,
+    prepare_out,
+    validate_common,
+)
+
+
+def run_config(args):
+    """Flags -> a RunConfig resolved once (or the RunConfig of the run being resumed)."""
+    from swafuzz.harness.pipeline import RunConfig, read_run_config
+    from swafuzz.harness.run import resolve_executors, resolve_impl
+    from swafuzz.targets.plugins import loaded_modules
+
+    if args.resume:
+        prepare_out(args.resume, resume=True)
+        try:
+            cfg = read_run_config(args.resume)
+        except (OSError, ValueError, TypeError) as e:
+            raise UsageError(f"--resume: {args.resume}/run.json is unreadable: {e}") from None
+        cfg.out = args.resume
+        load_plugins(argparse.Namespace(plugin=cfg.plugins))
+        args.target = cfg.target
+        return cfg
+    validate_common(args)
+    kinds = args.scenario or list(features.kind_names())
+    for k in kinds:
+        check_choice("--scenario", k, features.kind_names())
+    kinds = check_target_kinds(args.target, kinds, bool(args.scenario))
+    positive("--examples", args.examples)
+    positive("--workers", args.workers)
+    if args.shrink_budget < 0:
+        raise UsageError(f"--shrink-budget: must be >= 0 (got {args.shrink_budget})")
+    budget_s = parse_duration("--budget", args.budget) if args.budget else None
+    if args.out is None:  # each run gets its own directory; an explicit --out must be new
+        base = os.path.join("swafuzz-out", time.strftime("run-%Y%m%d-%H%M%S", time.gmtime()))
+        args.out, n = base, 1
+        while os.path.exists(args.out):
+            n += 1
+            args.out = f"{base}-{n}"
+    prepare_out(args.out, resume=False)
+    from swafuzz.harness.corpus import DatabaseSpecError, check_spec, open_database
+
+    try:
+        check_spec(args.db)
+        if args.db and "://" in args.db:
+            open_database(args.db, args.out)  # reachable before anything is written (a ping)
+    except DatabaseSpecError as e:
+        raise UsageError(str(e)) from None
+    positive("--known-cap", args.known_cap)
+    from swafuzz.harness.known import resolve_ledger
+    from swafuzz.harness.ledger import LedgerError
+
+    try:
+        ledger = resolve_ledger(args.ledger, list(dict.fromkeys(args.target)))
+    except LedgerError as e:
+        raise UsageError(f"--ledger: {e} (or 'auto', 'none')") from None
+    return RunConfig(targets=list(dict.fromkeys(args.target)), impl=resolve_impl(args.impl),
+                     executors=resolve_executors(args.executor), executor_label=args.executor,
+                     kinds=list(dict.fromkeys(kinds)),
+                     examples=args.examples if not budget_s or args.examples_given else 10**6,
+                     budget_s=budget_s, seed=args.seed, workers=args.workers,
+                     shrink_budget=args.shrink_budget, out=args.out,
+                     isolate=not args.no_isolate, plugins=loaded_modules(), db=args.db,
+                     ledger=ledger, known_cap=args.known_cap)
+
+
+# --------------------------------------------------------------------------- run
+def cmd_run(args) -> int:
+    from swafuzz.harness import pipeline
+    from swafuzz.reports.summary import campaign_table
+
+    cfg = run_config(args)
+    os.makedirs(cfg.out, exist_ok=True)
+    if cfg.isolate:  # a target the worker cannot load is a usage error before any case runs
+        from swafuzz.harness.worker import WorkerSetupError
+
+        try:
+            for t in cfg.targets:  # (reused by the units of a 1-worker run)
+                pipeline.case_worker(cfg, t).start()
+        except (ValueError, WorkerSetupError) as e:
+            if not os.listdir(cfg.out):
+                os.rmdir(cfg.out)
+            raise UsageError(str(e)) from None
+    pipeline.write_run_meta(cfg)
+    quiet = args.quiet
+
+    def say(msg: str) -> None:
+        if not quiet:
+            print(msg, file=sys.stderr, flush=True)
+
+    res = pipeline.run(cfg, say=say)
+    stats = pipeline.per_kind(res.rows)
+    print()
+    print(campaign_table(stats))
+    seen: dict[str, dict] = {}
+    for r in res.findings:
+        seen.setdefault(r["finding"], r)
+    for sig, r in seen.items():
+        from swafuzz.reports.bundle import signature_filename
+
+        path = os.path.join(cfg.out, "findings", signature_filename(sig) + ".json")
+        print(f"FINDING {sig}: {r.get('message') or ''}")
+        if os.path.exists(path):
+            print(f"  swafuzz repro {path}")
+    from swafuzz.harness.known import print_known
+
+    known = print_known(res.rows)
+    generated = sum(s["generated"] for s in stats.values())
+    shrunk = sum(s["shrunk"] for s in stats.values())
+    with open(os.path.join(cfg.out, "summary.md"), "w") as f:
+        f.write(f"# swafuzz run: target {', '.join(cfg.targets)}, impl {cfg.impl}, executors "
+                f"{','.join(cfg.executors)}, seed {cfg.seed}, workers {cfg.workers}\n\n"
+                f"{campaign_table(stats, markdown=True)}\n")
+    steps = sum(r.get("forward_steps") or 0 for r in res.rows)
+    pipeline.write_run_meta(cfg, seconds=round(res.seconds, 3), forward_steps=steps, stats=stats,
+                            interrupted=res.interrupted, known=known)
+    print(f"{generated} cases generated, {shrunk} run while shrinking, {len(seen)} distinct "
+          f"findings; {steps} forward steps checked in {res.seconds:.1f} s "
+          f"({steps / max(res.seconds, 1e-9):.1f} steps/s)")
+    print(f"results: {os.path.abspath(cfg.out)} (swafuzz report {cfg.out})")
+    if res.interrupted:
+        logged = sum(1 for r in pipeline.read_log(os.path.join(cfg.out, "cases.jsonl"))
+                     if "case" in r)
+        print(f"interrupted: {logged} cases are recorded in {cfg.out}/cases.jsonl (the table "
+              f"counts finished units only); continue with: swafuzz run --resume {cfg.out}")
+        return pipeline.EXIT_INTERRUPTED
+    return EXIT_FINDINGS if seen else EXIT_CLEAN
+
+
+# --------------------------------------------------------------------------- repro
+def cmd_repro(args) -> int:
+    from swafuzz.harness.run import InvalidCase, execute, resolve_executors
+    from swafuzz.reports.bundle import read_bundle
+    from swafuzz.scenarios.case import CaseError
+    from swafuzz.targets.plugins import PluginError, load_record
+
+    try:
+        bundle = read_bundle(args.file)  # its errors already name the file
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    try:
+        case = load_case(bundle["case"])
+    except (ValueError, CaseError) as e:
+        raise UsageError(f"{args.file}: {e}") from None
+    if not args.target and bundle.get("plugin"):
+        try:  # the bundle names the plugin its target came from
+            load_record(bundle["plugin"], source=f"{args.file}: target {bundle.get('target')!r}")
+        except PluginError as e:
+            raise UsageError(str(e)) from None
+    args.target = args.target or bundle.get("target", "unified")
+    args.impl = args.impl or bundle.get("impl", "auto")
+    validate_common(args)
+    from swafuzz.targets import supports
+
+    why = supports(args.target, case)  # e.g. a ring Case on a release without the ring
+    if why:
+        raise UsageError(f"{args.file}: target {args.target} cannot run this Case: {why}")
+    executors = resolve_executors(args.executor)
+    try:
+        if args.no_isolate:
+            v = execute(case, args.target, args.impl, executors)
+        else:  # a crash inside the case is reported, not the end of this command
+            from swafuzz.harness.run import resolve_impl
+            from swafuzz.harness.worker import CaseWorker, WorkerSetupError
+
+            try:
+                w = CaseWorker(args.target, resolve_impl(args.impl), executors)
+                w.start()
+            except (ValueError, WorkerSetupError) as e:
+                raise UsageError(str(e)) from None
+            try:
+                v = w.run(case)
+            finally:
+                w.close()
+    except InvalidCase as e:
+        raise UsageError(f"{args.file}: field 'case' cannot run: {e}") from None
+    if v.failed:
+        print(f"FAIL {v.signature()} ({len(v.failures)} failures, {v.checks_run} checks)")
+        for f in v.failures:
+            print(f"  {f.check}: {f.message}")
+        return EXIT_FINDINGS
+    print(f"PASS: {v.checks_run} checks clean on target {args.target} (impl {args.impl}, "
+          f"executor {args.executor})")
+    return EXIT_CLEAN

@@ -1,0 +1,167 @@
+"""The ``sglang`` target as the registry holds it: the factory and its hooks (the protocol's
+"Target hooks").
+
+Nothing here imports SGLang until an engine is built (``TARGET(case, ...)``) or the target's
+availability is checked (:meth:`SGLangTarget.check_available`). What the target can run comes
+from the feature records (:mod:`swafuzz.features`): a feature's or kind's ``since["sglang"]``
+(:class:`~swafuzz.features.Since`) names the first release whose code the adapter drives for
+it (``None``: no release), compared with the installed release (:func:`~swafuzz.targets.sglang.
+release`); a Case is then also checked against what the installed release actually has
+(:func:`swafuzz.targets.sglang.features.case_missing`, by inspection).
+
+    from swafuzz.targets.sglang.target import TARGET, supports_at
+    TARGET.supports("ring")             # the installed release's answer (None: it runs)
+    supports_at("ring", "0.5.20")       # any release's, from the records only
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import swafuzz.targets.sglang as sg
+from swafuzz import features
+from swafuzz.features import Feature, Since
+from swafuzz.scenarios.case import Case
+from swafuzz.targets.protocol import TargetUnavailable
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from swafuzz.targets.protocol import Subject
+
+NAME = "sglang"
+
+
+def releases() -> tuple[str, ...]:
+    """Every release of :data:`~swafuzz.targets.sglang.SUPPORTED_RANGE`, oldest first (the
+    range's ends share major and minor: one release per patch number)."""
+    lo, hi = (sg.version_key(v) for v in sg.SUPPORTED_RANGE)
+    if lo[:2] != hi[:2]:  # pragma: no cover - the range is one minor series
+        raise ValueError(f"SUPPORTED_RANGE {sg.SUPPORTED_RANGE} spans minor series")
+    return tuple(f"{lo[0]}.{lo[1]}.{p}" for p in range(lo[2], hi[2] + 1))
+
+
+def _refusal(what: str, since: Since | None, release: str, label: str) -> str | None:
+    if since is None:
+        return None
+    if since.release is None:
+        return f"the sglang target does not drive {what} on any release: {since.why}"
+    if sg.version_key(release) >= sg.version_key(since.release):
+        return None
+    return f"{what}: {label} has no {since.why} (first in {since.release})"
+
+
+def _kind_refusal(owner: Feature, kind: str, release: str, label: str) -> str | None:
+    return _refusal(f"scenario kind {kind} (feature {owner.name})", owner.since_for(NAME, kind),
+                    release, label)
+
+
+def supports_at(subject: Subject, release: str, label: str | None = None) -> str | None:
+    """The records' answer for ``subject`` (a Feature, a scenario kind's name or a Case) on
+    ``release``: None when the adapter drives it there, else the reason naming the feature or
+    kind, ``label`` (default ``sglang RELEASE``) and what it lacks. A feature runs where one of
+    its kinds does; a Case needs its kind and every feature whose Case fields it sets (all
+    their reasons, joined)."""
+    label = label or f"sglang {release}"
+    if isinstance(subject, Feature):
+        why = _refusal(f"feature {subject.name}", subject.since_for(NAME), release, label)
+        if why is None:
+            kinds = [_kind_refusal(subject, k, release, label) for k in subject.kind_names()]
+            if all(kinds):
+                why = f"feature {subject.name}: none of its kinds runs ({'; '.join(kinds)})"
+        return why
+    if isinstance(subject, str):  # KeyError naming the known kinds
+        return _kind_refusal(features.feature_of_kind(subject), subject, release, label)
+    if not isinstance(subject, Case):
+        raise TypeError(f"supports: a Feature, a scenario kind or a Case expected, got "
+                        f"{type(subject).__name__}")
+    reasons = [supports_at(subject.kind, release, label)
+               if subject.kind in features.kind_names() else None]
+    reasons += [_refusal(f"feature {f.name} (used by the Case)", f.since_for(NAME), release,
+                         label) for f in features.features_using(subject)
+                if subject.kind not in f.kind_names()]  # the kind's answer covers its owner
+    return "; ".join(dict.fromkeys(r for r in reasons if r)) or None
+
+
+class SGLangTarget:
+    """The ``sglang`` factory: ``TARGET(case, impl=..., executor=..., name=...)`` builds an
+    :class:`~swafuzz.targets.sglang.engine.SGLangEngine` (importing SGLang); the hooks answer
+    without it where they can."""
+
+    #: the oracle validates this target's allocation choices instead of predicting them
+    allocation = "observed"
+
+    def __call__(self, case: Case, **kwargs: Any) -> Any:
+        from swafuzz.targets.sglang.engine import SGLangEngine  # imports SGLang (optional)
+
+        return SGLangEngine(case, **kwargs)
+
+    def __repr__(self) -> str:
+        return "<target sglang>"
+
+    @staticmethod
+    def check_available() -> None:
+        """Raise :class:`TargetUnavailable` unless the adapter imports with the installed
+        release (sglang missing, outside the range, a release lacking a base seam)."""
+        import swafuzz.targets.sglang.engine  # noqa: F401 - imports SGLang (optional)
+
+    @staticmethod
+    def supports(subject: Subject) -> str | None:
+        """The installed release's answer (see :func:`supports_at`; a release between two
+        verified ones answers for itself, a forced adapter outside the range for the adapter's
+        release), and for a Case also what the release lacks on inspection
+        (:func:`~swafuzz.targets.sglang.features.case_missing`, naming the missing attributes;
+        not asked when sglang does not import and the records already refuse). sglang missing
+        or outside the range: that refusal's message."""
+        try:
+            v, adapter = sg.release()
+        except TargetUnavailable as e:
+            return str(e)
+        at = v if sg.in_range(v) else adapter
+        why = supports_at(subject, at, f"sglang {v}" + ("" if v == adapter
+                                                       else f" (adapter {adapter})"))
+        if not isinstance(subject, Case):
+            return why
+        try:  # what the release lacks, by name (after the records' reason, if any)
+            from swafuzz.targets.sglang import features as found  # imports SGLang
+            seam = found.case_missing(subject)
+        except TargetUnavailable as e:
+            seam = None if why else str(e)
+        return "; ".join(w for w in (why, seam) if w) or None
+
+    @staticmethod
+    def releases() -> tuple[str, ...]:
+        return releases()
+
+    @staticmethod
+    def supports_at(subject: Subject, release: str) -> str | None:
+        return supports_at(subject, release)
+
+    @staticmethod
+    def describe() -> str:
+        """The installed release and the real/modelled table (``swafuzz list --target
+        sglang``)."""
+        try:
+            v, a = sg.release()
+            head = f"target sglang: installed sglang {v} (adapter {a})"
+        except TargetUnavailable as e:
+            head = str(e)
+        return f"{head}\n\n{sg.table_text()}"
+
+    @staticmethod
+    def versions() -> dict[str, str]:
+        """``{"sglang": ...}``: ``0.5.23``, ``0.5.17 (adapter 0.5.23)`` when an adapter is
+        forced or inferred, or the refusal's reason (``not installed``, ``X (unsupported)``);
+        reads metadata only."""
+        try:
+            v, adapter = sg.release()
+        except TargetUnavailable:
+            v = sg.installed_version()
+            return {NAME: "not installed" if v is None else f"{v} (unsupported)"}
+        return {NAME: v if v == adapter else f"{v} (adapter {adapter})"}
+
+    @staticmethod
+    def version() -> str | None:
+        """The installed sglang release (as its bundles record it), for the ledger."""
+        return sg.installed_version()
+
+
+TARGET = SGLangTarget()

@@ -9,7 +9,7 @@ Expectation; used by the checks (:mod:`harness.write_checks`).
 
 from __future__ import annotations
 
-from swafuzz.oracles.dsv4_quant import slot_rows
+from swafuzz.features.dsv4_layout.oracle import slot_rows
 from swafuzz.oracles.paths import expected_paths
 from swafuzz.scenarios.case import POISON_BYTE
 

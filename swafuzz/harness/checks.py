@@ -18,9 +18,9 @@ many of how many differ.
 
 from __future__ import annotations
 
+from swafuzz.features.request_window.lane import expected_refusal
 from swafuzz.harness.check_base import RECAPTURE_EXECUTOR, Failure
 from swafuzz.harness.check_registry import all_checks
-from swafuzz.harness.window_lane import expected_refusal
 
 
 def run_checks(case, observations: list, exp,

@@ -7,11 +7,11 @@ replays as the harness counted them, never as the target reports them).
 
 from __future__ import annotations
 
+from swafuzz.features.prefill_graphs.oracle import expected_prefill_graph_use
+from swafuzz.features.tail_graphs.oracle import expected_tail_graph_use
 from swafuzz.harness.check_base import GRAPH_EXECUTORS, Failure, fwd_name
 from swafuzz.harness.check_registry import check
 from swafuzz.oracles.paths import expected_graph_use, expected_paths, expected_window_graph_use
-from swafuzz.oracles.tail_graph import expected_tail_graph_use
-from swafuzz.oracles.window_prefill import expected_prefill_graph_use
 
 INT32_LIMIT = 2**31
 

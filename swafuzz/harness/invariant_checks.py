@@ -1,16 +1,16 @@
 """The ``invariants`` check (DESIGN.md check 5): the engine's mapping, free lists and request
 table after every step obey the allocator's rules, judged from what the engine exposes and the
 Case alone (never from the oracle's allocator); with a per-request SWA ring, the ring rules
-(:func:`oracles.ring.ring_invariants`).
+(:func:`features.ring.oracle.ring_invariants`).
 """
 
 from __future__ import annotations
 
+from swafuzz.features.ring.oracle import ring_invariants
 from swafuzz.harness.check_base import Failure
 from swafuzz.harness.check_registry import check
 from swafuzz.oracles.invariants import pool_invariants
 from swafuzz.oracles.paths import expected_requests
-from swafuzz.oracles.ring import ring_invariants
 from swafuzz.oracles.sharing import expected_layout, sharing_invariants, uses_triggers
 
 
@@ -37,7 +37,7 @@ def check_invariants(case, obs, exp) -> list[Failure]:
     fails = []
     for so in obs.steps:
         where = f"after step {so.step} ({case.steps[so.step].op})"
-        if pc.swa_ring:  # per-request SWA ring: R4, R5 and the slot rules (oracles.ring)
+        if pc.swa_ring:  # per-request SWA ring: R4, R5 and the slot rules (features.ring.oracle)
             fails += _ring_invariants(case, so, where, want_all[so.step])
             if fails:
                 return fails
@@ -78,7 +78,7 @@ def check_invariants(case, obs, exp) -> list[Failure]:
 
 
 def _ring_invariants(case, so, where: str, live) -> list[Failure]:
-    """The ring rules of :func:`oracles.ring.ring_invariants` over what the engine exposes
+    """The ring rules of :func:`features.ring.oracle.ring_invariants` over what the engine exposes
     (mapping, free lists, ``StepObs.ring``) and the Case's live requests. Proven by
     ``ring_accounting_drift`` (sglang #38571) and ``ring_slot_zero`` (R1)."""
     v = ring_invariants(case, so.ring, so.mapping, so.free_full_pages, so.free_swa_pages,

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from swafuzz.features.dsv4_layout.oracle import first_token_difference
 from swafuzz.harness.attribution import attribute, ring_owner, slot_owner
 from swafuzz.harness.check_base import Failure, fwd_name, slot_class
 from swafuzz.harness.check_registry import check
-from swafuzz.oracles.dsv4_quant import first_token_difference
 
 
 def pair_forwards(obs, exp) -> tuple[list[tuple[Any, Any]], list[Failure]]:

@@ -1,6 +1,6 @@
 """The DeepSeek-V4 SWA cache store as torch ops: quantize bf16 K rows into the paged 584-byte
 token layout (spec §4.6; the layout and its rounding are written down in
-``oracles/dsv4_quant.py``, which this module does not use).
+``features/dsv4_layout/oracle.py``, which this module does not use).
 
 Shapes and dtypes (``N`` rows, ``P`` page size, ``S = ceil(584*P/576)*576`` page stride):
 

@@ -14,11 +14,11 @@ torch. It re-implements the step semantics written in ``features/*/SEMANTICS.md`
   of the pool bytes; every byte starts at ``POISON_BYTE``; each real row's payload from
   :func:`scenarios.payload.rows_bytes` is written at its target slot unless that slot is in the
   dummy page 0, whose bytes are not meaningful; layout ``"dsv4"``: the row's quantized 584-byte
-  token from :mod:`oracles.dsv4_quant`);
+  token from :mod:`features.dsv4_layout.oracle`);
 * the state after every step (:class:`StepExp`).
 
 This module is the entry point: :func:`expect` picks the shadow of the Case's path (the paged
-:class:`oracles.shadow.Shadow`, the per-request ring :class:`oracles.ring.RingShadow`, each with
+:class:`oracles.shadow.Shadow`, the per-request ring :class:`features.ring.oracle.RingShadow`, each with
 the window / tail path's shadow where the Case uses one) and runs it; it re-exports the
 expectation types (:mod:`oracles.expectation`) and the verdicts (:mod:`oracles.errors`).
 
@@ -29,13 +29,13 @@ enough free pages, no graph bucket, accept out of range, ...).
 
 from __future__ import annotations
 
+from swafuzz.features.request_window.oracle_layout import uses_window_path
+from swafuzz.features.ring.oracle import RingShadow
+from swafuzz.features.tail_graphs.oracle import TailGraphShadow
 from swafuzz.oracles.errors import AllocationRejected, CaseInfeasible, OracleError
 from swafuzz.oracles.expectation import Expectation, ForwardExp, StepExp
-from swafuzz.oracles.ring import RingShadow
 from swafuzz.oracles.shadow import Shadow
-from swafuzz.oracles.tail_graph import TailGraphShadow
 from swafuzz.oracles.translation import translate as expected_translation
-from swafuzz.oracles.window_layout import uses_window_path
 from swafuzz.scenarios.case import Case
 
 __all__ = [
@@ -76,10 +76,10 @@ def expect(case: Case, *, pools_every_step: bool = True,
     row_bytes`` bytes, which is large for big pools.
 
     A Case with a per-request SWA ring (``pool.swa_ring > 0``) is answered by
-    :class:`oracles.ring.RingShadow` (addendum §2.1); ``observed_ring`` (per step, the target's
+    :class:`features.ring.oracle.RingShadow` (addendum §2.1); ``observed_ring`` (per step, the target's
     exposed ring state) then supplies the request-slot choices of an observed-allocation target.
     """
-    if case.pool.swa_ring:  # per-request SWA ring: oracles.ring (addendum §2.1)
+    if case.pool.swa_ring:  # per-request SWA ring: features.ring.oracle (addendum §2.1)
         sh: Shadow = RingShadow(case, observed_alloc, observed_ring, window_shadow)
     else:
         sh = Shadow(case, observed_alloc, window_shadow)

@@ -48,5 +48,5 @@ class StepExp:
 class Expectation:
     forwards: list[ForwardExp] = field(default_factory=list)
     steps: list[StepExp] = field(default_factory=list)
-    # the request window / late-layer tail path (oracles.window; None when the Case has neither)
+    # the request window / late-layer tail path (features.request_window.oracle; None when the Case has neither)
     window: object | None = None

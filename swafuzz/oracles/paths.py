@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from swafuzz.oracles.tail_prefix import effective_prefix
+from swafuzz.features.tail_prefix.oracle import effective_prefix
 from swafuzz.scenarios.case import Case
 
 __all__ = ["PathExp", "expected_paths", "expected_graph_use", "expected_requests", "bucket_of"]
@@ -70,7 +70,7 @@ def expected_paths(case: Case, graphs: bool) -> list[PathExp]:
     out: list[PathExp] = []
     for i, s in enumerate(case.steps):
         if s.op in _window_path_ops(case):
-            continue  # issue 12: the window / tail path's forwards (oracles.window)
+            continue  # issue 12: the window / tail path's forwards (features.request_window.oracle)
         graph = graphs and s.exec == "graph" and s.op != "admit" and not s.dp_extend
 
         def add(fwd, mode, runner, batch, per, n_real, eager_rows, dp=None, op=s.op,
@@ -130,7 +130,7 @@ def expected_window_graph_use(case: Case, graphs: bool) -> tuple[int, int]:
     for s in case.steps:
         if s.exec != "graph":
             continue
-        if s.op == "verify":  # the DSpark TARGET_VERIFY graph (oracles.dspark): own buckets
+        if s.op == "verify":  # the DSpark TARGET_VERIFY graph (features.dspark.oracle): own buckets
             b = bucket_of(case.graph.buckets, len(s.rids))
             if b is not None:
                 replays += 1
@@ -148,7 +148,7 @@ def expected_window_graph_use(case: Case, graphs: bool) -> tuple[int, int]:
 def _window_path_ops(case: Case) -> tuple[str, ...]:
     """Ops whose forwards the request-window / late-layer-tail path runs (features/request_window/SEMANTICS.md):
     under a window every target forward, with a tail (paged pool) the EXTEND forwards."""
-    if case.pool.request_window:  # verify: oracles.dspark
+    if case.pool.request_window:  # verify: features.dspark.oracle
         return ("admit", "extend", "decode", "idle", "dp_decode", "verify")
     if case.pool.late_layer_start:
         return ("admit", "extend")

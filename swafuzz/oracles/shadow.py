@@ -9,7 +9,7 @@ pool bytes those forwards leave, and the state after every step
 (:class:`oracles.expectation.StepExp`). Steps the Case's window / tail path claims go to that
 path's shadow (``self.win``) first. :meth:`Shadow.run` runs a whole Case.
 
-Subclasses (:class:`oracles.ring.RingShadow`) change the allocator rules and
+Subclasses (:class:`features.ring.oracle.RingShadow`) change the allocator rules and
 :meth:`Shadow.targets_of` / :meth:`Shadow.payload`; the forward loop stays this one.
 """
 
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from swafuzz.features.dsv4_layout.oracle import slot_rows
 from swafuzz.oracles.allocator import Allocator
-from swafuzz.oracles.dsv4_quant import slot_rows
 from swafuzz.oracles.errors import AllocationRejected, CaseInfeasible, OracleError
 from swafuzz.oracles.expectation import Expectation, ForwardExp, StepExp
 from swafuzz.oracles.paths import bucket_of
@@ -126,7 +126,7 @@ class Shadow(Allocator):
         """Run every step of the Case (stopping at a refused window forward)."""
         for i, s in enumerate(self.case.steps):
             if self.refused():
-                break  # the target must stop at the refused forward (oracles.window)
+                break  # the target must stop at the refused forward (features.request_window.oracle)
             self.run_step(i, s)
             if not pools_every_step and i > 0:
                 self.exp.steps[i - 1].pools = {}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from swafuzz.oracles.tail_prefix import effective_prefix
+from swafuzz.features.tail_prefix.oracle import effective_prefix
 from swafuzz.scenarios.case import Case
 
 

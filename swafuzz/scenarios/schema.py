@@ -3,7 +3,7 @@ malformed Case raises, and the one rule that writes a config dataclass as JSON.
 
 :mod:`scenarios.case` builds the :class:`Case` from them and re-exports every public name here,
 so ``from swafuzz.scenarios.case import PoolConfig`` keeps working; :mod:`scenarios.validate`
-(the parser) and the per-feature rules (:mod:`scenarios.rules`) import them from here, so none of
+(the parser) and the per-feature rules (``swafuzz/features/<name>/rules.py``) import them from here, so none of
 them imports the Case module back. What the fields mean: ``swafuzz/features/*/SEMANTICS.md``.
 """
 

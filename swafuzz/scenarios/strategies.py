@@ -11,7 +11,7 @@ forwards), ``dp_spec`` (DP re-padding and the rewrite to EXTEND on speculative f
 (the draft-extend graph's pre-allocated SWA location buffer, PR #34890), ``padded_pages`` (pools
 with a padded page stride, the pads as canaries), ``dsv4_layout`` (the real DSV4 SWA cache
 layout: quantizing store, 584-byte tokens, padded pages). The sharing kinds are in
-:mod:`scenarios.sharing_strategies`, the ring in :mod:`scenarios.ring_kind`, the request-window
+:mod:`scenarios.sharing_strategies`, the ring in :mod:`features.ring.kinds`, the request-window
 kinds in the ``window_*``, ``prefill_*``, ``tail_*`` and ``dspark_*`` modules.
 """
 

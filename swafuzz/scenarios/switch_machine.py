@@ -22,9 +22,9 @@ from __future__ import annotations
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from swafuzz.features.request_window.kinds import WindowPlanner
 from swafuzz.scenarios.case import GraphConfig, PoolConfig, Step
 from swafuzz.scenarios.planner import Planner
-from swafuzz.scenarios.window_strategies import WindowPlanner
 
 
 def _pool(data, v41: bool) -> PoolConfig:

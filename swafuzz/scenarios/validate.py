@@ -5,7 +5,7 @@ The rules here are the common ones: the type and range of every field, the field
 takes, the shape of a step (request ids, one ``accept`` / ``lengths`` entry per request,
 ``replay`` drawn from ``rids``, 1..7 DP ranks) and the resource budget of one Case. The rules
 that tie a feature's fields to the rest of the Case (a ring's sizes, what a prefill graph or a
-tail graph needs, ...) are that feature's ``validators`` (:mod:`scenarios.rules`, run through
+tail graph needs, ...) are that feature's ``validators`` (``swafuzz/features/<name>/rules.py``, run through
 the registry by :func:`swafuzz.features.validation.validate_case`). Whether a Case is feasible
 (enough pages, known request ids, a bucket for every graph step) is answered by the oracle
 (``oracles.engine.expect`` raises ``CaseInfeasible``).

@@ -99,7 +99,7 @@ class DSV4Backend:
         self.graph_metadata: dict[tuple, AttnMetadata | RawDecodeMetadata] = {}
         self.store_log: list[StoreRecord] = []
         self.baked: dict[str, list[int]] = {}  # host values baked at capture (buggy variants)
-        #: per-request SWA ring (``pool.swa_ring > 0``): the allocator's ``targets.ring.RingTables``
+        #: per-request SWA ring (``pool.swa_ring > 0``): the allocator's ``features.ring.engine.RingTables``
         #: set by the engine; None for a paged pool
         self.ring = None
 
@@ -159,10 +159,10 @@ class DSV4Backend:
             md.core_attn_metadata.swa_out_cache_loc = (
                 self.ring_loc(loc, fb) if self.ring is not None else self.translate_in_graph(loc))
 
-    # -- per-request SWA ring (targets/ring.py) ------------------------------------------------
+    # -- per-request SWA ring (features/ring/engine.py) ------------------------------------------------
     def ring_loc(self, loc: torch.Tensor, fb: ForwardBatch) -> torch.Tensor:
         """int32 ring rows of ``loc`` at ``fb.positions`` (``-1``: outside the window)."""
-        from swafuzz.targets.ring import ring_rows
+        from swafuzz.features.ring.engine import ring_rows
 
         return ring_rows(self.ring, loc, fb.positions)
 
@@ -173,7 +173,7 @@ class DSV4Backend:
 
     def ring_skip_guard(self, loc: torch.Tensor) -> torch.Tensor:
         """The store's ``out_loc < 0`` skip under a ring (addendum §2.1, class A11)."""
-        from swafuzz.targets.ring import skip_negative_rows
+        from swafuzz.features.ring.engine import skip_negative_rows
 
         return skip_negative_rows(loc)
 

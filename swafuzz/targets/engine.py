@@ -15,6 +15,9 @@ from __future__ import annotations
 import torch
 
 from swafuzz import kernels
+from swafuzz.features.ring.engine import RingAllocator
+from swafuzz.features.ring_draft.engine import DraftBlockMixin
+from swafuzz.features.tail_graphs.engine import TailGraphPath
 from swafuzz.scenarios.case import Case, Step
 from swafuzz.scenarios.payload import k_rows_bytes
 from swafuzz.targets.allocator import SWAAllocator
@@ -29,8 +32,6 @@ from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.kv_pool import SWAKVPool
 from swafuzz.targets.model import SWAModel
 from swafuzz.targets.observation import ForwardObs, Observation, RedzoneObs, StepObs, StoreObs
-from swafuzz.targets.ring import RingAllocator
-from swafuzz.targets.ring_draft import DraftBlockMixin
 from swafuzz.targets.runners import (
     CapturedBucket,
     DecodeGraphRunner,
@@ -38,7 +39,6 @@ from swafuzz.targets.runners import (
     GraphRunner,
     MultiStepDraftRunner,
 )
-from swafuzz.targets.tail_graph import TailGraphPath
 
 
 class _NoGraphExecutor:
@@ -80,10 +80,10 @@ class UnifiedEngine:
     #: and the oracle validates them (the ``sglang`` target)
     allocation = "exact"
     #: the V4.1 request-window / late-layer-tail path (issue 12), built for Cases that use it
-    window_path_cls = TailGraphPath  # WindowPath + the tail under graphs (targets.tail_graph)
+    window_path_cls = TailGraphPath  # WindowPath + the tail under graphs (features.tail_graphs.engine)
     #: the allocator of a Case with a per-request SWA ring (``pool.swa_ring > 0``)
     ring_allocator_cls = RingAllocator
-    #: the DSpark draft block's backend mixin (issue 12, ``draft_block``: targets/ring_draft.py)
+    #: the DSpark draft block's backend mixin (issue 12, ``draft_block``: features/ring_draft/engine.py)
     draft_block_mixin = DraftBlockMixin
 
     def __init__(self, case: Case, impl: str = "torch", executor=None, name: str = "unified"):
@@ -339,8 +339,8 @@ class UnifiedEngine:
         return [self.eager_stores(i, 0, "target", self.target_backend, fb, n_real)]
 
     def step_draft_block(self, i: int, s: Step) -> list[ForwardObs]:
-        """Issue 12: the DSpark draft block on a ring (:mod:`targets.ring_draft`)."""
-        from swafuzz.targets.ring_draft import run_draft_block
+        """Issue 12: the DSpark draft block on a ring (:mod:`features.ring_draft.engine`)."""
+        from swafuzz.features.ring_draft.engine import run_draft_block
 
         return run_draft_block(self, i, s)
 

@@ -85,7 +85,7 @@ class Observation:
     # {"replays": n, "captures": n} (graph executors count every capture/replay call).
     graph_use: dict | None = None
     target_version: str | None = None  # what the target ran, e.g. "sglang 0.5.23"; None: ours
-    # The request window / late-layer tail path (issue 12, targets.window): its forwards
+    # The request window / late-layer tail path (issue 12, features.request_window.engine): its forwards
     # (``WinFwdObs``: per layer the store locations and the workspace bytes) and, after every
     # step, the window's tags and ring bytes (``WinStepObs``). Empty for Cases without it.
     window_forwards: list = field(default_factory=list)

@@ -48,7 +48,7 @@ def test_its_feature_record_lists_its_module(name):
     spec = ZOO[name]
     mod = spec.engine.__module__
     assert mod in features.get(spec.feature).mutants, (name, mod, spec.feature)
-    assert mod == f"swafuzz.targets.mutants.{spec.feature}"
+    assert mod == f"swafuzz.features.{spec.feature}.mutants"
 
 
 @pytest.mark.parametrize("feat", features.all_features(), ids=lambda f: f.name)

@@ -39,7 +39,7 @@ def make_machine(target: str, family: bool | None = None):
 
 
 def _clear_memo():
-    from swafuzz.targets.mutants import window_graphs as m
+    from swafuzz.features.window_graphs import mutants as m
 
     m._IDLE_LOC_MEMO.clear()
 

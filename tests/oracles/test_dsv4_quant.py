@@ -1,4 +1,4 @@
-"""The plain-Python DSV4 reference quantizer (``oracles/dsv4_quant.py``) against torch and numpy.
+"""The plain-Python DSV4 reference quantizer (``features/dsv4_layout/oracle.py``) against torch and numpy.
 
 * the fp8 e4m3fn encoder equals torch's ``float8_e4m3fn`` cast on every bf16 value, on
   hypothesis fp32 values (any bits; the rounding region around the fp8 range; exact ties);
@@ -22,7 +22,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from swafuzz.oracles import dsv4_quant as q
+from swafuzz.features.dsv4_layout import oracle as q
 
 
 def _torch_codes(values: list[float]) -> list[int]:

@@ -1,11 +1,11 @@
-"""The ring oracle (``oracles/ring.py``) and the ring Case fields, against hand-computed values
+"""The ring oracle (``features/ring/oracle.py``) and the ring Case fields, against hand-computed values
 (features/ring/SEMANTICS.md, "Per-request SWA ring"; addendum §2.1, §5 R1-R5)."""
 
 import pytest
 
+from swafuzz.features.ring.oracle import ring_cost, ring_invariants, ring_row
 from swafuzz.features.validation import load_case
 from swafuzz.oracles.engine import AllocationRejected, CaseInfeasible, expect
-from swafuzz.oracles.ring import ring_cost, ring_invariants, ring_row
 from swafuzz.scenarios.case import Case, CaseError, GraphConfig, PoolConfig, Step
 
 

@@ -1,5 +1,5 @@
 """Case validation of ``draft_block`` and of the ring refusals (issue 12, features/ring_draft/SEMANTICS.md "DSpark
-draft block on a ring", ``scenarios/rules/ring_draft.py``): every malformed field raises a
+draft block on a ring", ``features/ring_draft/rules.py``): every malformed field raises a
 CaseError naming the dotted field; the refusals say which release code shows why."""
 
 import pytest

@@ -20,8 +20,8 @@ import pytest
 from hypothesis import given, settings
 
 from swafuzz import features
+from swafuzz.features.dspark.oracle import padded_layout
 from swafuzz.harness.run import InvalidCase, execute
-from swafuzz.oracles.dspark import padded_layout
 from swafuzz.oracles.engine import expect
 from swafuzz.scenarios.case import Case, CaseError, GraphConfig, PoolConfig, Step
 

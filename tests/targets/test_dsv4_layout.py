@@ -1,7 +1,7 @@
 """The real DSV4 SWA cache layout (``pool.layout = "dsv4"``, issue 9 item 4, spec §4.6).
 
 CPU gate: the Case field and its CaseErrors; the pool's page geometry and canaries; the unified
-model's torch store equals the plain-Python reference quantizer (``oracles/dsv4_quant.py``) bit
+model's torch store equals the plain-Python reference quantizer (``features/dsv4_layout/oracle.py``) bit
 for bit on hypothesis rows, at the layout's byte addresses; a Case runs clean under every check;
 the three layout mutants are killed on ``dsv4_layout`` Cases and are the unified engine on every
 other kind. Upstream (marker ``upstream``, an sglang venv): the release's own Triton V4 store
@@ -21,10 +21,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from swafuzz.features.dsv4_layout import oracle as q
 from swafuzz.features.validation import load_case
 from swafuzz.harness.run import execute
 from swafuzz.kernels import dsv4_store
-from swafuzz.oracles import dsv4_quant as q
 from swafuzz.oracles.engine import expect
 from swafuzz.scenarios.case import POISON_BYTE, Case, CaseError, GraphConfig, PoolConfig, Step
 from swafuzz.scenarios.payload import dsv4_rows_bytes

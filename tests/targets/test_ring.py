@@ -1,5 +1,5 @@
-"""The per-request SWA ring in the engine model (``targets/ring.py``) and its mutants
-(``targets/mutants/ring.py``): a hand Case with every ring forward runs clean on ``unified``
+"""The per-request SWA ring in the engine model (``features/ring/engine.py``) and its mutants
+(``features/ring/mutants.py``): a hand Case with every ring forward runs clean on ``unified``
 under eager and tape; each ring mutant fails it (or a smaller one) on the check named in its
 table; the other scenario kinds never generate a ring pool, so only ``ring`` reaches them."""
 

@@ -1,5 +1,5 @@
 """The DSpark draft block on a per-request SWA ring (issue 12; ``draft_block``,
-``targets/ring_draft.py``) and its mutants (``targets/mutants/ring_draft.py``): a hand
+``features/ring_draft/engine.py``) and its mutants (``features/ring_draft/mutants.py``): a hand
 Case with draft blocks between decodes, verifies, a slot reuse and a block that wraps past the
 ring's end runs clean on ``unified`` under eager and tape; each mutant fails it on the check
 named in its table; only the ``ring_draft`` kind generates ``draft_block`` steps, so only it

@@ -1,4 +1,4 @@
-"""Issue 12 item 2 on the ``sglang`` target (targets/sglang/dspark.py): SGLang 0.5.23's own row
+"""Issue 12 item 2 on the ``sglang`` target (features/dspark/sglang.py): SGLang 0.5.23's own row
 expansion and ``window_layout`` for target verify under a request window pass every check; its
 eager EXTEND under MLP-sync MAX_LEN padding lays the padding rows out as part of the last real
 request's run (``expand_prefill_causally`` pads with the last request slot and position 0, no
@@ -82,7 +82,7 @@ def test_release_joins_padding_rows_to_the_last_run():
 
 def test_real_code_is_what_runs():
     _only_0_5_23()
-    from swafuzz.targets.sglang.dspark import SGLangDSpark
+    from swafuzz.features.dspark.sglang import SGLangDSpark
     from swafuzz.targets.sglang.engine import SGLangEngine
 
     e = SGLangEngine(VERIFY)

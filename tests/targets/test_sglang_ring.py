@@ -1,4 +1,4 @@
-"""The per-request SWA ring on the ``sglang`` target (``targets/sglang/ring.py``).
+"""The per-request SWA ring on the ``sglang`` target (``features/ring/sglang.py``).
 
 Marker ``upstream``: drives the installed SGLang release (0.5.23 for the ring; 0.5.12 must refuse
 ring Cases) and skips, with the reason, when sglang is not installed. Run with the release's
@@ -106,9 +106,9 @@ def test_release_in_graph_op_skips_translation_under_a_ring(monkeypatch):
         pytest.skip("the ring needs the 0.5.23 adapter")
     import torch
 
+    from swafuzz.features.ring import sglang as ring
     from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
     from swafuzz.targets.sglang import engine as eng
-    from swafuzz.targets.sglang import ring
 
     monkeypatch.setattr(ring, "stamp_ring_rows", lambda *a: None)
     paged = Case(pool=PoolConfig(page_size=2, full_pages=8, swa_pages=8, window=3))

@@ -1,5 +1,5 @@
 """The DSpark draft block on a ring on the ``sglang`` target (0.5.23:
-``targets/sglang/ring_draft.py``).
+``features/ring_draft/sglang.py``).
 
 Marker ``upstream``: drives the installed SGLang release and skips, with the reason, when sglang
 is not installed or is not 0.5.23. Run with the release's environment, e.g.
@@ -55,9 +55,9 @@ def _need_0_5_23():
 @needs_sglang
 def test_draft_blocks_clean_on_0_5_23():
     _need_0_5_23()
+    from swafuzz.features.ring_draft.sglang import SGLangDraftBlockMixin
     from swafuzz.harness.run import execute
     from swafuzz.targets.sglang import engine
-    from swafuzz.targets.sglang.ring_draft import SGLangDraftBlockMixin
 
     for case in (BLOCKS, GRAPH_BLOCKS):
         v = execute(case, "sglang", "torch", ["eager", "tape"])

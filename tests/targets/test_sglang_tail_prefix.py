@@ -1,6 +1,6 @@
 """Issue 12 on the ``sglang`` target: prefix hits under a late-layer tail, fold and separate
 encoder replay and compressor locations through SGLang 0.5.23's own code
-(targets/sglang/tail_prefix.py): the hand-made Cases of tests/targets/test_tail_prefix.py and
+(features/tail_prefix/sglang.py): the hand-made Cases of tests/targets/test_tail_prefix.py and
 both new kinds pass every check, and each real piece the TABLE names runs; the release's
 pieces give what the contract says on direct calls. Marker ``upstream``: skipped without
 sglang; the 0.5.23 tests skip on 0.5.12, whose adapter refuses such Cases.
@@ -94,7 +94,7 @@ def test_release_compressor_pieces_on_direct_calls():
     _need_0_5_23()
     import torch
 
-    from swafuzz.targets.sglang.tail_prefix import SGLangTailPrefixPath as P
+    from swafuzz.features.tail_prefix.sglang import SGLangTailPrefixPath as P
 
     loc = torch.tensor([11, 12, 13, 14, 15], dtype=torch.int64)
     assert P.compressor_loc(loc, torch.tensor([2, 3, 4])).tolist() == [0, 0, 13, 14, 15]

@@ -104,7 +104,7 @@ def test_history_observed_on_the_release_window():
     """SEPARATE (a separate replay forward, then the extend reading the replayed rows as
     history): the release's tags at use are recorded and equal the Case's positions."""
     _only_0_5_23()
-    from swafuzz.harness.history_checks import check_history
+    from swafuzz.features.request_window.history_checks import check_history
     from swafuzz.oracles.engine import expect
     from swafuzz.targets.sglang.engine import SGLangEngine
 

@@ -1,5 +1,5 @@
 """Issue 12 on the ``sglang`` target: SGLang 0.5.23's request window, window layout, tail
-layout and resolver branches (targets/sglang/window.py) pass every check on the hand-made
+layout and resolver branches (features/request_window/sglang.py) pass every check on the hand-made
 window / tail / replay Cases and on each new scenario kind; 0.5.12 (no request window) refuses
 such Cases with TargetUnavailable naming the release. Gated by feature (the installed
 release's window pieces, targets/sglang/features.py), not by version: 0.5.21 and 0.5.22 run
@@ -139,7 +139,7 @@ def test_0_5_12_cli_refuses_window_kinds(capsys, tmp_path):
 
 def test_real_window_layout_matches_the_oracle():
     """Differential: SGLang 0.5.23's ``window_layout`` torch branch against the window oracle
-    (``oracles.window.layout`` / ``layout_indices``) on random valid inputs: runs of
+    (``features.request_window.oracle.layout`` / ``layout_indices``) on random valid inputs: runs of
     consecutive positions, a floor per run, ``num_groups >= runs``, prefill-graph padding rows
     (``padded_rows``: workspace rows continue, indices -1, no commit)."""
     if not _window():
@@ -148,7 +148,7 @@ def test_real_window_layout_matches_the_oracle():
     from hypothesis import strategies as st
     from sglang.srt.mem_cache.dsv41_request_window import window_layout
 
-    from swafuzz.oracles.window_layout import layout, layout_indices
+    from swafuzz.features.request_window.oracle_layout import layout, layout_indices
 
     # 0.5.21 / 0.5.22: no zero_row / padded_rows arguments and no history_src field (the
     # window computes it in buffer); the rest is compared the same way
@@ -197,13 +197,13 @@ def test_real_window_layout_matches_the_oracle():
 
 
 def test_real_tail_layout_matches_the_oracle():
-    """Differential: 0.5.23's ``late_layer_tail_layout`` against ``oracles.tail.tail_floors``
+    """Differential: 0.5.23's ``late_layer_tail_layout`` against ``features.late_tail.oracle.tail_floors``
     (one and several requests, tails shorter and longer than W, whole extends)."""
     if not _window():
         pytest.skip("the late-layer tail exists from 0.5.21")
     from hypothesis import strategies as st
 
-    from swafuzz.oracles.tail import tail_floors
+    from swafuzz.features.late_tail.oracle import tail_floors
     from swafuzz.targets.sglang import features
 
     late_layer_tail_layout = features.tail_mod.late_layer_tail_layout

@@ -92,7 +92,7 @@ def test_the_release_objects_are_in_use():
     from sglang.srt.layers.attention import deepseek_v4_backend as B
     from sglang.srt.mem_cache import dsv41_request_window as rw
 
-    from swafuzz.targets.sglang.window_graph import SGLangWindowGraphRunner
+    from swafuzz.features.window_graphs.sglang import SGLangWindowGraphRunner
 
     e, obs = _engine(GRAPHS)
     g = e.window_path.graph
@@ -180,8 +180,8 @@ def test_dense_commit_equals_the_masked_one_on_decode_buckets(cap, W, B, data):
     row). Shrinks towards one row, capacity 1."""
     import torch
 
-    from swafuzz.targets.sglang.window import _commit_packed_rows, _real_window_layout
-    from swafuzz.targets.sglang.window_graph import _commit_packed_rows_dense
+    from swafuzz.features.request_window.sglang import _commit_packed_rows, _real_window_layout
+    from swafuzz.features.window_graphs.sglang import _commit_packed_rows_dense
 
     S = 4
     b = data.draw(st.integers(0, B))

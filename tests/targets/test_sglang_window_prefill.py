@@ -1,6 +1,6 @@
 """Issue 12 on the ``sglang`` target: breakable prefill graphs under a request window driven
 through SGLang 0.5.23's ``expand_prefill_causally``, ``window_layout(..., padded_rows=)`` and
-``DSV4AttnMetadata.refresh_for_breakable_cuda_graph_replay_`` (targets/sglang/window_prefill.py)
+``DSV4AttnMetadata.refresh_for_breakable_cuda_graph_replay_`` (features/prefill_graphs/sglang.py)
 pass every check on the hand Case and on the ``prefill_graphs`` kind under the tape executor,
 and that code is what runs (the release's refresh and ``WindowLayout.copy_`` are called once per
 replay); 0.5.12 (no prefill graphs with a window) refuses the kind. Marker ``upstream``: skipped
@@ -77,9 +77,9 @@ def test_real_refresh_and_layout_are_what_runs(monkeypatch):
     from sglang.srt.layers.attention import deepseek_v4_backend as be
     from sglang.srt.mem_cache import dsv41_request_window as rw
 
+    from swafuzz.features.request_window import sglang as sw
     from swafuzz.harness.executors import get_executor
     from swafuzz.targets import run_case
-    from swafuzz.targets.sglang import window as sw
 
     calls = {"refresh": 0, "copy_": 0, "layout": [], "expand": 0}
     real_refresh = be.DSV4AttnMetadata.refresh_for_breakable_cuda_graph_replay_
@@ -107,7 +107,7 @@ def test_real_refresh_and_layout_are_what_runs(monkeypatch):
     monkeypatch.setattr(rw.WindowLayout, "copy_", copy_)
     monkeypatch.setattr(sw, "_real_window_layout", layout)
     monkeypatch.setattr(amk, "expand_prefill_causally", expand)
-    import swafuzz.targets.sglang.window_prefill as swp
+    import swafuzz.features.prefill_graphs.sglang as swp
 
     monkeypatch.setattr(swp, "_real_window_layout", layout)
     obs = run_case(HAND, target="sglang", impl="torch", executor=get_executor("tape"))

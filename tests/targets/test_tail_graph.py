@@ -4,7 +4,7 @@ capacity buffer, the IDLE DP rank in a tail graph; addendum §5 T1/T4, §6 A3/A9
 What: the Case fields (``graph.tail_buckets``, ``graph.tail_capacity``, ``Step.tail_exec``)
 round-trip, stay out of older bundles' JSON and refuse bad values naming the field; ``unified``
 is clean on hand-written Cases and on the ``tail_graphs`` kind (eager and tape); each mutant of
-:mod:`targets.mutants.tail_graphs` is killed on a hand-written Case by the checks named
+:mod:`features.tail_graphs.mutants` is killed on a hand-written Case by the checks named
 here (``tail_graph_exit_keeps_tail`` by ``tail_graph`` alone, leave-one-out), and none of them
 is reached by the other kinds that run the V4.1 path; the sglang 0.5.23 target runs the kind
 (release's enter/exit of the tail) and 0.5.12 refuses it.
@@ -152,9 +152,9 @@ def test_mutant_killed(mutant, case, checks):
 
 
 def test_prefill_graph_block_is_captured_once_and_replayed():
+    from swafuzz.features.tail_graphs.oracle import expected_tail_graph_use
     from swafuzz.harness.executors.base import CountingExecutor
     from swafuzz.harness.executors.tape import TapeExecutor
-    from swafuzz.oracles.tail_graph import expected_tail_graph_use
     from swafuzz.targets import get_target
 
     c = _case(PAGED)
@@ -228,7 +228,7 @@ def test_sglang_0523_runs_the_release_enter_exit(d):
 
     if ADAPTER != "0.5.23":
         pytest.skip("the 0.5.23 adapter drives the tail")
-    from swafuzz.targets.sglang.tail_graph import SGLangTailGraphPath
+    from swafuzz.features.tail_graphs.sglang import SGLangTailGraphPath
 
     v = execute(_case(d), "sglang", "torch", ["eager"])
     assert not v.failures, [f.message for f in v.failures]

@@ -4,8 +4,8 @@ replay (E1) and the separate replay forward (E2) (addendum §2.3, §2.4, §5, §
 What: the Case field ``pool.separate_replay`` (JSON unchanged when unused, CaseError naming the
 field); the oracle's re-prefill cap, compressor locations and separate-forward rows on hand-made
 Cases; the engine model passes them and agrees with the oracle on both new kinds; each mutant of
-``targets/mutants/tail_prefix.py`` (and
-``targets/mutants/encoder_replay.py``) is killed on a hand-made Case by the check its
+``features/tail_prefix/mutants.py`` (and
+``features/encoder_replay/mutants.py``) is killed on a hand-made Case by the check its
 docstring names (``fold_compresses_replay_rows`` by ``compressor`` alone) and campaigns of the
 kinds that do not reach it leave it alone; 0.5.12 refuses the kinds.
 Reproduce: ``pytest tests/targets/test_tail_prefix.py``.
@@ -20,11 +20,11 @@ import pytest
 from hypothesis import given, settings
 
 from swafuzz import features
+from swafuzz.features.tail_prefix.oracle import prefix_hit
 from swafuzz.features.validation import load_case
 from swafuzz.harness.check_registry import check_names
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect
-from swafuzz.oracles.tail_prefix import prefix_hit
 from swafuzz.scenarios.case import Case, CaseError, PoolConfig, Step
 
 EX = ["eager", "tape"]

@@ -1,5 +1,5 @@
-"""The ``history`` check (addendum §5 W5 at use; harness/history_checks.py) and its mutant
-``tags_deferred_to_step_end`` (targets/mutants/encoder_replay.py), on the ``unified`` target.
+"""The ``history`` check (addendum §5 W5 at use; features/request_window/history_checks.py) and its mutant
+``tags_deferred_to_step_end`` (features/encoder_replay/mutants.py), on the ``unified`` target.
 
 Hand Case ``SEPARATE``: a request-window pool with the separate encoder replay forward
 (``separate_replay = 1``); admit 2 tokens, then extend 1 token with replay: forward 0 of step 1
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 
 from swafuzz import features
+from swafuzz.features.request_window.history_checks import check_history
 from swafuzz.harness.check_registry import check_names
-from swafuzz.harness.history_checks import check_history
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect
 from swafuzz.scenarios.case import Case
@@ -127,7 +127,7 @@ def test_history_clean_on_unified(kind):
 
 
 def test_dspark_eager_forwards_are_compared():
-    """The DSpark eager lane (verify, DP-padded EXTEND: oracles/dspark.py) predicts the history
+    """The DSpark eager lane (verify, DP-padded EXTEND: features/dspark/oracle.py) predicts the history
     positions too; a wrong tag there is reported."""
     import os
     import sys

@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 
 from swafuzz import features
+from swafuzz.features.request_window.oracle_layout import layout
 from swafuzz.features.validation import load_case
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect
-from swafuzz.oracles.window_layout import layout
 from swafuzz.scenarios.case import Case, CaseError, GraphConfig, PoolConfig, Step
 
 EX = ["eager", "tape"]

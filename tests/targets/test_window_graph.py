@@ -260,9 +260,9 @@ def test_dp_rank_with_requests_on_sglang_0_5_23():
 def test_exec_path_counts_window_graph_replays():
     """The widened exec_path (window DECODE-graph replays/captures, counted by the harness) fails
     when the window's graph steps run eagerly under the tape executor."""
+    from swafuzz.features.request_window.engine import WindowPath
     from swafuzz.targets import register
     from swafuzz.targets.engine import UnifiedEngine
-    from swafuzz.targets.window import WindowPath
 
     class _Eager(WindowPath):
         graph_runner_cls = None

@@ -21,11 +21,11 @@ import pytest
 from hypothesis import given, settings
 
 from swafuzz import features
+from swafuzz.features.prefill_graphs.oracle import expected_prefill_graph_use
 from swafuzz.features.validation import load_case
 from swafuzz.harness.check_registry import check_names
 from swafuzz.harness.run import execute
 from swafuzz.oracles.engine import expect
-from swafuzz.oracles.window_prefill import expected_prefill_graph_use
 from swafuzz.scenarios.case import Case, CaseError, GraphConfig, PoolConfig, Step
 
 EX = ["eager", "tape"]
@@ -190,12 +190,12 @@ def test_other_window_kinds_do_not_reach_these_mutants():
 
 
 def test_exec_path_counts_prefill_graph_replays():
-    """The widened ``exec_path`` count (oracles.window_prefill.expected_prefill_graph_use) fails
+    """The widened ``exec_path`` count (features.prefill_graphs.oracle.expected_prefill_graph_use) fails
     on a target that runs every prefill-graph step eagerly (an experiment, not a zoo mutant:
     ``window_graph`` sees the missing bucket too)."""
+    from swafuzz.features.request_window.engine import WindowPath
     from swafuzz.targets import register
     from swafuzz.targets.engine import UnifiedEngine
-    from swafuzz.targets.window import WindowPath
 
     class _NoPrefill(WindowPath):
         prefill_runner_cls = None

@@ -30,7 +30,7 @@ FEATURE = Feature(
     checks=('write_targets', 'pool_bytes', 'write_set', 'redzones', 'invariants', 'agreement', 'capture_freeze', 'contracts', 'exec_path'),
     check_modules=('swafuzz.harness.write_checks', 'swafuzz.harness.invariant_checks',
                    'swafuzz.harness.cross_checks', 'swafuzz.harness.contract_checks'),
-    mutants=('swafuzz.targets.mutants.dense',),
+    mutants=('swafuzz.features.dense.mutants',),
     since={},
     semantics='swafuzz/features/dense/SEMANTICS.md',
 )

@@ -18,7 +18,7 @@ FEATURE = Feature(
     engine=('swafuzz.targets.backend',),
     sglang=('swafuzz.targets.sglang.metadata',),
     checks=(),
-    mutants=('swafuzz.targets.mutants.draft_extend_buffer',),
+    mutants=('swafuzz.features.draft_extend_buffer.mutants',),
     since={},
     semantics='swafuzz/features/draft_extend_buffer/SEMANTICS.md',
 )

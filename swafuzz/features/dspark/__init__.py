@@ -10,17 +10,17 @@ FEATURE = Feature(
     title='target verify under a request window (DSpark early metadata), its graph, DP-padded EXTEND',
     source='addendum (issue12-dspark)',
     kinds=(
-        Kind('dspark_verify', 'swafuzz.scenarios.dspark_strategies:dspark_verify_cases',
+        Kind('dspark_verify', 'swafuzz.features.dspark.kinds:dspark_verify_cases',
              'verify under a window',
              since={'sglang': Since('0.5.21',
                        'request window (target verify)')}),
-        Kind('dspark_verify_graph', 'swafuzz.scenarios.dspark_strategies:dspark_verify_graph_cases',
+        Kind('dspark_verify_graph', 'swafuzz.features.dspark.kinds:dspark_verify_graph_cases',
              'the TARGET_VERIFY graph under a window',
              since={'sglang': Since(None,
                        'the DSpark TARGET_VERIFY graph under a request window: no '
-                       "release's adapter drives it (targets/dspark_graph.py models "
+                       "release's adapter drives it (features/dspark/engine_graph.py models "
                        'it)')}),
-        Kind('window_dp_extend', 'swafuzz.scenarios.dspark_strategies:window_dp_extend_cases',
+        Kind('window_dp_extend', 'swafuzz.features.dspark.kinds:window_dp_extend_cases',
              'DP-padded EXTENDs under a window',
              since={'sglang': Since('0.5.23',
                        'request window with the encoder-replay fold its DP-padded '
@@ -28,11 +28,11 @@ FEATURE = Feature(
                        'replay in a forward of their own)')}),
     ),
     case_fields=(),
-    oracle=('swafuzz.oracles.dspark',),
-    engine=('swafuzz.targets.dspark', 'swafuzz.targets.dspark_graph'),
-    sglang=('swafuzz.targets.sglang.dspark',),
+    oracle=('swafuzz.features.dspark.oracle',),
+    engine=('swafuzz.features.dspark.engine', 'swafuzz.features.dspark.engine_graph'),
+    sglang=('swafuzz.features.dspark.sglang',),
     checks=(),
-    mutants=('swafuzz.targets.mutants.dspark',),
+    mutants=('swafuzz.features.dspark.mutants',),
     since={},
     semantics='swafuzz/features/dspark/SEMANTICS.md',
 )

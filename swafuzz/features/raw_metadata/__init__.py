@@ -18,7 +18,7 @@ FEATURE = Feature(
     engine=('swafuzz.targets.backend',),
     sglang=(),
     checks=(),
-    mutants=('swafuzz.targets.mutants.raw_metadata',),
+    mutants=('swafuzz.features.raw_metadata.mutants',),
     since={},
     semantics='swafuzz/features/raw_metadata/SEMANTICS.md',
 )

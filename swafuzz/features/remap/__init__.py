@@ -18,7 +18,7 @@ FEATURE = Feature(
     engine=('swafuzz.targets.allocator',),
     sglang=(),
     checks=(),
-    mutants=('swafuzz.targets.mutants.remap',),
+    mutants=('swafuzz.features.remap.mutants',),
     since={},
     semantics='swafuzz/features/remap/SEMANTICS.md',
 )

@@ -10,16 +10,16 @@ FEATURE = Feature(
     title='the per-request SWA ring (pool.swa_ring)',
     source='addendum §2.1',
     kinds=(
-        Kind('ring', 'swafuzz.scenarios.ring_kind:ring_strategy',
+        Kind('ring', 'swafuzz.features.ring.kinds:ring_strategy',
              'decode / verify / draft-extend / IDLE / DP forwards on a ring, slot churn'),
     ),
     case_fields=('pool.swa_ring', 'pool.req_slots'),
-    validators=('swafuzz.scenarios.rules.ring:validate',),
-    oracle=('swafuzz.oracles.ring',),
-    engine=('swafuzz.targets.ring',),
-    sglang=('swafuzz.targets.sglang.ring',),
+    validators=('swafuzz.features.ring.rules:validate',),
+    oracle=('swafuzz.features.ring.oracle',),
+    engine=('swafuzz.features.ring.engine',),
+    sglang=('swafuzz.features.ring.sglang',),
     checks=(),
-    mutants=('swafuzz.targets.mutants.ring',),
+    mutants=('swafuzz.features.ring.mutants',),
     since={'sglang': Since('0.5.23',
         'per-request SWA ring write rows on the DSV4 path '
         "(TargetHiddenKvInjector._ring_inject_loc; the allocator's ring accounting, "

@@ -18,7 +18,7 @@ FEATURE = Feature(
     engine=('swafuzz.targets.sharing',),
     sglang=(),
     checks=(),
-    mutants=('swafuzz.targets.mutants.verify_reject',),
+    mutants=('swafuzz.features.verify_reject.mutants',),
     since={},
     semantics='swafuzz/features/verify_reject/SEMANTICS.md',
 )

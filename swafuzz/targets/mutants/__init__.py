@@ -8,7 +8,7 @@ reintroduces, the checks expected to kill it) and registers the target ``mutant:
 class docstring says the bug; :func:`mutant` appends the source and the expected checks to it.
 
 Where the mutants live: the module of the feature owning their kinds
-(``swafuzz/targets/mutants/<feature>.py``; a mutant whose kinds span features lives with the
+(``swafuzz/features/<feature>/mutants.py``; a mutant whose kinds span features lives with the
 feature of its first kind), and that feature's record lists the module in ``mutants=``. Nothing
 here names a module: :func:`load_all` imports what the records list, so a feature's mutants join
 the zoo by being in its record. Plugins (:mod:`targets.plugins`) may call :func:`mutant` too.

@@ -72,7 +72,7 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("resolver get_swa_out_cache_loc", "absent", "real",
      "IDLE / request-window / late-layer-tail / cached / fresh-translation branches (J, I, W, "
      "T, C, F), all reached: the request-window and tail Cases (issue 12, "
-     "targets/sglang/window.py) drive I (activate_idle), W and T through the release's "
+     "features/request_window/sglang.py) drive I (activate_idle), W and T through the release's "
      "store_cache"),
     ("in-graph stamp (init_forward_metadata_in_graph)", "absent", "real",
      "stamps swa_out_cache_loc (multi-step per-step slice included) into the harness's "
@@ -107,7 +107,7 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("DECODE graphs under a request window (decode bucket: Raw metadata, in-graph layout one "
      "group per row, padded rows slot 0, IDLE replay commits slot 0, W7)", "absent", "real",
      "0.5.12 has no request window: kind window_graphs is refused there (first in 0.5.21). "
-     "0.5.23 (targets/sglang/window_graph.py): the decode runner's buffer registry "
+     "0.5.23 (features/window_graphs/sglang.py): the decode runner's buffer registry "
      "(build_decode_registry, fill_from: req / positions / locations ZERO, seq_lens FILL_SENTINEL "
      "1 = get_cuda_graph_seq_len_fill_value), build_replay_fb_view, "
      "init_forward_metadata_out_graph for the "
@@ -127,7 +127,7 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("breakable prefill graphs under a request window (admit / extend exec graph: padded "
      "layout, live-row mask, in-place refresh, W7)", "absent", "real",
      "0.5.12 has none (0.5.21/0.5.22 reject prefill graphs with encoder replay; first in "
-     "0.5.23): kind prefill_graphs is refused there. 0.5.23 (targets/sglang/window_prefill.py): "
+     "0.5.23): kind prefill_graphs is refused there. 0.5.23 (features/prefill_graphs/sglang.py): "
      "expand_prefill_causally (padding rows repeat the last request, seq 1), window_layout with "
      "num_groups = min(S + 1, T) and padded_rows = T over the live rows (torch branch), "
      "DSV4AttnMetadata.refresh_for_breakable_cuda_graph_replay_ -> WindowLayout.copy_ on the "
@@ -143,7 +143,7 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "DP/CP state and are modelled (a swap of forward_metadata); 0.5.12 has no tail"),
     ("late-layer tail under graphs: enter/exit_late_layer_tail, prefill-graph LateLayerTail "
      "(capacity buffer, real_rows_count)", "absent", "real",
-     "0.5.23 (targets/sglang/tail_graph.py): the release's enter_late_layer_tail / "
+     "0.5.23 (features/tail_graphs/sglang.py): the release's enter_late_layer_tail / "
      "exit_late_layer_tail (forward_metadata swap, saved non-padded counts, real_rows_count) on "
      "the adapter's backend instance, its capacity-sized LateLayerTail record and resolver; "
      "0.5.12 has no tail (kind tail_graphs refused: first in 0.5.22)"),
@@ -152,7 +152,7 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "CUDA only (_flatten_state asserts CUDA tensors, capture reads torch.cuda.mem_get_info, "
      "the store break needs a piecewise forward context): the bucket choice, static K rows, "
      "the store break's slice to the real rows and the IDLE rank's commit guard are the engine "
-     "model's (targets/tail_graph.py); the refill of the persistent buffers lives in "
+     "model's (features/tail_graphs/engine.py); the refill of the persistent buffers lives in "
      "_build_late_layer_tail_metadata(for_prefill_graph=True), which also needs "
      "init_forward_metadata_prefill (FlashMLA plans, a model runner): modelled"),
     ("encoder SWA replay fold (fold_encoder_swa_replay)", "absent", "modelled",
@@ -186,7 +186,7 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "SWATokenToKVPoolAllocator in ring mode around a DSV4 pool with swa_req_ring_size = "
      "pool.swa_ring and a real ReqToTokenPool (slot 0 padding, tail-first slots): alloc / "
      "alloc_extend / alloc_decode, free_swa (no-op), free_full, available_size, "
-     "swa_available_size (targets/sglang/ring.py)"),
+     "swa_available_size (features/ring/sglang.py)"),
     ("ring: write rows (swa_ring_rows, -1 window rule)", "absent", "real",
      "TargetHiddenKvInjector._ring_inject_loc (swa_ring_rows inside) stamped as "
      "swa_out_cache_loc after the release's in-graph op; its per-row state slot and final "
@@ -215,7 +215,7 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "out_cache_loc the worker hands it): the model's layout"),
     ("target verify under a request window (rows, layout num_groups = bs, W resolver, "
      "commit)", "absent", "real",
-     "0.5.23 (targets/sglang/dspark.py): the backend's expand_extend_with_same_length gives "
+     "0.5.23 (features/dspark/sglang.py): the backend's expand_extend_with_same_length gives "
      "the rows' slots and positions, window_layout (torch) the layout with num_groups = bs, "
      "the real resolver (W) and RequestWindow.commit the rest; kind dspark_verify, eager only. "
      "0.5.12 has no window: the kind is refused"),
@@ -237,7 +237,7 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "window_dp_extend; as driven, the release joins the padding rows to the last real run "
      "(docs/notes/issue12-dspark.md)"),
     ("ring: DSpark draft block rows (draft_block)", "absent", "real",
-     "0.5.23 (targets/sglang/ring_draft.py): DeepseekV4AttnBackend._dspark_seq_lens_casual "
+     "0.5.23 (features/ring_draft/sglang.py): DeepseekV4AttnBackend._dspark_seq_lens_casual "
      "(build_block_seq_lens_causal, torch branch on CPU) and _dspark_swa_ring_out_cache_loc "
      "(swa_ring_rows) stamp the block's rows, read back through the release's store_cache and "
      "resolver (cached branch). Modelled: the per-request slots (upstream "
@@ -249,7 +249,7 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
 )
 
 
-#: issue 12 (targets/sglang/tail_prefix.py): prefix hits under a tail, replay, compressors
+#: issue 12 (features/tail_prefix/sglang.py): prefix hits under a tail, replay, compressors
 TABLE += (
     ("prefix hit under a late-layer tail: swa_reprefill_tail_tokens, _req_radix_key", "absent",
      "real",

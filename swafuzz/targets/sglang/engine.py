@@ -381,7 +381,7 @@ class SGLangBackend(DSV4Backend):
             self.shim.forward_metadata = md
         RealBackend.init_forward_metadata_in_graph(self.shim, real_batch(fb))
         if self.ring is not None and isinstance(md, AttnMetadata) and fb.out_cache_loc is not None:
-            from swafuzz.targets.sglang.ring import stamp_ring_rows  # ring: stamped after it
+            from swafuzz.features.ring.sglang import stamp_ring_rows  # ring: stamped after it
 
             stamp_ring_rows(self, md, fb)
 
@@ -446,8 +446,8 @@ class SGLangEngine(UnifiedEngine):
         super().__init__(case, impl=impl, executor=executor, name=name)
 
     def make_allocator(self):
-        if self.cfg.swa_ring:  # targets/sglang/ring.py (0.5.23; 0.5.12 has no ring)
-            from swafuzz.targets.sglang.ring import SGLangRingAllocator
+        if self.cfg.swa_ring:  # features/ring/sglang.py (0.5.23; 0.5.12 has no ring)
+            from swafuzz.features.ring.sglang import SGLangRingAllocator
 
             return SGLangRingAllocator(self.cfg, self.device, self.target_pool)
         return self.allocator_cls(self.cfg, self.device, self.target_pool)
@@ -455,24 +455,24 @@ class SGLangEngine(UnifiedEngine):
     @property
     def window_path_cls(self):
         """Issue 12: SGLang 0.5.23's request window, layouts and resolver
-        (:mod:`targets.sglang.window`); importing it on 0.5.12 raises TargetUnavailable."""
-        from swafuzz.targets.sglang.tail_graph import SGLangTailGraphPath
+        (:mod:`features.request_window.sglang`); importing it on 0.5.12 raises TargetUnavailable."""
+        from swafuzz.features.tail_graphs.sglang import SGLangTailGraphPath
 
         if not features.TAIL_PREFIX:  # 0.5.21 / 0.5.22: no fold, no replay_len: the window
             return SGLangTailGraphPath  # path without the 0.5.23 prefix/replay seams
-        from swafuzz.targets.sglang.tail_prefix import SGLangTailPrefixPath
+        from swafuzz.features.tail_prefix.sglang import SGLangTailPrefixPath
 
         class SGLangV41Path(SGLangTailGraphPath, SGLangTailPrefixPath):
-            """The release's window path with the tail under graphs (targets.sglang.tail_graph)
-            and prefix hits, replay and compressor locations (targets.sglang.tail_prefix)."""
+            """The release's window path with the tail under graphs (features.tail_graphs.sglang)
+            and prefix hits, replay and compressor locations (features.tail_prefix.sglang)."""
 
         return SGLangV41Path
 
     @property
     def draft_block_mixin(self):
         """Issue 12: the DSpark draft block with the release's block-row helpers
-        (:mod:`targets.sglang.ring_draft`); importing it on 0.5.12 raises TargetUnavailable."""
-        from swafuzz.targets.sglang.ring_draft import SGLangDraftBlockMixin
+        (:mod:`features.ring_draft.sglang`); importing it on 0.5.12 raises TargetUnavailable."""
+        from swafuzz.features.ring_draft.sglang import SGLangDraftBlockMixin
 
         return SGLangDraftBlockMixin
 

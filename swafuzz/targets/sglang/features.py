@@ -172,7 +172,7 @@ _replay = _first_module("sglang.srt.model_executor.encoder_swa_replay") if WINDO
 #: 0.5.22 replay in a forward of their own (``run_encoder_swa_replay``), which the Case's
 #: ``extend(replay=...)`` (the 0.5.23 fold) does not describe
 FOLD = _replay is not None and hasattr(_replay, "fold_encoder_swa_replay")
-#: the seams targets/sglang/tail_prefix.py drives (0.5.23 names): replay_len, the fold and
+#: the seams features/tail_prefix/sglang.py drives (0.5.23 names): replay_len, the fold and
 #: replay batch builders, the radix cap, the compressor location helper
 TAIL_PREFIX = FOLD and all(hasattr(_replay, n) for n in (
     "replay_len", "_reset_windows_and_collect_hits", "_fold_batch", "_build_replay_batch")) and (

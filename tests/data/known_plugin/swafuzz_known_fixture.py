@@ -1,6 +1,6 @@
 """A test plugin for the ledger-aware campaign (``harness.known``; ``tests/harness/
 test_known_campaign.py``): target ``fixture:ring_known_and_new``, the unified engine with two bugs
-of the ``ring`` kind, built from two zoo mutants (``targets.mutants.ring``):
+of the ``ring`` kind, built from two zoo mutants (``features.ring.mutants``):
 
 * *the known one* (the test's temporary ledger has an entry for it): the ring allocator also
   pages SWA and writes ``M`` - mutant 46 ``ring_alloc_writes_mapping``, the model of sglang
@@ -17,11 +17,11 @@ not, loaded with ``--plugin swafuzz_known_fixture`` (this folder on ``PYTHONPATH
 
 from __future__ import annotations
 
+from swafuzz.features.ring.engine import RingAllocator
+from swafuzz.features.ring.mutants import _UnguardedBackend, _WritesMappingAllocator
 from swafuzz.targets import register
 from swafuzz.targets.backend import DSV4Backend
 from swafuzz.targets.engine import UnifiedEngine
-from swafuzz.targets.mutants.ring import _UnguardedBackend, _WritesMappingAllocator
-from swafuzz.targets.ring import RingAllocator
 
 
 class _PageSize1WritesMapping(_WritesMappingAllocator):

@@ -1,0 +1,113 @@
+"""The ``window`` check (issue 12; addendum §5 W1-W8, E1-E2).
+
+It compares the target's window-path channel (``Observation.window_forwards`` /
+``window_steps``, see :mod:`features.request_window.engine`) with the window oracle (``Expectation.window``,
+:mod:`features.request_window.oracle`), which predicts everything from the Case alone.
+
+``window`` (request-window pools): per forward and layer outside the late layers, the store
+got int32 workspace rows ``G * W + i`` (W1), one per K row (W2), below the workspace size; per
+layer the workspace bytes after the commit (history rows copied from the right ring rows or the
+zero row: W5's validity, and the written rows) byte-exactly; after every step every layer's
+tags and ring bytes (commit mask and commit rows, W4; IDLE commits nothing, W6; replayed rows
+committed after their slot's reset, E1-E2); a forward whose layout exceeds the workspace is
+refused at its step (A7), and no window forward runs that the Case does not determine (W3/W8
+show as wrong rows or an error). The late layers' tail is :mod:`features.late_tail.checks`'.
+"""
+
+from __future__ import annotations
+
+from swafuzz.features.request_window.lane import first_row_diff, fwd_label, lane, window_pairs
+from swafuzz.harness.check_base import Failure
+from swafuzz.harness.check_registry import check
+
+
+@check("window")
+def check_window(case, obs, exp) -> list[Failure]:
+    """See the module docstring. Proven by: ``window_before_idle`` (A2) and
+    ``workspace_overflow_unchecked`` (A7), this check alone."""
+    w = lane(obs, exp) if getattr(exp, "window", None) is not None else None
+    if w is None:
+        if obs.window_forwards:
+            return [Failure("window", "the target ran window-path forwards for a Case without a "
+                            "request window or tail", "count")]
+        return []
+    fails = []
+    if w.refused is not None:
+        step, why = w.refused
+        if obs.error is None or obs.error.get("step") != step:
+            got = ("ran it" if obs.error is None or obs.error["step"] > step else
+                   f"stopped earlier at step {obs.error['step']}")
+            fails.append(Failure("window", f"step {step}: the Case determines a refusal ({why}); "
+                                 f"the target {got}", "refusal", step))
+    pairs, more = window_pairs(obs, exp, "window")
+    fails += more
+    rb = case.pool.row_bytes
+    for o, e in pairs:
+        if e.paged:
+            continue
+        for layer, s in enumerate(o.stores):
+            if layer in e.tail_layers:
+                continue
+            want = e.locs[layer] if layer < len(e.locs) else []
+            problem = None
+            if s.loc_dtype != "int32":
+                problem = (f"locations are {s.loc_dtype}, expected int32", "dtype")
+            elif len(s.locs) != s.rows:
+                problem = (f"{len(s.locs)} locations for {s.rows} K rows (W2)", "count")
+            elif s.locs != want:
+                bad = [r for r, (a, b) in enumerate(zip(s.locs, want)) if a != b]
+                r = bad[0] if bad else min(len(s.locs), len(want))
+                problem = (f"{len(bad) + abs(len(s.locs) - len(want))} of {len(want)} rows "
+                           f"differ; first row {r}: expected workspace row "
+                           f"{want[r] if r < len(want) else '-'}, got "
+                           f"{s.locs[r] if r < len(s.locs) else '-'} (W1: groups * W + i)",
+                           "workspace")
+            elif any(v >= w.workspace_rows or v < 0 for v in s.locs):
+                problem = (f"a location outside the workspace of {w.workspace_rows} rows",
+                           "outside")
+            if problem:
+                fails.append(Failure("window", f"{fwd_label(o)} layer {layer}: {problem[0]}",
+                                     problem[1], o.step, o.fwd))
+                break
+        if e.workspace is not None:
+            for layer, (a, b) in enumerate(zip(o.workspace, e.workspace)):
+                if a != b:
+                    r, n = first_row_diff(a, b, rb)
+                    hist = case.pool.window * (len(e.runs) if e.mode != "IDLE" else 1)
+                    what = "history row" if r < hist else "written row"
+                    fails.append(Failure("window", f"{fwd_label(o)} layer {layer}: workspace bytes "
+                                         f"differ at {n} rows; first row {r} ({what}): expected "
+                                         f"{b[r * rb:(r + 1) * rb].hex()} got "
+                                         f"{a[r * rb:(r + 1) * rb].hex()}", "workspace",
+                                         o.step, o.fwd))
+                    break
+    got_steps = {s.step: s for s in obs.window_steps}
+    for se in w.steps:
+        so = got_steps.get(se.step)
+        if so is None or se.tags is None:
+            continue
+        where = f"after step {se.step} ({case.steps[se.step].op})"
+        for layer, (a, b) in enumerate(zip(so.tags or [], se.tags)):
+            if a != b:
+                bad = [q for q in range(min(len(a), len(b))) if a[q] != b[q]]
+                q = bad[0] if bad else 0
+                fails.append(Failure("window", f"{where}: layer {layer} tags differ at {len(bad)} "
+                                     f"ring rows; first row {q}: expected {b[q]} got "
+                                     f"{a[q] if q < len(a) else '-'} (W4 commit)", "tags",
+                                     se.step))
+                return fails
+        cap = -(-case.pool.request_window // case.pool.page_size) * case.pool.page_size
+        for layer, (a, b) in enumerate(zip(so.ring or [], se.ring)):
+            # slot 0 (the padding slot, never read) is left out: several padded graph rows
+            # commit to the same slot-0 ring row in an order the contract leaves open; its tags
+            # are compared above
+            a, b = a[cap * rb:], b[cap * rb:]
+            if a != b:
+                r, n = first_row_diff(a, b, rb)
+                k = r
+                r += cap
+                fails.append(Failure("window", f"{where}: layer {layer} ring bytes differ at {n} "
+                                     f"rows; first row {r}: expected {b[k * rb:(k + 1) * rb].hex()}"
+                                     f" got {a[k * rb:(k + 1) * rb].hex()}", "ring", se.step))
+                return fails
+    return fails

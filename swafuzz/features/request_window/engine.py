@@ -1,0 +1,521 @@
+"""The V4.1 write path of the engine model: request window, encoder replay fold, late-layer tail.
+
+Implements the "Request window, encoder replay and late-layer tail" section of
+``features/request_window/SEMANTICS.md`` (addendum §2.2-§2.4, §3) for :class:`targets.engine.UnifiedEngine`, which
+hands every step the path claims (:meth:`WindowPath.handles`) to :meth:`WindowPath.run`.
+Observations go to their own channel (``Observation.window_forwards`` /
+``window_steps``), which the ``window`` and ``tail`` checks read.
+
+Pieces (each decision is one method, so a mutant overrides exactly one):
+
+* :class:`RequestWindowModel`: the ring (``[(S+1)*cap + P, row]`` per target layer, the last
+  page zeros), ``tags`` int64 ``[layers, ring rows]`` (-1 empty) and the single-layer
+  workspace ``[WS, row]``; ``reset(slot)``, ``activate(layout)`` (refuses a layout larger than
+  the workspace), ``activate_idle(n)``, ``buffer(layer)`` (history copy once per activation and
+  layer), ``commit(layer)``. Buffers are viewed ``[rows // P, P, row_width]`` of the row dtype,
+  so the kernel implementation's ``store`` writes them.
+* :func:`build_layout` (torch, int64/int32 tensors, one group per request): ``write_loc``,
+  history sources/positions/validity, commit mask, size; :func:`tail_layout`: the late layers'
+  row indices, tail lengths and floors.
+* :class:`WindowPath`: slots, the fold of encoder replay rows, metadata init (eager IDLE with
+  MTP skips it, spec §4), the resolver in 0.5.23's order (I, W, T, C, F), enter/exit of the
+  tail metadata, and the per-layer store + commit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import torch
+
+from swafuzz.features.tail_prefix.engine import TailPrefixMixin
+from swafuzz.scenarios.case import POISON_BYTE, Step
+from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
+from swafuzz.targets.kv_pool import DTYPES
+from swafuzz.targets.observation import StoreObs
+
+
+@dataclass
+class WinFwdObs:
+    """One forward of the window / tail path: per target layer the store (locations as handed
+    to the store kernel, rows) and, under a window, the workspace bytes after that layer's
+    commit."""
+
+    step: int
+    fwd: int
+    mode: str
+    stores: list[StoreObs]
+    workspace: list[bytes]
+    # DECODE graphs under a window (features.window_graphs.engine): the bucket, a token of the layout
+    # object the graph's stores used (W7 identity) and its size; None on the eager path
+    bucket: int | None = None
+    layout_id: int | None = None
+    layout_size: int | None = None
+    # EXTEND forwards: the compressors' write locations (features.tail_prefix.engine.CompObs)
+    comp: object | None = None
+    # W5 at use (features.request_window.history_checks): per target layer, the window's tags at the history
+    # source rows of the layout that layer's store used, read after its history copy and before
+    # its commit (-1: an empty row or the zero row); None: not recorded (graph runners)
+    history_tags: list[list[int]] | None = None
+
+
+@dataclass
+class WinStepObs:
+    """After a step: per target layer the tags (ints) and the ring bytes (window only)."""
+
+    step: int
+    tags: list[list[int]] | None
+    ring: list[bytes] | None
+
+
+@dataclass
+class LayoutT:
+    """A window layout as tensors: ``req``/``pos`` int64 [n], ``write_loc`` int32 [n],
+    ``history_src``/``history_pos`` int64 [groups*W], ``history_valid`` bool,
+    ``commit_mask`` bool [n], ``size`` int."""
+
+    req: torch.Tensor
+    pos: torch.Tensor
+    write_loc: torch.Tensor
+    history_src: torch.Tensor
+    history_pos: torch.Tensor
+    history_valid: torch.Tensor
+    commit_mask: torch.Tensor
+    size: int
+
+
+def build_layout(req: torch.Tensor, pos: torch.Tensor, floor: torch.Tensor | None, groups: int,
+                 W: int, cap: int, zero_row: int) -> LayoutT:
+    """Runs = maximal blocks of equal consecutive ``req``; history and commit per run."""
+    n = req.numel()
+    dev = req.device
+    idx = torch.arange(n, device=dev)
+    new_run = torch.ones(n, dtype=torch.bool, device=dev)
+    new_run[1:] = req[1:] != req[:-1]
+    run = torch.cumsum(new_run.long(), 0) - 1
+    starts = idx[new_run]
+    counts = torch.diff(torch.cat([starts, torch.tensor([n], device=dev)]))
+    run_req, run_first = req[starts], pos[starts]
+    run_floor = floor[starts] if floor is not None else torch.zeros_like(run_first)
+    nruns = starts.numel()
+    j = torch.arange(W, device=dev)
+    g = torch.arange(groups, device=dev)
+    live = g < nruns
+    gi = g.clamp(max=max(nruns - 1, 0))
+    hpos = torch.where(live[:, None], run_first[gi][:, None] - W + j[None, :], -W + j[None, :])
+    valid = live[:, None] & (hpos >= 0) & (hpos >= run_floor[gi][:, None])
+    hreq = torch.where(live, run_req[gi], 0)[:, None].expand(groups, W)
+    src = torch.where(valid, hreq * cap + hpos % cap, torch.full_like(hpos, zero_row))
+    last = (starts + counts - 1)[run]
+    commit = (last - idx) < cap
+    write_loc = (groups * W + idx).to(torch.int32)
+    return LayoutT(req, pos, write_loc, src.flatten(), hpos.flatten(), valid.flatten(), commit,
+                   groups * W + n)
+
+
+def tail_layout(per_req: list[int], seq_after: list[int], W: int, device
+                ) -> tuple[torch.Tensor, list[int], torch.Tensor]:
+    """(row indices into the forward of the tail rows int64, tail length per request, floor per
+    tail row int64 = max(0, seq - W)): each request's last min(W, n) rows."""
+    idx, lens, floors, start = [], [], [], 0
+    for n, seq in zip(per_req, seq_after):
+        t = min(W, n)
+        idx += range(start + n - t, start + n)
+        lens.append(t)
+        floors += [max(0, seq - W)] * t
+        start += n
+    return (torch.tensor(idx, dtype=torch.int64, device=device), lens,
+            torch.tensor(floors, dtype=torch.int64, device=device))
+
+
+class RequestWindowModel:
+    """Ring, tags and workspace of a request-window pool (module docstring)."""
+
+    def __init__(self, slots: int, cap: int, W: int, chunk: int, layers: int, page: int,
+                 row_width: int, dtype, device):
+        self.cap, self.P, self.W = cap, page, W
+        self.zero_row = (slots + 1) * cap
+        self.rows = self.zero_row + page
+        self.ws_rows = -(-((slots + 1) * W + chunk) // page) * page
+        self.dtype, self.row_width = dtype, row_width
+        self.state = []
+        for _ in range(layers):
+            t = torch.full((self.rows, row_width * dtype.itemsize), POISON_BYTE,
+                           dtype=torch.uint8, device=device)
+            t[self.zero_row:] = 0
+            self.state.append(t.view(dtype).view(self.rows // page, page, row_width))
+        self.tags = torch.full((layers, self.rows), -1, dtype=torch.int64, device=device)
+        self.workspace = torch.full((self.ws_rows, row_width * dtype.itemsize), POISON_BYTE,
+                                    dtype=torch.uint8, device=device
+                                    ).view(dtype).view(self.ws_rows // page, page, row_width)
+        self.layout: LayoutT | None = None
+        self.prepared: int | None = None
+        self._idle: LayoutT | None = None
+
+    def rows_of(self, t: torch.Tensor) -> torch.Tensor:
+        return t.view(-1, self.row_width)
+
+    def reset(self, slot: int) -> None:
+        self.tags[:, slot * self.cap:(slot + 1) * self.cap] = -1
+        self.prepared = None
+
+    def check_size(self, layout: LayoutT) -> None:
+        if layout.size > self.ws_rows:
+            raise RuntimeError(f"request-window layout of {layout.size} rows does not fit the "
+                               f"workspace of {self.ws_rows} rows")
+
+    def activate(self, layout: LayoutT) -> None:
+        if self.layout is layout:
+            return
+        self.check_size(layout)
+        self.layout = layout
+        self.prepared = None
+
+    def activate_idle(self, n: int) -> torch.Tensor:
+        lay = self._idle
+        if lay is None or lay.req.numel() != n:
+            z = torch.zeros(n, dtype=torch.int64, device=self.tags.device)
+            lay = self._idle = build_layout(z, z, None, 1, self.W, self.cap, self.zero_row)
+        self.activate(lay)
+        return lay.write_loc
+
+    def buffer(self, layer: int) -> torch.Tensor:
+        if self.prepared != layer:
+            lay = self.layout
+            ws = self.rows_of(self.workspace)
+            ws[:lay.history_src.numel()] = self.rows_of(self.state[layer])[lay.history_src]
+            self.prepared = layer
+        return self.workspace
+
+    def commit(self, layer: int) -> None:
+        lay = self.layout
+        m = lay.commit_mask
+        dst = lay.req[m] * self.cap + lay.pos[m] % self.cap
+        self.rows_of(self.state[layer])[dst] = \
+            self.rows_of(self.buffer(layer))[lay.write_loc[m].long()]
+        self.tags[layer, dst] = lay.pos[m]
+
+
+def _bytes(t: torch.Tensor) -> bytes:
+    return t.detach().contiguous().view(torch.uint8).cpu().numpy().tobytes()
+
+
+class WindowPath(TailPrefixMixin):
+    """The engine's V4.1 path for one Case (module docstring; prefix hits, compressor
+    locations and the separate replay forward: :mod:`features.tail_prefix.engine`)."""
+
+    window_cls = RequestWindowModel
+
+    def __init__(self, engine):
+        self.e = engine
+        cfg = engine.cfg
+        self.cfg, self.P, self.W, self.L = cfg, cfg.page_size, cfg.window, cfg.late_layer_start
+        self.on = cfg.request_window > 0
+        self.topk = engine.gcfg.topk
+        self.device = engine.device
+        self.cap = -(-cfg.request_window // self.P) * self.P
+        self.window = self.make_window() if self.on else None
+        self.free_slots = set(range(1, cfg.window_slots + 1))
+        self.slot: dict[int, int] = {}
+        self.forward_metadata = None
+        self.tail_metadata = None
+
+    # -- construction --------------------------------------------------------------------------
+    def make_window(self):
+        c = self.cfg
+        return self.window_cls(c.window_slots, self.cap, self.W, c.window_chunk, c.layers,
+                               self.P, c.row_width, DTYPES[c.row_dtype], self.device)
+
+    def handles(self, s: Step) -> bool:
+        if self.on:
+            return s.op in ("admit", "extend", "decode", "idle", "dp_decode", "verify")
+        return s.op in ("admit", "extend")
+
+    # -- steps ---------------------------------------------------------------------------------
+    def run(self, i: int, s: Step) -> list[WinFwdObs]:
+        self.cur_step = s  # read by prefill_step (an admit / extend with exec "graph")
+        al = self.e.allocator
+        if s.op == "admit" and s.prefix_rid is not None:
+            return self.admit_prefix(i, s)
+        if self.on and self.dspark_cls.claims(s):  # verify, DP-padded EXTEND (features.dspark.engine)
+            return self.dspark().run(i, s)
+        if s.op == "admit":
+            if self.on and not self.free_slots:
+                raise RuntimeError("no free request slot")
+            slots = al.admit(s.rid, s.length)
+            if self.on:
+                sl = min(self.free_slots)
+                self.free_slots.discard(sl)
+                self.slot[s.rid] = sl
+                self.reset_slot(sl)
+            return self.extend_forward(i, [(s.rid, 0, slots)])
+        if s.op == "extend":
+            pre = {rid: len(al.tokens[rid]) for rid in s.rids}
+            new = al.extend(list(zip(s.rids, s.lengths)))
+            per = []
+            for rid, slots in zip(s.rids, new):
+                r = min(pre[rid], self.W) if rid in s.replay else 0
+                if r and not self.cfg.separate_replay:
+                    self.reset_slot(self.slot[rid])
+                per.append((rid, r, slots))
+            if self.cfg.separate_replay and any(r for _, r, _ in per):
+                return self.separate(i, per)
+            return self.fold(i, per)
+        if self.on and s.op in ("decode", "idle", "dp_decode"):
+            g = self.graph_step(i, s)
+            if g is not None:
+                return [g]
+        if s.op == "decode":
+            new = al.extend([(rid, 1) for rid in s.rids])
+            rows = [(self.slot[rid], len(al.tokens[rid]) - 1, 0) for rid in s.rids]
+            locs = [sl[0] for sl in new]
+            return [self.forward(i, ForwardMode.DECODE, rows, locs, len(s.rids), None)]
+        if s.op == "dp_decode" and s.rids:
+            return [self.dp_decode(i, s)]
+        n = s.tokens if s.op == "idle" else max(s.rank_tokens)
+        return [self.forward(i, ForwardMode.IDLE, [(0, 0, 0)] * n, [0] * n, 1, None)]
+
+    def dp_decode(self, i: int, s: Step) -> WinFwdObs:
+        """An eager DP decode rank with requests: MLP-sync MAX_LEN padding (before the metadata
+        init) appends ``max(rank_tokens) - n`` rows of slot 0, seq fill 1 (position 0); the
+        layout has one group per row and the padding rows commit into slot 0."""
+        new = self.e.allocator.extend([(rid, 1) for rid in s.rids])
+        al = self.e.allocator
+        padded = max([len(s.rids), *s.rank_tokens])
+        rows = [(self.slot[rid], len(al.tokens[rid]) - 1, 0) for rid in s.rids]
+        locs = [sl[0] for sl in new]
+        pad = padded - len(rows)
+        return self.forward(i, ForwardMode.DECODE, rows + [(0, 0, 0)] * pad, locs + [0] * pad,
+                            padded, None)
+
+    #: the DECODE-graph runner under a window (features.window_graphs.engine); None: graph steps eager
+    graph_runner_cls = None
+
+    def graph_step(self, i: int, s: Step) -> WinFwdObs | None:
+        """A graph ``decode`` / ``idle`` / ``dp_decode`` through the window's DECODE-graph
+        runner (None: it runs eagerly: eager executor, no bucket fits, or no runner)."""
+        n = (len(s.rids) if s.op == "decode" else s.tokens if s.op == "idle"
+             else max([len(s.rids), *s.rank_tokens]))
+        if self.graph_runner_cls is None or not self.e.use_graph(s, n):
+            return None
+        if getattr(self, "graph", None) is None:
+            self.graph = self.graph_runner_cls(self)
+        if not s.rids:
+            return self.graph.run(i, ForwardMode.IDLE, [], [], n)
+        new = self.e.allocator.extend([(rid, 1) for rid in s.rids])
+        del new
+        al = self.e.allocator
+        return self.graph.run(i, ForwardMode.DECODE, [self.slot[rid] for rid in s.rids],
+                              [len(al.tokens[rid]) for rid in s.rids], n)
+
+    #: window verify and DP-padded EXTENDs (features.dspark.engine), set at the end of this module
+    dspark_cls = None
+
+    def dspark(self):
+        """This path's :class:`features.dspark.engine.DSparkPath` (built on first use)."""
+        if getattr(self, "_dspark", None) is None:
+            self._dspark = self.dspark_cls(self)
+        return self._dspark
+
+    def reset_slot(self, slot: int) -> None:
+        """A new slot or an encoder replay starts the slot's window: tags -> -1."""
+        self.window.reset(slot)
+
+    def fold(self, i: int, per: list[tuple[int, int, list[int]]]) -> list[WinFwdObs]:
+        """0.5.23 fold of encoder replay: each replayed request's last ``r`` cached rows go in
+        front of its new rows (full locations: its tokens there), floor ``Pq - r`` for all of
+        its rows."""
+        return self.extend_forward(i, per)
+
+    def extend_forward(self, i: int, per: list[tuple[int, int, list[int]]]) -> list[WinFwdObs]:
+        al = self.e.allocator
+        rows, locs, per_req, replay = [], [], [], []
+        for rid, r, new in per:
+            toks = al.tokens[rid]
+            n0 = len(toks) - len(new)  # length before the step
+            start = n0 - r
+            floor = start if r else 0
+            sl = self.slot.get(rid, 0)
+            rows += [(sl, p, floor) for p in range(start, len(toks))]
+            locs += toks[start:]
+            per_req.append(len(toks) - start)
+            replay += [True] * r + [False] * len(new)
+        g = self.prefill_step(i, rows)
+        if g is not None:
+            return [g]
+        return [self.forward(i, ForwardMode.EXTEND, rows, locs, len(per), per_req,
+                             replay=replay)]
+
+    #: the breakable prefill-graph runner under a window (features.prefill_graphs.engine); None: eager
+    prefill_runner_cls = None
+
+    def prefill_step(self, i: int, rows) -> WinFwdObs | None:
+        """An ``admit`` / ``extend`` with ``exec == "graph"`` under a window (no tail) through
+        the prefill graph (None: it runs eagerly: eager executor, no bucket, or no runner)."""
+        s = getattr(self, "cur_step", None)
+        if (self.prefill_runner_cls is None or s is None or s.exec != "graph" or not self.on
+                or self.L or not self.e.executor.graphs):
+            return None
+        if getattr(self, "prefill", None) is None:
+            self.prefill = self.prefill_runner_cls(self)
+        return self.prefill.run(i, rows)
+
+    # -- metadata ------------------------------------------------------------------------------
+    def skip_init(self, mode: ForwardMode) -> bool:
+        """Eager IDLE with MTP skips the metadata init (spec §4): the previous stays."""
+        return self.topk > 0 and mode.is_idle()
+
+    def layout(self, req, pos, floor, groups: int) -> LayoutT:
+        return build_layout(req, pos, floor, groups, self.W, self.cap, self.window.zero_row)
+
+    def tail(self, per_req: list[int], seq_after: list[int]):
+        return tail_layout(per_req, seq_after, self.W, self.device)
+
+    def init_metadata(self, fb: ForwardBatch, req, floor, groups: int, per_req) -> None:
+        if self.skip_init(fb.forward_mode):
+            return
+        core = SimpleNamespace(request_window_layout=None, swa_out_cache_loc=None)
+        if self.on:
+            ds = self.dspark()  # DP padding rows (ds.pad) / verify: features.dspark.engine
+            core.request_window_layout = (
+                ds.pad_layout(req, fb.positions, floor, groups, ds.pad) if ds.pad
+                else self.layout(req, fb.positions, floor, groups))
+            core.swa_out_cache_loc = core.request_window_layout.write_loc
+            ds.metadata(fb, core, req, floor, groups)
+        self.forward_metadata = SimpleNamespace(core_attn_metadata=core, late_layer_tail=None)
+        self.tail_metadata = None
+        if self.L and per_req is not None and fb.forward_mode == ForwardMode.EXTEND:
+            seq_after, k = [], 0
+            for n in per_req:
+                seq_after.append(int(fb.positions[k + n - 1]) + 1)
+                k += n
+            idx, lens, tfloor = self.tail(per_req, seq_after)
+            tcore = SimpleNamespace(request_window_layout=None, swa_out_cache_loc=None)
+            if self.on:
+                tcore.request_window_layout = self.layout(req[idx], fb.positions[idx], tfloor,
+                                                          groups)
+                loc = tcore.request_window_layout.write_loc
+            else:
+                loc = self.e.target_pool.translate_loc_from_full_to_swa(
+                    fb.out_cache_loc[idx]).to(torch.int32)
+            tail = SimpleNamespace(token_indices=idx, tail_lens=lens, swa_out_cache_loc=loc)
+            self.tail_metadata = SimpleNamespace(core_attn_metadata=tcore, late_layer_tail=tail)
+
+    def enter_tail(self):
+        saved = self.forward_metadata
+        self.forward_metadata = self.tail_metadata
+        if self.on:
+            self.window.activate(self.tail_metadata.core_attn_metadata.request_window_layout)
+        return saved
+
+    def exit_tail(self, saved) -> None:
+        self.forward_metadata = saved
+
+    # -- resolver (0.5.23 order: I, W, T, C, F) --------------------------------------------------
+    def resolve(self, fb: ForwardBatch) -> torch.Tensor:
+        if fb.forward_mode.is_idle():
+            if self.on:
+                return self.window.activate_idle(fb.out_cache_loc.numel())
+            return self.translate(fb.out_cache_loc)
+        md = self.forward_metadata
+        if self.on:
+            lay = md.core_attn_metadata.request_window_layout
+            self.window.activate(lay)
+            return lay.write_loc
+        if md is not None and md.late_layer_tail is not None:
+            return md.late_layer_tail.swa_out_cache_loc
+        core = getattr(md, "core_attn_metadata", None)
+        cached = core.swa_out_cache_loc if core is not None else None
+        if cached is not None and cached.numel() == fb.out_cache_loc.numel():
+            return cached
+        return self.translate(fb.out_cache_loc)
+
+    def translate(self, loc: torch.Tensor) -> torch.Tensor:
+        if self.on:  # W8: under a window no mapping reaches the target pool's stores
+            raise AssertionError("translate_loc_from_full_to_swa under a request window")
+        return self.e.target_pool.translate_loc_from_full_to_swa(loc).to(torch.int32)
+
+    # -- per layer -------------------------------------------------------------------------------
+    def store(self, layer: int, fb: ForwardBatch, rows: torch.Tensor) -> torch.Tensor:
+        loc = self.resolve(fb)
+        cache = self.window.buffer(layer) if self.on else self.e.target_pool.layer_cache(layer)
+        self.e.impl.store(cache, loc, rows)
+        return loc
+
+    def commit(self, layer: int, fb: ForwardBatch) -> None:
+        if self.on and not fb.forward_mode.is_idle():
+            self.window.commit(layer)
+
+    def forward(self, i: int, mode: ForwardMode, rows, locs: list[int], groups: int,
+                per_req: list[int] | None, fwd: int = 0, replay: list[bool] | None = None,
+                low_ratio: bool = True) -> WinFwdObs:
+        """``fwd``: the forward's index in its step (payload key); ``replay``: per row, a
+        replay row folded into this EXTEND (compressor location 0); ``low_ratio``: the ratio-1/2
+        source compressors run (False: a separate replay forward)."""
+        dev = self.device
+
+        def t(v):
+            return torch.tensor(v, dtype=torch.int64, device=dev)
+
+        req, pos, floor = t([r[0] for r in rows]), t([r[1] for r in rows]), t([r[2] for r in rows])
+        seq = t([1] * groups)
+        fb = ForwardBatch(mode, groups, t(locs), seq, pos)
+        self.init_metadata(fb, req, floor, groups, per_req)
+        comp = (self.compressor_obs(fb, replay, low_ratio) if mode == ForwardMode.EXTEND
+                else None)
+        stores, ws, htags = [], [], []
+        late_from = self.L if (self.L and self.tail_metadata is not None) else None
+        for layer in range(self.cfg.layers):
+            late = late_from is not None and layer >= late_from
+            saved = self.enter_tail() if late else None
+            n = self.tail_metadata.late_layer_tail.token_indices.numel() if late else len(rows)
+            k = self.e.rows_tensor(i, fwd, "target", layer, n)
+            loc = self.store(layer, fb, k)
+            if self.on:
+                htags.append(self.history_tags(layer))
+            self.commit(layer, fb)
+            if late:
+                self.exit_tail(saved)
+            stores.append(StoreObs(layer=layer, loc_dtype=str(loc.dtype).removeprefix("torch."),
+                                   locs=loc.tolist(), rows=k.shape[0]))
+            if self.on:
+                ws.append(self.workspace_bytes())
+        return WinFwdObs(i, fwd, mode.name, stores, ws, comp=comp,
+                         history_tags=htags if self.on else None)
+
+    # -- observation ---------------------------------------------------------------------------
+    def history_tags(self, layer: int) -> list[int]:
+        """The window's tags of ``layer`` at the history source rows of the active layout (the
+        rows the history copy just read), as ints: what the target's ring says those rows hold
+        at use (addendum §5 W5)."""
+        w = self.window
+        return w.tags[layer][w.layout.history_src.long()].tolist()
+
+    def workspace_bytes(self) -> bytes:
+        return _bytes(self.window.workspace)
+
+    def ring_bytes(self) -> list[bytes]:
+        return [_bytes(s) for s in self.window.state]
+
+    def step_obs(self, i: int) -> WinStepObs:
+        if not self.on:
+            return WinStepObs(i, None, None)
+        return WinStepObs(i, self.window.tags.tolist(), self.ring_bytes())
+
+    def finish(self, rid: int) -> None:
+        if rid in self.slot:
+            self.free_slots.add(self.slot.pop(rid))
+
+
+from swafuzz.features.window_graphs.engine import WindowGraphRunner  # noqa: E402 (imports this module)
+
+WindowPath.graph_runner_cls = WindowGraphRunner
+
+from swafuzz.features.prefill_graphs.engine import PrefillGraphRunner  # noqa: E402 (imports this module)
+
+WindowPath.prefill_runner_cls = PrefillGraphRunner
+
+from swafuzz.features.dspark.engine import DSparkPath  # noqa: E402 (imports this module)
+
+WindowPath.dspark_cls = DSparkPath

@@ -1,0 +1,62 @@
+"""The window-path lane the window checks share (issue 12; :mod:`features.request_window.checks`,
+:mod:`features.late_tail.checks`, :mod:`features.window_graphs.checks`, :mod:`features.request_window.history_checks`,
+:mod:`features.tail_prefix.checks`): which window expectation an observation is judged against,
+the pairing of its window-path forwards with the oracle's, the refusal the window oracle
+predicts (A7), and how a window-path forward is named in messages.
+"""
+
+from __future__ import annotations
+
+from swafuzz.harness.check_base import GRAPH_EXECUTORS, Failure
+
+
+def fwd_label(f) -> str:
+    """A window-path forward as messages name it."""
+    return f"step {f.step} fwd {f.fwd} ({f.mode}, window path)"
+
+
+def expected_refusal(obs, exp) -> bool:
+    """The target's error is the refusal the window oracle predicts (A7: layout > workspace)."""
+    w = getattr(exp, "window", None)
+    return (w is not None and w.refused is not None and obs.error is not None
+            and obs.error.get("step") == w.refused[0] and obs.error.get("type") == "RuntimeError")
+
+
+def lane(obs, exp):
+    """The window expectation for this observation's executor: Cases with DECODE-graph window
+    steps have an eager lane (``WindowExp.eager``) for executors that capture no graphs (the
+    harness knows the executor; the target does not report it)."""
+    w = exp.window
+    if w is not None and w.eager is not None and obs.executor not in GRAPH_EXECUTORS:
+        return w.eager
+    return w
+
+
+def window_pairs(obs, exp, check: str):
+    """The (observed, expected) window-path forward pairs of this observation's lane up to the
+    target's error, and a ``check`` failure (slot class ``count``) for each forward only one
+    side has."""
+    w = lane(obs, exp)
+    got = {(f.step, f.fwd): f for f in obs.window_forwards}
+    pairs, fails = [], []
+    want = {(e.step, e.fwd) for e in w.forwards}
+    for key in sorted(set(got) - want):
+        fails.append(Failure(check, f"{fwd_label(got[key])}: a window-path forward the Case does not "
+                             "determine", "count", key[0], key[1]))
+    for e in w.forwards:
+        if obs.error is not None and e.step >= obs.error["step"]:
+            break
+        o = got.get((e.step, e.fwd))
+        if o is None:
+            fails.append(Failure(check, f"step {e.step} fwd {e.fwd}: the target ran no such "
+                                 f"window-path forward ({e.mode})", "count", e.step, e.fwd))
+        else:
+            pairs.append((o, e))
+    return pairs, fails
+
+
+def first_row_diff(a: bytes, b: bytes, rb: int) -> tuple[int, int]:
+    """The first differing row of two row buffers (-1: none) and how many rows differ."""
+    n = min(len(a), len(b)) // rb
+    bad = [r for r in range(n) if a[r * rb:(r + 1) * rb] != b[r * rb:(r + 1) * rb]]
+    return (bad[0] if bad else -1), len(bad)

@@ -1,0 +1,145 @@
+"""Mutants of the per-request SWA ring (feature ``ring``; addendum §2.1, §3, §5 R1-R5, §6
+A4/A11/A12; Case field ``pool.swa_ring``).
+
+Each swaps one component class of :class:`targets.engine.UnifiedEngine` for a subclass
+overriding one method; none changes anything on a paged pool, so only the ``ring`` scenario
+kind reaches them.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from swafuzz.features.ring.engine import RingAllocator
+from swafuzz.targets.backend import DSV4Backend
+from swafuzz.targets.engine import UnifiedEngine
+from swafuzz.targets.mutants import mutant
+
+
+class _FallbackTranslateBackend(DSV4Backend):
+    def ring_fallback(self, fb):
+        """Pre-ring resolver: the fresh translation ``int32(M[loc])`` (M is all 0 here)."""
+        return self.translate(fb.out_cache_loc)
+
+
+@mutant("ring_fallback_translate", ("ring",), "addendum §3 (F under a ring), §6 A4",
+        expected=("write_targets", "pool_bytes"))
+class RingFallbackTranslate(UnifiedEngine):
+    """A resolver miss under a ring translates through M, which the ring allocator never writes:
+    every row lands in ring row 0."""
+
+    backend_cls = _FallbackTranslateBackend
+
+
+class _DriftAllocator(RingAllocator):
+    def free_swa(self, full_slots):
+        """Before #38571: the paged SWA pages of the freed slots go back to the paged allocator
+        although the ring never took them."""
+        pages = {f // self.page_size for f in full_slots}
+        self.swa_paged_available += len(pages) * self.page_size
+
+
+@mutant("ring_accounting_drift", ("ring",), "sglang #38571, addendum §6 A12, R5",
+        expected=("invariants",))
+class RingAccountingDrift(UnifiedEngine):
+    """Freeing a ring request's SWA returns paged SWA pages it never took: the paged counter
+    exceeds its size (R5)."""
+
+    ring_allocator_cls = _DriftAllocator
+
+
+class _NoModBackend(DSV4Backend):
+    def ring_loc(self, loc, fb):
+        """``slot*R + pos`` (no ``mod R``), the window rule kept."""
+        t = self.ring
+        slot = t.slot_of_full[loc]
+        pos = torch.where(slot > 0, fb.positions[:loc.shape[0]], torch.zeros_like(slot))
+        keep = pos > t.len_of_slot[slot] - 1 - t.window
+        return torch.where(keep, slot * t.ring + pos, torch.full_like(pos, -1)).to(torch.int32)
+
+
+@mutant("ring_no_mod", ("ring",), "addendum §2.1 (swa_ring_rows: pos mod ring), R1",
+        expected=("write_targets", "pool_bytes", "redzones", "contracts"))
+class RingNoMod(UnifiedEngine):
+    """Ring row ``slot*R + pos`` without ``mod R``: rows past the ring spill into the next
+    slot's ring or past the buffer (R1)."""
+
+    backend_cls = _NoModBackend
+
+
+class _SlotZeroAllocator(RingAllocator):
+    def take_slot(self, rid):
+        """Slots 0..S-1: the padding row 0 is handed to the first request."""
+        used = set(self.req_slot.values())
+        s = min(set(range(0, self.pool.req_slots)) - used)
+        self.free_slots.discard(s)
+        return s
+
+
+@mutant("ring_slot_zero", ("ring",), "ReqToTokenPool padding slot 0, addendum §2.1, R1",
+        expected=("invariants", "pool_bytes", "write_targets"))
+class RingSlotZero(UnifiedEngine):
+    """Request slots handed out from 0: a real request shares the padding row's ring
+    (ReqToTokenPool slot 0 is padding; R1)."""
+
+    ring_allocator_cls = _SlotZeroAllocator
+
+
+class _UnguardedBackend(DSV4Backend):
+    def ring_skip_guard(self, loc):
+        """fused_store_cache: no ``out_loc < 0`` skip."""
+        return loc
+
+
+@mutant("ring_unguarded_store", ("ring",), "addendum §2.1 (negative rows), §6 A11",
+        kernel_level=True, expected=("contracts",))
+class RingUnguardedStore(UnifiedEngine):
+    """``-1`` (skipped) ring rows reach the store kernel without the ``out_loc < 0`` skip
+    (fused_store_cache has no guard)."""
+
+    backend_cls = _UnguardedBackend
+
+
+class _NoWindowSkipBackend(DSV4Backend):
+    def ring_loc(self, loc, fb):
+        """``slot*R + pos mod R`` for every row: no ``-1`` outside the window."""
+        t = self.ring
+        slot = t.slot_of_full[loc]
+        pos = torch.where(slot > 0, fb.positions[:loc.shape[0]], torch.zeros_like(slot))
+        return (slot * t.ring + pos % t.ring).to(torch.int32)
+
+
+@mutant("ring_no_window_skip", ("ring",), "DSparkKVInject._ring_inject_loc window rule, "
+        "addendum §2.1, R3", expected=("write_targets", "pool_bytes", "contracts"))
+class RingNoWindowSkip(UnifiedEngine):
+    """Ring rows without the ``-1`` window rule of the DSpark injection: positions older than
+    the window are written and race newer ones mod R (R3)."""
+
+    backend_cls = _NoWindowSkipBackend
+
+
+class _WritesMappingAllocator(RingAllocator):
+    def extend(self, plan):
+        """Also take a paged SWA page per fresh full page and write ``M[full] = swa`` (the
+        ring rows never read it, so only the exposed state shows it)."""
+        out = super().extend(plan)
+        P = self.page_size
+        for new in out:
+            for f in new:
+                if f % P == 0 and self.swa_free:
+                    sp = min(self.swa_free)
+                    self.swa_free.remove(sp)
+                    self.mapping[f] = sp * P
+                elif f % P and int(self.mapping[f - 1]) > 0:
+                    self.mapping[f] = self.mapping[f - 1] + 1
+        return out
+
+
+@mutant("ring_alloc_writes_mapping", ("ring",), "sglang 0.5.23 SWATokenToKVPoolAllocator.alloc "
+        "(page size 1, no ring branch), addendum §2.1, R4", expected=("invariants",))
+class RingAllocWritesMapping(UnifiedEngine):
+    """The ring allocator also pages SWA and writes M, as sglang's page-size-1 ``alloc`` does
+    under a ring (no ring branch; ledger ring-p1-alloc-writes-mapping; the ring must never write
+    M: R4, R5)."""
+
+    ring_allocator_cls = _WritesMappingAllocator

@@ -1,0 +1,140 @@
+"""The per-request SWA ring on the ``sglang`` target (sglang 0.5.23; 0.5.12 has no ring and
+refuses ring Cases). Imports SGLang.
+
+What runs real (see :data:`targets.sglang.TABLE`):
+
+* :class:`SGLangRingAllocator`: the release's ``SWATokenToKVPoolAllocator`` in ring mode - built
+  around the DSV4 pool object whose ``swa_req_ring_size`` is the Case's ring, with a real
+  ``ReqToTokenPool`` of ``req_slots`` slots (its padding slot 0, its tail-first slot order) -
+  so ``alloc`` / ``alloc_extend`` / ``alloc_decode``, ``free_swa`` (a no-op under the ring),
+  ``free_full``, ``available_size`` and ``swa_available_size`` are the release's. The request
+  slot of each request comes from ``ReqToTokenPool.alloc_rows`` and goes back through
+  ``free_rows``. The harness keeps the Case's request bookkeeping and the two device tables of
+  :class:`features.ring.engine.RingTables` (slot per full location, length per slot: the per-row
+  ``req_pool_indices`` / ``seq_lens`` stand-ins the ring rows are computed from; modelled).
+* :func:`stamp_ring_rows`: the ring rows stamped into the metadata as ``swa_out_cache_loc`` by
+  the release's ``TargetHiddenKvInjector._ring_inject_loc`` (``swa_ring_rows`` plus its ``-1``
+  window rule), called after the release's in-graph op (which, under a ring, stamps no
+  translation). Which forwards upstream stamps this way is modelled: upstream stamps DSpark draft
+  blocks (``_dspark_swa_ring_out_cache_loc``) and the target-hidden injection; the harness
+  stamps every forward whose metadata it builds.
+* The resolver ``get_swa_out_cache_loc`` is the release's: a stamped tensor of the live length is
+  returned (C); a miss (DP padding rebinding ``out_cache_loc`` after metadata init, the
+  draft-extend graph whose prep stamps nothing) falls through to its fresh translation through
+  ``M`` (F), which the ring allocator never writes (addendum §3, class A4).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from swafuzz.features.ring.engine import RingTables
+from swafuzz.targets import TargetUnavailable
+from swafuzz.targets.allocator import AllocationError
+from swafuzz.targets.sglang import features
+from swafuzz.targets.sglang.engine import (
+    VERSION,
+    SGLangAllocator,
+    SWATokenToKVPoolAllocator,
+)
+
+if features.RING_MISSING:  # pragma: no cover - depends on the environment
+    raise TargetUnavailable(f"target sglang: sglang {VERSION} has no per-request SWA ring "
+                            f"(lacks {'; '.join(features.RING_MISSING)}; first in 0.5.20)")
+
+from sglang.srt.mem_cache.memory_pool import ReqToTokenPool  # noqa: E402
+from sglang.srt.speculative.dspark_components.dspark_kv_inject import (  # noqa: E402
+    TargetHiddenKvInjector,
+)
+
+_INJECTOR = object.__new__(TargetHiddenKvInjector)  # _ring_inject_loc reads only its arguments
+
+
+class SGLangRingAllocator(SGLangAllocator):
+    """The release's ring-mode allocator and ``ReqToTokenPool`` (see the module docstring)."""
+
+    def __init__(self, pool, device, kvcache):
+        self.pool = pool
+        self.page_size = P = pool.page_size
+        self.device = torch.device(device)
+        self.ring = pool.swa_ring
+        real_pool = kvcache.real
+        real_pool.swa_req_ring_size = pool.swa_ring
+        real_pool.sliding_window = pool.window
+        self.req_pool = ReqToTokenPool(size=pool.req_slots, max_context_len=pool.mapping_len,
+                                       device=str(self.device), enable_memory_saver=False)
+        self.real = SWATokenToKVPoolAllocator(
+            size=pool.full_pages * P, size_swa=pool.swa_pages * P, page_size=P,
+            dtype=torch.uint8, device=str(self.device), kvcache=real_pool, need_sort=True,
+            req_to_token_pool=self.req_pool)
+        if P > 1:
+            for a in (self.real.full_attn_allocator, self.real.swa_attn_allocator):
+                a.use_triton_kernels = False  # the release's torch reference on CPU
+        self.mapping = self.real.full_to_swa_index_mapping
+        self.tokens: dict[int, list[int]] = {}
+        self.evicted: dict[int, int] = {}
+        self.alloc_log: list[list[int]] = []
+        self.req_slot: dict[int, int] = {}
+        self.tables = RingTables(pool, self.device)
+
+    def admit(self, rid: int, length: int) -> list[int]:
+        if rid in self.tokens:
+            raise AllocationError(f"admit: request {rid} already exists")
+        rows = self.req_pool.alloc_rows(1)
+        if rows is None:
+            raise AllocationError(f"admit: ReqToTokenPool has no free slot for request {rid}")
+        self.req_slot[rid] = int(rows[0])
+        try:
+            return super().admit(rid, length)
+        except AllocationError:
+            self.req_pool.free_rows([self.req_slot.pop(rid)])
+            raise
+
+    def extend(self, plan):
+        out = super().extend(plan)
+        fulls = [f for new in out for f in new]
+        owners = [self.req_slot[rid] for (rid, _), new in zip(plan, out) for _ in new]
+        dev = self.device
+        if fulls:
+            self.tables.slot_of_full[torch.tensor(fulls, dtype=torch.int64, device=dev)] = \
+                torch.tensor(owners, dtype=torch.int64, device=dev)
+        self._lengths()
+        return out
+
+    def _lengths(self) -> None:
+        lens = [0] * self.tables.len_of_slot.numel()
+        for rid, s in self.req_slot.items():
+            lens[s] = len(self.tokens.get(rid, ()))
+        self.tables.len_of_slot.copy_(torch.tensor(lens, dtype=torch.int64, device=self.device))
+
+    def finish(self, rid: int) -> None:
+        toks = list(self.tokens[rid])
+        super().finish(rid)  # the release's free_swa (no-op under the ring), then free_full
+        self.req_pool.free_rows([self.req_slot.pop(rid)])
+        if toks:
+            self.tables.slot_of_full[torch.tensor(toks, dtype=torch.int64,
+                                                  device=self.device)] = 0
+        self._lengths()
+
+    def ring_state(self) -> dict:
+        swa = self.real.swa_attn_allocator
+        return {"slots": dict(self.req_slot), "free_slots": sorted(self.req_pool.free_slots),
+                "available": int(self.real.available_size()),
+                "swa_available": int(self.real.swa_available_size()),
+                "swa_paged_available": int(swa.available_size()),
+                "swa_paged_size": int(swa.size)}
+
+
+def stamp_ring_rows(backend, md, fb) -> None:
+    """``md.core_attn_metadata.swa_out_cache_loc`` = the release's ``_ring_inject_loc`` over the
+    batch's rows: state slot and final position per row from the harness's tables, positions of
+    padding rows (slot 0) taken as 0 (the padding policy ZERO)."""
+    t = backend.ring
+    loc = fb.out_cache_loc
+    n = loc.shape[0]
+    slot = t.slot_of_full[loc]
+    pos = torch.where(slot > 0, fb.positions[:n], torch.zeros_like(slot))
+    final = t.len_of_slot[slot] - 1
+    md.core_attn_metadata.swa_out_cache_loc = TargetHiddenKvInjector._ring_inject_loc(
+        _INJECTOR, pool=backend.pool.real, positions=pos, cache_loc_2d=None, commit_lens=None,
+        state_slot=slot, final_pos=final)

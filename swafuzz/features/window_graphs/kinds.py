@@ -1,0 +1,110 @@
+"""Scenario kinds ``window_graphs`` (DECODE graphs under a request window) and ``replay_tail``
+(encoder replay and the late-layer tail in one Case), issue 12.
+
+``replay_tail``: a request-window pool with a late-layer tail (two or three layers), even
+admits, extends that replay the last ``min(Pq, W)`` cached tokens of some requests (folded in
+front of their rows, floor ``Pq - r``) while the late layers run each request's last
+``min(W, n)`` rows with floor ``max(0, seq - W)`` (which is never below the encoder floor), and
+decodes; shrinks as ``encoder_replay`` does.
+
+``window_graphs``:
+
+A request-window pool (no tail, one or two layers: one SWA layer reaches addendum §6 A5) with
+captured buckets (a strictly increasing subset of 1, 2, 4; ``window_chunk`` at least what the
+largest bucket's layout ``B * W + B`` needs beyond ``(S + 1) * W``, so graph steps are always
+feasible). Steps: admits (slots tracked, at most ``window_slots`` live), decodes of 1..4 live
+requests mostly with ``exec: graph`` (padded up to the bucket; a batch above every bucket runs
+eagerly), IDLE steps with 1..3 rows eager or through the DECODE graph (few distinct row counts,
+so an eager IDLE re-activates its cached layout after a graph replay), the sequence graph
+decode, eager IDLE n, graph decode of the same size, eager IDLE n (A5), idle DP ranks eager or
+through the graph, DP ranks with 1..3 requests padded by the other ranks' token counts
+(MAX_LEN: padding rows of slot 0) eager or through the graph, finishes that recycle slots; ``topk`` 0 or 1. Shrinks towards page size 1, window
+1, one layer, one slot, bucket set (1,), one admit and one step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import strategies as st
+
+from swafuzz.features.request_window.kinds import (
+    WindowPlanner,
+    admit,
+    admit_even,
+    decode,
+    extend_replay,
+    finish,
+    window_kind,
+)
+from swafuzz.scenarios.case import GraphConfig, Step
+from swafuzz.scenarios.episode import action, has_live
+
+
+@action(has_live)
+def decode_g(draw, pl: WindowPlanner) -> None:
+    """A decode of 1..4 live requests, mostly through the DECODE graph."""
+    live = pl.live()
+    k = draw(st.integers(1, min(4, len(live))))
+    ex = draw(st.sampled_from(("graph", "graph", "eager")))
+    pl.forward_extend("decode", list(draw(st.permutations(live))[:k]), 1, ex)
+
+
+@action()
+def idle_g(draw, pl: WindowPlanner) -> None:
+    """An IDLE of 1..3 rows or an idle DP rank, eager or through the DECODE graph."""
+    ex = draw(st.sampled_from(("eager", "graph")))
+    if draw(st.integers(0, 3)):
+        pl.steps.append(Step(op="idle", tokens=draw(st.integers(1, 3)), exec=ex))
+    else:
+        pl.steps.append(Step(op="dp_decode", rids=(), rank_tokens=(draw(st.integers(1, 3)),),
+                             exec=ex))
+
+
+@action(has_live)
+def dp_decode_g(draw, pl: WindowPlanner) -> None:
+    """A DP rank with 1..3 live requests; the other ranks' token counts (0..5) pad it (MAX_LEN
+    padding rows of slot 0); eager or through the DECODE graph."""
+    live = pl.live()
+    k = draw(st.integers(1, min(3, len(live))))
+    others = tuple(draw(st.lists(st.integers(0, 5), min_size=1, max_size=3)))
+    pl.forward_extend("dp_decode", list(draw(st.permutations(live))[:k]), 1,
+                      draw(st.sampled_from(("eager", "graph"))), rank_tokens=others)
+
+
+@action(has_live)
+def idle_around_graph(draw, pl: WindowPlanner) -> None:
+    """A graph decode, an eager IDLE of n rows, a graph decode of the same batch size (a
+    replay of the bucket just captured or used), an eager IDLE of n rows again."""
+    live = pl.live()
+    k = draw(st.integers(1, min(4, len(live))))
+    n = draw(st.integers(1, 3))
+    for _ in range(2):
+        pl.forward_extend("decode", list(draw(st.permutations(live))[:k]), 1, "graph")
+        pl.steps.append(Step(op="idle", tokens=n, exec="eager"))
+
+
+BUCKET_SUBSETS = ((1,), (1, 2), (2, 4), (1, 2, 4), (4,))
+
+
+def _buckets(draw, pool):
+    """Captured buckets, the workspace chunk raised so the largest bucket's layout fits."""
+    buckets = draw(st.sampled_from(BUCKET_SUBSETS))
+    S, W = pool.window_slots, pool.window
+    need = max(buckets) * (W + 1) - (S + 1) * W
+    pool = replace(pool, window_chunk=max(pool.window_chunk, need))
+    return pool, GraphConfig(buckets=buckets, topk=draw(st.integers(0, 1)))
+
+
+def window_graph_cases():
+    """See the module docstring."""
+    return window_kind("window_graphs", True, False,
+                       [decode_g, decode_g, idle_g, idle_g, admit, finish, idle_around_graph,
+                        dp_decode_g], max_steps=10, graph=_buckets)
+
+
+def replay_tail_cases():
+    """Encoder replay with a late-layer tail on a request-window pool (module docstring)."""
+    return window_kind("replay_tail", True, True,
+                       [extend_replay, extend_replay, decode, admit_even, finish],
+                       first=admit_even)

@@ -34,7 +34,7 @@ def test_record_modules_exist(feat):
 
 
 def test_a_malformed_record_names_its_field():
-    bad = Feature("x", "t", "s", (Kind("k", "swafuzz.scenarios.strategies:decode_cases", "s",
+    bad = Feature("x", "t", "s", (Kind("k", "swafuzz.features.dense.kinds:decode_cases", "s",
                                        since={"sglang": Since("0.5", "why")}),))
     with pytest.raises(RecordError, match=r"feature 'x': kinds\[k\]\.since: 'sglang'"):
         bad.validate()

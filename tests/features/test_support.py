@@ -158,7 +158,7 @@ def test_supports_rejects_other_subjects():
 def test_since_none_is_never_driven():
     s = Since(None, "nothing drives it")
     f = features.Feature("x", "t", "s", (features.Kind(
-        "x_kind", "swafuzz.scenarios.strategies:decode_cases", "s", since={"sglang": s}),))
+        "x_kind", "swafuzz.features.dense.kinds:decode_cases", "s", since={"sglang": s}),))
     for r in releases():
         assert "nothing drives it" in supports_at(f, r)
 

@@ -10,9 +10,9 @@ FEATURE = Feature(
     title='DP attention: DP-padded batches and the re-padding / EXTEND rewrite of speculative forwards',
     source='spec §5.4, §9.2',
     kinds=(
-        Kind('dp_padded', 'swafuzz.scenarios.strategies:dp_padded_cases',
+        Kind('dp_padded', 'swafuzz.features.dp.kinds:dp_padded_cases',
              'DP-padded DECODE batches (MLP-sync MAX_LEN)'),
-        Kind('dp_spec', 'swafuzz.scenarios.strategies:dp_spec_cases',
+        Kind('dp_spec', 'swafuzz.features.dp.kinds:dp_spec_cases',
              'DP re-padding of verify / draft-extend / multi-step draft and the rewrite to EXTEND'),
     ),
     case_fields=('step.rank_tokens', 'step.dp_extend'),

@@ -10,7 +10,7 @@ FEATURE = Feature(
     title="the draft-extend graph's pre-allocated SWA location buffer",
     source='PR #34890, spec §9.17',
     kinds=(
-        Kind('draft_extend_buffer', 'swafuzz.scenarios.strategies:draft_extend_buffer_cases',
+        Kind('draft_extend_buffer', 'swafuzz.features.draft_extend_buffer.kinds:draft_extend_buffer_cases',
              'draft-extend graphs with the pre-allocated buffer'),
     ),
     case_fields=('graph.draft_extend_buffer',),

@@ -10,7 +10,7 @@ FEATURE = Feature(
     title='the real DeepSeek-V4 SWA cache layout: quantizing store, 584-byte tokens',
     source='spec §4.6',
     kinds=(
-        Kind('dsv4_layout', 'swafuzz.scenarios.strategies:dsv4_layout_cases',
+        Kind('dsv4_layout', 'swafuzz.features.dsv4_layout.kinds:dsv4_layout_cases',
              'bf16 [rows, 512] K rows quantized into V4 pages'),
     ),
     case_fields=('pool.layout',),

@@ -10,17 +10,17 @@ FEATURE = Feature(
     title='encoder SWA replay, folded into the extend or as a separate forward',
     source='addendum §5 E1-E2',
     kinds=(
-        Kind('encoder_replay', 'swafuzz.features.request_window.kinds:encoder_replay_cases',
+        Kind('encoder_replay', 'swafuzz.features.encoder_replay.kinds:encoder_replay_cases',
              'extends with replayed rows (the fold)',
              since={'sglang': Since('0.5.23',
                        'encoder SWA replay folded into the extend '
                        '(fold_encoder_swa_replay; 0.5.21 / 0.5.22 replay in a '
                        'forward of their own)')}),
-        Kind('replay_tail', 'swafuzz.features.window_graphs.kinds:replay_tail_cases',
+        Kind('replay_tail', 'swafuzz.features.encoder_replay.kinds:replay_tail_cases',
              'encoder replay and a late-layer tail in one Case',
              since={'sglang': Since('0.5.23',
                        'encoder SWA replay folded into the extend / late-layer tail')}),
-        Kind('replay_separate', 'swafuzz.features.tail_prefix.kinds:replay_separate_cases',
+        Kind('replay_separate', 'swafuzz.features.encoder_replay.kinds:replay_separate_cases',
              'the replay as a separate EXTEND forward',
              since={'sglang': Since('0.5.23',
                        'encoder SWA replay batch builder the adapter drives '

@@ -10,7 +10,7 @@ FEATURE = Feature(
     title="the late-layer tail: each request's last rows on the late layers",
     source='addendum §5 T1-T3',
     kinds=(
-        Kind('late_tail', 'swafuzz.features.request_window.kinds:late_tail_cases',
+        Kind('late_tail', 'swafuzz.features.late_tail.kinds:late_tail_cases',
              'extends and decodes with late tail-only layers'),
     ),
     case_fields=('pool.late_layer_start',),

@@ -10,7 +10,7 @@ FEATURE = Feature(
     title='SWA pages with a padded stride, the pads as canaries',
     source='spec §4.6',
     kinds=(
-        Kind('padded_pages', 'swafuzz.scenarios.strategies:padded_pages_cases',
+        Kind('padded_pages', 'swafuzz.features.padded_pages.kinds:padded_pages_cases',
              'pools whose page stride has a pad'),
     ),
     case_fields=('pool.page_pad_bytes',),

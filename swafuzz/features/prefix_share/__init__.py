@@ -10,7 +10,7 @@ FEATURE = Feature(
     title='radix-cache prefix hits: requests sharing leading pages, refcounted finishes',
     source='PRs #38519 / #36637, spec §9.15',
     kinds=(
-        Kind('prefix_share', 'swafuzz.scenarios.sharing_strategies:prefix_share_cases',
+        Kind('prefix_share', 'swafuzz.features.prefix_share.kinds:prefix_share_cases',
              'admits with a prefix hit on a live request'),
     ),
     case_fields=('step.prefix_rid', 'step.prefix_len'),

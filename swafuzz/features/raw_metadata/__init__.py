@@ -10,7 +10,7 @@ FEATURE = Feature(
     title='Raw metadata: the metadata prepared inside the graph (prep_in_graph)',
     source='spec §4.2',
     kinds=(
-        Kind('raw_metadata', 'swafuzz.scenarios.strategies:raw_metadata_cases',
+        Kind('raw_metadata', 'swafuzz.features.raw_metadata.kinds:raw_metadata_cases',
              'every forward with Raw metadata'),
     ),
     case_fields=('graph.prep_in_graph',),

@@ -10,7 +10,7 @@ FEATURE = Feature(
     title='mapping re-registration (HiCache load-back) between forwards',
     source='spec §2.8',
     kinds=(
-        Kind('remap', 'swafuzz.scenarios.strategies:remap_cases',
+        Kind('remap', 'swafuzz.features.remap.kinds:remap_cases',
              'register_mapping with a new tensor between decode forwards'),
     ),
     case_fields=(),

@@ -1,6 +1,6 @@
-"""Scenario kinds of the V4.1 write path (issue 12): ``request_window``, ``late_tail``,
-``encoder_replay``, and the request-window pool, planner and actions the other request-window
-kinds (``window_graph``, ``prefill``, ``tail_*``, ``dspark`` strategies) build on.
+"""Scenario kind ``request_window`` (issue 12), and the request-window pool, planner, actions and
+:func:`window_kind` that the other V4.1 kinds build on (``late_tail`` and ``encoder_replay``,
+``replay_tail``: their features' ``kinds.py``; the window-graph, prefill, tail and DSpark kinds).
 
 Every strategy builds only valid Cases (the window oracle, :mod:`features.request_window.oracle`, is the
 reference): request slots are tracked (a request takes a slot at ``admit``, frees it at
@@ -177,16 +177,3 @@ def request_window_cases():
     """Request-window pool, no tail (module docstring). Shrinks towards one admit and one step."""
     return window_kind("request_window", True, False,
                        [extend, decode, idle, admit, finish, evict], mtp=True)
-
-
-def late_tail_cases():
-    """Late-layer tail on a paged or a request-window pool (module docstring)."""
-    return window_kind("late_tail", PAGED_OR_WINDOW, True,
-                       [extend, extend, decode, admit, finish, evict])
-
-
-def encoder_replay_cases():
-    """Encoder SWA bounded replay folded into extends on a request-window pool."""
-    return window_kind("encoder_replay", True, False,
-                       [extend_replay, extend_replay, decode, admit_even, finish],
-                       first=admit_even)

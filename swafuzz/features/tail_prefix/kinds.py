@@ -1,4 +1,5 @@
-"""Scenario kinds ``tail_prefix`` and ``replay_separate`` (issue 12; addendum §2.3, §2.4, §5
+"""Scenario kind ``tail_prefix``, and :func:`prefix_kind`, whose episode ``replay_separate``
+(:mod:`features.encoder_replay.kinds`) shares (issue 12; addendum §2.3, §2.4, §5
 T5 / E1 / E2, §6 A13).
 
 * ``tail_prefix``: a late-layer tail (two or three layers) on a paged pool (two times in three)
@@ -86,7 +87,7 @@ def extend_w(draw, pl: WindowPlanner) -> None:
 ACTIONS: tuple[Action, ...] = (prefix_admit, prefix_admit, extend_w, decode, admit_w)
 
 
-def _kind(kind: str, separate: bool):
+def prefix_kind(kind: str, separate: bool):
     """No refill: an episode ends when nothing is live (no finish, so only a failed first
     admit leaves nothing live)."""
     def planner(draw) -> WindowPlanner:
@@ -104,9 +105,4 @@ def _kind(kind: str, separate: bool):
 
 def tail_prefix_cases():
     """Prefix hits under a late-layer tail, paged or windowed (module docstring)."""
-    return _kind("tail_prefix", False)
-
-
-def replay_separate_cases():
-    """Encoder replay as a separate EXTEND forward (module docstring)."""
-    return _kind("replay_separate", True)
+    return prefix_kind("tail_prefix", False)

@@ -10,7 +10,7 @@ FEATURE = Feature(
     title='rejected draft tokens freed after a verify, their slots reused',
     source='sglang issue #27789, spec §9.15',
     kinds=(
-        Kind('verify_reject', 'swafuzz.scenarios.sharing_strategies:verify_reject_cases',
+        Kind('verify_reject', 'swafuzz.features.verify_reject.kinds:verify_reject_cases',
              'verify with accept lengths; frees and reuse'),
     ),
     case_fields=('step.accept',),

@@ -1,5 +1,6 @@
-"""Scenario kinds ``window_graphs`` (DECODE graphs under a request window) and ``replay_tail``
-(encoder replay and the late-layer tail in one Case), issue 12.
+"""Scenario kind ``window_graphs`` (DECODE graphs under a request window), issue 12. (The module
+docstring's ``replay_tail`` paragraph describes the kind now in
+:mod:`features.encoder_replay.kinds`.)
 
 ``replay_tail``: a request-window pool with a late-layer tail (two or three layers), even
 admits, extends that replay the last ``min(Pq, W)`` cached tokens of some requests (folded in
@@ -31,9 +32,6 @@ from hypothesis import strategies as st
 from swafuzz.features.request_window.kinds import (
     WindowPlanner,
     admit,
-    admit_even,
-    decode,
-    extend_replay,
     finish,
     window_kind,
 )
@@ -101,10 +99,3 @@ def window_graph_cases():
     return window_kind("window_graphs", True, False,
                        [decode_g, decode_g, idle_g, idle_g, admit, finish, idle_around_graph,
                         dp_decode_g], max_steps=10, graph=_buckets)
-
-
-def replay_tail_cases():
-    """Encoder replay with a late-layer tail on a request-window pool (module docstring)."""
-    return window_kind("replay_tail", True, True,
-                       [extend_replay, extend_replay, decode, admit_even, finish],
-                       first=admit_even)

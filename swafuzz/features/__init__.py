@@ -23,7 +23,30 @@ from functools import lru_cache
 from swafuzz.features.record import Feature, Kind, RecordError, Since, load
 
 __all__ = ["Feature", "Kind", "RecordError", "Since", "all_features", "get", "feature_of_kind",
-           "kind_names", "strategy", "load", "features_using", "ORDER"]
+           "kind_names", "strategy", "load", "features_using", "ORDER", "HOOK_POINTS", "hook",
+           "hooks"]
+
+#: The core's extension points (``Feature.hooks`` keys) and what a hook there is. Each is asked
+#: by the core module named; a record naming another point is an error.
+HOOK_POINTS = {
+    "oracle.shadow": "oracles.engine: (case, observed_alloc, observed_ring, window_of) -> the "
+                     "Shadow that answers this Case, or None (the paged Shadow then)",
+    "oracle.window_shadow": "oracles.engine: (case) -> the window / tail path's shadow of a "
+                            "Case, or None when the Case uses no such path",
+    "check.expected_refusal": "harness.checks: (obs, exp) -> whether the target's error is the "
+                              "refusal the contract expects (not an error finding)",
+    "engine.window_path": "targets.engine: the window / tail path class of the unified engine",
+    "engine.ring_allocator": "targets.engine: the allocator class of a Case with a ring",
+    "engine.draft_block_mixin": "targets.engine: the DSpark draft block's backend mixin",
+    "engine.draft_block": "targets.engine: (engine, i, step) -> forwards of a draft_block step",
+    "engine.ring_rows": "targets.backend: (ring tables, loc, positions) -> int32 ring rows",
+    "engine.ring_skip": "targets.backend: (loc) -> the store's skip guard under a ring",
+    "sglang.window_path": "targets.sglang.engine: () -> the release's window path class",
+    "sglang.ring_allocator": "targets.sglang.engine: the release's ring allocator class",
+    "sglang.ring_stamp": "targets.sglang.engine: (backend, metadata, batch) -> None: the ring "
+                         "rows stamped after the in-graph metadata op",
+    "sglang.draft_block_mixin": "targets.sglang.engine: the release's draft block mixin",
+}
 
 #: Draw order of the features' kinds in the default campaign (features not named come after,
 #: by name). The base paths first, so a campaign's first units are the cheapest.
@@ -49,6 +72,10 @@ def all_features() -> tuple[Feature, ...]:
             raise RecordError(f"swafuzz/features/{info.name}: FEATURE.name is {rec.name!r}; "
                               f"it must be the folder's name {info.name!r}")
         rec.validate()
+        for point in rec.hooks:
+            if point not in HOOK_POINTS:
+                raise RecordError(f"feature {rec.name!r}: hooks: {point!r} is not a hook point; "
+                                  f"known: {', '.join(HOOK_POINTS)}")
         found.append(rec)
     rank = {n: i for i, n in enumerate(ORDER)}
     found.sort(key=lambda f: (rank.get(f.name, len(ORDER)), f.name))
@@ -91,6 +118,22 @@ def kind(name: str) -> Kind:
 def strategy(kind_name: str):
     """The callable that builds kind ``kind_name``'s ``SearchStrategy[Case]``."""
     return load(kind(kind_name).strategy)
+
+
+def hooks(point: str) -> list:
+    """What every feature plugs into ``point`` (loaded), in feature order."""
+    if point not in HOOK_POINTS:
+        raise KeyError(f"no hook point {point!r}; known: {', '.join(HOOK_POINTS)}")
+    return [load(f.hooks[point]) for f in all_features() if point in f.hooks]
+
+
+def hook(point: str):
+    """The one thing a feature plugs into ``point`` (a point that takes one)."""
+    found = [f.name for f in all_features() if point in f.hooks]
+    if len(found) != 1:
+        raise RecordError(f"hook point {point!r} takes one feature's hook; "
+                          f"{len(found)} declare it ({', '.join(found) or 'none'})")
+    return hooks(point)[0]
 
 
 def features_using(case) -> tuple[Feature, ...]:

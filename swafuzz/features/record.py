@@ -77,6 +77,10 @@ class Feature:
     * ``since``: per target, from which release it runs there (absent: every release the
       target supports).
     * ``semantics``: where its part of the Case contract is written (a repository path).
+    * ``hooks``: extension point -> ``"module:attr"``: what the feature plugs into a point of the
+      core (the engine's window path, the oracle's shadow, ...; the points are listed in
+      :data:`swafuzz.features.HOOK_POINTS`). The core asks :func:`swafuzz.features.hook` /
+      :func:`swafuzz.features.hooks` instead of importing the feature.
     """
 
     name: str
@@ -93,6 +97,7 @@ class Feature:
     mutants: tuple[str, ...] = ()
     since: dict[str, Since] = field(default_factory=dict)
     semantics: str = ""
+    hooks: dict[str, str] = field(default_factory=dict)
 
     def kind_names(self) -> tuple[str, ...]:
         return tuple(k.name for k in self.kinds)
@@ -133,6 +138,9 @@ class Feature:
                 if not _REF.match(ref) or ":" in ref:
                     raise bad(attr, f"{ref!r} is not a swafuzz module path")
         _check_since(bad, "since", self.since)
+        for point, ref in self.hooks.items():
+            if not _REF.match(ref) or ":" not in ref:
+                raise bad(f"hooks[{point}]", f"{ref!r} is not 'module:attr'")
 
 
 def _check_since(bad, where: str, since: dict[str, Since]) -> None:

@@ -18,7 +18,7 @@ many of how many differ.
 
 from __future__ import annotations
 
-from swafuzz.features.request_window.lane import expected_refusal
+from swafuzz import features
 from swafuzz.harness.check_base import RECAPTURE_EXECUTOR, Failure
 from swafuzz.harness.check_registry import all_checks
 
@@ -44,7 +44,7 @@ def run_checks(case, observations: list, exp,
                 f.message = f"[{obs.target}/{obs.impl}/{obs.executor}] {f.message}"
                 fails.append(f)
         if obs.error is not None and obs.error.get("type") != "ContractError" and \
-                not expected_refusal(obs, exp):
+                not any(h(obs, exp) for h in features.hooks("check.expected_refusal")):
             fails.append(Failure("error", f"[{obs.executor}] step {obs.error['step']}: "
                                  f"{obs.error['type']}: {obs.error['message']}",
                                  obs.error["type"], obs.error["step"]))

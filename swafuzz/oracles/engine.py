@@ -29,9 +29,7 @@ enough free pages, no graph bucket, accept out of range, ...).
 
 from __future__ import annotations
 
-from swafuzz.features.request_window.oracle_layout import uses_window_path
-from swafuzz.features.ring.oracle import RingShadow
-from swafuzz.features.tail_graphs.oracle import TailGraphShadow
+from swafuzz import features
 from swafuzz.oracles.errors import AllocationRejected, CaseInfeasible, OracleError
 from swafuzz.oracles.expectation import Expectation, ForwardExp, StepExp
 from swafuzz.oracles.shadow import Shadow
@@ -51,10 +49,14 @@ __all__ = [
 ]
 
 
-def window_shadow(case: Case) -> TailGraphShadow | None:
-    """The Case's request window / late-layer tail shadow (``WindowShadow`` plus tail graphs),
-    None when the Case uses neither."""
-    return TailGraphShadow(case) if uses_window_path(case) else None
+def window_shadow(case: Case):
+    """The Case's request window / late-layer tail shadow (hook ``oracle.window_shadow``: the
+    tail-graphs feature's ``WindowShadow`` with tail graphs), None when the Case uses neither."""
+    for make in features.hooks("oracle.window_shadow"):
+        sh = make(case)
+        if sh is not None:
+            return sh
+    return None
 
 
 def expect(case: Case, *, pools_every_step: bool = True,
@@ -79,8 +81,8 @@ def expect(case: Case, *, pools_every_step: bool = True,
     :class:`features.ring.oracle.RingShadow` (addendum §2.1); ``observed_ring`` (per step, the target's
     exposed ring state) then supplies the request-slot choices of an observed-allocation target.
     """
-    if case.pool.swa_ring:  # per-request SWA ring: features.ring.oracle (addendum §2.1)
-        sh: Shadow = RingShadow(case, observed_alloc, observed_ring, window_shadow)
-    else:
-        sh = Shadow(case, observed_alloc, window_shadow)
-    return sh.run(pools_every_step)
+    for make in features.hooks("oracle.shadow"):  # e.g. the ring's RingShadow (addendum §2.1)
+        sh = make(case, observed_alloc, observed_ring, window_shadow)
+        if sh is not None:
+            return sh.run(pools_every_step)
+    return Shadow(case, observed_alloc, window_shadow).run(pools_every_step)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from swafuzz import features
 from swafuzz.targets.forward_mode import (
     ForwardBatch,
     ForwardMode,
@@ -162,9 +163,7 @@ class DSV4Backend:
     # -- per-request SWA ring (features/ring/engine.py) ------------------------------------------------
     def ring_loc(self, loc: torch.Tensor, fb: ForwardBatch) -> torch.Tensor:
         """int32 ring rows of ``loc`` at ``fb.positions`` (``-1``: outside the window)."""
-        from swafuzz.features.ring.engine import ring_rows
-
-        return ring_rows(self.ring, loc, fb.positions)
+        return features.hook("engine.ring_rows")(self.ring, loc, fb.positions)
 
     def ring_fallback(self, fb: ForwardBatch) -> torch.Tensor:
         """A resolver miss under a ring: the ring rows of the live batch (never ``M``, which a
@@ -173,9 +172,7 @@ class DSV4Backend:
 
     def ring_skip_guard(self, loc: torch.Tensor) -> torch.Tensor:
         """The store's ``out_loc < 0`` skip under a ring (addendum §2.1, class A11)."""
-        from swafuzz.features.ring.engine import skip_negative_rows
-
-        return skip_negative_rows(loc)
+        return features.hook("engine.ring_skip")(loc)
 
     # -- out graph ------------------------------------------------------------------------------
     def synthetic_capture_loc(self, bucket: GraphBucket, fb: ForwardBatch) -> torch.Tensor | None:

@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from swafuzz import kernels
-from swafuzz.features.ring.engine import RingAllocator
-from swafuzz.features.ring_draft.engine import DraftBlockMixin
-from swafuzz.features.tail_graphs.engine import TailGraphPath
+from swafuzz import features, kernels
 from swafuzz.scenarios.case import Case, Step
 from swafuzz.scenarios.payload import k_rows_bytes
 from swafuzz.targets.allocator import SWAAllocator
@@ -29,6 +26,7 @@ from swafuzz.targets.backend import (
 )
 from swafuzz.targets.dp import DPAttention
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
+from swafuzz.targets.hooks import FeatureHook
 from swafuzz.targets.kv_pool import SWAKVPool
 from swafuzz.targets.model import SWAModel
 from swafuzz.targets.observation import ForwardObs, Observation, RedzoneObs, StepObs, StoreObs
@@ -80,11 +78,11 @@ class UnifiedEngine:
     #: and the oracle validates them (the ``sglang`` target)
     allocation = "exact"
     #: the V4.1 request-window / late-layer-tail path (issue 12), built for Cases that use it
-    window_path_cls = TailGraphPath  # WindowPath + the tail under graphs (features.tail_graphs.engine)
+    window_path_cls = FeatureHook("engine.window_path")  # the tail-graphs feature's path
     #: the allocator of a Case with a per-request SWA ring (``pool.swa_ring > 0``)
-    ring_allocator_cls = RingAllocator
+    ring_allocator_cls = FeatureHook("engine.ring_allocator")
     #: the DSpark draft block's backend mixin (issue 12, ``draft_block``: features/ring_draft/engine.py)
-    draft_block_mixin = DraftBlockMixin
+    draft_block_mixin = FeatureHook("engine.draft_block_mixin")
 
     def __init__(self, case: Case, impl: str = "torch", executor=None, name: str = "unified"):
         self.case = case
@@ -340,9 +338,7 @@ class UnifiedEngine:
 
     def step_draft_block(self, i: int, s: Step) -> list[ForwardObs]:
         """Issue 12: the DSpark draft block on a ring (:mod:`features.ring_draft.engine`)."""
-        from swafuzz.features.ring_draft.engine import run_draft_block
-
-        return run_draft_block(self, i, s)
+        return features.hook("engine.draft_block")(self, i, s)
 
     def step_evict(self, i: int, s: Step) -> list[ForwardObs]:
         self.allocator.evict(s.rid, self.cfg.window)

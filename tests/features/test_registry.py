@@ -47,3 +47,35 @@ def test_lookup_errors_name_the_known_values():
         features.get("nope")
     with pytest.raises(KeyError, match="known kinds: decode"):
         features.feature_of_kind("nope")
+
+
+def test_every_hook_loads_and_single_hook_points_have_one_feature():
+    declared = {p: [f.name for f in FEATURES if p in f.hooks] for p in features.HOOK_POINTS}
+    for point, names in declared.items():
+        assert len(names) <= 1 or point.startswith(("oracle.", "check.")), (point, names)
+        for obj in features.hooks(point):
+            assert obj is not None, point
+    # the engine's, oracle's and sglang target's points are all served
+    assert all(declared[p] for p in features.HOOK_POINTS), declared
+
+
+def test_an_unknown_hook_point_is_refused_naming_the_known_ones():
+    with pytest.raises(KeyError, match="known: oracle.shadow"):
+        features.hooks("engine.nope")
+    rec = Feature("x", "t", "s", (Kind("k", "swafuzz.features.dense.kinds:decode_cases", "s"),),
+                  hooks={"engine.window_path": "not a ref"})
+    with pytest.raises(RecordError, match=r"hooks\[engine.window_path\]"):
+        rec.validate()
+
+
+def test_an_engine_subclass_still_replaces_a_hooked_class_attribute():
+    from swafuzz.targets.engine import UnifiedEngine
+
+    class Mine:
+        pass
+
+    class Sub(UnifiedEngine):
+        window_path_cls = Mine
+
+    assert Sub.window_path_cls is Mine
+    assert UnifiedEngine.window_path_cls is features.hook("engine.window_path")

@@ -1,5 +1,5 @@
 """Issue 12, deliverable 2: episodes that switch between V4.0 and V4.1 engine instances in one
-process (``scenarios.switch_machine.PoolSwitchMachine``).
+process (``features.window_graphs.switch_machine.PoolSwitchMachine``).
 
 What: on ``unified`` (and on sglang 0.5.23 when installed) every instance, V4.0 paged or V4.1
 request-window, stays clean after every step whatever ran before it in the process; the
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import Phase, settings
 
 from swafuzz.harness.session import Session
-from swafuzz.scenarios.switch_machine import PoolSwitchMachine
+from swafuzz.features.window_graphs.switch_machine import PoolSwitchMachine
 
 
 def make_machine(target: str, family: bool | None = None):

@@ -24,4 +24,7 @@ FEATURE = Feature(
     since={'sglang': Since('0.5.21',
         'request window')},
     semantics='swafuzz/features/request_window/SEMANTICS.md',
+    hooks={
+        'check.expected_refusal': 'swafuzz.features.request_window.lane:expected_refusal',
+    },
 )

@@ -25,4 +25,12 @@ FEATURE = Feature(
         "(TargetHiddenKvInjector._ring_inject_loc; the allocator's ring accounting, "
         'swa_req_ring_size, is 0.5.20+)')},
     semantics='swafuzz/features/ring/SEMANTICS.md',
+    hooks={
+        'oracle.shadow': 'swafuzz.features.ring.oracle:make_shadow',
+        'engine.ring_allocator': 'swafuzz.features.ring.engine:RingAllocator',
+        'engine.ring_rows': 'swafuzz.features.ring.engine:ring_rows',
+        'engine.ring_skip': 'swafuzz.features.ring.engine:skip_negative_rows',
+        'sglang.ring_allocator': 'swafuzz.features.ring.sglang:SGLangRingAllocator',
+        'sglang.ring_stamp': 'swafuzz.features.ring.sglang:stamp_ring_rows',
+    },
 )

@@ -220,3 +220,11 @@ def ring_invariants(case: Case, ring: dict | None, mapping: list[int],
         out.append(f"R5: the paged SWA allocator was drawn from under a ring (free pages "
                    f"{len(free_swa_pages)} of {pc.swa_pages})")
     return out
+
+
+def make_shadow(case: Case, observed_alloc=None, observed_ring=None, window_of=None):
+    """Hook ``oracle.shadow``: the ring shadow of a Case with a per-request SWA ring
+    (``pool.swa_ring > 0``), None for any other Case."""
+    if not case.pool.swa_ring:
+        return None
+    return RingShadow(case, observed_alloc, observed_ring, window_of)

@@ -25,4 +25,9 @@ FEATURE = Feature(
         'late-layer tail graphs in the form the adapter drives (row-bucket tail '
         'graphs, compressor flags; the prefill-graph tail exists from 0.5.22)')},
     semantics='swafuzz/features/tail_graphs/SEMANTICS.md',
+    hooks={
+        'oracle.window_shadow': 'swafuzz.features.tail_graphs.oracle:window_shadow',
+        'engine.window_path': 'swafuzz.features.tail_graphs.engine:TailGraphPath',
+        'sglang.window_path': 'swafuzz.features.tail_graphs.sglang:window_path_class',
+    },
 )

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from swafuzz.features.late_tail.oracle import tail_rows
 from swafuzz.features.request_window.oracle import WindowShadow
-from swafuzz.features.request_window.oracle_layout import WinFwdExp, layout
+from swafuzz.features.request_window.oracle_layout import WinFwdExp, layout, uses_window_path
 from swafuzz.oracles.errors import CaseInfeasible
 from swafuzz.oracles.translation import translate as expected_translation
 
@@ -154,3 +154,9 @@ class TailGraphShadow(WindowShadow):
                                            list(lay.commit), list(lay.runs), None, lay.size))
         self.exp.tail_graph.append(TailGraphExp(i, 0, te, True, T, 0, 0, self._late(), None,
                                                 None))
+
+
+def window_shadow(case) -> TailGraphShadow | None:
+    """Hook ``oracle.window_shadow``: the request window / late-layer tail shadow of a Case
+    (``WindowShadow`` plus tail graphs), None when the Case uses neither."""
+    return TailGraphShadow(case) if uses_window_path(case) else None

@@ -30,6 +30,7 @@ import torch
 
 from swafuzz.features.request_window.sglang import SGLangWindowPath
 from swafuzz.features.tail_graphs.engine import TailGraphPath
+from swafuzz.targets.sglang import features as release_features
 from swafuzz.targets.sglang.engine import RealBackend
 
 
@@ -74,3 +75,19 @@ class SGLangTailGraphPath(TailGraphPath, SGLangWindowPath):
         tm.late_layer_tail = msgspec.structs.replace(
             t, token_indices=idx, positions=pos, swa_out_cache_loc=self.cap_swa,
             scatter_indices=scatter, real_rows_count=n, contiguous_start=None)
+
+
+def window_path_class() -> type:
+    """Hook ``sglang.window_path``: the installed release's window path class. 0.5.21 / 0.5.22
+    (no fold, no ``replay_len``): :class:`SGLangTailGraphPath`; 0.5.23: that path with the
+    prefix-hit, replay and compressor seams of :mod:`features.tail_prefix.sglang`."""
+    if not release_features.TAIL_PREFIX:
+        return SGLangTailGraphPath
+    # the 0.5.23-only seams: that module imports release modules 0.5.21 / 0.5.22 lack
+    from swafuzz.features.tail_prefix.sglang import SGLangTailPrefixPath
+
+    class SGLangV41Path(SGLangTailGraphPath, SGLangTailPrefixPath):
+        """The release's window path with the tail under graphs (features.tail_graphs.sglang)
+        and prefix hits, replay and compressor locations (features.tail_prefix.sglang)."""
+
+    return SGLangV41Path

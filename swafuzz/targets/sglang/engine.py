@@ -28,6 +28,7 @@ from types import SimpleNamespace
 
 import torch
 
+from swafuzz import features as registry
 from swafuzz.scenarios.case import PoolConfig
 from swafuzz.targets.allocator import AllocationError
 from swafuzz.targets.backend import DSV4Backend, StoreRecord
@@ -381,9 +382,7 @@ class SGLangBackend(DSV4Backend):
             self.shim.forward_metadata = md
         RealBackend.init_forward_metadata_in_graph(self.shim, real_batch(fb))
         if self.ring is not None and isinstance(md, AttnMetadata) and fb.out_cache_loc is not None:
-            from swafuzz.features.ring.sglang import stamp_ring_rows  # ring: stamped after it
-
-            stamp_ring_rows(self, md, fb)
+            registry.hook("sglang.ring_stamp")(self, md, fb)  # ring: stamped after it
 
     def _sink(self, local_layer: int, loc: torch.Tensor, rows: torch.Tensor) -> None:
         caches = self.pool.caches
@@ -446,35 +445,21 @@ class SGLangEngine(UnifiedEngine):
         super().__init__(case, impl=impl, executor=executor, name=name)
 
     def make_allocator(self):
-        if self.cfg.swa_ring:  # features/ring/sglang.py (0.5.23; 0.5.12 has no ring)
-            from swafuzz.features.ring.sglang import SGLangRingAllocator
-
-            return SGLangRingAllocator(self.cfg, self.device, self.target_pool)
+        if self.cfg.swa_ring:  # the ring feature's seam (0.5.23; 0.5.12 has no ring)
+            return registry.hook("sglang.ring_allocator")(self.cfg, self.device, self.target_pool)
         return self.allocator_cls(self.cfg, self.device, self.target_pool)
 
     @property
     def window_path_cls(self):
-        """Issue 12: SGLang 0.5.23's request window, layouts and resolver
-        (:mod:`features.request_window.sglang`); importing it on 0.5.12 raises TargetUnavailable."""
-        from swafuzz.features.tail_graphs.sglang import SGLangTailGraphPath
-
-        if not features.TAIL_PREFIX:  # 0.5.21 / 0.5.22: no fold, no replay_len: the window
-            return SGLangTailGraphPath  # path without the 0.5.23 prefix/replay seams
-        from swafuzz.features.tail_prefix.sglang import SGLangTailPrefixPath
-
-        class SGLangV41Path(SGLangTailGraphPath, SGLangTailPrefixPath):
-            """The release's window path with the tail under graphs (features.tail_graphs.sglang)
-            and prefix hits, replay and compressor locations (features.tail_prefix.sglang)."""
-
-        return SGLangV41Path
+        """Issue 12: the release's request window, layouts and resolver (hook
+        ``sglang.window_path``); on 0.5.12 it raises TargetUnavailable."""
+        return registry.hook("sglang.window_path")()
 
     @property
     def draft_block_mixin(self):
         """Issue 12: the DSpark draft block with the release's block-row helpers
         (:mod:`features.ring_draft.sglang`); importing it on 0.5.12 raises TargetUnavailable."""
-        from swafuzz.features.ring_draft.sglang import SGLangDraftBlockMixin
-
-        return SGLangDraftBlockMixin
+        return registry.hook("sglang.draft_block_mixin")
 
     def new_observation(self):
         obs = super().new_observation()

@@ -1,0 +1,24 @@
+"""Engine class attributes that features fill in through the registry.
+
+:class:`FeatureHook` is a class attribute resolved on use through
+:func:`swafuzz.features.hook` (a hook point of :data:`swafuzz.features.HOOK_POINTS`), so the
+engine names no feature module and a subclass (a mutant, the ``sglang`` target, a plugin) still
+replaces the attribute by assigning its own class.
+"""
+
+from __future__ import annotations
+
+from swafuzz import features
+
+
+class FeatureHook:
+    """``attr = FeatureHook("engine.window_path")``: reading ``Engine.attr`` or ``engine.attr``
+    gives what the one feature declaring that hook point plugs in."""
+
+    def __init__(self, point: str) -> None:
+        if point not in features.HOOK_POINTS:
+            raise KeyError(f"no hook point {point!r}; known: {', '.join(features.HOOK_POINTS)}")
+        self.point = point
+
+    def __get__(self, obj, owner=None):
+        return features.hook(self.point)

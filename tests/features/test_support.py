@@ -20,12 +20,12 @@ import os
 
 import pytest
 
-from swafuzz import features
+from swafuzz import features, targets
 from swafuzz.features import Since
 from swafuzz.harness.cli import main as cli_main
 from swafuzz.scenarios.case import Case, PoolConfig, Step
 from swafuzz.targets import sglang as sg
-from swafuzz.targets.mutants import load_all, targets
+from swafuzz.targets.mutants import load_all
 from swafuzz.targets.sglang.target import TARGET, releases, supports_at
 
 FEATURES = features.all_features()

@@ -1,0 +1,20 @@
+"""Scenario kind ``spec_remap``: mapping re-registration (``remap``) among speculative forwards
+on the same captured graphs - target verify, draft-extend, multi-step draft and decode - so that
+both the target pool and the draft pool translate tokens allocated after the remap.
+
+What it shrinks towards: one request, one remap, then one draft-extend (eager or graph) whose
+tokens were allocated after the remap; topk 1, two draft steps, one draft token (the paged
+toolkit's draws, :func:`scenarios.strategies.paged_kind`).
+"""
+
+from __future__ import annotations
+
+from swafuzz.scenarios import actions as A
+from swafuzz.scenarios.strategies import paged_kind
+
+
+def spec_remap_cases():
+    """Remaps between verify, draft-extend, multi-step draft and decode forwards (spec §2.1,
+    §2.8). Shrinks towards one request, one remap, one draft-extend."""
+    return paged_kind("spec_remap", [A.remap, A.draft_extend, A.verify, A.draft_decode,
+                                     A.remap, A.decode], multi_step=True)

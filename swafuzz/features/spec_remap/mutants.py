@@ -1,0 +1,35 @@
+"""Mutant of the mapping re-registration between speculative forwards (feature
+``spec_remap``; spec §2.1, §2.8, §9.16; sglang PR #25889).
+
+The re-registration after a HiCache load-back reaches the target model's pool but not the draft
+model's: the draft pool keeps translating through the mapping it held before the remap, while
+the allocator writes every later allocation into the rebuilt one.
+"""
+
+from __future__ import annotations
+
+from swafuzz.targets.allocator import SWAAllocator
+from swafuzz.targets.engine import UnifiedEngine
+from swafuzz.targets.mutants import mutant
+
+
+class _RebuildingAllocator(SWAAllocator):
+    def rebuild_mapping(self):
+        """Load-back builds the mapping anew (same contents, a new tensor) and allocates into it
+        from then on."""
+        self.mapping = self.mapping.clone()
+        return self.mapping
+
+
+@mutant("remap_skips_draft_pool", ("spec_remap",),
+        "spec §9.16 (draft/target mapping divergence), §2.1 (draft and target share M), §2.8 "
+        "(re-registration after a HiCache load-back, sglang PR #25889)",
+        expected=("write_targets", "pool_bytes", "invariants", "capture_freeze", "agreement"))
+class RemapSkipsDraftPool(UnifiedEngine):
+    """After a remap only the target pool is registered with the rebuilt mapping: the draft
+    model's stores translate new tokens through the stale one."""
+
+    allocator_cls = _RebuildingAllocator
+
+    def mapping_consumers(self):
+        return [self.target_pool]

@@ -35,6 +35,19 @@ HOOK_POINTS = {
                             "Case, or None when the Case uses no such path",
     "check.expected_refusal": "harness.checks: (obs, exp) -> whether the target's error is the "
                               "refusal the contract expects (not an error finding)",
+    "oracle.slot_rows": "oracles.shadow: (case, step, fwd, pool, layer, n_rows) -> the bytes "
+                        "the forward's rows leave in their slots under the feature's cache "
+                        "layout, or None (the payload rows themselves then)",
+    "oracle.prefix_cap": "oracles.sharing: (case, admit step, n) -> the tokens of an n-token "
+                         "prefix hit the Case shares after the feature's cap (applied in "
+                         "feature order)",
+    "oracle.graph_use": "harness.contract_checks: (case, graphs) -> (replays, captures) the "
+                        "feature's graphs add to what the graph executor counts",
+    "check.slot_difference": "harness.write_checks: (case, want, got) -> what a pool_bytes "
+                             "finding adds about where one slot's bytes differ, or ''",
+    "check.invariants": "harness.invariant_checks: (case, step_obs, where, live) -> the "
+                        "invariants check's failures after one step of a Case whose pool the "
+                        "feature's rules judge, or None (the paged rules then)",
     "engine.window_path": "targets.engine: the window / tail path class of the unified engine",
     "engine.ring_allocator": "targets.engine: the allocator class of a Case with a ring",
     "engine.draft_block_mixin": "targets.engine: the DSpark draft block's backend mixin",

@@ -9,8 +9,8 @@ Expectation; used by the checks (:mod:`harness.write_checks`).
 
 from __future__ import annotations
 
-from swafuzz.features.dsv4_layout.oracle import slot_rows
 from swafuzz.oracles.paths import expected_paths
+from swafuzz.oracles.shadow import slot_rows
 from swafuzz.scenarios.case import POISON_BYTE
 
 

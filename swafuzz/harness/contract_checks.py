@@ -7,8 +7,7 @@ replays as the harness counted them, never as the target reports them).
 
 from __future__ import annotations
 
-from swafuzz.features.prefill_graphs.oracle import expected_prefill_graph_use
-from swafuzz.features.tail_graphs.oracle import expected_tail_graph_use
+from swafuzz import features
 from swafuzz.harness.check_base import GRAPH_EXECUTORS, Failure, fwd_name
 from swafuzz.harness.check_registry import check
 from swafuzz.oracles.paths import expected_graph_use, expected_paths, expected_window_graph_use
@@ -100,10 +99,9 @@ def check_exec_path(case, obs, exp) -> list[Failure]:
         replays, captures = expected_graph_use(paths)
         wr, wc = expected_window_graph_use(case, graphs)  # issue 12: window DECODE graphs
         replays, captures = replays + wr, captures + wc
-        pr, pc = expected_prefill_graph_use(case, graphs)  # issue 12: window prefill graphs
-        replays, captures = replays + pr, captures + pc
-        tr, tc = expected_tail_graph_use(case, graphs)  # issue 12: prefill-graph tail block
-        replays, captures = replays + tr, captures + tc
+        for use in features.hooks("oracle.graph_use"):  # issue 12: window prefill graphs,
+            fr, fc = use(case, graphs)                  # the prefill-graph tail block
+            replays, captures = replays + fr, captures + fc
         gu = obs.graph_use
         if gu.get("replays") != replays or gu.get("captures") != captures:
             first = next((p for p in paths if p.exec == "graph"), None)

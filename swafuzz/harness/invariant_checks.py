@@ -1,12 +1,12 @@
 """The ``invariants`` check (DESIGN.md check 5): the engine's mapping, free lists and request
 table after every step obey the allocator's rules, judged from what the engine exposes and the
-Case alone (never from the oracle's allocator); with a per-request SWA ring, the ring rules
-(:func:`features.ring.oracle.ring_invariants`).
+Case alone (never from the oracle's allocator); a feature whose pool has rules of its own (the
+per-request SWA ring) judges its Cases through the hook point ``check.invariants``.
 """
 
 from __future__ import annotations
 
-from swafuzz.features.ring.oracle import ring_invariants
+from swafuzz import features
 from swafuzz.harness.check_base import Failure
 from swafuzz.harness.check_registry import check
 from swafuzz.oracles.invariants import pool_invariants
@@ -29,16 +29,20 @@ def check_invariants(case, obs, exp) -> list[Failure]:
     (:func:`oracles.sharing.sharing_invariants`: shared prefixes, held pages, reserved slots).
     Proven by: ``evict_keeps_mapping`` (spec §9.15, PR #38519 class), its only killer;
     ``verify_reject_keeps_swa`` and ``finish_frees_shared_prefix`` for the sharing rules.
-    With a per-request SWA ring (``pool.swa_ring > 0``) the paged rules give way to the ring
-    rules (R4 mapping never written, R5 accounting, request slots; :func:`_ring_invariants`)."""
+    A feature whose pool has rules of its own (hook ``check.invariants``: the per-request SWA
+    ring, ``pool.swa_ring > 0``: R4 mapping never written, R5 accounting, request slots) judges
+    each step in place of the paged rules."""
     pc = case.pool
+    own = features.hooks("check.invariants")
     want_all = expected_requests(case)
     layouts = expected_layout(case) if uses_triggers(case) else None
     fails = []
     for so in obs.steps:
         where = f"after step {so.step} ({case.steps[so.step].op})"
-        if pc.swa_ring:  # per-request SWA ring: R4, R5 and the slot rules (features.ring.oracle)
-            fails += _ring_invariants(case, so, where, want_all[so.step])
+        judged = next((v for v in (h(case, so, where, want_all[so.step]) for h in own)
+                       if v is not None), None)
+        if judged is not None:  # e.g. the ring: R4, R5 and the slot rules
+            fails += judged
             if fails:
                 return fails
             continue
@@ -76,19 +80,3 @@ def check_invariants(case, obs, exp) -> list[Failure]:
             return fails
     return fails
 
-
-def _ring_invariants(case, so, where: str, live) -> list[Failure]:
-    """The ring rules of :func:`features.ring.oracle.ring_invariants` over what the engine exposes
-    (mapping, free lists, ``StepObs.ring``) and the Case's live requests. Proven by
-    ``ring_accounting_drift`` (sglang #38571) and ``ring_slot_zero`` (R1)."""
-    v = ring_invariants(case, so.ring, so.mapping, so.free_full_pages, so.free_swa_pages,
-                        live)
-    if so.requests is not None:
-        got = {r: (len(t), ev) for r, (t, ev) in so.requests.items()}
-        if got != live:
-            v.insert(0, f"request: request table {got} differs from the Case {live}")
-    if not v:
-        return []
-    cls = v[0].split(":")[0]
-    return [Failure("invariants", f"{where}: {len(v)} ring violations; first: {v[0]}",
-                    "ring-" + cls.lower(), so.step)]

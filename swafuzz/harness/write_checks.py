@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from swafuzz.features.dsv4_layout.oracle import first_token_difference
+from swafuzz import features
 from swafuzz.harness.attribution import attribute, ring_owner, slot_owner
 from swafuzz.harness.check_base import Failure, fwd_name, slot_class
 from swafuzz.harness.check_registry import check
@@ -122,9 +122,8 @@ def check_pool_bytes(case, obs, exp) -> list[Failure]:
                 if diff:
                     s = diff[0]
                     want, got = bytes(b[s * rb:(s + 1) * rb]), a[s * rb:(s + 1) * rb]
-                    where = ""
-                    if case.pool.layout == "dsv4":
-                        where = f" (DSV4 token, first difference at {first_token_difference(want, got)})"
+                    where = "".join(d(case, want, got)  # e.g. the DSV4 token's first byte
+                                    for d in features.hooks("check.slot_difference"))
                     fails.append(Failure(
                         "pool_bytes",
                         f"after step {so.step} ({case.steps[so.step].op}): {pool} layer {layer}: "

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from swafuzz.features.tail_prefix.oracle import effective_prefix
+from swafuzz.oracles.sharing import effective_prefix
 from swafuzz.scenarios.case import Case
 
 __all__ = ["PathExp", "expected_paths", "expected_graph_use", "expected_requests", "bucket_of"]

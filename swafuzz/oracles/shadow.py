@@ -5,7 +5,7 @@ shadow allocator of :mod:`oracles.allocator` plus what every op of ``features/de
 contract) does on it: the expected forwards (:class:`oracles.expectation.ForwardExp`: pool,
 mode, real rows, their full locations and write targets ``M[loc]`` after the step's
 allocation, the row counts eagerly and under a captured bucket, DP padding), the shadow SWA
-pool bytes those forwards leave, and the state after every step
+pool bytes those forwards leave (:func:`slot_rows`), and the state after every step
 (:class:`oracles.expectation.StepExp`). Steps the Case's window / tail path claims go to that
 path's shadow (``self.win``) first. :meth:`Shadow.run` runs a whole Case.
 
@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from typing import Optional
 
-from swafuzz.features.dsv4_layout.oracle import slot_rows
+from swafuzz import features
 from swafuzz.oracles.allocator import Allocator
 from swafuzz.oracles.errors import AllocationRejected, CaseInfeasible, OracleError
 from swafuzz.oracles.expectation import Expectation, ForwardExp, StepExp
 from swafuzz.oracles.paths import bucket_of
 from swafuzz.oracles.translation import translate as expected_translation
 from swafuzz.scenarios.case import EXECS, OPS, Step
+from swafuzz.scenarios.payload import rows_bytes
 
 __all__ = ["MODES", "Dp", "Shadow", "dp_check", "dp_rows"]
 
@@ -39,6 +40,17 @@ MODES = {
     "draft_decode": "DECODE",
     "idle": "IDLE",
 }
+
+
+def slot_rows(case, step: int, fwd: int, pool: str, layer: int, n_rows: int) -> bytes:
+    """The bytes a forward's rows must leave in their slots, ``n_rows * row_bytes``: what the
+    feature owning the Case's cache layout says (hook ``oracle.slot_rows``: the DSV4 layout's
+    quantized 584-byte tokens), else the payload rows themselves (layout ``"rows"``)."""
+    for rows in features.hooks("oracle.slot_rows"):
+        data = rows(case, step, fwd, pool, layer, n_rows)
+        if data is not None:
+            return data
+    return rows_bytes(case.payload_seed, step, fwd, pool, layer, n_rows, case.pool.row_bytes)
 
 
 def dp_check(i: int, s: Step) -> Dp:

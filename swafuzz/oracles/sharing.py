@@ -5,6 +5,7 @@
   :func:`reject_cut` says which positions stay reserved and which are freed.
 * Prefix sharing between live requests (``admit`` with ``prefix_rid`` / ``prefix_len``; sglang
   ``SWARadixCache``): :func:`pages_held_by_others` is the lock reference of a full page.
+* :func:`effective_prefix`: the tokens an ``admit`` shares after the features' caps.
 * :func:`expected_layout`: from the Case alone (no page choices), after every step, each live
   request's token count, eviction frontier, reserved verify slots past its last token, and the
   leading tokens it shares with each other live request. The ``invariants`` check compares the
@@ -17,8 +18,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from swafuzz.features.tail_prefix.oracle import effective_prefix
+from swafuzz import features
 from swafuzz.scenarios.case import Case
+
+
+def effective_prefix(case: Case, s) -> int:
+    """The tokens an ``admit`` step shares (0: no hit): its ``prefix_len``, after every cap a
+    feature puts on a hit (hook ``oracle.prefix_cap``: the late-layer tail's re-prefill cap,
+    T5). For the Case-arithmetic oracles (here and :mod:`oracles.paths`)."""
+    if s.prefix_rid is None or s.prefix_len is None:
+        return 0
+    n = s.prefix_len
+    for cap in features.hooks("oracle.prefix_cap"):
+        n = cap(case, s, n)
+    return n
 
 
 def reject_cut(length_before: int, accepted: int, num_draft_tokens: int, page_size: int

@@ -22,4 +22,8 @@ FEATURE = Feature(
     mutants=('swafuzz.features.dsv4_layout.mutants',),
     since={},
     semantics='swafuzz/features/dsv4_layout/SEMANTICS.md',
+    hooks={
+        'oracle.slot_rows': 'swafuzz.features.dsv4_layout.oracle:dsv4_slot_rows',
+        'check.slot_difference': 'swafuzz.features.dsv4_layout.oracle:describe_slot_difference',
+    },
 )

@@ -53,7 +53,7 @@ import struct
 from typing import Sequence
 
 from swafuzz.scenarios.case import POISON_BYTE
-from swafuzz.scenarios.payload import dsv4_rows_bytes, rows_bytes
+from swafuzz.scenarios.payload import dsv4_rows_bytes
 
 NOPE_DIM = 448
 ROPE_DIM = 64
@@ -231,15 +231,15 @@ def token_from_page_bytes(page: bytes, page_size: int, offset: int) -> bytes:
     return bytes(page[d:d + DATA_BYTES]) + bytes(page[s:s + SCALE_BYTES])
 
 
-def slot_rows(case, step: int, fwd: int, pool: str, layer: int, n_rows: int) -> bytes:
-    """The bytes a forward's rows must leave in their slots, ``n_rows * row_bytes``: the payload
-    rows themselves (layout ``"rows"``) or their quantized 584-byte tokens (``"dsv4"``, scale
-    pad byte = the poison byte, which no store overwrites)."""
-    cfg = case.pool
-    if cfg.layout == "dsv4":
-        raw = dsv4_rows_bytes(case.payload_seed, step, fwd, pool, layer, n_rows)
-        return quantize_rows(raw, n_rows, POISON_BYTE)
-    return rows_bytes(case.payload_seed, step, fwd, pool, layer, n_rows, cfg.row_bytes)
+def dsv4_slot_rows(case, step: int, fwd: int, pool: str, layer: int, n_rows: int
+                   ) -> bytes | None:
+    """Hook ``oracle.slot_rows``: the bytes a forward's rows must leave in their slots under
+    layout ``"dsv4"``, ``n_rows * 584``: their quantized tokens (scale pad byte = the poison
+    byte, which no store overwrites); None under any other layout."""
+    if case.pool.layout != "dsv4":
+        return None
+    raw = dsv4_rows_bytes(case.payload_seed, step, fwd, pool, layer, n_rows)
+    return quantize_rows(raw, n_rows, POISON_BYTE)
 
 
 def describe_token_byte(k: int) -> str:
@@ -259,3 +259,11 @@ def first_token_difference(a: bytes, b: bytes) -> str:
         if x != y:
             return describe_token_byte(k)
     return ""
+
+
+def describe_slot_difference(case, want: bytes, got: bytes) -> str:
+    """Hook ``check.slot_difference``: under layout ``"dsv4"``, where the expected and the
+    observed token of one slot first differ (:func:`first_token_difference`); else ``""``."""
+    if case.pool.layout != "dsv4":
+        return ""
+    return f" (DSV4 token, first difference at {first_token_difference(want, got)})"

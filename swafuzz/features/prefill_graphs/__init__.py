@@ -23,4 +23,7 @@ FEATURE = Feature(
     since={'sglang': Since('0.5.23',
         'prefill graphs under a request window')},
     semantics='swafuzz/features/prefill_graphs/SEMANTICS.md',
+    hooks={
+        'oracle.graph_use': 'swafuzz.features.prefill_graphs.oracle:expected_prefill_graph_use',
+    },
 )

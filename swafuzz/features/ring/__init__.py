@@ -26,6 +26,7 @@ FEATURE = Feature(
         'swa_req_ring_size, is 0.5.20+)')},
     semantics='swafuzz/features/ring/SEMANTICS.md',
     hooks={
+        'check.invariants': 'swafuzz.features.ring.checks:invariant_failures',
         'oracle.shadow': 'swafuzz.features.ring.oracle:make_shadow',
         'engine.ring_allocator': 'swafuzz.features.ring.engine:RingAllocator',
         'engine.ring_rows': 'swafuzz.features.ring.engine:ring_rows',

@@ -26,6 +26,7 @@ FEATURE = Feature(
         'graphs, compressor flags; the prefill-graph tail exists from 0.5.22)')},
     semantics='swafuzz/features/tail_graphs/SEMANTICS.md',
     hooks={
+        'oracle.graph_use': 'swafuzz.features.tail_graphs.oracle:expected_tail_graph_use',
         'oracle.window_shadow': 'swafuzz.features.tail_graphs.oracle:window_shadow',
         'engine.window_path': 'swafuzz.features.tail_graphs.engine:TailGraphPath',
         'sglang.window_path': 'swafuzz.features.tail_graphs.sglang:window_path_class',

@@ -25,4 +25,7 @@ FEATURE = Feature(
         'the adapter drives (replay_len, _fold_batch, _compressor_out_loc; the '
         'features exist from 0.5.21)')},
     semantics='swafuzz/features/tail_prefix/SEMANTICS.md',
+    hooks={
+        'oracle.prefix_cap': 'swafuzz.features.tail_prefix.oracle:prefix_cap',
+    },
 )

@@ -18,7 +18,8 @@ from dataclasses import dataclass, replace
 
 from swafuzz.oracles.errors import CaseInfeasible
 
-__all__ = ["CompExp", "admit_prefix", "c4_loc", "compressor", "prefix_hit", "run_separate"]
+__all__ = ["CompExp", "admit_prefix", "c4_loc", "compressor", "prefix_cap", "prefix_hit",
+           "run_separate"]
 
 
 @dataclass
@@ -120,11 +121,9 @@ def run_separate(win, i: int, hits: list[tuple[int, int, int]], toks_of) -> None
                 comp=compressor(locs, pos, [False] * len(locs), low_ratio=False))
 
 
-def effective_prefix(case, s) -> int:
-    """The tokens an ``admit`` step shares after the re-prefill cap (0: no hit). For the
-    Case-arithmetic oracles (:mod:`oracles.sharing`, :mod:`oracles.paths`)."""
-    if s.prefix_rid is None or s.prefix_len is None:
-        return 0
+def prefix_cap(case, s, n: int) -> int:
+    """Hook ``oracle.prefix_cap``: the tokens of an ``admit``'s ``n``-token prefix hit the Case
+    shares after the late-layer re-prefill cap (T5; :func:`prefix_hit`). For the
+    Case-arithmetic oracles (:func:`oracles.sharing.effective_prefix`)."""
     cfg = case.pool
-    return prefix_hit(s.prefix_len, s.length, cfg.window, cfg.page_size,
-                      bool(cfg.late_layer_start))
+    return prefix_hit(n, s.length, cfg.window, cfg.page_size, bool(cfg.late_layer_start))

@@ -1,0 +1,31 @@
+"""The ring's part of the ``invariants`` check (:mod:`harness.invariant_checks`; addendum §2.1):
+on a Case with a per-request SWA ring the paged allocator rules give way to the ring rules of
+:func:`features.ring.oracle.ring_invariants` (R4 mapping never written, R5 accounting, request
+slots), judged from what the engine exposes and the Case alone. Plugged in through the hook
+point ``check.invariants``; it defines no check of its own.
+"""
+
+from __future__ import annotations
+
+from swafuzz.features.ring.oracle import ring_invariants
+from swafuzz.harness.check_base import Failure
+
+
+def invariant_failures(case, so, where: str, live) -> list[Failure] | None:
+    """Hook ``check.invariants``: the ring rules over one step's exposure (mapping, free lists,
+    ``StepObs.ring``, the request table) and the Case's live requests ``live``; None for a Case
+    without a ring (the paged rules then). Proven by ``ring_accounting_drift`` (sglang #38571)
+    and ``ring_slot_zero`` (R1)."""
+    if not case.pool.swa_ring:
+        return None
+    v = ring_invariants(case, so.ring, so.mapping, so.free_full_pages, so.free_swa_pages,
+                        live)
+    if so.requests is not None:
+        got = {r: (len(t), ev) for r, (t, ev) in so.requests.items()}
+        if got != live:
+            v.insert(0, f"request: request table {got} differs from the Case {live}")
+    if not v:
+        return []
+    cls = v[0].split(":")[0]
+    return [Failure("invariants", f"{where}: {len(v)} ring violations; first: {v[0]}",
+                    "ring-" + cls.lower(), so.step)]

@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import Phase, settings
 
-from swafuzz.harness.session import Session
 from swafuzz.features.window_graphs.switch_machine import PoolSwitchMachine
+from swafuzz.harness.session import Session
 
 
 def make_machine(target: str, family: bool | None = None):

@@ -50,7 +50,7 @@ def test_list():
         assert word in r.stdout
 
 
-def test_run_clean_then_finding_then_repro(tmp_path):
+def test_run_clean_then_finding_then_repro(tmp_path, capsys):
     out = tmp_path / "clean"
     r = swafuzz("run", "--examples", "7", "--quiet", "--impl", "torch", "--no-isolate",
                 "--out", str(out))
@@ -68,10 +68,11 @@ def test_run_clean_then_finding_then_repro(tmp_path):
     assert b["target"] == "mutant:host_baked_translation"
     assert f"swafuzz repro {bundles[0]}" in r.stdout
 
-    r = swafuzz("repro", str(bundles[0]))
-    assert r.returncode == 1 and "FAIL" in r.stdout
-    r = swafuzz("repro", str(bundles[0]), "--target", "unified")
-    assert r.returncode == 0 and "PASS" in r.stdout
+    # repro in-process (cli.main); repro in a fresh process: test_pipeline's crash repro
+    capsys.readouterr()
+    assert main(["repro", str(bundles[0])]) == 1 and "FAIL" in capsys.readouterr().out
+    assert main(["repro", str(bundles[0]), "--target", "unified"]) == 0
+    assert "PASS" in capsys.readouterr().out
 
 
 def test_repro_malformed_bundle_exit_2(tmp_path, capsys):

@@ -3,6 +3,7 @@
 
     python3 bootstrap.py run [swafuzz run options]   # the main job: a default CPU campaign
     python3 bootstrap.py test [pytest options]       # the test suite (the CI gate)
+    python3 bootstrap.py install-tier [pytest opts]  # the install tier (.ci/run runs it too)
     python3 bootstrap.py swafuzz <args>              # any swafuzz command
     python3 bootstrap.py fast-tier NAME [pytest opts] # fast tier in .venv-NAME (constraints/NAME.txt)
     python3 bootstrap.py env                         # only build/refresh .venv; print its python
@@ -12,6 +13,11 @@ the project's tested set pinned by ``constraints/ci.txt`` (torch 2.13.0 CPU, tri
 hypothesis, pytest, pytest-xdist, ruff, import-linter, redis); later calls reuse it until
 ``pyproject.toml`` or the constraints change. Without a GPU, TRITON_INTERPRET=1 is set so Triton kernels run in the
 interpreter.
+
+``test`` runs every tier but ``nightly``, ``upstream`` and ``install``; the install tier
+(``tests/install``: the built wheel and a plugin package pip-installed into fresh venvs, about
+90 s of CPU mostly spent unpacking torch again) is ``install-tier``, which ``.ci/run`` runs
+beside its upstream step, so CI still proves it.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ def ensure_env() -> None:
         f.write("ok\n")
 
 
+TEST_TIER = "not nightly and not upstream and not install"
 FAST_TIER = "not nightly and not upstream and not install and not zoo"
 
 
@@ -81,7 +88,7 @@ def fast_tier(name: str, rest: list[str]) -> int:
 def main(argv: list[str]) -> int:
     if argv[:1] == ["fast-tier"] and len(argv) >= 2:
         return fast_tier(argv[1], argv[2:])
-    if not argv or argv[0] not in ("run", "test", "swafuzz", "env"):
+    if not argv or argv[0] not in ("run", "test", "install-tier", "swafuzz", "env"):
         print(__doc__.strip(), file=sys.stderr)
         return 2
     ensure_env()
@@ -95,13 +102,16 @@ def main(argv: list[str]) -> int:
         args = [PY, "-m", "swafuzz", "run", *rest]
     elif cmd == "swafuzz":
         args = [PY, "-m", "swafuzz", *rest]
-    else:
+    elif cmd == "test":
         env.setdefault("CI", "1")
-        args = [PY, "-m", "pytest", "-q", "-n", "2", "-m", "not nightly and not upstream",
-                *rest]
+        args = [PY, "-m", "pytest", "-q", "-n", "2", "-m", TEST_TIER, *rest]
+    else:  # install-tier: one process (its tests are pip and venv work, little to share out)
+        env.setdefault("CI", "1")
+        args = [PY, "-m", "pytest", "-q", "-m", "install", "tests/install", *rest]
     # run / swafuzz: in the caller's directory, so relative paths (--out, --db, report DIR, a
     # bundle for repro) mean what they mean where the user typed them; the tests run from ROOT
-    return subprocess.call(args, cwd=ROOT if cmd == "test" else os.getcwd(), env=env)
+    tests = cmd in ("test", "install-tier")
+    return subprocess.call(args, cwd=ROOT if tests else os.getcwd(), env=env)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,10 @@
 nothing half-written on bad input, findings written as bundles before the next case, repro of
 a bundle, and a crash inside a case recorded as a finding without ending the campaign.
 
-Each test runs ``python -m swafuzz`` in a subprocess, as a user would.
+Campaigns and repro run ``python -m swafuzz`` in a subprocess, as a user would. Usage errors
+(exit 2 before any work) call :func:`swafuzz.harness.cli.main` in-process: the function
+``python -m swafuzz`` exits with, without an interpreter and torch import per case; that the
+module entry point itself works is :func:`test_list`'s subprocess.
 """
 
 import json
@@ -11,6 +14,8 @@ import subprocess
 import sys
 
 import pytest
+
+from swafuzz.harness.cli import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -29,11 +34,12 @@ def swafuzz(*args, cwd=None):
     (["run", "--examples", "0"], "--examples"),
     (["zoo", "--budget", "huge"], "--budget"),
 ])
-def test_usage_errors_exit_2_and_write_nothing(tmp_path, args, field):
+def test_usage_errors_exit_2_and_write_nothing(tmp_path, capsys, args, field):
     out = tmp_path / "out"
-    r = swafuzz(*args, "--out", str(out)) if args[0] == "run" else swafuzz(*args)
-    assert r.returncode == 2, r.stderr
-    assert field in r.stderr and "allowed" in r.stderr or "must be" in r.stderr
+    code = main([*args, "--out", str(out)] if args[0] == "run" else args)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert field in err and "allowed" in err or "must be" in err
     assert not out.exists()
 
 
@@ -44,7 +50,7 @@ def test_list():
         assert word in r.stdout
 
 
-def test_run_clean_then_finding_then_repro(tmp_path):
+def test_run_clean_then_finding_then_repro(tmp_path, capsys):
     out = tmp_path / "clean"
     r = swafuzz("run", "--examples", "7", "--quiet", "--impl", "torch", "--no-isolate",
                 "--out", str(out))
@@ -62,25 +68,27 @@ def test_run_clean_then_finding_then_repro(tmp_path):
     assert b["target"] == "mutant:host_baked_translation"
     assert f"swafuzz repro {bundles[0]}" in r.stdout
 
-    r = swafuzz("repro", str(bundles[0]))
-    assert r.returncode == 1 and "FAIL" in r.stdout
-    r = swafuzz("repro", str(bundles[0]), "--target", "unified")
-    assert r.returncode == 0 and "PASS" in r.stdout
+    # repro in-process (cli.main); repro in a fresh process: test_pipeline's crash repro
+    capsys.readouterr()
+    assert main(["repro", str(bundles[0])]) == 1 and "FAIL" in capsys.readouterr().out
+    assert main(["repro", str(bundles[0]), "--target", "unified"]) == 0
+    assert "PASS" in capsys.readouterr().out
 
 
-def test_repro_malformed_bundle_exit_2(tmp_path):
+def test_repro_malformed_bundle_exit_2(tmp_path, capsys):
     p = tmp_path / "b.json"
     p.write_text(json.dumps({"case": {"steps": []}}))
-    r = swafuzz("repro", str(p))
-    assert r.returncode == 2 and "pool.page_size: is required" in r.stderr
+    assert main(["repro", str(p)]) == 2
+    assert "pool.page_size: is required" in capsys.readouterr().err
     pool = {"page_size": 1, "full_pages": 2, "swa_pages": 2, "window": 1, "layers": 1,
             "row_width": 1}
     p.write_text(json.dumps({"case": {"pool": pool, "steps": [{"op": "warp"}]}}))
-    r = swafuzz("repro", str(p))
-    assert r.returncode == 2 and "steps[0].op" in r.stderr and "admit" in r.stderr
+    assert main(["repro", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert "steps[0].op" in err and "admit" in err
     p.write_text(json.dumps({"case": {"pool": pool, "steps": [{"op": "decode", "rids": [3]}]}}))
-    r = swafuzz("repro", str(p))
-    assert r.returncode == 2 and "cannot run" in r.stderr
+    assert main(["repro", str(p)]) == 2
+    assert "cannot run" in capsys.readouterr().err
 
 
 def test_crash_is_a_finding_and_the_campaign_goes_on(tmp_path):

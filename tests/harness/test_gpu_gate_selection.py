@@ -22,6 +22,9 @@ from packaging.specifiers import SpecifierSet
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GATE = os.path.join(ROOT, "scripts", "gpu-check")
 NOT_ON_GPU = {"install", "zoo", "upstream", "nightly"}  # need network, installs, or hours
+# A test whose system tool (a Debian package: chromium, redis-server) is missing skips with this
+# reason, on any machine; whether the tool is installed is the machine's business, not the gate's.
+SYSTEM_TOOL_SKIP = re.compile(r"is not installed \(Debian package '[\w.+-]+'")
 
 PLUGIN = '''
 import json, os
@@ -108,6 +111,19 @@ def test_gpu_tests_run_on_the_gpu_machine_and_skip_here(simulated):
     cpu = {t["id"]: t for t in simulated["cpu"]["selected"]}
     for t in gpu:
         assert "CUDA" in (cpu[t["id"]]["skip"] or ""), t["id"]
-    # on the GPU machine nothing but the opt-in big-memory tier is skipped
-    skipped = [t for t in simulated["gpu"]["selected"] if t["skip"] is not None]
-    assert all("bigmem" in t["markers"] for t in skipped), skipped
+    # on the GPU machine nothing is skipped but the opt-in big-memory tier and the tests whose
+    # system tool is missing there (the same whichever tools this machine happens to have)
+    skipped = [t for t in simulated["gpu"]["selected"] if t["skip"] is not None
+               and "bigmem" not in t["markers"] and not SYSTEM_TOOL_SKIP.search(t["skip"])]
+    assert not skipped, skipped
+
+
+def test_system_tool_skips_are_recognised():
+    """The reasons tests/harness/test_report.py and test_corpus.py give match the pattern, and
+    other skip reasons (CUDA, sglang) do not."""
+    for name in ("test_report.py", "test_corpus.py"):
+        text = open(os.path.join(ROOT, "tests", "harness", name)).read()
+        assert SYSTEM_TOOL_SKIP.search(re.sub(r'"\s*\n\s*"', "", text)), name
+    for other in ("needs CUDA", "sglang is not installed (build an environment with "
+                  "scripts/upstream-env VERSION)", "allocates > 2 GiB of RAM: run with -m bigmem"):
+        assert not SYSTEM_TOOL_SKIP.search(other), other

@@ -1,7 +1,10 @@
 """The run pipeline as a user meets it: workers, findings, kill -9 / SIGINT / SIGTERM and
 ``--resume``, a non-empty ``--out``, resource limits, exit codes (0/1/2/3/130).
 
-Each test runs ``python -m swafuzz`` in a subprocess on the torch path (fast), as CI would.
+Campaigns, signals, crashes and exit 3 run ``python -m swafuzz`` in a subprocess on the torch
+path (fast), as CI would. Usage and input errors (exit 2 before any case runs) call
+:func:`swafuzz.harness.cli.main` in-process - the function ``python -m swafuzz`` exits with -
+so the many small refusals do not each pay an interpreter and a torch import.
 """
 
 from __future__ import annotations
@@ -16,7 +19,20 @@ import time
 
 import pytest
 
+from swafuzz.harness.cli import main
+
 ENV = {k: v for k, v in os.environ.items() if k != "SWAFUZZ_PLUGINS"}
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """``cli(*args) -> (exit code, stderr)``: the CLI in-process, without SWAFUZZ_PLUGINS."""
+    monkeypatch.delenv("SWAFUZZ_PLUGINS", raising=False)
+
+    def call(*args):
+        code = main([str(a) for a in args])
+        return code, capsys.readouterr().err
+    return call
 
 
 def swafuzz(*args, timeout=600):
@@ -108,12 +124,12 @@ def test_interrupt_prints_table_and_resume_hint(tmp_path, sig):
     assert "scenario kind" in so and f"--resume {out}" in so
 
 
-def test_fresh_run_into_non_empty_out_is_refused(tmp_path):
+def test_fresh_run_into_non_empty_out_is_refused(tmp_path, cli):
     out = tmp_path / "o"
     out.mkdir()
     (out / "something").write_text("x")
-    r = swafuzz("run", "--examples", "1", "--out", out)
-    assert r.returncode == 2 and "--resume" in r.stderr
+    code, err = cli("run", "--examples", "1", "--out", out)
+    assert code == 2 and "--resume" in err
     assert sorted(os.listdir(out)) == ["something"]
 
 
@@ -128,41 +144,41 @@ def test_fresh_run_into_non_empty_out_is_refused(tmp_path):
     (["zoo", "--json", "/proc/nope/zoo.json"], "--json"),
     (["bench", "--", "--impls", "cuda"], "--impls"),
 ])
-def test_bad_counts_and_paths_exit_2(tmp_path, args, field):
-    r = swafuzz(*args, *(["--out", tmp_path / "o"] if args[0] in ("run", "zoo") and
-                         "--resume" not in args else []))
+def test_bad_counts_and_paths_exit_2(tmp_path, cli, args, field):
     if "cuda" in args and "cuda" in __import__("swafuzz.kernels").kernels.available_impls():
         pytest.skip("cuda is available here")
-    assert r.returncode == 2, r.stdout + r.stderr
-    assert field in r.stderr and "Traceback" not in r.stderr
+    code, err = cli(*args, *(["--out", tmp_path / "o"] if args[0] in ("run", "zoo") and
+                             "--resume" not in args else []))
+    assert code == 2, err
+    assert field in err and "Traceback" not in err
     assert not (tmp_path / "o").exists()
 
 
-def test_out_at_a_file_or_unwritable_exit_2(tmp_path):
+def test_out_at_a_file_or_unwritable_exit_2(tmp_path, cli):
     f = tmp_path / "file"
     f.write_text("x")
-    r = swafuzz("run", "--examples", "1", "--out", f)
-    assert r.returncode == 2 and "--out" in r.stderr
+    code, err = cli("run", "--examples", "1", "--out", f)
+    assert code == 2 and "--out" in err
     if os.geteuid() != 0:  # root may write anywhere
         ro = tmp_path / "ro"
         ro.mkdir(mode=0o500)
-        r = swafuzz("run", "--examples", "1", "--out", ro / "x")
-        assert r.returncode == 2 and "--out" in r.stderr
+        code, err = cli("run", "--examples", "1", "--out", ro / "x")
+        assert code == 2 and "--out" in err
 
 
-def test_resource_limit_and_corrupt_bundle_exit_2(tmp_path):
+def test_resource_limit_and_corrupt_bundle_exit_2(tmp_path, cli):
     from swafuzz.scenarios.case import Case, PoolConfig, Step
 
     case = Case(pool=PoolConfig(full_pages=10**9), steps=(Step("admit", rid=0, length=1),))
     b = tmp_path / "huge.json"
     b.write_text(json.dumps({"case": case.to_json(), "target": "unified"}))
-    r = swafuzz("repro", b)
-    assert r.returncode == 2 and "pool.full_pages" in r.stderr and "limit" in r.stderr
+    code, err = cli("repro", b)
+    assert code == 2 and "pool.full_pages" in err and "limit" in err
     bad = tmp_path / "run"
     (bad / "findings").mkdir(parents=True)
     (bad / "findings" / "x.json").write_text("{not json")
-    r = swafuzz("report", bad)
-    assert r.returncode == 2 and "x.json" in r.stderr and "Traceback" not in r.stderr
+    code, err = cli("report", bad)
+    assert code == 2 and "x.json" in err and "Traceback" not in err
 
 
 def test_repro_of_a_crash_is_isolated(tmp_path):

@@ -1,7 +1,11 @@
 """``swafuzz report DIR``: summary.md, junit.xml (parses with xml.etree) and summary.html with a
 picture of the SWA pool per finding, rendered in headless Chromium when it is installed; findings
 grouped by signature, new / known / fixed against a baseline, reliability by reruns; bad input
-exits 2 naming the field."""
+exits 2 naming the field.
+
+The run the report tests share is a ``python -m swafuzz`` subprocess; the reports themselves go
+through :func:`swafuzz.harness.cli.main` in-process (what ``python -m swafuzz`` exits with), so
+each does not pay an interpreter and a torch import."""
 
 import json
 import os
@@ -29,6 +33,16 @@ def swafuzz(*args, cwd=None):
                           text=True, cwd=cwd or ROOT, env=env, timeout=600)
 
 
+@pytest.fixture
+def cli(capsys):
+    """``cli(*args) -> (exit code, stdout + stderr)``: the CLI in-process."""
+    def call(*args):
+        code = main([str(a) for a in args])
+        cap = capsys.readouterr()
+        return code, cap.out + cap.err
+    return call
+
+
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("report") / "run"
@@ -43,10 +57,10 @@ def run_dir(tmp_path_factory):
     return out
 
 
-def test_report_writes_md_junit_html(run_dir):
-    r = swafuzz("report", str(run_dir))
-    assert r.returncode == 1, r.stdout + r.stderr  # findings
-    assert "1 new, 0 known, 0 fixed" in r.stdout
+def test_report_writes_md_junit_html(run_dir, cli):
+    code, out = cli("report", run_dir)
+    assert code == 1, out  # findings
+    assert "1 new, 0 known, 0 fixed" in out
     md = (run_dir / "summary.md").read_text()
     assert len(md.encode()) < 1024 * 1024
     for word in ("commit:", "versions:", "device:", "budget used:", "## Cases per scenario kind",
@@ -63,22 +77,22 @@ def test_report_writes_md_junit_html(run_dir):
     assert "<script" not in html.lower()
 
 
-def test_report_baseline_and_reruns(run_dir):
-    r = swafuzz("report", str(run_dir), "--baseline", str(run_dir), "--reruns", "2")
-    assert r.returncode == 1 and "0 new, 1 known, 0 fixed" in r.stdout, r.stdout + r.stderr
+def test_report_baseline_and_reruns(run_dir, cli):
+    code, out = cli("report", run_dir, "--baseline", run_dir, "--reruns", "2")
+    assert code == 1 and "0 new, 1 known, 0 fixed" in out, out
     md = (run_dir / "summary.md").read_text()
     assert "2/2 reruns failed" in md and "| known" in md
     root = ET.parse(run_dir / "junit.xml").getroot()
     assert [f.get("type") for f in root.iter("failure")] == ["known"]
 
 
-def test_report_fixed_against_a_clean_run(run_dir, tmp_path):
+def test_report_fixed_against_a_clean_run(run_dir, tmp_path, cli):
     clean = tmp_path / "clean"
-    r = swafuzz("run", "--examples", "1", "--quiet", "--impl", "torch", "--scenario", "decode",
-                "--no-isolate", "--out", str(clean))
-    assert r.returncode == 0, r.stdout + r.stderr
-    r = swafuzz("report", str(clean), "--baseline", str(run_dir))
-    assert r.returncode == 0 and "0 new, 0 known, 1 fixed" in r.stdout, r.stdout + r.stderr
+    code, out = cli("run", "--examples", "1", "--quiet", "--impl", "torch", "--scenario",
+                    "decode", "--no-isolate", "--out", clean)
+    assert code == 0, out
+    code, out = cli("report", clean, "--baseline", run_dir)
+    assert code == 0 and "0 new, 0 known, 1 fixed" in out, out
     root = ET.parse(clean / "junit.xml").getroot()
     assert not list(root.iter("failure")) and root.get("failures") == "0"
 
@@ -120,9 +134,9 @@ def screenshot(html_path, png_path, size="1000,900"):
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Debian package "
                     "'chromium'; .ci/run installs it)")
-def test_report_html_renders_in_headless_chromium(run_dir, tmp_path):
+def test_report_html_renders_in_headless_chromium(run_dir, tmp_path, cli):
     if not (run_dir / "summary.html").exists():
-        assert swafuzz("report", str(run_dir)).returncode == 1
+        assert cli("report", run_dir)[0] == 1
     png = tmp_path / "shot.png"
     screenshot(str(run_dir / "summary.html"), str(png), "800,700")
     counts = pixel_counts(str(png))

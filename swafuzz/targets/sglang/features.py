@@ -23,11 +23,17 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 
 from swafuzz.targets.protocol import TargetUnavailable
 from swafuzz.targets.sglang import release
 
 VERSION, ADAPTER = release()
+
+# The fused store path (default on in both releases) is the one whose locations matter; pin it
+# (before any release module is imported) so an environment setting cannot route 0.5.12
+# through its Triton quantizer instead.
+os.environ.setdefault("SGLANG_OPT_USE_FUSED_STORE_CACHE", "1")
 
 
 def _first_module(*names: str):

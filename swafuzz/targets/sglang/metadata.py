@@ -45,7 +45,7 @@ import torch
 from swafuzz.targets.forward_mode import ForwardBatch, GraphBucket
 from swafuzz.targets.metadata import AttnMetadata, CoreAttnMetadata
 from swafuzz.targets.sglang import features
-from swafuzz.targets.sglang.engine import RealBackend, real_mode
+from swafuzz.targets.sglang.real import RealBackend, real_mode
 
 #: the release runs its own draft-extend prep (feature-detected: the buffer refill
 #: ``_fill_cuda_graph_swa_out_cache_loc``, the out-graph init and the 0.5.16+ signature of

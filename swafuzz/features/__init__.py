@@ -49,12 +49,26 @@ HOOK_POINTS = {
                         "invariants check's failures after one step of a Case whose pool the "
                         "feature's rules judge, or None (the paged rules then)",
     "engine.window_path": "targets.engine: the window / tail path class of the unified engine",
+    "engine.window_graph_runner": "features.request_window.engine: the window path's DECODE-graph "
+                                  "runner class (none declared: graph steps run eagerly)",
+    "engine.prefill_graph_runner": "features.request_window.engine: the window path's prefill-"
+                                   "graph runner class (none declared: prefills run eagerly)",
+    "engine.window_dspark": "features.request_window.engine: the window path's verify / "
+                            "DP-padded EXTEND class",
     "engine.ring_allocator": "targets.engine: the allocator class of a Case with a ring",
     "engine.draft_block_mixin": "targets.engine: the DSpark draft block's backend mixin",
     "engine.draft_block": "targets.engine: (engine, i, step) -> forwards of a draft_block step",
     "engine.ring_rows": "targets.backend: (ring tables, loc, positions) -> int32 ring rows",
     "engine.ring_skip": "targets.backend: (loc) -> the store's skip guard under a ring",
     "sglang.window_path": "targets.sglang.engine: () -> the release's window path class",
+    "sglang.window_graph_runner": "features.request_window.sglang: the release's DECODE-graph "
+                                  "runner class under a window",
+    "sglang.prefill_graph_runner": "features.request_window.sglang: the release's prefill-graph "
+                                   "runner class under a window",
+    "sglang.prefix_path_mixin": "features.tail_graphs.sglang: the release's prefix-hit, replay "
+                                "and compressor seams of the window path (0.5.23 only)",
+    "sglang.window_dspark": "features.request_window.sglang: the release's window verify / "
+                            "DP-padded EXTEND class",
     "sglang.ring_allocator": "targets.sglang.engine: the release's ring allocator class",
     "sglang.ring_stamp": "targets.sglang.engine: (backend, metadata, batch) -> None: the ring "
                          "rows stamped after the in-graph metadata op",

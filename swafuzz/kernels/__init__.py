@@ -37,7 +37,7 @@ def available_impls() -> list[str]:
     Triton interpreter is enabled (``TRITON_INTERPRET=1``, set before triton is imported);
     ``cuda`` only when ``torch.cuda.is_available()``.
     """
-    import torch
+    import torch.cuda  # the device probe only (importing this package stays free of torch)
 
     gpu = torch.cuda.is_available()
     names = ["torch"]

@@ -37,7 +37,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from swafuzz.features import load
+from swafuzz.targets import plugins
 from swafuzz.targets.protocol import TargetUnavailable, UnknownTarget, supports_everything
+from swafuzz.targets.registry import ORIGINS, TARGETS, register
 from swafuzz.targets.sglang.target import TARGET as SGLANG_TARGET
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -49,44 +51,23 @@ __all__ = ["TARGETS", "ORIGINS", "UnknownTarget", "TargetUnavailable", "register
            "get_target", "available_targets", "origin", "recipe", "restore", "build_engine",
            "run_case", "supports", "describe", "versions", "version"]
 
-TARGETS: dict[str, Callable[..., Any]] = {}
-#: name -> plugin record (``{"module", "dist", "version", "entry_point"?}``); absent: built in
-ORIGINS: dict[str, dict[str, Any]] = {}
 #: names that run when asked for but are not offered (``swafuzz list``, ``available_targets``)
 HIDDEN_PREFIXES = ("selftest:",)
 
 _BUILTIN_MODULES = ("swafuzz.targets.", "swafuzz.")
 #: the bug zoo's loader: imports every feature's mutant modules, which register ``mutant:<name>``
 ZOO_LOADER = "swafuzz.targets.mutants:load_all"
-
-
-def register(name: str, factory: Callable[..., Any]) -> None:
-    """Register ``factory(case, *, impl, executor, name) -> engine`` under ``name``.
-
-    Called at import time by a plugin module, or from user code. The origin (which plugin) is
-    recorded by :mod:`swafuzz.targets.plugins` while it loads a plugin."""
-    if not name or not isinstance(name, str):
-        raise ValueError(f"register(name={name!r}): name must be a non-empty string")
-    if not callable(factory):
-        raise ValueError(f"register({name!r}, factory={factory!r}): factory must be callable")
-    from swafuzz.targets import plugins
-
-    TARGETS[name] = factory
-    rec = plugins.current_origin()
-    if rec is not None and not (getattr(factory, "__module__", "") or "").startswith("swafuzz."):
-        ORIGINS[name] = rec
-    else:
-        ORIGINS.pop(name, None)
+#: the built-in engines, by reference (loaded on first use: importing this package stays free
+#: of torch); ``sglang`` is its factory object, which imports SGLang only when asked
+BUILTIN = {"unified": "swafuzz.targets.engine:UnifiedEngine",
+           "selftest:segfault": "swafuzz.targets.selftest:SegfaultEngine",
+           "selftest:cuda_sticky": "swafuzz.targets.selftest:StickyCudaErrorEngine"}
 
 
 def _ensure_builtin() -> None:
     if "unified" not in TARGETS:
-        from swafuzz.targets.engine import UnifiedEngine
-        from swafuzz.targets.selftest import SegfaultEngine, StickyCudaErrorEngine
-
-        TARGETS["unified"] = UnifiedEngine
-        TARGETS["selftest:segfault"] = SegfaultEngine
-        TARGETS["selftest:cuda_sticky"] = StickyCudaErrorEngine
+        for name, ref in BUILTIN.items():
+            TARGETS[name] = load(ref)
         TARGETS["sglang"] = SGLANG_TARGET
 
 
@@ -115,8 +96,6 @@ def find_target(name: str) -> Callable[..., Any]:
     if name not in TARGETS and name.startswith("mutant:"):
         _load_zoo()
     if name not in TARGETS:
-        from swafuzz.targets import plugins
-
         plugins.discover(name)
     if name not in TARGETS:
         raise UnknownTarget(f"--target: {name!r} is not allowed (no such target); choose one "
@@ -171,8 +150,6 @@ def available_targets() -> list[str]:
     (all plugins are loaded); hidden self-test targets are left out."""
     _ensure_builtin()
     _load_zoo()
-    from swafuzz.targets import plugins
-
     plugins.discover(None)
     return sorted(n for n in TARGETS if not n.startswith(HIDDEN_PREFIXES))
 
@@ -189,8 +166,6 @@ def origin(name: str) -> dict[str, Any] | None:
     mod = getattr(f, "__module__", None) or ""
     if mod.startswith(_BUILTIN_MODULES):
         return None
-    from swafuzz.targets import plugins
-
     return plugins.describe_module(mod)
 
 
@@ -204,8 +179,6 @@ def recipe(name: str) -> dict[str, Any]:
     rec = {"name": name, "module": mod, "qualname": qual, "plugin": origin(name)}
     if name in ORIGINS or (mod or "").startswith(_BUILTIN_MODULES):
         return rec  # a fresh process finds it by name (built in, or by loading its plugin)
-    from swafuzz.targets import plugins
-
     if mod in (None, "__main__", "__mp_main__") or not qual or "<locals>" in qual or \
             not plugins.resolves_to(mod, qual, f):
         raise ValueError(
@@ -218,8 +191,6 @@ def recipe(name: str) -> dict[str, Any]:
 
 def restore(rec: dict[str, Any]) -> None:
     """Make the target described by :func:`recipe`'s ``rec`` available in this process."""
-    from swafuzz.targets import plugins
-
     name = rec["name"]
     if name in TARGETS:
         return

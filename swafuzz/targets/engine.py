@@ -18,18 +18,13 @@ from swafuzz import features, kernels
 from swafuzz.scenarios.case import Case, Step
 from swafuzz.scenarios.payload import k_rows_bytes
 from swafuzz.targets.allocator import SWAAllocator
-from swafuzz.targets.backend import (
-    DSV4Backend,
-    MultiStepBackend,
-    StoreRecord,
-    per_step_draft_out_cache_loc,
-)
+from swafuzz.targets.backend import DSV4Backend, MultiStepBackend, per_step_draft_out_cache_loc
 from swafuzz.targets.dp import DPAttention
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.hooks import FeatureHook
 from swafuzz.targets.kv_pool import SWAKVPool
 from swafuzz.targets.model import SWAModel
-from swafuzz.targets.observation import ForwardObs, Observation, RedzoneObs, StepObs, StoreObs
+from swafuzz.targets.observation import ForwardObs, Observation, RedzoneObs, StepObs, store_obs
 from swafuzz.targets.runners import (
     CapturedBucket,
     DecodeGraphRunner,
@@ -48,16 +43,6 @@ class _NoGraphExecutor:
 
     def __init__(self) -> None:
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def dtype_name(t: torch.Tensor) -> str:
-    return str(t.dtype).removeprefix("torch.")
-
-
-def store_obs(log: list[StoreRecord]) -> list[StoreObs]:
-    """Read the logged loc tensors (outside any capture)."""
-    return [StoreObs(layer=r.layer, loc_dtype=dtype_name(r.loc), locs=r.loc.tolist(),
-                     rows=r.rows) for r in log]
 
 
 class UnifiedEngine:

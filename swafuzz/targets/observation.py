@@ -90,3 +90,10 @@ class Observation:
     # step, the window's tags and ring bytes (``WinStepObs``). Empty for Cases without it.
     window_forwards: list = field(default_factory=list)
     window_steps: list = field(default_factory=list)
+
+
+def store_obs(log: list) -> list[StoreObs]:
+    """The :class:`StoreObs` of a backend's store log (``targets.backend.StoreRecord``: layer,
+    the loc tensor, rows), reading the logged loc tensors (outside any capture)."""
+    return [StoreObs(layer=r.layer, loc_dtype=str(r.loc.dtype).removeprefix("torch."),
+                     locs=r.loc.tolist(), rows=r.rows) for r in log]

@@ -23,12 +23,17 @@ plugin modules and each target's factory location, never the parent's ``__main__
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import importlib.metadata as md
 import os
 import types
-from typing import Any, Iterator
+from typing import Any
+
+from swafuzz.targets.registry import TARGETS, current_origin, loading, register
+
+__all__ = ["GROUP", "ENV", "PluginError", "current_origin", "describe_module", "load_module",
+           "load_env", "load_entry_point", "discover", "load_record", "import_object",
+           "resolves_to", "loaded_modules"]
 
 GROUP = "swafuzz.targets"
 ENV = "SWAFUZZ_PLUGINS"
@@ -38,23 +43,9 @@ class PluginError(ValueError):
     """A plugin could not be loaded; the message names it and what to do (a usage error)."""
 
 
-_origin_stack: list[dict[str, Any]] = []
 _loaded_modules: list[str] = []  # --plugin / SWAFUZZ_PLUGINS modules loaded in this process
 _env_done: set[str] = set()
 _eps_loaded: set[str] = set()
-
-
-def current_origin() -> dict[str, Any] | None:
-    return dict(_origin_stack[-1]) if _origin_stack else None
-
-
-@contextlib.contextmanager
-def _loading(rec: dict[str, Any]) -> Iterator[None]:
-    _origin_stack.append(rec)
-    try:
-        yield
-    finally:
-        _origin_stack.pop()
 
 
 def describe_module(module: str) -> dict[str, Any]:
@@ -79,7 +70,7 @@ def load_module(module: str, *, source: str = "--plugin") -> None:
     if module in _loaded_modules:
         return
     rec = describe_module(module)
-    with _loading(rec):
+    with loading(rec):
         try:
             importlib.import_module(module)
         except ImportError as e:
@@ -106,15 +97,13 @@ def _entry_points() -> list[md.EntryPoint]:
 
 
 def load_entry_point(ep: md.EntryPoint) -> None:
-    from swafuzz.targets import TARGETS, register
-
     key = f"{ep.name}={ep.value}"
     if key in _eps_loaded:
         return
     dist = getattr(ep, "dist", None)
     rec = {"module": ep.module, "dist": dist.name if dist else None,
            "version": dist.version if dist else None, "entry_point": ep.name}
-    with _loading(rec):
+    with loading(rec):
         try:
             obj = ep.load()
         except Exception as e:  # noqa: BLE001
@@ -130,8 +119,6 @@ def discover(name: str | None) -> None:
     """Load ``SWAFUZZ_PLUGINS`` and the entry points that may provide target ``name`` (all of
     them when ``name`` is None)."""
     load_env()
-    from swafuzz.targets import TARGETS
-
     if name is not None and name in TARGETS:
         return
     eps = _entry_points()

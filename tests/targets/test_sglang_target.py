@@ -17,6 +17,7 @@ from swafuzz.harness.cli import main as cli_main
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
 from swafuzz.targets import TargetUnavailable
 from swafuzz.targets import sglang as sg
+from swafuzz.targets.sglang import matrix
 
 HAVE_SGLANG = importlib.util.find_spec("sglang") is not None
 needs_sglang = pytest.mark.skipif(not HAVE_SGLANG, reason="sglang is not installed (build an "
@@ -50,7 +51,7 @@ def test_release_detection(monkeypatch):
 
 
 def test_table_covers_every_component():
-    text = sg.table_text()
+    text = matrix.table_text()
     for comp in ("ForwardMode", "allocator", "resolver", "store kernel", "graph runners"):
         assert comp in text
     assert all(a in ("real", "modelled", "absent") and b in ("real", "modelled", "absent")

@@ -180,7 +180,7 @@ def test_dense_commit_equals_the_masked_one_on_decode_buckets(cap, W, B, data):
     row). Shrinks towards one row, capacity 1."""
     import torch
 
-    from swafuzz.features.request_window.sglang import _commit_packed_rows, _real_window_layout
+    from swafuzz.features.request_window.sglang import _commit_packed_rows, real_window_layout
     from swafuzz.features.window_graphs.sglang import _commit_packed_rows_dense
 
     S = 4
@@ -189,7 +189,7 @@ def test_dense_commit_equals_the_masked_one_on_decode_buckets(cap, W, B, data):
     pos = [data.draw(st.integers(0, 9)) for _ in slots]
     req = torch.tensor(list(slots) + [0] * (B - b))
     p = torch.tensor(pos + [0] * (B - b))
-    lay = _real_window_layout(req, p, zero_row=(S + 1) * cap, window=W, capacity=cap)
+    lay = real_window_layout(req, p, zero_row=(S + 1) * cap, window=W, capacity=cap)
     ws = torch.arange(lay.size, dtype=torch.int64).view(-1, 1, 1).to(torch.uint8) + 1
     out = []
     for fn in (_commit_packed_rows, _commit_packed_rows_dense):

@@ -84,7 +84,7 @@ def test_real_refresh_and_layout_are_what_runs(monkeypatch):
     calls = {"refresh": 0, "copy_": 0, "layout": [], "expand": 0}
     real_refresh = be.DSV4AttnMetadata.refresh_for_breakable_cuda_graph_replay_
     real_copy = rw.WindowLayout.copy_
-    real_layout = sw._real_window_layout
+    real_layout = sw.real_window_layout
     real_expand = amk.expand_prefill_causally
 
     def refresh(self, other):
@@ -105,11 +105,11 @@ def test_real_refresh_and_layout_are_what_runs(monkeypatch):
 
     monkeypatch.setattr(be.DSV4AttnMetadata, "refresh_for_breakable_cuda_graph_replay_", refresh)
     monkeypatch.setattr(rw.WindowLayout, "copy_", copy_)
-    monkeypatch.setattr(sw, "_real_window_layout", layout)
+    monkeypatch.setattr(sw, "real_window_layout", layout)
     monkeypatch.setattr(amk, "expand_prefill_causally", expand)
     import swafuzz.features.prefill_graphs.sglang as swp
 
-    monkeypatch.setattr(swp, "_real_window_layout", layout)
+    monkeypatch.setattr(swp, "real_window_layout", layout)
     obs = run_case(HAND, target="sglang", impl="torch", executor=get_executor("tape"))
     assert obs.error is None, obs.error
     graph = [f for f in obs.window_forwards if f.bucket is not None]

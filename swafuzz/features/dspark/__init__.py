@@ -34,5 +34,9 @@ FEATURE = Feature(
     checks=(),
     mutants=('swafuzz.features.dspark.mutants',),
     since={},
+    hooks={
+        'engine.window_dspark': 'swafuzz.features.dspark.engine:DSparkPath',
+        'sglang.window_dspark': 'swafuzz.features.dspark.sglang:SGLangDSpark',
+    },
     semantics='swafuzz/features/dspark/SEMANTICS.md',
 )

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import torch
 
-from swafuzz.features.request_window.engine import LayoutT, WinFwdObs
+from swafuzz.features.dspark.engine_graph import VerifyGraphRunner
+from swafuzz.features.request_window.window import LayoutT, WinFwdObs
 from swafuzz.scenarios.case import Step
 from swafuzz.targets.forward_mode import ForwardMode
 
@@ -32,8 +33,8 @@ from swafuzz.targets.forward_mode import ForwardMode
 class DSparkPath:
     """Window verify and DP-padded EXTENDs of one :class:`features.request_window.engine.WindowPath`."""
 
-    #: the TARGET_VERIFY graph runner (features.dspark.engine_graph), set at the end of this module
-    graph_runner_cls = None
+    #: the TARGET_VERIFY graph runner (features.dspark.engine_graph)
+    graph_runner_cls = VerifyGraphRunner
 
     def __init__(self, path):
         self.p = path
@@ -141,7 +142,3 @@ class DSparkPath:
                                                                device=dev)]),
                        lay.size + pad)
 
-
-from swafuzz.features.dspark.engine_graph import VerifyGraphRunner  # noqa: E402
-
-DSparkPath.graph_runner_cls = VerifyGraphRunner

@@ -26,7 +26,7 @@ from types import SimpleNamespace
 
 import torch
 
-from swafuzz.features.request_window.engine import WinFwdObs, _bytes
+from swafuzz.features.request_window.window import WinFwdObs, tensor_bytes
 from swafuzz.features.window_graphs.engine import commit_dense
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.observation import StoreObs
@@ -148,6 +148,6 @@ class VerifyGraphRunner:
                            locs=loc.tolist(), rows=B * self.T)
                   for layer in range(self.path.cfg.layers)]
         obs = WinFwdObs(i, 0, ForwardMode.TARGET_VERIFY.name, stores,
-                        [_bytes(s) for s in self.snaps[B]])
+                        [tensor_bytes(s) for s in self.snaps[B]])
         obs.bucket, obs.layout_id, obs.layout_size = B, self.layout_token(lay), lay.size
         return obs

@@ -29,8 +29,8 @@ from __future__ import annotations
 import torch
 
 from swafuzz.features.dspark.engine import DSparkPath
-from swafuzz.features.request_window.sglang import _backend_mod
 from swafuzz.targets.forward_mode import ForwardMode
+from swafuzz.targets.sglang import features as release_features
 from swafuzz.targets.sglang.engine import RealBackend
 
 
@@ -83,5 +83,5 @@ class SGLangDSpark(DSparkPath):
             req_pool_indices=slots, padded_num_tokens=n + pad,
             seq_lens_tensor=torch.tensor(seq, dtype=torch.int32, device=dev),
             extend_seq_lens_tensor=ext, extend_start_loc=torch.cumsum(ext, 0) - ext)
-        fl = _backend_mod._pad_rows(floor[:n], num_rows=n + pad)
+        fl = release_features.backend_mod._pad_rows(floor[:n], num_rows=n + pad)
         return self.p.layout(rep.long(), (casual - 1).long(), fl, groups)

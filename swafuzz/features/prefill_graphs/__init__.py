@@ -22,6 +22,10 @@ FEATURE = Feature(
     mutants=('swafuzz.features.prefill_graphs.mutants',),
     since={'sglang': Since('0.5.23',
         'prefill graphs under a request window')},
+    hooks={
+        'engine.prefill_graph_runner': 'swafuzz.features.prefill_graphs.engine:PrefillGraphRunner',
+        'sglang.prefill_graph_runner': 'swafuzz.features.prefill_graphs.sglang:SGLangPrefillRunner',
+    },
     semantics='swafuzz/features/prefill_graphs/SEMANTICS.md',
     hooks={
         'oracle.graph_use': 'swafuzz.features.prefill_graphs.oracle:expected_prefill_graph_use',

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import torch
 
-from swafuzz.features.request_window.engine import LayoutT, WinFwdObs, build_layout
+from swafuzz.features.request_window.window import LayoutT, WinFwdObs, build_layout
 from swafuzz.targets.kv_pool import DTYPES
 from swafuzz.targets.observation import StoreObs
 

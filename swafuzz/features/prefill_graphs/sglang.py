@@ -32,14 +32,15 @@ from types import SimpleNamespace
 import torch
 
 from swafuzz.features.prefill_graphs.engine import PrefillGraphRunner
-from swafuzz.features.request_window.sglang import _amk, _backend_mod, _real_window_layout
+from swafuzz.features.request_window.sglang import real_window_layout
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
+from swafuzz.targets.sglang import features as release_features
 
 
 def _core(layout, page_size: int):
     """A ``DSV4AttnMetadata`` stand-in: every dataclass field None, the fields the refresh
     asserts equal set alike, and the request-window layout."""
-    core = SimpleNamespace(**{f.name: None for f in fields(_backend_mod.DSV4AttnMetadata)})
+    core = SimpleNamespace(**{f.name: None for f in fields(release_features.backend_mod.DSV4AttnMetadata)})
     core.index_topk, core.page_size, core.cuda_int32_kwargs = 0, page_size, {}
     core.present_ratios, core.low_ratios = (), ()
     core.request_window_layout = layout
@@ -72,7 +73,7 @@ class SGLangPrefillRunner(PrefillGraphRunner):
         def t(v):
             return torch.tensor(v, dtype=torch.int64, device=dev)
 
-        res = _amk.expand_prefill_causally(
+        res = release_features.tail_mod.expand_prefill_causally(
             req_pool_indices=t([r[0] for r in reqs]), seq_lens=t(seq), extend_seq_lens=t(ext),
             extend_start_loc=t(starts), seq_lens_cpu=seq, extend_seq_lens_cpu=ext,
             num_tokens=len(rows), padded_num_tokens=T)
@@ -83,7 +84,7 @@ class SGLangPrefillRunner(PrefillGraphRunner):
         req, pos, floor = self.expand(rows, T)
         live = self.live_rows(len(rows), T)
         p = self.path
-        return _real_window_layout(
+        return real_window_layout(
             req[:live], pos[:live], zero_row=p.window.zero_row, window=p.W,
             capacity=p.window.capacity, floor=floor[:live], num_groups=self.groups(T),
             padded_rows=None if live is None else T)
@@ -94,7 +95,7 @@ class SGLangPrefillRunner(PrefillGraphRunner):
         core = self.cores.get(id(held))
         if core is None or core.request_window_layout is not held:
             core = self.cores[id(held)] = _core(held, P)
-        _backend_mod.DSV4AttnMetadata.refresh_for_breakable_cuda_graph_replay_(
+        release_features.backend_mod.DSV4AttnMetadata.refresh_for_breakable_cuda_graph_replay_(
             core, _core(fresh, P))
 
     def capture(self, T):
@@ -110,7 +111,7 @@ class SGLangPrefillRunner(PrefillGraphRunner):
         p = self.path
         lay = self.layouts[T]
         p.window.prepared = None
-        p.forward_metadata = _backend_mod.DSV4Metadata(
+        p.forward_metadata = release_features.backend_mod.DSV4Metadata(
             core_attn_metadata=_core(lay, p.P), indexer_metadata=None)
         dev = p.device
         fb = ForwardBatch(ForwardMode.EXTEND, 1, torch.zeros(T, dtype=torch.int64, device=dev),

@@ -6,199 +6,41 @@ hands every step the path claims (:meth:`WindowPath.handles`) to :meth:`WindowPa
 Observations go to their own channel (``Observation.window_forwards`` /
 ``window_steps``), which the ``window`` and ``tail`` checks read.
 
-Pieces (each decision is one method, so a mutant overrides exactly one):
-
-* :class:`RequestWindowModel`: the ring (``[(S+1)*cap + P, row]`` per target layer, the last
-  page zeros), ``tags`` int64 ``[layers, ring rows]`` (-1 empty) and the single-layer
-  workspace ``[WS, row]``; ``reset(slot)``, ``activate(layout)`` (refuses a layout larger than
-  the workspace), ``activate_idle(n)``, ``buffer(layer)`` (history copy once per activation and
-  layer), ``commit(layer)``. Buffers are viewed ``[rows // P, P, row_width]`` of the row dtype,
-  so the kernel implementation's ``store`` writes them.
-* :func:`build_layout` (torch, int64/int32 tensors, one group per request): ``write_loc``,
-  history sources/positions/validity, commit mask, size; :func:`tail_layout`: the late layers'
-  row indices, tail lengths and floors.
-* :class:`WindowPath`: slots, the fold of encoder replay rows, metadata init (eager IDLE with
-  MTP skips it, spec §4), the resolver in 0.5.23's order (I, W, T, C, F), enter/exit of the
-  tail metadata, and the per-layer store + commit.
+Pieces (each decision is one method, so a mutant overrides exactly one): the window, its
+layouts and the observations are :mod:`features.request_window.window`'s (re-exported here);
+:class:`WindowPath` holds the slots, the fold of encoder replay rows, metadata init (eager IDLE
+with MTP skips it, spec §4), the resolver in 0.5.23's order (I, W, T, C, F), enter/exit of the
+tail metadata, and the per-layer store + commit. The paths built on it plug in through hook
+points of the registry (:class:`targets.hooks.FeatureHook`), so this module imports none of
+them: the DECODE-graph runner (``engine.window_graph_runner``), the prefill-graph runner
+(``engine.prefill_graph_runner``) and window verify / DP-padded EXTEND
+(``engine.window_dspark``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from types import SimpleNamespace
 
 import torch
 
+from swafuzz.features.request_window.window import (
+    LayoutT,
+    RequestWindowModel,
+    WinFwdObs,
+    WinStepObs,
+    build_layout,
+    tail_layout,
+    tensor_bytes,
+)
 from swafuzz.features.tail_prefix.engine import TailPrefixMixin
-from swafuzz.scenarios.case import POISON_BYTE, Step
+from swafuzz.scenarios.case import Step
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
+from swafuzz.targets.hooks import FeatureHook
 from swafuzz.targets.kv_pool import DTYPES
 from swafuzz.targets.observation import StoreObs
 
-
-@dataclass
-class WinFwdObs:
-    """One forward of the window / tail path: per target layer the store (locations as handed
-    to the store kernel, rows) and, under a window, the workspace bytes after that layer's
-    commit."""
-
-    step: int
-    fwd: int
-    mode: str
-    stores: list[StoreObs]
-    workspace: list[bytes]
-    # DECODE graphs under a window (features.window_graphs.engine): the bucket, a token of the layout
-    # object the graph's stores used (W7 identity) and its size; None on the eager path
-    bucket: int | None = None
-    layout_id: int | None = None
-    layout_size: int | None = None
-    # EXTEND forwards: the compressors' write locations (features.tail_prefix.engine.CompObs)
-    comp: object | None = None
-    # W5 at use (features.request_window.history_checks): per target layer, the window's tags at the history
-    # source rows of the layout that layer's store used, read after its history copy and before
-    # its commit (-1: an empty row or the zero row); None: not recorded (graph runners)
-    history_tags: list[list[int]] | None = None
-
-
-@dataclass
-class WinStepObs:
-    """After a step: per target layer the tags (ints) and the ring bytes (window only)."""
-
-    step: int
-    tags: list[list[int]] | None
-    ring: list[bytes] | None
-
-
-@dataclass
-class LayoutT:
-    """A window layout as tensors: ``req``/``pos`` int64 [n], ``write_loc`` int32 [n],
-    ``history_src``/``history_pos`` int64 [groups*W], ``history_valid`` bool,
-    ``commit_mask`` bool [n], ``size`` int."""
-
-    req: torch.Tensor
-    pos: torch.Tensor
-    write_loc: torch.Tensor
-    history_src: torch.Tensor
-    history_pos: torch.Tensor
-    history_valid: torch.Tensor
-    commit_mask: torch.Tensor
-    size: int
-
-
-def build_layout(req: torch.Tensor, pos: torch.Tensor, floor: torch.Tensor | None, groups: int,
-                 W: int, cap: int, zero_row: int) -> LayoutT:
-    """Runs = maximal blocks of equal consecutive ``req``; history and commit per run."""
-    n = req.numel()
-    dev = req.device
-    idx = torch.arange(n, device=dev)
-    new_run = torch.ones(n, dtype=torch.bool, device=dev)
-    new_run[1:] = req[1:] != req[:-1]
-    run = torch.cumsum(new_run.long(), 0) - 1
-    starts = idx[new_run]
-    counts = torch.diff(torch.cat([starts, torch.tensor([n], device=dev)]))
-    run_req, run_first = req[starts], pos[starts]
-    run_floor = floor[starts] if floor is not None else torch.zeros_like(run_first)
-    nruns = starts.numel()
-    j = torch.arange(W, device=dev)
-    g = torch.arange(groups, device=dev)
-    live = g < nruns
-    gi = g.clamp(max=max(nruns - 1, 0))
-    hpos = torch.where(live[:, None], run_first[gi][:, None] - W + j[None, :], -W + j[None, :])
-    valid = live[:, None] & (hpos >= 0) & (hpos >= run_floor[gi][:, None])
-    hreq = torch.where(live, run_req[gi], 0)[:, None].expand(groups, W)
-    src = torch.where(valid, hreq * cap + hpos % cap, torch.full_like(hpos, zero_row))
-    last = (starts + counts - 1)[run]
-    commit = (last - idx) < cap
-    write_loc = (groups * W + idx).to(torch.int32)
-    return LayoutT(req, pos, write_loc, src.flatten(), hpos.flatten(), valid.flatten(), commit,
-                   groups * W + n)
-
-
-def tail_layout(per_req: list[int], seq_after: list[int], W: int, device
-                ) -> tuple[torch.Tensor, list[int], torch.Tensor]:
-    """(row indices into the forward of the tail rows int64, tail length per request, floor per
-    tail row int64 = max(0, seq - W)): each request's last min(W, n) rows."""
-    idx, lens, floors, start = [], [], [], 0
-    for n, seq in zip(per_req, seq_after):
-        t = min(W, n)
-        idx += range(start + n - t, start + n)
-        lens.append(t)
-        floors += [max(0, seq - W)] * t
-        start += n
-    return (torch.tensor(idx, dtype=torch.int64, device=device), lens,
-            torch.tensor(floors, dtype=torch.int64, device=device))
-
-
-class RequestWindowModel:
-    """Ring, tags and workspace of a request-window pool (module docstring)."""
-
-    def __init__(self, slots: int, cap: int, W: int, chunk: int, layers: int, page: int,
-                 row_width: int, dtype, device):
-        self.cap, self.P, self.W = cap, page, W
-        self.zero_row = (slots + 1) * cap
-        self.rows = self.zero_row + page
-        self.ws_rows = -(-((slots + 1) * W + chunk) // page) * page
-        self.dtype, self.row_width = dtype, row_width
-        self.state = []
-        for _ in range(layers):
-            t = torch.full((self.rows, row_width * dtype.itemsize), POISON_BYTE,
-                           dtype=torch.uint8, device=device)
-            t[self.zero_row:] = 0
-            self.state.append(t.view(dtype).view(self.rows // page, page, row_width))
-        self.tags = torch.full((layers, self.rows), -1, dtype=torch.int64, device=device)
-        self.workspace = torch.full((self.ws_rows, row_width * dtype.itemsize), POISON_BYTE,
-                                    dtype=torch.uint8, device=device
-                                    ).view(dtype).view(self.ws_rows // page, page, row_width)
-        self.layout: LayoutT | None = None
-        self.prepared: int | None = None
-        self._idle: LayoutT | None = None
-
-    def rows_of(self, t: torch.Tensor) -> torch.Tensor:
-        return t.view(-1, self.row_width)
-
-    def reset(self, slot: int) -> None:
-        self.tags[:, slot * self.cap:(slot + 1) * self.cap] = -1
-        self.prepared = None
-
-    def check_size(self, layout: LayoutT) -> None:
-        if layout.size > self.ws_rows:
-            raise RuntimeError(f"request-window layout of {layout.size} rows does not fit the "
-                               f"workspace of {self.ws_rows} rows")
-
-    def activate(self, layout: LayoutT) -> None:
-        if self.layout is layout:
-            return
-        self.check_size(layout)
-        self.layout = layout
-        self.prepared = None
-
-    def activate_idle(self, n: int) -> torch.Tensor:
-        lay = self._idle
-        if lay is None or lay.req.numel() != n:
-            z = torch.zeros(n, dtype=torch.int64, device=self.tags.device)
-            lay = self._idle = build_layout(z, z, None, 1, self.W, self.cap, self.zero_row)
-        self.activate(lay)
-        return lay.write_loc
-
-    def buffer(self, layer: int) -> torch.Tensor:
-        if self.prepared != layer:
-            lay = self.layout
-            ws = self.rows_of(self.workspace)
-            ws[:lay.history_src.numel()] = self.rows_of(self.state[layer])[lay.history_src]
-            self.prepared = layer
-        return self.workspace
-
-    def commit(self, layer: int) -> None:
-        lay = self.layout
-        m = lay.commit_mask
-        dst = lay.req[m] * self.cap + lay.pos[m] % self.cap
-        self.rows_of(self.state[layer])[dst] = \
-            self.rows_of(self.buffer(layer))[lay.write_loc[m].long()]
-        self.tags[layer, dst] = lay.pos[m]
-
-
-def _bytes(t: torch.Tensor) -> bytes:
-    return t.detach().contiguous().view(torch.uint8).cpu().numpy().tobytes()
+__all__ = ["LayoutT", "RequestWindowModel", "WinFwdObs", "WinStepObs", "WindowPath",
+           "build_layout", "tail_layout"]
 
 
 class WindowPath(TailPrefixMixin):
@@ -289,8 +131,9 @@ class WindowPath(TailPrefixMixin):
         return self.forward(i, ForwardMode.DECODE, rows + [(0, 0, 0)] * pad, locs + [0] * pad,
                             padded, None)
 
-    #: the DECODE-graph runner under a window (features.window_graphs.engine); None: graph steps eager
-    graph_runner_cls = None
+    #: the DECODE-graph runner under a window (hook ``engine.window_graph_runner``:
+    #: features.window_graphs.engine); None: graph steps eager
+    graph_runner_cls = FeatureHook("engine.window_graph_runner", optional=True)
 
     def graph_step(self, i: int, s: Step) -> WinFwdObs | None:
         """A graph ``decode`` / ``idle`` / ``dp_decode`` through the window's DECODE-graph
@@ -309,8 +152,8 @@ class WindowPath(TailPrefixMixin):
         return self.graph.run(i, ForwardMode.DECODE, [self.slot[rid] for rid in s.rids],
                               [len(al.tokens[rid]) for rid in s.rids], n)
 
-    #: window verify and DP-padded EXTENDs (features.dspark.engine), set at the end of this module
-    dspark_cls = None
+    #: window verify and DP-padded EXTENDs (hook ``engine.window_dspark``: features.dspark.engine)
+    dspark_cls = FeatureHook("engine.window_dspark")
 
     def dspark(self):
         """This path's :class:`features.dspark.engine.DSparkPath` (built on first use)."""
@@ -347,8 +190,9 @@ class WindowPath(TailPrefixMixin):
         return [self.forward(i, ForwardMode.EXTEND, rows, locs, len(per), per_req,
                              replay=replay)]
 
-    #: the breakable prefill-graph runner under a window (features.prefill_graphs.engine); None: eager
-    prefill_runner_cls = None
+    #: the breakable prefill-graph runner under a window (hook ``engine.prefill_graph_runner``:
+    #: features.prefill_graphs.engine); None: eager
+    prefill_runner_cls = FeatureHook("engine.prefill_graph_runner", optional=True)
 
     def prefill_step(self, i: int, rows) -> WinFwdObs | None:
         """An ``admit`` / ``extend`` with ``exec == "graph"`` under a window (no tail) through
@@ -493,10 +337,10 @@ class WindowPath(TailPrefixMixin):
         return w.tags[layer][w.layout.history_src.long()].tolist()
 
     def workspace_bytes(self) -> bytes:
-        return _bytes(self.window.workspace)
+        return tensor_bytes(self.window.workspace)
 
     def ring_bytes(self) -> list[bytes]:
-        return [_bytes(s) for s in self.window.state]
+        return [tensor_bytes(s) for s in self.window.state]
 
     def step_obs(self, i: int) -> WinStepObs:
         if not self.on:
@@ -507,15 +351,3 @@ class WindowPath(TailPrefixMixin):
         if rid in self.slot:
             self.free_slots.add(self.slot.pop(rid))
 
-
-from swafuzz.features.window_graphs.engine import WindowGraphRunner  # noqa: E402 (imports this module)
-
-WindowPath.graph_runner_cls = WindowGraphRunner
-
-from swafuzz.features.prefill_graphs.engine import PrefillGraphRunner  # noqa: E402 (imports this module)
-
-WindowPath.prefill_runner_cls = PrefillGraphRunner
-
-from swafuzz.features.dspark.engine import DSparkPath  # noqa: E402 (imports this module)
-
-WindowPath.dspark_cls = DSparkPath

@@ -32,16 +32,27 @@ of the tail (plain swaps of ``forward_metadata``), and the IDLE guard of ``forwa
 
 from __future__ import annotations
 
+import functools
+import inspect
+import os
 from types import SimpleNamespace
 
 import torch
 
-from swafuzz.features.request_window.engine import WindowPath, _bytes
+from swafuzz.features.request_window.engine import WindowPath
+from swafuzz.features.request_window.window import WinStepObs, tensor_bytes
 from swafuzz.scenarios.case import POISON_BYTE
-from swafuzz.targets import TargetUnavailable
+from swafuzz.targets.hooks import FeatureHook
 from swafuzz.targets.kv_pool import DTYPES
+from swafuzz.targets.protocol import TargetUnavailable
 from swafuzz.targets.sglang import features
-from swafuzz.targets.sglang.engine import ADAPTER, VERSION, RealBackend, build_real_pool
+from swafuzz.targets.sglang.engine import (
+    ADAPTER,
+    VERSION,
+    RealBackend,
+    build_real_pool,
+    real_batch,
+)
 
 if features.WINDOW_MISSING:  # pragma: no cover - depends on the installed release
     raise TargetUnavailable(
@@ -49,9 +60,6 @@ if features.WINDOW_MISSING:  # pragma: no cover - depends on the installed relea
         "replay or late-layer tail as this adapter drives them (first in 0.5.21, addendum §0; "
         f"lacks {'; '.join(features.WINDOW_MISSING)}); Cases with pool.request_window or "
         "pool.late_layer_start need a release that has them")
-
-import functools  # noqa: E402
-import inspect  # noqa: E402
 
 from sglang.srt.mem_cache import dsv41_request_window as _rw  # noqa: E402
 
@@ -102,18 +110,20 @@ else:
 # ``RequestWindow.activate_idle`` relies on). Cases scale it down to ``pool.window``: the
 # module's ``window_layout`` name defaults ``window`` to the running Case's value (set by
 # :meth:`SGLangWindowPath.resolve` before the release's code runs); every other argument and
-# the body are the release's.
-_real_window_layout = _rw.window_layout
+# the body are the release's. ``real_window_layout``: the release's own function;
+# ``HISTORY["window"]``: the running Case's history length (the paths built on this one set it
+# before the release's code runs, as :meth:`SGLangWindowPath.resolve` does).
+real_window_layout = _rw.window_layout
 #: ``window_layout`` takes the ring's ``zero_row`` (required from 0.5.23; earlier releases keep
 #: it on the window and use it in ``buffer``)
-_LAYOUT_ZERO_ROW = "zero_row" in inspect.signature(_real_window_layout).parameters
-_HISTORY = {"window": 128}
+_LAYOUT_ZERO_ROW = "zero_row" in inspect.signature(real_window_layout).parameters
+HISTORY = {"window": 128}
 
 
-@functools.wraps(_real_window_layout)  # its signature stays the release's (inspect follows it)
+@functools.wraps(real_window_layout)  # its signature stays the release's (inspect follows it)
 def _scaled_window_layout(req, pos, **kw):
-    kw.setdefault("window", _HISTORY["window"])
-    return _real_window_layout(req, pos, **kw)
+    kw.setdefault("window", HISTORY["window"])
+    return real_window_layout(req, pos, **kw)
 
 
 _rw.window_layout = _scaled_window_layout
@@ -125,7 +135,15 @@ class _Pool(SimpleNamespace):
 
 
 class SGLangWindowPath(WindowPath):
-    """:class:`features.request_window.engine.WindowPath` with SGLang 0.5.23's window, layouts and resolver."""
+    """:class:`features.request_window.engine.WindowPath` with SGLang 0.5.23's window, layouts and resolver.
+
+    The paths built on it are the features' sglang seams, through hook points: prefill graphs
+    (``sglang.prefill_graph_runner``), window verify / DP-padded EXTEND
+    (``sglang.window_dspark``) and DECODE graphs (``sglang.window_graph_runner``)."""
+
+    prefill_runner_cls = FeatureHook("sglang.prefill_graph_runner", optional=True)
+    dspark_cls = FeatureHook("sglang.window_dspark")
+    graph_runner_cls = FeatureHook("sglang.window_graph_runner", optional=True)
 
     def __init__(self, engine):
         if not features.FOLD and any(st.replay for st in engine.case.steps):
@@ -193,7 +211,7 @@ class SGLangWindowPath(WindowPath):
 
     def layout(self, req, pos, floor, groups):
         kw = {"zero_row": self.window.zero_row} if _LAYOUT_ZERO_ROW else {}
-        return _real_window_layout(req, pos, window=self.W, capacity=self.window.capacity,
+        return real_window_layout(req, pos, window=self.W, capacity=self.window.capacity,
                                    floor=floor, num_groups=groups, **kw)
 
     def tail(self, per_req, seq_after):
@@ -229,10 +247,8 @@ class SGLangWindowPath(WindowPath):
             RealBackend._activate_request_window(self.shim)
 
     def resolve(self, fb):
-        from swafuzz.targets.sglang.engine import real_batch
-
         self.shim.forward_metadata = self.forward_metadata
-        _HISTORY["window"] = self.W
+        HISTORY["window"] = self.W
         return RealBackend.get_swa_out_cache_loc(self.shim, real_batch(fb))
 
     def translate(self, loc):
@@ -256,8 +272,6 @@ class SGLangWindowPath(WindowPath):
     INVARIANT_LEVEL = "2"
 
     def store(self, layer, fb, rows):
-        import os
-
         old = os.environ.get("SGLANG_INVARIANT_CHECK")
         os.environ["SGLANG_INVARIANT_CHECK"] = self.INVARIANT_LEVEL
         try:
@@ -269,10 +283,8 @@ class SGLangWindowPath(WindowPath):
                 os.environ["SGLANG_INVARIANT_CHECK"] = old
 
     def _store(self, layer, fb, rows):
-        from swafuzz.targets.sglang.engine import real_batch
-
         self.shim.forward_metadata = self.forward_metadata
-        _HISTORY["window"] = self.W
+        HISTORY["window"] = self.W
         self._log = []
         pool = self.e.target_pool
         if not self.on:
@@ -301,10 +313,10 @@ class SGLangWindowPath(WindowPath):
         return w.tags[self.real_pool._swa_local_layer_id(layer)][src.long()].tolist()
 
     def workspace_bytes(self) -> bytes:
-        return _bytes(self.window.workspace.kv_buffer[0])
+        return tensor_bytes(self.window.workspace.kv_buffer[0])
 
     def ring_bytes(self) -> list[bytes]:
-        return [_bytes(b) for b in self.window.state.kv_buffer]
+        return [tensor_bytes(b) for b in self.window.state.kv_buffer]
 
     def step_obs(self, i: int):
         """The ring and its tags as the Case's window holds them (``rows + P`` rows). 0.5.21 /
@@ -313,8 +325,6 @@ class SGLangWindowPath(WindowPath):
         (an invalid history slot reads ``zero_row``); its bytes and tag are reported as the
         zero page holds them before any commit (zeros, -1), and the adapter's extra row at
         page size 1 is cut off. ``zero_row`` itself is reported as it is."""
-        from swafuzz.features.request_window.engine import WinStepObs
-
         if not self.on or features.WINDOW_COPY != "copy_packed_tokens":
             return super().step_obs(i)
         w = self.window
@@ -325,20 +335,7 @@ class SGLangWindowPath(WindowPath):
             flat = b.reshape(-1, b.shape[-1])[:n].clone()
             if sink < n:
                 flat[sink] = 0
-            ring.append(_bytes(flat))
+            ring.append(tensor_bytes(flat))
         if sink < n:
             tags[:, sink] = -1
         return WinStepObs(i, tags.tolist(), ring)
-
-from swafuzz.features.prefill_graphs.sglang import SGLangPrefillRunner  # noqa: E402
-
-SGLangWindowPath.prefill_runner_cls = SGLangPrefillRunner
-
-# issue 12 item 2: window verify and DP-padded EXTEND (features/dspark/sglang.py)
-from swafuzz.features.dspark.sglang import SGLangDSpark  # noqa: E402 (imports this module)
-
-SGLangWindowPath.dspark_cls = SGLangDSpark
-
-from swafuzz.features.window_graphs.sglang import SGLangWindowGraphRunner  # noqa: E402
-
-SGLangWindowPath.graph_runner_cls = SGLangWindowGraphRunner

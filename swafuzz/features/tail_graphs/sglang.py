@@ -28,6 +28,7 @@ from types import SimpleNamespace
 import msgspec
 import torch
 
+from swafuzz import features as registry
 from swafuzz.features.request_window.sglang import SGLangWindowPath
 from swafuzz.features.tail_graphs.engine import TailGraphPath
 from swafuzz.targets.sglang import features as release_features
@@ -80,13 +81,14 @@ class SGLangTailGraphPath(TailGraphPath, SGLangWindowPath):
 def window_path_class() -> type:
     """Hook ``sglang.window_path``: the installed release's window path class. 0.5.21 / 0.5.22
     (no fold, no ``replay_len``): :class:`SGLangTailGraphPath`; 0.5.23: that path with the
-    prefix-hit, replay and compressor seams of :mod:`features.tail_prefix.sglang`."""
+    prefix-hit, replay and compressor seams of :mod:`features.tail_prefix.sglang` (hook
+    ``sglang.prefix_path_mixin``, loaded only there: that module imports release modules
+    0.5.21 / 0.5.22 lack)."""
     if not release_features.TAIL_PREFIX:
         return SGLangTailGraphPath
-    # the 0.5.23-only seams: that module imports release modules 0.5.21 / 0.5.22 lack
-    from swafuzz.features.tail_prefix.sglang import SGLangTailPrefixPath
+    prefix_path = registry.hook("sglang.prefix_path_mixin")
 
-    class SGLangV41Path(SGLangTailGraphPath, SGLangTailPrefixPath):
+    class SGLangV41Path(SGLangTailGraphPath, prefix_path):
         """The release's window path with the tail under graphs (features.tail_graphs.sglang)
         and prefix hits, replay and compressor locations (features.tail_prefix.sglang)."""
 

@@ -24,6 +24,9 @@ FEATURE = Feature(
         'late-layer tail prefix cap, replay fold and compressor code in the form '
         'the adapter drives (replay_len, _fold_batch, _compressor_out_loc; the '
         'features exist from 0.5.21)')},
+    hooks={
+        'sglang.prefix_path_mixin': 'swafuzz.features.tail_prefix.sglang:SGLangTailPrefixPath',
+    },
     semantics='swafuzz/features/tail_prefix/SEMANTICS.md',
     hooks={
         'oracle.prefix_cap': 'swafuzz.features.tail_prefix.oracle:prefix_cap',

@@ -34,6 +34,7 @@ import torch
 from swafuzz.features.request_window.sglang import (
     SGLangWindowPath,  # TargetUnavailable before 0.5.21
 )
+from swafuzz.targets.forward_mode import ForwardMode
 
 # isort: split
 from sglang.srt.layers.attention.deepseek_v4_backend import DeepseekV4AttnBackend as _Backend
@@ -139,8 +140,6 @@ class SGLangTailPrefixPath(SGLangWindowPath):
                 rows.append((self.slot[rid], p, floor[k]))
                 k += 1
         replay = (folded.scheduled_row < 0).tolist()
-        from swafuzz.targets.forward_mode import ForwardMode
-
         g = self.prefill_step(i, rows)  # an extend with exec "graph": the prefill graph
         if g is not None:
             return [g]
@@ -148,8 +147,6 @@ class SGLangTailPrefixPath(SGLangWindowPath):
                              list(fb.extend_lens), replay=replay)]
 
     def separate(self, i, per, reset=True):
-        from swafuzz.targets.forward_mode import ForwardMode
-
         batch, runner = self._stand_in(per)
         hits = self._hits(batch)  # resets the hit slots (the release's reset)
         rep = _esr._build_replay_batch(batch=batch, runner=runner, rows=hits)

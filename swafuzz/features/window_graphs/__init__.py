@@ -23,5 +23,9 @@ FEATURE = Feature(
     since={'sglang': Since('0.5.23',
         'request window DECODE-graph code the adapter drives (commit_packed_rows, '
         'the buffer registry; the request window exists from 0.5.21)')},
+    hooks={
+        'engine.window_graph_runner': 'swafuzz.features.window_graphs.engine:WindowGraphRunner',
+        'sglang.window_graph_runner': 'swafuzz.features.window_graphs.sglang:SGLangWindowGraphRunner',
+    },
     semantics='swafuzz/features/window_graphs/SEMANTICS.md',
 )

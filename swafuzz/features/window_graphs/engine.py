@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import torch
 
-from swafuzz.features.request_window.engine import LayoutT, WinFwdObs, _bytes
+from swafuzz.features.request_window.window import LayoutT, WinFwdObs, tensor_bytes
 from swafuzz.targets.forward_mode import ForwardMode
 from swafuzz.targets.observation import StoreObs
 
 
-def _run_bounds(req: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def run_bounds(req: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(run index, first row of the run, last row of the run) per row, int64, tensor ops only."""
     n = req.numel()
     idx = torch.arange(n, device=req.device)
@@ -54,7 +54,7 @@ def graph_layout(req: torch.Tensor, pos: torch.Tensor, groups: int, W: int, cap:
     n = req.numel()
     dev = req.device
     idx = torch.arange(n, device=dev)
-    run, first, last = _run_bounds(req)
+    run, first, last = run_bounds(req)
     first_pos = pos[first]
     g_req = torch.zeros(groups, dtype=torch.int64, device=dev).scatter(0, run, req)
     g_first = torch.zeros(groups, dtype=torch.int64, device=dev).scatter(0, run, first_pos)
@@ -77,7 +77,7 @@ def commit_dense(win, layer: int, lay: LayoutT) -> None:
     value the masked commit leaves there (a run's rows have consecutive positions). Several
     padded rows of slot 0 (all position 0) share ring row 0 of slot 0: which one lands there is
     left open (slot 0 is never read)."""
-    _, _, last = _run_bounds(lay.req)
+    _, _, last = run_bounds(lay.req)
     idx = torch.arange(lay.req.numel(), device=lay.req.device)
     e = idx + win.cap * torch.div(last - idx, win.cap, rounding_mode="floor")
     dst = lay.req * win.cap + lay.pos % win.cap
@@ -185,6 +185,6 @@ class WindowGraphRunner:
         stores = [StoreObs(layer=layer, loc_dtype=str(lay.write_loc.dtype).removeprefix("torch."),
                            locs=lay.write_loc.tolist(), rows=B)
                   for layer in range(self.path.cfg.layers)]
-        obs = WinFwdObs(i, 0, mode.name, stores, [_bytes(s) for s in self.snaps[B]])
+        obs = WinFwdObs(i, 0, mode.name, stores, [tensor_bytes(s) for s in self.snaps[B]])
         obs.bucket, obs.layout_id, obs.layout_size = B, self.layout_token(lay), lay.size
         return obs

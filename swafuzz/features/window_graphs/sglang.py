@@ -64,13 +64,14 @@ import torch
 from sglang.srt.model_executor.cuda_graph_buffer_registry import build_decode_registry
 from sglang.srt.model_executor.runner.decode_cuda_graph_runner import build_replay_fb_view
 
-from swafuzz.features.request_window.engine import WinFwdObs
-from swafuzz.features.request_window.sglang import _HISTORY, _backend_mod, _rw
-from swafuzz.features.window_graphs.engine import WindowGraphRunner, _run_bounds
+from swafuzz.features.request_window.sglang import HISTORY
+from swafuzz.features.request_window.window import WinFwdObs
+from swafuzz.features.window_graphs.engine import WindowGraphRunner, run_bounds
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.kv_pool import DTYPES
+from swafuzz.targets.sglang import features as release_features
 from swafuzz.targets.sglang.engine import RealBackend, real_mode
-from swafuzz.targets.sglang.metadata import _NoC128MTP
+from swafuzz.targets.sglang.metadata import NoC128MTP
 
 
 def _commit_packed_rows_dense(workspace, state, tags, rows_layout, *, page_size, capacity,
@@ -80,7 +81,7 @@ def _commit_packed_rows_dense(workspace, state, tags, rows_layout, *, page_size,
     row ``e = i + capacity * ((l - i) // capacity)`` (committed: ``l - e < capacity``) and writes
     them to ring row ``req * capacity + pos[i] % capacity`` (= ``e``'s); its tag is ``pos[e]``."""
     req, pos = rows_layout.req, rows_layout.pos
-    _, _, last = _run_bounds(req)
+    _, _, last = run_bounds(req)
     idx = torch.arange(req.numel(), device=req.device)
     e = idx + capacity * torch.div(last - idx, capacity, rounding_mode="floor")
     dst = req * capacity + pos % capacity
@@ -93,14 +94,14 @@ def _commit_packed_rows_dense(workspace, state, tags, rows_layout, *, page_size,
 def _seams(dense_commit: bool):
     """The runner's seams while it drives the release: no FlashMLA plan; the mask-free commit
     inside a captured function."""
-    saved = _backend_mod._create_flashmla_metadata, _rw.commit_packed_rows
-    _backend_mod._create_flashmla_metadata = lambda: None
+    saved = release_features.backend_mod._create_flashmla_metadata, release_features.window_mod.commit_packed_rows
+    release_features.backend_mod._create_flashmla_metadata = lambda: None
     if dense_commit:
-        _rw.commit_packed_rows = _commit_packed_rows_dense
+        release_features.window_mod.commit_packed_rows = _commit_packed_rows_dense
     try:
         yield
     finally:
-        _backend_mod._create_flashmla_metadata, _rw.commit_packed_rows = saved
+        release_features.backend_mod._create_flashmla_metadata, release_features.window_mod.commit_packed_rows = saved
 
 
 class SGLangWindowGraphRunner(WindowGraphRunner):
@@ -132,8 +133,8 @@ class SGLangWindowGraphRunner(WindowGraphRunner):
         bk.mtp_enabled = False
         bk.topk, bk.speculative_num_steps = 0, 1
         bk._early_verify_metadata_ids = set()
-        bk.cuda_graph_metadata_of_bucket_and_bs = {b: {} for b in _backend_mod._GraphBucket}
-        bk.online_c128_mtp = _NoC128MTP()
+        bk.cuda_graph_metadata_of_bucket_and_bs = {b: {} for b in release_features.backend_mod._GraphBucket}
+        bk.online_c128_mtp = NoC128MTP()
         bk.page_size = path.P
         bk.cuda_int32_kwargs = {"dtype": torch.int32, "device": dev}
         bk.present_ratios, bk.low_ratios = (), ()
@@ -173,7 +174,7 @@ class SGLangWindowGraphRunner(WindowGraphRunner):
         (resolver W) and the window's commit; a workspace snapshot per layer."""
         p, bk = self.path, self.bk
         view = self._cap_batch[B]
-        _HISTORY["window"] = p.W
+        HISTORY["window"] = p.W
         with _seams(dense_commit=True):
             RealBackend.init_forward_metadata_in_graph(bk, view)
             md = bk.forward_metadata

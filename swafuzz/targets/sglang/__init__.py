@@ -21,7 +21,8 @@ explicit, recorded choice: the Observation then says ``sglang <version> (adapter
 sglang`` shows it under the table).
 
 What runs real and what stays modelled, per release: :data:`TABLE` (printed by
-``swafuzz list --target sglang``).
+``swafuzz list --target sglang``, :func:`swafuzz.targets.sglang.matrix.table_text`).
+:func:`swafuzz.targets.sglang.engine.probe` imports the adapter and runs one tiny Case.
 
 Which scenario kinds and features the target runs on which release is not listed here: each
 feature record says it (``since["sglang"]``, :mod:`swafuzz.features`), and the registered
@@ -31,7 +32,9 @@ records and the installed release (``swafuzz list --features`` prints every rele
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
+import re
 
 from swafuzz.targets.protocol import TargetUnavailable
 
@@ -277,8 +280,6 @@ def version_key(v: str) -> tuple[int, int, int]:
     """``"0.5.21"`` -> ``(0, 5, 21)``: the first three numeric components of a version string
     (``0.5.21.post1``, ``0.5.22rc1``, ``0.5.23.dev3+g1234`` count as their release); raises
     ValueError when it has fewer than three."""
-    import re
-
     m = re.match(r"(\d+)\.(\d+)\.(\d+)", v.strip())
     if m is None:
         raise ValueError(f"not a release version: {v!r}")
@@ -311,11 +312,9 @@ def nearest_verified(v: str) -> str:
 
 def installed_version() -> str | None:
     """The installed ``sglang`` distribution's version, or None (does not import sglang)."""
-    from importlib import metadata
-
     try:
-        return metadata.version("sglang")
-    except metadata.PackageNotFoundError:
+        return importlib.metadata.version("sglang")
+    except importlib.metadata.PackageNotFoundError:
         return None
 
 
@@ -346,37 +345,3 @@ def release() -> tuple[str, str]:
         f"target sglang: installed sglang {v} is outside the supported range {rng} (verified: "
         f"{verified}); set {ADAPTER_ENV} to a verified release to drive it with that "
         "release's adapter label (features are still detected)")
-
-
-def table_text(width: int = 100) -> str:
-    """The real/modelled/why table as plain text (``why`` wrapped under each row)."""
-    import textwrap
-
-    w0 = max(len(r[0]) for r in TABLE)
-    lines = [f"{'component':<{w0}}  0.5.12    0.5.23", "-" * (w0 + 20)]
-    for c, a, b, why in TABLE:
-        lines.append(f"{c:<{w0}}  {a:<8}  {b}")
-        lines += textwrap.wrap(why, width, initial_indent="    ", subsequent_indent="    ")
-    v = installed_version()
-    if v is not None and in_range(v) and version_key(v) not in (version_key(SUPPORTED_RANGE[0]),
-                                                                version_key(SUPPORTED_RANGE[1])):
-        from swafuzz.targets.sglang.matrix import release_table
-
-        lines += ["", f"installed sglang {v} (python -m swafuzz.targets.sglang.matrix VERSION "
-                      "prints any release's column):", release_table(v, width)]
-    return "\n".join(lines)
-
-
-def probe() -> str:
-    """Import the adapter (and SGLang) and run one tiny Case; returns the version string.
-    Used by ``scripts/upstream-env`` to prove an environment works."""
-    from swafuzz.scenarios.case import Case, PoolConfig, Step
-    from swafuzz.targets.sglang.engine import SGLangEngine
-
-    case = Case(pool=PoolConfig(page_size=2, full_pages=4, swa_pages=4),
-                steps=(Step("admit", rid=0, length=3), Step("decode", rids=(0,))))
-    obs = SGLangEngine(case, impl="torch").run()
-    if obs.error is not None:
-        raise RuntimeError(f"sglang probe failed: {obs.error}")
-    print(f"swafuzz sglang target: {obs.target_version}: probe ok")
-    return obs.target_version or ""

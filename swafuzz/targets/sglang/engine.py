@@ -23,14 +23,10 @@ ForwardMode is matched by name: the release's member with the model's member's n
 
 from __future__ import annotations
 
-import os
-from types import SimpleNamespace
-
 import torch
 
 from swafuzz import features as registry
-from swafuzz.scenarios.case import PoolConfig
-from swafuzz.targets.allocator import AllocationError
+from swafuzz.scenarios.case import Case, PoolConfig, Step
 from swafuzz.targets.backend import DSV4Backend, StoreRecord
 from swafuzz.targets.engine import UnifiedEngine
 from swafuzz.targets.forward_mode import GraphBucket, logical_forward_mode
@@ -38,230 +34,30 @@ from swafuzz.targets.kv_pool import SWAKVPool
 from swafuzz.targets.metadata import AttnMetadata, RawDecodeMetadata
 from swafuzz.targets.protocol import TargetUnavailable
 from swafuzz.targets.runners import MultiStepDraftRunner
-from swafuzz.targets.sglang import release
+from swafuzz.targets.sglang import features, real
+from swafuzz.targets.sglang import metadata as release_metadata
+from swafuzz.targets.sglang.allocator import SGLangAllocator
 from swafuzz.targets.sglang.target import TARGET
-from swafuzz.targets.sharing import held_elsewhere, rejected_split
 
-VERSION, ADAPTER = release()
+__all__ = ["VERSION", "ADAPTER", "TARGET_VERSION", "UNIFIED_RESOLVER", "STORE_PATH",
+           "RealBackend", "RealPool", "SWATokenToKVPoolAllocator", "real_mode", "real_batch",
+           "SGLangAllocator", "SGLangPool", "SGLangBackend", "SGLangEngine", "build_real_pool",
+           "probe"]
 
-# The fused store path (default on in both releases) is the one whose locations matter; pin it
-# so an environment setting cannot route 0.5.12 through its Triton quantizer instead.
-os.environ.setdefault("SGLANG_OPT_USE_FUSED_STORE_CACHE", "1")
+#: the store of pool layout ``dsv4``: the release's Triton V4-layout store (its module imports
+#: release modules that only some releases have: loaded by reference when a dsv4 pool is built)
+RELEASE_DSV4_STORE = "swafuzz.targets.sglang.store:ReleaseDSV4Impl"
 
-# the release's modules, found by feature (targets/sglang/features.py), not by version pin
-from swafuzz.targets.sglang import features  # noqa: E402
-
-_backend_mod = features.backend_mod
-_pool_mod = features.pool_mod
-_paged_mod = features.paged_mod
-RealForwardMode = features.RealForwardMode
-SWATokenToKVPoolAllocator = features.SWATokenToKVPoolAllocator
-RealBackend = features.RealBackend
-RealPool = features.RealPool
-UNIFIED_RESOLVER = features.RESOLVER and features.IN_GRAPH
-#: the store-path family (0.5.12): the pool's cached_loc translation, no resolver
-STORE_PATH = features.FAMILY == "store-path"
-TARGET_VERSION = f"sglang {VERSION}" + ("" if VERSION == ADAPTER else f" (adapter {ADAPTER})")
-
-
-def real_mode(name: str):
-    """The release's ForwardMode member called ``name`` (values differ from the model's)."""
-    try:
-        return RealForwardMode[name]
-    except KeyError:
-        raise ValueError(f"ForwardMode.{name}: sglang {VERSION} has no such member (members: "
-                         f"{', '.join(m.name for m in RealForwardMode)})") from None
-
-
-def real_batch(fb) -> SimpleNamespace:
-    """The forward batch as SGLang's code reads it: same tensors, the release's mode."""
-    return SimpleNamespace(
-        forward_mode=real_mode(fb.forward_mode.name), batch_size=fb.batch_size,
-        out_cache_loc=fb.out_cache_loc, seq_lens=fb.seq_lens, positions=fb.positions,
-        spec_info=None)
-
-
-# ----------------------------------------------------------------------------- 0.5.12 kernels
-class _NaiveAllocExtend:
-    """``alloc_extend_kernel[grid](...)`` of 0.5.12 routed to the release's own
-    ``alloc_extend_naive`` (same arguments, device taken from the output tensor)."""
-
-    def __getitem__(self, grid):
-        def launch(prefix_lens, seq_lens, last_loc, free_pages, out_indices, _bs_pow2, page):
-            _paged_mod.alloc_extend_naive(prefix_lens, seq_lens, last_loc, free_pages,
-                                          out_indices, page, out_indices.device)
-        return launch
-
-
-if not features.NAIVE_SWITCH:  # no CPU switch of its own (0.5.12 .. 0.5.22)
-    _paged_mod.alloc_extend_kernel = _NaiveAllocExtend()
-
-
-# ----------------------------------------------------------------------------- allocator
-def _free_page_ids(alloc) -> list[int]:
-    """Every page id an SGLang token/paged allocator can still hand out (free list plus the
-    released/staged pages it merges back on demand)."""
-    parts = [alloc.free_pages]
-    rel = getattr(alloc, "release_pages", None)
-    if isinstance(rel, torch.Tensor):
-        parts.append(rel)
-    parts += list(getattr(alloc, "staged_pages", None) or [])
-    return sorted(int(x) for t in parts for x in t.tolist())
-
-
-class SGLangAllocator:
-    """SGLang's ``SWATokenToKVPoolAllocator`` with the Case contract's request bookkeeping.
-
-    Built by :meth:`SGLangEngine.make_allocator` with the target pool: the real allocator
-    registers its mapping into that pool's DSV4 pool object at construction.
-    """
-
-    def __init__(self, pool: PoolConfig, device, kvcache: SGLangPool):
-        self.pool = pool
-        self.page_size = P = pool.page_size
-        self.device = torch.device(device)
-        self.real = SWATokenToKVPoolAllocator(
-            size=pool.full_pages * P, size_swa=pool.swa_pages * P, page_size=P,
-            dtype=torch.uint8, device=str(self.device), kvcache=kvcache.real, need_sort=True)
-        if features.NAIVE_SWITCH and P > 1:
-            for a in (self.real.full_attn_allocator, self.real.swa_attn_allocator):
-                # the release's own switch: its torch reference allocator on CPU
-                a.use_triton_kernels = False
-        self.mapping = self.real.full_to_swa_index_mapping
-        self.tokens: dict[int, list[int]] = {}
-        self.evicted: dict[int, int] = {}
-        self.alloc_log: list[list[int]] = []
-
-    def rebuild_mapping(self) -> torch.Tensor:
-        """The Case's ``remap`` (HiCache load-back / commit): the release's mapping tensor is
-        rewritten in place with the same contents; the engine then registers it with every pool
-        through the release's own ``register_mapping``."""
-        self.mapping.copy_(self.mapping.clone())
-        return self.mapping
-
-    def take_alloc_log(self) -> list[list[int]]:
-        log, self.alloc_log = self.alloc_log, []
-        return log
-
-    def free_full_pages(self) -> list[int]:
-        return _free_page_ids(self.real.full_attn_allocator)
-
-    def free_swa_pages(self) -> list[int]:
-        return _free_page_ids(self.real.swa_attn_allocator)
-
-    def _t(self, v, cpu: bool = False) -> torch.Tensor:
-        return torch.tensor(v, dtype=torch.int64, device="cpu" if cpu else self.device)
-
-    def extend(self, plan: list[tuple[int, int]]) -> list[list[int]]:
-        """Append ``n`` tokens to each ``(rid, n)`` through one SGLang allocation call:
-        ``alloc`` (page size 1), ``alloc_decode`` (every n == 1; 0.5.23) or ``alloc_extend``."""
-        if not any(n > 0 for _, n in plan):
-            return [[] for _ in plan]
-        P = self.page_size
-        prefix = [len(self.tokens[rid]) for rid, _ in plan]
-        seq = [p + n for p, (_, n) in zip(prefix, plan)]
-        total = sum(n for _, n in plan)
-        last = [self.tokens[rid][-1] if self.tokens[rid] else -1 for rid, _ in plan]
-        if P == 1:
-            out = self.real.alloc(total)
-        elif all(n == 1 for _, n in plan) and features.NAIVE_SWITCH:
-            out = self.real.alloc_decode(self._t(seq), self._t(seq, cpu=True), self._t(last))
-        else:
-            out = self.real.alloc_extend(self._t(prefix), self._t(prefix, cpu=True), self._t(seq),
-                                         self._t(seq, cpu=True), self._t(last), total)
-        if out is None:
-            raise AllocationError(f"extend: sglang's allocator refused {total} tokens "
-                                  f"({self.real.full_available_size()} full / "
-                                  f"{self.real.swa_available_size()} SWA slots free)")
-        full = [int(x) for x in out.tolist()]
-        if len(full) != total:
-            raise AllocationError(f"extend: sglang's allocator returned {len(full)} slots for "
-                                  f"{total} tokens")
-        swa = self.mapping[out.to(torch.int64)].tolist()
-        self.alloc_log += [[f, int(s)] for f, s in zip(full, swa)]
-        res, k = [], 0
-        for rid, n in plan:
-            new = full[k:k + n]
-            k += n
-            self.tokens[rid] += new
-            res.append(new)
-        return res
-
-    def admit(self, rid: int, length: int, prefix_rid: int | None = None,
-              prefix_len: int = 0) -> list[int]:
-        """A new request; with ``prefix_rid`` a radix-cache prefix hit: its first
-        ``prefix_len`` slots are that request's (the adapter holds the lock reference the
-        radix tree would), and ``alloc_extend`` runs with ``prefix_lens = prefix_len`` and the
-        prefix's last slot as ``last_loc`` (page size 1: ``alloc``)."""
-        if rid in self.tokens:
-            raise AllocationError(f"admit: request {rid} already exists")
-        self.tokens[rid], self.evicted[rid] = [], 0
-        if prefix_rid is not None:
-            self.tokens[rid] = self.tokens[prefix_rid][:prefix_len]
-            self.evicted[rid] = min(self.evicted[prefix_rid], prefix_len)
-        try:
-            return self.extend([(rid, length - prefix_len)])[0]
-        except AllocationError:
-            del self.tokens[rid], self.evicted[rid]
-            raise
-
-    def evict(self, rid: int, window: int) -> None:
-        """Window eviction (contract): ``free_swa`` of ``tokens[evicted:frontier]``."""
-        toks = self.tokens[rid]
-        old = self.evicted[rid]
-        frontier = max(old, len(toks) - window)
-        frontier -= frontier % self.page_size
-        if frontier > old:
-            shared = held_elsewhere(self.tokens, rid, self.page_size)
-            slots = [f for f in toks[old:frontier] if f // self.page_size not in shared]
-            if slots:  # a shared prefix stays: the radix tree owns it (cache_protected_len)
-                self.real.free_swa(self._t(slots))
-            self.evicted[rid] = frontier
-
-    def reject(self, plan: list[tuple[int, int, int]], num_draft_tokens: int) -> None:
-        """After a verify forward, the rejected draft tokens of each ``(rid, length_before,
-        accepted)`` leave the request; those past the page of its last accepted token go back
-        through one ``free`` call of the release's allocator (0.5.12's ``EagleVerifyInput.verify``
-        frees ``out_cache_loc[evict_mask]`` the same way: full side, then ``free_swa``)."""
-        freed: list[int] = []
-        for rid, before, accepted in plan:
-            keep, first = rejected_split(before, accepted, num_draft_tokens, self.page_size)
-            toks = self.tokens[rid]
-            freed += toks[first:]
-            del toks[keep:]
-        if freed:
-            self.real.free(self._t(freed))
-
-    def _mapped(self, slots: list[int]) -> list[int]:
-        if not slots:
-            return []
-        m = self.mapping[self._t(slots)].tolist()
-        return [f for f, s in zip(slots, m) if s > 0]
-
-    def finish(self, rid: int) -> None:
-        """Frees the pages no other live request holds (a shared prefix stays with its other
-        holders, as the radix tree's lock reference keeps it). 0.5.12: ``free`` (full side,
-        then ``free_swa``, which skips unmapped slots). 0.5.23: ``free_swa`` of the
-        still-mapped slots, then ``free_full`` of the tokens (its ``free`` insists every slot
-        still has an SWA peer). Then the other requests' deferred evictions: ``free_swa``."""
-        P = self.page_size
-        shared = held_elsewhere(self.tokens, rid, P)
-        toks = [f for f in self.tokens.pop(rid) if f // P not in shared]  # pages it alone holds
-        self.evicted.pop(rid)
-        # every slot of those pages: the reserved verify slots after its last token included
-        slots = sorted({f // P * P + o for f in toks for o in range(P)})
-        if toks and not features.FREE_FULL:
-            self.real.free(self._t(slots))
-        elif toks:
-            mapped = self._mapped(slots)
-            if mapped:
-                self.real.free_swa(self._t(mapped))
-            self.real.free_full(self._t(toks))
-        for other, otoks in self.tokens.items():  # deferred evictions of now unshared pages
-            held = held_elsewhere(self.tokens, other, P)
-            below = self._mapped([f for f in otoks[:self.evicted[other]] if f // P not in held])
-            if below:
-                self.real.free_swa(self._t(below))
+VERSION, ADAPTER = real.VERSION, real.ADAPTER
+_backend_mod = real.backend_mod
+_pool_mod = real.pool_mod
+RealBackend = real.RealBackend
+RealPool = real.RealPool
+SWATokenToKVPoolAllocator = real.SWATokenToKVPoolAllocator
+UNIFIED_RESOLVER = real.UNIFIED_RESOLVER
+STORE_PATH = real.STORE_PATH
+TARGET_VERSION = real.TARGET_VERSION
+real_mode, real_batch = real.real_mode, real.real_batch
 
 
 # ----------------------------------------------------------------------------- pool
@@ -310,9 +106,7 @@ class SGLangPool(SWAKVPool):
         self.sink_fn = None
         self.real = build_real_pool(self)
         if self.layout == "dsv4":  # the release's Triton V4-layout store (targets/sglang/store.py)
-            from swafuzz.targets.sglang.store import ReleaseDSV4Impl
-
-            self.impl = ReleaseDSV4Impl(self.impl.inner, self.page_size)
+            self.impl = registry.load(RELEASE_DSV4_STORE)(self.impl.inner, self.page_size)
 
     def register_mapping(self, mapping: torch.Tensor, again: bool = False) -> None:
         """Point the release's pool at ``mapping`` (``again``: re-register it even when it is
@@ -469,10 +263,8 @@ class SGLangEngine(UnifiedEngine):
 
 # ----------------------------------------------------------------------------- metadata hooks
 #: the release's draft-extend prep and per-step helper (0.5.23; see targets/sglang/metadata.py)
-_metadata = None
-if features.PER_STEP:
-    from swafuzz.targets.sglang import metadata as _metadata  # noqa: E402  (imports this module)
-
+_metadata = release_metadata if features.PER_STEP else None
+if _metadata is not None:
     class SGLangMultiStepRunner(MultiStepDraftRunner):
         """The multi-step draft runner with the release's per-step write-target layout."""
 
@@ -480,3 +272,15 @@ if features.PER_STEP:
 
     SGLangEngine.per_step_loc = staticmethod(_metadata.per_step_loc)
     SGLangEngine.multistep_runner_cls = SGLangMultiStepRunner
+
+
+def probe() -> str:
+    """Run one tiny Case on the adapter (SGLang imported); returns the version string. Proves
+    an environment built by ``scripts/upstream-env`` works."""
+    case = Case(pool=PoolConfig(page_size=2, full_pages=4, swa_pages=4),
+                steps=(Step("admit", rid=0, length=3), Step("decode", rids=(0,))))
+    obs = SGLangEngine(case, impl="torch").run()
+    if obs.error is not None:
+        raise RuntimeError(f"sglang probe failed: {obs.error}")
+    print(f"swafuzz sglang target: {obs.target_version}: probe ok")
+    return obs.target_version or ""

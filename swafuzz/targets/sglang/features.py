@@ -23,11 +23,17 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 
 from swafuzz.targets.protocol import TargetUnavailable
 from swafuzz.targets.sglang import release
 
 VERSION, ADAPTER = release()
+
+# The fused store path (default on in both releases) is the one whose locations matter; pin it
+# (before any release module is imported) so an environment setting cannot route 0.5.12
+# through its Triton quantizer instead.
+os.environ.setdefault("SGLANG_OPT_USE_FUSED_STORE_CACHE", "1")
 
 
 def _first_module(*names: str):
@@ -146,13 +152,14 @@ RING_MISSING = tuple(
                     ("dspark_kv_inject.TargetHiddenKvInjector._ring_inject_loc", RING_INJECT))
     if not ok)
 
-_rw = _first_module("sglang.srt.mem_cache.dsv41_request_window")
+#: the release's ``dsv41_request_window`` module (None: the release has none)
+window_mod = _first_module("sglang.srt.mem_cache.dsv41_request_window")
 #: the request window (``dsv41_request_window.RequestWindow``) and, per piece the window path
 #: drives, whether the release has it
-WINDOW_MODULE = _rw is not None and hasattr(_rw, "RequestWindow")
+WINDOW_MODULE = window_mod is not None and hasattr(window_mod, "RequestWindow")
 #: ``RequestWindow.activate_idle`` and the resolver's IDLE-first branch I (0.5.23); without it
 #: (0.5.21, 0.5.22) the resolver tests W first: addendum A2
-WINDOW_IDLE = WINDOW_MODULE and hasattr(getattr(_rw, "RequestWindow", None), "activate_idle")
+WINDOW_IDLE = WINDOW_MODULE and hasattr(getattr(window_mod, "RequestWindow", None), "activate_idle")
 #: the late-layer tail's layout function: ``kernels/ops/attention/dsv4/attn_metadata_kernels``
 #: (0.5.23) or ``kernels/ops/attention/dsv4_attn_metadata_kernels`` (0.5.21, 0.5.22)
 tail_mod = None
@@ -164,8 +171,8 @@ for _n in ("sglang.kernels.ops.attention.dsv4.attn_metadata_kernels",
         break
 #: the window's row-copy seam: ``copy_packed_rows`` + ``commit_packed_rows`` (0.5.23, Triton)
 #: or ``copy_packed_tokens`` (0.5.21, 0.5.22: V4 byte layout, used by buffer and commit)
-WINDOW_COPY = ("copy_packed_rows" if WINDOW_MODULE and hasattr(_rw, "commit_packed_rows")
-               else "copy_packed_tokens" if WINDOW_MODULE and hasattr(_rw, "copy_packed_tokens")
+WINDOW_COPY = ("copy_packed_rows" if WINDOW_MODULE and hasattr(window_mod, "commit_packed_rows")
+               else "copy_packed_tokens" if WINDOW_MODULE and hasattr(window_mod, "copy_packed_tokens")
                else None)
 _replay = _first_module("sglang.srt.model_executor.encoder_swa_replay") if WINDOW_MODULE else None
 #: encoder SWA replay folded into the extend (``fold_encoder_swa_replay``, 0.5.23); 0.5.21 /

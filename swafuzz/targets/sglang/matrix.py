@@ -9,6 +9,8 @@ release of the range as in its 0.5.23 column (0.5.13+) - or, for rows whose 0.5.
 answers agree, everywhere.
 
     python -m swafuzz.targets.sglang.matrix 0.5.16 0.5.21   # the table's column per release
+
+:func:`table_text` is the whole table as ``swafuzz list --target sglang`` prints it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import sys
 import textwrap
 
+import swafuzz.targets.sglang as sg
 from swafuzz.targets.sglang import SUPPORTED_RANGE, TABLE, in_range, version_key
 
 #: TABLE component (its leading words, as ``str.startswith``) -> ``(first, last, answer, why)``
@@ -141,6 +144,22 @@ def release_table(version: str, width: int = 100) -> str:
         lines.append(f"{comp:<{w0}}  {ans}")
         if why:
             lines += textwrap.wrap(why, width, initial_indent="    ", subsequent_indent="    ")
+    return "\n".join(lines)
+
+
+def table_text(width: int = 100) -> str:
+    """The real/modelled/why table as plain text (``why`` wrapped under each row), and the
+    installed release's column when it lies strictly inside the range."""
+    w0 = max(len(r[0]) for r in TABLE)
+    lines = [f"{'component':<{w0}}  0.5.12    0.5.23", "-" * (w0 + 20)]
+    for c, a, b, why in TABLE:
+        lines.append(f"{c:<{w0}}  {a:<8}  {b}")
+        lines += textwrap.wrap(why, width, initial_indent="    ", subsequent_indent="    ")
+    v = sg.installed_version()
+    if v is not None and in_range(v) and version_key(v) not in (version_key(SUPPORTED_RANGE[0]),
+                                                                version_key(SUPPORTED_RANGE[1])):
+        lines += ["", f"installed sglang {v} (python -m swafuzz.targets.sglang.matrix VERSION "
+                      "prints any release's column):", release_table(v, width)]
     return "\n".join(lines)
 
 

@@ -45,7 +45,7 @@ import torch
 from swafuzz.targets.forward_mode import ForwardBatch, GraphBucket
 from swafuzz.targets.metadata import AttnMetadata, CoreAttnMetadata
 from swafuzz.targets.sglang import features
-from swafuzz.targets.sglang.engine import RealBackend, real_mode
+from swafuzz.targets.sglang.real import RealBackend, real_mode
 
 #: the release runs its own draft-extend prep (feature-detected: the buffer refill
 #: ``_fill_cuda_graph_swa_out_cache_loc``, the out-graph init and the 0.5.16+ signature of
@@ -66,7 +66,7 @@ def per_step_loc(loc: torch.Tensor, bs: int, topk: int, steps: int) -> torch.Ten
     return _real_per_step(loc, bs, topk, steps)
 
 
-class _NoC128MTP:
+class NoC128MTP:
     """The shim's ``online_c128_mtp``: this harness builds no compressed (c128) layers."""
 
     def prepare_forward(self, *args, **kwargs):
@@ -92,7 +92,7 @@ def prepare_shim(backend) -> None:
     # this adapter hands the prep none
     cfg = backend.pool.config
     sh.MAX_SEQ_LEN_FOR_CAPTURE = cfg.full_pages * cfg.page_size
-    sh.online_c128_mtp = _NoC128MTP()
+    sh.online_c128_mtp = NoC128MTP()
     # PR #34890's draft-runner buffer (None: the Case builds no buffer; the release then takes
     # its eager-miss translation)
     sh.cuda_graph_swa_out_cache_loc = backend.swa_loc_buffer

@@ -33,6 +33,7 @@ ceil, exp2, clamp, the address arithmetic, the stores) runs as the interpreter r
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 from typing import Iterator
 
@@ -40,6 +41,7 @@ import torch
 
 from swafuzz.kernels import contracts, dsv4_store
 from swafuzz.kernels.launch import launch
+from swafuzz.targets.protocol import TargetUnavailable
 from swafuzz.targets.sglang import release
 
 VERSION, ADAPTER = release()
@@ -48,8 +50,6 @@ def _find_fused_store():
     """The release's Triton V4-layout fused store, found by module path: ``sglang.kernels.ops.
     kvcache.triton_store_cache`` (0.5.20+) or ``sglang.jit_kernel.triton_store_cache``
     (0.5.16 and earlier resolver releases); None when neither has it (0.5.12)."""
-    import importlib
-
     for name in ("sglang.kernels.ops.kvcache.triton_store_cache",
                  "sglang.jit_kernel.triton_store_cache"):
         try:
@@ -71,8 +71,6 @@ if QUANT_PAIR:
             quant_to_nope_fp8_rope_bf16_pack_triton,
         )
     except ModuleNotFoundError as e:  # pragma: no cover - depends on the release
-        from swafuzz.targets import TargetUnavailable
-
         raise TargetUnavailable(
             f"target sglang: sglang {VERSION} has neither triton_fused_store_flashmla nor "
             f"layers.attention.dsv4's quantizer + SetKAndS ({e}); pool layout dsv4 cannot run "

@@ -23,11 +23,16 @@ from swafuzz import features
 from swafuzz.features import Feature, Since
 from swafuzz.scenarios.case import Case
 from swafuzz.targets.protocol import TargetUnavailable
+from swafuzz.targets.sglang.matrix import table_text
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from swafuzz.targets.protocol import Subject
 
 NAME = "sglang"
+#: the adapter's modules that import SGLang (an optional dependency), loaded by reference only
+#: when an engine is built or the installed release is inspected
+ENGINE = "swafuzz.targets.sglang.engine:SGLangEngine"
+FOUND = "swafuzz.targets.sglang.features"
 
 
 def releases() -> tuple[str, ...]:
@@ -90,9 +95,7 @@ class SGLangTarget:
     allocation = "observed"
 
     def __call__(self, case: Case, **kwargs: Any) -> Any:
-        from swafuzz.targets.sglang.engine import SGLangEngine  # imports SGLang (optional)
-
-        return SGLangEngine(case, **kwargs)
+        return features.load(ENGINE)(case, **kwargs)  # imports SGLang (optional)
 
     def __repr__(self) -> str:
         return "<target sglang>"
@@ -101,7 +104,7 @@ class SGLangTarget:
     def check_available() -> None:
         """Raise :class:`TargetUnavailable` unless the adapter imports with the installed
         release (sglang missing, outside the range, a release lacking a base seam)."""
-        import swafuzz.targets.sglang.engine  # noqa: F401 - imports SGLang (optional)
+        features.load(ENGINE)  # imports SGLang (optional)
 
     @staticmethod
     def supports(subject: Subject) -> str | None:
@@ -121,8 +124,7 @@ class SGLangTarget:
         if not isinstance(subject, Case):
             return why
         try:  # what the release lacks, by name (after the records' reason, if any)
-            from swafuzz.targets.sglang import features as found  # imports SGLang
-            seam = found.case_missing(subject)
+            seam = features.load(FOUND).case_missing(subject)  # imports SGLang
         except TargetUnavailable as e:
             seam = None if why else str(e)
         return "; ".join(w for w in (why, seam) if w) or None
@@ -144,7 +146,7 @@ class SGLangTarget:
             head = f"target sglang: installed sglang {v} (adapter {a})"
         except TargetUnavailable as e:
             head = str(e)
-        return f"{head}\n\n{sg.table_text()}"
+        return f"{head}\n\n{table_text()}"
 
     @staticmethod
     def versions() -> dict[str, str]:

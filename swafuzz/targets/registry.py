@@ -1,0 +1,56 @@
+"""The target registry's state: names bound to factories, and where plugin targets came from.
+
+A leaf (it imports nothing of swafuzz), so :mod:`swafuzz.targets` (lookup, hooks, recipes) and
+:mod:`swafuzz.targets.plugins` (loading plugin modules and entry points) both import it and
+neither imports the other back.
+
+* :data:`TARGETS`: name -> ``factory(case, *, impl, executor, name) -> engine``;
+* :data:`ORIGINS`: name -> plugin record (``{"module", "dist", "version", "entry_point"?}``);
+  absent: built in;
+* :func:`register`: bind a name (the origin recorded while a plugin loads, :func:`loading`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Iterator
+
+__all__ = ["TARGETS", "ORIGINS", "register", "current_origin", "loading"]
+
+TARGETS: dict[str, Callable[..., Any]] = {}
+#: name -> plugin record (``{"module", "dist", "version", "entry_point"?}``); absent: built in
+ORIGINS: dict[str, dict[str, Any]] = {}
+
+_origin_stack: list[dict[str, Any]] = []
+
+
+def current_origin() -> dict[str, Any] | None:
+    """The plugin record of the plugin loading now (None: no plugin is loading)."""
+    return dict(_origin_stack[-1]) if _origin_stack else None
+
+
+@contextlib.contextmanager
+def loading(rec: dict[str, Any]) -> Iterator[None]:
+    """Targets registered inside this block come from the plugin ``rec``."""
+    _origin_stack.append(rec)
+    try:
+        yield
+    finally:
+        _origin_stack.pop()
+
+
+def register(name: str, factory: Callable[..., Any]) -> None:
+    """Register ``factory(case, *, impl, executor, name) -> engine`` under ``name``.
+
+    Called at import time by a plugin module, or from user code. The origin (which plugin) is
+    recorded while :mod:`swafuzz.targets.plugins` loads a plugin (:func:`loading`)."""
+    if not name or not isinstance(name, str):
+        raise ValueError(f"register(name={name!r}): name must be a non-empty string")
+    if not callable(factory):
+        raise ValueError(f"register({name!r}, factory={factory!r}): factory must be callable")
+    TARGETS[name] = factory
+    rec = current_origin()
+    if rec is not None and not (getattr(factory, "__module__", "") or "").startswith("swafuzz."):
+        ORIGINS[name] = rec
+    else:
+        ORIGINS.pop(name, None)

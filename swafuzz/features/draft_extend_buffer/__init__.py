@@ -1,7 +1,4 @@
-"""Feature record: the draft-extend graph's pre-allocated SWA location buffer.
-
-Semantics: ``swafuzz/features/draft_extend_buffer/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
-"""
+"""Feature record: the draft-extend graph's pre-allocated SWA location buffer; its contract: ``SEMANTICS.md`` beside this file."""
 
 from swafuzz.features.record import Feature, Kind
 
@@ -10,15 +7,15 @@ FEATURE = Feature(
     title="the draft-extend graph's pre-allocated SWA location buffer",
     source='PR #34890, spec §9.17',
     kinds=(
-        Kind('draft_extend_buffer', 'swafuzz.features.draft_extend_buffer.kinds:draft_extend_buffer_cases',
-             'draft-extend graphs with the pre-allocated buffer'),
+        Kind(
+            'draft_extend_buffer',
+            'swafuzz.features.draft_extend_buffer.kinds:draft_extend_buffer_cases',
+            'draft-extend graphs with the pre-allocated buffer',
+        ),
     ),
     case_fields=('graph.draft_extend_buffer',),
-    oracle=(),
     engine=('swafuzz.targets.backend',),
     sglang=('swafuzz.targets.sglang.metadata',),
-    checks=(),
     mutants=('swafuzz.features.draft_extend_buffer.mutants',),
-    since={},
     semantics='swafuzz/features/draft_extend_buffer/SEMANTICS.md',
 )

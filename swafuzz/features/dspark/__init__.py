@@ -1,42 +1,52 @@
-"""Feature record: target verify under a request window (DSpark early metadata), its graph, DP-padded EXTEND.
-
-Semantics: ``swafuzz/features/dspark/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
-"""
+"""Feature record: target verify under a request window (DSpark early metadata), its graph, DP-padded EXTEND; its contract: ``SEMANTICS.md`` beside this file."""
 
 from swafuzz.features.record import Feature, Kind, Since
 
 FEATURE = Feature(
     name='dspark',
-    title='target verify under a request window (DSpark early metadata), its graph, DP-padded EXTEND',
+    title=(
+        'target verify under a request window (DSpark early metadata), its graph, DP-padded '
+        'EXTEND'
+    ),
     source='addendum (issue12-dspark)',
     kinds=(
-        Kind('dspark_verify', 'swafuzz.features.dspark.kinds:dspark_verify_cases',
-             'verify under a window',
-             since={'sglang': Since('0.5.21',
-                       'request window (target verify)')}),
-        Kind('dspark_verify_graph', 'swafuzz.features.dspark.kinds:dspark_verify_graph_cases',
-             'the TARGET_VERIFY graph under a window',
-             since={'sglang': Since(None,
-                       'the DSpark TARGET_VERIFY graph under a request window: no '
-                       "release's adapter drives it (features/dspark/engine_graph.py models "
-                       'it)')}),
-        Kind('window_dp_extend', 'swafuzz.features.dspark.kinds:window_dp_extend_cases',
-             'DP-padded EXTENDs under a window',
-             since={'sglang': Since('0.5.23',
-                       'request window with the encoder-replay fold its DP-padded '
-                       'extends use (fold_encoder_swa_replay; 0.5.21 / 0.5.22 '
-                       'replay in a forward of their own)')}),
+        Kind(
+            'dspark_verify',
+            'swafuzz.features.dspark.kinds:dspark_verify_cases',
+            'verify under a window',
+            since={'sglang': Since('0.5.21', 'request window (target verify)')},
+        ),
+        Kind(
+            'dspark_verify_graph',
+            'swafuzz.features.dspark.kinds:dspark_verify_graph_cases',
+            'the TARGET_VERIFY graph under a window',
+            since={
+                'sglang': Since(None, (
+                    "the DSpark TARGET_VERIFY graph under a request window: no release's "
+                    'adapter drives it (features/dspark/engine_graph.py models it)'
+                )),
+            },
+        ),
+        Kind(
+            'window_dp_extend',
+            'swafuzz.features.dspark.kinds:window_dp_extend_cases',
+            'DP-padded EXTENDs under a window',
+            since={
+                'sglang': Since('0.5.23', (
+                    'request window with the encoder-replay fold its DP-padded extends use '
+                    '(fold_encoder_swa_replay; 0.5.21 / 0.5.22 replay in a forward of their '
+                    'own)'
+                )),
+            },
+        ),
     ),
-    case_fields=(),
     oracle=('swafuzz.features.dspark.oracle',),
     engine=('swafuzz.features.dspark.engine', 'swafuzz.features.dspark.engine_graph'),
     sglang=('swafuzz.features.dspark.sglang',),
-    checks=(),
     mutants=('swafuzz.features.dspark.mutants',),
-    since={},
+    semantics='swafuzz/features/dspark/SEMANTICS.md',
     hooks={
         'engine.window_dspark': 'swafuzz.features.dspark.engine:DSparkPath',
         'sglang.window_dspark': 'swafuzz.features.dspark.sglang:SGLangDSpark',
     },
-    semantics='swafuzz/features/dspark/SEMANTICS.md',
 )

@@ -1,7 +1,4 @@
-"""Feature record: the real DeepSeek-V4 SWA cache layout: quantizing store, 584-byte tokens.
-
-Semantics: ``swafuzz/features/dsv4_layout/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
-"""
+"""Feature record: the real DeepSeek-V4 SWA cache layout: quantizing store, 584-byte tokens; its contract: ``SEMANTICS.md`` beside this file."""
 
 from swafuzz.features.record import Feature, Kind
 
@@ -10,17 +7,18 @@ FEATURE = Feature(
     title='the real DeepSeek-V4 SWA cache layout: quantizing store, 584-byte tokens',
     source='spec §4.6',
     kinds=(
-        Kind('dsv4_layout', 'swafuzz.features.dsv4_layout.kinds:dsv4_layout_cases',
-             'bf16 [rows, 512] K rows quantized into V4 pages'),
+        Kind(
+            'dsv4_layout',
+            'swafuzz.features.dsv4_layout.kinds:dsv4_layout_cases',
+            'bf16 [rows, 512] K rows quantized into V4 pages',
+        ),
     ),
     case_fields=('pool.layout',),
     validators=('swafuzz.features.dsv4_layout.rules:validate',),
     oracle=('swafuzz.features.dsv4_layout.oracle',),
     engine=('swafuzz.kernels.dsv4_store', 'swafuzz.targets.kv_pool'),
     sglang=('swafuzz.targets.sglang.store',),
-    checks=(),
     mutants=('swafuzz.features.dsv4_layout.mutants',),
-    since={},
     semantics='swafuzz/features/dsv4_layout/SEMANTICS.md',
     hooks={
         'oracle.slot_rows': 'swafuzz.features.dsv4_layout.oracle:dsv4_slot_rows',

@@ -1,7 +1,4 @@
-"""Feature record: encoder SWA replay, folded into the extend or as a separate forward.
-
-Semantics: ``swafuzz/features/encoder_replay/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
-"""
+"""Feature record: encoder SWA replay, folded into the extend or as a separate forward; its contract: ``SEMANTICS.md`` beside this file."""
 
 from swafuzz.features.record import Feature, Kind, Since
 
@@ -10,30 +7,44 @@ FEATURE = Feature(
     title='encoder SWA replay, folded into the extend or as a separate forward',
     source='addendum §5 E1-E2',
     kinds=(
-        Kind('encoder_replay', 'swafuzz.features.encoder_replay.kinds:encoder_replay_cases',
-             'extends with replayed rows (the fold)',
-             since={'sglang': Since('0.5.23',
-                       'encoder SWA replay folded into the extend '
-                       '(fold_encoder_swa_replay; 0.5.21 / 0.5.22 replay in a '
-                       'forward of their own)')}),
-        Kind('replay_tail', 'swafuzz.features.encoder_replay.kinds:replay_tail_cases',
-             'encoder replay and a late-layer tail in one Case',
-             since={'sglang': Since('0.5.23',
-                       'encoder SWA replay folded into the extend / late-layer tail')}),
-        Kind('replay_separate', 'swafuzz.features.encoder_replay.kinds:replay_separate_cases',
-             'the replay as a separate EXTEND forward',
-             since={'sglang': Since('0.5.23',
-                       'encoder SWA replay batch builder the adapter drives '
-                       '(_build_replay_batch; the separate forward exists from '
-                       '0.5.21)')}),
+        Kind(
+            'encoder_replay',
+            'swafuzz.features.encoder_replay.kinds:encoder_replay_cases',
+            'extends with replayed rows (the fold)',
+            since={
+                'sglang': Since('0.5.23', (
+                    'encoder SWA replay folded into the extend (fold_encoder_swa_replay; 0.5.21'
+                    ' / 0.5.22 replay in a forward of their own)'
+                )),
+            },
+        ),
+        Kind(
+            'replay_tail',
+            'swafuzz.features.encoder_replay.kinds:replay_tail_cases',
+            'encoder replay and a late-layer tail in one Case',
+            since={
+                'sglang': Since('0.5.23', (
+                    'encoder SWA replay folded into the extend / late-layer tail'
+                )),
+            },
+        ),
+        Kind(
+            'replay_separate',
+            'swafuzz.features.encoder_replay.kinds:replay_separate_cases',
+            'the replay as a separate EXTEND forward',
+            since={
+                'sglang': Since('0.5.23', (
+                    'encoder SWA replay batch builder the adapter drives (_build_replay_batch; '
+                    'the separate forward exists from 0.5.21)'
+                )),
+            },
+        ),
     ),
     case_fields=('step.replay', 'pool.separate_replay'),
     validators=('swafuzz.features.encoder_replay.rules:validate',),
     oracle=('swafuzz.features.request_window.oracle', 'swafuzz.features.tail_prefix.oracle'),
     engine=('swafuzz.features.request_window.engine', 'swafuzz.features.tail_prefix.engine'),
     sglang=('swafuzz.features.request_window.sglang', 'swafuzz.features.tail_prefix.sglang'),
-    checks=(),
     mutants=('swafuzz.features.encoder_replay.mutants',),
-    since={},
     semantics='swafuzz/features/encoder_replay/SEMANTICS.md',
 )

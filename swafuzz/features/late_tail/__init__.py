@@ -1,7 +1,4 @@
-"""Feature record: the late-layer tail: each request's last rows on the late layers.
-
-Semantics: ``swafuzz/features/late_tail/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
-"""
+"""Feature record: the late-layer tail: each request's last rows on the late layers; its contract: ``SEMANTICS.md`` beside this file."""
 
 from swafuzz.features.record import Feature, Kind, Since
 
@@ -10,8 +7,11 @@ FEATURE = Feature(
     title="the late-layer tail: each request's last rows on the late layers",
     source='addendum §5 T1-T3',
     kinds=(
-        Kind('late_tail', 'swafuzz.features.late_tail.kinds:late_tail_cases',
-             'extends and decodes with late tail-only layers'),
+        Kind(
+            'late_tail',
+            'swafuzz.features.late_tail.kinds:late_tail_cases',
+            'extends and decodes with late tail-only layers',
+        ),
     ),
     case_fields=('pool.late_layer_start',),
     validators=('swafuzz.features.late_tail.rules:validate',),
@@ -21,7 +21,6 @@ FEATURE = Feature(
     checks=('tail',),
     check_modules=('swafuzz.features.late_tail.checks',),
     mutants=('swafuzz.features.late_tail.mutants',),
-    since={'sglang': Since('0.5.21',
-        'late-layer tail')},
+    since={'sglang': Since('0.5.21', 'late-layer tail')},
     semantics='swafuzz/features/late_tail/SEMANTICS.md',
 )

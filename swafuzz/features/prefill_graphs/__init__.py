@@ -1,7 +1,4 @@
-"""Feature record: breakable prefill graphs under a request window.
-
-Semantics: ``swafuzz/features/prefill_graphs/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
-"""
+"""Feature record: breakable prefill graphs under a request window; its contract: ``SEMANTICS.md`` beside this file."""
 
 from swafuzz.features.record import Feature, Kind, Since
 
@@ -10,24 +7,25 @@ FEATURE = Feature(
     title='breakable prefill graphs under a request window',
     source='addendum §4 (issue12-prefill)',
     kinds=(
-        Kind('prefill_graphs', 'swafuzz.features.prefill_graphs.kinds:prefill_graph_cases',
-             'admit / extend as prefill-graph replays'),
+        Kind(
+            'prefill_graphs',
+            'swafuzz.features.prefill_graphs.kinds:prefill_graph_cases',
+            'admit / extend as prefill-graph replays',
+        ),
     ),
     case_fields=('graph.prefill_buckets',),
     validators=('swafuzz.features.prefill_graphs.rules:validate',),
     oracle=('swafuzz.features.prefill_graphs.oracle',),
     engine=('swafuzz.features.prefill_graphs.engine',),
     sglang=('swafuzz.features.prefill_graphs.sglang',),
-    checks=(),
     mutants=('swafuzz.features.prefill_graphs.mutants',),
-    since={'sglang': Since('0.5.23',
-        'prefill graphs under a request window')},
-    hooks={
-        'engine.prefill_graph_runner': 'swafuzz.features.prefill_graphs.engine:PrefillGraphRunner',
-        'sglang.prefill_graph_runner': 'swafuzz.features.prefill_graphs.sglang:SGLangPrefillRunner',
-    },
+    since={'sglang': Since('0.5.23', 'prefill graphs under a request window')},
     semantics='swafuzz/features/prefill_graphs/SEMANTICS.md',
     hooks={
+        'engine.prefill_graph_runner': 'swafuzz.features.prefill_graphs.engine:PrefillGraphRunner',
+        'sglang.prefill_graph_runner': (
+            'swafuzz.features.prefill_graphs.sglang:SGLangPrefillRunner'
+        ),
         'oracle.graph_use': 'swafuzz.features.prefill_graphs.oracle:expected_prefill_graph_use',
     },
 )

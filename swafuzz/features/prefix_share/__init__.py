@@ -1,7 +1,4 @@
-"""Feature record: radix-cache prefix hits: requests sharing leading pages, refcounted finishes.
-
-Semantics: ``swafuzz/features/prefix_share/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
-"""
+"""Feature record: radix-cache prefix hits: requests sharing leading pages, refcounted finishes; its contract: ``SEMANTICS.md`` beside this file."""
 
 from swafuzz.features.record import Feature, Kind
 
@@ -10,16 +7,16 @@ FEATURE = Feature(
     title='radix-cache prefix hits: requests sharing leading pages, refcounted finishes',
     source='PRs #38519 / #36637, spec §9.15',
     kinds=(
-        Kind('prefix_share', 'swafuzz.features.prefix_share.kinds:prefix_share_cases',
-             'admits with a prefix hit on a live request'),
+        Kind(
+            'prefix_share',
+            'swafuzz.features.prefix_share.kinds:prefix_share_cases',
+            'admits with a prefix hit on a live request',
+        ),
     ),
     case_fields=('step.prefix_rid', 'step.prefix_len'),
     validators=('swafuzz.features.prefix_share.rules:validate',),
     oracle=('swafuzz.oracles.sharing',),
     engine=('swafuzz.targets.sharing',),
-    sglang=(),
-    checks=(),
     mutants=('swafuzz.features.prefix_share.mutants',),
-    since={},
     semantics='swafuzz/features/prefix_share/SEMANTICS.md',
 )

@@ -1,7 +1,4 @@
-"""Feature record: mapping re-registration (HiCache load-back) between forwards.
-
-Semantics: ``swafuzz/features/remap/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
-"""
+"""Feature record: mapping re-registration (HiCache load-back) between forwards; its contract: ``SEMANTICS.md`` beside this file."""
 
 from swafuzz.features.record import Feature, Kind
 
@@ -10,15 +7,13 @@ FEATURE = Feature(
     title='mapping re-registration (HiCache load-back) between forwards',
     source='spec §2.8',
     kinds=(
-        Kind('remap', 'swafuzz.features.remap.kinds:remap_cases',
-             'register_mapping with a new tensor between decode forwards'),
+        Kind(
+            'remap',
+            'swafuzz.features.remap.kinds:remap_cases',
+            'register_mapping with a new tensor between decode forwards',
+        ),
     ),
-    case_fields=(),
-    oracle=(),
     engine=('swafuzz.targets.allocator',),
-    sglang=(),
-    checks=(),
     mutants=('swafuzz.features.remap.mutants',),
-    since={},
     semantics='swafuzz/features/remap/SEMANTICS.md',
 )

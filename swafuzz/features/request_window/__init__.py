@@ -1,7 +1,4 @@
-"""Feature record: the V4.1 request window: workspace layout, history rows, commits, ring tags.
-
-Semantics: ``swafuzz/features/request_window/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
-"""
+"""Feature record: the V4.1 request window: workspace layout, history rows, commits, ring tags; its contract: ``SEMANTICS.md`` beside this file."""
 
 from swafuzz.features.record import Feature, Kind, Since
 
@@ -10,21 +7,28 @@ FEATURE = Feature(
     title='the V4.1 request window: workspace layout, history rows, commits, ring tags',
     source='addendum §5 W1-W8',
     kinds=(
-        Kind('request_window', 'swafuzz.features.request_window.kinds:request_window_cases',
-             'eager forwards under a request window'),
+        Kind(
+            'request_window',
+            'swafuzz.features.request_window.kinds:request_window_cases',
+            'eager forwards under a request window',
+        ),
     ),
     case_fields=('pool.request_window', 'pool.window_slots', 'pool.window_chunk', 'step.lengths'),
     validators=('swafuzz.features.request_window.rules:validate',),
-    oracle=('swafuzz.features.request_window.oracle', 'swafuzz.features.request_window.oracle_state', 'swafuzz.features.request_window.oracle_layout'),
+    oracle=(
+        'swafuzz.features.request_window.oracle',
+        'swafuzz.features.request_window.oracle_state',
+        'swafuzz.features.request_window.oracle_layout',
+    ),
     engine=('swafuzz.features.request_window.engine', 'swafuzz.features.request_window.window'),
     sglang=('swafuzz.features.request_window.sglang',),
     checks=('window', 'history'),
-    check_modules=('swafuzz.features.request_window.checks', 'swafuzz.features.request_window.history_checks'),
+    check_modules=(
+        'swafuzz.features.request_window.checks',
+        'swafuzz.features.request_window.history_checks',
+    ),
     mutants=('swafuzz.features.request_window.mutants',),
-    since={'sglang': Since('0.5.21',
-        'request window')},
+    since={'sglang': Since('0.5.21', 'request window')},
     semantics='swafuzz/features/request_window/SEMANTICS.md',
-    hooks={
-        'check.expected_refusal': 'swafuzz.features.request_window.lane:expected_refusal',
-    },
+    hooks={'check.expected_refusal': 'swafuzz.features.request_window.lane:expected_refusal'},
 )

@@ -1,7 +1,4 @@
-"""Feature record: the per-request SWA ring (pool.swa_ring).
-
-Semantics: ``swafuzz/features/ring/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
-"""
+"""Feature record: the per-request SWA ring (pool.swa_ring); its contract: ``SEMANTICS.md`` beside this file."""
 
 from swafuzz.features.record import Feature, Kind, Since
 
@@ -10,20 +7,25 @@ FEATURE = Feature(
     title='the per-request SWA ring (pool.swa_ring)',
     source='addendum §2.1',
     kinds=(
-        Kind('ring', 'swafuzz.features.ring.kinds:ring_strategy',
-             'decode / verify / draft-extend / IDLE / DP forwards on a ring, slot churn'),
+        Kind(
+            'ring',
+            'swafuzz.features.ring.kinds:ring_strategy',
+            'decode / verify / draft-extend / IDLE / DP forwards on a ring, slot churn',
+        ),
     ),
     case_fields=('pool.swa_ring', 'pool.req_slots'),
     validators=('swafuzz.features.ring.rules:validate',),
     oracle=('swafuzz.features.ring.oracle',),
     engine=('swafuzz.features.ring.engine',),
     sglang=('swafuzz.features.ring.sglang',),
-    checks=(),
     mutants=('swafuzz.features.ring.mutants',),
-    since={'sglang': Since('0.5.23',
-        'per-request SWA ring write rows on the DSV4 path '
-        "(TargetHiddenKvInjector._ring_inject_loc; the allocator's ring accounting, "
-        'swa_req_ring_size, is 0.5.20+)')},
+    since={
+        'sglang': Since('0.5.23', (
+            'per-request SWA ring write rows on the DSV4 path '
+            "(TargetHiddenKvInjector._ring_inject_loc; the allocator's ring accounting, "
+            'swa_req_ring_size, is 0.5.20+)'
+        )),
+    },
     semantics='swafuzz/features/ring/SEMANTICS.md',
     hooks={
         'check.invariants': 'swafuzz.features.ring.checks:invariant_failures',

@@ -1,7 +1,4 @@
-"""Feature record: the DSpark draft block on a per-request SWA ring.
-
-Semantics: ``swafuzz/features/ring_draft/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
-"""
+"""Feature record: the DSpark draft block on a per-request SWA ring; its contract: ``SEMANTICS.md`` beside this file."""
 
 from swafuzz.features.record import Feature, Kind, Since
 
@@ -10,18 +7,18 @@ FEATURE = Feature(
     title='the DSpark draft block on a per-request SWA ring',
     source='addendum (issue12-ringdraft)',
     kinds=(
-        Kind('ring_draft', 'swafuzz.features.ring_draft.kinds:ring_draft_strategy',
-             'draft_block steps on a ring, eager and graph'),
+        Kind(
+            'ring_draft',
+            'swafuzz.features.ring_draft.kinds:ring_draft_strategy',
+            'draft_block steps on a ring, eager and graph',
+        ),
     ),
-    case_fields=(),
     validators=('swafuzz.features.ring_draft.rules:validate',),
     oracle=('swafuzz.features.ring_draft.oracle',),
     engine=('swafuzz.features.ring_draft.engine',),
     sglang=('swafuzz.features.ring_draft.sglang',),
-    checks=(),
     mutants=('swafuzz.features.ring_draft.mutants',),
-    since={'sglang': Since('0.5.23',
-        'DSpark draft block on a per-request SWA ring')},
+    since={'sglang': Since('0.5.23', 'DSpark draft block on a per-request SWA ring')},
     semantics='swafuzz/features/ring_draft/SEMANTICS.md',
     hooks={
         'engine.draft_block_mixin': 'swafuzz.features.ring_draft.engine:DraftBlockMixin',

@@ -1,20 +1,18 @@
-"""Feature record: mapping re-registration between speculative forwards (draft and target pools).
-
-Semantics: ``swafuzz/features/spec_remap/SEMANTICS.md``. The generic machinery reads this
-record; see :mod:`swafuzz.features` and ``docs/ADDING-A-FEATURE.md`` (this feature is its
-worked example).
-"""
+"""Feature record: mapping re-registration between speculative forwards (draft and target pools) (the worked example of ``docs/ADDING-A-FEATURE.md``)."""
 
 from swafuzz.features.record import Feature, Kind
 
 FEATURE = Feature(
-    name="spec_remap",
-    title="mapping re-registration between speculative forwards (draft and target pools)",
-    source="spec §2.1, §2.8, §9.16 (sglang PR #25889)",
+    name='spec_remap',
+    title='mapping re-registration between speculative forwards (draft and target pools)',
+    source='spec §2.1, §2.8, §9.16 (sglang PR #25889)',
     kinds=(
-        Kind("spec_remap", "swafuzz.features.spec_remap.kinds:spec_remap_cases",
-             "remap steps among verify, draft-extend and multi-step draft forwards"),
+        Kind(
+            'spec_remap',
+            'swafuzz.features.spec_remap.kinds:spec_remap_cases',
+            'remap steps among verify, draft-extend and multi-step draft forwards',
+        ),
     ),
-    mutants=("swafuzz.features.spec_remap.mutants",),
-    semantics="swafuzz/features/spec_remap/SEMANTICS.md",
+    mutants=('swafuzz.features.spec_remap.mutants',),
+    semantics='swafuzz/features/spec_remap/SEMANTICS.md',
 )

@@ -1,7 +1,4 @@
-"""Feature record: the late-layer tail under graphs: row buckets, the capacity buffer.
-
-Semantics: ``swafuzz/features/tail_graphs/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
-"""
+"""Feature record: the late-layer tail under graphs: row buckets, the capacity buffer; its contract: ``SEMANTICS.md`` beside this file."""
 
 from swafuzz.features.record import Feature, Kind, Since
 
@@ -10,8 +7,11 @@ FEATURE = Feature(
     title='the late-layer tail under graphs: row buckets, the capacity buffer',
     source='addendum §5 T1/T4, §6 A3/A9',
     kinds=(
-        Kind('tail_graphs', 'swafuzz.features.tail_graphs.kinds:tail_graph_cases',
-             'tail row-bucket graphs and the prefill-graph tail'),
+        Kind(
+            'tail_graphs',
+            'swafuzz.features.tail_graphs.kinds:tail_graph_cases',
+            'tail row-bucket graphs and the prefill-graph tail',
+        ),
     ),
     case_fields=('graph.tail_buckets', 'graph.tail_capacity', 'step.tail_exec'),
     validators=('swafuzz.features.tail_graphs.rules:validate',),
@@ -21,9 +21,12 @@ FEATURE = Feature(
     checks=('tail_graph',),
     check_modules=('swafuzz.features.tail_graphs.checks',),
     mutants=('swafuzz.features.tail_graphs.mutants',),
-    since={'sglang': Since('0.5.23',
-        'late-layer tail graphs in the form the adapter drives (row-bucket tail '
-        'graphs, compressor flags; the prefill-graph tail exists from 0.5.22)')},
+    since={
+        'sglang': Since('0.5.23', (
+            'late-layer tail graphs in the form the adapter drives (row-bucket tail graphs, '
+            'compressor flags; the prefill-graph tail exists from 0.5.22)'
+        )),
+    },
     semantics='swafuzz/features/tail_graphs/SEMANTICS.md',
     hooks={
         'oracle.graph_use': 'swafuzz.features.tail_graphs.oracle:expected_tail_graph_use',

@@ -1,7 +1,4 @@
-"""Feature record: prefix hits under a late-layer tail or window, and the compressors' write locations.
-
-Semantics: ``swafuzz/features/tail_prefix/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
-"""
+"""Feature record: prefix hits under a late-layer tail or window, and the compressors' write locations; its contract: ``SEMANTICS.md`` beside this file."""
 
 from swafuzz.features.record import Feature, Kind, Since
 
@@ -10,25 +7,28 @@ FEATURE = Feature(
     title="prefix hits under a late-layer tail or window, and the compressors' write locations",
     source='addendum §5 T5, E1, §6 A13',
     kinds=(
-        Kind('tail_prefix', 'swafuzz.features.tail_prefix.kinds:tail_prefix_cases',
-             'prefix hits under a tail, replay and compressors'),
+        Kind(
+            'tail_prefix',
+            'swafuzz.features.tail_prefix.kinds:tail_prefix_cases',
+            'prefix hits under a tail, replay and compressors',
+        ),
     ),
-    case_fields=(),
     oracle=('swafuzz.features.tail_prefix.oracle',),
     engine=('swafuzz.features.tail_prefix.engine',),
     sglang=('swafuzz.features.tail_prefix.sglang',),
     checks=('compressor', 'reprefill'),
     check_modules=('swafuzz.features.tail_prefix.checks',),
     mutants=('swafuzz.features.tail_prefix.mutants',),
-    since={'sglang': Since('0.5.23',
-        'late-layer tail prefix cap, replay fold and compressor code in the form '
-        'the adapter drives (replay_len, _fold_batch, _compressor_out_loc; the '
-        'features exist from 0.5.21)')},
-    hooks={
-        'sglang.prefix_path_mixin': 'swafuzz.features.tail_prefix.sglang:SGLangTailPrefixPath',
+    since={
+        'sglang': Since('0.5.23', (
+            'late-layer tail prefix cap, replay fold and compressor code in the form the '
+            'adapter drives (replay_len, _fold_batch, _compressor_out_loc; the features exist '
+            'from 0.5.21)'
+        )),
     },
     semantics='swafuzz/features/tail_prefix/SEMANTICS.md',
     hooks={
+        'sglang.prefix_path_mixin': 'swafuzz.features.tail_prefix.sglang:SGLangTailPrefixPath',
         'oracle.prefix_cap': 'swafuzz.features.tail_prefix.oracle:prefix_cap',
     },
 )

@@ -1,7 +1,4 @@
-"""Feature record: DECODE graphs under a request window.
-
-Semantics: ``swafuzz/features/window_graphs/SEMANTICS.md``. The generic machinery reads this record; see :mod:`swafuzz.features`.
-"""
+"""Feature record: DECODE graphs under a request window; its contract: ``SEMANTICS.md`` beside this file."""
 
 from swafuzz.features.record import Feature, Kind, Since
 
@@ -10,22 +7,29 @@ FEATURE = Feature(
     title='DECODE graphs under a request window',
     source='addendum §4, §5 W7',
     kinds=(
-        Kind('window_graphs', 'swafuzz.features.window_graphs.kinds:window_graph_cases',
-             'DECODE / IDLE / DP graph replays under a window'),
+        Kind(
+            'window_graphs',
+            'swafuzz.features.window_graphs.kinds:window_graph_cases',
+            'DECODE / IDLE / DP graph replays under a window',
+        ),
     ),
-    case_fields=(),
     oracle=('swafuzz.features.request_window.oracle',),
     engine=('swafuzz.features.window_graphs.engine',),
     sglang=('swafuzz.features.window_graphs.sglang',),
     checks=('window_graph',),
     check_modules=('swafuzz.features.window_graphs.checks',),
     mutants=('swafuzz.features.window_graphs.mutants',),
-    since={'sglang': Since('0.5.23',
-        'request window DECODE-graph code the adapter drives (commit_packed_rows, '
-        'the buffer registry; the request window exists from 0.5.21)')},
-    hooks={
-        'engine.window_graph_runner': 'swafuzz.features.window_graphs.engine:WindowGraphRunner',
-        'sglang.window_graph_runner': 'swafuzz.features.window_graphs.sglang:SGLangWindowGraphRunner',
+    since={
+        'sglang': Since('0.5.23', (
+            'request window DECODE-graph code the adapter drives (commit_packed_rows, the '
+            'buffer registry; the request window exists from 0.5.21)'
+        )),
     },
     semantics='swafuzz/features/window_graphs/SEMANTICS.md',
+    hooks={
+        'engine.window_graph_runner': 'swafuzz.features.window_graphs.engine:WindowGraphRunner',
+        'sglang.window_graph_runner': (
+            'swafuzz.features.window_graphs.sglang:SGLangWindowGraphRunner'
+        ),
+    },
 )

@@ -79,8 +79,12 @@ def test_generated_cases_re_emit_byte_identical(kind, i, d):
     assert case.dumps() == json.dumps(d, sort_keys=True)
 
 
-def test_every_generated_kind_has_golden_cases():
-    assert set(_golden()["kinds"]) == set(features.kind_names())
+def test_golden_cases_cover_the_kinds_they_were_drawn_from():
+    """The golden JSON was drawn from the 29 kinds that existed when emission became generic;
+    every one of them must still exist (a kind added later is covered by the generic round trip
+    of tests/features/test_kinds.py, which needs no golden file)."""
+    golden = set(_golden()["kinds"])
+    assert len(golden) >= 29 and golden <= set(features.kind_names())
 
 
 def _bundle_cases():

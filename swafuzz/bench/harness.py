@@ -20,24 +20,24 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import queue
 import sys
 import time
 
 from swafuzz import features
+from swafuzz.harness.campaign import Campaign
+from swafuzz.harness.run import execute, resolve_executors
+from swafuzz.harness.throughput import forward_count
 
 
 def _worker(idx: int, seed: int, examples: int, impl: str, executor: str, threads: int,
             barrier, results) -> None:  # pragma: no cover - runs in a child process
-    import torch
+    import torch  # torch.cuda decides the child's Triton mode, as early as it can
 
     if not torch.cuda.is_available():
         os.environ.setdefault("TRITON_INTERPRET", "1")
     if threads > 0:
         torch.set_num_threads(threads)
-    from swafuzz.harness.campaign import Campaign
-    from swafuzz.harness.run import execute, resolve_executors
-    from swafuzz.harness.throughput import forward_count
-
     executors = resolve_executors(executor)
     counts = {"cases": 0, "steps": 0, "failed": 0}
 
@@ -71,8 +71,6 @@ def run_round(n: int, args) -> dict:
              for i in range(n)]
     for p in procs:
         p.start()
-    import queue
-
     got = []
     while len(got) < n:
         try:

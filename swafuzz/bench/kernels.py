@@ -123,7 +123,7 @@ def _call(impl, op: str, x: dict):
 
 def tune(x: dict, gpu: bool) -> list[dict]:
     """Sweep Triton GPU store configurations on translate_store; keep the fastest."""
-    from swafuzz.kernels import triton_impl
+    from swafuzz.kernels import triton_impl  # triton: an optional dependency (GPU tuning only)
 
     impl = kernels.get_impl("triton")
     results = []

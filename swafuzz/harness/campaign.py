@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, reject, settings
 from hypothesis import seed as hseed
 from hypothesis.errors import Unsatisfiable
 
@@ -134,8 +134,6 @@ class Campaign:
         """One hypothesis search (round ``rnd`` of the unit, the budget left): the smallest
         failing Case's verdict (or nothing), the ledger entry it is of (None: new), and the
         smallest new failure met while shrinking a known one (or None)."""
-        from hypothesis import reject
-
         best: list[Verdict] = []
         state: dict = {"generated": 0, "after_fail": 0, "target": None, "capped": None,
                        "new_seen": None}
@@ -216,8 +214,6 @@ class Campaign:
 
         phases = None
         if not self.shrink:
-            from hypothesis import Phase
-
             phases = [Phase.explicit, Phase.reuse, Phase.generate]
         # a restarted round's hypothesis counts the Cases it draws again (its first draw is
         # the simplest Case, often one already run): _Spent ends it at the unit's budget

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import runpy
+import signal
 import sys
 
-from swafuzz import targets
+from swafuzz import __version__, targets
 from swafuzz.harness import listing
 from swafuzz.harness.cli_common import (
     EXIT_CLEAN,
@@ -31,13 +33,17 @@ from swafuzz.harness.cli_common import (
     target_names,
 )
 from swafuzz.harness.cli_run import cmd_repro, cmd_run
+from swafuzz.harness.corpus import DB_HELP
+from swafuzz.harness.failures import check_out_file, report_tool_failure
+from swafuzz.harness.ledger import DEFAULT_LEDGER
+from swafuzz.kernels import IMPLS, available_impls
 
 __all__ = ["EXIT_CLEAN", "EXIT_FINDINGS", "EXIT_TOOL", "EXIT_USAGE", "UsageError", "build_parser",
            "main", "cmd_run", "cmd_repro", "cmd_list", "cmd_report", "cmd_zoo", "cmd_bench"]
 
 
 def _prepare_env() -> None:
-    import torch
+    import torch  # here, not above: keeps torch out of the CLI's start (--help, usage errors)
 
     if not torch.cuda.is_available():
         os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -60,21 +66,18 @@ def cmd_list(args) -> int:
 
 
 # --------------------------------------------------------------------------- report
-def _default_ledger() -> str:
-    from swafuzz.harness.ledger import DEFAULT_LEDGER
-
-    return DEFAULT_LEDGER
-
-
 def cmd_report(args) -> int:
-    from swafuzz.harness.report import ReportInputError, build
+    # here, not above: with the report's modules loaded at the CLI's start, a resumed run draws
+    # other Cases than a fresh one (test_pipeline's kill -9 test): generation depends on process
+    # state somewhere (import order / memory layout); cause not found yet
+    from swafuzz.harness import report
 
     if args.reruns < 0:
         raise UsageError(f"--reruns: must be >= 0 (got {args.reruns})")
     try:
-        res = build(args.dir, baseline=args.baseline, reruns=args.reruns,
+        res = report.build(args.dir, baseline=args.baseline, reruns=args.reruns,
                     ledger=None if args.no_ledger else args.ledger, release=args.release)
-    except ReportInputError as e:
+    except report.ReportInputError as e:
         raise UsageError(str(e)) from None
     st = res["status"]
     for w in res["ledger_warnings"]:
@@ -93,7 +96,7 @@ def cmd_report(args) -> int:
 
 # --------------------------------------------------------------------------- zoo / bench
 def cmd_zoo(args) -> int:
-    from swafuzz.harness.zoo import run_zoo
+    from swafuzz.harness.zoo import run_zoo  # the campaign (hypothesis): not at the CLI's start
 
     check_choice("--budget", args.budget, ("full", "ci"))
     for name in ("examples", "seeds", "jobs"):
@@ -108,8 +111,6 @@ def cmd_zoo(args) -> int:
                              "seeds, 60 cases); use --budget full with --examples and --seeds")
     args.examples = 200 if args.examples is None else args.examples
     args.seeds = 5 if args.seeds is None else args.seeds
-    from swafuzz.harness.failures import check_out_file
-
     bad = args.json and check_out_file("--json", args.json)
     if bad:
         raise UsageError(bad)
@@ -118,14 +119,10 @@ def cmd_zoo(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    import runpy
-
     rest = [a for a in args.rest if a != "--"]
     module = "swafuzz.bench.kernels"
     if rest[:1] == ["harness"]:  # swafuzz bench harness [...]: campaign throughput, 1 vs N workers
         module, rest = "swafuzz.bench.harness", rest[1:]
-    from swafuzz.kernels import IMPLS, available_impls
-
     if module.endswith(".kernels") and "--impls" in rest and rest.index("--impls") + 1 < len(rest):
         for name in rest[rest.index("--impls") + 1].split(","):
             check_choice("--impls", name, IMPLS)
@@ -150,9 +147,6 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from swafuzz import __version__
-    from swafuzz.harness.corpus import DB_HELP
-
     fmt = _HelpFormatter
     p = argparse.ArgumentParser(prog="swafuzz", description=__doc__.splitlines()[0],
                                 formatter_class=fmt)
@@ -234,7 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a previous run directory: findings split into new / known / fixed")
     rep.add_argument("--reruns", type=int, default=0,
                      help="replay each finding's smallest Case N times (reliability k/N)")
-    rep.add_argument("--ledger", default=_default_ledger(),
+    rep.add_argument("--ledger", default=DEFAULT_LEDGER,
                      help="known-failure ledger: findings it knows (signature and 'when') are "
                           "known, not failures")
     rep.add_argument("--no-ledger", action="store_true", help="do not consult a ledger")
@@ -265,16 +259,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import signal
-
     if hasattr(signal, "SIGPIPE") and argv is None:  # `swafuzz report DIR | head`: end quietly
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    _prepare_env()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse: 2 on usage errors, 0 on --help
         return int(e.code or 0)
+    _prepare_env()  # after parsing (--help and usage errors load no torch), before any plugin
     if args.cmd == "run":
         args.target = args.target or ["unified"]
         args.examples_given = args.examples is not None
@@ -287,8 +279,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"swafuzz {args.cmd}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as e:  # noqa: BLE001 - a tool failure: exit 3, traceback to a log file
-        from swafuzz.harness.failures import report_tool_failure
-
         out = (getattr(args, "resume", None) or getattr(args, "out", None)
                or getattr(args, "dir", None))
         print(report_tool_failure(args.cmd, e, out), file=sys.stderr)

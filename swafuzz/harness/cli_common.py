@@ -9,6 +9,8 @@ import os
 import sys
 
 from swafuzz import targets
+from swafuzz.kernels import IMPLS, available_impls
+from swafuzz.targets import plugins
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_TOOL = 0, 1, 2, 3
 
@@ -30,8 +32,6 @@ def target_names() -> list[str]:
 def load_plugins(args) -> None:
     """``--plugin MODULE`` (any command) and ``SWAFUZZ_PLUGINS``: a plugin that cannot be
     loaded is a usage error naming it."""
-    from swafuzz.targets import plugins
-
     try:
         for m in getattr(args, "plugin", None) or []:
             plugins.load_module(m)
@@ -41,14 +41,12 @@ def load_plugins(args) -> None:
 
 
 def validate_common(args) -> None:
-    from swafuzz.harness.executors import available_executors
-    from swafuzz.kernels import IMPLS, available_impls
-    from swafuzz.targets.plugins import PluginError
+    from swafuzz.harness.executors import available_executors  # torch: not at the CLI's start
 
     try:
         for t in args.target if isinstance(args.target, list) else [args.target]:
             targets.get_target(t)
-    except (targets.UnknownTarget, targets.TargetUnavailable, PluginError) as e:
+    except (targets.UnknownTarget, targets.TargetUnavailable, plugins.PluginError) as e:
         raise UsageError(str(e)) from None
     check_choice("--impl", args.impl, ("auto",) + tuple(IMPLS))
     if args.impl not in ("auto",) and args.impl not in available_impls():

@@ -9,7 +9,7 @@ import os
 import sys
 import time
 
-from swafuzz import features
+from swafuzz import features, targets
 from swafuzz.features.validation import load_case
 from swafuzz.harness.cli_common import (
     EXIT_CLEAN,
@@ -23,13 +23,20 @@ from swafuzz.harness.cli_common import (
     prepare_out,
     validate_common,
 )
+from swafuzz.harness.corpus import DatabaseSpecError, check_spec, open_database
+from swafuzz.harness.known import print_known, resolve_ledger
+from swafuzz.harness.ledger import LedgerError
+from swafuzz.harness.run import InvalidCase, execute, resolve_executors, resolve_impl
+from swafuzz.harness.runconfig import RunConfig, read_run_config
+from swafuzz.harness.worker import CaseWorker, WorkerSetupError
+from swafuzz.reports.bundle import read_bundle, signature_filename
+from swafuzz.reports.summary import campaign_table
+from swafuzz.scenarios.case import CaseError
+from swafuzz.targets import plugins
 
 
 def run_config(args):
     """Flags -> a RunConfig resolved once (or the RunConfig of the run being resumed)."""
-    from swafuzz.harness.pipeline import RunConfig, read_run_config
-    from swafuzz.harness.run import resolve_executors, resolve_impl
-    from swafuzz.targets.plugins import loaded_modules
 
     if args.resume:
         prepare_out(args.resume, resume=True)
@@ -58,8 +65,6 @@ def run_config(args):
             n += 1
             args.out = f"{base}-{n}"
     prepare_out(args.out, resume=False)
-    from swafuzz.harness.corpus import DatabaseSpecError, check_spec, open_database
-
     try:
         check_spec(args.db)
         if args.db and "://" in args.db:
@@ -67,9 +72,6 @@ def run_config(args):
     except DatabaseSpecError as e:
         raise UsageError(str(e)) from None
     positive("--known-cap", args.known_cap)
-    from swafuzz.harness.known import resolve_ledger
-    from swafuzz.harness.ledger import LedgerError
-
     try:
         ledger = resolve_ledger(args.ledger, list(dict.fromkeys(args.target)))
     except LedgerError as e:
@@ -80,20 +82,17 @@ def run_config(args):
                      examples=args.examples if not budget_s or args.examples_given else 10**6,
                      budget_s=budget_s, seed=args.seed, workers=args.workers,
                      shrink_budget=args.shrink_budget, out=args.out,
-                     isolate=not args.no_isolate, plugins=loaded_modules(), db=args.db,
+                     isolate=not args.no_isolate, plugins=plugins.loaded_modules(), db=args.db,
                      ledger=ledger, known_cap=args.known_cap)
 
 
 # --------------------------------------------------------------------------- run
 def cmd_run(args) -> int:
-    from swafuzz.harness import pipeline
-    from swafuzz.reports.summary import campaign_table
+    from swafuzz.harness import pipeline  # the campaign (hypothesis): not at the CLI's start
 
     cfg = run_config(args)
     os.makedirs(cfg.out, exist_ok=True)
     if cfg.isolate:  # a target the worker cannot load is a usage error before any case runs
-        from swafuzz.harness.worker import WorkerSetupError
-
         try:
             for t in cfg.targets:  # (reused by the units of a 1-worker run)
                 pipeline.case_worker(cfg, t).start()
@@ -116,14 +115,10 @@ def cmd_run(args) -> int:
     for r in res.findings:
         seen.setdefault(r["finding"], r)
     for sig, r in seen.items():
-        from swafuzz.reports.bundle import signature_filename
-
         path = os.path.join(cfg.out, "findings", signature_filename(sig) + ".json")
         print(f"FINDING {sig}: {r.get('message') or ''}")
         if os.path.exists(path):
             print(f"  swafuzz repro {path}")
-    from swafuzz.harness.known import print_known
-
     known = print_known(res.rows)
     generated = sum(s["generated"] for s in stats.values())
     shrunk = sum(s["shrunk"] for s in stats.values())
@@ -149,11 +144,6 @@ def cmd_run(args) -> int:
 
 # --------------------------------------------------------------------------- repro
 def cmd_repro(args) -> int:
-    from swafuzz.harness.run import InvalidCase, execute, resolve_executors
-    from swafuzz.reports.bundle import read_bundle
-    from swafuzz.scenarios.case import CaseError
-    from swafuzz.targets.plugins import PluginError, load_record
-
     try:
         bundle = read_bundle(args.file)  # its errors already name the file
     except ValueError as e:
@@ -164,15 +154,14 @@ def cmd_repro(args) -> int:
         raise UsageError(f"{args.file}: {e}") from None
     if not args.target and bundle.get("plugin"):
         try:  # the bundle names the plugin its target came from
-            load_record(bundle["plugin"], source=f"{args.file}: target {bundle.get('target')!r}")
-        except PluginError as e:
+            plugins.load_record(bundle["plugin"],
+                                source=f"{args.file}: target {bundle.get('target')!r}")
+        except plugins.PluginError as e:
             raise UsageError(str(e)) from None
     args.target = args.target or bundle.get("target", "unified")
     args.impl = args.impl or bundle.get("impl", "auto")
     validate_common(args)
-    from swafuzz.targets import supports
-
-    why = supports(args.target, case)  # e.g. a ring Case on a release without the ring
+    why = targets.supports(args.target, case)  # e.g. a ring Case on a release without the ring
     if why:
         raise UsageError(f"{args.file}: target {args.target} cannot run this Case: {why}")
     executors = resolve_executors(args.executor)
@@ -180,9 +169,6 @@ def cmd_repro(args) -> int:
         if args.no_isolate:
             v = execute(case, args.target, args.impl, executors)
         else:  # a crash inside the case is reported, not the end of this command
-            from swafuzz.harness.run import resolve_impl
-            from swafuzz.harness.worker import CaseWorker, WorkerSetupError
-
             try:
                 w = CaseWorker(args.target, resolve_impl(args.impl), executors)
                 w.start()

@@ -66,7 +66,7 @@ def check_spec(spec: str | None) -> None:
 def open_database(spec: str | None, out_dir: str):
     """The Hypothesis database for ``--db spec`` (None for ``none``). Redis is pinged first, so
     an unreachable server is a clear error, not a stream of warnings in the middle of a run."""
-    from hypothesis.database import DirectoryBasedExampleDatabase
+    from hypothesis.database import DirectoryBasedExampleDatabase  # not at the CLI's start
 
     if spec is None:
         return DirectoryBasedExampleDatabase(default_db_path(out_dir))

@@ -38,6 +38,7 @@ import os
 from typing import Any
 
 from swafuzz import targets
+from swafuzz.harness.ledger import DEFAULT_LEDGER, load_ledger
 
 #: seed stride between the rounds of a unit (a prime far from the shard stride 7919)
 ROUND_SEED_STRIDE = 104729
@@ -54,8 +55,6 @@ def target_release(target: str) -> str | None:
 
 def load_entries(path: str) -> list:
     """The ledger's entries (:class:`~swafuzz.harness.ledger.LedgerError` naming the field)."""
-    from swafuzz.harness.ledger import load_ledger
-
     return load_ledger(path)
 
 
@@ -63,8 +62,6 @@ def resolve_ledger(spec: str | None, targets: list[str]) -> str | None:
     """``--ledger`` -> the ledger file a run consults, or None. ``auto``: the repository ledger
     if one of its entries applies to one of ``targets`` at its release; ``none``: None; else a
     path, loaded here so a malformed ledger is refused before anything runs (LedgerError)."""
-    from swafuzz.harness.ledger import DEFAULT_LEDGER
-
     if spec is None or spec == "none":
         return None
     if spec == "auto":

@@ -23,6 +23,10 @@ if not torch.cuda.is_available():
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 
+from swafuzz.harness.run import execute  # noqa: E402
+from swafuzz.reports.bundle import write_bundle  # noqa: E402
+from swafuzz.targets import plugins  # noqa: E402
+
 MARKERS = {
     "gpu": "needs a CUDA GPU (compiled Triton, CUDA C++ twins)",
     "cudagraph": "uses real torch.cuda.CUDAGraph capture and replay",
@@ -52,8 +56,6 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     for name, doc in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
-    from swafuzz.targets import plugins
-
     try:
         for m in config.getoption("swafuzz_plugin", default=[]) or []:
             plugins.load_module(m, source="--swafuzz-plugin")
@@ -82,9 +84,6 @@ def pytest_collection_modifyitems(config, items):
 
 def check_case(case, target: str = "unified", impl: str = "auto", executors=None, out_dir=None):
     """Run ``case``; on failure write its bundle and fail with the one-line repro command."""
-    from swafuzz.harness.run import execute
-    from swafuzz.reports.bundle import write_bundle
-
     v = execute(case, target, impl, executors)
     if v.failed:
         out = out_dir or tempfile.mkdtemp(prefix="swafuzz-")

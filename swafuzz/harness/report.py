@@ -19,247 +19,30 @@ Ledger-known groups show as ``known (ledger: ID)`` in summary.md and as ``<skipp
 in junit.xml (message ``known: ledger entry ID (CITE)``, plus a ``ledger_entry`` property), so
 CI stays green on them; the CLI exits 1 only when some group is not known by the ledger.
 
-This module turns bundles into plain data; the renderers in ``reports/`` only format it.
+This module builds the reports (:func:`build`) from what :mod:`swafuzz.harness.report_inputs` reads
+and what :mod:`swafuzz.harness.report_findings` draws per finding group, as plain data; the
+renderers in ``reports/`` only format it.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import time
 from typing import Any
 
-from swafuzz import targets
-from swafuzz.features.validation import load_case
+from swafuzz.harness.ledger import LedgerError, imprecise, load_ledger
+from swafuzz.harness.report_findings import ledger_status, measure_reliability, pool_picture
+from swafuzz.harness.report_inputs import ReportInputError, read_bundles, read_json, read_log
 from swafuzz.reports import dedup
-from swafuzz.reports.bundle import atomic_write_text, versions
+from swafuzz.reports.bundle import atomic_write_text
+from swafuzz.reports.html import render as render_html
+from swafuzz.reports.junit import render as render_junit
+from swafuzz.reports.summary import report_markdown
 
-PICTURE_SLOTS = 4096  # slots drawn per layer at most
+# ReportInputError: what build raises (from report_inputs), for the CLI
+__all__ = ["MD_LIMIT", "ReportInputError", "build"]
+
 MD_LIMIT = 1024 * 1024 - 4096
-
-
-class ReportInputError(ValueError):
-    """DIR (or a file in it) cannot be read: the CLI exits 2 with this message."""
-
-
-def git_commit() -> str | None:
-    """The commit of the checkout swafuzz runs from, if it is a git checkout."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    try:
-        r = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"], capture_output=True,
-                           text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if r.returncode != 0:
-        return None
-    c = r.stdout.strip()
-    try:
-        d = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True, timeout=10)
-        if d.returncode == 0 and d.stdout.strip():
-            c += "+dirty"
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return c
-
-
-def write_run_meta(out: str, meta: dict[str, Any]) -> str:
-    """``OUT/run.json``: what ran (for ``report``): commit, versions, device, budget, timings."""
-    path = os.path.join(out, "run.json")
-    vers = versions()
-    for name in str(meta.get("target", "")).replace(",", " ").split():
-        vers.update(targets.versions(name))  # what a target drives (its ``versions`` hook)
-    data = {"commit": git_commit(), "versions": vers, **meta}
-    atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
-    return path
-
-
-# --------------------------------------------------------------------------- inputs
-def _read_json(path: str) -> Any:
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except OSError as e:
-        raise ReportInputError(f"{path}: cannot read ({e.strerror})") from None
-    except json.JSONDecodeError as e:
-        raise ReportInputError(f"{path}: not valid JSON ({e})") from None
-
-
-def read_log(path: str) -> list[dict[str, Any]]:
-    """Rows of ``cases.jsonl``; a torn last line (a killed run) is skipped, any other bad line
-    is an input error naming the line."""
-    rows: list[dict[str, Any]] = []
-    if not os.path.exists(path):
-        return rows
-    with open(path) as f:
-        lines = f.read().split("\n")
-    for i, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            if i >= len(lines) - 1:  # the last line, torn by a kill
-                continue
-            raise ReportInputError(f"{path}: line {i} is not valid JSON") from None
-        if not isinstance(row, dict):
-            raise ReportInputError(f"{path}: line {i} is not a JSON object")
-        if "event" in row:  # a unit summary row of the run pipeline, not a case
-            continue
-        rows.append(row)
-    return rows
-
-
-def read_bundles(d: str) -> list[tuple[str, dict[str, Any]]]:
-    fdir = os.path.join(d, "findings")
-    out = []
-    if not os.path.isdir(fdir):
-        return out
-    for name in sorted(os.listdir(fdir)):
-        if name.endswith(".json") and not name.startswith("."):
-            b = _read_json(os.path.join(fdir, name))
-            if not isinstance(b, dict) or "signature" not in b:
-                raise ReportInputError(f"{os.path.join(fdir, name)}: field 'signature' is "
-                                       "required (a bundle written by swafuzz)")
-            out.append((os.path.join(fdir, name), b))
-    return out
-
-
-# --------------------------------------------------------------------------- pictures
-def pool_picture(case_json: dict[str, Any], observed: list[dict[str, Any]] | None
-                 ) -> tuple[dict[str, Any] | None, str]:
-    """Plain-data picture of the SWA pools for ``reports.html.render_picture``; or (None, why)."""
-    from swafuzz.oracles.engine import CaseInfeasible, expect
-    from swafuzz.scenarios.case import CaseError
-
-    try:
-        case = load_case(case_json)
-        exp = expect(case, pools_every_step=False)
-    except (CaseError, CaseInfeasible) as e:
-        return None, f"the Case does not run on the oracle ({e})"
-    pc = case.pool
-    p = pc.page_size
-    n_layers = {"target": pc.layers, "draft": pc.draft_layers}
-    expected: dict[str, set[int]] = {k: set() for k in n_layers}
-    dummy: dict[str, bool] = {k: False for k in n_layers}
-    for e in exp.forwards:
-        expected[e.pool].update(e.targets)
-        rows = e.rows_graph if e.exec == "graph" and e.rows_graph is not None else e.rows_eager
-        if rows > e.n_real or any(t < p for t in e.targets):
-            dummy[e.pool] = True
-    slots = min(pc.swa_slots, PICTURE_SLOTS)
-    notes = []
-    if pc.swa_slots > slots:
-        notes.append(f"the first {slots} of {pc.swa_slots} slots per layer are drawn")
-    if not observed:
-        notes.append("no observed side in this bundle (a crash, or a bundle written before "
-                     "observations were recorded): the expected pool only")
-    elif any(o.get("truncated") for o in observed):
-        notes.append(f"observed slot lists were capped at {4096} entries")
-    for o in observed or []:
-        if o.get("error"):
-            err = o["error"]
-            notes.append(f"{o.get('executor')}: the target stopped at step {err.get('step')} "
-                         f"({err.get('type')}); slots after it are not observed")
-    pools: dict[str, list[dict[str, Any]]] = {}
-    for pool, n in n_layers.items():
-        if n == 0 or (not expected[pool] and not dummy[pool] and not _any_obs(observed, pool)):
-            continue
-        layers = []
-        for li in range(n):
-            obs_l = []
-            for o in observed or []:
-                lay = (o.get("pools") or {}).get(pool) or []
-                if li < len(lay):
-                    obs_l.append({"executor": o.get("executor"), **lay[li]})
-            layers.append({"expected": sorted(s for s in expected[pool] if s < slots),
-                           "dummy_expected": dummy[pool], "observed": obs_l})
-        pools[pool] = layers
-    return {"page_size": p, "swa_slots": slots, "pools": pools, "note": "; ".join(notes)}, ""
-
-
-def _any_obs(observed, pool: str) -> bool:
-    for o in observed or []:
-        for lay in (o.get("pools") or {}).get(pool) or []:
-            if lay.get("written") or lay.get("changed"):
-                return True
-    return False
-
-
-# --------------------------------------------------------------------------- reruns
-def measure_reliability(groups: list[dedup.FindingGroup], n: int, default_target: str) -> None:
-    """Replay each group's smallest Case ``n`` times in an isolated worker (a crash is a
-    result, not the end of the report); sets ``g.reliability = (k, n)``."""
-    from swafuzz.harness.run import InvalidCase, resolve_executors
-    from swafuzz.harness.worker import CaseWorker
-    from swafuzz.scenarios.case import CaseError
-
-    for g in groups:
-        if g.case is None:
-            continue
-        b = g.bundle or {}
-        target = b.get("target") or default_target
-        try:
-            case = load_case(g.case)
-        except CaseError:
-            continue
-        w = CaseWorker(target, b.get("impl") or "auto",
-                       resolve_executors(b.get("executor") or "auto"))
-        k = 0
-        try:
-            for _ in range(n):
-                try:
-                    v = w.run(case)
-                except InvalidCase:
-                    break
-                sig = v.signature()
-                if v.failed and (sig == g.signature or g.signature.endswith(":" + sig)):
-                    k += 1
-        finally:
-            w.close()
-        g.reliability = (k, n)
-
-
-# --------------------------------------------------------------------------- build
-def ledger_status(groups: list[dedup.FindingGroup], rows: list[dict[str, Any]],
-                  bundles: list[tuple[str, dict[str, Any]]], entries: list, target: str,
-                  versions: dict[str, Any], release: str | None,
-                  executor: str | None = None) -> dict[str, dict[str, Any]]:
-    """``{signature: {"entries": [(id, cite)], "cases": n, "outside": k}}`` for every group:
-    ``n`` failing Cases considered (every bundle's and every failing log row's of that
-    signature, deduplicated),
-    ``k`` of them matched by no ledger entry (signature and ``when``); the group is known by the
-    ledger iff ``n > 0`` and ``k == 0``."""
-    from swafuzz.harness.ledger import classify
-
-    by_sig: dict[str, list[dict[str, Any]]] = {g.signature: [] for g in groups}
-    seen: set[tuple[str, str]] = set()
-
-    def add(sig: str, case: Any, tgt: str | None, vers: Any, ex: Any, exs: Any = None) -> None:
-        key = (sig, json.dumps(case, sort_keys=True))
-        if sig in by_sig and key not in seen:
-            seen.add(key)
-            by_sig[sig].append({"signature": sig, "target": tgt or target, "case": case,
-                                "versions": vers if isinstance(vers, dict) else versions,
-                                "executor": ex if isinstance(ex, str) else executor,
-                                **({"executors": exs} if isinstance(exs, list) else {})})
-
-    for _, b in bundles:
-        add(str(b.get("signature")), b.get("case"), b.get("target"), b.get("versions"),
-            b.get("executor"), b.get("executors"))
-    for r in rows:
-        if r.get("failed") and r.get("signature") and isinstance(r.get("case"), dict):
-            add(r["signature"], r["case"], None, None, r.get("executor"))
-    out = {}
-    for sig, fs in by_sig.items():
-        c = classify(fs, entries, target, release)
-        ids: list[tuple[str, str]] = []
-        for _, e in c.known:
-            if (e.id, e.cite) not in ids:
-                ids.append((e.id, e.cite))
-        out[sig] = {"entries": ids, "cases": len(fs), "outside": len(c.new)}
-    return out
 
 
 def build(d: str, baseline: str | None = None, reruns: int = 0, ledger: str | None = None,
@@ -267,8 +50,6 @@ def build(d: str, baseline: str | None = None, reruns: int = 0, ledger: str | No
     """Write DIR/summary.md, DIR/junit.xml, DIR/summary.html; return what was found.
     ``ledger``: a ledger file to classify findings with (None: no ledger); ``release``: the
     target version its entries are checked against (default: the run's recorded version)."""
-    from swafuzz.harness.ledger import LedgerError, imprecise, load_ledger
-
     entries: list = []
     ledger_warnings: list[str] = []
     if ledger is not None:
@@ -277,10 +58,6 @@ def build(d: str, baseline: str | None = None, reruns: int = 0, ledger: str | No
         except LedgerError as e:
             raise ReportInputError(f"--ledger: {e}") from None
         ledger_warnings = imprecise(entries)
-    from swafuzz.reports.html import render as render_html
-    from swafuzz.reports.junit import render as render_junit
-    from swafuzz.reports.summary import report_markdown
-
     if baseline is not None and not os.path.isdir(baseline):
         raise ReportInputError(f"--baseline: {baseline!r} is not a directory")
     if not os.path.isdir(d):
@@ -288,7 +65,7 @@ def build(d: str, baseline: str | None = None, reruns: int = 0, ledger: str | No
     if not os.access(d, os.W_OK | os.X_OK):
         raise ReportInputError(f"DIR: cannot write the reports into {d!r} (permission denied)")
     meta_path = os.path.join(d, "run.json")
-    meta = _read_json(meta_path) if os.path.exists(meta_path) else {}
+    meta = read_json(meta_path) if os.path.exists(meta_path) else {}
     if not isinstance(meta, dict):
         raise ReportInputError(f"{meta_path}: must be a JSON object")
     rows = read_log(os.path.join(d, "cases.jsonl"))

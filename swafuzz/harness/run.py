@@ -14,7 +14,10 @@ from typing import Any
 from swafuzz.harness.check_base import Failure
 from swafuzz.harness.checks import run_checks
 from swafuzz.harness.cross_checks import check_agreement
+from swafuzz.harness.observed import summarize_all
+from swafuzz.oracles.engine import AllocationRejected, CaseInfeasible, expect
 from swafuzz.scenarios.case import Case
+from swafuzz.targets import get_target, origin, run_case
 
 
 class InvalidCase(ValueError):
@@ -31,7 +34,7 @@ def resolve_impl(impl: str) -> str:
 def resolve_executors(executor: str) -> list[str]:
     """The executors a Case runs under. ``auto``: eager plus the graph executor of this machine
     (cudagraph on a GPU, tape on CPU); ``all``: eager, tape and (with a GPU) cudagraph."""
-    import torch
+    import torch  # here, not above: keeps torch out of the CLI's start (cli_run imports this)
 
     graph = "cudagraph" if torch.cuda.is_available() else "tape"
     if executor == "auto":
@@ -70,8 +73,6 @@ class Verdict:
 
     def finding(self, target: str, impl: str, executor: str, prefix: str = "") -> dict[str, Any]:
         """The bundle record of this failing verdict (``reports.bundle.write_bundle`` input)."""
-        from swafuzz.targets import origin
-
         return {"signature": prefix + self.signature(), "check": self.failures[0].check,
                 "message": self.failures[0].message,
                 "failures": [f.to_json() for f in self.failures], "target": target,
@@ -101,10 +102,9 @@ def needs_recapture_reference(case: Case, observations: list, only: set[str] | N
 def execute(case: Case, target: str = "unified", impl: str = "auto",
             executors: list[str] | None = None, only: set[str] | None = None) -> Verdict:
     """Run ``case`` on ``target`` x ``impl`` under each executor and check everything."""
+    # here, not above: the executors import torch, kept out of the CLI's start (cli_run imports this)
     from swafuzz.harness.executors import get_executor
     from swafuzz.harness.executors.base import CountingExecutor
-    from swafuzz.oracles.engine import CaseInfeasible, expect
-    from swafuzz.targets import get_target, run_case
 
     t0 = time.perf_counter()
     try:
@@ -132,8 +132,6 @@ def execute(case: Case, target: str = "unified", impl: str = "auto",
     fails, n = run_checks(case, observations, exp, only)
     observed = None
     if fails:
-        from swafuzz.harness.observed import summarize_all
-
         observed = summarize_all(case, observations, exp)
     return Verdict(case, fails, n, time.perf_counter() - t0, observed,
                    _target_version(observations))
@@ -147,8 +145,6 @@ def _target_version(observations: list) -> str | None:
 def _observed_expectation(case: Case, observations: list):
     """Observed-allocation targets (``sglang``): the oracle validates and follows the first
     observation's allocation choices; every executor's choices must be the same."""
-    from swafuzz.oracles.engine import AllocationRejected, expect
-
     allocs = [[s.alloc or [] for s in o.steps] for o in observations]
     for o, a in zip(observations[1:], allocs[1:]):
         n = min(len(a), len(allocs[0]))

@@ -10,7 +10,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from swafuzz.harness.report import write_run_meta as write_meta
+from swafuzz.harness.report_inputs import write_run_meta as write_meta
 
 SHARD_SEED_STRIDE = 7919
 

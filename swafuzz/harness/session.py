@@ -13,14 +13,14 @@ from swafuzz.harness.check_base import Failure
 from swafuzz.harness.checks import run_checks
 from swafuzz.harness.executors import get_executor
 from swafuzz.harness.executors.base import CountingExecutor
+from swafuzz.oracles.engine import expect
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
+from swafuzz.targets import build_engine
 
 
 class Session:
     def __init__(self, pool: PoolConfig, graph: GraphConfig, seed: int, target: str = "unified",
                  impl: str = "torch", executors: tuple[str, ...] = ("eager", "tape")):
-        from swafuzz.targets import build_engine
-
         self.case = Case(pool=pool, graph=graph, steps=(), payload_seed=seed, kind="episode")
         self.executors = [CountingExecutor(get_executor(e)) for e in executors]
         self.engines = [build_engine(target, self.case, impl, ex) for ex in self.executors]
@@ -28,8 +28,6 @@ class Session:
 
     def apply(self, step: Step) -> list[Failure]:
         """Apply ``step`` on every engine, then run every check on the whole episode so far."""
-        from swafuzz.oracles.engine import expect
-
         i = len(self.case.steps)
         self.case = replace(self.case, steps=self.case.steps + (step,))
         for eng, obs in zip(self.engines, self.observations):

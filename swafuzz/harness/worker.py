@@ -27,12 +27,16 @@ import select
 import signal
 import subprocess
 import sys
+import traceback
 from typing import Any
 
+from swafuzz import targets
 from swafuzz.features.validation import loads_case
 from swafuzz.harness.check_base import Failure
-from swafuzz.harness.run import Verdict
+from swafuzz.harness.run import InvalidCase, Verdict, execute
+from swafuzz.reports.bundle import atomic_write_text
 from swafuzz.scenarios.case import Case
+from swafuzz.targets import plugins
 
 
 class WorkerSetupError(RuntimeError):
@@ -44,6 +48,7 @@ def device_context_error() -> str | None:
     address, device-side assert) surfaces asynchronously and poisons every later call, so the
     worker probes after every case: a device sync and a tiny kernel on a GPU; on CPU, the
     simulated error of ``selftest:cuda_sticky``."""
+    # here, not above: selftest and torch(.cuda) stay out of the CLI's start (cli_run imports this)
     from swafuzz.targets.selftest import simulated_context_error
 
     sim = simulated_context_error()
@@ -64,13 +69,10 @@ def _child_main(reply_fd: int) -> int:  # pragma: no cover - runs in the child
     # Ctrl-C in a terminal reaches the whole process group: the parent decides what stops
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = os.fdopen(reply_fd, "w", buffering=1)
-    import torch
+    import torch  # torch.cuda decides the child's Triton mode; torch stays out of the CLI's start
 
     if not torch.cuda.is_available():
         os.environ.setdefault("TRITON_INTERPRET", "1")
-    from swafuzz import targets
-    from swafuzz.harness.run import InvalidCase, execute
-    from swafuzz.targets import plugins
 
     def send(obj: dict[str, Any]) -> None:
         try:
@@ -98,8 +100,6 @@ def _child_main(reply_fd: int) -> int:  # pragma: no cover - runs in the child
         except InvalidCase as e:
             reply = {"invalid": str(e)}
         except Exception as e:  # noqa: BLE001 - any harness exception is reported, not fatal
-            import traceback
-
             reply = {"harness_error": f"{type(e).__name__}: {e}\n{traceback.format_exc()}"}
         broken = device_context_error()
         if broken is not None:  # this case broke the context: a crash; this child is done
@@ -114,9 +114,6 @@ class CaseWorker:
 
     def __init__(self, target: str, impl: str, executors: list[str], out_dir: str | None = None,
                  timeout_s: float = 600.0, inflight_name: str = "inflight.json"):
-        from swafuzz import targets
-        from swafuzz.targets import plugins
-
         self.target, self.impl, self.executors = target, impl, executors
         self.out_dir = out_dir
         self.inflight_name = inflight_name
@@ -170,8 +167,6 @@ class CaseWorker:
             self._start()
         path = self._inflight_path()
         if path:
-            from swafuzz.reports.bundle import atomic_write_text
-
             atomic_write_text(path, json.dumps({"case": case.to_json(), "target": self.target,
                                                 "impl": self.impl}) + "\n")
         reply: dict[str, Any] | None = None
@@ -210,8 +205,6 @@ class CaseWorker:
         if "ok" in reply:
             return Verdict.from_json(case, reply["ok"])
         if "invalid" in reply:
-            from swafuzz.harness.run import InvalidCase
-
             raise InvalidCase(reply["invalid"])
         raise RuntimeError(f"harness error in the worker: {reply['harness_error']}")
 

@@ -14,18 +14,23 @@ and fires on at least one mutant.
 from __future__ import annotations
 
 import json
+import multiprocessing as mp
 import os
 import statistics
 import sys
 import time
 
+import torch
+
 from swafuzz import features, targets
 from swafuzz.harness.campaign import Campaign
 from swafuzz.harness.check_registry import check_names, defence_in_depth
+from swafuzz.harness.report_inputs import write_run_meta
 from swafuzz.harness.run import execute, resolve_executors
 from swafuzz.reports.bundle import atomic_write_text, write_bundle
 from swafuzz.reports.summary import kill_matrix
 from swafuzz.targets.mutants import load_all
+from swafuzz.targets.plugins import load_env, load_module, loaded_modules
 
 BUDGETS = {
     # examples per mutant+seed, seeds, control examples per kind, shrink budget
@@ -71,8 +76,6 @@ def impl_for(spec, impl: str, budget: str) -> str:
     interpreter), while the kernel-level ones (address arithmetic, dtypes) stay on Triton."""
     if impl != "auto":
         return impl
-    import torch
-
     if budget == "ci" and not spec.kernel_level and not torch.cuda.is_available():
         return "torch"
     return "triton"
@@ -209,10 +212,6 @@ def run_zoo(args) -> int:
             rows.append(zoo_mutant(*t))
             say(_row_line(rows[-1]))
     else:
-        import multiprocessing as mp
-
-        from swafuzz.targets.plugins import loaded_modules
-
         with mp.get_context("spawn").Pool(jobs, initializer=_load_plugins,
                                           initargs=(loaded_modules(),)) as pool:
             ctl = pool.apply_async(_control, (control_n, control_impl, executors, out,
@@ -257,8 +256,6 @@ def run_zoo(args) -> int:
     with open(os.path.join(out, "kill-matrix.md"), "w") as f:
         f.write(kill_matrix(result, markdown=True) + "\n")
     ok = control["clean"] and all(r["killed"] for r in rows) and not unproven
-    from swafuzz.harness.report import write_run_meta
-
     write_run_meta(out, {"command": "zoo", "target": f"bug zoo ({len(rows)} mutants, control "
                          "unified)", "impl": args.impl, "executor": args.executor,
                          "budget": result["budget"], "seconds": round(result["seconds"], 3)})
@@ -270,8 +267,6 @@ def run_zoo(args) -> int:
 
 def _load_plugins(modules: list[str]) -> None:
     """Pool initializer: the parent's ``--plugin`` modules (their mutants join the zoo)."""
-    from swafuzz.targets.plugins import load_env, load_module
-
     for m in modules:
         load_module(m)
     load_env()

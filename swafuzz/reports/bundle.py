@@ -11,7 +11,9 @@ import json
 import os
 import platform
 import re
+import sys
 import tempfile
+from importlib import metadata
 from typing import Any
 
 BUNDLE_VERSION = 1
@@ -25,9 +27,6 @@ def signature_filename(signature: str) -> str:
 def versions() -> dict[str, str]:
     """Versions of Python, swafuzz and its stack (installed distributions, read from their
     metadata: reports never import torch), and the device when the process has torch loaded."""
-    import sys
-    from importlib import metadata
-
     out = {"python": platform.python_version()}
     for dist in ("swafuzz", "torch", "triton", "hypothesis"):
         try:
@@ -73,8 +72,6 @@ def write_bundle(out_dir: str, finding: dict[str, Any], suffix: str = "") -> str
                         signature_filename(finding["signature"]) + suffix + ".json")
     vers = versions()
     if finding.get("target") == "sglang":
-        from importlib import metadata
-
         try:
             vers["sglang"] = metadata.version("sglang")
         except metadata.PackageNotFoundError:

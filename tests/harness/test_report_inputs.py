@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from swafuzz.harness.report import ReportInputError, pool_picture, read_log
+from swafuzz.harness.report_findings import pool_picture
+from swafuzz.harness.report_inputs import ReportInputError, read_log
 from swafuzz.harness.run import execute
 from swafuzz.reports.html import render_picture
 from swafuzz.scenarios.case import Case

@@ -11,7 +11,7 @@ import pytest
 
 from swafuzz.harness.check_base import Failure
 from swafuzz.harness.cli import main as cli_main
-from swafuzz.harness.report import write_run_meta
+from swafuzz.harness.report_inputs import write_run_meta
 from swafuzz.harness.run import Verdict
 from swafuzz.reports.bundle import write_bundle
 from swafuzz.scenarios.case import Case, PoolConfig, Step

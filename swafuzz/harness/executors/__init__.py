@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 
 from swafuzz.harness.executors.base import Executor, default_device
+from swafuzz.harness.executors.cudagraph import CudaGraphExecutor
 from swafuzz.harness.executors.eager import EagerExecutor
 from swafuzz.harness.executors.tape import (
     HostSyncInCapture,
@@ -61,8 +62,6 @@ def get_executor(name: str, device: torch.device | str | None = None) -> Executo
     if name == "tape_recapture":
         return RecaptureTapeExecutor(device)
     if name == "cudagraph":
-        from swafuzz.harness.executors.cudagraph import CudaGraphExecutor
-
         return CudaGraphExecutor(device)
     raise ValueError(
         f"get_executor(name={name!r}): unknown executor; allowed values are "

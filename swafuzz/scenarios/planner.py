@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from swafuzz.scenarios.case import GraphConfig, PoolConfig, Step
 
 
-def _pages(n: int, p: int) -> int:
+def pages_for(n: int, p: int) -> int:
     return -(-n // p)
 
 
@@ -38,7 +38,7 @@ class Planner:
 
     def extend_cost(self, rids: list[int], n: int) -> int:
         p = self.pool.page_size
-        return sum(_pages(self.reqs[r][0] + n, p) - _pages(self.reqs[r][0], p) for r in rids)
+        return sum(pages_for(self.reqs[r][0] + n, p) - pages_for(self.reqs[r][0], p) for r in rids)
 
     def can_extend(self, rids: list[int], n: int) -> bool:
         c = self.extend_cost(rids, n)
@@ -57,7 +57,7 @@ class Planner:
 
     def admit(self, length: int) -> int | None:
         p = self.pool.page_size
-        need = _pages(length, p)
+        need = pages_for(length, p)
         if need > self.free_full or need > self.free_swa:
             return None
         rid = self.next_rid
@@ -86,6 +86,6 @@ class Planner:
     def finish(self, rid: int) -> None:
         p = self.pool.page_size
         length, ev = self.reqs.pop(rid)
-        self.free_full += _pages(length, p)
-        self.free_swa += _pages(length, p) - ev // p
+        self.free_full += pages_for(length, p)
+        self.free_swa += pages_for(length, p) - ev // p
         self.steps.append(Step(op="finish", rid=rid))

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from swafuzz.scenarios.case import Step
-from swafuzz.scenarios.planner import Planner, _pages
+from swafuzz.scenarios.planner import Planner, pages_for
 
 
 @dataclass
@@ -42,8 +42,8 @@ class SharingPlanner(Planner):
     def _extend(self, rids: list[int], n: int) -> None:
         for r in rids:
             self.pages.setdefault(r, [])
-            self._new_pages(r, _pages(self.reqs[r][0] + n, self.pool.page_size)
-                            - _pages(self.reqs[r][0], self.pool.page_size))
+            self._new_pages(r, pages_for(self.reqs[r][0] + n, self.pool.page_size)
+                            - pages_for(self.reqs[r][0], self.pool.page_size))
         super()._extend(rids, n)
 
     # ------------------------------------------------------------- actions
@@ -64,7 +64,7 @@ class SharingPlanner(Planner):
     def admit_prefix(self, src: int, n: int, length: int) -> int | None:
         """A new request of ``length`` tokens whose first ``n`` are ``src``'s (prefix hit)."""
         p = self.pool.page_size
-        need = _pages(length - n, p)
+        need = pages_for(length - n, p)
         if need > self.free_full or need > self.free_swa:
             return None
         rid = self.next_rid
@@ -89,12 +89,12 @@ class SharingPlanner(Planner):
         self._extend(rids, ndt)
         for r, a in zip(rids, accept):
             keep = before[r] + a
-            for pid in self.pages[r][_pages(keep, p):]:
+            for pid in self.pages[r][pages_for(keep, p):]:
                 self.holders.pop(pid)
                 self.swa_taken.pop(pid)
                 self.free_full += 1
                 self.free_swa += 1
-            del self.pages[r][_pages(keep, p):]
+            del self.pages[r][pages_for(keep, p):]
             self.reqs[r][0] = keep
         self.steps.append(Step(op="verify", rids=tuple(rids), accept=tuple(accept),
                                exec=exec_))

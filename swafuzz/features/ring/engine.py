@@ -112,12 +112,7 @@ class RingAllocator(SWAAllocator):
     # -- allocation: full side only, M untouched ---------------------------------------------
     def extend(self, plan: list[tuple[int, int]]) -> list[list[int]]:
         P = self.page_size
-        lengths = {rid: len(self.tokens[rid]) for rid, _ in plan}
-        pages = 0
-        for rid, n in plan:
-            start = lengths[rid]
-            pages += sum(1 for p in range(start, start + n) if p % P == 0)
-            lengths[rid] = start + n
+        pages = self.fresh_pages(plan)
         if pages > len(self.full_free):
             raise AllocationError(f"extend: the step needs {pages} fresh full pages but only "
                                   f"{len(self.full_free)} are free")

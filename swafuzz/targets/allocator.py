@@ -13,6 +13,9 @@ State:
 * free page sets (host side), per request the ordered full slots ``tokens[rid]`` and the SWA
   eviction frontier ``evicted[rid]`` (a multiple of P).
 
+:class:`RequestBook` is the per-request bookkeeping (admission, eviction frontier, rejected
+draft tokens) this allocator shares with the ``sglang`` target's.
+
 Like upstream's ``alloc_extend``, the SWA slot that continues a partly filled page is found by
 translating the request's last full location through ``M`` (``-1`` for a new request, which the
 sentinel maps to ``-1``).

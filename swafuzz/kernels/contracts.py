@@ -90,6 +90,11 @@ def log2_page_size(op: str, page_size: int) -> int:
 # ---------------------------------------------------------------------------------------------
 
 
+def int32_out(loc: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+    """``out``, or a new int32 tensor with one entry per location of ``loc``, on its device."""
+    return torch.empty(loc.numel(), dtype=torch.int32, device=loc.device) if out is None else out
+
+
 def check_out_static(op: str, out: torch.Tensor | None, n: int, device: torch.device) -> None:
     """``out`` (optional): int32 ``[n]``, contiguous, on ``device``."""
     if out is None:

@@ -159,8 +159,7 @@ def translate(mapping: torch.Tensor, loc: torch.Tensor, *,
     n = loc.numel()
     _require_int32(op, "N", n)
     _require_int32(op, "len(mapping)", mapping.numel())
-    if out is None:
-        out = torch.empty(n, dtype=torch.int32, device=loc.device)
+    out = contracts.int32_out(loc, out)
     if n == 0:
         return out
     grid = (min(-(-n // _THREADS), _MAX_BLOCKS), 1, 1)
@@ -213,8 +212,7 @@ def translate_store(mapping: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor
     _require_cuda(op, {"mapping": mapping, "loc": loc, "rows": rows, "cache": cache})
     n = loc.numel()
     _require_int32(op, "len(mapping)", mapping.numel())
-    if out is None:
-        out = torch.empty(n, dtype=torch.int32, device=loc.device)
+    out = contracts.int32_out(loc, out)
     if n == 0:
         return out
     w, chunks, page_stride, grid, block = _store_geometry(op, cache, rows, n)

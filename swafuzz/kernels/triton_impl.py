@@ -150,8 +150,7 @@ def translate(mapping: torch.Tensor, loc: torch.Tensor, *,
     contracts.check_translate_static(mapping, loc, out)
     _require_runnable("translate", loc)
     n = loc.numel()
-    if out is None:
-        out = torch.empty(n, dtype=torch.int32, device=loc.device)
+    out = contracts.int32_out(loc, out)
     if n == 0:
         return out
     block_n, warps = _translate_config(n, loc.device)
@@ -202,8 +201,7 @@ def translate_store(mapping: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor
     log2p = contracts.check_translate_store_static(mapping, loc, rows, cache, out)
     _require_runnable("translate_store", cache)
     n = loc.numel()
-    if out is None:
-        out = torch.empty(n, dtype=torch.int32, device=loc.device)
+    out = contracts.int32_out(loc, out)
     if n == 0:
         return out
     grid, page_stride, page_mask, d, meta = _store_geometry(cache, n)

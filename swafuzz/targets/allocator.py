@@ -13,12 +13,17 @@ State:
 * free page sets (host side), per request the ordered full slots ``tokens[rid]`` and the SWA
   eviction frontier ``evicted[rid]`` (a multiple of P).
 
+:class:`RequestBook` is the per-request bookkeeping (admission, eviction frontier, rejected
+draft tokens) this allocator shares with the ``sglang`` target's.
+
 Like upstream's ``alloc_extend``, the SWA slot that continues a partly filled page is found by
 translating the request's last full location through ``M`` (``-1`` for a new request, which the
 sentinel maps to ``-1``).
 """
 
 from __future__ import annotations
+
+from abc import ABC, abstractmethod
 
 import torch
 
@@ -30,7 +35,66 @@ class AllocationError(RuntimeError):
     """A step needs more pages than are free (scenarios only generate steps that fit)."""
 
 
-class SWAAllocator:
+class RequestBook(ABC):
+    """The Case contract's per-request bookkeeping every target allocator keeps: ordered full
+    slots ``tokens[rid]``, SWA eviction frontiers ``evicted[rid]``, admission (with a
+    radix-cache prefix), the window frontier and the rejected draft tokens of a verify."""
+
+    page_size: int
+    tokens: dict[int, list[int]]
+    evicted: dict[int, int]
+
+    @abstractmethod
+    def extend(self, plan: list[tuple[int, int]]) -> list[list[int]]:
+        """Append ``n`` tokens to request ``rid`` for each ``(rid, n)``; the new full slots."""
+
+    def admit(self, rid: int, length: int, prefix_rid: int | None = None,
+              prefix_len: int = 0) -> list[int]:
+        """A new request with ``length`` tokens; returns the full slots of the tokens it
+        allocated. With ``prefix_rid``: its first ``prefix_len`` tokens are that request's
+        slots (a radix-cache prefix hit), and its frontier starts at that request's."""
+        if rid in self.tokens:
+            raise AllocationError(f"admit: request {rid} already exists")
+        self.tokens[rid], self.evicted[rid] = [], 0
+        if prefix_rid is not None:
+            self.tokens[rid] = self.tokens[prefix_rid][:prefix_len]
+            self.evicted[rid] = min(self.evicted[prefix_rid], prefix_len)
+        try:
+            return self.extend([(rid, length - prefix_len)])[0]
+        except AllocationError:
+            del self.tokens[rid], self.evicted[rid]
+            raise
+
+    def advance_frontier(self, rid: int, window: int) -> list[int] | None:
+        """Window eviction's bookkeeping: ``frontier = max(evicted, len - window)`` floored to
+        a multiple of P. ``None`` when it did not advance; else it is recorded and the slots of
+        ``tokens[evicted:frontier]`` to free are returned (without the pages another live
+        request holds: a shared prefix)."""
+        toks = self.tokens[rid]
+        old = self.evicted[rid]
+        frontier = max(old, len(toks) - window)
+        frontier -= frontier % self.page_size
+        if frontier <= old:
+            return None
+        shared = held_elsewhere(self.tokens, rid, self.page_size)
+        self.evicted[rid] = frontier
+        return [f for f in toks[old:frontier] if f // self.page_size not in shared]
+
+    def drop_rejected(self, plan: list[tuple[int, int, int]], num_draft_tokens: int
+                      ) -> list[int]:
+        """After a verify forward: for each ``(rid, length_before, accepted)`` drop the
+        rejected draft tokens from the request; returns the slots to free (those past the
+        page of the last accepted token)."""
+        freed: list[int] = []
+        for rid, before, accepted in plan:
+            keep, first = rejected_split(before, accepted, num_draft_tokens, self.page_size)
+            toks = self.tokens[rid]
+            freed += toks[first:]
+            del toks[keep:]
+        return freed
+
+
+class SWAAllocator(RequestBook):
     """Full + SWA paged allocators sharing the mapping ``M``."""
 
     def __init__(self, pool: PoolConfig, device: torch.device | str = "cpu"):
@@ -64,10 +128,8 @@ class SWAAllocator:
         return self.mapping
 
     # -- allocation ---------------------------------------------------------------------------
-    def extend(self, plan: list[tuple[int, int]]) -> list[list[int]]:
-        """Append ``n`` tokens to request ``rid`` for each ``(rid, n)`` in order (requests must
-        exist, see :meth:`admit`). The pages the whole plan needs are checked first. Returns the
-        new full slots of each plan entry; ``M`` gets one scatter for the whole plan."""
+    def fresh_pages(self, plan: list[tuple[int, int]]) -> int:
+        """How many fresh pages (per side) appending ``plan``'s tokens opens."""
         P = self.page_size
         lengths = {rid: len(self.tokens[rid]) for rid, _ in plan}
         pages = 0
@@ -75,6 +137,14 @@ class SWAAllocator:
             start = lengths[rid]
             pages += sum(1 for p in range(start, start + n) if p % P == 0)
             lengths[rid] = start + n
+        return pages
+
+    def extend(self, plan: list[tuple[int, int]]) -> list[list[int]]:
+        """Append ``n`` tokens to request ``rid`` for each ``(rid, n)`` in order (requests must
+        exist, see :meth:`admit`). The pages the whole plan needs are checked first. Returns the
+        new full slots of each plan entry; ``M`` gets one scatter for the whole plan."""
+        P = self.page_size
+        pages = self.fresh_pages(plan)
         if pages > len(self.full_free) or pages > len(self.swa_free):
             raise AllocationError(
                 f"extend: the step needs {pages} fresh pages on each side but only "
@@ -108,24 +178,6 @@ class SWAAllocator:
             self.mapping[idx] = val
         return out
 
-    def admit(self, rid: int, length: int, prefix_rid: int | None = None,
-              prefix_len: int = 0) -> list[int]:
-        """A new request with ``length`` tokens; returns the full slots of the tokens it
-        allocated. With ``prefix_rid``: its first ``prefix_len`` tokens are that request's
-        slots (a radix-cache prefix hit), and its frontier starts at that request's."""
-        if rid in self.tokens:
-            raise AllocationError(f"admit: request {rid} already exists")
-        self.tokens[rid] = []
-        self.evicted[rid] = 0
-        if prefix_rid is not None:
-            self.tokens[rid] = self.tokens[prefix_rid][:prefix_len]
-            self.evicted[rid] = min(self.evicted[prefix_rid], prefix_len)
-        try:
-            return self.extend([(rid, length - prefix_len)])[0]
-        except AllocationError:
-            del self.tokens[rid], self.evicted[rid]
-            raise
-
     # -- freeing ------------------------------------------------------------------------------
     def release_swa_pages(self, full_slots: list[int]) -> None:
         """Return the SWA pages ``{M[f] // P : M[f] > 0}`` to the free set (mapping untouched)."""
@@ -153,18 +205,11 @@ class SWAAllocator:
         self.free_swa(full_slots)
 
     def evict(self, rid: int, window: int) -> None:
-        """Window eviction: ``frontier = max(evicted, len - window)`` floored to a multiple of P;
-        if it advanced, free the SWA side of ``tokens[evicted:frontier]`` (skipping pages
-        another live request holds: a shared prefix)."""
-        toks = self.tokens[rid]
-        old = self.evicted[rid]
-        frontier = max(old, len(toks) - window)
-        frontier -= frontier % self.page_size
-        if frontier > old:
-            shared = held_elsewhere(self.tokens, rid, self.page_size)
-            self.free_swa_out_of_window([f for f in toks[old:frontier]
-                                         if f // self.page_size not in shared])
-            self.evicted[rid] = frontier
+        """Window eviction (:meth:`RequestBook.advance_frontier`): free the SWA side of the
+        slots the frontier passed."""
+        slots = self.advance_frontier(rid, window)
+        if slots is not None:
+            self.free_swa_out_of_window(slots)
 
     def free_rejected(self, full_slots: list[int]) -> None:
         """The post-verify free of rejected draft slots (whole pages): ``free_swa``, then the
@@ -173,14 +218,9 @@ class SWAAllocator:
         self.full_free.update({f // self.page_size for f in full_slots})
 
     def reject(self, plan: list[tuple[int, int, int]], num_draft_tokens: int) -> None:
-        """After a verify forward: for each ``(rid, length_before, accepted)`` drop the
-        rejected draft tokens; free those past the page of the last accepted token."""
-        freed: list[int] = []
-        for rid, before, accepted in plan:
-            keep, first = rejected_split(before, accepted, num_draft_tokens, self.page_size)
-            toks = self.tokens[rid]
-            freed += toks[first:]
-            del toks[keep:]
+        """After a verify forward: free the rejected draft tokens past the page of the last
+        accepted token (:meth:`RequestBook.drop_rejected`)."""
+        freed = self.drop_rejected(plan, num_draft_tokens)
         if freed:
             self.free_rejected(freed)
 

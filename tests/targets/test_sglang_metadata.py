@@ -136,7 +136,7 @@ def test_the_per_step_write_targets_come_from_the_release(release, monkeypatch):
         return loc.view(steps, bs * topk)
 
     monkeypatch.setattr(metadata, "_real_per_step", step_major)
-    monkeypatch.setattr(engine._backend_mod, "per_step_draft_out_cache_loc", step_major)
+    monkeypatch.setattr(engine.backend_mod, "per_step_draft_out_cache_loc", step_major)
     for ex in ("eager", "tape"):
         v = execute(MULTI, "sglang", "torch", [ex])
         assert "write_targets" in {f.check for f in v.failures}, ex

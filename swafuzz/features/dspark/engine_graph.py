@@ -26,7 +26,7 @@ from types import SimpleNamespace
 
 import torch
 
-from swafuzz.features.request_window.window import WinFwdObs, tensor_bytes
+from swafuzz.features.request_window.window import LayoutTokens, WinFwdObs, tensor_bytes
 from swafuzz.features.window_graphs.engine import commit_dense
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.observation import StoreObs
@@ -48,8 +48,7 @@ class VerifyGraphRunner:
         self.handles: dict[int, object] = {}
         self.captured: dict[int, SimpleNamespace] = {}
         self.snaps: dict[int, list[torch.Tensor]] = {}
-        self._ids: dict[int, int] = {}
-        self._held: list = []
+        self.layout_token = LayoutTokens()
         self.locs: dict[int, torch.Tensor] = {}
 
     # -- out-graph: the early metadata ---------------------------------------------------------
@@ -122,13 +121,6 @@ class VerifyGraphRunner:
             self.run_once(B, warm=len(calls) == 1)
 
         self.handles[B] = self.executor.capture(fn)
-
-    def layout_token(self, lay) -> int:
-        k = id(lay)
-        if k not in self._ids:
-            self._ids[k] = len(self._ids)
-            self._held.append(lay)
-        return self._ids[k]
 
     def run(self, i: int, rows, locs: list[int]) -> WinFwdObs:
         """Capture the bucket on first use, install the batch's early metadata, load the K rows,

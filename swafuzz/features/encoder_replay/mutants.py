@@ -173,12 +173,7 @@ class _DeferredTagWindow(RequestWindowModel):
         self._pending: list = []
 
     def commit(self, layer: int) -> None:
-        lay = self.layout
-        m = lay.commit_mask
-        dst = lay.req[m] * self.cap + lay.pos[m] % self.cap
-        self.rows_of(self.state[layer])[dst] = \
-            self.rows_of(self.buffer(layer))[lay.write_loc[m].long()]
-        self._pending.append((layer, dst, lay.pos[m]))
+        self._pending.append((layer, *self.commit_rows(layer)))
 
     def flush(self) -> None:
         for layer, dst, pos in self._pending:

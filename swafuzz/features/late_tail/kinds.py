@@ -4,19 +4,11 @@ evictions (the actions of :mod:`features.request_window.kinds`)."""
 
 from __future__ import annotations
 
-from swafuzz.features.request_window.kinds import (
-    PAGED_OR_WINDOW,
-    admit,
-    decode,
-    evict,
-    extend,
-    finish,
-    window_kind,
-)
+from swafuzz.features.request_window import kinds as rw
 
 
 def late_tail_cases():
     """Late-layer tail on a paged or a request-window pool. Shrinks towards a paged pool, one
     admit and one step."""
-    return window_kind("late_tail", PAGED_OR_WINDOW, True,
-                       [extend, extend, decode, admit, finish, evict])
+    return rw.window_kind("late_tail", rw.PAGED_OR_WINDOW, True,
+                          [rw.extend, rw.extend, rw.decode, rw.admit, rw.finish, rw.evict])

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import torch
 
-from swafuzz.features.request_window.window import LayoutT, WinFwdObs, build_layout
+from swafuzz.features.request_window.window import LayoutT, LayoutTokens, WinFwdObs, build_layout
 from swafuzz.targets.kv_pool import DTYPES
 from swafuzz.targets.observation import StoreObs
 
@@ -90,8 +90,7 @@ class PrefillGraphRunner:
                                         device=path.device) for _ in range(cfg.layers)]
         self.handles: dict[int, list] = {}
         self.layouts: dict[int, LayoutT] = {}
-        self._ids: dict[int, int] = {}
-        self._held: list = []
+        self.layout_token = LayoutTokens()
 
     # -- decisions -------------------------------------------------------------------------------
     def bucket_for(self, n: int) -> int | None:
@@ -168,14 +167,6 @@ class PrefillGraphRunner:
             handles.append(self.executor.capture(lambda layer=layer: self.segment(T, layer)))
             self.brk(layer)
         self.handles[T] = handles
-
-    def layout_token(self, lay) -> int:
-        """A stable token per layout object of this runner (W7 identity)."""
-        k = id(lay)
-        if k not in self._ids:
-            self._ids[k] = len(self._ids)
-            self._held.append(lay)
-        return self._ids[k]
 
     # -- a step ----------------------------------------------------------------------------------
     def run(self, i: int, rows: list[tuple[int, int, int]]) -> WinFwdObs | None:

@@ -180,13 +180,36 @@ class RequestWindowModel:
             self.prepared = layer
         return self.workspace
 
-    def commit(self, layer: int) -> None:
+    def commit_rows(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Copy the layout's committed rows of ``layer`` from the workspace into the ring;
+        returns their ring rows and positions (the tags :meth:`commit` then writes)."""
         lay = self.layout
         m = lay.commit_mask
-        dst = lay.req[m] * self.cap + lay.pos[m] % self.cap
+        pos = lay.pos[m]
+        dst = lay.req[m] * self.cap + pos % self.cap
         self.rows_of(self.state[layer])[dst] = \
             self.rows_of(self.buffer(layer))[lay.write_loc[m].long()]
-        self.tags[layer, dst] = lay.pos[m]
+        return dst, pos
+
+    def commit(self, layer: int) -> None:
+        dst, pos = self.commit_rows(layer)
+        self.tags[layer, dst] = pos
+
+
+class LayoutTokens:
+    """A graph runner's stable token per layout object (W7 identity): ``tokens(lay)`` numbers
+    the layouts in first-seen order and holds each one, so its ``id`` is never reused."""
+
+    def __init__(self):
+        self.ids: dict[int, int] = {}
+        self.held: list[LayoutT] = []
+
+    def __call__(self, lay: LayoutT) -> int:
+        k = id(lay)
+        if k not in self.ids:
+            self.ids[k] = len(self.ids)
+            self.held.append(lay)
+        return self.ids[k]
 
 
 def tensor_bytes(t: torch.Tensor) -> bytes:

@@ -43,13 +43,19 @@ class RingTables:
         self.len_of_slot = torch.zeros(pool.req_slots + 1, dtype=torch.int64, device=device)
 
 
+def slot_positions(tables: RingTables, loc: torch.Tensor, positions: torch.Tensor
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The request slot owning each full location ``loc`` (int64 ``[N]``) and its position
+    (the first ``N`` of ``positions``; 0 for a padding row, slot 0: the padding policy ZERO)."""
+    slot = tables.slot_of_full[loc]
+    return slot, torch.where(slot > 0, positions[:loc.shape[0]], torch.zeros_like(slot))
+
+
 def ring_rows(tables: RingTables, loc: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
     """int32 ``[N]``: ``slot*R + pos mod R`` or ``-1`` (``pos <= len - 1 - window``) for the
     full locations ``loc`` (int64 ``[N]``) at ``positions`` (int64, at least ``N`` entries; the
     first ``N`` are used)."""
-    n = loc.shape[0]
-    slot = tables.slot_of_full[loc]
-    pos = torch.where(slot > 0, positions[:n], torch.zeros_like(slot))
+    slot, pos = slot_positions(tables, loc, positions)
     final = tables.len_of_slot[slot] - 1
     row = slot * tables.ring + pos % tables.ring
     keep = pos > final - tables.window
@@ -112,12 +118,7 @@ class RingAllocator(SWAAllocator):
     # -- allocation: full side only, M untouched ---------------------------------------------
     def extend(self, plan: list[tuple[int, int]]) -> list[list[int]]:
         P = self.page_size
-        lengths = {rid: len(self.tokens[rid]) for rid, _ in plan}
-        pages = 0
-        for rid, n in plan:
-            start = lengths[rid]
-            pages += sum(1 for p in range(start, start + n) if p % P == 0)
-            lengths[rid] = start + n
+        pages = self.fresh_pages(plan)
         if pages > len(self.full_free):
             raise AllocationError(f"extend: the step needs {pages} fresh full pages but only "
                                   f"{len(self.full_free)} are free")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from swafuzz.features.ring.engine import RingAllocator
+from swafuzz.features.ring.engine import RingAllocator, slot_positions
 from swafuzz.targets.backend import DSV4Backend
 from swafuzz.targets.engine import UnifiedEngine
 from swafuzz.targets.mutants import mutant
@@ -52,8 +52,7 @@ class _NoModBackend(DSV4Backend):
     def ring_loc(self, loc, fb):
         """``slot*R + pos`` (no ``mod R``), the window rule kept."""
         t = self.ring
-        slot = t.slot_of_full[loc]
-        pos = torch.where(slot > 0, fb.positions[:loc.shape[0]], torch.zeros_like(slot))
+        slot, pos = slot_positions(t, loc, fb.positions)
         keep = pos > t.len_of_slot[slot] - 1 - t.window
         return torch.where(keep, slot * t.ring + pos, torch.full_like(pos, -1)).to(torch.int32)
 
@@ -104,8 +103,7 @@ class _NoWindowSkipBackend(DSV4Backend):
     def ring_loc(self, loc, fb):
         """``slot*R + pos mod R`` for every row: no ``-1`` outside the window."""
         t = self.ring
-        slot = t.slot_of_full[loc]
-        pos = torch.where(slot > 0, fb.positions[:loc.shape[0]], torch.zeros_like(slot))
+        slot, pos = slot_positions(t, loc, fb.positions)
         return (slot * t.ring + pos % t.ring).to(torch.int32)
 
 

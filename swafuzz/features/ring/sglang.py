@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import torch
 
-from swafuzz.features.ring.engine import RingTables
+from swafuzz.features.ring.engine import RingTables, slot_positions
 from swafuzz.targets import TargetUnavailable
 from swafuzz.targets.allocator import AllocationError
 from swafuzz.targets.sglang import features
@@ -130,10 +130,7 @@ def stamp_ring_rows(backend, md, fb) -> None:
     batch's rows: state slot and final position per row from the harness's tables, positions of
     padding rows (slot 0) taken as 0 (the padding policy ZERO)."""
     t = backend.ring
-    loc = fb.out_cache_loc
-    n = loc.shape[0]
-    slot = t.slot_of_full[loc]
-    pos = torch.where(slot > 0, fb.positions[:n], torch.zeros_like(slot))
+    slot, pos = slot_positions(t, fb.out_cache_loc, fb.positions)
     final = t.len_of_slot[slot] - 1
     md.core_attn_metadata.swa_out_cache_loc = TargetHiddenKvInjector._ring_inject_loc(
         _INJECTOR, pool=backend.pool.real, positions=pos, cache_loc_2d=None, commit_lens=None,

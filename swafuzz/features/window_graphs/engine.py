@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import torch
 
-from swafuzz.features.request_window.window import LayoutT, WinFwdObs, tensor_bytes
+from swafuzz.features.request_window.window import LayoutT, LayoutTokens, WinFwdObs, tensor_bytes
 from swafuzz.targets.forward_mode import ForwardMode
 from swafuzz.targets.observation import StoreObs
 
@@ -106,8 +106,7 @@ class WindowGraphRunner:
         self.handles: dict[int, object] = {}
         self.layouts: dict[int, LayoutT] = {}
         self.snaps: dict[int, list[torch.Tensor]] = {}
-        self._ids: dict[int, int] = {}
-        self._held: list[LayoutT] = []
+        self.layout_token = LayoutTokens()
 
     def bucket_for(self, n: int) -> int | None:
         return next((b for b in self.buckets if b >= n), None)
@@ -161,14 +160,6 @@ class WindowGraphRunner:
         """The replay rewrote the workspace's history rows: the host's ``prepared`` key no
         longer describes them (A5)."""
         self.path.window.prepared = None
-
-    def layout_token(self, lay: LayoutT) -> int:
-        """A stable token per layout object of this runner (W7 identity)."""
-        k = id(lay)
-        if k not in self._ids:
-            self._ids[k] = len(self._ids)
-            self._held.append(lay)
-        return self._ids[k]
 
     def run(self, i: int, mode: ForwardMode, slots: list[int], seq: list[int], n: int
             ) -> WinFwdObs:

@@ -65,7 +65,7 @@ from sglang.srt.model_executor.cuda_graph_buffer_registry import build_decode_re
 from sglang.srt.model_executor.runner.decode_cuda_graph_runner import build_replay_fb_view
 
 from swafuzz.features.request_window.sglang import HISTORY
-from swafuzz.features.request_window.window import WinFwdObs
+from swafuzz.features.request_window.window import LayoutTokens, WinFwdObs
 from swafuzz.features.window_graphs.engine import WindowGraphRunner, run_bounds
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.kv_pool import DTYPES
@@ -120,8 +120,7 @@ class SGLangWindowGraphRunner(WindowGraphRunner):
         self.handles: dict[int, object] = {}
         self.layouts: dict[int, object] = {}
         self.snaps: dict[int, list[torch.Tensor]] = {}
-        self._ids: dict[int, int] = {}
-        self._held: list = []
+        self.layout_token = LayoutTokens()
         bk = object.__new__(RealBackend)
         self.bk = bk
         bk.token_to_kv_pool = path.real_pool

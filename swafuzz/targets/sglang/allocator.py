@@ -12,11 +12,11 @@ from __future__ import annotations
 import torch
 
 from swafuzz.scenarios.case import PoolConfig
-from swafuzz.targets.allocator import AllocationError
+from swafuzz.targets.allocator import AllocationError, RequestBook
 from swafuzz.targets.kv_pool import SWAKVPool
 from swafuzz.targets.sglang import features
 from swafuzz.targets.sglang.real import SWATokenToKVPoolAllocator
-from swafuzz.targets.sharing import held_elsewhere, rejected_split
+from swafuzz.targets.sharing import held_elsewhere
 
 
 def _free_page_ids(alloc) -> list[int]:
@@ -30,11 +30,14 @@ def _free_page_ids(alloc) -> list[int]:
     return sorted(int(x) for t in parts for x in t.tolist())
 
 
-class SGLangAllocator:
+class SGLangAllocator(RequestBook):
     """SGLang's ``SWATokenToKVPoolAllocator`` with the Case contract's request bookkeeping.
 
     Built by :meth:`SGLangEngine.make_allocator` with the target pool: the real allocator
-    registers its mapping into that pool's DSV4 pool object at construction.
+    registers its mapping into that pool's DSV4 pool object at construction. ``admit`` with
+    ``prefix_rid`` (a radix-cache prefix hit, :meth:`RequestBook.admit`): the adapter holds the
+    lock reference the radix tree would, and ``alloc_extend`` runs with ``prefix_lens =
+    prefix_len`` and the prefix's last slot as ``last_loc`` (page size 1: ``alloc``).
     """
 
     def __init__(self, pool: PoolConfig, device, kvcache: SWAKVPool):
@@ -110,48 +113,18 @@ class SGLangAllocator:
             res.append(new)
         return res
 
-    def admit(self, rid: int, length: int, prefix_rid: int | None = None,
-              prefix_len: int = 0) -> list[int]:
-        """A new request; with ``prefix_rid`` a radix-cache prefix hit: its first
-        ``prefix_len`` slots are that request's (the adapter holds the lock reference the
-        radix tree would), and ``alloc_extend`` runs with ``prefix_lens = prefix_len`` and the
-        prefix's last slot as ``last_loc`` (page size 1: ``alloc``)."""
-        if rid in self.tokens:
-            raise AllocationError(f"admit: request {rid} already exists")
-        self.tokens[rid], self.evicted[rid] = [], 0
-        if prefix_rid is not None:
-            self.tokens[rid] = self.tokens[prefix_rid][:prefix_len]
-            self.evicted[rid] = min(self.evicted[prefix_rid], prefix_len)
-        try:
-            return self.extend([(rid, length - prefix_len)])[0]
-        except AllocationError:
-            del self.tokens[rid], self.evicted[rid]
-            raise
-
     def evict(self, rid: int, window: int) -> None:
         """Window eviction (contract): ``free_swa`` of ``tokens[evicted:frontier]``."""
-        toks = self.tokens[rid]
-        old = self.evicted[rid]
-        frontier = max(old, len(toks) - window)
-        frontier -= frontier % self.page_size
-        if frontier > old:
-            shared = held_elsewhere(self.tokens, rid, self.page_size)
-            slots = [f for f in toks[old:frontier] if f // self.page_size not in shared]
-            if slots:  # a shared prefix stays: the radix tree owns it (cache_protected_len)
-                self.real.free_swa(self._t(slots))
-            self.evicted[rid] = frontier
+        slots = self.advance_frontier(rid, window)
+        if slots:  # a shared prefix stays: the radix tree owns it (cache_protected_len)
+            self.real.free_swa(self._t(slots))
 
     def reject(self, plan: list[tuple[int, int, int]], num_draft_tokens: int) -> None:
         """After a verify forward, the rejected draft tokens of each ``(rid, length_before,
         accepted)`` leave the request; those past the page of its last accepted token go back
         through one ``free`` call of the release's allocator (0.5.12's ``EagleVerifyInput.verify``
         frees ``out_cache_loc[evict_mask]`` the same way: full side, then ``free_swa``)."""
-        freed: list[int] = []
-        for rid, before, accepted in plan:
-            keep, first = rejected_split(before, accepted, num_draft_tokens, self.page_size)
-            toks = self.tokens[rid]
-            freed += toks[first:]
-            del toks[keep:]
+        freed = self.drop_rejected(plan, num_draft_tokens)
         if freed:
             self.real.free(self._t(freed))
 

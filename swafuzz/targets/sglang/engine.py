@@ -34,9 +34,23 @@ from swafuzz.targets.kv_pool import SWAKVPool
 from swafuzz.targets.metadata import AttnMetadata, RawDecodeMetadata
 from swafuzz.targets.protocol import TargetUnavailable
 from swafuzz.targets.runners import MultiStepDraftRunner
-from swafuzz.targets.sglang import features, real
+from swafuzz.targets.sglang import features
 from swafuzz.targets.sglang import metadata as release_metadata
 from swafuzz.targets.sglang.allocator import SGLangAllocator
+from swafuzz.targets.sglang.real import (
+    ADAPTER,
+    STORE_PATH,
+    TARGET_VERSION,
+    UNIFIED_RESOLVER,
+    VERSION,
+    RealBackend,
+    RealPool,
+    SWATokenToKVPoolAllocator,
+    backend_mod,
+    pool_mod,
+    real_batch,
+    real_mode,
+)
 from swafuzz.targets.sglang.target import TARGET
 
 __all__ = ["VERSION", "ADAPTER", "TARGET_VERSION", "UNIFIED_RESOLVER", "STORE_PATH",
@@ -47,17 +61,6 @@ __all__ = ["VERSION", "ADAPTER", "TARGET_VERSION", "UNIFIED_RESOLVER", "STORE_PA
 #: the store of pool layout ``dsv4``: the release's Triton V4-layout store (its module imports
 #: release modules that only some releases have: loaded by reference when a dsv4 pool is built)
 RELEASE_DSV4_STORE = "swafuzz.targets.sglang.store:ReleaseDSV4Impl"
-
-VERSION, ADAPTER = real.VERSION, real.ADAPTER
-_backend_mod = real.backend_mod
-_pool_mod = real.pool_mod
-RealBackend = real.RealBackend
-RealPool = real.RealPool
-SWATokenToKVPoolAllocator = real.SWATokenToKVPoolAllocator
-UNIFIED_RESOLVER = real.UNIFIED_RESOLVER
-STORE_PATH = real.STORE_PATH
-TARGET_VERSION = real.TARGET_VERSION
-real_mode, real_batch = real.real_mode, real.real_batch
 
 
 # ----------------------------------------------------------------------------- pool
@@ -87,7 +90,7 @@ def build_real_pool(owner: SGLangPool) -> object:
     p.sliding_window = owner.config.window
     p.layer_transfer_counter = None
     if STORE_PATH:
-        p._should_cache_swa = _pool_mod.envs.SGLANG_OPT_CACHE_SWA_TRANSLATION.get()
+        p._should_cache_swa = pool_mod.envs.SGLANG_OPT_CACHE_SWA_TRANSLATION.get()
         p.cached_loc = None
         p.swa_kv_pool = _SWAStoreTap(owner)
     else:
@@ -170,7 +173,7 @@ class SGLangBackend(DSV4Backend):
         if isinstance(md, RawDecodeMetadata):
             md = self.forward_metadata = self.upgrade_raw(md)
         if isinstance(md, AttnMetadata):
-            self.shim.forward_metadata = _backend_mod.DSV4Metadata(
+            self.shim.forward_metadata = backend_mod.DSV4Metadata(
                 core_attn_metadata=_CoreView(md.core_attn_metadata), indexer_metadata=None)
         else:
             self.shim.forward_metadata = md

@@ -5,7 +5,8 @@ Verified by, for each kind in ``features.kind_names()``: a few drawn Cases carry
 back equal from their JSON (``Case.from_json(case.to_json())``, which validates them, and
 ``Case.loads(case.dumps())``), pass the owning feature's validators and are counted as using
 that feature; the Case Hypothesis shrinks to (``hypothesis.find`` of any Case) starts with an
-admission and has at most three steps. A new kind is covered by adding it to its feature's
+admission and has at most three steps; and ``unified`` agrees with the oracle on a few
+Cases of the kind (eager and tape executors). A new kind is covered by adding it to its feature's
 record. Reproduce: ``pytest tests/features/test_kinds.py``.
 """
 
@@ -15,6 +16,7 @@ import pytest
 from hypothesis import find, given, settings
 
 from swafuzz import features
+from swafuzz.harness.run import execute
 from swafuzz.scenarios.case import Case
 
 KINDS = features.kind_names()
@@ -44,3 +46,19 @@ def test_kind_shrinks_to_a_short_case(kind):
                 settings=settings(database=None, max_examples=20))
     assert case.steps and case.steps[0].op == "admit", case
     assert len(case.steps) <= 3, case
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_unified_agrees_with_the_oracle(kind):
+    """The ``unified`` target and the oracle agree, bit for bit and on every check, on a few Cases
+    of each kind, eager and on the tape (graph) executor (torch kernels: the interpreter's
+    Triton path is the zoo's and the campaigns'). A refused or infeasible Case is not drawn:
+    kinds build only valid Cases."""
+
+    @settings(max_examples=3, database=None, deadline=None)
+    @given(features.strategy(kind)())
+    def prop(case):
+        v = execute(case, "unified", "torch", ["eager", "tape"])
+        assert not v.failed, [f.message for f in v.failures][:3]
+
+    prop()

@@ -29,7 +29,7 @@ __all__ = ["Feature", "Kind", "RecordError", "Since", "all_features", "get", "fe
 #: The core's extension points (``Feature.hooks`` keys) and what a hook there is. Each is asked
 #: by the core module named; a record naming another point is an error.
 HOOK_POINTS = {
-    "oracle.shadow": "oracles.engine: (case, observed_alloc, observed_ring, window_of) -> the "
+    "oracle.shadow": "oracles.engine: (case, observed_alloc, observed_channels, window_of) -> the "
                      "Shadow that answers this Case, or None (the paged Shadow then)",
     "oracle.window_shadow": "oracles.engine: (case) -> the window / tail path's shadow of a "
                             "Case, or None when the Case uses no such path",

@@ -153,9 +153,9 @@ def _observed_expectation(case: Case, observations: list):
             return None, [Failure("agreement", f"step {i}: the allocator chose {allocs[0][i]} "
                                   f"under {observations[0].executor} but {a[i]} under "
                                   f"{o.executor}", "allocation")]
-    ring = [s.ring for s in observations[0].steps] if case.pool.swa_ring else None
+    channels = [s.channels for s in observations[0].steps]  # e.g. a ring's slot choices
     try:
-        return expect(case, observed_alloc=allocs[0], observed_ring=ring), []
+        return expect(case, observed_alloc=allocs[0], observed_channels=channels), []
     except AllocationRejected as e:
         o = observations[0]
         return None, [Failure("invariants", f"[{o.target}/{o.impl}/{o.executor}] {e}",

@@ -148,9 +148,8 @@ def check_write_set(case, obs, exp) -> list[Failure]:
     allowed: dict[tuple[int, str], set[int]] = {}
     for e in exp.forwards:
         allowed.setdefault((e.step, e.pool), set()).update(e.targets)
-    for we in getattr(getattr(exp, "window", None), "forwards", ()):  # paged late-layer tail
-        if we.paged:
-            allowed.setdefault((we.step, "target"), set()).update(t for lc in we.locs for t in lc)
+    for step, pool, slots in exp.pool_writes():  # the channels' (a paged late-layer tail)
+        allowed.setdefault((step, pool), set()).update(slots)
     prev: dict[str, list[bytes]] = {}
     fails = []
     for so in obs.steps:

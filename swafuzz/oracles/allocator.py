@@ -25,7 +25,8 @@ class Allocator:
     """Shadow allocator, mapping and SWA pools for one Case.
 
     ``window_of``: builds the Case's window / tail shadow (None: the Case has no such path);
-    called after the configuration checks, its ``exp`` becomes ``Expectation.window``."""
+    called after the configuration checks, its ``exp`` becomes the Expectation's channel the
+    shadow names (its ``channel``)."""
 
     def __init__(self, case: Case, observed_alloc: list[list[list[int]]] | None = None,
                  window_of: Callable[[Case], Any] | None = None):
@@ -65,7 +66,8 @@ class Allocator:
         self.step_i = -1
         self.pending: list[list[int]] | None = None
         self.win = window_of(case) if window_of is not None else None
-        self.exp.window = self.win.exp if self.win is not None else None
+        if self.win is not None:
+            self.exp.channels[self.win.channel] = self.win.exp
 
     def live(self, i: int, rid: int) -> list[int]:
         """The token list of live request ``rid`` (infeasible when it is not live)."""

@@ -61,7 +61,7 @@ def window_shadow(case: Case):
 
 def expect(case: Case, *, pools_every_step: bool = True,
            observed_alloc: list[list[list[int]]] | None = None,
-           observed_ring: list[dict | None] | None = None) -> Expectation:
+           observed_channels: list[dict] | None = None) -> Expectation:
     """Run ``case`` on the shadow engine. Raises :class:`CaseInfeasible` for an invalid step.
 
     ``observed_alloc`` (observed-allocation mode, for targets whose allocator picks pages
@@ -78,11 +78,12 @@ def expect(case: Case, *, pools_every_step: bool = True,
     row_bytes`` bytes, which is large for big pools.
 
     A Case with a per-request SWA ring (``pool.swa_ring > 0``) is answered by
-    :class:`features.ring.oracle.RingShadow` (addendum §2.1); ``observed_ring`` (per step, the target's
-    exposed ring state) then supplies the request-slot choices of an observed-allocation target.
+    :class:`features.ring.oracle.RingShadow` (addendum §2.1); ``observed_channels`` (per step, the
+    target's ``StepObs.channels``: the ring's exposed state among them) then supplies the
+    request-slot choices of an observed-allocation target.
     """
     for make in features.hooks("oracle.shadow"):  # e.g. the ring's RingShadow (addendum §2.1)
-        sh = make(case, observed_alloc, observed_ring, window_shadow)
+        sh = make(case, observed_alloc, observed_channels, window_shadow)
         if sh is not None:
             return sh.run(pools_every_step)
     return Shadow(case, observed_alloc, window_shadow).run(pools_every_step)

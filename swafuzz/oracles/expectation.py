@@ -1,12 +1,15 @@
 """What the engine oracle predicts for a Case: the expected forwards and per-step states.
 
 Plain data (a leaf module): :class:`ForwardExp` per forward, :class:`StepExp` per step, gathered
-in an :class:`Expectation` (see :mod:`oracles.engine` for what each field means).
+in an :class:`Expectation` (see :mod:`oracles.engine` for what each field means), with the
+per-feature channels (feature name -> that feature's own expectation, e.g. the request window
+oracle's; a feature's shadow fills its channel, its checks read it).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["Expectation", "ForwardExp", "StepExp"]
 
@@ -48,5 +51,18 @@ class StepExp:
 class Expectation:
     forwards: list[ForwardExp] = field(default_factory=list)
     steps: list[StepExp] = field(default_factory=list)
-    # the request window / late-layer tail path (features.request_window.oracle; None when the Case has neither)
-    window: object | None = None
+    # per-feature channels: feature name -> that feature's expectation (e.g. the request window /
+    # late-layer tail path's, features.request_window.channel); no entry when the Case has none
+    channels: dict[str, Any] = field(default_factory=dict)
+
+    def channel(self, name: str) -> Any:
+        """Feature ``name``'s expectation; None when the Case has none."""
+        return self.channels.get(name)
+
+    def pool_writes(self) -> list[tuple[int, str, list[int]]]:
+        """Writes into the paged pools the channels expect besides :attr:`forwards` (e.g. a
+        paged late-layer tail's), ``(step, pool, slots)``: from every channel's expectation
+        that has a ``pool_writes()``."""
+        return [w for ch in self.channels.values() if hasattr(ch, "pool_writes")
+                for w in ch.pool_writes()]
+

@@ -93,6 +93,11 @@ class RequestBook(ABC):
             del toks[keep:]
         return freed
 
+    def step_channels(self) -> dict:
+        """What this allocator exposes after a step, per feature channel (feature name -> its
+        data, :attr:`targets.observation.StepObs.channels`); the plain allocator: nothing."""
+        return {}
+
 
 class SWAAllocator(RequestBook):
     """Full + SWA paged allocators sharing the mapping ``M``."""

@@ -362,7 +362,7 @@ class UnifiedEngine:
             requests={rid: (list(toks), self.allocator.evicted[rid])
                       for rid, toks in self.allocator.tokens.items()},
             alloc=self.allocator.take_alloc_log() if self.allocation == "observed" else None,
-            ring=self.allocator.ring_state() if self.cfg.swa_ring else None,
+            channels=self.allocator.step_channels(),
         )
 
     def new_observation(self) -> Observation:
@@ -374,7 +374,7 @@ class UnifiedEngine:
         wp = self.window_path
         try:
             if wp is not None and wp.handles(s):
-                obs.window_forwards += wp.run(i, s)
+                wp.observe_run(obs, i, s)  # into the path's own channel
             else:
                 obs.forwards += getattr(self, f"step_{s.op}")(i, s)
                 if wp is not None and s.op == "finish":
@@ -384,7 +384,7 @@ class UnifiedEngine:
             return False
         obs.steps.append(self.step_obs(i))
         if wp is not None:
-            obs.window_steps.append(wp.step_obs(i))
+            wp.observe_step(obs, i)
         return True
 
     def run(self) -> Observation:

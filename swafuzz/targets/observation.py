@@ -12,11 +12,24 @@ Shapes
   (``[swa_slots * row_bytes]`` each, dummy page included) and the redzone bytes around each.
 * ``Observation.error``: set when the target raised (e.g. a ContractError) or crashed; the run
   stops at that step.
+* ``Observation.channels`` / ``StepObs.channels``: per-feature channels, feature name -> that
+  feature's own data (types its folder defines, e.g. the request window path's forwards and
+  steps, the ring's exposed state after a step). The core neither fills nor reads them: the
+  feature's target side fills its channel, its checks read it through :meth:`channel`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
+
+
+def read_channel(channels: dict[str, Any], name: str, empty: Callable[[], Any] | None) -> Any:
+    """Channel ``name`` of ``channels``; absent: ``empty()`` (not stored), or None."""
+    if name in channels:
+        return channels[name]
+    return empty() if empty is not None else None
 
 
 @dataclass
@@ -67,10 +80,13 @@ class StepObs:
     # Targets whose allocator chooses pages itself (``allocation = "observed"``): every token
     # this step allocated, in the contract's order, as [full slot, SWA slot]; None otherwise.
     alloc: list[list[int]] | None = None
-    # Per-request SWA ring (``pool.swa_ring > 0``): the engine's exposed ring state
-    # {"slots": {rid: request slot}, "free_slots": [...], "available": int,
-    #  "swa_available": int, "swa_paged_available": int, "swa_paged_size": int}; else None.
-    ring: dict | None = None
+    # Per-feature channels after this step (feature name -> that feature's data), e.g. the
+    # per-request SWA ring's exposed state (features.ring.channel); empty when none applies.
+    channels: dict[str, Any] = field(default_factory=dict)
+
+    def channel(self, name: str, empty: Callable[[], Any] | None = None) -> Any:
+        """Feature ``name``'s data after this step; absent: ``empty()`` (not stored), or None."""
+        return read_channel(self.channels, name, empty)
 
 
 @dataclass
@@ -85,11 +101,13 @@ class Observation:
     # {"replays": n, "captures": n} (graph executors count every capture/replay call).
     graph_use: dict | None = None
     target_version: str | None = None  # what the target ran, e.g. "sglang 0.5.23"; None: ours
-    # The request window / late-layer tail path (issue 12, features.request_window.engine): its forwards
-    # (``WinFwdObs``: per layer the store locations and the workspace bytes) and, after every
-    # step, the window's tags and ring bytes (``WinStepObs``). Empty for Cases without it.
-    window_forwards: list = field(default_factory=list)
-    window_steps: list = field(default_factory=list)
+    # Per-feature channels of the whole run (feature name -> that feature's data), e.g. the
+    # request window / late-layer tail path's forwards and steps (features.request_window.channel).
+    channels: dict[str, Any] = field(default_factory=dict)
+
+    def channel(self, name: str, empty: Callable[[], Any] | None = None) -> Any:
+        """Feature ``name``'s data; absent: ``empty()`` (not stored), or None."""
+        return read_channel(self.channels, name, empty)
 
 
 def store_obs(log: list) -> list[StoreObs]:

@@ -96,12 +96,12 @@ def test_slots_exhausted_is_infeasible():
 def test_observed_slots_and_allocation_are_validated():
     case = ring_case([Step("admit", rid=0, length=1)])
     # the target chose slot 2 (sglang pops the highest): followed
-    exp = expect(case, observed_alloc=[[[2, 0]]], observed_ring=[{"slots": {0: 2}}])
+    exp = expect(case, observed_alloc=[[[2, 0]]], observed_channels=[{"ring": {"slots": {0: 2}}}])
     assert exp.forwards[0].targets == [8]
     with pytest.raises(AllocationRejected, match="slot 0, the padding row"):
-        expect(case, observed_alloc=[[[2, 0]]], observed_ring=[{"slots": {0: 0}}])
+        expect(case, observed_alloc=[[[2, 0]]], observed_channels=[{"ring": {"slots": {0: 0}}}])
     with pytest.raises(AllocationRejected, match="never writes the full->SWA mapping"):
-        expect(case, observed_alloc=[[[2, 2]]], observed_ring=[{"slots": {0: 1}}])
+        expect(case, observed_alloc=[[[2, 2]]], observed_channels=[{"ring": {"slots": {0: 1}}}])
 
 
 def _state(**kw):

@@ -143,7 +143,7 @@ def test_padded_layout_contract():
 
 
 def test_oracle_predictions():
-    w = expect(VERIFY).window
+    w = expect(VERIFY).channel("request_window")
     f = {e.step: e for e in w.forwards}
     v = f[2]
     assert v.mode == "TARGET_VERIFY" and v.runs == [(1, 5, 3), (2, 2, 3)]
@@ -155,15 +155,15 @@ def test_oracle_predictions():
     assert tags[2 * cap + 2:2 * cap + 5] == [2, 3, 4]
     # the next decode of rid 0 (length 6 after the accept) overwrites position 6's ring row
     assert w.steps[3].tags[0][cap + 6 % cap] == 6 and w.steps[3].tags[0][cap + 7 % cap] == 7
-    p = {e.step: e for e in expect(PADDED).window.forwards}
+    p = {e.step: e for e in expect(PADDED).channel("request_window").forwards}
     e = p[2]  # rid 1 replays 0..1 then 2..3, rid 0 writes 5; 9 - 5 = 4 padding rows
     assert e.runs == [(2, 0, 4), (1, 5, 1)] and e.size == 2 * 3 + 9
     assert e.locs[0] == list(range(6, 15)) and e.commit == [True] * 5 + [False] * 4
     d = p[3]  # dp_decode rewritten to EXTEND: 2 rows + 2 padding rows
     assert d.mode == "EXTEND" and d.runs == [(1, 6, 1), (2, 4, 1)] and d.locs[0] == [6, 7, 8, 9]
     assert d.commit == [True, True, False, False]
-    assert expect(PADDED_OVERFLOW).window.refused[0] == 1
-    g = expect(VERIFY_GRAPH).window
+    assert expect(PADDED_OVERFLOW).channel("request_window").refused[0] == 1
+    g = expect(VERIFY_GRAPH).channel("request_window")
     gf = {e.step: e for e in g.forwards}
     assert gf[2].bucket == 2 and gf[2].size == 2 * 3 + 6 and gf[4].bucket == 1
     assert g.steps[2].tags[0][1:4] == [1, 2, 3]  # bucket 2's capture warm-up: slot 0, 1..T

@@ -42,7 +42,7 @@ def test_unified_runs_the_ring_case_clean():
 def test_ring_state_exposed_after_every_step():
     obs = run_case(FULL, target="unified", impl="torch")
     assert obs.error is None
-    first, last = obs.steps[1].ring, obs.steps[-1].ring
+    first, last = obs.steps[1].channel("ring"), obs.steps[-1].channel("ring")
     assert first["slots"] == {0: 1, 1: 2} and first["free_slots"] == [3]
     assert first["swa_available"] == 1 * 4 and first["swa_paged_available"] == 8
     assert last["slots"] == {2: 2} and last["free_slots"] == [1, 3]

@@ -52,8 +52,8 @@ def test_ring_case_clean_on_0_5_23():
     assert not v.failed, [f.message for f in v.failures]
     obs = engine.SGLangEngine(CLEAN, impl="torch").run()
     # ReqToTokenPool pops its highest free slot; the oracle followed that choice
-    assert obs.steps[0].ring["slots"] == {0: 3} and obs.steps[1].ring["slots"] == {0: 3, 1: 2}
-    assert obs.steps[1].ring["swa_available"] == 1 * 4  # one free slot * ceil(4/2)*2
+    assert obs.steps[0].channel("ring")["slots"] == {0: 3} and obs.steps[1].channel("ring")["slots"] == {0: 3, 1: 2}
+    assert obs.steps[1].channel("ring")["swa_available"] == 1 * 4  # one free slot * ceil(4/2)*2
     assert all(v == 0 for v in obs.steps[-1].mapping[:-1])  # the ring never wrote M
 
 

@@ -112,7 +112,7 @@ def test_history_observed_on_the_release_window():
     assert obs.error is None, obs.error
     exp = expect(SEPARATE)
     assert any(f.history_tags and any(t >= 0 for layer in f.history_tags for t in layer)
-               for f in obs.window_forwards)
+               for f in obs.channel("request_window").forwards)
     assert check_history(SEPARATE, obs, exp) == []
 
 

@@ -104,7 +104,7 @@ def test_the_release_objects_are_in_use():
     assert decode[4].req_pool_indices.data_ptr() == g.static_req.data_ptr()
     assert all(type(lay) is rw.WindowLayout for lay in g.layouts.values())
     assert {b: g.layouts[b].size for b in g.layouts} == {2: 2 * 4 + 2, 4: 4 * 4 + 4}
-    graph_fwds = [f for f in obs.window_forwards if f.bucket is not None]
+    graph_fwds = [f for f in obs.channel("request_window").forwards if f.bucket is not None]
     assert len(graph_fwds) == 6
     # last graph forward: a DP rank without requests (IDLE) in bucket 2: the release's IDLE
     # substitution left every row slot 0, seq 1
@@ -115,7 +115,7 @@ def test_the_release_objects_are_in_use():
 def test_registry_pads_a_dp_rank():
     e, obs = _engine(DP)
     g = e.window_path.graph
-    f = [x for x in obs.window_forwards if x.step == 2][0]
+    f = [x for x in obs.channel("request_window").forwards if x.step == 2][0]
     assert f.bucket == 4 and f.stores[0].locs == [16, 17, 18, 19]
     # after the step-3 replay (bucket 1) the bucket-4 rows past the request keep step 2's
     # padding: ZERO for req, seq_lens fill 1

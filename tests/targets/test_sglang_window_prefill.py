@@ -112,7 +112,7 @@ def test_real_refresh_and_layout_are_what_runs(monkeypatch):
     monkeypatch.setattr(swp, "real_window_layout", layout)
     obs = run_case(HAND, target="sglang", impl="torch", executor=get_executor("tape"))
     assert obs.error is None, obs.error
-    graph = [f for f in obs.window_forwards if f.bucket is not None]
+    graph = [f for f in obs.channel("request_window").forwards if f.bucket is not None]
     assert len(graph) == 7
     assert calls["refresh"] == calls["copy_"] == 7  # one in-place refresh per replay
     # per replay one live layout and per capture one capture layout, all padded to the bucket

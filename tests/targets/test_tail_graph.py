@@ -125,12 +125,12 @@ def test_observation_carries_the_tail_graph():
 
     c = _case(PAGED)
     exp = expect(c)
-    tg = exp.window.tail_graph
+    tg = exp.channel("request_window").tail_graph
     assert [(e.step, e.exec, e.bucket, e.real_rows, e.capacity) for e in tg] == [
         (2, "prefill", None, 6, 9), (3, "prefill", None, 2, 9), (4, "bucket", 6, 4, 0),
         (6, "bucket", 6, 1, 0)]  # a DP rank: its 1 tail row replays the peer's bucket
     obs = get_target("unified")(c, impl="torch").run()
-    by = {f.step: f for f in obs.window_forwards}
+    by = {f.step: f for f in obs.channel("request_window").forwards}
     assert by[3].stores[1].locs[2:] == [0] * 7 and by[3].stores[1].rows == 9
     assert by[4].tail_graph["bucket"] == 6 and by[4].stores[2].rows == 4
     assert by[4].tail_graph["probe_count"] == 6 and len(by[4].tail_graph["probe_locs"]) == 6

@@ -86,7 +86,7 @@ def test_prefix_hit_cap():
 
 
 def test_oracle_rows_and_compressor_locations():
-    w = expect(TP_PAGED).window
+    w = expect(TP_PAGED).channel("request_window")
     by = {(f.step, f.fwd): f for f in w.forwards}
     assert len(by[(1, 0)].locs[0]) == 4 and by[(1, 0)].tail_lens == [4]  # positions 8..11
     assert len(by[(2, 0)].locs[0]) == 12  # positions 8..19
@@ -98,7 +98,7 @@ def test_oracle_rows_and_compressor_locations():
     assert st.requests[1][0][:8] == st.requests[0][0][:8]
     assert st.requests[1][0][8] != st.requests[0][0][8]
 
-    w = expect(TP_WINDOW).window
+    w = expect(TP_WINDOW).channel("request_window")
     f = [f for f in w.forwards if f.step == 1]
     assert len(f) == 1 and len(f[0].locs[0]) == 8 and f[0].comp.loc[:4] == [0, 0, 0, 0]
     assert 0 not in f[0].comp.loc[4:]
@@ -107,7 +107,7 @@ def test_oracle_rows_and_compressor_locations():
     ext = [f for f in w.forwards if f.step == 2][0]
     assert ext.comp.loc[3:7] == [0, 0, 0, 0]  # request 1's replay rows follow request 0's 3
 
-    w = expect(TP_SEPARATE).window
+    w = expect(TP_SEPARATE).channel("request_window")
     f = {f.fwd: f for f in w.forwards if f.step == 1}
     assert set(f) == {0, 1}
     assert len(f[0].locs[0]) == 4 and not f[0].comp.low_ratio and 0 not in f[0].comp.loc

@@ -47,10 +47,10 @@ def test_oracle_positions_and_target_tags_on_separate():
     positions -3..1, so rows 0-2 are invalid (-1) and rows 3, 4 hold positions 0, 1; the
     target's tags at use say the same."""
     exp = expect(SEPARATE)
-    f = next(e for e in exp.window.forwards if (e.step, e.fwd) == (1, 1))
+    f = next(e for e in exp.channel("request_window").forwards if (e.step, e.fwd) == (1, 1))
     assert f.history[0] == [-1, -1, -1, 0, 1]
     obs = run_case(SEPARATE, "unified", "torch")
-    o = next(x for x in obs.window_forwards if (x.step, x.fwd) == (1, 1))
+    o = next(x for x in obs.channel("request_window").forwards if (x.step, x.fwd) == (1, 1))
     assert o.history_tags[0] == [-1, -1, -1, 0, 1]
     assert check_history(SEPARATE, obs, exp) == []
 
@@ -59,19 +59,19 @@ def test_check_fails_on_a_wrong_tag_and_on_an_invalid_row_read_live():
     exp = expect(SEPARATE)
     obs = run_case(SEPARATE, "unified", "torch")
     bad = deepcopy(obs)
-    o = next(x for x in bad.window_forwards if (x.step, x.fwd) == (1, 1))
+    o = next(x for x in bad.channel("request_window").forwards if (x.step, x.fwd) == (1, 1))
     o.history_tags[0][3] = 5  # the ring row used as position 0 holds position 5
     f = check_history(SEPARATE, bad, exp)
     assert len(f) == 1 and f[0].check == "history" and f[0].slot_class == "tags"
     assert "first row 3 (group 0) stands for position 0, its source row's tag says 5" in \
         f[0].message
     bad = deepcopy(obs)
-    o = next(x for x in bad.window_forwards if (x.step, x.fwd) == (1, 1))
+    o = next(x for x in bad.channel("request_window").forwards if (x.step, x.fwd) == (1, 1))
     o.history_tags[1][0] = 0  # an invalid row (position -3) read from a live ring row
     f = check_history(SEPARATE, bad, exp)
     assert len(f) == 1 and "stands for an invalid row (zero row)" in f[0].message
     bad = deepcopy(obs)
-    o = next(x for x in bad.window_forwards if (x.step, x.fwd) == (1, 1))
+    o = next(x for x in bad.channel("request_window").forwards if (x.step, x.fwd) == (1, 1))
     o.history_tags[0] = o.history_tags[0][:4]  # another layout shape: window's finding
     assert check_history(SEPARATE, bad, exp) == []
 
@@ -79,7 +79,7 @@ def test_check_fails_on_a_wrong_tag_and_on_an_invalid_row_read_live():
 def test_not_recorded_forwards_are_skipped():
     exp = expect(SEPARATE)
     obs = run_case(SEPARATE, "unified", "torch")
-    for o in obs.window_forwards:
+    for o in obs.channel("request_window").forwards:
         o.history_tags = None
     assert check_history(SEPARATE, obs, exp) == []
 
@@ -138,7 +138,7 @@ def test_dspark_eager_forwards_are_compared():
     for case in (VERIFY, PADDED):
         exp = expect(case)
         obs = run_case(case, "unified", "torch")
-        pairs = [(o, e) for o in obs.window_forwards for e in exp.window.forwards
+        pairs = [(o, e) for o in obs.channel("request_window").forwards for e in exp.channel("request_window").forwards
                  if (o.step, o.fwd) == (e.step, e.fwd) and e.history and o.history_tags]
         assert pairs and check_history(case, obs, exp) == []
         o, e = next((o, e) for o, e in pairs if any(p >= 0 for p in e.history[0]))

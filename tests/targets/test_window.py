@@ -102,7 +102,7 @@ def test_layout_contract():
 
 
 def test_oracle_predictions():
-    w = expect(WINDOW).window
+    w = expect(WINDOW).channel("request_window")
     f = {e.step: e for e in w.forwards}
     assert f[2].locs[0] == [8 + i for i in range(2 + 1)]  # G = 2 requests, W = 4
     assert f[4].mode == "IDLE" and f[4].locs[0] == [4, 5]  # idle layout: [W, W + n)
@@ -113,11 +113,11 @@ def test_oracle_predictions():
     assert last.tags[0][2 * cap:3 * cap] == [6, 7, 2, 3, 4, 5]  # rid 1 (slot 2): 6 + 1 + 1
     # rid 2 took the slot rid 0 freed (1), reset it, and committed its last 6 positions
     assert last.tags[1][cap:2 * cap] == [6, 7, 8, 3, 4, 5]
-    t = {e.step: e for e in expect(TAIL_PAGED).window.forwards}
+    t = {e.step: e for e in expect(TAIL_PAGED).channel("request_window").forwards}
     assert t[2].tail_layers == [1, 2] and t[2].tail_lens == [2, 4] and len(t[2].locs[1]) == 6
-    r = {e.step: e for e in expect(REPLAY).window.forwards}
+    r = {e.step: e for e in expect(REPLAY).channel("request_window").forwards}
     assert r[2].runs == [(1, 4, 5), (2, 0, 4)]  # rid 0 replays 4..7, rid 1 replays 0..1
-    assert expect(OVERFLOW).window.refused[0] == 1
+    assert expect(OVERFLOW).channel("request_window").refused[0] == 1
 
 
 @pytest.mark.parametrize("name", sorted(HAND))

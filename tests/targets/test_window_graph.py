@@ -45,7 +45,7 @@ MUTANTS = {
 
 
 def test_oracle_graph_lane():
-    w = expect(GRAPHS).window
+    w = expect(GRAPHS).channel("request_window")
     f = {e.step: e for e in w.forwards}
     cap = 6
     # decode of 3 in bucket 4: one group per row, write_loc = 4 * W + i, a padded slot-0 run
@@ -182,7 +182,7 @@ REPLAY_TAIL = Case(pool=PoolConfig(page_size=1, full_pages=60, swa_pages=60, win
 
 
 def test_replay_tail_oracle_and_unified():
-    f = {e.step: e for e in expect(REPLAY_TAIL).window.forwards}
+    f = {e.step: e for e in expect(REPLAY_TAIL).channel("request_window").forwards}
     # rid 0 replays 4..7 and adds 8; rid 1 replays 0..1 and adds 2..7: tails of 4 rows each
     assert f[2].runs == [(1, 4, 5), (2, 0, 8)] and f[2].tail_lens == [4, 4]
     assert f[2].tail_layers == [1, 2]
@@ -231,7 +231,7 @@ DP = Case(pool=PoolConfig(page_size=1, full_pages=40, swa_pages=40, window=4, la
 
 
 def test_dp_rank_with_requests_under_a_window():
-    w = expect(DP).window
+    w = expect(DP).channel("request_window")
     f = {e.step: e for e in w.eager.forwards}
     # eager: 1 real row + 2 MAX_LEN padding rows of slot 0, one group per row
     assert f[2].locs[0] == [12, 13, 14] and f[2].runs == [(1, 5, 1), (0, 0, 2)]

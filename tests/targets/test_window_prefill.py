@@ -92,7 +92,7 @@ def test_graph_admit_with_prefix_is_refused():
 
 # -- oracle -----------------------------------------------------------------------------------
 def test_oracle_graph_lane():
-    w = expect(HAND).window
+    w = expect(HAND).channel("request_window")
     f = {e.step: e for e in w.forwards}
     W, cap = 4, 6
     # admit of 6 rows in bucket 8: G = min(S + 1, 8) = 4 groups; rows 6, 7 are padding
@@ -112,7 +112,7 @@ def test_oracle_graph_lane():
 
 
 def test_capture_warm_up_tags_slot_zero():
-    w = expect(HAND).window
+    w = expect(HAND).channel("request_window")
     tags = {s.step: s.tags for s in w.steps}
     # step 0 captures bucket 8 (positions 2..7 -> rows 2..5, 0, 1), step 1 bucket 4
     # (positions 0..3 -> rows 0..3), every layer alike
@@ -152,7 +152,7 @@ def test_the_kind_runs_graphs():
     @settings(max_examples=20, database=None, deadline=None)
     @given(features.strategy("prefill_graphs")())
     def prop(case):
-        seen.append(any(f.bucket for f in expect(case).window.forwards))
+        seen.append(any(f.bucket for f in expect(case).channel("request_window").forwards))
 
     prop()
     assert sum(seen) >= len(seen) // 2

@@ -2,11 +2,12 @@
 paged or window, the store got ``sum(tail lens)`` int32 locations, one per K row (T1), equal to
 ``M[loc]`` of each request's last ``min(W, n)`` rows (paged) or the tail layout's workspace rows
 (window) (T2, T3). It compares the target's window-path channel with the window oracle
-(``Expectation.window``), like :mod:`features.request_window.checks`.
+(its channel, :mod:`features.request_window.channel`), like :mod:`features.request_window.checks`.
 """
 
 from __future__ import annotations
 
+from swafuzz.features.request_window.channel import expected
 from swafuzz.features.request_window.lane import fwd_label, window_pairs
 from swafuzz.harness.check_base import Failure
 from swafuzz.harness.check_registry import check
@@ -22,7 +23,7 @@ from swafuzz.harness.check_registry import check
 def check_tail(case, obs, exp) -> list[Failure]:
     """T1-T3 on every late layer of an EXTEND forward (module docstring). Proven by:
     ``tail_loc_int64`` (this check alone) and ``tail_first_rows`` (T3)."""
-    w = getattr(exp, "window", None)
+    w = expected(exp)
     if w is None:
         return []
     pairs, fails = window_pairs(obs, exp, "tail")

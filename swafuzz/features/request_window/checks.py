@@ -1,8 +1,8 @@
 """The ``window`` check (issue 12; addendum §5 W1-W8, E1-E2).
 
-It compares the target's window-path channel (``Observation.window_forwards`` /
-``window_steps``, see :mod:`features.request_window.engine`) with the window oracle (``Expectation.window``,
-:mod:`features.request_window.oracle`), which predicts everything from the Case alone.
+It compares the target's window-path channel (its forwards and steps, see
+:mod:`features.request_window.channel` and :mod:`features.request_window.engine`) with the window
+oracle's (:mod:`features.request_window.oracle`), which predicts everything from the Case alone.
 
 ``window`` (request-window pools): per forward and layer outside the late layers, the store
 got int32 workspace rows ``G * W + i`` (W1), one per K row (W2), below the workspace size; per
@@ -16,6 +16,7 @@ show as wrong rows or an error). The late layers' tail is :mod:`features.late_ta
 
 from __future__ import annotations
 
+from swafuzz.features.request_window.channel import expected, observed
 from swafuzz.features.request_window.lane import first_row_diff, fwd_label, lane, window_pairs
 from swafuzz.harness.check_base import Failure
 from swafuzz.harness.check_registry import check
@@ -25,9 +26,9 @@ from swafuzz.harness.check_registry import check
 def check_window(case, obs, exp) -> list[Failure]:
     """See the module docstring. Proven by: ``window_before_idle`` (A2) and
     ``workspace_overflow_unchecked`` (A7), this check alone."""
-    w = lane(obs, exp) if getattr(exp, "window", None) is not None else None
+    w = lane(obs, exp) if expected(exp) is not None else None
     if w is None:
-        if obs.window_forwards:
+        if observed(obs).forwards:
             return [Failure("window", "the target ran window-path forwards for a Case without a "
                             "request window or tail", "count")]
         return []
@@ -81,7 +82,7 @@ def check_window(case, obs, exp) -> list[Failure]:
                                          f"{a[r * rb:(r + 1) * rb].hex()}", "workspace",
                                          o.step, o.fwd))
                     break
-    got_steps = {s.step: s for s in obs.window_steps}
+    got_steps = {s.step: s for s in observed(obs).steps}
     for se in w.steps:
         so = got_steps.get(se.step)
         if so is None or se.tags is None:

@@ -2,9 +2,10 @@
 
 Implements the "Request window, encoder replay and late-layer tail" section of
 ``features/request_window/SEMANTICS.md`` (addendum §2.2-§2.4, §3) for :class:`targets.engine.UnifiedEngine`, which
-hands every step the path claims (:meth:`WindowPath.handles`) to :meth:`WindowPath.run`.
-Observations go to their own channel (``Observation.window_forwards`` /
-``window_steps``), which the ``window`` and ``tail`` checks read.
+hands every step the path claims (:meth:`WindowPath.handles`) to :meth:`WindowPath.observe_run`
+(:meth:`WindowPath.run`, its forwards filed in the path's channel :attr:`WindowPath.channel`) and
+after every step calls :meth:`WindowPath.observe_step`. The channel
+(:mod:`features.request_window.channel`) is what the ``window`` and ``tail`` checks read.
 
 Pieces (each decision is one method, so a mutant overrides exactly one): the window, its
 layouts and the observations are :mod:`features.request_window.window`'s (re-exported here);
@@ -23,6 +24,7 @@ from types import SimpleNamespace
 
 import torch
 
+from swafuzz.features.request_window.channel import CHANNEL, WindowChannel
 from swafuzz.features.request_window.window import (
     LayoutT,
     RequestWindowModel,
@@ -48,6 +50,8 @@ class WindowPath(TailPrefixMixin):
     locations and the separate replay forward: :mod:`features.tail_prefix.engine`)."""
 
     window_cls = RequestWindowModel
+    #: the Observation channel this path fills (:mod:`features.request_window.channel`)
+    channel = CHANNEL
 
     def __init__(self, engine):
         self.e = engine
@@ -341,6 +345,15 @@ class WindowPath(TailPrefixMixin):
 
     def ring_bytes(self) -> list[bytes]:
         return [tensor_bytes(s) for s in self.window.state]
+
+    def observe_run(self, obs, i: int, s: Step) -> None:
+        """Run step ``i`` (:meth:`run`) and file its forwards in ``obs``'s channel."""
+        fwds = self.run(i, s)
+        obs.channels.setdefault(self.channel, WindowChannel()).forwards += fwds
+
+    def observe_step(self, obs, i: int) -> None:
+        """File the state after step ``i`` (:meth:`step_obs`) in ``obs``'s channel."""
+        obs.channels.setdefault(self.channel, WindowChannel()).steps.append(self.step_obs(i))
 
     def step_obs(self, i: int) -> WinStepObs:
         if not self.on:

@@ -31,6 +31,7 @@ check alone (kind ``replay_separate``).
 
 from __future__ import annotations
 
+from swafuzz.features.request_window.channel import expected
 from swafuzz.features.request_window.lane import fwd_label, window_pairs
 from swafuzz.harness.check_base import Failure
 from swafuzz.harness.check_registry import check
@@ -40,7 +41,7 @@ from swafuzz.harness.check_registry import check
 def check_history(case, obs, exp) -> list[Failure]:
     """W5 at use (module docstring): the target's tags at the history rows it read equal the
     Case's positions (-1 where the row is invalid)."""
-    if getattr(exp, "window", None) is None:
+    if expected(exp) is None:
         return []
     pairs, _ = window_pairs(obs, exp, "history")  # missing / extra forwards: window's finding
     fails = []

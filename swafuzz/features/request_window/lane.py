@@ -7,6 +7,7 @@ predicts (A7), and how a window-path forward is named in messages.
 
 from __future__ import annotations
 
+from swafuzz.features.request_window.channel import expected, observed
 from swafuzz.harness.check_base import GRAPH_EXECUTORS, Failure
 
 
@@ -17,7 +18,7 @@ def fwd_label(f) -> str:
 
 def expected_refusal(obs, exp) -> bool:
     """The target's error is the refusal the window oracle predicts (A7: layout > workspace)."""
-    w = getattr(exp, "window", None)
+    w = expected(exp)
     return (w is not None and w.refused is not None and obs.error is not None
             and obs.error.get("step") == w.refused[0] and obs.error.get("type") == "RuntimeError")
 
@@ -26,7 +27,7 @@ def lane(obs, exp):
     """The window expectation for this observation's executor: Cases with DECODE-graph window
     steps have an eager lane (``WindowExp.eager``) for executors that capture no graphs (the
     harness knows the executor; the target does not report it)."""
-    w = exp.window
+    w = expected(exp)
     if w is not None and w.eager is not None and obs.executor not in GRAPH_EXECUTORS:
         return w.eager
     return w
@@ -37,7 +38,7 @@ def window_pairs(obs, exp, check: str):
     target's error, and a ``check`` failure (slot class ``count``) for each forward only one
     side has."""
     w = lane(obs, exp)
-    got = {(f.step, f.fwd): f for f in obs.window_forwards}
+    got = {(f.step, f.fwd): f for f in observed(obs).forwards}
     pairs, fails = [], []
     want = {(e.step, e.fwd) for e in w.forwards}
     for key in sorted(set(got) - want):

@@ -115,6 +115,13 @@ class WindowExp:
     # every step eager; None when no step differs (this expectation holds for every executor)
     eager: WindowExp | None = None
 
+    def pool_writes(self):
+        """The paged late-layer tail's writes into the paged target pool, ``(step, "target",
+        slots)`` per paged forward (``Expectation.pool_writes``: the ``write_set`` check)."""
+        for we in self.forwards:
+            if we.paged:
+                yield we.step, "target", [t for lc in we.locs for t in lc]
+
 
 def layout_indices(rows: list[tuple[int, int, int]], groups: int, W: int
                    ) -> tuple[list[list[int]], list[int]]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from swafuzz.features.request_window.channel import CHANNEL
 from swafuzz.features.request_window.oracle_layout import Layout, WindowExp, WinStepExp
 from swafuzz.oracles.errors import CaseInfeasible
 from swafuzz.scenarios.case import POISON_BYTE, Case
@@ -28,6 +29,9 @@ __all__ = ["WindowState"]
 
 class WindowState:
     """Shadow request window (or paged late-layer tail) state of one Case."""
+
+    #: the Expectation channel the shadow's (root lane's) ``exp`` fills
+    channel = CHANNEL
 
     def __init__(self, case: Case):
         cfg = case.pool

@@ -5,7 +5,7 @@ The leaf of the V4.1 write path (``features/request_window/SEMANTICS.md``, adden
 DECODE graphs) import these; this module imports none of them.
 
 * :class:`WinFwdObs` / :class:`WinStepObs`: what a forward / a step of the window path reports
-  (``Observation.window_forwards`` / ``window_steps``);
+  (the forwards / steps of the channel, :mod:`features.request_window.channel`);
 * :class:`LayoutT` and :func:`build_layout` (torch, int64/int32 tensors, one group per request):
   ``write_loc``, history sources/positions/validity, commit mask, size; :func:`tail_layout`:
   the late layers' row indices, tail lengths and floors;

@@ -7,18 +7,19 @@ point ``check.invariants``; it defines no check of its own.
 
 from __future__ import annotations
 
+from swafuzz.features.ring.channel import state
 from swafuzz.features.ring.oracle import ring_invariants
 from swafuzz.harness.check_base import Failure
 
 
 def invariant_failures(case, so, where: str, live) -> list[Failure] | None:
     """Hook ``check.invariants``: the ring rules over one step's exposure (mapping, free lists,
-    ``StepObs.ring``, the request table) and the Case's live requests ``live``; None for a Case
+    the step's ring channel, the request table) and the Case's live requests ``live``; None for a Case
     without a ring (the paged rules then). Proven by ``ring_accounting_drift`` (sglang #38571)
     and ``ring_slot_zero`` (R1)."""
     if not case.pool.swa_ring:
         return None
-    v = ring_invariants(case, so.ring, so.mapping, so.free_full_pages, so.free_swa_pages,
+    v = ring_invariants(case, state(so), so.mapping, so.free_full_pages, so.free_swa_pages,
                         live)
     if so.requests is not None:
         got = {r: (len(t), ev) for r, (t, ev) in so.requests.items()}

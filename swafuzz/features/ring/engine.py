@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import torch
 
+from swafuzz.features.ring.channel import CHANNEL
 from swafuzz.scenarios.case import PoolConfig
 from swafuzz.targets.allocator import AllocationError, SWAAllocator
 
@@ -89,8 +90,12 @@ class RingAllocator(SWAAllocator):
     def swa_available_size(self) -> int:
         return len(self.free_slots) * self.ring_cost()
 
+    def step_channels(self) -> dict:
+        """The ring channel: :meth:`ring_state` (``StepObs.channels``)."""
+        return {CHANNEL: self.ring_state()}
+
     def ring_state(self) -> dict:
-        """What :class:`targets.observation.StepObs` exposes as ``ring``."""
+        """The ring state a StepObs exposes in the ring channel (:mod:`features.ring.channel`)."""
         return {"slots": dict(self.req_slot), "free_slots": sorted(self.free_slots),
                 "available": self.available_size(),
                 "swa_available": self.swa_available_size(),

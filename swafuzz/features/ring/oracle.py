@@ -21,6 +21,7 @@ exposed state (R4, R5 and the slot rules of R1), judged from the exposure and th
 
 from __future__ import annotations
 
+from swafuzz.features.ring.channel import observed_states
 from swafuzz.features.ring_draft.oracle import draft_block_forward
 from swafuzz.oracles.errors import AllocationRejected, CaseInfeasible
 from swafuzz.oracles.shadow import Shadow
@@ -172,9 +173,9 @@ def ring_invariants(case: Case, ring: dict | None, mapping: list[int],
     """Violations of the ring rules in a ring engine's exposed state after one step.
 
     ``ring``: ``{"slots": {rid: slot}, "free_slots": [..], "available": int, "swa_available":
-    int, "swa_paged_available": int, "swa_paged_size": int}`` (``StepObs.ring``); ``live``: the
-    Case's live requests after the step (``oracles.paths.expected_requests``). Rules: ``R4`` the
-    mapping is never written (all 0, sentinel -1); ``slot`` every live request holds one slot in
+    int, "swa_paged_available": int, "swa_paged_size": int}`` (a ``StepObs``'s ring channel,
+    :mod:`features.ring.channel`); ``live``: the Case's live requests after the step
+    (``oracles.paths.expected_requests``). Rules: ``R4`` the mapping is never written (all 0, sentinel -1); ``slot`` every live request holds one slot in
     ``1..req_slots`` (never the padding slot 0), no two share one, free and held slots partition
     ``1..req_slots``; ``R5`` ``available == free full pages * P``, ``swa_available == free slots
     * ceil(R/P)*P``, the paged SWA counter never exceeds its size (sglang #38571) and the paged
@@ -222,9 +223,10 @@ def ring_invariants(case: Case, ring: dict | None, mapping: list[int],
     return out
 
 
-def make_shadow(case: Case, observed_alloc=None, observed_ring=None, window_of=None):
+def make_shadow(case: Case, observed_alloc=None, observed_channels=None, window_of=None):
     """Hook ``oracle.shadow``: the ring shadow of a Case with a per-request SWA ring
-    (``pool.swa_ring > 0``), None for any other Case."""
+    (``pool.swa_ring > 0``), None for any other Case. ``observed_channels``: per step the
+    target's ``StepObs.channels``, whose ring channel is the observed ring state."""
     if not case.pool.swa_ring:
         return None
-    return RingShadow(case, observed_alloc, observed_ring, window_of)
+    return RingShadow(case, observed_alloc, observed_states(observed_channels), window_of)

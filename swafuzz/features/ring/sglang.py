@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import torch
 
+from swafuzz.features.ring.channel import CHANNEL
 from swafuzz.features.ring.engine import RingTables, slot_positions
 from swafuzz.targets import TargetUnavailable
 from swafuzz.targets.allocator import AllocationError
@@ -115,6 +116,10 @@ class SGLangRingAllocator(SGLangAllocator):
             self.tables.slot_of_full[torch.tensor(toks, dtype=torch.int64,
                                                   device=self.device)] = 0
         self._lengths()
+
+    def step_channels(self) -> dict:
+        """The ring channel: :meth:`ring_state` (``StepObs.channels``)."""
+        return {CHANNEL: self.ring_state()}
 
     def ring_state(self) -> dict:
         swa = self.real.swa_attn_allocator

@@ -1,8 +1,8 @@
 """The ``tail_graph`` check (issue 12; addendum §5 T1 and T4, §6 A3): the late-layer tail under
 graphs, comparing the window-path forwards the target reports (``WinFwdObs`` with its
 ``tail_graph`` dict, :mod:`features.tail_graphs.engine`) with the tail-graph oracle
-(``Expectation.window.tail_graph``, :mod:`features.tail_graphs.oracle`), which predicts from the Case
-alone.
+(the window channel's ``tail_graph``, :mod:`features.tail_graphs.oracle`), which predicts from the
+Case alone.
 
 Per forward with ``tail_exec``:
 
@@ -23,6 +23,7 @@ stay ``pool_bytes`` / ``window``'s. Proven by ``tail_graph_exit_keeps_tail`` (T4
 
 from __future__ import annotations
 
+from swafuzz.features.request_window.channel import expected, observed
 from swafuzz.harness.check_base import Failure
 from swafuzz.harness.check_registry import check
 
@@ -35,11 +36,11 @@ def _where(e) -> str:
 @check("tail_graph")
 def check_tail_graph(case, obs, exp) -> list[Failure]:
     """See the module docstring."""
-    w = getattr(exp, "window", None)
+    w = expected(exp)
     want = getattr(w, "tail_graph", None) if w is not None else None
     if not want:
         return []
-    got = {(f.step, f.fwd): f for f in obs.window_forwards}
+    got = {(f.step, f.fwd): f for f in observed(obs).forwards}
     fails: list[Failure] = []
     for e in want:
         if obs.error is not None and e.step >= obs.error["step"]:

@@ -1,9 +1,9 @@
 """The ``compressor`` and ``reprefill`` checks (issue 12; addendum §5 E1, T5, §6 A13).
 
-Both compare the target's window-path channel (``Observation.window_forwards``, see
-:mod:`features.request_window.engine` / :mod:`features.tail_prefix.engine`) with the window oracle
-(``Expectation.window``; :mod:`features.request_window.oracle`, :mod:`features.tail_prefix.oracle`), which predicts
-everything from the Case alone.
+Both compare the target's window-path channel (its forwards, see
+:mod:`features.request_window.channel`, :mod:`features.request_window.engine` /
+:mod:`features.tail_prefix.engine`) with the window oracle's (:mod:`features.request_window.oracle`,
+:mod:`features.tail_prefix.oracle`), which predicts everything from the Case alone.
 
 ``compressor`` (E1): on every EXTEND forward of the window / tail path, the compressors' write
 locations (int64, one per row of the forward): 0 for the replay rows the fold prepends, the
@@ -19,6 +19,7 @@ with the hit the target used.
 
 from __future__ import annotations
 
+from swafuzz.features.request_window.channel import expected, observed
 from swafuzz.features.request_window.lane import fwd_label, window_pairs
 from swafuzz.harness.check_base import Failure
 from swafuzz.harness.check_registry import check
@@ -33,7 +34,7 @@ def _first(a: list, b: list) -> int:
 def check_compressor(case, obs, exp) -> list[Failure]:
     """See the module docstring. Proven by ``fold_compresses_replay_rows`` (E1, this check
     alone)."""
-    if getattr(exp, "window", None) is None:
+    if expected(exp) is None:
         return []
     pairs, fails = window_pairs(obs, exp, "compressor")
     fails = [f for f in fails if f.slot_class != "count"]  # window's finding
@@ -79,7 +80,7 @@ def check_compressor(case, obs, exp) -> list[Failure]:
 def check_reprefill(case, obs, exp) -> list[Failure]:
     """See the module docstring. Fires on ``prefix_hit_without_reprefill`` (A13 / T5); defence
     in depth (reason in its ``@check``)."""
-    w = getattr(exp, "window", None)
+    w = expected(exp)
     W, L = case.pool.window, case.pool.late_layer_start
     if w is None or not L:
         return []
@@ -90,7 +91,7 @@ def check_reprefill(case, obs, exp) -> list[Failure]:
         if obs.error is not None and i >= obs.error["step"]:
             break
         ef = [e for e in w.forwards if e.step == i]
-        of = [o for o in obs.window_forwards if o.step == i]
+        of = [o for o in observed(obs).forwards if o.step == i]
         if not ef or not of or not of[-1].stores:
             continue  # window's finding (a missing forward)
         want = len(ef[-1].locs[0])

@@ -1,11 +1,13 @@
 """The ``window_graph`` check (issue 12; addendum §4, §5 W7): DECODE and prefill graphs under
 a request window ran in the Case's bucket with the layout size it determines, and every replay of
 one graph key used the layout object its capture built. It compares the target's window-path
-channel with the window oracle (``Expectation.window``), like :mod:`features.request_window.checks`.
+channel with the window oracle's (:mod:`features.request_window.channel`), like
+:mod:`features.request_window.checks`.
 """
 
 from __future__ import annotations
 
+from swafuzz.features.request_window.channel import expected, observed
 from swafuzz.features.request_window.lane import fwd_label, lane
 from swafuzz.harness.check_base import Failure
 from swafuzz.harness.check_registry import check
@@ -23,10 +25,10 @@ def check_window_graph(case, obs, exp) -> list[Failure]:
     ``min(S + 1, T) * W + T``, one layout object per prefill bucket (keyed apart from the DECODE
     buckets). Proven by ``window_graph_layout_rebuilt`` and, for prefill graphs,
     ``prefill_graph_layout_rebound`` (this check alone)."""
-    w = lane(obs, exp) if getattr(exp, "window", None) is not None else None
+    w = lane(obs, exp) if expected(exp) is not None else None
     if w is None:
         return []
-    got = {(f.step, f.fwd): f for f in obs.window_forwards}
+    got = {(f.step, f.fwd): f for f in observed(obs).forwards}
     seen: dict[tuple[bool, int], tuple[int, int]] = {}
     fails = []
     for e in w.forwards:

@@ -23,7 +23,6 @@ from typing import Any
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _REF = re.compile(r"^swafuzz(\.[a-z_][a-z0-9_]*)+(:[A-Za-z_][A-Za-z0-9_]*)?$")
-_FIELD = re.compile(r"^(pool|graph|step|case)\.[a-z_][a-z0-9_]*$")
 _RELEASE = re.compile(r"^\d+\.\d+\.\d+$")
 
 
@@ -66,8 +65,10 @@ class Feature:
     * ``name`` / ``title`` / ``source``: identifier, one line, the spec sections and upstream
       PRs/issues it follows.
     * ``kinds``: its scenario kinds (a kind belongs to exactly one feature).
-    * ``case_fields``: the Case fields it owns (``pool.x``, ``graph.x``, ``step.x``); a Case that
-      sets one of them (away from its default) uses the feature. ``validators``:
+    * ``fields``: ``"module:attr"`` of the Case fields it owns, a tuple of
+      :class:`~swafuzz.features.case_field.CaseField` (its ``fields.py``); ``case_fields`` names
+      them (``pool.x``, ``graph.x``, ``step.x``). A Case that sets one of them (away from its
+      default) uses the feature. ``validators``:
       ``"module:function"`` references, each called with a Case and raising ``CaseError``
       (naming the field and the allowed values) when the Case breaks the feature's rules.
     * ``oracle`` / ``engine`` / ``sglang``: the modules of its oracle part (plain Python), its
@@ -87,7 +88,7 @@ class Feature:
     title: str
     source: str
     kinds: tuple[Kind, ...]
-    case_fields: tuple[str, ...] = ()
+    fields: str = ""
     validators: tuple[str, ...] = ()
     oracle: tuple[str, ...] = ()
     engine: tuple[str, ...] = ()
@@ -98,6 +99,15 @@ class Feature:
     since: dict[str, Since] = field(default_factory=dict)
     semantics: str = ""
     hooks: dict[str, str] = field(default_factory=dict)
+
+    def field_decls(self) -> tuple:
+        """The feature's :class:`~swafuzz.features.case_field.CaseField` declarations."""
+        return tuple(load(self.fields)) if self.fields else ()
+
+    @property
+    def case_fields(self) -> tuple[str, ...]:
+        """The Case fields it owns, ``"pool.x"`` / ``"graph.x"`` / ``"step.x"``."""
+        return tuple(d.ref for d in self.field_decls())
 
     def kind_names(self) -> tuple[str, ...]:
         return tuple(k.name for k in self.kinds)
@@ -127,9 +137,8 @@ class Feature:
             if not _REF.match(k.strategy) or ":" not in k.strategy:
                 raise bad(f"kinds[{k.name}].strategy", f"{k.strategy!r} is not 'module:callable'")
             _check_since(bad, f"kinds[{k.name}].since", k.since)
-        for f in self.case_fields:
-            if not _FIELD.match(f):
-                raise bad("case_fields", f"{f!r} is not pool.X, graph.X, step.X or case.X")
+        if self.fields and (not _REF.match(self.fields) or ":" not in self.fields):
+            raise bad("fields", f"{self.fields!r} is not 'module:attr'")
         for ref in self.validators:
             if not _REF.match(ref) or ":" not in ref:
                 raise bad("validators", f"{ref!r} is not 'module:function'")

@@ -25,13 +25,11 @@ from swafuzz.scenarios.schema import (
     DSV4_TOKEN_BYTES,
     EXECS,
     FORWARD_OPS,
-    LAYOUTS,
     OPS,
     POISON_BYTE,
     ROW_DTYPES,
     ROW_ITEMSIZE,
     STEP_ALWAYS_EMITTED,
-    TAIL_EXECS,
     CaseError,
     GraphConfig,
     PoolConfig,
@@ -43,9 +41,9 @@ from swafuzz.scenarios.validate import parse_case_fields
 
 #: the Case's types and constants, defined in :mod:`scenarios.schema` and re-exported here
 __all__ = ["ALWAYS_EMITTED", "CASE_VERSION", "DSV4_PAGE_ALIGN", "DSV4_TOKEN_BYTES", "EXECS",
-           "FORWARD_OPS", "LAYOUTS", "OPS", "POISON_BYTE", "ROW_DTYPES", "ROW_ITEMSIZE",
-           "STEP_ALWAYS_EMITTED", "TAIL_EXECS", "Case", "CaseError", "GraphConfig", "PoolConfig",
-           "Step", "field_default", "json_fields"]
+           "FORWARD_OPS", "OPS", "POISON_BYTE", "ROW_DTYPES", "ROW_ITEMSIZE",
+           "STEP_ALWAYS_EMITTED", "Case", "CaseError", "GraphConfig", "PoolConfig", "Step",
+           "field_default", "json_fields"]
 
 
 @dataclass(frozen=True)

@@ -1,28 +1,33 @@
 """The Case's types and constants: the pool and graph configurations, the step, the error a
 malformed Case raises, and the one rule that writes a config dataclass as JSON.
 
+``PoolConfig``, ``GraphConfig`` and ``Step`` are assembled here from the registry: the dense base
+fields (:data:`BASE_FIELDS`) plus the fields each feature declares in its folder (its record's
+``fields``, a tuple of :class:`~swafuzz.features.case_field.CaseField` in ``fields.py``), as
+frozen dataclasses whose base classes (:class:`PoolMethods`, ...) hold what they derive.
 :mod:`scenarios.case` builds the :class:`Case` from them and re-exports every public name here,
 so ``from swafuzz.scenarios.case import PoolConfig`` keeps working; :mod:`scenarios.validate`
-(the parser) and the per-feature rules (``swafuzz/features/<name>/rules.py``) import them from here, so none of
-them imports the Case module back. What the fields mean: ``swafuzz/features/*/SEMANTICS.md``.
+(the parser) and the per-feature rules (``swafuzz/features/<name>/rules.py``) import them from
+here, so none of them imports the Case module back. What the fields mean:
+``swafuzz/features/*/SEMANTICS.md``.
 """
 
 from __future__ import annotations
 
-from dataclasses import MISSING, Field, dataclass, fields
+from dataclasses import MISSING, Field, field, fields, make_dataclass
 from typing import Any
+
+from swafuzz import features
+from swafuzz.features.case_field import CaseField
 
 CASE_VERSION = 1
 POISON_BYTE = 0x5A
 
 ROW_DTYPES = ("uint8", "bfloat16")
-LAYOUTS = ("rows", "dsv4")
 DSV4_TOKEN_BYTES = 584  # 448 fp8 nope + 64 bf16 rope + 7 UE8M0 scales + 1 pad
 DSV4_PAGE_ALIGN = 576
 ROW_ITEMSIZE = {"uint8": 1, "bfloat16": 2}
 EXECS = ("eager", "graph")
-#: ``Step.tail_exec`` values (empty: the late layers run eagerly)
-TAIL_EXECS = ("bucket", "prefill")
 OPS = (
     "admit",
     "decode",
@@ -85,25 +90,10 @@ def json_fields(obj: Any, always: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-@dataclass(frozen=True)
-class PoolConfig:
-    page_size: int = 1
-    full_pages: int = 8
-    swa_pages: int = 8
-    window: int = 4
-    layers: int = 1
-    draft_layers: int = 1
-    row_width: int = 4
-    row_dtype: str = "uint8"
-    page_pad_bytes: int = 0
-    layout: str = "rows"
-    request_window: int = 0  # ring capacity per request slot (0: paged SWA pool)
-    window_slots: int = 0  # request slots 1..window_slots (window only)
-    window_chunk: int = 0  # workspace rows past (window_slots + 1) * window
-    late_layer_start: int = 0  # first late (tail-only) target layer (0: no tail)
-    swa_ring: int = 0  # ring rows per request slot (0: paged SWA, no ring)
-    req_slots: int = 0  # request slots 1..req_slots with a ring (slot 0 is padding)
-    separate_replay: int = 0  # 1: encoder replay as a separate EXTEND forward (0: fold)
+class PoolMethods:
+    """What a pool configuration derives from its fields (the base of :data:`PoolConfig`)."""
+
+    __slots__ = ()
 
     @property
     def ring_rows(self) -> int:
@@ -154,17 +144,10 @@ class PoolConfig:
         return self.swa_buffer_pages * self.page_size
 
 
-@dataclass(frozen=True)
-class GraphConfig:
-    buckets: tuple[int, ...] = (1, 2, 4, 8)
-    topk: int = 0
-    num_steps: int = 1
-    num_draft_tokens: int = 1
-    prep_in_graph: bool = False
-    draft_extend_buffer: bool = False
-    prefill_buckets: tuple[int, ...] = ()  # breakable prefill graph token buckets (issue 12)
-    tail_buckets: tuple[int, ...] = ()  # row buckets of the late-layer tail graphs
-    tail_capacity: int = 0  # rows of the prefill-graph tail's location buffer (0: none)
+class GraphMethods:
+    """What a graph configuration derives from its fields (the base of :data:`GraphConfig`)."""
+
+    __slots__ = ()
 
     def bucket_for(self, n: int) -> int | None:
         for b in self.buckets:
@@ -173,24 +156,84 @@ class GraphConfig:
         return None
 
 
-@dataclass(frozen=True)
-class Step:
-    op: str
-    rid: int | None = None
-    length: int | None = None
-    rids: tuple[int, ...] = ()
-    accept: tuple[int, ...] = ()
-    tokens: int | None = None
-    rank_tokens: tuple[int, ...] = ()
-    exec: str = "eager"
-    dp_extend: bool = False
-    prefix_rid: int | None = None  # admit: radix-cache prefix hit on this live request
-    prefix_len: int | None = None  # admit: shared leading tokens of prefix_rid
-    lengths: tuple[int, ...] = ()
-    replay: tuple[int, ...] = ()
-    tail_exec: str = ""  # late layers: "" eager, "bucket" row-bucket graph, "prefill" graph
+class StepMethods:
+    """What a step derives from its fields (the base of :data:`Step`)."""
+
+    __slots__ = ()
 
     def to_json(self) -> dict[str, Any]:
         always = ALWAYS_EMITTED["step"] + tuple(
             k for k, ops in STEP_ALWAYS_EMITTED.items() if self.op in ops)
         return json_fields(self, always)
+
+
+#: The dense base fields every Case has, per dataclass (name, type, default; ``MISSING``: none).
+#: Each feature adds its own (its record's ``fields``, a ``fields.py`` beside the record).
+BASE_FIELDS: dict[str, tuple[tuple[str, str, Any], ...]] = {
+    "pool": (("page_size", "int", 1), ("full_pages", "int", 8), ("swa_pages", "int", 8),
+             ("window", "int", 4), ("layers", "int", 1), ("draft_layers", "int", 1),
+             ("row_width", "int", 4), ("row_dtype", "str", "uint8")),
+    "graph": (("buckets", "tuple[int, ...]", (1, 2, 4, 8)), ("topk", "int", 0),
+              ("num_steps", "int", 1), ("num_draft_tokens", "int", 1)),
+    "step": (("op", "str", MISSING), ("rid", "int | None", None), ("length", "int | None", None),
+             ("rids", "tuple[int, ...]", ()), ("tokens", "int | None", None),
+             ("exec", "str", "eager")),
+}
+
+
+def _field_order() -> dict[str, tuple[str | CaseField, ...]]:
+    """Per dataclass, its fields in order: the base ones (names), then every feature's
+    declarations in registry order, each declaration with an ``after`` moved to follow the field
+    it names."""
+    decls = [d for f in features.all_features() for d in f.field_decls()]
+    for d in decls:
+        if d.problem():
+            raise features.RecordError(f"field declaration {d.problem()}")
+    out: dict[str, tuple[str | CaseField, ...]] = {}
+    for where, base in BASE_FIELDS.items():
+        mine = [d for d in decls if d.where == where]
+        order: list[str | CaseField] = [name for name, _, _ in base]
+        order += [d for d in mine if not d.after]
+        pending = [d for d in mine if d.after]
+        while pending:
+            names = [x if isinstance(x, str) else x.name for x in order]
+            d = next((d for d in pending if d.after in names), None)
+            if d is None:
+                raise features.RecordError(f"{where}.{pending[0].name}: after "
+                                           f"{pending[0].after!r}, which is no {where} field")
+            order.insert(names.index(d.after) + 1, d)
+            pending.remove(d)
+        out[where] = tuple(order)
+    return out
+
+
+_ORDER = _field_order()
+#: the features' field declarations per dataclass (``"pool"``, ``"graph"``, ``"step"``), in order
+DECLARED = {w: tuple(x for x in order if isinstance(x, CaseField)) for w, order in _ORDER.items()}
+
+
+def declaration(where: str, name: str) -> CaseField | None:
+    """The feature declaration of field ``where.name``, or None for a base field."""
+    return next((d for d in DECLARED[where] if d.name == name), None)
+
+
+def _assemble(where: str, name: str, methods: type, doc: str) -> type:
+    """The frozen dataclass ``name``: the base fields of ``where`` and the features' declared
+    ones, in :func:`_field_order`, with ``methods`` as its base class."""
+    base = {n: (t, d) for n, t, d in BASE_FIELDS[where]}
+    specs = []
+    for x in _ORDER[where]:
+        n, (t, d) = (x, base[x]) if isinstance(x, str) else (x.name, (x.type, x.default))
+        specs.append((n, t) if d is MISSING else (n, t, field(default=d)))
+    cls = make_dataclass(name, specs, bases=(methods,), frozen=True)
+    cls.__module__ = __name__  # pickling finds it here (make_dataclass names ``types``)
+    cls.__doc__ = doc + " Feature fields: " + "; ".join(
+        f"``{d.name}`` ({d.doc})" for d in DECLARED[where]) + "."
+    return cls
+
+
+PoolConfig = _assemble("pool", "PoolConfig", PoolMethods,
+                       "The SWA pool: pages, window, layers, row shape.")
+GraphConfig = _assemble("graph", "GraphConfig", GraphMethods,
+                        "The captured graphs and the speculative configuration.")
+Step = _assemble("step", "Step", StepMethods, "One step of a Case: an op and its operands.")

@@ -1,8 +1,9 @@
 """Parse a Case from JSON-like data and check the rules every Case obeys. Every error is a
 :class:`CaseError` naming the dotted field and what is allowed.
 
-The rules here are the common ones: the type and range of every field, the fields each op
-takes, the shape of a step (request ids, one ``accept`` / ``lengths`` entry per request,
+The rules here are the common ones: the type and range of every field (a feature's fields by
+their declarations, ``CaseField`` in the feature's ``fields.py``: :func:`parse_declared`), the
+fields each op takes, the shape of a step (request ids, one ``accept`` / ``lengths`` entry per request,
 ``replay`` drawn from ``rids``, 1..7 DP ranks) and the resource budget of one Case. The rules
 that tie a feature's fields to the rest of the Case (a ring's sizes, what a prefill graph or a
 tail graph needs, ...) are that feature's ``validators`` (``swafuzz/features/<name>/rules.py``, run through
@@ -15,17 +16,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from swafuzz.features.case_field import CaseField
 from swafuzz.scenarios.schema import (
     CASE_VERSION,
+    DECLARED,
     EXECS,
-    LAYOUTS,
     OPS,
     ROW_DTYPES,
-    TAIL_EXECS,
     CaseError,
     GraphConfig,
     PoolConfig,
     Step,
+    declaration,
 )
 
 MAX_PAGE_SIZE = 256
@@ -40,23 +42,24 @@ MAX_MAPPING_ENTRIES = 2**27  # full->SWA mapping M: (full_pages + 1) * page_size
 MAX_POOL_BYTES = 5 * 2**30
 MAX_STEPS = 10_000
 MAX_TOKENS = 2**16  # rows of one forward / one request's length
-MAX_TAIL_ROWS = 2**16  # rows of a late-layer tail graph bucket / capacity
 
-_STEP_FIELDS = {
-    "admit": {"rid", "length", "prefix_rid", "prefix_len", "exec"},
+#: the base fields each op takes; the features' step fields add theirs (``CaseField.ops``)
+_BASE_STEP_FIELDS = {
+    "admit": {"rid", "length", "exec"},
     "decode": {"rids", "exec"},
-    "verify": {"rids", "exec", "rank_tokens", "dp_extend", "accept"},
-    "draft_extend": {"rids", "accept", "exec", "rank_tokens", "dp_extend"},
-    "draft_decode": {"rids", "exec", "rank_tokens"},
+    "verify": {"rids", "exec"},
+    "draft_extend": {"rids", "exec"},
+    "draft_decode": {"rids", "exec"},
     "idle": {"tokens", "exec"},
-    "dp_decode": {"rids", "rank_tokens", "exec", "dp_extend"},
+    "dp_decode": {"rids", "exec"},
     "evict": {"rid"},
     "finish": {"rid"},
     "remap": set(),
-    "extend": {"rids", "lengths", "replay", "exec", "rank_tokens", "tail_exec"},
+    "extend": {"rids", "exec"},
     "draft_block": {"rids", "exec"},
 }
-_STEP_FIELDS["dp_decode"] = _STEP_FIELDS["dp_decode"] | {"tail_exec"}
+_STEP_FIELDS = {op: names | {d.name for d in DECLARED["step"] if op in d.ops}
+                for op, names in _BASE_STEP_FIELDS.items()}
 
 
 def _int(obj: dict, key: str, path: str, lo: int, hi: int | None = None, default=None) -> int:
@@ -111,15 +114,7 @@ def parse_pool(obj: Any) -> PoolConfig:
         draft_layers=_int(d, "draft_layers", "pool", 1, 64, default=1),
         row_width=_int(d, "row_width", "pool", 1, 4096),
         row_dtype=dtype,
-        page_pad_bytes=_int(d, "page_pad_bytes", "pool", 0, 1 << 20, default=0),
-        layout=_layout(d),
-        request_window=_int(d, "request_window", "pool", 0, MAX_TOKENS, default=0),
-        window_slots=_int(d, "window_slots", "pool", 0, 4096, default=0),
-        window_chunk=_int(d, "window_chunk", "pool", 0, MAX_TOKENS, default=0),
-        late_layer_start=_int(d, "late_layer_start", "pool", 0, 63, default=0),
-        swa_ring=_int(d, "swa_ring", "pool", 0, MAX_TOKENS, default=0),
-        req_slots=_int(d, "req_slots", "pool", 0, 4096, default=0),
-        separate_replay=_int(d, "separate_replay", "pool", 0, 1, default=0),
+        **_declared(d, "pool", DECLARED["pool"]),
     )
     entries = (pool.full_pages + 1) * p + 1
     if entries > MAX_MAPPING_ENTRIES:
@@ -133,11 +128,38 @@ def parse_pool(obj: Any) -> PoolConfig:
     return pool
 
 
-def _layout(d: dict) -> str:
-    layout = d.get("layout", "rows")
-    if layout not in LAYOUTS:
-        raise CaseError("pool.layout", f"must be one of {', '.join(LAYOUTS)} (got {layout!r})")
-    return layout
+def _declared(obj: dict, path: str, decls: tuple[CaseField, ...]) -> dict[str, Any]:
+    """The declared feature fields ``obj`` sets, parsed by their declarations (type, range,
+    allowed values), as keyword arguments; a field ``obj`` leaves out keeps its default."""
+    return {d.name: parse_declared(obj, path, d) for d in decls if d.name in obj}
+
+
+def parse_declared(obj: dict, path: str, d: CaseField) -> Any:
+    """Field ``d`` of ``obj`` (at ``path``) parsed by its declaration; raises :class:`CaseError`
+    naming ``path.name`` and what is allowed."""
+    v, where = obj[d.name], f"{path}.{d.name}"
+    if d.type == "bool":
+        if not isinstance(v, bool):
+            raise CaseError(where, f"must be true or false (got {v!r})")
+        return v
+    if d.type == "str":
+        if v not in d.choices:
+            raise CaseError(where, f"must be one of {', '.join(d.choices)} (got {v!r})")
+        return v
+    if d.type in ("int", "int | None"):
+        if d.span and (isinstance(v, bool) or not isinstance(v, int) or not d.lo <= v <= d.hi):
+            raise CaseError(where, f"must be an int in {d.lo}..{d.hi} (got {v!r})")
+        return _int(obj, d.name, path, d.lo, d.hi)
+    if d.span:
+        if not isinstance(v, list) or any(isinstance(x, bool) or not isinstance(x, int)
+                                          or not d.lo <= x <= d.hi for x in v):
+            raise CaseError(where, f"must be a list of ints in {d.lo}..{d.hi} (got {v!r})")
+        out = tuple(v)
+    else:
+        out = _int_list(obj, d.name, path, d.lo, d.hi)
+    if d.increasing and any(a >= b for a, b in zip(out, out[1:])):
+        raise CaseError(where, f"must be strictly increasing (got {list(out)})")
+    return out
 
 
 def parse_graph(obj: Any) -> GraphConfig:
@@ -147,58 +169,13 @@ def parse_graph(obj: Any) -> GraphConfig:
         raise CaseError("graph.buckets", "must list at least one captured batch size")
     if any(b >= c for b, c in zip(buckets, buckets[1:])):
         raise CaseError("graph.buckets", f"must be strictly increasing (got {list(buckets)})")
-    flags = {}
-    for k in ("prep_in_graph", "draft_extend_buffer"):
-        flags[k] = d.get(k, False)
-        if not isinstance(flags[k], bool):
-            raise CaseError(f"graph.{k}", f"must be true or false (got {flags[k]!r})")
-    prefill_buckets = _int_list(d, "prefill_buckets", "graph", 1, 2**16)
-    if any(b >= c for b, c in zip(prefill_buckets, prefill_buckets[1:])):
-        raise CaseError("graph.prefill_buckets", f"must be strictly increasing (got "
-                        f"{list(prefill_buckets)})")
     return GraphConfig(
-        prefill_buckets=prefill_buckets,
-        **flags,
         buckets=buckets,
         topk=_int(d, "topk", "graph", 0, 16, default=0),
         num_steps=_int(d, "num_steps", "graph", 1, 16, default=1),
         num_draft_tokens=_int(d, "num_draft_tokens", "graph", 1, 64, default=1),
-        **_tail_graph(d),
+        **_declared(d, "graph", DECLARED["graph"]),
     )
-
-
-def _tail_graph(d: dict) -> dict[str, Any]:
-    """``graph.tail_buckets`` (strictly increasing ints 1..65536, default empty) and
-    ``graph.tail_capacity`` (int 0..65536, default 0) as GraphConfig keyword arguments."""
-    kw: dict[str, Any] = {}
-    if "tail_buckets" in d:
-        v = d["tail_buckets"]
-        if not isinstance(v, list) or any(isinstance(x, bool) or not isinstance(x, int)
-                                          or not 1 <= x <= MAX_TAIL_ROWS for x in v):
-            raise CaseError("graph.tail_buckets", f"must be a list of ints in 1..{MAX_TAIL_ROWS} "
-                            f"(got {v!r})")
-        if any(a >= b for a, b in zip(v, v[1:])):
-            raise CaseError("graph.tail_buckets", f"must be strictly increasing (got {v})")
-        kw["tail_buckets"] = tuple(v)
-    if "tail_capacity" in d:
-        v = d["tail_capacity"]
-        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_TAIL_ROWS:
-            raise CaseError("graph.tail_capacity", f"must be an int in 0..{MAX_TAIL_ROWS} "
-                            f"(got {v!r})")
-        kw["tail_capacity"] = v
-    return kw
-
-
-def _tail_ranks(obj: dict, path: str) -> tuple[int, ...]:
-    """``rank_tokens`` of an ``extend`` with ``tail_exec: "bucket"`` (a DP rank replaying a tail
-    graph): 1..7 other ranks' tail rows, each 0..65536."""
-    v = obj["rank_tokens"]
-    if not isinstance(v, list) or not 1 <= len(v) <= 7 or any(
-            isinstance(x, bool) or not isinstance(x, int) or not 0 <= x <= MAX_TAIL_ROWS
-            for x in v):
-        raise CaseError(f"{path}.rank_tokens", f"must list 1..7 other DP ranks' tail rows "
-                        f"(ints 0..{MAX_TAIL_ROWS}; got {v!r})")
-    return tuple(v)
 
 
 def parse_step(obj: Any, i: int) -> Step:
@@ -228,52 +205,42 @@ def parse_step(obj: Any, i: int) -> Step:
         if not rids and op != "dp_decode":
             raise CaseError(f"{path}.rids", "must name at least one request")
         kw["rids"] = rids
-    if op == "draft_extend" or (op == "verify" and "accept" in obj):
-        kw["accept"] = _int_list(obj, "accept", path, 1, MAX_TOKENS)
-        if len(kw["accept"]) != len(kw["rids"]):
-            raise CaseError(f"{path}.accept", "must have one entry per request in rids")
-    if op == "admit" and "prefix_rid" in obj:
-        kw["prefix_rid"] = _int(obj, "prefix_rid", path, 0)
-    if op == "admit" and "prefix_len" in obj:
-        kw["prefix_len"] = _int(obj, "prefix_len", path, 1, MAX_TOKENS)
-    if op == "extend":
-        kw["lengths"] = _int_list(obj, "lengths", path, 1, MAX_TOKENS)
-        if len(kw["lengths"]) != len(kw["rids"]):
-            raise CaseError(f"{path}.lengths", "must have one entry (>= 1) per request in rids")
-        kw["replay"] = _int_list(obj, "replay", path, 0)
-        if not set(kw["replay"]) <= set(kw["rids"]) or len(set(kw["replay"])) != len(
-                kw["replay"]):
-            raise CaseError(f"{path}.replay", "must list distinct request ids from rids (got "
-                            f"{list(kw['replay'])})")
     if op == "idle":
         kw["tokens"] = _int(obj, "tokens", path, 1, MAX_TOKENS)
-    if op == "dp_decode":
-        kw["rank_tokens"] = _int_list(obj, "rank_tokens", path, 0, MAX_TOKENS)
-        if not 1 <= len(kw["rank_tokens"]) <= 7:
-            raise CaseError(f"{path}.rank_tokens", "must list 1..7 other ranks' token counts")
-        if not kw["rids"] and max(kw["rank_tokens"]) == 0:
-            raise CaseError(f"{path}.rank_tokens", "some rank must have tokens")
-    if op in ("verify", "draft_extend", "draft_decode") and "rank_tokens" in obj:
-        kw["rank_tokens"] = _int_list(obj, "rank_tokens", path, 0, MAX_TOKENS)
-        if len(kw["rank_tokens"]) > 7:
-            raise CaseError(f"{path}.rank_tokens", "must list 0..7 other ranks' token counts")
-    if op == "extend" and "rank_tokens" in obj:  # a DP-padded EXTEND (MAX_LEN), window only
-        kw["rank_tokens"] = _int_list(obj, "rank_tokens", path, 0, MAX_TOKENS)
-        if not 1 <= len(kw["rank_tokens"]) <= 7:
-            raise CaseError(f"{path}.rank_tokens", "must list 1..7 other ranks' token counts")
-    if "dp_extend" in obj:
-        v = obj["dp_extend"]
-        if not isinstance(v, bool):
-            raise CaseError(f"{path}.dp_extend", f"must be true or false (got {v!r})")
-        kw["dp_extend"] = v
-    if "tail_exec" in obj:
-        kw["tail_exec"] = obj["tail_exec"]
-        if kw["tail_exec"] not in TAIL_EXECS:
-            raise CaseError(f"{path}.tail_exec", f"must be one of {', '.join(TAIL_EXECS)} "
-                            f"(got {kw['tail_exec']!r})")
-    if op == "extend" and "rank_tokens" in obj and kw.get("tail_exec") == "bucket":
-        kw["rank_tokens"] = _tail_ranks(obj, path)  # the peers' tail rows
+    kw.update(_declared(obj, path, tuple(d for d in DECLARED["step"] if op in d.ops)))
+    _step_shape(obj, path, kw)
     return Step(**kw)
+
+
+def _step_shape(obj: dict, path: str, kw: dict[str, Any]) -> None:
+    """The shape of a step beyond each field's own type and range: one ``accept`` / ``lengths``
+    entry per request, ``replay`` drawn from ``rids``, how many other DP ranks ``rank_tokens``
+    lists. A field the step leaves out counts as its default."""
+    op = kw["op"]
+
+    def get(name: str) -> Any:
+        return kw[name] if name in kw else declaration("step", name).default
+
+    if op == "draft_extend" or (op == "verify" and "accept" in obj):
+        if len(get("accept")) != len(kw["rids"]):
+            raise CaseError(f"{path}.accept", "must have one entry per request in rids")
+    if op == "extend":
+        if len(get("lengths")) != len(kw["rids"]):
+            raise CaseError(f"{path}.lengths", "must have one entry (>= 1) per request in rids")
+        replay = get("replay")
+        if not set(replay) <= set(kw["rids"]) or len(set(replay)) != len(replay):
+            raise CaseError(f"{path}.replay", "must list distinct request ids from rids (got "
+                            f"{list(replay)})")
+    ranks = get("rank_tokens") if "rank_tokens" in _STEP_FIELDS[op] else ()
+    if op == "dp_decode" or (op == "extend" and "rank_tokens" in obj):
+        # dp_decode: the other ranks; extend: a DP-padded EXTEND (MAX_LEN, window only), whose
+        # entries are the peers' tail rows under ``tail_exec: "bucket"``
+        if not 1 <= len(ranks) <= 7:
+            raise CaseError(f"{path}.rank_tokens", "must list 1..7 other ranks' token counts")
+    if op == "dp_decode" and not kw["rids"] and max(ranks) == 0:
+        raise CaseError(f"{path}.rank_tokens", "some rank must have tokens")
+    if len(ranks) > 7:
+        raise CaseError(f"{path}.rank_tokens", "must list 0..7 other ranks' token counts")
 
 
 def parse_case_fields(obj: Any) -> dict[str, Any]:

@@ -7,8 +7,11 @@ every ``validators`` reference loading to a callable; for every
 feature with validators, one Case breaking one of its rules that the common rules accept
 (``Case.from_json``) and the feature's own validators refuse with a CaseError whose path names
 the field (so does :func:`swafuzz.features.validation.load_case`); a valid Case passing every
-validator. Reproduce: ``pytest tests/features/test_case_fields.py``; a new feature with rules
-adds its bad example to BAD.
+validator; every field declaration (``fields.py``) being well formed and the field of its
+dataclass (type, default), a set value surviving pickle / replace / hash and the JSON round trip
+(emitted only when set), a value outside the declaration refused naming the field, a step field
+refused on the ops that do not take it. Reproduce: ``pytest tests/features/test_case_fields.py``;
+a new feature with rules adds its bad example to BAD.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+import pickle
 from collections import Counter
 
 import pytest
@@ -125,3 +129,82 @@ def test_a_valid_case_passes_every_validator():
     case = load_case(obj)
     assert validate_case(case) is case
     assert case.to_json()["pool"]["swa_ring"] == 8
+
+
+# ---------------------------------------------------------------- the field declarations
+#: every feature's declared fields, feature by feature (``fields.py`` beside its record)
+DECLS = [(f.name, d) for f in FEATURES for d in f.field_decls()]
+
+
+@pytest.mark.parametrize("name,decl", DECLS, ids=[d.ref for _, d in DECLS])
+def test_declared_fields_are_the_dataclass_fields(name, decl):
+    """A declaration is well formed and is the field of its dataclass: same type (the
+    annotation string), same default; its record names it in ``case_fields``."""
+    assert decl.problem() is None
+    f = {x.name: x for x in dataclasses.fields(DATACLASSES[decl.where])}[decl.name]
+    assert (f.type, f.default) == (decl.type, decl.default)
+    assert decl.ref in features.get(name).case_fields
+
+
+def _set(decl):
+    """A value of ``decl`` away from its default that its own parse rule accepts."""
+    if decl.type == "bool":
+        return True
+    if decl.type == "str":
+        return decl.choices[-1]
+    if decl.type == "tuple[int, ...]":
+        return (max(decl.lo, 1),)
+    return max(decl.lo, 1)
+
+
+@pytest.mark.parametrize("name,decl", DECLS, ids=[d.ref for _, d in DECLS])
+def test_a_set_feature_field_survives_pickle_replace_and_hash(name, decl):
+    if decl.where == "step":
+        obj = Step(decl.ops[0], **{decl.name: _set(decl)})
+    else:
+        obj = DATACLASSES[decl.where](**{decl.name: _set(decl)})
+    assert pickle.loads(pickle.dumps(obj)) == obj
+    assert hash(dataclasses.replace(obj)) == hash(obj)
+    assert getattr(dataclasses.replace(obj, **{decl.name: decl.default}), decl.name) == \
+        decl.default
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(obj, decl.name, decl.default)
+
+
+@pytest.mark.parametrize("name,decl", [(n, d) for n, d in DECLS if d.where != "step"],
+                         ids=[d.ref for _, d in DECLS if d.where != "step"])
+def test_a_feature_field_is_emitted_only_when_set_and_parsed_back(name, decl):
+    obj = _case(**{decl.where: {decl.name: _json(_set(decl))}})
+    case = Case.from_json(obj)
+    assert getattr(getattr(case, decl.where), decl.name) == _set(decl)
+    assert case.to_json()[decl.where][decl.name] == _json(_set(decl))
+    assert decl.name not in Case.from_json(_case()).to_json()[decl.where]
+
+
+def _json(v):
+    return list(v) if isinstance(v, tuple) else v
+
+
+@pytest.mark.parametrize("name,decl", [(n, d) for n, d in DECLS if d.where != "step"],
+                         ids=[d.ref for _, d in DECLS if d.where != "step"])
+def test_a_feature_field_out_of_its_declaration_is_refused_naming_it(name, decl):
+    bad = {"bool": 1, "str": "no-such-value", "int": -1, "tuple[int, ...]": [0, "x"]}
+    obj = _case(**{decl.where: {decl.name: bad[decl.type]}})
+    with pytest.raises(CaseError) as e:
+        Case.from_json(obj)
+    assert e.value.path.startswith(f"{decl.where}.{decl.name}")
+    if decl.choices:
+        assert ", ".join(decl.choices) in str(e.value)
+
+
+def test_a_step_field_is_allowed_only_on_its_ops():
+    for _, d in DECLS:
+        if d.where != "step":
+            continue
+        op = next(o for o in ("remap", "evict", "idle") if o not in d.ops)
+        step = {"remap": {"op": "remap"}, "evict": {"op": "evict", "rid": 0},
+                "idle": {"op": "idle", "tokens": 1}}[op]
+        with pytest.raises(CaseError) as e:
+            Case.from_json(_case(steps=[ADMIT, {**step, d.name: _json(_set(d))}]))
+        assert e.value.path == f"steps[1].{d.name}"
+        assert "unknown field" in str(e.value)

@@ -21,7 +21,7 @@ FEATURE = Feature(
             'DP re-padding of verify / draft-extend / multi-step draft and the rewrite to EXTEND',
         ),
     ),
-    case_fields=('step.rank_tokens', 'step.dp_extend'),
+    fields='swafuzz.features.dp.fields:FIELDS',
     validators=('swafuzz.features.dp.rules:validate',),
     oracle=('swafuzz.oracles.paths',),
     engine=('swafuzz.targets.dp',),

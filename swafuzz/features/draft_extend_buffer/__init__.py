@@ -13,7 +13,7 @@ FEATURE = Feature(
             'draft-extend graphs with the pre-allocated buffer',
         ),
     ),
-    case_fields=('graph.draft_extend_buffer',),
+    fields='swafuzz.features.draft_extend_buffer.fields:FIELDS',
     engine=('swafuzz.targets.backend',),
     sglang=('swafuzz.targets.sglang.metadata',),
     mutants=('swafuzz.features.draft_extend_buffer.mutants',),

@@ -13,7 +13,7 @@ FEATURE = Feature(
             'bf16 [rows, 512] K rows quantized into V4 pages',
         ),
     ),
-    case_fields=('pool.layout',),
+    fields='swafuzz.features.dsv4_layout.fields:FIELDS',
     validators=('swafuzz.features.dsv4_layout.rules:validate',),
     oracle=('swafuzz.features.dsv4_layout.oracle',),
     engine=('swafuzz.kernels.dsv4_store', 'swafuzz.targets.kv_pool'),

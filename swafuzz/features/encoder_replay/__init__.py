@@ -40,7 +40,7 @@ FEATURE = Feature(
             },
         ),
     ),
-    case_fields=('step.replay', 'pool.separate_replay'),
+    fields='swafuzz.features.encoder_replay.fields:FIELDS',
     validators=('swafuzz.features.encoder_replay.rules:validate',),
     oracle=('swafuzz.features.request_window.oracle', 'swafuzz.features.tail_prefix.oracle'),
     engine=('swafuzz.features.request_window.engine', 'swafuzz.features.tail_prefix.engine'),

@@ -13,7 +13,7 @@ FEATURE = Feature(
             'extends and decodes with late tail-only layers',
         ),
     ),
-    case_fields=('pool.late_layer_start',),
+    fields='swafuzz.features.late_tail.fields:FIELDS',
     validators=('swafuzz.features.late_tail.rules:validate',),
     oracle=('swafuzz.features.late_tail.oracle',),
     engine=('swafuzz.features.request_window.engine',),

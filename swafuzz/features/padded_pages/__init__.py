@@ -13,7 +13,7 @@ FEATURE = Feature(
             'pools whose page stride has a pad',
         ),
     ),
-    case_fields=('pool.page_pad_bytes',),
+    fields='swafuzz.features.padded_pages.fields:FIELDS',
     validators=('swafuzz.features.padded_pages.rules:validate',),
     engine=('swafuzz.targets.kv_pool',),
     mutants=('swafuzz.features.padded_pages.mutants',),

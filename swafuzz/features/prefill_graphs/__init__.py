@@ -13,7 +13,7 @@ FEATURE = Feature(
             'admit / extend as prefill-graph replays',
         ),
     ),
-    case_fields=('graph.prefill_buckets',),
+    fields='swafuzz.features.prefill_graphs.fields:FIELDS',
     validators=('swafuzz.features.prefill_graphs.rules:validate',),
     oracle=('swafuzz.features.prefill_graphs.oracle',),
     engine=('swafuzz.features.prefill_graphs.engine',),

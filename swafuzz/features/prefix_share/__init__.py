@@ -13,7 +13,7 @@ FEATURE = Feature(
             'admits with a prefix hit on a live request',
         ),
     ),
-    case_fields=('step.prefix_rid', 'step.prefix_len'),
+    fields='swafuzz.features.prefix_share.fields:FIELDS',
     validators=('swafuzz.features.prefix_share.rules:validate',),
     oracle=('swafuzz.oracles.sharing',),
     engine=('swafuzz.targets.sharing',),

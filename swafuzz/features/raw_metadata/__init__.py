@@ -13,7 +13,7 @@ FEATURE = Feature(
             'every forward with Raw metadata',
         ),
     ),
-    case_fields=('graph.prep_in_graph',),
+    fields='swafuzz.features.raw_metadata.fields:FIELDS',
     engine=('swafuzz.targets.backend',),
     mutants=('swafuzz.features.raw_metadata.mutants',),
     semantics='swafuzz/features/raw_metadata/SEMANTICS.md',

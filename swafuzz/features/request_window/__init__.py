@@ -13,7 +13,7 @@ FEATURE = Feature(
             'eager forwards under a request window',
         ),
     ),
-    case_fields=('pool.request_window', 'pool.window_slots', 'pool.window_chunk', 'step.lengths'),
+    fields='swafuzz.features.request_window.fields:FIELDS',
     validators=('swafuzz.features.request_window.rules:validate',),
     oracle=(
         'swafuzz.features.request_window.oracle',

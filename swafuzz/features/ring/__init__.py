@@ -13,7 +13,7 @@ FEATURE = Feature(
             'decode / verify / draft-extend / IDLE / DP forwards on a ring, slot churn',
         ),
     ),
-    case_fields=('pool.swa_ring', 'pool.req_slots'),
+    fields='swafuzz.features.ring.fields:FIELDS',
     validators=('swafuzz.features.ring.rules:validate',),
     oracle=('swafuzz.features.ring.oracle',),
     engine=('swafuzz.features.ring.engine',),

@@ -13,7 +13,7 @@ FEATURE = Feature(
             'tail row-bucket graphs and the prefill-graph tail',
         ),
     ),
-    case_fields=('graph.tail_buckets', 'graph.tail_capacity', 'step.tail_exec'),
+    fields='swafuzz.features.tail_graphs.fields:FIELDS',
     validators=('swafuzz.features.tail_graphs.rules:validate',),
     oracle=('swafuzz.features.tail_graphs.oracle',),
     engine=('swafuzz.features.tail_graphs.engine',),

@@ -13,7 +13,7 @@ FEATURE = Feature(
             'verify with accept lengths; frees and reuse',
         ),
     ),
-    case_fields=('step.accept',),
+    fields='swafuzz.features.verify_reject.fields:FIELDS',
     oracle=('swafuzz.oracles.sharing',),
     engine=('swafuzz.targets.sharing',),
     mutants=('swafuzz.features.verify_reject.mutants',),

@@ -1,0 +1,12 @@
+"""The Case fields of DP attention (feature ``dp``); their contract: ``SEMANTICS.md``
+beside this file, their cross-field rules: ``rules.py``."""
+
+from swafuzz.features.case_field import CaseField
+
+FIELDS = (
+    CaseField('step', 'rank_tokens', 'tuple[int, ...]', (), 'the other DP ranks\' token (or tail row) counts',
+              hi=2**16, ops=('verify', 'draft_extend', 'draft_decode', 'dp_decode', 'extend'),
+              after='tokens'),
+    CaseField('step', 'dp_extend', 'bool', False, 'the DP batch runs as an EXTEND (some rank extends)',
+              ops=('verify', 'draft_extend', 'dp_decode'), after='exec'),
+)

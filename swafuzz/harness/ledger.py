@@ -47,13 +47,7 @@ from dataclasses import dataclass, field
 
 from swafuzz import targets
 from swafuzz.features.validation import load_case
-from swafuzz.harness.ledger_when import (
-    FORWARD_MODES,
-    LedgerError,
-    When,
-    case_forwards,
-    parse_when,
-)
+from swafuzz.harness.ledger_when import FORWARD_MODES, LedgerError, When, case_forwards, parse_when
 from swafuzz.harness.run import execute, resolve_executors
 from swafuzz.reports.bundle import read_bundle
 from swafuzz.scenarios.case import CaseError

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from swafuzz.scenarios.actions import evict
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
 from swafuzz.scenarios.episode import Action, EpisodeKind, action, has_live, variant
 from swafuzz.scenarios.planner import Planner
@@ -140,11 +141,6 @@ def idle(draw, pl: WindowPlanner) -> None:
 @action(has_live)
 def finish(draw, pl: WindowPlanner) -> None:
     pl.finish_w(draw(st.sampled_from(pl.live())))
-
-
-@action(has_live)
-def evict(draw, pl: WindowPlanner) -> None:
-    pl.evict(draw(st.sampled_from(pl.live())))
 
 
 #: a paged pool two times in three, a request-window pool else (shrinks towards paged)

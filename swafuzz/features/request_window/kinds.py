@@ -71,9 +71,7 @@ class WindowPlanner(Planner):
         self.free_slots += 1
 
     def extend_w(self, rids: list[int], lengths: list[int], replay: list[int]) -> bool:
-        p = self.pool.page_size
-        cost = sum(-(-(self.reqs[r][0] + n) // p) - -(-self.reqs[r][0] // p)
-                   for r, n in zip(rids, lengths))
+        cost = sum(self.extend_cost([r], n) for r, n in zip(rids, lengths))
         if cost > self.free_full or cost > self.free_swa:
             return False
         self.free_full -= cost

@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from swafuzz.oracles.sharing import effective_prefix
 from swafuzz.scenarios.case import Case
 
-__all__ = ["PathExp", "expected_paths", "expected_graph_use", "expected_requests", "bucket_of"]
+__all__ = ["PathExp", "bucket_of", "dp_pad", "expected_graph_use", "expected_paths",
+           "expected_requests"]
 
 
 def bucket_of(buckets: tuple[int, ...] | list[int], n: int) -> int | None:
@@ -90,17 +91,17 @@ def expected_paths(case: Case, graphs: bool) -> list[PathExp]:
             add(0, "DECODE", "decode", n, 1, n, n)
         elif s.op == "verify":
             n, w = len(s.rids), g.num_draft_tokens
-            rows, bs, dp = _dp_pad(s.rank_tokens, n * w, n, w, True)
+            rows, bs, dp = dp_pad(s.rank_tokens, n * w, n, w, True)
             add(0, "EXTEND" if s.dp_extend else "TARGET_VERIFY", "verify", bs, w, n * w, rows,
                 dp=dp)
         elif s.op == "draft_extend":
             n, w = sum(s.accept), g.num_draft_tokens
-            rows, bs, dp = _dp_pad(s.rank_tokens, n, len(s.rids), w, False)
+            rows, bs, dp = dp_pad(s.rank_tokens, n, len(s.rids), w, False)
             add(0, "EXTEND" if s.dp_extend else "DRAFT_EXTEND_V2", "draft_extend", bs, w, n,
                 rows, dp=dp)
         elif s.op == "draft_decode":
             n, w = len(s.rids) * g.topk, g.topk * g.num_steps
-            _, bs, dp = _dp_pad(s.rank_tokens, len(s.rids) * w, len(s.rids), w, True)
+            _, bs, dp = dp_pad(s.rank_tokens, len(s.rids) * w, len(s.rids), w, True)
             for st in range(g.num_steps - 1):
                 add(st, "DECODE", "multistep", bs, g.topk, n, bs * g.topk, dp=dp)
         elif s.op == "idle":
@@ -155,7 +156,7 @@ def _window_path_ops(case: Case) -> tuple[str, ...]:
     return ()
 
 
-def _dp_pad(rank_tokens, own: int, reqs: int, width: int, whole: bool
+def dp_pad(rank_tokens, own: int, reqs: int, width: int, whole: bool
             ) -> tuple[int, int, int | None]:
     """DP MAX_LEN padding of a speculative batch (features/dp/SEMANTICS.md): (eager rows, batch size
     for the bucket, padded count or None without DP). ``whole``: fixed-width batch, padded to

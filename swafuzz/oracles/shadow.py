@@ -21,12 +21,12 @@ from swafuzz import features
 from swafuzz.oracles.allocator import Allocator
 from swafuzz.oracles.errors import AllocationRejected, CaseInfeasible, OracleError
 from swafuzz.oracles.expectation import Expectation, ForwardExp, StepExp
-from swafuzz.oracles.paths import bucket_of
+from swafuzz.oracles.paths import bucket_of, dp_pad
 from swafuzz.oracles.translation import translate as expected_translation
 from swafuzz.scenarios.case import EXECS, OPS, Step
 from swafuzz.scenarios.payload import rows_bytes
 
-__all__ = ["MODES", "Dp", "Shadow", "dp_check", "dp_rows"]
+__all__ = ["MODES", "Dp", "Shadow", "dp_check"]
 
 #: the other DP ranks' token counts of a step (None: no DP)
 Dp = Optional[tuple[int, ...]]
@@ -65,20 +65,6 @@ def dp_check(i: int, s: Step) -> Dp:
         if not s.rank_tokens or not s.rids:
             raise CaseInfeasible(i, "dp_extend needs rank_tokens and at least one rid")
     return tuple(s.rank_tokens) if s.rank_tokens else None
-
-
-def dp_rows(dp: Dp, own: int, reqs: int, width: int,
-            whole_requests: bool) -> tuple[int, int]:
-    """(rows the eager path writes, batch size the graph bucket is chosen for)."""
-    if dp is None:
-        return own, reqs
-    top = own
-    for t in dp:
-        top = t if t > top else top
-    per_req = (top + width - 1) // width
-    if whole_requests:
-        top = per_req * width
-    return top, (reqs if reqs > per_req else per_req)
 
 
 class Shadow(Allocator):
@@ -205,7 +191,7 @@ class Shadow(Allocator):
         per = 1 if s.op == "decode" else g.num_draft_tokens
         for rid in s.rids:
             self.live(i, rid)
-        rows, bs = dp_rows(dp, len(s.rids) * per, len(s.rids), per, True)
+        rows, bs, _ = dp_pad(dp, len(s.rids) * per, len(s.rids), per, True)
         b = self.bucket(bs)
         self.graph_ok(i, ex, b)
         if s.accept and (s.op != "verify" or len(s.accept) != len(s.rids) or any(
@@ -235,7 +221,7 @@ class Shadow(Allocator):
                                         f"length={len(toks)})]")
             locs += toks[len(toks) - a:]
         w = g.num_draft_tokens
-        rows, bs = dp_rows(dp, len(locs), len(s.rids), w, False)
+        rows, bs, _ = dp_pad(dp, len(locs), len(s.rids), w, False)
         b = self.bucket(bs)
         self.forward(i, 0, "draft", self._mode(s), ex, locs, rows, None if b is None else b * w)
 
@@ -247,7 +233,7 @@ class Shadow(Allocator):
         for rid in s.rids:
             self.live(i, rid)
         k, ns = g.topk, g.num_steps
-        _, bs = dp_rows(dp, len(s.rids) * k * ns, len(s.rids), k * ns, True)
+        _, bs, _ = dp_pad(dp, len(s.rids) * k * ns, len(s.rids), k * ns, True)
         b = self.bucket(bs)
         self.graph_ok(i, ex, b)
         self.check_alloc(i, [(rid, k * ns) for rid in s.rids])

@@ -42,11 +42,7 @@ from swafuzz.features.request_window.kinds import (
 )
 from swafuzz.scenarios.case import GraphConfig, Step
 from swafuzz.scenarios.episode import action, has_live
-from swafuzz.scenarios.planner import Planner
-
-
-def _pages(n: int, p: int) -> int:
-    return -(-n // p)
+from swafuzz.scenarios.planner import Planner, pages_for
 
 
 class VerifyPlanner(WindowPlanner):
@@ -63,7 +59,7 @@ class VerifyPlanner(WindowPlanner):
             p = self.pool.page_size
             for r, a in zip(rids, accept):
                 n = self.reqs[r][0]
-                freed = _pages(n, p) - _pages(n - T + a, p)
+                freed = pages_for(n, p) - pages_for(n - T + a, p)
                 self.free_full += freed
                 self.free_swa += freed
                 self.reqs[r][0] = n - T + a

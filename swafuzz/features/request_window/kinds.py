@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from swafuzz.scenarios.actions import evict
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
 from swafuzz.scenarios.episode import Action, EpisodeKind, action, has_live, variant
 from swafuzz.scenarios.planner import Planner
@@ -70,9 +71,7 @@ class WindowPlanner(Planner):
         self.free_slots += 1
 
     def extend_w(self, rids: list[int], lengths: list[int], replay: list[int]) -> bool:
-        p = self.pool.page_size
-        cost = sum(-(-(self.reqs[r][0] + n) // p) - -(-self.reqs[r][0] // p)
-                   for r, n in zip(rids, lengths))
+        cost = sum(self.extend_cost([r], n) for r, n in zip(rids, lengths))
         if cost > self.free_full or cost > self.free_swa:
             return False
         self.free_full -= cost
@@ -140,11 +139,6 @@ def idle(draw, pl: WindowPlanner) -> None:
 @action(has_live)
 def finish(draw, pl: WindowPlanner) -> None:
     pl.finish_w(draw(st.sampled_from(pl.live())))
-
-
-@action(has_live)
-def evict(draw, pl: WindowPlanner) -> None:
-    pl.evict(draw(st.sampled_from(pl.live())))
 
 
 #: a paged pool two times in three, a request-window pool else (shrinks towards paged)

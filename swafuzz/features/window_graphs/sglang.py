@@ -72,6 +72,7 @@ from swafuzz.targets.kv_pool import DTYPES
 from swafuzz.targets.sglang import features as release_features
 from swafuzz.targets.sglang.engine import RealBackend, real_mode
 from swafuzz.targets.sglang.metadata import NoC128MTP
+from swafuzz.targets.sglang.real import bare_backend
 
 
 def _commit_packed_rows_dense(workspace, state, tags, rows_layout, *, page_size, capacity,
@@ -121,13 +122,8 @@ class SGLangWindowGraphRunner(WindowGraphRunner):
         self.layouts: dict[int, object] = {}
         self.snaps: dict[int, list[torch.Tensor]] = {}
         self.layout_token = LayoutTokens()
-        bk = object.__new__(RealBackend)
-        self.bk = bk
-        bk.token_to_kv_pool = path.real_pool
-        bk.forward_metadata = None
+        bk = self.bk = bare_backend(path.real_pool)
         bk.tail_forward_metadata = None
-        bk.pre_kv_store_hook = None
-        bk.is_dspark_draft = False
         bk.needs_cpu_seq_lens = False
         bk.mtp_enabled = False
         bk.topk, bk.speculative_num_steps = 0, 1

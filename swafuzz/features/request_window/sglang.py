@@ -53,6 +53,7 @@ from swafuzz.targets.sglang.engine import (
     build_real_pool,
     real_batch,
 )
+from swafuzz.targets.sglang.real import bare_backend
 
 if features.WINDOW_MISSING:  # pragma: no cover - depends on the installed release
     raise TargetUnavailable(
@@ -166,12 +167,7 @@ class SGLangWindowPath(WindowPath):
         else:
             self.real_pool = pool.real  # the target pool's, with M registered; its store tap
             # goes to the pool's sink, which store() points here
-        sh = object.__new__(RealBackend)
-        sh.token_to_kv_pool = self.real_pool
-        sh.forward_metadata = None
-        sh.pre_kv_store_hook = None
-        sh.is_dspark_draft = False
-        self.shim = sh
+        self.shim = bare_backend(self.real_pool)
         self._log: list = []
 
     # -- real pieces -----------------------------------------------------------------------------

@@ -29,6 +29,7 @@ import torch
 
 from swafuzz.features.request_window.window import LayoutT, LayoutTokens, WinFwdObs, tensor_bytes
 from swafuzz.targets.forward_mode import ForwardMode
+from swafuzz.targets.kv_pool import DTYPES
 from swafuzz.targets.observation import StoreObs
 
 
@@ -100,9 +101,8 @@ class WindowGraphRunner:
         mx = max(self.buckets)
         self.static_req = torch.zeros(mx, dtype=torch.int64, device=dev)
         self.static_seq = torch.ones(mx, dtype=torch.int64, device=dev)
-        win = path.window
-        self.static_rows = [torch.zeros(mx, cfg.row_width, dtype=win.dtype, device=dev)
-                            for _ in range(cfg.layers)]
+        self.static_rows = [torch.zeros(mx, cfg.row_width, dtype=DTYPES[cfg.row_dtype],
+                                        device=dev) for _ in range(cfg.layers)]
         self.handles: dict[int, object] = {}
         self.layouts: dict[int, LayoutT] = {}
         self.snaps: dict[int, list[torch.Tensor]] = {}

@@ -65,13 +65,13 @@ from sglang.srt.model_executor.cuda_graph_buffer_registry import build_decode_re
 from sglang.srt.model_executor.runner.decode_cuda_graph_runner import build_replay_fb_view
 
 from swafuzz.features.request_window.sglang import HISTORY
-from swafuzz.features.request_window.window import LayoutTokens, WinFwdObs
+from swafuzz.features.request_window.window import WinFwdObs
 from swafuzz.features.window_graphs.engine import WindowGraphRunner, run_bounds
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
-from swafuzz.targets.kv_pool import DTYPES
 from swafuzz.targets.sglang import features as release_features
 from swafuzz.targets.sglang.engine import RealBackend, real_mode
 from swafuzz.targets.sglang.metadata import NoC128MTP
+from swafuzz.targets.sglang.real import bare_backend
 
 
 def _commit_packed_rows_dense(workspace, state, tags, rows_layout, *, page_size, capacity,
@@ -109,25 +109,11 @@ class SGLangWindowGraphRunner(WindowGraphRunner):
     padding, in-graph layout, resolver and window (module docstring)."""
 
     def __init__(self, path):
-        # WindowGraphRunner.__init__ without its static req / seq buffers (the registry's below)
-        self.path = path
-        self.executor = path.e.executor
-        self.buckets = tuple(path.e.gcfg.buckets)
+        super().__init__(path)  # its static req / seq buffers are replaced by the registry's below
         dev, cfg = path.device, path.cfg
         mx = max(self.buckets)
-        self.static_rows = [torch.zeros(mx, cfg.row_width, dtype=DTYPES[cfg.row_dtype],
-                                        device=dev) for _ in range(cfg.layers)]
-        self.handles: dict[int, object] = {}
-        self.layouts: dict[int, object] = {}
-        self.snaps: dict[int, list[torch.Tensor]] = {}
-        self.layout_token = LayoutTokens()
-        bk = object.__new__(RealBackend)
-        self.bk = bk
-        bk.token_to_kv_pool = path.real_pool
-        bk.forward_metadata = None
+        bk = self.bk = bare_backend(path.real_pool)
         bk.tail_forward_metadata = None
-        bk.pre_kv_store_hook = None
-        bk.is_dspark_draft = False
         bk.needs_cpu_seq_lens = False
         bk.mtp_enabled = False
         bk.topk, bk.speculative_num_steps = 0, 1

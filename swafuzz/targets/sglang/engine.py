@@ -47,6 +47,7 @@ from swafuzz.targets.sglang.real import (
     RealPool,
     SWATokenToKVPoolAllocator,
     backend_mod,
+    bare_backend,
     pool_mod,
     real_batch,
     real_mode,
@@ -150,17 +151,10 @@ class SGLangBackend(DSV4Backend):
 
     def __init__(self, pool: SGLangPool, **kwargs):
         super().__init__(pool, **kwargs)
-        sh = object.__new__(RealBackend)
-        sh.token_to_kv_pool = pool.real
-        sh.forward_metadata = None
-        sh.pre_kv_store_hook = None
-        sh.topk = self.topk
-        sh.speculative_num_steps = self.num_steps
-        sh.speculative_step_id = self.step_id
-        sh.is_dspark_draft = False
-        sh._early_verify_metadata_ids = set()
-        sh.tail_forward_metadata = None
-        self.shim = sh
+        self.shim = bare_backend(
+            pool.real, topk=self.topk, speculative_num_steps=self.num_steps,
+            speculative_step_id=self.step_id, _early_verify_metadata_ids=set(),
+            tail_forward_metadata=None)
 
     def init_forward_metadata_in_graph(self, fb) -> None:
         if not UNIFIED_RESOLVER:

@@ -15,7 +15,7 @@ from swafuzz.targets.sglang import features, release
 
 __all__ = ["VERSION", "ADAPTER", "TARGET_VERSION", "UNIFIED_RESOLVER", "STORE_PATH",
            "RealForwardMode", "SWATokenToKVPoolAllocator", "RealBackend", "RealPool",
-           "backend_mod", "pool_mod", "paged_mod", "real_mode", "real_batch"]
+           "backend_mod", "pool_mod", "paged_mod", "real_mode", "real_batch", "bare_backend"]
 
 VERSION, ADAPTER = release()
 
@@ -49,6 +49,20 @@ def real_batch(fb) -> SimpleNamespace:
         forward_mode=real_mode(fb.forward_mode.name), batch_size=fb.batch_size,
         out_cache_loc=fb.out_cache_loc, seq_lens=fb.seq_lens, positions=fb.positions,
         spec_info=None)
+
+
+def bare_backend(real_pool, **attrs):
+    """A ``RealBackend`` built without its constructor (which needs a model runner) over
+    ``real_pool``: no forward metadata, store hook or DSpark draft, then ``attrs`` set on it;
+    the adapter's seams call the release's methods with it as ``self``."""
+    sh = object.__new__(RealBackend)
+    sh.token_to_kv_pool = real_pool
+    sh.forward_metadata = None
+    sh.pre_kv_store_hook = None
+    sh.is_dspark_draft = False
+    for name, value in attrs.items():
+        setattr(sh, name, value)
+    return sh
 
 
 # ----------------------------------------------------------------------------- 0.5.12 kernels

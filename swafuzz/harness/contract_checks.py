@@ -10,7 +10,7 @@ from __future__ import annotations
 from swafuzz import features
 from swafuzz.harness.check_base import GRAPH_EXECUTORS, Failure, fwd_name, pair_by_forward
 from swafuzz.harness.check_registry import check
-from swafuzz.oracles.paths import expected_graph_use, expected_paths, expected_window_graph_use
+from swafuzz.oracles.paths import expected_graph_use, expected_paths
 
 INT32_LIMIT = 2**31
 
@@ -92,10 +92,8 @@ def check_exec_path(case, obs, exp) -> list[Failure]:
             return fails
     if obs.graph_use is not None and obs.error is None:
         replays, captures = expected_graph_use(paths)
-        wr, wc = expected_window_graph_use(case, graphs)  # issue 12: window DECODE graphs
-        replays, captures = replays + wr, captures + wc
-        for use in features.hooks("oracle.graph_use"):  # issue 12: window prefill graphs,
-            fr, fc = use(case, graphs)                  # the prefill-graph tail block
+        for use in features.hooks("oracle.graph_use"):  # issue 12: window DECODE and
+            fr, fc = use(case, graphs)                  # prefill graphs, the tail graph block
             replays, captures = replays + fr, captures + fc
         gu = obs.graph_use
         if gu.get("replays") != replays or gu.get("captures") != captures:

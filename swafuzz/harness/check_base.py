@@ -63,6 +63,25 @@ def slot_class(expected: int | None, got: int, page_size: int,
     return "live"
 
 
+def pair_by_forward(got: list, want: list, error: dict | None) -> tuple[list, list, list]:
+    """Observed forwards ``got`` paired with expected forwards ``want`` by (step, fwd): the
+    (observed, expected) pairs in ``want``'s order up to the target's ``error`` step, the observed
+    forwards ``want`` lacks (by key), and the expected ones the target did not run."""
+    by_key = {(f.step, f.fwd): f for f in got}
+    known = {(e.step, e.fwd) for e in want}
+    extra = [by_key[k] for k in sorted(set(by_key) - known)]
+    pairs, missing = [], []
+    for e in want:
+        if error is not None and e.step >= error["step"]:
+            break
+        o = by_key.get((e.step, e.fwd))
+        if o is None:
+            missing.append(e)
+        else:
+            pairs.append((o, e))
+    return pairs, extra, missing
+
+
 def fwd_name(f: Any) -> str:
     """A forward as messages name it: step, forward, ForwardMode, eager/graph and pool."""
     return f"step {f.step} fwd {f.fwd} ({f.mode}, {f.exec}, {f.pool} pool)"

@@ -8,9 +8,9 @@ replays as the harness counted them, never as the target reports them).
 from __future__ import annotations
 
 from swafuzz import features
-from swafuzz.harness.check_base import GRAPH_EXECUTORS, Failure, fwd_name
+from swafuzz.harness.check_base import GRAPH_EXECUTORS, Failure, fwd_name, pair_by_forward
 from swafuzz.harness.check_registry import check
-from swafuzz.oracles.paths import expected_graph_use, expected_paths, expected_window_graph_use
+from swafuzz.oracles.paths import expected_graph_use, expected_paths
 
 INT32_LIMIT = 2**31
 
@@ -62,14 +62,9 @@ def check_exec_path(case, obs, exp) -> list[Failure]:
     (spec §5.4 (4)), each killed by this check alone."""
     graphs = obs.executor in GRAPH_EXECUTORS
     paths = expected_paths(case, graphs)
-    got = {(f.step, f.fwd): f for f in obs.forwards}
+    pairs, _, _ = pair_by_forward(obs.forwards, paths, obs.error)  # missing: write_targets'
     fails = []
-    for p in paths:
-        if obs.error is not None and p.step >= obs.error["step"]:
-            break
-        o = got.get((p.step, p.fwd))
-        if o is None:
-            continue  # a missing forward is write_targets' finding
+    for o, p in pairs:
         where = f"step {p.step} fwd {p.fwd} ({p.op}, {obs.executor} executor)"
         bucket = f"bucket {p.bucket}" if p.bucket is not None else "no bucket"
         problems = []
@@ -97,10 +92,8 @@ def check_exec_path(case, obs, exp) -> list[Failure]:
             return fails
     if obs.graph_use is not None and obs.error is None:
         replays, captures = expected_graph_use(paths)
-        wr, wc = expected_window_graph_use(case, graphs)  # issue 12: window DECODE graphs
-        replays, captures = replays + wr, captures + wc
-        for use in features.hooks("oracle.graph_use"):  # issue 12: window prefill graphs,
-            fr, fc = use(case, graphs)                  # the prefill-graph tail block
+        for use in features.hooks("oracle.graph_use"):  # issue 12: window DECODE and
+            fr, fc = use(case, graphs)                  # prefill graphs, the tail graph block
             replays, captures = replays + fr, captures + fc
         gu = obs.graph_use
         if gu.get("replays") != replays or gu.get("captures") != captures:

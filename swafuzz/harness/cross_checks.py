@@ -5,7 +5,13 @@
 
 from __future__ import annotations
 
-from swafuzz.harness.check_base import RECAPTURE_EXECUTOR, Failure, fwd_name, slot_class
+from swafuzz.harness.check_base import (
+    GRAPH_EXECUTORS,
+    RECAPTURE_EXECUTOR,
+    Failure,
+    fwd_name,
+    slot_class,
+)
 from swafuzz.harness.check_registry import check
 from swafuzz.harness.write_checks import first_pool_diff
 
@@ -81,7 +87,7 @@ def check_capture_freeze(case, observations: list) -> list[Failure] | None:
     p, rb = case.pool.page_size, case.pool.row_bytes
     fails = []
     for obs in observations:
-        if obs.executor not in ("tape", "cudagraph"):
+        if obs.executor not in GRAPH_EXECUTORS or obs.executor == RECAPTURE_EXECUTOR:
             continue
         rf = {(f.step, f.fwd): f for f in ref.forwards}
         for o in obs.forwards:

@@ -13,30 +13,20 @@ from typing import Any
 
 from swafuzz import features
 from swafuzz.harness.attribution import attribute, ring_owner, slot_owner
-from swafuzz.harness.check_base import Failure, fwd_name, slot_class
+from swafuzz.harness.check_base import Failure, fwd_name, pair_by_forward, slot_class
 from swafuzz.harness.check_registry import check
 
 
 def pair_forwards(obs, exp) -> tuple[list[tuple[Any, Any]], list[Failure]]:
     """The (observed, expected) forward pairs up to the target's error, and a
     ``write_targets`` failure for each forward only one side has."""
-    got = {(f.step, f.fwd): f for f in obs.forwards}
-    pairs, fails = [], []
-    known = {(e.step, e.fwd) for e in exp.forwards}
-    for key in sorted(set(got) - known):
-        f = got[key]
-        fails.append(Failure("write_targets", f"{fwd_name(f)}: the target ran a forward the "
-                             f"oracle does not expect ({len(f.stores)} stores)", "count", f.step, f.fwd))
-    for e in exp.forwards:
-        if obs.error is not None and e.step >= obs.error["step"]:
-            break
-        o = got.get((e.step, e.fwd))
-        if o is None:
-            fails.append(Failure("write_targets", f"step {e.step} fwd {e.fwd}: the target ran no "
-                                 f"such forward ({e.mode}, expected {e.n_real} real rows)", "count", e.step,
-                                 e.fwd))
-        else:
-            pairs.append((o, e))
+    pairs, extra, missing = pair_by_forward(obs.forwards, exp.forwards, obs.error)
+    fails = [Failure("write_targets", f"{fwd_name(f)}: the target ran a forward the oracle does "
+                     f"not expect ({len(f.stores)} stores)", "count", f.step, f.fwd)
+             for f in extra]
+    fails += [Failure("write_targets", f"step {e.step} fwd {e.fwd}: the target ran no such "
+                      f"forward ({e.mode}, expected {e.n_real} real rows)", "count", e.step, e.fwd)
+              for e in missing]
     return pairs, fails
 
 

@@ -118,34 +118,6 @@ def expected_paths(case: Case, graphs: bool) -> list[PathExp]:
     return out
 
 
-def expected_window_graph_use(case: Case, graphs: bool) -> tuple[int, int]:
-    """(replays, captures) of the DECODE graphs under a request window (issue 12,
-    features/window_graphs/SEMANTICS.md): one replay per ``decode`` / ``idle`` / ``dp_decode`` step with
-    ``exec == "graph"`` whose batch fits a bucket, one capture per bucket (decode and IDLE share
-    the window's DECODE graphs); likewise for ``verify`` steps and their TARGET_VERIFY graphs
-    (their own buckets); (0, 0) without a window or a graph executor. Assumes a valid
-    Case (steps after a refusal are not run: the caller stops at the target's error)."""
-    if not (graphs and case.pool.request_window):
-        return 0, 0
-    replays, buckets = 0, set()
-    for s in case.steps:
-        if s.exec != "graph":
-            continue
-        if s.op == "verify":  # the DSpark TARGET_VERIFY graph (features.dspark.oracle): own buckets
-            b = bucket_of(case.graph.buckets, len(s.rids))
-            if b is not None:
-                replays += 1
-                buckets.add(("verify", b))
-            continue
-        n = (len(s.rids) if s.op == "decode" else s.tokens if s.op == "idle"
-             else max([len(s.rids), *s.rank_tokens]) if s.op == "dp_decode" else 0)
-        b = bucket_of(case.graph.buckets, n) if n else None
-        if b is not None:
-            replays += 1
-            buckets.add(b)
-    return replays, len(buckets)
-
-
 def _window_path_ops(case: Case) -> tuple[str, ...]:
     """Ops whose forwards the request-window / late-layer-tail path runs (features/request_window/SEMANTICS.md):
     under a window every target forward, with a tail (paged pool) the EXTEND forwards."""

@@ -8,7 +8,7 @@ predicts (A7), and how a window-path forward is named in messages.
 from __future__ import annotations
 
 from swafuzz.features.request_window.channel import expected, observed
-from swafuzz.harness.check_base import GRAPH_EXECUTORS, Failure
+from swafuzz.harness.check_base import GRAPH_EXECUTORS, Failure, pair_by_forward
 
 
 def fwd_label(f) -> str:
@@ -38,21 +38,11 @@ def window_pairs(obs, exp, check: str):
     target's error, and a ``check`` failure (slot class ``count``) for each forward only one
     side has."""
     w = lane(obs, exp)
-    got = {(f.step, f.fwd): f for f in observed(obs).forwards}
-    pairs, fails = [], []
-    want = {(e.step, e.fwd) for e in w.forwards}
-    for key in sorted(set(got) - want):
-        fails.append(Failure(check, f"{fwd_label(got[key])}: a window-path forward the Case does not "
-                             "determine", "count", key[0], key[1]))
-    for e in w.forwards:
-        if obs.error is not None and e.step >= obs.error["step"]:
-            break
-        o = got.get((e.step, e.fwd))
-        if o is None:
-            fails.append(Failure(check, f"step {e.step} fwd {e.fwd}: the target ran no such "
-                                 f"window-path forward ({e.mode})", "count", e.step, e.fwd))
-        else:
-            pairs.append((o, e))
+    pairs, extra, missing = pair_by_forward(observed(obs).forwards, w.forwards, obs.error)
+    fails = [Failure(check, f"{fwd_label(f)}: a window-path forward the Case does not "
+                     "determine", "count", f.step, f.fwd) for f in extra]
+    fails += [Failure(check, f"step {e.step} fwd {e.fwd}: the target ran no such window-path "
+                      f"forward ({e.mode})", "count", e.step, e.fwd) for e in missing]
     return pairs, fails
 
 

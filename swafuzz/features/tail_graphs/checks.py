@@ -24,7 +24,7 @@ stay ``pool_bytes`` / ``window``'s. Proven by ``tail_graph_exit_keeps_tail`` (T4
 from __future__ import annotations
 
 from swafuzz.features.request_window.channel import expected, observed
-from swafuzz.harness.check_base import Failure
+from swafuzz.harness.check_base import Failure, pair_by_forward
 from swafuzz.harness.check_registry import check
 
 
@@ -40,14 +40,10 @@ def check_tail_graph(case, obs, exp) -> list[Failure]:
     want = getattr(w, "tail_graph", None) if w is not None else None
     if not want:
         return []
-    got = {(f.step, f.fwd): f for f in observed(obs).forwards}
+    # a missing forward is the window / tail checks' finding
+    pairs, _, _ = pair_by_forward(observed(obs).forwards, want, obs.error)
     fails: list[Failure] = []
-    for e in want:
-        if obs.error is not None and e.step >= obs.error["step"]:
-            break
-        o = got.get((e.step, e.fwd))
-        if o is None:
-            continue  # a missing forward is the window / tail checks' finding
+    for o, e in pairs:
         where = _where(e)
         info = getattr(o, "tail_graph", None)
         if info is None:

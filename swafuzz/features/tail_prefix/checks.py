@@ -36,8 +36,8 @@ def check_compressor(case, obs, exp) -> list[Failure]:
     alone)."""
     if expected(exp) is None:
         return []
-    pairs, fails = window_pairs(obs, exp, "compressor")
-    fails = [f for f in fails if f.slot_class != "count"]  # window's finding
+    pairs, _ = window_pairs(obs, exp, "compressor")  # missing / extra forwards: window's finding
+    fails: list[Failure] = []
     for o, e in pairs:
         want = getattr(e, "comp", None)
         if want is None:

@@ -13,7 +13,7 @@ FEATURE = Feature(
             'DECODE / IDLE / DP graph replays under a window',
         ),
     ),
-    oracle=('swafuzz.features.request_window.oracle',),
+    oracle=('swafuzz.features.request_window.oracle', 'swafuzz.features.window_graphs.oracle'),
     engine=('swafuzz.features.window_graphs.engine',),
     sglang=('swafuzz.features.window_graphs.sglang',),
     checks=('window_graph',),
@@ -31,5 +31,6 @@ FEATURE = Feature(
         'sglang.window_graph_runner': (
             'swafuzz.features.window_graphs.sglang:SGLangWindowGraphRunner'
         ),
+        'oracle.graph_use': 'swafuzz.features.window_graphs.oracle:expected_window_graph_use',
     },
 )

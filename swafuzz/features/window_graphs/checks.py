@@ -7,8 +7,8 @@ channel with the window oracle's (:mod:`features.request_window.channel`), like
 
 from __future__ import annotations
 
-from swafuzz.features.request_window.channel import expected, observed
-from swafuzz.features.request_window.lane import fwd_label, lane
+from swafuzz.features.request_window.channel import expected
+from swafuzz.features.request_window.lane import fwd_label, window_pairs
 from swafuzz.harness.check_base import Failure
 from swafuzz.harness.check_registry import check
 
@@ -25,18 +25,12 @@ def check_window_graph(case, obs, exp) -> list[Failure]:
     ``min(S + 1, T) * W + T``, one layout object per prefill bucket (keyed apart from the DECODE
     buckets). Proven by ``window_graph_layout_rebuilt`` and, for prefill graphs,
     ``prefill_graph_layout_rebound`` (this check alone)."""
-    w = lane(obs, exp) if expected(exp) is not None else None
-    if w is None:
+    if expected(exp) is None:
         return []
-    got = {(f.step, f.fwd): f for f in observed(obs).forwards}
+    pairs, _ = window_pairs(obs, exp, "window_graph")  # missing / extra forwards: window's
     seen: dict[tuple[bool, int], tuple[int, int]] = {}
     fails = []
-    for e in w.forwards:
-        if obs.error is not None and e.step >= obs.error["step"]:
-            break
-        o = got.get((e.step, e.fwd))
-        if o is None:
-            continue  # window's finding
+    for o, e in pairs:
         ob = getattr(o, "bucket", None)
         if ob != e.bucket:
             fails.append(Failure("window_graph", f"{fwd_label(o)}: ran in bucket {ob}, the Case "

@@ -1,6 +1,10 @@
 """Exit codes 2 (bad input, named field, nothing written) and 3 (tool failure: one line on
 stderr, the traceback in swafuzz-error.log under the output directory)."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from swafuzz.harness import report as report_mod
@@ -52,3 +56,20 @@ def test_tool_failure_exit_3_with_log(tmp_path, capsys, monkeypatch):
     assert len(err.splitlines()) == 1 and "tool failure: RuntimeError: disk on fire" in err
     log = (tmp_path / "swafuzz-error.log").read_text()
     assert "Traceback" in log and "disk on fire" in log and str(tmp_path) in err
+
+
+def test_broken_feature_folder_is_a_tool_failure(tmp_path):
+    """A feature folder without a record fails the registry while the CLI loads (the Case
+    schema reads it): one line naming the folder, exit 3, no traceback on stderr."""
+    (tmp_path / "zz_broken").mkdir()
+    (tmp_path / "zz_broken" / "__init__.py").write_text("X = 1\n")
+    code = ("import sys, swafuzz.features as f; f.__path__.append(sys.argv[1]); "
+            "sys.argv = ['swafuzz', 'list']; from swafuzz.__main__ import entry; "
+            "sys.exit(entry())")
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                       text=True, env=env, timeout=120)
+    err = r.stderr.strip()
+    assert r.returncode == 3, err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert "swafuzz list: tool failure: RecordError: " in err and "zz_broken" in err

@@ -116,8 +116,3 @@ def check_target_kinds(names, kinds: list[str], explicit: bool) -> list[str]:
               f"{'; '.join(refused.values())}", file=sys.stderr)
         kinds = [k for k in kinds if k not in refused]
     return kinds
-
-
-def prepare_out_dir_only(out: str) -> None:
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise UsageError(f"--out: {out!r} exists and is not a directory")

@@ -52,6 +52,9 @@ def _prepare_env() -> None:
 def cmd_list(args) -> int:
     if args.json and not args.features:
         raise UsageError("--json: only with --features (the feature table as JSON)")
+    if args.target is not None and args.features:  # --features used to be ignored here
+        raise UsageError("--features: not with --target (the feature table has a column per "
+                         "target; --target T prints T's description)")
     if args.target is not None:
         check_choice("--target", args.target, target_names())
         print(targets.describe(args.target))

@@ -73,3 +73,9 @@ def test_broken_feature_folder_is_a_tool_failure(tmp_path):
     assert r.returncode == 3, err
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert "swafuzz list: tool failure: RecordError: " in err and "zz_broken" in err
+
+
+def test_list_features_with_target_is_a_usage_error(capsys):
+    assert main(["list", "--target", "sglang", "--features", "--json"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--features: not with --target" in err, err

@@ -79,3 +79,12 @@ def test_list_features_with_target_is_a_usage_error(capsys):
     assert main(["list", "--target", "sglang", "--features", "--json"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--features: not with --target" in err, err
+
+
+@pytest.mark.parametrize("text", ['{}', '[]', '{"config": {"x": 1}}'])
+def test_resume_run_json_without_config_is_a_usage_error(tmp_path, capsys, text):
+    (tmp_path / "run.json").write_text(text)
+    assert main(["run", "--resume", str(tmp_path), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--resume:" in err and "run.json" in err, err
+    assert not (tmp_path / "swafuzz-error.log").exists()

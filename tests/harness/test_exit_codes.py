@@ -1,6 +1,7 @@
 """Exit codes 2 (bad input, named field, nothing written) and 3 (tool failure: one line on
 stderr, the traceback in swafuzz-error.log under the output directory)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -88,3 +89,14 @@ def test_resume_run_json_without_config_is_a_usage_error(tmp_path, capsys, text)
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--resume:" in err and "run.json" in err, err
     assert not (tmp_path / "swafuzz-error.log").exists()
+
+
+def test_repro_bundle_target_not_a_string_is_a_usage_error(tmp_path, capsys):
+    data = os.path.join(os.path.dirname(__file__), "..", "data", "bundles")
+    with open(os.path.join(data, "host_baked_translation.json")) as f:
+        b = json.load(f)
+    b["target"] = 5
+    (tmp_path / "b.json").write_text(json.dumps(b))
+    assert main(["repro", str(tmp_path / "b.json"), "--no-isolate"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "field 'target' must be a string" in err, err

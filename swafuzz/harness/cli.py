@@ -29,12 +29,11 @@ from swafuzz.harness.cli_common import (
     check_choice,
     load_plugins,
     positive,
-    prepare_out_dir_only,
     target_names,
 )
 from swafuzz.harness.cli_run import cmd_repro, cmd_run
 from swafuzz.harness.corpus import DB_HELP
-from swafuzz.harness.failures import check_out_file, report_tool_failure
+from swafuzz.harness.failures import check_out_dir, check_out_file, report_tool_failure
 from swafuzz.harness.ledger import DEFAULT_LEDGER
 from swafuzz.kernels import IMPLS, available_impls
 
@@ -53,6 +52,9 @@ def _prepare_env() -> None:
 def cmd_list(args) -> int:
     if args.json and not args.features:
         raise UsageError("--json: only with --features (the feature table as JSON)")
+    if args.target is not None and args.features:  # --features used to be ignored here
+        raise UsageError("--features: not with --target (the feature table has a column per "
+                         "target; --target T prints T's description)")
     if args.target is not None:
         check_choice("--target", args.target, target_names())
         print(targets.describe(args.target))
@@ -111,10 +113,9 @@ def cmd_zoo(args) -> int:
                              "seeds, 60 cases); use --budget full with --examples and --seeds")
     args.examples = 200 if args.examples is None else args.examples
     args.seeds = 5 if args.seeds is None else args.seeds
-    bad = args.json and check_out_file("--json", args.json)
+    bad = (args.json and check_out_file("--json", args.json)) or check_out_dir("--out", args.out)
     if bad:
         raise UsageError(bad)
-    prepare_out_dir_only(args.out)
     return run_zoo(args)
 
 

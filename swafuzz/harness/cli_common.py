@@ -83,7 +83,8 @@ def prepare_out(out: str, resume: bool) -> None:
     """``--out``: a new or empty directory (or a run to ``--resume``); usage errors otherwise,
     before anything is written."""
     if os.path.exists(out) and not os.path.isdir(out):
-        raise UsageError(f"--out: {out!r} exists and is not a directory")
+        raise UsageError(f"{'--resume' if resume else '--out'}: {out!r} exists and is not a "
+                         "directory")
     if resume:
         if not os.path.isfile(os.path.join(out, "run.json")):
             raise UsageError(f"--resume: {out!r} holds no run to resume (no run.json)")
@@ -115,8 +116,3 @@ def check_target_kinds(names, kinds: list[str], explicit: bool) -> list[str]:
               f"{'; '.join(refused.values())}", file=sys.stderr)
         kinds = [k for k in kinds if k not in refused]
     return kinds
-
-
-def prepare_out_dir_only(out: str) -> None:
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise UsageError(f"--out: {out!r} exists and is not a directory")

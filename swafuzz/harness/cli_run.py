@@ -152,6 +152,10 @@ def cmd_repro(args) -> int:
         case = load_case(bundle["case"])
     except (ValueError, CaseError) as e:
         raise UsageError(f"{args.file}: {e}") from None
+    for name in ("target", "impl"):  # the fields read below: strings when present
+        if not isinstance(bundle.get(name, ""), str):
+            raise UsageError(f"{args.file}: field {name!r} must be a string "
+                             f"(got {type(bundle[name]).__name__})")
     if not args.target and bundle.get("plugin"):
         try:  # the bundle names the plugin its target came from
             plugins.load_record(bundle["plugin"],

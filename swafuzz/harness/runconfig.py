@@ -94,6 +94,14 @@ def write_run_meta(cfg: RunConfig, **extra: Any) -> None:
 
 
 def read_run_config(out: str) -> RunConfig:
+    """The RunConfig a run wrote; OSError / ValueError / TypeError when run.json cannot give
+    one (the CLI: a usage error naming --resume)."""
     with open(os.path.join(out, "run.json")) as f:
-        return RunConfig.from_json(json.load(f)["config"])
+        data = json.load(f)
+    cfg = data.get("config") if isinstance(data, dict) else None
+    if not isinstance(cfg, dict):
+        raise ValueError("no 'config' object (not a run.json written by swafuzz run)")
+    if not cfg.get("kinds") or not isinstance(cfg["kinds"], list):
+        raise ValueError("config.kinds: not a non-empty list of scenario kinds")
+    return RunConfig.from_json(cfg)
 

@@ -1,6 +1,11 @@
 """Exit codes 2 (bad input, named field, nothing written) and 3 (tool failure: one line on
 stderr, the traceback in swafuzz-error.log under the output directory)."""
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 
 from swafuzz.harness import report as report_mod
@@ -52,3 +57,46 @@ def test_tool_failure_exit_3_with_log(tmp_path, capsys, monkeypatch):
     assert len(err.splitlines()) == 1 and "tool failure: RuntimeError: disk on fire" in err
     log = (tmp_path / "swafuzz-error.log").read_text()
     assert "Traceback" in log and "disk on fire" in log and str(tmp_path) in err
+
+
+def test_broken_feature_folder_is_a_tool_failure(tmp_path):
+    """A feature folder without a record fails the registry while the CLI loads (the Case
+    schema reads it): one line naming the folder, exit 3, no traceback on stderr."""
+    (tmp_path / "zz_broken").mkdir()
+    (tmp_path / "zz_broken" / "__init__.py").write_text("X = 1\n")
+    code = ("import sys, swafuzz.features as f; f.__path__.append(sys.argv[1]); "
+            "sys.argv = ['swafuzz', 'list']; from swafuzz.__main__ import entry; "
+            "sys.exit(entry())")
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                       text=True, env=env, timeout=120)
+    err = r.stderr.strip()
+    assert r.returncode == 3, err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert "swafuzz list: tool failure: RecordError: " in err and "zz_broken" in err
+
+
+def test_list_features_with_target_is_a_usage_error(capsys):
+    assert main(["list", "--target", "sglang", "--features", "--json"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--features: not with --target" in err, err
+
+
+@pytest.mark.parametrize("text", ['{}', '[]', '{"config": {"x": 1}}'])
+def test_resume_run_json_without_config_is_a_usage_error(tmp_path, capsys, text):
+    (tmp_path / "run.json").write_text(text)
+    assert main(["run", "--resume", str(tmp_path), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--resume:" in err and "run.json" in err, err
+    assert not (tmp_path / "swafuzz-error.log").exists()
+
+
+def test_repro_bundle_target_not_a_string_is_a_usage_error(tmp_path, capsys):
+    data = os.path.join(os.path.dirname(__file__), "..", "data", "bundles")
+    with open(os.path.join(data, "host_baked_translation.json")) as f:
+        b = json.load(f)
+    b["target"] = 5
+    (tmp_path / "b.json").write_text(json.dumps(b))
+    assert main(["repro", str(tmp_path / "b.json"), "--no-isolate"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "field 'target' must be a string" in err, err

@@ -31,8 +31,9 @@ __all__ = ["Feature", "Kind", "RecordError", "Since", "all_features", "get", "fe
 HOOK_POINTS = {
     "oracle.shadow": "oracles.engine: (case, observed_alloc, observed_channels, window_of) -> the "
                      "Shadow that answers this Case, or None (the paged Shadow then)",
-    "oracle.window_shadow": "oracles.engine: (case) -> the window / tail path's shadow of a "
-                            "Case, or None when the Case uses no such path",
+    "oracle.step_path_shadow": "oracles.engine: (case) -> the shadow of the step path "
+                               "(``engine.step_path``) of a Case, or None when the Case uses "
+                               "none",
     "check.expected_refusal": "harness.checks: (obs, exp) -> whether the target's error is the "
                               "refusal the contract expects (not an error finding)",
     "oracle.slot_rows": "oracles.shadow: (case, step, fwd, pool, layer, n_rows) -> the bytes "
@@ -45,33 +46,62 @@ HOOK_POINTS = {
                         "feature's graphs add to what the graph executor counts",
     "check.slot_difference": "harness.write_checks: (case, want, got) -> what a pool_bytes "
                              "finding adds about where one slot's bytes differ, or ''",
+    "check.slot_owner": "harness.write_checks: (case, loc) -> whose slot a resolved write "
+                        "location is under the feature's pool rules, or None (the paged "
+                        "owner then)",
+    "check.skipped_loc": "harness.contract_checks: (case, loc) -> whether a negative write "
+                         "location is one the Case's stores skip (not a contract violation)",
     "check.invariants": "harness.invariant_checks: (case, step_obs, where, live) -> the "
                         "invariants check's failures after one step of a Case whose pool the "
                         "feature's rules judge, or None (the paged rules then)",
-    "engine.window_path": "targets.engine: the window / tail path class of the unified engine",
+    "engine.uses_step_path": "targets.engine: (case) -> whether the Case runs on the step path "
+                             "(``engine.step_path``; any feature answering True builds it)",
+    "engine.step_path": "targets.engine: the step path class of the unified engine: it takes "
+                        "over the steps it handles and observes into its own channel",
     "engine.window_graph_runner": "features.request_window.engine: the window path's DECODE-graph "
                                   "runner class (none declared: graph steps run eagerly)",
     "engine.prefill_graph_runner": "features.request_window.engine: the window path's prefill-"
                                    "graph runner class (none declared: prefills run eagerly)",
-    "engine.window_dspark": "features.request_window.engine: the window path's verify / "
+    "engine.window_verify": "features.request_window.engine: the window path's verify / "
                             "DP-padded EXTEND class",
-    "engine.ring_allocator": "targets.engine: the allocator class of a Case with a ring",
-    "engine.draft_block_mixin": "targets.engine: the DSpark draft block's backend mixin",
+    "engine.uses_allocator": "targets.engine: (case) -> whether the Case needs the allocator "
+                             "of ``engine.allocator`` / ``sglang.allocator`` (one that keeps "
+                             "the store-row tables, ``tables``) instead of the paged one",
+    "engine.allocator": "targets.engine: the allocator class of a Case that "
+                        "``engine.uses_allocator`` claims",
+    "engine.draft_extend_loc_rows": "targets.engine: (case) -> rows of the draft-extend "
+                                    "backend's SWA-location buffer (PR #34890); 0: none (the "
+                                    "largest answer counts)",
+    "engine.pool_impl": "targets.kv_pool: (pool config, impl) -> the implementation a pool of "
+                        "the Case's cache layout stores through, or None (``impl`` itself)",
+    "engine.draft_block_mixin": "targets.engine: the backend mixin of the ``draft_block`` step",
     "engine.draft_block": "targets.engine: (engine, i, step) -> forwards of a draft_block step",
-    "engine.ring_rows": "targets.backend: (ring tables, loc, positions) -> int32 ring rows",
-    "engine.ring_skip": "targets.backend: (loc) -> the store's skip guard under a ring",
-    "sglang.window_path": "targets.sglang.engine: () -> the release's window path class",
+    "engine.store_rows": "targets.backend: (allocator tables, loc, positions) -> int32 rows the "
+                         "stores write, from the allocator's tables",
+    "engine.store_skip": "targets.backend: (loc) -> the store's skip guard when rows come from "
+                         "the allocator's tables",
+    "sglang.step_path": "targets.sglang.engine: () -> the release's step path class",
     "sglang.window_graph_runner": "features.request_window.sglang: the release's DECODE-graph "
                                   "runner class under a window",
     "sglang.prefill_graph_runner": "features.request_window.sglang: the release's prefill-graph "
                                    "runner class under a window",
     "sglang.prefix_path_mixin": "features.tail_graphs.sglang: the release's prefix-hit, replay "
                                 "and compressor seams of the window path (0.5.23 only)",
-    "sglang.window_dspark": "features.request_window.sglang: the release's window verify / "
+    "sglang.window_verify": "features.request_window.sglang: the release's window verify / "
                             "DP-padded EXTEND class",
-    "sglang.ring_allocator": "targets.sglang.engine: the release's ring allocator class",
-    "sglang.ring_stamp": "targets.sglang.engine: (backend, metadata, batch) -> None: the ring "
-                         "rows stamped after the in-graph metadata op",
+    "sglang.allocator": "targets.sglang.engine: (config, device, pool) -> the release's "
+                        "allocator of a Case that ``engine.uses_allocator`` claims",
+    "sglang.post_metadata_stamp": "targets.sglang.engine: (backend, metadata, batch) -> None: "
+                                  "the write rows stamped after the release's in-graph metadata "
+                                  "op, when rows come from the allocator's tables",
+    "sglang.pool_impl": "targets.sglang.engine: (pool config, impl) -> the release's store "
+                        "implementation for a pool of the Case's cache layout, or None",
+    "sglang.real_pool": "targets.sglang.engine: (release pool object, pool config) -> None: "
+                        "the attributes the feature's release code reads set on the pool "
+                        "object (every feature, every Case)",
+    "sglang.bare_backend": "targets.sglang.real: (release backend object) -> None: the "
+                           "attributes the feature's release code reads set on a backend built "
+                           "without its constructor",
     "sglang.draft_block_mixin": "targets.sglang.engine: the release's draft block mixin",
 }
 

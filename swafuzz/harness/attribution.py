@@ -1,14 +1,16 @@
 """Whose bytes and whose slot: the names the checks put in their messages (issue 10, item 6).
 
 ``attribute`` says whose bytes one row is (poison, or which step / forward / pool / layer / row
-of the Case's payload, with its request and position, or a padded row); ``slot_owner``,
-``ring_owner`` and ``owner`` say whose slot a wrong write hit (the dummy page, a live request's
-position, a ring slot's row, or an unmapped slot). Read-only over the Case and the oracle's
+of the Case's payload, with its request and position, or a padded row); ``slot_owner`` says
+whose slot a wrong write hit (the dummy page, a live request's position, or an unmapped slot;
+a feature with its own pool rules answers through the hook ``check.slot_owner``, which
+``loc_owner`` asks first). Read-only over the Case and the oracle's
 Expectation; used by the checks (:mod:`harness.write_checks`).
 """
 
 from __future__ import annotations
 
+from swafuzz import features
 from swafuzz.oracles.paths import expected_paths
 from swafuzz.oracles.shadow import slot_rows
 from swafuzz.scenarios.case import POISON_BYTE
@@ -66,17 +68,14 @@ def slot_owner(exp, step: int, swa: int, page_size: int) -> str:
     return f"the slot of full loc {full}{_owner(exp, step, full)}"
 
 
-def ring_owner(case, row: int) -> str:
-    """Where ring row ``row`` sits: skipped (-1), slot 0 (the padding slot), a request slot and
-    offset, or past the ring rows."""
-    R, S = case.pool.swa_ring, case.pool.req_slots
-    if row == -1:
-        return "a skipped row (-1)"
-    if row < 0 or row >= (S + 1) * R:
-        return "outside the ring rows"
-    slot, off = divmod(row, R)
-    return "ring row of the padding slot 0" if slot == 0 else \
-        f"ring row of request slot {slot}, offset {off}"
+def loc_owner(case, exp, step: int, loc: int) -> str:
+    """Whose slot the write location ``loc`` of ``step`` is: the answer of the first feature
+    whose pool rules place it (hook ``check.slot_owner``), else :func:`slot_owner`."""
+    for owner in features.hooks("check.slot_owner"):
+        who = owner(case, loc)
+        if who is not None:
+            return who
+    return slot_owner(exp, step, loc, case.pool.page_size)
 
 
 def _owner(exp, step: int, full: int) -> str:

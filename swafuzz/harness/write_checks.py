@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from swafuzz import features
-from swafuzz.harness.attribution import attribute, ring_owner, slot_owner
+from swafuzz.harness.attribution import attribute, loc_owner
 from swafuzz.harness.check_base import Failure, fwd_name, pair_by_forward, slot_class
 from swafuzz.harness.check_registry import check
 
@@ -59,8 +59,7 @@ def check_write_targets(case, obs, exp) -> list[Failure]:
             if bad:
                 r = bad[0]
                 role = "real" if r < e.n_real else "padded"
-                owner = (ring_owner(case, s.locs[r]) if case.pool.swa_ring
-                         else slot_owner(exp, e.step, s.locs[r], p))
+                owner = loc_owner(case, exp, e.step, s.locs[r])
                 fails.append(Failure(
                     "write_targets",
                     f"{fwd_name(o)} layer {s.layer}: {len(bad)} of {len(want)} rows differ; "

@@ -129,22 +129,3 @@ def store_unchecked(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor,
     check_static(cache, loc, rows, page_size)
     _scatter(cache, loc, rows, page_size)
 
-
-class DSV4LayoutImpl:
-    """A kernel implementation for a layout-``"dsv4"`` pool: ``translate`` (and
-    ``translate_store``'s translation) from the wrapped implementation, ``store`` /
-    ``store_unchecked`` the quantizing store above."""
-
-    def __init__(self, inner, page_size: int):
-        self.inner = inner
-        self.page_size = page_size
-        self.__name__ = f"dsv4[{getattr(inner, '__name__', inner)}]"
-
-    def translate(self, mapping: torch.Tensor, loc: torch.Tensor, **kw) -> torch.Tensor:
-        return self.inner.translate(mapping, loc, **kw)
-
-    def store(self, cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor) -> None:
-        store(cache, loc, rows, self.page_size)
-
-    def store_unchecked(self, cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor) -> None:
-        store_unchecked(cache, loc, rows, self.page_size)

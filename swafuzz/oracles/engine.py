@@ -50,9 +50,9 @@ __all__ = [
 
 
 def window_shadow(case: Case):
-    """The Case's request window / late-layer tail shadow (hook ``oracle.window_shadow``: the
+    """The Case's request window / late-layer tail shadow (hook ``oracle.step_path_shadow``: the
     tail-graphs feature's ``WindowShadow`` with tail graphs), None when the Case uses neither."""
-    for make in features.hooks("oracle.window_shadow"):
+    for make in features.hooks("oracle.step_path_shadow"):
         sh = make(case)
         if sh is not None:
             return sh

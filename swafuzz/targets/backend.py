@@ -100,9 +100,10 @@ class DSV4Backend:
         self.graph_metadata: dict[tuple, AttnMetadata | RawDecodeMetadata] = {}
         self.store_log: list[StoreRecord] = []
         self.baked: dict[str, list[int]] = {}  # host values baked at capture (buggy variants)
-        #: per-request SWA ring (``pool.swa_ring > 0``): the allocator's ``features.ring.engine.RingTables``
-        #: set by the engine; None for a paged pool
-        self.ring = None
+        #: the allocator's store-row tables, set by the engine when the Case's allocator keeps
+        #: them (hook ``engine.uses_allocator``): stores then write the rows they give, never
+        #: ``M``'s translation; None for a paged pool
+        self.row_tables = None
 
     # -- translation ----------------------------------------------------------------------------
     def translate(self, loc: torch.Tensor) -> torch.Tensor:
@@ -158,21 +159,23 @@ class DSV4Backend:
         if isinstance(md, AttnMetadata) and fb.out_cache_loc is not None:
             loc = self.select_step_loc(fb, fb.out_cache_loc)
             md.core_attn_metadata.swa_out_cache_loc = (
-                self.ring_loc(loc, fb) if self.ring is not None else self.translate_in_graph(loc))
+                self.table_rows(loc, fb) if self.row_tables is not None
+                else self.translate_in_graph(loc))
 
-    # -- per-request SWA ring (features/ring/engine.py) ------------------------------------------------
-    def ring_loc(self, loc: torch.Tensor, fb: ForwardBatch) -> torch.Tensor:
-        """int32 ring rows of ``loc`` at ``fb.positions`` (``-1``: outside the window)."""
-        return features.hook("engine.ring_rows")(self.ring, loc, fb.positions)
+    # -- rows from the allocator's tables (hooks engine.store_rows / engine.store_skip) ----------
+    def table_rows(self, loc: torch.Tensor, fb: ForwardBatch) -> torch.Tensor:
+        """int32 rows of ``loc`` at ``fb.positions`` from :attr:`row_tables` (``-1``: a row
+        the store skips)."""
+        return features.hook("engine.store_rows")(self.row_tables, loc, fb.positions)
 
-    def ring_fallback(self, fb: ForwardBatch) -> torch.Tensor:
-        """A resolver miss under a ring: the ring rows of the live batch (never ``M``, which a
-        ring allocator never writes; addendum §3 F, class A4)."""
-        return self.ring_loc(fb.out_cache_loc, fb)
+    def table_rows_fallback(self, fb: ForwardBatch) -> torch.Tensor:
+        """A resolver miss with row tables: the table rows of the live batch (never ``M``,
+        which such an allocator never writes; addendum §3 F, class A4)."""
+        return self.table_rows(fb.out_cache_loc, fb)
 
-    def ring_skip_guard(self, loc: torch.Tensor) -> torch.Tensor:
-        """The store's ``out_loc < 0`` skip under a ring (addendum §2.1, class A11)."""
-        return features.hook("engine.ring_skip")(loc)
+    def store_skip_guard(self, loc: torch.Tensor) -> torch.Tensor:
+        """The store's ``out_loc < 0`` skip with row tables (addendum §2.1, class A11)."""
+        return features.hook("engine.store_skip")(loc)
 
     # -- out graph ------------------------------------------------------------------------------
     def synthetic_capture_loc(self, bucket: GraphBucket, fb: ForwardBatch) -> torch.Tensor | None:
@@ -275,8 +278,8 @@ class DSV4Backend:
         cached = core.swa_out_cache_loc if core is not None else None
         if self.cache_usable(cached, fb, n):
             return cached
-        if self.ring is not None:
-            return self.ring_fallback(fb)
+        if self.row_tables is not None:
+            return self.table_rows_fallback(fb)
         return self.translate(fb.out_cache_loc)
 
     def get_store_loc(self, layer_id: int, fb: ForwardBatch) -> torch.Tensor:
@@ -284,10 +287,10 @@ class DSV4Backend:
         return self.get_swa_out_cache_loc(fb)
 
     def _store(self, cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor) -> None:
-        """The store kernel call (contract-checked ``impl.store``); under a ring ``-1`` rows are
-        skipped first (:meth:`ring_skip_guard`)."""
-        if self.ring is not None:
-            loc = self.ring_skip_guard(loc)
+        """The store kernel call (contract-checked ``impl.store``); with row tables ``-1`` rows
+        are skipped first (:meth:`store_skip_guard`)."""
+        if self.row_tables is not None:
+            loc = self.store_skip_guard(loc)
         self.pool.impl.store(cache, loc, rows)
 
     def store_cache(self, layer_id: int, swa_k: torch.Tensor, fb: ForwardBatch) -> None:

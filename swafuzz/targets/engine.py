@@ -62,11 +62,13 @@ class UnifiedEngine:
     #: "observed": the target's allocator chooses, each StepObs reports the choices (``alloc``)
     #: and the oracle validates them (the ``sglang`` target)
     allocation = "exact"
-    #: the V4.1 request-window / late-layer-tail path (issue 12), built for Cases that use it
-    window_path_cls = FeatureHook("engine.window_path")  # the tail-graphs feature's path
-    #: the allocator of a Case with a per-request SWA ring (``pool.swa_ring > 0``)
-    ring_allocator_cls = FeatureHook("engine.ring_allocator")
-    #: the DSpark draft block's backend mixin (issue 12, ``draft_block``: features/ring_draft/engine.py)
+    #: the step path (hook ``engine.step_path``): it takes over the steps it handles of a Case
+    #: that a feature's ``engine.uses_step_path`` claims, observing into its own channel
+    step_path_cls = FeatureHook("engine.step_path")
+    #: the allocator of a Case that a feature's ``engine.uses_allocator`` claims (hook
+    #: ``engine.allocator``); its ``tables`` give the rows every store writes
+    case_allocator_cls = FeatureHook("engine.allocator")
+    #: the backend mixin of the ``draft_block`` step (hook ``engine.draft_block_mixin``)
     draft_block_mixin = FeatureHook("engine.draft_block_mixin")
 
     def __init__(self, case: Case, impl: str = "torch", executor=None, name: str = "unified"):
@@ -79,6 +81,7 @@ class UnifiedEngine:
         self.executor = executor if executor is not None else _NoGraphExecutor()
         self.device = torch.device(self.executor.device)
         cfg, g = self.cfg, self.gcfg
+        self.own_allocator = any(q(case) for q in features.hooks("engine.uses_allocator"))
         self.target_pool = self.pool_cls("target", cfg, cfg.layers, 0, self.impl, self.device)
         self.draft_pool = self.pool_cls("draft", cfg, cfg.draft_layers, cfg.layers, self.impl,
                                         self.device)
@@ -92,8 +95,8 @@ class UnifiedEngine:
         self.draft_extend_backend = self.backend_cls(
             self.draft_pool, topk=g.topk, draft_extend_tokens_per_bs=g.num_draft_tokens,
             prep_in_graph=raw,
-            swa_loc_buffer_rows=max(g.buckets) * g.num_draft_tokens if g.draft_extend_buffer
-            else 0)  # PR #34890
+            swa_loc_buffer_rows=max((rows(case) for rows in
+                                     features.hooks("engine.draft_extend_loc_rows")), default=0))
         self.multistep_backend = self.multistep_backend_cls([
             self.backend_cls(self.draft_pool, topk=g.topk, num_steps=g.num_steps, step_id=s,
                              decode_tokens_per_bs=g.topk * g.num_steps, prep_in_graph=raw)
@@ -101,17 +104,17 @@ class UnifiedEngine:
         ])
         self.dp = self.dp_cls(self.device)
         self._runners: dict[str, GraphRunner] = {}
-        self.window_path = (self.window_path_cls(self) if cfg.request_window
-                            or cfg.late_layer_start else None)
-        if cfg.swa_ring:  # every backend resolves ring rows from the allocator's tables
+        self.step_path = (self.step_path_cls(self) if any(
+            q(case) for q in features.hooks("engine.uses_step_path")) else None)
+        if self.own_allocator:  # every backend resolves store rows from the allocator's tables
             for b in (self.target_backend, self.draft_extend_backend,
                       *self.multistep_backend.backends):
-                b.ring = self.allocator.tables
+                b.row_tables = self.allocator.tables
 
     def make_allocator(self):
         """The allocator (built after the pools; the sglang target passes its pool)."""
-        if self.cfg.swa_ring:
-            return self.ring_allocator_cls(self.cfg, self.device)
+        if self.own_allocator:
+            return self.case_allocator_cls(self.cfg, self.device)
         return self.allocator_cls(self.cfg, self.device)
 
     # -- runners (built on first graph use) -----------------------------------------------------
@@ -322,7 +325,7 @@ class UnifiedEngine:
         return [self.eager_stores(i, 0, "target", self.target_backend, fb, n_real)]
 
     def step_draft_block(self, i: int, s: Step) -> list[ForwardObs]:
-        """Issue 12: the DSpark draft block on a ring (:mod:`features.ring_draft.engine`)."""
+        """The ``draft_block`` step: the feature's (hook ``engine.draft_block``)."""
         return features.hook("engine.draft_block")(self, i, s)
 
     def step_evict(self, i: int, s: Step) -> list[ForwardObs]:
@@ -371,7 +374,7 @@ class UnifiedEngine:
     def apply(self, obs: Observation, i: int, s: Step) -> bool:
         """Run step ``i`` and append what it did to ``obs``; False (with ``obs.error`` set) if
         the step raised. Stateful episodes call this one step at a time on one engine."""
-        wp = self.window_path
+        wp = self.step_path
         try:
             if wp is not None and wp.handles(s):
                 wp.observe_run(obs, i, s)  # into the path's own channel

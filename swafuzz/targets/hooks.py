@@ -13,7 +13,7 @@ from swafuzz import features
 
 
 class FeatureHook:
-    """``attr = FeatureHook("engine.window_path")``: reading ``Engine.attr`` or ``engine.attr``
+    """``attr = FeatureHook("engine.step_path")``: reading ``Engine.attr`` or ``engine.attr``
     gives what the one feature declaring that hook point plugs in (``optional=True``: None
     when no feature declares it)."""
 

@@ -16,7 +16,8 @@ Per layer one raw ``uint8`` buffer ``[redzone | usable | redzone]``:
 Layout ``"dsv4"`` (``PoolConfig.layout``, spec §4.6): the usable part is ``(swa_pages + 1)``
 pages of ``ceil(584*P/576)*576`` bytes, each holding its P tokens' 576-byte data rows, then their
 8-byte scale groups, then the pad (canaries); ``layer_cache`` is the ``[swa_pages + 1, stride]``
-uint8 page view the quantizing store writes (:mod:`kernels.dsv4_store`, through ``impl``), and
+uint8 page view the quantizing store writes (:mod:`kernels.dsv4_store`, through ``impl``: the
+implementation the hook ``engine.pool_impl`` gives a dsv4 pool), and
 ``layer_bytes`` reassembles each slot's 584 bytes (data row, then scale group) in slot order.
 
 The pool holds a *reference* to the allocator's mapping (``register_mapping``), never a copy; the
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import torch
 
+from swafuzz import features
 from swafuzz.kernels import dsv4_store
 from swafuzz.scenarios.case import POISON_BYTE, PoolConfig
 
@@ -47,6 +49,9 @@ def canary_bytes(n: int) -> bytes:
 class SWAKVPool:
     """SWA KV buffers of one model (``"target"`` or ``"draft"``)."""
 
+    #: the hook point whose answer, if any, is the implementation the pool stores through
+    impl_point = "engine.pool_impl"
+
     def __init__(self, name: str, pool: PoolConfig, num_layers: int, start_layer: int,
                  impl, device: torch.device | str = "cpu"):
         self.name = name
@@ -55,8 +60,7 @@ class SWAKVPool:
         self.num_layers = num_layers
         self.start_layer = start_layer
         self.layout = pool.layout
-        self.impl = dsv4_store.DSV4LayoutImpl(impl, pool.page_size) if pool.layout == "dsv4" \
-            else impl
+        self.impl = self.store_impl(pool, impl)
         self.device = torch.device(device)
         self.row_width = pool.row_width
         self.row_dtype = DTYPES[pool.row_dtype]
@@ -98,6 +102,15 @@ class SWAKVPool:
         """int32 ``[N]`` = ``int32(M[loc])`` through the selected kernel implementation; ``loc``
         int64 ``[N]``. No memo (the unified design dropped the pool caches, spec §2.6-§2.7)."""
         return self.impl.translate(self.mapping, loc)
+
+    def store_impl(self, pool: PoolConfig, impl):
+        """The implementation the pool stores through: the first feature's answer for the
+        pool's cache layout (hook :attr:`impl_point`), else ``impl`` itself."""
+        for make in features.hooks(self.impl_point):
+            got = make(pool, impl)
+            if got is not None:
+                return got
+        return impl
 
     # -- buffers --------------------------------------------------------------------------------
     def layer_cache(self, layer_id: int) -> torch.Tensor:

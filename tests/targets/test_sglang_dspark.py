@@ -87,7 +87,7 @@ def test_real_code_is_what_runs():
 
     e = SGLangEngine(VERIFY)
     obs = e.run()
-    assert obs.error is None and type(e.window_path.dspark()) is SGLangDSpark
+    assert obs.error is None and type(e.step_path.dspark()) is SGLangDSpark
 
 
 def test_0_5_12_cli_refuses_the_kinds(capsys, tmp_path):

@@ -108,12 +108,12 @@ def test_real_code_is_what_runs():
     from swafuzz.targets.sglang.engine import SGLangEngine
 
     e = SGLangEngine(HAND["replay"] if _fold() else HAND["tail_window"])
-    assert type(e.window_path.window) is rw.RequestWindow
+    assert type(e.step_path.window) is rw.RequestWindow
     obs = e.run()
     from swafuzz.targets.sglang.engine import VERSION
 
     assert obs.error is None and obs.target_version.startswith(f"sglang {VERSION}")
-    assert e.window_path.real_pool.full_to_swa_index_mapping is None  # W8: no M under a window
+    assert e.step_path.real_pool.full_to_swa_index_mapping is None  # W8: no M under a window
 
 
 def test_0_5_12_refuses_window_cases():
@@ -279,7 +279,7 @@ def test_a5_prepared_key_survives_an_in_place_layout_refresh():
                 steps=(Step("admit", rid=0, length=4), Step("admit", rid=1, length=4)))
     e = SGLangEngine(case)
     e.run()
-    wp = e.window_path
+    wp = e.step_path
     w = wp.window
     t = torch.tensor
     held = wp.layout(t([1]), t([4]), None, 1)  # rid 0's next position: history 2, 3 of slot 1

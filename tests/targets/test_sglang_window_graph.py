@@ -95,7 +95,7 @@ def test_the_release_objects_are_in_use():
     from swafuzz.features.window_graphs.sglang import SGLangWindowGraphRunner
 
     e, obs = _engine(GRAPHS)
-    g = e.window_path.graph
+    g = e.step_path.graph
     assert type(g) is SGLangWindowGraphRunner
     decode = g.bk.cuda_graph_metadata_of_bucket_and_bs[B._GraphBucket.DECODE_OR_IDLE]
     assert sorted(decode) == [2, 4] == sorted(g.handles)
@@ -114,7 +114,7 @@ def test_the_release_objects_are_in_use():
 
 def test_registry_pads_a_dp_rank():
     e, obs = _engine(DP)
-    g = e.window_path.graph
+    g = e.step_path.graph
     f = [x for x in obs.channel("request_window").forwards if x.step == 2][0]
     assert f.bucket == 4 and f.stores[0].locs == [16, 17, 18, 19]
     # after the step-3 replay (bucket 1) the bucket-4 rows past the request keep step 2's

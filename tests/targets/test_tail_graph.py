@@ -240,7 +240,7 @@ def test_sglang_0523_runs_the_release_enter_exit(d):
     from swafuzz.targets.sglang.engine import SGLangEngine
 
     class _Engine(SGLangEngine):
-        window_path_cls = _NoExit
+        step_path_cls = _NoExit
 
     from swafuzz.targets import register
 

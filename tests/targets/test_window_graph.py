@@ -268,7 +268,7 @@ def test_exec_path_counts_window_graph_replays():
         graph_runner_cls = None
 
     class WindowGraphLess(UnifiedEngine):
-        window_path_cls = _Eager
+        step_path_cls = _Eager
 
     register("test:window_graph_less", WindowGraphLess)
     v = execute(GRAPHS, "test:window_graph_less", "torch", ["tape"], only={"exec_path"})

@@ -201,7 +201,7 @@ def test_exec_path_counts_prefill_graph_replays():
         prefill_runner_cls = None
 
     class PrefillGraphLess(UnifiedEngine):
-        window_path_cls = _NoPrefill
+        step_path_cls = _NoPrefill
 
     register("selftest:prefill_graph_less", PrefillGraphLess)
     v = execute(HAND, "selftest:prefill_graph_less", "torch", ["tape"], only={"exec_path"})

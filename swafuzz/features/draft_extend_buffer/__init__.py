@@ -14,8 +14,12 @@ FEATURE = Feature(
         ),
     ),
     fields='swafuzz.features.draft_extend_buffer.fields:FIELDS',
-    engine=('swafuzz.targets.backend',),
+    engine=('swafuzz.features.draft_extend_buffer.engine', 'swafuzz.targets.backend'),
     sglang=('swafuzz.targets.sglang.metadata',),
     mutants=('swafuzz.features.draft_extend_buffer.mutants',),
     semantics='swafuzz/features/draft_extend_buffer/SEMANTICS.md',
+    hooks={
+        'engine.draft_extend_loc_rows': (
+            'swafuzz.features.draft_extend_buffer.engine:loc_buffer_rows'),
+    },
 )

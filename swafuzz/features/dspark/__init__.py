@@ -42,11 +42,12 @@ FEATURE = Feature(
     ),
     oracle=('swafuzz.features.dspark.oracle',),
     engine=('swafuzz.features.dspark.engine', 'swafuzz.features.dspark.engine_graph'),
-    sglang=('swafuzz.features.dspark.sglang',),
+    sglang=('swafuzz.features.dspark.sglang', 'swafuzz.features.dspark.sglang_attrs'),
     mutants=('swafuzz.features.dspark.mutants',),
     semantics='swafuzz/features/dspark/SEMANTICS.md',
     hooks={
-        'engine.window_dspark': 'swafuzz.features.dspark.engine:DSparkPath',
-        'sglang.window_dspark': 'swafuzz.features.dspark.sglang:SGLangDSpark',
+        'engine.window_verify': 'swafuzz.features.dspark.engine:DSparkPath',
+        'sglang.window_verify': 'swafuzz.features.dspark.sglang:SGLangDSpark',
+        'sglang.bare_backend': 'swafuzz.features.dspark.sglang_attrs:bare_backend_attrs',
     },
 )

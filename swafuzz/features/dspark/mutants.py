@@ -1,7 +1,7 @@
 """Mutants of the window verify and the DP-padded EXTEND (feature ``dspark``: DSpark early verify
 metadata, the verify graph, MLP-sync padding of an EXTEND under a window; addendum §3-§6).
 
-Each is a :class:`targets.engine.UnifiedEngine` whose ``window_path_cls`` is a
+Each is a :class:`targets.engine.UnifiedEngine` whose ``step_path_cls`` is a
 :class:`features.request_window.engine.WindowPath` subclass with a :class:`features.dspark.engine.DSparkPath`
 subclass overriding one method (``verify_early_stamped_loc`` also lets the resolver read what
 that method stamps: the bug needs a source and a missing guard).
@@ -48,7 +48,7 @@ class VerifyEarlyStampedLoc(UnifiedEngine):
     reads it before the W branch: the K rows land at paged SWA slot numbers in the workspace
     (``_install_early_verify_metadata`` must leave None under a window or ring)."""
 
-    window_path_cls = _StampedPath
+    step_path_cls = _StampedPath
 
 
 class _GroupPerRow(DSparkPath):
@@ -69,7 +69,7 @@ class VerifyGroupPerRow(UnifiedEngine):
     instead of one per request: workspace rows and history groups shift (rows land at the
     wrong workspace rows; on some Cases the engine raises, a target error)."""
 
-    window_path_cls = _GroupPerRowPath
+    step_path_cls = _GroupPerRowPath
 
 
 class _PadJoins(DSparkPath):
@@ -100,7 +100,7 @@ class DpExtendPadJoinsRun(UnifiedEngine):
     ``req_pool_indices_repeated`` with its last entry, ``seq_lens_casual`` with 1, and
     ``init_forward_metadata`` passes no ``request_window_live_rows``."""
 
-    window_path_cls = _PadJoinsPath
+    step_path_cls = _PadJoinsPath
 
 
 class _ReboundRunner(VerifyGraphRunner):
@@ -127,4 +127,4 @@ class VerifyEarlyMetadataRebound(UnifiedEngine):
     into the captured one: the verify graph keeps reading the layout of its capture (slot 0), so
     the batch's rows are stored and committed with the capture state's history and slots."""
 
-    window_path_cls = _ReboundPath
+    step_path_cls = _ReboundPath

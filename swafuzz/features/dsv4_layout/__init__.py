@@ -16,12 +16,15 @@ FEATURE = Feature(
     fields='swafuzz.features.dsv4_layout.fields:FIELDS',
     validators=('swafuzz.features.dsv4_layout.rules:validate',),
     oracle=('swafuzz.features.dsv4_layout.oracle',),
-    engine=('swafuzz.kernels.dsv4_store', 'swafuzz.targets.kv_pool'),
-    sglang=('swafuzz.targets.sglang.store',),
+    engine=('swafuzz.features.dsv4_layout.engine', 'swafuzz.kernels.dsv4_store',
+            'swafuzz.targets.kv_pool'),
+    sglang=('swafuzz.features.dsv4_layout.sglang', 'swafuzz.targets.sglang.store'),
     mutants=('swafuzz.features.dsv4_layout.mutants',),
     semantics='swafuzz/features/dsv4_layout/SEMANTICS.md',
     hooks={
         'oracle.slot_rows': 'swafuzz.features.dsv4_layout.oracle:dsv4_slot_rows',
         'check.slot_difference': 'swafuzz.features.dsv4_layout.oracle:describe_slot_difference',
+        'engine.pool_impl': 'swafuzz.features.dsv4_layout.engine:pool_impl',
+        'sglang.pool_impl': 'swafuzz.features.dsv4_layout.engine:release_pool_impl',
     },
 )

@@ -50,7 +50,7 @@ class ReplayRowsAppended(UnifiedEngine):
     """The fold appends the replay rows after the whole extend instead of in front of their
     request: a replayed request forms two runs (A8, W3)."""
 
-    window_path_cls = _ReplayAppendedPath
+    step_path_cls = _ReplayAppendedPath
 
 
 class _NoResetWindow(RequestWindowModel):
@@ -69,7 +69,7 @@ class ReplayWithoutReset(UnifiedEngine):
     """Encoder replay without ``reset(slot)`` first: the slot's tags keep the old positions
     (E2)."""
 
-    window_path_cls = _NoResetPath
+    step_path_cls = _NoResetPath
 
 
 class _ReplayNotCommittedPath(WindowPath):
@@ -99,7 +99,7 @@ class _ReplayNotCommittedPath(WindowPath):
 class ReplayRowsNotCommitted(UnifiedEngine):
     """The replay rows (prepended by the fold) are left out of the commit mask (E1)."""
 
-    window_path_cls = _ReplayNotCommittedPath
+    step_path_cls = _ReplayNotCommittedPath
 
 
 class _TailEncoderFloorPath(WindowPath):
@@ -128,7 +128,7 @@ class TailEncoderFloor(UnifiedEngine):
     ``Pq - r`` instead of ``max(0, seq - W)`` (the 'or' of addendum §2.4 read as 'else'); kind
     ``replay_tail``."""
 
-    window_path_cls = _TailEncoderFloorPath
+    step_path_cls = _TailEncoderFloorPath
 
 
 class _WrongSpanPath(TailGraphPath):
@@ -147,7 +147,7 @@ class SeparateReplayWrongSpan(UnifiedEngine):
     """The separate replay forward replays the last ``r`` tokens of the request's new length
     (``seq_lens``) instead of its cached prefix ``[Pq - r, Pq)`` (E2); kind ``replay_separate``."""
 
-    window_path_cls = _WrongSpanPath
+    step_path_cls = _WrongSpanPath
 
 
 class _NoResetSeparatePath(TailGraphPath):
@@ -162,7 +162,7 @@ class SeparateReplayNoReset(UnifiedEngine):
     """The separate replay forward runs without resetting the hit slots' windows first (E2);
     kind ``replay_separate``."""
 
-    window_path_cls = _NoResetSeparatePath
+    step_path_cls = _NoResetSeparatePath
 
 
 class _DeferredTagWindow(RequestWindowModel):
@@ -185,7 +185,7 @@ class _DeferredTagWindow(RequestWindowModel):
         super().reset(slot)
 
 
-class _DeferredTagPath(UnifiedEngine.window_path_cls):  # the engine's path (tail graphs too)
+class _DeferredTagPath(UnifiedEngine.step_path_cls):  # the engine's path (tail graphs too)
     window_cls = _DeferredTagWindow
 
     def step_obs(self, i: int):
@@ -206,4 +206,4 @@ class TagsDeferredToStepEnd(UnifiedEngine):
     every step) passes; only the ``history`` check (:mod:`features.request_window.history_checks`), which reads
     the tags at the moment of use, sees it."""
 
-    window_path_cls = _DeferredTagPath
+    step_path_cls = _DeferredTagPath

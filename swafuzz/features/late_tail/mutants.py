@@ -1,7 +1,7 @@
 """Mutants of the late-layer tail (feature ``late_tail``: late layers run each request's last
 min(W, extend_len) rows; addendum §2.4, §5 T1/T3, §6 A3).
 
-Each is a :class:`targets.engine.UnifiedEngine` whose ``window_path_cls`` overrides
+Each is a :class:`targets.engine.UnifiedEngine` whose ``step_path_cls`` overrides
 :meth:`features.request_window.engine.WindowPath.tail`; only the ``late_tail`` kind reaches them.
 """
 
@@ -31,7 +31,7 @@ class _TailFirstRowsPath(WindowPath):
 class TailFirstRows(UnifiedEngine):
     """The late layers run each request's first min(W, n) rows instead of its last (T3)."""
 
-    window_path_cls = _TailFirstRowsPath
+    step_path_cls = _TailFirstRowsPath
 
 
 class _TailLenUncheckedPath(WindowPath):
@@ -56,4 +56,4 @@ class TailLenUnchecked(UnifiedEngine):
     """The tail length min(W, n) is not clamped to the extend: W rows per request, those before
     a short request's extend taken from the previous request or wrapped (A3, T1)."""
 
-    window_path_cls = _TailLenUncheckedPath
+    step_path_cls = _TailLenUncheckedPath

@@ -35,7 +35,7 @@ class PrefillGraphPadRowsCommit(UnifiedEngine):
     passed): padding rows repeat the last request's slot at position 0, extend its run and
     commit into its ring (tag 0), and shift its commit mask."""
 
-    window_path_cls = _path(_PadRowsCommit)
+    step_path_cls = _path(_PadRowsCommit)
 
 
 class _RefreshSkipped(PrefillGraphRunner):
@@ -52,7 +52,7 @@ class PrefillGraphRefreshSkipped(UnifiedEngine):
     ``refresh_for_breakable_cuda_graph_replay_`` ignores the layout), so every replay commits
     the capture batch's slot-0 rows."""
 
-    window_path_cls = _path(_RefreshSkipped)
+    step_path_cls = _path(_RefreshSkipped)
 
 
 class _LayoutRebound(PrefillGraphRunner):
@@ -69,4 +69,4 @@ class PrefillGraphLayoutRebound(UnifiedEngine):
     place (``copy_`` vs rebinding): the eager commit uses the live layout, the captured history
     copy the stale one."""
 
-    window_path_cls = _path(_LayoutRebound)
+    step_path_cls = _path(_LayoutRebound)

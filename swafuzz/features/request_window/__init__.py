@@ -21,7 +21,7 @@ FEATURE = Feature(
         'swafuzz.features.request_window.oracle_layout',
     ),
     engine=('swafuzz.features.request_window.engine', 'swafuzz.features.request_window.window'),
-    sglang=('swafuzz.features.request_window.sglang',),
+    sglang=('swafuzz.features.request_window.sglang', 'swafuzz.features.request_window.sglang_attrs'),
     checks=('window', 'history'),
     check_modules=(
         'swafuzz.features.request_window.checks',
@@ -30,5 +30,8 @@ FEATURE = Feature(
     mutants=('swafuzz.features.request_window.mutants',),
     since={'sglang': Since('0.5.21', 'request window')},
     semantics='swafuzz/features/request_window/SEMANTICS.md',
-    hooks={'check.expected_refusal': 'swafuzz.features.request_window.lane:expected_refusal'},
+    hooks={
+        'check.expected_refusal': 'swafuzz.features.request_window.lane:expected_refusal',
+        'sglang.real_pool': 'swafuzz.features.request_window.sglang_attrs:real_pool_attrs',
+    },
 )

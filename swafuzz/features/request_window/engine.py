@@ -15,7 +15,7 @@ tail metadata, and the per-layer store + commit. The paths built on it plug in t
 points of the registry (:class:`targets.hooks.FeatureHook`), so this module imports none of
 them: the DECODE-graph runner (``engine.window_graph_runner``), the prefill-graph runner
 (``engine.prefill_graph_runner``) and window verify / DP-padded EXTEND
-(``engine.window_dspark``).
+(``engine.window_verify``).
 """
 
 from __future__ import annotations
@@ -156,8 +156,8 @@ class WindowPath(TailPrefixMixin):
         return self.graph.run(i, ForwardMode.DECODE, [self.slot[rid] for rid in s.rids],
                               [len(al.tokens[rid]) for rid in s.rids], n)
 
-    #: window verify and DP-padded EXTENDs (hook ``engine.window_dspark``: features.dspark.engine)
-    dspark_cls = FeatureHook("engine.window_dspark")
+    #: window verify and DP-padded EXTENDs (hook ``engine.window_verify``: features.dspark.engine)
+    dspark_cls = FeatureHook("engine.window_verify")
 
     def dspark(self):
         """This path's :class:`features.dspark.engine.DSparkPath` (built on first use)."""

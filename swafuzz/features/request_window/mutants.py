@@ -1,7 +1,7 @@
 """Mutants of the V4.1 request window (feature ``request_window``: the per-request window
 workspace, its layout, commit and resolver order; addendum §2.2, §3, §5 W1-W8, §6).
 
-Each is a :class:`targets.engine.UnifiedEngine` whose ``window_path_cls`` is a
+Each is a :class:`targets.engine.UnifiedEngine` whose ``step_path_cls`` is a
 :class:`features.request_window.engine.WindowPath` (or whose window class is a
 :class:`features.request_window.engine.RequestWindowModel`) subclass overriding one method; only the
 ``request_window`` kind reaches them.
@@ -35,7 +35,7 @@ class WindowBeforeIdle(UnifiedEngine):
     """The resolver's W branch before its IDLE test (the 0.5.21-0.5.22 order): an IDLE forward
     activates whatever layout the metadata holds, a stale one when MTP skipped the init."""
 
-    window_path_cls = _WindowBeforeIdlePath
+    step_path_cls = _WindowBeforeIdlePath
 
 
 class _GrowingWindow(RequestWindowModel):
@@ -62,7 +62,7 @@ class WorkspaceOverflowUnchecked(UnifiedEngine):
     """A layout larger than the workspace grows it instead of being refused: captured graphs
     would keep the old address."""
 
-    window_path_cls = _GrowingPath
+    step_path_cls = _GrowingPath
 
 
 class _CommitFirstPath(WindowPath):
@@ -83,7 +83,7 @@ class _CommitFirstPath(WindowPath):
 class CommitFirstRows(UnifiedEngine):
     """The commit mask takes the first min(cap, run) rows of a run instead of the last (W4)."""
 
-    window_path_cls = _CommitFirstPath
+    step_path_cls = _CommitFirstPath
 
 
 class _IdleCommitsPath(WindowPath):
@@ -100,7 +100,7 @@ class IdleCommits(UnifiedEngine):
     """An IDLE forward commits its rows: the forward's IDLE guard around ``commit`` is lost (A9,
     an IDLE batch relabelled EXTEND), so the idle layout is committed into slot 0."""
 
-    window_path_cls = _IdleCommitsPath
+    step_path_cls = _IdleCommitsPath
 
 
 class _PagedFallbackPath(WindowPath):
@@ -121,4 +121,4 @@ class WindowPagedFallback(UnifiedEngine):
     """A DECODE under a window falls through to F, the fresh translation ``M[out_cache_loc]``:
     paged SWA slot numbers are written into the workspace (W8: under a window F is unreachable)."""
 
-    window_path_cls = _PagedFallbackPath
+    step_path_cls = _PagedFallbackPath

@@ -140,10 +140,10 @@ class SGLangWindowPath(WindowPath):
 
     The paths built on it are the features' sglang seams, through hook points: prefill graphs
     (``sglang.prefill_graph_runner``), window verify / DP-padded EXTEND
-    (``sglang.window_dspark``) and DECODE graphs (``sglang.window_graph_runner``)."""
+    (``sglang.window_verify``) and DECODE graphs (``sglang.window_graph_runner``)."""
 
     prefill_runner_cls = FeatureHook("sglang.prefill_graph_runner", optional=True)
-    dspark_cls = FeatureHook("sglang.window_dspark")
+    dspark_cls = FeatureHook("sglang.window_verify")
     graph_runner_cls = FeatureHook("sglang.window_graph_runner", optional=True)
 
     def __init__(self, engine):

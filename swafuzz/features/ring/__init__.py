@@ -17,7 +17,7 @@ FEATURE = Feature(
     validators=('swafuzz.features.ring.rules:validate',),
     oracle=('swafuzz.features.ring.oracle',),
     engine=('swafuzz.features.ring.engine',),
-    sglang=('swafuzz.features.ring.sglang',),
+    sglang=('swafuzz.features.ring.sglang', 'swafuzz.features.ring.sglang_attrs'),
     mutants=('swafuzz.features.ring.mutants',),
     since={
         'sglang': Since('0.5.23', (
@@ -29,11 +29,15 @@ FEATURE = Feature(
     semantics='swafuzz/features/ring/SEMANTICS.md',
     hooks={
         'check.invariants': 'swafuzz.features.ring.checks:invariant_failures',
+        'check.slot_owner': 'swafuzz.features.ring.checks:slot_owner',
+        'check.skipped_loc': 'swafuzz.features.ring.checks:skipped_loc',
         'oracle.shadow': 'swafuzz.features.ring.oracle:make_shadow',
-        'engine.ring_allocator': 'swafuzz.features.ring.engine:RingAllocator',
-        'engine.ring_rows': 'swafuzz.features.ring.engine:ring_rows',
-        'engine.ring_skip': 'swafuzz.features.ring.engine:skip_negative_rows',
-        'sglang.ring_allocator': 'swafuzz.features.ring.sglang:SGLangRingAllocator',
-        'sglang.ring_stamp': 'swafuzz.features.ring.sglang:stamp_ring_rows',
+        'engine.uses_allocator': 'swafuzz.features.ring.rules:has_ring',
+        'engine.allocator': 'swafuzz.features.ring.engine:RingAllocator',
+        'engine.store_rows': 'swafuzz.features.ring.engine:ring_rows',
+        'engine.store_skip': 'swafuzz.features.ring.engine:skip_negative_rows',
+        'sglang.allocator': 'swafuzz.features.ring.sglang:SGLangRingAllocator',
+        'sglang.post_metadata_stamp': 'swafuzz.features.ring.sglang:stamp_ring_rows',
+        'sglang.real_pool': 'swafuzz.features.ring.sglang_attrs:real_pool_attrs',
     },
 )

@@ -30,3 +30,24 @@ def invariant_failures(case, so, where: str, live) -> list[Failure] | None:
     cls = v[0].split(":")[0]
     return [Failure("invariants", f"{where}: {len(v)} ring violations; first: {v[0]}",
                     "ring-" + cls.lower(), so.step)]
+
+
+def slot_owner(case, row: int) -> str | None:
+    """Hook ``check.slot_owner``: where ring row ``row`` sits: skipped (-1), slot 0 (the padding
+    slot), a request slot and offset, or past the ring rows; None for a Case without a ring."""
+    if not case.pool.swa_ring:
+        return None
+    R, S = case.pool.swa_ring, case.pool.req_slots
+    if row == -1:
+        return "a skipped row (-1)"
+    if row < 0 or row >= (S + 1) * R:
+        return "outside the ring rows"
+    slot, off = divmod(row, R)
+    return "ring row of the padding slot 0" if slot == 0 else \
+        f"ring row of request slot {slot}, offset {off}"
+
+
+def skipped_loc(case, loc: int) -> bool:
+    """Hook ``check.skipped_loc``: on a ring, ``-1`` is a row outside the window that the store
+    skips (addendum §2.1, R1), not a negative write location."""
+    return bool(case.pool.swa_ring) and loc == -1

@@ -17,7 +17,7 @@ from swafuzz.targets.mutants import mutant
 
 
 class _FallbackTranslateBackend(DSV4Backend):
-    def ring_fallback(self, fb):
+    def table_rows_fallback(self, fb):
         """Pre-ring resolver: the fresh translation ``int32(M[loc])`` (M is all 0 here)."""
         return self.translate(fb.out_cache_loc)
 
@@ -45,13 +45,13 @@ class RingAccountingDrift(UnifiedEngine):
     """Freeing a ring request's SWA returns paged SWA pages it never took: the paged counter
     exceeds its size (R5)."""
 
-    ring_allocator_cls = _DriftAllocator
+    case_allocator_cls = _DriftAllocator
 
 
 class _NoModBackend(DSV4Backend):
-    def ring_loc(self, loc, fb):
+    def table_rows(self, loc, fb):
         """``slot*R + pos`` (no ``mod R``), the window rule kept."""
-        t = self.ring
+        t = self.row_tables
         slot, pos = slot_positions(t, loc, fb.positions)
         keep = pos > t.len_of_slot[slot] - 1 - t.window
         return torch.where(keep, slot * t.ring + pos, torch.full_like(pos, -1)).to(torch.int32)
@@ -81,11 +81,11 @@ class RingSlotZero(UnifiedEngine):
     """Request slots handed out from 0: a real request shares the padding row's ring
     (ReqToTokenPool slot 0 is padding; R1)."""
 
-    ring_allocator_cls = _SlotZeroAllocator
+    case_allocator_cls = _SlotZeroAllocator
 
 
 class _UnguardedBackend(DSV4Backend):
-    def ring_skip_guard(self, loc):
+    def store_skip_guard(self, loc):
         """fused_store_cache: no ``out_loc < 0`` skip."""
         return loc
 
@@ -100,9 +100,9 @@ class RingUnguardedStore(UnifiedEngine):
 
 
 class _NoWindowSkipBackend(DSV4Backend):
-    def ring_loc(self, loc, fb):
+    def table_rows(self, loc, fb):
         """``slot*R + pos mod R`` for every row: no ``-1`` outside the window."""
-        t = self.ring
+        t = self.row_tables
         slot, pos = slot_positions(t, loc, fb.positions)
         return (slot * t.ring + pos % t.ring).to(torch.int32)
 
@@ -140,4 +140,4 @@ class RingAllocWritesMapping(UnifiedEngine):
     under a ring (no ring branch; ledger ring-p1-alloc-writes-mapping; the ring must never write
     M: R4, R5)."""
 
-    ring_allocator_cls = _WritesMappingAllocator
+    case_allocator_cls = _WritesMappingAllocator

@@ -32,3 +32,9 @@ def validate(case) -> None:
                             "DSpark, uses_draft_swa_ring; its draft runs TARGET_VERIFY blocks and "
                             "IDLE, never multi-step DECODE: use draft_block); allowed: " + ", ".join(
                                 o for o in OPS if o != "draft_decode"))
+
+
+def has_ring(case) -> bool:
+    """Hook ``engine.uses_allocator``: whether the Case has a per-request SWA ring (its
+    allocator is the ring allocator, whose tables give the rows every store writes)."""
+    return case.pool.swa_ring > 0

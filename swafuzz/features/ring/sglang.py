@@ -134,7 +134,7 @@ def stamp_ring_rows(backend, md, fb) -> None:
     """``md.core_attn_metadata.swa_out_cache_loc`` = the release's ``_ring_inject_loc`` over the
     batch's rows: state slot and final position per row from the harness's tables, positions of
     padding rows (slot 0) taken as 0 (the padding policy ZERO)."""
-    t = backend.ring
+    t = backend.row_tables
     slot, pos = slot_positions(t, fb.out_cache_loc, fb.positions)
     final = t.len_of_slot[slot] - 1
     md.core_attn_metadata.swa_out_cache_loc = TargetHiddenKvInjector._ring_inject_loc(

@@ -49,14 +49,14 @@ def draft_block_rows(slots_repeated: torch.Tensor, seq_lens_casual: torch.Tensor
 
 
 class DraftBlockMixin:
-    """Mixed in front of an engine's backend class for the draft block (``gamma`` and ``ring``,
+    """Mixed in front of an engine's backend class for the draft block (``gamma`` and ``row_tables``,
     the :class:`features.ring.engine.RingTables`, are set by :func:`run_draft_block`)."""
 
     gamma: int = 1
 
     def block_slots(self, fb: ForwardBatch) -> torch.Tensor:
         """int64 ``[bs]``: the request slot of each request (through its anchor location)."""
-        return self.ring.slot_of_full[fb.out_cache_loc[::self.gamma]]
+        return self.row_tables.slot_of_full[fb.out_cache_loc[::self.gamma]]
 
     def repeat_slots(self, slots: torch.Tensor) -> torch.Tensor:
         """Per block row: each request's slot ``gamma`` times (``repeat_interleave``)."""
@@ -66,7 +66,7 @@ class DraftBlockMixin:
         """int32 ``[bs * gamma]`` ring rows of the block (``_dspark_swa_ring_out_cache_loc``)."""
         rep = self.repeat_slots(self.block_slots(fb))
         return draft_block_rows(rep, block_seq_lens_causal(fb.seq_lens, self.gamma),
-                                self.ring.ring)
+                                self.row_tables.ring)
 
     def init_forward_metadata_in_graph(self, fb: ForwardBatch) -> None:
         super().init_forward_metadata_in_graph(fb)
@@ -80,7 +80,7 @@ def _block_backend(engine):
     if b is None:
         cls = type("DraftBlockBackend", (engine.draft_block_mixin, engine.backend_cls), {})
         b = cls(engine.draft_pool, topk=engine.gcfg.topk, prep_in_graph=engine.gcfg.prep_in_graph)
-        b.ring = engine.allocator.tables
+        b.row_tables = engine.allocator.tables
         b.gamma = engine.gcfg.num_draft_tokens - 1
         engine._draft_block_backend = b
     return b

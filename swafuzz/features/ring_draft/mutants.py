@@ -43,7 +43,7 @@ class _NoMod(DraftBlockMixin):
         """``slot*R + pos`` without ``mod R``."""
         rep = self.repeat_slots(self.block_slots(fb))
         pos = block_seq_lens_causal(fb.seq_lens, self.gamma) - 1
-        return (rep * self.ring.ring + pos).to(torch.int32)
+        return (rep * self.row_tables.ring + pos).to(torch.int32)
 
 
 @mutant("ring_draft_block_no_mod", KINDS, "addendum §2.1 swa_ring_rows, §5 R1",
@@ -60,7 +60,7 @@ class _SeqLens(DraftBlockMixin):
         """Position ``seq_lens_casual`` (one past the row's position)."""
         rep = self.repeat_slots(self.block_slots(fb))
         pos = block_seq_lens_causal(fb.seq_lens, self.gamma)
-        R = self.ring.ring
+        R = self.row_tables.ring
         return (rep * R + pos % R).to(torch.int32)
 
 

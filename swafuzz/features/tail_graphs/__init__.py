@@ -30,8 +30,9 @@ FEATURE = Feature(
     semantics='swafuzz/features/tail_graphs/SEMANTICS.md',
     hooks={
         'oracle.graph_use': 'swafuzz.features.tail_graphs.oracle:expected_tail_graph_use',
-        'oracle.window_shadow': 'swafuzz.features.tail_graphs.oracle:window_shadow',
-        'engine.window_path': 'swafuzz.features.tail_graphs.engine:TailGraphPath',
-        'sglang.window_path': 'swafuzz.features.tail_graphs.sglang:window_path_class',
+        'oracle.step_path_shadow': 'swafuzz.features.tail_graphs.oracle:window_shadow',
+        'engine.uses_step_path': 'swafuzz.features.request_window.oracle_layout:uses_window_path',
+        'engine.step_path': 'swafuzz.features.tail_graphs.engine:TailGraphPath',
+        'sglang.step_path': 'swafuzz.features.tail_graphs.sglang:window_path_class',
     },
 )

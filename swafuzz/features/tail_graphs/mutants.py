@@ -36,7 +36,7 @@ class TailGraphKBucketRows(UnifiedEngine):
     """The row-bucket graph's store break hands the store the bucket's padded K rows instead of
     slicing them to ``global_num_token_non_padded_cpu``: more K rows than tail locations."""
 
-    window_path_cls = _runner_path(_BucketRows)
+    step_path_cls = _runner_path(_BucketRows)
 
 
 class _CapacityKeptPath(TailGraphPath):
@@ -54,7 +54,7 @@ class TailCapacityNotZeroed(UnifiedEngine):
     past ``real_rows_count``: padding rows of a smaller tail write the SWA slots a larger one
     left."""
 
-    window_path_cls = _CapacityKeptPath
+    step_path_cls = _CapacityKeptPath
 
 
 class _ExitKeepsTailPath(TailGraphPath):
@@ -70,7 +70,7 @@ class TailGraphExitKeepsTail(UnifiedEngine):
     """The graph tail is left without restoring ``forward_metadata`` and the saved non-padded
     counts (``exit_late_layer_tail`` skipped)."""
 
-    window_path_cls = _ExitKeepsTailPath
+    step_path_cls = _ExitKeepsTailPath
 
 
 class _Relabelled(TailBucketRunner):
@@ -86,7 +86,7 @@ class TailGraphIdleRelabelled(UnifiedEngine):
     """An IDLE DP rank replaying a peer's tail bucket commits its active (idle) layout in every
     late layer: the graph relabels its batch EXTEND, which defeats the commit's IDLE guard."""
 
-    window_path_cls = _runner_path(_Relabelled)
+    step_path_cls = _runner_path(_Relabelled)
 
 
 class _OwnBucket(TailBucketRunner):
@@ -103,7 +103,7 @@ class TailGraphDpOwnBucket(UnifiedEngine):
     """A DP rank replays the bucket of its own tail rows, not the largest rank's (every rank
     must replay the same bucket for the collectives)."""
 
-    window_path_cls = _runner_path(_OwnBucket)
+    step_path_cls = _runner_path(_OwnBucket)
 
 
 class _ReboundPath(TailGraphPath):
@@ -124,4 +124,4 @@ class TailPrefillBufferRebound(UnifiedEngine):
     refilled in place: the captured late-layer stores keep reading the buffer of the forward
     they were captured in (graph executors only)."""
 
-    window_path_cls = _ReboundPath
+    step_path_cls = _ReboundPath

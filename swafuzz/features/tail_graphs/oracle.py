@@ -157,6 +157,6 @@ class TailGraphShadow(WindowShadow):
 
 
 def window_shadow(case) -> TailGraphShadow | None:
-    """Hook ``oracle.window_shadow``: the request window / late-layer tail shadow of a Case
+    """Hook ``oracle.step_path_shadow``: the request window / late-layer tail shadow of a Case
     (``WindowShadow`` plus tail graphs), None when the Case uses neither."""
     return TailGraphShadow(case) if uses_window_path(case) else None

@@ -79,7 +79,7 @@ class SGLangTailGraphPath(TailGraphPath, SGLangWindowPath):
 
 
 def window_path_class() -> type:
-    """Hook ``sglang.window_path``: the installed release's window path class. 0.5.21 / 0.5.22
+    """Hook ``sglang.step_path``: the installed release's window path class. 0.5.21 / 0.5.22
     (no fold, no ``replay_len``): :class:`SGLangTailGraphPath`; 0.5.23: that path with the
     prefix-hit, replay and compressor seams of :mod:`features.tail_prefix.sglang` (hook
     ``sglang.prefix_path_mixin``, loaded only there: that module imports release modules

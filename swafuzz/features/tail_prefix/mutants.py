@@ -1,7 +1,7 @@
 """Mutants of prefix hits under a late-layer tail and of the compressor side of encoder replay
 (feature ``tail_prefix``; addendum §2.3, §2.4, §5 T5 / E1, §6 A13).
 
-Each is a :class:`targets.engine.UnifiedEngine` whose ``window_path_cls`` is a
+Each is a :class:`targets.engine.UnifiedEngine` whose ``step_path_cls`` is a
 :class:`features.tail_graphs.engine.TailGraphPath` subclass (the engine's window path) overriding one
 method of :class:`features.tail_prefix.engine.TailPrefixMixin`. The separate replay forward's mutants
 are the ``encoder_replay`` feature's (:mod:`features.encoder_replay.mutants`).
@@ -29,7 +29,7 @@ class PrefixHitWithoutReprefill(UnifiedEngine):
     """A radix hit on a pool with a late-layer tail keeps the whole matched prefix: no ``length
     - W`` cap, so the late layers read SWA rows they never wrote (T5, A13)."""
 
-    window_path_cls = _NoReprefillPath
+    step_path_cls = _NoReprefillPath
 
 
 class _FoldCompressesPath(TailGraphPath):
@@ -48,7 +48,7 @@ class FoldCompressesReplayRows(UnifiedEngine):
     c4/c128/indexer entries are rewritten (E1). Its kinds span ``tail_prefix`` and
     ``encoder_replay``; it lives with the first."""
 
-    window_path_cls = _FoldCompressesPath
+    step_path_cls = _FoldCompressesPath
 
 
 

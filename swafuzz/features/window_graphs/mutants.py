@@ -43,7 +43,7 @@ class WindowGraphPadRepeatsLast(UnifiedEngine):
     """Padded rows of the decode bucket repeat the last real row's request slot instead of slot
     0 (padding policy ZERO): a padding row extends a real run and commits into its ring (W3)."""
 
-    window_path_cls = _path(_PadRepeatsLast)
+    step_path_cls = _path(_PadRepeatsLast)
 
 
 class _IdleKeepsBatch(WindowGraphRunner):
@@ -61,7 +61,7 @@ class WindowGraphIdleKeepsBatch(UnifiedEngine):
     """An IDLE replay of the DECODE graph keeps the previous replay's req / seq_lens instead of
     the out-graph IDLE substitution (the graph half of I (window) and W6)."""
 
-    window_path_cls = _path(_IdleKeepsBatch)
+    step_path_cls = _path(_IdleKeepsBatch)
 
 
 class _LayoutRebuilt(WindowGraphRunner):
@@ -95,7 +95,7 @@ class WindowGraphLayoutRebuilt(UnifiedEngine):
     bucket padding) while the captured graph keeps its own (the decode bucket's layout is
     materialised in-graph; W7)."""
 
-    window_path_cls = _path(_LayoutRebuilt)
+    step_path_cls = _path(_LayoutRebuilt)
 
 
 class _KeepsPrepared(WindowGraphRunner):
@@ -111,7 +111,7 @@ class WindowGraphReplayKeepsPrepared(UnifiedEngine):
     activating the cached idle layout skips the history copy with one SWA layer (A5: re-
     activation of the same layout object)."""
 
-    window_path_cls = _path(_KeepsPrepared)
+    step_path_cls = _path(_KeepsPrepared)
 
 
 
@@ -134,7 +134,7 @@ class WindowDpPadDropped(UnifiedEngine):
     """An eager DP decode rank's MAX_LEN padding rows are left out of the window layout: the
     layout (one group per row) and the store cover the real rows only (W1, W6)."""
 
-    window_path_cls = _DpPadDroppedPath
+    step_path_cls = _DpPadDroppedPath
 
 
 # switch-only (not in the zoo: no per-Case kind runs two engine instances) -------------------
@@ -176,7 +176,7 @@ class IdleLocProcessMemo(UnifiedEngine):
 
     mutant_name = "mutant:switch_idle_loc_process_memo"
     backend_cls = _MemoBackend
-    window_path_cls = _MemoWindowPath
+    step_path_cls = _MemoWindowPath
 
     def __init__(self, case, **kw):
         super().__init__(case, **kw)

@@ -59,9 +59,6 @@ __all__ = ["VERSION", "ADAPTER", "TARGET_VERSION", "UNIFIED_RESOLVER", "STORE_PA
            "SGLangAllocator", "SGLangPool", "SGLangBackend", "SGLangEngine", "build_real_pool",
            "probe"]
 
-#: the store of pool layout ``dsv4``: the release's Triton V4-layout store (its module imports
-#: release modules that only some releases have: loaded by reference when a dsv4 pool is built)
-RELEASE_DSV4_STORE = "swafuzz.targets.sglang.store:ReleaseDSV4Impl"
 
 
 # ----------------------------------------------------------------------------- pool
@@ -86,8 +83,8 @@ def build_real_pool(owner: SGLangPool) -> object:
     p.page_size = p.swa_page_size = owner.page_size
     p.device = str(owner.device)
     p.full_to_swa_index_mapping = None
-    p.request_window = None
-    p.swa_req_ring_size = owner.config.swa_ring or None  # per-request SWA ring (0.5.20+)
+    for set_attrs in registry.hooks("sglang.real_pool"):  # what the features' release code reads
+        set_attrs(p, owner.config)
     p.sliding_window = owner.config.window
     p.layer_transfer_counter = None
     if STORE_PATH:
@@ -105,12 +102,13 @@ def build_real_pool(owner: SGLangPool) -> object:
 class SGLangPool(SWAKVPool):
     """swafuzz's SWA buffers (modelled) + SGLang's DSV4 pool object (``real``)."""
 
+    #: a cache layout's store is the release's (hook ``sglang.pool_impl``)
+    impl_point = "sglang.pool_impl"
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.sink_fn = None
         self.real = build_real_pool(self)
-        if self.layout == "dsv4":  # the release's Triton V4-layout store (targets/sglang/store.py)
-            self.impl = registry.load(RELEASE_DSV4_STORE)(self.impl.inner, self.page_size)
 
     def register_mapping(self, mapping: torch.Tensor, again: bool = False) -> None:
         """Point the release's pool at ``mapping`` (``again``: re-register it even when it is
@@ -172,8 +170,9 @@ class SGLangBackend(DSV4Backend):
         else:
             self.shim.forward_metadata = md
         RealBackend.init_forward_metadata_in_graph(self.shim, real_batch(fb))
-        if self.ring is not None and isinstance(md, AttnMetadata) and fb.out_cache_loc is not None:
-            registry.hook("sglang.ring_stamp")(self, md, fb)  # ring: stamped after it
+        if self.row_tables is not None and isinstance(md, AttnMetadata) \
+                and fb.out_cache_loc is not None:  # rows from the tables: stamped after it
+            registry.hook("sglang.post_metadata_stamp")(self, md, fb)
 
     def _sink(self, local_layer: int, loc: torch.Tensor, rows: torch.Tensor) -> None:
         caches = self.pool.caches
@@ -236,20 +235,20 @@ class SGLangEngine(UnifiedEngine):
         super().__init__(case, impl=impl, executor=executor, name=name)
 
     def make_allocator(self):
-        if self.cfg.swa_ring:  # the ring feature's seam (0.5.23; 0.5.12 has no ring)
-            return registry.hook("sglang.ring_allocator")(self.cfg, self.device, self.target_pool)
+        if self.own_allocator:  # a feature's allocator seam (hook ``sglang.allocator``)
+            return registry.hook("sglang.allocator")(self.cfg, self.device, self.target_pool)
         return self.allocator_cls(self.cfg, self.device, self.target_pool)
 
     @property
-    def window_path_cls(self):
-        """Issue 12: the release's request window, layouts and resolver (hook
-        ``sglang.window_path``); on 0.5.12 it raises TargetUnavailable."""
-        return registry.hook("sglang.window_path")()
+    def step_path_cls(self):
+        """The release's step path (hook ``sglang.step_path``); a release without it raises
+        TargetUnavailable."""
+        return registry.hook("sglang.step_path")()
 
     @property
     def draft_block_mixin(self):
-        """Issue 12: the DSpark draft block with the release's block-row helpers
-        (:mod:`features.ring_draft.sglang`); importing it on 0.5.12 raises TargetUnavailable."""
+        """The ``draft_block`` step's backend mixin with the release's helpers (hook
+        ``sglang.draft_block_mixin``); a release without it raises TargetUnavailable."""
         return registry.hook("sglang.draft_block_mixin")
 
     def new_observation(self):

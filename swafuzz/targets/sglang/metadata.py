@@ -85,7 +85,6 @@ def prepare_shim(backend) -> None:
     sh.cuda_int32_kwargs = {"dtype": torch.int32, "device": dev}
     sh.trtllm_attn = False
     sh.needs_cpu_seq_lens = False
-    sh.is_dspark_draft = False
     sh.req_to_token = None  # read only by make_core_attn_metadata, which the adapter replaces
     sh.page_size = backend.page_size
     # the longest context (req_to_token's width upstream); read against CPU lengths only, and

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from swafuzz import features as registry
 from swafuzz.targets.sglang import features, release
 
 __all__ = ["VERSION", "ADAPTER", "TARGET_VERSION", "UNIFIED_RESOLVER", "STORE_PATH",
@@ -53,13 +54,15 @@ def real_batch(fb) -> SimpleNamespace:
 
 def bare_backend(real_pool, **attrs):
     """A ``RealBackend`` built without its constructor (which needs a model runner) over
-    ``real_pool``: no forward metadata, store hook or DSpark draft, then ``attrs`` set on it;
+    ``real_pool``: no forward metadata or store hook, the features' attributes (hook
+    ``sglang.bare_backend``), then ``attrs`` set on it;
     the adapter's seams call the release's methods with it as ``self``."""
     sh = object.__new__(RealBackend)
     sh.token_to_kv_pool = real_pool
     sh.forward_metadata = None
     sh.pre_kv_store_hook = None
-    sh.is_dspark_draft = False
+    for set_attrs in registry.hooks("sglang.bare_backend"):  # what features' release code reads
+        set_attrs(sh)
     for name, value in attrs.items():
         setattr(sh, name, value)
     return sh

@@ -143,12 +143,3 @@ def release_store(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor, pa
     launch(f"sglang.{RELEASE_STORE}", _run_release_store, (rows, cache, loc, page_size),
            validate if checked else None)
 
-
-class ReleaseDSV4Impl(dsv4_store.DSV4LayoutImpl):
-    """:class:`kernels.dsv4_store.DSV4LayoutImpl` with the release's Triton store."""
-
-    def store(self, cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor) -> None:
-        release_store(cache, loc, rows, self.page_size)
-
-    def store_unchecked(self, cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor) -> None:
-        release_store(cache, loc, rows, self.page_size, checked=False)

@@ -32,14 +32,14 @@ class _PageSize1WritesMapping(_WritesMappingAllocator):
 
 
 class _UnguardedAbovePageSize1(_UnguardedBackend):
-    def ring_skip_guard(self, loc):
+    def store_skip_guard(self, loc):
         if self.page_size == 1:
-            return DSV4Backend.ring_skip_guard(self, loc)
-        return super().ring_skip_guard(loc)
+            return DSV4Backend.store_skip_guard(self, loc)
+        return super().store_skip_guard(loc)
 
 
 class RingKnownAndNew(UnifiedEngine):
-    ring_allocator_cls = _PageSize1WritesMapping
+    case_allocator_cls = _PageSize1WritesMapping
     backend_cls = _UnguardedAbovePageSize1
 
 

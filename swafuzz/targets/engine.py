@@ -62,12 +62,10 @@ class UnifiedEngine:
     #: "observed": the target's allocator chooses, each StepObs reports the choices (``alloc``)
     #: and the oracle validates them (the ``sglang`` target)
     allocation = "exact"
-    #: the step path (hook ``engine.step_path``): it takes over the steps it handles of a Case
-    #: that a feature's ``engine.uses_step_path`` claims, observing into its own channel
+    #: the step path (hook ``engine.step_path``) of a Case ``engine.uses_step_path`` claims
     step_path_cls = FeatureHook("engine.step_path")
-    #: the allocator of a Case that a feature's ``engine.uses_allocator`` claims (hook
-    #: ``engine.allocator``); its ``tables`` give the rows every store writes
-    case_allocator_cls = FeatureHook("engine.allocator")
+    #: the allocator (hook ``engine.allocator``) of a Case ``engine.uses_allocator`` claims
+    own_allocator_cls = FeatureHook("engine.allocator")
     #: the backend mixin of the ``draft_block`` step (hook ``engine.draft_block_mixin``)
     draft_block_mixin = FeatureHook("engine.draft_block_mixin")
 
@@ -112,9 +110,10 @@ class UnifiedEngine:
                 b.row_tables = self.allocator.tables
 
     def make_allocator(self):
-        """The allocator (built after the pools; the sglang target passes its pool)."""
+        """The allocator (built after the pools; the sglang target passes its pool). A Case's
+        own allocator keeps the tables (``tables``) that give the rows every store writes."""
         if self.own_allocator:
-            return self.case_allocator_cls(self.cfg, self.device)
+            return self.own_allocator_cls(self.cfg, self.device)
         return self.allocator_cls(self.cfg, self.device)
 
     # -- runners (built on first graph use) -----------------------------------------------------

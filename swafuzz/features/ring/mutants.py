@@ -45,7 +45,7 @@ class RingAccountingDrift(UnifiedEngine):
     """Freeing a ring request's SWA returns paged SWA pages it never took: the paged counter
     exceeds its size (R5)."""
 
-    case_allocator_cls = _DriftAllocator
+    own_allocator_cls = _DriftAllocator
 
 
 class _NoModBackend(DSV4Backend):
@@ -81,7 +81,7 @@ class RingSlotZero(UnifiedEngine):
     """Request slots handed out from 0: a real request shares the padding row's ring
     (ReqToTokenPool slot 0 is padding; R1)."""
 
-    case_allocator_cls = _SlotZeroAllocator
+    own_allocator_cls = _SlotZeroAllocator
 
 
 class _UnguardedBackend(DSV4Backend):
@@ -140,4 +140,4 @@ class RingAllocWritesMapping(UnifiedEngine):
     under a ring (no ring branch; ledger ring-p1-alloc-writes-mapping; the ring must never write
     M: R4, R5)."""
 
-    case_allocator_cls = _WritesMappingAllocator
+    own_allocator_cls = _WritesMappingAllocator

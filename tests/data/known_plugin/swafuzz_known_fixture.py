@@ -39,7 +39,7 @@ class _UnguardedAbovePageSize1(_UnguardedBackend):
 
 
 class RingKnownAndNew(UnifiedEngine):
-    case_allocator_cls = _PageSize1WritesMapping
+    own_allocator_cls = _PageSize1WritesMapping
     backend_cls = _UnguardedAbovePageSize1
 
 

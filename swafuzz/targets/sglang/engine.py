@@ -60,7 +60,6 @@ __all__ = ["VERSION", "ADAPTER", "TARGET_VERSION", "UNIFIED_RESOLVER", "STORE_PA
            "probe"]
 
 
-
 # ----------------------------------------------------------------------------- pool
 class _SWAStoreTap:
     """Stands in for the DSV4 pool's ``swa_kv_pool`` (0.5.12): its ``set_key_buffer_fused`` is

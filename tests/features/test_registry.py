@@ -91,3 +91,16 @@ def test_an_engine_subclass_still_replaces_a_hooked_class_attribute():
 
     assert Sub.step_path_cls is Mine
     assert UnifiedEngine.step_path_cls is features.hook("engine.step_path")
+
+
+def test_hook_point_names_say_what_the_core_asks_not_which_feature_answers():
+    """No hook point's ``.``/``_`` parts contain a feature's name or one of its kinds' (the base
+    feature's kinds are forward modes, core vocabulary), as ``scripts/structure-report`` counts
+    names in core code."""
+    terms = {f.name for f in FEATURES} | {k for f in FEATURES if f.name != "dense"
+                                          for k in f.kind_names()}
+    for point in features.HOOK_POINTS:
+        parts = point.replace(".", "_").split("_")
+        for t in terms:
+            tp = t.split("_")
+            assert not any(parts[i:i + len(tp)] == tp for i in range(len(parts))), (point, t)

@@ -18,4 +18,7 @@ FEATURE = Feature(
     sglang=('swafuzz.targets.sglang.metadata',),
     mutants=('swafuzz.features.draft_extend_buffer.mutants',),
     semantics='swafuzz/features/draft_extend_buffer/SEMANTICS.md',
+    hooks={
+        'sglang.facts': 'swafuzz.features.draft_extend_buffer.sglang_facts:FACTS',
+    },
 )

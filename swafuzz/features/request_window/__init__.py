@@ -30,5 +30,8 @@ FEATURE = Feature(
     mutants=('swafuzz.features.request_window.mutants',),
     since={'sglang': Since('0.5.21', 'request window')},
     semantics='swafuzz/features/request_window/SEMANTICS.md',
-    hooks={'check.expected_refusal': 'swafuzz.features.request_window.lane:expected_refusal'},
+    hooks={
+        'sglang.facts': 'swafuzz.features.request_window.sglang_facts:FACTS',
+        'check.expected_refusal': 'swafuzz.features.request_window.lane:expected_refusal',
+    },
 )

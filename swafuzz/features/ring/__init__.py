@@ -28,6 +28,7 @@ FEATURE = Feature(
     },
     semantics='swafuzz/features/ring/SEMANTICS.md',
     hooks={
+        'sglang.facts': 'swafuzz.features.ring.sglang_facts:FACTS',
         'check.invariants': 'swafuzz.features.ring.checks:invariant_failures',
         'oracle.shadow': 'swafuzz.features.ring.oracle:make_shadow',
         'engine.ring_allocator': 'swafuzz.features.ring.engine:RingAllocator',

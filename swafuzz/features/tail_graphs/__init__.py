@@ -29,6 +29,7 @@ FEATURE = Feature(
     },
     semantics='swafuzz/features/tail_graphs/SEMANTICS.md',
     hooks={
+        'sglang.facts': 'swafuzz.features.tail_graphs.sglang_facts:FACTS',
         'oracle.graph_use': 'swafuzz.features.tail_graphs.oracle:expected_tail_graph_use',
         'oracle.window_shadow': 'swafuzz.features.tail_graphs.oracle:window_shadow',
         'engine.window_path': 'swafuzz.features.tail_graphs.engine:TailGraphPath',

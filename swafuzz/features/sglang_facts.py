@@ -46,13 +46,18 @@ class SGLangFacts:
     ``probe(found) -> {name: value}``: what the installed release has for it (by inspection);
     ``refusal(case, found) -> str | None``: what a Case that uses it needs and the release lacks
     (``found``: the inspection module after every probe); ``describe(found) -> [(what, found)]``:
-    its rows of the inspection report."""
+    its rows of the inspection report; ``derive``: component prefix -> ``(found) -> (answer,
+    why)`` or None, the answer of a release whose probe is recorded (``found``: its
+    inspection rows, :mod:`swafuzz.targets.sglang.detected`), None where it is the 0.5.23
+    column's: the per-release table is generated from detection where a row says how."""
 
     table: tuple[Row, ...] = ()
     ranges: dict[str, tuple[Range, ...]] = field(default_factory=dict)
     probe: Callable[[ModuleType], dict[str, Any]] | None = None
     refusal: Callable[[Any, ModuleType], str | None] | None = None
     describe: Callable[[ModuleType], list[tuple[str, str]]] | None = None
+    derive: dict[str, Callable[[dict[str, str]], tuple[str, str] | None]] = field(
+        default_factory=dict)
 
     def validate(self, where: str) -> None:
         """Raise ValueError naming ``where`` and the field when a row or range is malformed."""

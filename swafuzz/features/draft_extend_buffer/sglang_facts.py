@@ -29,4 +29,15 @@ RANGES = {
     ),
 }
 
-FACTS = SGLangFacts(table=TABLE, ranges=RANGES)
+
+def derive_prep(found: dict[str, str]) -> tuple[str, str] | None:
+    """The prep row's answer from a release's recorded probe."""
+    if found.get("draft-extend prep (_fill_cuda_graph_swa_out_cache_loc)") == "yes":
+        return None
+    return ("modelled", "detected: no _fill_cuda_graph_swa_out_cache_loc / "
+            "init_forward_metadata_out_graph / the init_forward_metadata_draft_extend(req_pool_"
+            "indices, seq_lens, num_tokens_per_req, out_cache_loc) signature the adapter calls")
+
+
+FACTS = SGLangFacts(table=TABLE, ranges=RANGES,
+                    derive={"draft-extend metadata prep": derive_prep})

@@ -11,14 +11,15 @@ inspects the imported release (module paths, attributes, signatures) and picks t
 family (0.5.12-style store-path ``cached_loc`` or the resolver ``get_swa_out_cache_loc`` of
 0.5.13+) and each seam, and refuses what the release lacks with a
 :class:`~swafuzz.targets.TargetUnavailable` naming the missing module or attribute.
-:data:`VERIFIED` lists the releases whose adapter tests and campaigns were run; another release
-inside the range runs with the same feature detection and the Observation names the nearest
-verified release (``sglang 0.5.18 (adapter 0.5.20)``). A release outside the range (a newer
-one, a checkout numbered otherwise) is refused naming the range (CLI exit 2), unless
-``SWAFUZZ_SGLANG_ADAPTER`` names the verified release whose adapter label to use for it (an
-explicit, recorded choice: the Observation then says ``sglang <version> (adapter <release>)``).
-:func:`release_plan` prints, per release, what the adapter does there (``swafuzz list --target
-sglang`` shows it under the table).
+:data:`VERIFIED` lists the releases whose adapter tests and campaign passed in the release
+matrix (``scripts/upstream-matrix``: every release and post-release of the range, built, probed
+and checked one after the other; its records are :mod:`~swafuzz.targets.sglang.detected`).
+Every release of the range runs as itself; what a record says ran is labelled by the adapter
+family its probe detected (:func:`label`: ``0.5.13 (resolver family)``), never by the nearest
+version number. A release outside the range (a newer one, a checkout numbered otherwise) is
+refused naming the range (CLI exit 2), unless ``SWAFUZZ_SGLANG_ADAPTER`` names the release of
+the range whose records answer for it (an explicit, recorded choice: ``0.5.24 (adapter 0.5.23,
+resolver family)``).
 
 What runs real and what stays modelled, per release: :data:`TABLE` (printed by
 ``swafuzz list --target sglang``, :func:`swafuzz.targets.sglang.matrix.table_text`).
@@ -38,17 +39,11 @@ import re
 
 from swafuzz.features.sglang_facts import facts
 from swafuzz.targets.protocol import TargetUnavailable
+from swafuzz.targets.sglang.detected import DETECTED
 
 #: The releases the target accepts without ``SWAFUZZ_SGLANG_ADAPTER``: every version from the
 #: first to the last, inclusive (compared numerically on the first three components).
 SUPPORTED_RANGE = ("0.5.12", "0.5.23")
-#: Releases verified (adapter tests and a campaign run in their environment), oldest first.
-#: 0.5.12: the pool's layer-keyed cached translation (``cached_loc``) on the store path;
-#: 0.5.16 .. 0.5.23: the resolver ``get_swa_out_cache_loc`` and the in-graph
-#: ``swa_out_cache_loc`` stamp (0.5.20: ring; 0.5.21: request window and late-layer tail).
-VERIFIED = ("0.5.12", "0.5.16", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
-#: kept for callers that listed the adapters: the verified releases
-SUPPORTED = VERIFIED
 ADAPTER_ENV = "SWAFUZZ_SGLANG_ADAPTER"
 
 #: (component, 0.5.12, 0.5.23, why). "real": SGLang's code executes; "modelled": swafuzz's
@@ -128,19 +123,31 @@ def in_range(v: str) -> bool:
     return version_key(SUPPORTED_RANGE[0]) <= k <= version_key(SUPPORTED_RANGE[1])
 
 
-def nearest_verified(v: str) -> str:
-    """The verified release closest to ``v`` (a verified release itself: ``v`` unchanged in
-    its release form); a tie goes to the newer one. ``v`` must lie in the range."""
-    k = version_key(v)
-    for r in VERIFIED:
-        if version_key(r) == k:
-            return r
+#: Releases verified (adapter tests and a campaign passed in their environment, as
+#: ``scripts/upstream-matrix`` recorded it in :mod:`~swafuzz.targets.sglang.detected`), oldest
+#: first.
+VERIFIED = tuple(sorted((v for v, r in DETECTED.items() if r.get("check") == "passed"),
+                        key=lambda v: (version_key(v), v)))
+#: kept for callers that listed the adapters: the verified releases
+SUPPORTED = VERIFIED
 
-    def dist(r: str) -> tuple[int, int]:
-        rk = version_key(r)
-        d = abs((rk[0] - k[0]) * 10**6 + (rk[1] - k[1]) * 10**3 + (rk[2] - k[2]))
-        return d, -VERIFIED.index(r)
-    return min(VERIFIED, key=dist)
+
+def family_of(v: str) -> str | None:
+    """The adapter family detected for release ``v`` (``"store-path"`` or ``"resolver"``), from
+    the matrix's records (:mod:`~swafuzz.targets.sglang.detected`; a post-release not recorded
+    answers as its release); None when no probe of it is recorded. Reads no SGLang: at run time
+    :mod:`~swafuzz.targets.sglang.features` detects the family itself."""
+    rec = DETECTED.get(v) or DETECTED.get(v.split(".post")[0]) or {}
+    return rec.get("family")
+
+
+def label(v: str, adapter: str | None = None) -> str:
+    """What a record says ran: ``0.5.13 (resolver family)``; with a forced ``adapter``
+    release outside the range, ``0.5.24 (adapter 0.5.23, resolver family)``; a release with
+    no recorded probe, ``0.5.13 (family not recorded)``."""
+    fam = family_of(adapter or v)
+    what = f"{fam} family" if fam else "family not recorded"
+    return f"{v} ({'' if adapter in (None, v) else f'adapter {adapter}, '}{what})"
 
 
 def installed_version() -> str | None:
@@ -153,28 +160,27 @@ def installed_version() -> str | None:
 
 def release() -> tuple[str, str]:
     """``(installed version, adapter release)``: the adapter release is the installed one when
-    it is verified, else the nearest verified release (inside :data:`SUPPORTED_RANGE`), else
-    the one ``SWAFUZZ_SGLANG_ADAPTER`` names. Raises :class:`TargetUnavailable` naming the
-    range when sglang is missing, or outside the range with no adapter named."""
+    it lies in :data:`SUPPORTED_RANGE` (post-releases included: every release of the range is
+    driven as itself, by detection, and checked by ``scripts/upstream-matrix``), else the one
+    ``SWAFUZZ_SGLANG_ADAPTER`` names (a release of the range whose records answer for it).
+    Raises :class:`TargetUnavailable` naming the range when sglang is missing, or outside the
+    range with no adapter named."""
     v = installed_version()
     rng = f"{SUPPORTED_RANGE[0]} .. {SUPPORTED_RANGE[1]}"
-    verified = ", ".join(VERIFIED)
     if v is None:
         raise TargetUnavailable(
             "target sglang: the sglang package is not installed (supported releases: "
-            f"{rng}; verified: {verified}); install one with scripts/upstream-env VERSION or "
+            f"{rng}, post-releases included); install one with scripts/upstream-env VERSION or "
             "`pip install swafuzz[sglang]`")
-    if v in VERIFIED:
+    if in_range(v):
         return v, v
     forced = os.environ.get(ADAPTER_ENV)
     if forced:
-        if forced not in VERIFIED:
+        if not in_range(forced):
             raise TargetUnavailable(
-                f"{ADAPTER_ENV}={forced!r}: not a verified release; choose one of: {verified}")
+                f"{ADAPTER_ENV}={forced!r}: not a release of the supported range {rng}")
         return v, forced
-    if in_range(v):
-        return v, nearest_verified(v)
     raise TargetUnavailable(
-        f"target sglang: installed sglang {v} is outside the supported range {rng} (verified: "
-        f"{verified}); set {ADAPTER_ENV} to a verified release to drive it with that "
-        "release's adapter label (features are still detected)")
+        f"target sglang: installed sglang {v} is outside the supported range {rng}; set "
+        f"{ADAPTER_ENV} to a release of the range whose records should answer for it (features "
+        "are still detected)")

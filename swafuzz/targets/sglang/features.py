@@ -75,9 +75,9 @@ try:
     _fbi = importlib.import_module("sglang.srt.model_executor.forward_batch_info")
 except ImportError as e:  # pragma: no cover - depends on the environment
     raise TargetUnavailable(
-        f"target sglang: sglang {VERSION} is installed but its modules do not import here "
-        f"({type(e).__name__}: {e}); build the environment with scripts/upstream-env "
-        f"{VERSION}") from None
+        f"target sglang: sglang {VERSION} is installed but its DSV4 modules do not import here "
+        f"({type(e).__name__}: {e}); `python -m swafuzz.targets.sglang.detect` names the file "
+        "that imported it and what to do") from e
 
 RealBackend = getattr(backend_mod, "DeepseekV4AttnBackend", None)
 RealPool = getattr(pool_mod, "DeepSeekV4TokenToKVPool", None)
@@ -143,6 +143,12 @@ DRAFT_EXTEND_PREP = (RESOLVER and hasattr(RealBackend, "_fill_cuda_graph_swa_out
                                          None))[1:5] == ("req_pool_indices", "seq_lens",
                                                          "num_tokens_per_req", "out_cache_loc"))
 
+#: the module of the release's Triton V4-layout fused store (``kernels.ops.kvcache``, 0.5.20+;
+#: ``jit_kernel``, earlier resolver releases); None: the quantizer + SetKAndS pair (0.5.12)
+STORE_MODULE = next((n for n in ("sglang.kernels.ops.kvcache.triton_store_cache",
+                                 "sglang.jit_kernel.triton_store_cache")
+                     if hasattr(first_module(n), "triton_fused_store_flashmla")), None)
+
 #: each feature's probe of the release (its ``sglang_facts.py``, the record's hook
 #: ``sglang.facts``), in registry order: what it finds becomes a name of this module (the
 #: feature's seams read it here; a later probe reads an earlier one's)
@@ -180,6 +186,7 @@ def describe() -> list[tuple[str, str]]:
         ("per_step_draft_out_cache_loc", yes[PER_STEP]),
         ("draft-extend prep (_fill_cuda_graph_swa_out_cache_loc)", yes[DRAFT_EXTEND_PREP]),
         ("ForwardMode.DRAFT_EXTEND", yes[HAS_DRAFT_EXTEND_MODE]),
+        ("V4 fused store module", STORE_MODULE or "none (quantizer + SetKAndS)"),
     ]
     here = sys.modules[__name__]
     for f in FACTS:

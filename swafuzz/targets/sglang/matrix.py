@@ -1,12 +1,13 @@
 """Per-release answers of the ``sglang`` target's real/modelled table, for the releases between
 the two the :data:`~swafuzz.targets.sglang.TABLE` columns name (0.5.12, 0.5.23).
 
-Reads no sglang: the answers are what :mod:`~swafuzz.targets.sglang.features` finds in each
-release, recorded from the wheels (release-matrix branch; verified releases are the
-``VERIFIED`` tuple, other releases inside a range are inferred from its two ends and still
-feature-detected at run time). A TABLE row not listed here has the same answer in every
-release of the range as in its 0.5.23 column (0.5.13+) - or, for rows whose 0.5.12 and 0.5.23
-answers agree, everywhere.
+Reads no sglang. Where a row says how (:data:`DERIVE`, the features' ``derive``) and the
+release's probe is recorded (:mod:`~swafuzz.targets.sglang.detected`, written by
+``scripts/upstream-matrix`` from what :mod:`~swafuzz.targets.sglang.features` found in that
+release's environment), the answer is generated from the detection; otherwise it is the
+release ranges of :data:`RANGES` (the core's and each feature's). A TABLE row listed in
+neither has the same answer in every release of the range as in its 0.5.23 column (0.5.13+) -
+or, for rows whose 0.5.12 and 0.5.23 answers agree, everywhere.
 
     python -m swafuzz.targets.sglang.matrix 0.5.16 0.5.21   # the table's column per release
 
@@ -45,6 +46,48 @@ RANGES: dict[str, tuple[tuple[str, str, str, str], ...]] = {
     **CORE_RANGES, **{k: r for f in facts() for k, r in f.ranges.items()}}
 
 
+def _derive_allocator(found: dict[str, str]) -> tuple[str, str] | None:
+    switch = found.get("paged allocator CPU switch (use_triton_kernels)") == "yes"
+    free_full = found.get("SWATokenToKVPoolAllocator.free_full") == "yes"
+    module = found.get("SWA allocator module", "?")
+    if switch and free_full and module == "sglang.srt.mem_cache.allocator.swa":
+        return None
+    return "real", ("detected: " + ("its use_triton_kernels switch (torch reference allocators)"
+                                    if switch else
+                                    "no use_triton_kernels switch: alloc_extend_kernel routed to "
+                                    "the module's alloc_extend_naive, decodes through alloc_extend "
+                                    "(as 0.5.12)")
+                    + ("; free_full" if free_full else
+                       "; no free_full (free = full side then free_swa)")
+                    + f"; SWATokenToKVPoolAllocator from {module}")
+
+
+def _derive_per_step(found: dict[str, str]) -> tuple[str, str] | None:
+    if found.get("per_step_draft_out_cache_loc") == "yes":
+        return None
+    return "modelled", "detected: no eagle_utils.per_step_draft_out_cache_loc: the model's layout"
+
+
+#: component prefix -> how a release's recorded probe (:mod:`~swafuzz.targets.sglang.detected`)
+#: answers the row (None: the 0.5.23 column's answer): the core's rows here, each feature's in
+#: its facts (``derive``). Where a release's probe is recorded these rows are generated from it.
+DERIVE = {"allocator (alloc": _derive_allocator,
+          "multi-step draft per-step write targets": _derive_per_step,
+          **{k: d for f in facts() for k, d in f.derive.items()}}
+
+
+def _longest(keys, component: str) -> str | None:
+    found = [k for k in keys if component.startswith(k)]
+    return max(found, key=len) if found else None
+
+
+def detected_rows(version: str) -> dict[str, str] | None:
+    """The recorded probe's inspection rows of ``version`` (a post-release without a record of
+    its own: its release's), or None."""
+    rec = sg.DETECTED.get(version) or sg.DETECTED.get(version.split(".post")[0])
+    return rec.get("found") or None if rec else None
+
+
 def answer(component: str, version: str) -> tuple[str, str]:
     """``(answer, why)`` of the TABLE row ``component`` for release ``version`` (in range)."""
     if not in_range(version):
@@ -54,8 +97,13 @@ def answer(component: str, version: str) -> tuple[str, str]:
     k = version_key(version)
     if k < version_key("0.5.13"):
         return row[1], ""
-    keys = [key for key in RANGES if component.startswith(key)]
-    for first, last, ans, why in RANGES[max(keys, key=len)] if keys else ():
+    found = detected_rows(version)
+    dkey = _longest(DERIVE, component)
+    if found is not None and dkey is not None:
+        got = DERIVE[dkey](found)
+        return got if got is not None else (row[2], "")
+    key = _longest(RANGES, component)
+    for first, last, ans, why in RANGES[key] if key else ():
         if version_key(first) <= k <= version_key(last):
             return ans, why
     return row[2], ""

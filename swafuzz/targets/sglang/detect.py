@@ -19,8 +19,10 @@ import json
 import sys
 import traceback
 
+from swafuzz.features import load
 from swafuzz.targets.protocol import TargetUnavailable
 from swafuzz.targets.sglang import installed_version
+from swafuzz.targets.sglang.target import FOUND
 
 #: module -> the distribution that provides it, where the names differ (the advice names it)
 DISTRIBUTION = {"cutlass": "nvidia-cutlass-dsl (the release's own pin, without its CUDA extra)",
@@ -68,7 +70,7 @@ def probe() -> dict:
         return {"version": None, "ok": False, "cause": "sglang is not installed",
                 "advice": "build the environment with scripts/upstream-env VERSION"}
     try:
-        from swafuzz.targets.sglang import features  # imports SGLang (optional dependency)
+        features = load(FOUND)  # imports SGLang (an optional dependency), by reference
     except TargetUnavailable as e:
         cause = e.__cause__ or e.__context__
         missing = getattr(cause, "name", None) if isinstance(cause, ImportError) else None

@@ -372,3 +372,19 @@ def test_probe_advice_is_not_the_same_command():
         assert "scripts/upstream-env 0.5.15" not in advice, advice
     assert "nvidia-cutlass-dsl" in detect.advice_for("0.5.15", "cutlass.cute")
     assert "CUDA-only" in detect.advice_for("0.5.15", "flashinfer")
+
+
+def test_status_table_is_written_and_checked_from_the_records(tmp_path):
+    from swafuzz.targets.sglang import releases
+
+    recs = [{"release": "0.5.14", "build": "ok", "check": "passed", "family": "resolver",
+             "cases": 30, "findings": 0, "seconds": 200}]
+    doc = tmp_path / "STATUS.md"
+    doc.write_text(f"# s\n\n{releases.BEGIN}\nold\n{releases.END}\nrest\n")
+    assert releases.status(recs, str(doc), check=True) == 1  # stale: caught
+    assert releases.status(recs, str(doc), check=False) == 0
+    assert "| 0.5.14 | ok | resolver | passed | 30 | 0 | 200 |" in doc.read_text()
+    assert doc.read_text().endswith(f"{releases.END}\nrest\n")
+    assert releases.status(recs, str(doc), check=True) == 0
+    (tmp_path / "bare.md").write_text("no markers\n")
+    assert releases.status(recs, str(tmp_path / "bare.md"), check=True) == 2

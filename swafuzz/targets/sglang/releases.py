@@ -5,6 +5,7 @@ Markdown table of them, and the detection module they generate.
         --probe PROBE.json --run RUN_DIR --seconds S
     python -m swafuzz.targets.sglang.releases table DIR       # the Markdown table of DIR/*.json
     python -m swafuzz.targets.sglang.releases detected DIR    # swafuzz/targets/sglang/detected.py
+    python -m swafuzz.targets.sglang.releases status DIR docs/STATUS.md [--check]
 
 Reads no SGLang: the probe's JSON (``python -m swafuzz.targets.sglang.detect``, run by
 ``scripts/upstream-env`` in the release's environment) says what the release has; the run
@@ -107,6 +108,29 @@ def detected_module(recs: list[dict]) -> str:
             "detected DIR)\nDETECTED = " + body + "\n")
 
 
+BEGIN, END = "<!-- release-matrix:begin -->", "<!-- release-matrix:end -->"
+
+
+def status(recs: list[dict], path: str, check: bool) -> int:
+    """Put the table between ``path``'s release-matrix markers (``check``: only compare; 1
+    when they differ, so a hand edit or a stale table is caught). 2: no markers."""
+    text = open(path, encoding="utf-8").read()
+    if BEGIN not in text or END not in text:
+        print(f"error: {path}: no {BEGIN} / {END} markers", file=sys.stderr)
+        return 2
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    new = f"{head}{BEGIN}\n{table(recs)}\n{END}{tail}"
+    if check:
+        if new != text:
+            print(f"{path}: the release matrix table differs from the records", file=sys.stderr)
+            return 1
+        return 0
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(new)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m swafuzz.targets.sglang.releases")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -115,8 +139,11 @@ def main(argv: list[str]) -> int:
     for name in ("--release", "--build", "--check", "--probe", "--run"):
         r.add_argument(name, required=True)
     r.add_argument("--seconds", type=int, required=True)
-    for name in ("table", "detected"):
+    for name in ("table", "detected", "status"):
         sub.add_parser(name).add_argument("dir")
+    st = sub.choices["status"]
+    st.add_argument("file", help="the Markdown file whose release-matrix markers hold the table")
+    st.add_argument("--check", action="store_true", help="compare only (exit 1 when it differs)")
     args = p.parse_args(argv)
     if args.cmd == "record":
         return record(args)
@@ -124,6 +151,8 @@ def main(argv: list[str]) -> int:
         print(f"error: {args.dir}: no such directory of matrix records", file=sys.stderr)
         return 2
     recs = load(args.dir)
+    if args.cmd == "status":
+        return status(recs, args.file, args.check)
     print(table(recs) if args.cmd == "table" else detected_module(recs), end="\n"
           if args.cmd == "table" else "")
     return 0

@@ -187,5 +187,43 @@ def add_parser(sub, fmt) -> None:
     b.set_defaults(fn=cmd_bisect)
 
 
+def ledger_table(dirname: str, ledger_path: str) -> tuple[str, int]:
+    """Markdown: per ledger entry bisected into ``dirname/ENTRY.json``, its ledger releases,
+    where it fails, fixed-in, the releases that could not be driven, and whether the ledger's
+    list is the set of releases it fails on; and how many entries disagree."""
+    entries = json.load(open(ledger_path, encoding="utf-8"))["entries"]
+    rows = ["| entry | ledger releases | fails on | first bad | last bad | fixed in | "
+            "cannot drive | ledger agrees |", "|---|---|---|---|---|---|---|---|"]
+    disagree = 0
+    for e in entries:
+        path = os.path.join(dirname, f"{e['id']}.json")
+        if not os.path.exists(path):
+            continue
+        rec = json.load(open(path, encoding="utf-8"))
+        bad = [o["release"] for o in rec["outcomes"] if o["state"] == BAD]
+        listed = e.get("releases", [])
+        ran = {o["release"] for o in rec["outcomes"] if o["state"] != CANNOT}
+        agrees = sorted(bad) == sorted(v for v in listed if v in ran)
+        disagree += not agrees
+        rows.append(f"| {e['id']} | {', '.join(listed) or 'all'} | {', '.join(bad) or '-'} | "
+                    f"{rec['first_bad'] or '-'} | {rec['last_bad'] or '-'} | "
+                    f"{rec['fixed_in'] or '-'} | {', '.join(rec['cannot_drive']) or '-'} | "
+                    f"{'yes' if agrees else 'NO'} |")
+    return "\n".join(rows), disagree
+
+
+def main(argv: list[str]) -> int:
+    """``python -m swafuzz.harness.bisect DIR [LEDGER]``: :func:`ledger_table` of the bisect
+    records in DIR (``scripts/upstream-bisect``); exit 1 when an entry's releases disagree."""
+    if not argv or not os.path.isdir(argv[0]):
+        print("usage: python -m swafuzz.harness.bisect DIR [LEDGER]  (DIR: bisect records)",
+              file=sys.stderr)
+        return EXIT_USAGE
+    text, disagree = ledger_table(argv[0], argv[1] if len(argv) > 1 else os.path.join(
+        ROOT, "ledger", "known_failures.json"))
+    print(text)
+    return EXIT_FINDINGS if disagree else EXIT_CLEAN
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit("use: swafuzz bisect BUNDLE [--releases A..B]")
+    sys.exit(main(sys.argv[1:]))

@@ -79,3 +79,24 @@ def test_cli_exit_codes_and_json(tmp_path, capsys, monkeypatch):
     assert "no such bundle file" in capsys.readouterr().err
     assert cli_main(["bisect", str(bundle), "--releases", "0.5.30"]) == 2
     assert cli_main(["bisect", str(bundle), "--target", "nope"]) == 2
+
+
+def test_ledger_table_says_where_the_ledger_disagrees(tmp_path):
+    ledger = tmp_path / "l.json"
+    ledger.write_text(json.dumps({"ledger_version": 1, "entries": [
+        {"id": "a", "releases": ["0.5.21", "0.5.22"]}, {"id": "b", "releases": ["0.5.23"]},
+        {"id": "c", "releases": ["0.5.23"]}]}))
+    for eid, states in (("a", {"0.5.21": b.BAD, "0.5.22": b.BAD}),
+                        ("b", {"0.5.22": b.BAD, "0.5.23": b.BAD, "0.5.15": b.CANNOT})):
+        out = b.bisect(["0.5.15", "0.5.21", "0.5.22", "0.5.23"], fake(states))
+        (tmp_path / f"{eid}.json").write_text(json.dumps(
+            {"outcomes": [vars(o) for o in out], **b.summary(out)}))
+    text, disagree = b.ledger_table(str(tmp_path), str(ledger))
+    assert disagree == 1  # b also fails on 0.5.22; c was not bisected (no row)
+    assert "| a | 0.5.21, 0.5.22 | 0.5.21, 0.5.22 | 0.5.21 | 0.5.22 | 0.5.23 | 0.5.15 | yes |" \
+        not in text  # 0.5.15 could be driven for a
+    assert "| a | 0.5.21, 0.5.22 | 0.5.21, 0.5.22 | 0.5.21 | 0.5.22 | 0.5.23 | - | yes |" in text
+    assert "| b | 0.5.23 | 0.5.22, 0.5.23 | 0.5.22 | 0.5.23 | - | 0.5.15 | NO |" in text
+    assert "| c |" not in text
+    assert b.main([str(tmp_path), str(ledger)]) == 1
+    assert b.main([str(tmp_path / "none")]) == 2

@@ -28,7 +28,10 @@ from dataclasses import asdict, dataclass
 from typing import Callable
 
 from swafuzz import targets
+from swafuzz.features.validation import load_case
 from swafuzz.harness.cli_common import EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, UsageError
+from swafuzz.reports.bundle import read_bundle
+from swafuzz.scenarios.case import CaseError
 
 #: the outcomes of one release's replay
 BAD, GOOD, CANNOT = "bad", "good", "cannot-drive"
@@ -136,6 +139,18 @@ def env_runner(bundle: str, extra: list[str] | None = None,
     return run
 
 
+def records_first(runner: Callable[[str], Outcome], target, case) -> Callable[[str], Outcome]:
+    """``runner``, asked only where the target's records say it drives ``case`` on the release
+    (its ``supports_at`` hook, no environment needed); elsewhere :data:`CANNOT` with the
+    records' reason (what ``swafuzz repro`` in that environment would refuse with, exit 2)."""
+    at = getattr(target, "supports_at", None)
+
+    def run(release: str) -> Outcome:
+        why = at(case, release) if callable(at) else None
+        return Outcome(release, CANNOT, f"records: {why}") if why else runner(release)
+    return run
+
+
 def _first_fail(stdout: str) -> str:
     return next((ln.strip() for ln in stdout.splitlines() if ln.startswith("FAIL")), "")
 
@@ -162,7 +177,11 @@ def cmd_bisect(args, runner: Callable[[str], Outcome] | None = None) -> int:
         raise UsageError(f"--target {args.target}: the target lists no releases to bisect over")
     releases = parse_releases(args.releases, known)
     extra = ["--target", args.target] + (["--executor", args.executor] if args.executor else [])
-    run = runner or env_runner(os.path.abspath(args.file), extra)
+    try:
+        case = load_case(read_bundle(args.file)["case"])
+    except (ValueError, KeyError, CaseError) as e:
+        raise UsageError(f"{args.file}: not a finding bundle with a Case ({e})") from None
+    run = records_first(runner or env_runner(os.path.abspath(args.file), extra), target, case)
     outcomes = bisect(releases, run)
     s = summary(outcomes)
     print(render(outcomes, s))

@@ -5,6 +5,7 @@ CLI's exit codes and usage errors."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -63,9 +64,12 @@ def test_still_bad_at_the_newest_and_gaps():
     assert s["fixed_in"] == "0.5.23"
 
 
+BUNDLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",
+                      "bundles", "sglang", "short_tail_floor.json")  # a late_tail Case: 0.5.21+
+
+
 def test_cli_exit_codes_and_json(tmp_path, capsys, monkeypatch):
-    bundle = tmp_path / "b.json"
-    bundle.write_text("{}")
+    bundle = BUNDLE
     out = tmp_path / "o.json"
     monkeypatch.setattr(b, "env_runner", lambda *a, **k: fake({"0.5.22": b.BAD}))
     assert cli_main(["bisect", str(bundle), "--releases", "0.5.21..0.5.23",
@@ -79,6 +83,17 @@ def test_cli_exit_codes_and_json(tmp_path, capsys, monkeypatch):
     assert "no such bundle file" in capsys.readouterr().err
     assert cli_main(["bisect", str(bundle), "--releases", "0.5.30"]) == 2
     assert cli_main(["bisect", str(bundle), "--target", "nope"]) == 2
+    (tmp_path / "x.json").write_text("{}")
+    assert cli_main(["bisect", str(tmp_path / "x.json")]) == 2
+    capsys.readouterr()
+    # where the records refuse the Case, no environment is asked: cannot drive, with the reason
+    asked = fake({})
+    monkeypatch.setattr(b, "env_runner", lambda *a, **k: asked)
+    assert cli_main(["bisect", str(bundle), "--releases", "0.5.19..0.5.21"]) == 0
+    text = capsys.readouterr().out
+    assert asked.seen == ["0.5.21"]
+    assert "0.5.19         cannot-drive  records: scenario kind late_tail" in text
+    assert "cannot drive: 0.5.19, 0.5.20" in text
 
 
 def test_ledger_table_says_where_the_ledger_disagrees(tmp_path):

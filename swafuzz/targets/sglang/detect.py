@@ -4,7 +4,8 @@ drives, and what does the installed release have (its adapter family, its seams)
     python -m swafuzz.targets.sglang.detect [--expect VERSION]
 
 Prints one JSON object on stdout: ``version``, ``ok``, and either ``family`` with ``found`` (the
-inspection's rows, :func:`swafuzz.targets.sglang.features.describe`) or ``cause`` (the module
+core's inspection rows, :func:`swafuzz.targets.sglang.features.describe`) and
+``features_found`` (the features' rows, their facts' ``describe``), or ``cause`` (the module
 that did not import, the release file that imported it, the exception) and ``advice``. Exit 0
 when the adapter imports; 3 when it does not (the environment cannot drive the release); 2 when
 ``--expect`` names another version than the one installed (the wrong environment). Reads the
@@ -84,8 +85,11 @@ def probe() -> dict:
         return {"version": version, "ok": False, "missing": e.name,
                 "cause": f"{type(e).__name__}: {e} (imported from {_origin(e.__traceback__)})",
                 "advice": advice_for(version, e.name)}
+    rows = dict(features.describe())
+    own = {k for f in features.FACTS if f.describe is not None for k, _ in f.describe(features)}
     return {"version": version, "ok": True, "family": features.FAMILY,
-            "found": dict(features.describe())}
+            "found": {k: v for k, v in rows.items() if k not in own},
+            "features_found": {k: v for k, v in rows.items() if k in own}}
 
 
 def main(argv: list[str]) -> int:

@@ -61,6 +61,7 @@ def record(args) -> int:
     cases, findings = _campaign(args.run) if args.check != "skipped" else (None, None)
     rec = {"release": args.release, "build": args.build, "check": args.check,
            "family": probe.get("family"), "found": probe.get("found"),
+           "features_found": probe.get("features_found"),
            "probe_cause": probe.get("cause"), "probe_advice": probe.get("advice"),
            "cases": cases, "findings": findings, "seconds": args.seconds}
     with open(args.file, "w", encoding="utf-8") as f:
@@ -92,12 +93,15 @@ def table(recs: list[dict]) -> str:
 
 
 def detected_module(recs: list[dict]) -> str:
-    """The source of ``detected.py``: the recorded detections merged over the current ones."""
+    """The source of ``detected.py``: the recorded detections merged over the current ones;
+    the core's inspection rows only (a feature's rows name the feature: they stay in the
+    records and the table, not in core code)."""
     found = dict(detected.DETECTED)
+    own = {k for r in recs for k in (r.get("features_found") or {})}
     for r in recs:
         if r.get("family"):
-            found[r["release"]] = {"family": r["family"], "found": r.get("found") or {},
-                                   "check": r["check"]}
+            found[r["release"]] = {"family": r["family"], "check": r["check"], "found": {
+                k: v for k, v in (r.get("found") or {}).items() if k not in own}}
         elif r["build"] == "probe-failed":
             found[r["release"]] = {"family": None, "found": {}, "check": "skipped",
                                    "cause": r.get("probe_cause") or ""}

@@ -134,7 +134,7 @@ def env_runner(bundle: str, extra: list[str] | None = None,
             return Outcome(release, GOOD, _last_line(r.stdout))
         if r.returncode == EXIT_USAGE:
             return Outcome(release, CANNOT, _last_line(r.stderr))
-        raise RuntimeError(f"swafuzz repro on sglang {release} exited {r.returncode}: "
+        raise RuntimeError(f"swafuzz repro on release {release} exited {r.returncode}: "
                            f"{_last_line(r.stderr)}")
     return run
 
@@ -169,18 +169,22 @@ def cmd_bisect(args, runner: Callable[[str], Outcome] | None = None) -> int:
     if not os.path.isfile(args.file):
         raise UsageError(f"{args.file}: no such bundle file")
     try:
-        target = targets.find_target(args.target)
+        bundle = read_bundle(args.file)
+        case = load_case(bundle["case"])
+    except (ValueError, KeyError, CaseError) as e:
+        raise UsageError(f"{args.file}: not a finding bundle with a Case ({e})") from None
+    name = args.target or bundle.get("target")
+    if not isinstance(name, str) or not name:
+        raise UsageError(f"{args.file}: the bundle names no target; give --target")
+    try:
+        target = targets.find_target(name)
     except Exception as e:  # noqa: BLE001 - an unknown target is a usage error
         raise UsageError(f"--target: {e}") from None
     known = tuple(getattr(target, "releases", lambda: ())())
     if not known:
-        raise UsageError(f"--target {args.target}: the target lists no releases to bisect over")
+        raise UsageError(f"--target {name}: the target lists no releases to bisect over")
     releases = parse_releases(args.releases, known)
-    extra = ["--target", args.target] + (["--executor", args.executor] if args.executor else [])
-    try:
-        case = load_case(read_bundle(args.file)["case"])
-    except (ValueError, KeyError, CaseError) as e:
-        raise UsageError(f"{args.file}: not a finding bundle with a Case ({e})") from None
+    extra = ["--target", name] + (["--executor", args.executor] if args.executor else [])
     run = records_first(runner or env_runner(os.path.abspath(args.file), extra), target, case)
     outcomes = bisect(releases, run)
     s = summary(outcomes)
@@ -200,7 +204,8 @@ def add_parser(sub, fmt) -> None:
     b.add_argument("file")
     b.add_argument("--releases", default=None, metavar="A..B|A,B,...",
                    help="releases to replay on (default: every release of the target)")
-    b.add_argument("--target", default="sglang", help="the target whose releases (default sglang)")
+    b.add_argument("--target", default=None,
+                   help="the target whose releases to replay on (default: the bundle's)")
     b.add_argument("--executor", default=None, help="passed to swafuzz repro")
     b.add_argument("--json", default=None, metavar="PATH", help="write the outcomes as JSON")
     b.set_defaults(fn=cmd_bisect)

@@ -323,6 +323,7 @@ def test_matrix_records_make_the_table_and_the_detection_module(tmp_path):
     (run / "cases.jsonl").write_text("\n".join(json.dumps({"phase": p}) for p in
                                                ("generate", "generate", "shrink")) + "\n")
     (run / "findings" / "a.json").write_text("{}")
+    (run / "findings" / "x.known-entry.json").write_text("{}")
     ok = tmp_path / "ok.probe.json"
     ok.write_text(json.dumps({"ok": True, "version": "0.5.13.post1", "family": "resolver",
                               "found": {"adapter family": "resolver"}}))
@@ -340,7 +341,7 @@ def test_matrix_records_make_the_table_and_the_detection_module(tmp_path):
     loaded = releases.load(str(recs))
     assert [r["release"] for r in loaded] == ["0.5.13.post1", "0.5.15"]
     text = releases.table(loaded)
-    assert "| 0.5.13.post1 | ok | resolver | passed | 2 | 1 | 7 |" in text
+    assert "| 0.5.13.post1 | ok | resolver | passed | 2 | 1 new, 1 known | 7 |" in text
     assert "| 0.5.15 | probe failed: no cutlass | - | skipped | - | - | 3 |" in text
     ns: dict = {}
     exec(releases.detected_module(loaded), ns)

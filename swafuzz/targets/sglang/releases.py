@@ -34,9 +34,10 @@ def release_key(v: str) -> tuple[int, ...]:
     return (*_key(v), int(post))
 
 
-def _campaign(run: str) -> tuple[int | None, int | None]:
-    """(cases, findings) of a ``swafuzz run`` directory: generated + shrunk cases of its
-    ``cases.jsonl`` rows, and its finding bundles; None where the run left nothing."""
+def _campaign(run: str) -> tuple[int | None, str | None]:
+    """(cases, findings) of a ``swafuzz run`` directory: its generated cases, and its finding
+    bundles (``N new, M known``: known = a ledger entry's ``.known`` bundle); None where the run
+    left nothing."""
     path = os.path.join(run, "cases.jsonl")
     if not os.path.exists(path):
         return None, None
@@ -47,8 +48,9 @@ def _campaign(run: str) -> tuple[int | None, int | None]:
         except ValueError:
             continue
         cases += 1 if row.get("phase") == "generate" else 0
-    findings = len(glob.glob(os.path.join(run, "findings", "*.json")))
-    return cases, findings
+    bundles = glob.glob(os.path.join(run, "findings", "*.json"))
+    known = sum(".known-" in os.path.basename(b) for b in bundles)  # a ledger entry's Case
+    return cases, f"{len(bundles) - known} new" + (f", {known} known" if known else "")
 
 
 def record(args) -> int:

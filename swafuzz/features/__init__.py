@@ -103,6 +103,9 @@ HOOK_POINTS = {
                            "attributes the feature's release code reads set on a backend built "
                            "without its constructor",
     "sglang.draft_block_mixin": "targets.sglang.engine: the release's draft block mixin",
+    "sglang.facts": "targets.sglang (TABLE, matrix.RANGES, features): the feature's facts about "
+                    "the sglang target, a swafuzz.features.sglang_facts.SGLangFacts (its rows of "
+                    "the real/modelled table, per-release answers, probe of the release)",
 }
 
 #: Draw order of the features' kinds in the default campaign (features not named come after,

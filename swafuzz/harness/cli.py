@@ -1,4 +1,4 @@
-"""``swafuzz`` (also ``python -m swafuzz``): run, zoo, repro, list, report, bench.
+"""``swafuzz`` (also ``python -m swafuzz``): run, zoo, repro, bisect, list, report, bench.
 
 Exit codes: 0 clean, 1 findings, 2 usage or input error (with a message naming the field and the
 allowed values, and nothing written), 3 tool failure (one line on stderr, the traceback in
@@ -19,7 +19,7 @@ import signal
 import sys
 
 from swafuzz import __version__, targets
-from swafuzz.harness import listing
+from swafuzz.harness import bisect, listing
 from swafuzz.harness.cli_common import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
@@ -213,6 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
     common(rp, defaults=False)
     rp.add_argument("--no-isolate", action="store_true", help="run the case in this process")
     rp.set_defaults(fn=cmd_repro)
+
+    bisect.add_parser(sub, fmt)  # swafuzz bisect BUNDLE [--releases A..B]
 
     ls = sub.add_parser("list", help="what is available here")
     ls.add_argument("--target", default=None,

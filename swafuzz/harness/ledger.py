@@ -47,7 +47,14 @@ from dataclasses import dataclass, field
 
 from swafuzz import targets
 from swafuzz.features.validation import load_case
-from swafuzz.harness.ledger_when import FORWARD_MODES, LedgerError, When, case_forwards, parse_when
+from swafuzz.harness.ledger_when import (
+    FORWARD_MODES,
+    LedgerError,
+    When,
+    case_forwards,
+    parse_when,
+    release_of,
+)
 from swafuzz.harness.run import execute, resolve_executors
 from swafuzz.reports.bundle import read_bundle
 from swafuzz.scenarios.case import CaseError
@@ -56,7 +63,8 @@ from swafuzz.scenarios.case import CaseError
 __all__ = ["DEFAULT_LEDGER", "FORWARD_MODES", "LEDGER_VERSION", "Classified", "Entry",
            "LedgerError", "When", "case_forwards", "classify", "finding_case",
            "finding_executors", "finding_release", "imprecise", "load_ledger", "main",
-           "parse_ledger", "parse_when", "read_run_findings", "replay_entries",
+           "parse_ledger", "parse_when", "read_run_findings", "release_matches", "release_of",
+           "replay_entries",
            "repro_mismatches"]
 
 LEDGER_VERSION = 1
@@ -83,7 +91,8 @@ class Entry:
     def applies(self, target: str, release: str | None) -> bool:
         if self.target != target:
             return False
-        return not self.releases or release is None or release in self.releases
+        return not self.releases or release is None or any(
+            release_matches(r, release) for r in self.releases)
 
     def matches(self, finding: dict, release: str | None, case=_UNPARSED) -> bool:
         """Signature (and target / releases) match, and the ``when`` predicate holds on the
@@ -110,6 +119,17 @@ def finding_case(finding: dict):
         return load_case(obj)
     except CaseError:
         return None
+
+
+def release_matches(listed: str, version: str) -> bool:
+    """Does an entry's release ``listed`` name ``version``? Both are read as releases
+    (:func:`~swafuzz.harness.ledger_when.release_of`: ``"sglang 0.5.17 (adapter ...)"`` is
+    0.5.17): a release (``0.5.13``) names itself and its post-releases (``0.5.13.post1``: the
+    same code line, rebuilt); a post-release names only itself."""
+    a, b = release_of(listed), release_of(version)
+    if a is None or b is None:
+        return listed == version
+    return a == b or ("post" not in a and b.startswith(a + ".post"))
 
 
 def finding_release(finding: dict, release: str | None) -> str | None:

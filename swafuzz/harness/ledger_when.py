@@ -53,7 +53,16 @@ FORWARD_MODES = ("EXTEND", "DECODE", "TARGET_VERIFY", "DRAFT_EXTEND_V2", "IDLE")
 _FORWARD_FIELDS = {"executor": "str", "pool": "str", "mode": "str", "exec": "str",
                    "n_real": "int", "rows": "int", "padded": "bool"}
 _FORMS = ("a value", "a list of allowed values", '{"min": A, "max": B}', '{"present": true|false}')
-_VERSION = re.compile(r"^\d+(\.\d+)*$")
+_VERSION = re.compile(r"^\d+(\.\d+)*(\.post\d+)?$")
+_RELEASE_IN = re.compile(r"(?:^|\s)(\d+(?:\.\d+)*(?:\.post\d+)?)(?=$|\s)")
+
+
+def release_of(v: str) -> str | None:
+    """The release a recorded target version names: ``"0.5.17"``, ``"0.5.13.post1"``, the first
+    version token of a label (``"sglang 0.5.17 (resolver family)"`` -> ``"0.5.17"``); None when
+    it holds none."""
+    m = _RELEASE_IN.search(v.strip()) if isinstance(v, str) else None
+    return m.group(1) if m else None
 
 
 def _case_fields():
@@ -102,7 +111,9 @@ def _case_forwards(case, executors: tuple[str, ...]) -> tuple[dict, ...] | None:
 
 
 def _version_key(v: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in v.split("."))
+    """Numeric components; a post-release compares as its release (``0.5.22.post1`` lies in
+    ``{"max": "0.5.22"}``: the same code line)."""
+    return tuple(int(x) for x in v.split(".post")[0].split("."))
 
 
 def _check_constraint(c, typ: str, at: str, allowed: tuple[str, ...] | None = None):
@@ -196,6 +207,7 @@ class When:
         ``forwards``; empty: unknown), satisfy the predicate?"""
         if self.kind is not None and not _holds(self.kind, case.kind):
             return False
+        release = release_of(release) if release is not None else None
         if self.release is not None and (release is None or not _VERSION.match(release)
                                          or not _holds(self.release, release, version=True)):
             return False

@@ -31,13 +31,22 @@ def installed(monkeypatch):
     return set_version
 
 
+DETECTED = {"0.5.12": {"family": "store-path", "found": {}, "check": "passed"},
+            "0.5.13": {"family": "resolver", "found": {}, "check": "passed"},
+            "0.5.23": {"family": "resolver", "found": {}, "check": "passed"}}
+
+
 @pytest.mark.parametrize("version, forced, expect", [
-    ("0.5.23", None, "0.5.23"), ("0.5.12", None, "0.5.12"),
-    ("0.5.17", "0.5.23", "0.5.17 (adapter 0.5.23)"), ("0.5.17", None, "0.5.17 (adapter 0.5.16)"),
+    ("0.5.23", None, "0.5.23 (resolver family)"), ("0.5.12", None, "0.5.12 (store-path family)"),
+    ("0.5.13", None, "0.5.13 (resolver family)"),  # not "adapter 0.5.12": its family
+    ("0.5.13.post1", None, "0.5.13.post1 (resolver family)"),
+    ("0.5.24", "0.5.23", "0.5.24 (adapter 0.5.23, resolver family)"),
+    ("0.5.17", None, "0.5.17 (family not recorded)"),
     ("0.5.24", None, "0.5.24 (unsupported)"),
     (None, None, "not installed")])
 def test_run_json_records_the_sglang_release(tmp_path, installed, monkeypatch, version, forced,
                                              expect):
+    monkeypatch.setattr(sg, "DETECTED", DETECTED)
     installed(version)
     if forced:
         monkeypatch.setenv(sg.ADAPTER_ENV, forced)
@@ -88,3 +97,25 @@ def test_unsupported_release_exits_2_naming_the_range(tmp_path, capsys, installe
     assert cli_main(argv) == 2
     err = capsys.readouterr().err
     assert "sglang 0.5.99 is outside the supported range 0.5.12 .. 0.5.23" in err
+
+
+@pytest.mark.parametrize("listed, version, match", [
+    ("0.5.13", "0.5.13", True), ("0.5.13", "0.5.13.post1", True),  # a release names its posts
+    ("0.5.13.post1", "0.5.13", False), ("0.5.13.post1", "0.5.13.post1", True),
+    ("0.5.13", "0.5.14", False), ("0.5.13", "0.5.130", False),
+    ("0.5.17", "0.5.17 (resolver family)", True),  # a recorded label names its release
+    ("0.5.17", "0.5.17 (adapter 0.5.23)", True), ("0.5.23", "0.5.17 (adapter 0.5.23)", False)])
+def test_ledger_matches_releases_not_strings(listed, version, match):
+    from swafuzz.harness.ledger import Entry, release_matches
+
+    assert release_matches(listed, version) is match
+    e = Entry("x", "sglang", "s/*", "c", "n", releases=(listed,))
+    assert e.applies("sglang", version) is match
+
+
+def test_ledger_when_release_range_holds_on_post_releases_and_labels():
+    from swafuzz.harness.ledger_when import parse_when
+
+    w = parse_when({"release": {"min": "0.5.13", "max": "0.5.22"}}, "w")
+    assert w.holds(CASE, "0.5.22.post1") and w.holds(CASE, "0.5.13 (resolver family)")
+    assert not w.holds(CASE, "0.5.23") and not w.holds(CASE, "0.5.12.post1")

@@ -52,22 +52,76 @@ def test_version_key_refuses_non_releases(v):
     assert not sg.in_range(v)
 
 
-@pytest.mark.parametrize("v, adapter", [
-    ("0.5.12", "0.5.12"), ("0.5.13", "0.5.12"), ("0.5.14", "0.5.16"),  # tie: the newer
-    ("0.5.15", "0.5.16"), ("0.5.17", "0.5.16"), ("0.5.18", "0.5.20"), ("0.5.19", "0.5.20"),
-    ("0.5.20", "0.5.20"), ("0.5.21", "0.5.21"), ("0.5.22", "0.5.22"), ("0.5.23", "0.5.23"),
-    ("0.5.21.post1", "0.5.21"), ("0.5.23rc1", "0.5.23")])
-def test_every_release_in_range_gets_the_nearest_verified_adapter(installed, v, adapter):
+@pytest.mark.parametrize("v", ["0.5.12", "0.5.12.post1", "0.5.13", "0.5.13.post1", "0.5.14",
+                               "0.5.15.post1", "0.5.17", "0.5.20", "0.5.23", "0.5.23rc1"])
+def test_every_release_in_range_runs_as_itself(installed, v):
+    """No nearest-number adapter: a release (post-releases included) is driven as itself."""
     installed(v)
-    assert sg.release() == (v, adapter)
+    assert sg.release() == (v, v)
     assert sg.in_range(v)
+
+
+FAKE = {"0.5.12": {"family": "store-path", "found": {}, "check": "passed"},
+        "0.5.13": {"family": "resolver", "found": {
+            "paged allocator CPU switch (use_triton_kernels)": "no",
+            "SWATokenToKVPoolAllocator.free_full": "no",
+            "SWA allocator module": "sglang.srt.mem_cache.allocator.swa",
+            "per_step_draft_out_cache_loc": "yes",
+            "draft-extend prep (_fill_cuda_graph_swa_out_cache_loc)": "no",
+            "V4 fused store module": "sglang.jit_kernel.triton_store_cache"}, "check": "passed"},
+        "0.5.23": {"family": "resolver", "found": {
+            "paged allocator CPU switch (use_triton_kernels)": "yes",
+            "SWATokenToKVPoolAllocator.free_full": "yes",
+            "SWA allocator module": "sglang.srt.mem_cache.allocator.swa",
+            "per_step_draft_out_cache_loc": "yes",
+            "draft-extend prep (_fill_cuda_graph_swa_out_cache_loc)": "yes",
+            "V4 fused store module": "sglang.kernels.ops.kvcache.triton_store_cache"},
+            "check": "passed"}}
+
+
+@pytest.fixture
+def detected(monkeypatch):
+    monkeypatch.setattr(sg, "DETECTED", FAKE)
+    return FAKE
+
+
+def test_labels_come_from_the_detected_family(detected, installed, monkeypatch):
+    """0.5.13 is the resolver family (its probe says so), whatever release is numerically
+    nearest; a post-release without a probe of its own answers as its release."""
+    from swafuzz.targets.sglang.target import TARGET
+
+    assert sg.label("0.5.13") == "0.5.13 (resolver family)"
+    assert sg.label("0.5.12") == "0.5.12 (store-path family)"
+    assert sg.label("0.5.13.post1") == "0.5.13.post1 (resolver family)"
+    assert sg.label("0.5.17") == "0.5.17 (family not recorded)"
+    assert sg.label("0.5.30", "0.5.23") == "0.5.30 (adapter 0.5.23, resolver family)"
+    installed("0.5.13")
+    assert TARGET.versions() == {"sglang": "0.5.13 (resolver family)"}
+
+
+def test_per_release_rows_are_generated_from_detection(detected):
+    """Where a release's probe is recorded, the allocator, per-step, draft-extend prep and V4
+    store rows say what it found (0.5.17-0.5.19 were wrong when inferred from the ends)."""
+    from swafuzz.targets.sglang import matrix
+
+    ans, why = matrix.answer("allocator (alloc, alloc_extend, alloc_decode, free, free_swa, "
+                             "free_full)", "0.5.13")
+    assert ans == "real" and "no free_full" in why and "no use_triton_kernels" in why
+    prep = next(c for c, *_ in sg.TABLE if c.startswith("draft-extend metadata prep"))
+    assert matrix.answer(prep, "0.5.13")[0] == "modelled"
+    assert matrix.answer(prep, "0.5.13.post1")[0] == "modelled"  # its release's probe
+    assert matrix.answer(prep, "0.5.23") == ("real", "")
+    store = next(c for c, *_ in sg.TABLE if c.startswith("store kernel, pool layout dsv4"))
+    assert "sglang.jit_kernel.triton_store_cache" in matrix.answer(store, "0.5.13")[1]
+    assert matrix.answer(store, "0.5.23") == ("real", "")
+    assert matrix.answer(prep, "0.5.21")[0] == "real"  # no probe recorded: the ranges
 
 
 @pytest.mark.parametrize("v", ["0.5.11", "0.5.24", "0.6.0", "0.4.9"])
 def test_outside_the_range_is_refused_naming_it(installed, v):
     installed(v)
     with pytest.raises(TargetUnavailable, match=f"sglang {v} is outside the supported range "
-                                                r"0\.5\.12 \.\. 0\.5\.23 \(verified: 0\.5\.12, "):
+                                                r"0\.5\.12 \.\. 0\.5\.23; set "):
         sg.release()
 
 
@@ -75,8 +129,8 @@ def test_forced_adapter_outside_the_range(installed, monkeypatch):
     installed("0.5.30")
     monkeypatch.setenv(sg.ADAPTER_ENV, "0.5.23")
     assert sg.release() == ("0.5.30", "0.5.23")
-    monkeypatch.setenv(sg.ADAPTER_ENV, "0.5.17")  # not verified: refused, naming the choices
-    with pytest.raises(TargetUnavailable, match="not a verified release; choose one of: 0.5.12"):
+    monkeypatch.setenv(sg.ADAPTER_ENV, "0.5.9")  # not a release of the range: refused
+    with pytest.raises(TargetUnavailable, match="not a release of the supported range"):
         sg.release()
 
 
@@ -86,7 +140,7 @@ def test_unsupported_kinds_follow_the_installed_release(installed):
     def refused(kinds):
         return [k for k in kinds if TARGET.supports(k)]
 
-    installed("0.5.19")  # nearest verified 0.5.20: the kinds are those of 0.5.19 itself
+    installed("0.5.19")  # the kinds are those of 0.5.19 itself
     assert set(refused(["ring", "request_window", "late_tail", "decode"])) == {
         "ring", "request_window", "late_tail"}
     installed("0.5.22")
@@ -132,12 +186,20 @@ def test_matrix_keys_name_table_rows():
         assert any(c.startswith(key) for c, *_ in sg.TABLE), key
 
 
-@pytest.mark.parametrize("v", ["0.5.11", "0.5.24", "0.4.0", "x"])
+@pytest.mark.parametrize("v", ["0.5.11", "0.5.24", "0.4.0", "0.5.24.post1", "0.5.11.post2"])
 def test_upstream_env_refuses_outside_the_range(v):
     r = subprocess.run(["bash", os.path.join(ROOT, "scripts", "upstream-env"), v],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2
     assert f"sglang {v} is outside the supported range 0.5.12 .. 0.5.23" in r.stderr
+
+
+@pytest.mark.parametrize("v", ["x", "0.5", "0.5.13rc1", "0.5.13.post"])
+def test_upstream_env_refuses_what_is_not_a_release(v):
+    r = subprocess.run(["bash", os.path.join(ROOT, "scripts", "upstream-env"), v],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert f"{v} is not a release (X.Y.Z) or post-release (X.Y.Z.postN)" in r.stderr
 
 
 # ----------------------------------------------------------------------------- upstream
@@ -246,3 +308,84 @@ def test_short_tail_floor():
     assert v.failures and v.failures[0].check == "window"
     assert "(EXTEND, window path) layer 1" in v.failures[0].message
     assert "history row" in v.failures[0].message
+
+
+# ----------------------------------------------------------------------------- release matrix
+def test_matrix_records_make_the_table_and_the_detection_module(tmp_path):
+    """scripts/upstream-matrix's bookkeeping: a record per release from its probe and its
+    campaign directory, the Markdown table, the generated detected.py (no sglang needed)."""
+    import json
+
+    from swafuzz.targets.sglang import releases
+
+    run = tmp_path / "run"
+    (run / "findings").mkdir(parents=True)
+    (run / "cases.jsonl").write_text("\n".join(json.dumps({"phase": p}) for p in
+                                               ("generate", "generate", "shrink")) + "\n")
+    (run / "findings" / "a.json").write_text("{}")
+    (run / "findings" / "x.known-entry.json").write_text("{}")
+    ok = tmp_path / "ok.probe.json"
+    ok.write_text(json.dumps({"ok": True, "version": "0.5.13.post1", "family": "resolver",
+                              "found": {"adapter family": "resolver"}}))
+    bad = tmp_path / "bad.probe.json"
+    bad.write_text(json.dumps({"ok": False, "version": "0.5.15", "cause": "no cutlass",
+                               "advice": "add it"}))
+    recs = tmp_path / "m"
+    recs.mkdir()
+    assert releases.main(["record", str(recs / "0.5.13.post1.json"), "--release", "0.5.13.post1",
+                          "--build", "ok", "--check", "passed", "--probe", str(ok),
+                          "--run", str(run), "--seconds", "7"]) == 0
+    assert releases.main(["record", str(recs / "0.5.15.json"), "--release", "0.5.15",
+                          "--build", "probe-failed", "--check", "skipped", "--probe", str(bad),
+                          "--run", str(tmp_path / "none"), "--seconds", "3"]) == 0
+    loaded = releases.load(str(recs))
+    assert [r["release"] for r in loaded] == ["0.5.13.post1", "0.5.15"]
+    text = releases.table(loaded)
+    assert "| 0.5.13.post1 | ok | resolver | passed | 2 | 1 new, 1 known | 7 |" in text
+    assert "| 0.5.15 | probe failed: no cutlass | - | skipped | - | - | 3 |" in text
+    ns: dict = {}
+    exec(releases.detected_module(loaded), ns)
+    assert ns["DETECTED"]["0.5.13.post1"] == {"family": "resolver", "check": "passed",
+                                               "found": {"adapter family": "resolver"}}
+    assert ns["DETECTED"]["0.5.15"]["family"] is None
+    assert releases.main(["table", str(tmp_path / "nope")]) == 2
+    assert releases.release_key("0.5.13.post1") > releases.release_key("0.5.13")
+
+
+@pytest.mark.skipif(HAVE_SGLANG, reason="the probe of an environment without sglang")
+def test_probe_without_sglang_names_the_cause(capsys):
+    import json
+
+    from swafuzz.targets.sglang import detect
+
+    assert detect.main([]) == 3
+    out = json.loads(capsys.readouterr().out)
+    assert out["ok"] is False and out["cause"] == "sglang is not installed"
+    assert "upstream-env" in out["advice"]
+    assert detect.main(["--bogus"]) == 2
+
+
+def test_probe_advice_is_not_the_same_command():
+    from swafuzz.targets.sglang import detect
+
+    for missing in ("cutlass", "flashinfer", "zmq", None):
+        advice = detect.advice_for("0.5.15", missing)
+        assert "scripts/upstream-env 0.5.15" not in advice, advice
+    assert "nvidia-cutlass-dsl" in detect.advice_for("0.5.15", "cutlass.cute")
+    assert "CUDA-only" in detect.advice_for("0.5.15", "flashinfer")
+
+
+def test_status_table_is_written_and_checked_from_the_records(tmp_path):
+    from swafuzz.targets.sglang import releases
+
+    recs = [{"release": "0.5.14", "build": "ok", "check": "passed", "family": "resolver",
+             "cases": 30, "findings": 0, "seconds": 200}]
+    doc = tmp_path / "STATUS.md"
+    doc.write_text(f"# s\n\n{releases.BEGIN}\nold\n{releases.END}\nrest\n")
+    assert releases.status(recs, str(doc), check=True) == 1  # stale: caught
+    assert releases.status(recs, str(doc), check=False) == 0
+    assert "| 0.5.14 | ok | resolver | passed | 30 | 0 | 200 |" in doc.read_text()
+    assert doc.read_text().endswith(f"{releases.END}\nrest\n")
+    assert releases.status(recs, str(doc), check=True) == 0
+    (tmp_path / "bare.md").write_text("no markers\n")
+    assert releases.status(recs, str(tmp_path / "bare.md"), check=True) == 2

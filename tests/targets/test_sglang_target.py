@@ -37,8 +37,8 @@ def test_release_detection(monkeypatch):
         sg.release()
     monkeypatch.setattr(sg, "installed_version", lambda: "0.5.23")
     assert sg.release() == ("0.5.23", "0.5.23")
-    monkeypatch.setattr(sg, "installed_version", lambda: "0.5.17")  # in range, not verified
-    assert sg.release() == ("0.5.17", "0.5.16")
+    monkeypatch.setattr(sg, "installed_version", lambda: "0.5.17")  # in range: driven as itself
+    assert sg.release() == ("0.5.17", "0.5.17")
     monkeypatch.setattr(sg, "installed_version", lambda: "0.5.24")
     with pytest.raises(TargetUnavailable, match="sglang 0.5.24 is outside the supported range "
                                                 r"0\.5\.12 \.\. 0\.5\.23"):

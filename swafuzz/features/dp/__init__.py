@@ -27,4 +27,7 @@ FEATURE = Feature(
     engine=('swafuzz.targets.dp',),
     mutants=('swafuzz.features.dp.mutants',),
     semantics='swafuzz/features/dp/SEMANTICS.md',
+    hooks={
+        'sglang.facts': 'swafuzz.features.dp.sglang_facts:FACTS',
+    },
 )

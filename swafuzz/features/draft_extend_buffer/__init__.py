@@ -19,6 +19,7 @@ FEATURE = Feature(
     mutants=('swafuzz.features.draft_extend_buffer.mutants',),
     semantics='swafuzz/features/draft_extend_buffer/SEMANTICS.md',
     hooks={
+        'sglang.facts': 'swafuzz.features.draft_extend_buffer.sglang_facts:FACTS',
         'engine.draft_extend_loc_rows': (
             'swafuzz.features.draft_extend_buffer.engine:loc_buffer_rows'),
     },

@@ -46,6 +46,7 @@ FEATURE = Feature(
     mutants=('swafuzz.features.dspark.mutants',),
     semantics='swafuzz/features/dspark/SEMANTICS.md',
     hooks={
+        'sglang.facts': 'swafuzz.features.dspark.sglang_facts:FACTS',
         'engine.window_verify': 'swafuzz.features.dspark.engine:DSparkPath',
         'sglang.window_verify': 'swafuzz.features.dspark.sglang:SGLangDSpark',
         'sglang.bare_backend': 'swafuzz.features.dspark.sglang_attrs:bare_backend_attrs',

@@ -22,6 +22,7 @@ FEATURE = Feature(
     mutants=('swafuzz.features.dsv4_layout.mutants',),
     semantics='swafuzz/features/dsv4_layout/SEMANTICS.md',
     hooks={
+        'sglang.facts': 'swafuzz.features.dsv4_layout.sglang_facts:FACTS',
         'oracle.slot_rows': 'swafuzz.features.dsv4_layout.oracle:dsv4_slot_rows',
         'check.slot_difference': 'swafuzz.features.dsv4_layout.oracle:describe_slot_difference',
         'engine.pool_impl': 'swafuzz.features.dsv4_layout.engine:pool_impl',

@@ -23,4 +23,7 @@ FEATURE = Feature(
     mutants=('swafuzz.features.late_tail.mutants',),
     since={'sglang': Since('0.5.21', 'late-layer tail')},
     semantics='swafuzz/features/late_tail/SEMANTICS.md',
+    hooks={
+        'sglang.facts': 'swafuzz.features.late_tail.sglang_facts:FACTS',
+    },
 )

@@ -19,4 +19,7 @@ FEATURE = Feature(
     engine=('swafuzz.targets.sharing',),
     mutants=('swafuzz.features.prefix_share.mutants',),
     semantics='swafuzz/features/prefix_share/SEMANTICS.md',
+    hooks={
+        'sglang.facts': 'swafuzz.features.prefix_share.sglang_facts:FACTS',
+    },
 )

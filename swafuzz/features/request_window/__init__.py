@@ -31,6 +31,7 @@ FEATURE = Feature(
     since={'sglang': Since('0.5.21', 'request window')},
     semantics='swafuzz/features/request_window/SEMANTICS.md',
     hooks={
+        'sglang.facts': 'swafuzz.features.request_window.sglang_facts:FACTS',
         'check.expected_refusal': 'swafuzz.features.request_window.lane:expected_refusal',
         'sglang.real_pool': 'swafuzz.features.request_window.sglang_attrs:real_pool_attrs',
     },

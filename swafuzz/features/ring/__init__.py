@@ -28,6 +28,7 @@ FEATURE = Feature(
     },
     semantics='swafuzz/features/ring/SEMANTICS.md',
     hooks={
+        'sglang.facts': 'swafuzz.features.ring.sglang_facts:FACTS',
         'check.invariants': 'swafuzz.features.ring.checks:invariant_failures',
         'check.slot_owner': 'swafuzz.features.ring.checks:slot_owner',
         'check.skipped_loc': 'swafuzz.features.ring.checks:skipped_loc',

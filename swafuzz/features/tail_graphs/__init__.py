@@ -29,6 +29,7 @@ FEATURE = Feature(
     },
     semantics='swafuzz/features/tail_graphs/SEMANTICS.md',
     hooks={
+        'sglang.facts': 'swafuzz.features.tail_graphs.sglang_facts:FACTS',
         'oracle.graph_use': 'swafuzz.features.tail_graphs.oracle:expected_tail_graph_use',
         'oracle.step_path_shadow': 'swafuzz.features.tail_graphs.oracle:window_shadow',
         'engine.uses_step_path': 'swafuzz.features.request_window.oracle_layout:uses_window_path',

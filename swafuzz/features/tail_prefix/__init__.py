@@ -28,6 +28,7 @@ FEATURE = Feature(
     },
     semantics='swafuzz/features/tail_prefix/SEMANTICS.md',
     hooks={
+        'sglang.facts': 'swafuzz.features.tail_prefix.sglang_facts:FACTS',
         'sglang.prefix_path_mixin': 'swafuzz.features.tail_prefix.sglang:SGLangTailPrefixPath',
         'oracle.prefix_cap': 'swafuzz.features.tail_prefix.oracle:prefix_cap',
     },

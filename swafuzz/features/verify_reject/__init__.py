@@ -18,4 +18,7 @@ FEATURE = Feature(
     engine=('swafuzz.targets.sharing',),
     mutants=('swafuzz.features.verify_reject.mutants',),
     semantics='swafuzz/features/verify_reject/SEMANTICS.md',
+    hooks={
+        'sglang.facts': 'swafuzz.features.verify_reject.sglang_facts:FACTS',
+    },
 )

@@ -27,6 +27,7 @@ FEATURE = Feature(
     },
     semantics='swafuzz/features/window_graphs/SEMANTICS.md',
     hooks={
+        'sglang.facts': 'swafuzz.features.window_graphs.sglang_facts:FACTS',
         'engine.window_graph_runner': 'swafuzz.features.window_graphs.engine:WindowGraphRunner',
         'sglang.window_graph_runner': (
             'swafuzz.features.window_graphs.sglang:SGLangWindowGraphRunner'

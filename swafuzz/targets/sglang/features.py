@@ -24,7 +24,9 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
+import sys
 
+from swafuzz.features.sglang_facts import facts
 from swafuzz.targets.protocol import TargetUnavailable
 from swafuzz.targets.sglang import release
 
@@ -36,7 +38,7 @@ VERSION, ADAPTER = release()
 os.environ.setdefault("SGLANG_OPT_USE_FUSED_STORE_CACHE", "1")
 
 
-def _first_module(*names: str):
+def first_module(*names: str):
     """The first of ``names`` that imports (None when none does); an ImportError raised
     *inside* an existing module propagates (a broken environment, not a missing feature)."""
     for n in names:
@@ -53,7 +55,7 @@ def _refuse(what: str) -> TargetUnavailable:
                              "cannot drive it")
 
 
-def _source_has(obj, text: str) -> bool:
+def source_has(obj, text: str) -> bool:
     try:
         return text in inspect.getsource(obj)
     except (OSError, TypeError):
@@ -73,9 +75,9 @@ try:
     _fbi = importlib.import_module("sglang.srt.model_executor.forward_batch_info")
 except ImportError as e:  # pragma: no cover - depends on the environment
     raise TargetUnavailable(
-        f"target sglang: sglang {VERSION} is installed but its modules do not import here "
-        f"({type(e).__name__}: {e}); build the environment with scripts/upstream-env "
-        f"{VERSION}") from None
+        f"target sglang: sglang {VERSION} is installed but its DSV4 modules do not import here "
+        f"({type(e).__name__}: {e}); `python -m swafuzz.targets.sglang.detect` names the file "
+        "that imported it and what to do") from e
 
 RealBackend = getattr(backend_mod, "DeepseekV4AttnBackend", None)
 RealPool = getattr(pool_mod, "DeepSeekV4TokenToKVPool", None)
@@ -92,20 +94,20 @@ for _name in ("register_mapping", "translate_loc_from_full_to_swa",
 
 #: the SWA allocator's module: ``mem_cache/allocator/swa.py`` (0.5.13+) or
 #: ``mem_cache/swa_memory_pool.py`` (0.5.12)
-alloc_mod = _first_module("sglang.srt.mem_cache.allocator.swa")
+alloc_mod = first_module("sglang.srt.mem_cache.allocator.swa")
 if alloc_mod is None or not hasattr(alloc_mod, "SWATokenToKVPoolAllocator"):
-    alloc_mod = _first_module("sglang.srt.mem_cache.swa_memory_pool")
+    alloc_mod = first_module("sglang.srt.mem_cache.swa_memory_pool")
 SWATokenToKVPoolAllocator = getattr(alloc_mod, "SWATokenToKVPoolAllocator", None)
 if SWATokenToKVPoolAllocator is None:  # pragma: no cover
     raise _refuse("SWATokenToKVPoolAllocator (looked in mem_cache.allocator.swa and "
                   "mem_cache.swa_memory_pool)")
 #: the paged allocator's module: ``mem_cache/allocator/paged.py`` or ``mem_cache/allocator.py``
-paged_mod = _first_module("sglang.srt.mem_cache.allocator.paged", "sglang.srt.mem_cache.allocator")
+paged_mod = first_module("sglang.srt.mem_cache.allocator.paged", "sglang.srt.mem_cache.allocator")
 
 #: the resolver ``get_swa_out_cache_loc`` (addendum §3): the resolver adapter family
 RESOLVER = hasattr(RealBackend, "get_swa_out_cache_loc")
 #: 0.5.12's layer-keyed cached translation inside the pool's fused store entry point
-CACHED_LOC = _source_has(RealPool.set_swa_key_buffer_radix_fused, "cached_loc")
+CACHED_LOC = source_has(RealPool.set_swa_key_buffer_radix_fused, "cached_loc")
 if RESOLVER:
     FAMILY = "resolver"
 elif CACHED_LOC:
@@ -119,7 +121,7 @@ IN_GRAPH = hasattr(RealBackend, "init_forward_metadata_in_graph")
 #: the paged allocator's own CPU switch (``use_triton_kernels``, 0.5.23): its torch reference
 #: allocators run; without it the Triton ``alloc_extend_kernel`` is routed to the module's
 #: ``alloc_extend_naive`` and decodes go through ``alloc_extend`` (no naive ``alloc_decode``)
-NAIVE_SWITCH = _source_has(paged_mod, "use_triton_kernels")
+NAIVE_SWITCH = source_has(paged_mod, "use_triton_kernels")
 EXTEND_NAIVE = hasattr(paged_mod, "alloc_extend_naive") and hasattr(paged_mod, "alloc_extend_kernel")
 if not NAIVE_SWITCH and not EXTEND_NAIVE:  # pragma: no cover
     raise _refuse("a CPU path for the paged allocator (use_triton_kernels switch or "
@@ -129,7 +131,7 @@ FREE_FULL = hasattr(SWATokenToKVPoolAllocator, "free_full")
 #: ``ForwardMode.DRAFT_EXTEND`` (0.5.12, 0.5.13; removed in 0.5.14)
 HAS_DRAFT_EXTEND_MODE = "DRAFT_EXTEND" in RealForwardMode.__members__
 
-_eagle = _first_module("sglang.srt.speculative.eagle_utils")
+_eagle = first_module("sglang.srt.speculative.eagle_utils")
 #: ``eagle_utils.per_step_draft_out_cache_loc``: the per-step draft write targets
 PER_STEP = RESOLVER and hasattr(_eagle, "per_step_draft_out_cache_loc")
 #: the CUDA backend's draft-extend prep with its buffer refill (PR #34890) and the
@@ -141,78 +143,39 @@ DRAFT_EXTEND_PREP = (RESOLVER and hasattr(RealBackend, "_fill_cuda_graph_swa_out
                                          None))[1:5] == ("req_pool_indices", "seq_lens",
                                                          "num_tokens_per_req", "out_cache_loc"))
 
-#: the per-request SWA ring (``swa_req_ring_size`` on the pool, allocator ring accounting)
-RING_ALLOCATOR = hasattr(SWATokenToKVPoolAllocator, "swa_req_ring")
-_inject = _first_module("sglang.srt.speculative.dspark_components.dspark_kv_inject")
-RING_INJECT = _inject is not None and hasattr(
-    getattr(_inject, "TargetHiddenKvInjector", None), "_ring_inject_loc")
-#: what a ring Case needs and the release lacks (empty: ring Cases run)
-RING_MISSING = tuple(
-    w for w, ok in (("SWATokenToKVPoolAllocator.swa_req_ring (ring accounting)", RING_ALLOCATOR),
-                    ("dspark_kv_inject.TargetHiddenKvInjector._ring_inject_loc", RING_INJECT))
-    if not ok)
+#: the module of the release's Triton V4-layout fused store (``kernels.ops.kvcache``, 0.5.20+;
+#: ``jit_kernel``, earlier resolver releases); None: the quantizer + SetKAndS pair (0.5.12)
+STORE_MODULE = next((n for n in ("sglang.kernels.ops.kvcache.triton_store_cache",
+                                 "sglang.jit_kernel.triton_store_cache")
+                     if hasattr(first_module(n), "triton_fused_store_flashmla")), None)
 
-#: the release's ``dsv41_request_window`` module (None: the release has none)
-window_mod = _first_module("sglang.srt.mem_cache.dsv41_request_window")
-#: the request window (``dsv41_request_window.RequestWindow``) and, per piece the window path
-#: drives, whether the release has it
-WINDOW_MODULE = window_mod is not None and hasattr(window_mod, "RequestWindow")
-#: ``RequestWindow.activate_idle`` and the resolver's IDLE-first branch I (0.5.23); without it
-#: (0.5.21, 0.5.22) the resolver tests W first: addendum A2
-WINDOW_IDLE = WINDOW_MODULE and hasattr(getattr(window_mod, "RequestWindow", None), "activate_idle")
-#: the late-layer tail's layout function: ``kernels/ops/attention/dsv4/attn_metadata_kernels``
-#: (0.5.23) or ``kernels/ops/attention/dsv4_attn_metadata_kernels`` (0.5.21, 0.5.22)
-tail_mod = None
-for _n in ("sglang.kernels.ops.attention.dsv4.attn_metadata_kernels",
-           "sglang.kernels.ops.attention.dsv4_attn_metadata_kernels"):
-    _m = _first_module(_n) if WINDOW_MODULE else None
-    if _m is not None and hasattr(_m, "late_layer_tail_layout"):
-        tail_mod = _m
-        break
-#: the window's row-copy seam: ``copy_packed_rows`` + ``commit_packed_rows`` (0.5.23, Triton)
-#: or ``copy_packed_tokens`` (0.5.21, 0.5.22: V4 byte layout, used by buffer and commit)
-WINDOW_COPY = ("copy_packed_rows" if WINDOW_MODULE and hasattr(window_mod, "commit_packed_rows")
-               else "copy_packed_tokens" if WINDOW_MODULE and hasattr(window_mod, "copy_packed_tokens")
-               else None)
-_replay = _first_module("sglang.srt.model_executor.encoder_swa_replay") if WINDOW_MODULE else None
-#: encoder SWA replay folded into the extend (``fold_encoder_swa_replay``, 0.5.23); 0.5.21 /
-#: 0.5.22 replay in a forward of their own (``run_encoder_swa_replay``), which the Case's
-#: ``extend(replay=...)`` (the 0.5.23 fold) does not describe
-FOLD = _replay is not None and hasattr(_replay, "fold_encoder_swa_replay")
-#: the seams features/tail_prefix/sglang.py drives (0.5.23 names): replay_len, the fold and
-#: replay batch builders, the radix cap, the compressor location helper
-TAIL_PREFIX = FOLD and all(hasattr(_replay, n) for n in (
-    "replay_len", "_reset_windows_and_collect_hits", "_fold_batch", "_build_replay_batch")) and (
-    hasattr(backend_mod.DeepseekV4AttnBackend, "_compressor_out_loc"))
-#: what a request-window / late-layer-tail Case needs and the release lacks
-WINDOW_MISSING = tuple(w for w, ok in (
-    ("mem_cache.dsv41_request_window.RequestWindow", WINDOW_MODULE),
-    ("late_layer_tail_layout (kernels/ops/attention/dsv4[_]attn_metadata_kernels)",
-     tail_mod is not None),
-    ("a row-copy seam (copy_packed_rows / copy_packed_tokens)", WINDOW_COPY is not None),
-    ("DSV4Metadata.late_layer_tail / LateLayerTail",
-     hasattr(backend_mod, "LateLayerTail")),
-) if not ok)
+#: each feature's probe of the release (its ``sglang_facts.py``, the record's hook
+#: ``sglang.facts``), in registry order: what it finds becomes a name of this module (the
+#: feature's seams read it here; a later probe reads an earlier one's)
+FACTS = facts()
+for _facts in FACTS:
+    if _facts.probe is not None:
+        globals().update(_facts.probe(sys.modules[__name__]))
 
 
 def case_missing(case) -> str | None:
     """What ``case`` needs that the installed release lacks, found by inspection (None: the
     release has it); the ``sglang`` target's ``supports`` asks this after the records said yes
-    (a release inside the range may still lack a piece its verified neighbours have)."""
-    if case.pool.swa_ring and RING_MISSING:
-        return (f"sglang {VERSION} has no per-request SWA ring (lacks "
-                f"{'; '.join(RING_MISSING)}); a Case with pool.swa_ring > 0 needs a release "
-                "with it")
-    if case.pool.request_window and WINDOW_MISSING:
-        return (f"sglang {VERSION} has no request window (lacks {'; '.join(WINDOW_MISSING)}); "
-                "a Case with pool.request_window needs a release with it")
+    (a release inside the range may still lack a piece its verified neighbours have). Each
+    feature's facts answer for the Case fields it owns, in registry order."""
+    here = sys.modules[__name__]
+    for f in FACTS:
+        why = f.refusal(case, here) if f.refusal is not None else None
+        if why:
+            return why
     return None
 
 
 def describe() -> list[tuple[str, str]]:
-    """``(feature, what was found)`` rows for the installed release."""
+    """``(what, what was found)`` rows for the installed release: the core's, then each
+    feature's (its facts' ``describe``)."""
     yes = {True: "yes", False: "no"}
-    return [
+    rows = [
         ("adapter family", FAMILY),
         ("SWA allocator module", alloc_mod.__name__),
         ("paged allocator module", paged_mod.__name__),
@@ -222,10 +185,11 @@ def describe() -> list[tuple[str, str]]:
         ("in-graph stamp init_forward_metadata_in_graph", yes[IN_GRAPH]),
         ("per_step_draft_out_cache_loc", yes[PER_STEP]),
         ("draft-extend prep (_fill_cuda_graph_swa_out_cache_loc)", yes[DRAFT_EXTEND_PREP]),
-        ("ring", "yes" if not RING_MISSING else "no: " + "; ".join(RING_MISSING)),
-        ("request window", "yes" if not WINDOW_MISSING else "no: " + "; ".join(WINDOW_MISSING)),
-        ("resolver IDLE branch I (RequestWindow.activate_idle)", yes[WINDOW_IDLE]),
-        ("encoder replay folded into the extend (fold_encoder_swa_replay)", yes[FOLD]),
-        ("window row copy", WINDOW_COPY or "none"),
         ("ForwardMode.DRAFT_EXTEND", yes[HAS_DRAFT_EXTEND_MODE]),
+        ("V4 fused store module", STORE_MODULE or "none (quantizer + SetKAndS)"),
     ]
+    here = sys.modules[__name__]
+    for f in FACTS:
+        if f.describe is not None:
+            rows += f.describe(here)
+    return rows

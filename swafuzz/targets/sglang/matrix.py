@@ -1,12 +1,13 @@
 """Per-release answers of the ``sglang`` target's real/modelled table, for the releases between
 the two the :data:`~swafuzz.targets.sglang.TABLE` columns name (0.5.12, 0.5.23).
 
-Reads no sglang: the answers are what :mod:`~swafuzz.targets.sglang.features` finds in each
-release, recorded from the wheels (release-matrix branch; verified releases are the
-``VERIFIED`` tuple, other releases inside a range are inferred from its two ends and still
-feature-detected at run time). A TABLE row not listed here has the same answer in every
-release of the range as in its 0.5.23 column (0.5.13+) - or, for rows whose 0.5.12 and 0.5.23
-answers agree, everywhere.
+Reads no sglang. Where a row says how (:data:`DERIVE`, the features' ``derive``) and the
+release's probe is recorded (:mod:`~swafuzz.targets.sglang.detected`, written by
+``scripts/upstream-matrix`` from what :mod:`~swafuzz.targets.sglang.features` found in that
+release's environment), the answer is generated from the detection; otherwise it is the
+release ranges of :data:`RANGES` (the core's and each feature's). A TABLE row listed in
+neither has the same answer in every release of the range as in its 0.5.23 column (0.5.13+) -
+or, for rows whose 0.5.12 and 0.5.23 answers agree, everywhere.
 
     python -m swafuzz.targets.sglang.matrix 0.5.16 0.5.21   # the table's column per release
 
@@ -19,58 +20,14 @@ import sys
 import textwrap
 
 import swafuzz.targets.sglang as sg
+from swafuzz.features.sglang_facts import facts
 from swafuzz.targets.sglang import SUPPORTED_RANGE, TABLE, in_range, version_key
 
-#: TABLE component (its leading words, as ``str.startswith``) -> ``(first, last, answer, why)``
-#: for the releases ``first .. last`` (inclusive) whose answer differs from the 0.5.23 column
-#: (0.5.12 keeps its own column)
-RANGES: dict[str, tuple[tuple[str, str, str, str], ...]] = {
-    # (more specific keys first: the first key a component starts with answers)
-    "late-layer tail under graphs: enter/exit": (
-        ("0.5.13", "0.5.20", "absent", "no late-layer tail (0.5.21+)"),
-        ("0.5.21", "0.5.21", "absent", "no prefill-graph tail (0.5.22+)"),
-        ("0.5.22", "0.5.22", "refused",
-         "the prefill-graph tail exists; the adapter drives 0.5.23's seams (the compressor "
-         "flags, row-bucket graphs): kind tail_graphs refused (measured: AttributeError on "
-         "low_ratios before the refusal was added)"),),
-    "late-layer tail under graphs: DecoderReplayTail": (
-        ("0.5.13", "0.5.22", "absent", "row-bucket tail graphs (DecoderReplayTail) are 0.5.23"),),
-    "DECODE graphs under a request window": (
-        ("0.5.13", "0.5.20", "absent", "no request window (0.5.21+)"),
-        ("0.5.21", "0.5.22", "refused",
-         "the decode bucket exists; the adapter drives 0.5.23's decode-bucket code "
-         "(commit_packed_rows, the buffer registry): kind window_graphs refused"),),
-    "breakable prefill graphs under a request window": (
-        ("0.5.13", "0.5.20", "absent", "no request window (0.5.21+)"),
-        ("0.5.21", "0.5.22", "absent",
-         "prefill graphs were rejected with encoder replay (addendum §4); window_layout has no "
-         "padded_rows"),),
-    "target verify under a request window": (
-        ("0.5.13", "0.5.20", "absent", "no request window (0.5.21+)"),
-        ("0.5.21", "0.5.22", "real",
-         "measured on 0.5.22: kind dspark_verify, 15 cases, 0 findings"),),
-    "early verify metadata": (
-        ("0.5.13", "0.5.20", "absent", "no request window (0.5.21+)"),),
-    "DP-padded EXTEND under a request window": (
-        ("0.5.13", "0.5.20", "absent", "no request window (0.5.21+)"),
-        ("0.5.21", "0.5.22", "refused",
-         "the kind's extends fold encoder replay (0.5.23); these releases replay in a forward "
-         "of their own: kind window_dp_extend refused"),),
-    "ring: DSpark draft block rows": (
-        ("0.5.13", "0.5.22", "absent", "no _dspark_swa_ring_out_cache_loc"),),
-    "prefix hit under a late-layer tail": (
-        ("0.5.13", "0.5.20", "absent", "no late-layer tail (0.5.21+)"),
-        ("0.5.21", "0.5.22", "refused",
-         "the adapter drives 0.5.23's seams (replay_len, _fold_batch, _compressor_out_loc): "
-         "kind tail_prefix refused"),),
-    "encoder replay fold and separate forward": (
-        ("0.5.13", "0.5.20", "absent", "no encoder SWA replay (0.5.21+)"),
-        ("0.5.21", "0.5.22", "refused",
-         "run_encoder_swa_replay exists (the separate forward); the adapter drives 0.5.23's "
-         "_build_replay_batch / _fold_batch: kind replay_separate refused"),),
-    "compressor write locations": (
-        ("0.5.13", "0.5.20", "absent", "no encoder SWA replay (0.5.21+)"),
-        ("0.5.21", "0.5.22", "refused", "driven with 0.5.23's seams only"),),
+#: TABLE component (its leading words, as ``str.startswith``; the longest key a component starts
+#: with answers) -> ``(first, last, answer, why)`` for the releases ``first .. last``
+#: (inclusive) whose answer differs from the 0.5.23 column (0.5.12 keeps its own column): the
+#: core's cross-feature rows here, each feature's in its folder (``sglang_facts.py``)
+CORE_RANGES: dict[str, tuple[tuple[str, str, str, str], ...]] = {
     "allocator (alloc": (
         ("0.5.13", "0.5.22", "real",
          "no use_triton_kernels switch: alloc_extend_kernel routed to the module's "
@@ -81,41 +38,54 @@ RANGES: dict[str, tuple[tuple[str, str, str, str], ...]] = {
         ("0.5.13", "0.5.20", "real", "C and F only (addendum §3)"),
         ("0.5.21", "0.5.22", "real",
          "W, T, C, F: W tested before any IDLE test, no I, no J (addendum §3, A2)"),),
-    "draft-extend metadata prep": (
-        ("0.5.13", "0.5.19", "modelled",
-         "no _fill_cuda_graph_swa_out_cache_loc (checked absent in 0.5.16, present in 0.5.20)"),),
-    "request window: window_layout": (
-        ("0.5.13", "0.5.20", "absent", "dsv41_request_window is 0.5.21+"),
-        ("0.5.21", "0.5.22", "real",
-         "window_layout without zero_row / padded_rows, RequestWindow without activate_idle"),),
-    "request window kernels": (
-        ("0.5.13", "0.5.20", "absent", "no request window"),
-        ("0.5.21", "0.5.22", "modelled",
-         "copy_packed_tokens (torch, V4 byte layout; buffer and commit, commit to sink_row "
-         "when unmasked) replaced by row copies on swafuzz's row buffers"),),
-    "late-layer tail": (
-        ("0.5.13", "0.5.20", "absent", "first in 0.5.21"),
-        ("0.5.21", "0.5.22", "real",
-         "late_layer_tail_layout in kernels/ops/attention/dsv4_attn_metadata_kernels.py"),),
-    "encoder SWA replay fold": (
-        ("0.5.13", "0.5.20", "absent", "no encoder SWA replay (0.5.21+)"),
-        ("0.5.21", "0.5.22", "modelled",
-         "these releases replay in a forward of its own (run_encoder_swa_replay), not folded "
-         "(fold_encoder_swa_replay is 0.5.23): the engine model's fold runs, resetting the slot "
-         "through the release's RequestWindow.reset"),),
-    "store kernel, pool layout dsv4": (
-        ("0.5.13", "0.5.19", "real", "triton_fused_store_flashmla from sglang.jit_kernel"),),
-    "ring: allocator accounting": (
-        ("0.5.13", "0.5.19", "absent", "swa_req_ring_size is 0.5.20+"),
-        ("0.5.20", "0.5.22", "absent",
-         "the allocator's ring accounting exists but nothing on the DSV4 path writes ring rows "
-         "(no _ring_inject_loc / swa_ring_rows): ring Cases refused"),),
-    "ring: write rows": (("0.5.13", "0.5.22", "absent", "no _ring_inject_loc"),),
-    "ring: resolver under a ring": (("0.5.13", "0.5.22", "absent", "ring Cases refused"),),
     "in-graph stamp": (
-        ("0.5.13", "0.5.20", "real", "stamps the translation (no window, no ring test)"),
+        ("0.5.13", "0.5.20", "real", "stamps the translation unconditionally (no window test, no per-request row test)"),
         ("0.5.21", "0.5.22", "real", "translation skipped under a window only"),),
 }
+RANGES: dict[str, tuple[tuple[str, str, str, str], ...]] = {
+    **CORE_RANGES, **{k: r for f in facts() for k, r in f.ranges.items()}}
+
+
+def _derive_allocator(found: dict[str, str]) -> tuple[str, str] | None:
+    switch = found.get("paged allocator CPU switch (use_triton_kernels)") == "yes"
+    free_full = found.get("SWATokenToKVPoolAllocator.free_full") == "yes"
+    module = found.get("SWA allocator module", "?")
+    if switch and free_full and module == "sglang.srt.mem_cache.allocator.swa":
+        return None
+    return "real", ("detected: " + ("its use_triton_kernels switch (torch reference allocators)"
+                                    if switch else
+                                    "no use_triton_kernels switch: alloc_extend_kernel routed to "
+                                    "the module's alloc_extend_naive, decodes through alloc_extend "
+                                    "(as 0.5.12)")
+                    + ("; free_full" if free_full else
+                       "; no free_full (free = full side then free_swa)")
+                    + f"; SWATokenToKVPoolAllocator from {module}")
+
+
+def _derive_per_step(found: dict[str, str]) -> tuple[str, str] | None:
+    if found.get("per_step_draft_out_cache_loc") == "yes":
+        return None
+    return "modelled", "detected: no eagle_utils.per_step_draft_out_cache_loc: the model's layout"
+
+
+#: component prefix -> how a release's recorded probe (:mod:`~swafuzz.targets.sglang.detected`)
+#: answers the row (None: the 0.5.23 column's answer): the core's rows here, each feature's in
+#: its facts (``derive``). Where a release's probe is recorded these rows are generated from it.
+DERIVE = {"allocator (alloc": _derive_allocator,
+          "multi-step draft per-step write targets": _derive_per_step,
+          **{k: d for f in facts() for k, d in f.derive.items()}}
+
+
+def _longest(keys, component: str) -> str | None:
+    found = [k for k in keys if component.startswith(k)]
+    return max(found, key=len) if found else None
+
+
+def detected_rows(version: str) -> dict[str, str] | None:
+    """The recorded probe's inspection rows of ``version`` (a post-release without a record of
+    its own: its release's), or None."""
+    rec = sg.DETECTED.get(version) or sg.DETECTED.get(version.split(".post")[0])
+    return rec.get("found") or None if rec else None
 
 
 def answer(component: str, version: str) -> tuple[str, str]:
@@ -127,11 +97,15 @@ def answer(component: str, version: str) -> tuple[str, str]:
     k = version_key(version)
     if k < version_key("0.5.13"):
         return row[1], ""
-    for key, ranges in RANGES.items():
-        if component.startswith(key):
-            for first, last, ans, why in ranges:
-                if version_key(first) <= k <= version_key(last):
-                    return ans, why
+    found = detected_rows(version)
+    dkey = _longest(DERIVE, component)
+    if found is not None and dkey is not None:
+        got = DERIVE[dkey](found)
+        return got if got is not None else (row[2], "")
+    key = _longest(RANGES, component)
+    for first, last, ans, why in RANGES[key] if key else ():
+        if version_key(first) <= k <= version_key(last):
+            return ans, why
     return row[2], ""
 
 

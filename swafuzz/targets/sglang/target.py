@@ -143,22 +143,23 @@ class SGLangTarget:
         sglang``)."""
         try:
             v, a = sg.release()
-            head = f"target sglang: installed sglang {v} (adapter {a})"
+            head = f"target sglang: installed sglang {sg.label(v, a)}"
         except TargetUnavailable as e:
             head = str(e)
         return f"{head}\n\n{table_text()}"
 
     @staticmethod
     def versions() -> dict[str, str]:
-        """``{"sglang": ...}``: ``0.5.23``, ``0.5.17 (adapter 0.5.23)`` when an adapter is
-        forced or inferred, or the refusal's reason (``not installed``, ``X (unsupported)``);
-        reads metadata only."""
+        """``{"sglang": ...}``: ``0.5.17 (resolver family)`` (:func:`~swafuzz.targets.sglang.
+        label`: the family the release's recorded probe detected), ``0.5.24 (adapter 0.5.23,
+        resolver family)`` when an adapter is forced, or the refusal's reason (``not
+        installed``, ``X (unsupported)``); reads metadata only."""
         try:
             v, adapter = sg.release()
         except TargetUnavailable:
             v = sg.installed_version()
             return {NAME: "not installed" if v is None else f"{v} (unsupported)"}
-        return {NAME: v if v == adapter else f"{v} (adapter {adapter})"}
+        return {NAME: sg.label(v, adapter)}
 
     @staticmethod
     def version() -> str | None:

@@ -18,4 +18,5 @@ FEATURE = Feature(
     engine=('swafuzz.targets.sharing',),
     mutants=('swafuzz.features.verify_reject.mutants',),
     semantics='swafuzz/features/verify_reject/SEMANTICS.md',
+    hooks={'scenario.episode_rules': 'swafuzz.features.verify_reject.kinds:EPISODE_RULES'},
 )

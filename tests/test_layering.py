@@ -62,7 +62,7 @@ VIOLATIONS = {
     # scenarios import no torch device code
     "scenarios_torch_cuda": ("swafuzz/scenarios/payload.py", "\nimport torch.cuda  # noqa\n"),
     # nothing imports the harness except its own CLI
-    "targets_harness": ("swafuzz/targets/dp.py", "\nfrom swafuzz.harness import checks  # noqa\n"),
+    "targets_harness": ("swafuzz/targets/forward_mode.py", "\nfrom swafuzz.harness import checks  # noqa\n"),
 }
 
 

@@ -106,6 +106,31 @@ HOOK_POINTS = {
     "sglang.facts": "targets.sglang (TABLE, matrix.RANGES, features): the feature's facts about "
                     "the sglang target, a swafuzz.features.sglang_facts.SGLangFacts (its rows of "
                     "the real/modelled table, per-release answers, probe of the release)",
+    "scenario.step_ops": "scenarios.schema: the step ops the feature owns, a tuple of "
+                         "features.step_op.StepOp (what each takes, writes and grows)",
+    "scenario.step_shape": "scenarios.validate: (obj, path, kw, get) -> None: raises CaseError "
+                           "naming the field when a parsed step breaks the feature's shape "
+                           "rules (get(name): the step's field, its default when left out)",
+    "scenario.episode_rules": "scenarios.episode_machine: {rule name: function(machine[, "
+                              "data])} the stateful episode machine gains as rules",
+    "oracle.step_check": "oracles.shadow: (i, step) -> None: raises CaseInfeasible for a step "
+                         "whose feature fields the contract cannot run",
+    "oracle.step_ops": "oracles.shadow: {op: (shadow, i, step, exec) -> None}: what each op "
+                       "the feature owns does on the shadow (an op without one changes "
+                       "nothing the contract observes)",
+    "oracle.rewrite": "oracles.paths: (step) -> the ForwardMode name the feature rewrites the "
+                      "step's batch to (run eagerly: no graph runs it), or None",
+    "oracle.batch_pad": "oracles.paths: (step, own rows, requests, width, whole) -> (eager "
+                        "rows, batch size for the bucket, rows padded to) when the feature "
+                        "pads the step's batch, or None",
+    "oracle.path_ops": "oracles.paths: {op: (case, step, add) -> None}: the forwards each op "
+                       "the feature owns runs, through add(fwd, mode, runner, batch, per, "
+                       "n_real, eager_rows, pad_to)",
+    "engine.step_ops": "targets.engine: {op: (engine, i, step) -> [ForwardObs]}: how the "
+                       "unified engine runs each op the feature owns (an engine method "
+                       "step_<op> overrides it)",
+    "engine.rank_pad": "targets.engine: the class (built with the device) padding a batch to "
+                       "the other ranks' rows and rewriting it to EXTEND (rank_tokens)",
 }
 
 #: Draw order of the features' kinds in the default campaign (features not named come after,

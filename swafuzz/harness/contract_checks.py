@@ -79,13 +79,14 @@ def check_exec_path(case, obs, exp) -> list[Failure]:
         if o.rows != p.rows:
             problems.append((f"forward ran {o.rows} rows, expected {p.rows} ({p.n_real} real + "
                              f"{p.pad_rows} padded; {bucket}"
-                             + (f", DP pads to {p.dp_padded}" if p.dp_padded else "") + ")",
+                             + (f", padded to {p.pad_to} across ranks" if p.pad_to else "")
+                             + ")",
                              "rows"))
         bad = [st for st in o.stores if st.rows != p.rows]
         if bad:
             problems.append((f"layer {bad[0].layer} store got {bad[0].rows} rows, expected "
-                             f"{p.rows}" + (f" (DP pads to {p.dp_padded})" if p.dp_padded
-                                            else ""), "rows"))
+                             f"{p.rows}" + (f" (padded to {p.pad_to} across ranks)"
+                                            if p.pad_to else ""), "rows"))
         if problems:
             msg, cls = problems[0]
             more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""

@@ -14,15 +14,17 @@ For every forward (:class:`PathExp`):
 * ``bucket``: the captured batch size (smallest bucket >= the batch, computed here, not by
   ``GraphConfig.bucket_for`` which the target calls), None on the eager path;
 * ``rows``: the rows every layer's store receives (bucket rows under a graph; real rows eagerly,
-  except DP: the padded count, spec §5.4 (4), and IDLE: its dummy rows);
+  except a batch a feature pads: the padded count, and IDLE: its dummy rows);
 * ``n_real``: rows that carry a real token (the rest are padding at full location 0);
-* ``dp_padded``: the DP MAX_LEN count the rank pads to (``max(own, *others)``, spec §5.4 (2);
-  rounded up to whole requests for verify and multi-step draft), None without DP;
-* a step with ``dp_extend`` is rewritten to EXTEND (spec §5.4 (3)): eager, mode ``EXTEND``.
+* ``pad_to``: the row count a feature pads the batch to (hook ``oracle.batch_pad``: DP's
+  MAX_LEN over the ranks, features/dp/SEMANTICS.md), None when nothing pads it;
+* a step a feature rewrites (hook ``oracle.rewrite``: DP's EXTEND rewrite) runs eagerly, in the
+  mode the feature names.
 
 :func:`expected_graph_use` adds what the graph executor itself must have seen, counted by the
 harness (not reported by the target): one replay per graph step and one capture per distinct
-(runner, bucket) pair (decode, IDLE and DP-decode share the decode runner, spec §5.1, §5.4).
+(runner, bucket) pair (decode, IDLE and the decode-like ops features add share the decode
+runner, spec §5.1).
 
 :func:`expected_requests` gives, after every step, the live requests with their token count and
 SWA eviction frontier (spec §2.5): arithmetic over the Case's steps, no page choices.
@@ -32,11 +34,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from swafuzz import features
 from swafuzz.oracles.sharing import effective_prefix
-from swafuzz.scenarios.case import Case
+from swafuzz.scenarios.case import STEP_OPS, Case, Step
 
-__all__ = ["PathExp", "bucket_of", "dp_pad", "expected_graph_use", "expected_paths",
-           "expected_requests"]
+__all__ = ["PathExp", "batch_pad", "bucket_of", "expected_graph_use", "expected_paths",
+           "expected_requests", "rewritten"]
 
 
 def bucket_of(buckets: tuple[int, ...] | list[int], n: int) -> int | None:
@@ -56,7 +59,7 @@ class PathExp:
     bucket: int | None
     rows: int  # rows handed to every store of this forward
     n_real: int
-    dp_padded: int | None
+    pad_to: int | None
 
     @property
     def pad_rows(self) -> int:
@@ -72,16 +75,17 @@ def expected_paths(case: Case, graphs: bool) -> list[PathExp]:
     for i, s in enumerate(case.steps):
         if s.op in _window_path_ops(case):
             continue  # issue 12: the window / tail path's forwards (features.request_window.oracle)
-        graph = graphs and s.exec == "graph" and s.op != "admit" and not s.dp_extend
+        rewrite = rewritten(s)
+        graph = graphs and s.exec == "graph" and s.op != "admit" and not rewrite
 
-        def add(fwd, mode, runner, batch, per, n_real, eager_rows, dp=None, op=s.op,
+        def add(fwd, mode, runner, batch, per, n_real, eager_rows, pad_to=None, op=s.op,
                 graph=graph, i=i):
             b = bucket_of(g.buckets, batch) if graph else None
             if graph and b is None:  # invalid Case; the engine oracle reports it
                 graph = False
             out.append(PathExp(i, fwd, op, mode, "graph" if graph else "eager",
                                runner if graph else None, b if graph else None,
-                               b * per if graph else eager_rows, n_real, dp))
+                               b * per if graph else eager_rows, n_real, pad_to))
 
         if s.op == "admit":  # a prefix hit computes only the tokens past the prefix
             n = s.length - effective_prefix(case, s)
@@ -91,54 +95,62 @@ def expected_paths(case: Case, graphs: bool) -> list[PathExp]:
             add(0, "DECODE", "decode", n, 1, n, n)
         elif s.op == "verify":
             n, w = len(s.rids), g.num_draft_tokens
-            rows, bs, dp = dp_pad(s.rank_tokens, n * w, n, w, True)
-            add(0, "EXTEND" if s.dp_extend else "TARGET_VERIFY", "verify", bs, w, n * w, rows,
-                dp=dp)
+            rows, bs, pad_to = batch_pad(s, n * w, n, w, True)
+            add(0, rewrite or "TARGET_VERIFY", "verify", bs, w, n * w, rows, pad_to=pad_to)
         elif s.op == "draft_extend":
             n, w = sum(s.accept), g.num_draft_tokens
-            rows, bs, dp = dp_pad(s.rank_tokens, n, len(s.rids), w, False)
-            add(0, "EXTEND" if s.dp_extend else "DRAFT_EXTEND_V2", "draft_extend", bs, w, n,
-                rows, dp=dp)
+            rows, bs, pad_to = batch_pad(s, n, len(s.rids), w, False)
+            add(0, rewrite or "DRAFT_EXTEND_V2", "draft_extend", bs, w, n, rows, pad_to=pad_to)
         elif s.op == "draft_decode":
             n, w = len(s.rids) * g.topk, g.topk * g.num_steps
-            _, bs, dp = dp_pad(s.rank_tokens, len(s.rids) * w, len(s.rids), w, True)
+            _, bs, pad_to = batch_pad(s, len(s.rids) * w, len(s.rids), w, True)
             for st in range(g.num_steps - 1):
-                add(st, "DECODE", "multistep", bs, g.topk, n, bs * g.topk, dp=dp)
+                add(st, "DECODE", "multistep", bs, g.topk, n, bs * g.topk, pad_to=pad_to)
         elif s.op == "idle":
             add(0, "IDLE", "decode", s.tokens, 1, 0, s.tokens)
-        elif s.op == "dp_decode":
-            n = len(s.rids)
-            padded = max([n, *s.rank_tokens])
-            mode = "EXTEND" if s.dp_extend else ("DECODE" if n else "IDLE")
-            add(0, mode, "decode", padded, 1, n, padded, dp=padded)
         elif s.op == "draft_block":  # issue 12: DSpark draft block on a ring
             w = g.num_draft_tokens - 1
             n = len(s.rids) * w
             add(0, "TARGET_VERIFY", "draft_block", len(s.rids), w, n, n)
+        else:  # an op a feature owns (hook ``oracle.path_ops``)
+            for ops in features.hooks("oracle.path_ops"):
+                if s.op in ops:
+                    ops[s.op](case, s, add)
     return out
 
 
 def _window_path_ops(case: Case) -> tuple[str, ...]:
     """Ops whose forwards the request-window / late-layer-tail path runs (features/request_window/SEMANTICS.md):
     under a window every target forward, with a tail (paged pool) the EXTEND forwards."""
-    if case.pool.request_window:  # verify: features.dspark.oracle
-        return ("admit", "extend", "decode", "idle", "dp_decode", "verify")
+    if case.pool.request_window:  # verify: features.dspark.oracle; the features' target ops
+        return ("admit", "extend", "decode", "idle", "verify",
+                *(o for o, d in STEP_OPS.items() if d.pool == "target"))
     if case.pool.late_layer_start:
         return ("admit", "extend")
     return ()
 
 
-def dp_pad(rank_tokens, own: int, reqs: int, width: int, whole: bool
-            ) -> tuple[int, int, int | None]:
-    """DP MAX_LEN padding of a speculative batch (features/dp/SEMANTICS.md): (eager rows, batch size
-    for the bucket, padded count or None without DP). ``whole``: fixed-width batch, padded to
-    whole requests of ``width`` rows."""
-    if not rank_tokens:
-        return own, reqs, None
-    padded = max([own, *rank_tokens])
-    if whole:
-        padded = -(-padded // width) * width
-    return padded, max(reqs, -(-padded // width)), padded
+def rewritten(s: Step) -> str | None:
+    """The ForwardMode name a feature rewrites step ``s``'s batch to (hook ``oracle.rewrite``:
+    DP's EXTEND when another rank extends); a rewritten batch runs eagerly. None: no rewrite."""
+    for rewrite in features.hooks("oracle.rewrite"):
+        mode = rewrite(s)
+        if mode is not None:
+            return mode
+    return None
+
+
+def batch_pad(s: Step, own: int, reqs: int, width: int, whole: bool
+              ) -> tuple[int, int, int | None]:
+    """How a feature pads step ``s``'s batch of ``own`` rows, ``reqs`` requests of ``width``
+    rows (hook ``oracle.batch_pad``: DP's MAX_LEN over the ranks): (eager rows, batch size for
+    the bucket, rows padded to); ``(own, reqs, None)`` when nothing pads it. ``whole``: a
+    fixed-width batch, padded to whole requests."""
+    for pad in features.hooks("oracle.batch_pad"):
+        got = pad(s, own, reqs, width, whole)
+        if got is not None:
+            return got
+    return own, reqs, None
 
 
 def expected_graph_use(paths: list[PathExp]) -> tuple[int, int]:
@@ -162,9 +174,9 @@ def expected_requests(case: Case) -> list[dict[int, tuple[int, int]]]:
             h = effective_prefix(case, s)
             src = live.get(s.prefix_rid) if h else None
             live[s.rid] = [s.length, min(src[1], h) if src else 0]
-        elif s.op in ("decode", "dp_decode"):
+        elif s.op == "decode" or s.op in STEP_OPS and STEP_OPS[s.op].grows:
             for r in s.rids:
-                live[r][0] += 1
+                live[r][0] += STEP_OPS[s.op].grows if s.op in STEP_OPS else 1
         elif s.op == "verify":  # with accept: the rejected draft tokens leave the request
             for j, r in enumerate(s.rids):
                 live[r][0] += s.accept[j] if s.accept else g.num_draft_tokens

@@ -15,23 +15,21 @@ Subclasses (:class:`features.ring.oracle.RingShadow`) change the allocator rules
 
 from __future__ import annotations
 
-from typing import Optional
+from functools import partial
 
 from swafuzz import features
 from swafuzz.oracles.allocator import Allocator
 from swafuzz.oracles.errors import AllocationRejected, CaseInfeasible, OracleError
 from swafuzz.oracles.expectation import Expectation, ForwardExp, StepExp
-from swafuzz.oracles.paths import bucket_of, dp_pad
+from swafuzz.oracles.paths import batch_pad, bucket_of, rewritten
 from swafuzz.oracles.translation import translate as expected_translation
-from swafuzz.scenarios.case import EXECS, OPS, Step
+from swafuzz.scenarios.case import EXECS, OPS, STEP_OPS, Step
 from swafuzz.scenarios.payload import rows_bytes
 
-__all__ = ["MODES", "Dp", "Shadow", "dp_check"]
+__all__ = ["MODES", "Shadow"]
 
-#: the other DP ranks' token counts of a step (None: no DP)
-Dp = Optional[tuple[int, ...]]
-
-#: the ForwardMode name each op's forward runs under (without ``dp_extend``)
+#: the ForwardMode name each op's forward runs under (unless a feature rewrites the batch:
+#: :func:`oracles.paths.rewritten`)
 MODES = {
     "admit": "EXTEND",
     "decode": "DECODE",
@@ -51,20 +49,6 @@ def slot_rows(case, step: int, fwd: int, pool: str, layer: int, n_rows: int) -> 
         if data is not None:
             return data
     return rows_bytes(case.payload_seed, step, fwd, pool, layer, n_rows, case.pool.row_bytes)
-
-
-def dp_check(i: int, s: Step) -> Dp:
-    """The other ranks' token counts of a DP step (spec §5.4; None: no DP)."""
-    if s.rank_tokens and s.op not in ("dp_decode", "verify", "draft_extend", "draft_decode"):
-        raise CaseInfeasible(i, f"rank_tokens not allowed for op {s.op}")
-    if len(s.rank_tokens) > 7 or any(t < 0 for t in s.rank_tokens):
-        raise CaseInfeasible(i, "rank_tokens needs at most 7 counts >= 0")
-    if s.dp_extend:
-        if s.op not in ("dp_decode", "verify", "draft_extend"):
-            raise CaseInfeasible(i, f"dp_extend not allowed for op {s.op}")
-        if not s.rank_tokens or not s.rids:
-            raise CaseInfeasible(i, "dp_extend needs rank_tokens and at least one rid")
-    return tuple(s.rank_tokens) if s.rank_tokens else None
 
 
 class Shadow(Allocator):
@@ -148,13 +132,15 @@ class Shadow(Allocator):
                                         f"{self.pending[0]})")
 
     def run_op(self, i: int, s: Step) -> None:
-        """What op ``s.op`` does (features/dense/SEMANTICS.md), then the state snapshot."""
+        """What op ``s.op`` does (features/*/SEMANTICS.md), then the state snapshot. An op a
+        feature owns does what its hook ``oracle.step_ops`` says (nothing, without one)."""
         if s.op not in OPS:
             raise CaseInfeasible(i, f"unknown op {s.op!r}")
-        if s.exec not in EXECS or (s.op in ("admit", "evict", "finish", "remap")
-                                   and s.exec != "eager" and not (  # issue 12: prefill graphs
-                                       s.op == "admit" and self.cfg.request_window
-                                       and not self.cfg.late_layer_start)):
+        eager_only = s.op in ("admit", "evict", "finish") or (
+            s.op in STEP_OPS and "exec" not in STEP_OPS[s.op].fields)
+        if s.exec not in EXECS or (eager_only and s.exec != "eager" and not (
+                s.op == "admit" and self.cfg.request_window  # issue 12: prefill graphs
+                and not self.cfg.late_layer_start)):
             raise CaseInfeasible(i, f"exec {s.exec!r} not allowed for op {s.op}")
         if len(set(s.rids)) != len(s.rids):
             raise CaseInfeasible(i, f"rids {list(s.rids)} repeat a request")
@@ -162,17 +148,21 @@ class Shadow(Allocator):
             raise CaseInfeasible(i, f"{s.op} needs at least one rid")
         if self.win is not None and self.win.run_step(self, i, s):
             return self.snapshot(i, s)
-        dp = dp_check(i, s)
-        ex = "eager" if s.dp_extend else s.exec  # rewritten to EXTEND: no graph runs it
-        op = getattr(self, "_op_" + s.op, None)  # ops of other paths (extend, ...): no-ops here
+        for check in features.hooks("oracle.step_check"):  # e.g. DP's rank_tokens
+            check(i, s)
+        ex = "eager" if rewritten(s) else s.exec  # a rewritten batch: no graph runs it
+        op = getattr(self, "_op_" + s.op, None)
+        if op is None:  # an op a feature owns; ops of other paths (extend, ...): no-ops here
+            op = next((partial(ops[s.op], self) for ops in features.hooks("oracle.step_ops")
+                       if s.op in ops), None)
         if op is not None:
-            op(i, s, dp, ex)
+            op(i, s, ex)
         self.snapshot(i, s)
 
     def _mode(self, s: Step) -> str:
-        return "EXTEND" if s.dp_extend else MODES[s.op]
+        return rewritten(s) or MODES[s.op]
 
-    def _op_admit(self, i: int, s: Step, dp: Dp, ex: str) -> None:
+    def _op_admit(self, i: int, s: Step, ex: str) -> None:
         if s.rid is None or s.length is None or s.length < 1:
             raise CaseInfeasible(i, "admit needs rid and length >= 1")
         if s.rid in self.ever:
@@ -186,12 +176,12 @@ class Shadow(Allocator):
             locs = self.extend(s.rid, s.length)
         self.forward(i, 0, "target", "EXTEND", "eager", locs, len(locs), None)
 
-    def _op_decode(self, i: int, s: Step, dp: Dp, ex: str) -> None:
+    def _op_decode(self, i: int, s: Step, ex: str) -> None:
         g = self.g
         per = 1 if s.op == "decode" else g.num_draft_tokens
         for rid in s.rids:
             self.live(i, rid)
-        rows, bs, _ = dp_pad(dp, len(s.rids) * per, len(s.rids), per, True)
+        rows, bs, _ = batch_pad(s, len(s.rids) * per, len(s.rids), per, True)
         b = self.bucket(bs)
         self.graph_ok(i, ex, b)
         if s.accept and (s.op != "verify" or len(s.accept) != len(s.rids) or any(
@@ -208,7 +198,7 @@ class Shadow(Allocator):
 
     _op_verify = _op_decode
 
-    def _op_draft_extend(self, i: int, s: Step, dp: Dp, ex: str) -> None:
+    def _op_draft_extend(self, i: int, s: Step, ex: str) -> None:
         g = self.g
         if len(s.accept) != len(s.rids):
             raise CaseInfeasible(i, "accept needs one entry per rid")
@@ -221,11 +211,11 @@ class Shadow(Allocator):
                                         f"length={len(toks)})]")
             locs += toks[len(toks) - a:]
         w = g.num_draft_tokens
-        rows, bs, _ = dp_pad(dp, len(locs), len(s.rids), w, False)
+        rows, bs, _ = batch_pad(s, len(locs), len(s.rids), w, False)
         b = self.bucket(bs)
         self.forward(i, 0, "draft", self._mode(s), ex, locs, rows, None if b is None else b * w)
 
-    def _op_draft_decode(self, i: int, s: Step, dp: Dp, ex: str) -> None:
+    def _op_draft_decode(self, i: int, s: Step, ex: str) -> None:
         g = self.g
         if g.topk < 1 or g.num_steps < 2:
             raise CaseInfeasible(i, f"draft_decode needs topk >= 1 and num_steps >= 2 (got "
@@ -233,7 +223,7 @@ class Shadow(Allocator):
         for rid in s.rids:
             self.live(i, rid)
         k, ns = g.topk, g.num_steps
-        _, bs, _ = dp_pad(dp, len(s.rids) * k * ns, len(s.rids), k * ns, True)
+        _, bs, _ = batch_pad(s, len(s.rids) * k * ns, len(s.rids), k * ns, True)
         b = self.bucket(bs)
         self.graph_ok(i, ex, b)
         self.check_alloc(i, [(rid, k * ns) for rid in s.rids])
@@ -242,26 +232,12 @@ class Shadow(Allocator):
             locs = [new[bi][kk * ns + st] for bi in range(len(s.rids)) for kk in range(k)]
             self.forward(i, st, "draft", "DECODE", ex, locs, bs * k, None if b is None else b * k)
 
-    def _op_idle(self, i: int, s: Step, dp: Dp, ex: str) -> None:
+    def _op_idle(self, i: int, s: Step, ex: str) -> None:
         if s.tokens is None or s.tokens < 1:
             raise CaseInfeasible(i, "idle needs tokens >= 1")
         self.forward(i, 0, "target", "IDLE", ex, [], s.tokens, self.bucket(s.tokens))
 
-    def _op_dp_decode(self, i: int, s: Step, dp: Dp, ex: str) -> None:
-        if not 1 <= len(s.rank_tokens) <= 7 or any(t < 0 for t in s.rank_tokens):
-            raise CaseInfeasible(i, "rank_tokens needs 1..7 counts >= 0")
-        padded = max(len(s.rids), *s.rank_tokens)
-        if padded < 1:
-            raise CaseInfeasible(i, "dp_decode with no rows on any rank")
-        for rid in s.rids:
-            self.live(i, rid)
-        self.graph_ok(i, ex, self.bucket(padded))
-        self.check_alloc(i, [(rid, 1) for rid in s.rids])
-        locs = [self.extend(rid, 1)[0] for rid in s.rids]
-        mode = "EXTEND" if s.dp_extend else ("DECODE" if s.rids else "IDLE")
-        self.forward(i, 0, "target", mode, ex, locs, padded, self.bucket(padded))
-
-    def _op_evict(self, i: int, s: Step, dp: Dp, ex: str) -> None:
+    def _op_evict(self, i: int, s: Step, ex: str) -> None:
         toks = self.live(i, s.rid)
         old = self.evicted[s.rid]
         front = max(old, len(toks) - self.cfg.window) // self.P * self.P
@@ -269,10 +245,7 @@ class Shadow(Allocator):
             self.free_swa_slots(self.alone(s.rid, toks[old:front]))
             self.evicted[s.rid] = front
 
-    def _op_remap(self, i: int, s: Step, dp: Dp, ex: str) -> None:
-        pass  # same contents in a new tensor: nothing the contract can observe changes
-
-    def _op_finish(self, i: int, s: Step, dp: Dp, ex: str) -> None:
+    def _op_finish(self, i: int, s: Step, ex: str) -> None:
         toks = self.live(i, s.rid)
         pages = {f // self.P for f in self.alone(s.rid, toks)}
         # every slot of the pages it alone holds: its reserved verify slots included

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from swafuzz import features
-from swafuzz.scenarios.case import Case
+from swafuzz.scenarios.case import STEP_OPS, Case
 
 
 def effective_prefix(case: Case, s) -> int:
@@ -95,9 +95,9 @@ def expected_layout(case: Case) -> list[dict[int, ReqLayout]]:
                 live[s.rid] = new
             else:
                 live[s.rid] = ReqLayout(s.length, 0)
-        elif s.op in ("decode", "dp_decode"):
+        elif s.op == "decode" or s.op in STEP_OPS and STEP_OPS[s.op].grows:
             for r in s.rids:
-                grow(r, 1)
+                grow(r, STEP_OPS[s.op].grows if s.op in STEP_OPS else 1)
         elif s.op == "verify":
             for j, r in enumerate(s.rids):
                 before = live[r].length

@@ -1,5 +1,6 @@
-"""Pool and graph draws and the planner actions of the paged kinds (dense rows, DP, remap, the
-DSV4 layout, the ring, the sharing triggers): each action an :class:`scenarios.episode.Action`.
+"""Pool and graph draws and the planner actions of the paged kinds (dense rows, the DSV4 layout,
+the ring, the sharing triggers): each action an :class:`scenarios.episode.Action`. A feature's
+own actions live in its ``kinds.py``.
 
 Every action plans only steps that fit (:class:`scenarios.planner.Planner`). Draw order is
 chosen so that shrinking moves towards the smallest interesting Case: page size 1 (then 16, 64,
@@ -63,12 +64,6 @@ def exec_mode(draw) -> str:
     return draw(st.sampled_from(EXECS))
 
 
-def others(draw, pl: Planner, width: int) -> tuple[int, ...]:
-    """Other DP ranks' token counts: 1..7 ranks, each at most a full largest bucket of
-    ``width``-row requests (so a graph step's padded batch still fits a bucket)."""
-    return tuple(draw(st.lists(st.integers(0, pl.max_bs * width), min_size=1, max_size=7)))
-
-
 # --------------------------------------------------------------------------- actions
 @action()
 def admit_some(draw, pl: Planner) -> None:
@@ -105,9 +100,9 @@ def verify(draw, pl: Planner) -> None:
     pl.forward_extend("verify", rids, pl.graph.num_draft_tokens, exec_mode(draw))
 
 
-def _draft_extend(draw, pl: Planner, dp: bool) -> None:
-    """A draft-extend of live requests; ``dp``: with other ranks' token counts (re-padding) or
-    the rewrite to EXTEND (spec §5.4, §6)."""
+def plan_draft_extend(draw, pl: Planner, more=None) -> None:
+    """A draft-extend of live requests; ``more(draw, pl, num_draft_tokens)``: the feature
+    fields of the step (a dict), drawn after its ``exec`` (e.g. other ranks' token counts)."""
     rids = subset(draw, pl.live(), 1, pl.max_bs)
     ndt = pl.graph.num_draft_tokens
     accept = tuple(draw(st.integers(1, min(ndt, pl.reqs[r][0]))) for r in rids)
@@ -115,15 +110,11 @@ def _draft_extend(draw, pl: Planner, dp: bool) -> None:
     if any(pl.reqs[r][0] - a < pl.reqs[r][1] for r, a in zip(rids, accept)):
         return
     ex = exec_mode(draw)
-    extra = ({"rank_tokens": others(draw, pl, ndt), "dp_extend": draw(st.booleans())}
-             if dp else {})
+    extra = more(draw, pl, ndt) if more is not None else {}
     pl.steps.append(Step(op="draft_extend", rids=tuple(rids), accept=accept, exec=ex, **extra))
 
 
-draft_extend = Action("draft_extend", lambda draw, pl: _draft_extend(draw, pl, False), has_live)
-#: DP re-padding of a draft-extend batch, or its rewrite to EXTEND (spec §5.4, §6).
-dp_draft_extend = Action("dp_draft_extend", lambda draw, pl: _draft_extend(draw, pl, True),
-                         has_live)
+draft_extend = Action("draft_extend", lambda draw, pl: plan_draft_extend(draw, pl), has_live)
 
 
 @action(has_live)
@@ -137,53 +128,9 @@ def idle(draw, pl: Planner) -> None:
     pl.steps.append(Step(op="idle", tokens=draw(st.integers(1, pl.max_bs)), exec=exec_mode(draw)))
 
 
-@action()
-def dp(draw, pl: Planner) -> None:
-    """A DP decode padded to the other ranks' maximum (this rank may be empty: IDLE)."""
-    rids = subset(draw, pl.live(), 0, pl.max_bs)
-    ranks = draw(st.lists(st.integers(0, pl.max_bs), min_size=1, max_size=7))
-    if not rids and max(ranks) == 0:
-        ranks[0] = 1
-    if not pl.can_extend(rids, 1):
-        return
-    pl.forward_extend("dp_decode", rids, 1, exec_mode(draw), rank_tokens=tuple(ranks))
-
-
-@action(has_live)
-def dp_verify(draw, pl: Planner) -> None:
-    """DP re-padding of a target-verify batch, or its rewrite to EXTEND (spec §5.4)."""
-    rids = subset(draw, pl.live(), 1, pl.max_bs)
-    ndt = pl.graph.num_draft_tokens
-    pl.forward_extend("verify", rids, ndt, exec_mode(draw), rank_tokens=others(draw, pl, ndt),
-                      dp_extend=draw(st.booleans()))
-
-
-@action(has_live)
-def dp_draft_decode(draw, pl: Planner) -> None:
-    """DP re-padding of a multi-step draft batch (whole requests of topk*num_steps rows)."""
-    rids = subset(draw, pl.live(), 1, pl.max_bs)
-    w = pl.graph.topk * pl.graph.num_steps
-    pl.forward_extend("draft_decode", rids, w, exec_mode(draw), rank_tokens=others(draw, pl, w))
-
-
-@action(has_live)
-def dp_rewrite(draw, pl: Planner) -> None:
-    """DP decode rewritten to EXTEND because another rank extends (spec §5.4 (3))."""
-    rids = subset(draw, pl.live(), 1, pl.max_bs)
-    pl.forward_extend("dp_decode", rids, 1, exec_mode(draw), rank_tokens=others(draw, pl, 1),
-                      dp_extend=True)
-
-
 @action(has_live)
 def evict(draw, pl: Planner) -> None:
     pl.evict(draw(st.sampled_from(pl.live())))
-
-
-@action()
-def remap(draw, pl: Planner) -> None:
-    """HiCache load-back / commit: the mapping rewritten and re-registered between forwards
-    (spec §2.8, PR #25889); graphs captured before it must keep reading the live mapping."""
-    pl.steps.append(Step(op="remap"))
 
 
 @action()

@@ -30,6 +30,7 @@ from swafuzz.scenarios.schema import (
     ROW_DTYPES,
     ROW_ITEMSIZE,
     STEP_ALWAYS_EMITTED,
+    STEP_OPS,
     CaseError,
     GraphConfig,
     PoolConfig,
@@ -42,7 +43,7 @@ from swafuzz.scenarios.validate import parse_case_fields
 #: the Case's types and constants, defined in :mod:`scenarios.schema` and re-exported here
 __all__ = ["ALWAYS_EMITTED", "CASE_VERSION", "DSV4_PAGE_ALIGN", "DSV4_TOKEN_BYTES", "EXECS",
            "FORWARD_OPS", "OPS", "POISON_BYTE", "ROW_DTYPES", "ROW_ITEMSIZE",
-           "STEP_ALWAYS_EMITTED", "Case", "CaseError", "GraphConfig", "PoolConfig", "Step",
+           "STEP_ALWAYS_EMITTED", "STEP_OPS", "Case", "CaseError", "GraphConfig", "PoolConfig", "Step",
            "field_default", "json_fields"]
 
 

@@ -10,9 +10,12 @@ sequence of steps that still breaks.
 
 from __future__ import annotations
 
+import inspect
+
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from swafuzz import features
 from swafuzz.scenarios.actions import graph_configs, pool_configs
 from swafuzz.scenarios.case import GraphConfig, PoolConfig, Step
 from swafuzz.scenarios.planner import Planner
@@ -35,7 +38,7 @@ class EpisodeMachine(RuleBasedStateMachine):
         """Called after every step (an invariant); raise AssertionError on a failure."""
 
     # -- plumbing -----------------------------------------------------------------------------
-    def _emit(self) -> None:
+    def emit(self) -> None:
         while self._sent < len(self.pl.steps):
             self.run_step(self.pl.steps[self._sent])
             self._sent += 1
@@ -47,94 +50,74 @@ class EpisodeMachine(RuleBasedStateMachine):
         self._sent = 0
         self.start(pool, graph, seed)
         self.pl.admit(length)
-        self._emit()
+        self.emit()
 
-    def _rids(self, data, lo: int = 1) -> list[int]:
+    def draw_rids(self, data, lo: int = 1) -> list[int]:
         live = self.pl.live()
         if len(live) < lo:
             return []
         k = data.draw(st.integers(lo, min(len(live), self.pl.max_bs)))
         return data.draw(st.permutations(live))[:k]
 
-    def _exec(self, data) -> str:
+    def draw_exec(self, data) -> str:
         return data.draw(st.sampled_from(("graph", "eager")))
 
     # -- rules ----------------------------------------------------------------------------------
     @rule(length=st.integers(1, 20))
     def admit(self, length):
         self.pl.admit(min(length, 2 * self.pl.pool.page_size + 1))
-        self._emit()
+        self.emit()
 
     @rule(data=st.data())
     def decode(self, data):
-        rids = self._rids(data)
+        rids = self.draw_rids(data)
         if rids:
-            self.pl.forward_extend("decode", rids, 1, self._exec(data))
-            self._emit()
+            self.pl.forward_extend("decode", rids, 1, self.draw_exec(data))
+            self.emit()
 
     @rule(data=st.data())
     def verify(self, data):
-        rids = self._rids(data)
+        rids = self.draw_rids(data)
         if rids:
             self.pl.forward_extend("verify", rids, self.pl.graph.num_draft_tokens,
-                                   self._exec(data))
-            self._emit()
+                                   self.draw_exec(data))
+            self.emit()
 
     @rule(data=st.data())
     def draft_extend(self, data):
-        rids = self._rids(data)
+        rids = self.draw_rids(data)
         ndt = self.pl.graph.num_draft_tokens
         accept = [data.draw(st.integers(1, min(ndt, self.pl.reqs[r][0]))) for r in rids]
         if rids and all(self.pl.reqs[r][0] - a >= self.pl.reqs[r][1] for r, a in zip(rids, accept)):
             self.pl.steps.append(Step(op="draft_extend", rids=tuple(rids), accept=tuple(accept),
-                                      exec=self._exec(data)))
-            self._emit()
+                                      exec=self.draw_exec(data)))
+            self.emit()
 
     @rule(data=st.data())
     def draft_decode(self, data):
-        rids = self._rids(data)
+        rids = self.draw_rids(data)
         g = self.pl.graph
         if rids and g.topk >= 1 and g.num_steps >= 2:
-            self.pl.forward_extend("draft_decode", rids, g.topk * g.num_steps, self._exec(data))
-            self._emit()
+            self.pl.forward_extend("draft_decode", rids, g.topk * g.num_steps, self.draw_exec(data))
+            self.emit()
 
     @rule(data=st.data())
     def idle(self, data):
         self.pl.steps.append(Step(op="idle", tokens=data.draw(st.integers(1, self.pl.max_bs)),
-                                  exec=self._exec(data)))
-        self._emit()
-
-    @rule(data=st.data())
-    def dp_decode(self, data):
-        rids = self._rids(data, lo=0) if data.draw(st.booleans()) else []
-        others = data.draw(st.lists(st.integers(0, self.pl.max_bs), min_size=1, max_size=7))
-        if not rids and max(others) == 0:
-            others[0] = 1
-        if self.pl.forward_extend("dp_decode", rids, 1, self._exec(data),
-                                  rank_tokens=tuple(others)):
-            self._emit()
+                                  exec=self.draw_exec(data)))
+        self.emit()
 
     @rule(data=st.data())
     def evict(self, data):
         if self.pl.live():
             self.pl.evict(data.draw(st.sampled_from(self.pl.live())))
-            self._emit()
+            self.emit()
 
     @rule(data=st.data())
     def finish(self, data):
         if len(self.pl.live()) > 1:
             self.pl.finish(data.draw(st.sampled_from(self.pl.live())))
-            self._emit()
-
-    @rule(data=st.data())
-    def verify_reject(self, data):
-        """A verify accepting 1..num_draft_tokens per request: the rejected tail is freed."""
-        rids = self._rids(data)
-        if rids:
-            ndt = self.pl.graph.num_draft_tokens
-            accept = tuple(data.draw(st.integers(1, ndt)) for _ in rids)
-            if self.pl.verify_reject(rids, accept, self._exec(data)):
-                self._emit()
+            self.emit()
 
     @rule(data=st.data())
     def prefix_admit(self, data):
@@ -145,15 +128,33 @@ class EpisodeMachine(RuleBasedStateMachine):
             n = data.draw(st.sampled_from(self.pl.prefix_choices(src)))
             extra = data.draw(st.integers(1, 2 * self.pl.pool.page_size + 1))
             if self.pl.admit_prefix(src, n, n + extra) is not None:
-                self._emit()
-
-    @rule()
-    def remap(self):
-        if self.pl is not None:
-            self.pl.steps.append(Step(op="remap"))
-            self._emit()
+                self.emit()
 
     @invariant()
     def checked(self):
         if self.pl is not None:
             self.check()
+
+
+def _add_feature_rules(cls: type) -> None:
+    """The rules the features add (hook ``scenario.episode_rules``): a function of the machine
+    and, when it takes one, a ``data`` draw (``rule(data=st.data())``; else ``rule()``)."""
+    for rules in features.hooks("scenario.episode_rules"):
+        for name, fn in rules.items():
+            if hasattr(cls, name):
+                raise features.RecordError(f"episode rule {name!r} is defined twice")
+            takes_data = "data" in inspect.signature(fn).parameters
+            method = _named(fn, name, cls)
+            setattr(cls, name, rule(data=st.data())(method) if takes_data else rule()(method))
+
+
+def _named(fn, name: str, cls: type):
+    """``fn`` as method ``name`` of ``cls`` (Hypothesis prints a failing run's rules by name)."""
+    def method(self, **kw):
+        return fn(self, **kw)
+    method.__name__, method.__qualname__ = name, f"{cls.__name__}.{name}"
+    method.__doc__ = fn.__doc__
+    return method
+
+
+_add_feature_rules(EpisodeMachine)

@@ -19,6 +19,7 @@ from typing import Any
 
 from swafuzz import features
 from swafuzz.features.case_field import CaseField
+from swafuzz.features.step_op import StepOp
 
 CASE_VERSION = 1
 POISON_BYTE = 0x5A
@@ -28,22 +29,41 @@ DSV4_TOKEN_BYTES = 584  # 448 fp8 nope + 64 bf16 rope + 7 UE8M0 scales + 1 pad
 DSV4_PAGE_ALIGN = 576
 ROW_ITEMSIZE = {"uint8": 1, "bfloat16": 2}
 EXECS = ("eager", "graph")
-OPS = (
-    "admit",
-    "decode",
-    "verify",
-    "draft_extend",
-    "draft_decode",
-    "idle",
-    "dp_decode",
-    "evict",
-    "finish",
-    "remap",
-    "extend",
-    "draft_block",
-)
-FORWARD_OPS = ("admit", "decode", "verify", "draft_extend", "draft_decode", "idle", "dp_decode",
-               "extend", "draft_block")
+#: the dense base ops; the features add theirs (hook ``scenario.step_ops``: :data:`STEP_OPS`)
+BASE_OPS = ("admit", "decode", "verify", "draft_extend", "draft_decode", "idle", "evict", "finish",
+            "extend", "draft_block")
+#: the base ops that run forwards
+BASE_FORWARD_OPS = ("admit", "decode", "verify", "draft_extend", "draft_decode", "idle", "extend",
+                    "draft_block")
+
+
+def _step_ops() -> tuple[dict[str, StepOp], tuple[str, ...]]:
+    """The features' op declarations by name, and every op in order: the base ones, each
+    declared op moved to follow the op its ``after`` names."""
+    decls = [d for ops in features.hooks("scenario.step_ops") for d in ops]
+    byname: dict[str, StepOp] = {}
+    for d in decls:
+        if not isinstance(d, StepOp) or d.problem():
+            raise features.RecordError(f"step op declaration {d!r}: "
+                                       f"{d.problem() if isinstance(d, StepOp) else 'no StepOp'}")
+        if d.name in BASE_OPS or d.name in byname:
+            raise features.RecordError(f"step op {d.name!r} is declared twice")
+        byname[d.name] = d
+    order, pending = list(BASE_OPS), list(decls)
+    while pending:
+        d = next((d for d in pending if d.after in order), None)
+        if d is None:
+            raise features.RecordError(f"step op {pending[0].name}: after {pending[0].after!r}, "
+                                       "which is no op")
+        order.insert(order.index(d.after) + 1, d.name)
+        pending.remove(d)
+    return byname, tuple(order)
+
+
+#: the step ops the features declare (name -> :class:`~swafuzz.features.step_op.StepOp`)
+STEP_OPS, OPS = _step_ops()
+FORWARD_OPS = tuple(o for o in OPS if o in BASE_FORWARD_OPS
+                    or (o in STEP_OPS and STEP_OPS[o].forward))
 #: The fields emitted in JSON even at their default: the base fields every version-1 bundle
 #: carries. Every other field is emitted only when it differs from its default, so a field a
 #: feature adds leaves the JSON of the Cases that do not use it byte-identical.
@@ -54,11 +74,12 @@ ALWAYS_EMITTED = {
     "step": ("op",),
 }
 #: Step fields emitted at their default for some ops (field -> ops): the ``exec`` of a forward
-#: that runs in a bucket's graph (``admit`` / ``extend`` emit it only for a prefill graph) and
-#: the ``rids`` of ``dp_decode`` (an IDLE DP rank has none).
+#: that runs in a bucket's graph (``admit`` / ``extend`` emit it only for a prefill graph), and
+#: what a declared op's ``emit`` names (an op whose ``rids`` may be empty emits them).
 STEP_ALWAYS_EMITTED = {
     "exec": tuple(o for o in FORWARD_OPS if o not in ("admit", "extend")),
-    "rids": ("dp_decode",),
+    **{f: tuple(d.name for d in STEP_OPS.values() if f in d.emit)
+       for f in sorted({f for d in STEP_OPS.values() for f in d.emit})},
 }
 
 

@@ -1,4 +1,4 @@
-"""Capacity bookkeeping for the ``verify_reject`` and ``prefix_share`` scenario kinds.
+"""Capacity bookkeeping for the sharing triggers (rejected draft tokens, prefix sharing).
 
 :class:`SharingPlanner` extends :class:`scenarios.planner.Planner` with abstract pages (ids
 from a counter, no slot ids): which live requests hold each full page (a shared prefix is held
@@ -79,7 +79,7 @@ class SharingPlanner(Planner):
                                prefix_len=n))
         return rid
 
-    def verify_reject(self, rids: list[int], accept: tuple[int, ...], exec_: str) -> bool:
+    def verify_accept(self, rids: list[int], accept: tuple[int, ...], exec_: str) -> bool:
         """A verify of ``rids`` whose requests accept ``accept`` draft tokens; the pages past
         each last accepted token's page go back after the forward."""
         ndt, p = self.graph.num_draft_tokens, self.pool.page_size

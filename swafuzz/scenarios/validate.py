@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from swafuzz import features
 from swafuzz.features.case_field import CaseField
 from swafuzz.scenarios.schema import (
     CASE_VERSION,
@@ -23,6 +24,7 @@ from swafuzz.scenarios.schema import (
     EXECS,
     OPS,
     ROW_DTYPES,
+    STEP_OPS,
     CaseError,
     GraphConfig,
     PoolConfig,
@@ -51,12 +53,11 @@ _BASE_STEP_FIELDS = {
     "draft_extend": {"rids", "exec"},
     "draft_decode": {"rids", "exec"},
     "idle": {"tokens", "exec"},
-    "dp_decode": {"rids", "exec"},
     "evict": {"rid"},
     "finish": {"rid"},
-    "remap": set(),
     "extend": {"rids", "exec"},
     "draft_block": {"rids", "exec"},
+    **{op: set(d.fields) for op, d in STEP_OPS.items()},
 }
 _STEP_FIELDS = {op: names | {d.name for d in DECLARED["step"] if op in d.ops}
                 for op, names in _BASE_STEP_FIELDS.items()}
@@ -202,7 +203,7 @@ def parse_step(obj: Any, i: int) -> Step:
             raise CaseError(f"{path}.rids", f"at most {MAX_TOKENS} requests (got {len(rids)})")
         if len(set(rids)) != len(rids):
             raise CaseError(f"{path}.rids", f"must not repeat a request id (got {list(rids)})")
-        if not rids and op != "dp_decode":
+        if not rids and not (op in STEP_OPS and STEP_OPS[op].empty_rids):
             raise CaseError(f"{path}.rids", "must name at least one request")
         kw["rids"] = rids
     if op == "idle":
@@ -214,8 +215,8 @@ def parse_step(obj: Any, i: int) -> Step:
 
 def _step_shape(obj: dict, path: str, kw: dict[str, Any]) -> None:
     """The shape of a step beyond each field's own type and range: one ``accept`` / ``lengths``
-    entry per request, ``replay`` drawn from ``rids``, how many other DP ranks ``rank_tokens``
-    lists. A field the step leaves out counts as its default."""
+    entry per request, ``replay`` drawn from ``rids``, then each feature's shape rules (hook
+    ``scenario.step_shape``). A field the step leaves out counts as its default."""
     op = kw["op"]
 
     def get(name: str) -> Any:
@@ -231,16 +232,8 @@ def _step_shape(obj: dict, path: str, kw: dict[str, Any]) -> None:
         if not set(replay) <= set(kw["rids"]) or len(set(replay)) != len(replay):
             raise CaseError(f"{path}.replay", "must list distinct request ids from rids (got "
                             f"{list(replay)})")
-    ranks = get("rank_tokens") if "rank_tokens" in _STEP_FIELDS[op] else ()
-    if op == "dp_decode" or (op == "extend" and "rank_tokens" in obj):
-        # dp_decode: the other ranks; extend: a DP-padded EXTEND (MAX_LEN, window only), whose
-        # entries are the peers' tail rows under ``tail_exec: "bucket"``
-        if not 1 <= len(ranks) <= 7:
-            raise CaseError(f"{path}.rank_tokens", "must list 1..7 other ranks' token counts")
-    if op == "dp_decode" and not kw["rids"] and max(ranks) == 0:
-        raise CaseError(f"{path}.rank_tokens", "some rank must have tokens")
-    if len(ranks) > 7:
-        raise CaseError(f"{path}.rank_tokens", "must list 0..7 other ranks' token counts")
+    for shape in features.hooks("scenario.step_shape"):  # e.g. DP: how many other ranks
+        shape(obj, path, kw, get)
 
 
 def parse_case_fields(obj: Any) -> dict[str, Any]:

@@ -12,6 +12,8 @@ eager path, as upstream's ``can_run`` does; ``ForwardObs.exec`` says how it ran)
 
 from __future__ import annotations
 
+from functools import partial
+
 import torch
 
 from swafuzz import features, kernels
@@ -19,7 +21,6 @@ from swafuzz.scenarios.case import Case, Step
 from swafuzz.scenarios.payload import k_rows_bytes
 from swafuzz.targets.allocator import SWAAllocator
 from swafuzz.targets.backend import DSV4Backend, MultiStepBackend, per_step_draft_out_cache_loc
-from swafuzz.targets.dp import DPAttention
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.hooks import FeatureHook
 from swafuzz.targets.kv_pool import SWAKVPool
@@ -57,7 +58,8 @@ class UnifiedEngine:
     multistep_runner_cls = MultiStepDraftRunner
     #: the multi-step draft's per-step write-target layout (the EAGLE worker's helper)
     per_step_loc = staticmethod(per_step_draft_out_cache_loc)
-    dp_cls = DPAttention
+    #: the cross-rank batch padding (DP attention's, features/dp/engine.py): built per engine
+    rank_pad_cls = FeatureHook("engine.rank_pad")
     #: "exact": the oracle predicts every allocation (the Case contract's lowest-free policy);
     #: "observed": the target's allocator chooses, each StepObs reports the choices (``alloc``)
     #: and the oracle validates them (the ``sglang`` target)
@@ -100,7 +102,7 @@ class UnifiedEngine:
                              decode_tokens_per_bs=g.topk * g.num_steps, prep_in_graph=raw)
             for s in range(g.num_steps)
         ])
-        self.dp = self.dp_cls(self.device)
+        self.rank_pad = self.rank_pad_cls(self.device)
         self._runners: dict[str, GraphRunner] = {}
         self.step_path = (self.step_path_cls(self) if any(
             q(case) for q in features.hooks("engine.uses_step_path")) else None)
@@ -140,8 +142,8 @@ class UnifiedEngine:
             self.gcfg.bucket_for(n) is not None
 
     def can_run_graph(self, step: Step, fb: ForwardBatch, n: int) -> bool:
-        """``can_run`` of a DP batch: as :meth:`use_graph`, and never for a batch that DP
-        rewrote to EXTEND because another rank extends (spec §5.4 (3))."""
+        """``can_run`` of a batch padded across ranks: as :meth:`use_graph`, and never for a
+        batch rewritten to EXTEND because another rank extends (spec §5.4 (3))."""
         return fb.forward_mode != ForwardMode.EXTEND and self.use_graph(step, n)
 
     # -- payload ----------------------------------------------------------------------------------
@@ -219,33 +221,14 @@ class UnifiedEngine:
         fb = self.batch(ForwardMode.EXTEND, [(s.rid, slots)])
         return [self.eager_forward(i, "target", self.target_backend, fb, len(slots))]
 
-    def dp_forward(self, i: int, s: Step, pool: str, kind: str, backend: DSV4Backend,
-                   fb: ForwardBatch, n_real: int, width: int, fixed_width: bool
-                   ) -> list[ForwardObs]:
-        """DP attention on a verify / draft-extend batch (``rank_tokens`` given, spec §5.4):
-        MAX_LEN padding (to whole requests of ``width`` rows when ``fixed_width``), rewritten to
-        EXTEND (eager) when another rank extends."""
-        padded = self.dp.padded_spec_tokens(fb.out_cache_loc.numel(), s.rank_tokens, width,
-                                            fixed_width)
-        bs = max(fb.batch_size, -(-padded // width))
-        if s.dp_extend:
-            self.dp.rewrite_to_extend(fb)
-        if self.can_run_graph(s, fb, bs):
-            mode = fb.forward_mode.name
-            self.dp.pad_inputs_to_size(fb, padded, bs)
-            return self.graph_forward(i, pool, kind, fb, n_real, mode)
-        backend.init_forward_metadata(fb)  # on the unpadded batch
-        self.dp.pad_inputs_to_size(fb, padded, bs)  # out_cache_loc rebound after metadata init
-        return [self.eager_stores(i, 0, pool, backend, fb, n_real)]
-
     def _extend_and_forward(self, i: int, s: Step, mode: ForwardMode, per_req: int,
                             kind: str) -> list[ForwardObs]:
         new = self.allocator.extend([(rid, per_req) for rid in s.rids])
         fb = self.batch(mode, list(zip(s.rids, new)))
         n_real = fb.out_cache_loc.numel()
         if s.rank_tokens:
-            return self.dp_forward(i, s, "target", kind, self.target_backend, fb, n_real,
-                                   per_req, True)
+            return self.rank_pad.spec_forward(self, i, s, "target", kind, self.target_backend,
+                                              fb, n_real, per_req, True)
         if self.use_graph(s, len(s.rids)):
             return self.graph_forward(i, "target", kind, fb, n_real, mode.name)
         return [self.eager_forward(i, "target", self.target_backend, fb, n_real)]
@@ -267,8 +250,9 @@ class UnifiedEngine:
         fb = self.batch(ForwardMode.DRAFT_EXTEND_V2, per_req)
         n_real = fb.out_cache_loc.numel()
         if s.rank_tokens:
-            return self.dp_forward(i, s, "draft", "draft_extend", self.draft_extend_backend, fb,
-                                   n_real, self.gcfg.num_draft_tokens, False)
+            return self.rank_pad.spec_forward(self, i, s, "draft", "draft_extend",
+                                              self.draft_extend_backend, fb, n_real,
+                                              self.gcfg.num_draft_tokens, False)
         if self.use_graph(s, len(s.rids)):
             return self.graph_forward(i, "draft", "draft_extend", fb, n_real, fb.forward_mode.name)
         return [self.eager_forward(i, "draft", self.draft_extend_backend, fb, n_real)]
@@ -280,18 +264,16 @@ class UnifiedEngine:
         n_real = len(s.rids) * g.topk
         width = g.topk * g.num_steps
         bs = len(s.rids)
-        if s.rank_tokens:  # DP: pad to whole requests of topk*num_steps rows (spec §5.4)
-            padded = self.dp.padded_spec_tokens(fb.out_cache_loc.numel(), s.rank_tokens, width,
-                                                True)
-            bs = padded // width
+        if s.rank_tokens:  # padded to whole requests of topk*num_steps rows (spec §5.4)
+            bs = self.rank_pad.multistep_batch_size(fb, s, width)
         if self.use_graph(s, bs):
             if s.rank_tokens:
-                self.dp.pad_inputs_to_size(fb, bs * width, bs)
+                self.rank_pad.pad_inputs_to_size(fb, bs * width, bs)
             return self.graph_forward(i, "draft", "multistep", fb, n_real, "DECODE")
         ms = self.multistep_backend
         ms.init_forward_metadata(fb)  # on the unpadded batch
         if s.rank_tokens:
-            self.dp.pad_inputs_to_size(fb, bs * width, bs)
+            self.rank_pad.pad_inputs_to_size(fb, bs * width, bs)
         per_step = self.per_step_loc(fb.out_cache_loc, bs, g.topk, g.num_steps)
         return [
             self.eager_stores(i, step, "draft", ms.backends[step],
@@ -304,24 +286,6 @@ class UnifiedEngine:
         if self.use_graph(s, s.tokens):
             return self.graph_forward(i, "target", "decode", fb, 0, "IDLE")
         return [self.eager_forward(i, "target", self.target_backend, fb, 0)]
-
-    def step_dp_decode(self, i: int, s: Step) -> list[ForwardObs]:
-        new = self.allocator.extend([(rid, 1) for rid in s.rids])
-        padded = self.dp.padded_tokens(len(s.rids), s.rank_tokens)
-        if s.rids:
-            fb = self.batch(ForwardMode.DECODE, list(zip(s.rids, new)))
-        else:
-            fb = self.dp.idle_batch()
-        n_real = len(s.rids)
-        if s.dp_extend:
-            self.dp.rewrite_to_extend(fb)
-        mode = fb.forward_mode.name
-        if self.can_run_graph(s, fb, padded):
-            self.dp.pad_inputs_to_size(fb, padded)
-            return self.graph_forward(i, "target", "decode", fb, n_real, mode)
-        self.target_backend.init_forward_metadata(fb)  # on the unpadded batch
-        self.dp.pad_inputs_to_size(fb, padded)  # out_cache_loc rebound after metadata init
-        return [self.eager_stores(i, 0, "target", self.target_backend, fb, n_real)]
 
     def step_draft_block(self, i: int, s: Step) -> list[ForwardObs]:
         """The ``draft_block`` step: the feature's (hook ``engine.draft_block``)."""
@@ -336,11 +300,23 @@ class UnifiedEngine:
         target share one ``M`` (spec §2.1)."""
         return [self.target_pool, self.draft_pool]
 
-    def step_remap(self, i: int, s: Step) -> list[ForwardObs]:
+    def reregister_mapping(self) -> None:
+        """The mapping rebuilt by the allocator and registered again with every consumer
+        (spec §2.8: a HiCache load-back / commit)."""
         mapping = self.allocator.rebuild_mapping()
         for pool in self.mapping_consumers():
             pool.register_mapping(mapping)
-        return []
+
+    def step_fn(self, op: str):
+        """The function running op ``op``: this engine's ``step_<op>`` method, else the
+        feature's that owns the op (hook ``engine.step_ops``), called with the engine."""
+        own = getattr(self, f"step_{op}", None)
+        if own is not None:
+            return own
+        for ops in features.hooks("engine.step_ops"):
+            if op in ops:
+                return partial(ops[op], self)
+        raise AttributeError(f"{type(self).__name__}: no step function for op {op!r}")
 
     def step_finish(self, i: int, s: Step) -> list[ForwardObs]:
         self.allocator.finish(s.rid)
@@ -378,7 +354,7 @@ class UnifiedEngine:
             if wp is not None and wp.handles(s):
                 wp.observe_run(obs, i, s)  # into the path's own channel
             else:
-                obs.forwards += getattr(self, f"step_{s.op}")(i, s)
+                obs.forwards += self.step_fn(s.op)(i, s)
                 if wp is not None and s.op == "finish":
                     wp.finish(s.rid)
         except Exception as e:  # noqa: BLE001 - the Observation records any failure

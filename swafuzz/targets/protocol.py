@@ -38,7 +38,7 @@ that replaces some of its component classes (each a class attribute), keeping th
     decode_runner_cls     decode / target-verify graph runner                 (targets/runners.py)
     draft_extend_runner_cls  draft-extend graph runner                        (targets/runners.py)
     multistep_runner_cls  multi-step draft runner                             (targets/runners.py)
-    dp_cls                DP-attention padding                                (targets/dp.py)
+    rank_pad_cls          cross-rank batch padding (a feature's, via the registry)
 
 and the kernels through ``impl``. The bug zoo (``targets/mutants``) is built exactly this way.
 A plugin registers its factories when imported (:func:`swafuzz.targets.register`) or through

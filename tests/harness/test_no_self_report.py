@@ -46,7 +46,7 @@ def test_self_report_experiments_killed_by_exec_path_alone(mutant):
 def test_eager_dp_never_pads_seen_on_the_eager_executor():
     v = execute(CASE, "mutant:dp_never_pads", "torch", ["eager"])
     (f,) = [f for f in v.failures if f.step == 3]
-    assert "expected 3 (1 real + 2 padded" in f.message and "DP pads to 3" in f.message
+    assert "expected 3 (1 real + 2 padded" in f.message and "padded to 3 across ranks" in f.message
 
 
 def test_graph_use_is_counted_by_the_harness():

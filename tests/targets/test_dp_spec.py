@@ -66,7 +66,7 @@ def test_paths_pad_to_whole_requests_and_rewrite_to_extend():
     eager = {(p.step, p.fwd): p for p in expected_paths(_case("graph"), graphs=False)}
     graph = {(p.step, p.fwd): p for p in expected_paths(_case("graph"), graphs=True)}
     # verify: own 3 rows, others 7 -> 9 rows (3 requests of 3); bucket 4 -> 12 rows
-    assert (eager[2, 0].rows, eager[2, 0].n_real, eager[2, 0].dp_padded) == (9, 3, 9)
+    assert (eager[2, 0].rows, eager[2, 0].n_real, eager[2, 0].pad_to) == (9, 3, 9)
     assert (graph[2, 0].exec, graph[2, 0].bucket, graph[2, 0].rows) == ("graph", 4, 12)
     # draft_extend: own 3 accepted rows, others 5 -> 5 rows (not rounded); bs 2 -> bucket 2
     assert (eager[3, 0].rows, graph[3, 0].bucket, graph[3, 0].rows) == (5, 2, 6)

@@ -6,6 +6,8 @@ docstring says what the kind exercises and what it shrinks towards.
 
 from __future__ import annotations
 
+from swafuzz.features.dp.kinds import dp
+from swafuzz.features.remap.kinds import remap
 from swafuzz.scenarios import actions as A
 from swafuzz.scenarios.strategies import paged_kind
 
@@ -44,5 +46,5 @@ def episode_cases():
     """Everything on the same captured graphs: decode, verify, draft-extend, multi-step draft,
     IDLE, DP padding, evictions and churn. Shrinks towards the shortest such sequence."""
     return paged_kind("episode", [A.decode, A.decode_shrinking, A.verify, A.draft_extend,
-                                  A.draft_decode, A.idle, A.dp, A.evict, A.churn, A.remap],
+                                  A.draft_decode, A.idle, dp, A.evict, A.churn, remap],
                       multi_step=True, max_steps=16)

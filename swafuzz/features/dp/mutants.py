@@ -1,14 +1,14 @@
 """Mutants of DP attention (feature ``dp``: MLP-sync MAX_LEN re-padding of decode and
 speculative batches, the EXTEND rewrite; spec §5.4, §6, PR #27091).
 
-Each swaps the engine's :class:`targets.dp.DPAttention` or the resolver's length check, or
+Each swaps the engine's :class:`features.dp.engine.DPAttention` (the engine's ``rank_pad_cls``) or the resolver's length check, or
 overrides one engine method (``can_run``); reached only by the ``dp_padded`` / ``dp_spec`` kinds.
 """
 
 from __future__ import annotations
 
+from swafuzz.features.dp.engine import DPAttention
 from swafuzz.targets.backend import DSV4Backend
-from swafuzz.targets.dp import DPAttention
 from swafuzz.targets.engine import UnifiedEngine
 from swafuzz.targets.forward_mode import ForwardMode
 from swafuzz.targets.mutants import mutant
@@ -40,7 +40,7 @@ class _NeverPadDP(DPAttention):
 class DPNeverPads(UnifiedEngine):
     """DP attention without ``_pad_inputs_to_size``: the rank forwards only its own rows."""
 
-    dp_cls = _NeverPadDP
+    rank_pad_cls = _NeverPadDP
 
 
 class _VerifyNotReboundDP(DPAttention):
@@ -61,7 +61,7 @@ class DPVerifyNotRebound(UnifiedEngine):
     """DP re-padding of a target-verify batch pads ``seq_lens`` / ``positions`` but does not
     rebind ``out_cache_loc``: the stores write the unpadded rows (the stale-shape case)."""
 
-    dp_cls = _VerifyNotReboundDP
+    rank_pad_cls = _VerifyNotReboundDP
 
 
 @mutant("dp_extend_replays_graph", ("dp_spec",), "spec §5.4 (3) (a batch rewritten to EXTEND "

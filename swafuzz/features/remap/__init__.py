@@ -13,7 +13,12 @@ FEATURE = Feature(
             'register_mapping with a new tensor between decode forwards',
         ),
     ),
-    engine=('swafuzz.targets.allocator',),
+    engine=('swafuzz.targets.allocator', 'swafuzz.features.remap.engine'),
     mutants=('swafuzz.features.remap.mutants',),
     semantics='swafuzz/features/remap/SEMANTICS.md',
+    hooks={
+        'scenario.step_ops': 'swafuzz.features.remap.fields:OPS',
+        'engine.step_ops': 'swafuzz.features.remap.engine:STEP_OPS',
+        'scenario.episode_rules': 'swafuzz.features.remap.kinds:EPISODE_RULES',
+    },
 )

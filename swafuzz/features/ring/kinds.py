@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
+from swafuzz.features.dp import kinds as dp
 from swafuzz.scenarios import actions as A
 from swafuzz.scenarios.case import Case, PoolConfig
 from swafuzz.scenarios.episode import EpisodeKind, action
@@ -84,7 +85,7 @@ def _ring_planner(draw) -> RingPlanner:
 def ring_strategy() -> st.SearchStrategy[Case]:
     """The ``ring`` kind (module docstring). Shrinks towards one request in one slot, one graph
     decode."""
-    acts = (A.decode, A.decode_shrinking, A.verify, A.draft_extend, A.idle, A.dp, A.dp_verify,
-            A.dp_draft_extend, A.dp_rewrite, A.evict, A.churn, admit_long)
+    acts = (A.decode, A.decode_shrinking, A.verify, A.draft_extend, A.idle, dp.dp, dp.dp_verify,
+            dp.dp_draft_extend, dp.dp_rewrite, A.evict, A.churn, admit_long)
     return EpisodeKind("ring", _ring_planner, (A.admit_some,), acts, 12,
                        refill=A.admit_some).strategy()

@@ -9,6 +9,7 @@ toolkit's draws, :func:`scenarios.strategies.paged_kind`).
 
 from __future__ import annotations
 
+from swafuzz.features.remap.kinds import remap
 from swafuzz.scenarios import actions as A
 from swafuzz.scenarios.strategies import paged_kind
 
@@ -16,5 +17,5 @@ from swafuzz.scenarios.strategies import paged_kind
 def spec_remap_cases():
     """Remaps between verify, draft-extend, multi-step draft and decode forwards (spec §2.1,
     §2.8). Shrinks towards one request, one remap, one draft-extend."""
-    return paged_kind("spec_remap", [A.remap, A.draft_extend, A.verify, A.draft_decode,
-                                     A.remap, A.decode], multi_step=True)
+    return paged_kind("spec_remap", [remap, A.draft_extend, A.verify, A.draft_decode,
+                                     remap, A.decode], multi_step=True)

@@ -20,5 +20,6 @@ FEATURE = Feature(
     semantics='swafuzz/features/verify_reject/SEMANTICS.md',
     hooks={
         'sglang.facts': 'swafuzz.features.verify_reject.sglang_facts:FACTS',
+        'scenario.episode_rules': 'swafuzz.features.verify_reject.kinds:EPISODE_RULES',
     },
 )

@@ -19,7 +19,7 @@ def verify_reject(draw, pl: SharingPlanner) -> None:
     rids = A.subset(draw, pl.live(), 1, pl.max_bs)
     ndt = pl.graph.num_draft_tokens
     accept = tuple(draw(st.integers(1, ndt)) for _ in rids)
-    pl.verify_reject(rids, accept, A.exec_mode(draw))
+    pl.verify_accept(rids, accept, A.exec_mode(draw))
 
 
 def verify_reject_cases():
@@ -31,3 +31,17 @@ def verify_reject_cases():
     return sharing_kind("verify_reject", verify_reject,
                         [verify_reject, verify_reject, A.decode, A.draft_extend, A.evict,
                          A.churn], wide_drafts=True)
+
+
+def verify_reject_rule(machine, data) -> None:
+    """A verify accepting 1..num_draft_tokens per request: the rejected tail is freed."""
+    rids = machine.draw_rids(data)
+    if rids:
+        ndt = machine.pl.graph.num_draft_tokens
+        accept = tuple(data.draw(st.integers(1, ndt)) for _ in rids)
+        if machine.pl.verify_accept(rids, accept, machine.draw_exec(data)):
+            machine.emit()
+
+
+#: the rule rejected draft tokens add to :class:`scenarios.episode_machine.EpisodeMachine`
+EPISODE_RULES = {"verify_reject": verify_reject_rule}

@@ -216,13 +216,12 @@ class SGLangEngine(UnifiedEngine):
     allocator_cls = SGLangAllocator
     pool_cls = SGLangPool
 
-    def step_remap(self, i, s):
-        """``remap``: the mapping rewritten in place and registered again with both pools
-        through the release's ``register_mapping`` (its cache resets run for real)."""
+    def reregister_mapping(self):
+        """The mapping rewritten in place and registered again with both pools through the
+        release's ``register_mapping`` (its cache resets run for real)."""
         mapping = self.allocator.rebuild_mapping()
         for pool in self.mapping_consumers():
             pool.register_mapping(mapping, again=True)
-        return []
     backend_cls = SGLangBackend
     #: the oracle validates this target's allocation choices instead of predicting them
     allocation = "observed"

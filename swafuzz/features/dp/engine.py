@@ -1,4 +1,4 @@
-"""Data-parallel attention padding (spec §5.4).
+"""DP attention's part of the unified engine: data-parallel attention padding (spec §5.4).
 
 Every rank forwards the same number of token rows. A rank with fewer requests pads its batch
 (``_pad_inputs_to_size``): ``out_cache_loc`` is **rebound** to a new tensor padded with the full
@@ -7,6 +7,11 @@ location 0 (the dummy slot), positions padded with 0, ``seq_lens`` padded with t
 runs IDLE with only dummy rows. Metadata built before the rebinding keeps the unpadded
 ``swa_out_cache_loc``; the resolver's length check then falls back to translating the live,
 padded tensor (its tail maps to slot 0).
+
+The engine reaches it through the registry: :class:`DPAttention` is its ``rank_pad_cls`` (hook
+``engine.rank_pad``; a mutant replaces it with a subclass), which pads the verify / draft-extend
+/ multi-step draft batches of a step with ``rank_tokens``; :func:`step_dp_decode` runs the
+``dp_decode`` op (hook ``engine.step_ops``).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
+from swafuzz.targets.observation import ForwardObs
 
 PAD_LOC = 0  # full location of padded rows
 SEQ_LENS_FILL = 1
@@ -62,3 +68,53 @@ class DPAttention:
         EXTEND, its own mode stashed in ``original_forward_mode``; no graph runs it."""
         fb.original_forward_mode = fb.forward_mode
         fb.forward_mode = ForwardMode.EXTEND
+
+    def spec_forward(self, eng, i: int, s, pool: str, kind: str, backend, fb: ForwardBatch,
+                     n_real: int, width: int, fixed_width: bool) -> list[ForwardObs]:
+        """DP attention on engine ``eng``'s verify / draft-extend batch (``rank_tokens`` given,
+        spec §5.4): MAX_LEN padding (to whole requests of ``width`` rows when
+        ``fixed_width``), rewritten to EXTEND (eager) when another rank extends."""
+        padded = self.padded_spec_tokens(fb.out_cache_loc.numel(), s.rank_tokens, width,
+                                         fixed_width)
+        bs = max(fb.batch_size, -(-padded // width))
+        if s.dp_extend:
+            self.rewrite_to_extend(fb)
+        if eng.can_run_graph(s, fb, bs):
+            mode = fb.forward_mode.name
+            self.pad_inputs_to_size(fb, padded, bs)
+            return eng.graph_forward(i, pool, kind, fb, n_real, mode)
+        backend.init_forward_metadata(fb)  # on the unpadded batch
+        self.pad_inputs_to_size(fb, padded, bs)  # out_cache_loc rebound after metadata init
+        return [eng.eager_stores(i, 0, pool, backend, fb, n_real)]
+
+    def multistep_batch_size(self, fb: ForwardBatch, s, width: int) -> int:
+        """The batch size of a multi-step draft batch padded to whole requests of ``width``
+        rows (spec §5.4)."""
+        return self.padded_spec_tokens(fb.out_cache_loc.numel(), s.rank_tokens, width,
+                                       True) // width
+
+
+def step_dp_decode(eng, i: int, s) -> list[ForwardObs]:
+    """``dp_decode`` on engine ``eng``: one token per request, the batch padded to the ranks'
+    maximum after metadata init (an empty rank runs IDLE), rewritten to EXTEND (eager) when
+    another rank extends."""
+    dp = eng.rank_pad
+    new = eng.allocator.extend([(rid, 1) for rid in s.rids])
+    padded = dp.padded_tokens(len(s.rids), s.rank_tokens)
+    if s.rids:
+        fb = eng.batch(ForwardMode.DECODE, list(zip(s.rids, new)))
+    else:
+        fb = dp.idle_batch()
+    n_real = len(s.rids)
+    if s.dp_extend:
+        dp.rewrite_to_extend(fb)
+    mode = fb.forward_mode.name
+    if eng.can_run_graph(s, fb, padded):
+        dp.pad_inputs_to_size(fb, padded)
+        return eng.graph_forward(i, "target", "decode", fb, n_real, mode)
+    eng.target_backend.init_forward_metadata(fb)  # on the unpadded batch
+    dp.pad_inputs_to_size(fb, padded)  # out_cache_loc rebound after metadata init
+    return [eng.eager_stores(i, 0, "target", eng.target_backend, fb, n_real)]
+
+
+STEP_OPS = {"dp_decode": step_dp_decode}

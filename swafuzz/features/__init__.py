@@ -129,6 +129,14 @@ HOOK_POINTS = {
     "engine.step_ops": "targets.engine: {op: (engine, i, step) -> [ForwardObs]}: how the "
                        "unified engine runs each op the feature owns (an engine method "
                        "step_<op> overrides it)",
+    "scenario.swa_buffer_pages": "scenarios.schema: (pool config) -> pages of one SWA layer "
+                                 "buffer under the feature's layout (dummy page included), or "
+                                 "None (swa_pages + 1 then); the first feature that answers",
+    "oracle.step_path_ops": "oracles.paths: (case) -> the ops whose forwards the feature's step "
+                            "path (features' engine.step_path) runs, or None; the first feature "
+                            "that answers",
+    "oracle.graph_admit": "oracles.shadow: (pool config) -> whether an admit may run in a "
+                          "graph on that pool (any feature saying so)",
     "engine.rank_pad": "targets.engine: the class (built with the device) padding a batch to "
                        "the other ranks' rows and rewriting it to EXTEND (rank_tokens)",
 }

@@ -122,11 +122,10 @@ def expected_paths(case: Case, graphs: bool) -> list[PathExp]:
 def _window_path_ops(case: Case) -> tuple[str, ...]:
     """Ops whose forwards the request-window / late-layer-tail path runs (features/request_window/SEMANTICS.md):
     under a window every target forward, with a tail (paged pool) the EXTEND forwards."""
-    if case.pool.request_window:  # verify: features.dspark.oracle; the features' target ops
-        return ("admit", "extend", "decode", "idle", "verify",
-                *(o for o, d in STEP_OPS.items() if d.pool == "target"))
-    if case.pool.late_layer_start:
-        return ("admit", "extend")
+    for ops in features.hooks("oracle.step_path_ops"):  # the first feature that answers
+        got = ops(case)
+        if got is not None:
+            return got
     return ()
 
 

@@ -57,6 +57,12 @@ class Shadow(Allocator):
     #: what a write target is, in an :class:`OracleError` about two rows sharing one
     TARGET = "SWA slot"
 
+    @property
+    def graph_admit(self) -> bool:
+        """Whether an admit may run in a graph on this pool (a feature's hook
+        ``oracle.graph_admit`` says so: breakable prefill graphs)."""
+        return any(ok(self.cfg) for ok in features.hooks("oracle.graph_admit"))
+
     # ------------------------------------------------------------------ forwards
     def bucket(self, n: int) -> int | None:
         # the oracle's own bucket choice (GraphConfig's helper is what the target calls)
@@ -139,8 +145,7 @@ class Shadow(Allocator):
         eager_only = s.op in ("admit", "evict", "finish") or (
             s.op in STEP_OPS and "exec" not in STEP_OPS[s.op].fields)
         if s.exec not in EXECS or (eager_only and s.exec != "eager" and not (
-                s.op == "admit" and self.cfg.request_window  # issue 12: prefill graphs
-                and not self.cfg.late_layer_start)):
+                s.op == "admit" and self.graph_admit)):
             raise CaseInfeasible(i, f"exec {s.exec!r} not allowed for op {s.op}")
         if len(set(s.rids)) != len(s.rids):
             raise CaseInfeasible(i, f"rids {list(s.rids)} repeat a request")

@@ -117,16 +117,14 @@ class PoolMethods:
     __slots__ = ()
 
     @property
-    def ring_rows(self) -> int:
-        """Ring rows of one SWA layer buffer, slot 0 included (0 without a ring)."""
-        return (self.req_slots + 1) * self.swa_ring if self.swa_ring else 0
-
-    @property
     def swa_buffer_pages(self) -> int:
-        """Pages of one SWA layer buffer, dummy page included: ``swa_pages + 1``, or with a ring
-        ``ceil(ring_rows / P)``."""
-        if self.swa_ring:
-            return -(-self.ring_rows // self.page_size)
+        """Pages of one SWA layer buffer, dummy page included: ``swa_pages + 1``, or what a
+        feature's hook ``scenario.swa_buffer_pages`` answers for the pool (the first that does,
+        in feature order)."""
+        for pages in features.hooks("scenario.swa_buffer_pages"):
+            got = pages(self)
+            if got is not None:
+                return got
         return self.swa_pages + 1
 
     @property

@@ -22,7 +22,7 @@ def test_json_omits_ring_fields_when_off_and_round_trips_when_on():
     on = ring_case([Step("admit", rid=0, length=1)])
     back = Case.loads(on.dumps())
     assert back == on and back.pool.swa_ring == 4 and back.pool.req_slots == 2
-    assert on.pool.ring_rows == 12 and on.pool.swa_buffer_pages == 6 and on.pool.swa_slots == 12
+    assert on.pool.swa_buffer_pages == 6 and on.pool.swa_slots == 12  # ring rows (2 + 1) * 4
 
 
 @pytest.mark.parametrize("pool,field", [

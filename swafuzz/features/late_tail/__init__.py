@@ -25,5 +25,6 @@ FEATURE = Feature(
     semantics='swafuzz/features/late_tail/SEMANTICS.md',
     hooks={
         'sglang.facts': 'swafuzz.features.late_tail.sglang_facts:FACTS',
+        'oracle.step_path_ops': 'swafuzz.features.late_tail.rules:step_path_ops',
     },
 )

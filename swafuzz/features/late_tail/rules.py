@@ -11,3 +11,9 @@ def validate(case) -> None:
     if pool.late_layer_start and pool.late_layer_start >= pool.layers:
         raise CaseError("pool.late_layer_start", f"must be 0 (no tail) or in [1, layers - 1 = "
                         f"{pool.layers - 1}] (got {pool.late_layer_start})")
+
+
+def step_path_ops(case) -> tuple[str, ...] | None:
+    """Hook ``oracle.step_path_ops``: with a late-layer tail (paged pool) the tail path runs the
+    EXTEND forwards; None without a tail."""
+    return ("admit", "extend") if case.pool.late_layer_start else None

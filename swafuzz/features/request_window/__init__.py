@@ -34,5 +34,7 @@ FEATURE = Feature(
         'sglang.facts': 'swafuzz.features.request_window.sglang_facts:FACTS',
         'check.expected_refusal': 'swafuzz.features.request_window.lane:expected_refusal',
         'sglang.real_pool': 'swafuzz.features.request_window.sglang_attrs:real_pool_attrs',
+        'oracle.step_path_ops': 'swafuzz.features.request_window.rules:step_path_ops',
+        'oracle.graph_admit': 'swafuzz.features.request_window.rules:admit_in_graph',
     },
 )

@@ -34,6 +34,7 @@ FEATURE = Feature(
         'check.skipped_loc': 'swafuzz.features.ring.checks:skipped_loc',
         'oracle.shadow': 'swafuzz.features.ring.oracle:make_shadow',
         'engine.uses_allocator': 'swafuzz.features.ring.rules:has_ring',
+        'scenario.swa_buffer_pages': 'swafuzz.features.ring.rules:swa_buffer_pages',
         'engine.allocator': 'swafuzz.features.ring.engine:RingAllocator',
         'engine.store_rows': 'swafuzz.features.ring.engine:ring_rows',
         'engine.store_skip': 'swafuzz.features.ring.engine:skip_negative_rows',

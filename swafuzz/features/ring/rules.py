@@ -38,3 +38,11 @@ def has_ring(case) -> bool:
     """Hook ``engine.uses_allocator``: whether the Case has a per-request SWA ring (its
     allocator is the ring allocator, whose tables give the rows every store writes)."""
     return case.pool.swa_ring > 0
+
+
+def swa_buffer_pages(pool) -> int | None:
+    """Hook ``scenario.swa_buffer_pages``: pages of one SWA layer buffer of a pool with a ring,
+    ``ceil((req_slots + 1) * swa_ring / P)`` (slot 0's rows included); None without a ring."""
+    if not pool.swa_ring:
+        return None
+    return -(-((pool.req_slots + 1) * pool.swa_ring) // pool.page_size)

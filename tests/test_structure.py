@@ -1,0 +1,58 @@
+"""Issue 17's cuts as a standing check: ``scripts/structure-report`` over the checkout (source
+only, nothing imported) must find no import cycle, no module of 400 lines or more, no private
+name imported across modules, and no feature name in code outside ``swafuzz/features/``
+(``lint/feature-names-allowed.txt`` lists the tokens that contain one without naming a
+feature, each with its reason)."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import os
+import shutil
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def report() -> dict:
+    path = os.path.join(ROOT, "scripts", "structure-report")
+    loader = importlib.machinery.SourceFileLoader("structure_report", path)
+    spec = importlib.util.spec_from_loader("structure_report", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod.analyse(ROOT)
+
+
+def test_no_import_cycles(report):
+    assert report["cycles"] == []
+
+
+def test_no_module_of_400_lines(report):
+    assert report["over_400"] == []
+
+
+def test_no_private_cross_imports(report):
+    assert report["private_cross_imports"] == []
+
+
+def test_feature_names_only_in_the_registry(report):
+    assert report["feature_names_in_core"] == []
+
+
+def test_the_counter_sees_a_feature_name(tmp_path):
+    """The feature-name check can fail: a core module naming the ring is found."""
+    shutil.copytree(os.path.join(ROOT, "swafuzz"), tmp_path / "swafuzz",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "lint").mkdir()
+    (tmp_path / "swafuzz" / "harness" / "ringside.py").write_text("def swa_ring_of(case):\n"
+                                                                  "    return case.pool.swa_ring\n")
+    path = os.path.join(ROOT, "scripts", "structure-report")
+    loader = importlib.machinery.SourceFileLoader("structure_report2", path)
+    spec = importlib.util.spec_from_loader("structure_report2", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    found = mod.analyse(str(tmp_path))["feature_names_in_core"]
+    assert any("ringside.py" in row and " ring " in row for row in found), found

@@ -15,9 +15,11 @@ from swafuzz.features.validation import load_case
 from swafuzz.harness.campaign import Campaign
 from swafuzz.harness.caselog import CaseLog, read_log
 from swafuzz.harness.corpus import open_database
+from swafuzz.harness.genpin import pinned_generation
 from swafuzz.harness.known import unit_ledger
 from swafuzz.harness.run import Verdict, execute
 from swafuzz.harness.runconfig import RunConfig, Unit
+from swafuzz.harness.runlock import die_with_parent
 from swafuzz.harness.throughput import forward_count
 from swafuzz.harness.worker import CaseWorker
 from swafuzz.reports.bundle import signature_filename, write_bundle
@@ -102,7 +104,8 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
                     on_case=on_case, database=open_database(cfg.db, out), db_key=unit.target,
                     known=known, known_cap=cfg.known_cap, on_known=on_known)
     t0 = time.perf_counter()
-    res = camp.run_kind(unit.kind, unit.examples)
+    with pinned_generation():  # the Cases depend on the unit's seed, not on this process
+        res = camp.run_kind(unit.kind, unit.examples)
     finding = None
     if res.finding is not None:
         rec = finding_record(cfg, unit, res.finding)
@@ -184,7 +187,9 @@ def load_plugins(modules: list[str]) -> None:
     load_env()
 
 
-def pool_init() -> None:  # pragma: no cover - runs in pool processes
+def pool_init(parent_pid: int | None = None) -> None:  # pragma: no cover - pool processes
+    if parent_pid is not None:  # a kill -9 of the run kills its pool processes too
+        die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when units stop
     import torch  # the pool process decides its Triton mode before torch/triton load
 

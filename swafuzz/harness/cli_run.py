@@ -28,6 +28,7 @@ from swafuzz.harness.known import print_known, resolve_ledger
 from swafuzz.harness.ledger import LedgerError
 from swafuzz.harness.run import InvalidCase, execute, resolve_executors, resolve_impl
 from swafuzz.harness.runconfig import RunConfig, read_run_config
+from swafuzz.harness.runlock import RunDirBusy, RunLock
 from swafuzz.harness.worker import CaseWorker, WorkerSetupError
 from swafuzz.reports.bundle import read_bundle, signature_filename
 from swafuzz.reports.summary import campaign_table
@@ -88,17 +89,31 @@ def run_config(args):
 
 # --------------------------------------------------------------------------- run
 def cmd_run(args) -> int:
-    from swafuzz.harness import pipeline  # the campaign (hypothesis): not at the CLI's start
-
     cfg = run_config(args)
     os.makedirs(cfg.out, exist_ok=True)
+    try:  # one live run per directory (a second --resume while it runs: exit 2)
+        lock = RunLock(cfg.out).acquire()
+    except RunDirBusy as e:
+        raise UsageError(f"{'--resume' if args.resume else '--out'}: {e}") from None
+    try:
+        return _locked_run(args, cfg, lock)
+    finally:
+        lock.release()
+
+
+def _locked_run(args, cfg, lock) -> int:
+    from swafuzz.harness import pipeline  # the campaign (hypothesis): not at the CLI's start
+
     if cfg.isolate:  # a target the worker cannot load is a usage error before any case runs
         try:
             for t in cfg.targets:  # (reused by the units of a 1-worker run)
                 pipeline.case_worker(cfg, t).start()
         except (ValueError, WorkerSetupError) as e:
-            if not os.listdir(cfg.out):
-                os.rmdir(cfg.out)
+            if not args.resume:  # a new directory: nothing of it is left behind
+                lock.release()
+                os.unlink(lock.path)
+                if not os.listdir(cfg.out):
+                    os.rmdir(cfg.out)
             raise UsageError(str(e)) from None
     pipeline.write_run_meta(cfg)
     quiet = args.quiet

@@ -57,7 +57,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
-from swafuzz.harness.caselog import CaseLog, per_kind, read_log
+from swafuzz.harness.caselog import CaseLog, per_kind, read_log, repair_log
 from swafuzz.harness.runconfig import RunConfig, Unit, plan_units, read_run_config, write_run_meta
 from swafuzz.harness.unit import STOP, case_worker, close_workers, pool_init, run_unit
 
@@ -86,6 +86,9 @@ def run(cfg: RunConfig, *, say: Callable[[str], None] = print,
     """Run (or resume) the campaign ``cfg`` into ``cfg.out``."""
     os.makedirs(os.path.join(cfg.out, "inflight"), exist_ok=True)
     log_path = os.path.join(cfg.out, "cases.jsonl")
+    cut = repair_log(log_path)  # a torn last row (kill -9 mid-write) is not appended onto
+    if cut:
+        say(f"case log: cut off a torn last line ({cut} bytes, written when the run was killed)")
     done = {r["unit"]: r for r in read_log(log_path) if r.get("event") == "unit_done"}
     units = [u for u in plan_units(cfg) if u.id not in done]
     rows = list(done.values())
@@ -148,7 +151,7 @@ def _run_pool(cfg: RunConfig, units: list[Unit], budget: tuple[float, float] | N
     broke: dict[str, int] = {}  # unit id -> pools it was in when they broke
     while pending:
         pool = cf.ProcessPoolExecutor(max_workers=cfg.workers, mp_context=mp.get_context("spawn"),
-                                      initializer=pool_init)
+                                      initializer=pool_init, initargs=(os.getpid(),))
         futs = {pool.submit(run_unit, cfg.to_json(), asdict(u), budget): u
                 for u in pending}
         pending = []

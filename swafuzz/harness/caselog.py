@@ -71,6 +71,16 @@ def read_log(path: str) -> list[dict[str, Any]]:
     return rows
 
 
+def checked_steps(log_rows: list[dict[str, Any]], unit_rows: list[dict[str, Any]]) -> int:
+    """Forward steps checked by every session of a run: the sum over the case rows (each
+    executed Case is logged once, whichever session ran it); for a log whose case rows do not
+    carry ``forward_steps`` (written before they did), the unit rows' sum."""
+    cases = [r for r in log_rows if "case" in r]
+    if cases and all("forward_steps" in r for r in cases):
+        return sum(r["forward_steps"] for r in cases)
+    return sum(r.get("forward_steps") or 0 for r in unit_rows)
+
+
 def per_kind(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Unit rows summed per kind (per target and kind when a run has several targets)."""
     stats: dict[str, dict[str, Any]] = {}

@@ -74,7 +74,8 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_TOOL, EXIT_INTERRUPTED = 0, 1, 2, 3,
 class RunResult:
     rows: list[dict[str, Any]]  # unit rows, this run's and resumed ones
     interrupted: bool = False
-    seconds: float = 0.0
+    seconds: float = 0.0  # this session's wall time
+    prior_seconds: float = 0.0  # wall time of the run's earlier sessions (--resume)
 
     @property
     def findings(self) -> list[dict[str, Any]]:
@@ -95,8 +96,8 @@ def run(cfg: RunConfig, *, say: Callable[[str], None] = print,
     if done:
         say(f"resuming: {len(done)} units already done, {len(units)} to run")
     budget = None
+    spent = _spent_seconds(cfg, log_path)
     if cfg.budget_s:  # time already spent by earlier sessions of this run counts (--resume)
-        spent = _spent_seconds(cfg, log_path)
         remaining = max(0.0, cfg.budget_s - spent)
         per_worker = max(1, -(-len(units) // max(1, cfg.workers)))
         budget = (time.time() + remaining, remaining / per_worker)
@@ -123,7 +124,7 @@ def run(cfg: RunConfig, *, say: Callable[[str], None] = print,
         for s, h in prev.items():
             signal.signal(s, h)
         close_workers()
-    return RunResult(rows, interrupted, time.monotonic() - t0)
+    return RunResult(rows, interrupted, time.monotonic() - t0, spent)
 
 
 def _on_signal(signum, frame):  # a second signal raises at once

@@ -67,9 +67,10 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
     sig_prefix = f"{unit.target}:" if len(cfg.targets) > 1 else ""
 
     def on_case(case, v, phase):
-        fwd[0] += forward_count(case) * len(cfg.executors)
+        steps = forward_count(case) * len(cfg.executors)
+        fwd[0] += steps
         row = {"unit": unit.id, "target": unit.target, "kind": unit.kind, "seed": unit.seed,
-               "phase": phase,
+               "phase": phase, "forward_steps": steps,
                "failed": v.failed, "signature": sig_prefix + v.signature() if v.failed else "",
                "checks": v.checks_run,
                "seconds": round(v.seconds, 4), "t": round(time.time(), 3),

@@ -37,6 +37,10 @@ from swafuzz.reports.summary import campaign_table
 from swafuzz.scenarios.case import CaseError
 from swafuzz.targets import plugins
 
+#: when this command started (its module is loaded at the CLI's start): ``--budget`` counts the
+#: command's own start-up (imports, the case workers' start) in the wall time it allows
+COMMAND_START = time.time()
+
 
 def run_config(args):
     """Flags -> a RunConfig resolved once (or the RunConfig of the run being resumed)."""
@@ -125,7 +129,7 @@ def _locked_run(args, cfg, lock, pipeline) -> int:
         if not quiet:
             print(msg, file=sys.stderr, flush=True)
 
-    res = pipeline.run(cfg, say=say)
+    res = pipeline.run(cfg, say=say, session_start=COMMAND_START)
     stats = pipeline.per_kind(res.rows)
     print()
     print(campaign_table(stats))
@@ -155,6 +159,9 @@ def _locked_run(args, cfg, lock, pipeline) -> int:
           f"({steps / max(seconds, 1e-9):.1f} steps/s"
           + (f"; over every session of the run, this one {res.seconds:.1f} s)"
              if res.prior_seconds else ")"))
+    if cfg.budget_s and seconds > cfg.budget_s + 1:
+        print(f"budget: the run took {seconds:.0f} s of its --budget {cfg.budget_s:g}s: every "
+              "scenario kind runs at least one Case, and a Case is not stopped once started")
     print(f"results: {os.path.abspath(cfg.out)} (swafuzz report {cfg.out})")
     if res.interrupted:
         logged = sum(1 for r in log_rows if "case" in r)

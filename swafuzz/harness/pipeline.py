@@ -83,8 +83,9 @@ class RunResult:
 
 
 def run(cfg: RunConfig, *, say: Callable[[str], None] = print,
-        progress_every: float = 5.0) -> RunResult:
-    """Run (or resume) the campaign ``cfg`` into ``cfg.out``."""
+        progress_every: float = 5.0, session_start: float | None = None) -> RunResult:
+    """Run (or resume) the campaign ``cfg`` into ``cfg.out``. ``session_start``: when this
+    session's command started (wall clock; default now): its start-up counts in ``--budget``."""
     os.makedirs(os.path.join(cfg.out, "inflight"), exist_ok=True)
     log_path = os.path.join(cfg.out, "cases.jsonl")
     cut = repair_log(log_path)  # a torn last row (kill -9 mid-write) is not appended onto
@@ -100,7 +101,8 @@ def run(cfg: RunConfig, *, say: Callable[[str], None] = print,
     if cfg.budget_s:  # time already spent by earlier sessions of this run counts (--resume)
         remaining = max(0.0, cfg.budget_s - spent)
         per_worker = max(1, -(-len(units) // max(1, cfg.workers)))
-        budget = (time.time() + remaining, remaining / per_worker)
+        budget = (min(session_start or time.time(), time.time()) + remaining,
+                  remaining / per_worker)
         if spent:
             say(f"budget: {spent:.0f} s of {cfg.budget_s:.0f} s already spent")
     t0 = time.monotonic()
@@ -111,10 +113,11 @@ def run(cfg: RunConfig, *, say: Callable[[str], None] = print,
                      len(units))
     try:
         if cfg.workers <= 1:
+            turns = unit_budgets(budget, units, 1)
             for u in units:
                 if STOP["flag"]:
                     raise KeyboardInterrupt
-                rows.append(run_unit(cfg.to_json(), asdict(u), budget))
+                rows.append(run_unit(cfg.to_json(), asdict(u), turns.get(u.id)))
                 ticker.unit_done(rows[-1])
         else:
             rows += _run_pool(cfg, units, budget, ticker)
@@ -153,7 +156,8 @@ def _run_pool(cfg: RunConfig, units: list[Unit], budget: tuple[float, float] | N
     while pending:
         pool = cf.ProcessPoolExecutor(max_workers=cfg.workers, mp_context=mp.get_context("spawn"),
                                       initializer=pool_init, initargs=(os.getpid(),))
-        futs = {pool.submit(run_unit, cfg.to_json(), asdict(u), budget): u
+        turns = unit_budgets(budget, pending, cfg.workers)
+        futs = {pool.submit(run_unit, cfg.to_json(), asdict(u), turns.get(u.id)): u
                 for u in pending}
         pending = []
         try:
@@ -184,6 +188,17 @@ def _run_pool(cfg: RunConfig, units: list[Unit], budget: tuple[float, float] | N
             raise
         pool.shutdown(wait=True, cancel_futures=True)
     return rows
+
+
+def unit_budgets(budget: tuple[float, float] | None, units: list[Unit],
+                 workers: int) -> dict[str, tuple[float, float, float]]:
+    """Each unit's ``budget`` argument of :func:`run_unit`: the run's end, the even slice, and
+    the unit's turns left (the units from it to the last, per worker, in the order they are
+    started), so each unit takes its fair share of the time left when it starts."""
+    if budget is None:
+        return {}
+    n, w = len(units), max(1, workers)
+    return {u.id: (budget[0], budget[1], float(-(-(n - i) // w))) for i, u in enumerate(units)}
 
 
 def _unit_crash(cfg: RunConfig, u: Unit, why: str) -> dict[str, Any]:

@@ -33,10 +33,11 @@ STOP = {"flag": False}
 
 # --------------------------------------------------------------------------- one unit
 def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
-             budget: tuple[float, float] | None = None) -> dict[str, Any]:
-    """Run one unit (in a pool process or in-process) and return its unit row. ``budget``:
-    ``(end of the run as wall-clock time, slice seconds)``: a unit generates new cases for at most its
-    slice of a ``--budget`` run (its share of the remaining time), never past the end."""
+             budget: tuple[float, ...] | None = None) -> dict[str, Any]:
+    """Run one unit (in a pool process or in-process) and return its unit row. ``budget``
+    (:func:`unit_slice`): a unit of a ``--budget`` run generates new cases for at most its
+    slice (its share of the remaining time), after its first Case, never past the end; past
+    the end it shrinks no more."""
 
     cfg, unit = RunConfig.from_json(cfg_json), Unit(**unit_json)
     load_plugins(cfg.plugins)
@@ -51,6 +52,8 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
     if cfg.isolate:
         worker = case_worker(cfg, unit.target)
         worker.inflight_name = f"inflight/{unit.id}.json"
+        if budget is not None:  # its start-up (an interpreter, torch) before the slice starts
+            worker.start()
         run_one: Callable = worker.run
     else:
         def run_one(case):
@@ -59,7 +62,14 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
     def run_case(case):
         if STOP["flag"]:  # Ctrl-C / SIGTERM: stop at this safe point, before the next case
             raise KeyboardInterrupt
-        return run_one(case)
+        t = time.monotonic()
+        v = run_one(case)
+        if budget is not None:  # --budget: after the unit's first Case, its slice counts,
+            spent.append(time.monotonic() - t)  # less what a Case takes, so that the last
+            camp.deadline = deadline - sum(spent) / len(spent)  # one ends within the slice
+            if time.time() > budget[0]:  # the run's end: no more shrinking either (the
+                camp.shrink_budget = 0  # smallest failing Case so far is the finding)
+        return v
 
     first_path: list[str] = []
 
@@ -85,10 +95,9 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
     def on_first_failure(v):  # the unshrunk Case reaches disk before any shrinking run
         first_path.append(write_bundle(out, finding_record(cfg, unit, v), suffix=".unshrunk"))
 
-    deadline = None
+    deadline, spent = 0.0, []  # spent: wall seconds of each Case run (--budget)
     if budget is not None:
-        end_wall, slice_s = budget
-        deadline = time.monotonic() + max(0.0, min(end_wall - time.time(), slice_s))
+        deadline = time.monotonic() + unit_slice(budget)
     known = unit_ledger(cfg.ledger, unit.target, cfg.executors)
     known_paths: dict[str, str] = {}
 
@@ -100,8 +109,10 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
                 os.unlink(p)
         first_path.clear()
 
+    # with --budget the deadline is set after the first Case ran (run_case): every unit, so
+    # every kind, runs at least one Case however late its turn comes
     camp = Campaign(run_case, seed=unit.seed, shrink_budget=cfg.shrink_budget,
-                    on_first_failure=on_first_failure, deadline=deadline, replay=replay,
+                    on_first_failure=on_first_failure, deadline=None, replay=replay,
                     on_case=on_case, database=open_database(cfg.db, out), db_key=unit.target,
                     known=known, known_cap=cfg.known_cap, on_known=on_known)
     t0 = time.perf_counter()
@@ -131,6 +142,18 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
     log.write(row)
     log.close()
     return row
+
+
+def unit_slice(budget: tuple) -> float:
+    """Seconds this unit may generate new Cases, from ``budget`` = ``(end of the run as
+    wall-clock time, slice seconds[, turns left])``. With ``turns left`` (the units still to
+    start per worker, this one included: :func:`swafuzz.harness.pipeline.unit_budgets`) the
+    slice is this unit's fair share of the time left *now*, so a unit that ran long (process
+    start-up, slow Cases) shortens the slices after it instead of leaving the last units
+    none; never past the end of the run."""
+    left = budget[0] - time.time()
+    share = left / max(1.0, budget[2]) if len(budget) > 2 else budget[1]
+    return max(0.0, min(left, share))
 
 
 _WORKERS: dict[str, Any] = {}

@@ -219,3 +219,31 @@ def test_kill_9_leaves_no_orphans_and_a_live_run_dir_is_locked(tmp_path, cli):
         for q in procs:  # what the test found alive (no pid of anyone else's)
             if _alive(q):
                 os.kill(q, signal.SIGKILL)
+
+
+# --------------------------------------------------------------------------- defect 2
+KINDS = ["decode", "idle", "draft_extend", "remap", "late_tail"]
+
+
+def test_budget_gives_every_kind_cases_and_starts_none_after_its_end(tmp_path, cli):
+    """``--budget 2s`` over 5 kinds: with the slices fixed at the start, the first units ran
+    over theirs and the last ones got no Case at all (11 of 29 kinds at 0 in a 60 s run)."""
+    out = tmp_path / "o"
+    code, so, se = cli("run", "--budget", "2s", *[a for k in KINDS for a in ("--scenario", k)],
+                       "--impl", "torch", "--no-isolate", "--quiet", "--out", out)
+    assert code == 0, so + se
+    rows = log_rows(out)
+    units = {r["unit"]: r for r in rows if r.get("event") == "unit_done"}
+    assert sorted(units) == sorted(f"{k}.0" for k in KINDS)
+    assert not [u for u, r in units.items() if r["generated"] < 1]
+    # no Case but a unit's first started after the end of the budget (the run.json start is
+    # after the command's start: a late bound)
+    end = json.loads((out / "run.json").read_text())["started"] + 2.0
+    seen: set[str] = set()
+    late = []
+    for r in rows:
+        if "case" in r:
+            if r["unit"] in seen and r["t"] - r["seconds"] > end + 0.5:
+                late.append(r["unit"])
+            seen.add(r["unit"])
+    assert not late

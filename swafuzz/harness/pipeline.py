@@ -39,7 +39,11 @@ Resume and interrupts
 generation is deterministic for a unit's seed, and every Case already in the log is answered
 from its row instead of being executed again (so nothing is lost or run twice, and the budget
 counts what already ran). Ctrl-C and SIGTERM stop the units, print the table of what finished
-and the resume command, and exit 130.
+and the resume command, and exit 130. A torn last log line (kill -9 mid-write) is cut off first
+(:func:`~swafuzz.harness.caselog.repair_log`); the CLI holds ``OUT/run.lock`` for the whole run
+(:mod:`swafuzz.harness.runlock`), and pool processes and case workers die with their parent.
+With ``--budget`` each unit takes its fair share of the time left when it starts
+(:func:`unit_budgets`, :func:`swafuzz.harness.unit.unit_slice`); docs/RUNS.md has the rules.
 
 Exit codes: 0 clean, 1 findings, 2 usage or input error, 3 tool failure, 130 interrupted.
 """

@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+from swafuzz.harness import known
 from swafuzz.harness.caselog import repair_log
 from swafuzz.harness.cli import main
 from swafuzz.harness.runlock import RunLock
@@ -247,3 +248,15 @@ def test_budget_gives_every_kind_cases_and_starts_none_after_its_end(tmp_path, c
                 late.append(r["unit"])
             seen.add(r["unit"])
     assert not late
+
+
+# --------------------------------------------------------------------------- defect 1
+def test_ledger_auto_without_the_shipped_ledger_is_a_usage_error(tmp_path, cli, monkeypatch):
+    """A wheel without the ledger used to run silently with none (every known bug failing
+    the gate); the wheel itself is tests/install/test_ledger_in_wheel.py."""
+    monkeypatch.setattr(known, "DEFAULT_LEDGER", str(tmp_path / "nowhere" / "known.json"))
+    out = tmp_path / "o"
+    code, so, se = cli("run", "--scenario", "decode", "--examples", "2", "--impl", "torch",
+                       "--no-isolate", "--out", out)
+    assert code == 2 and "--ledger: auto: the ledger shipped with swafuzz is missing" in se
+    assert not out.exists()

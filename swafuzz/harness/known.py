@@ -38,7 +38,7 @@ import os
 from typing import Any
 
 from swafuzz import targets
-from swafuzz.harness.ledger import DEFAULT_LEDGER, load_ledger
+from swafuzz.harness.ledger import DEFAULT_LEDGER, LedgerError, load_ledger
 
 #: seed stride between the rounds of a unit (a prime far from the shard stride 7919)
 ROUND_SEED_STRIDE = 104729
@@ -65,8 +65,10 @@ def resolve_ledger(spec: str | None, targets: list[str]) -> str | None:
     if spec is None or spec == "none":
         return None
     if spec == "auto":
-        if not os.path.isfile(DEFAULT_LEDGER):
-            return None
+        if not os.path.isfile(DEFAULT_LEDGER):  # loud: without it every known bug would fail
+            raise LedgerError(f"auto: the ledger shipped with swafuzz is missing "
+                              f"({DEFAULT_LEDGER}; a broken install?); give --ledger FILE, "
+                              "or --ledger none to run without one")
         entries = load_entries(DEFAULT_LEDGER)
         if any(e.applies(t, target_release(t)) for e in entries for t in targets):
             return DEFAULT_LEDGER

@@ -61,10 +61,11 @@ __all__ = ["DEFAULT_LEDGER", "FORWARD_MODES", "LEDGER_VERSION", "Classified", "E
 
 LEDGER_VERSION = 1
 _UNPARSED = object()  # Entry.matches: the finding's Case not parsed yet
-# the checkout's ledger: <repo>/ledger/known_failures.json (this file is <repo>/swafuzz/harness/)
-DEFAULT_LEDGER = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-    "ledger", "known_failures.json")
+# the ledger swafuzz ships: swafuzz/ledger/known_failures.json, package data (this file is
+# swafuzz/harness/ledger.py). In a checkout it is a link to <repo>/ledger/known_failures.json,
+# resolved here, so the entries' repro paths stay relative to the repository; in a wheel, the file
+DEFAULT_LEDGER = os.path.realpath(os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "ledger", "known_failures.json"))
 _FIELDS = {"id": str, "target": str, "signature": str, "cite": str, "note": str}
 _OPTIONAL = ("releases", "repro", "when")
 

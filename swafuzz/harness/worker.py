@@ -34,6 +34,7 @@ from swafuzz import targets
 from swafuzz.features.validation import loads_case
 from swafuzz.harness.check_base import Failure
 from swafuzz.harness.run import InvalidCase, Verdict, execute
+from swafuzz.harness.runlock import die_with_parent
 from swafuzz.reports.bundle import atomic_write_text
 from swafuzz.scenarios.case import Case
 from swafuzz.targets import plugins
@@ -65,7 +66,10 @@ def device_context_error() -> str | None:
     return None
 
 
-def _child_main(reply_fd: int) -> int:  # pragma: no cover - runs in the child
+def _child_main(reply_fd: int, parent_pid: int | None = None) -> int:  # pragma: no cover
+    # runs in the child. A kill -9 of the parent kills it too (no orphan running on)
+    if parent_pid is not None:
+        die_with_parent(parent_pid)
     # Ctrl-C in a terminal reaches the whole process group: the parent decides what stops
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = os.fdopen(reply_fd, "w", buffering=1)
@@ -133,7 +137,7 @@ class CaseWorker:
         r, w = os.pipe()
         env = dict(os.environ)
         code = ("import os, sys; os.dup2(2, 1); from swafuzz.harness.worker import _child_main; "
-                f"sys.exit(_child_main({w}))")
+                f"sys.exit(_child_main({w}, {os.getpid()}))")
         self._proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
                                       pass_fds=(w,), env=env, text=True)
         os.close(w)

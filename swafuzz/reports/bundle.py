@@ -42,12 +42,22 @@ def versions() -> dict[str, str]:
     return out
 
 
+def current_umask() -> int:
+    """This process's umask (read by setting it and putting it back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_text(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers never see a half-written file."""
+    """Write ``text`` to ``path`` so that readers never see a half-written file; the file's
+    mode is the umask's usual one (0644 under umask 022), as a plain ``open`` would give."""
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=".json")
     try:
+        # mkstemp creates 0600; the file gets what open() would give it (0666 less the umask)
+        os.fchmod(fd, 0o666 & ~current_umask())
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()

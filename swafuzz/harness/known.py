@@ -43,6 +43,10 @@ from swafuzz.harness.ledger import DEFAULT_LEDGER, load_ledger
 #: seed stride between the rounds of a unit (a prime far from the shard stride 7919)
 ROUND_SEED_STRIDE = 104729
 DEFAULT_KNOWN_CAP = 50
+#: cases spent shrinking a ledger-known entry's first Case in a unit, at most (and never more
+#: than ``--shrink-budget``): the entry's own ``repro`` is already the small Case, so a campaign
+#: spends its budget on search, not on shrinking what the ledger knows
+KNOWN_SHRINK_BUDGET = 20
 
 
 def target_release(target: str) -> str | None:

@@ -134,9 +134,17 @@ def build(d: str, baseline: str | None = None, reruns: int = 0, ledger: str | No
                                       if isinstance(bb.get("case"), dict)
                                       else (None, "no Case recorded"))
             views.append(v)
-        # a log-only group: the smallest logged Case, drawn by the oracle alone
-        pic, why = (pool_picture(g.case, None) if g.case and not views
-                    else (None, "no Case recorded" if not views else ""))
+        pic, why = (None, "no Case recorded" if not views else "")
+        if not views and g.case:  # log-only (met while shrinking another): its smallest row
+            ver = g.case_verdict or {}
+            fails = ver.get("failures") if isinstance(ver.get("failures"), list) else []
+            g.message = g.message or next((x.get("message") for x in fails
+                                           if isinstance(x, dict)), "") or ""
+            v = view(f"case #{g.case_row} of cases.jsonl", {"case": g.case, "message": g.message,
+                                                           "failures": fails}, [])
+            v["repro"] = None
+            v["picture"], v["why"] = pool_picture(g.case, ver.get("observed"))
+            views.append(v)
         smallest = next((v for v in views if g.bundle_path and v["path"] == os.path.relpath(
             g.bundle_path, d).replace(os.sep, "/")), None)
         findings.append({
@@ -165,7 +173,7 @@ def build(d: str, baseline: str | None = None, reruns: int = 0, ledger: str | No
     title = f"swafuzz report: {os.path.basename(os.path.abspath(d))}"
     meta_rows = [("commit", info["commit"]), ("versions", info["versions"]),
                  ("device", info["device"]), ("target", info["target"]),
-                 ("budget used", info["budget"]),
+                 ("budget used", info["budget"]), ("shrinking", info["shrinking"]),
                  ("findings", f"{len(status['new'])} new, {len(status['known'])} known, "
                               f"{len(status['fixed'])} fixed")]
     atomic_write_text(os.path.join(d, "summary.html"),

@@ -49,13 +49,17 @@ class FindingGroup:
     bundle: dict[str, Any] | None = None  # the bundle with the smallest Case (from findings/)
     bundle_path: str | None = None
     bundles: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # every bundle
+    case_row: int | None = None  # the log row (1-based) ``case`` is from; None: a bundle's
+    case_verdict: dict[str, Any] | None = None  # that row's verdict (failures, observed)
     message: str = ""
     reliability: tuple[int, int] | None = None
     kinds: set[str] = field(default_factory=set)
 
-    def consider(self, case: dict[str, Any] | None) -> None:
+    def consider(self, case: dict[str, Any] | None, row: int | None = None,
+                 verdict: Any = None) -> None:
         if case is not None and (self.case is None or case_size(case) < case_size(self.case)):
-            self.case = case
+            self.case, self.case_row = case, row
+            self.case_verdict = verdict if isinstance(verdict, dict) else None
 
     def to_json(self) -> dict[str, Any]:
         return {"signature": self.signature, "count": self.count, "first_seen": self.first_seen,
@@ -88,7 +92,7 @@ def group(rows: Iterable[dict[str, Any]],
         g.last_seen, g.last_time = i, row.get("t")
         if row.get("kind"):
             g.kinds.add(row["kind"])
-        g.consider(row.get("case"))
+        g.consider(row.get("case"), i, row.get("verdict"))
     for path, b in bundles:
         sig = b.get("signature")
         if not sig:

@@ -25,6 +25,15 @@ def repro_line(rel_path: str) -> str:
     return f"swafuzz repro {rel_path}"
 
 
+def repro_text(v: dict[str, Any]) -> str:
+    """A view's repro line, or why there is none: a signature only logged (met while shrinking
+    another finding) has no bundle; its smallest logged Case is shown instead."""
+    if v.get("repro"):
+        return v["repro"]
+    return (f"none: no bundle was written for this signature (a failure met while shrinking "
+            f"another); its smallest Case, below, is {v['path']}")
+
+
 def step_text(i: int, step: Any) -> str:
     """``'2: dp_decode exec="eager" rank_tokens=[2] rids=[0]'``: the op, then the other fields
     (sorted, JSON values)."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from swafuzz.reports.details import repro_text
 from swafuzz.reports.summary import bundle_status, seen_text, shrunk_text
 
 CELL, GAP, PER_ROW = 10, 2, 64
@@ -72,6 +73,8 @@ pre{background:#f7f7f7;padding:8px;white-space:pre-wrap;word-break:break-all}
 border:1px solid #999}
 .strip{margin:2px 0 6px}.lbl{font-size:12px;color:#444}.bad{color:#b00020;font-weight:600}
 .ok{color:#2e7d32;font-weight:600}.note{font-size:12px;color:#555}
+h3.bundle{font-size:15px;margin:18px 0 4px}.part{font-size:13px;margin:6px 0 2px}
+ol{font-size:12px;margin:2px 0 6px}
 """
 
 
@@ -212,13 +215,13 @@ def _bundle_block(f: dict[str, Any], v: dict[str, Any]) -> str:
     parts = [f'<h3 class="bundle" id="{_esc(v["path"])}"><code>{_esc(v["path"])}</code> '
              f'<span class="note">({_esc(bundle_status(f, v))})</span></h3>',
              _table([], [["Case", f"kind {v['kind']}, {shrunk_text(v['shrunk'])}"],
-                         ["pool", v["pool"]], ["repro (from the run directory)", v["repro"]]]),
-             f"<p>failing checks ({v['failures_count']}):</p><ol>"
+                         ["pool", v["pool"]], ["repro (from the run directory)", repro_text(v)]]),
+             f"<p class=\"part\">failing checks ({v['failures_count']}):</p><ol>"
              + "".join(f"<li><code>{_esc(t)}</code></li>" for t in v["failures"]) + "</ol>"]
     if v["failures_left_out"]:
         parts.append(f'<p class="note">({v["failures_left_out"]} more in the bundle)</p>')
     more = f"\n({v['steps_left_out']} more steps in the bundle)" if v["steps_left_out"] else ""
-    parts.append(f"<p>steps ({v['shrunk']['steps']}):</p><pre>"
+    parts.append(f"<p class=\"part\">steps ({v['shrunk']['steps']}):</p><pre>"
                  + _esc("\n".join(v["steps"]) + more) + "</pre>")
     parts.append(_picture_or_why(v))
     return "\n".join(parts)
@@ -276,7 +279,8 @@ def render(title: str, meta: list[tuple[str, Any]], kinds: list[list[Any]],
         body.append(_table(["failing cases logged", "first / last (case #)", "reliability",
                             "bundles", "smallest Case logged"], [[
             f.get("count") if f.get("first_seen") is not None else "-", seen_text(f),
-            f.get("reliability") or "not measured", len(f.get("bundles") or []),
+            f.get("reliability") or "not measured",
+            sum(1 for v in f.get("bundles") or [] if v.get("repro")),
             shrunk_text(f.get("shrunk"))]]))
         if not f.get("bundles"):
             if f.get("message"):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from swafuzz.reports.details import repro_text
 from swafuzz.reports.summary import shrunk_text
 
 
@@ -25,10 +26,11 @@ def _bundle_lines(f: dict[str, Any]) -> list[str]:
     and every failing check it recorded."""
     out = []
     for v in f.get("bundles") or []:
-        out.append(f"bundle {v['path']}" + (f" (ledger: {', '.join(v['ledger'])})"
+        out.append(f"{'bundle' if v.get('repro') else 'no bundle, logged:'} {v['path']}"
+                   + (f" (ledger: {', '.join(v['ledger'])})"
                                             if v.get("ledger") else "")
                    + f": Case {shrunk_text(v['shrunk'])}")
-        out.append(f"  repro: {v['repro']}")
+        out.append(f"  repro: {repro_text(v)}")
         out += [f"  {t}" for t in v["failures"]]
     return out
 

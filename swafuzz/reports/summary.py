@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from swafuzz.reports.details import repro_text
+
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], markdown: bool = False) -> str:
     """A plain or Markdown table; a missing value (None) shows as '-'."""
@@ -110,11 +112,12 @@ def _rows_and_details(f: dict[str, Any]) -> list[tuple[list[Any], list[str]]]:
     out = []
     for v in f["bundles"]:
         row = [bundle_status(f, v), sig, f"`{v['path']}`", *common, shrunk_text(v["shrunk"]),
-               _cell(v.get("message") or f.get("message"), 200), f"`{v['repro']}`"]
+               _cell(v.get("message") or f.get("message"), 200),
+               f"`{v['repro']}`" if v.get("repro") else "- (no bundle)"]
         det = [f"### `{_cell(f['signature'])}`: `{v['path']}`", "",
                f"* status: {bundle_status(f, v)}",
                f"* Case: kind `{v['kind']}`, {shrunk_text(v['shrunk'])}; pool: {v['pool']}",
-               f"* repro: `{v['repro']}`",
+               f"* repro: `{v['repro']}`" if v.get("repro") else f"* repro: {repro_text(v)}",
                f"* failing checks ({v['failures_count']}):"]
         det += [f"  {i}. {_cell(t, 400)}" for i, t in enumerate(v["failures"], start=1)]
         if v["failures_left_out"]:
@@ -172,8 +175,9 @@ def report_markdown(info: dict[str, Any], kinds: Sequence[Sequence[Any]],
                          f"{limit // 1024} KiB; see summary.html and findings/)"]
         details = [ln for _, det in pairs[:len(kept)] for ln in det]
         if details:
-            part += ["", "## Bundles", "", "Every bundle: its Case, every failing check it "
-                     "recorded, the Case's steps and its repro line.", ""] + details
+            part += ["", "## Bundles", "", "Every bundle (for a signature that was only logged, "
+                     "its smallest logged Case): its Case, every failing check it recorded, the "
+                     "Case's steps and its repro line.", ""] + details
         text = "\n".join(head + part + [""] + tail) + "\n"
         if len(text.encode()) <= limit or not kept:
             break

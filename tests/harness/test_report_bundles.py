@@ -138,3 +138,24 @@ def test_every_slot_has_a_number_and_hover_text(run, capsys):
         # slot numbers: the first slot of each drawn row is labelled
         labels = [t.text for t in root.iter(f"{ns}text")]
         assert labels and labels[0] == "0", labels
+
+
+def test_a_signature_only_logged_shows_its_smallest_case_and_checks(tmp_path, capsys):
+    """A failure met while shrinking another has no bundle: the report still shows its
+    smallest logged Case (steps), its failing checks and that there is no bundle to replay."""
+    d = tmp_path / "run"
+    d.mkdir()
+    dx = json.loads((DATA / "ring_a4_draft_extend_graph.json").read_text())
+    row = {"kind": "ring", "phase": "shrink", "failed": True, "signature": SIG,
+           "case": dx["case"], "verdict": {"failures": dx["failures"], "checks_run": 3,
+                                           "seconds": 0.1, "observed": dx["observed"]}}
+    (d / "cases.jsonl").write_text(json.dumps({"kind": "ring", "failed": False}) + "\n"
+                                   + json.dumps(row) + "\n")
+    assert main(["report", str(d), "--no-ledger"]) == 1
+    capsys.readouterr()
+    md = (d / "summary.md").read_text()
+    assert "`case #2 of cases.jsonl`" in md and "- (no bundle)" in md
+    assert "failing checks (3)" in md and "1: draft_extend accept=[1]" in md
+    assert "DRAFT_EXTEND_V2" in md  # the message, from the logged verdict
+    page = (d / "summary.html").read_text()
+    assert "no bundle was written" in page and "actual (tape)" in page

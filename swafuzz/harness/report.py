@@ -27,6 +27,7 @@ renderers in ``reports/`` only format it.
 from __future__ import annotations
 
 import os
+import re
 import time
 from typing import Any
 
@@ -108,6 +109,11 @@ def build(d: str, baseline: str | None = None, reruns: int = 0, ledger: str | No
         k["checks"] += int(r.get("checks") or 0)
     km_path = os.path.join(d, "kill-matrix.md")
     kill_md = open(km_path).read() if os.path.exists(km_path) else None
+    if kill_md:  # the zoo wrote its repro paths as given: relative to the run directory here
+        kill_md = re.sub(r"swafuzz repro \S*?findings/([^\s/|`]+\.json)",
+                         lambda m: ("swafuzz repro findings/" + m.group(1))
+                         if os.path.isfile(os.path.join(d, "findings", m.group(1)))
+                         else m.group(0), kill_md)
 
     info = {
         "commit": meta.get("commit") or "unknown (no run.json)",

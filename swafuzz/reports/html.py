@@ -86,8 +86,9 @@ def _strip_svg(cells: list[tuple[str, str]], page_size: int, rz: tuple[bool, str
                ) -> str:
     """One strip: ``cells[i] = (colour key, tooltip)`` for slot i, pages separated by a gap,
     wrapped at :data:`PER_ROW` slots, each row labelled with its first slot's number, redzone
-    bars at both ends. Each page is a group whose hover text names the page and its slots; a
-    cell that is not quiet has its own hover text too (slot, page, what happened)."""
+    bars at both ends. Each page (each row, for pages under 8 slots) is a group whose hover
+    text names its pages and slots; a cell that is not quiet has its own hover text too (slot,
+    page, what happened)."""
     n = len(cells)
     per_row = max(page_size, (PER_ROW // page_size) * page_size) if page_size <= PER_ROW else PER_ROW
     per_row = max(1, min(per_row, n))
@@ -107,9 +108,12 @@ def _strip_svg(cells: list[tuple[str, str]], page_size: int, rz: tuple[bool, str
     out.append(f'<rect x="{LABEL_W}" y="0" style="width:{bar}px;height:{height - 2}px" fill="'
                f'{COLORS["rz_bad" if bad_b else "rz_ok"]}"><title>{_esc(tip_b)}</title></rect>')
     p = max(1, page_size)
-    for first in range(0, n, p):
-        last = min(n, first + p) - 1
-        out.append(f"<g><title>page {first // p}: slots {first}-{last}</title>")
+    grp = p if p >= 8 else per_row  # small pages: one hover group per row keeps big pools small
+    for first in range(0, n, grp):
+        last = min(n, first + grp) - 1
+        pages = f"page {first // p}" if last // p == first // p else \
+            f"pages {first // p}-{last // p}"
+        out.append(f"<g><title>{pages}: slots {first}-{last}</title>")
         for i in range(first, last + 1):
             key, tip = cells[i]
             r, c = divmod(i, per_row)

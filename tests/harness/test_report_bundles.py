@@ -132,7 +132,7 @@ def test_every_slot_has_a_number_and_hover_text(run, capsys):
         # every slot rect sits in a page group with a title naming its slots, or has its own
         for g in root.iter(f"{ns}g"):
             assert g.find(f"{ns}title") is not None
-            assert re.match(r"page \d+: slots \d+-\d+", g.find(f"{ns}title").text)
+            assert re.match(r"pages? \d+(-\d+)?: slots \d+-\d+", g.find(f"{ns}title").text)
         slots = [r for g in root.iter(f"{ns}g") for r in g.findall(f"{ns}rect")]
         assert slots, s[:300]
         # slot numbers: the first slot of each drawn row is labelled
@@ -159,3 +159,19 @@ def test_a_signature_only_logged_shows_its_smallest_case_and_checks(tmp_path, ca
     assert "DRAFT_EXTEND_V2" in md  # the message, from the logged verdict
     page = (d / "summary.html").read_text()
     assert "no bundle was written" in page and "actual (tape)" in page
+
+
+def test_zoo_kill_matrix_repro_paths_become_relative(tmp_path, capsys):
+    d = tmp_path / "zoo"
+    (d / "findings").mkdir(parents=True)
+    b = json.loads((DATA / "ring_a4_draft_extend_graph.json").read_text())
+    (d / "findings" / "m_x.json").write_text(json.dumps({**b, "signature": "mutant:m:x"}))
+    (d / "kill-matrix.md").write_text(
+        "| mutant | verdict | repro |\n|---|---|---|\n"
+        f"| m | killed | swafuzz repro {d}/findings/m_x.json |\n"
+        "| n | killed | swafuzz repro /elsewhere/findings/gone.json |\n")
+    assert main(["report", str(d), "--no-ledger"]) == 1
+    capsys.readouterr()
+    md = (d / "summary.md").read_text()
+    assert "| m | killed | swafuzz repro findings/m_x.json |" in md and str(d) not in md
+    assert "/elsewhere/findings/gone.json" in md  # no such bundle here: left as written

@@ -9,7 +9,10 @@ The smallest failing Case seen is the finding.
 
 Known failures (``known``: a :class:`swafuzz.harness.known.KnownLedger`; None: off, the search
 ends at its first failure as above): a failing Case the ledger knows does not end the search.
-The first Case of an entry is shrunk within the entry and handed to ``on_known``; the search then
+The first Case of an entry is shrunk within the entry, with at most ``known_shrink_budget``
+cases (the ledger already holds the entry's small repro: the budget goes to search, not to
+re-shrinking what is known; counted per entry in ``KindResult.shrunk_known``), and handed to
+``on_known``; the search then
 restarts (a new *round*, seed ``seed + ROUND_SEED_STRIDE * round``, the rest of the budget),
 and later Cases of that entry pass (counted per entry in ``KindResult.known``); after
 ``known_cap`` of them the entry's region is rejected before running. A new failure ends the
@@ -28,7 +31,7 @@ from hypothesis import seed as hseed
 from hypothesis.errors import Unsatisfiable
 
 from swafuzz import features
-from swafuzz.harness.known import ROUND_SEED_STRIDE
+from swafuzz.harness.known import KNOWN_SHRINK_BUDGET, ROUND_SEED_STRIDE
 from swafuzz.harness.run import Verdict
 from swafuzz.scenarios.case import Case
 
@@ -47,6 +50,12 @@ class _Capped(Exception):
 
 class _Spent(Exception):  # a restarted round generated what was left of the budget
     pass
+
+
+class _ShrinkSpent(BaseException):
+    """The shrink budget is spent: end hypothesis's shrink here (a BaseException, so hypothesis
+    does not take it for a failure of the Case) rather than let it draw candidates that would
+    only be answered 'passing' unseen; the smallest failing Case is already in ``best``."""
 
 
 @dataclass
@@ -68,6 +77,7 @@ class KindResult:
     known_findings: dict[str, Verdict] = field(default_factory=dict)
     excluded: int = 0
     stopped: str | None = None
+    shrunk_known: dict[str, int] = field(default_factory=dict)  # shrinking cases per entry
     rounds: int = 1
 
 
@@ -92,6 +102,8 @@ class Campaign:
     on_case: Callable[[Case, Verdict, str], None] | None = None  # executed: (case, v, phase)
     known: object | None = None  # harness.known.KnownLedger: classify() / excludes(); None: off
     known_cap: int = 50  # Cases of one entry per search before its region is excluded
+    #: cases spent shrinking a known entry's first Case (and never more than shrink_budget)
+    known_shrink_budget: int = KNOWN_SHRINK_BUDGET
     on_known: Callable[[Verdict, str], None] | None = None  # an entry's shrunk first Case
 
     def run_kind(self, kind: str, examples: int) -> KindResult:
@@ -155,8 +167,10 @@ class Campaign:
                 reject()  # inside a capped entry's region: not run (nor answered), not counted
             if key in memo:
                 v = memo[key]
-            elif best and state["after_fail"] >= self.shrink_budget:
-                return  # shrink budget spent: treat unseen Cases as passing
+            elif best and state["after_fail"] >= (
+                    self.shrink_budget if state["target"] is None
+                    else min(self.shrink_budget, self.known_shrink_budget)):
+                raise _ShrinkSpent  # shrink budget spent: nothing more runs
             else:
                 if not best and self.deadline is not None and time.monotonic() > self.deadline:
                     raise _OutOfTime
@@ -168,6 +182,9 @@ class Campaign:
                 else:
                     state["after_fail"] += 1
                     res.shrunk += 1
+                    if state["target"] is not None:
+                        t = state["target"]
+                        res.shrunk_known[t] = res.shrunk_known.get(t, 0) + 1
                 if self.replay is not None and key in self.replay:
                     v = self.replay[key]
                     res.replayed += 1
@@ -237,6 +254,8 @@ class Campaign:
             pass
         except _OutOfTime:
             res.out_of_time = True
+        except _ShrinkSpent:
+            pass  # best holds the smallest failing Case seen
         except (_Capped, _Spent):
             pass  # res.stopped says why / the budget is spent
         except Unsatisfiable:  # every Case hypothesis drew was in an excluded region

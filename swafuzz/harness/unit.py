@@ -138,7 +138,8 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
                     "known_findings": {e: {"signature": sig_prefix + v.signature(),
                                            "bundle": known_paths.get(e)}
                                        for e, v in res.known_findings.items()},
-                    "excluded": res.excluded, "stopped": res.stopped, "rounds": res.rounds})
+                    "excluded": res.excluded, "stopped": res.stopped, "rounds": res.rounds,
+                    "shrunk_known": dict(res.shrunk_known)})
     log.write(row)
     log.close()
     return row

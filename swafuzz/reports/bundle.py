@@ -73,7 +73,9 @@ def write_bundle(out_dir: str, finding: dict[str, Any], suffix: str = "") -> str
     """Write ``finding`` (must hold ``signature`` and ``case``) under ``out_dir/findings/``
     as ``<signature><suffix>.json``.
 
-    Returns the path. The ``command`` field is filled in with the repro command. A finding on
+    Returns the path. The ``command`` field is filled in with the repro command, its path
+    relative to ``out_dir`` (``swafuzz repro findings/<name>.json``, run from the run directory:
+    it stays true when the directory is copied or downloaded as a CI artefact). A finding on
     the ``sglang`` target also records the installed sglang version under ``versions``, and
     what the target ran (``target_version``, e.g. ``sglang 0.5.17 (adapter 0.5.23)``) when the
     finding carries it.
@@ -87,7 +89,7 @@ def write_bundle(out_dir: str, finding: dict[str, Any], suffix: str = "") -> str
         except metadata.PackageNotFoundError:
             vers["sglang"] = "not installed"
     bundle = {"bundle_version": BUNDLE_VERSION, "versions": vers, **finding}
-    bundle["command"] = f"swafuzz repro {path}"
+    bundle["command"] = "swafuzz repro " + "/".join(("findings", os.path.basename(path)))
     atomic_write_text(path, json.dumps(bundle, indent=1, sort_keys=True) + "\n")
     return path
 

@@ -3,9 +3,16 @@ unsharded run (units, Cases, findings), with findings found by several shards de
 is not the shards of one run is refused (exit 2, nothing written).
 
 The campaigns run ``python -m swafuzz`` in subprocesses, as CI would, on the torch path with the
-eager executor and a mutant that every ``idle`` Case kills: one kind on 2 shards plans 2 units
-(``idle.0``, ``idle.1``, the units of an unsharded ``--workers 2`` run), one per shard, and both
-find the mutant, so the merge has a signature to deduplicate.
+eager executor and a mutant that every ``idle`` and ``decode`` Case kills:
+
+* ``whole``, ``s1``, ``s2``: kinds idle and decode, unsharded and as shards 1/2 and 2/2 (one
+  unit each): merged, the shards equal the whole run row for row;
+* ``d1``, ``d2``: kind idle alone on 2 shards, which plans 2 units (``idle.0``, ``idle.1``: the
+  units of an unsharded ``--workers 2`` run), one per shard; both find the mutant, so the merge
+  has a signature to deduplicate.
+
+Each run is in its own ``python -m swafuzz`` process with one worker, so the Hypothesis constants
+pool (which depends on the modules a process has loaded) is the same for all of them.
 """
 
 from __future__ import annotations
@@ -31,6 +38,11 @@ ENV = {k: v for k, v in os.environ.items() if k != "SWAFUZZ_PLUGINS"}
 CAMPAIGN = ["--target", "mutant:rows_misaligned", "--impl", "torch", "--executor", "eager",
             "--scenario", "idle", "--examples", "8", "--seed", "3", "--shrink-budget", "20",
             "--no-isolate", "--quiet", "--ledger", "none"]
+RUNS = {"whole": ["--scenario", "decode"],
+        "s1": ["--scenario", "decode", "--shard", "1/2"],
+        "s2": ["--scenario", "decode", "--shard", "2/2"],
+        "d1": ["--shard", "1/2"], "d2": ["--shard", "2/2"]}
+IDLE = "pool_bytes_idle_live.json"
 TIMING = ("seconds", "t", "shard")
 
 
@@ -67,8 +79,8 @@ def comparable(row):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """The campaign unsharded (``--workers 2``) and as shards 1/2 and 2/2 (one worker each),
-    run at the same time; once per test session (shared by the xdist workers, under a lock)."""
+    """The runs of :data:`RUNS` (module docstring), at the same time; once per test session
+    (shared by the xdist workers, under a lock)."""
     base = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         base = base.parent  # this session's, shared by its workers
@@ -78,11 +90,10 @@ def runs(tmp_path_factory):
         if not (d / "done").exists():
             shutil.rmtree(d, ignore_errors=True)
             d.mkdir()
-            args = {"whole": ["--workers", 2]} | {f"s{i}": ["--shard", f"{i}/2"] for i in (1, 2)}
             procs = {n: subprocess.Popen([sys.executable, "-m", "swafuzz", "run", *CAMPAIGN,
-                                          *map(str, a), "--out", str(d / n)],
+                                          *a, "--out", str(d / n)],
                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                         text=True, env=ENV) for n, a in args.items()}
+                                         text=True, env=ENV) for n, a in RUNS.items()}
             for name, p in procs.items():
                 text = p.communicate(timeout=300)[0]
                 assert p.returncode == 1, f"{name}: {text}"  # the mutant is found
@@ -134,57 +145,78 @@ def test_bad_shard_is_a_usage_error_before_anything_is_written(bad, tmp_path, ca
 def test_merged_shards_equal_the_unsharded_run(runs, tmp_path):
     m = tmp_path / "merged"
     p = swafuzz("merge", runs / "s1", runs / "s2", "--out", m)
-    assert p.returncode == 1, p.stdout + p.stderr  # a finding the ledger does not know
+    assert p.returncode == 1, p.stdout + p.stderr  # findings the ledger does not know
     assert "merged 2 run directories (1/2, 2/2): 2 of 2 units" in p.stdout
-    whole = log(runs / "whole")
-    merged = log(m)
+    whole, merged = log(runs / "whole"), log(m)
     unit_ids = {r["unit"] for r in whole if r.get("event") == "unit_done"}
-    assert unit_ids == {"idle.0", "idle.1"}
+    assert unit_ids == {"idle.0", "decode.0"}
     assert {r["unit"] for r in merged if r.get("event") == "unit_done"} == unit_ids
-    # the same Cases, each once: every row (unit, phase, Case, verdict, signature) but timings
-    assert len([r for r in merged if "case" in r]) == len([r for r in whole if "case" in r]) > 2
-    assert sorted(map(comparable, merged)) == sorted(map(comparable, whole))
+    # the same Cases, each once: every row (unit, phase, Case, verdict, signature) but timings,
+    # in the same order (the unsharded plan's)
+    assert len([r for r in merged if "case" in r]) == len([r for r in whole if "case" in r]) > 4
+    assert list(map(comparable, merged)) == list(map(comparable, whole))
     # each shard ran its own slice, recorded in run.json
-    for i in (1, 2):
+    for i, unit in ((1, "idle.0"), (2, "decode.0")):
         assert meta(runs / f"s{i}")["shard"] == f"{i}/2"
-        assert {r["unit"] for r in log(runs / f"s{i}")} == {f"idle.{i - 1}"}
-    assert {r["shard"] for r in merged} == {"1/2", "2/2"}
-    # findings: the same signatures, one bundle each, the smallest Case of the two shards
+        assert meta(runs / f"s{i}")["config"]["shard"] == [i, 2]
+        assert {r["unit"] for r in log(runs / f"s{i}")} == {unit}
+    assert [r["shard"] for r in merged] == [("1/2" if r["unit"] == "idle.0" else "2/2")
+                                           for r in merged]
+    # findings: the same signatures and bundles (Cases), each naming the shard that found it
     wb, mb = bundles(runs / "whole"), bundles(m)
-    assert sorted(wb) == sorted(mb) == ["pool_bytes_idle_live.json"]
-    b = mb["pool_bytes_idle_live.json"]
-    assert b["signature"] == wb["pool_bytes_idle_live.json"]["signature"]
-    assert b["found_by_shards"] == ["1/2", "2/2"]
-    assert case_size(b["case"]) == min(case_size(bundles(runs / f"s{i}")[
-        "pool_bytes_idle_live.json"]["case"]) for i in (1, 2))
-    assert b["command"] == f"swafuzz repro {m / 'findings' / 'pool_bytes_idle_live.json'}"
+    assert sorted(wb) == sorted(mb) == ["pool_bytes_decode_live.json", IDLE]
+    for name, b in mb.items():
+        assert b["signature"] == wb[name]["signature"] and b["case"] == wb[name]["case"]
+        assert b["found_by_shards"] == [b["shard"]] == ["2/2" if "decode" in name else "1/2"]
+        assert b["command"] == f"swafuzz repro {m / 'findings' / name}"
     mm, wm = meta(m), meta(runs / "whole")
-    assert mm["config"]["workers"] == 2 and mm["config"]["shard"] is None
+    assert mm["config"]["shard"] is None and mm["config"]["workers"] == 2  # the fleet's
     assert {k: {f: v for f, v in s.items() if f != "seconds"} for k, s in mm["stats"].items()} \
         == {k: {f: v for f, v in s.items() if f != "seconds"} for k, s in wm["stats"].items()}
     assert mm["forward_steps"] == wm["forward_steps"]
     assert [x["shard"] for x in mm["merged_from"]] == ["1/2", "2/2"]
-    # one report, as swafuzz report writes it; and the merged directory is a run directory
+    # one report, as swafuzz report writes it
     for name in ("summary.md", "junit.xml", "summary.html"):
         assert (m / name).stat().st_size > 0
-    assert "pool_bytes/idle/live" in (m / "junit.xml").read_text()
+    junit = (m / "junit.xml").read_text()
+    assert "pool_bytes/idle/live" in junit and "pool_bytes/decode/live" in junit
     assert main(["report", str(m)]) == 1
 
 
-def test_merge_keeps_the_smallest_bundle_and_names_its_shard(runs, tmp_path):
-    s1, s2 = shutil.copytree(runs / "s1", tmp_path / "s1"), shutil.copytree(runs / "s2",
-                                                                             tmp_path / "s2")
-    name = "pool_bytes_idle_live.json"
-    small = bundles(s2)[name]
-    first = next(r for r in log(s1) if r.get("failed") and r["phase"] == "generate")
-    assert case_size(first["case"]) > case_size(small["case"])  # the unshrunk first failure
-    big = {**bundles(s1)[name], "case": first["case"]}  # shard 1 holds the bigger Case now
-    (s1 / "findings" / name).write_text(json.dumps(big))
-    m = tmp_path / "m"
-    assert main(["merge", str(s2), str(s1), "--out", str(m), "--no-ledger"]) == 1
-    b = bundles(m)[name]
-    assert b["case"] == small["case"] and b["shard"] == "2/2"
+def test_a_finding_of_two_shards_is_one_bundle(runs, tmp_path):
+    m = tmp_path / "merged"
+    assert main(["merge", str(runs / "d2"), str(runs / "d1"), "--out", str(m)]) == 1
+    fleet = plan_units(RunConfig(kinds=["idle"], examples=8, seed=3, workers=2))
+    assert [u.id for u in fleet] == ["idle.0", "idle.1"]
+    rows = log(m)
+    assert [r["unit"] for r in rows if r.get("event") == "unit_done"] == ["idle.0", "idle.1"]
+    assert sorted(map(comparable, rows)) == sorted(map(comparable, log(runs / "d1")
+                                                       + log(runs / "d2")))
+    for i in (1, 2):  # each shard found it and kept a bundle
+        assert list(bundles(runs / f"d{i}")) == [IDLE]
+    assert list(bundles(m)) == [IDLE]
+    b = bundles(m)[IDLE]
     assert b["found_by_shards"] == ["1/2", "2/2"]
+    sizes = {i: case_size(bundles(runs / f"d{i}")[IDLE]["case"]) for i in (1, 2)}
+    assert case_size(b["case"]) == min(sizes.values())
+    assert b["case"] == bundles(runs / f"d{b['shard'][0]}")[IDLE]["case"]
+    summary = (m / "summary.md").read_text()
+    assert summary.count("pool_bytes/idle/live") >= 1 and "decode" not in summary
+
+
+def test_merge_keeps_the_smallest_bundle_and_names_its_shard(runs, tmp_path):
+    for small, big in ((2, 1), (1, 2)):  # the smaller Case wins, in either shard
+        d = {i: shutil.copytree(runs / f"d{i}", tmp_path / f"{small}" / f"d{i}") for i in (1, 2)}
+        b = bundles(d[small])[IDLE]
+        first = next(r for r in log(d[big]) if r.get("failed") and r["phase"] == "generate")
+        assert case_size(first["case"]) > case_size(b["case"])  # the unshrunk first failure
+        (d[big] / "findings" / IDLE).write_text(json.dumps({**bundles(d[big])[IDLE],
+                                                            "case": first["case"]}))
+        m = tmp_path / f"{small}" / "merged"
+        assert main(["merge", str(d[2]), str(d[1]), "--out", str(m), "--no-ledger"]) == 1
+        got = bundles(m)[IDLE]
+        assert got["case"] == b["case"] and got["shard"] == f"{small}/2"
+        assert got["found_by_shards"] == ["1/2", "2/2"]
 
 
 # --------------------------------------------------------------------------- refusals
@@ -223,12 +255,14 @@ def test_merge_refuses_what_is_not_the_shards_of_one_run(copies, tmp_path, capsy
     refused(s1, s3, why="config field 'seed' differs (4 vs 3)")
     _edit(s3, seed=3, shard=[2, 3])
     refused(s1, s3, why="not shards of one split")
-    _edit(s3, shard=[2, 2], kinds=["idle", "decode"])
+    _edit(s3, shard=[2, 2], kinds=["idle"])
     refused(s1, s3, why="config field 'kinds' differs")
+    _edit(s3, kinds=["idle", "decode"], workers=2)
+    refused(s1, s3, why="plans other units")
     rows = (s2 / "cases.jsonl").read_text().splitlines()
     (s3 / "cases.jsonl").write_text("\n".join(r for r in rows if "unit_done" not in r) + "\n")
-    _edit(s3, kinds=["idle"])
-    err = refused(s1, s3, why="has 1 unfinished units (idle.1)")
+    _edit(s3, workers=1)
+    err = refused(s1, s3, why="has 1 unfinished units (decode.0)")
     assert f"swafuzz run --resume {s3}" in err and "--partial" in err
     refused(s1, s2, extra=("--ledger", str(tmp_path / "no-ledger.json")), why="--ledger:")
     out.mkdir()

@@ -294,3 +294,14 @@ def test_a_failure_after_the_rename_leaves_out_as_it_was(copies, tmp_path, monke
         merge_mod.merge([str(s1), str(s2)], str(out), finish=lambda d: report.build(d))
     assert out.is_dir() and not os.listdir(out)
     assert not [n for n in os.listdir(tmp_path) if n.startswith(".swafuzz-merge-")]
+
+
+def test_a_whole_run_merges_to_a_copy_of_itself(copies, tmp_path):
+    whole = copies[2]
+    m = tmp_path / "m"
+    assert main(["merge", str(whole), "--out", str(m), "--no-ledger"]) == 1
+    assert list(map(comparable, log(m))) == list(map(comparable, log(whole)))
+    assert all("shard" not in r for r in log(m))
+    assert {n: b["case"] for n, b in bundles(m).items()} \
+        == {n: b["case"] for n, b in bundles(whole).items()}
+    assert meta(m)["missing_shards"] == [] and meta(m)["config"]["workers"] == 1

@@ -1,4 +1,4 @@
-"""``swafuzz`` (also ``python -m swafuzz``): run, zoo, repro, list, report, bench.
+"""``swafuzz`` (also ``python -m swafuzz``): run, zoo, repro, list, report, merge, bench.
 
 Exit codes: 0 clean, 1 findings, 2 usage or input error (with a message naming the field and the
 allowed values, and nothing written), 3 tool failure (one line on stderr, the traceback in
@@ -31,6 +31,7 @@ from swafuzz.harness.cli_common import (
     positive,
     target_names,
 )
+from swafuzz.harness.cli_merge import cmd_merge
 from swafuzz.harness.cli_run import cmd_repro, cmd_run
 from swafuzz.harness.corpus import DB_HELP
 from swafuzz.harness.failures import check_out_dir, check_out_file, report_tool_failure
@@ -38,7 +39,8 @@ from swafuzz.harness.ledger import DEFAULT_LEDGER
 from swafuzz.kernels import IMPLS, available_impls
 
 __all__ = ["EXIT_CLEAN", "EXIT_FINDINGS", "EXIT_TOOL", "EXIT_USAGE", "UsageError", "build_parser",
-           "main", "cmd_run", "cmd_repro", "cmd_list", "cmd_report", "cmd_zoo", "cmd_bench"]
+           "main", "cmd_run", "cmd_repro", "cmd_list", "cmd_report", "cmd_zoo", "cmd_bench",
+           "cmd_merge"]
 
 
 def _prepare_env() -> None:
@@ -206,6 +208,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "repository's ledger when it has entries for the target and its release")
     r.add_argument("--known-cap", type=int, default=50,
                    help="Cases of one ledger entry per unit, then its region is skipped")
+    r.add_argument("--shard", default=None, metavar="I/N",
+                   help="run shard I of N (CI matrix jobs): a deterministic slice of the units; "
+                        "the N shards together run the units of one run, each once (join "
+                        "them with swafuzz merge)")
     r.set_defaults(fn=cmd_run)
 
     rp = sub.add_parser("repro", formatter_class=fmt, help="replay a finding bundle")
@@ -236,6 +242,18 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--release", default=None,
                      help="target version for the ledger (default: the run's recorded one)")
     rep.set_defaults(fn=cmd_report)
+
+    m = sub.add_parser("merge", formatter_class=fmt, help="join the shards of one run "
+                       "(run --shard I/N) into one run directory, with its reports")
+    m.add_argument("dirs", nargs="+", metavar="DIR", help="the shards' run directories")
+    m.add_argument("--out", required=True, help="a new or empty directory for the merged run")
+    m.add_argument("--ledger", default=DEFAULT_LEDGER,
+                   help="known-failure ledger applied to the merged findings (as report)")
+    m.add_argument("--no-ledger", action="store_true", help="do not consult a ledger")
+    m.add_argument("--partial", action="store_true",
+                   help="merge even when shards are missing or have unfinished units (they are "
+                        "listed in run.json); without it, that is an error")
+    m.set_defaults(fn=cmd_merge)
 
     z = sub.add_parser("zoo", formatter_class=fmt, help="run every mutant; print the kill matrix")
     z.add_argument("--examples", type=int, default=None,

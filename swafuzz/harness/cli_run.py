@@ -31,6 +31,8 @@ from swafuzz.harness.ledger import LedgerError
 from swafuzz.harness.run import InvalidCase, execute, resolve_executors, resolve_impl
 from swafuzz.harness.runconfig import RunConfig, read_run_config
 from swafuzz.harness.runlock import RunDirBusy, RunLock
+from swafuzz.harness.shard import ShardSpecError, full_plan, parse_shard, shard_units
+from swafuzz.harness.shard import label as shard_label
 from swafuzz.harness.worker import CaseWorker, WorkerSetupError
 from swafuzz.reports.bundle import read_bundle, signature_filename
 from swafuzz.reports.summary import campaign_table
@@ -56,6 +58,10 @@ def run_config(args):
         cfg = resume.apply(args, cfg)  # flags that would change the run: exit 2 naming them
         args.target = cfg.target
         return cfg
+    try:  # before anything is checked or written
+        shard = parse_shard(args.shard) if args.shard is not None else None
+    except ShardSpecError as e:
+        raise UsageError(str(e)) from None
     validate_common(args)
     kinds = args.scenario or list(features.kind_names())
     for k in kinds:
@@ -91,7 +97,7 @@ def run_config(args):
                      budget_s=budget_s, seed=args.seed, workers=args.workers,
                      shrink_budget=args.shrink_budget, out=args.out,
                      isolate=not args.no_isolate, plugins=plugins.loaded_modules(), db=args.db,
-                     ledger=ledger, known_cap=args.known_cap)
+                     ledger=ledger, known_cap=args.known_cap, shard=shard)
 
 
 # --------------------------------------------------------------------------- run
@@ -99,6 +105,9 @@ def cmd_run(args) -> int:
     from swafuzz.harness import pipeline  # the campaign (hypothesis): not at the CLI's start
 
     cfg = run_config(args)
+    if cfg.shard and not shard_units(cfg):
+        print(f"note: shard {shard_label(cfg.shard)} has no units (the campaign has "
+              f"{len(full_plan(cfg))}); it runs nothing", file=sys.stderr)
     os.makedirs(cfg.out, exist_ok=True)
     try:  # one live run per directory (a second --resume while it runs: exit 2)
         lock = RunLock(cfg.out).acquire()
@@ -146,7 +155,8 @@ def _locked_run(args, cfg, lock, pipeline) -> int:
     shrunk = sum(s["shrunk"] for s in stats.values())
     with open(os.path.join(cfg.out, "summary.md"), "w") as f:
         f.write(f"# swafuzz run: target {', '.join(cfg.targets)}, impl {cfg.impl}, executors "
-                f"{','.join(cfg.executors)}, seed {cfg.seed}, workers {cfg.workers}\n\n"
+                f"{','.join(cfg.executors)}, seed {cfg.seed}, workers {cfg.workers}"
+                + (f", shard {shard_label(cfg.shard)}" if cfg.shard else "") + "\n\n"
                 f"{campaign_table(stats, markdown=True)}\n")
     # the whole run, every session of it (--resume): steps of every logged case, all wall time
     log_rows = pipeline.read_log(os.path.join(cfg.out, "cases.jsonl"))

@@ -9,6 +9,8 @@ kinds than N, each kind is split into shards with seeds ``seed + 7919 * shard`` 
 ``--examples`` budget divided between them, so every worker has work. Units run in a pool of N
 ``spawn`` processes (``concurrent.futures.ProcessPoolExecutor``: plain processes with their own
 interpreter, no shared hypothesis state; pytest-xdist is a test runner, not a campaign scheduler).
+With ``--shard I/N`` a run executes its slice of the units of the whole fleet of shards
+(:mod:`swafuzz.harness.shard`); ``swafuzz merge`` joins the shards (:mod:`swafuzz.harness.merge`).
 Each unit process owns a crash-isolating :class:`~swafuzz.harness.worker.CaseWorker`, so a crash
 inside a case is a ``crash`` finding and the case worker is replaced; a unit process that dies
 itself becomes a ``crash`` finding of that unit and the pool is rebuilt.
@@ -62,7 +64,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from swafuzz.harness.caselog import CaseLog, per_kind, read_log, repair_log
-from swafuzz.harness.runconfig import RunConfig, Unit, plan_units, read_run_config, write_run_meta
+from swafuzz.harness.runconfig import RunConfig, Unit, read_run_config, write_run_meta
+from swafuzz.harness.shard import shard_units
 from swafuzz.harness.unit import STOP, case_worker, close_workers, pool_init, run_unit
 
 #: the pipeline's API for the CLI (its pieces live in runconfig, caselog and unit)
@@ -96,7 +99,7 @@ def run(cfg: RunConfig, *, say: Callable[[str], None] = print,
     if cut:
         say(f"case log: cut off a torn last line ({cut} bytes, written when the run was killed)")
     done = {r["unit"]: r for r in read_log(log_path) if r.get("event") == "unit_done"}
-    units = [u for u in plan_units(cfg) if u.id not in done]
+    units = [u for u in shard_units(cfg) if u.id not in done]  # all units unsharded
     rows = list(done.values())
     if done:
         say(f"resuming: {len(done)} units already done, {len(units)} to run")

@@ -9,6 +9,7 @@ ignored, which is what a CI job expects from a command line it got wrong. Accept
 * ``--quiet`` (how the run talks, not what it runs);
 * any flag that repeats the run's own value (``--out DIR`` with ``--resume DIR``, the same
   ``--seed``): a CI step may re-issue its first command line with ``--resume`` added;
+* ``--shard I/N`` only when it is the run's own shard;
 * ``--workers N`` when the run's units stay the same (with fewer kinds than workers, the
   worker count decides the seed shards, and then it is refused too).
 
@@ -22,13 +23,14 @@ from __future__ import annotations
 import os
 
 from swafuzz.harness.cli_common import UsageError, parse_duration, positive
-from swafuzz.harness.runconfig import RunConfig, plan_units
+from swafuzz.harness.runconfig import RunConfig
+from swafuzz.harness.shard import ShardSpecError, label, parse_shard, shard_units
 
 #: the defaults of ``swafuzz run``'s flags (cli.build_parser), to tell a given flag
 DEFAULTS = {"target": ["unified"], "impl": "auto", "executor": "auto", "scenario": None,
             "examples": 300, "budget": None, "workers": 1, "seed": 0, "out": None,
             "shrink_budget": 150, "db": None, "no_isolate": False, "ledger": "auto",
-            "known_cap": 50, "plugin": None}
+            "known_cap": 50, "plugin": None, "shard": None}
 
 
 def _ledger_of(spec: str) -> str | None:
@@ -77,9 +79,16 @@ def conflicts(args, cfg: RunConfig) -> list[str]:
         refuse("--known-cap", args.known_cap, cfg.known_cap)
     if given("plugin") and not set(args.plugin) <= set(cfg.plugins):
         refuse("--plugin", ",".join(args.plugin), ",".join(cfg.plugins) or "none")
+    if given("shard"):
+        try:
+            want = parse_shard(args.shard)
+        except ShardSpecError as e:
+            raise UsageError(str(e)) from None
+        if not cfg.shard or tuple(want) != tuple(cfg.shard):
+            refuse("--shard", args.shard, label(cfg.shard) if cfg.shard else "not sharded")
     if given("workers") and args.workers != cfg.workers:
         other = RunConfig.from_json({**cfg.to_json(), "workers": args.workers})
-        if [u.id for u in plan_units(other)] != [u.id for u in plan_units(cfg)]:
+        if [u.id for u in shard_units(other)] != [u.id for u in shard_units(cfg)]:
             refuse("--workers", args.workers, f"{cfg.workers}; it would change the run's units")
     return out
 

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterator
 
 from hypothesis import HealthCheck, Phase, given, reject, settings
 from hypothesis import seed as hseed
 from hypothesis.errors import Unsatisfiable
+from hypothesis.internal.conjecture import providers as hypothesis_providers
 
 from swafuzz import features
 from swafuzz.harness.known import ROUND_SEED_STRIDE
@@ -232,7 +234,8 @@ class Campaign:
             prop._hypothesis_internal_database_key = (
                 f"swafuzz:{self.db_key}:{kind}".encode())
         try:
-            prop()
+            with same_draws_in_any_process():
+                prop()
         except _Found:
             pass
         except _OutOfTime:
@@ -247,6 +250,29 @@ class Campaign:
                 raise
             print(f"note: hypothesis ended with {type(e).__name__}", file=sys.stderr)
         return best, state["target"], state["new_seen"]
+
+
+@contextmanager
+def same_draws_in_any_process() -> Iterator[None]:
+    """Hypothesis (6.131+) sometimes draws a literal found in the source of any *local* module
+    loaded in the process (``providers._get_local_constants``: every module in ``sys.modules``
+    outside site-packages). Which modules are loaded differs between a fresh run and a resumed
+    one, a pool process and the parent, a checkout and a wheel (site-packages: none), a plugin
+    and none - so the same seed drew other Cases (issue 19: 1 vs 2 workers, kill -9 then
+    resume). Inside this block the local pool is empty: the draws depend on the seed and the
+    strategy alone. A Hypothesis without the pool is left as it is."""
+    get = getattr(hypothesis_providers, "_get_local_constants", None)
+    cache = getattr(hypothesis_providers, "CONSTANTS_CACHE", None)
+    if get is None or cache is None or not hasattr(hypothesis_providers, "Constants"):
+        yield
+        return
+    hypothesis_providers._get_local_constants = hypothesis_providers.Constants
+    cache.cache.clear()  # (choice type, constraints) -> permitted constants, local ones included
+    try:
+        yield
+    finally:
+        hypothesis_providers._get_local_constants = get
+        cache.cache.clear()
 
 
 def _size(case: Case) -> tuple[int, int, int]:

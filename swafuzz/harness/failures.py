@@ -39,15 +39,24 @@ def report_tool_failure(cmd: str, exc: BaseException, out_dir: str | None) -> st
 
 def check_out_dir(field: str, path: str) -> str | None:
     """Why ``path`` cannot be the output directory (None when it can): a message naming
-    ``field``. Checked before anything is written."""
+    ``field``. Checked before anything is written: the nearest existing folder must take a new
+    folder (a probe folder is made there and removed again; ``/proc/x``, a read-only mount or a
+    full disk fail here, not after the run has started)."""
+    if not path:
+        return f"{field}: an empty path is not allowed; give a directory"
     if os.path.exists(path) and not os.path.isdir(path):
         return f"{field}: {path!r} exists and is not a directory"
-    parent = path
-    while parent and not os.path.exists(parent):
+    parent = os.path.abspath(path)
+    while not os.path.exists(parent):
         parent = os.path.dirname(parent)
-    parent = parent or "."
     if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
         return f"{field}: cannot write under {parent!r} (permission denied)"
+    if parent == os.path.abspath(path):
+        return None  # an existing directory, writable
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".swafuzz-probe-", dir=parent))
+    except OSError as e:
+        return f"{field}: cannot create {path!r}: {e.strerror or e} (in {parent!r})"
     return None
 
 

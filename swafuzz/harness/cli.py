@@ -23,6 +23,7 @@ from swafuzz.harness import listing
 from swafuzz.harness.cli_common import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
+    EXIT_INTERRUPTED,
     EXIT_TOOL,
     EXIT_USAGE,
     UsageError,
@@ -98,7 +99,7 @@ def cmd_report(args) -> int:
 
 # --------------------------------------------------------------------------- zoo / bench
 def cmd_zoo(args) -> int:
-    from swafuzz.harness.zoo import run_zoo  # the campaign (hypothesis): not at the CLI's start
+    from swafuzz.harness.zoo import run_zoo, selected  # the campaign: not at the CLI's start
 
     check_choice("--budget", args.budget, ("full", "ci"))
     for name in ("examples", "seeds", "jobs"):
@@ -116,6 +117,10 @@ def cmd_zoo(args) -> int:
     bad = (args.json and check_out_file("--json", args.json)) or check_out_dir("--out", args.out)
     if bad:
         raise UsageError(bad)
+    try:
+        selected(args.mutant)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     return run_zoo(args)
 
 
@@ -242,6 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="case budget per mutant and seed (default: 200; --budget full only)")
     z.add_argument("--seeds", type=int, default=None,
                    help="seeds per mutant (default: 5; --budget full only)")
+    z.add_argument("--mutant", action="append", default=None, metavar="NAME",
+                   help="run only this mutant (repeatable; the control then covers their kinds "
+                        "and the leave-one-out rule is not enforced); default: every mutant")
     z.add_argument("--json", default=None, help="write the kill matrix as JSON here")
     z.add_argument("--budget", default="full", help="full | ci (reduced, for the CI gate)")
     z.add_argument("--impl", default="auto", help="torch | triton | cuda | auto")
@@ -267,15 +275,18 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse: 2 on usage errors, 0 on --help
         return int(e.code or 0)
-    _prepare_env()  # after parsing (--help and usage errors load no torch), before any plugin
     if args.cmd == "run":
         args.target = args.target or ["unified"]
         args.examples_given = args.examples is not None
         if args.examples is None:
             args.examples = 300
     try:
+        _prepare_env()  # after parsing (--help and usage errors load no torch), before plugins
         load_plugins(args)
         return args.fn(args)
+    except KeyboardInterrupt:  # Ctrl-C before a command's own handling (loading torch, ...)
+        print(f"swafuzz {args.cmd}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except UsageError as e:
         print(f"swafuzz {args.cmd}: error: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -14,6 +14,7 @@ from swafuzz.kernels import IMPLS, available_impls
 from swafuzz.targets import plugins
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_TOOL = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130  # Ctrl-C / SIGTERM
 
 
 class UsageError(Exception):

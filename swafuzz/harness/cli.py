@@ -17,6 +17,7 @@ import os
 import runpy
 import signal
 import sys
+from importlib import metadata
 
 from swafuzz import __version__, targets
 from swafuzz.harness import listing
@@ -36,6 +37,7 @@ from swafuzz.harness.cli_run import cmd_repro, cmd_run
 from swafuzz.harness.corpus import DB_HELP
 from swafuzz.harness.failures import check_out_dir, check_out_file, report_tool_failure
 from swafuzz.harness.ledger import DEFAULT_LEDGER
+from swafuzz.reports.bundle import versions
 from swafuzz.kernels import IMPLS, available_impls
 
 __all__ = ["EXIT_CLEAN", "EXIT_FINDINGS", "EXIT_TOOL", "EXIT_USAGE", "UsageError", "build_parser",
@@ -152,11 +154,37 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+def version_text() -> str:
+    """``swafuzz X (python V, torch V, triton V, hypothesis V[, sglang V])``: the installed
+    distributions' metadata, nothing imported (SGLang only when installed)."""
+    found = versions()
+    parts = [f"python {found['python']}"]
+    for dist in ("torch", "triton", "hypothesis"):
+        parts.append(f"{dist} {found.get(dist, 'not installed')}")
+    try:
+        parts.append(f"sglang {metadata.version('sglang')}")
+    except metadata.PackageNotFoundError:
+        pass
+    return f"swafuzz {__version__} ({', '.join(parts)})"
+
+
+class _VersionAction(argparse.Action):
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help=None):
+        super().__init__(option_strings, dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_text())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     fmt = _HelpFormatter
     p = argparse.ArgumentParser(prog="swafuzz", description=__doc__.splitlines()[0],
                                 formatter_class=fmt)
-    p.add_argument("--version", action="version", version=f"swafuzz {__version__}")
+    p.add_argument("--version", action=_VersionAction,
+                   help="swafuzz's version and its stack's (Python, torch, Triton, Hypothesis; "
+                        "SGLang when installed)")
     plug = argparse.ArgumentParser(add_help=False)
     plug.add_argument("--plugin", action="append", metavar="MODULE",
                       help="import MODULE first; it registers targets (repeatable; also "

@@ -37,8 +37,8 @@ from swafuzz.harness.cli_run import cmd_repro, cmd_run
 from swafuzz.harness.corpus import DB_HELP
 from swafuzz.harness.failures import check_out_dir, check_out_file, report_tool_failure
 from swafuzz.harness.ledger import DEFAULT_LEDGER
-from swafuzz.reports.bundle import versions
 from swafuzz.kernels import IMPLS, available_impls
+from swafuzz.reports.bundle import versions
 
 __all__ = ["EXIT_CLEAN", "EXIT_FINDINGS", "EXIT_TOOL", "EXIT_USAGE", "UsageError", "build_parser",
            "main", "cmd_run", "cmd_repro", "cmd_list", "cmd_report", "cmd_zoo", "cmd_bench"]

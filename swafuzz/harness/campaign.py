@@ -5,7 +5,9 @@ Search: for each kind, ``@given(strategy)`` with ``max_examples`` and a fixed ``
 seed gives the same Cases). On the first failure hypothesis shrinks; shrinking is bounded by
 ``shrink_budget`` executions (Cases past the budget are reported as passing without running, and
 outcomes are memoised so hypothesis's final replay of the smallest failing Case is consistent).
-The smallest failing Case seen is the finding.
+The smallest failing Case seen is the finding, and it fails the same way as the first one
+(``Verdict.identity``: the signature and, for an exception raised by the code under test, where
+it was raised); a Case failing another way counts as passing while shrinking.
 
 Known failures (``known``: a :class:`swafuzz.harness.known.KnownLedger`; None: off, the search
 ends at its first failure as above): a failing Case the ledger knows does not end the search.
@@ -138,7 +140,7 @@ class Campaign:
         smallest new failure met while shrinking a known one (or None)."""
         best: list[Verdict] = []
         state: dict = {"generated": 0, "after_fail": 0, "target": None, "capped": None,
-                       "new_seen": None}
+                       "new_seen": None, "identity": None}
         known = self.known
 
         def classify(key: str, case: Case, v: Verdict) -> str | None:
@@ -191,6 +193,8 @@ class Campaign:
                     if eid is None and (new is None or _size(case) < _size(new.case)):
                         state["new_seen"] = v
                     return
+                if best and eid is None and v.identity() != state["identity"]:
+                    return  # fails another way (signature, or where it raised): not this one
                 if not best and eid is not None and eid in res.known_findings:
                     if key not in counted:  # an entry already shrunk in this unit: go on
                         counted.add(key)
@@ -203,6 +207,7 @@ class Campaign:
                     return
                 if not best:
                     state["target"] = eid
+                    state["identity"] = v.identity()
                     if eid is None:
                         res.cases_to_first = res.generated
                     elif key not in counted:

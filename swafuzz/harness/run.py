@@ -62,6 +62,11 @@ class Verdict:
     def signature(self) -> str:
         return self.failures[0].signature(self.case.kind) if self.failures else ""
 
+    def identity(self) -> str:
+        """The first failure's :meth:`~harness.check_base.Failure.identity` ("" when clean):
+        shrinking keeps it."""
+        return self.failures[0].identity(self.case.kind) if self.failures else ""
+
     def to_json(self) -> dict[str, Any]:
         return {
             "failures": [f.to_json() for f in self.failures],

@@ -24,7 +24,14 @@ from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.hooks import FeatureHook
 from swafuzz.targets.kv_pool import SWAKVPool
 from swafuzz.targets.model import SWAModel
-from swafuzz.targets.observation import ForwardObs, Observation, RedzoneObs, StepObs, store_obs
+from swafuzz.targets.observation import (
+    ForwardObs,
+    Observation,
+    RedzoneObs,
+    StepObs,
+    error_record,
+    store_obs,
+)
 from swafuzz.targets.runners import (
     CapturedBucket,
     DecodeGraphRunner,
@@ -380,7 +387,7 @@ class UnifiedEngine:
                 if wp is not None and s.op == "finish":
                     wp.finish(s.rid)
         except Exception as e:  # noqa: BLE001 - the Observation records any failure
-            obs.error = {"step": i, "type": type(e).__name__, "message": str(e)}
+            obs.error = error_record(i, e)
             return False
         obs.steps.append(self.step_obs(i))
         if wp is not None:

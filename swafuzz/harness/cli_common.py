@@ -9,6 +9,7 @@ import os
 import sys
 
 from swafuzz import targets
+from swafuzz.harness.executors import available_executors
 from swafuzz.harness.failures import check_out_dir
 from swafuzz.kernels import IMPLS, available_impls
 from swafuzz.targets import plugins
@@ -43,8 +44,6 @@ def load_plugins(args) -> None:
 
 
 def validate_common(args) -> None:
-    from swafuzz.harness.executors import available_executors  # torch: not at the CLI's start
-
     try:
         for t in args.target if isinstance(args.target, list) else [args.target]:
             targets.get_target(t)

@@ -11,6 +11,7 @@ import time
 
 from swafuzz import features, targets
 from swafuzz.features.validation import load_case
+from swafuzz.harness import pipeline
 from swafuzz.harness.cli_common import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
@@ -88,8 +89,6 @@ def run_config(args):
 
 # --------------------------------------------------------------------------- run
 def cmd_run(args) -> int:
-    from swafuzz.harness import pipeline  # the campaign (hypothesis): not at the CLI's start
-
     cfg = run_config(args)
     os.makedirs(cfg.out, exist_ok=True)
     if cfg.isolate:  # a target the worker cannot load is a usage error before any case runs

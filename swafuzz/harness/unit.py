@@ -11,6 +11,8 @@ import signal
 import time
 from typing import Any, Callable
 
+import torch
+
 from swafuzz.features.validation import load_case
 from swafuzz.harness.campaign import Campaign
 from swafuzz.harness.caselog import CaseLog, read_log
@@ -186,7 +188,5 @@ def load_plugins(modules: list[str]) -> None:
 
 def pool_init() -> None:  # pragma: no cover - runs in pool processes
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when units stop
-    import torch  # the pool process decides its Triton mode before torch/triton load
-
-    if not torch.cuda.is_available():
+    if not torch.cuda.is_available():  # the pool process's Triton mode, before Triton loads
         os.environ.setdefault("TRITON_INTERPRET", "1")

@@ -24,14 +24,7 @@ from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.hooks import FeatureHook
 from swafuzz.targets.kv_pool import SWAKVPool
 from swafuzz.targets.model import SWAModel
-from swafuzz.targets.observation import (
-    ForwardObs,
-    Observation,
-    RedzoneObs,
-    StepObs,
-    error_record,
-    store_obs,
-)
+from swafuzz.targets.observation import ForwardObs, Observation, RedzoneObs, StepObs, store_obs
 from swafuzz.targets.runners import (
     CapturedBucket,
     DecodeGraphRunner,
@@ -387,7 +380,7 @@ class UnifiedEngine:
                 if wp is not None and s.op == "finish":
                     wp.finish(s.rid)
         except Exception as e:  # noqa: BLE001 - the Observation records any failure
-            obs.error = error_record(i, e)
+            obs.record_error(i, e)
             return False
         obs.steps.append(self.step_obs(i))
         if wp is not None:

@@ -140,6 +140,10 @@ class Observation:
         """Feature ``name``'s data; absent: ``empty()`` (not stored), or None."""
         return read_channel(self.channels, name, empty)
 
+    def record_error(self, step: int, exc: BaseException) -> None:
+        """The target raised ``exc`` at step ``step``: :func:`error_record` into ``error``."""
+        self.error = error_record(step, exc)
+
 
 def store_obs(log: list) -> list[StoreObs]:
     """The :class:`StoreObs` of a backend's store log (``targets.backend.StoreRecord``: layer,

@@ -8,7 +8,9 @@ none, or it cannot be written) and returns the one line the CLI prints.
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 import tempfile
 import time
 import traceback
@@ -35,6 +37,18 @@ def report_tool_failure(cmd: str, exc: BaseException, out_dir: str | None) -> st
     where = f"traceback in {path}" if path else "no log could be written"
     first = str(exc).splitlines()[0] if str(exc) else ""
     return f"swafuzz {cmd}: tool failure: {type(exc).__name__}: {first} ({where})"
+
+
+def run_tool(module: str, cmd: str) -> int:
+    """``python -m MODULE`` run as the ``swafuzz`` script runs a command: MODULE is imported
+    and its ``main()`` called; a failure in either (a broken feature folder fails the import:
+    the registry is read when the Case schema is built) is a tool failure - one line on stderr,
+    the traceback in the log, exit 3 - not a traceback."""
+    try:
+        return importlib.import_module(module).main()
+    except Exception as e:  # noqa: BLE001 - a tool failure: exit 3, traceback to a log file
+        print(report_tool_failure(cmd, e, None), file=sys.stderr)
+        return 3
 
 
 def check_out_dir(field: str, path: str) -> str | None:

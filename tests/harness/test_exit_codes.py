@@ -165,3 +165,19 @@ def test_resume_of_a_file_names_resume(tmp_path, capsys):
     assert main(["run", "--resume", str(f)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("swafuzz run: error: --resume: ") and "not a directory" in err, err
+
+
+def test_ledger_module_with_a_broken_feature_folder_is_a_tool_failure(tmp_path):
+    """``python -m swafuzz.harness.ledger`` as the console script: one line, exit 3."""
+    (tmp_path / "zz_broken").mkdir()
+    (tmp_path / "zz_broken" / "__init__.py").write_text("X = 1\n")
+    code = ("import runpy, sys, swafuzz.features as f; f.__path__.append(sys.argv[1]); "
+            "sys.argv = ['ledger', sys.argv[1]]; "
+            "runpy.run_module('swafuzz.harness.ledger', run_name='__main__', alter_sys=True)")
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                       text=True, env=env, timeout=120)
+    err = r.stderr.strip()
+    assert r.returncode == 3, err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert "swafuzz ledger: tool failure: RecordError: " in err and "zz_broken" in err

@@ -20,17 +20,23 @@ search, shrunk with known Cases counted as passing. :mod:`swafuzz.harness.known`
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Callable, Iterator
 
 from hypothesis import HealthCheck, Phase, given, reject, settings
 from hypothesis import seed as hseed
 from hypothesis.errors import Unsatisfiable
+from hypothesis.internal import constants_ast
 from hypothesis.internal.conjecture import providers as hypothesis_providers
+from hypothesis.internal.floats import float_to_int
+from sortedcontainers import SortedSet
 
+import swafuzz
 from swafuzz import features
 from swafuzz.harness.known import ROUND_SEED_STRIDE
 from swafuzz.harness.run import Verdict
@@ -257,21 +263,42 @@ class Campaign:
         return best, state["target"], state["new_seen"]
 
 
+@lru_cache(maxsize=1)
+def source_constants():
+    """The literals of swafuzz's own source files (read from the files, loaded or not, in a
+    checkout or in site-packages): the pool Hypothesis draws "local" constants from while a
+    campaign draws (see :func:`same_draws_in_any_process`)."""
+    pool = hypothesis_providers.Constants(integers=SortedSet(), floats=SortedSet(key=float_to_int),
+                                          bytes=SortedSet(), strings=SortedSet())
+    root = os.path.dirname(os.path.abspath(swafuzz.__file__))
+    for d, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith(".py"):
+                with open(os.path.join(d, name), "rb") as f:
+                    try:
+                        pool |= constants_ast._constants_from_source(f.read(), limit=True)
+                    except Exception:  # noqa: BLE001 - a file Hypothesis cannot parse adds nothing
+                        pass
+    return pool
+
+
 @contextmanager
 def same_draws_in_any_process() -> Iterator[None]:
-    """Hypothesis (6.131+) sometimes draws a literal found in the source of any *local* module
+    """Hypothesis (6.131+) sometimes draws a literal found in the source of the *local* modules
     loaded in the process (``providers._get_local_constants``: every module in ``sys.modules``
     outside site-packages). Which modules are loaded differs between a fresh run and a resumed
     one, a pool process and the parent, a checkout and a wheel (site-packages: none), a plugin
     and none - so the same seed drew other Cases (issue 19: 1 vs 2 workers, kill -9 then
-    resume). Inside this block the local pool is empty: the draws depend on the seed and the
-    strategy alone. A Hypothesis without the pool is left as it is."""
+    resume). Inside this block the pool is fixed: the literals of swafuzz's own source
+    (:func:`source_constants`), so the draws depend on the seed, the strategy and swafuzz's
+    source alone. A Hypothesis without the pool is left as it is."""
     get = getattr(hypothesis_providers, "_get_local_constants", None)
     cache = getattr(hypothesis_providers, "CONSTANTS_CACHE", None)
-    if get is None or cache is None or not hasattr(hypothesis_providers, "Constants"):
+    if get is None or cache is None or not hasattr(constants_ast, "_constants_from_source"):
         yield
         return
-    hypothesis_providers._get_local_constants = hypothesis_providers.Constants
+    hypothesis_providers._get_local_constants = source_constants
     cache.cache.clear()  # (choice type, constraints) -> permitted constants, local ones included
     try:
         yield

@@ -10,10 +10,8 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable
-from importlib import metadata
 
-from swafuzz import __version__
-from swafuzz.reports.bundle import versions
+from swafuzz.reports.bundle import version_text
 
 DESCRIPTION = "``swafuzz`` (also ``python -m swafuzz``): run, zoo, repro, list, report, bench."
 
@@ -32,20 +30,6 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         if action.default is None or action.default is False or not action.help:
             return action.help or ""
         return super()._get_help_string(action)
-
-
-def version_text() -> str:
-    """``swafuzz X (python V, torch V, triton V, hypothesis V[, sglang V])``: the installed
-    distributions' metadata, nothing imported (SGLang only when installed)."""
-    found = versions()
-    parts = [f"python {found['python']}"]
-    for dist in ("torch", "triton", "hypothesis"):
-        parts.append(f"{dist} {found.get(dist, 'not installed')}")
-    try:
-        parts.append(f"sglang {metadata.version('sglang')}")
-    except metadata.PackageNotFoundError:
-        pass
-    return f"swafuzz {__version__} ({', '.join(parts)})"
 
 
 class _VersionAction(argparse.Action):

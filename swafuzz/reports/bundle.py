@@ -16,6 +16,8 @@ import tempfile
 from importlib import metadata
 from typing import Any
 
+from swafuzz import __version__
+
 BUNDLE_VERSION = 1
 #: the ``bundle_version`` values :func:`read_bundle` reads (a bundle without one is version 1)
 SUPPORTED_BUNDLE_VERSIONS = (1,)
@@ -42,6 +44,21 @@ def versions() -> dict[str, str]:
         except Exception:  # noqa: BLE001
             pass
     return out
+
+
+def version_text() -> str:
+    """``swafuzz --version``: ``swafuzz X (python V, torch V, triton V, hypothesis V[, sglang
+    V])`` from the installed distributions' metadata, nothing imported (SGLang only when
+    installed)."""
+    found = versions()
+    parts = [f"python {found['python']}"]
+    for dist in ("torch", "triton", "hypothesis"):
+        parts.append(f"{dist} {found.get(dist, 'not installed')}")
+    try:
+        parts.append(f"sglang {metadata.version('sglang')}")
+    except metadata.PackageNotFoundError:
+        pass
+    return f"swafuzz {__version__} ({', '.join(parts)})"
 
 
 def atomic_write_text(path: str, text: str) -> None:

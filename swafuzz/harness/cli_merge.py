@@ -11,15 +11,12 @@ from __future__ import annotations
 import sys
 
 from swafuzz.harness.cli_common import EXIT_CLEAN, EXIT_FINDINGS, UsageError
-from swafuzz.harness.ledger import LedgerError, load_ledger
+from swafuzz.harness import merge, report
+from swafuzz.harness.ledger import DEFAULT_LEDGER, LedgerError, load_ledger
 
 
 def cmd_merge(args) -> int:
-    # here, not above: merge and the report's modules stay out of the CLI's start, which a
-    # campaign's Cases were seen to depend on (see cli.cmd_report)
-    from swafuzz.harness import merge, report
-
-    ledger = None if args.no_ledger else args.ledger
+    ledger = None if args.no_ledger else args.ledger or DEFAULT_LEDGER
     if ledger is not None:
         try:  # before anything is written
             load_ledger(ledger)

@@ -11,7 +11,7 @@ import time
 
 from swafuzz import features, targets
 from swafuzz.features.validation import load_case
-from swafuzz.harness import resume
+from swafuzz.harness import pipeline, resume
 from swafuzz.harness.caselog import checked_steps
 from swafuzz.harness.cli_common import (
     EXIT_CLEAN,
@@ -102,8 +102,6 @@ def run_config(args):
 
 # --------------------------------------------------------------------------- run
 def cmd_run(args) -> int:
-    from swafuzz.harness import pipeline  # the campaign (hypothesis): not at the CLI's start
-
     cfg = run_config(args)
     if cfg.shard and not shard_units(cfg):
         print(f"note: shard {shard_label(cfg.shard)} has no units (the campaign has "

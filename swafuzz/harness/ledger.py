@@ -38,19 +38,31 @@ message names the field). ``swafuzz report DIR`` consults the same ledger (``--l
 
 from __future__ import annotations
 
-import argparse
-import fnmatch
-import json
-import os
 import sys
-from dataclasses import dataclass, field
 
-from swafuzz import targets
-from swafuzz.features.validation import load_case
-from swafuzz.harness.ledger_when import FORWARD_MODES, LedgerError, When, case_forwards, parse_when
-from swafuzz.harness.run import execute, resolve_executors
-from swafuzz.reports.bundle import read_bundle
-from swafuzz.scenarios.case import CaseError
+from swafuzz.harness.failures import run_tool
+
+if __name__ == "__main__":  # python -m swafuzz.harness.ledger: before the imports below can fail
+    sys.exit(run_tool("swafuzz.harness.ledger", "ledger"))
+
+import argparse  # noqa: E402 - after the guard above
+import fnmatch  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+
+from swafuzz import targets  # noqa: E402
+from swafuzz.features.validation import load_case  # noqa: E402
+from swafuzz.harness.ledger_when import (  # noqa: E402
+    FORWARD_MODES,
+    LedgerError,
+    When,
+    case_forwards,
+    parse_when,
+)
+from swafuzz.harness.run import execute, resolve_executors  # noqa: E402
+from swafuzz.reports.bundle import read_bundle  # noqa: E402
+from swafuzz.scenarios.case import CaseError  # noqa: E402
 
 # the ledger's API, the names of its `when` predicate (ledger_when) included
 __all__ = ["DEFAULT_LEDGER", "FORWARD_MODES", "LEDGER_VERSION", "Classified", "Entry",
@@ -335,6 +347,3 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ledger: {len(c.known)} known, {len(c.new)} new, {len(c.unmatched)} unseen entries")
     return 1 if c.new else 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

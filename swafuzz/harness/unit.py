@@ -11,6 +11,8 @@ import signal
 import time
 from typing import Any, Callable
 
+import torch
+
 from swafuzz.features.validation import load_case
 from swafuzz.harness.campaign import Campaign
 from swafuzz.harness.caselog import CaseLog, read_log
@@ -216,7 +218,5 @@ def pool_init(parent_pid: int | None = None) -> None:  # pragma: no cover - pool
     if parent_pid is not None:  # a kill -9 of the run kills its pool processes too
         die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when units stop
-    import torch  # the pool process decides its Triton mode before torch/triton load
-
-    if not torch.cuda.is_available():
+    if not torch.cuda.is_available():  # the pool process's Triton mode, before Triton loads
         os.environ.setdefault("TRITON_INTERPRET", "1")

@@ -16,7 +16,11 @@ import tempfile
 from importlib import metadata
 from typing import Any
 
+from swafuzz import __version__
+
 BUNDLE_VERSION = 1
+#: the ``bundle_version`` values :func:`read_bundle` reads (a bundle without one is version 1)
+SUPPORTED_BUNDLE_VERSIONS = (1,)
 
 
 def signature_filename(signature: str) -> str:
@@ -47,6 +51,21 @@ def current_umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def version_text() -> str:
+    """``swafuzz --version``: ``swafuzz X (python V, torch V, triton V, hypothesis V[, sglang
+    V])`` from the installed distributions' metadata, nothing imported (SGLang only when
+    installed)."""
+    found = versions()
+    parts = [f"python {found['python']}"]
+    for dist in ("torch", "triton", "hypothesis"):
+        parts.append(f"{dist} {found.get(dist, 'not installed')}")
+    try:
+        parts.append(f"sglang {metadata.version('sglang')}")
+    except metadata.PackageNotFoundError:
+        pass
+    return f"swafuzz {__version__} ({', '.join(parts)})"
 
 
 def atomic_write_text(path: str, text: str) -> None:
@@ -97,16 +116,31 @@ def write_bundle(out_dir: str, finding: dict[str, Any], suffix: str = "") -> str
 def read_bundle(path: str) -> dict[str, Any]:
     """Load a bundle; raises ``ValueError`` naming what is wrong (the caller exits 2)."""
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             text = f.read()
     except OSError as e:
         raise ValueError(f"{path}: cannot read bundle ({e.strerror})") from None
+    except UnicodeDecodeError as e:  # a binary file: not a bundle
+        raise ValueError(f"{path}: not a bundle: not UTF-8 text (byte {e.start}: "
+                         f"{e.reason}); a bundle is a JSON file") from None
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not valid JSON ({e})") from None
     if not isinstance(obj, dict):
         raise ValueError(f"{path}: a bundle must be a JSON object")
+    version = obj.get("bundle_version", 1)
+    if type(version) is not int or version not in SUPPORTED_BUNDLE_VERSIONS:
+        raise ValueError(f"{path}: field 'bundle_version': {version!r} is not supported; "
+                         f"supported: {', '.join(map(str, SUPPORTED_BUNDLE_VERSIONS))} (a newer "
+                         "swafuzz wrote it? replay it with that version)")
     if "case" not in obj:
         raise ValueError(f"{path}: field 'case' is required (the Case to replay)")
+    plugin = obj.get("plugin")
+    if plugin is not None and not (isinstance(plugin, dict)
+                                   and all(isinstance(plugin.get(k), (str, type(None)))
+                                           for k in ("module", "entry_point", "dist"))):
+        raise ValueError(f"{path}: field 'plugin' must be null or an object with a 'module' "
+                         f"(and 'entry_point') string, the plugin record of the target "
+                         f"(got {json.dumps(plugin)[:60]})")
     return obj

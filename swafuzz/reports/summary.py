@@ -54,7 +54,8 @@ def kill_matrix(result: dict[str, Any], markdown: bool = False) -> str:
     """``result`` as written by ``swafuzz zoo --json`` -> the kill matrix table."""
     rows = []
     c = result["control"]
-    rows.append(["unified (control)", "clean" if c["clean"] else "FAILED", c.get("cases", ""), "",
+    verdict = "not finished" if c["clean"] is None else "clean" if c["clean"] else "FAILED"
+    rows.append(["unified (control)", verdict, c.get("cases", ""), "",
                  f"{c['seconds']:.1f}", c.get("check") or "", "", ""])
     for m in result["mutants"]:
         shr = m.get("shrunk") or {}

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import sys
 
-from swafuzz.harness.cli_common import EXIT_CLEAN, EXIT_FINDINGS, UsageError
 from swafuzz.harness import merge, report
+from swafuzz.harness.cli_common import EXIT_CLEAN, EXIT_FINDINGS, UsageError
 from swafuzz.harness.ledger import DEFAULT_LEDGER, LedgerError, load_ledger
 
 

@@ -17,7 +17,6 @@ from swafuzz.features.validation import load_case
 from swafuzz.harness.campaign import Campaign
 from swafuzz.harness.caselog import CaseLog, read_log
 from swafuzz.harness.corpus import open_database
-from swafuzz.harness.genpin import pinned_generation
 from swafuzz.harness.known import unit_ledger
 from swafuzz.harness.run import Verdict, execute
 from swafuzz.harness.runconfig import RunConfig, Unit
@@ -118,8 +117,7 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
                     on_case=on_case, database=open_database(cfg.db, out), db_key=unit.target,
                     known=known, known_cap=cfg.known_cap, on_known=on_known)
     t0 = time.perf_counter()
-    with pinned_generation():  # the Cases depend on the unit's seed, not on this process
-        res = camp.run_kind(unit.kind, unit.examples)
+    res = camp.run_kind(unit.kind, unit.examples)  # (campaign pins Hypothesis's literals pool)
     finding = None
     if res.finding is not None:
         rec = finding_record(cfg, unit, res.finding)

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
 from hypothesis import HealthCheck, Phase, given, reject, settings
 from hypothesis import seed as hseed
 from hypothesis.errors import Unsatisfiable
+from hypothesis.internal.conjecture import providers as hproviders  # seed_only: no public switch
 
 from swafuzz import features
 from swafuzz.harness.known import ROUND_SEED_STRIDE
@@ -232,7 +234,8 @@ class Campaign:
             prop._hypothesis_internal_database_key = (
                 f"swafuzz:{self.db_key}:{kind}".encode())
         try:
-            prop()
+            with seed_only():
+                prop()
         except _Found:
             pass
         except _OutOfTime:
@@ -247,6 +250,25 @@ class Campaign:
                 raise
             print(f"note: hypothesis ended with {type(e).__name__}", file=sys.stderr)
         return best, state["target"], state["new_seen"]
+
+
+@contextmanager
+def seed_only():
+    """Hypothesis also draws constants mined from the source of the *local* modules loaded in
+    the process (anything not in site-packages: swafuzz itself in a checkout), so a seed's Cases
+    would depend on which modules the process happened to import - the CLI, a pool process or a
+    Ray worker (issue 19 item 5). Off during a search: the seed alone decides the Cases."""
+    providers = hproviders
+    saved = getattr(providers, "_get_local_constants", None)
+    if saved is None or not hasattr(providers, "Constants"):
+        yield
+        return
+    empty = providers.Constants()
+    providers._get_local_constants = lambda: empty
+    try:
+        yield
+    finally:
+        providers._get_local_constants = saved
 
 
 def _size(case: Case) -> tuple[int, int, int]:

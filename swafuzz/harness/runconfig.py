@@ -36,6 +36,7 @@ class RunConfig:
     #: known-failure ledger consulted during the run (harness.known); None: off
     ledger: str | None = None
     known_cap: int = 50  # Cases of one ledger entry per unit before its region is excluded
+    ray: str | None = None  # a Ray cluster's address: the units run there (harness.fleet)
 
     def __post_init__(self) -> None:
         self.targets = list(self.targets) or [self.target]

@@ -31,10 +31,12 @@ STOP = {"flag": False}
 
 # --------------------------------------------------------------------------- one unit
 def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
-             budget: tuple[float, float] | None = None) -> dict[str, Any]:
+             budget: tuple[float, float] | None = None, database: Any = None) -> dict[str, Any]:
     """Run one unit (in a pool process or in-process) and return its unit row. ``budget``:
     ``(end of the run as wall-clock time, slice seconds)``: a unit generates new cases for at most its
-    slice of a ``--budget`` run (its share of the remaining time), never past the end."""
+    slice of a ``--budget`` run (its share of the remaining time), never past the end.
+    ``database``: an example database to use instead of opening ``cfg.db`` (a fleet unit's,
+    :mod:`swafuzz.harness.fleet_task`)."""
 
     cfg, unit = RunConfig.from_json(cfg_json), Unit(**unit_json)
     load_plugins(cfg.plugins)
@@ -99,7 +101,8 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
 
     camp = Campaign(run_case, seed=unit.seed, shrink_budget=cfg.shrink_budget,
                     on_first_failure=on_first_failure, deadline=deadline, replay=replay,
-                    on_case=on_case, database=open_database(cfg.db, out), db_key=unit.target,
+                    on_case=on_case, db_key=unit.target,
+                    database=database if database is not None else open_database(cfg.db, out),
                     known=known, known_cap=cfg.known_cap, on_known=on_known)
     t0 = time.perf_counter()
     res = camp.run_kind(unit.kind, unit.examples)

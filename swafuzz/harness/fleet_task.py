@@ -117,7 +117,13 @@ def unit_stream(cfg_json: dict[str, Any], unit_json: dict[str, Any], recorded: l
     """Run one unit (``recorded``: its case rows already in the driver's log) and yield
     ``{"start": {...}}`` first, then batches ``{"rows", "files", "gone", "reads"}`` (``reads``:
     new corpus reads, with their index) as they happen, the last one after the unit ended."""
-    scratch = tempfile.mkdtemp(prefix="swafuzz-fleet-")
+    # One scratch directory per worker process, emptied for each unit: the same path keeps the
+    # process's case worker (harness.unit.case_worker, keyed by it) for the next unit, so a unit
+    # does not pay a new case-worker interpreter (torch import) each time.
+    scratch = os.path.join(tempfile.gettempdir(), f"swafuzz-fleet-{os.getpid()}")
+    shutil.rmtree(scratch, ignore_errors=True)
+    os.makedirs(scratch)
+    box: dict[str, Any] = {}  # the unit's row, or the error it raised
     try:
         os.makedirs(os.path.join(scratch, "inflight"))
         with open(os.path.join(scratch, "cases.jsonl"), "w") as f:
@@ -141,7 +147,6 @@ def unit_stream(cfg_json: dict[str, Any], unit_json: dict[str, Any], recorded: l
         db = recorded_reads_db(inner, reads) if inner is not None else None
         yield {"start": {**_where(), "scratch": scratch}}
         watch = _Scratch(scratch, os.path.getsize(os.path.join(scratch, "cases.jsonl")))
-        box: dict[str, Any] = {}
 
         def body() -> None:
             try:
@@ -164,7 +169,8 @@ def unit_stream(cfg_json: dict[str, Any], unit_json: dict[str, Any], recorded: l
         if "error" in box:
             raise box["error"]
     finally:
-        close_workers()
+        if "error" in box or not box:  # a unit's error or a cancel: a fresh worker next time
+            close_workers()
         shutil.rmtree(scratch, ignore_errors=True)
 
 

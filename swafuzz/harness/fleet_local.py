@@ -1,7 +1,9 @@
-"""A real Ray cluster on this machine for the fleet tests: a head (no CPUs, so no unit runs
-there) and worker nodes, each its own ``ray start --block`` process with its own temp dir,
-ports, ``--num-cpus`` and a custom resource naming it; and a Redis server for the corpus.
-A node is killed as a machine dies: ``kill -9`` of every process of it at once."""
+"""A real Ray cluster on this machine, for the fleet tier (``tests/fleet``) and the fleet
+throughput benchmark (:mod:`swafuzz.bench.fleet`): a head (no CPUs, so no unit runs there) and
+worker nodes, each its own ``ray start --block`` process with its own temp dir, ports,
+``--num-cpus`` and a custom resource ``node_<name>``; and a Redis server for the corpus. A node
+is killed as a machine dies: ``kill -9`` of every process of it at once (Linux: ``/proc``).
+The nodes import the swafuzz this module belongs to (``PYTHONPATH``)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import tempfile
 import time
 
 RAY = os.path.join(os.path.dirname(sys.executable), "ray")
+#: the folder holding this swafuzz package: the nodes' PYTHONPATH
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -49,7 +52,7 @@ def descendants(pid: int) -> list[int]:
 
 
 class Cluster:
-    def __init__(self, workers: dict[str, int]):
+    def __init__(self, workers: dict[str, int], redis: bool = True):
         self.workers = workers  # node name -> CPUs
         self.tmp = tempfile.mkdtemp(prefix="sf-ray-", dir="/tmp")  # short: socket paths
         self.port = free_port()
@@ -60,6 +63,7 @@ class Cluster:
                                                    if p))
         self.redis: subprocess.Popen | None = None
         self.redis_port = 0
+        self.with_redis = redis
 
     def _start(self, name: str, args: list[str]) -> None:
         d = os.path.join(self.tmp, name)
@@ -87,11 +91,8 @@ class Cluster:
             return f.read()
 
     def start(self, timeout: float = 90.0) -> None:
-        self.redis_port = free_port()
-        self.redis = subprocess.Popen(
-            ["redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", self.tmp], stdout=subprocess.DEVNULL,
-            start_new_session=True)
+        if self.with_redis:
+            self._start_redis()
         self._start("head", ["--head", f"--port={self.port}", "--num-cpus=0",
                              "--include-dashboard=false", "--node-ip-address=127.0.0.1"])
         self._wait_started(["head"], timeout)
@@ -99,6 +100,13 @@ class Cluster:
             self._start(name, [f"--address={self.address}", f"--num-cpus={cpus}",
                                f'--resources={{"node_{name}": 1}}'])
         self._wait_started(list(self.workers), timeout)
+
+    def _start_redis(self) -> None:
+        self.redis_port = free_port()
+        self.redis = subprocess.Popen(
+            ["redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", self.tmp], stdout=subprocess.DEVNULL,
+            start_new_session=True)
 
     def node_of(self, pid: int) -> str | None:
         """The node (name) whose process tree holds ``pid``."""
@@ -119,8 +127,10 @@ class Cluster:
         self.procs[name].wait(10)
         return pids
 
-    def stop(self) -> None:
-        subprocess.run([RAY, "stop", "--force"], env=self.env, capture_output=True, timeout=60)
+    def stop(self, ray_stop: bool = False) -> None:
+        """Kill every process this cluster started (and with ``ray_stop`` run ``ray stop
+        --force`` after, which stops every Ray process of this machine: the CI tier's cleanup,
+        not for a machine where other Ray clusters run)."""
         for p in list(self.procs.values()) + ([self.redis] if self.redis else []):
             for q in descendants(p.pid):
                 try:
@@ -131,4 +141,7 @@ class Cluster:
                 p.wait(10)
             except subprocess.TimeoutExpired:
                 pass
+        if ray_stop:
+            subprocess.run([RAY, "stop", "--force"], env=self.env, capture_output=True,
+                           timeout=60)
         shutil.rmtree(self.tmp, ignore_errors=True)

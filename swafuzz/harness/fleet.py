@@ -210,7 +210,8 @@ def run_fleet(cfg: RunConfig, units: list[Unit], budget: tuple[float, float] | N
                         raise KeyboardInterrupt from None
                     except RayTaskError as e:  # the unit's own error: a finding, as in a pool
                         gens.pop(g)
-                        rows.append(_crash_row(cfg, u, f"{type(e.cause).__name__}: {e.cause}"))
+                        cause = getattr(e, "cause", None) or e
+                        rows.append(_crash_row(cfg, u, f"{type(cause).__name__}: {cause}"))
                         log.write(rows[-1])
                         unit_done(rows[-1])
                         continue

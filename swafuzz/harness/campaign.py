@@ -18,8 +18,10 @@ search, shrunk with known Cases counted as passing. :mod:`swafuzz.harness.known`
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+import types
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
@@ -28,6 +30,7 @@ from hypothesis import HealthCheck, Phase, given, reject, settings
 from hypothesis import seed as hseed
 from hypothesis.errors import Unsatisfiable
 from hypothesis.internal.conjecture import providers as hproviders  # seed_only: no public switch
+from hypothesis.internal.constants_ast import constants_from_module
 
 from swafuzz import features
 from swafuzz.harness.known import ROUND_SEED_STRIDE
@@ -252,23 +255,47 @@ class Campaign:
         return best, state["target"], state["new_seen"]
 
 
+_PINNED: list = []  # the constants of swafuzz's own module files, mined once per process
+
+
+def pinned_constants():
+    """Hypothesis draws, besides random choices, constants mined from the source of the *local*
+    modules loaded in the process (not site-packages): for swafuzz in a checkout, whichever of
+    its modules the process happened to import - the CLI, a pool process and a Ray worker import
+    different ones, so one seed gave different Cases (issue 19 item 5), and an installed wheel
+    none at all. Pinned instead to the constants of every module file of the swafuzz package,
+    loaded or not, wherever it is installed: the same in every process."""
+    if not _PINNED:
+        consts = hproviders.Constants()
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        for d, dirs, files in sorted(os.walk(root)):
+            dirs.sort()
+            for f in sorted(files):
+                if f.endswith(".py"):
+                    m = types.ModuleType("swafuzz_constants")
+                    m.__file__ = os.path.join(d, f)
+                    consts |= constants_from_module(m)
+        _PINNED.append(consts)
+    return _PINNED[0]
+
+
 @contextmanager
 def seed_only():
-    """Hypothesis also draws constants mined from the source of the *local* modules loaded in
-    the process (anything not in site-packages: swafuzz itself in a checkout), so a seed's Cases
-    would depend on which modules the process happened to import - the CLI, a pool process or a
-    Ray worker (issue 19 item 5). Off during a search: the seed alone decides the Cases."""
-    providers = hproviders
-    saved = getattr(providers, "_get_local_constants", None)
-    if saved is None or not hasattr(providers, "Constants"):
+    """During a search, Hypothesis's local constants are :func:`pinned_constants`: the seed
+    alone decides the Cases, in whichever process the search runs."""
+    saved = getattr(hproviders, "_get_local_constants", None)
+    if saved is None or not hasattr(hproviders, "Constants"):  # another hypothesis: as it is
         yield
         return
-    empty = providers.Constants()
-    providers._get_local_constants = lambda: empty
+    pinned = pinned_constants()
+    cache = getattr(getattr(hproviders, "CONSTANTS_CACHE", None), "cache", {})
+    cache.clear()  # per choice type, drawn from the constants in force when it was filled
+    hproviders._get_local_constants = lambda: pinned
     try:
         yield
     finally:
-        providers._get_local_constants = saved
+        hproviders._get_local_constants = saved
+        cache.clear()
 
 
 def _size(case: Case) -> tuple[int, int, int]:

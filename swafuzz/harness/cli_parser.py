@@ -86,6 +86,9 @@ def build_parser(commands: dict[str, Callable] | None = None) -> argparse.Argume
     r.add_argument("--budget", default=None,
                    help="wall-clock budget, e.g. 90s, 30m, 2h (no new case after it)")
     r.add_argument("--workers", type=int, default=1, help="unit processes running in parallel")
+    r.add_argument("--ray", default=None, metavar="ADDRESS",
+                   help="run the units as Ray tasks on the cluster at ADDRESS (HOST:PORT or "
+                        "auto; pip install 'swafuzz[ray]'; docs/FLEET.md)")
     r.add_argument("--seed", type=int, default=0, help="hypothesis seed (same seed, same Cases)")
     r.add_argument("--out", default=None,
                    help="a new or empty directory for the run (default: a new "

@@ -72,6 +72,14 @@ def run_config(args):
     if args.shrink_budget < 0:
         raise UsageError(f"--shrink-budget: must be >= 0 (got {args.shrink_budget})")
     budget_s = parse_duration("--budget", args.budget) if args.budget else None
+    if args.ray is not None:  # a fleet run (harness.fleet): ray importable, a shared corpus
+        from swafuzz.harness.fleet import FleetError, check_db, check_ray
+
+        try:
+            check_ray(args.ray)
+            args.db = check_db(args.db)
+        except FleetError as e:
+            raise UsageError(str(e)) from None
     if args.out is None:  # each run gets its own directory; an explicit --out must be new
         base = os.path.join("swafuzz-out", time.strftime("run-%Y%m%d-%H%M%S", time.gmtime()))
         args.out, n = base, 1
@@ -97,7 +105,8 @@ def run_config(args):
                      budget_s=budget_s, seed=args.seed, workers=args.workers,
                      shrink_budget=args.shrink_budget, out=args.out,
                      isolate=not args.no_isolate, plugins=plugins.loaded_modules(), db=args.db,
-                     ledger=ledger, known_cap=args.known_cap, shard=shard)
+                     ledger=ledger, known_cap=args.known_cap, shard=shard,
+                     ray=args.ray)
 
 
 # --------------------------------------------------------------------------- run

@@ -64,6 +64,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from swafuzz.harness.caselog import CaseLog, per_kind, read_log, repair_log
+from swafuzz.harness.fleet import run_fleet
 from swafuzz.harness.runconfig import RunConfig, Unit, read_run_config, write_run_meta
 from swafuzz.harness.shard import shard_units
 from swafuzz.harness.unit import STOP, case_worker, close_workers, pool_init, run_unit
@@ -119,7 +120,9 @@ def run(cfg: RunConfig, *, say: Callable[[str], None] = print,
     ticker = _Ticker(log_path, say, float(os.environ.get("SWAFUZZ_PROGRESS_S", progress_every)),
                      len(units))
     try:
-        if cfg.workers <= 1:
+        if cfg.ray:  # a fleet: the units as Ray tasks (harness.fleet; ray is optional)
+            rows += run_fleet(cfg, units, budget, ticker.unit_done, ticker.tick, say)
+        elif cfg.workers <= 1:
             turns = unit_budgets(budget, units, 1)
             for u in units:
                 if STOP["flag"]:

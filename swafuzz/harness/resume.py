@@ -9,6 +9,7 @@ ignored, which is what a CI job expects from a command line it got wrong. Accept
 * ``--quiet`` (how the run talks, not what it runs);
 * any flag that repeats the run's own value (``--out DIR`` with ``--resume DIR``, the same
   ``--seed``): a CI step may re-issue its first command line with ``--resume`` added;
+* ``--ray ADDRESS`` (the rest of the run's units go to that cluster);
 * ``--shard I/N`` only when it is the run's own shard;
 * ``--workers N`` when the run's units stay the same (with fewer kinds than workers, the
   worker count decides the seed shards, and then it is refused too).
@@ -30,7 +31,7 @@ from swafuzz.harness.shard import ShardSpecError, label, parse_shard, shard_unit
 DEFAULTS = {"target": ["unified"], "impl": "auto", "executor": "auto", "scenario": None,
             "examples": 300, "budget": None, "workers": 1, "seed": 0, "out": None,
             "shrink_budget": 150, "db": None, "no_isolate": False, "ledger": "auto",
-            "known_cap": 50, "plugin": None, "shard": None}
+            "known_cap": 50, "plugin": None, "shard": None, "ray": None}
 
 
 def _ledger_of(spec: str) -> str | None:
@@ -103,4 +104,6 @@ def apply(args, cfg: RunConfig) -> RunConfig:
                          f"{'; '.join(bad)}. Drop these flags, or start a new run with --out")
     if args.workers != DEFAULTS["workers"]:
         cfg.workers = args.workers
+    if getattr(args, "ray", None):  # where the units run, not what they run
+        cfg.ray = args.ray
     return cfg

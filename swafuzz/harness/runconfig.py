@@ -37,6 +37,7 @@ class RunConfig:
     ledger: str | None = None
     known_cap: int = 50  # Cases of one ledger entry per unit before its region is excluded
     shard: list[int] | None = None  # [I, N]: this run is shard I of N (harness.shard)
+    ray: str | None = None  # a Ray cluster's address: the units run there (harness.fleet)
 
     def __post_init__(self) -> None:
         self.targets = list(self.targets) or [self.target]

@@ -34,11 +34,12 @@ STOP = {"flag": False}
 
 # --------------------------------------------------------------------------- one unit
 def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
-             budget: tuple[float, ...] | None = None) -> dict[str, Any]:
+             budget: tuple[float, ...] | None = None, database: Any = None) -> dict[str, Any]:
     """Run one unit (in a pool process or in-process) and return its unit row. ``budget``
     (:func:`unit_slice`): a unit of a ``--budget`` run generates new cases for at most its
     slice (its share of the remaining time), after its first Case, never past the end; past
-    the end it shrinks no more."""
+    the end it shrinks no more. ``database``: an example database to use instead of opening
+    ``cfg.db`` (a fleet unit's, :mod:`swafuzz.harness.fleet_task`)."""
 
     cfg, unit = RunConfig.from_json(cfg_json), Unit(**unit_json)
     load_plugins(cfg.plugins)
@@ -114,7 +115,8 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
     # every kind, runs at least one Case however late its turn comes
     camp = Campaign(run_case, seed=unit.seed, shrink_budget=cfg.shrink_budget,
                     on_first_failure=on_first_failure, deadline=None, replay=replay,
-                    on_case=on_case, database=open_database(cfg.db, out), db_key=unit.target,
+                    on_case=on_case, db_key=unit.target,
+                    database=database if database is not None else open_database(cfg.db, out),
                     known=known, known_cap=cfg.known_cap, on_known=on_known)
     t0 = time.perf_counter()
     res = camp.run_kind(unit.kind, unit.examples)  # (campaign pins Hypothesis's literals pool)

@@ -26,6 +26,7 @@ from swafuzz.harness.cli_common import (
     validate_common,
 )
 from swafuzz.harness.corpus import DatabaseSpecError, check_spec, open_database
+from swafuzz.harness.fleet import FleetError, check_db, check_ray
 from swafuzz.harness.known import print_known, resolve_ledger
 from swafuzz.harness.ledger import LedgerError
 from swafuzz.harness.run import InvalidCase, execute, resolve_executors, resolve_impl
@@ -73,8 +74,6 @@ def run_config(args):
         raise UsageError(f"--shrink-budget: must be >= 0 (got {args.shrink_budget})")
     budget_s = parse_duration("--budget", args.budget) if args.budget else None
     if args.ray is not None:  # a fleet run (harness.fleet): ray importable, a shared corpus
-        from swafuzz.harness.fleet import FleetError, check_db, check_ray
-
         try:
             check_ray(args.ray)
             args.db = check_db(args.db)

@@ -4,6 +4,7 @@
     python3 bootstrap.py run [swafuzz run options]   # the main job: a default CPU campaign
     python3 bootstrap.py test [pytest options]       # the test suite (the CI gate)
     python3 bootstrap.py install-tier [pytest opts]  # the install tier (.ci/run runs it too)
+    python3 bootstrap.py fleet-tier [pytest opts]    # the fleet tier: Ray + Redis (.ci/run too)
     python3 bootstrap.py swafuzz <args>              # any swafuzz command
     python3 bootstrap.py fast-tier NAME [pytest opts] # fast tier in .venv-NAME (constraints/NAME.txt)
     python3 bootstrap.py env                         # only build/refresh .venv; print its python
@@ -17,7 +18,11 @@ interpreter.
 ``test`` runs every tier but ``nightly``, ``upstream`` and ``install``; the install tier
 (``tests/install``: the built wheel and a plugin package pip-installed into fresh venvs, about
 90 s of CPU mostly spent unpacking torch again) is ``install-tier``, which ``.ci/run`` runs
-beside its upstream step, so CI still proves it.
+beside its upstream step, so CI still proves it. So is ``fleet-tier``: ``tests/fleet`` (a real
+Ray cluster of three ``ray start`` nodes and a Redis server on this machine, a worker node killed
+with ``kill -9`` mid-run) in ``.venv-fleet``, a layer over ``.venv`` (a ``.pth`` file) that adds
+``ray`` (the ``swafuzz[ray]`` extra, pinned to :data:`FLEET_RAY`), about 2 minutes.
+``SWAFUZZ_BASE_VENV`` makes another venv the layer's base (a worktree without its own .venv).
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ def ensure_env() -> None:
         f.write("ok\n")
 
 
+FLEET_RAY = "ray==2.60.0"  # the release the fleet tier proves (pyproject: ray>=2.60,<3)
 TEST_TIER = "not nightly and not upstream and not install"
 FAST_TIER = "not nightly and not upstream and not install and not zoo"
 
@@ -85,9 +91,39 @@ def fast_tier(name: str, rest: list[str]) -> int:
                            cwd=ROOT, env=env)
 
 
+def fleet_tier(rest: list[str]) -> int:
+    """``tests/fleet`` in ``.venv-fleet``: the base venv plus ray (reused while both hold)."""
+    base = os.environ.get("SWAFUZZ_BASE_VENV")
+    if not base:
+        ensure_env()
+    base_py = os.path.join(base, "bin", "python") if base else PY
+    site_dir = subprocess.check_output([base_py, "-c", "import sysconfig; "
+                                        "print(sysconfig.get_paths()['purelib'])"], text=True)
+    venv_dir = os.path.join(ROOT, ".venv-fleet")
+    py = os.path.join(venv_dir, "bin", "python")
+    stamp = os.path.join(venv_dir, ".swafuzz-installed")
+    key = f"{FLEET_RAY} over {site_dir.strip()}\n"
+    if not (os.path.exists(stamp) and open(stamp).read() == key):
+        print(f"bootstrap: building .venv-fleet ({FLEET_RAY} over {base or '.venv'})", flush=True)
+        subprocess.check_call([base_py, "-m", "venv", "--clear", "--without-pip", venv_dir])
+        own = subprocess.check_output([py, "-c", "import sysconfig; "
+                                       "print(sysconfig.get_paths()['purelib'])"], text=True)
+        with open(os.path.join(own.strip(), "zz-swafuzz-base.pth"), "w") as f:
+            f.write(f"import site; site.addsitedir({site_dir.strip()!r})\n")
+        subprocess.check_call([base_py, "-m", "pip", "--python", py, "install", "-q",
+                               "--disable-pip-version-check", FLEET_RAY])
+        with open(stamp, "w") as f:
+            f.write(key)
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env.setdefault("CI", "1")
+    return subprocess.call([py, "-m", "pytest", "-q", "tests/fleet", *rest], cwd=ROOT, env=env)
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["fast-tier"] and len(argv) >= 2:
         return fast_tier(argv[1], argv[2:])
+    if argv[:1] == ["fleet-tier"]:
+        return fleet_tier(argv[1:])
     if not argv or argv[0] not in ("run", "test", "install-tier", "swafuzz", "env"):
         print(__doc__.strip(), file=sys.stderr)
         return 2

@@ -3,18 +3,29 @@
 
 import sys
 
+from swafuzz.harness.cli_parser import build_parser
 from swafuzz.harness.failures import report_tool_failure
 
 
 def entry() -> int:
-    """:func:`swafuzz.harness.cli.main`, with a failure while loading the CLI (a broken feature
-    folder: the registry is read when the Case schema is built) reported as a tool failure: one
-    line, the traceback in the log, exit 3."""
+    """Parse first (``--help``, ``--version`` and usage errors answer here, before torch loads),
+    then :func:`swafuzz.harness.cli.main`; a failure while loading the CLI (a broken feature
+    folder: the registry is read when the Case schema is built) is a tool failure: one line,
+    the traceback in the log, exit 3."""
+    argv = sys.argv[1:2]
+    cmd = argv[0] if argv and not argv[0].startswith("-") else "(start)"
     try:
+        build_parser().parse_args(sys.argv[1:])
+    except SystemExit as e:  # --help, --version: 0; a usage error: 2 (argparse printed it)
+        return int(e.code or 0)
+    try:
+        # the one import inside a function outside optional dependencies: torch and every
+        # command's module (about 1 s) load only once the command line is known to be good
         from swafuzz.harness.cli import main
+    except KeyboardInterrupt:
+        print(f"swafuzz {cmd}: interrupted", file=sys.stderr)
+        return 130  # EXIT_INTERRUPTED
     except Exception as e:  # noqa: BLE001 - a tool failure: exit 3, traceback to a log file
-        argv = sys.argv[1:2]
-        cmd = argv[0] if argv and not argv[0].startswith("-") else "(start)"
         print(report_tool_failure(cmd, e, None), file=sys.stderr)
         return 3  # EXIT_TOOL
     return main()

@@ -24,6 +24,8 @@ import queue
 import sys
 import time
 
+import torch
+
 from swafuzz import features
 from swafuzz.harness.campaign import Campaign
 from swafuzz.harness.run import execute, resolve_executors
@@ -32,9 +34,7 @@ from swafuzz.harness.throughput import forward_count
 
 def _worker(idx: int, seed: int, examples: int, impl: str, executor: str, threads: int,
             barrier, results) -> None:  # pragma: no cover - runs in a child process
-    import torch  # torch.cuda decides the child's Triton mode, as early as it can
-
-    if not torch.cuda.is_available():
+    if not torch.cuda.is_available():  # the child's Triton mode, before Triton loads
         os.environ.setdefault("TRITON_INTERPRET", "1")
     if threads > 0:
         torch.set_num_threads(threads)

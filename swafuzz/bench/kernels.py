@@ -123,22 +123,20 @@ def _call(impl, op: str, x: dict):
 
 def tune(x: dict, gpu: bool) -> list[dict]:
     """Sweep Triton GPU store configurations on translate_store; keep the fastest."""
-    from swafuzz.kernels import triton_impl  # triton: an optional dependency (GPU tuning only)
-
-    impl = kernels.get_impl("triton")
+    impl = kernels.get_impl("triton")  # swafuzz.kernels.triton_impl (imports triton)
     results = []
     for block_r, block_d, warps in [(32, 64, 4), (16, 128, 4), (64, 64, 8), (8, 1024, 8),
                                     (4, 1024, 4), (32, 128, 8), (16, 64, 4), (2, 1024, 4)]:
-        triton_impl.GPU_STORE_CONFIG.clear()
-        triton_impl.GPU_STORE_CONFIG.update(block_r=block_r, block_d=block_d, num_warps=warps)
+        impl.GPU_STORE_CONFIG.clear()
+        impl.GPU_STORE_CONFIG.update(block_r=block_r, block_d=block_d, num_warps=warps)
         with recording(_PassThrough()):
             us = _time_us(_call(impl, "translate_store", x), gpu, reps=3)
         results.append({"block_r": block_r, "block_d": block_d, "num_warps": warps, "us": us})
         print(f"  tune BLOCK_R={block_r:<4} BLOCK_D={block_d:<5} warps={warps}: {us:10.1f} us",
               flush=True)
     best = min(results, key=lambda r: r["us"])
-    triton_impl.GPU_STORE_CONFIG.clear()
-    triton_impl.GPU_STORE_CONFIG.update(block_r=best["block_r"], block_d=best["block_d"],
+    impl.GPU_STORE_CONFIG.clear()
+    impl.GPU_STORE_CONFIG.update(block_r=best["block_r"], block_d=best["block_d"],
                                         num_warps=best["num_warps"])
     return results
 

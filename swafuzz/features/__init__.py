@@ -16,6 +16,7 @@ this" iterates the records through the functions below.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import pkgutil
 from functools import lru_cache
@@ -233,8 +234,6 @@ def features_using(case) -> tuple[Feature, ...]:
     """The features a Case uses: the one owning its kind, plus every feature one of whose
     ``case_fields`` the Case sets away from its default (a hand-written Case has kind
     ``"custom"``, so its fields decide)."""
-    import dataclasses
-
     used: list[Feature] = []
     for f in all_features():
         if case.kind in f.kind_names() or any(_field_set(case, cf, dataclasses)

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from swafuzz.features import all_features, load
-from swafuzz.scenarios.case import Case
+from swafuzz.features import all_features, kind_names, load
+from swafuzz.scenarios.case import Case, CaseError
 
 __all__ = ["validators", "validate_case", "load_case", "loads_case"]
 
@@ -34,8 +34,16 @@ def validators() -> tuple[tuple[str, Callable[[Case], None]], ...]:
     return tuple((f.name, load(ref)) for f in all_features() for ref in f.validators)
 
 
+#: the kind of a Case written by hand (``Case``'s default): it names no scenario kind
+CUSTOM_KIND = "custom"
+
+
 def validate_case(case: Case) -> Case:
-    """Run every feature's validators on ``case``; return it, or raise the first CaseError."""
+    """Check ``case.kind`` (a registered scenario kind, or ``custom``) and run every feature's
+    validators on ``case``; return it, or raise the first CaseError."""
+    if case.kind != CUSTOM_KIND and case.kind not in kind_names():
+        raise CaseError("case.kind", f"{case.kind!r} is not a scenario kind; allowed: "
+                        f"{CUSTOM_KIND} (a hand-written Case), {', '.join(kind_names())}")
     for _, check in validators():
         check(case)
     return case

@@ -2,7 +2,7 @@
 
 import sys
 
-from swafuzz.harness.cli import main
+from swafuzz.__main__ import entry
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())

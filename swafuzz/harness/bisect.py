@@ -196,21 +196,6 @@ def cmd_bisect(args, runner: Callable[[str], Outcome] | None = None) -> int:
     return EXIT_FINDINGS if s["first_bad"] else EXIT_CLEAN
 
 
-def add_parser(sub, fmt) -> None:
-    """The ``bisect`` subcommand (``harness.cli`` wires it)."""
-    b = sub.add_parser("bisect", formatter_class=fmt,
-                       help="replay a finding bundle on each release's environment: first bad, "
-                            "last bad, fixed-in")
-    b.add_argument("file")
-    b.add_argument("--releases", default=None, metavar="A..B|A,B,...",
-                   help="releases to replay on (default: every release of the target)")
-    b.add_argument("--target", default=None,
-                   help="the target whose releases to replay on (default: the bundle's)")
-    b.add_argument("--executor", default=None, help="passed to swafuzz repro")
-    b.add_argument("--json", default=None, metavar="PATH", help="write the outcomes as JSON")
-    b.set_defaults(fn=cmd_bisect)
-
-
 def ledger_table(dirname: str, ledger_path: str) -> tuple[str, int]:
     """Markdown: per ledger entry bisected into ``dirname/ENTRY.json``, its ledger releases,
     where it fails, fixed-in, the releases that could not be driven, and whether the ledger's

@@ -5,11 +5,16 @@ Search: for each kind, ``@given(strategy)`` with ``max_examples`` and a fixed ``
 seed gives the same Cases). On the first failure hypothesis shrinks; shrinking is bounded by
 ``shrink_budget`` executions (Cases past the budget are reported as passing without running, and
 outcomes are memoised so hypothesis's final replay of the smallest failing Case is consistent).
-The smallest failing Case seen is the finding.
+The smallest failing Case seen is the finding, and it fails the same way as the first one
+(``Verdict.identity``: the signature and, for an exception raised by the code under test, where
+it was raised); a Case failing another way counts as passing while shrinking.
 
 Known failures (``known``: a :class:`swafuzz.harness.known.KnownLedger`; None: off, the search
 ends at its first failure as above): a failing Case the ledger knows does not end the search.
-The first Case of an entry is shrunk within the entry and handed to ``on_known``; the search then
+The first Case of an entry is shrunk within the entry, with at most ``known_shrink_budget``
+cases (the ledger already holds the entry's small repro: the budget goes to search, not to
+re-shrinking what is known; counted per entry in ``KindResult.shrunk_known``), and handed to
+``on_known``; the search then
 restarts (a new *round*, seed ``seed + ROUND_SEED_STRIDE * round``, the rest of the budget),
 and later Cases of that entry pass (counted per entry in ``KindResult.known``); after
 ``known_cap`` of them the entry's region is rejected before running. A new failure ends the
@@ -18,17 +23,25 @@ search, shrunk with known Cases counted as passing. :mod:`swafuzz.harness.known`
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable
+from functools import lru_cache
+from typing import Callable, Iterator
 
 from hypothesis import HealthCheck, Phase, given, reject, settings
 from hypothesis import seed as hseed
 from hypothesis.errors import Unsatisfiable
+from hypothesis.internal import constants_ast
+from hypothesis.internal.conjecture import providers as hypothesis_providers
+from hypothesis.internal.floats import float_to_int
+from sortedcontainers import SortedSet
 
+import swafuzz
 from swafuzz import features
-from swafuzz.harness.known import ROUND_SEED_STRIDE
+from swafuzz.harness.known import KNOWN_SHRINK_BUDGET, ROUND_SEED_STRIDE
 from swafuzz.harness.run import Verdict
 from swafuzz.scenarios.case import Case
 
@@ -47,6 +60,12 @@ class _Capped(Exception):
 
 class _Spent(Exception):  # a restarted round generated what was left of the budget
     pass
+
+
+class _ShrinkSpent(BaseException):
+    """The shrink budget is spent: end hypothesis's shrink here (a BaseException, so hypothesis
+    does not take it for a failure of the Case) rather than let it draw candidates that would
+    only be answered 'passing' unseen; the smallest failing Case is already in ``best``."""
 
 
 @dataclass
@@ -68,6 +87,7 @@ class KindResult:
     known_findings: dict[str, Verdict] = field(default_factory=dict)
     excluded: int = 0
     stopped: str | None = None
+    shrunk_known: dict[str, int] = field(default_factory=dict)  # shrinking cases per entry
     rounds: int = 1
 
 
@@ -92,6 +112,8 @@ class Campaign:
     on_case: Callable[[Case, Verdict, str], None] | None = None  # executed: (case, v, phase)
     known: object | None = None  # harness.known.KnownLedger: classify() / excludes(); None: off
     known_cap: int = 50  # Cases of one entry per search before its region is excluded
+    #: cases spent shrinking a known entry's first Case (and never more than shrink_budget)
+    known_shrink_budget: int = KNOWN_SHRINK_BUDGET
     on_known: Callable[[Verdict, str], None] | None = None  # an entry's shrunk first Case
 
     def run_kind(self, kind: str, examples: int) -> KindResult:
@@ -136,7 +158,7 @@ class Campaign:
         smallest new failure met while shrinking a known one (or None)."""
         best: list[Verdict] = []
         state: dict = {"generated": 0, "after_fail": 0, "target": None, "capped": None,
-                       "new_seen": None}
+                       "new_seen": None, "identity": None}
         known = self.known
 
         def classify(key: str, case: Case, v: Verdict) -> str | None:
@@ -155,8 +177,10 @@ class Campaign:
                 reject()  # inside a capped entry's region: not run (nor answered), not counted
             if key in memo:
                 v = memo[key]
-            elif best and state["after_fail"] >= self.shrink_budget:
-                return  # shrink budget spent: treat unseen Cases as passing
+            elif best and state["after_fail"] >= (
+                    self.shrink_budget if state["target"] is None
+                    else min(self.shrink_budget, self.known_shrink_budget)):
+                raise _ShrinkSpent  # shrink budget spent: nothing more runs
             else:
                 if not best and self.deadline is not None and time.monotonic() > self.deadline:
                     raise _OutOfTime
@@ -168,6 +192,9 @@ class Campaign:
                 else:
                     state["after_fail"] += 1
                     res.shrunk += 1
+                    if state["target"] is not None:
+                        t = state["target"]
+                        res.shrunk_known[t] = res.shrunk_known.get(t, 0) + 1
                 if self.replay is not None and key in self.replay:
                     v = self.replay[key]
                     res.replayed += 1
@@ -189,6 +216,8 @@ class Campaign:
                     if eid is None and (new is None or _size(case) < _size(new.case)):
                         state["new_seen"] = v
                     return
+                if best and eid is None and v.identity() != state["identity"]:
+                    return  # fails another way (signature, or where it raised): not this one
                 if not best and eid is not None and eid in res.known_findings:
                     if key not in counted:  # an entry already shrunk in this unit: go on
                         counted.add(key)
@@ -201,6 +230,7 @@ class Campaign:
                     return
                 if not best:
                     state["target"] = eid
+                    state["identity"] = v.identity()
                     if eid is None:
                         res.cases_to_first = res.generated
                     elif key not in counted:
@@ -232,11 +262,14 @@ class Campaign:
             prop._hypothesis_internal_database_key = (
                 f"swafuzz:{self.db_key}:{kind}".encode())
         try:
-            prop()
+            with same_draws_in_any_process():
+                prop()
         except _Found:
             pass
         except _OutOfTime:
             res.out_of_time = True
+        except _ShrinkSpent:
+            pass  # best holds the smallest failing Case seen
         except (_Capped, _Spent):
             pass  # res.stopped says why / the budget is spent
         except Unsatisfiable:  # every Case hypothesis drew was in an excluded region
@@ -247,6 +280,50 @@ class Campaign:
                 raise
             print(f"note: hypothesis ended with {type(e).__name__}", file=sys.stderr)
         return best, state["target"], state["new_seen"]
+
+
+@lru_cache(maxsize=1)
+def source_constants():
+    """The literals of swafuzz's own source files (read from the files, loaded or not, in a
+    checkout or in site-packages): the pool Hypothesis draws "local" constants from while a
+    campaign draws (see :func:`same_draws_in_any_process`)."""
+    pool = hypothesis_providers.Constants(integers=SortedSet(), floats=SortedSet(key=float_to_int),
+                                          bytes=SortedSet(), strings=SortedSet())
+    root = os.path.dirname(os.path.abspath(swafuzz.__file__))
+    for d, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith(".py"):
+                with open(os.path.join(d, name), "rb") as f:
+                    try:
+                        pool |= constants_ast._constants_from_source(f.read(), limit=True)
+                    except Exception:  # noqa: BLE001 - a file Hypothesis cannot parse adds nothing
+                        pass
+    return pool
+
+
+@contextmanager
+def same_draws_in_any_process() -> Iterator[None]:
+    """Hypothesis (6.131+) sometimes draws a literal found in the source of the *local* modules
+    loaded in the process (``providers._get_local_constants``: every module in ``sys.modules``
+    outside site-packages). Which modules are loaded differs between a fresh run and a resumed
+    one, a pool process and the parent, a checkout and a wheel (site-packages: none), a plugin
+    and none - so the same seed drew other Cases (issue 19: 1 vs 2 workers, kill -9 then
+    resume). Inside this block the pool is fixed: the literals of swafuzz's own source
+    (:func:`source_constants`), so the draws depend on the seed, the strategy and swafuzz's
+    source alone. A Hypothesis without the pool is left as it is."""
+    get = getattr(hypothesis_providers, "_get_local_constants", None)
+    cache = getattr(hypothesis_providers, "CONSTANTS_CACHE", None)
+    if get is None or cache is None or not hasattr(constants_ast, "_constants_from_source"):
+        yield
+        return
+    hypothesis_providers._get_local_constants = source_constants
+    cache.cache.clear()  # (choice type, constraints) -> permitted constants, local ones included
+    try:
+        yield
+    finally:
+        hypothesis_providers._get_local_constants = get
+        cache.cache.clear()
 
 
 def _size(case: Case) -> tuple[int, int, int]:

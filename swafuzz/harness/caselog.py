@@ -29,6 +29,34 @@ class CaseLog:
         os.close(self.fd)
 
 
+def repair_log(path: str) -> int:
+    """Cut a torn last line (a kill -9 in the middle of a row's ``write``: no newline at the
+    end) off the log, so that the next row starts on a line of its own; the torn row was never
+    recorded (its case runs again). Returns the bytes removed. Call it only while no other
+    process appends (the run directory's lock, :mod:`swafuzz.harness.runlock`)."""
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return 0
+    if size == 0:
+        return 0
+    with open(path, "rb+") as f:
+        f.seek(max(0, size - 1))
+        if f.read(1) == b"\n":
+            return 0
+        keep, pos, chunk = 0, size, 1 << 16
+        while pos > 0:  # the last newline, read backwards in chunks
+            start = max(0, pos - chunk)
+            f.seek(start)
+            i = f.read(pos - start).rfind(b"\n")
+            if i >= 0:
+                keep = start + i + 1
+                break
+            pos = start
+        f.truncate(keep)
+    return size - keep
+
+
 def read_log(path: str) -> list[dict[str, Any]]:
     """Rows of a case log; a torn last line (kill -9 mid-write) is ignored."""
     rows = []
@@ -41,6 +69,16 @@ def read_log(path: str) -> list[dict[str, Any]]:
             except json.JSONDecodeError:
                 continue
     return rows
+
+
+def checked_steps(log_rows: list[dict[str, Any]], unit_rows: list[dict[str, Any]]) -> int:
+    """Forward steps checked by every session of a run: the sum over the case rows (each
+    executed Case is logged once, whichever session ran it); for a log whose case rows do not
+    carry ``forward_steps`` (written before they did), the unit rows' sum."""
+    cases = [r for r in log_rows if "case" in r]
+    if cases and all("forward_steps" in r for r in cases):
+        return sum(r["forward_steps"] for r in cases)
+    return sum(r.get("forward_steps") or 0 for r in unit_rows)
 
 
 def per_kind(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

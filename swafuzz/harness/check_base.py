@@ -29,9 +29,18 @@ class Failure:
     slot_class: str = "-"
     step: int | None = None  # the step (and forward) where the divergence shows; findings of
     fwd: int | None = None  # one Case are ordered by them, earliest first
+    #: an ``error`` failure: where the code under test raised, ``module.function:line``
+    #: (``Observation.error["where"]``); part of the failure's :meth:`identity`
+    where: str | None = None
 
     def signature(self, kind: str) -> str:
         return f"{self.check}/{kind}/{self.slot_class}"
+
+    def identity(self, kind: str) -> str:
+        """What "fails the same way" means while shrinking: the signature, and for an exception
+        raised by the code under test also where it was raised (a bare ``AssertionError`` at
+        another line is another failure)."""
+        return self.signature(kind) + (f"@{self.where}" if self.where else "")
 
     def to_json(self) -> dict:
         d = {"check": self.check, "message": self.message, "slot_class": self.slot_class}
@@ -39,6 +48,8 @@ class Failure:
             d["step"] = self.step
         if self.fwd is not None:
             d["fwd"] = self.fwd
+        if self.where is not None:
+            d["where"] = self.where
         return d
 
     def order_key(self) -> tuple:
@@ -47,6 +58,19 @@ class Failure:
         step = self.step if self.step is not None else 1 << 30
         fwd = self.fwd if self.fwd is not None else 1 << 30
         return (step, fwd, rank(self.check))
+
+
+def error_failure(obs: Any) -> Failure:
+    """The ``error`` failure of an Observation whose target raised (``obs.error``): the
+    exception's type (its slot class), its message (``(no message)`` for a bare ``assert``) and
+    where the code under test raised it."""
+    err = obs.error
+    w = err.get("where")
+    where = f"{w['module']}.{w['function']}:{w['line']}" if w else None
+    msg = err.get("message") or "(no message)"
+    return Failure("error", f"[{obs.executor}] step {err['step']}: {err['type']}"
+                   + (f" raised at {where}" if where else "") + f": {msg}",
+                   err["type"], err["step"], where=where)
 
 
 def slot_class(expected: int | None, got: int, page_size: int,

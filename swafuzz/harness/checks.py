@@ -19,7 +19,7 @@ many of how many differ.
 from __future__ import annotations
 
 from swafuzz import features
-from swafuzz.harness.check_base import RECAPTURE_EXECUTOR, Failure
+from swafuzz.harness.check_base import RECAPTURE_EXECUTOR, Failure, error_failure
 from swafuzz.harness.check_registry import all_checks
 
 
@@ -45,9 +45,7 @@ def run_checks(case, observations: list, exp,
                 fails.append(f)
         if obs.error is not None and obs.error.get("type") != "ContractError" and \
                 not any(h(obs, exp) for h in features.hooks("check.expected_refusal")):
-            fails.append(Failure("error", f"[{obs.executor}] step {obs.error['step']}: "
-                                 f"{obs.error['type']}: {obs.error['message']}",
-                                 obs.error["type"], obs.error["step"]))
+            fails.append(error_failure(obs))
     for c in registry:
         if not c.across:
             continue

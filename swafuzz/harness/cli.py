@@ -1,28 +1,32 @@
-"""``swafuzz`` (also ``python -m swafuzz``): run, zoo, repro, bisect, list, report, bench.
+"""``swafuzz`` (also ``python -m swafuzz``): run, zoo, repro, list, report, merge, bisect, bench.
 
 Exit codes: 0 clean, 1 findings, 2 usage or input error (with a message naming the field and the
 allowed values, and nothing written), 3 tool failure (one line on stderr, the traceback in
 ``swafuzz-error-<pid>.log`` under the output directory or the temp directory), 130 interrupted
 (Ctrl-C / SIGTERM; ``run`` prints its table and how to ``--resume``).
 
-This module holds the parser, ``main`` and the small commands; ``run`` and ``repro`` are in
-:mod:`swafuzz.harness.cli_run`, the shared checks in :mod:`swafuzz.harness.cli_common`, the
-listings in :mod:`swafuzz.harness.listing`.
+This module holds ``main`` and the small commands; the parser (torch-free: ``--help`` and
+``--version`` answer before this module loads, see :mod:`swafuzz.__main__`) is in
+:mod:`swafuzz.harness.cli_parser`, ``run`` and ``repro`` in :mod:`swafuzz.harness.cli_run`, the
+shared checks in :mod:`swafuzz.harness.cli_common`, the listings in
+:mod:`swafuzz.harness.listing`.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import runpy
 import signal
 import sys
 
-from swafuzz import __version__, targets
-from swafuzz.harness import bisect, listing
+import torch
+
+from swafuzz import targets
+from swafuzz.harness import bisect, cli_parser, listing, report
 from swafuzz.harness.cli_common import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
+    EXIT_INTERRUPTED,
     EXIT_TOOL,
     EXIT_USAGE,
     UsageError,
@@ -31,19 +35,20 @@ from swafuzz.harness.cli_common import (
     positive,
     target_names,
 )
+from swafuzz.harness.cli_merge import cmd_merge
 from swafuzz.harness.cli_run import cmd_repro, cmd_run
-from swafuzz.harness.corpus import DB_HELP
 from swafuzz.harness.failures import check_out_dir, check_out_file, report_tool_failure
 from swafuzz.harness.ledger import DEFAULT_LEDGER
+from swafuzz.harness.zoo import run_zoo, selected
 from swafuzz.kernels import IMPLS, available_impls
 
 __all__ = ["EXIT_CLEAN", "EXIT_FINDINGS", "EXIT_TOOL", "EXIT_USAGE", "UsageError", "build_parser",
-           "main", "cmd_run", "cmd_repro", "cmd_list", "cmd_report", "cmd_zoo", "cmd_bench"]
+           "main", "cmd_run", "cmd_repro", "cmd_list", "cmd_report", "cmd_zoo", "cmd_bench",
+           "cmd_merge"]
 
 
 def _prepare_env() -> None:
-    import torch  # here, not above: keeps torch out of the CLI's start (--help, usage errors)
-
+    """No CUDA: Triton's interpreter, set before Triton is first imported (by a Case)."""
     if not torch.cuda.is_available():
         os.environ.setdefault("TRITON_INTERPRET", "1")
 
@@ -69,16 +74,12 @@ def cmd_list(args) -> int:
 
 # --------------------------------------------------------------------------- report
 def cmd_report(args) -> int:
-    # here, not above: with the report's modules loaded at the CLI's start, a resumed run draws
-    # other Cases than a fresh one (test_pipeline's kill -9 test): generation depends on process
-    # state somewhere (import order / memory layout); cause not found yet
-    from swafuzz.harness import report
-
     if args.reruns < 0:
         raise UsageError(f"--reruns: must be >= 0 (got {args.reruns})")
     try:
         res = report.build(args.dir, baseline=args.baseline, reruns=args.reruns,
-                    ledger=None if args.no_ledger else args.ledger, release=args.release)
+                           ledger=None if args.no_ledger else args.ledger or DEFAULT_LEDGER,
+                           release=args.release)
     except report.ReportInputError as e:
         raise UsageError(str(e)) from None
     st = res["status"]
@@ -98,8 +99,6 @@ def cmd_report(args) -> int:
 
 # --------------------------------------------------------------------------- zoo / bench
 def cmd_zoo(args) -> int:
-    from swafuzz.harness.zoo import run_zoo  # the campaign (hypothesis): not at the CLI's start
-
     check_choice("--budget", args.budget, ("full", "ci"))
     for name in ("examples", "seeds", "jobs"):
         v = getattr(args, name)
@@ -116,6 +115,10 @@ def cmd_zoo(args) -> int:
     bad = (args.json and check_out_file("--json", args.json)) or check_out_dir("--out", args.out)
     if bad:
         raise UsageError(bad)
+    try:
+        selected(args.mutant)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     return run_zoo(args)
 
 
@@ -138,127 +141,11 @@ def cmd_bench(args) -> int:
     return EXIT_CLEAN
 
 
-class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows each option's default, except where there is none (None, or a flag's False)."""
-
-    def _get_help_string(self, action):
-        if action.default is None or action.default is False or not action.help:
-            return action.help or ""
-        return super()._get_help_string(action)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    fmt = _HelpFormatter
-    p = argparse.ArgumentParser(prog="swafuzz", description=__doc__.splitlines()[0],
-                                formatter_class=fmt)
-    p.add_argument("--version", action="version", version=f"swafuzz {__version__}")
-    plug = argparse.ArgumentParser(add_help=False)
-    plug.add_argument("--plugin", action="append", metavar="MODULE",
-                      help="import MODULE first; it registers targets (repeatable; also "
-                           "SWAFUZZ_PLUGINS=mod1,mod2 and the 'swafuzz.targets' entry points)")
-    sub = p.add_subparsers(dest="cmd", required=True)
-    _add = sub.add_parser
-
-    def _add_parser(*a, **k):  # every command: --plugin, and its defaults in --help
-        k.setdefault("formatter_class", fmt)
-        return _add(*a, parents=[plug], **k)
-
-    sub.add_parser = _add_parser
-
-    def common(sp, defaults=True, many=False):
-        if many:
-            sp.add_argument("--target", action="append", default=None,
-                            help="target under test (swafuzz list); repeatable: one run over "
-                                 "several targets, findings per target (default: unified)")
-        else:
-            sp.add_argument("--target", default="unified" if defaults else None,
-                            help="target under test (swafuzz list)"
-                            + ("" if defaults else "; default: the bundle's"))
-        sp.add_argument("--impl", default="auto" if defaults else None,
-                        help="torch | triton | cuda | auto (triton)")
-        sp.add_argument("--executor", default="auto",
-                        help="eager | tape | cudagraph | auto (eager + this machine's graphs) | all")
-
-    r = sub.add_parser("run", formatter_class=fmt, help="fuzz a target: scenarios x checks")
-    common(r, many=True)
-    r.add_argument("--scenario", action="append", help="scenario kind (repeatable; default all)")
-    r.add_argument("--examples", type=int, default=None,
-                   help="generated cases in all, split over kinds and workers (default: 300; "
-                        "with --budget: no cap)")
-    r.add_argument("--budget", default=None,
-                   help="wall-clock budget, e.g. 90s, 30m, 2h (no new case after it)")
-    r.add_argument("--workers", type=int, default=1, help="unit processes running in parallel")
-    r.add_argument("--seed", type=int, default=0, help="hypothesis seed (same seed, same Cases)")
-    r.add_argument("--out", default=None,
-                   help="a new or empty directory for the run (default: a new "
-                        "swafuzz-out/run-<UTC time> each run)")
-    r.add_argument("--resume", default=None, metavar="DIR",
-                   help="continue the run in DIR (after Ctrl-C, SIGTERM or kill -9)")
-    r.add_argument("--shrink-budget", type=int, default=150,
-                   help="cases run to shrink each first failure")
-    r.add_argument("--db", default=None, help=DB_HELP)
-    r.add_argument("--no-isolate", action="store_true", help="run cases in this process")
-    r.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    r.add_argument("--ledger", default="auto", metavar="PATH|auto|none",
-                   help="known-failure ledger consulted during the run: a failing Case it knows "
-                        "is counted, its entry's first Case shrunk into a .known bundle, and the "
-                        "unit goes on; known findings do not fail the run. auto: the "
-                        "repository's ledger when it has entries for the target and its release")
-    r.add_argument("--known-cap", type=int, default=50,
-                   help="Cases of one ledger entry per unit, then its region is skipped")
-    r.set_defaults(fn=cmd_run)
-
-    rp = sub.add_parser("repro", formatter_class=fmt, help="replay a finding bundle")
-    rp.add_argument("file")
-    common(rp, defaults=False)
-    rp.add_argument("--no-isolate", action="store_true", help="run the case in this process")
-    rp.set_defaults(fn=cmd_repro)
-
-    bisect.add_parser(sub, fmt)  # swafuzz bisect BUNDLE [--releases A..B]
-
-    ls = sub.add_parser("list", help="what is available here")
-    ls.add_argument("--target", default=None,
-                    help="details of one target (what its describe hook says)")
-    ls.add_argument("--features", action="store_true",
-                    help="every feature record: kinds, case fields, checks, mutants, and which "
-                         "target (and release) runs it")
-    ls.add_argument("--json", action="store_true", help="with --features: as JSON")
-    ls.set_defaults(fn=cmd_list)
-
-    rep = sub.add_parser("report", formatter_class=fmt, help="summarise a run directory")
-    rep.add_argument("dir")
-    rep.add_argument("--baseline", default=None,
-                     help="a previous run directory: findings split into new / known / fixed")
-    rep.add_argument("--reruns", type=int, default=0,
-                     help="replay each finding's smallest Case N times (reliability k/N)")
-    rep.add_argument("--ledger", default=DEFAULT_LEDGER,
-                     help="known-failure ledger: findings it knows (signature and 'when') are "
-                          "known, not failures")
-    rep.add_argument("--no-ledger", action="store_true", help="do not consult a ledger")
-    rep.add_argument("--release", default=None,
-                     help="target version for the ledger (default: the run's recorded one)")
-    rep.set_defaults(fn=cmd_report)
-
-    z = sub.add_parser("zoo", formatter_class=fmt, help="run every mutant; print the kill matrix")
-    z.add_argument("--examples", type=int, default=None,
-                   help="case budget per mutant and seed (default: 200; --budget full only)")
-    z.add_argument("--seeds", type=int, default=None,
-                   help="seeds per mutant (default: 5; --budget full only)")
-    z.add_argument("--json", default=None, help="write the kill matrix as JSON here")
-    z.add_argument("--budget", default="full", help="full | ci (reduced, for the CI gate)")
-    z.add_argument("--impl", default="auto", help="torch | triton | cuda | auto")
-    z.add_argument("--executor", default="auto", help="eager | tape | cudagraph | auto | all")
-    z.add_argument("--out", default="swafuzz-out/zoo", help="bundles and kill-matrix.md")
-    z.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
-                   help="worker processes (mutants run in parallel)")
-    z.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    z.set_defaults(fn=cmd_zoo)
-
-    b = sub.add_parser("bench", formatter_class=fmt, help="kernel benchmark (bench/kernels.py); 'bench harness': "
-                       "campaign throughput, 1 vs N workers (bench/harness.py)")
-    b.add_argument("rest", nargs=argparse.REMAINDER)
-    b.set_defaults(fn=cmd_bench)
-    return p
+def build_parser():
+    """The parser of :mod:`swafuzz.harness.cli_parser`, each command bound to its function."""
+    return cli_parser.build_parser({"run": cmd_run, "repro": cmd_repro, "list": cmd_list,
+                                    "report": cmd_report, "zoo": cmd_zoo, "bench": cmd_bench,
+                                     "merge": cmd_merge, "bisect": bisect.cmd_bisect})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -269,15 +156,18 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse: 2 on usage errors, 0 on --help
         return int(e.code or 0)
-    _prepare_env()  # after parsing (--help and usage errors load no torch), before any plugin
     if args.cmd == "run":
         args.target = args.target or ["unified"]
         args.examples_given = args.examples is not None
         if args.examples is None:
             args.examples = 300
     try:
+        _prepare_env()  # after parsing (--help and usage errors load no torch), before plugins
         load_plugins(args)
         return args.fn(args)
+    except KeyboardInterrupt:  # Ctrl-C before a command's own handling (loading torch, ...)
+        print(f"swafuzz {args.cmd}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except UsageError as e:
         print(f"swafuzz {args.cmd}: error: {e}", file=sys.stderr)
         return EXIT_USAGE

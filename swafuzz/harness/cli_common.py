@@ -9,10 +9,13 @@ import os
 import sys
 
 from swafuzz import targets
+from swafuzz.harness.executors import available_executors
+from swafuzz.harness.failures import check_out_dir
 from swafuzz.kernels import IMPLS, available_impls
 from swafuzz.targets import plugins
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_TOOL = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130  # Ctrl-C / SIGTERM
 
 
 class UsageError(Exception):
@@ -41,8 +44,6 @@ def load_plugins(args) -> None:
 
 
 def validate_common(args) -> None:
-    from swafuzz.harness.executors import available_executors  # torch: not at the CLI's start
-
     try:
         for t in args.target if isinstance(args.target, list) else [args.target]:
             targets.get_target(t)
@@ -80,11 +81,13 @@ def positive(field: str, value: int) -> None:
 
 
 def prepare_out(out: str, resume: bool) -> None:
-    """``--out``: a new or empty directory (or a run to ``--resume``); usage errors otherwise,
-    before anything is written."""
+    """``--out``: a new or empty directory that can be created (or a run to ``--resume``);
+    usage errors otherwise, before anything is written."""
+    field = "--resume" if resume else "--out"
+    if not out:
+        raise UsageError(f"{field}: an empty path is not allowed; give a directory")
     if os.path.exists(out) and not os.path.isdir(out):
-        raise UsageError(f"{'--resume' if resume else '--out'}: {out!r} exists and is not a "
-                         "directory")
+        raise UsageError(f"{field}: {out!r} exists and is not a directory")
     if resume:
         if not os.path.isfile(os.path.join(out, "run.json")):
             raise UsageError(f"--resume: {out!r} holds no run to resume (no run.json)")
@@ -92,12 +95,9 @@ def prepare_out(out: str, resume: bool) -> None:
     if os.path.isdir(out) and os.listdir(out):
         raise UsageError(f"--out: {out!r} is not empty; continue that run with --resume {out} "
                          "or choose a new directory")
-    parent = os.path.dirname(os.path.abspath(out))
-    probe = parent
-    while not os.path.exists(probe):
-        probe = os.path.dirname(probe)
-    if not os.access(probe, os.W_OK):
-        raise UsageError(f"--out: cannot create {out!r} (no write permission in {probe!r})")
+    bad = check_out_dir("--out", out)
+    if bad:
+        raise UsageError(bad)
 
 
 def check_target_kinds(names, kinds: list[str], explicit: bool) -> list[str]:

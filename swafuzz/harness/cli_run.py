@@ -11,6 +11,8 @@ import time
 
 from swafuzz import features, targets
 from swafuzz.features.validation import load_case
+from swafuzz.harness import pipeline, resume
+from swafuzz.harness.caselog import checked_steps
 from swafuzz.harness.cli_common import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
@@ -24,15 +26,23 @@ from swafuzz.harness.cli_common import (
     validate_common,
 )
 from swafuzz.harness.corpus import DatabaseSpecError, check_spec, open_database
+from swafuzz.harness.fleet import FleetError, check_db, check_ray
 from swafuzz.harness.known import print_known, resolve_ledger
 from swafuzz.harness.ledger import LedgerError
 from swafuzz.harness.run import InvalidCase, execute, resolve_executors, resolve_impl
 from swafuzz.harness.runconfig import RunConfig, read_run_config
+from swafuzz.harness.runlock import RunDirBusy, RunLock
+from swafuzz.harness.shard import ShardSpecError, full_plan, parse_shard, shard_units
+from swafuzz.harness.shard import label as shard_label
 from swafuzz.harness.worker import CaseWorker, WorkerSetupError
 from swafuzz.reports.bundle import read_bundle, signature_filename
 from swafuzz.reports.summary import campaign_table
 from swafuzz.scenarios.case import CaseError
 from swafuzz.targets import plugins
+
+#: when this command started (its module is loaded at the CLI's start): ``--budget`` counts the
+#: command's own start-up (imports, the case workers' start) in the wall time it allows
+COMMAND_START = time.time()
 
 
 def run_config(args):
@@ -46,8 +56,13 @@ def run_config(args):
             raise UsageError(f"--resume: {args.resume}/run.json is unreadable: {e}") from None
         cfg.out = args.resume
         load_plugins(argparse.Namespace(plugin=cfg.plugins))
+        cfg = resume.apply(args, cfg)  # flags that would change the run: exit 2 naming them
         args.target = cfg.target
         return cfg
+    try:  # before anything is checked or written
+        shard = parse_shard(args.shard) if args.shard is not None else None
+    except ShardSpecError as e:
+        raise UsageError(str(e)) from None
     validate_common(args)
     kinds = args.scenario or list(features.kind_names())
     for k in kinds:
@@ -58,6 +73,12 @@ def run_config(args):
     if args.shrink_budget < 0:
         raise UsageError(f"--shrink-budget: must be >= 0 (got {args.shrink_budget})")
     budget_s = parse_duration("--budget", args.budget) if args.budget else None
+    if args.ray is not None:  # a fleet run (harness.fleet): ray importable, a shared corpus
+        try:
+            check_ray(args.ray)
+            args.db = check_db(args.db)
+        except FleetError as e:
+            raise UsageError(str(e)) from None
     if args.out is None:  # each run gets its own directory; an explicit --out must be new
         base = os.path.join("swafuzz-out", time.strftime("run-%Y%m%d-%H%M%S", time.gmtime()))
         args.out, n = base, 1
@@ -83,22 +104,38 @@ def run_config(args):
                      budget_s=budget_s, seed=args.seed, workers=args.workers,
                      shrink_budget=args.shrink_budget, out=args.out,
                      isolate=not args.no_isolate, plugins=plugins.loaded_modules(), db=args.db,
-                     ledger=ledger, known_cap=args.known_cap)
+                     ledger=ledger, known_cap=args.known_cap, shard=shard,
+                     ray=args.ray)
 
 
 # --------------------------------------------------------------------------- run
 def cmd_run(args) -> int:
-    from swafuzz.harness import pipeline  # the campaign (hypothesis): not at the CLI's start
-
     cfg = run_config(args)
+    if cfg.shard and not shard_units(cfg):
+        print(f"note: shard {shard_label(cfg.shard)} has no units (the campaign has "
+              f"{len(full_plan(cfg))}); it runs nothing", file=sys.stderr)
     os.makedirs(cfg.out, exist_ok=True)
+    try:  # one live run per directory (a second --resume while it runs: exit 2)
+        lock = RunLock(cfg.out).acquire()
+    except RunDirBusy as e:
+        raise UsageError(f"{'--resume' if args.resume else '--out'}: {e}") from None
+    try:
+        return _locked_run(args, cfg, lock, pipeline)
+    finally:
+        lock.release()
+
+
+def _locked_run(args, cfg, lock, pipeline) -> int:
     if cfg.isolate:  # a target the worker cannot load is a usage error before any case runs
         try:
             for t in cfg.targets:  # (reused by the units of a 1-worker run)
                 pipeline.case_worker(cfg, t).start()
         except (ValueError, WorkerSetupError) as e:
-            if not os.listdir(cfg.out):
-                os.rmdir(cfg.out)
+            if not args.resume:  # a new directory: nothing of it is left behind
+                lock.release()
+                os.unlink(lock.path)
+                if not os.listdir(cfg.out):
+                    os.rmdir(cfg.out)
             raise UsageError(str(e)) from None
     pipeline.write_run_meta(cfg)
     quiet = args.quiet
@@ -107,7 +144,7 @@ def cmd_run(args) -> int:
         if not quiet:
             print(msg, file=sys.stderr, flush=True)
 
-    res = pipeline.run(cfg, say=say)
+    res = pipeline.run(cfg, say=say, session_start=COMMAND_START)
     stats = pipeline.per_kind(res.rows)
     print()
     print(campaign_table(stats))
@@ -124,18 +161,26 @@ def cmd_run(args) -> int:
     shrunk = sum(s["shrunk"] for s in stats.values())
     with open(os.path.join(cfg.out, "summary.md"), "w") as f:
         f.write(f"# swafuzz run: target {', '.join(cfg.targets)}, impl {cfg.impl}, executors "
-                f"{','.join(cfg.executors)}, seed {cfg.seed}, workers {cfg.workers}\n\n"
+                f"{','.join(cfg.executors)}, seed {cfg.seed}, workers {cfg.workers}"
+                + (f", shard {shard_label(cfg.shard)}" if cfg.shard else "") + "\n\n"
                 f"{campaign_table(stats, markdown=True)}\n")
-    steps = sum(r.get("forward_steps") or 0 for r in res.rows)
-    pipeline.write_run_meta(cfg, seconds=round(res.seconds, 3), forward_steps=steps, stats=stats,
+    # the whole run, every session of it (--resume): steps of every logged case, all wall time
+    log_rows = pipeline.read_log(os.path.join(cfg.out, "cases.jsonl"))
+    steps = checked_steps(log_rows, res.rows)
+    seconds = res.prior_seconds + res.seconds
+    pipeline.write_run_meta(cfg, seconds=round(seconds, 3), forward_steps=steps, stats=stats,
                             interrupted=res.interrupted, known=known)
     print(f"{generated} cases generated, {shrunk} run while shrinking, {len(seen)} distinct "
-          f"findings; {steps} forward steps checked in {res.seconds:.1f} s "
-          f"({steps / max(res.seconds, 1e-9):.1f} steps/s)")
+          f"findings; {steps} forward steps checked in {seconds:.1f} s "
+          f"({steps / max(seconds, 1e-9):.1f} steps/s"
+          + (f"; over every session of the run, this one {res.seconds:.1f} s)"
+             if res.prior_seconds else ")"))
+    if cfg.budget_s and seconds > cfg.budget_s + 1:
+        print(f"budget: the run took {seconds:.0f} s of its --budget {cfg.budget_s:g}s: every "
+              "scenario kind runs at least one Case, and a Case is not stopped once started")
     print(f"results: {os.path.abspath(cfg.out)} (swafuzz report {cfg.out})")
     if res.interrupted:
-        logged = sum(1 for r in pipeline.read_log(os.path.join(cfg.out, "cases.jsonl"))
-                     if "case" in r)
+        logged = sum(1 for r in log_rows if "case" in r)
         print(f"interrupted: {logged} cases are recorded in {cfg.out}/cases.jsonl (the table "
               f"counts finished units only); continue with: swafuzz run --resume {cfg.out}")
         return pipeline.EXIT_INTERRUPTED

@@ -21,13 +21,11 @@ from __future__ import annotations
 import os
 from urllib.parse import urlparse
 
+from hypothesis.database import DirectoryBasedExampleDatabase
+
 
 class DatabaseSpecError(ValueError):
     """A ``--db`` value that cannot be used; the message names the field and what is allowed."""
-
-
-DB_HELP = ("Hypothesis example database (the corpus replayed first): DIR, "
-           "redis://HOST:PORT[/N] or none; default: OUT/.hypothesis-db")
 
 
 def default_db_path(out_dir: str) -> str:
@@ -66,13 +64,11 @@ def check_spec(spec: str | None) -> None:
 def open_database(spec: str | None, out_dir: str):
     """The Hypothesis database for ``--db spec`` (None for ``none``). Redis is pinged first, so
     an unreachable server is a clear error, not a stream of warnings in the middle of a run."""
-    from hypothesis.database import DirectoryBasedExampleDatabase  # not at the CLI's start
-
     if spec is None:
         return DirectoryBasedExampleDatabase(default_db_path(out_dir))
     if spec.lower() == "none":
         return None
-    if "://" in spec:
+    if "://" in spec:  # redis: an optional dependency (the 'redis' extra)
         import redis
         from hypothesis.extra.redis import RedisExampleDatabase
 

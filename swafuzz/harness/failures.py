@@ -8,7 +8,9 @@ none, or it cannot be written) and returns the one line the CLI prints.
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 import tempfile
 import time
 import traceback
@@ -37,17 +39,38 @@ def report_tool_failure(cmd: str, exc: BaseException, out_dir: str | None) -> st
     return f"swafuzz {cmd}: tool failure: {type(exc).__name__}: {first} ({where})"
 
 
+def run_tool(module: str, cmd: str) -> int:
+    """``python -m MODULE`` run as the ``swafuzz`` script runs a command: MODULE is imported
+    and its ``main()`` called; a failure in either (a broken feature folder fails the import:
+    the registry is read when the Case schema is built) is a tool failure - one line on stderr,
+    the traceback in the log, exit 3 - not a traceback."""
+    try:
+        return importlib.import_module(module).main()
+    except Exception as e:  # noqa: BLE001 - a tool failure: exit 3, traceback to a log file
+        print(report_tool_failure(cmd, e, None), file=sys.stderr)
+        return 3
+
+
 def check_out_dir(field: str, path: str) -> str | None:
     """Why ``path`` cannot be the output directory (None when it can): a message naming
-    ``field``. Checked before anything is written."""
+    ``field``. Checked before anything is written: the nearest existing folder must take a new
+    folder (a probe folder is made there and removed again; ``/proc/x``, a read-only mount or a
+    full disk fail here, not after the run has started)."""
+    if not path:
+        return f"{field}: an empty path is not allowed; give a directory"
     if os.path.exists(path) and not os.path.isdir(path):
         return f"{field}: {path!r} exists and is not a directory"
-    parent = path
-    while parent and not os.path.exists(parent):
+    parent = os.path.abspath(path)
+    while not os.path.exists(parent):
         parent = os.path.dirname(parent)
-    parent = parent or "."
     if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
         return f"{field}: cannot write under {parent!r} (permission denied)"
+    if parent == os.path.abspath(path):
+        return None  # an existing directory, writable
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".swafuzz-probe-", dir=parent))
+    except OSError as e:
+        return f"{field}: cannot create {path!r}: {e.strerror or e} (in {parent!r})"
     return None
 
 

@@ -38,16 +38,22 @@ message names the field). ``swafuzz report DIR`` consults the same ledger (``--l
 
 from __future__ import annotations
 
-import argparse
-import fnmatch
-import json
-import os
 import sys
-from dataclasses import dataclass, field
 
-from swafuzz import targets
-from swafuzz.features.validation import load_case
-from swafuzz.harness.ledger_when import (
+from swafuzz.harness.failures import run_tool
+
+if __name__ == "__main__":  # python -m swafuzz.harness.ledger: before the imports below can fail
+    sys.exit(run_tool("swafuzz.harness.ledger", "ledger"))
+
+import argparse  # noqa: E402 - after the guard above
+import fnmatch  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+
+from swafuzz import targets  # noqa: E402
+from swafuzz.features.validation import load_case  # noqa: E402
+from swafuzz.harness.ledger_when import (  # noqa: E402
     FORWARD_MODES,
     LedgerError,
     When,
@@ -55,9 +61,9 @@ from swafuzz.harness.ledger_when import (
     parse_when,
     release_of,
 )
-from swafuzz.harness.run import execute, resolve_executors
-from swafuzz.reports.bundle import read_bundle
-from swafuzz.scenarios.case import CaseError
+from swafuzz.harness.run import execute, resolve_executors  # noqa: E402
+from swafuzz.reports.bundle import read_bundle  # noqa: E402
+from swafuzz.scenarios.case import CaseError  # noqa: E402
 
 # the ledger's API, the names of its `when` predicate (ledger_when) included
 __all__ = ["DEFAULT_LEDGER", "FORWARD_MODES", "LEDGER_VERSION", "Classified", "Entry",
@@ -69,10 +75,11 @@ __all__ = ["DEFAULT_LEDGER", "FORWARD_MODES", "LEDGER_VERSION", "Classified", "E
 
 LEDGER_VERSION = 1
 _UNPARSED = object()  # Entry.matches: the finding's Case not parsed yet
-# the checkout's ledger: <repo>/ledger/known_failures.json (this file is <repo>/swafuzz/harness/)
-DEFAULT_LEDGER = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-    "ledger", "known_failures.json")
+# the ledger swafuzz ships: swafuzz/ledger/known_failures.json, package data (this file is
+# swafuzz/harness/ledger.py). In a checkout it is a link to <repo>/ledger/known_failures.json,
+# resolved here, so the entries' repro paths stay relative to the repository; in a wheel, the file
+DEFAULT_LEDGER = os.path.realpath(os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "ledger", "known_failures.json"))
 _FIELDS = {"id": str, "target": str, "signature": str, "cite": str, "note": str}
 _OPTIONAL = ("releases", "repro", "when")
 
@@ -354,6 +361,3 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ledger: {len(c.known)} known, {len(c.new)} new, {len(c.unmatched)} unseen entries")
     return 1 if c.new else 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

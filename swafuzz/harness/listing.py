@@ -16,6 +16,7 @@ from typing import Any
 
 from swafuzz import features, targets
 from swafuzz.harness.check_registry import check_names
+from swafuzz.harness.executors import available_executors
 from swafuzz.kernels import available_impls
 from swafuzz.targets.mutants import load_all
 
@@ -121,8 +122,6 @@ def features_json(data: dict[str, Any]) -> str:
 
 def summary_text() -> str:
     """Plain ``swafuzz list``: targets (plugin origins), kinds, checks, kernels, executors."""
-    from swafuzz.harness.executors import available_executors  # torch: not at the CLI's start
-
     names = sorted(targets.available_targets())
     lines = ["targets:        " + ", ".join(names)]
     for n in names:

@@ -9,6 +9,8 @@ kinds than N, each kind is split into shards with seeds ``seed + 7919 * shard`` 
 ``--examples`` budget divided between them, so every worker has work. Units run in a pool of N
 ``spawn`` processes (``concurrent.futures.ProcessPoolExecutor``: plain processes with their own
 interpreter, no shared hypothesis state; pytest-xdist is a test runner, not a campaign scheduler).
+With ``--shard I/N`` a run executes its slice of the units of the whole fleet of shards
+(:mod:`swafuzz.harness.shard`); ``swafuzz merge`` joins the shards (:mod:`swafuzz.harness.merge`).
 Each unit process owns a crash-isolating :class:`~swafuzz.harness.worker.CaseWorker`, so a crash
 inside a case is a ``crash`` finding and the case worker is replaced; a unit process that dies
 itself becomes a ``crash`` finding of that unit and the pool is rebuilt.
@@ -39,7 +41,11 @@ Resume and interrupts
 generation is deterministic for a unit's seed, and every Case already in the log is answered
 from its row instead of being executed again (so nothing is lost or run twice, and the budget
 counts what already ran). Ctrl-C and SIGTERM stop the units, print the table of what finished
-and the resume command, and exit 130.
+and the resume command, and exit 130. A torn last log line (kill -9 mid-write) is cut off first
+(:func:`~swafuzz.harness.caselog.repair_log`); the CLI holds ``OUT/run.lock`` for the whole run
+(:mod:`swafuzz.harness.runlock`), and pool processes and case workers die with their parent.
+With ``--budget`` each unit takes its fair share of the time left when it starts
+(:func:`unit_budgets`, :func:`swafuzz.harness.unit.unit_slice`); docs/RUNS.md has the rules.
 
 Exit codes: 0 clean, 1 findings, 2 usage or input error, 3 tool failure, 130 interrupted.
 """
@@ -57,8 +63,10 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
-from swafuzz.harness.caselog import CaseLog, per_kind, read_log
-from swafuzz.harness.runconfig import RunConfig, Unit, plan_units, read_run_config, write_run_meta
+from swafuzz.harness.caselog import CaseLog, per_kind, read_log, repair_log
+from swafuzz.harness.fleet import run_fleet
+from swafuzz.harness.runconfig import RunConfig, Unit, read_run_config, write_run_meta
+from swafuzz.harness.shard import shard_units
 from swafuzz.harness.unit import STOP, case_worker, close_workers, pool_init, run_unit
 
 #: the pipeline's API for the CLI (its pieces live in runconfig, caselog and unit)
@@ -74,7 +82,8 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_TOOL, EXIT_INTERRUPTED = 0, 1, 2, 3,
 class RunResult:
     rows: list[dict[str, Any]]  # unit rows, this run's and resumed ones
     interrupted: bool = False
-    seconds: float = 0.0
+    seconds: float = 0.0  # this session's wall time
+    prior_seconds: float = 0.0  # wall time of the run's earlier sessions (--resume)
 
     @property
     def findings(self) -> list[dict[str, Any]]:
@@ -82,21 +91,26 @@ class RunResult:
 
 
 def run(cfg: RunConfig, *, say: Callable[[str], None] = print,
-        progress_every: float = 5.0) -> RunResult:
-    """Run (or resume) the campaign ``cfg`` into ``cfg.out``."""
+        progress_every: float = 5.0, session_start: float | None = None) -> RunResult:
+    """Run (or resume) the campaign ``cfg`` into ``cfg.out``. ``session_start``: when this
+    session's command started (wall clock; default now): its start-up counts in ``--budget``."""
     os.makedirs(os.path.join(cfg.out, "inflight"), exist_ok=True)
     log_path = os.path.join(cfg.out, "cases.jsonl")
+    cut = repair_log(log_path)  # a torn last row (kill -9 mid-write) is not appended onto
+    if cut:
+        say(f"case log: cut off a torn last line ({cut} bytes, written when the run was killed)")
     done = {r["unit"]: r for r in read_log(log_path) if r.get("event") == "unit_done"}
-    units = [u for u in plan_units(cfg) if u.id not in done]
+    units = [u for u in shard_units(cfg) if u.id not in done]  # all units unsharded
     rows = list(done.values())
     if done:
         say(f"resuming: {len(done)} units already done, {len(units)} to run")
     budget = None
+    spent = _spent_seconds(cfg, log_path)
     if cfg.budget_s:  # time already spent by earlier sessions of this run counts (--resume)
-        spent = _spent_seconds(cfg, log_path)
         remaining = max(0.0, cfg.budget_s - spent)
         per_worker = max(1, -(-len(units) // max(1, cfg.workers)))
-        budget = (time.time() + remaining, remaining / per_worker)
+        budget = (min(session_start or time.time(), time.time()) + remaining,
+                  remaining / per_worker)
         if spent:
             say(f"budget: {spent:.0f} s of {cfg.budget_s:.0f} s already spent")
     t0 = time.monotonic()
@@ -106,11 +120,14 @@ def run(cfg: RunConfig, *, say: Callable[[str], None] = print,
     ticker = _Ticker(log_path, say, float(os.environ.get("SWAFUZZ_PROGRESS_S", progress_every)),
                      len(units))
     try:
-        if cfg.workers <= 1:
+        if cfg.ray:  # a fleet: the units as Ray tasks (harness.fleet; ray is optional)
+            rows += run_fleet(cfg, units, budget, ticker.unit_done, ticker.tick, say)
+        elif cfg.workers <= 1:
+            turns = unit_budgets(budget, units, 1)
             for u in units:
                 if STOP["flag"]:
                     raise KeyboardInterrupt
-                rows.append(run_unit(cfg.to_json(), asdict(u), budget))
+                rows.append(run_unit(cfg.to_json(), asdict(u), turns.get(u.id)))
                 ticker.unit_done(rows[-1])
         else:
             rows += _run_pool(cfg, units, budget, ticker)
@@ -120,7 +137,7 @@ def run(cfg: RunConfig, *, say: Callable[[str], None] = print,
         for s, h in prev.items():
             signal.signal(s, h)
         close_workers()
-    return RunResult(rows, interrupted, time.monotonic() - t0)
+    return RunResult(rows, interrupted, time.monotonic() - t0, spent)
 
 
 def _on_signal(signum, frame):  # a second signal raises at once
@@ -148,8 +165,9 @@ def _run_pool(cfg: RunConfig, units: list[Unit], budget: tuple[float, float] | N
     broke: dict[str, int] = {}  # unit id -> pools it was in when they broke
     while pending:
         pool = cf.ProcessPoolExecutor(max_workers=cfg.workers, mp_context=mp.get_context("spawn"),
-                                      initializer=pool_init)
-        futs = {pool.submit(run_unit, cfg.to_json(), asdict(u), budget): u
+                                      initializer=pool_init, initargs=(os.getpid(),))
+        turns = unit_budgets(budget, pending, cfg.workers)
+        futs = {pool.submit(run_unit, cfg.to_json(), asdict(u), turns.get(u.id)): u
                 for u in pending}
         pending = []
         try:
@@ -180,6 +198,17 @@ def _run_pool(cfg: RunConfig, units: list[Unit], budget: tuple[float, float] | N
             raise
         pool.shutdown(wait=True, cancel_futures=True)
     return rows
+
+
+def unit_budgets(budget: tuple[float, float] | None, units: list[Unit],
+                 workers: int) -> dict[str, tuple[float, float, float]]:
+    """Each unit's ``budget`` argument of :func:`run_unit`: the run's end, the even slice, and
+    the unit's turns left (the units from it to the last, per worker, in the order they are
+    started), so each unit takes its fair share of the time left when it starts."""
+    if budget is None:
+        return {}
+    n, w = len(units), max(1, workers)
+    return {u.id: (budget[0], budget[1], float(-(-(n - i) // w))) for i, u in enumerate(units)}
 
 
 def _unit_crash(cfg: RunConfig, u: Unit, why: str) -> dict[str, Any]:

@@ -1,13 +1,22 @@
-"""pytest plugin: markers, hypothesis profiles, and a fixture that runs a Case and prints the
-repro command on failure.
+"""pytest plugin: the ``swafuzz_check`` fixture (run a Case, fail with the one-line repro
+command), ``--swafuzz-plugin`` for target plugins, and swafuzz's markers.
+
+Loaded into a host suite (``-p swafuzz.harness.pytest_plugin`` or ``pytest_plugins =
+["swafuzz.harness.pytest_plugin"]``) it has no side effects: it registers its markers' help
+texts and the ``--swafuzz-*`` options, and nothing else - the host's Hypothesis settings, its
+environment (``TRITON_INTERPRET``) and which of its tests run are left as they are. On a machine
+without CUDA, a host that runs Cases on the Triton path sets ``TRITON_INTERPRET=1`` itself before
+Triton is first imported (or passes ``impl="torch"``).
+
+swafuzz's own test suite opts in to its policy with ``swafuzz_suite = true`` (ini; the
+repository's ``pyproject.toml``) or ``--swafuzz-suite``: the Hypothesis profiles ``dev``
+(default), ``ci`` (derandomized, no deadline, no example database; chosen when ``CI`` is set)
+and ``nightly`` (long exploration), ``HYPOTHESIS_PROFILE`` overriding the choice; and the skips
+of tests marked ``gpu`` / ``cudagraph`` (no CUDA here), ``nightly`` and ``bigmem`` (unless
+selected with ``-m``).
 
 Target plugins: ``--swafuzz-plugin MODULE``, ``SWAFUZZ_PLUGINS`` or the ``swafuzz.targets``
 entry points (``swafuzz.targets.plugins``); ``check_case`` runs any registered target.
-
-Load it with ``-p swafuzz.harness.pytest_plugin`` or ``pytest_plugins = ["swafuzz.harness.pytest_plugin"]`` (the
-repository's ``tests/conftest.py`` does). Profiles: ``dev`` (default), ``ci`` (derandomized, no
-deadline; loaded when ``CI`` is set), ``nightly`` (long exploration); ``HYPOTHESIS_PROFILE``
-overrides.
 """
 
 from __future__ import annotations
@@ -17,15 +26,11 @@ import tempfile
 
 import pytest
 import torch
+from hypothesis import HealthCheck, settings
 
-if not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")
-
-from hypothesis import HealthCheck, settings  # noqa: E402
-
-from swafuzz.harness.run import execute  # noqa: E402
-from swafuzz.reports.bundle import write_bundle  # noqa: E402
-from swafuzz.targets import plugins  # noqa: E402
+from swafuzz.harness.run import execute
+from swafuzz.reports.bundle import write_bundle
+from swafuzz.targets import plugins
 
 MARKERS = {
     "gpu": "needs a CUDA GPU (compiled Triton, CUDA C++ twins)",
@@ -36,26 +41,49 @@ MARKERS = {
     "zoo": "runs the bug zoo (the reduced CI kill matrix)",
 }
 
-settings.register_profile(
-    "ci", derandomize=True, deadline=None, print_blob=True, database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-settings.register_profile("dev", max_examples=50, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("nightly", max_examples=5000, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+#: swafuzz's own Hypothesis profiles (registered and loaded only for a suite that opts in)
+PROFILES = {
+    "ci": dict(derandomize=True, deadline=None, print_blob=True, database=None,
+               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]),
+    "dev": dict(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]),
+    "nightly": dict(max_examples=5000, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow]),
+}
+
+
+def use_suite_profiles() -> str:
+    """Register swafuzz's Hypothesis profiles and load one: ``HYPOTHESIS_PROFILE``, else
+    ``ci`` when ``CI`` is set, else ``dev``. Returns the name loaded."""
+    for name, kw in PROFILES.items():
+        settings.register_profile(name, **kw)
+    name = os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev")
+    settings.load_profile(name)
+    return name
+
+
+def suite_policy(config) -> bool:
+    """Whether this pytest run asked for swafuzz's own test-suite policy."""
+    return bool(config.getoption("swafuzz_suite", default=False)
+                or config.getini("swafuzz_suite"))
 
 
 def pytest_addoption(parser):
     parser.addoption("--swafuzz-plugin", action="append", default=[], metavar="MODULE",
                      help="swafuzz target plugin module to load (repeatable; also the "
                           "SWAFUZZ_PLUGINS variable and the 'swafuzz.targets' entry points)")
+    parser.addoption("--swafuzz-suite", action="store_true", default=False,
+                     help="apply swafuzz's own test-suite policy: its Hypothesis profiles "
+                          "(dev / ci under CI / HYPOTHESIS_PROFILE) and the skips of its "
+                          "gpu, cudagraph, nightly and bigmem markers")
+    parser.addini("swafuzz_suite", type="bool", default=False,
+                  help="as --swafuzz-suite (swafuzz's own pyproject.toml sets it)")
 
 
 def pytest_configure(config):
     for name, doc in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
+    if suite_policy(config):
+        use_suite_profiles()
     try:
         for m in config.getoption("swafuzz_plugin", default=[]) or []:
             plugins.load_module(m, source="--swafuzz-plugin")
@@ -65,6 +93,8 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    if not suite_policy(config):
+        return  # a host suite's markers mean what the host says
     has_gpu = torch.cuda.is_available()
     skip = pytest.mark.skip(reason="needs a CUDA GPU (none on this machine)")
     nightly_asked = "nightly" in (config.getoption("markexpr", "") or "") or \

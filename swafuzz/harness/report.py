@@ -27,14 +27,17 @@ renderers in ``reports/`` only format it.
 from __future__ import annotations
 
 import os
+import re
 import time
 from typing import Any
 
+from swafuzz.harness.known import KNOWN_SHRINK_BUDGET
 from swafuzz.harness.ledger import LedgerError, imprecise, load_ledger
 from swafuzz.harness.report_findings import ledger_status, measure_reliability, pool_picture
 from swafuzz.harness.report_inputs import ReportInputError, read_bundles, read_json, read_log
 from swafuzz.reports import dedup
 from swafuzz.reports.bundle import atomic_write_text
+from swafuzz.reports.details import view
 from swafuzz.reports.html import render as render_html
 from swafuzz.reports.junit import render as render_junit
 from swafuzz.reports.summary import report_markdown
@@ -69,6 +72,7 @@ def build(d: str, baseline: str | None = None, reruns: int = 0, ledger: str | No
     if not isinstance(meta, dict):
         raise ReportInputError(f"{meta_path}: must be a JSON object")
     rows = read_log(os.path.join(d, "cases.jsonl"))
+    unit_rows = read_log(os.path.join(d, "cases.jsonl"), events=True)
     bundles = read_bundles(d)
     if not rows and not bundles and not meta and not os.path.exists(
             os.path.join(d, "kill-matrix.md")):
@@ -105,6 +109,11 @@ def build(d: str, baseline: str | None = None, reruns: int = 0, ledger: str | No
         k["checks"] += int(r.get("checks") or 0)
     km_path = os.path.join(d, "kill-matrix.md")
     kill_md = open(km_path).read() if os.path.exists(km_path) else None
+    if kill_md:  # the zoo wrote its repro paths as given: relative to the run directory here
+        kill_md = re.sub(r"swafuzz repro \S*?findings/([^\s/|`]+\.json)",
+                         lambda m: ("swafuzz repro findings/" + m.group(1))
+                         if os.path.isfile(os.path.join(d, "findings", m.group(1)))
+                         else m.group(0), kill_md)
 
     info = {
         "commit": meta.get("commit") or "unknown (no run.json)",
@@ -117,23 +126,43 @@ def build(d: str, baseline: str | None = None, reruns: int = 0, ledger: str | No
                    f"{len(known_by_ledger)} finding signatures known by it")
         if ledger is not None else "not consulted (--no-ledger)",
         "ledger_warnings": ledger_warnings,
+        "shrinking": _shrink_line(rows, unit_rows),
+        "repro_note": "repro commands are relative to the run directory (the folder that "
+                      "holds this report): run them from there",
     }
     findings = []
     for g in groups:
-        b = g.bundle or {}
-        # the bundle's Case carries its observed side; a log-only group draws the oracle alone
-        pcase = b.get("case") if isinstance(b.get("case"), dict) else g.case
-        pic, why = (pool_picture(pcase, b.get("observed") if pcase is b.get("case") else None)
-                    if pcase else (None, "no Case recorded"))
+        views = []
+        for path, bb in g.bundles:  # every bundle of the signature, each with its own Case
+            v = view(os.path.relpath(path, d).replace(os.sep, "/"), bb,
+                     led[g.signature]["bundles"].get(path, []))
+            v["picture"], v["why"] = (pool_picture(bb["case"], bb.get("observed"))
+                                      if isinstance(bb.get("case"), dict)
+                                      else (None, "no Case recorded"))
+            views.append(v)
+        pic, why = (None, "no Case recorded" if not views else "")
+        if not views and g.case:  # log-only (met while shrinking another): its smallest row
+            ver = g.case_verdict or {}
+            fails = ver.get("failures") if isinstance(ver.get("failures"), list) else []
+            g.message = g.message or next((x.get("message") for x in fails
+                                           if isinstance(x, dict)), "") or ""
+            v = view(f"case #{g.case_row} of cases.jsonl", {"case": g.case, "message": g.message,
+                                                           "failures": fails}, [])
+            v["repro"] = None
+            v["picture"], v["why"] = pool_picture(g.case, ver.get("observed"))
+            views.append(v)
+        smallest = next((v for v in views if g.bundle_path and v["path"] == os.path.relpath(
+            g.bundle_path, d).replace(os.sep, "/")), None)
         findings.append({
             "signature": g.signature, "status": st_of.get(g.signature, "new"),
-            "message": g.message or b.get("message") or "", "count": g.count,
+            "message": g.message or "", "count": g.count,
             "first_seen": g.first_seen, "last_seen": g.last_seen,
             "first_time": g.first_time, "last_time": g.last_time,
             "reliability": f"{g.reliability[0]}/{g.reliability[1]} reruns failed"
             if g.reliability else None,
-            "shrunk": g.to_json()["shrunk"], "repro": b.get("command"),
-            "target": b.get("target") or info["target"], "picture": pic, "why": why,
+            "shrunk": g.to_json()["shrunk"], "repro": smallest["repro"] if smallest else None,
+            "bundles": views, "target": (g.bundle or {}).get("target") or info["target"],
+            "picture": pic, "why": why,
             "ledger": [{"id": i, "cite": c} for i, c in led[g.signature]["entries"]]
             if g.signature in known_by_ledger else [],
             "ledger_outside": (f"{led[g.signature]['outside']} of {led[g.signature]['cases']} "
@@ -150,7 +179,7 @@ def build(d: str, baseline: str | None = None, reruns: int = 0, ledger: str | No
     title = f"swafuzz report: {os.path.basename(os.path.abspath(d))}"
     meta_rows = [("commit", info["commit"]), ("versions", info["versions"]),
                  ("device", info["device"]), ("target", info["target"]),
-                 ("budget used", info["budget"]),
+                 ("budget used", info["budget"]), ("shrinking", info["shrinking"]),
                  ("findings", f"{len(status['new'])} new, {len(status['known'])} known, "
                               f"{len(status['fixed'])} fixed")]
     atomic_write_text(os.path.join(d, "summary.html"),
@@ -159,6 +188,26 @@ def build(d: str, baseline: str | None = None, reruns: int = 0, ledger: str | No
             "ledger_warnings": ledger_warnings,
             "ledger_entries": {s: [i for i, _ in led[s]["entries"]] for s in known_by_ledger},
             "paths": [os.path.join(d, n) for n in ("summary.md", "junit.xml", "summary.html")]}
+
+
+def _shrink_line(rows: list[dict[str, Any]], unit_rows: list[dict[str, Any]]) -> str:
+    """How many cases went to shrinking, and how many of those to ledger-known findings (the
+    unit rows' ``shrunk_known``: cases per entry, each capped by the campaign)."""
+    if unit_rows:
+        shrunk = sum(int(r.get("shrunk") or 0) for r in unit_rows)
+    else:
+        shrunk = sum(1 for r in rows if r.get("phase") == "shrink")
+    known: dict[str, int] = {}
+    for r in unit_rows:
+        for eid, n in (r.get("shrunk_known") or {}).items():
+            known[eid] = known.get(eid, 0) + int(n)
+    text = f"{shrunk} cases"
+    if known:
+        text += (f", {sum(known.values())} of them on ledger-known findings ("
+                 + ", ".join(f"{e} {n}" for e, n in sorted(known.items()))
+                 + f"; each entry's first Case in a unit is shrunk with at most "
+                   f"{KNOWN_SHRINK_BUDGET} cases)")
+    return text
 
 
 def _budget_line(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:

@@ -111,26 +111,36 @@ def ledger_status(groups: list[dedup.FindingGroup], rows: list[dict[str, Any]],
                   bundles: list[tuple[str, dict[str, Any]]], entries: list, target: str,
                   versions: dict[str, Any], release: str | None,
                   executor: str | None = None) -> dict[str, dict[str, Any]]:
-    """``{signature: {"entries": [(id, cite)], "cases": n, "outside": k}}`` for every group:
-    ``n`` failing Cases considered (every bundle's and every failing log row's of that
-    signature, deduplicated),
-    ``k`` of them matched by no ledger entry (signature and ``when``); the group is known by the
-    ledger iff ``n > 0`` and ``k == 0``."""
+    """``{signature: {"entries": [(id, cite)], "cases": n, "outside": k, "bundles": {path:
+    [id]}}}`` for every group: ``n`` failing Cases considered (every bundle's and every failing
+    log row's of that signature, deduplicated), ``k`` of them matched by no ledger entry
+    (signature and ``when``); the group is known by the ledger iff ``n > 0`` and ``k == 0``;
+    ``bundles``: the entry that knows each bundle's Case (none: [])."""
     by_sig: dict[str, list[dict[str, Any]]] = {g.signature: [] for g in groups}
     seen: set[tuple[str, str]] = set()
 
-    def add(sig: str, case: Any, tgt: str | None, vers: Any, ex: Any, exs: Any = None) -> None:
+    def rec(sig: str, case: Any, tgt: str | None, vers: Any, ex: Any, exs: Any = None) -> dict:
+        return {"signature": sig, "target": tgt or target, "case": case,
+                "versions": vers if isinstance(vers, dict) else versions,
+                "executor": ex if isinstance(ex, str) else executor,
+                **({"executors": exs} if isinstance(exs, list) else {})}
+
+    def add(sig: str, case: Any, *more: Any) -> None:
         key = (sig, json.dumps(case, sort_keys=True))
         if sig in by_sig and key not in seen:
             seen.add(key)
-            by_sig[sig].append({"signature": sig, "target": tgt or target, "case": case,
-                                "versions": vers if isinstance(vers, dict) else versions,
-                                "executor": ex if isinstance(ex, str) else executor,
-                                **({"executors": exs} if isinstance(exs, list) else {})})
+            by_sig[sig].append(rec(sig, case, *more))
 
-    for _, b in bundles:
-        add(str(b.get("signature")), b.get("case"), b.get("target"), b.get("versions"),
-            b.get("executor"), b.get("executors"))
+    per_bundle: dict[str, dict[str, list[str]]] = {g.signature: {} for g in groups}
+    for path, b in bundles:
+        sig = str(b.get("signature"))
+        r = rec(sig, b.get("case"), b.get("target"), b.get("versions"), b.get("executor"),
+                b.get("executors"))
+        if sig in per_bundle:
+            per_bundle[sig][path] = [e.id for _, e in classify([r], entries, target,
+                                                               release).known]
+        add(sig, b.get("case"), b.get("target"), b.get("versions"), b.get("executor"),
+            b.get("executors"))
     for r in rows:
         if r.get("failed") and r.get("signature") and isinstance(r.get("case"), dict):
             add(r["signature"], r["case"], None, None, r.get("executor"))
@@ -141,5 +151,6 @@ def ledger_status(groups: list[dedup.FindingGroup], rows: list[dict[str, Any]],
         for _, e in c.known:
             if (e.id, e.cite) not in ids:
                 ids.append((e.id, e.cite))
-        out[sig] = {"entries": ids, "cases": len(fs), "outside": len(c.new)}
+        out[sig] = {"entries": ids, "cases": len(fs), "outside": len(c.new),
+                    "bundles": per_bundle[sig]}
     return out

@@ -61,9 +61,10 @@ def read_json(path: str) -> Any:
         raise ReportInputError(f"{path}: not valid JSON ({e})") from None
 
 
-def read_log(path: str) -> list[dict[str, Any]]:
-    """Rows of ``cases.jsonl``; a torn last line (a killed run) is skipped, any other bad line
-    is an input error naming the line."""
+def read_log(path: str, events: bool = False) -> list[dict[str, Any]]:
+    """Case rows of ``cases.jsonl`` (``events``: its event rows instead, e.g. the pipeline's
+    ``unit_done`` rows); a torn last line (a killed run) is skipped, any other bad line is an
+    input error naming the line."""
     rows: list[dict[str, Any]] = []
     if not os.path.exists(path):
         return rows
@@ -80,9 +81,8 @@ def read_log(path: str) -> list[dict[str, Any]]:
             raise ReportInputError(f"{path}: line {i} is not valid JSON") from None
         if not isinstance(row, dict):
             raise ReportInputError(f"{path}: line {i} is not a JSON object")
-        if "event" in row:  # a unit summary row of the run pipeline, not a case
-            continue
-        rows.append(row)
+        if ("event" in row) == events:  # "event": a unit summary row of the run, not a case
+            rows.append(row)
     return rows
 
 

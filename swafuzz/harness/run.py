@@ -11,9 +11,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from swafuzz.harness.check_base import Failure
 from swafuzz.harness.checks import run_checks
 from swafuzz.harness.cross_checks import check_agreement
+from swafuzz.harness.executors import get_executor
+from swafuzz.harness.executors.base import CountingExecutor
 from swafuzz.harness.observed import summarize_all
 from swafuzz.oracles.engine import AllocationRejected, CaseInfeasible, expect
 from swafuzz.scenarios.case import Case
@@ -34,8 +38,6 @@ def resolve_impl(impl: str) -> str:
 def resolve_executors(executor: str) -> list[str]:
     """The executors a Case runs under. ``auto``: eager plus the graph executor of this machine
     (cudagraph on a GPU, tape on CPU); ``all``: eager, tape and (with a GPU) cudagraph."""
-    import torch  # here, not above: keeps torch out of the CLI's start (cli_run imports this)
-
     graph = "cudagraph" if torch.cuda.is_available() else "tape"
     if executor == "auto":
         return ["eager", graph]
@@ -61,6 +63,11 @@ class Verdict:
 
     def signature(self) -> str:
         return self.failures[0].signature(self.case.kind) if self.failures else ""
+
+    def identity(self) -> str:
+        """The first failure's :meth:`~harness.check_base.Failure.identity` ("" when clean):
+        shrinking keeps it."""
+        return self.failures[0].identity(self.case.kind) if self.failures else ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -102,10 +109,6 @@ def needs_recapture_reference(case: Case, observations: list, only: set[str] | N
 def execute(case: Case, target: str = "unified", impl: str = "auto",
             executors: list[str] | None = None, only: set[str] | None = None) -> Verdict:
     """Run ``case`` on ``target`` x ``impl`` under each executor and check everything."""
-    # here, not above: the executors import torch, kept out of the CLI's start (cli_run imports this)
-    from swafuzz.harness.executors import get_executor
-    from swafuzz.harness.executors.base import CountingExecutor
-
     t0 = time.perf_counter()
     try:
         exp = expect(case)

@@ -11,6 +11,8 @@ import signal
 import time
 from typing import Any, Callable
 
+import torch
+
 from swafuzz.features.validation import load_case
 from swafuzz.harness.campaign import Campaign
 from swafuzz.harness.caselog import CaseLog, read_log
@@ -18,6 +20,7 @@ from swafuzz.harness.corpus import open_database
 from swafuzz.harness.known import unit_ledger
 from swafuzz.harness.run import Verdict, execute
 from swafuzz.harness.runconfig import RunConfig, Unit
+from swafuzz.harness.runlock import die_with_parent
 from swafuzz.harness.throughput import forward_count
 from swafuzz.harness.worker import CaseWorker
 from swafuzz.reports.bundle import signature_filename, write_bundle
@@ -31,10 +34,12 @@ STOP = {"flag": False}
 
 # --------------------------------------------------------------------------- one unit
 def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
-             budget: tuple[float, float] | None = None) -> dict[str, Any]:
-    """Run one unit (in a pool process or in-process) and return its unit row. ``budget``:
-    ``(end of the run as wall-clock time, slice seconds)``: a unit generates new cases for at most its
-    slice of a ``--budget`` run (its share of the remaining time), never past the end."""
+             budget: tuple[float, ...] | None = None, database: Any = None) -> dict[str, Any]:
+    """Run one unit (in a pool process or in-process) and return its unit row. ``budget``
+    (:func:`unit_slice`): a unit of a ``--budget`` run generates new cases for at most its
+    slice (its share of the remaining time), after its first Case, never past the end; past
+    the end it shrinks no more. ``database``: an example database to use instead of opening
+    ``cfg.db`` (a fleet unit's, :mod:`swafuzz.harness.fleet_task`)."""
 
     cfg, unit = RunConfig.from_json(cfg_json), Unit(**unit_json)
     load_plugins(cfg.plugins)
@@ -49,6 +54,8 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
     if cfg.isolate:
         worker = case_worker(cfg, unit.target)
         worker.inflight_name = f"inflight/{unit.id}.json"
+        if budget is not None:  # its start-up (an interpreter, torch) before the slice starts
+            worker.start()
         run_one: Callable = worker.run
     else:
         def run_one(case):
@@ -57,7 +64,14 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
     def run_case(case):
         if STOP["flag"]:  # Ctrl-C / SIGTERM: stop at this safe point, before the next case
             raise KeyboardInterrupt
-        return run_one(case)
+        t = time.monotonic()
+        v = run_one(case)
+        if budget is not None:  # --budget: after the unit's first Case, its slice counts,
+            spent.append(time.monotonic() - t)  # less what a Case takes, so that the last
+            camp.deadline = deadline - sum(spent) / len(spent)  # one ends within the slice
+            if time.time() > budget[0]:  # the run's end: no more shrinking either (the
+                camp.shrink_budget = 0  # smallest failing Case so far is the finding)
+        return v
 
     first_path: list[str] = []
 
@@ -65,9 +79,10 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
     sig_prefix = f"{unit.target}:" if len(cfg.targets) > 1 else ""
 
     def on_case(case, v, phase):
-        fwd[0] += forward_count(case) * len(cfg.executors)
+        steps = forward_count(case) * len(cfg.executors)
+        fwd[0] += steps
         row = {"unit": unit.id, "target": unit.target, "kind": unit.kind, "seed": unit.seed,
-               "phase": phase,
+               "phase": phase, "forward_steps": steps,
                "failed": v.failed, "signature": sig_prefix + v.signature() if v.failed else "",
                "checks": v.checks_run,
                "seconds": round(v.seconds, 4), "t": round(time.time(), 3),
@@ -82,10 +97,9 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
     def on_first_failure(v):  # the unshrunk Case reaches disk before any shrinking run
         first_path.append(write_bundle(out, finding_record(cfg, unit, v), suffix=".unshrunk"))
 
-    deadline = None
+    deadline, spent = 0.0, []  # spent: wall seconds of each Case run (--budget)
     if budget is not None:
-        end_wall, slice_s = budget
-        deadline = time.monotonic() + max(0.0, min(end_wall - time.time(), slice_s))
+        deadline = time.monotonic() + unit_slice(budget)
     known = unit_ledger(cfg.ledger, unit.target, cfg.executors)
     known_paths: dict[str, str] = {}
 
@@ -97,12 +111,15 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
                 os.unlink(p)
         first_path.clear()
 
+    # with --budget the deadline is set after the first Case ran (run_case): every unit, so
+    # every kind, runs at least one Case however late its turn comes
     camp = Campaign(run_case, seed=unit.seed, shrink_budget=cfg.shrink_budget,
-                    on_first_failure=on_first_failure, deadline=deadline, replay=replay,
-                    on_case=on_case, database=open_database(cfg.db, out), db_key=unit.target,
+                    on_first_failure=on_first_failure, deadline=None, replay=replay,
+                    on_case=on_case, db_key=unit.target,
+                    database=database if database is not None else open_database(cfg.db, out),
                     known=known, known_cap=cfg.known_cap, on_known=on_known)
     t0 = time.perf_counter()
-    res = camp.run_kind(unit.kind, unit.examples)
+    res = camp.run_kind(unit.kind, unit.examples)  # (campaign pins Hypothesis's literals pool)
     finding = None
     if res.finding is not None:
         rec = finding_record(cfg, unit, res.finding)
@@ -123,10 +140,23 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
                     "known_findings": {e: {"signature": sig_prefix + v.signature(),
                                            "bundle": known_paths.get(e)}
                                        for e, v in res.known_findings.items()},
-                    "excluded": res.excluded, "stopped": res.stopped, "rounds": res.rounds})
+                    "excluded": res.excluded, "stopped": res.stopped, "rounds": res.rounds,
+                    "shrunk_known": dict(res.shrunk_known)})
     log.write(row)
     log.close()
     return row
+
+
+def unit_slice(budget: tuple) -> float:
+    """Seconds this unit may generate new Cases, from ``budget`` = ``(end of the run as
+    wall-clock time, slice seconds[, turns left])``. With ``turns left`` (the units still to
+    start per worker, this one included: :func:`swafuzz.harness.pipeline.unit_budgets`) the
+    slice is this unit's fair share of the time left *now*, so a unit that ran long (process
+    start-up, slow Cases) shortens the slices after it instead of leaving the last units
+    none; never past the end of the run."""
+    left = budget[0] - time.time()
+    share = left / max(1.0, budget[2]) if len(budget) > 2 else budget[1]
+    return max(0.0, min(left, share))
 
 
 _WORKERS: dict[str, Any] = {}
@@ -184,9 +214,9 @@ def load_plugins(modules: list[str]) -> None:
     load_env()
 
 
-def pool_init() -> None:  # pragma: no cover - runs in pool processes
+def pool_init(parent_pid: int | None = None) -> None:  # pragma: no cover - pool processes
+    if parent_pid is not None:  # a kill -9 of the run kills its pool processes too
+        die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when units stop
-    import torch  # the pool process decides its Triton mode before torch/triton load
-
-    if not torch.cuda.is_available():
+    if not torch.cuda.is_available():  # the pool process's Triton mode, before Triton loads
         os.environ.setdefault("TRITON_INTERPRET", "1")

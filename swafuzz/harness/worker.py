@@ -30,13 +30,17 @@ import sys
 import traceback
 from typing import Any
 
+import torch
+
 from swafuzz import targets
 from swafuzz.features.validation import loads_case
 from swafuzz.harness.check_base import Failure
 from swafuzz.harness.run import InvalidCase, Verdict, execute
+from swafuzz.harness.runlock import die_with_parent
 from swafuzz.reports.bundle import atomic_write_text
 from swafuzz.scenarios.case import Case
 from swafuzz.targets import plugins
+from swafuzz.targets.selftest import simulated_context_error
 
 
 class WorkerSetupError(RuntimeError):
@@ -48,14 +52,9 @@ def device_context_error() -> str | None:
     address, device-side assert) surfaces asynchronously and poisons every later call, so the
     worker probes after every case: a device sync and a tiny kernel on a GPU; on CPU, the
     simulated error of ``selftest:cuda_sticky``."""
-    # here, not above: selftest and torch(.cuda) stay out of the CLI's start (cli_run imports this)
-    from swafuzz.targets.selftest import simulated_context_error
-
     sim = simulated_context_error()
     if sim is not None:
         return sim
-    import torch
-
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         try:
             torch.cuda.synchronize()
@@ -65,13 +64,14 @@ def device_context_error() -> str | None:
     return None
 
 
-def _child_main(reply_fd: int) -> int:  # pragma: no cover - runs in the child
+def _child_main(reply_fd: int, parent_pid: int | None = None) -> int:  # pragma: no cover
+    # runs in the child. A kill -9 of the parent kills it too (no orphan running on)
+    if parent_pid is not None:
+        die_with_parent(parent_pid)
     # Ctrl-C in a terminal reaches the whole process group: the parent decides what stops
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = os.fdopen(reply_fd, "w", buffering=1)
-    import torch  # torch.cuda decides the child's Triton mode; torch stays out of the CLI's start
-
-    if not torch.cuda.is_available():
+    if not torch.cuda.is_available():  # before Triton is first imported (by a Case)
         os.environ.setdefault("TRITON_INTERPRET", "1")
 
     def send(obj: dict[str, Any]) -> None:
@@ -133,7 +133,7 @@ class CaseWorker:
         r, w = os.pipe()
         env = dict(os.environ)
         code = ("import os, sys; os.dup2(2, 1); from swafuzz.harness.worker import _child_main; "
-                f"sys.exit(_child_main({w}))")
+                f"sys.exit(_child_main({w}, {os.getpid()}))")
         self._proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
                                       pass_fds=(w,), env=env, text=True)
         os.close(w)

@@ -9,6 +9,11 @@ the control is clean, and the leave-one-out rule holds: every check is the only 
 at least one mutant (its killing Case, rerun with that check disabled and every other check
 on, passes: see :func:`ablation`), or carries a defence-in-depth reason in its ``@check`` (printed)
 and fires on at least one mutant.
+
+``--mutant NAME`` (repeatable) narrows the zoo to those mutants: the control then runs over their
+scenario kinds only, and the leave-one-out rule is printed but not enforced (a subset cannot
+prove it); exit 0 iff each named mutant is killed and the control is clean. Ctrl-C (or SIGTERM)
+prints the matrix of the mutants finished so far and exits 130.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
+import signal
 import statistics
 import sys
 import time
@@ -25,6 +31,7 @@ import torch
 from swafuzz import features, targets
 from swafuzz.harness.campaign import Campaign
 from swafuzz.harness.check_registry import check_names, defence_in_depth
+from swafuzz.harness.cli_common import EXIT_INTERRUPTED
 from swafuzz.harness.report_inputs import write_run_meta
 from swafuzz.harness.run import execute, resolve_executors
 from swafuzz.reports.bundle import atomic_write_text, write_bundle
@@ -171,10 +178,13 @@ def proof_status(rows: list[dict]) -> tuple[dict[str, list[str]], list[str]]:
     return sole, unproven
 
 
-def _control(examples: int, impl: str, executors: list[str], out: str, label: str) -> dict:
+def _control(examples: int, impl: str, executors: list[str], out: str, label: str,
+             kinds: list[str] | None = None) -> dict:
+    """The control: ``unified`` over every kind it runs (or over ``kinds``) must be clean."""
     tc = time.perf_counter()
     control = {"clean": True, "cases": 0, "seconds": 0.0, "check": None, "impl": impl}
-    for kind in (k for k in features.kind_names() if targets.supports("unified", k) is None):
+    for kind in (k for k in features.kind_names() if targets.supports("unified", k) is None
+                 and (kinds is None or k in kinds)):
         camp = Campaign(_runner("unified", impl, executors), seed=0, shrink=False)
         res = camp.run_kind(kind, examples)
         control["cases"] += res.cases
@@ -188,6 +198,19 @@ def _control(examples: int, impl: str, executors: list[str], out: str, label: st
     return control
 
 
+def selected(names: list[str] | None) -> dict:
+    """The mutants to run: all, or those ``--mutant`` names (in the order given); an unknown
+    name is a ``ValueError`` naming it and listing the known ones."""
+    zoo = load_all()
+    if not names:
+        return zoo
+    unknown = [n for n in names if n not in zoo]
+    if unknown:
+        raise ValueError(f"--mutant: {unknown[0]!r} is not a mutant; known: "
+                         f"{', '.join(sorted(zoo))}")
+    return {n: zoo[n] for n in dict.fromkeys(names)}
+
+
 def run_zoo(args) -> int:
     examples, seeds, control_n, shrink_budget = BUDGETS[args.budget]
     if args.budget == "full":
@@ -196,32 +219,64 @@ def run_zoo(args) -> int:
     out = args.out
     jobs = max(1, args.jobs)
     t0 = time.perf_counter()
+    zoo = selected(getattr(args, "mutant", None))
+    narrowed = len(zoo) < len(load_all())
+    control_kinds = sorted({k for spec in zoo.values() for k in spec.kinds}) if narrowed else None
 
     def say(msg: str) -> None:
         if not args.quiet:
             print(msg, file=sys.stderr, flush=True)
 
     tasks = [(name, examples, seeds, impl_for(spec, args.impl, args.budget), executors,
-              shrink_budget, out, args.executor) for name, spec in load_all().items()]
+              shrink_budget, out, args.executor) for name, spec in zoo.items()]
     control_impl = "triton" if args.impl == "auto" else args.impl
-    if jobs == 1:
-        control = _control(control_n, control_impl, executors, out, args.executor)
-        say(f"control unified: {'clean' if control['clean'] else 'FAILED'}")
-        rows = []
-        for t in tasks:
-            rows.append(zoo_mutant(*t))
-            say(_row_line(rows[-1]))
-    else:
-        with mp.get_context("spawn").Pool(jobs, initializer=_load_plugins,
-                                          initargs=(loaded_modules(),)) as pool:
-            ctl = pool.apply_async(_control, (control_n, control_impl, executors, out,
-                                              args.executor))
-            pending = [pool.apply_async(zoo_mutant, t) for t in tasks]
-            rows = []
-            for p in pending:
-                rows.append(p.get())
+    control_args = (control_n, control_impl, executors, out, args.executor, control_kinds)
+    rows: list[dict] = []
+    control, ctl = None, None
+    old_term = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        if jobs == 1:
+            control = _control(*control_args)
+            say(f"control unified: {'clean' if control['clean'] else 'FAILED'}")
+            for t in tasks:
+                rows.append(zoo_mutant(*t))
                 say(_row_line(rows[-1]))
+        else:
+            # the pool's processes (and the resource tracker) start with SIGINT ignored: a
+            # Ctrl-C while they are still importing must not print their tracebacks
+            old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            try:
+                pool = mp.get_context("spawn").Pool(jobs, initializer=_pool_init,
+                                                    initargs=(loaded_modules(),))
+            finally:
+                signal.signal(signal.SIGINT, old_int)
+            with pool:
+                ctl = pool.apply_async(_control, control_args)
+                pending = [pool.apply_async(zoo_mutant, t) for t in tasks]
+                for p in pending:
+                    rows.append(p.get())
+                    say(_row_line(rows[-1]))
+                control = ctl.get()
+    except KeyboardInterrupt:
+        if control is None and ctl is not None and ctl.ready() and ctl.successful():
             control = ctl.get()
+        print(f"\ninterrupted: {len(rows)} of {len(tasks)} mutants finished"
+              + ("" if control else ", the control did not finish") + "; their matrix:")
+        finish(args, rows, control, examples, seeds, control_n, shrink_budget, t0, narrowed)
+        return EXIT_INTERRUPTED
+    finally:
+        signal.signal(signal.SIGTERM, old_term)
+    return finish(args, rows, control, examples, seeds, control_n, shrink_budget, t0, narrowed)
+
+
+def finish(args, rows: list[dict], control: dict | None, examples: int, seeds: int,
+           control_n: int, shrink_budget: int, t0: float, narrowed: bool) -> int:
+    """Print the kill matrix, its ablation and the leave-one-out proof of ``rows``; write
+    ``kill-matrix.md`` and ``--json``; the exit code (0: all killed, control clean, and - for
+    the whole zoo - every check proven). ``control`` None: it did not finish (Ctrl-C)."""
+    out = args.out
+    if control is None:
+        control = {"clean": None, "cases": 0, "seconds": 0.0, "check": "did not finish"}
     fired: dict[str, set[str]] = {c: set() for c in check_names()}
     for row in rows:
         for c in row["checks"]:
@@ -231,7 +286,8 @@ def run_zoo(args) -> int:
               "checks": {c: sorted(m) for c, m in fired.items()},
               "seconds": time.perf_counter() - t0,
               "budget": {"name": args.budget, "examples": examples, "seeds": seeds,
-                         "control_per_kind": control_n, "shrink_budget": shrink_budget}}
+                         "control_per_kind": control_n, "shrink_budget": shrink_budget},
+              "selected": [r["name"] for r in rows] if narrowed else None}
     sole, unproven = proof_status(rows)
     result["sole"] = sole
     result["defence_in_depth"] = {c: why for c, why in defence_in_depth().items()
@@ -240,8 +296,10 @@ def run_zoo(args) -> int:
     print(kill_matrix(result))
     print("\nchecks -> mutants they kill: " + "; ".join(
         f"{c}: {', '.join(sorted(fired.get(c, ()))) or 'NONE'}" for c in check_names()))
-    print("\n" + ablation_matrix(rows))
-    print("\nleave-one-out proof per check:")
+    if rows:
+        print("\n" + ablation_matrix(rows))
+    print("\nleave-one-out proof per check" + (" (not enforced: --mutant runs a subset)"
+                                               if narrowed else "") + ":")
     for c in check_names():
         if sole[c]:
             print(f"  {c}: only killer of {', '.join(sorted(sole[c]))}")
@@ -255,14 +313,26 @@ def run_zoo(args) -> int:
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "kill-matrix.md"), "w") as f:
         f.write(kill_matrix(result, markdown=True) + "\n")
-    ok = control["clean"] and all(r["killed"] for r in rows) and not unproven
+    enforced = [] if narrowed else unproven
+    ok = bool(control["clean"]) and all(r["killed"] for r in rows) and not enforced
     write_run_meta(out, {"command": "zoo", "target": f"bug zoo ({len(rows)} mutants, control "
                          "unified)", "impl": args.impl, "executor": args.executor,
                          "budget": result["budget"], "seconds": round(result["seconds"], 3)})
-    if unproven:
-        print(f"FAILED leave-one-out rule: {', '.join(unproven)}")
+    if enforced:
+        print(f"FAILED leave-one-out rule: {', '.join(enforced)}")
     print(f"zoo: {'OK' if ok else 'FAILED'} in {result['seconds']:.1f} s")
     return 0 if ok else 1
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt  # SIGTERM ends the zoo as Ctrl-C does: the partial matrix, 130
+
+
+def _pool_init(modules: list[str]) -> None:
+    """Pool initializer: Ctrl-C reaches the whole process group, the parent decides what stops
+    (it prints the partial matrix and terminates the pool); the parent's plugins loaded."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _load_plugins(modules)
 
 
 def _load_plugins(modules: list[str]) -> None:
@@ -274,12 +344,26 @@ def _load_plugins(modules: list[str]) -> None:
 
 def _row_line(row: dict) -> str:
     return (f"{row['name']}: {'killed' if row['killed'] else 'SURVIVED'} ({row['kills']} seeds, "
-            f"median {row['cases_to_kill']} cases, {row['seconds']:.1f} s, {row['check']}, "
-            f"impl {row['impl']})")
+            f"{cases_text(row['cases_per_seed'])}, {row['seconds']:.1f} s"
+            + (f", {row['check']}" if row["check"] else "") + f", impl {row['impl']})")
+
+
+def cases_text(counts: list[int | None]) -> str:
+    """Cases to kill per seed, for any number of seeds: ``12 cases to kill``, ``cases to kill
+    per seed: 12, -`` (``-``: that seed did not kill), with the median from 3 killing seeds."""
+    got = [c for c in counts if c is not None]
+    if not got:
+        return "no seed killed it"
+    if len(counts) == 1:
+        return f"{got[0]} cases to kill"
+    per = ", ".join("-" if c is None else str(c) for c in counts)
+    return f"cases to kill per seed: {per}" + (f" (median {_median(counts):g})"
+                                               if len(got) >= 3 else "")
 
 
 def _median(counts):
     got = [c for c in counts if c is not None]
     if not got:
         return None
-    return statistics.median(got)
+    m = statistics.median(got)
+    return int(m) if m == int(m) else m

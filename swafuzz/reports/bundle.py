@@ -16,7 +16,11 @@ import tempfile
 from importlib import metadata
 from typing import Any
 
+from swafuzz import __version__
+
 BUNDLE_VERSION = 1
+#: the ``bundle_version`` values :func:`read_bundle` reads (a bundle without one is version 1)
+SUPPORTED_BUNDLE_VERSIONS = (1,)
 
 
 def signature_filename(signature: str) -> str:
@@ -42,12 +46,37 @@ def versions() -> dict[str, str]:
     return out
 
 
+def current_umask() -> int:
+    """This process's umask (read by setting it and putting it back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def version_text() -> str:
+    """``swafuzz --version``: ``swafuzz X (python V, torch V, triton V, hypothesis V[, sglang
+    V])`` from the installed distributions' metadata, nothing imported (SGLang only when
+    installed)."""
+    found = versions()
+    parts = [f"python {found['python']}"]
+    for dist in ("torch", "triton", "hypothesis"):
+        parts.append(f"{dist} {found.get(dist, 'not installed')}")
+    try:
+        parts.append(f"sglang {metadata.version('sglang')}")
+    except metadata.PackageNotFoundError:
+        pass
+    return f"swafuzz {__version__} ({', '.join(parts)})"
+
+
 def atomic_write_text(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers never see a half-written file."""
+    """Write ``text`` to ``path`` so that readers never see a half-written file; the file's
+    mode is the umask's usual one (0644 under umask 022), as a plain ``open`` would give."""
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=".json")
     try:
+        # mkstemp creates 0600; the file gets what open() would give it (0666 less the umask)
+        os.fchmod(fd, 0o666 & ~current_umask())
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()
@@ -63,7 +92,9 @@ def write_bundle(out_dir: str, finding: dict[str, Any], suffix: str = "") -> str
     """Write ``finding`` (must hold ``signature`` and ``case``) under ``out_dir/findings/``
     as ``<signature><suffix>.json``.
 
-    Returns the path. The ``command`` field is filled in with the repro command. A finding on
+    Returns the path. The ``command`` field is filled in with the repro command, its path
+    relative to ``out_dir`` (``swafuzz repro findings/<name>.json``, run from the run directory:
+    it stays true when the directory is copied or downloaded as a CI artefact). A finding on
     the ``sglang`` target also records the installed sglang version under ``versions``, and
     what the target ran (``target_version``, e.g. ``sglang 0.5.17 (adapter 0.5.23)``) when the
     finding carries it.
@@ -77,7 +108,7 @@ def write_bundle(out_dir: str, finding: dict[str, Any], suffix: str = "") -> str
         except metadata.PackageNotFoundError:
             vers["sglang"] = "not installed"
     bundle = {"bundle_version": BUNDLE_VERSION, "versions": vers, **finding}
-    bundle["command"] = f"swafuzz repro {path}"
+    bundle["command"] = "swafuzz repro " + "/".join(("findings", os.path.basename(path)))
     atomic_write_text(path, json.dumps(bundle, indent=1, sort_keys=True) + "\n")
     return path
 
@@ -85,16 +116,31 @@ def write_bundle(out_dir: str, finding: dict[str, Any], suffix: str = "") -> str
 def read_bundle(path: str) -> dict[str, Any]:
     """Load a bundle; raises ``ValueError`` naming what is wrong (the caller exits 2)."""
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             text = f.read()
     except OSError as e:
         raise ValueError(f"{path}: cannot read bundle ({e.strerror})") from None
+    except UnicodeDecodeError as e:  # a binary file: not a bundle
+        raise ValueError(f"{path}: not a bundle: not UTF-8 text (byte {e.start}: "
+                         f"{e.reason}); a bundle is a JSON file") from None
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not valid JSON ({e})") from None
     if not isinstance(obj, dict):
         raise ValueError(f"{path}: a bundle must be a JSON object")
+    version = obj.get("bundle_version", 1)
+    if type(version) is not int or version not in SUPPORTED_BUNDLE_VERSIONS:
+        raise ValueError(f"{path}: field 'bundle_version': {version!r} is not supported; "
+                         f"supported: {', '.join(map(str, SUPPORTED_BUNDLE_VERSIONS))} (a newer "
+                         "swafuzz wrote it? replay it with that version)")
     if "case" not in obj:
         raise ValueError(f"{path}: field 'case' is required (the Case to replay)")
+    plugin = obj.get("plugin")
+    if plugin is not None and not (isinstance(plugin, dict)
+                                   and all(isinstance(plugin.get(k), (str, type(None)))
+                                           for k in ("module", "entry_point", "dist"))):
+        raise ValueError(f"{path}: field 'plugin' must be null or an object with a 'module' "
+                         f"(and 'entry_point') string, the plugin record of the target "
+                         f"(got {json.dumps(plugin)[:60]})")
     return obj

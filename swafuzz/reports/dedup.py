@@ -9,7 +9,11 @@ and the bundles of ``findings/``. A :class:`FindingGroup` per signature holds
 * ``first_seen`` / ``last_seen``: the row numbers (1-based, in log order) and, where logged,
   the times of the first and last of them;
 * ``case``: the smallest Case with that signature among the log rows and the bundles (fewest
-  steps, then fewest requests, then shortest JSON), and the bundle that holds it, if any;
+  steps, then fewest requests, then shortest JSON);
+* ``bundles``: every bundle of that signature, ``(path, bundle)`` in path order (one signature
+  can have several: one per ledger entry that knows it, ``<signature>.known-<entry>.json``), and
+  ``bundle`` / ``bundle_path``, the one holding the smallest Case among them (the first on a
+  tie), so a report that names one bundle names the Case it sizes;
 * ``reliability``: ``(k, n)``, k of n reruns of that Case failed with the same signature, when
   the caller measured it (``swafuzz report --reruns N``), else None.
 """
@@ -42,22 +46,28 @@ class FindingGroup:
     first_time: float | None = None
     last_time: float | None = None
     case: dict[str, Any] | None = None
-    bundle: dict[str, Any] | None = None  # the bundle of this signature (from findings/)
+    bundle: dict[str, Any] | None = None  # the bundle with the smallest Case (from findings/)
     bundle_path: str | None = None
+    bundles: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # every bundle
+    case_row: int | None = None  # the log row (1-based) ``case`` is from; None: a bundle's
+    case_verdict: dict[str, Any] | None = None  # that row's verdict (failures, observed)
     message: str = ""
     reliability: tuple[int, int] | None = None
     kinds: set[str] = field(default_factory=set)
 
-    def consider(self, case: dict[str, Any] | None) -> None:
+    def consider(self, case: dict[str, Any] | None, row: int | None = None,
+                 verdict: Any = None) -> None:
         if case is not None and (self.case is None or case_size(case) < case_size(self.case)):
-            self.case = case
+            self.case, self.case_row = case, row
+            self.case_verdict = verdict if isinstance(verdict, dict) else None
 
     def to_json(self) -> dict[str, Any]:
         return {"signature": self.signature, "count": self.count, "first_seen": self.first_seen,
                 "last_seen": self.last_seen, "first_time": self.first_time,
                 "last_time": self.last_time, "message": self.message,
                 "reliability": list(self.reliability) if self.reliability else None,
-                "bundle": self.bundle_path, "shrunk": _summary(self.case),
+                "bundle": self.bundle_path, "bundles": [p for p, _ in self.bundles],
+                "shrunk": _summary(self.case),
                 "kinds": sorted(self.kinds)}
 
 
@@ -82,20 +92,30 @@ def group(rows: Iterable[dict[str, Any]],
         g.last_seen, g.last_time = i, row.get("t")
         if row.get("kind"):
             g.kinds.add(row["kind"])
-        g.consider(row.get("case"))
+        g.consider(row.get("case"), i, row.get("verdict"))
     for path, b in bundles:
         sig = b.get("signature")
         if not sig:
             continue
         g = groups.setdefault(sig, FindingGroup(sig))
-        g.bundle, g.bundle_path = b, path
-        g.message = b.get("message") or g.message
+        g.bundles.append((path, b))
         case = b.get("case")
         if isinstance(case, dict):
             g.kinds.add(case.get("kind") or "")
             g.kinds.discard("")
         g.consider(case if isinstance(case, dict) else None)
+    for g in groups.values():
+        g.bundles.sort(key=lambda pb: pb[0])
+        if g.bundles:
+            g.bundle_path, g.bundle = min(g.bundles, key=lambda pb: bundle_size(pb[1]))
+            g.message = g.bundle.get("message") or g.message
     return [groups[k] for k in sorted(groups)]
+
+
+def bundle_size(b: dict[str, Any]) -> tuple[int, int, int]:
+    """:func:`case_size` of a bundle's Case; a bundle without a Case sorts last."""
+    case = b.get("case")
+    return case_size(case) if isinstance(case, dict) else (1 << 30, 1 << 30, 1 << 30)
 
 
 def classify(current: Iterable[str], baseline: Iterable[str] | None) -> dict[str, list[str]]:

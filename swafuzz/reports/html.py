@@ -11,8 +11,15 @@ bundle's Case by re-running the oracle, and from the observed side the bundle ca
 Each layer shows an *expected* strip (the oracle's write targets; the dummy page when padded or
 IDLE rows must land there) and one *actual* strip per executor, coloured against the expectation:
 written as expected, expected but not written, written but not expected, wrong bytes; the dummy
-page (page 0) shaded, and a redzone bar at each end of the buffer (red when canaries were
-overwritten or a location fell outside the buffer).
+page (page 0) shaded, and a redzone bar at each end of the buffer (light green when intact,
+black when canaries were overwritten or a location fell outside the buffer). Every colour drawn
+is in the legend, each meaning with its own colour; each row of a strip is labelled with its
+first slot's number, and hovering a slot names its page and slots (and, for a slot that is not
+quiet, the slot and what happened there).
+
+Per finding, every bundle of its signature has a block of its own: its path, status (with the
+ledger entry that knows it), Case, repro line (relative to the run directory), every failing
+check it recorded, the Case's steps, and its pool picture.
 """
 
 from __future__ import annotations
@@ -20,9 +27,11 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from swafuzz.reports.summary import seen_text, shrunk_text
+from swafuzz.reports.details import repro_text
+from swafuzz.reports.summary import bundle_status, seen_text, shrunk_text
 
 CELL, GAP, PER_ROW = 10, 2, 64
+LABEL_W = 30  # the slot-number column left of each strip
 COLORS = {
     "untouched": "#eeeeee",
     "dummy": "#c8c8c8",
@@ -33,18 +42,19 @@ COLORS = {
     "stray": "#d62728",
     "wrong": "#8e44ad",
     "rz_ok": "#9fd4ae",
-    "rz_bad": "#d62728",
+    "rz_bad": "#111111",
 }
 QUIET = ("untouched", "dummy")
-LEGEND = [
-    ("ok", "written, as expected"),
+LEGEND = [  # one colour per meaning; 'expected' (the oracle strip's writes) is 'ok''s green
+    ("ok", "written, as expected (expected strip: the oracle writes here)"),
     ("missing", "expected, not written"),
     ("stray", "written, not expected"),
     ("wrong", "bytes differ from the oracle"),
     ("dummy", "dummy page (page 0)"),
     ("dummy_written", "dummy page, written"),
     ("untouched", "not written"),
-    ("rz_bad", "redzone overwritten / write outside the buffer"),
+    ("rz_ok", "redzone bar (each end of the buffer), intact"),
+    ("rz_bad", "redzone bar, overwritten / write outside the buffer"),
 ]
 
 CSS = "svg rect{width:%dpx;height:%dpx}" % (CELL, CELL) + "".join(
@@ -63,6 +73,8 @@ pre{background:#f7f7f7;padding:8px;white-space:pre-wrap;word-break:break-all}
 border:1px solid #999}
 .strip{margin:2px 0 6px}.lbl{font-size:12px;color:#444}.bad{color:#b00020;font-weight:600}
 .ok{color:#2e7d32;font-weight:600}.note{font-size:12px;color:#555}
+h3.bundle{font-size:15px;margin:18px 0 4px}.part{font-size:13px;margin:6px 0 2px}
+ol{font-size:12px;margin:2px 0 6px}
 """
 
 
@@ -73,7 +85,10 @@ def _esc(x: Any) -> str:
 def _strip_svg(cells: list[tuple[str, str]], page_size: int, rz: tuple[bool, str, bool, str]
                ) -> str:
     """One strip: ``cells[i] = (colour key, tooltip)`` for slot i, pages separated by a gap,
-    wrapped at :data:`PER_ROW` slots, redzone bars at both ends."""
+    wrapped at :data:`PER_ROW` slots, each row labelled with its first slot's number, redzone
+    bars at both ends. Each page (each row, for pages under 8 slots) is a group whose hover
+    text names its pages and slots; a cell that is not quiet has its own hover text too (slot,
+    page, what happened)."""
     n = len(cells)
     per_row = max(page_size, (PER_ROW // page_size) * page_size) if page_size <= PER_ROW else PER_ROW
     per_row = max(1, min(per_row, n))
@@ -81,21 +96,35 @@ def _strip_svg(cells: list[tuple[str, str]], page_size: int, rz: tuple[bool, str
     pages_per_row = max(1, per_row // max(1, page_size))
     page_gap = 4 if page_size > 1 else 0
     bar = 8
-    width = bar * 2 + 8 + per_row * (CELL + GAP) + pages_per_row * page_gap
+    left = LABEL_W + bar + 4
+    width = left + per_row * (CELL + GAP) + pages_per_row * page_gap + 4 + bar
     height = rows * (CELL + GAP) + 2
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'role="img">']
+    for r in range(rows):  # slot numbers: the first slot of each row
+        out.append(f'<text x="{LABEL_W - 3}" y="{r * (CELL + GAP) + CELL - 1}" '
+                   f'text-anchor="end" font-size="9" fill="#555">{r * per_row}</text>')
     bad_b, tip_b, bad_a, tip_a = rz
-    out.append(f'<rect x="0" y="0" style="width:{bar}px;height:{height - 2}px" fill="'
+    out.append(f'<rect x="{LABEL_W}" y="0" style="width:{bar}px;height:{height - 2}px" fill="'
                f'{COLORS["rz_bad" if bad_b else "rz_ok"]}"><title>{_esc(tip_b)}</title></rect>')
-    for i, (key, tip) in enumerate(cells):
-        r, c = divmod(i, per_row)
-        x = bar + 4 + c * (CELL + GAP) + (c // max(1, page_size)) * page_gap
-        y = r * (CELL + GAP)
-        if key in QUIET:  # the common cells: no tooltip, to keep big pools small
-            out.append(f'<rect x="{x}" y="{y}" class="{key}"/>')
-        else:
-            out.append(f'<rect x="{x}" y="{y}" class="{key}"><title>{_esc(tip)}</title></rect>')
+    p = max(1, page_size)
+    grp = p if p >= 8 else per_row  # small pages: one hover group per row keeps big pools small
+    for first in range(0, n, grp):
+        last = min(n, first + grp) - 1
+        pages = f"page {first // p}" if last // p == first // p else \
+            f"pages {first // p}-{last // p}"
+        out.append(f"<g><title>{pages}: slots {first}-{last}</title>")
+        for i in range(first, last + 1):
+            key, tip = cells[i]
+            r, c = divmod(i, per_row)
+            x = left + c * (CELL + GAP) + (c // p) * page_gap
+            y = r * (CELL + GAP)
+            if key in QUIET:  # the common cells: the page's hover text, to keep big pools small
+                out.append(f'<rect x="{x}" y="{y}" class="{key}"/>')
+            else:
+                out.append(f'<rect x="{x}" y="{y}" class="{key}"><title>{_esc(tip)}</title>'
+                           "</rect>")
+        out.append("</g>")
     out.append(f'<rect x="{width - bar}" y="0" style="width:{bar}px;height:{height - 2}px" fill="'
                f'{COLORS["rz_bad" if bad_a else "rz_ok"]}"><title>{_esc(tip_a)}</title></rect>')
     out.append("</svg>")
@@ -179,6 +208,29 @@ def render_picture(picture: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def _picture_or_why(x: dict[str, Any]) -> str:
+    if x.get("picture"):
+        return render_picture(x["picture"])
+    return f'<p class="note">No pool picture: {_esc(x.get("why") or "no Case")}</p>'
+
+
+def _bundle_block(f: dict[str, Any], v: dict[str, Any]) -> str:
+    """One bundle: path, status, Case, repro line, every failing check, steps, pool picture."""
+    parts = [f'<h3 class="bundle" id="{_esc(v["path"])}"><code>{_esc(v["path"])}</code> '
+             f'<span class="note">({_esc(bundle_status(f, v))})</span></h3>',
+             _table([], [["Case", f"kind {v['kind']}, {shrunk_text(v['shrunk'])}"],
+                         ["pool", v["pool"]], ["repro (from the run directory)", repro_text(v)]]),
+             f"<p class=\"part\">failing checks ({v['failures_count']}):</p><ol>"
+             + "".join(f"<li><code>{_esc(t)}</code></li>" for t in v["failures"]) + "</ol>"]
+    if v["failures_left_out"]:
+        parts.append(f'<p class="note">({v["failures_left_out"]} more in the bundle)</p>')
+    more = f"\n({v['steps_left_out']} more steps in the bundle)" if v["steps_left_out"] else ""
+    parts.append(f"<p class=\"part\">steps ({v['shrunk']['steps']}):</p><pre>"
+                 + _esc("\n".join(v["steps"]) + more) + "</pre>")
+    parts.append(_picture_or_why(v))
+    return "\n".join(parts)
+
+
 def _legend() -> str:
     return ('<div class="legend">' + "".join(
         f'<span><i style="background:{COLORS[k]}"></i>{_esc(t)}</span>' for k, t in LEGEND)
@@ -229,17 +281,17 @@ def render(title: str, meta: list[tuple[str, Any]], kinds: list[list[Any]],
         body.append(f'<h2 id="{_esc(f["signature"])}">{_esc(f["signature"])} '
                     f'<span class="note">({_esc(f.get("status", "new"))})</span></h2>')
         body.append(_table(["failing cases logged", "first / last (case #)", "reliability",
-                            "smallest Case"], [[
+                            "bundles", "smallest Case logged"], [[
             f.get("count") if f.get("first_seen") is not None else "-", seen_text(f),
-            f.get("reliability") or "not measured", shrunk_text(f.get("shrunk"))]]))
-        if f.get("message"):
-            body.append(f"<pre>{_esc(f['message'])}</pre>")
-        if f.get("repro"):
-            body.append(f"<p><code>{_esc(f['repro'])}</code></p>")
-        if f.get("picture"):
-            body.append(render_picture(f["picture"]))
-        else:
-            body.append(f'<p class="note">No pool picture: {_esc(f.get("why", "no Case"))}</p>')
+            f.get("reliability") or "not measured",
+            sum(1 for v in f.get("bundles") or [] if v.get("repro")),
+            shrunk_text(f.get("shrunk"))]]))
+        if not f.get("bundles"):
+            if f.get("message"):
+                body.append(f"<pre>{_esc(f['message'])}</pre>")
+            body.append(_picture_or_why(f))
+        for v in f.get("bundles") or []:
+            body.append(_bundle_block(f, v))
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{_esc(title)}</title><style>{CSS}</style></head><body>\n"
             + "\n".join(body) + "\n</body></html>\n")

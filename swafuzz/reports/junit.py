@@ -12,12 +12,27 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from swafuzz.reports.details import repro_text
 from swafuzz.reports.summary import shrunk_text
 
 
 def _clean(text: Any) -> str:
     """XML 1.0 allows no control characters but tab, newline and carriage return."""
     return "".join(c for c in str(text) if c in "\t\n\r" or ord(c) >= 0x20)
+
+
+def _bundle_lines(f: dict[str, Any]) -> list[str]:
+    """Per bundle of the finding: its path, Case, repro line (relative to the run directory)
+    and every failing check it recorded."""
+    out = []
+    for v in f.get("bundles") or []:
+        out.append(f"{'bundle' if v.get('repro') else 'no bundle, logged:'} {v['path']}"
+                   + (f" (ledger: {', '.join(v['ledger'])})"
+                                            if v.get("ledger") else "")
+                   + f": Case {shrunk_text(v['shrunk'])}")
+        out.append(f"  repro: {repro_text(v)}")
+        out += [f"  {t}" for t in v["failures"]]
+    return out
 
 
 def render(kinds: list[list[Any]], findings: list[dict[str, Any]],
@@ -46,7 +61,7 @@ def render(kinds: list[list[Any]], findings: list[dict[str, Any]],
             sk = ET.SubElement(tc, "skipped", message=_clean(
                 "known: " + "; ".join(f"ledger entry {e['id']} ({e['cite']})"
                                       for e in f["ledger"])))
-            sk.text = _clean(f.get("message") or "")
+            sk.text = _clean("\n".join([f.get("message") or ""] + _bundle_lines(f)))
             continue
         msg = (f.get("message") or f["signature"]).splitlines()[0][:500]
         fail = ET.SubElement(tc, "failure", type=f.get("status", "new"), message=_clean(msg))
@@ -56,7 +71,7 @@ def render(kinds: list[list[Any]], findings: list[dict[str, Any]],
             f"smallest Case {shrunk_text(f.get('shrunk'))}",
             f"reliability: {f.get('reliability') or 'not measured'}",
             f"ledger: {f['ledger_outside']}" if f.get("ledger_outside") else "",
-            f"repro: {f.get('repro') or '-'}"] if x))
+            *(_bundle_lines(f) or [f"repro: {f.get('repro') or '-'}"])] if x))
     for sig in status.get("fixed", []):
         tc = ET.SubElement(suite, "testcase", classname="swafuzz.finding", name=f"finding.{sig}")
         out = ET.SubElement(tc, "system-out")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from swafuzz.reports.details import repro_text
+
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], markdown: bool = False) -> str:
     """A plain or Markdown table; a missing value (None) shows as '-'."""
@@ -52,7 +54,8 @@ def kill_matrix(result: dict[str, Any], markdown: bool = False) -> str:
     """``result`` as written by ``swafuzz zoo --json`` -> the kill matrix table."""
     rows = []
     c = result["control"]
-    rows.append(["unified (control)", "clean" if c["clean"] else "FAILED", c.get("cases", ""), "",
+    verdict = "not finished" if c["clean"] is None else "clean" if c["clean"] else "FAILED"
+    rows.append(["unified (control)", verdict, c.get("cases", ""), "",
                  f"{c['seconds']:.1f}", c.get("check") or "", "", ""])
     for m in result["mutants"]:
         shr = m.get("shrunk") or {}
@@ -90,6 +93,44 @@ def status_text(f: dict[str, Any]) -> str:
     return str(f.get("status"))
 
 
+def bundle_status(f: dict[str, Any], v: dict[str, Any]) -> str:
+    """A bundle's status: the group's, with the ledger entry that knows this bundle's Case."""
+    if f.get("ledger"):
+        return "known (ledger: " + ", ".join(v.get("ledger") or [e["id"] for e in f["ledger"]]) \
+            + ")"
+    return status_text(f)
+
+
+def _rows_and_details(f: dict[str, Any]) -> list[tuple[list[Any], list[str]]]:
+    """One findings-table row per bundle of a finding (a log-only finding: one row, its smallest
+    logged Case), each with its details block (every failing check, the Case's steps)."""
+    sig = f"`{_cell(f['signature'])}`"
+    common = [f.get("count"), seen_text(f), f.get("reliability") or "-"]
+    if not f.get("bundles"):
+        return [([status_text(f), sig, "-", *common,
+                  shrunk_text(f.get("shrunk")) + (" (logged)" if f.get("shrunk") else ""),
+                  _cell(f.get("message"), 200), "-"], [])]
+    out = []
+    for v in f["bundles"]:
+        row = [bundle_status(f, v), sig, f"`{v['path']}`", *common, shrunk_text(v["shrunk"]),
+               _cell(v.get("message") or f.get("message"), 200),
+               f"`{v['repro']}`" if v.get("repro") else "- (no bundle)"]
+        det = [f"### `{_cell(f['signature'])}`: `{v['path']}`", "",
+               f"* status: {bundle_status(f, v)}",
+               f"* Case: kind `{v['kind']}`, {shrunk_text(v['shrunk'])}; pool: {v['pool']}",
+               f"* repro: `{v['repro']}`" if v.get("repro") else f"* repro: {repro_text(v)}",
+               f"* failing checks ({v['failures_count']}):"]
+        det += [f"  {i}. {_cell(t, 400)}" for i, t in enumerate(v["failures"], start=1)]
+        if v["failures_left_out"]:
+            det.append(f"  ({v['failures_left_out']} more in the bundle)")
+        det += [f"* steps ({v['shrunk']['steps']}):", "", "```"] + v["steps"]
+        if v["steps_left_out"]:
+            det.append(f"({v['steps_left_out']} more steps in the bundle)")
+        det += ["```", ""]
+        out.append((row, det))
+    return out
+
+
 def report_markdown(info: dict[str, Any], kinds: Sequence[Sequence[Any]],
                     findings: Sequence[dict[str, Any]], status: dict[str, list[str]],
                     kill_matrix_md: str | None = None, limit: int = 1024 * 1024) -> str:
@@ -101,8 +142,12 @@ def report_markdown(info: dict[str, Any], kinds: Sequence[Sequence[Any]],
             f"* device: {info.get('device')}", f"* budget used: {info.get('budget')}",
             f"* findings: **{len(status.get('new', []))} new**, "
             f"{len(status.get('known', []))} known, {len(status.get('fixed', []))} fixed"]
+    if info.get("shrinking"):
+        head.append(f"* shrinking: {_cell(info['shrinking'], 600)}")
     if info.get("ledger"):
         head.append(f"* known-failure ledger: {_cell(info['ledger'], 400)}")
+    if info.get("repro_note"):
+        head.append(f"* {info['repro_note']}")
     head.append("")
     if info.get("ledger_warnings"):
         head += ["## Ledger warnings", ""] + [f"* {_cell(w, 400)}"
@@ -113,12 +158,10 @@ def report_markdown(info: dict[str, Any], kinds: Sequence[Sequence[Any]],
                  table(["scenario kind", "cases run", "of which shrinking", "failing",
                         "checks run"],
                        [list(r) for r in kinds] + [["total", *tot]], markdown=True), ""]
-    rows = [[status_text(f), f"`{_cell(f['signature'])}`", f.get("count"),
-             seen_text(f), f.get("reliability") or "-",
-             shrunk_text(f.get("shrunk")), _cell(f.get("message"), 200),
-             f"`{_cell(f.get('repro'), 200)}`" if f.get("repro") else "-"] for f in findings]
-    hdr = ["status", "signature", "failing cases", "first / last case", "reliability", "smallest Case",
-           "message", "repro"]
+    pairs = [p for f in findings for p in _rows_and_details(f)]
+    rows = [r for r, _ in pairs]
+    hdr = ["status", "signature", "bundle", "failing cases", "first / last case", "reliability",
+           "Case (of the bundle)", "message", "repro"]
     tail = []
     if status.get("fixed"):
         tail += ["## Fixed since the baseline", ""] + [f"* `{s}`" for s in status["fixed"]] + [""]
@@ -131,6 +174,11 @@ def report_markdown(info: dict[str, Any], kinds: Sequence[Sequence[Any]],
         if len(kept) < len(rows):
             part += ["", f"({len(rows) - len(kept)} more findings left out to stay under "
                          f"{limit // 1024} KiB; see summary.html and findings/)"]
+        details = [ln for _, det in pairs[:len(kept)] for ln in det]
+        if details:
+            part += ["", "## Bundles", "", "Every bundle (for a signature that was only logged, "
+                     "its smallest logged Case): its Case, every failing check it recorded, the "
+                     "Case's steps and its repro line.", ""] + details
         text = "\n".join(head + part + [""] + tail) + "\n"
         if len(text.encode()) <= limit or not kept:
             break

@@ -358,7 +358,7 @@ class UnifiedEngine:
                 if wp is not None and s.op == "finish":
                     wp.finish(s.rid)
         except Exception as e:  # noqa: BLE001 - the Observation records any failure
-            obs.error = {"step": i, "type": type(e).__name__, "message": str(e)}
+            obs.record_error(i, e)
             return False
         obs.steps.append(self.step_obs(i))
         if wp is not None:

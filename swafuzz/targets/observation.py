@@ -11,7 +11,9 @@ Shapes
   sentinel included), the free page lists of both allocators, the bytes of every SWA layer buffer
   (``[swa_slots * row_bytes]`` each, dummy page included) and the redzone bytes around each.
 * ``Observation.error``: set when the target raised (e.g. a ContractError) or crashed; the run
-  stops at that step.
+  stops at that step. ``{"step", "type", "message", "where"}`` (:func:`error_record`): ``where``
+  is the raising location inside the code under test, ``{"module", "function", "line"}`` of the
+  innermost frame outside the libraries it calls (None when there is none).
 * ``Observation.channels`` / ``StepObs.channels``: per-feature channels, feature name -> that
   feature's own data (types its folder defines, e.g. the request window path's forwards and
   steps, the ring's exposed state after a step). The core neither fills nor reads them: the
@@ -20,9 +22,38 @@ Shapes
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+#: top-level packages the code under test calls (and the standard library): an error's location
+#: is the innermost frame outside them - the code under test's own line (SGLang's, a plugin's,
+#: swafuzz's engine), not ``torch/_tensor.py`` or ``functools``
+LIBRARIES = frozenset({"torch", "triton", "numpy", "hypothesis", "sgl_kernel", "flashinfer",
+                       "deep_gemm", "tilelang", "cutlass", "builtins"})
+
+
+def error_location(exc: BaseException) -> dict[str, Any] | None:
+    """``{"module", "function", "line"}`` of the innermost frame of ``exc``'s traceback that is
+    in the code under test (not in :data:`LIBRARIES` or the standard library), or None."""
+    where = None
+    tb = exc.__traceback__
+    while tb is not None:
+        module = tb.tb_frame.f_globals.get("__name__") or ""
+        top = module.split(".")[0]
+        if top and top not in LIBRARIES and top not in sys.stdlib_module_names:
+            where = {"module": module, "function": tb.tb_frame.f_code.co_name,
+                     "line": tb.tb_lineno}
+        tb = tb.tb_next
+    return where
+
+
+def error_record(step: int, exc: BaseException) -> dict[str, Any]:
+    """``Observation.error`` for ``exc`` raised at step ``step``: its type, message and raising
+    location (:func:`error_location`)."""
+    return {"step": step, "type": type(exc).__name__, "message": str(exc),
+            "where": error_location(exc)}
 
 
 def read_channel(channels: dict[str, Any], name: str, empty: Callable[[], Any] | None) -> Any:
@@ -96,7 +127,7 @@ class Observation:
     executor: str
     forwards: list[ForwardObs] = field(default_factory=list)
     steps: list[StepObs] = field(default_factory=list)
-    error: dict | None = None  # {"step": i, "type": name, "message": text}
+    error: dict | None = None  # error_record(): {"step", "type", "message", "where"}
     # Filled by the harness from the executor it handed the target, never by the target:
     # {"replays": n, "captures": n} (graph executors count every capture/replay call).
     graph_use: dict | None = None
@@ -108,6 +139,10 @@ class Observation:
     def channel(self, name: str, empty: Callable[[], Any] | None = None) -> Any:
         """Feature ``name``'s data; absent: ``empty()`` (not stored), or None."""
         return read_channel(self.channels, name, empty)
+
+    def record_error(self, step: int, exc: BaseException) -> None:
+        """The target raised ``exc`` at step ``step``: :func:`error_record` into ``error``."""
+        self.error = error_record(step, exc)
 
 
 def store_obs(log: list) -> list[StoreObs]:

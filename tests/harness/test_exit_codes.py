@@ -100,3 +100,84 @@ def test_repro_bundle_target_not_a_string_is_a_usage_error(tmp_path, capsys):
     assert main(["repro", str(tmp_path / "b.json"), "--no-isolate"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "field 'target' must be a string" in err, err
+
+
+# --------------------------------------------------------------------------- issue 19, 10
+def _bundle(tmp_path, name="b.json", **change):
+    data = os.path.join(os.path.dirname(__file__), "..", "data", "bundles")
+    with open(os.path.join(data, "host_baked_translation.json")) as f:
+        b = json.load(f)
+    kind = change.pop("case_kind", None)
+    if kind is not None:
+        b["case"]["kind"] = kind
+    b.update(change)
+    path = tmp_path / name
+    path.write_text(json.dumps(b))
+    return str(path)
+
+
+@pytest.mark.parametrize("change,expect", [
+    ({"bundle_version": 99}, "field 'bundle_version': 99 is not supported; supported: 1"),
+    ({"bundle_version": "1"}, "field 'bundle_version': '1' is not supported"),
+    ({"plugin": "x"}, "field 'plugin' must be null or an object"),
+    ({"plugin": {"module": 5}}, "field 'plugin' must be null or an object"),
+    ({"case_kind": "nosuch"}, "case.kind: 'nosuch' is not a scenario kind; allowed: custom"),
+])
+def test_repro_bad_bundle_fields_are_usage_errors(tmp_path, capsys, change, expect):
+    path = _bundle(tmp_path, **change)
+    assert main(["repro", path, "--no-isolate"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and expect in err and path in err, err
+    if "case_kind" in change:  # the allowed kinds are listed
+        assert "decode" in err and "spec_remap" in err, err
+
+
+def test_repro_binary_bundle_names_the_file(tmp_path, capsys):
+    path = tmp_path / "bin.json"
+    path.write_bytes(bytes(range(256)))
+    assert main(["repro", str(path), "--no-isolate"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(path) in err and "not UTF-8" in err, err
+
+
+def test_bundle_without_version_and_custom_case_still_replay(tmp_path, capsys):
+    path = _bundle(tmp_path, case_kind="custom")
+    b = json.loads(open(path).read())
+    del b["bundle_version"]
+    open(path, "w").write(json.dumps(b))
+    assert main(["repro", path, "--no-isolate"]) == 1  # the mutant's finding, replayed
+    assert "FAIL" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("cmd", ["run", "zoo"])
+@pytest.mark.parametrize("out,why", [("", "an empty path is not allowed"),
+                                     ("/proc/x", "")])
+def test_out_that_cannot_be_created_is_a_usage_error(tmp_path, capsys, cmd, out, why):
+    args = ["run", "--examples", "1"] if cmd == "run" else ["zoo", "--quiet"]
+    assert main([*args, f"--out={out}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"--out: {why}" in err and out in err, err
+
+
+def test_resume_of_a_file_names_resume(tmp_path, capsys):
+    f = tmp_path / "f.json"
+    f.write_text("{}")
+    assert main(["run", "--resume", str(f)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("swafuzz run: error: --resume: ") and "not a directory" in err, err
+
+
+def test_ledger_module_with_a_broken_feature_folder_is_a_tool_failure(tmp_path):
+    """``python -m swafuzz.harness.ledger`` as the console script: one line, exit 3."""
+    (tmp_path / "zz_broken").mkdir()
+    (tmp_path / "zz_broken" / "__init__.py").write_text("X = 1\n")
+    code = ("import runpy, sys, swafuzz.features as f; f.__path__.append(sys.argv[1]); "
+            "sys.argv = ['ledger', sys.argv[1]]; "
+            "runpy.run_module('swafuzz.harness.ledger', run_name='__main__', alter_sys=True)")
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                       text=True, env=env, timeout=120)
+    err = r.stderr.strip()
+    assert r.returncode == 3, err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert "swafuzz ledger: tool failure: RecordError: " in err and "zz_broken" in err

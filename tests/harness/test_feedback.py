@@ -14,7 +14,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def test_version(capsys):
     assert main(["--version"]) == 0
-    assert capsys.readouterr().out.strip() == f"swafuzz {__version__}"
+    assert capsys.readouterr().out.strip().startswith(f"swafuzz {__version__} (python ")
 
 
 def test_help_shows_defaults(capsys):

@@ -10,8 +10,10 @@ Reproduce: ``python -m swafuzz zoo --budget ci``; the full matrix: ``python -m s
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -43,3 +45,44 @@ def test_zoo_ci_budget(tmp_path):
     assert by_name["graph_less"]["sole"] == "exec_path"
     assert "single-check ablation" in r.stdout and "leave-one-out proof per check" in r.stdout
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_zoo_unknown_mutant_is_a_usage_error_listing_the_known_ones(tmp_path, capsys):
+    from swafuzz.harness.cli import main
+
+    assert main(["zoo", "--mutant", "int64_store_locs", "--mutant", "nosuch", "--out",
+                 str(tmp_path / "z")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert "--mutant: 'nosuch' is not a mutant; known: " in err and "idle_uses_cache" in err
+    assert not (tmp_path / "z").exists()
+
+
+def test_zoo_narrowed_then_ctrl_c_prints_the_partial_matrix(tmp_path):
+    """``--mutant`` (issue 19, 9): only those mutants run; Ctrl-C after the second prints the
+    matrix of the finished ones and exits 130, no traceback; the per-seed line of a small run
+    says how many cases each seed needed (it said ``median None``)."""
+    names = ["int64_store_locs", "host_baked_translation", "idle_uses_cache",
+             "pad_rows_not_zeroed"]
+    err_path = tmp_path / "err"
+    with open(err_path, "w") as err:
+        p = subprocess.Popen([sys.executable, "-m", "swafuzz", "zoo", "--budget", "ci", "--jobs",
+                              "1", "--out", str(tmp_path / "z"),
+                              *[a for n in names for a in ("--mutant", n)]],
+                             stdout=subprocess.PIPE, stderr=err, text=True, cwd=ROOT,
+                             env=dict(os.environ, PYTHONPATH=ROOT))
+        deadline = time.time() + 300
+        while time.time() < deadline and p.poll() is None:
+            time.sleep(0.2)
+            if "host_baked_translation: " in err_path.read_text():
+                break
+        p.send_signal(signal.SIGINT)
+        out, _ = p.communicate(timeout=120)
+    se = err_path.read_text()
+    assert p.returncode == 130, out + se
+    assert "Traceback" not in se + out and "None" not in se, se
+    assert "int64_store_locs: killed (2/2 seeds, cases to kill per seed: " in se, se
+    assert "interrupted: " in out and " of 4 mutants finished" in out, out
+    done = [n for n in names if f"\n{n} " in out]
+    assert done[:2] == names[:2] and len(done) < 4, out
+    assert "mutant_int64_store_locs_contracts" in out  # the finished rows keep their repro

@@ -1,0 +1,79 @@
+"""One live campaign per run directory, and no process that outlives the campaign it works for.
+
+:class:`RunLock`: ``OUT/run.lock`` holds the pid (and host) of the ``swafuzz run`` that owns the
+directory, and that process holds an exclusive ``flock`` on it for as long as it lives. A second
+``run --resume OUT`` (or a fresh run into the same new ``--out``) while the owner is alive is
+refused with :class:`RunDirBusy` (the CLI: exit 2 naming the owner's pid). The kernel drops the
+lock when the owner dies, however it dies (kill -9 included), so a stale file never blocks a
+resume; the file itself is left in place (removing it would let two processes lock two files).
+
+:func:`die_with_parent`: the pool processes of ``--workers N`` and the case-worker children
+call it first thing, so a kill -9 of the process that started them kills them too (Linux:
+``PR_SET_PDEATHSIG`` through ctypes; elsewhere, and as a second net, a thread that watches
+the parent's pid). Without it the orphans of a killed run went on running their Case, writing
+to the case log, and held about 1.2 GB.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import fcntl
+import os
+import signal
+import socket
+import threading
+import time
+
+LOCK_NAME = "run.lock"
+_PR_SET_PDEATHSIG = 1
+
+
+class RunDirBusy(RuntimeError):
+    """The run directory is owned by a live ``swafuzz run``."""
+
+
+class RunLock:
+    """The exclusive lock of one run directory (see the module docstring)."""
+
+    def __init__(self, out: str):
+        self.path = os.path.join(out, LOCK_NAME)
+        self.fd: int | None = None
+
+    def acquire(self) -> RunLock:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            owner = os.read(fd, 200).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise RunDirBusy(f"{os.path.dirname(self.path) or '.'} is in use by a live swafuzz "
+                             f"run (pid {owner}); wait for it to end or stop it, then "
+                             "--resume") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()} on {socket.gethostname()}\n".encode())
+        self.fd = fd
+        return self
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # drops the flock; the file stays (see the module docstring)
+            self.fd = None
+
+
+def die_with_parent(parent_pid: int, poll_s: float = 1.0) -> None:
+    """End this process when ``parent_pid`` (the process that started it) dies."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the watch thread below does it alone
+        pass
+    if os.getppid() != parent_pid:  # the parent died before the line above took effect
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(poll_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="swafuzz-parent-watch", daemon=True).start()

@@ -13,7 +13,8 @@ from collections.abc import Callable
 
 from swafuzz.reports.bundle import version_text
 
-DESCRIPTION = "``swafuzz`` (also ``python -m swafuzz``): run, zoo, repro, list, report, bench."
+DESCRIPTION = ("``swafuzz`` (also ``python -m swafuzz``): run, zoo, repro, list, report, merge, "
+               "bisect, bench.")
 
 DB_HELP = ("Hypothesis example database (the corpus replayed first): DIR, "
            "redis://HOST:PORT[/N] or none; default: OUT/.hypothesis-db")

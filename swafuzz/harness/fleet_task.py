@@ -27,6 +27,7 @@ import threading
 import time
 from typing import Any, Iterator
 
+import torch
 from hypothesis.database import ExampleDatabase
 
 from swafuzz.harness.caselog import LOG_VERSION
@@ -134,13 +135,8 @@ def unit_stream(cfg_json: dict[str, Any], unit_json: dict[str, Any], recorded: l
             cfg["ledger"] = os.path.join(scratch, "ledger.json")
             with open(cfg["ledger"], "w") as f:
                 f.write(ledger_text)
-        try:
-            import torch  # the unit's Triton mode is decided before triton loads, as in a pool
-
-            if not torch.cuda.is_available():
-                os.environ.setdefault("TRITON_INTERPRET", "1")
-        except ImportError:
-            pass
+        if not torch.cuda.is_available():  # the Triton mode, before triton loads (as a pool)
+            os.environ.setdefault("TRITON_INTERPRET", "1")
         reads = [list(r) for r in reads]
         n_reads = len(reads)
         inner = open_database(cfg.get("db") or "none", scratch)

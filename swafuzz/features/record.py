@@ -77,7 +77,8 @@ class Feature:
       ``mutants``: the modules whose ``@mutant`` classes reintroduce its bugs.
     * ``since``: per target, from which release it runs there (absent: every release the
       target supports).
-    * ``semantics``: where its part of the Case contract is written (a repository path).
+    * ``semantics``: where its part of the Case contract is written (a repository path;
+      default: its folder's ``SEMANTICS.md``).
     * ``hooks``: extension point -> ``"module:attr"``: what the feature plugs into a point of the
       core (the engine's window path, the oracle's shadow, ...; the points are listed in
       :data:`swafuzz.features.HOOK_POINTS`). The core asks :func:`swafuzz.features.hook` /
@@ -99,6 +100,10 @@ class Feature:
     since: dict[str, Since] = field(default_factory=dict)
     semantics: str = ""
     hooks: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.semantics:
+            object.__setattr__(self, "semantics", f"swafuzz/features/{self.name}/SEMANTICS.md")
 
     def field_decls(self) -> tuple:
         """The feature's :class:`~swafuzz.features.case_field.CaseField` declarations."""

@@ -1,8 +1,11 @@
 """The shape of a feature's facts about the ``sglang`` target, declared in the feature's folder.
 
-A feature that the target drives (or refuses) on some releases says so in a module of its own
-folder, ``swafuzz/features/<name>/sglang_facts.py``, holding one :class:`SGLangFacts` named
-``FACTS``, and its record points the hook ``sglang.facts`` at it. (This module sits beside the
+A feature that the target drives (or refuses) on some releases says so in its own folder: its
+table rows and per-release answers as data, ``swafuzz/features/<name>/sglang_facts.json``
+(``{"table": [[component, 0.5.12, 0.5.23, why], ...], "ranges": {prefix: [[first, last,
+answer, why], ...]}}``), and the code (probe, refusal, describe, derive), where it has any, in
+``sglang_facts.py``, one :class:`SGLangFacts` named ``FACTS`` that its record's hook
+``sglang.facts`` points at. (This module sits beside the
 registry, not in a feature folder: the registry's walk skips it, and a facts module importing
 it imports no target code.) The core tables iterate the
 registry (:func:`facts`) instead of listing features:
@@ -23,7 +26,9 @@ the inspection module from then on, for the seams that read them).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+import os
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any, Callable
 
@@ -76,13 +81,30 @@ POINT = "sglang.facts"
 
 
 def facts() -> list[SGLangFacts]:
-    """Every feature's facts, in registry order (the features declaring the hook point)."""
+    """Every feature's facts, in registry order: the data of ``features/<name>/sglang_facts.json``
+    (``table``, ``ranges``) joined with the code its record's hook ``sglang.facts`` points at
+    (an :class:`SGLangFacts` holding ``probe`` / ``refusal`` / ``describe`` / ``derive``), for the
+    features with either."""
     out = []
     for f in all_features():
-        if POINT in f.hooks:
-            got = load(f.hooks[POINT])
-            if not isinstance(got, SGLangFacts):
-                raise TypeError(f"feature {f.name!r}: hooks[{POINT}] is not an SGLangFacts")
-            got.validate(f"feature {f.name!r}: hooks[{POINT}]")
-            out.append(got)
+        data = _data(f.name)
+        code = load(f.hooks[POINT]) if POINT in f.hooks else None
+        if data is None and code is None:
+            continue
+        if code is not None and not isinstance(code, SGLangFacts):
+            raise TypeError(f"feature {f.name!r}: hooks[{POINT}] is not an SGLangFacts")
+        got = replace(code or SGLangFacts(), **(data or {}))
+        got.validate(f"feature {f.name!r}: sglang facts")
+        out.append(got)
     return out
+
+
+def _data(name: str) -> dict | None:
+    """``features/<name>/sglang_facts.json`` as SGLangFacts fields (rows as tuples), or None."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name, "sglang_facts.json")
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as fh:
+        raw = json.load(fh)
+    return {"table": tuple(tuple(r) for r in raw.get("table", ())),
+            "ranges": {k: tuple(tuple(r) for r in v) for k, v in raw.get("ranges", {}).items()}}

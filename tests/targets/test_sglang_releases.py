@@ -11,6 +11,7 @@ pytest tests/targets/test_sglang_releases.py``.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -314,7 +315,6 @@ def test_short_tail_floor():
 def test_matrix_records_make_the_table_and_the_detection_module(tmp_path):
     """scripts/upstream-matrix's bookkeeping: a record per release from its probe and its
     campaign directory, the Markdown table, the generated detected.py (no sglang needed)."""
-    import json
 
     from swafuzz.targets.sglang import releases
 
@@ -343,18 +343,16 @@ def test_matrix_records_make_the_table_and_the_detection_module(tmp_path):
     text = releases.table(loaded)
     assert "| 0.5.13.post1 | ok | resolver | passed | 2 | 1 new, 1 known | 7 |" in text
     assert "| 0.5.15 | probe failed: no cutlass | - | skipped | - | - | 3 |" in text
-    ns: dict = {}
-    exec(releases.detected_module(loaded), ns)
-    assert ns["DETECTED"]["0.5.13.post1"] == {"family": "resolver", "check": "passed",
-                                               "found": {"adapter family": "resolver"}}
-    assert ns["DETECTED"]["0.5.15"]["family"] is None
+    found = json.loads(releases.detected_module(loaded))
+    assert found["0.5.13.post1"] == {"family": "resolver", "check": "passed",
+                                     "found": {"adapter family": "resolver"}}
+    assert found["0.5.15"]["family"] is None
     assert releases.main(["table", str(tmp_path / "nope")]) == 2
     assert releases.release_key("0.5.13.post1") > releases.release_key("0.5.13")
 
 
 @pytest.mark.skipif(HAVE_SGLANG, reason="the probe of an environment without sglang")
 def test_probe_without_sglang_names_the_cause(capsys):
-    import json
 
     from swafuzz.targets.sglang import detect
 

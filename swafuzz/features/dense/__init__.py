@@ -85,5 +85,4 @@ FEATURE = Feature(
         'swafuzz.harness.contract_checks',
     ),
     mutants=('swafuzz.features.dense.mutants',),
-    semantics='swafuzz/features/dense/SEMANTICS.md',
 )

@@ -26,9 +26,7 @@ FEATURE = Feature(
     oracle=('swafuzz.features.dp.oracle',),
     engine=('swafuzz.features.dp.engine',),
     mutants=('swafuzz.features.dp.mutants',),
-    semantics='swafuzz/features/dp/SEMANTICS.md',
     hooks={
-        'sglang.facts': 'swafuzz.features.dp.sglang_facts:FACTS',
         'scenario.step_ops': 'swafuzz.features.dp.fields:OPS',
         'scenario.step_shape': 'swafuzz.features.dp.rules:step_shape',
         'scenario.episode_rules': 'swafuzz.features.dp.kinds:EPISODE_RULES',

@@ -17,7 +17,6 @@ FEATURE = Feature(
     engine=('swafuzz.features.draft_extend_buffer.engine', 'swafuzz.targets.backend'),
     sglang=('swafuzz.targets.sglang.metadata',),
     mutants=('swafuzz.features.draft_extend_buffer.mutants',),
-    semantics='swafuzz/features/draft_extend_buffer/SEMANTICS.md',
     hooks={
         'sglang.facts': 'swafuzz.features.draft_extend_buffer.sglang_facts:FACTS',
         'engine.draft_extend_loc_rows': (

@@ -44,9 +44,7 @@ FEATURE = Feature(
     engine=('swafuzz.features.dspark.engine', 'swafuzz.features.dspark.engine_graph'),
     sglang=('swafuzz.features.dspark.sglang', 'swafuzz.features.dspark.sglang_attrs'),
     mutants=('swafuzz.features.dspark.mutants',),
-    semantics='swafuzz/features/dspark/SEMANTICS.md',
     hooks={
-        'sglang.facts': 'swafuzz.features.dspark.sglang_facts:FACTS',
         'engine.window_verify': 'swafuzz.features.dspark.engine:DSparkPath',
         'sglang.window_verify': 'swafuzz.features.dspark.sglang:SGLangDSpark',
         'sglang.bare_backend': 'swafuzz.features.dspark.sglang_attrs:bare_backend_attrs',

@@ -20,7 +20,6 @@ FEATURE = Feature(
             'swafuzz.targets.kv_pool'),
     sglang=('swafuzz.features.dsv4_layout.sglang', 'swafuzz.targets.sglang.store'),
     mutants=('swafuzz.features.dsv4_layout.mutants',),
-    semantics='swafuzz/features/dsv4_layout/SEMANTICS.md',
     hooks={
         'sglang.facts': 'swafuzz.features.dsv4_layout.sglang_facts:FACTS',
         'oracle.slot_rows': 'swafuzz.features.dsv4_layout.oracle:dsv4_slot_rows',

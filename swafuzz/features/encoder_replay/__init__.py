@@ -46,7 +46,6 @@ FEATURE = Feature(
     engine=('swafuzz.features.request_window.engine', 'swafuzz.features.tail_prefix.engine'),
     sglang=('swafuzz.features.request_window.sglang', 'swafuzz.features.tail_prefix.sglang'),
     mutants=('swafuzz.features.encoder_replay.mutants',),
-    semantics='swafuzz/features/encoder_replay/SEMANTICS.md',
     hooks={
         'sglang.facts': 'swafuzz.features.encoder_replay.sglang_facts:FACTS',
     },

@@ -22,9 +22,7 @@ FEATURE = Feature(
     check_modules=('swafuzz.features.late_tail.checks',),
     mutants=('swafuzz.features.late_tail.mutants',),
     since={'sglang': Since('0.5.21', 'late-layer tail')},
-    semantics='swafuzz/features/late_tail/SEMANTICS.md',
     hooks={
-        'sglang.facts': 'swafuzz.features.late_tail.sglang_facts:FACTS',
         'oracle.step_path_ops': 'swafuzz.features.late_tail.rules:step_path_ops',
     },
 )

@@ -17,5 +17,4 @@ FEATURE = Feature(
     validators=('swafuzz.features.padded_pages.rules:validate',),
     engine=('swafuzz.targets.kv_pool',),
     mutants=('swafuzz.features.padded_pages.mutants',),
-    semantics='swafuzz/features/padded_pages/SEMANTICS.md',
 )

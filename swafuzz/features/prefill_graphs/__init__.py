@@ -20,9 +20,7 @@ FEATURE = Feature(
     sglang=('swafuzz.features.prefill_graphs.sglang',),
     mutants=('swafuzz.features.prefill_graphs.mutants',),
     since={'sglang': Since('0.5.23', 'prefill graphs under a request window')},
-    semantics='swafuzz/features/prefill_graphs/SEMANTICS.md',
     hooks={
-        'sglang.facts': 'swafuzz.features.prefill_graphs.sglang_facts:FACTS',
         'engine.prefill_graph_runner': 'swafuzz.features.prefill_graphs.engine:PrefillGraphRunner',
         'sglang.prefill_graph_runner': (
             'swafuzz.features.prefill_graphs.sglang:SGLangPrefillRunner'

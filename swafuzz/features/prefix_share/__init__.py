@@ -18,8 +18,4 @@ FEATURE = Feature(
     oracle=('swafuzz.oracles.sharing',),
     engine=('swafuzz.targets.sharing',),
     mutants=('swafuzz.features.prefix_share.mutants',),
-    semantics='swafuzz/features/prefix_share/SEMANTICS.md',
-    hooks={
-        'sglang.facts': 'swafuzz.features.prefix_share.sglang_facts:FACTS',
-    },
 )

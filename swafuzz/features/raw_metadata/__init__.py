@@ -16,5 +16,4 @@ FEATURE = Feature(
     fields='swafuzz.features.raw_metadata.fields:FIELDS',
     engine=('swafuzz.targets.backend',),
     mutants=('swafuzz.features.raw_metadata.mutants',),
-    semantics='swafuzz/features/raw_metadata/SEMANTICS.md',
 )

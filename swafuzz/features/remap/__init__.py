@@ -15,7 +15,6 @@ FEATURE = Feature(
     ),
     engine=('swafuzz.targets.allocator', 'swafuzz.features.remap.engine'),
     mutants=('swafuzz.features.remap.mutants',),
-    semantics='swafuzz/features/remap/SEMANTICS.md',
     hooks={
         'scenario.step_ops': 'swafuzz.features.remap.fields:OPS',
         'engine.step_ops': 'swafuzz.features.remap.engine:STEP_OPS',

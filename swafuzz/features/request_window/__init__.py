@@ -29,7 +29,6 @@ FEATURE = Feature(
     ),
     mutants=('swafuzz.features.request_window.mutants',),
     since={'sglang': Since('0.5.21', 'request window')},
-    semantics='swafuzz/features/request_window/SEMANTICS.md',
     hooks={
         'sglang.facts': 'swafuzz.features.request_window.sglang_facts:FACTS',
         'check.expected_refusal': 'swafuzz.features.request_window.lane:expected_refusal',

@@ -1,43 +1,10 @@
-"""The ``request_window`` feature's facts about the ``sglang`` target: its rows of the real/modelled
-table, its per-release answers, its probe of the installed release
-(:class:`swafuzz.features.sglang_facts.SGLangFacts`; the record's hook ``sglang.facts``).
-Imports no SGLang at module level."""
+"""The ``request_window`` feature's facts about the ``sglang`` target that are code (its probe of the
+installed release, refusals, derived answers); its table rows and per-release answers are data,
+``sglang_facts.json`` beside this file. Imports no SGLang at module level."""
 
 from __future__ import annotations
 
 from swafuzz.features.sglang_facts import SGLangFacts
-
-#: its rows of the real/modelled table (component, 0.5.12, 0.5.23, why)
-TABLE = (
-    (('request window: window_layout (torch branch), RequestWindow reset / activate / '
-      'activate_idle / buffer / commit'),
-     'absent', 'real',
-     ('0.5.12 has no request window (first in 0.5.21): Cases with pool.request_window are refused '
-      'with TargetUnavailable. 0.5.23: the torch branch every CPU/HIP device takes, and the '
-      'RequestWindow class on swafuzz buffers; its history length (the constant 128) is scaled to '
-      "the Case's pool.window by defaulting window_layout's window argument")),
-    ('request window kernels: build_window_layout, copy_packed_rows, commit_packed_rows',
-     'absent', 'modelled',
-     ('Triton, CUDA only (the CUDA branch of window_layout is not taken on CPU); copy and commit '
-      "are replaced in the module's namespace by row copies with the contract of addendum §2.2 "
-      '(commit: masked rows to req * capacity + pos % capacity, tags = pos)')),
-)
-#: component prefix -> (first, last, answer, why) where it differs from the 0.5.23 column
-RANGES = {
-    'request window: window_layout': (
-        ('0.5.13', '0.5.20', 'absent',
-         'dsv41_request_window is 0.5.21+'),
-        ('0.5.21', '0.5.22', 'real',
-         'window_layout without zero_row / padded_rows, RequestWindow without activate_idle'),
-    ),
-    'request window kernels': (
-        ('0.5.13', '0.5.20', 'absent',
-         'no request window'),
-        ('0.5.21', '0.5.22', 'modelled',
-         ('copy_packed_tokens (torch, V4 byte layout; buffer and commit, commit to sink_row when '
-          "unmasked) replaced by row copies on swafuzz's row buffers")),
-    ),
-}
 
 
 def probe(found) -> dict:
@@ -98,4 +65,4 @@ def describe(found) -> list[tuple[str, str]]:
     ]
 
 
-FACTS = SGLangFacts(table=TABLE, ranges=RANGES, probe=probe, refusal=refusal, describe=describe)
+FACTS = SGLangFacts(probe=probe, refusal=refusal, describe=describe)

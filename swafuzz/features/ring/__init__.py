@@ -26,7 +26,6 @@ FEATURE = Feature(
             'swa_req_ring_size, is 0.5.20+)'
         )),
     },
-    semantics='swafuzz/features/ring/SEMANTICS.md',
     hooks={
         'sglang.facts': 'swafuzz.features.ring.sglang_facts:FACTS',
         'check.invariants': 'swafuzz.features.ring.checks:invariant_failures',

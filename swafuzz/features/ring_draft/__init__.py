@@ -19,9 +19,7 @@ FEATURE = Feature(
     sglang=('swafuzz.features.ring_draft.sglang',),
     mutants=('swafuzz.features.ring_draft.mutants',),
     since={'sglang': Since('0.5.23', 'DSpark draft block on a per-request SWA ring')},
-    semantics='swafuzz/features/ring_draft/SEMANTICS.md',
     hooks={
-        'sglang.facts': 'swafuzz.features.ring_draft.sglang_facts:FACTS',
         'engine.draft_block_mixin': 'swafuzz.features.ring_draft.engine:DraftBlockMixin',
         'engine.draft_block': 'swafuzz.features.ring_draft.engine:run_draft_block',
         'sglang.draft_block_mixin': 'swafuzz.features.ring_draft.sglang:SGLangDraftBlockMixin',

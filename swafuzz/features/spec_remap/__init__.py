@@ -14,5 +14,4 @@ FEATURE = Feature(
         ),
     ),
     mutants=('swafuzz.features.spec_remap.mutants',),
-    semantics='swafuzz/features/spec_remap/SEMANTICS.md',
 )

@@ -27,9 +27,7 @@ FEATURE = Feature(
             'compressor flags; the prefill-graph tail exists from 0.5.22)'
         )),
     },
-    semantics='swafuzz/features/tail_graphs/SEMANTICS.md',
     hooks={
-        'sglang.facts': 'swafuzz.features.tail_graphs.sglang_facts:FACTS',
         'oracle.graph_use': 'swafuzz.features.tail_graphs.oracle:expected_tail_graph_use',
         'oracle.step_path_shadow': 'swafuzz.features.tail_graphs.oracle:window_shadow',
         'engine.uses_step_path': 'swafuzz.features.request_window.oracle_layout:uses_window_path',

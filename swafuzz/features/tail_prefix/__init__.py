@@ -26,7 +26,6 @@ FEATURE = Feature(
             'from 0.5.21)'
         )),
     },
-    semantics='swafuzz/features/tail_prefix/SEMANTICS.md',
     hooks={
         'sglang.facts': 'swafuzz.features.tail_prefix.sglang_facts:FACTS',
         'sglang.prefix_path_mixin': 'swafuzz.features.tail_prefix.sglang:SGLangTailPrefixPath',

@@ -17,9 +17,7 @@ FEATURE = Feature(
     oracle=('swafuzz.oracles.sharing',),
     engine=('swafuzz.targets.sharing',),
     mutants=('swafuzz.features.verify_reject.mutants',),
-    semantics='swafuzz/features/verify_reject/SEMANTICS.md',
     hooks={
-        'sglang.facts': 'swafuzz.features.verify_reject.sglang_facts:FACTS',
         'scenario.episode_rules': 'swafuzz.features.verify_reject.kinds:EPISODE_RULES',
     },
 )

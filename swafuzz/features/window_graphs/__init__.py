@@ -25,9 +25,7 @@ FEATURE = Feature(
             'buffer registry; the request window exists from 0.5.21)'
         )),
     },
-    semantics='swafuzz/features/window_graphs/SEMANTICS.md',
     hooks={
-        'sglang.facts': 'swafuzz.features.window_graphs.sglang_facts:FACTS',
         'engine.window_graph_runner': 'swafuzz.features.window_graphs.engine:WindowGraphRunner',
         'sglang.window_graph_runner': (
             'swafuzz.features.window_graphs.sglang:SGLangWindowGraphRunner'

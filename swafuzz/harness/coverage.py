@@ -8,10 +8,12 @@ child flushes its data (a crash loses at most that Case's arcs) and reports how 
 earlier Case of that child reached: ``--coverage-bias`` hands that number to Hypothesis as a
 ``target()`` score, so the search favours Cases near those that reached new branches.
 
-At the end of the run :func:`combine` merges the data files into ``OUT/coverage.json``
-(coverage.py's JSON report, per file and per function) and ``OUT/coverage.md``: per *driven*
-module (a module with at least one function whose body ran, not only its ``def`` at import)
-its lines and branches covered, and per function what was never reached. ``swafuzz report``
+Measurement starts once the child has loaded the target, so it sees what Cases run, not what
+importing did. At the end of the run :func:`combine` merges the data files into
+``OUT/coverage.json`` and ``OUT/coverage.md``: per *driven* module (one with at least one
+function that a Case called) the lines and branches covered *inside its functions* (module-level
+code, which runs at import, is left out), and per function what was never reached, as
+coverage.py's JSON report gives them per function region. ``swafuzz report``
 shows ``coverage.md`` as it is (it needs no coverage.py).
 """
 
@@ -111,7 +113,6 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         called = {n: r for n, r in funcs.items() if r.get("executed_lines")}
         if not called:
             continue  # imported (its defs ran) but nothing in it was called: not driven
-        s = rec["summary"]
         partial = []
         for name, r in sorted(called.items()):
             miss_l, miss_b = r.get("missing_lines", []), r.get("missing_branches", [])
@@ -121,14 +122,21 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
                                 "branches": r["summary"].get("num_branches", 0),
                                 "covered_branches": r["summary"].get("covered_branches", 0)})
         partial.sort(key=lambda p: (-len(p["missing_branches"]), -len(p["missing_lines"])))
+        tot = {k: sum(r["summary"].get(k, 0) for r in funcs.values())
+               for k in ("num_statements", "covered_lines", "num_branches", "covered_branches")}
+        inn = {k: sum(r["summary"].get(k, 0) for r in called.values())
+               for k in ("num_statements", "num_branches", "covered_branches")}
         mods.append({"module": module_name(path), "path": path,
-                     "lines": s["num_statements"], "covered_lines": s["covered_lines"],
-                     "branches": s.get("num_branches", 0),
-                     "covered_branches": s.get("covered_branches", 0),
+                     "lines": tot["num_statements"], "covered_lines": tot["covered_lines"],
+                     "branches": tot["num_branches"], "covered_branches": tot["covered_branches"],
+                     "functions": len(funcs), "called": len(called),
+                     "called_lines": inn["num_statements"],
+                     "called_branches": inn["num_branches"],
                      "partial": partial,
                      "never_called": sorted(n for n in funcs if n not in called)})
     tot = {k: sum(m[k] for m in mods)
-           for k in ("lines", "covered_lines", "branches", "covered_branches")}
+           for k in ("lines", "covered_lines", "branches", "covered_branches", "functions",
+                     "called", "called_lines", "called_branches")}
     return {"modules": mods, "total": tot}
 
 
@@ -143,12 +151,19 @@ def render_md(summary: dict[str, Any], top: int = 8) -> str:
              f"Driven modules: {len(summary['modules'])}; lines {t['covered_lines']}/"
              f"{t['lines']} ({pct(t['covered_lines'], t['lines'])}), branches "
              f"{t['covered_branches']}/{t['branches']} "
-             f"({pct(t['covered_branches'], t['branches'])}).", "",
-             "| module | lines | branches |", "|---|---|---|"]
+             f"({pct(t['covered_branches'], t['branches'])}) in all their functions; "
+             f"{t['called']} of {t['functions']} functions called, within them lines "
+             f"{t['covered_lines']}/{t['called_lines']}, branches {t['covered_branches']}/"
+             f"{t['called_branches']}.", "",
+             "| module | functions called | lines | branches | in called functions: "
+             "lines, branches |", "|---|---|---|---|---|"]
     for m in summary["modules"]:
-        lines.append(f"| `{m['module']}` | {m['covered_lines']}/{m['lines']} "
+        lines.append(f"| `{m['module']}` | {m['called']}/{m['functions']} | "
+                     f"{m['covered_lines']}/{m['lines']} "
                      f"({pct(m['covered_lines'], m['lines'])}) | {m['covered_branches']}/"
-                     f"{m['branches']} ({pct(m['covered_branches'], m['branches'])}) |")
+                     f"{m['branches']} ({pct(m['covered_branches'], m['branches'])}) | "
+                     f"{pct(m['covered_lines'], m['called_lines'])}, "
+                     f"{pct(m['covered_branches'], m['called_branches'])} |")
     for m in summary["modules"]:
         if not m["partial"] and not m["never_called"]:
             continue

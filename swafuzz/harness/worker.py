@@ -86,12 +86,12 @@ def _child_main(reply_fd: int, parent_pid: int | None = None) -> int:  # pragma:
         msg = json.loads(line)
         if msg.get("setup"):
             try:
-                if msg["setup"].get("coverage") and cov is None:  # before the target loads
-                    from swafuzz.harness.coverage import ChildCoverage
-                    cov = ChildCoverage(**msg["setup"]["coverage"])
                 for m in msg["setup"]["plugins"]:
                     plugins.load_module(m)
                 targets.restore(msg["setup"]["recipe"])
+                if msg["setup"].get("coverage") and cov is None:  # what Cases run, not imports
+                    from swafuzz.harness.coverage import ChildCoverage
+                    cov = ChildCoverage(**msg["setup"]["coverage"])
                 send({"ready": True})
             except Exception as e:  # noqa: BLE001 - reported to the parent as a setup error
                 send({"setup_error": f"{type(e).__name__}: {e}"})

@@ -29,8 +29,8 @@ FAKE = textwrap.dedent('''\
 CHILD = textwrap.dedent('''\
     import json, sys
     from swafuzz.harness.coverage import ChildCoverage
+    import fakepkg.mod as m  # the target loads first (its import is not measured)
     cov = ChildCoverage(sys.argv[1], ["fakepkg"])
-    import fakepkg.mod as m
     news = []
     m.clamp(5, 0, 10); news.append(cov.after_case())
     m.clamp(5, 0, 10); news.append(cov.after_case())   # nothing new
@@ -56,12 +56,14 @@ def test_child_measures_and_report_lists_unreached(tmp_path):
     summary = hcov.combine(str(out))
     (mod,) = summary["modules"]  # fakepkg/__init__ has no function: not driven
     assert mod["module"].endswith("fakepkg.mod")
-    assert (mod["lines"], mod["covered_lines"]) == (8, 6)  # `return hi`, `return -x` missed
+    assert (mod["lines"], mod["covered_lines"]) == (6, 4)  # function bodies: `return hi`, `return -x` missed
     assert (mod["branches"], mod["covered_branches"]) == (4, 3)  # x > hi never true
     (part,) = mod["partial"]
     assert part["function"] == "clamp" and part["missing_lines"] == [5]
     assert part["missing_branches"] == [[4, 5]]
     assert mod["never_called"] == ["never"]
+    assert (mod["called"], mod["functions"], mod["called_lines"], mod["called_branches"]) == (
+        1, 2, 5, 4)
     md = (out / "coverage.md").read_text()
     assert "`clamp`: branches 3/4, unreached arcs 4->5, lines 5" in md
     assert json.loads((out / "coverage.json").read_text()) == summary

@@ -54,7 +54,10 @@ class ChildCoverage:
         import coverage
         os.makedirs(data_dir, exist_ok=True)
         self.cov = coverage.Coverage(data_file=os.path.join(data_dir, ".coverage"),
-                                     data_suffix=True, branch=True, source_pkgs=sources)
+                                     data_suffix=True, branch=True, source_pkgs=sources,
+                                     config_file=False)
+        # the target's packages were imported by design before measuring started
+        self.cov.set_option("run:disable_warnings", ["module-not-measured"])
         self.seen = 0
         self.cov.start()
 
@@ -78,7 +81,8 @@ def combine(out: str) -> dict[str, Any] | None:
     files = sorted(glob.glob(os.path.join(data_dir, ".coverage.*")))
     if not files:
         return None
-    cov = coverage.Coverage(data_file=os.path.join(data_dir, ".coverage"), branch=True)
+    cov = coverage.Coverage(data_file=os.path.join(data_dir, ".coverage"), branch=True,
+                            config_file=False)
     cov.combine(files, keep=True)
     cov.save()
     raw = os.path.join(data_dir, "raw.json")

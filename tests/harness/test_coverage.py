@@ -89,3 +89,12 @@ def test_coverage_flag_needs_case_workers(tmp_path, capsys):
     assert main(["run", "--examples", "1", "--coverage-bias", "--no-isolate",
                  "--out", str(tmp_path / "o")]) == 2
     assert "--no-isolate" in capsys.readouterr().err
+
+
+def test_resume_refuses_a_coverage_change(tmp_path, capsys):
+    out = tmp_path / "o"
+    assert main(["run", "--impl", "torch", "--scenario", "decode", "--examples", "1",
+                 "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["run", "--resume", str(out), "--coverage"]) == 2
+    assert "--coverage  (the run's: coverage off)" in capsys.readouterr().err

@@ -2,7 +2,7 @@
 ``swafuzz[coverage]`` extra).
 
 Each case worker child (:mod:`swafuzz.harness.worker`) measures line and branch coverage of the
-target's packages (:data:`SOURCES`) with its own data file under ``OUT/coverage/`` (one per
+target's packages (:func:`sources_for`) with its own data file under ``OUT/coverage/`` (one per
 child process, so parallel units and restarted children never share one). After every Case the
 child flushes its data (a crash loses at most that Case's arcs) and reports how many arcs no
 earlier Case of that child reached: ``--coverage-bias`` hands that number to Hypothesis as a
@@ -24,8 +24,9 @@ import json
 import os
 from typing import Any
 
-#: the packages measured per target; swafuzz's own targets: its targets and kernels
-SOURCES = {"sglang": ["sglang"]}
+from swafuzz import targets
+
+#: what is measured for swafuzz's own targets (no ``versions`` hook): its targets and kernels
 OWN_SOURCES = ["swafuzz.targets", "swafuzz.kernels"]
 COVERAGE_DIR = "coverage"
 
@@ -44,7 +45,10 @@ def require() -> None:
 
 
 def sources_for(target: str) -> list[str]:
-    return list(SOURCES.get(target.split(":")[0], OWN_SOURCES))
+    """The packages measured for ``target``: those its ``versions`` hook names (the code it
+    drives: an upstream target's package), else :data:`OWN_SOURCES`."""
+    names = [n.replace("-", "_") for n in targets.versions(target)]
+    return names or list(OWN_SOURCES)
 
 
 class ChildCoverage:

@@ -35,6 +35,7 @@ import torch
 from swafuzz import targets
 from swafuzz.features.validation import loads_case
 from swafuzz.harness.check_base import Failure
+from swafuzz.harness.coverage import ChildCoverage
 from swafuzz.harness.run import InvalidCase, Verdict, execute
 from swafuzz.harness.runlock import die_with_parent
 from swafuzz.reports.bundle import atomic_write_text
@@ -90,7 +91,6 @@ def _child_main(reply_fd: int, parent_pid: int | None = None) -> int:  # pragma:
                     plugins.load_module(m)
                 targets.restore(msg["setup"]["recipe"])
                 if msg["setup"].get("coverage") and cov is None:  # what Cases run, not imports
-                    from swafuzz.harness.coverage import ChildCoverage
                     cov = ChildCoverage(**msg["setup"]["coverage"])
                 send({"ready": True})
             except Exception as e:  # noqa: BLE001 - reported to the parent as a setup error

@@ -11,7 +11,7 @@
 
 The first call creates ``.venv`` next to this file and installs swafuzz into it (editable) with
 the project's tested set pinned by ``constraints/ci.txt`` (torch 2.13.0 CPU, triton 3.6.0, numpy,
-hypothesis, pytest, pytest-xdist, ruff, import-linter, redis); later calls reuse it until
+hypothesis, pytest, pytest-xdist, ruff, import-linter, redis, coverage); later calls reuse it until
 ``pyproject.toml`` or the constraints change. Without a GPU, TRITON_INTERPRET=1 is set so Triton kernels run in the
 interpreter.
 
@@ -49,7 +49,7 @@ def ensure_env() -> None:
         venv.EnvBuilder(with_pip=True).create(VENV)
     print("bootstrap: installing swafuzz and its pinned dependencies into .venv", flush=True)
     subprocess.check_call([PY, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                           "-c", CONSTRAINTS, "-e", ROOT + "[lint,redis]"])
+                           "-c", CONSTRAINTS, "-e", ROOT + "[lint,redis,coverage]"])
     with open(STAMP, "w") as f:
         f.write("ok\n")
 
@@ -80,7 +80,7 @@ def fast_tier(name: str, rest: list[str]) -> int:
         print(f"bootstrap: installing swafuzz with constraints/{name}.txt into .venv-{name}",
               flush=True)
         subprocess.check_call([py, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                               "-c", cons, "-e", ROOT + "[lint,redis]"])
+                               "-c", cons, "-e", ROOT + "[lint,redis,coverage]"])
         with open(stamp, "w") as f:
             f.write("ok\n")
     env = dict(os.environ, PYTHONUNBUFFERED="1")

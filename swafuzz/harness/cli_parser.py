@@ -112,6 +112,12 @@ def build_parser(commands: dict[str, Callable] | None = None) -> argparse.Argume
                    help="run shard I of N (CI matrix jobs): a deterministic slice of the units; "
                         "the N shards together run the units of one run, each once (join "
                         "them with swafuzz merge)")
+    r.add_argument("--coverage", action="store_true",
+                   help="record line and branch coverage of the target's code in the case "
+                        "workers (OUT/coverage.md; pip install 'swafuzz[coverage]')")
+    r.add_argument("--coverage-bias", action="store_true",
+                   help="--coverage, and bias generation towards Cases reaching new branches "
+                        "(a hypothesis target() score)")
     r.set_defaults(**_bound(commands, "run"))
 
     rp = sub.add_parser("repro", formatter_class=fmt, help="replay a finding bundle")

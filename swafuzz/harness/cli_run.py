@@ -11,7 +11,7 @@ import time
 
 from swafuzz import features, targets
 from swafuzz.features.validation import load_case
-from swafuzz.harness import pipeline, resume
+from swafuzz.harness import coverage, pipeline, resume
 from swafuzz.harness.caselog import checked_steps
 from swafuzz.harness.cli_common import (
     EXIT_CLEAN,
@@ -73,6 +73,7 @@ def run_config(args):
     if args.shrink_budget < 0:
         raise UsageError(f"--shrink-budget: must be >= 0 (got {args.shrink_budget})")
     budget_s = parse_duration("--budget", args.budget) if args.budget else None
+    cov = check_coverage(args)
     if args.ray is not None:  # a fleet run (harness.fleet): ray importable, a shared corpus
         try:
             check_ray(args.ray)
@@ -105,7 +106,22 @@ def run_config(args):
                      shrink_budget=args.shrink_budget, out=args.out,
                      isolate=not args.no_isolate, plugins=plugins.loaded_modules(), db=args.db,
                      ledger=ledger, known_cap=args.known_cap, shard=shard,
-                     ray=args.ray)
+                     ray=args.ray, coverage=cov)
+
+
+def check_coverage(args) -> str | None:
+    """``--coverage`` / ``--coverage-bias`` -> RunConfig.coverage (harness.coverage)."""
+    if not (args.coverage or args.coverage_bias):
+        return None
+    flag = "--coverage-bias" if args.coverage_bias else "--coverage"
+    if args.no_isolate or args.ray is not None:
+        raise UsageError(f"{flag}: measured in the local case workers: not with "
+                         f"{'--no-isolate' if args.no_isolate else '--ray'}")
+    try:
+        coverage.require()
+    except coverage.CoverageMissing as e:
+        raise UsageError(str(e)) from None
+    return "bias" if args.coverage_bias else "on"
 
 
 # --------------------------------------------------------------------------- run
@@ -157,6 +173,13 @@ def _locked_run(args, cfg, lock, pipeline) -> int:
         if os.path.exists(path):
             print(f"  swafuzz repro {path}")
     known = print_known(res.rows)
+    if cfg.coverage:  # harness.coverage: the children's data (saved as they stop) merged
+        pipeline.close_workers()
+        cov = coverage.combine(cfg.out)
+        t = cov["total"] if cov else None
+        print(f"coverage: {t['covered_lines']}/{t['lines']} lines, {t['covered_branches']}/"
+              f"{t['branches']} branches of {len(cov['modules'])} driven modules "
+              f"({cfg.out}/coverage.md)" if t else "coverage: no data recorded")
     generated = sum(s["generated"] for s in stats.values())
     shrunk = sum(s["shrunk"] for s in stats.values())
     with open(os.path.join(cfg.out, "summary.md"), "w") as f:

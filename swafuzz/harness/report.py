@@ -173,6 +173,9 @@ def build(d: str, baseline: str | None = None, reruns: int = 0, ledger: str | No
                  for k, v in sorted(kinds.items())]
 
     md = report_markdown(info, kind_rows, findings, status, kill_md, limit=MD_LIMIT)
+    if os.path.exists(os.path.join(d, "coverage.md")):  # run --coverage (harness.coverage)
+        with open(os.path.join(d, "coverage.md")) as f:
+            md = md.rstrip("\n") + "\n\n" + f.read()
     atomic_write_text(os.path.join(d, "summary.md"), md)
     atomic_write_text(os.path.join(d, "junit.xml"),
                       render_junit(kind_rows, findings, status, info))

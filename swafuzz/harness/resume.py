@@ -31,7 +31,8 @@ from swafuzz.harness.shard import ShardSpecError, label, parse_shard, shard_unit
 DEFAULTS = {"target": ["unified"], "impl": "auto", "executor": "auto", "scenario": None,
             "examples": 300, "budget": None, "workers": 1, "seed": 0, "out": None,
             "shrink_budget": 150, "db": None, "no_isolate": False, "ledger": "auto",
-            "known_cap": 50, "plugin": None, "shard": None, "ray": None}
+            "known_cap": 50, "plugin": None, "shard": None, "ray": None,
+            "coverage": False, "coverage_bias": False}
 
 
 def _ledger_of(spec: str) -> str | None:
@@ -80,6 +81,11 @@ def conflicts(args, cfg: RunConfig) -> list[str]:
         refuse("--known-cap", args.known_cap, cfg.known_cap)
     if given("plugin") and not set(args.plugin) <= set(cfg.plugins):
         refuse("--plugin", ",".join(args.plugin), ",".join(cfg.plugins) or "none")
+    bias, on = getattr(args, "coverage_bias", False), getattr(args, "coverage", False)
+    want_cov = "bias" if bias else "on" if on else None
+    if (given("coverage") or given("coverage_bias")) and want_cov != cfg.coverage:
+        refuse("--coverage-bias" if bias else "--coverage", "",
+               f"coverage {cfg.coverage or 'off'}")
     if given("shard"):
         try:
             want = parse_shard(args.shard)

@@ -38,6 +38,7 @@ class RunConfig:
     known_cap: int = 50  # Cases of one ledger entry per unit before its region is excluded
     shard: list[int] | None = None  # [I, N]: this run is shard I of N (harness.shard)
     ray: str | None = None  # a Ray cluster's address: the units run there (harness.fleet)
+    coverage: str | None = None  # "on" | "bias": coverage of the target (harness.coverage)
 
     def __post_init__(self) -> None:
         self.targets = list(self.targets) or [self.target]
@@ -90,7 +91,7 @@ def write_run_meta(cfg: RunConfig, **extra: Any) -> None:
             "impl": cfg.impl, "executor": cfg.executor_label, "seed": cfg.seed,
             "examples": cfg.examples if cfg.examples < 10**6 else None,
             "budget_s": cfg.budget_s, "scenarios": cfg.kinds, "db": cfg.db,
-            "workers": cfg.workers,
+            "workers": cfg.workers, "coverage": cfg.coverage,
             "shard": f"{cfg.shard[0]}/{cfg.shard[1]}" if cfg.shard else None, **extra}
     meta.setdefault("started", time.time())
     write_meta(cfg.out, meta)

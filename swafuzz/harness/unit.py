@@ -12,11 +12,13 @@ import time
 from typing import Any, Callable
 
 import torch
+from hypothesis import target as hypothesis_target
 
 from swafuzz.features.validation import load_case
 from swafuzz.harness.campaign import Campaign
 from swafuzz.harness.caselog import CaseLog, read_log
 from swafuzz.harness.corpus import open_database
+from swafuzz.harness.coverage import COVERAGE_DIR, sources_for
 from swafuzz.harness.known import unit_ledger
 from swafuzz.harness.run import Verdict, execute
 from swafuzz.harness.runconfig import RunConfig, Unit
@@ -66,6 +68,8 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
             raise KeyboardInterrupt
         t = time.monotonic()
         v = run_one(case)
+        if cfg.coverage == "bias" and cfg.isolate:  # harness.coverage: towards new branches
+            hypothesis_target(float(worker.new_arcs), label="new arcs of the code under test")
         if budget is not None:  # --budget: after the unit's first Case, its slice counts,
             spent.append(time.monotonic() - t)  # less what a Case takes, so that the last
             camp.deadline = deadline - sum(spent) / len(spent)  # one ends within the slice
@@ -167,7 +171,9 @@ def case_worker(cfg: RunConfig, target: str):
     by every unit of that target this process runs; replaced after a crash by the worker)."""
     key = json.dumps([target, cfg.impl, cfg.executors, cfg.out])
     if key not in _WORKERS:
-        _WORKERS[key] = CaseWorker(target, cfg.impl, cfg.executors, cfg.out)
+        cov = ({"data_dir": os.path.join(cfg.out, COVERAGE_DIR), "sources": sources_for(target)}
+               if cfg.coverage else None)
+        _WORKERS[key] = CaseWorker(target, cfg.impl, cfg.executors, cfg.out, coverage=cov)
         atexit.register(_WORKERS[key].close)
     return _WORKERS[key]
 

@@ -35,6 +35,7 @@ import torch
 from swafuzz import targets
 from swafuzz.features.validation import loads_case
 from swafuzz.harness.check_base import Failure
+from swafuzz.harness.coverage import ChildCoverage
 from swafuzz.harness.run import InvalidCase, Verdict, execute
 from swafuzz.harness.runlock import die_with_parent
 from swafuzz.reports.bundle import atomic_write_text
@@ -81,6 +82,7 @@ def _child_main(reply_fd: int, parent_pid: int | None = None) -> int:  # pragma:
         except BrokenPipeError:  # the parent is gone (stopped or killed): nothing to report to
             os._exit(0)
 
+    cov = None  # harness.coverage: this child's measurement (--coverage)
     for line in sys.stdin:
         msg = json.loads(line)
         if msg.get("setup"):
@@ -88,6 +90,8 @@ def _child_main(reply_fd: int, parent_pid: int | None = None) -> int:  # pragma:
                 for m in msg["setup"]["plugins"]:
                     plugins.load_module(m)
                 targets.restore(msg["setup"]["recipe"])
+                if msg["setup"].get("coverage") and cov is None:  # what Cases run, not imports
+                    cov = ChildCoverage(**msg["setup"]["coverage"])
                 send({"ready": True})
             except Exception as e:  # noqa: BLE001 - reported to the parent as a setup error
                 send({"setup_error": f"{type(e).__name__}: {e}"})
@@ -105,7 +109,11 @@ def _child_main(reply_fd: int, parent_pid: int | None = None) -> int:  # pragma:
         if broken is not None:  # this case broke the context: a crash; this child is done
             send({"context_broken": broken})
             return 0
+        if cov is not None:
+            reply["new_arcs"] = cov.after_case()
         send(reply)
+    if cov is not None:
+        cov.stop()
     return 0
 
 
@@ -113,13 +121,16 @@ class CaseWorker:
     """A child process that executes Cases; restarted after a crash."""
 
     def __init__(self, target: str, impl: str, executors: list[str], out_dir: str | None = None,
-                 timeout_s: float = 600.0, inflight_name: str = "inflight.json"):
+                 timeout_s: float = 600.0, inflight_name: str = "inflight.json",
+                 coverage: dict[str, Any] | None = None):
         self.target, self.impl, self.executors = target, impl, executors
         self.out_dir = out_dir
         self.inflight_name = inflight_name
         self.timeout_s = timeout_s
         # Fails here, in the parent, with a clear message when the child could not re-import it.
-        self._setup = {"plugins": plugins.loaded_modules(), "recipe": targets.recipe(target)}
+        self._setup = {"plugins": plugins.loaded_modules(), "recipe": targets.recipe(target),
+                       "coverage": coverage}  # {data_dir, sources}: harness.coverage
+        self.new_arcs = 0  # with coverage: arcs the last Case reached first (in this child)
         self._proc: subprocess.Popen | None = None
         self._reply = None
 
@@ -202,6 +213,7 @@ class CaseWorker:
                                           "crash")], 0, 0.0)
         if path and os.path.exists(path):
             os.unlink(path)
+        self.new_arcs = reply.get("new_arcs", 0)
         if "ok" in reply:
             return Verdict.from_json(case, reply["ok"])
         if "invalid" in reply:

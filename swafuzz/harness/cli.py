@@ -33,6 +33,7 @@ from swafuzz.harness.cli_common import (
     check_choice,
     load_plugins,
     positive,
+    print_report,
     target_names,
 )
 from swafuzz.harness.cli_merge import cmd_merge
@@ -82,19 +83,7 @@ def cmd_report(args) -> int:
                            release=args.release)
     except report.ReportInputError as e:
         raise UsageError(str(e)) from None
-    st = res["status"]
-    for w in res["ledger_warnings"]:
-        print(f"ledger: warning: {w}", file=sys.stderr)
-    print(f"{res['findings']} findings by signature: {len(st['new'])} new, "
-          f"{len(st['known'])} known, {len(st['fixed'])} fixed")
-    for s in st["new"] + st["known"]:
-        led = res["ledger_entries"].get(s)
-        print(f"  {'NEW  ' if s in st['new'] else 'known'} {s}"
-              + (f" (ledger: {', '.join(led)})" if led else ""))
-    for p in res["paths"]:
-        print(f"wrote {p}")
-    # known by the ledger: not a failure; a baseline-known finding still is (as before)
-    return EXIT_FINDINGS if res["findings"] > len(res["ledger_known"]) else EXIT_CLEAN
+    return print_report(res)
 
 
 # --------------------------------------------------------------------------- zoo / bench

@@ -116,3 +116,21 @@ def check_target_kinds(names, kinds: list[str], explicit: bool) -> list[str]:
               f"{'; '.join(refused.values())}", file=sys.stderr)
         kinds = [k for k in kinds if k not in refused]
     return kinds
+
+
+def print_report(res: dict) -> int:
+    """Print what ``report.build`` returned (``swafuzz report`` and ``swafuzz merge``): ledger
+    warnings on stderr, the findings by signature, the files written; the exit code: findings
+    the ledger does not know fail (a baseline-known finding still does)."""
+    st = res["status"]
+    for w in res["ledger_warnings"]:
+        print(f"ledger: warning: {w}", file=sys.stderr)
+    print(f"{res['findings']} findings by signature: {len(st['new'])} new, "
+          f"{len(st['known'])} known, {len(st['fixed'])} fixed")
+    for s in st["new"] + st["known"]:
+        led = res["ledger_entries"].get(s)
+        print(f"  {'NEW  ' if s in st['new'] else 'known'} {s}"
+              + (f" (ledger: {', '.join(led)})" if led else ""))
+    for p in res["paths"]:
+        print(f"wrote {p}")
+    return EXIT_FINDINGS if res["findings"] > len(res["ledger_known"]) else EXIT_CLEAN

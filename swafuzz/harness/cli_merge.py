@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 
 from swafuzz.harness import merge, report
-from swafuzz.harness.cli_common import EXIT_CLEAN, EXIT_FINDINGS, UsageError
+from swafuzz.harness.cli_common import UsageError, print_report
 from swafuzz.harness.ledger import DEFAULT_LEDGER, LedgerError, load_ledger
 
 
@@ -41,17 +41,6 @@ def cmd_merge(args) -> int:
     units = sum(1 for r in runs for x in r.rows if x.get("event") == "unit_done")
     print(f"merged {len(runs)} run directories ({', '.join(r.label for r in runs)}): {units} of "
           f"{len(res['plan'])} units, {cases} cases, {len(res['bundles'])} bundles")
-    rep = res["result"]
-    st = rep["status"]
-    for w in rep["ledger_warnings"]:
-        print(f"ledger: warning: {w}", file=sys.stderr)
-    print(f"{rep['findings']} findings by signature: {len(st['new'])} new, "
-          f"{len(st['known'])} known, {len(st['fixed'])} fixed")
-    for s in st["new"] + st["known"]:
-        led = rep["ledger_entries"].get(s)
-        print(f"  {'NEW  ' if s in st['new'] else 'known'} {s}"
-              + (f" (ledger: {', '.join(led)})" if led else ""))
-    for p in rep["paths"]:
-        print(f"wrote {p}")
+    code = print_report(res["result"])
     print(f"results: {args.out} (swafuzz report {args.out})")
-    return EXIT_FINDINGS if rep["findings"] > len(rep["ledger_known"]) else EXIT_CLEAN
+    return code

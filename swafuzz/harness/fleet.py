@@ -49,8 +49,9 @@ def check_ray(spec: str) -> None:
     if not spec or spec.startswith("-"):
         raise FleetError(f"--ray: {spec!r} is not an address; use HOST:PORT of the Ray head, "
                          "ray://HOST:PORT or auto")
-    try:
+    try:  # the modules the driver uses (a stray ``ray`` folder on the path is not Ray)
         import ray  # noqa: F401
+        import ray.exceptions  # noqa: F401
     except ImportError:
         raise FleetError("--ray: needs the 'ray' package (pip install 'swafuzz[ray]')") from None
 

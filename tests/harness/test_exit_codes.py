@@ -62,18 +62,24 @@ def test_tool_failure_exit_3_with_log(tmp_path, capsys, monkeypatch):
 def test_broken_feature_folder_is_a_tool_failure(tmp_path):
     """A feature folder without a record fails the registry while the CLI loads (the Case
     schema reads it): one line naming the folder, exit 3, no traceback on stderr."""
+    _broken_feature_folder_fails(tmp_path, "list", (
+        "import sys, swafuzz.features as f; f.__path__.append(sys.argv[1]); "
+        "sys.argv = ['swafuzz', 'list']; from swafuzz.__main__ import entry; "
+        "sys.exit(entry())"))
+
+
+def _broken_feature_folder_fails(tmp_path, cmd: str, code: str) -> None:
+    """``code`` run with a feature folder holding no record added to the registry's path:
+    exit 3 and one line naming the folder, no traceback."""
     (tmp_path / "zz_broken").mkdir()
     (tmp_path / "zz_broken" / "__init__.py").write_text("X = 1\n")
-    code = ("import sys, swafuzz.features as f; f.__path__.append(sys.argv[1]); "
-            "sys.argv = ['swafuzz', 'list']; from swafuzz.__main__ import entry; "
-            "sys.exit(entry())")
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     r = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
                        text=True, env=env, timeout=120)
     err = r.stderr.strip()
     assert r.returncode == 3, err
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    assert "swafuzz list: tool failure: RecordError: " in err and "zz_broken" in err
+    assert f"swafuzz {cmd}: tool failure: RecordError: " in err and "zz_broken" in err
 
 
 def test_list_features_with_target_is_a_usage_error(capsys):
@@ -169,15 +175,7 @@ def test_resume_of_a_file_names_resume(tmp_path, capsys):
 
 def test_ledger_module_with_a_broken_feature_folder_is_a_tool_failure(tmp_path):
     """``python -m swafuzz.harness.ledger`` as the console script: one line, exit 3."""
-    (tmp_path / "zz_broken").mkdir()
-    (tmp_path / "zz_broken" / "__init__.py").write_text("X = 1\n")
-    code = ("import runpy, sys, swafuzz.features as f; f.__path__.append(sys.argv[1]); "
-            "sys.argv = ['ledger', sys.argv[1]]; "
-            "runpy.run_module('swafuzz.harness.ledger', run_name='__main__', alter_sys=True)")
-    env = {**os.environ, "TMPDIR": str(tmp_path)}
-    r = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
-                       text=True, env=env, timeout=120)
-    err = r.stderr.strip()
-    assert r.returncode == 3, err
-    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    assert "swafuzz ledger: tool failure: RecordError: " in err and "zz_broken" in err
+    _broken_feature_folder_fails(tmp_path, "ledger", (
+        "import runpy, sys, swafuzz.features as f; f.__path__.append(sys.argv[1]); "
+        "sys.argv = ['ledger', sys.argv[1]]; "
+        "runpy.run_module('swafuzz.harness.ledger', run_name='__main__', alter_sys=True)"))

@@ -1,0 +1,264 @@
+"""The installed release's own server-argument checks, on a CPU machine.
+
+    release_refusal({"tp_size": 2, "enable_dp_attention": True, ...}) -> None | "the message"
+
+:func:`check_server_args` builds the installed SGLang release's ``ServerArgs``
+(``sglang/srt/server_args.py``) from a dict of its field names and runs the release's whole
+resolution: the dataclass ``__post_init__`` of the 0.5.12-style record, or ``resolve_once`` (the
+resolution pipeline, with the DeepSeek-V4 defaults and the V4.1 feature validation of
+``arg_groups/deepseek_v4_hook.py``) of the 0.5.22-style record. Which of the two a release has,
+and whether it knows DeepSeek-V4.1, is detected from the release (:func:`release_shape`), not
+from its version number.
+
+The model is a stand-in: a ``config.json`` (no weights, no tokenizer) that names the
+architecture the release checks (``DeepseekV4ForCausalLM``) with model type ``deepseek_v41``
+(the V4.1 flags need it) or ``deepseek_v4``, written into a temporary folder for the build.
+The machine is a GPU runner: ``device`` is ``cuda`` unless the dict says otherwise, and the
+release's environment probes answer as an H200 (or a B200) through
+:func:`swafuzz.targets.sglang.serverargs_probes.patched_probes`, whose table
+(:data:`~swafuzz.targets.sglang.serverargs_probes.PLATFORMS`) lists each replaced probe with
+its reason. No validation rule is replaced.
+
+A refusal is what the release raises from its argument checks (``ValueError``,
+``AssertionError``, ``NotImplementedError``), returned with the release's own message; anything
+else the build raises is a :class:`ServerArgsBuildError` (the stand-in or this module failed,
+not the release refusing). The process environment (``os.environ``, which the release's
+defaults write to) is restored after each build.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib
+import importlib.util
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from swafuzz.targets.sglang.serverargs_probes import PLATFORMS, patched_probes
+
+#: model type -> the stand-in's config.json (the architecture the release's model hooks and
+#: model config read; shapes small and consistent, no weights)
+_BASE_CONFIG: dict[str, object] = {
+    "architectures": ["DeepseekV4ForCausalLM"],
+    "hidden_size": 1024, "num_hidden_layers": 2, "num_attention_heads": 16,
+    "num_key_value_heads": 1, "vocab_size": 1024, "torch_dtype": "bfloat16",
+    "head_dim": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 448, "v_head_dim": 512,
+    "sliding_window": 128, "window_size": 128, "index_head_dim": 128, "index_n_heads": 64,
+    "index_topk": 512, "compress_ratios": [0, 4], "rope_scaling": {}, "kv_lora_rank": 512,
+    "q_lora_rank": 1024, "n_routed_experts": 8, "num_experts_per_tok": 2,
+    "moe_intermediate_size": 256, "intermediate_size": 256, "max_position_embeddings": 65536,
+}
+MODEL_TYPES = ("deepseek_v41", "deepseek_v4")
+
+#: fields this module owns (the stand-in's folder); a config may not set them
+OWNED_FIELDS = ("model_path", "tokenizer_path")
+#: fields set unless the config sets them: a GPU runner's device; no tokenizer in the stand-in
+DEFAULTS: dict[str, object] = {"device": "cuda", "skip_tokenizer_init": True}
+
+#: the exceptions through which the release's argument checks refuse a combination
+REFUSALS = (ValueError, AssertionError, NotImplementedError)
+
+#: resolved fields reported by a verdict when the release has them (what shapes the SWA path)
+REPORTED = (
+    "device", "tp_size", "dp_size", "attn_dp_size", "attn_cp_size", "enable_dp_attention",
+    "page_size", "attention_backend", "dsv4_attn_backend", "kv_cache_dtype",
+    "speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
+    "speculative_num_draft_tokens", "chunked_prefill_size", "max_running_requests",
+    "disable_radix_cache", "disable_cuda_graph", "cuda_graph_bs", "cuda_graph_bs_decode",
+    "cuda_graph_backend_prefill", "enable_mixed_chunk", "enable_encoder_swa_bounded_replay",
+    "enable_decoder_swa_bounded_replay", "enable_attn_tp_input_scattered",
+    "moe_a2a_backend",
+)
+
+
+class ServerArgsConfigError(ValueError):
+    """The config dict is not a set of the installed release's ServerArgs fields."""
+
+
+class ServerArgsBuildError(RuntimeError):
+    """The build failed outside the release's argument checks (the stand-in, this module)."""
+
+
+@dataclass(frozen=True)
+class ReleaseShape:
+    """What the installed release's ServerArgs is, detected from the release."""
+
+    version: str
+    resolves: bool          # a ``resolve_once`` pipeline (else the dataclass __post_init__)
+    knows_v41: bool         # the release has the DeepSeek-V4.1 config module
+    fields: tuple[str, ...]
+
+    @property
+    def default_model_type(self) -> str:
+        return "deepseek_v41" if self.knows_v41 else "deepseek_v4"
+
+
+@dataclass(frozen=True)
+class ArgsVerdict:
+    """The release's answer to one server-argument combination."""
+
+    accepted: bool
+    message: str | None = None     # the release's message when it refuses
+    error: str | None = None       # the exception class it refused with
+    where: str | None = None       # the release file:function that raised
+    model_type: str = ""
+    platform: str = ""
+    resolved: dict[str, object] = field(default_factory=dict)
+
+
+def release_shape() -> ReleaseShape:
+    """Detect the installed release's ServerArgs kind and the fields it takes."""
+    from sglang.srt import server_args as module
+
+    from swafuzz.targets.sglang import installed_version
+
+    cls = module.ServerArgs
+    if dataclasses.is_dataclass(cls):
+        names = tuple(f.name for f in dataclasses.fields(cls))
+    else:
+        from sglang.srt.arg_groups.arg_utils import record_fields
+        names = tuple(f.name for f in record_fields(cls))
+    return ReleaseShape(
+        version=installed_version() or "?", resolves=hasattr(cls, "resolve_once"),
+        knows_v41=importlib.util.find_spec("sglang.srt.configs.deepseek_v41") is not None,
+        fields=names)
+
+
+def validate_config(config: Mapping[str, object], shape: ReleaseShape) -> dict[str, object]:
+    """The config as keyword arguments, or :class:`ServerArgsConfigError` naming the field."""
+    if not isinstance(config, Mapping):
+        raise ServerArgsConfigError(
+            f"server_args: expected a dict of ServerArgs field names, got {type(config).__name__}")
+    known = set(shape.fields)
+    out = dict(DEFAULTS)
+    for name, value in config.items():
+        if not isinstance(name, str):
+            raise ServerArgsConfigError(f"server_args: field names are strings, got {name!r}")
+        if name in OWNED_FIELDS:
+            raise ServerArgsConfigError(
+                f"server_args.{name}: set by swafuzz (the model stand-in's folder); remove it")
+        if name not in known:
+            near = difflib.get_close_matches(name, shape.fields, n=4, cutoff=0.6)
+            hint = f"; close: {', '.join(near)}" if near else ""
+            raise ServerArgsConfigError(
+                f"server_args.{name}: not a ServerArgs field of sglang {shape.version}{hint}")
+        if not isinstance(value, (bool, int, float, str, list, type(None))):
+            raise ServerArgsConfigError(
+                f"server_args.{name}: expected a bool, int, float, str, list or null, "
+                f"got {type(value).__name__}")
+        out[name] = value
+    return out
+
+
+def write_stand_in(folder: str, model_type: str) -> str:
+    """Write the model stand-in's ``config.json`` into ``folder``; returns ``folder``."""
+    if model_type not in MODEL_TYPES:
+        raise ServerArgsConfigError(f"model_type: {model_type!r} is not one of {MODEL_TYPES}")
+    with open(os.path.join(folder, "config.json"), "w", encoding="utf-8") as fh:
+        json.dump({**_BASE_CONFIG, "model_type": model_type}, fh)
+    return folder
+
+
+def _raiser(exc: BaseException) -> str:
+    """``path:function`` of the last frame inside the sglang package."""
+    import traceback
+
+    where = ""
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if "/sglang/" in frame.filename:
+            where = f"{frame.filename.split('/sglang/')[-1]}:{frame.name}"
+    return where
+
+
+def _resolved(args: object, names: tuple[str, ...]) -> dict[str, object]:
+    try:
+        from sglang.srt.arg_groups.overrides import resolution_result
+    except ImportError:
+        resolution_result = None
+    out: dict[str, object] = {}
+    for name in REPORTED:
+        if name not in names:
+            continue
+        value = (resolution_result(args, name) if resolution_result is not None
+                 else getattr(args, name, None))
+        if not isinstance(value, (bool, int, float, str, type(None))):
+            value = repr(value) if not isinstance(value, (list, tuple)) else list(value)
+        out[name] = value
+    return out
+
+
+_WARM: list[bool] = []
+
+
+def _warm_up(shape: ReleaseShape) -> None:
+    """Run one build as the CPU answers (once per process), so that the modules a build
+    imports are imported before the probes answer as a GPU: several release modules import
+    GPU-only packages at module level when ``is_cuda()`` is true. Its outcome is discarded."""
+    if _WARM:
+        return
+    from sglang.srt.server_args import ServerArgs
+
+    _WARM.append(True)
+    with tempfile.TemporaryDirectory(prefix="swafuzz-serverargs-") as folder:
+        write_stand_in(folder, shape.default_model_type)
+        try:
+            args = ServerArgs(model_path=folder, **DEFAULTS)
+            if shape.resolves:
+                args.resolve_once()
+        except Exception:  # noqa: BLE001 - only the imports it made matter
+            pass
+
+
+def check_server_args(config: Mapping[str, object], *, model_type: str | None = None,
+                      platform: str = "h200") -> ArgsVerdict:
+    """Build the installed release's ServerArgs from ``config`` and resolve it as the server
+    does; the verdict says whether the release accepts it, with its message if not."""
+    if platform not in PLATFORMS:
+        raise ServerArgsConfigError(f"platform: {platform!r} is not one of {sorted(PLATFORMS)}")
+    from sglang.srt.server_args import ServerArgs
+
+    shape = release_shape()
+    kwargs = validate_config(config, shape)
+    model_type = model_type or shape.default_model_type
+    if model_type == "deepseek_v41" and not shape.knows_v41:
+        raise ServerArgsConfigError(
+            f"model_type: sglang {shape.version} has no DeepSeek-V4.1 config; use deepseek_v4")
+    saved_env = dict(os.environ)
+    quiet = logging.getLogger("sglang")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        _warm_up(shape)
+        with tempfile.TemporaryDirectory(prefix="swafuzz-serverargs-") as folder:
+            write_stand_in(folder, model_type)
+            with patched_probes(platform):
+                try:
+                    args = ServerArgs(model_path=folder, **kwargs)
+                    if shape.resolves:
+                        args.resolve_once()
+                except REFUSALS as exc:
+                    return ArgsVerdict(False, str(exc), type(exc).__name__, _raiser(exc),
+                                       model_type, platform)
+                except Exception as exc:
+                    raise ServerArgsBuildError(
+                        f"sglang {shape.version}: building ServerArgs({kwargs}) failed outside "
+                        f"the argument checks: {type(exc).__name__}: {exc} "
+                        f"(at {_raiser(exc) or '?'})") from exc
+                return ArgsVerdict(True, model_type=model_type, platform=platform,
+                                   resolved=_resolved(args, shape.fields))
+    finally:
+        quiet.setLevel(level)
+        os.environ.clear()
+        os.environ.update(saved_env)
+
+
+def release_refusal(config: Mapping[str, object], *, model_type: str | None = None,
+                    platform: str = "h200") -> str | None:
+    """None when the installed release accepts these server arguments, else its message."""
+    verdict = check_server_args(config, model_type=model_type, platform=platform)
+    return None if verdict.accepted else verdict.message

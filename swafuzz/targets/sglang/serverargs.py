@@ -155,12 +155,21 @@ def validate_config(config: Mapping[str, object], shape: ReleaseShape) -> dict[s
     return out
 
 
-def write_stand_in(folder: str, model_type: str) -> str:
-    """Write the model stand-in's ``config.json`` into ``folder``; returns ``folder``."""
+#: the keys a V4.1 checkpoint that bundles its DSpark draft head carries (the release reads
+#: any of them as "draft bundled": the draft path then defaults to the model path)
+_BUNDLED_DSPARK: dict[str, object] = {"dspark_block_size": 4, "dspark_target_layer_ids": [0, 1]}
+
+
+def write_stand_in(folder: str, model_type: str, *, bundled_draft: bool = False) -> str:
+    """Write the model stand-in's ``config.json`` into ``folder`` (with the bundled DSpark
+    draft's keys when asked); returns ``folder``."""
     if model_type not in MODEL_TYPES:
         raise ServerArgsConfigError(f"model_type: {model_type!r} is not one of {MODEL_TYPES}")
+    values = {**_BASE_CONFIG, "model_type": model_type}
+    if bundled_draft:
+        values.update(_BUNDLED_DSPARK)
     with open(os.path.join(folder, "config.json"), "w", encoding="utf-8") as fh:
-        json.dump({**_BASE_CONFIG, "model_type": model_type}, fh)
+        json.dump(values, fh)
     return folder
 
 
@@ -192,63 +201,94 @@ def _resolved(args: object, names: tuple[str, ...]) -> dict[str, object]:
     return out
 
 
-_WARM: list[bool] = []
+#: how many modules one build may pre-import after a GPU-only import failed under the probes
+MAX_PREIMPORTS = 12
 
 
-def _warm_up(shape: ReleaseShape) -> None:
-    """Run one build as the CPU answers (once per process), so that the modules a build
-    imports are imported before the probes answer as a GPU: several release modules import
-    GPU-only packages at module level when ``is_cuda()`` is true. Its outcome is discarded."""
-    if _WARM:
-        return
+def _first_module(exc: BaseException) -> str | None:
+    """The outermost sglang module whose import the exception interrupted (a module-level
+    ``if is_cuda(): import sgl_kernel`` seen under the GPU answers), as a dotted name."""
+    import traceback
+
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.name == "<module>" and "/sglang/" in frame.filename:
+            tail = frame.filename.split("site-packages/")[-1]
+            return tail.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+    return None
+
+
+def _build(shape: ReleaseShape, kwargs: dict[str, object], folder: str) -> object:
     from sglang.srt.server_args import ServerArgs
 
-    _WARM.append(True)
-    with tempfile.TemporaryDirectory(prefix="swafuzz-serverargs-") as folder:
-        write_stand_in(folder, shape.default_model_type)
-        try:
-            args = ServerArgs(model_path=folder, **DEFAULTS)
-            if shape.resolves:
-                args.resolve_once()
-        except Exception:  # noqa: BLE001 - only the imports it made matter
-            pass
+    args = ServerArgs(model_path=folder, **kwargs)
+    if shape.resolves:
+        args.resolve_once()
+    return args
+
+
+def _fail(shape: ReleaseShape, kwargs: dict[str, object], exc: BaseException) -> Exception:
+    return ServerArgsBuildError(
+        f"sglang {shape.version}: building ServerArgs({kwargs}) failed outside the argument "
+        f"checks: {type(exc).__name__}: {exc} (at {_raiser(exc) or '?'})")
 
 
 def check_server_args(config: Mapping[str, object], *, model_type: str | None = None,
-                      platform: str = "h200") -> ArgsVerdict:
+                      platform: str = "h200",
+                      env: Mapping[str, str] | None = None) -> ArgsVerdict:
     """Build the installed release's ServerArgs from ``config`` and resolve it as the server
-    does; the verdict says whether the release accepts it, with its message if not."""
+    does; the verdict says whether the release accepts it, with its message if not.
+
+    Several release modules import GPU-only packages (sgl_kernel, flashinfer) at module level
+    when ``is_cuda()`` is true. When a build under the GPU answers meets one, the module it
+    was importing is imported as the CPU answers (outside the probes) and the build runs again
+    on a fresh record, at most :data:`MAX_PREIMPORTS` times.
+
+    ``env``: environment variables the deployment sets (the release reads some limits from
+    ``SGLANG_*`` variables), set for the build only."""
     if platform not in PLATFORMS:
         raise ServerArgsConfigError(f"platform: {platform!r} is not one of {sorted(PLATFORMS)}")
-    from sglang.srt.server_args import ServerArgs
-
     shape = release_shape()
     kwargs = validate_config(config, shape)
     model_type = model_type or shape.default_model_type
     if model_type == "deepseek_v41" and not shape.knows_v41:
         raise ServerArgsConfigError(
             f"model_type: sglang {shape.version} has no DeepSeek-V4.1 config; use deepseek_v4")
+    for key, value in (env or {}).items():
+        if not (isinstance(key, str) and isinstance(value, str)):
+            raise ServerArgsConfigError(f"env.{key}: names and values are strings")
     saved_env = dict(os.environ)
     quiet = logging.getLogger("sglang")
     level = quiet.level
     quiet.setLevel(logging.ERROR)
+    tried: list[str] = []
     try:
-        _warm_up(shape)
         with tempfile.TemporaryDirectory(prefix="swafuzz-serverargs-") as folder:
-            write_stand_in(folder, model_type)
-            with patched_probes(platform):
+            # a DSpark run without a draft path serves a checkpoint that bundles its draft
+            bundled = (str(kwargs.get("speculative_algorithm") or "").upper() == "DSPARK"
+                       and not kwargs.get("speculative_draft_model_path"))
+            write_stand_in(folder, model_type, bundled_draft=bundled)
+            while True:
+                os.environ.clear()
+                os.environ.update(saved_env)
+                os.environ.update(env or {})
                 try:
-                    args = ServerArgs(model_path=folder, **kwargs)
-                    if shape.resolves:
-                        args.resolve_once()
+                    with patched_probes(platform):
+                        args = _build(shape, kwargs, folder)
                 except REFUSALS as exc:
                     return ArgsVerdict(False, str(exc), type(exc).__name__, _raiser(exc),
                                        model_type, platform)
+                except ModuleNotFoundError as exc:
+                    module = _first_module(exc)
+                    if module is None or module in tried or len(tried) >= MAX_PREIMPORTS:
+                        raise _fail(shape, kwargs, exc) from exc
+                    tried.append(module)
+                    try:
+                        importlib.import_module(module)
+                    except Exception:  # noqa: BLE001 - reported as the build's failure
+                        raise _fail(shape, kwargs, exc) from exc
+                    continue
                 except Exception as exc:
-                    raise ServerArgsBuildError(
-                        f"sglang {shape.version}: building ServerArgs({kwargs}) failed outside "
-                        f"the argument checks: {type(exc).__name__}: {exc} "
-                        f"(at {_raiser(exc) or '?'})") from exc
+                    raise _fail(shape, kwargs, exc) from exc
                 return ArgsVerdict(True, model_type=model_type, platform=platform,
                                    resolved=_resolved(args, shape.fields))
     finally:
@@ -258,7 +298,8 @@ def check_server_args(config: Mapping[str, object], *, model_type: str | None = 
 
 
 def release_refusal(config: Mapping[str, object], *, model_type: str | None = None,
-                    platform: str = "h200") -> str | None:
+                    platform: str = "h200",
+                    env: Mapping[str, str] | None = None) -> str | None:
     """None when the installed release accepts these server arguments, else its message."""
-    verdict = check_server_args(config, model_type=model_type, platform=platform)
+    verdict = check_server_args(config, model_type=model_type, platform=platform, env=env)
     return None if verdict.accepted else verdict.message

@@ -83,11 +83,16 @@ def seen_text(f: dict[str, Any]) -> str:
     return f"{f['first_seen']} / {f['last_seen']}"
 
 
+def _entry_text(e: dict[str, Any]) -> str:
+    """A ledger entry's id with its server-level answer when the ledger gives one."""
+    return f"{e['id']}; {e['server']}" if e.get("server") else str(e["id"])
+
+
 def status_text(f: dict[str, Any]) -> str:
     """'new', 'known', 'known (ledger: ID, ...)', or 'new (...)' when some failing Cases of a
     signature the ledger knows fall outside its entries' ``when`` predicates."""
     if f.get("ledger"):
-        return "known (ledger: " + ", ".join(e["id"] for e in f["ledger"]) + ")"
+        return "known (ledger: " + ", ".join(_entry_text(e) for e in f["ledger"]) + ")"
     if f.get("ledger_outside"):
         return f"{f.get('status')} ({_cell(f['ledger_outside'], 120)})"
     return str(f.get("status"))

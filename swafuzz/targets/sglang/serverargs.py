@@ -36,7 +36,8 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from swafuzz.targets.sglang.serverargs_probes import PLATFORMS, patched_probes
@@ -232,11 +233,15 @@ def _fail(shape: ReleaseShape, kwargs: dict[str, object], exc: BaseException) ->
         f"checks: {type(exc).__name__}: {exc} (at {_raiser(exc) or '?'})")
 
 
-def check_server_args(config: Mapping[str, object], *, model_type: str | None = None,
-                      platform: str = "h200",
-                      env: Mapping[str, str] | None = None) -> ArgsVerdict:
+@contextmanager
+def built_server_args(config: Mapping[str, object], *, model_type: str | None = None,
+                      platform: str = "h200", env: Mapping[str, str] | None = None
+                      ) -> Iterator[tuple[ArgsVerdict, object | None]]:
     """Build the installed release's ServerArgs from ``config`` and resolve it as the server
-    does; the verdict says whether the release accepts it, with its message if not.
+    does; yields ``(verdict, record)`` (the record None when the release refuses) while the
+    stand-in's folder, the probes and ``env`` are still in place, so a caller can hand the
+    record to the release's own context (``runtime_context.create_context``) and evaluate a
+    release rule under it.
 
     Several release modules import GPU-only packages (sgl_kernel, flashinfer) at module level
     when ``is_cuda()`` is true. When a build under the GPU answers meets one, the module it
@@ -271,30 +276,41 @@ def check_server_args(config: Mapping[str, object], *, model_type: str | None = 
                 os.environ.clear()
                 os.environ.update(saved_env)
                 os.environ.update(env or {})
-                try:
-                    with patched_probes(platform):
-                        args = _build(shape, kwargs, folder)
-                except REFUSALS as exc:
-                    return ArgsVerdict(False, str(exc), type(exc).__name__, _raiser(exc),
-                                       model_type, platform)
-                except ModuleNotFoundError as exc:
-                    module = _first_module(exc)
-                    if module is None or module in tried or len(tried) >= MAX_PREIMPORTS:
-                        raise _fail(shape, kwargs, exc) from exc
-                    tried.append(module)
+                with patched_probes(platform):
                     try:
-                        importlib.import_module(module)
-                    except Exception:  # noqa: BLE001 - reported as the build's failure
+                        args = _build(shape, kwargs, folder)
+                    except REFUSALS as exc:
+                        yield (ArgsVerdict(False, str(exc), type(exc).__name__, _raiser(exc),
+                                           model_type, platform), None)
+                        return
+                    except ModuleNotFoundError as exc:
+                        module = _first_module(exc)
+                        if module is None or module in tried or len(tried) >= MAX_PREIMPORTS:
+                            raise _fail(shape, kwargs, exc) from exc
+                        tried.append(module)
+                    except Exception as exc:
                         raise _fail(shape, kwargs, exc) from exc
-                    continue
-                except Exception as exc:
+                    else:
+                        yield (ArgsVerdict(True, model_type=model_type, platform=platform,
+                                           resolved=_resolved(args, shape.fields)), args)
+                        return
+                try:  # outside the probes: the module imports as the CPU answers
+                    importlib.import_module(tried[-1])
+                except Exception as exc:  # noqa: BLE001 - reported as the build's failure
                     raise _fail(shape, kwargs, exc) from exc
-                return ArgsVerdict(True, model_type=model_type, platform=platform,
-                                   resolved=_resolved(args, shape.fields))
     finally:
         quiet.setLevel(level)
         os.environ.clear()
         os.environ.update(saved_env)
+
+
+def check_server_args(config: Mapping[str, object], *, model_type: str | None = None,
+                      platform: str = "h200",
+                      env: Mapping[str, str] | None = None) -> ArgsVerdict:
+    """The release's verdict on ``config`` (:func:`built_server_args`, record dropped)."""
+    with built_server_args(config, model_type=model_type, platform=platform,
+                           env=env) as (verdict, _args):
+        return verdict
 
 
 def release_refusal(config: Mapping[str, object], *, model_type: str | None = None,

@@ -6,15 +6,17 @@ An entry's optional ``server`` field (:mod:`swafuzz.harness.ledger`)::
     "server": {"status": "unreachable",                     # or "probable", "reachable"
                "server_args": {"tp_size": 4, ...},           # ServerArgs field names
                "env": {"SGLANG_...": "8192"},                # optional: deployment env
+               "stand_in": {"dspark_block_size": 4},         # optional: model config keys
                "requests": "an extend of 1 token on ...",    # the request pattern
                "guard": "pkg.module.function: the rule",     # what blocks it (unreachable)
                "test": "tests/targets/test_x.py::test_y",    # the test that checks the answer
                "bundle": null,                               # a server-level bundle (reachable)
                "note": "..."}                                # optional
 
-* ``unreachable``: ``guard`` names the release's argument check or scheduler rule that blocks
-  every server path to the finding; ``test`` checks that the guard holds on the entry's
-  releases (``server_args``, when given, is a combination the guard refuses).
+* ``unreachable``: ``guard`` names the release's argument check, scheduler rule or model
+  shape that blocks every server path to the finding; ``test`` checks that the guard holds on
+  the entry's releases (``server_args``, when given, is the combination the test checks it
+  with: refused, or accepted with the blocking value forced).
 * ``probable``: the release's own argument checks accept ``server_args`` (checked by ``test``)
   and ``requests`` describes the request pattern that reaches the path, from reading the
   release; no server-level bundle reproduces it yet (``bundle`` must be null: "reachable
@@ -36,7 +38,8 @@ from dataclasses import dataclass, field
 from swafuzz.harness.ledger_when import LedgerError
 
 STATUSES = ("unreachable", "probable", "reachable")
-_KEYS = ("status", "server_args", "env", "requests", "guard", "test", "bundle", "note")
+_KEYS = ("status", "server_args", "env", "stand_in", "requests", "guard", "test", "bundle",
+         "note")
 _TEST = re.compile(r"^tests/[\w./-]+\.py::[A-Za-z_]\w*$")
 _SCALARS = (bool, int, float, str, type(None))
 
@@ -47,6 +50,7 @@ class ServerAnswer:
     test: str
     server_args: dict[str, object] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    stand_in: dict[str, object] = field(default_factory=dict)
     requests: str = ""
     guard: str = ""
     bundle: str | None = None
@@ -87,6 +91,10 @@ def parse_server(obj: object, at: str) -> ServerAnswer:
     if not isinstance(env, dict) or not all(
             isinstance(k, str) and k and isinstance(v, str) for k, v in env.items()):
         raise LedgerError(f"{at}: field 'env' must map variable names to strings")
+    stand_in = obj.get("stand_in", {})
+    if not isinstance(stand_in, dict) or not all(isinstance(k, str) and k for k in stand_in):
+        raise LedgerError(f"{at}: field 'stand_in' must map the model stand-in's config.json "
+                          "keys to values")
     requests = _text(obj, "requests", at, status != "unreachable")
     guard = _text(obj, "guard", at, status == "unreachable")
     note = _text(obj, "note", at, False)
@@ -101,7 +109,8 @@ def parse_server(obj: object, at: str) -> ServerAnswer:
     if status != "unreachable" and not args:
         raise LedgerError(f"{at}: status {status!r} needs field 'server_args' (the arguments "
                           "the release accepts)")
-    return ServerAnswer(status, test, dict(args), dict(env), requests, guard, bundle, note)
+    return ServerAnswer(status, test, dict(args), dict(env), dict(stand_in), requests, guard,
+                        bundle, note)
 
 
 def server_text(answer: ServerAnswer | None) -> str:
@@ -118,6 +127,7 @@ def server_text(answer: ServerAnswer | None) -> str:
 def _args_text(answer: ServerAnswer) -> str:
     parts = [f"{k}={json.dumps(v)}" for k, v in answer.server_args.items()]
     parts += [f"env {k}={v}" for k, v in answer.env.items()]
+    parts += [f"model config {k}={json.dumps(v)}" for k, v in answer.stand_in.items()]
     return ", ".join(parts) or "-"
 
 
@@ -130,7 +140,8 @@ def table(entries: list) -> str:
         if a is None:
             rows.append(f"| {e.id} | {', '.join(e.releases) or 'any'} | not answered | - | - |")
             continue
-        what = (f"guard: {a.guard}" + (f" (refused: {_args_text(a)})" if a.server_args else "")
+        what = (f"guard: {a.guard}" + (f" (checked with: {_args_text(a)})"
+                                         if a.server_args else "")
                 if a.status == "unreachable" else f"{_args_text(a)}; requests: {a.requests}")
         status = {"probable": "reachable (args accepted), bundle pending"}.get(a.status,
                                                                                 a.status)

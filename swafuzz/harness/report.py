@@ -90,7 +90,7 @@ def build(d: str, baseline: str | None = None, reruns: int = 0, ledger: str | No
         measure_reliability(groups, reruns, meta.get("target") or "unified")
     status = dedup.classify([g.signature for g in groups], base_sigs)
     vers = meta.get("versions") or (bundles[0][1].get("versions") if bundles else None) or {}
-    server_of = {e.id: server_text(e.server) for e in entries}
+    server_of = {e.id: server_text(e.server) for e in entries if e.server is not None}
     led = ledger_status(groups, rows, bundles, entries, meta.get("target") or "unified", vers,
                         release, meta.get("executor") if isinstance(meta.get("executor"), str)
                         else None)

@@ -101,8 +101,10 @@ def status_text(f: dict[str, Any]) -> str:
 def bundle_status(f: dict[str, Any], v: dict[str, Any]) -> str:
     """A bundle's status: the group's, with the ledger entry that knows this bundle's Case."""
     if f.get("ledger"):
-        return "known (ledger: " + ", ".join(v.get("ledger") or [e["id"] for e in f["ledger"]]) \
-            + ")"
+        by_id = {e["id"]: e for e in f["ledger"]}
+        ids = v.get("ledger") or list(by_id)
+        return "known (ledger: " + ", ".join(
+            _entry_text(by_id.get(i, {"id": i})) for i in ids) + ")"
     return status_text(f)
 
 

@@ -70,6 +70,10 @@ def test_bad_input_names_the_field(sa):
         sa.check_server_args({}, platform="tpu")
     with pytest.raises(sa.ServerArgsConfigError, match=r"model_type: 'llama'"):
         sa.check_server_args({}, model_type="llama")
+    with pytest.raises(sa.ServerArgsConfigError, match=r"stand_in: a dict"):
+        sa.check_server_args({}, stand_in={"model_type": "x"})
+    with pytest.raises(sa.ServerArgsConfigError, match=r"env\.X: names and values"):
+        sa.check_server_args({}, env={"X": 1})
 
 
 def test_probes_answer_as_the_gpu_only_inside_a_build_and_are_put_back(sa):

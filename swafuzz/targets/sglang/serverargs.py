@@ -36,10 +36,12 @@ import json
 import logging
 import os
 import tempfile
+import traceback
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from swafuzz.targets.sglang import installed_version
 from swafuzz.targets.sglang.serverargs_probes import PLATFORMS, patched_probes
 
 #: model type -> the stand-in's config.json (the architecture the release's model hooks and
@@ -63,19 +65,6 @@ DEFAULTS: dict[str, object] = {"device": "cuda", "skip_tokenizer_init": True}
 
 #: the exceptions through which the release's argument checks refuse a combination
 REFUSALS = (ValueError, AssertionError, NotImplementedError)
-
-#: resolved fields reported by a verdict when the release has them (what shapes the SWA path)
-REPORTED = (
-    "device", "tp_size", "dp_size", "attn_dp_size", "attn_cp_size", "enable_dp_attention",
-    "page_size", "attention_backend", "dsv4_attn_backend", "kv_cache_dtype",
-    "speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
-    "speculative_num_draft_tokens", "chunked_prefill_size", "max_running_requests",
-    "disable_radix_cache", "disable_cuda_graph", "cuda_graph_bs", "cuda_graph_bs_decode",
-    "cuda_graph_backend_prefill", "enable_mixed_chunk", "enable_encoder_swa_bounded_replay",
-    "enable_decoder_swa_bounded_replay", "enable_attn_tp_input_scattered",
-    "moe_a2a_backend",
-)
-
 
 class ServerArgsConfigError(ValueError):
     """The config dict is not a set of the installed release's ServerArgs fields."""
@@ -109,14 +98,12 @@ class ArgsVerdict:
     where: str | None = None       # the release file:function that raised
     model_type: str = ""
     platform: str = ""
-    resolved: dict[str, object] = field(default_factory=dict)
+    resolved: dict[str, object] = field(default_factory=dict)  # every field, as resolved
 
 
 def release_shape() -> ReleaseShape:
     """Detect the installed release's ServerArgs kind and the fields it takes."""
     from sglang.srt import server_args as module
-
-    from swafuzz.targets.sglang import installed_version
 
     cls = module.ServerArgs
     if dataclasses.is_dataclass(cls):
@@ -156,19 +143,14 @@ def validate_config(config: Mapping[str, object], shape: ReleaseShape) -> dict[s
     return out
 
 
-#: the keys a V4.1 checkpoint that bundles its DSpark draft head carries (the release reads
-#: any of them as "draft bundled": the draft path then defaults to the model path)
-_BUNDLED_DSPARK: dict[str, object] = {"dspark_block_size": 4, "dspark_target_layer_ids": [0, 1]}
-
-
-def write_stand_in(folder: str, model_type: str, *, bundled_draft: bool = False) -> str:
-    """Write the model stand-in's ``config.json`` into ``folder`` (with the bundled DSpark
-    draft's keys when asked); returns ``folder``."""
+def write_stand_in(folder: str, model_type: str,
+                   extra: Mapping[str, object] | None = None) -> str:
+    """Write the model stand-in's ``config.json`` into ``folder`` (``extra``: keys a real
+    checkpoint's config adds, e.g. the keys that say it bundles a draft head); returns
+    ``folder``."""
     if model_type not in MODEL_TYPES:
         raise ServerArgsConfigError(f"model_type: {model_type!r} is not one of {MODEL_TYPES}")
-    values = {**_BASE_CONFIG, "model_type": model_type}
-    if bundled_draft:
-        values.update(_BUNDLED_DSPARK)
+    values = {**_BASE_CONFIG, **dict(extra or {}), "model_type": model_type}
     with open(os.path.join(folder, "config.json"), "w", encoding="utf-8") as fh:
         json.dump(values, fh)
     return folder
@@ -176,8 +158,6 @@ def write_stand_in(folder: str, model_type: str, *, bundled_draft: bool = False)
 
 def _raiser(exc: BaseException) -> str:
     """``path:function`` of the last frame inside the sglang package."""
-    import traceback
-
     where = ""
     for frame in traceback.extract_tb(exc.__traceback__):
         if "/sglang/" in frame.filename:
@@ -186,18 +166,21 @@ def _raiser(exc: BaseException) -> str:
 
 
 def _resolved(args: object, names: tuple[str, ...]) -> dict[str, object]:
+    """Every field's resolved value (the last declaration of the 0.5.22-style pipeline, else
+    the record's field); values that are not JSON scalars or lists as their ``repr``."""
     try:
         from sglang.srt.arg_groups.overrides import resolution_result
     except ImportError:
         resolution_result = None
     out: dict[str, object] = {}
-    for name in REPORTED:
-        if name not in names:
-            continue
+    for name in names:
         value = (resolution_result(args, name) if resolution_result is not None
                  else getattr(args, name, None))
-        if not isinstance(value, (bool, int, float, str, type(None))):
-            value = repr(value) if not isinstance(value, (list, tuple)) else list(value)
+        if isinstance(value, (list, tuple)) and all(
+                isinstance(x, (bool, int, float, str, type(None))) for x in value):
+            value = list(value)
+        elif not isinstance(value, (bool, int, float, str, type(None))):
+            value = repr(value)
         out[name] = value
     return out
 
@@ -209,8 +192,6 @@ MAX_PREIMPORTS = 12
 def _first_module(exc: BaseException) -> str | None:
     """The outermost sglang module whose import the exception interrupted (a module-level
     ``if is_cuda(): import sgl_kernel`` seen under the GPU answers), as a dotted name."""
-    import traceback
-
     for frame in traceback.extract_tb(exc.__traceback__):
         if frame.name == "<module>" and "/sglang/" in frame.filename:
             tail = frame.filename.split("site-packages/")[-1]
@@ -235,7 +216,8 @@ def _fail(shape: ReleaseShape, kwargs: dict[str, object], exc: BaseException) ->
 
 @contextmanager
 def built_server_args(config: Mapping[str, object], *, model_type: str | None = None,
-                      platform: str = "h200", env: Mapping[str, str] | None = None
+                      platform: str = "h200", env: Mapping[str, str] | None = None,
+                      stand_in: Mapping[str, object] | None = None
                       ) -> Iterator[tuple[ArgsVerdict, object | None]]:
     """Build the installed release's ServerArgs from ``config`` and resolve it as the server
     does; yields ``(verdict, record)`` (the record None when the release refuses) while the
@@ -249,7 +231,9 @@ def built_server_args(config: Mapping[str, object], *, model_type: str | None = 
     on a fresh record, at most :data:`MAX_PREIMPORTS` times.
 
     ``env``: environment variables the deployment sets (the release reads some limits from
-    ``SGLANG_*`` variables), set for the build only."""
+    ``SGLANG_*`` variables), set for the build only. ``stand_in``: keys added to the model
+    stand-in's ``config.json`` (what a real checkpoint's config carries that the release reads,
+    e.g. the keys by which a checkpoint says it bundles a draft head)."""
     if platform not in PLATFORMS:
         raise ServerArgsConfigError(f"platform: {platform!r} is not one of {sorted(PLATFORMS)}")
     shape = release_shape()
@@ -261,6 +245,10 @@ def built_server_args(config: Mapping[str, object], *, model_type: str | None = 
     for key, value in (env or {}).items():
         if not (isinstance(key, str) and isinstance(value, str)):
             raise ServerArgsConfigError(f"env.{key}: names and values are strings")
+    if stand_in is not None and not (isinstance(stand_in, Mapping) and all(
+            isinstance(k, str) and k not in ("model_type", "architectures") for k in stand_in)):
+        raise ServerArgsConfigError("stand_in: a dict of config.json keys (strings; not "
+                                    "model_type or architectures, which swafuzz sets)")
     saved_env = dict(os.environ)
     quiet = logging.getLogger("sglang")
     level = quiet.level
@@ -268,10 +256,7 @@ def built_server_args(config: Mapping[str, object], *, model_type: str | None = 
     tried: list[str] = []
     try:
         with tempfile.TemporaryDirectory(prefix="swafuzz-serverargs-") as folder:
-            # a DSpark run without a draft path serves a checkpoint that bundles its draft
-            bundled = (str(kwargs.get("speculative_algorithm") or "").upper() == "DSPARK"
-                       and not kwargs.get("speculative_draft_model_path"))
-            write_stand_in(folder, model_type, bundled_draft=bundled)
+            write_stand_in(folder, model_type, stand_in)
             while True:
                 os.environ.clear()
                 os.environ.update(saved_env)
@@ -304,18 +289,35 @@ def built_server_args(config: Mapping[str, object], *, model_type: str | None = 
         os.environ.update(saved_env)
 
 
+@contextmanager
+def release_context(args: object, *, world_rank: int = 0) -> Iterator[object]:
+    """The release's own runtime context built from a resolved record (``runtime_context.
+    create_context`` with the ``test`` role, rank ``world_rank``), active for the duration
+    (``use_context``: the process's context is restored after). Releases without a scoped
+    context (0.5.12-style globals) raise :class:`ServerArgsBuildError`."""
+    from sglang.srt import runtime_context as rc
+
+    if not all(hasattr(rc, n) for n in ("create_context", "use_context", "SpawnRanks")):
+        raise ServerArgsBuildError(
+            "this release has no scoped runtime context (runtime_context.create_context)")
+    ctx = rc.create_context(args, role="test", ranks=rc.SpawnRanks(world_rank=world_rank))
+    with rc.use_context(ctx):
+        yield ctx
+
+
 def check_server_args(config: Mapping[str, object], *, model_type: str | None = None,
-                      platform: str = "h200",
-                      env: Mapping[str, str] | None = None) -> ArgsVerdict:
+                      platform: str = "h200", env: Mapping[str, str] | None = None,
+                      stand_in: Mapping[str, object] | None = None) -> ArgsVerdict:
     """The release's verdict on ``config`` (:func:`built_server_args`, record dropped)."""
-    with built_server_args(config, model_type=model_type, platform=platform,
-                           env=env) as (verdict, _args):
+    with built_server_args(config, model_type=model_type, platform=platform, env=env,
+                           stand_in=stand_in) as (verdict, _args):
         return verdict
 
 
 def release_refusal(config: Mapping[str, object], *, model_type: str | None = None,
-                    platform: str = "h200",
-                    env: Mapping[str, str] | None = None) -> str | None:
+                    platform: str = "h200", env: Mapping[str, str] | None = None,
+                    stand_in: Mapping[str, object] | None = None) -> str | None:
     """None when the installed release accepts these server arguments, else its message."""
-    verdict = check_server_args(config, model_type=model_type, platform=platform, env=env)
+    verdict = check_server_args(config, model_type=model_type, platform=platform, env=env,
+                                stand_in=stand_in)
     return None if verdict.accepted else verdict.message

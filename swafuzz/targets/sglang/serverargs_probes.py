@@ -17,6 +17,7 @@ answer. The DeepSeek-V4 argument checks read here call their probes at validatio
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -127,8 +128,6 @@ def _swap(originals: dict[int, object], replacements: dict[int, object]) -> None
 def patched_probes(platform: str) -> Iterator[tuple[Probe, ...]]:
     """Answer the release's environment probes as ``platform`` (a key of
     :data:`PLATFORMS`) for the duration; yields the probes that exist in this release."""
-    import importlib
-
     if platform not in PLATFORMS:
         raise ValueError(f"platform: {platform!r} is not one of {sorted(PLATFORMS)}")
     common = importlib.import_module(COMMON)

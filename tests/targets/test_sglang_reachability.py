@@ -103,6 +103,10 @@ def test_window_refuses_dp_attention_before_0_5_23(eid):
     assert "validate_deepseek_v41_features" in v.where and "DP attention" in v.message
     alone = verdict(e, dp_size=1, enable_dp_attention=False)   # the window alone: accepted
     assert alone.accepted, alone.message
+    eagle = verdict(e, dp_size=1, enable_dp_attention=False, speculative_algorithm="EAGLE",
+                    speculative_eagle_topk=1, speculative_num_steps=1,
+                    speculative_num_draft_tokens=2)             # the other IDLE source
+    assert not eagle.accepted and "validate_deepseek_v41_features" in eagle.where
 
 
 def test_tail_with_window_is_accepted():

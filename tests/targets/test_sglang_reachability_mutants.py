@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.upstream, pytest.mark.skipif(
 
 
 @pytest.fixture
-def rt(monkeypatch):
+def rt(monkeypatch, request):
     """The reachability tests' module, with ``mutate(eid, release_ok, **args)``: the entry's
     server arguments changed (None removes one) and, with ``release_ok``, its release list
     ignored (a guard checked on a release the entry does not list)."""
@@ -31,6 +31,10 @@ def rt(monkeypatch):
     import sys
     sys.path.insert(0, os.path.dirname(__file__))
     import test_sglang_reachability as mod
+
+    from swafuzz.targets.sglang.serverargs import forget_verdicts
+    forget_verdicts()                 # verdicts of the unmutated release are not reused
+    request.addfinalizer(forget_verdicts)  # nor the mutant's afterwards
 
     def mutate(eid, release_ok=False, **changes):
         e = mod.ENTRIES[eid]

@@ -103,6 +103,20 @@ def test_probes_answer_as_the_gpu_only_inside_a_build_and_are_put_back(sa):
     assert leftovers == []
 
 
+def test_verdicts_are_remembered_per_process(sa):
+    first = sa.check_server_args({"tp_size": 2})
+    again = sa.check_server_args({"tp_size": 2})
+    assert again == first and again.resolved is not first.resolved
+    again.resolved["page_size"] = 0               # a caller's copy: the memory keeps its own
+    assert sa.check_server_args({"tp_size": 2}).resolved["page_size"] == 256
+    sa.forget_verdicts()
+    rebuilt = sa.check_server_args({"tp_size": 2})   # a new build: the same answers ...
+    assert rebuilt is not first and rebuilt.accepted
+    assert {k: v for k, v in rebuilt.resolved.items() if k != "random_seed"} == {
+        k: v for k, v in first.resolved.items() if k != "random_seed"}  # ... but the seed
+    assert first.resolved["model_path"] == sa.STAND_IN
+
+
 def test_the_build_leaves_the_environment_as_it_found_it(sa):
     before = dict(os.environ)
     sa.check_server_args({"speculative_algorithm": "EAGLE", "speculative_eagle_topk": 1,

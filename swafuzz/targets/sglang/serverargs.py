@@ -165,9 +165,14 @@ def _raiser(exc: BaseException) -> str:
     return where
 
 
-def _resolved(args: object, names: tuple[str, ...]) -> dict[str, object]:
+#: what the stand-in's temporary folder reads as in a verdict (model_path and its copies)
+STAND_IN = "<stand-in>"
+
+
+def _resolved(args: object, names: tuple[str, ...], folder: str) -> dict[str, object]:
     """Every field's resolved value (the last declaration of the 0.5.22-style pipeline, else
-    the record's field); values that are not JSON scalars or lists as their ``repr``."""
+    the record's field); values that are not JSON scalars or lists as their ``repr``; the
+    stand-in's folder as :data:`STAND_IN`."""
     try:
         from sglang.srt.arg_groups.overrides import resolution_result
     except ImportError:
@@ -181,7 +186,7 @@ def _resolved(args: object, names: tuple[str, ...]) -> dict[str, object]:
             value = list(value)
         elif not isinstance(value, (bool, int, float, str, type(None))):
             value = repr(value)
-        out[name] = value
+        out[name] = STAND_IN if value == folder else value
     return out
 
 
@@ -277,7 +282,7 @@ def built_server_args(config: Mapping[str, object], *, model_type: str | None = 
                         raise _fail(shape, kwargs, exc) from exc
                     else:
                         yield (ArgsVerdict(True, model_type=model_type, platform=platform,
-                                           resolved=_resolved(args, shape.fields)), args)
+                                           resolved=_resolved(args, shape.fields, folder)), args)
                         return
                 try:  # outside the probes: the module imports as the CPU answers
                     importlib.import_module(tried[-1])
@@ -305,13 +310,35 @@ def release_context(args: object, *, world_rank: int = 0) -> Iterator[object]:
         yield ctx
 
 
+#: verdicts of this process, by their inputs (a build is deterministic for them)
+_VERDICTS: dict[str, ArgsVerdict] = {}
+
+
+def forget_verdicts() -> None:
+    """Drop the remembered verdicts (after changing the release in-process, as a test's
+    mutant does)."""
+    _VERDICTS.clear()
+
+
 def check_server_args(config: Mapping[str, object], *, model_type: str | None = None,
                       platform: str = "h200", env: Mapping[str, str] | None = None,
                       stand_in: Mapping[str, object] | None = None) -> ArgsVerdict:
-    """The release's verdict on ``config`` (:func:`built_server_args`, record dropped)."""
-    with built_server_args(config, model_type=model_type, platform=platform, env=env,
-                           stand_in=stand_in) as (verdict, _args):
-        return verdict
+    """The release's verdict on ``config`` (:func:`built_server_args`, record dropped);
+    remembered per process, so a campaign asking again pays no second build."""
+    try:
+        key = json.dumps([sorted(dict(config).items()), model_type, platform,
+                          sorted(dict(env or {}).items()), sorted(dict(stand_in or {}).items())])
+    except (TypeError, ValueError):
+        key = None  # not JSON: built_server_args names the bad field
+    if key is None or key not in _VERDICTS:
+        with built_server_args(config, model_type=model_type, platform=platform, env=env,
+                               stand_in=stand_in) as (verdict, _args):
+            pass
+        if key is None:
+            return verdict
+        _VERDICTS[key] = verdict
+    v = _VERDICTS[key]
+    return dataclasses.replace(v, resolved=dict(v.resolved))
 
 
 def release_refusal(config: Mapping[str, object], *, model_type: str | None = None,

@@ -1,0 +1,206 @@
+"""Issue 18 item 2, the padding hop: SGLang's own MLP-sync / DP / attention-TP padding on real
+process groups (2 processes, gloo over 127.0.0.1; ``features/dp/sglang_sync.py``), compared with
+swafuzz's DP model (``features/dp``: ``DPAttention`` = hook ``engine.rank_pad``, ``batch_pad``),
+and the reachability of ledger entry ``window-dp-extend-pad-joins-run`` from the release's own
+padding. Marker ``upstream``; skipped without sglang or on a release without the bring-up
+(0.5.12). One module fixture per server shape (its bring-up: ~45 s on 2 shared cores); each
+test's steps then take well under a second. Reproduce:
+``$(scripts/upstream-env 0.5.23) -m pytest tests/targets/test_sglang_dp_sync.py``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+
+import pytest
+import torch
+
+pytestmark = [pytest.mark.upstream, pytest.mark.skipif(
+    importlib.util.find_spec("sglang") is None, reason="sglang is not installed")]
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUNDLE = os.path.join(ROOT, "tests", "data", "bundles", "sglang",
+                      "window_dp_extend_pad_joins_run.json")
+
+
+def _sync(shape):
+    from swafuzz.features.dp.sglang_sync import NEEDS, DPSync
+    import sglang
+
+    site = os.path.dirname(os.path.dirname(sglang.__file__))
+    if not all(os.path.exists(os.path.join(site, n)) for n in NEEDS):
+        pytest.skip("the release has no runtime_context / bootstrap bring-up (before 0.5.22)")
+    return DPSync(shape, start_timeout=300, step_timeout=30)
+
+
+@pytest.fixture(scope="module")
+def dp2():
+    """DP attention, tp 2, dp 2: attention TP 1, two attention-DP ranks."""
+    from swafuzz.features.dp.sglang_sync import ServerShape
+    with _sync(ServerShape(tp_size=2, dp_size=2, enable_dp_attention=True)) as d:
+        yield d
+
+
+@pytest.fixture(scope="module")
+def atp2():
+    """tp 2 with ``--moe-dense-tp-size 1``: attention TP 2, MLP sync on (the gathered buffer)."""
+    from swafuzz.features.dp.sglang_sync import ServerShape
+    with _sync(ServerShape(tp_size=2, moe_dense_tp_size=1)) as d:
+        yield d
+
+
+def _model_pad(mode: str, seq, loc, padded: int) -> dict:
+    """swafuzz's DP model (the engine's ``DPAttention``) on the same batch."""
+    from swafuzz.features.dp.engine import DPAttention
+    from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
+
+    dp = DPAttention()
+    if mode == "idle":
+        fb = dp.idle_batch()
+    else:
+        t = torch.tensor
+        fb = ForwardBatch(ForwardMode.DECODE, len(seq), t(loc, dtype=torch.int64),
+                          t(seq, dtype=torch.int64), t([s - 1 for s in seq], dtype=torch.int64))
+    dp.pad_inputs_to_size(fb, padded)
+    return {"batch_size": fb.batch_size, "out_cache_loc": fb.out_cache_loc.tolist(),
+            "positions": fb.positions.tolist(), "seq_lens": fb.seq_lens.tolist(),
+            "mode": fb.forward_mode.name}
+
+
+def _pick(d: dict) -> dict:
+    return {k: d[k] for k in ("batch_size", "out_cache_loc", "positions", "seq_lens", "mode")}
+
+
+def test_parallel_state_is_the_releases_on_gloo(dp2, atp2):
+    for d, atp, adp in ((dp2, 1, 2), (atp2, 2, 1)):
+        assert [f["tp_group_backend"] for f in d.facts] == ["gloo", "gloo"]
+        assert {f["attn_tp_size"] for f in d.facts} == {atp}
+        assert {f["attn_dp_size"] for f in d.facts} == {adp}
+        assert all(f["require_mlp_sync"] for f in d.facts)
+    assert [f["attn_dp_rank"] for f in dp2.facts] == [0, 1]
+    assert [f["attn_tp_rank"] for f in atp2.facts] == [0, 1]
+
+
+def test_dp_decode_and_idle_pad_as_the_model(dp2):
+    """DECODE / IDLE ranks under MAX_LEN (2 ranks, decode only): the release pads each rank to
+    the gathered maximum: out_cache_loc and positions with 0, seq_lens with 1, batch size =
+    rows; exactly swafuzz's ``DPAttention.pad_inputs_to_size`` (``dp_decode``'s model)."""
+    from swafuzz.features.dp.sglang_sync import RankInput
+
+    steps = [
+        (RankInput("decode", (5,), (), (11,)), RankInput("decode", (3, 4, 9), (), (7, 8, 9))),
+        (RankInput("decode", (2, 6), (), (4, 5)), RankInput("idle")),
+        (RankInput("idle"), RankInput("decode", (2,), (), (6,))),
+    ]
+    for ranks in steps:
+        out = dp2.step(list(ranks))
+        counts = [len(r.out_cache_loc) for r in ranks]
+        for r, o in zip(ranks, out):
+            assert o["ran"] and o["path"] == "mlp_sync", o
+            assert o["gathered"] == counts
+            assert o["padded"]["padding_mode"] == "MAX_LEN"
+            model = _model_pad(r.mode, r.seq_lens, r.out_cache_loc, max(counts))
+            assert _pick(o["padded"]) == model, (r, o["padded"], model)
+            # the epilogue restores the batch size and slices seq_lens / positions back
+            assert o["after_post"]["batch_size"] == len(r.seq_lens)
+            assert o["after_post"]["seq_lens"] == list(r.seq_lens)
+
+
+def test_extend_in_batch_is_sum_len_no_rewrite(dp2):
+    """A peer extends: eager DP attention takes SUM_LEN (``get_dp_padding_mode``, gather width
+    2), so no rank is padded (attention TP 1), a DECODE rank stays DECODE (no rewrite: that
+    needs MAX_LEN, i.e. the prefill-graph rule) and an IDLE rank runs 0 rows. swafuzz's
+    ``dp_extend`` / padded-IDLE-beside-an-extend Cases are therefore the prefill-graph path's,
+    not eager's (noted in the component table)."""
+    from swafuzz.features.dp.sglang_sync import RankInput
+
+    ext = RankInput("extend", (4,), (3,), (5, 6, 7))
+    for other, rows in ((RankInput("decode", (9,), (), (12,)), 1), (RankInput("idle"), 0)):
+        a, b = dp2.step([ext, other])
+        assert a["padded"]["padding_mode"] == b["padded"]["padding_mode"] == "SUM_LEN"
+        assert a["padded"]["out_cache_loc"] == [5, 6, 7]
+        assert b["padded"]["mode"] == other.mode.upper()
+        assert b["padded"]["original_mode"] is None
+        assert len(b["padded"]["out_cache_loc"]) == rows
+
+
+def test_attn_tp2_pads_an_extend_of_one_token(atp2):
+    """Attention TP 2: ``ceil_align(1, 2)``: an EXTEND of 1 row forwards 2 rows: the second
+    has full location 0 and position 0; seq_lens / extend_seq_lens keep the one request of 1
+    row, so the out_cache_loc the backend gets is longer than the batch's rows (the premise of
+    ``window-dp-extend-pad-joins-run``). A DECODE of 1 becomes 2 requests (seq fill 1)."""
+    from swafuzz.features.dp.sglang_sync import RankInput
+
+    e = RankInput("extend", (2,), (1,), (17,))
+    for o in atp2.step([e, e]):
+        p = o["padded"]
+        assert (p["out_cache_loc"], p["positions"], p["seq_lens"], p["extend_seq_lens"],
+                p["batch_size"], p["mode"]) == ([17, 0], [1, 0], [2], [1], 1, "EXTEND")
+        assert o["gathered"] == [1] and p["global_num_tokens"] == [2]
+        assert p["extend_num_tokens"] == 2
+    even = RankInput("extend", (2,), (2,), (17, 18))
+    for o in atp2.step([even, even]):
+        assert o["padded"]["out_cache_loc"] == [17, 18]
+    d = RankInput("decode", (7,), (), (21,))
+    for o in atp2.step([d, d]):
+        assert _pick(o["padded"]) == _model_pad("decode", (7,), (21,), 2)
+
+
+def _bundle_case(rank_tokens):
+    from dataclasses import replace
+
+    from swafuzz.features.validation import load_case
+
+    with open(BUNDLE) as f:
+        case = load_case(json.load(f)["case"])
+    return replace(case, steps=tuple(
+        replace(s, rank_tokens=rank_tokens) if s.op == "extend" else s for s in case.steps))
+
+
+def _only_window_release():
+    from swafuzz.targets import sglang as sg
+    if sg.release()[1] != "0.5.23":
+        pytest.skip("the request window exists on adapter 0.5.23 only")
+
+
+def test_window_finding_reproduces_from_release_padding(atp2, monkeypatch):
+    """The ledger bundle's EXTEND (1 token, request window, no tail) with its padding taken
+    from the release's MLP-sync padding under attention TP 2 (both TP ranks hold the batch):
+    the backend is handed ``[loc, 0]`` / positions ``[p, 0]`` and the window / history checks
+    fail as the ledger says. The same step with 2 tokens is not padded and passes."""
+    _only_window_release()
+    from swafuzz.features.dp.sglang_sync import RankInput
+    from swafuzz.features.dspark.sglang_release_pad import ReleasePaddedDSpark
+    from swafuzz.features.request_window.sglang import SGLangWindowPath
+    from swafuzz.harness.run import execute
+
+    seen = []
+
+    def padder(seq, ext, loc):
+        r = RankInput("extend", tuple(seq), tuple(ext), tuple(loc))
+        out = atp2.step([r, r])
+        assert out[0]["padded"] == out[1]["padded"]
+        seen.append(out[0])
+        return out[0]["padded"]["out_cache_loc"], out[0]["padded"]["positions"]
+
+    monkeypatch.setattr(SGLangWindowPath, "dspark_cls", ReleasePaddedDSpark)
+    monkeypatch.setattr(ReleasePaddedDSpark, "padder", staticmethod(padder))
+    monkeypatch.setattr(ReleasePaddedDSpark, "handed", [])
+    # rank_tokens: the count the release padded this rank to (its global_num_tokens entry)
+    v = execute(_bundle_case((2,)), "sglang", "torch", ["eager"])
+    assert seen and seen[0]["padded"]["global_num_tokens"] == [2]
+    handed = ReleasePaddedDSpark.handed
+    assert handed and handed[0]["rows"] == 1 and handed[0]["out_cache_loc"][1:] == [0]
+    assert handed[0]["positions"] == [1, 0]
+    msgs = [f.message for f in v.failures]
+    assert any("history row" in m for m in msgs), msgs
+    assert {f.check for f in v.failures} >= {"window", "history"}
+    # control: an extend of 2 tokens is already a multiple of attention TP 2: no padding
+    from dataclasses import replace
+    case = _bundle_case((2,))
+    case = replace(case, steps=tuple(replace(s, lengths=(2,)) if s.op == "extend" else s
+                                     for s in case.steps))
+    v = execute(case, "sglang", "torch", ["eager"])
+    assert not v.failures, [f.message for f in v.failures]

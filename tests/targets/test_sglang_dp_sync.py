@@ -26,8 +26,9 @@ BUNDLE = os.path.join(ROOT, "tests", "data", "bundles", "sglang",
 
 
 def _sync(shape):
-    from swafuzz.features.dp.sglang_sync import NEEDS, DPSync
     import sglang
+
+    from swafuzz.features.dp.sglang_sync import NEEDS, DPSync
 
     site = os.path.dirname(os.path.dirname(sglang.__file__))
     if not all(os.path.exists(os.path.join(site, n)) for n in NEEDS):
@@ -51,12 +52,21 @@ def atp2():
         yield d
 
 
-def _model_pad(mode: str, seq, loc, padded: int) -> dict:
-    """swafuzz's DP model (the engine's ``DPAttention``) on the same batch."""
-    from swafuzz.features.dp.engine import DPAttention
+@pytest.fixture(scope="module")
+def tp2s():
+    """Pure TP 2 with ``--enable-attn-tp-input-scattered`` (no MLP sync)."""
+    from swafuzz.features.dp.sglang_sync import ServerShape
+    with _sync(ServerShape(tp_size=2, enable_attn_tp_input_scattered=True)) as d:
+        yield d
+
+
+def _model_pad(mode: str, seq, loc, padded: int, pad_cls=None) -> dict:
+    """swafuzz's DP model on the same batch: the engine's ``rank_pad`` class (hook
+    ``engine.rank_pad``: ``DPAttention``) or ``pad_cls``."""
+    from swafuzz.targets.engine import UnifiedEngine
     from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 
-    dp = DPAttention()
+    dp = (pad_cls or UnifiedEngine.rank_pad_cls)()
     if mode == "idle":
         fb = dp.idle_batch()
     else:
@@ -83,29 +93,49 @@ def test_parallel_state_is_the_releases_on_gloo(dp2, atp2):
     assert [f["attn_tp_rank"] for f in atp2.facts] == [0, 1]
 
 
+DECODE_STEPS = (
+    ("decode+decode", ("decode", (5,), (11,)), ("decode", (3, 4, 9), (7, 8, 9))),
+    ("decode+idle", ("decode", (2, 6), (4, 5)), ("idle", (), ())),
+    ("idle+decode", ("idle", (), ()), ("decode", (2,), (6,))),
+)
+
+
+def _decode_mismatches(d, pad_cls=None) -> list:
+    """Run DECODE_STEPS through the release; every rank's padded batch that differs from the
+    model's (``pad_cls``: a DPAttention class, default the engine's)."""
+    from swafuzz.features.dp.sglang_sync import RankInput
+
+    bad = []
+    for name, *spec in DECODE_STEPS:
+        ranks = [RankInput(m, seq, (), loc) for m, seq, loc in spec]
+        out = d.step(ranks)
+        counts = [len(r.out_cache_loc) for r in ranks]
+        for r, o in zip(ranks, out):
+            assert o["ran"] and o["path"] == "mlp_sync", o
+            assert o["gathered"] == counts and o["padded"]["padding_mode"] == "MAX_LEN"
+            # the epilogue restores the batch size and slices seq_lens / positions back
+            assert o["after_post"]["batch_size"] == len(r.seq_lens)
+            assert o["after_post"]["seq_lens"] == list(r.seq_lens)
+            model = _model_pad(r.mode, r.seq_lens, r.out_cache_loc, max(counts), pad_cls)
+            if _pick(o["padded"]) != model:
+                bad.append((name, r.mode, _pick(o["padded"]), model))
+    return bad
+
+
 def test_dp_decode_and_idle_pad_as_the_model(dp2):
     """DECODE / IDLE ranks under MAX_LEN (2 ranks, decode only): the release pads each rank to
     the gathered maximum: out_cache_loc and positions with 0, seq_lens with 1, batch size =
     rows; exactly swafuzz's ``DPAttention.pad_inputs_to_size`` (``dp_decode``'s model)."""
-    from swafuzz.features.dp.sglang_sync import RankInput
+    assert _decode_mismatches(dp2) == []
 
-    steps = [
-        (RankInput("decode", (5,), (), (11,)), RankInput("decode", (3, 4, 9), (), (7, 8, 9))),
-        (RankInput("decode", (2, 6), (), (4, 5)), RankInput("idle")),
-        (RankInput("idle"), RankInput("decode", (2,), (), (6,))),
-    ]
-    for ranks in steps:
-        out = dp2.step(list(ranks))
-        counts = [len(r.out_cache_loc) for r in ranks]
-        for r, o in zip(ranks, out):
-            assert o["ran"] and o["path"] == "mlp_sync", o
-            assert o["gathered"] == counts
-            assert o["padded"]["padding_mode"] == "MAX_LEN"
-            model = _model_pad(r.mode, r.seq_lens, r.out_cache_loc, max(counts))
-            assert _pick(o["padded"]) == model, (r, o["padded"], model)
-            # the epilogue restores the batch size and slices seq_lens / positions back
-            assert o["after_post"]["batch_size"] == len(r.seq_lens)
-            assert o["after_post"]["seq_lens"] == list(r.seq_lens)
+
+def test_comparison_fails_on_a_dp_mutant(dp2):
+    """The comparison can fail: zoo mutant ``dp_never_pads`` (spec §5.4 (2)-(4)) differs from
+    the release on every padded rank."""
+    from swafuzz.features.dp.mutants import DPNeverPads
+
+    bad = _decode_mismatches(dp2, DPNeverPads.rank_pad_cls)
+    assert {b[0] for b in bad} == {name for name, *_ in DECODE_STEPS}
 
 
 def test_extend_in_batch_is_sum_len_no_rewrite(dp2):
@@ -165,6 +195,14 @@ def _only_window_release():
         pytest.skip("the request window exists on adapter 0.5.23 only")
 
 
+def test_batch_of_the_seams_rows():
+    _only_window_release()
+    from swafuzz.features.dspark.sglang_release_pad import batch_of
+
+    rows = [(1, 3, 0), (1, 4, 0), (2, 0, 0), (3, 7, 5)]
+    assert batch_of(rows, [9, 10, 11, 12]) == ([5, 1, 8], [2, 1, 1], [9, 10, 11, 12])
+
+
 def test_window_finding_reproduces_from_release_padding(atp2, monkeypatch):
     """The ledger bundle's EXTEND (1 token, request window, no tail) with its padding taken
     from the release's MLP-sync padding under attention TP 2 (both TP ranks hold the batch):
@@ -204,3 +242,22 @@ def test_window_finding_reproduces_from_release_padding(atp2, monkeypatch):
                                      for s in case.steps))
     v = execute(case, "sglang", "torch", ["eager"])
     assert not v.failures, [f.message for f in v.failures]
+
+
+def test_dsv4_never_scatters_attn_tp_input(tp2s):
+    """Pure TP 2, ``--enable-attn-tp-input-scattered``: no MLP sync, the eager forward takes
+    ``prepare_attn_tp_scatter_input``. Where the attention-TP context allows scattering (a
+    DeepSeek-V2/V3 model on CUDA, ``force_scatter``) an EXTEND of 1 row is padded to 2 rows
+    (location 0); DeepSeek-V4's ``init_context(q_lora_rank, is_dsa=True)`` never allows it
+    (``is_mhc or not is_dsa``), so the ledger's second route is blocked by that guard."""
+    from swafuzz.features.dp.sglang_sync import RankInput
+
+    assert {f["attn_tp_size"] for f in tp2s.facts} == {2}
+    assert not any(f["require_mlp_sync"] for f in tp2s.facts)
+    e = RankInput("extend", (2,), (1,), (17,))
+    for o in tp2s.step([e, e]):
+        assert o["path"] == "attn_tp_scatter" and o["padded"]["out_cache_loc"] == [17]
+    for o in tp2s.step([e, e], force_scatter=True):
+        assert o["padded"]["out_cache_loc"] == [17, 0] and o["padded"]["positions"] == [1, 0]
+    assert [g["allow_input_scattered"] for g in tp2s.scatter_guard(True)] == [False, False]
+    assert [g["allow_input_scattered"] for g in tp2s.scatter_guard(False)] == [True, True]

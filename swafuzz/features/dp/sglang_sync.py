@@ -31,6 +31,8 @@ import socket
 import tempfile
 from dataclasses import asdict, dataclass, field
 
+from swafuzz.features.dp import sglang_sync_worker
+
 #: every probe of the release the workers change, with the reason (the component table's row)
 PATCHED = (
     ("sglang.srt.distributed.bootstrap._bind_threads_if_cpu", "returns None: the CPU host's "
@@ -44,6 +46,9 @@ PATCHED = (
     ("sglang.srt.layers.layer_boundary.adapters.attention._is_cuda", "True, only inside "
      "DPSync.scatter_guard: AttnTpContext.init_context allows input scattering on CUDA/NPU "
      "only"),
+    ("AttnTpContext.allow_input_scattered", "True for one step of DPSync.step(force_scatter="
+     "True): what init_context leaves for a model that permits scattering (DeepSeek-V2/V3 on "
+     "CUDA); DeepSeek-V4 never does (DPSync.scatter_guard)"),
 )
 
 #: the release's bring-up modules this hop needs (absent before 0.5.22)
@@ -172,7 +177,6 @@ class DPSync:
         self.close()
 
     def start(self) -> None:
-        from swafuzz.features.dp import sglang_sync_worker
         ctx = multiprocessing.get_context("spawn")
         port = _free_port()
         for rank in range(self.shape.tp_size):
@@ -210,14 +214,14 @@ class DPSync:
             c.send(p)
         return self._collect(what, self.step_timeout)
 
-    def step(self, ranks: list[RankInput]) -> list[dict]:
+    def step(self, ranks: list[RankInput], force_scatter: bool = False) -> list[dict]:
         """Every rank's batch through the release's padding; per rank the result of
-        ``sglang_sync_batch.run_rank``."""
+        ``sglang_sync_batch.run_rank`` (``force_scatter``: see PATCHED)."""
         if len(ranks) != self.shape.tp_size:
             raise DPSyncInputError(f"ranks: {len(ranks)} inputs for {self.shape.tp_size} ranks")
         for i, r in enumerate(ranks):
             r.check(i)
-        return self._ask("a step", [("step", asdict(r)) for r in ranks])
+        return self._ask("a step", [("step", asdict(r), force_scatter) for r in ranks])
 
     def scatter_guard(self, model_is_dsa: bool) -> list[dict]:
         """Per rank: would the release scatter an extend's input over the TP ranks for a model
@@ -232,7 +236,7 @@ class DPSync:
             except (OSError, ValueError):
                 pass
         for p in self.procs:
-            p.join(5)
+            p.join(2)
             if p.is_alive():
                 p.terminate()
                 p.join(3)

@@ -170,9 +170,21 @@ def snapshot(fb) -> dict:
     }
 
 
-def run_rank(rank_in: dict, runner) -> dict:
-    """One step on this rank: gather, ForwardBatch, eager padding, post-forward undo."""
+def run_rank(rank_in: dict, runner, force_scatter: bool = False) -> dict:
+    """One step on this rank: gather, ForwardBatch, eager padding, post-forward undo.
+    ``force_scatter``: the attention-TP context allows input scattering for this step, as
+    ``AttnTpContext.init_context`` leaves it for a model that permits it (listed in
+    ``sglang_sync.PATCHED``)."""
     rel = _rel()
+    if force_scatter:
+        from sglang.srt.layers.layer_boundary.adapters.attention import get_attn_tp_context
+        ctx = get_attn_tp_context()
+        saved = ctx.allow_input_scattered
+        ctx.allow_input_scattered = True
+        try:
+            return run_rank(rank_in, runner)
+        finally:
+            ctx.allow_input_scattered = saved
     sb = schedule_batch(rank_in)
     sb = gather(sb, runner)
     if sb is None:

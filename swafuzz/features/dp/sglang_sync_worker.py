@@ -5,7 +5,7 @@ release's ``ServerArgs`` from the parent's server arguments (a tiny model config
 parent; no weights), publishes them as a scheduler process does, runs the release's
 ``init_parallel_runtime`` (``init_distributed_environment`` + ``initialize_model_parallel`` +
 ``initialize_dp_attention``, then ``init_layer_runtime``: the DP gathered buffer) on gloo over 127.0.0.1, then answers the parent's requests over a
-pipe until told to stop. A watchdog ends the process when its parent is gone. Every patched
+pipe until told to stop (then it exits at once). A watchdog ends the process when its parent is gone. Every patched
 probe is listed in ``sglang_sync.PATCHED``.
 """
 
@@ -15,6 +15,10 @@ import os
 import threading
 import time
 import traceback
+
+import torch.distributed as dist
+
+from swafuzz.features.dp.sglang_sync_batch import model_runner, run_rank
 
 
 def _watchdog(parent_pid: int) -> None:
@@ -31,7 +35,6 @@ def bring_up(rank: int, port: int, server: dict, model_dir: str):
     from sglang.srt.runtime_context import SpawnRanks, get_parallel, publish
     from sglang.srt.server_args import ServerArgs
 
-    from swafuzz.features.dp.sglang_sync_batch import model_runner
 
     sa = ServerArgs(model_path=model_dir, skip_tokenizer_init=True, device="cpu",
                     dist_timeout=int(server.pop("dist_timeout")), **server)
@@ -56,7 +59,6 @@ def bring_up(rank: int, port: int, server: dict, model_dir: str):
 
 
 def _backend(group) -> str:
-    import torch.distributed as dist
     return str(dist.get_backend(group))
 
 
@@ -75,18 +77,6 @@ def scatter_guard(model_is_dsa: bool) -> dict:
         adapter._is_cuda = saved
 
 
-def _teardown() -> None:
-    try:
-        from sglang.srt.distributed.parallel_state import (
-            destroy_distributed_environment,
-            destroy_model_parallel,
-        )
-        destroy_model_parallel()
-        destroy_distributed_environment()
-    except Exception:  # noqa: BLE001 - best effort on the way out
-        pass
-
-
 def main(rank: int, port: int, server: dict, model_dir: str, conn, parent_pid: int) -> None:
     """Worker entry point (spawned)."""
     threading.Thread(target=_watchdog, args=(parent_pid,), daemon=True).start()
@@ -97,9 +87,7 @@ def main(rank: int, port: int, server: dict, model_dir: str, conn, parent_pid: i
         conn.send(("ok", facts))
     except BaseException:  # noqa: BLE001 - reported to the parent, which raises
         conn.send(("err", traceback.format_exc()))
-        _teardown()
-        return
-    from swafuzz.features.dp.sglang_sync_batch import run_rank
+        os._exit(1)
     try:
         while True:
             msg = conn.recv()
@@ -107,7 +95,7 @@ def main(rank: int, port: int, server: dict, model_dir: str, conn, parent_pid: i
                 break
             try:
                 if msg[0] == "step":
-                    conn.send(("ok", run_rank(msg[1], runner)))
+                    conn.send(("ok", run_rank(msg[1], runner, msg[2])))
                 elif msg[0] == "scatter_guard":
                     conn.send(("ok", scatter_guard(msg[1])))
                 else:
@@ -116,5 +104,6 @@ def main(rank: int, port: int, server: dict, model_dir: str, conn, parent_pid: i
                 conn.send(("err", traceback.format_exc()))
     except (EOFError, OSError):
         pass
-    finally:
-        _teardown()
+    # the process's end closes its gloo sockets; the release's destroy_* calls and its atexit
+    # hooks only add seconds here
+    os._exit(0)

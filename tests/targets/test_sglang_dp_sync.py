@@ -261,3 +261,26 @@ def test_dsv4_never_scatters_attn_tp_input(tp2s):
         assert o["padded"]["out_cache_loc"] == [17, 0] and o["padded"]["positions"] == [1, 0]
     assert [g["allow_input_scattered"] for g in tp2s.scatter_guard(True)] == [False, False]
     assert [g["allow_input_scattered"] for g in tp2s.scatter_guard(False)] == [True, True]
+
+
+@pytest.mark.skipif(os.environ.get("SWAFUZZ_DP_SYNC_TP4") != "1",
+                    reason="4 processes (~90 s bring-up on 2 cores): set SWAFUZZ_DP_SYNC_TP4=1")
+def test_dp_attention_with_attn_tp2_pads_an_extend_under_sum_len():
+    """DP attention tp 4, dp 2 (attention TP 2, two attention-DP replicas of 2 ranks each):
+    an EXTEND of 1 token beside a DECODE of 1 is SUM_LEN, yet both are padded to 2 rows by
+    ``ceil_align`` (location 0, position 0); DECODE counts 1 and 3 become MAX_LEN 4 each (the
+    model's ``rank_tokens`` must carry the aligned count, 4, to match)."""
+    from swafuzz.features.dp.sglang_sync import RankInput, ServerShape
+
+    with _sync(ServerShape(tp_size=4, dp_size=2, enable_dp_attention=True)) as d:
+        assert [f["attn_tp_size"] for f in d.facts] == [2] * 4
+        e, dec = RankInput("extend", (2,), (1,), (17,)), RankInput("decode", (5,), (), (9,))
+        out = d.step([e, e, dec, dec])
+        assert {o["padded"]["padding_mode"] for o in out} == {"SUM_LEN"}
+        assert [o["padded"]["out_cache_loc"] for o in out] == [[17, 0]] * 2 + [[9, 0]] * 2
+        assert out[0]["padded"]["extend_seq_lens"] == [1]
+        a, b = RankInput("decode", (2,), (), (17,)), RankInput("decode", (5, 6, 7), (), (9, 10, 11))
+        out = d.step([a, a, b, b])
+        assert {o["padded"]["padding_mode"] for o in out} == {"MAX_LEN"}
+        assert _pick(out[0]["padded"]) == _model_pad("decode", (2,), (17,), 4)
+        assert _pick(out[2]["padded"]) == _model_pad("decode", (5, 6, 7), (9, 10, 11), 4)

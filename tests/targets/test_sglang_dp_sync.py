@@ -100,15 +100,16 @@ DECODE_STEPS = (
 )
 
 
-def _decode_mismatches(d, pad_cls=None) -> list:
-    """Run DECODE_STEPS through the release; every rank's padded batch that differs from the
-    model's (``pad_cls``: a DPAttention class, default the engine's)."""
+def _decode_mismatches(d, pad_cls=None, mutant=None) -> list:
+    """Run DECODE_STEPS through the release (``mutant``: a release mutant); every rank's padded
+    batch that differs from the model's (``pad_cls``: a DPAttention class, default the
+    engine's)."""
     from swafuzz.features.dp.sglang_sync import RankInput
 
     bad = []
     for name, *spec in DECODE_STEPS:
         ranks = [RankInput(m, seq, (), loc) for m, seq, loc in spec]
-        out = d.step(ranks)
+        out = d.step(ranks, mutant=mutant)
         counts = [len(r.out_cache_loc) for r in ranks]
         for r, o in zip(ranks, out):
             assert o["ran"] and o["path"] == "mlp_sync", o
@@ -136,6 +137,19 @@ def test_comparison_fails_on_a_dp_mutant(dp2):
 
     bad = _decode_mismatches(dp2, DPNeverPads.rank_pad_cls)
     assert {b[0] for b in bad} == {name for name, *_ in DECODE_STEPS}
+
+
+def test_comparisons_fail_on_release_mutants(dp2, atp2):
+    """The release's own padding rule changed (``RELEASE_MUTANTS``): seq_lens padded with 0
+    differs from the model on every padded rank; without attention-TP alignment an EXTEND of
+    1 token is no longer padded."""
+    from swafuzz.features.dp.sglang_sync import RankInput
+
+    bad = _decode_mismatches(dp2, mutant="seq_lens_fill_0")
+    assert {b[0] for b in bad} == {name for name, *_ in DECODE_STEPS}
+    e = RankInput("extend", (2,), (1,), (17,))
+    assert [o["padded"]["out_cache_loc"] for o in atp2.step([e, e], mutant="no_attn_tp_align")
+            ] == [[17], [17]]
 
 
 def test_extend_in_batch_is_sum_len_no_rewrite(dp2):
@@ -203,45 +217,52 @@ def test_batch_of_the_seams_rows():
     assert batch_of(rows, [9, 10, 11, 12]) == ([5, 1, 8], [2, 1, 1], [9, 10, 11, 12])
 
 
-def test_window_finding_reproduces_from_release_padding(atp2, monkeypatch):
-    """The ledger bundle's EXTEND (1 token, request window, no tail) with its padding taken
-    from the release's MLP-sync padding under attention TP 2 (both TP ranks hold the batch):
-    the backend is handed ``[loc, 0]`` / positions ``[p, 0]`` and the window / history checks
-    fail as the ledger says. The same step with 2 tokens is not padded and passes."""
-    _only_window_release()
+def _window_run(d, monkeypatch, lengths, mutant=None):
+    """The bundle's Case with extend ``lengths``, its padding from the release (``d``, both TP
+    ranks holding the batch; ``rank_tokens``: the count the release pads this rank to):
+    (verdict, the padded batches the backend was handed)."""
+    from dataclasses import replace
+
     from swafuzz.features.dp.sglang_sync import RankInput
     from swafuzz.features.dspark.sglang_release_pad import ReleasePaddedDSpark
     from swafuzz.features.request_window.sglang import SGLangWindowPath
     from swafuzz.harness.run import execute
 
-    seen = []
-
     def padder(seq, ext, loc):
         r = RankInput("extend", tuple(seq), tuple(ext), tuple(loc))
-        out = atp2.step([r, r])
+        out = d.step([r, r], mutant=mutant)
         assert out[0]["padded"] == out[1]["padded"]
-        seen.append(out[0])
         return out[0]["padded"]["out_cache_loc"], out[0]["padded"]["positions"]
 
+    n = sum(lengths)
+    probe = RankInput("extend", (1 + n,), (n,), tuple(range(1, n + 1)))
+    count = d.step([probe, probe], mutant=mutant)[0]["padded"]["global_num_tokens"][0]
     monkeypatch.setattr(SGLangWindowPath, "dspark_cls", ReleasePaddedDSpark)
     monkeypatch.setattr(ReleasePaddedDSpark, "padder", staticmethod(padder))
     monkeypatch.setattr(ReleasePaddedDSpark, "handed", [])
-    # rank_tokens: the count the release padded this rank to (its global_num_tokens entry)
-    v = execute(_bundle_case((2,)), "sglang", "torch", ["eager"])
-    assert seen and seen[0]["padded"]["global_num_tokens"] == [2]
-    handed = ReleasePaddedDSpark.handed
-    assert handed and handed[0]["rows"] == 1 and handed[0]["out_cache_loc"][1:] == [0]
-    assert handed[0]["positions"] == [1, 0]
+    case = _bundle_case((count,))
+    case = replace(case, steps=tuple(replace(s, lengths=tuple(lengths)) if s.op == "extend"
+                                     else s for s in case.steps))
+    return execute(case, "sglang", "torch", ["eager"]), ReleasePaddedDSpark.handed
+
+
+def test_window_finding_reproduces_from_release_padding(atp2, monkeypatch):
+    """The ledger bundle's EXTEND (1 token, request window, no tail) with its padding taken
+    from the release's MLP-sync padding under attention TP 2: the backend is handed
+    ``[loc, 0]`` / positions ``[1, 0]`` and the window / history checks fail as the ledger
+    says. An extend of 2 tokens is not padded and passes; so does the 1-token extend when the
+    release's ``ceil_align`` is taken out (release mutant ``no_attn_tp_align``)."""
+    _only_window_release()
+    v, handed = _window_run(atp2, monkeypatch, (1,))
+    assert len(handed) == 1 and handed[0]["rows"] == 1
+    assert handed[0]["out_cache_loc"][1:] == [0] and handed[0]["positions"] == [1, 0]
     msgs = [f.message for f in v.failures]
     assert any("history row" in m for m in msgs), msgs
     assert {f.check for f in v.failures} >= {"window", "history"}
-    # control: an extend of 2 tokens is already a multiple of attention TP 2: no padding
-    from dataclasses import replace
-    case = _bundle_case((2,))
-    case = replace(case, steps=tuple(replace(s, lengths=(2,)) if s.op == "extend" else s
-                                     for s in case.steps))
-    v = execute(case, "sglang", "torch", ["eager"])
-    assert not v.failures, [f.message for f in v.failures]
+    for lengths, mutant in (((2,), None), ((1,), "no_attn_tp_align")):
+        v, handed = _window_run(atp2, monkeypatch, lengths, mutant)
+        assert len(handed) == 1 and len(handed[0]["out_cache_loc"]) == handed[0]["rows"]
+        assert not v.failures, [f.message for f in v.failures]
 
 
 def test_dsv4_never_scatters_attn_tp_input(tp2s):

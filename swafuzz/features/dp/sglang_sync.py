@@ -51,6 +51,15 @@ PATCHED = (
      "CUDA); DeepSeek-V4 never does (DPSync.scatter_guard)"),
 )
 
+#: changes to the release's own padding rule a step may carry (``DPSync.step(mutant=)``): the
+#: comparisons with the model and the reachability test must fail on each
+RELEASE_MUTANTS = {
+    "no_attn_tp_align": "spec §5.4 (1): prepare_mlp_sync_batch without ceil_align(num_tokens, "
+                        "attn_tp_size)",
+    "seq_lens_fill_0": "spec §5.4 (4): _pad_inputs_to_size pads seq_lens with 0 instead of "
+                       "the backend's fill value (DeepSeek-V4: 1)",
+}
+
 #: the release's bring-up modules this hop needs (absent before 0.5.22)
 NEEDS = ("sglang/srt/runtime_context.py", "sglang/srt/distributed/bootstrap.py",
          "sglang/srt/managers/scheduler_components/dp_attn.py")
@@ -214,14 +223,19 @@ class DPSync:
             c.send(p)
         return self._collect(what, self.step_timeout)
 
-    def step(self, ranks: list[RankInput], force_scatter: bool = False) -> list[dict]:
+    def step(self, ranks: list[RankInput], force_scatter: bool = False,
+             mutant: str | None = None) -> list[dict]:
         """Every rank's batch through the release's padding; per rank the result of
-        ``sglang_sync_batch.run_rank`` (``force_scatter``: see PATCHED)."""
+        ``sglang_sync_batch.run_rank`` (``force_scatter``: see PATCHED; ``mutant``: one of
+        RELEASE_MUTANTS, for this step only)."""
+        if mutant is not None and mutant not in RELEASE_MUTANTS:
+            raise DPSyncInputError(f"mutant {mutant!r} not one of {', '.join(RELEASE_MUTANTS)}")
         if len(ranks) != self.shape.tp_size:
             raise DPSyncInputError(f"ranks: {len(ranks)} inputs for {self.shape.tp_size} ranks")
         for i, r in enumerate(ranks):
             r.check(i)
-        return self._ask("a step", [("step", asdict(r), force_scatter) for r in ranks])
+        opts = {"force_scatter": force_scatter, "mutant": mutant}
+        return self._ask("a step", [("step", asdict(r), opts) for r in ranks])
 
     def scatter_guard(self, model_is_dsa: bool) -> list[dict]:
         """Per rank: would the release scatter an extend's input over the TP ranks for a model

@@ -23,6 +23,7 @@ replay off and ``folds_encoder_swa_replay``), the logits output of the forward (
 
 from __future__ import annotations
 
+import contextlib
 import types
 
 import torch
@@ -170,21 +171,40 @@ def snapshot(fb) -> dict:
     }
 
 
-def run_rank(rank_in: dict, runner, force_scatter: bool = False) -> dict:
-    """One step on this rank: gather, ForwardBatch, eager padding, post-forward undo.
-    ``force_scatter``: the attention-TP context allows input scattering for this step, as
-    ``AttnTpContext.init_context`` leaves it for a model that permits it (listed in
-    ``sglang_sync.PATCHED``)."""
-    rel = _rel()
+@contextlib.contextmanager
+def patched(runner, force_scatter: bool, mutant: str | None):
+    """The step's changes to the release, undone afterwards: ``force_scatter`` (the attention-TP
+    context allows input scattering, as ``AttnTpContext.init_context`` leaves it for a model
+    that permits it; ``sglang_sync.PATCHED``) and a release mutant (``sglang_sync.RELEASE_MUTANTS``:
+    the release's own padding rule changed, for showing that a comparison can fail)."""
+    from sglang.srt.layers.layer_boundary.adapters.attention import get_attn_tp_context
+    fbi = _rel().fbi
+    ctx, be = get_attn_tp_context(), runner.attn_backend
+    saved = (ctx.allow_input_scattered, fbi.ceil_align, be.__dict__["get_cpu_graph_seq_len_fill_value"])
     if force_scatter:
-        from sglang.srt.layers.layer_boundary.adapters.attention import get_attn_tp_context
-        ctx = get_attn_tp_context()
-        saved = ctx.allow_input_scattered
         ctx.allow_input_scattered = True
-        try:
-            return run_rank(rank_in, runner)
-        finally:
-            ctx.allow_input_scattered = saved
+    if mutant == "no_attn_tp_align":
+        fbi.ceil_align = lambda n, align: n
+    elif mutant == "seq_lens_fill_0":
+        be.__dict__["get_cpu_graph_seq_len_fill_value"] = lambda: 0
+    elif mutant is not None:
+        raise ValueError(f"release mutant {mutant!r}: unknown")
+    try:
+        yield
+    finally:
+        ctx.allow_input_scattered, fbi.ceil_align = saved[0], saved[1]
+        be.__dict__["get_cpu_graph_seq_len_fill_value"] = saved[2]
+
+
+def run_rank(rank_in: dict, runner, opts: dict) -> dict:
+    """One step on this rank: gather, ForwardBatch, eager padding, post-forward undo, with
+    ``opts`` (``force_scatter``, ``mutant``: :func:`patched`)."""
+    with patched(runner, bool(opts.get("force_scatter")), opts.get("mutant")):
+        return _run(rank_in, runner)
+
+
+def _run(rank_in: dict, runner) -> dict:
+    rel = _rel()
     sb = schedule_batch(rank_in)
     sb = gather(sb, runner)
     if sb is None:

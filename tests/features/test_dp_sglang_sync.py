@@ -99,3 +99,21 @@ def test_an_error_answer_is_raised_with_the_rank():
     d = _bare([], [a])
     with pytest.raises(DPSyncError, match="rank 0 failed a step:\nTraceback"):
         d._collect("a step", 1.0)
+
+
+def test_ctrl_c_inside_the_block_stops_the_workers():
+    ctx = multiprocessing.get_context("spawn")
+    p = ctx.Process(target=time.sleep, args=(60,), daemon=True)
+    p.start()
+    d = _bare([p], [])
+    d.start = lambda: None
+    with pytest.raises(KeyboardInterrupt):
+        with d:
+            raise KeyboardInterrupt
+    assert not p.is_alive() and not os.path.exists(d._dir)
+
+
+def test_an_unknown_release_mutant_is_refused():
+    d = _bare([], [])
+    with pytest.raises(DPSyncInputError, match="mutant 'x' not one of no_attn_tp_align"):
+        d.step([RankInput("idle"), RankInput("idle")], mutant="x")

@@ -111,7 +111,7 @@ def _decode_mismatches(d, pad_cls=None, mutant=None) -> list:
         ranks = [RankInput(m, seq, (), loc) for m, seq, loc in spec]
         out = d.step(ranks, mutant=mutant)
         counts = [len(r.out_cache_loc) for r in ranks]
-        for r, o in zip(ranks, out):
+        for j, (r, o) in enumerate(zip(ranks, out)):
             assert o["ran"] and o["path"] == "mlp_sync", o
             assert o["gathered"] == counts and o["padded"]["padding_mode"] == "MAX_LEN"
             # the epilogue restores the batch size and slices seq_lens / positions back
@@ -120,13 +120,30 @@ def _decode_mismatches(d, pad_cls=None, mutant=None) -> list:
             model = _model_pad(r.mode, r.seq_lens, r.out_cache_loc, max(counts), pad_cls)
             if _pick(o["padded"]) != model:
                 bad.append((name, r.mode, _pick(o["padded"]), model))
+            others = counts[:j] + counts[j + 1:]
+            oracle = _oracle_rows(len(r.seq_lens), tuple(others))
+            if oracle != (o["padded"]["mode"], len(o["padded"]["out_cache_loc"])):
+                bad.append((name, r.mode, "oracle", oracle))
     return bad
+
+
+def _oracle_rows(n: int, rank_tokens: tuple) -> tuple:
+    """The oracle's forward of ``dp_decode`` (``features/dp/oracle.path_dp_decode``): its mode
+    and the rows it expects the stores to write."""
+    from swafuzz.features.dp.oracle import path_dp_decode
+    from swafuzz.scenarios.case import Step
+
+    seen = []
+    path_dp_decode(None, Step(op="dp_decode", rids=tuple(range(n)), rank_tokens=rank_tokens),
+                   lambda *a, **k: seen.append(a))
+    return seen[0][1], seen[0][6]
 
 
 def test_dp_decode_and_idle_pad_as_the_model(dp2):
     """DECODE / IDLE ranks under MAX_LEN (2 ranks, decode only): the release pads each rank to
     the gathered maximum: out_cache_loc and positions with 0, seq_lens with 1, batch size =
-    rows; exactly swafuzz's ``DPAttention.pad_inputs_to_size`` (``dp_decode``'s model)."""
+    rows; exactly swafuzz's ``DPAttention.pad_inputs_to_size`` (the engine) and the rows and mode
+    ``path_dp_decode`` expects (the oracle)."""
     assert _decode_mismatches(dp2) == []
 
 

@@ -31,6 +31,10 @@ class ForwardExp:
     #: issue 12 (draft_block): padded row k (k = r - n_real) resolves to ``pad_cycle[k % len]``
     #: (all in page 0); empty: every padded row resolves to 0
     pad_cycle: tuple[int, ...] = ()
+    #: the full locations the forward's metadata is prepared from, in batch order, when they are
+    #: not its own rows ``full_locs``: a multi-step draft decode step's metadata is built from
+    #: the whole ``[bs, topk, steps]`` batch (spec §4.8), each step then stamping its slice
+    prep_locs: list[int] | None = None
 
 
 @dataclass

@@ -233,9 +233,11 @@ class Shadow(Allocator):
         self.graph_ok(i, ex, b)
         self.check_alloc(i, [(rid, k * ns) for rid in s.rids])
         new = [self.extend(rid, k * ns) for rid in s.rids]  # new[b][kk*ns + st]
+        whole = [f for per_req in new for f in per_req]  # the batch's [bs, topk, steps] layout
         for st in range(ns - 1):
             locs = [new[bi][kk * ns + st] for bi in range(len(s.rids)) for kk in range(k)]
             self.forward(i, st, "draft", "DECODE", ex, locs, bs * k, None if b is None else b * k)
+            self.exp.forwards[-1].prep_locs = list(whole)
 
     def _op_idle(self, i: int, s: Step, ex: str) -> None:
         if s.tokens is None or s.tokens < 1:

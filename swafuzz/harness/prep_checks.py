@@ -11,6 +11,12 @@ replay's out-graph prep and before the replay) and compares, per forward:
   real rows are the Case's full locations (``ForwardExp.full_locs``, or ``prep_locs`` where the
   metadata is built from more rows than the forward writes: a multi-step draft decode step),
   every row after them is the padding location 0 (spec §4.4: out-graph prep pads with 0);
+* ``seq_lens`` (the batch's per-request lengths; under a graph the runner's static buffer):
+  the Case's request lengths after the step's allocation, every padded request the fill value
+  1 (spec §5.1: "seq_lens filled with the fill value" when the batch is padded);
+* ``positions`` (per row; under a graph the runner's static buffer): the real rows' token
+  positions (padded rows are not judged: a draft-extend bucket keeps a longer replay's
+  positions past its live rows);
 * ``swa_loc`` (the stamped ``swa_out_cache_loc``, when one is stamped): the forward's real rows
   are the oracle's write targets ``M[loc]``, every row after them the padding target (0, or the
   forward's ``pad_cycle``), as ``write_targets`` expects of the stores.
@@ -56,6 +62,24 @@ def prepared_failures(o, e) -> list[Failure]:
                 f"{len(prep['out_loc'])} rows) differ from the Case's {len(real)} rows; first: "
                 f"row {r} ({role}) expected full loc {want}, got {shown}", "out-loc", o.step,
                 o.fwd))
+    if "seq_lens" in prep and e.seq_lens is not None:
+        bad = _compare(prep["seq_lens"], list(e.seq_lens), lambda k: 1)
+        if bad is not None:
+            r, want, shown = bad
+            role = "real" if r < len(e.seq_lens) else "padded"
+            fails.append(Failure(
+                "prepared", f"{fwd_name(o)}: the prepared seq_lens ({len(prep['seq_lens'])} "
+                f"requests) differ from the Case's {len(e.seq_lens)}; first: request {r} "
+                f"({role}) expected {want}, got {shown}", "seq-lens", o.step, o.fwd))
+    if "positions" in prep and e.positions is not None:
+        real = list(e.positions)
+        bad = _compare(prep["positions"][:len(real)], real, lambda k: 0)
+        if bad is not None:
+            r, want, shown = bad
+            fails.append(Failure(
+                "prepared", f"{fwd_name(o)}: the prepared positions differ from the Case's "
+                f"{len(real)} rows; first: row {r} (real) expected position {want}, got {shown}",
+                "positions", o.step, o.fwd))
     if "swa_loc" in prep:
         cyc = tuple(getattr(e, "pad_cycle", ()) or (0,))
         bad = _compare(prep["swa_loc"], list(e.targets), lambda k: cyc[k % len(cyc)])
@@ -72,11 +96,13 @@ def prepared_failures(o, e) -> list[Failure]:
 @check("prepared")
 def check_prepared(case, obs, exp) -> list[Failure]:
     """The metadata every forward's preparation built equals what the Case determines (module
-    docstring): the full locations it was built from and, when stamped, the SWA write locations.
-    Only killer of ``draft_extend_prep_drops_live_loc`` (a draft-extend prep building its
-    metadata from synthetic zeros while the stores fall back to the live translation; PR #27091
-    review, spec §9.1) and ``graph_swa_loc_kept`` (a replay's metadata keeping the capture's
-    stamped tensor instead of assigning the fresh value; spec §4.2, §9.12)."""
+    docstring): the full locations it was built from, the batch's lengths and positions and,
+    when stamped, the SWA write locations. Only killer of ``draft_extend_prep_drops_live_loc``
+    (a draft-extend prep building its metadata from synthetic zeros while the stores fall back
+    to the live translation; PR #27091 review, spec §9.1), ``graph_swa_loc_kept`` (a replay's
+    metadata keeping the capture's stamped tensor instead of assigning the fresh value; spec
+    §4.2, §9.12) and ``graph_pad_seq_lens_stale`` (a padded graph's requests keeping a larger
+    batch's lengths; spec §5.1)."""
     pairs, _, _ = pair_by_forward(obs.forwards, exp.forwards, obs.error)
     fails: list[Failure] = []
     for o, e in pairs:

@@ -89,7 +89,8 @@ class ForwardObs:
     # The metadata the forward's preparation built, read after the preparation and before the
     # stores (eager: after the eager init; graph: after the replay's out-graph prep, before the
     # replay), by name: "out_loc" -> the full locations it was built from (``raw_out_loc``, or a
-    # Raw metadata's ``out_cache_loc``); "swa_loc" -> the stamped SWA write locations
+    # Raw metadata's ``out_cache_loc``); "seq_lens", "positions" -> the batch it was built for
+    # (under a graph: the runner's static buffers the replay view reads); "swa_loc" -> the stamped SWA write locations
     # (``swa_out_cache_loc``; absent while None); "loc_buffer" -> the whole pre-allocated SWA
     # location buffer, when the stamp is a view of it (the preparation refilled it). Empty when the preparation did not run (an
     # eager MTP IDLE forward keeps the previous metadata) or a path records none. Judged by the

@@ -37,6 +37,11 @@ DECODE = Case(pool=POOL, kind="decode", steps=(
     Step("admit", rid=0, length=2), Step("decode", rids=(0,), exec="graph"),
     Step("decode", rids=(0,), exec="graph")))
 
+#: a decode graph of bucket 2 with two requests, then with one (the padded request's length)
+PADDED = Case(pool=POOL, kind="decode", graph=GraphConfig(buckets=(2,)), steps=(
+    Step("admit", rid=0, length=2), Step("admit", rid=1, length=3),
+    Step("decode", rids=(0, 1), exec="graph"), Step("decode", rids=(0,), exec="graph")))
+
 #: multi-step draft decode, eager then graph: each step's metadata is built from the whole batch
 MULTI = Case(
     pool=PoolConfig(page_size=2, full_pages=24, swa_pages=24, window=12), kind="multi_step_draft",
@@ -49,7 +54,8 @@ def _fired(case, target="unified") -> set[str]:
     return {f.check for f in execute(case, target, "torch", EX).failures}
 
 
-@pytest.mark.parametrize("case", [BUFFER, DECODE, MULTI], ids=["buffer", "decode", "multi"])
+@pytest.mark.parametrize("case", [BUFFER, DECODE, PADDED, MULTI],
+                         ids=["buffer", "decode", "padded", "multi"])
 def test_the_control_prepares_what_the_oracle_predicts(case):
     assert _fired(case) == set()
 
@@ -65,6 +71,18 @@ def test_every_forward_records_what_its_preparation_built():
     assert eager.exec == "eager" and "loc_buffer" not in eager.prepared  # not the buffer's view
 
 
+def test_a_padded_graph_prepares_the_fill_value_for_its_padded_request():
+    obs = run_case(PADDED, "unified", "torch", executor=get_executor("tape", "cpu"))
+    last = obs.forwards[-1]
+    assert last.exec == "graph" and last.prepared["seq_lens"] == [4, 1]
+    assert last.prepared["positions"][:1] == [3] and last.prepared["out_loc"][1] == 0
+    bad = copy.deepcopy(obs)
+    bad.forwards[-1].prepared["seq_lens"][1] = 4  # the larger batch's request 1
+    fails = check_prepared(PADDED, bad, expect(PADDED))
+    assert [f.slot_class for f in fails] == ["seq-lens"]
+    assert "request 1 (padded) expected 1, got 4" in fails[0].message
+
+
 def test_a_multi_step_step_is_prepared_from_the_whole_batch():
     obs = run_case(MULTI, "unified", "torch", executor=get_executor("tape", "cpu"))
     exp = expect(MULTI)
@@ -76,6 +94,7 @@ def test_a_multi_step_step_is_prepared_from_the_whole_batch():
 @pytest.mark.parametrize("name, case, check", [
     ("draft_extend_prep_drops_live_loc", BUFFER, "prepared"),
     ("graph_swa_loc_kept", DECODE, "prepared"),
+    ("graph_pad_seq_lens_stale", PADDED, "prepared"),
     ("draft_extend_buffer_tail_unzeroed", BUFFER, "loc_buffer"),
 ])
 def test_each_latent_mutant_is_seen_only_by_its_check(name, case, check):
@@ -100,6 +119,7 @@ def _observed(case):
     ("out_loc", 0, 0, "out-loc"),  # a real row dropped
     ("out_loc", 3, 5, "out-loc"),  # a padded row not 0
     ("swa_loc", 1, 0, "swa-loc"),
+    ("positions", 1, 7, "positions"),
 ])
 def test_prepared_names_the_first_differing_row(key, row, value, cls):
     obs, exp = _observed(BUFFER)

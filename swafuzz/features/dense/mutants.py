@@ -349,3 +349,24 @@ class GraphSwaLocKept(UnifiedEngine):
     consumer outside the graph."""
 
     backend_cls = _KeptStampBackend
+
+
+class _StaleSeqLensRunner(DecodeGraphRunner):
+    def load_batch(self, fb, bs):
+        """Padded requests' ``seq_lens`` not refilled with the fill value: they keep the
+        lengths a larger batch of the bucket left."""
+        kept = self.static_seq_lens.clone()
+        super().load_batch(fb, bs)
+        self.static_seq_lens[fb.batch_size:bs].copy_(kept[fb.batch_size:bs])
+
+
+@mutant("graph_pad_seq_lens_stale", ("decode", "target_verify"),
+        "spec §5.1 (load_batch: when bs != raw_bs, seq_lens filled with the backend's fill "
+        "value, DSV4: 1; older runners left the req_pool_indices tail unreset)",
+        expected=("prepared",))
+class GraphPadSeqLensStale(UnifiedEngine):
+    """A decode / verify graph padded to its bucket keeps a larger batch's ``seq_lens`` for its
+    padded requests: the stores write through the zeroed location buffer and stay right -
+    latent for every reader of the lengths (the attention's read side)."""
+
+    decode_runner_cls = _StaleSeqLensRunner

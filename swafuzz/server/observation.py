@@ -1,0 +1,35 @@
+"""What a server-level run observed, as plain data (filled by a target's pipeline, read by
+:mod:`swafuzz.server.oracle`).
+
+Per forward: the allocator's choices in the order it made them (``alloc``: ``[full slot, SWA
+slot]`` per allocated token, the SWA slot read from the release's mapping right after the
+call), the SWA locations each layer's store received (``stores``) and how the forward ran
+(``exec``: "eager" / "graph"). After the run: every layer's SWA pool bytes in slot order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class ForwardRec:
+    index: int
+    mode: str
+    alloc: list[list[int]] = field(default_factory=list)
+    stores: list[list[int]] = field(default_factory=list)
+    exec: str = "eager"
+
+
+@dataclass
+class ServerObs:
+    target_version: str = ""
+    forwards: list[ForwardRec] = field(default_factory=list)
+    pools: list[bytes] = field(default_factory=list)
+    error: str | None = None
+    hops: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"target_version": self.target_version, "error": self.error,
+                "forwards": [{"index": f.index, "mode": f.mode, "alloc": f.alloc,
+                              "stores": f.stores, "exec": f.exec} for f in self.forwards]}

@@ -1,0 +1,156 @@
+"""The server-level oracle: plain Python over the Case's plan and the observed allocation.
+
+From the plan (:mod:`swafuzz.server.timeline`) it knows, per forward, which tokens of which
+requests write KV; from the observation only the allocator's choices flow in (as ``observed``
+mode does for component Cases), each validated before it is followed:
+
+* ``alloc_count``: one allocated token per row the forward writes;
+* ``allocation``: a full slot no live token holds, outside page 0; an SWA slot outside page 0,
+  in the same page offset as its full slot, not held by a token the batch still attends to
+  (inside the sliding window of a live request); with pages > 1 a request's next token
+  continues its last page (full slot + 1) unless that page is full, and a fresh page starts at
+  offset 0;
+* ``write_targets``: every layer's store received, row for row, the SWA slot chosen for the
+  row's token;
+* ``pool_bytes``: after the run every SWA slot of every layer holds, byte for byte, the payload
+  of the last row stored there (:func:`scenarios.payload.k_rows_bytes`), or the poison byte.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from swafuzz.scenarios.case import POISON_BYTE
+from swafuzz.scenarios.payload import k_rows_bytes
+from swafuzz.server.case import ServerCase
+from swafuzz.server.observation import ServerObs
+from swafuzz.server.timeline import Forward, Release, plan
+
+
+@dataclass(frozen=True)
+class ServerFailure:
+    check: str
+    forward: int | None
+    message: str
+
+    def signature(self) -> str:
+        return f"server:{self.check}"
+
+    def to_json(self) -> dict:
+        return {"check": self.check, "forward": self.forward, "message": self.message}
+
+
+def rows(case: ServerCase, fwd: int, layer: int, n: int) -> list[bytes]:
+    """The ``n`` rows the stub model stores at ``layer`` in forward ``fwd``."""
+    rb = case.model.row_bytes
+    data = k_rows_bytes("rows", case.payload_seed, fwd, 0, "target", layer, n, rb)
+    return [data[i * rb:(i + 1) * rb] for i in range(n)]
+
+
+class _State:
+    def __init__(self, case: ServerCase):
+        self.P = case.config.page_size
+        self.W = case.model.sliding_window
+        self.tokens: dict[int, list[tuple[int, int]]] = {}  # rid -> [(full, swa)] by position
+
+    def live_full(self) -> set[int]:
+        return {f for toks in self.tokens.values() for f, _ in toks}
+
+    def protected_swa(self) -> set[int]:
+        out = set()
+        for toks in self.tokens.values():
+            out |= {s for f, s in toks[max(0, len(toks) - self.W):]}
+        return out
+
+
+def _check_alloc(st: _State, fwd: Forward, alloc: list[list[int]]) -> str | None:
+    P = st.P
+    live, prot = st.live_full(), st.protected_swa()
+    k = 0
+    for rid, (start, n) in zip(fwd.rids, fwd.spans):
+        toks = st.tokens.setdefault(rid, [])
+        for pos in range(start, start + n):
+            full, swa = alloc[k]
+            where = f"request {rid} position {pos} (row {k})"
+            k += 1
+            if full < P or full in live:
+                return f"{where}: full slot {full} is page 0 or held by a live token"
+            if swa < P or swa in prot:
+                return f"{where}: SWA slot {swa} is page 0 or held by an in-window token"
+            if full % P != swa % P:
+                return f"{where}: full slot {full} and SWA slot {swa} differ in page offset"
+            if P > 1 and toks and toks[-1][0] % P != P - 1 and full != toks[-1][0] + 1:
+                return f"{where}: full slot {full} does not continue slot {toks[-1][0]}'s page"
+            if P > 1 and (not toks or toks[-1][0] % P == P - 1) and full % P:
+                return f"{where}: a fresh page starts at offset {full % P}, not 0"
+            toks.append((full, swa))
+            live.add(full)
+            prot = st.protected_swa()
+    return None
+
+
+def judge(case: ServerCase, obs: ServerObs) -> list[ServerFailure]:
+    """Every failure of ``obs`` against the Case, earliest forward first."""
+    out: list[ServerFailure] = []
+    if obs.error is not None:
+        return [ServerFailure("contracts", None, f"the pipeline raised: {obs.error}")]
+    st = _State(case)
+    layers = case.model.layers
+    shadow: list[dict[int, bytes]] = [{} for _ in range(layers)]
+    recs = {f.index: f for f in obs.forwards}
+    for ev in plan(case):
+        if isinstance(ev, Release):
+            for rid in ev.rids:
+                st.tokens.pop(rid, None)
+            continue
+        rec = recs.get(ev.index)
+        if rec is None:
+            return out + [ServerFailure("alloc_count", ev.index, f"forward {ev.index} "
+                                        f"({ev.mode}) was not observed")]
+        if rec.mode != ev.mode:
+            out.append(ServerFailure("exec_path", ev.index, f"forward {ev.index} ran as "
+                                     f"{rec.mode}, the plan says {ev.mode}"))
+        if len(rec.alloc) != ev.rows:
+            return out + [ServerFailure("alloc_count", ev.index, f"forward {ev.index} "
+                                        f"({ev.mode}) allocated {len(rec.alloc)} tokens for "
+                                        f"{ev.rows} rows")]
+        bad = _check_alloc(st, ev, rec.alloc)
+        if bad:
+            return out + [ServerFailure("allocation", ev.index, f"forward {ev.index}: {bad}")]
+        want = [s for _, s in rec.alloc]
+        if len(rec.stores) != layers:
+            out.append(ServerFailure("write_targets", ev.index, f"forward {ev.index}: "
+                                     f"{len(rec.stores)} layer stores, expected {layers}"))
+        for layer, got in enumerate(rec.stores[:layers]):
+            if got != want:
+                diff = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b),
+                            min(len(got), len(want)))
+                out.append(ServerFailure(
+                    "write_targets", ev.index, f"forward {ev.index} layer {layer}: row {diff} "
+                    f"stored at {got[diff] if diff < len(got) else 'nothing'}, expected "
+                    f"{want[diff] if diff < len(want) else 'nothing'} ({len(got)} rows stored, "
+                    f"{len(want)} expected)"))
+        for layer in range(layers):
+            for slot, row in zip(want, rows(case, ev.index, layer, len(want))):
+                shadow[layer][slot] = row
+    out += _pool_failures(case, obs, shadow)
+    return out
+
+
+def _pool_failures(case: ServerCase, obs: ServerObs,
+                   shadow: list[dict[int, bytes]]) -> list[ServerFailure]:
+    rb, P = case.model.row_bytes, case.config.page_size
+    poison = bytes([POISON_BYTE]) * rb
+    out = []
+    if len(obs.pools) != case.model.layers:
+        return [ServerFailure("pool_bytes", None, f"{len(obs.pools)} layer pools observed, "
+                              f"expected {case.model.layers}")]
+    for layer, data in enumerate(obs.pools):
+        for slot in range(P, len(data) // rb):
+            got = data[slot * rb:(slot + 1) * rb]
+            want = shadow[layer].get(slot, poison)
+            if got != want:
+                out.append(ServerFailure("pool_bytes", None, f"layer {layer} SWA slot {slot}: "
+                                         f"{got.hex()} != expected {want.hex()}"))
+                break
+    return out

@@ -1,0 +1,61 @@
+"""The server-level hop table of the ``sglang`` target (imports no SGLang).
+
+Each hop of a scheduling step, in order, with what runs: ``real`` (the release's code),
+``modelled`` (swafuzz's stand-in, with the reason) or ``refused`` (the pipeline refuses Cases
+that need it). Printed by ``swafuzz list --target sglang`` beside the component table.
+"""
+
+from __future__ import annotations
+
+#: (hop, 0.5.23, why)
+HOPS: tuple[tuple[str, str, str], ...] = (
+    ("server arguments installed", "real",
+     "the release's ServerArgs built from the Case's config and installed as the process's "
+     "runtime context (RuntimeContext.set_server_args: its config bags); the resolution "
+     "pipeline (resolve_once) is not run, it reads a checkpoint's config"),
+    ("argument validation", "modelled",
+     "swafuzz.server.run.release_refusal: the seam for the release's own ServerArgs checks "
+     "(built by helper srvargs); without it every config the Case validator accepts runs"),
+    ("batch choice (Scheduler.get_next_batch_to_run, PrefillAdder)", "modelled",
+     "needs a server process (ZMQ, tokenizer, model worker): swafuzz.server.timeline chooses "
+     "the batch; the adder's extend_end is set as it sets it for an unchunked prompt"),
+    ("Req, init_next_round_input", "real", "the release's Req with its prefix match against "
+     "the tree cache"),
+    ("tree cache (radix cache disabled)", "real",
+     "UnifiedRadixCache(disable=True) with FULL and SWA components, as the release's "
+     "registry builds it for --disable-radix-cache on a hybrid SWA model"),
+    ("ScheduleBatch.init_new, prepare_for_extend, merge_batch, filter_batch, "
+     "prepare_for_decode", "real",
+     "the release's scheduler batch, its alloc_for_extend / alloc_for_decode (SWA eviction "
+     "maybe_evict_swa included) through the release's SWATokenToKVPoolAllocator, "
+     "ReqToTokenPool and SamplingBatchInfo"),
+    ("request release (release_kv_cache)", "real",
+     "the release's free path through the tree cache when a request finishes or aborts"),
+    ("retract_decode", "refused", "not driven yet: every generated Case fits the pools"),
+    ("ForwardBatch.init_new", "real",
+     "the release's ForwardBatch with its KVLocPlan bound by the release's KVIndexTranslator "
+     "over the DSV4 pool; a model-runner stand-in holds exactly the attributes it reads"),
+    ("MLP sync, DP / attention-TP padding", "modelled",
+     "one rank only: modelled: helper dppad (real gloo process groups)"),
+    ("graph runner can_run / replay buffers", "refused",
+     "not driven yet: Cases run with disable_cuda_graph (the pipeline refuses cuda_graph_bs_decode)"),
+    ("attention backend eager metadata init", "modelled",
+     "the release's builder makes FlashMLA plans and page tables that need CUDA and page sizes "
+     "that are multiples of 128: the component engine's model (as the component table)"),
+    ("per-layer store (store_cache, resolver, pool translation)", "real",
+     "DeepseekV4AttnBackend.store_cache with its resolver and the DSV4 pool's translation, "
+     "fed by the ForwardBatch the release built; the stub model does no arithmetic and "
+     "stores deterministic rows per layer"),
+    ("store kernel, SWA buffers", "modelled",
+     "swafuzz's redzoned buffers and store (the release's CUDA JIT store needs a GPU)"),
+    ("speculative decoding (EAGLE verify / draft extend)", "refused", "not driven yet"),
+)
+
+
+def hop_text() -> str:
+    """The hop table as text."""
+    w = max(len(h) for h, _, _ in HOPS)
+    lines = ["server-level pipeline (swafuzz run --target sglang --level server), per "
+             "scheduling step:", f"  {'hop'.ljust(w)}  0.5.23    why"]
+    lines += [f"  {h.ljust(w)}  {s.ljust(8)}  {why}" for h, s, why in HOPS]
+    return "\n".join(lines)

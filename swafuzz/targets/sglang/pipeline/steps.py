@@ -1,0 +1,162 @@
+"""One server-level run, scheduling step by scheduling step, through the release's own batch
+pipeline (imports SGLang; the hops and what stays modelled: :mod:`.hops`).
+
+Per forward of the plan (:mod:`swafuzz.server.timeline`): EXTEND builds the release's ``Req``
+objects, matches them against the tree cache, builds a ``ScheduleBatch`` (``init_new``,
+``prepare_for_extend``) and merges it into the running batch (``merge_batch``); DECODE runs the
+running batch's ``prepare_for_decode``. Then the release's ``ForwardBatch.init_new`` and the stub
+model: per layer one store of deterministic rows through the release's ``store_cache``. A
+release frees the leaving requests (``release_kv_cache``) and filters the running batch
+(``filter_batch``). Every allocation the release's allocator makes is logged as it returns.
+"""
+
+from __future__ import annotations
+
+import traceback
+from array import array
+
+import torch
+
+from swafuzz.server.case import ServerCase
+from swafuzz.server.observation import ForwardRec, ServerObs
+from swafuzz.server.timeline import Forward, Release, output_id, plan, prompt_ids
+from swafuzz.targets.forward_mode import ForwardBatch as HarnessBatch
+from swafuzz.targets.forward_mode import ForwardMode as HarnessMode
+from swafuzz.targets.sglang.pipeline.setup import Server
+from swafuzz.targets.sglang.real import TARGET_VERSION
+
+from sglang.srt.managers.schedule_batch import (  # isort: skip
+    FINISH_ABORT,
+    FINISH_LENGTH,
+    Req,
+    ScheduleBatch,
+)
+from sglang.srt.mem_cache.common import release_kv_cache  # isort: skip
+from sglang.srt.model_executor.forward_batch_info import ForwardBatch  # isort: skip
+from sglang.srt.sampling.sampling_params import SamplingParams  # isort: skip
+from sglang.srt.speculative.spec_info import SpeculativeAlgorithm  # isort: skip
+
+ALLOC_METHODS = ("alloc", "alloc_extend", "alloc_decode")
+
+
+class AllocTap:
+    """Logs every token the release's allocator hands out as ``[full, swa]`` (the SWA slot read
+    from the allocator's mapping right after the call)."""
+
+    def __init__(self, allocator):
+        self.allocator = allocator
+        self.log: list[list[int]] = []
+        for name in ALLOC_METHODS:
+            real = getattr(allocator, name, None)
+            if real is not None:
+                setattr(allocator, name, self._tapped(real))
+
+    def _tapped(self, real):
+        def call(*args, **kwargs):
+            out = real(*args, **kwargs)
+            if out is not None:
+                m = self.allocator.full_to_swa_index_mapping
+                full = out.to(torch.int64)
+                self.log += [[int(f), int(s)] for f, s in zip(full.tolist(),
+                                                               m[full].tolist())]
+            return out
+        return call
+
+    def take(self) -> list[list[int]]:
+        log, self.log = self.log, []
+        return log
+
+
+def make_req(case: ServerCase, rid: int) -> Req:
+    sp = SamplingParams(max_new_tokens=case.requests[rid].max_new_tokens)
+    sp.normalize(None)
+    return Req(str(rid), "", array("q", prompt_ids(case, rid)), sp, vocab_size=32000)
+
+
+class Pipeline:
+    def __init__(self, case: ServerCase, impl: str = "torch"):
+        self.case = case
+        self.srv = Server(case, impl)
+        self.tap = AllocTap(self.srv.allocator)
+        self.reqs: dict[int, Req] = {}
+        self.running: ScheduleBatch | None = None
+
+    # -- scheduling steps ----------------------------------------------------------------------
+    def extend(self, fwd: Forward) -> ScheduleBatch:
+        s = self.srv
+        new = []
+        for rid in fwd.rids:
+            req = self.reqs[rid] = make_req(self.case, rid)
+            req.init_next_round_input(s.tree_cache)
+            req.extend_end = len(req.full_untruncated_fill_ids)  # the adder, unchunked
+            new.append(req)
+        batch = ScheduleBatch.init_new(new, s.req_to_token_pool, s.allocator, s.tree_cache,
+                                       s.model_runner.model_config, False,
+                                       SpeculativeAlgorithm.NONE)
+        batch.prepare_for_extend()
+        return batch
+
+    def decode(self) -> ScheduleBatch:
+        b = self.running
+        b.input_ids = torch.tensor([r.output_ids[-1] for r in b.reqs], dtype=torch.int64,
+                                   device=b.device)
+        b.prepare_for_decode()
+        return b
+
+    def after_forward(self, fwd: Forward, batch: ScheduleBatch) -> None:
+        for rid in fwd.rids:  # the sampler's output (modelled: the stub model's token)
+            req = self.reqs[rid]
+            req.output_ids.append(output_id(rid, len(req.output_ids)))
+        if fwd.mode == "EXTEND":
+            if self.running is None or self.running.is_empty():
+                self.running = batch
+            else:
+                self.running.merge_batch(batch)
+
+    def release(self, ev: Release) -> None:
+        for rid in ev.rids:
+            req = self.reqs.pop(rid)
+            req.finished_reason = (FINISH_ABORT() if rid in ev.aborted
+                                   else FINISH_LENGTH(len(req.output_ids)))
+            release_kv_cache(req, self.srv.tree_cache, checkpoint=False)
+        if self.running is not None:
+            self.running.filter_batch()
+
+    # -- the forward ---------------------------------------------------------------------------
+    def forward(self, fwd: Forward, batch: ScheduleBatch) -> ForwardRec:
+        s = self.srv
+        fb = ForwardBatch.init_new(batch, s.model_runner, return_hidden_states_before_norm=False)
+        hfb = HarnessBatch(HarnessMode[fb.forward_mode.name], fb.batch_size,
+                           fb.out_cache_loc.to(torch.int64), fb.seq_lens.to(torch.int64),
+                           fb.positions.to(torch.int64))
+        eng = s.engine
+        fo = eng.eager_forward(fwd.index, "target", eng.target_backend, hfb,
+                               hfb.out_cache_loc.numel())
+        per_layer: list[list[int]] = [[] for _ in range(eng.target_pool.num_layers)]
+        for st in fo.stores:
+            per_layer[st.layer] += st.locs
+        return ForwardRec(index=fwd.index, mode=fb.forward_mode.name, alloc=self.tap.take(),
+                          stores=per_layer, exec="eager")
+
+    def run(self) -> ServerObs:
+        obs = ServerObs(target_version=TARGET_VERSION)
+        try:
+            for ev in plan(self.case):
+                if isinstance(ev, Release):
+                    self.release(ev)
+                    self.tap.take()  # a release allocates nothing; keep forwards apart
+                    continue
+                batch = self.extend(ev) if ev.mode == "EXTEND" else self.decode()
+                obs.forwards.append(self.forward(ev, batch))
+                self.after_forward(ev, batch)
+        except Exception as e:  # noqa: BLE001 - the observation records any failure
+            tb = traceback.extract_tb(e.__traceback__)[-1]
+            obs.error = f"{type(e).__name__}: {e} (at {tb.filename}:{tb.lineno})"
+        pool = self.srv.engine.target_pool
+        obs.pools = [pool.layer_bytes(k) for k in range(pool.num_layers)]
+        return obs
+
+
+def run_server_case(case: ServerCase, impl: str = "torch") -> ServerObs:
+    """Run ``case`` through the release's pipeline; the observation of what it did."""
+    return Pipeline(case, impl).run()

@@ -1,0 +1,156 @@
+"""``swafuzz run --level server`` and the replay of a server-level bundle (``swafuzz repro``).
+
+A server-level campaign draws Cases of the request-level kinds (:data:`swafuzz.server.
+strategies.KINDS`) with Hypothesis, runs each through the target's pipeline
+(:func:`swafuzz.server.run.execute`, in this process) and judges it with the server-level oracle;
+the first failure of a kind is shrunk by Hypothesis and written as a bundle,
+``OUT/findings/server-<check>.<kind>.json``, replayable with ``swafuzz repro``. ``run.json``
+records the level, kinds, cases, seconds and cases per second.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+from hypothesis import HealthCheck, Phase, given, seed, settings
+
+from swafuzz import targets
+from swafuzz.harness.cli_common import EXIT_CLEAN, EXIT_FINDINGS, UsageError
+from swafuzz.reports.bundle import atomic_write_text
+from swafuzz.server.case import ServerCase, ServerCaseError, parse
+from swafuzz.server.run import ServerRefused, ServerVerdict, execute, levels_of
+from swafuzz.server.strategies import KINDS, server_cases
+
+BUNDLE_VERSION = 1
+
+
+def check_level(args) -> list[str]:
+    """The kinds of a ``--level server`` run (exit 2 on a target without the level or a
+    component kind)."""
+    tgts = args.target if isinstance(args.target, list) else [args.target or "unified"]
+    for t in tgts:
+        if "server" not in levels_of(t):
+            raise UsageError(f"--level server: target {t} has no server-level pipeline "
+                             f"(levels of {t}: {', '.join(levels_of(t))}; --level server runs on: "
+                             "sglang)")
+    kinds = args.scenario or list(KINDS)
+    for k in kinds:
+        if k not in KINDS:
+            raise UsageError(f"--scenario {k}: not a server-level kind (allowed with --level "
+                             f"server: {', '.join(KINDS)})")
+    return kinds
+
+
+def write_json_atomic(path: str, obj: dict) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=1, sort_keys=True) + "\n")
+
+
+def bundle_of(v: ServerVerdict, target: str) -> dict:
+    return {"bundle_version": BUNDLE_VERSION, "level": "server", "target": target,
+            "signature": v.signature, "case": v.case.to_json(),
+            "failures": [f.to_json() for f in v.failures],
+            "versions": targets.versions(target),
+            "observed": v.obs.to_json()}
+
+
+def _campaign(kind: str, target: str, examples: int, seed_: int, found: list) -> int:
+    count = [0]
+
+    @seed(seed_)
+    @settings(max_examples=examples, database=None, deadline=None, derandomize=False,
+              suppress_health_check=list(HealthCheck),
+              phases=(Phase.generate, Phase.shrink), report_multiple_bugs=False)
+    @given(server_cases(kind))
+    def one(case: ServerCase) -> None:
+        count[0] += 1
+        v = execute(case, target)
+        if v.failed:
+            found[:] = [v]
+            raise AssertionError(v.signature)
+
+    try:
+        one()
+    except AssertionError:
+        pass
+    return count[0]
+
+
+def cmd_server_run(args) -> int:
+    kinds = check_level(args)
+    target = args.target[0] if isinstance(args.target, list) else args.target
+    examples = args.examples or 20
+    out = args.out or "swafuzz-out/server"
+    if os.path.exists(out) and os.listdir(out):
+        raise UsageError(f"--out {out}: exists and is not empty (a server-level run writes a "
+                         "new directory)")
+    _available(target)
+    os.makedirs(os.path.join(out, "findings"), exist_ok=True)
+    t0, total, findings = time.monotonic(), 0, []
+    per_kind = {}
+    for kind in kinds:
+        found: list[ServerVerdict] = []
+        k0 = time.monotonic()
+        n = _campaign(kind, target, examples, args.seed, found)
+        total += n
+        per_kind[kind] = {"cases": n, "seconds": round(time.monotonic() - k0, 2),
+                          "finding": found[0].signature if found else None}
+        if found:
+            v = found[0]
+            path = os.path.join(out, "findings", f"{v.signature.replace(':', '-')}.{kind}.json")
+            write_json_atomic(path, bundle_of(v, target))
+            findings.append(path)
+            print(f"FINDING {v.signature} ({kind}): {v.failures[0].message}\n  repro: swafuzz "
+                  f"repro {path}", file=sys.stderr)
+    secs = time.monotonic() - t0
+    write_json_atomic(os.path.join(out, "run.json"), {
+        "level": "server", "target": target, "kinds": per_kind, "cases": total,
+        "seconds": round(secs, 2), "cases_per_second": round(total / secs, 3) if secs else None,
+        "findings": findings, "seed": args.seed,
+        "versions": targets.versions(target)})
+    print(f"server-level run: {total} cases in {secs:.1f} s ({total / secs:.2f} cases/s), "
+          f"{len(findings)} findings -> {out}")
+    return EXIT_FINDINGS if findings else EXIT_CLEAN
+
+
+def _available(target: str) -> None:
+    try:
+        targets.get_target(target)  # the target's check_available hook
+    except targets.TargetUnavailable as e:
+        raise UsageError(str(e)) from None
+
+
+def is_server_bundle(path: str) -> bool:
+    try:
+        with open(path, encoding="utf-8") as f:
+            obj = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(obj, dict) and obj.get("level") == "server"
+
+
+def cmd_server_repro(args) -> int:
+    with open(args.file, encoding="utf-8") as f:
+        bundle = json.load(f)
+    try:
+        case = parse(bundle.get("case"))
+    except ServerCaseError as e:
+        raise UsageError(f"{args.file}: field 'case': {e}") from None
+    target = args.target or bundle.get("target", "sglang")
+    if "server" not in levels_of(target):
+        raise UsageError(f"{args.file}: a server-level bundle; target {target} has no "
+                         "server-level pipeline (runs on: sglang)")
+    _available(target)
+    try:
+        v = execute(case, target)
+    except ServerRefused as e:
+        raise UsageError(f"{args.file}: {e}") from None
+    if v.failed:
+        print(f"FAIL {v.signature} ({len(v.failures)} failures)")
+        for fl in v.failures:
+            print(f"  {fl.check}: {fl.message}")
+        return EXIT_FINDINGS
+    print(f"PASS: server-level Case clean on target {target} ({v.obs.target_version})")
+    return EXIT_CLEAN

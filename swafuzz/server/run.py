@@ -1,0 +1,95 @@
+"""One server-level Case: refused or run through a target's pipeline and judged.
+
+:func:`release_refusal` is the seam for the release's own argument checks (``ServerArgs``
+post-init and the DeepSeek-V4/V4.1 feature validation, built in
+``swafuzz/targets/sglang/serverargs.py``): it returns the release's refusal message, or None.
+Where that module is absent every config the Case validator accepts is let through.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+
+from swafuzz.server.case import ServerCase
+from swafuzz.server.observation import ServerObs
+from swafuzz.server.oracle import ServerFailure, judge
+
+#: the module holding the release's own ServerArgs checks (imports SGLang)
+SERVERARGS = "swafuzz.targets.sglang.serverargs"
+#: the target pipelines a server-level Case runs on (target -> module:function, imports SGLang)
+PIPELINES = {"sglang": "swafuzz.targets.sglang.pipeline.steps:run_server_case"}
+#: what the pipeline does not drive yet: (predicate, refusal)
+NOT_DRIVEN = (
+    (lambda c: c.speculative_algorithm is not None, "config.speculative_algorithm: speculative "
+     "decoding is not driven at server level yet (allowed: null)"),
+    (lambda c: c.tp_size != 1 or c.dp_size != 1 or c.enable_dp_attention,
+     "config.tp_size / dp_size / enable_dp_attention: one rank only at server level (allowed: "
+     "tp_size 1, dp_size 1, enable_dp_attention false; padding across ranks is helper dppad's)"),
+    (lambda c: c.cuda_graph_bs_decode is not None or not c.disable_cuda_graph,
+     "config.disable_cuda_graph / cuda_graph_bs_decode: graph replay is not driven at server "
+     "level yet (allowed: disable_cuda_graph true, cuda_graph_bs_decode null)"),
+    (lambda c: not c.disable_radix_cache, "config.disable_radix_cache: prefix sharing through "
+     "the radix cache is not driven at server level yet (allowed: true)"),
+    (lambda c: c.enable_encoder_swa_bounded_replay or c.enable_decoder_swa_bounded_replay,
+     "config.enable_encoder_swa_bounded_replay / enable_decoder_swa_bounded_replay: the "
+     "request window is not driven at server level yet (allowed: false)"),
+)
+
+
+class ServerRefused(ValueError):
+    """A server-level Case the target does not run (CLI exit 2): the message says why."""
+
+
+def release_refusal(config: dict) -> str | None:
+    """The release's refusal of the ServerArgs fields ``config``, or None when it accepts them
+    (or when the release's checks are not built here)."""
+    try:
+        mod = importlib.import_module(SERVERARGS)  # imports SGLang (optional)
+    except ModuleNotFoundError as e:
+        if e.name != SERVERARGS:
+            raise
+        return None
+    return mod.release_refusal(config)
+
+
+def refusal(case: ServerCase) -> str | None:
+    """Why ``case`` is not run: the pipeline's limits, then the release's own checks."""
+    for applies, why in NOT_DRIVEN:
+        if applies(case.config):
+            return why
+    why = release_refusal(case.config.server_args())
+    return f"the release refuses these server arguments: {why}" if why else None
+
+
+def levels_of(target: str) -> tuple[str, ...]:
+    return ("component", "server") if target in PIPELINES else ("component",)
+
+
+@dataclass
+class ServerVerdict:
+    case: ServerCase
+    obs: ServerObs
+    failures: list[ServerFailure] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.failures)
+
+    @property
+    def signature(self) -> str | None:
+        return self.failures[0].signature() if self.failures else None
+
+
+def execute(case: ServerCase, target: str = "sglang", impl: str = "torch") -> ServerVerdict:
+    """Run ``case`` on ``target``'s pipeline and judge it; :class:`ServerRefused` when the
+    target does not run it."""
+    if target not in PIPELINES:
+        raise ServerRefused(f"--level server: target {target} has no server-level pipeline "
+                            f"(targets with one: {', '.join(PIPELINES)})")
+    why = refusal(case)
+    if why:
+        raise ServerRefused(why)
+    mod, fn = PIPELINES[target].split(":")
+    obs = getattr(importlib.import_module(mod), fn)(case, impl=impl)  # imports SGLang
+    return ServerVerdict(case, obs, judge(case, obs))

@@ -1,0 +1,55 @@
+"""Hypothesis strategies of server-level Cases, one per request-level kind.
+
+Draws shrink towards fewer requests, shorter prompts, fewer new tokens, no aborts, no
+speculative decoding and one rank: each is the first (smallest) choice of its draw.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from swafuzz.server.case import ModelShape, Request, ServerCase, ServerConfig, validate
+
+#: kind -> what it generates
+KINDS = {
+    "server_decode": "requests that all arrive at step 0: one EXTEND, then DECODE to the end",
+    "server_mixed": "staggered arrivals and aborts: EXTEND batches between DECODE batches, "
+                    "requests leaving while others run",
+}
+
+
+@st.composite
+def _request(draw, staggered: bool, window: int) -> Request:
+    arrive = draw(st.integers(0, 6)) if staggered else 0
+    prompt = draw(st.integers(1, 3 * window + 4))
+    new = draw(st.integers(1, 2 * window + 2))
+    abort = None
+    if staggered and draw(st.booleans()):
+        abort = arrive + draw(st.integers(0, new + 1))
+    return Request(arrive_step=arrive, prompt_len=prompt, max_new_tokens=new, abort_step=abort)
+
+
+@st.composite
+def server_cases(draw, kind: str = "server_decode") -> ServerCase:
+    if kind not in KINDS:
+        raise KeyError(f"server kind {kind!r} (known: {', '.join(KINDS)})")
+    page = draw(st.sampled_from((1, 2, 4)))
+    window = draw(st.integers(1, 8))
+    layers = draw(st.integers(1, 2))
+    reqs = tuple(draw(st.lists(_request(kind == "server_mixed", window), min_size=1,
+                               max_size=4)))
+    need = sum(r.prompt_len + r.max_new_tokens + page for r in reqs)
+    full = -(-need // page) * page + page
+    # the SWA pool holds every request's tokens on their own pages (the release evicts out of
+    # window tokens on its own cadence; SWA-capacity pressure is not generated here), plus
+    # slack the draw shrinks
+    swa_min = sum(-(-(r.prompt_len + r.max_new_tokens) // page) * page + page for r in reqs) \
+        + 2 * page
+    swa = swa_min + page * draw(st.integers(0, 8))
+    cfg = ServerConfig(page_size=page)
+    case = ServerCase(config=cfg, model=ModelShape(layers=layers, sliding_window=window,
+                                                   full_tokens=full + page, swa_tokens=swa,
+                                                   row_bytes=16),
+                      requests=reqs, payload_seed=draw(st.integers(0, 3)), kind=kind)
+    validate(case)
+    return case

@@ -81,9 +81,11 @@ class ServerVerdict:
         return self.failures[0].signature() if self.failures else None
 
 
-def execute(case: ServerCase, target: str = "sglang", impl: str = "torch") -> ServerVerdict:
-    """Run ``case`` on ``target``'s pipeline and judge it; :class:`ServerRefused` when the
-    target does not run it."""
+def execute(case: ServerCase, target: str = "sglang", impl: str = "torch",
+            mutant: str | None = None) -> ServerVerdict:
+    """Run ``case`` on ``target``'s pipeline (``mutant``: a server mutant's patch of the
+    release's pipeline code) and judge it; :class:`ServerRefused` when the target does not
+    run it."""
     if target not in PIPELINES:
         raise ServerRefused(f"--level server: target {target} has no server-level pipeline "
                             f"(targets with one: {', '.join(PIPELINES)})")
@@ -91,5 +93,6 @@ def execute(case: ServerCase, target: str = "sglang", impl: str = "torch") -> Se
     if why:
         raise ServerRefused(why)
     mod, fn = PIPELINES[target].split(":")
-    obs = getattr(importlib.import_module(mod), fn)(case, impl=impl)  # imports SGLang
+    run = getattr(importlib.import_module(mod), fn)  # imports SGLang (optional)
+    obs = run(case, impl=impl, mutant=mutant) if mutant else run(case, impl=impl)
     return ServerVerdict(case, obs, judge(case, obs))

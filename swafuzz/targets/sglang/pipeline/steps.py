@@ -22,6 +22,7 @@ from swafuzz.server.observation import ForwardRec, ServerObs
 from swafuzz.server.timeline import Forward, Release, output_id, plan, prompt_ids
 from swafuzz.targets.forward_mode import ForwardBatch as HarnessBatch
 from swafuzz.targets.forward_mode import ForwardMode as HarnessMode
+from swafuzz.targets.sglang.pipeline.mutants import patched
 from swafuzz.targets.sglang.pipeline.setup import Server
 from swafuzz.targets.sglang.real import TARGET_VERSION
 
@@ -157,6 +158,8 @@ class Pipeline:
         return obs
 
 
-def run_server_case(case: ServerCase, impl: str = "torch") -> ServerObs:
-    """Run ``case`` through the release's pipeline; the observation of what it did."""
-    return Pipeline(case, impl).run()
+def run_server_case(case: ServerCase, impl: str = "torch", mutant: str | None = None) -> ServerObs:
+    """Run ``case`` through the release's pipeline (with server mutant ``mutant``'s patch of
+    the release's code, :mod:`.mutants`); the observation of what it did."""
+    with patched(mutant):
+        return Pipeline(case, impl).run()

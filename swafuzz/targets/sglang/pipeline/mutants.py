@@ -1,0 +1,47 @@
+"""Server-level mutants: changes in the release's own pipeline code, patched at runtime while a
+server-level Case runs (imports SGLang). Component-level Cases never run these hops (the
+component engine builds no ScheduleBatch), so only server-level Cases can kill them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+from sglang.srt.managers.schedule_batch import ScheduleBatch
+
+
+@contextlib.contextmanager
+def decode_stale_out_cache_loc() -> Iterator[None]:
+    """Spec §9.3 (equal-length stale cache): ``ScheduleBatch.prepare_for_decode`` allocates
+    the step's slots but the batch keeps the previous forward's ``out_cache_loc`` when it has
+    as many rows, so the stores write into the previous batch's slots."""
+    real = ScheduleBatch.prepare_for_decode
+
+    def prepare_for_decode(self):
+        old = self.out_cache_loc
+        real(self)
+        if old is not None and old.numel() == self.out_cache_loc.numel():
+            self.out_cache_loc = old
+
+    ScheduleBatch.prepare_for_decode = prepare_for_decode
+    try:
+        yield
+    finally:
+        ScheduleBatch.prepare_for_decode = real
+
+
+#: name -> (source, the patch)
+SERVER_MUTANTS = {
+    "server_decode_stale_loc": ("spec §9.3 (equal-length stale cache), in the release's "
+                                "ScheduleBatch.prepare_for_decode", decode_stale_out_cache_loc),
+}
+
+
+def patched(name: str | None):
+    """The patch of server mutant ``name`` (None: nothing patched)."""
+    if name is None:
+        return contextlib.nullcontext()
+    if name not in SERVER_MUTANTS:
+        raise KeyError(f"server mutant {name!r} (known: {', '.join(SERVER_MUTANTS)})")
+    return SERVER_MUTANTS[name][1]()

@@ -1,0 +1,72 @@
+"""The ``sglang`` target's server-level pipeline (marker ``upstream``: needs SGLang 0.5.23)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from swafuzz.server.case import parse
+
+pytestmark = [pytest.mark.upstream,
+              pytest.mark.skipif(importlib.util.find_spec("sglang") is None,
+                                 reason="sglang is not installed (scripts/upstream-env VERSION)")]
+
+
+def _case(page: int) -> dict:
+    return {"config": {"page_size": page},
+            "model": {"full_tokens": 128, "swa_tokens": 64, "sliding_window": 4},
+            "requests": [{"prompt_len": 5, "max_new_tokens": 6},
+                         {"prompt_len": 3, "max_new_tokens": 3},
+                         {"prompt_len": 7, "max_new_tokens": 4, "arrive_step": 3,
+                          "abort_step": 5}]}
+
+
+@pytest.mark.parametrize("page", [1, 4])
+def test_release_pipeline_passes_the_oracle(page):
+    from swafuzz.server.run import execute
+
+    v = execute(parse(_case(page)), "sglang")
+    assert v.obs.error is None, v.obs.error
+    assert [f.mode for f in v.obs.forwards] == ["EXTEND", "DECODE", "DECODE", "EXTEND",
+                                                "DECODE", "DECODE", "DECODE"]
+    assert not v.failed, [f.message for f in v.failures]
+
+
+def test_the_stores_come_from_the_release_pipeline(monkeypatch):
+    """Break the release's ForwardBatch construction: the oracle must see it."""
+    from sglang.srt.model_executor.forward_batch_info import ForwardBatch
+
+    from swafuzz.server.run import execute
+
+    real = ForwardBatch.init_new.__func__
+
+    def shifted(cls, batch, runner, **kw):
+        fb = real(cls, batch, runner, **kw)
+        fb.out_cache_loc = fb.out_cache_loc + 1
+        return fb
+
+    monkeypatch.setattr(ForwardBatch, "init_new", classmethod(shifted))
+    v = execute(parse(_case(1)), "sglang")
+    assert v.failed and v.failures[0].check in ("write_targets", "contracts")
+
+
+def test_server_mutant_killed_only_at_server_level():
+    """The stale-loc mutant in the release's prepare_for_decode: a server-level Case kills it;
+    a component-level Case on the same target runs no ScheduleBatch, so it passes under the
+    same patch."""
+    from swafuzz.harness.run import execute as component_execute
+    from swafuzz.scenarios.case import Case, PoolConfig, Step
+    from swafuzz.server.run import execute
+    from swafuzz.targets.sglang.pipeline.mutants import patched
+
+    v = execute(parse(_case(1)), "sglang", mutant="server_decode_stale_loc")
+    assert v.failed and v.failures[0].check == "write_targets", v.failures
+    comp = Case(pool=PoolConfig(page_size=1, full_pages=32, swa_pages=24, window=3, layers=1,
+                                draft_layers=1),
+                steps=(Step("admit", rid=0, length=5), Step("admit", rid=1, length=2),
+                       Step("decode", rids=(0, 1)), Step("decode", rids=(0, 1)),
+                       Step("finish", rid=1), Step("decode", rids=(0,))))
+    with patched("server_decode_stale_loc"):
+        cv = component_execute(comp, "sglang", "torch", ["eager"])
+    assert not cv.failed, [f.message for f in cv.failures]

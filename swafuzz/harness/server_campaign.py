@@ -21,7 +21,7 @@ from swafuzz import targets
 from swafuzz.harness.cli_common import EXIT_CLEAN, EXIT_FINDINGS, UsageError
 from swafuzz.reports.bundle import atomic_write_text
 from swafuzz.server.case import ServerCase, ServerCaseError, parse
-from swafuzz.server.run import ServerRefused, ServerVerdict, execute, levels_of
+from swafuzz.server.run import ServerRefused, ServerVerdict, execute, levels_of, load_pipeline
 from swafuzz.server.strategies import KINDS, server_cases
 
 BUNDLE_VERSION = 1
@@ -118,6 +118,7 @@ def cmd_server_run(args) -> int:
 def _available(target: str) -> None:
     try:
         targets.get_target(target)  # the target's check_available hook
+        load_pipeline(target)  # a release lacking a hop of the pipeline: refused by name
     except targets.TargetUnavailable as e:
         raise UsageError(str(e)) from None
 

@@ -62,6 +62,13 @@ def refusal(case: ServerCase) -> str | None:
     return f"the release refuses these server arguments: {why}" if why else None
 
 
+def load_pipeline(target: str):
+    """The run function of ``target``'s pipeline (imports SGLang; a release lacking a hop
+    raises the target's TargetUnavailable naming it)."""
+    mod, fn = PIPELINES[target].split(":")
+    return getattr(importlib.import_module(mod), fn)  # imports SGLang (optional)
+
+
 def levels_of(target: str) -> tuple[str, ...]:
     return ("component", "server") if target in PIPELINES else ("component",)
 
@@ -92,7 +99,6 @@ def execute(case: ServerCase, target: str = "sglang", impl: str = "torch",
     why = refusal(case)
     if why:
         raise ServerRefused(why)
-    mod, fn = PIPELINES[target].split(":")
-    run = getattr(importlib.import_module(mod), fn)  # imports SGLang (optional)
+    run = load_pipeline(target)
     obs = run(case, impl=impl, mutant=mutant) if mutant else run(case, impl=impl)
     return ServerVerdict(case, obs, judge(case, obs))

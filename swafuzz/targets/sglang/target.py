@@ -24,6 +24,7 @@ from swafuzz.features import Feature, Since
 from swafuzz.scenarios.case import Case
 from swafuzz.targets.protocol import TargetUnavailable
 from swafuzz.targets.sglang.matrix import table_text
+from swafuzz.targets.sglang.pipeline.hops import hop_text
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from swafuzz.targets.protocol import Subject
@@ -146,7 +147,7 @@ class SGLangTarget:
             head = f"target sglang: installed sglang {sg.label(v, a)}"
         except TargetUnavailable as e:
             head = str(e)
-        return f"{head}\n\n{table_text()}"
+        return f"{head}\n\n{table_text()}\n\n{hop_text()}"
 
     @staticmethod
     def versions() -> dict[str, str]:

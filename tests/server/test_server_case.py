@@ -1,0 +1,113 @@
+"""Server-level Cases: JSON round trip, validation (exit 2 naming the field), strategies that
+shrink, the schedule plan and the oracle on hand-made observations (torch-free, fast)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+
+from swafuzz.harness.cli import main as cli_main
+from swafuzz.server.case import ServerCase, ServerCaseError, parse
+from swafuzz.server.observation import ForwardRec, ServerObs
+from swafuzz.server.oracle import judge, rows
+from swafuzz.server.run import refusal
+from swafuzz.server.strategies import server_cases
+from swafuzz.server.timeline import Forward, Release, plan
+
+BASE = {"config": {"page_size": 1}, "model": {"full_tokens": 64, "swa_tokens": 32,
+                                               "sliding_window": 2, "layers": 1},
+        "requests": [{"prompt_len": 3, "max_new_tokens": 2},
+                     {"prompt_len": 2, "max_new_tokens": 1, "arrive_step": 1}]}
+
+
+@settings(max_examples=30)
+@given(server_cases("server_mixed"))
+def test_round_trip(case):
+    assert parse(json.loads(case.dumps())) == case
+
+
+@pytest.mark.parametrize("path,value,needle", [
+    (("config", "page_size"), 3, "config.page_size: one of 1, 2, 4"),
+    (("config", "speculative_algorithm"), "MEDUSA", "config.speculative_algorithm: one of"),
+    (("config", "bogus"), 1, "config.bogus: unknown field (allowed: tp_size"),
+    (("model", "row_bytes"), 5, "model.row_bytes: one of 8, 16"),
+    (("requests", 0, "prompt_len"), 0, "requests[0].prompt_len: an integer in 1..512"),
+    (("requests", 0, "rank"), 1, "requests[0].rank: a rank in 0..0"),
+    (("requests", 0, "accept_lengths"), [1], "requests[0].accept_lengths: empty expected"),
+])
+def test_validation_names_the_field(path, value, needle):
+    obj = json.loads(json.dumps(BASE))
+    d = obj
+    for k in path[:-1]:
+        d = d[k]
+    d[path[-1]] = value
+    with pytest.raises(ServerCaseError) as e:
+        parse(obj)
+    assert needle in str(e.value)
+
+
+def test_plan():
+    ev = plan(parse(BASE))
+    assert ev == [Forward(0, 0, "EXTEND", (0,), ((0, 3),)),
+                  Forward(1, 1, "EXTEND", (1,), ((0, 2),)),
+                  Release(2, (1,), ()),
+                  Forward(2, 2, "DECODE", (0,), ((3, 1),)),
+                  Release(3, (0,), ())]
+
+
+def test_strategy_shrinks_to_the_smallest_case():
+    from hypothesis import find
+
+    case = find(server_cases("server_decode"), lambda c: True)
+    assert len(case.requests) == 1 and case.config.page_size == 1
+    assert case.requests[0].prompt_len == 1 and case.config.speculative_algorithm is None
+
+
+def _obs(case: ServerCase, shift: int = 0) -> ServerObs:
+    obs, nxt = ServerObs(), 1
+    for ev in plan(case):
+        if isinstance(ev, Release):
+            continue
+        alloc = [[nxt + i, nxt + i] for i in range(ev.rows)]
+        nxt += ev.rows
+        stores = [[s + shift for _, s in alloc] for _ in range(case.model.layers)]
+        obs.forwards.append(ForwardRec(ev.index, ev.mode, alloc, stores))
+    pool = bytearray(b"\x5a" * 16 * 32)
+    for f in obs.forwards:
+        for s, row in zip(f.stores[0], rows(case, f.index, 0, len(f.stores[0]))):
+            pool[s * 16:(s + 1) * 16] = row
+    obs.pools = [bytes(pool)]
+    return obs
+
+
+def test_oracle_accepts_a_correct_run_and_catches_a_shift():
+    case = parse(BASE)
+    assert judge(case, _obs(case)) == []
+    bad = judge(case, _obs(case, shift=1))
+    assert bad and bad[0].check == "write_targets"
+
+
+def test_oracle_catches_a_short_allocation_and_a_reused_slot():
+    case = parse(BASE)
+    obs = _obs(case)
+    obs.forwards[2].alloc = []
+    assert judge(case, obs)[0].check == "alloc_count"
+    obs = _obs(case)
+    obs.forwards[1].alloc[0] = [1, 1]  # full slot 1 is request 0's
+    assert judge(case, obs)[0].check == "allocation"
+
+
+def test_refusals_name_the_field():
+    spec = json.loads(json.dumps(BASE))
+    spec["config"].update(speculative_algorithm="EAGLE", speculative_num_steps=1,
+                          speculative_eagle_topk=1, speculative_num_draft_tokens=2)
+    assert "config.speculative_algorithm" in refusal(parse(spec))
+    assert refusal(parse(BASE)) is None
+
+
+def test_cli_level_server_refuses_other_targets(capsys, tmp_path):
+    assert cli_main(["run", "--target", "unified", "--level", "server", "--examples", "1",
+                     "--out", str(tmp_path / "o")]) == 2
+    assert "target unified has no server-level pipeline" in capsys.readouterr().err

@@ -121,7 +121,7 @@ def build_parser(commands: dict[str, Callable] | None = None) -> argparse.Argume
     r.add_argument("--level", choices=("component", "server"), default="component",
                    help="component: Cases of steps on the target's components; server: "
                         "server-level Cases (server arguments + requests) through the target's "
-                        "own batch pipeline (targets with one: sglang)")
+                        "own batch pipeline (targets that have one)")
     r.set_defaults(**_bound(commands, "run"))
 
     rp = sub.add_parser("repro", formatter_class=fmt, help="replay a finding bundle")

@@ -21,7 +21,14 @@ from swafuzz import targets
 from swafuzz.harness.cli_common import EXIT_CLEAN, EXIT_FINDINGS, UsageError
 from swafuzz.reports.bundle import atomic_write_text
 from swafuzz.server.case import ServerCase, ServerCaseError, parse
-from swafuzz.server.run import ServerRefused, ServerVerdict, execute, levels_of, load_pipeline
+from swafuzz.server.run import (
+    PIPELINES,
+    ServerRefused,
+    ServerVerdict,
+    execute,
+    levels_of,
+    load_pipeline,
+)
 from swafuzz.server.strategies import KINDS, server_cases
 
 BUNDLE_VERSION = 1
@@ -35,7 +42,7 @@ def check_level(args) -> list[str]:
         if "server" not in levels_of(t):
             raise UsageError(f"--level server: target {t} has no server-level pipeline "
                              f"(levels of {t}: {', '.join(levels_of(t))}; --level server runs on: "
-                             "sglang)")
+                             f"{', '.join(PIPELINES)})")
     kinds = args.scenario or list(KINDS)
     for k in kinds:
         if k not in KINDS:
@@ -139,10 +146,10 @@ def cmd_server_repro(args) -> int:
         case = parse(bundle.get("case"))
     except ServerCaseError as e:
         raise UsageError(f"{args.file}: field 'case': {e}") from None
-    target = args.target or bundle.get("target", "sglang")
+    target = args.target or bundle.get("target")
     if "server" not in levels_of(target):
         raise UsageError(f"{args.file}: a server-level bundle; target {target} has no "
-                         "server-level pipeline (runs on: sglang)")
+                         f"server-level pipeline (runs on: {', '.join(PIPELINES)})")
     _available(target)
     try:
         v = execute(case, target)

@@ -266,8 +266,8 @@ def validate(case: ServerCase) -> None:
     for i, r in enumerate(case.requests):
         p = f"requests[{i}]"
         if r.rank >= ranks:
-            _fail(f"{p}.rank", f"a rank in 0..{ranks - 1} expected (dp_size {c.dp_size}, "
-                  f"enable_dp_attention {c.enable_dp_attention}), got {r.rank}")
+            _fail(f"{p}.rank", f"a rank in 0..{ranks - 1} expected (the config's data-parallel "
+                  f"attention ranks), got {r.rank}")
         if r.accept_lengths and not spec:
             _fail(f"{p}.accept_lengths", "empty expected without a speculative_algorithm")
         if spec and any(a > c.speculative_num_draft_tokens for a in r.accept_lengths):

@@ -24,16 +24,17 @@ NOT_DRIVEN = (
     (lambda c: c.speculative_algorithm is not None, "config.speculative_algorithm: speculative "
      "decoding is not driven at server level yet (allowed: null)"),
     (lambda c: c.tp_size != 1 or c.dp_size != 1 or c.enable_dp_attention,
-     "config.tp_size / dp_size / enable_dp_attention: one rank only at server level (allowed: "
-     "tp_size 1, dp_size 1, enable_dp_attention false; padding across ranks is helper dppad's)"),
+     "config.tp_size and the data-parallel fields: one rank only at server level (allowed: one "
+     "tensor-parallel rank, one data-parallel rank, no data-parallel attention; padding across "
+     "ranks is helper dppad's)"),
     (lambda c: c.cuda_graph_bs_decode is not None or not c.disable_cuda_graph,
      "config.disable_cuda_graph / cuda_graph_bs_decode: graph replay is not driven at server "
      "level yet (allowed: disable_cuda_graph true, cuda_graph_bs_decode null)"),
     (lambda c: not c.disable_radix_cache, "config.disable_radix_cache: prefix sharing through "
      "the radix cache is not driven at server level yet (allowed: true)"),
     (lambda c: c.enable_encoder_swa_bounded_replay or c.enable_decoder_swa_bounded_replay,
-     "config.enable_encoder_swa_bounded_replay / enable_decoder_swa_bounded_replay: the "
-     "request window is not driven at server level yet (allowed: false)"),
+     "config.enable_encoder_swa_bounded_replay / enable_decoder_swa_bounded_replay: V4.1 "
+     "bounded replay is not driven at server level yet (allowed: false)"),
 )
 
 

@@ -35,7 +35,7 @@ HOPS: tuple[tuple[str, str, str], ...] = (
     ("ForwardBatch.init_new", "real",
      "the release's ForwardBatch with its KVLocPlan bound by the release's KVIndexTranslator "
      "over the DSV4 pool; a model-runner stand-in holds exactly the attributes it reads"),
-    ("MLP sync, DP / attention-TP padding", "modelled",
+    ("MLP sync, data-parallel / attention-TP padding", "modelled",
      "one rank only: modelled: helper dppad (real gloo process groups)"),
     ("graph runner can_run / replay buffers", "refused",
      "not driven yet: Cases run with disable_cuda_graph (the pipeline refuses cuda_graph_bs_decode)"),

@@ -15,10 +15,10 @@ import textwrap
 from typing import Any
 
 from swafuzz import features, targets
-from swafuzz.server.strategies import KINDS as SERVER_KINDS
 from swafuzz.harness.check_registry import check_names
 from swafuzz.harness.executors import available_executors
 from swafuzz.kernels import available_impls
+from swafuzz.server.strategies import KINDS as SERVER_KINDS
 from swafuzz.targets.mutants import load_all
 
 

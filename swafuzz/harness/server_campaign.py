@@ -10,6 +10,7 @@ records the level, kinds, cases, seconds and cases per second.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -19,6 +20,8 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 
 from swafuzz import targets
 from swafuzz.harness.cli_common import EXIT_CLEAN, EXIT_FINDINGS, UsageError
+from swafuzz.harness.executors import get_executor
+from swafuzz.harness.run import resolve_executors
 from swafuzz.reports.bundle import atomic_write_text
 from swafuzz.server.case import ServerCase, ServerCaseError, parse
 from swafuzz.server.run import (
@@ -63,7 +66,22 @@ def bundle_of(v: ServerVerdict, target: str) -> dict:
             "observed": v.obs.to_json()}
 
 
-def _campaign(kind: str, target: str, examples: int, seed_: int, found: list) -> int:
+def run_all(case: ServerCase, target: str, executors: list[str]) -> ServerVerdict:
+    """``case`` under each executor (one eager run when the Case captures no graphs); the
+    first failing verdict, else the last."""
+    graphs = not case.config.disable_cuda_graph and bool(case.config.cuda_graph_bs_decode)
+    v = None
+    for name in executors if graphs else executors[:1]:
+        v = execute(case, target, executor=get_executor(name))
+        if v.failed:
+            v.failures = [dataclasses.replace(f, message=f"[{name}] {f.message}")
+                          for f in v.failures]
+            return v
+    return v
+
+
+def _campaign(kind: str, target: str, examples: int, seed_: int, found: list,
+              executors: list[str]) -> int:
     count = [0]
 
     @seed(seed_)
@@ -73,7 +91,7 @@ def _campaign(kind: str, target: str, examples: int, seed_: int, found: list) ->
     @given(server_cases(kind))
     def one(case: ServerCase) -> None:
         count[0] += 1
-        v = execute(case, target)
+        v = run_all(case, target, executors)
         if v.failed:
             found[:] = [v]
             raise AssertionError(v.signature)
@@ -88,6 +106,7 @@ def _campaign(kind: str, target: str, examples: int, seed_: int, found: list) ->
 def cmd_server_run(args) -> int:
     kinds = check_level(args)
     target = args.target[0] if isinstance(args.target, list) else args.target
+    executors = resolve_executors(args.executor)
     examples = args.examples or 20
     out = args.out or "swafuzz-out/server"
     if os.path.exists(out) and os.listdir(out):
@@ -100,7 +119,7 @@ def cmd_server_run(args) -> int:
     for kind in kinds:
         found: list[ServerVerdict] = []
         k0 = time.monotonic()
-        n = _campaign(kind, target, examples, args.seed, found)
+        n = _campaign(kind, target, examples, args.seed, found, executors)
         total += n
         per_kind[kind] = {"cases": n, "seconds": round(time.monotonic() - k0, 2),
                           "finding": found[0].signature if found else None}
@@ -115,7 +134,7 @@ def cmd_server_run(args) -> int:
     write_json_atomic(os.path.join(out, "run.json"), {
         "level": "server", "target": target, "kinds": per_kind, "cases": total,
         "seconds": round(secs, 2), "cases_per_second": round(total / secs, 3) if secs else None,
-        "findings": findings, "seed": args.seed,
+        "findings": findings, "seed": args.seed, "executors": executors,
         "versions": targets.versions(target)})
     print(f"server-level run: {total} cases in {secs:.1f} s ({total / secs:.2f} cases/s), "
           f"{len(findings)} findings -> {out}")
@@ -152,7 +171,7 @@ def cmd_server_repro(args) -> int:
                          f"server-level pipeline (runs on: {', '.join(PIPELINES)})")
     _available(target)
     try:
-        v = execute(case, target)
+        v = run_all(case, target, resolve_executors(args.executor or "auto"))
     except ServerRefused as e:
         raise UsageError(f"{args.file}: {e}") from None
     if v.failed:

@@ -89,8 +89,19 @@ def _check_alloc(st: _State, fwd: Forward, alloc: list[list[int]]) -> str | None
     return None
 
 
-def judge(case: ServerCase, obs: ServerObs) -> list[ServerFailure]:
-    """Every failure of ``obs`` against the Case, earliest forward first."""
+def graph_bucket(case: ServerCase, mode: str, bs: int, graphs: bool) -> int | None:
+    """The decode graph bucket a forward replays (None: eager): graphs captured
+    (``disable_cuda_graph`` false, batch sizes given), an executor with graphs, a DECODE batch,
+    and the smallest captured batch size that holds it."""
+    c = case.config
+    if not graphs or c.disable_cuda_graph or not c.cuda_graph_bs_decode or mode != "DECODE":
+        return None
+    return min((b for b in c.cuda_graph_bs_decode if b >= bs), default=None)
+
+
+def judge(case: ServerCase, obs: ServerObs, graphs: bool = False) -> list[ServerFailure]:
+    """Every failure of ``obs`` against the Case, earliest forward first (``graphs``: the
+    executor replays graphs)."""
     out: list[ServerFailure] = []
     if obs.error is not None:
         return [ServerFailure("contracts", None, f"the pipeline raised: {obs.error}")]
@@ -118,18 +129,25 @@ def judge(case: ServerCase, obs: ServerObs) -> list[ServerFailure]:
         if bad:
             return out + [ServerFailure("allocation", ev.index, f"forward {ev.index}: {bad}")]
         want = [s for _, s in rec.alloc]
+        bucket = graph_bucket(case, ev.mode, len(ev.rids), graphs)
+        if rec.exec != ("eager" if bucket is None else "graph"):
+            out.append(ServerFailure("exec_path", ev.index, f"forward {ev.index} ({ev.mode}, "
+                                     f"batch {len(ev.rids)}) ran {rec.exec}, expected "
+                                     f"{'eager' if bucket is None else f'graph bucket {bucket}'}"))
+        padded = want + [0] * ((bucket or 0) - len(want))  # padded rows: the dummy slot 0
         if len(rec.stores) != layers:
             out.append(ServerFailure("write_targets", ev.index, f"forward {ev.index}: "
                                      f"{len(rec.stores)} layer stores, expected {layers}"))
         for layer, got in enumerate(rec.stores[:layers]):
-            if got != want:
-                diff = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b),
-                            min(len(got), len(want)))
+            exp = padded if rec.exec == "graph" else want
+            if got != exp:
+                diff = next((i for i, (a, b) in enumerate(zip(got, exp)) if a != b),
+                            min(len(got), len(exp)))
                 out.append(ServerFailure(
                     "write_targets", ev.index, f"forward {ev.index} layer {layer}: row {diff} "
                     f"stored at {got[diff] if diff < len(got) else 'nothing'}, expected "
-                    f"{want[diff] if diff < len(want) else 'nothing'} ({len(got)} rows stored, "
-                    f"{len(want)} expected)"))
+                    f"{exp[diff] if diff < len(exp) else 'nothing'} ({len(got)} rows stored, "
+                    f"{len(exp)} expected)"))
         for layer in range(layers):
             for slot, row in zip(want, rows(case, ev.index, layer, len(want))):
                 shadow[layer][slot] = row

@@ -27,9 +27,10 @@ NOT_DRIVEN = (
      "config.tp_size and the data-parallel fields: one rank only at server level (allowed: one "
      "tensor-parallel rank, one data-parallel rank, no data-parallel attention; padding across "
      "ranks is helper dppad's)"),
-    (lambda c: c.cuda_graph_bs_decode is not None or not c.disable_cuda_graph,
-     "config.disable_cuda_graph / cuda_graph_bs_decode: graph replay is not driven at server "
-     "level yet (allowed: disable_cuda_graph true, cuda_graph_bs_decode null)"),
+    (lambda c: not c.disable_cuda_graph and not c.cuda_graph_bs_decode,
+     "config.cuda_graph_bs_decode: the decode graph batch sizes must be given with "
+     "disable_cuda_graph false (the release derives its default list from the GPU's memory; "
+     "allowed: a list of batch sizes)"),
     (lambda c: not c.disable_radix_cache, "config.disable_radix_cache: prefix sharing through "
      "the radix cache is not driven at server level yet (allowed: true)"),
     (lambda c: c.enable_encoder_swa_bounded_replay or c.enable_decoder_swa_bounded_replay,
@@ -90,10 +91,11 @@ class ServerVerdict:
 
 
 def execute(case: ServerCase, target: str = "sglang", impl: str = "torch",
-            mutant: str | None = None) -> ServerVerdict:
+            mutant: str | None = None, executor=None) -> ServerVerdict:
     """Run ``case`` on ``target``'s pipeline (``mutant``: a server mutant's patch of the
-    release's pipeline code) and judge it; :class:`ServerRefused` when the target does not
-    run it."""
+    release's pipeline code; ``executor``: the harness's executor, its ``graphs`` deciding
+    whether decode graphs replay) and judge it; :class:`ServerRefused` when the target does
+    not run it."""
     if target not in PIPELINES:
         raise ServerRefused(f"--level server: target {target} has no server-level pipeline "
                             f"(targets with one: {', '.join(PIPELINES)})")
@@ -101,5 +103,6 @@ def execute(case: ServerCase, target: str = "sglang", impl: str = "torch",
     if why:
         raise ServerRefused(why)
     run = load_pipeline(target)
-    obs = run(case, impl=impl, mutant=mutant) if mutant else run(case, impl=impl)
-    return ServerVerdict(case, obs, judge(case, obs))
+    obs = run(case, impl=impl, mutant=mutant, executor=executor)
+    graphs = bool(getattr(executor, "graphs", False))
+    return ServerVerdict(case, obs, judge(case, obs, graphs=graphs))

@@ -15,6 +15,9 @@ KINDS = {
     "server_decode": "requests that all arrive at step 0: one EXTEND, then DECODE to the end",
     "server_mixed": "staggered arrivals and aborts: EXTEND batches between DECODE batches, "
                     "requests leaving while others run",
+    "server_graph": "staggered arrivals with decode graphs captured (disable_cuda_graph "
+                    "false, cuda_graph_bs_decode drawn): the release's can_run_graph picks "
+                    "graph or eager per DECODE batch, padded rows on replay",
 }
 
 
@@ -36,8 +39,8 @@ def server_cases(draw, kind: str = "server_decode") -> ServerCase:
     page = draw(st.sampled_from((1, 2, 4)))
     window = draw(st.integers(1, 8))
     layers = draw(st.integers(1, 2))
-    reqs = tuple(draw(st.lists(_request(kind == "server_mixed", window), min_size=1,
-                               max_size=4)))
+    staggered = kind != "server_decode"
+    reqs = tuple(draw(st.lists(_request(staggered, window), min_size=1, max_size=4)))
     need = sum(r.prompt_len + r.max_new_tokens + page for r in reqs)
     full = -(-need // page) * page + page
     # the SWA pool holds every request's tokens on their own pages (the release evicts out of
@@ -47,6 +50,9 @@ def server_cases(draw, kind: str = "server_decode") -> ServerCase:
         + 2 * page
     swa = swa_min + page * draw(st.integers(0, 8))
     cfg = ServerConfig(page_size=page)
+    if kind == "server_graph":
+        bs = tuple(sorted(draw(st.sets(st.integers(1, 4), min_size=1, max_size=3))))
+        cfg = ServerConfig(page_size=page, disable_cuda_graph=False, cuda_graph_bs_decode=bs)
     case = ServerCase(config=cfg, model=ModelShape(layers=layers, sliding_window=window,
                                                    full_tokens=full + page, swa_tokens=swa,
                                                    row_bytes=16),

@@ -111,3 +111,21 @@ def test_cli_level_server_refuses_other_targets(capsys, tmp_path):
     assert cli_main(["run", "--target", "unified", "--level", "server", "--examples", "1",
                      "--out", str(tmp_path / "o")]) == 2
     assert "target unified has no server-level pipeline" in capsys.readouterr().err
+
+
+def test_graph_bucket_is_the_smallest_captured_size():
+    from swafuzz.server.oracle import graph_bucket
+
+    obj = json.loads(json.dumps(BASE))
+    obj["config"].update(disable_cuda_graph=False, cuda_graph_bs_decode=[2, 4])
+    case = parse(obj)
+    assert [graph_bucket(case, "DECODE", b, True) for b in (1, 2, 3, 4, 5)] == [2, 2, 4, 4, None]
+    assert graph_bucket(case, "EXTEND", 1, True) is None
+    assert graph_bucket(case, "DECODE", 1, False) is None
+    assert graph_bucket(parse(BASE), "DECODE", 1, True) is None
+
+
+def test_graph_without_batch_sizes_is_refused():
+    obj = json.loads(json.dumps(BASE))
+    obj["config"].update(disable_cuda_graph=False)
+    assert "config.cuda_graph_bs_decode" in refusal(parse(obj))

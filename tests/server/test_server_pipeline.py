@@ -82,3 +82,23 @@ def test_server_mutant_killed_only_at_server_level():
     with patched("server_decode_stale_loc"):
         cv = component_execute(comp, "sglang", "torch", ["eager"])
     assert not cv.failed, [f.message for f in cv.failures]
+
+
+@pytest.mark.parametrize("page", [1, 4])
+def test_decode_graphs_the_release_decides(page):
+    """disable_cuda_graph false: the release's can_run_graph sends a batch above the largest
+    captured size eager and the rest to the replay (tape), padded to the bucket with the dummy
+    slot; eager executor: every forward eager. The oracle accepts both."""
+    from swafuzz.harness.executors import get_executor
+    from swafuzz.server.run import execute
+
+    obj = _case(page)
+    obj["config"].update(disable_cuda_graph=False, cuda_graph_bs_decode=[2])
+    obj["requests"].append({"prompt_len": 2, "max_new_tokens": 3, "arrive_step": 3})
+    tape = execute(parse(obj), "sglang", executor=get_executor("tape", "cpu"))
+    assert not tape.failed, [f.message for f in tape.failures]
+    assert [f.exec for f in tape.obs.forwards if f.mode == "DECODE"] == \
+        ["graph", "graph", "eager", "graph", "graph"]
+    assert tape.obs.forwards[-1].stores[0][1:] == [0]  # batch 1 padded to bucket 2
+    eager = execute(parse(obj), "sglang", executor=get_executor("eager", "cpu"))
+    assert not eager.failed and {f.exec for f in eager.obs.forwards} == {"eager"}

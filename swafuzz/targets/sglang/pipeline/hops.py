@@ -37,8 +37,14 @@ HOPS: tuple[tuple[str, str, str], ...] = (
      "over the DSV4 pool; a model-runner stand-in holds exactly the attributes it reads"),
     ("MLP sync, data-parallel / attention-TP padding", "modelled",
      "one rank only: modelled: helper dppad (real gloo process groups)"),
-    ("graph runner can_run / replay buffers", "refused",
-     "not driven yet: Cases run with disable_cuda_graph (the pipeline refuses cuda_graph_bs_decode)"),
+    ("graph runner can-run decision (DecodeCudaGraphRunner.can_run_graph)", "real",
+     "the release's method on a runner built without its constructor (which captures on a "
+     "GPU), holding the attributes it reads for a one-rank, non-speculative decode server"),
+    ("graph runner replay buffers and replay", "modelled",
+     "the release's load_batch fills buffers a GPU capture allocated (buffer registry, "
+     "attention backend graph state): the component engine's decode graph runner (static "
+     "location buffer, padded rows to the dummy slot) replays on the harness's executor "
+     "(tape on CPU: recorded device work only)"),
     ("attention backend eager metadata init", "modelled",
      "the release's builder makes FlashMLA plans and page tables that need CUDA and page sizes "
      "that are multiples of 128: the component engine's model (as the component table)"),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from swafuzz.scenarios.case import Case, PoolConfig
+from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig
 from swafuzz.server.case import ServerCase
 from swafuzz.server.timeline import VOCAB
 from swafuzz.targets.protocol import TargetUnavailable
@@ -21,7 +21,9 @@ try:
     from sglang.srt.mem_cache.memory_pool import ReqToTokenPool
     from sglang.srt.mem_cache.unified_cache.components import ComponentType
     from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache
+    from sglang.srt.model_executor.runner.decode_cuda_graph_runner import DecodeCudaGraphRunner
     from sglang.srt.server_args import ServerArgs
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 except ImportError as e:  # pragma: no cover - depends on the release
     raise TargetUnavailable(
         f"target sglang --level server: sglang {VERSION} lacks a hop of the server-level "
@@ -39,7 +41,39 @@ def component_case(case: ServerCase) -> Case:
     pool = PoolConfig(page_size=P, full_pages=m.full_tokens // P, swa_pages=m.swa_tokens // P,
                       window=m.sliding_window, layers=m.layers, draft_layers=1,
                       row_width=m.row_bytes)
-    return Case(pool=pool, payload_seed=case.payload_seed, kind=case.kind)
+    graph = GraphConfig(buckets=graph_buckets(case) or GraphConfig().buckets)
+    return Case(pool=pool, graph=graph, payload_seed=case.payload_seed, kind=case.kind)
+
+
+def graph_buckets(case: ServerCase) -> tuple[int, ...]:
+    """The decode graph batch sizes the server captures (none with disable_cuda_graph)."""
+    c = case.config
+    return () if c.disable_cuda_graph or not c.cuda_graph_bs_decode else c.cuda_graph_bs_decode
+
+
+def decode_graph_runner(case: ServerCase):
+    """The release's ``DecodeCudaGraphRunner`` built without its constructor (which captures
+    graphs on a GPU), holding the attributes its ``can_run_graph`` reads for a one-rank,
+    non-speculative, non-LoRA decode server; None without graphs."""
+    buckets = graph_buckets(case)
+    if not buckets:
+        return None
+    r = object.__new__(DecodeCudaGraphRunner)
+    r.capture_bs = list(buckets)
+    r.max_bs = max(buckets)
+    r.ragged_verify_mode = False
+    r.captured_req_width = 1
+    r.require_mlp_tp_gather = False
+    r.require_mlp_sync = False
+    r.require_attn_tp_gather = False
+    r.enable_pdmux = False
+    r.record_nolora_graph = False
+    r.disable_padding = False
+    r.attention_graph_variants = None
+    r.is_encoder_decoder = False
+    r.enable_two_batch_overlap = False
+    r.model_runner = SimpleNamespace(spec_algorithm=SpeculativeAlgorithm.NONE)
+    return r
 
 
 def install_server_args(case: ServerCase) -> object:
@@ -68,10 +102,11 @@ class ModelRunnerStandIn:
 class Server:
     """The pieces of one server-level run."""
 
-    def __init__(self, case: ServerCase, impl: str = "torch"):
+    def __init__(self, case: ServerCase, impl: str = "torch", executor=None):
         self.case = case
         self.server_args = install_server_args(case)
-        self.engine = SGLangEngine(component_case(case), impl=impl)
+        self.engine = SGLangEngine(component_case(case), impl=impl, executor=executor)
+        self.graph_runner = decode_graph_runner(case)
         eng = self.engine
         self.allocator = eng.allocator.real
         dev = str(eng.device)

@@ -75,9 +75,9 @@ def make_req(case: ServerCase, rid: int) -> Req:
 
 
 class Pipeline:
-    def __init__(self, case: ServerCase, impl: str = "torch"):
+    def __init__(self, case: ServerCase, impl: str = "torch", executor=None):
         self.case = case
-        self.srv = Server(case, impl)
+        self.srv = Server(case, impl, executor)
         self.tap = AllocTap(self.srv.allocator)
         self.reqs: dict[int, Req] = {}
         self.running: ScheduleBatch | None = None
@@ -131,13 +131,25 @@ class Pipeline:
                            fb.out_cache_loc.to(torch.int64), fb.seq_lens.to(torch.int64),
                            fb.positions.to(torch.int64))
         eng = s.engine
-        fo = eng.eager_forward(fwd.index, "target", eng.target_backend, hfb,
-                               hfb.out_cache_loc.numel())
+        n = hfb.out_cache_loc.numel()
+        if self.can_run_graph(fb):  # the release's decision; the replay: the engine's runner
+            fo = eng.graph_forward(fwd.index, "target", "decode", hfb, n, hfb.forward_mode.name)[0]
+        else:
+            fo = eng.eager_forward(fwd.index, "target", eng.target_backend, hfb, n)
         per_layer: list[list[int]] = [[] for _ in range(eng.target_pool.num_layers)]
         for st in fo.stores:
             per_layer[st.layer] += st.locs
         return ForwardRec(index=fwd.index, mode=fb.forward_mode.name, alloc=self.tap.take(),
-                          stores=per_layer, exec="eager")
+                          stores=per_layer, exec=fo.exec)
+
+    def can_run_graph(self, fb: ForwardBatch) -> bool:
+        """The model runner's choice: a graph-capable mode, a decode graph runner, and the
+        release's ``DecodeCudaGraphRunner.can_run_graph``; an executor without graphs runs
+        every forward eagerly."""
+        r = self.srv.graph_runner
+        if r is None or not fb.forward_mode.is_cuda_graph():
+            return False
+        return bool(r.can_run_graph(fb)) and bool(self.srv.engine.executor.graphs)
 
     def run(self) -> ServerObs:
         obs = ServerObs(target_version=TARGET_VERSION)
@@ -158,8 +170,10 @@ class Pipeline:
         return obs
 
 
-def run_server_case(case: ServerCase, impl: str = "torch", mutant: str | None = None) -> ServerObs:
+def run_server_case(case: ServerCase, impl: str = "torch", mutant: str | None = None,
+                    executor=None) -> ServerObs:
     """Run ``case`` through the release's pipeline (with server mutant ``mutant``'s patch of
-    the release's code, :mod:`.mutants`); the observation of what it did."""
+    the release's code, :mod:`.mutants`; ``executor``: the harness's executor, whose graphs a
+    decode the release's graph runner accepts replays); the observation of what it did."""
     with patched(mutant):
-        return Pipeline(case, impl).run()
+        return Pipeline(case, impl, executor).run()

@@ -81,8 +81,10 @@ def run_all(case: ServerCase, target: str, executors: list[str]) -> ServerVerdic
 
 
 def _campaign(kind: str, target: str, examples: int, seed_: int, found: list,
-              executors: list[str]) -> int:
-    count = [0]
+              executors: list[str]) -> tuple[int, int]:
+    """``(cases run, cases stopped out of scope)`` of one kind; the shrunk failure in
+    ``found``."""
+    count = [0, 0]
 
     @seed(seed_)
     @settings(max_examples=examples, database=None, deadline=None, derandomize=False,
@@ -92,6 +94,7 @@ def _campaign(kind: str, target: str, examples: int, seed_: int, found: list,
     def one(case: ServerCase) -> None:
         count[0] += 1
         v = run_all(case, target, executors)
+        count[1] += v.obs.out_of_scope is not None
         if v.failed:
             found[:] = [v]
             raise AssertionError(v.signature)
@@ -100,7 +103,7 @@ def _campaign(kind: str, target: str, examples: int, seed_: int, found: list,
         one()
     except AssertionError:
         pass
-    return count[0]
+    return count[0], count[1]
 
 
 def cmd_server_run(args) -> int:
@@ -119,9 +122,10 @@ def cmd_server_run(args) -> int:
     for kind in kinds:
         found: list[ServerVerdict] = []
         k0 = time.monotonic()
-        n = _campaign(kind, target, examples, args.seed, found, executors)
+        n, stopped = _campaign(kind, target, examples, args.seed, found, executors)
         total += n
         per_kind[kind] = {"cases": n, "seconds": round(time.monotonic() - k0, 2),
+                          "stopped_out_of_scope": stopped,
                           "finding": found[0].signature if found else None}
         if found:
             v = found[0]
@@ -179,5 +183,6 @@ def cmd_server_repro(args) -> int:
         for fl in v.failures:
             print(f"  {fl.check}: {fl.message}")
         return EXIT_FINDINGS
-    print(f"PASS: server-level Case clean on target {target} ({v.obs.target_version})")
+    stop = f"; the run stopped out of scope: {v.obs.out_of_scope}" if v.obs.out_of_scope else ""
+    print(f"PASS: server-level Case clean on target {target} ({v.obs.target_version}){stop}")
     return EXIT_CLEAN

@@ -65,13 +65,17 @@ class ServerConfig:
 
 @dataclass(frozen=True)
 class ModelShape:
-    """What the server reads from the checkpoint or its memory budget (not ServerArgs)."""
+    """What the server reads from the checkpoint, its memory budget or its environment (not
+    ServerArgs)."""
 
     layers: int = 2
     sliding_window: int = 4
     full_tokens: int = 256
     swa_tokens: int = 128
     row_bytes: int = 16
+    #: the server's environment setting SGLANG_SWA_EVICTION_INTERVAL (0.5.23 default 128): out
+    #: of window SWA tokens are freed once this many have slid out
+    swa_eviction_interval: int = 128
 
 
 @dataclass(frozen=True)
@@ -179,7 +183,7 @@ def _config(obj: Any) -> ServerConfig:
                                                 get("enable_decoder_swa_bounded_replay")))
 
 
-def _model(obj: Any, page: int) -> ModelShape:
+def _model(obj: Any) -> ModelShape:
     d = dict(_section("model", obj, ModelShape))
     base = ModelShape()
     get = lambda k: d.get(k, getattr(base, k))  # noqa: E731
@@ -187,14 +191,12 @@ def _model(obj: Any, page: int) -> ModelShape:
                    sliding_window=_int("model.sliding_window", get("sliding_window"), 1, 4096),
                    full_tokens=_int("model.full_tokens", get("full_tokens"), 1, 1 << 16),
                    swa_tokens=_int("model.swa_tokens", get("swa_tokens"), 1, 1 << 16),
-                   row_bytes=_int("model.row_bytes", get("row_bytes"), 1, 64))
+                   row_bytes=_int("model.row_bytes", get("row_bytes"), 1, 64),
+                   swa_eviction_interval=_int("model.swa_eviction_interval",
+                                              get("swa_eviction_interval"), 1, 1 << 16))
     if m.row_bytes not in ROW_BYTES:
         _fail("model.row_bytes", f"one of {', '.join(map(str, ROW_BYTES))} expected, got "
               f"{m.row_bytes}")
-    for name in ("full_tokens", "swa_tokens"):
-        if getattr(m, name) % page:
-            _fail(f"model.{name}", f"a multiple of config.page_size ({page}) expected, got "
-                  f"{getattr(m, name)}")
     return m
 
 
@@ -242,7 +244,7 @@ def parse(obj: Any) -> ServerCase:
     kind = obj.get("kind", "custom")
     if not isinstance(kind, str):
         _fail("kind", f"a string expected, got {kind!r}")
-    case = ServerCase(config=cfg, model=_model(obj.get("model", {}), cfg.page_size),
+    case = ServerCase(config=cfg, model=_model(obj.get("model", {})),
                       requests=tuple(_request(i, r) for i, r in enumerate(reqs)),
                       payload_seed=_int("payload_seed", obj.get("payload_seed", 0), 0, 2**31),
                       kind=kind)
@@ -253,6 +255,10 @@ def parse(obj: Any) -> ServerCase:
 def validate(case: ServerCase) -> None:
     """The cross-field rules of a server-level Case (each message names its field)."""
     c, m = case.config, case.model
+    for name in ("full_tokens", "swa_tokens"):
+        if getattr(m, name) % c.page_size:
+            _fail(f"model.{name}", f"a multiple of config.page_size ({c.page_size}) expected, "
+                  f"got {getattr(m, name)}")
     spec = c.speculative_algorithm is not None
     for name in ("speculative_num_steps", "speculative_eagle_topk",
                  "speculative_num_draft_tokens"):

@@ -4,7 +4,8 @@
 Per forward: the allocator's choices in the order it made them (``alloc``: ``[full slot, SWA
 slot]`` per allocated token, the SWA slot read from the release's mapping right after the
 call), the SWA locations each layer's store received (``stores``) and how the forward ran
-(``exec``: "eager" / "graph"). After the run: every layer's SWA pool bytes in slot order.
+(``exec``: "eager" / "graph") and the full -> SWA mapping its attention reads (``mapping``).
+After the run: every layer's SWA pool bytes in slot order.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ class ForwardRec:
     alloc: list[list[int]] = field(default_factory=list)
     stores: list[list[int]] = field(default_factory=list)
     exec: str = "eager"
+    #: the full -> SWA mapping as the forward's attention reads it (after its stores)
+    mapping: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -27,9 +30,12 @@ class ServerObs:
     forwards: list[ForwardRec] = field(default_factory=list)
     pools: list[bytes] = field(default_factory=list)
     error: str | None = None
+    #: the run stopped where the pipeline does not go (a retraction): no verdict
+    out_of_scope: str | None = None
     hops: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"target_version": self.target_version, "error": self.error,
+                "out_of_scope": self.out_of_scope,
                 "forwards": [{"index": f.index, "mode": f.mode, "alloc": f.alloc,
                               "stores": f.stores, "exec": f.exec} for f in self.forwards]}

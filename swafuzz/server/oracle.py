@@ -12,6 +12,9 @@ mode does for component Cases), each validated before it is followed:
   offset 0;
 * ``write_targets``: every layer's store received, row for row, the SWA slot chosen for the
   row's token;
+* ``window_reads``: at every forward, each token its requests' attention reads (the last
+  ``sliding_window`` positions of each request in the batch) is still mapped to the SWA slot it
+  was stored at (spec §9.15: an eviction frontier inside the window leaves reads of slot 0);
 * ``pool_bytes``: after the run every SWA slot of every layer holds, byte for byte, the payload
   of the last row stored there (:func:`scenarios.payload.k_rows_bytes`), or the poison byte.
 """
@@ -99,6 +102,18 @@ def graph_bucket(case: ServerCase, mode: str, bs: int, graphs: bool) -> int | No
     return min((b for b in c.cuda_graph_bs_decode if b >= bs), default=None)
 
 
+def _window_reads(st: _State, fwd: Forward, mapping: list[int]) -> str | None:
+    for rid in fwd.rids:
+        toks = st.tokens[rid]
+        for pos in range(max(0, len(toks) - st.W), len(toks)):
+            full, swa = toks[pos]
+            got = mapping[full] if 0 <= full < len(mapping) else None
+            if got != swa:
+                return (f"request {rid} reads position {pos} (full slot {full}) in its window, "
+                        f"mapped to SWA slot {got}, stored at {swa}")
+    return None
+
+
 def judge(case: ServerCase, obs: ServerObs, graphs: bool = False) -> list[ServerFailure]:
     """Every failure of ``obs`` against the Case, earliest forward first (``graphs``: the
     executor replays graphs)."""
@@ -115,6 +130,8 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False) -> list[Server
                 st.tokens.pop(rid, None)
             continue
         rec = recs.get(ev.index)
+        if rec is None and obs.out_of_scope is not None:
+            break  # the run stopped where the pipeline does not go: judge what ran
         if rec is None:
             return out + [ServerFailure("alloc_count", ev.index, f"forward {ev.index} "
                                         f"({ev.mode}) was not observed")]
@@ -148,6 +165,10 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False) -> list[Server
                     f"stored at {got[diff] if diff < len(got) else 'nothing'}, expected "
                     f"{exp[diff] if diff < len(exp) else 'nothing'} ({len(got)} rows stored, "
                     f"{len(exp)} expected)"))
+        if rec.mapping:
+            bad = _window_reads(st, ev, rec.mapping)
+            if bad:
+                out.append(ServerFailure("window_reads", ev.index, f"forward {ev.index}: {bad}"))
         for layer in range(layers):
             for slot, row in zip(want, rows(case, ev.index, layer, len(want))):
                 shadow[layer][slot] = row

@@ -43,19 +43,22 @@ def server_cases(draw, kind: str = "server_decode") -> ServerCase:
     reqs = tuple(draw(st.lists(_request(staggered, window), min_size=1, max_size=4)))
     need = sum(r.prompt_len + r.max_new_tokens + page for r in reqs)
     full = -(-need // page) * page + page
-    # the SWA pool holds every request's tokens on their own pages (the release evicts out of
-    # window tokens on its own cadence; SWA-capacity pressure is not generated here), plus
-    # slack the draw shrinks
-    swa_min = sum(-(-(r.prompt_len + r.max_new_tokens) // page) * page + page for r in reqs) \
+    # the SWA pool: from each request's window on its own pages (the release's eviction
+    # keeps up, or its capacity gate refuses a decode: out of scope, retraction is not driven)
+    # up to every token of every request (no eviction needed); the draw shrinks towards tight
+    tight = len(reqs) * (-(-(window + 1) // page) + 2) * page + 2 * page
+    loose = sum(-(-(r.prompt_len + r.max_new_tokens) // page) * page + page for r in reqs) \
         + 2 * page
-    swa = swa_min + page * draw(st.integers(0, 8))
+    swa = -(-max(tight, max(r.prompt_len for r in reqs) + 2 * page) // page) * page + page * draw(
+        st.integers(0, max(0, (loose - tight) // page)))
     cfg = ServerConfig(page_size=page)
     if kind == "server_graph":
         bs = tuple(sorted(draw(st.sets(st.integers(1, 4), min_size=1, max_size=3))))
         cfg = ServerConfig(page_size=page, disable_cuda_graph=False, cuda_graph_bs_decode=bs)
+    interval = draw(st.sampled_from((1, 2, 4, 128)))
     case = ServerCase(config=cfg, model=ModelShape(layers=layers, sliding_window=window,
                                                    full_tokens=full + page, swa_tokens=swa,
-                                                   row_bytes=16),
+                                                   row_bytes=16, swa_eviction_interval=interval),
                       requests=reqs, payload_seed=draw(st.integers(0, 3)), kind=kind)
     validate(case)
     return case

@@ -18,7 +18,11 @@ HOPS: tuple[tuple[str, str, str], ...] = (
      "(built by helper srvargs); without it every config the Case validator accepts runs"),
     ("batch choice (Scheduler.get_next_batch_to_run, PrefillAdder)", "modelled",
      "needs a server process (ZMQ, tokenizer, model worker): swafuzz.server.timeline chooses "
-     "the batch; the adder's extend_end is set as it sets it for an unchunked prompt"),
+     "the batch; the adder's extend_end is set as it sets it for an unchunked prompt; an "
+     "EXTEND that does not fit the allocator's free full / SWA tokens stops the run out of "
+     "scope (the adder would defer admission)"),
+    ("decode capacity gate (ScheduleBatch.check_decode_mem)", "real",
+     "before every DECODE; a refusal stops the run out of scope (the scheduler would retract)"),
     ("Req, init_next_round_input", "real", "the release's Req with its prefix match against "
      "the tree cache"),
     ("tree cache (radix cache disabled)", "real",
@@ -31,7 +35,8 @@ HOPS: tuple[tuple[str, str, str], ...] = (
      "ReqToTokenPool and SamplingBatchInfo"),
     ("request release (release_kv_cache)", "real",
      "the release's free path through the tree cache when a request finishes or aborts"),
-    ("retract_decode", "refused", "not driven yet: every generated Case fits the pools"),
+    ("retract_decode", "refused", "not driven yet: a Case whose decode the gate refuses stops "
+     "there, out of scope (counted per kind in run.json)"),
     ("ForwardBatch.init_new", "real",
      "the release's ForwardBatch with its KVLocPlan bound by the release's KVIndexTranslator "
      "over the DSV4 pool; a model-runner stand-in holds exactly the attributes it reads"),

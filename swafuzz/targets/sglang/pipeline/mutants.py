@@ -31,10 +31,30 @@ def decode_stale_out_cache_loc() -> Iterator[None]:
         ScheduleBatch.prepare_for_decode = real
 
 
+@contextlib.contextmanager
+def evict_frontier_one_ahead() -> Iterator[None]:
+    """Spec §9.15 (eviction frontier overtaking the window): the scheduler's SWA eviction
+    (``ScheduleBatch._evict_swa``) passes the tree a length one token longer than the request's,
+    so the oldest token still inside the sliding window loses its SWA slot, which the allocator
+    may hand to a new token while the batch still attends to it."""
+    real = ScheduleBatch._evict_swa
+
+    def _evict_swa(self, req, pre_len, **kw):
+        return real(self, req, pre_len + 2, **kw)
+
+    ScheduleBatch._evict_swa = _evict_swa
+    try:
+        yield
+    finally:
+        ScheduleBatch._evict_swa = real
+
+
 #: name -> (source, the patch)
 SERVER_MUTANTS = {
     "server_decode_stale_loc": ("spec §9.3 (equal-length stale cache), in the release's "
                                 "ScheduleBatch.prepare_for_decode", decode_stale_out_cache_loc),
+    "server_evict_in_window": ("spec §9.15 (eviction frontier), in the release's "
+                               "ScheduleBatch._evict_swa", evict_frontier_one_ahead),
 }
 
 

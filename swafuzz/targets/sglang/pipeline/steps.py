@@ -12,8 +12,11 @@ release frees the leaving requests (``release_kv_cache``) and filters the runnin
 
 from __future__ import annotations
 
+import contextlib
+import os
 import traceback
 from array import array
+from typing import Iterator
 
 import torch
 
@@ -38,6 +41,14 @@ from sglang.srt.sampling.sampling_params import SamplingParams  # isort: skip
 from sglang.srt.speculative.spec_info import SpeculativeAlgorithm  # isort: skip
 
 ALLOC_METHODS = ("alloc", "alloc_extend", "alloc_decode")
+EVICTION_ENV = "SGLANG_SWA_EVICTION_INTERVAL"
+
+
+class OutOfScope(Exception):
+    """A step the server would not run as the plan says: the release's capacity gate refused
+    a decode (the scheduler would retract requests), or an EXTEND does not fit the pools' free
+    tokens (the PrefillAdder would defer admission). Neither is driven: the run stops there and
+    the Case is out of scope, not a finding."""
 
 
 class AllocTap:
@@ -91,6 +102,12 @@ class Pipeline:
             req.init_next_round_input(s.tree_cache)
             req.extend_end = len(req.full_untruncated_fill_ids)  # the adder, unchunked
             new.append(req)
+        need = sum(r.extend_len for r in new) + len(new) * self.case.config.page_size
+        free = (s.allocator.full_available_size(), s.allocator.swa_available_size())
+        if min(free) < need:  # the adder's budget (modelled): it would not admit them all
+            raise OutOfScope(f"EXTEND of {need} tokens (with a page per request) does not fit "
+                             f"the free tokens {free} (full, SWA): the PrefillAdder would defer "
+                             "admission (not driven)")
         batch = ScheduleBatch.init_new(new, s.req_to_token_pool, s.allocator, s.tree_cache,
                                        s.model_runner.model_config, False,
                                        SpeculativeAlgorithm.NONE)
@@ -99,6 +116,10 @@ class Pipeline:
 
     def decode(self) -> ScheduleBatch:
         b = self.running
+        if not b.check_decode_mem():  # the scheduler's gate before a decode (real)
+            raise OutOfScope(f"check_decode_mem refused the decode of {len(b.reqs)} "
+                                "requests: the scheduler would retract (retract_decode is not "
+                                "driven)")
         b.input_ids = torch.tensor([r.output_ids[-1] for r in b.reqs], dtype=torch.int64,
                                    device=b.device)
         b.prepare_for_decode()
@@ -140,7 +161,8 @@ class Pipeline:
         for st in fo.stores:
             per_layer[st.layer] += st.locs
         return ForwardRec(index=fwd.index, mode=fb.forward_mode.name, alloc=self.tap.take(),
-                          stores=per_layer, exec=fo.exec)
+                          stores=per_layer, exec=fo.exec,
+                          mapping=s.allocator.full_to_swa_index_mapping.tolist())
 
     def can_run_graph(self, fb: ForwardBatch) -> bool:
         """The model runner's choice: a graph-capable mode, a decode graph runner, and the
@@ -162,6 +184,8 @@ class Pipeline:
                 batch = self.extend(ev) if ev.mode == "EXTEND" else self.decode()
                 obs.forwards.append(self.forward(ev, batch))
                 self.after_forward(ev, batch)
+        except OutOfScope as e:
+            obs.out_of_scope = str(e)
         except Exception as e:  # noqa: BLE001 - the observation records any failure
             tb = traceback.extract_tb(e.__traceback__)[-1]
             obs.error = f"{type(e).__name__}: {e} (at {tb.filename}:{tb.lineno})"
@@ -175,5 +199,20 @@ def run_server_case(case: ServerCase, impl: str = "torch", mutant: str | None = 
     """Run ``case`` through the release's pipeline (with server mutant ``mutant``'s patch of
     the release's code, :mod:`.mutants`; ``executor``: the harness's executor, whose graphs a
     decode the release's graph runner accepts replays); the observation of what it did."""
-    with patched(mutant):
+    with patched(mutant), eviction_interval(case.model.swa_eviction_interval):
         return Pipeline(case, impl, executor).run()
+
+
+@contextlib.contextmanager
+def eviction_interval(n: int) -> Iterator[None]:
+    """The server's SGLANG_SWA_EVICTION_INTERVAL for the run (the release reads it per
+    eviction), restored after."""
+    old = os.environ.get(EVICTION_ENV)
+    os.environ[EVICTION_ENV] = str(n)
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[EVICTION_ENV]
+        else:
+            os.environ[EVICTION_ENV] = old

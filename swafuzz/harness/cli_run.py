@@ -128,6 +128,9 @@ def check_coverage(args) -> str | None:
 def cmd_run(args) -> int:
     if getattr(args, "level", "component") == "server":
         return server_campaign.cmd_server_run(args)
+    if getattr(args, "server_mutant", None) is not None:
+        raise UsageError("--server-mutant: only with --level server (component-level mutants: "
+                         "swafuzz zoo, --target mutant:NAME)")
     cfg = run_config(args)
     if cfg.shard and not shard_units(cfg):
         print(f"note: shard {shard_label(cfg.shard)} has no units (the campaign has "

@@ -31,6 +31,7 @@ from swafuzz.server.run import (
     execute,
     levels_of,
     load_pipeline,
+    mutants_of,
 )
 from swafuzz.server.strategies import KINDS, server_cases
 
@@ -46,6 +47,11 @@ def check_level(args) -> list[str]:
             raise UsageError(f"--level server: target {t} has no server-level pipeline "
                              f"(levels of {t}: {', '.join(levels_of(t))}; --level server runs on: "
                              f"{', '.join(PIPELINES)})")
+    m = args.server_mutant = getattr(args, "server_mutant", None)
+    known = mutants_of(tgts[0])
+    if m is not None and m not in known:
+        raise UsageError(f"--server-mutant {m}: not a server mutant of target {tgts[0]} "
+                         f"(allowed: {', '.join(known) or 'none'})")
     kinds = args.scenario or list(KINDS)
     for k in kinds:
         if k not in KINDS:
@@ -58,21 +64,23 @@ def write_json_atomic(path: str, obj: dict) -> None:
     atomic_write_text(path, json.dumps(obj, indent=1, sort_keys=True) + "\n")
 
 
-def bundle_of(v: ServerVerdict, target: str) -> dict:
+def bundle_of(v: ServerVerdict, target: str, mutant: str | None = None) -> dict:
     return {"bundle_version": BUNDLE_VERSION, "level": "server", "target": target,
+            "server_mutant": mutant,
             "signature": v.signature, "case": v.case.to_json(),
             "failures": [f.to_json() for f in v.failures],
             "versions": targets.versions(target),
             "observed": v.obs.to_json()}
 
 
-def run_all(case: ServerCase, target: str, executors: list[str]) -> ServerVerdict:
+def run_all(case: ServerCase, target: str, executors: list[str],
+            mutant: str | None = None) -> ServerVerdict:
     """``case`` under each executor (one eager run when the Case captures no graphs); the
     first failing verdict, else the last."""
     graphs = not case.config.disable_cuda_graph and bool(case.config.cuda_graph_bs_decode)
     v = None
     for name in executors if graphs else executors[:1]:
-        v = execute(case, target, executor=get_executor(name))
+        v = execute(case, target, executor=get_executor(name), mutant=mutant)
         if v.failed:
             v.failures = [dataclasses.replace(f, message=f"[{name}] {f.message}")
                           for f in v.failures]
@@ -81,7 +89,7 @@ def run_all(case: ServerCase, target: str, executors: list[str]) -> ServerVerdic
 
 
 def _campaign(kind: str, target: str, examples: int, seed_: int, found: list,
-              executors: list[str]) -> tuple[int, int]:
+              executors: list[str], mutant: str | None = None) -> tuple[int, int]:
     """``(cases run, cases stopped out of scope)`` of one kind; the shrunk failure in
     ``found``."""
     count = [0, 0]
@@ -93,7 +101,7 @@ def _campaign(kind: str, target: str, examples: int, seed_: int, found: list,
     @given(server_cases(kind))
     def one(case: ServerCase) -> None:
         count[0] += 1
-        v = run_all(case, target, executors)
+        v = run_all(case, target, executors, mutant)
         count[1] += v.obs.out_of_scope is not None
         if v.failed:
             found[:] = [v]
@@ -122,7 +130,8 @@ def cmd_server_run(args) -> int:
     for kind in kinds:
         found: list[ServerVerdict] = []
         k0 = time.monotonic()
-        n, stopped = _campaign(kind, target, examples, args.seed, found, executors)
+        n, stopped = _campaign(kind, target, examples, args.seed, found, executors,
+                               args.server_mutant)
         total += n
         per_kind[kind] = {"cases": n, "seconds": round(time.monotonic() - k0, 2),
                           "stopped_out_of_scope": stopped,
@@ -130,7 +139,7 @@ def cmd_server_run(args) -> int:
         if found:
             v = found[0]
             path = os.path.join(out, "findings", f"{v.signature.replace(':', '-')}.{kind}.json")
-            write_json_atomic(path, bundle_of(v, target))
+            write_json_atomic(path, bundle_of(v, target, args.server_mutant))
             findings.append(path)
             print(f"FINDING {v.signature} ({kind}): {v.failures[0].message}\n  repro: swafuzz "
                   f"repro {path}", file=sys.stderr)
@@ -139,6 +148,7 @@ def cmd_server_run(args) -> int:
         "level": "server", "target": target, "kinds": per_kind, "cases": total,
         "seconds": round(secs, 2), "cases_per_second": round(total / secs, 3) if secs else None,
         "findings": findings, "seed": args.seed, "executors": executors,
+        "server_mutant": args.server_mutant,
         "versions": targets.versions(target)})
     print(f"server-level run: {total} cases in {secs:.1f} s ({total / secs:.2f} cases/s), "
           f"{len(findings)} findings -> {out}")
@@ -175,7 +185,8 @@ def cmd_server_repro(args) -> int:
                          f"server-level pipeline (runs on: {', '.join(PIPELINES)})")
     _available(target)
     try:
-        v = run_all(case, target, resolve_executors(args.executor or "auto"))
+        v = run_all(case, target, resolve_executors(args.executor or "auto"),
+                    bundle.get("server_mutant"))
     except ServerRefused as e:
         raise UsageError(f"{args.file}: {e}") from None
     if v.failed:

@@ -19,6 +19,8 @@ from swafuzz.server.oracle import ServerFailure, judge
 SERVERARGS = "swafuzz.targets.sglang.serverargs"
 #: the target pipelines a server-level Case runs on (target -> module:function, imports SGLang)
 PIPELINES = {"sglang": "swafuzz.targets.sglang.pipeline.steps:run_server_case"}
+#: the server mutants of each target (target -> module:attribute naming them, imports nothing)
+MUTANTS = {"sglang": "swafuzz.targets.sglang.pipeline.hops:SERVER_MUTANTS"}
 #: what the pipeline does not drive yet: (predicate, refusal)
 NOT_DRIVEN = (
     (lambda c: c.speculative_algorithm is not None, "config.speculative_algorithm: speculative "
@@ -69,6 +71,14 @@ def load_pipeline(target: str):
     raises the target's TargetUnavailable naming it)."""
     mod, fn = PIPELINES[target].split(":")
     return getattr(importlib.import_module(mod), fn)  # imports SGLang (optional)
+
+
+def mutants_of(target: str) -> dict[str, str]:
+    """Server mutant name -> source, for ``target`` (none without a pipeline)."""
+    if target not in MUTANTS:
+        return {}
+    mod, attr = MUTANTS[target].split(":")
+    return dict(getattr(importlib.import_module(mod), attr))
 
 
 def levels_of(target: str) -> tuple[str, ...]:

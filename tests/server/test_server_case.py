@@ -129,3 +129,21 @@ def test_graph_without_batch_sizes_is_refused():
     obj = json.loads(json.dumps(BASE))
     obj["config"].update(disable_cuda_graph=False)
     assert "config.cuda_graph_bs_decode" in refusal(parse(obj))
+
+
+def test_server_mutant_flag_needs_the_level_and_a_known_name(capsys, tmp_path):
+    assert cli_main(["run", "--target", "unified", "--server-mutant", "x", "--examples", "1",
+                     "--out", str(tmp_path / "a")]) == 2
+    assert "--server-mutant: only with --level server" in capsys.readouterr().err
+    assert cli_main(["run", "--target", "sglang", "--level", "server", "--server-mutant", "nope",
+                     "--examples", "1", "--out", str(tmp_path / "b")]) == 2
+    assert "server_decode_stale_loc" in capsys.readouterr().err
+
+
+def test_hop_table_lists_every_hop_and_mutant():
+    from swafuzz.targets.sglang.pipeline.hops import HOPS, SERVER_MUTANTS, hop_text
+
+    text = hop_text()
+    assert all(h in text and s in ("real", "modelled", "refused") for h, s, _ in HOPS)
+    assert "ForwardBatch.init_new" in text and "modelled: helper dppad" in text
+    assert all(n in text for n in SERVER_MUTANTS)

@@ -63,10 +63,21 @@ HOPS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+#: the server mutants (patches of the release's pipeline code, :mod:`.mutants`): name -> source
+SERVER_MUTANTS = {
+    "server_decode_stale_loc": "spec §9.3 (equal-length stale cache), in the release's "
+                               "ScheduleBatch.prepare_for_decode",
+    "server_evict_in_window": "spec §9.15 (eviction frontier), in the release's "
+                              "ScheduleBatch._evict_swa",
+}
+
+
 def hop_text() -> str:
     """The hop table as text."""
     w = max(len(h) for h, _, _ in HOPS)
     lines = ["server-level pipeline (swafuzz run --target sglang --level server), per "
              "scheduling step:", f"  {'hop'.ljust(w)}  0.5.23    why"]
     lines += [f"  {h.ljust(w)}  {s.ljust(8)}  {why}" for h, s, why in HOPS]
+    lines += ["server mutants (swafuzz run --level server --server-mutant NAME):"]
+    lines += [f"  {n}: {src}" for n, src in SERVER_MUTANTS.items()]
     return "\n".join(lines)

@@ -49,12 +49,10 @@ def evict_frontier_one_ahead() -> Iterator[None]:
         ScheduleBatch._evict_swa = real
 
 
-#: name -> (source, the patch)
-SERVER_MUTANTS = {
-    "server_decode_stale_loc": ("spec §9.3 (equal-length stale cache), in the release's "
-                                "ScheduleBatch.prepare_for_decode", decode_stale_out_cache_loc),
-    "server_evict_in_window": ("spec §9.15 (eviction frontier), in the release's "
-                               "ScheduleBatch._evict_swa", evict_frontier_one_ahead),
+#: name -> the patch (the sources: :data:`.hops.SERVER_MUTANTS`)
+PATCHES = {
+    "server_decode_stale_loc": decode_stale_out_cache_loc,
+    "server_evict_in_window": evict_frontier_one_ahead,
 }
 
 
@@ -62,6 +60,6 @@ def patched(name: str | None):
     """The patch of server mutant ``name`` (None: nothing patched)."""
     if name is None:
         return contextlib.nullcontext()
-    if name not in SERVER_MUTANTS:
-        raise KeyError(f"server mutant {name!r} (known: {', '.join(SERVER_MUTANTS)})")
-    return SERVER_MUTANTS[name][1]()
+    if name not in PATCHES:
+        raise KeyError(f"server mutant {name!r} (known: {', '.join(PATCHES)})")
+    return PATCHES[name]()

@@ -128,6 +128,10 @@ def check_coverage(args) -> str | None:
 def cmd_run(args) -> int:
     if getattr(args, "level", "component") == "server":
         return server_campaign.cmd_server_run(args)
+    server_kinds = [k for k in args.scenario or () if k in server_campaign.KINDS]
+    if server_kinds:
+        raise UsageError(f"--scenario {server_kinds[0]}: a server-level kind: add --level server "
+                         f"(server-level kinds: {', '.join(server_campaign.KINDS)})")
     if getattr(args, "server_mutant", None) is not None:
         raise UsageError("--server-mutant: only with --level server (component-level mutants: "
                          "swafuzz zoo, --target mutant:NAME)")

@@ -147,3 +147,9 @@ def test_hop_table_lists_every_hop_and_mutant():
     assert all(h in text and s in ("real", "modelled", "refused") for h, s, _ in HOPS)
     assert "ForwardBatch.init_new" in text and "modelled: helper dppad" in text
     assert all(n in text for n in SERVER_MUTANTS)
+
+
+def test_server_kind_without_the_level_names_the_flag(capsys, tmp_path):
+    assert cli_main(["run", "--target", "unified", "--scenario", "server_decode", "--examples",
+                     "1", "--out", str(tmp_path / "a")]) == 2
+    assert "add --level server" in capsys.readouterr().err

@@ -153,3 +153,12 @@ def test_server_kind_without_the_level_names_the_flag(capsys, tmp_path):
     assert cli_main(["run", "--target", "unified", "--scenario", "server_decode", "--examples",
                      "1", "--out", str(tmp_path / "a")]) == 2
     assert "add --level server" in capsys.readouterr().err
+
+
+def test_a_prompt_longer_than_the_chunk_is_refused():
+    obj = json.loads(json.dumps(BASE))
+    obj["config"]["chunked_prefill_size"] = 2
+    assert "requests[0].prompt_len: longer than config.chunked_prefill_size" in \
+        refusal(parse(obj))
+    obj["config"]["chunked_prefill_size"] = 5
+    assert refusal(parse(obj)) is None

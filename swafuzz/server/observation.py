@@ -22,6 +22,12 @@ class ForwardRec:
     exec: str = "eager"
     #: the full -> SWA mapping as the forward's attention reads it (after its stores)
     mapping: list[int] = field(default_factory=list)
+    #: the ForwardBatch's per-row positions and per-request sequence lengths
+    positions: list[int] = field(default_factory=list)
+    seq_lens: list[int] = field(default_factory=list)
+    #: per request of the batch (batch order), the full slots its req_to_token row holds for
+    #: its last ``sliding_window`` positions (what its attention gathers)
+    window_rows: list[list[int]] = field(default_factory=list)
 
 
 @dataclass
@@ -38,4 +44,6 @@ class ServerObs:
         return {"target_version": self.target_version, "error": self.error,
                 "out_of_scope": self.out_of_scope,
                 "forwards": [{"index": f.index, "mode": f.mode, "alloc": f.alloc,
-                              "stores": f.stores, "exec": f.exec} for f in self.forwards]}
+                              "stores": f.stores, "exec": f.exec, "positions": f.positions,
+                              "seq_lens": f.seq_lens, "window_rows": f.window_rows}
+                             for f in self.forwards]}

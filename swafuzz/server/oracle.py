@@ -12,9 +12,12 @@ mode does for component Cases), each validated before it is followed:
   offset 0;
 * ``write_targets``: every layer's store received, row for row, the SWA slot chosen for the
   row's token;
+* ``batch_shape``: the ForwardBatch's positions are the plan's, its sequence lengths each
+  request's length after the forward;
 * ``window_reads``: at every forward, each token its requests' attention reads (the last
-  ``sliding_window`` positions of each request in the batch) is still mapped to the SWA slot it
-  was stored at (spec §9.15: an eviction frontier inside the window leaves reads of slot 0);
+  ``sliding_window`` positions of each request in the batch) is the full slot allocated for
+  it in the request's ``req_to_token`` row and still mapped to the SWA slot it was stored at
+  (spec §9.15: an eviction frontier inside the window leaves reads of slot 0);
 * ``pool_bytes``: after the run every SWA slot of every layer holds, byte for byte, the payload
   of the last row stored there (:func:`scenarios.payload.k_rows_bytes`), or the poison byte.
 """
@@ -102,10 +105,25 @@ def graph_bucket(case: ServerCase, mode: str, bs: int, graphs: bool) -> int | No
     return min((b for b in c.cuda_graph_bs_decode if b >= bs), default=None)
 
 
-def _window_reads(st: _State, fwd: Forward, mapping: list[int]) -> str | None:
-    for rid in fwd.rids:
+def _batch_shape(st: _State, fwd: Forward, rec) -> str | None:
+    pos = [p for start, n in fwd.spans for p in range(start, start + n)]
+    if rec.positions and rec.positions != pos:
+        return f"positions {rec.positions}, the plan's {pos}"
+    lens = [len(st.tokens[rid]) for rid in fwd.rids]
+    if rec.seq_lens and rec.seq_lens != lens:
+        return f"seq_lens {rec.seq_lens}, expected {lens}"
+    return None
+
+
+def _window_reads(st: _State, fwd: Forward, rec) -> str | None:
+    mapping = rec.mapping
+    for b, rid in enumerate(fwd.rids):
         toks = st.tokens[rid]
-        for pos in range(max(0, len(toks) - st.W), len(toks)):
+        lo = max(0, len(toks) - st.W)
+        if rec.window_rows and rec.window_rows[b] != [f for f, _ in toks[lo:]]:
+            return (f"request {rid}'s req_to_token row holds {rec.window_rows[b]} for positions "
+                    f"{lo}..{len(toks) - 1}, allocated {[f for f, _ in toks[lo:]]}")
+        for pos in range(lo, len(toks)):
             full, swa = toks[pos]
             got = mapping[full] if 0 <= full < len(mapping) else None
             if got != swa:
@@ -165,8 +183,11 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False) -> list[Server
                     f"stored at {got[diff] if diff < len(got) else 'nothing'}, expected "
                     f"{exp[diff] if diff < len(exp) else 'nothing'} ({len(got)} rows stored, "
                     f"{len(exp)} expected)"))
+        bad = _batch_shape(st, ev, rec)
+        if bad:
+            out.append(ServerFailure("batch_shape", ev.index, f"forward {ev.index}: {bad}"))
         if rec.mapping:
-            bad = _window_reads(st, ev, rec.mapping)
+            bad = _window_reads(st, ev, rec)
             if bad:
                 out.append(ServerFailure("window_reads", ev.index, f"forward {ev.index}: {bad}"))
         for layer in range(layers):

@@ -162,3 +162,20 @@ def test_a_prompt_longer_than_the_chunk_is_refused():
         refusal(parse(obj))
     obj["config"]["chunked_prefill_size"] = 5
     assert refusal(parse(obj)) is None
+
+
+def test_oracle_catches_wrong_positions_and_req_to_token_rows():
+    case = parse(BASE)
+    obs = _obs(case)
+    obs.forwards[2].positions = [2]  # the DECODE writes position 3
+    assert judge(case, obs)[0].check == "batch_shape"
+    obs = _obs(case)
+    full = obs.forwards[2].alloc[0][0]
+    obs.forwards[2].mapping = [0] * 64
+    obs.forwards[2].mapping[full] = obs.forwards[2].alloc[0][1]
+    obs.forwards[2].window_rows = [[2, full]]  # request 0's positions 2..3: slots 3 and 6
+    bad = judge(case, obs)
+    assert bad and bad[0].check == "window_reads" and "req_to_token" in bad[0].message
+    obs.forwards[2].window_rows = [[3, full]]  # the right row; position 2 unmapped
+    bad = judge(case, obs)
+    assert bad and bad[0].check == "window_reads" and "mapped to SWA slot 0" in bad[0].message

@@ -160,9 +160,15 @@ class Pipeline:
         per_layer: list[list[int]] = [[] for _ in range(eng.target_pool.num_layers)]
         for st in fo.stores:
             per_layer[st.layer] += st.locs
+        W = self.case.model.sliding_window
+        table = s.req_to_token_pool.req_to_token
+        window_rows = [table[int(i), max(0, int(n) - W):int(n)].tolist()
+                       for i, n in zip(fb.req_pool_indices.tolist(), fb.seq_lens.tolist())]
         return ForwardRec(index=fwd.index, mode=fb.forward_mode.name, alloc=self.tap.take(),
                           stores=per_layer, exec=fo.exec,
-                          mapping=s.allocator.full_to_swa_index_mapping.tolist())
+                          mapping=s.allocator.full_to_swa_index_mapping.tolist(),
+                          positions=fb.positions.tolist(), seq_lens=fb.seq_lens.tolist(),
+                          window_rows=window_rows)
 
     def can_run_graph(self, fb: ForwardBatch) -> bool:
         """The model runner's choice: a graph-capable mode, a decode graph runner, and the

@@ -5,7 +5,8 @@ strategies.KINDS`) with Hypothesis, runs each through the target's pipeline
 (:func:`swafuzz.server.run.execute`, in this process) and judges it with the server-level oracle;
 the first failure of a kind is shrunk by Hypothesis and written as a bundle,
 ``OUT/findings/server-<check>.<kind>.json``, replayable with ``swafuzz repro``. ``run.json``
-records the level, kinds, cases, seconds and cases per second.
+records the level, kinds, cases, seconds and cases per second. ``--examples`` counts Cases
+in all, split over the kinds (default 300), as at component level.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from swafuzz import targets
 from swafuzz.harness.cli_common import EXIT_CLEAN, EXIT_FINDINGS, UsageError
 from swafuzz.harness.executors import get_executor
-from swafuzz.harness.run import resolve_executors
+from swafuzz.harness.run import resolve_executors, resolve_impl
 from swafuzz.reports.bundle import atomic_write_text
 from swafuzz.server.case import ServerCase, ServerCaseError, parse
 from swafuzz.server.run import (
@@ -36,6 +37,14 @@ from swafuzz.server.run import (
 from swafuzz.server.strategies import KINDS, server_cases
 
 BUNDLE_VERSION = 1
+#: the run options a server-level run does not take: (flag, attribute, default)
+UNSUPPORTED = (("--budget", "budget", None), ("--workers", "workers", 1), ("--ray", "ray", None),
+               ("--resume", "resume", None), ("--db", "db", None), ("--shard", "shard", None),
+               ("--coverage", "coverage", False), ("--coverage-bias", "coverage_bias", False),
+               ("--ledger", "ledger", "auto"), ("--known-cap", "known_cap", 50),
+               ("--shrink-budget", "shrink_budget", 150))
+#: cases of a server-level run without --examples (in all, split over its kinds)
+DEFAULT_EXAMPLES = 300
 
 
 def check_level(args) -> list[str]:
@@ -47,6 +56,13 @@ def check_level(args) -> list[str]:
             raise UsageError(f"--level server: target {t} has no server-level pipeline "
                              f"(levels of {t}: {', '.join(levels_of(t))}; --level server runs on: "
                              f"{', '.join(PIPELINES)})")
+    if len(tgts) != 1:
+        raise UsageError(f"--target: one target at server level (got {', '.join(tgts)})")
+    for flag, name, default in UNSUPPORTED:
+        if getattr(args, name, default) != default:
+            raise UsageError(f"{flag}: not with --level server (a server-level run takes "
+                             "--target, --scenario, --examples, --seed, --out, --executor, "
+                             "--impl and --server-mutant; it runs its Cases in this process)")
     m = args.server_mutant = getattr(args, "server_mutant", None)
     known = mutants_of(tgts[0])
     if m is not None and m not in known:
@@ -74,13 +90,13 @@ def bundle_of(v: ServerVerdict, target: str, mutant: str | None = None) -> dict:
 
 
 def run_all(case: ServerCase, target: str, executors: list[str],
-            mutant: str | None = None) -> ServerVerdict:
+            mutant: str | None = None, impl: str = "torch") -> ServerVerdict:
     """``case`` under each executor (one eager run when the Case captures no graphs); the
     first failing verdict, else the last."""
     graphs = not case.config.disable_cuda_graph and bool(case.config.cuda_graph_bs_decode)
     v = None
     for name in executors if graphs else executors[:1]:
-        v = execute(case, target, executor=get_executor(name), mutant=mutant)
+        v = execute(case, target, impl, executor=get_executor(name), mutant=mutant)
         if v.failed:
             v.failures = [dataclasses.replace(f, message=f"[{name}] {f.message}")
                           for f in v.failures]
@@ -89,7 +105,8 @@ def run_all(case: ServerCase, target: str, executors: list[str],
 
 
 def _campaign(kind: str, target: str, examples: int, seed_: int, found: list,
-              executors: list[str], mutant: str | None = None) -> tuple[int, int]:
+              executors: list[str], mutant: str | None = None,
+              impl: str = "torch") -> tuple[int, int]:
     """``(cases run, cases stopped out of scope)`` of one kind; the shrunk failure in
     ``found``."""
     count = [0, 0]
@@ -101,7 +118,7 @@ def _campaign(kind: str, target: str, examples: int, seed_: int, found: list,
     @given(server_cases(kind))
     def one(case: ServerCase) -> None:
         count[0] += 1
-        v = run_all(case, target, executors, mutant)
+        v = run_all(case, target, executors, mutant, impl)
         count[1] += v.obs.out_of_scope is not None
         if v.failed:
             found[:] = [v]
@@ -118,7 +135,10 @@ def cmd_server_run(args) -> int:
     kinds = check_level(args)
     target = args.target[0] if isinstance(args.target, list) else args.target
     executors = resolve_executors(args.executor)
-    examples = args.examples or 20
+    if args.examples is not None and args.examples < 1:
+        raise UsageError(f"--examples: must be >= 1 (got {args.examples})")
+    total = args.examples or DEFAULT_EXAMPLES
+    impl = resolve_impl(args.impl or "auto")
     out = args.out or "swafuzz-out/server"
     if os.path.exists(out) and os.listdir(out):
         raise UsageError(f"--out {out}: exists and is not empty (a server-level run writes a "
@@ -127,11 +147,14 @@ def cmd_server_run(args) -> int:
     os.makedirs(os.path.join(out, "findings"), exist_ok=True)
     t0, total, findings = time.monotonic(), 0, []
     per_kind = {}
-    for kind in kinds:
+    for i, kind in enumerate(kinds):
+        examples = total // len(kinds) + (i < total % len(kinds))
+        if examples == 0:
+            continue
         found: list[ServerVerdict] = []
         k0 = time.monotonic()
         n, stopped = _campaign(kind, target, examples, args.seed, found, executors,
-                               args.server_mutant)
+                               args.server_mutant, impl)
         total += n
         per_kind[kind] = {"cases": n, "seconds": round(time.monotonic() - k0, 2),
                           "stopped_out_of_scope": stopped,

@@ -179,3 +179,11 @@ def test_oracle_catches_wrong_positions_and_req_to_token_rows():
     obs.forwards[2].window_rows = [[3, full]]  # the right row; position 2 unmapped
     bad = judge(case, obs)
     assert bad and bad[0].check == "window_reads" and "mapped to SWA slot 0" in bad[0].message
+
+
+@pytest.mark.parametrize("flag", [["--budget", "10s"], ["--workers", "2"], ["--resume", "x"],
+                                  ["--shard", "1/2"], ["--coverage"], ["--ledger", "none"]])
+def test_server_level_refuses_run_options_it_does_not_take(flag, capsys, tmp_path):
+    assert cli_main(["run", "--target", "sglang", "--level", "server", "--examples", "1",
+                     "--out", str(tmp_path / "a")] + flag) == 2
+    assert f"{flag[0]}: not with --level server" in capsys.readouterr().err

@@ -137,7 +137,7 @@ def cmd_server_run(args) -> int:
     executors = resolve_executors(args.executor)
     if args.examples is not None and args.examples < 1:
         raise UsageError(f"--examples: must be >= 1 (got {args.examples})")
-    total = args.examples or DEFAULT_EXAMPLES
+    wanted = args.examples or DEFAULT_EXAMPLES
     impl = resolve_impl(args.impl or "auto")
     out = args.out or "swafuzz-out/server"
     if os.path.exists(out) and os.listdir(out):
@@ -148,7 +148,7 @@ def cmd_server_run(args) -> int:
     t0, total, findings = time.monotonic(), 0, []
     per_kind = {}
     for i, kind in enumerate(kinds):
-        examples = total // len(kinds) + (i < total % len(kinds))
+        examples = wanted // len(kinds) + (i < wanted % len(kinds))
         if examples == 0:
             continue
         found: list[ServerVerdict] = []

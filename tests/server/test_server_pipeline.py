@@ -114,3 +114,27 @@ def test_decode_graphs_the_release_decides(page):
     assert tape.obs.forwards[-1].stores[0][1:] == [0]  # batch 1 padded to bucket 2
     eager = execute(parse(obj), "sglang", executor=get_executor("eager", "cpu"))
     assert not eager.failed and {f.exec for f in eager.obs.forwards} == {"eager"}
+
+
+def test_cli_campaign_and_repro(tmp_path, capsys):
+    """swafuzz run --level server splits --examples over the kinds, writes run.json; with a
+    server mutant the shrunk bundle replays with swafuzz repro."""
+    import json
+
+    from swafuzz.harness.cli import main as cli_main
+
+    out = tmp_path / "clean"
+    assert cli_main(["run", "--target", "sglang", "--level", "server", "--examples", "6",
+                     "--impl", "torch", "--out", str(out)]) == 0
+    run = json.loads((out / "run.json").read_text())
+    assert run["cases"] >= 6 and sorted(run["kinds"]) == ["server_decode", "server_graph",
+                                                          "server_mixed"]
+    bad = tmp_path / "mutant"
+    assert cli_main(["run", "--target", "sglang", "--level", "server", "--examples", "20",
+                     "--scenario", "server_decode", "--impl", "torch",
+                     "--server-mutant", "server_decode_stale_loc", "--out", str(bad)]) == 1
+    [bundle] = list((bad / "findings").iterdir())
+    assert json.loads(bundle.read_text())["server_mutant"] == "server_decode_stale_loc"
+    capsys.readouterr()
+    assert cli_main(["repro", str(bundle)]) == 1
+    assert "FAIL server:write_targets" in capsys.readouterr().out

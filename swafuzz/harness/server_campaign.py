@@ -19,24 +19,52 @@ import time
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
-from swafuzz import targets
+from swafuzz import features, targets
 from swafuzz.harness.cli_common import EXIT_CLEAN, EXIT_FINDINGS, UsageError
 from swafuzz.harness.executors import get_executor
 from swafuzz.harness.run import resolve_executors, resolve_impl
 from swafuzz.reports.bundle import atomic_write_text
 from swafuzz.server.case import ServerCase, ServerCaseError, parse
-from swafuzz.server.run import (
-    PIPELINES,
-    ServerRefused,
-    ServerVerdict,
-    execute,
-    levels_of,
-    load_pipeline,
-    mutants_of,
-)
+from swafuzz.server.run import Pipeline, ServerRefused, ServerVerdict, execute
 from swafuzz.server.strategies import KINDS, server_cases
 
 BUNDLE_VERSION = 1
+
+
+def levels_of(target: str) -> tuple[str, ...]:
+    """The levels ``target`` runs: a target offering a ``server_pipeline`` hook has both."""
+    t = targets.find_target(target)
+    return ("component", "server") if getattr(t, "server_pipeline", None) else ("component",)
+
+
+def server_targets() -> list[str]:
+    return [t for t in targets.available_targets() if "server" in levels_of(t)]
+
+
+def mutants_of(target: str) -> dict[str, str]:
+    hook = getattr(targets.find_target(target), "server_mutants", None)
+    return hook() if callable(hook) else {}
+
+
+def _optional(ref: str | None):
+    """``module:attr`` loaded, or None when ``ref`` is None or its module does not exist."""
+    if ref is None:
+        return None
+    try:
+        return features.load(ref)
+    except ModuleNotFoundError as e:
+        if e.name != ref.split(":")[0]:
+            raise
+        return None
+
+
+def pipeline_of(target: str) -> Pipeline:
+    """``target``'s server level (imports what its hooks name; TargetUnavailable when the
+    installed release lacks a hop)."""
+    t = targets.get_target(target)  # the target's check_available hook
+    return Pipeline(run=features.load(t.server_pipeline),
+                    check=_optional(getattr(t, "server_refusal", None)),
+                    mutants=mutants_of(target))
 #: the run options a server-level run does not take: (flag, attribute, default)
 UNSUPPORTED = (("--budget", "budget", None), ("--workers", "workers", 1), ("--ray", "ray", None),
                ("--resume", "resume", None), ("--db", "db", None), ("--shard", "shard", None),
@@ -55,7 +83,7 @@ def check_level(args) -> list[str]:
         if "server" not in levels_of(t):
             raise UsageError(f"--level server: target {t} has no server-level pipeline "
                              f"(levels of {t}: {', '.join(levels_of(t))}; --level server runs on: "
-                             f"{', '.join(PIPELINES)})")
+                             f"{', '.join(server_targets())})")
     if len(tgts) != 1:
         raise UsageError(f"--target: one target at server level (got {', '.join(tgts)})")
     for flag, name, default in UNSUPPORTED:
@@ -89,14 +117,14 @@ def bundle_of(v: ServerVerdict, target: str, mutant: str | None = None) -> dict:
             "observed": v.obs.to_json()}
 
 
-def run_all(case: ServerCase, target: str, executors: list[str],
+def run_all(case: ServerCase, pipeline: Pipeline, executors: list[str],
             mutant: str | None = None, impl: str = "torch") -> ServerVerdict:
     """``case`` under each executor (one eager run when the Case captures no graphs); the
     first failing verdict, else the last."""
     graphs = not case.config.disable_cuda_graph and bool(case.config.cuda_graph_bs_decode)
     v = None
     for name in executors if graphs else executors[:1]:
-        v = execute(case, target, impl, executor=get_executor(name), mutant=mutant)
+        v = execute(case, pipeline, impl, executor=get_executor(name), mutant=mutant)
         if v.failed:
             v.failures = [dataclasses.replace(f, message=f"[{name}] {f.message}")
                           for f in v.failures]
@@ -104,7 +132,7 @@ def run_all(case: ServerCase, target: str, executors: list[str],
     return v
 
 
-def _campaign(kind: str, target: str, examples: int, seed_: int, found: list,
+def _campaign(kind: str, pipeline: Pipeline, examples: int, seed_: int, found: list,
               executors: list[str], mutant: str | None = None,
               impl: str = "torch") -> tuple[int, int]:
     """``(cases run, cases stopped out of scope)`` of one kind; the shrunk failure in
@@ -118,7 +146,7 @@ def _campaign(kind: str, target: str, examples: int, seed_: int, found: list,
     @given(server_cases(kind))
     def one(case: ServerCase) -> None:
         count[0] += 1
-        v = run_all(case, target, executors, mutant, impl)
+        v = run_all(case, pipeline, executors, mutant, impl)
         count[1] += v.obs.out_of_scope is not None
         if v.failed:
             found[:] = [v]
@@ -143,7 +171,7 @@ def cmd_server_run(args) -> int:
     if os.path.exists(out) and os.listdir(out):
         raise UsageError(f"--out {out}: exists and is not empty (a server-level run writes a "
                          "new directory)")
-    _available(target)
+    pipeline = _available(target)
     os.makedirs(os.path.join(out, "findings"), exist_ok=True)
     t0, total, findings = time.monotonic(), 0, []
     per_kind = {}
@@ -153,7 +181,7 @@ def cmd_server_run(args) -> int:
             continue
         found: list[ServerVerdict] = []
         k0 = time.monotonic()
-        n, stopped = _campaign(kind, target, examples, args.seed, found, executors,
+        n, stopped = _campaign(kind, pipeline, examples, args.seed, found, executors,
                                args.server_mutant, impl)
         total += n
         per_kind[kind] = {"cases": n, "seconds": round(time.monotonic() - k0, 2),
@@ -178,10 +206,9 @@ def cmd_server_run(args) -> int:
     return EXIT_FINDINGS if findings else EXIT_CLEAN
 
 
-def _available(target: str) -> None:
+def _available(target: str) -> Pipeline:
     try:
-        targets.get_target(target)  # the target's check_available hook
-        load_pipeline(target)  # a release lacking a hop of the pipeline: refused by name
+        return pipeline_of(target)  # a release lacking a hop of the pipeline: refused by name
     except targets.TargetUnavailable as e:
         raise UsageError(str(e)) from None
 
@@ -203,13 +230,16 @@ def cmd_server_repro(args) -> int:
     except ServerCaseError as e:
         raise UsageError(f"{args.file}: field 'case': {e}") from None
     target = args.target or bundle.get("target")
+    if not isinstance(target, str):
+        raise UsageError(f"{args.file}: field 'target': a target name expected (or --target), "
+                         f"got {target!r}")
     if "server" not in levels_of(target):
         raise UsageError(f"{args.file}: a server-level bundle; target {target} has no "
-                         f"server-level pipeline (runs on: {', '.join(PIPELINES)})")
-    _available(target)
+                         f"server-level pipeline (runs on: {', '.join(server_targets())})")
+    pipeline = _available(target)
     try:
-        v = run_all(case, target, resolve_executors(args.executor or "auto"),
-                    bundle.get("server_mutant"))
+        v = run_all(case, pipeline, resolve_executors(args.executor or "auto"),
+                    bundle.get("server_mutant"), resolve_impl(args.impl or "auto"))
     except ServerRefused as e:
         raise UsageError(f"{args.file}: {e}") from None
     if v.failed:

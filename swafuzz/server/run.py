@@ -1,26 +1,35 @@
 """One server-level Case: refused or run through a target's pipeline and judged.
 
-:func:`release_refusal` is the seam for the release's own argument checks (``ServerArgs``
-post-init and the DeepSeek-V4/V4.1 feature validation, built in
-``swafuzz/targets/sglang/serverargs.py``): it returns the release's refusal message, or None.
-Where that module is absent every config the Case validator accepts is let through.
+A target with a server level offers hooks (its ``server_pipeline``, ``server_refusal`` and
+``server_mutants``, :mod:`swafuzz.targets.protocol` style, resolved by the harness into a
+:class:`Pipeline`). :func:`release_refusal` is the seam for the release's own argument checks
+(``ServerArgs`` post-init and the DeepSeek-V4/V4.1 feature validation; the ``sglang`` target's
+``server_refusal`` names ``swafuzz/targets/sglang/serverargs.py``): it returns the release's
+refusal message, or None. Where the target has no such check (or its module is absent) every
+config the Case validator accepts is let through.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
+from typing import Callable
 
 from swafuzz.server.case import ServerCase
 from swafuzz.server.observation import ServerObs
 from swafuzz.server.oracle import ServerFailure, judge
 
-#: the module holding the release's own ServerArgs checks (imports SGLang)
-SERVERARGS = "swafuzz.targets.sglang.serverargs"
-#: the target pipelines a server-level Case runs on (target -> module:function, imports SGLang)
-PIPELINES = {"sglang": "swafuzz.targets.sglang.pipeline.steps:run_server_case"}
-#: the server mutants of each target (target -> module:attribute naming them, imports nothing)
-MUTANTS = {"sglang": "swafuzz.targets.sglang.pipeline.hops:SERVER_MUTANTS"}
+
+@dataclass(frozen=True)
+class Pipeline:
+    """A target's server level: ``run(case, impl=, mutant=, executor=) -> ServerObs``, the
+    release's own argument check (``config dict -> refusal or None``; None: not built), and
+    its server mutants (name -> source)."""
+
+    run: Callable[..., ServerObs]
+    check: Callable[[dict], str | None] | None = None
+    mutants: dict[str, str] = field(default_factory=dict)
+
+
 #: what the pipeline does not drive yet: (predicate, refusal)
 NOT_DRIVEN = (
     (lambda c: c.speculative_algorithm is not None, "config.speculative_algorithm: speculative "
@@ -45,19 +54,13 @@ class ServerRefused(ValueError):
     """A server-level Case the target does not run (CLI exit 2): the message says why."""
 
 
-def release_refusal(config: dict) -> str | None:
-    """The release's refusal of the ServerArgs fields ``config``, or None when it accepts them
-    (or when the release's checks are not built here)."""
-    try:
-        mod = importlib.import_module(SERVERARGS)  # imports SGLang (optional)
-    except ModuleNotFoundError as e:
-        if e.name != SERVERARGS:
-            raise
-        return None
-    return mod.release_refusal(config)
+def release_refusal(config: dict, check: Callable[[dict], str | None] | None) -> str | None:
+    """The release's refusal of the ServerArgs fields ``config`` through ``check`` (the
+    target's ``server_refusal``), or None when it accepts them or no check is built."""
+    return None if check is None else check(config)
 
 
-def refusal(case: ServerCase) -> str | None:
+def refusal(case: ServerCase, check: Callable[[dict], str | None] | None = None) -> str | None:
     """Why ``case`` is not run: the pipeline's limits, then the release's own checks."""
     for applies, why in NOT_DRIVEN:
         if applies(case.config):
@@ -68,27 +71,8 @@ def refusal(case: ServerCase) -> str | None:
         return (f"requests[{long[0]}].prompt_len: longer than config.chunked_prefill_size "
                 f"({chunk}); chunking a prompt is not driven at server level yet (allowed: a "
                 "prompt of at most chunked_prefill_size tokens, or chunked_prefill_size null)")
-    why = release_refusal(case.config.server_args())
+    why = release_refusal(case.config.server_args(), check)
     return f"the release refuses these server arguments: {why}" if why else None
-
-
-def load_pipeline(target: str):
-    """The run function of ``target``'s pipeline (imports SGLang; a release lacking a hop
-    raises the target's TargetUnavailable naming it)."""
-    mod, fn = PIPELINES[target].split(":")
-    return getattr(importlib.import_module(mod), fn)  # imports SGLang (optional)
-
-
-def mutants_of(target: str) -> dict[str, str]:
-    """Server mutant name -> source, for ``target`` (none without a pipeline)."""
-    if target not in MUTANTS:
-        return {}
-    mod, attr = MUTANTS[target].split(":")
-    return dict(getattr(importlib.import_module(mod), attr))
-
-
-def levels_of(target: str) -> tuple[str, ...]:
-    return ("component", "server") if target in PIPELINES else ("component",)
 
 
 @dataclass
@@ -106,19 +90,17 @@ class ServerVerdict:
         return self.failures[0].signature() if self.failures else None
 
 
-def execute(case: ServerCase, target: str = "sglang", impl: str = "torch",
+def execute(case: ServerCase, pipeline: Pipeline, impl: str = "torch",
             mutant: str | None = None, executor=None) -> ServerVerdict:
-    """Run ``case`` on ``target``'s pipeline (``mutant``: a server mutant's patch of the
-    release's pipeline code; ``executor``: the harness's executor, its ``graphs`` deciding
-    whether decode graphs replay) and judge it; :class:`ServerRefused` when the target does
-    not run it."""
-    if target not in PIPELINES:
-        raise ServerRefused(f"--level server: target {target} has no server-level pipeline "
-                            f"(targets with one: {', '.join(PIPELINES)})")
-    why = refusal(case)
+    """Run ``case`` through ``pipeline`` (``mutant``: a server mutant's patch of the release's
+    pipeline code; ``executor``: the harness's executor, its ``graphs`` deciding whether
+    decode graphs replay) and judge it; :class:`ServerRefused` when it is not run."""
+    why = refusal(case, pipeline.check)
     if why:
         raise ServerRefused(why)
-    run = load_pipeline(target)
-    obs = run(case, impl=impl, mutant=mutant, executor=executor)
+    if mutant is not None and mutant not in pipeline.mutants:
+        raise ServerRefused(f"server mutant {mutant!r}: not one of the target's (allowed: "
+                            f"{', '.join(pipeline.mutants) or 'none'})")
+    obs = pipeline.run(case, impl=impl, mutant=mutant, executor=executor)
     graphs = bool(getattr(executor, "graphs", False))
     return ServerVerdict(case, obs, judge(case, obs, graphs=graphs))

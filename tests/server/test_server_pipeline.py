@@ -16,11 +16,11 @@ pytestmark = [pytest.mark.upstream,
 @pytest.fixture(autouse=True)
 def _pipeline_here():
     """A release lacking a hop of the pipeline (0.5.12) refuses it by name: skip with it."""
-    from swafuzz.server.run import load_pipeline
+    from swafuzz.harness.server_campaign import pipeline_of
     from swafuzz.targets import TargetUnavailable
 
     try:
-        load_pipeline("sglang")
+        pipeline_of("sglang")
     except TargetUnavailable as e:
         pytest.skip(str(e))
 
@@ -36,9 +36,10 @@ def _case(page: int) -> dict:
 
 @pytest.mark.parametrize("page", [1, 4])
 def test_release_pipeline_passes_the_oracle(page):
+    from swafuzz.harness.server_campaign import pipeline_of
     from swafuzz.server.run import execute
 
-    v = execute(parse(_case(page)), "sglang")
+    v = execute(parse(_case(page)), pipeline_of("sglang"))
     assert v.obs.error is None, v.obs.error
     assert [f.mode for f in v.obs.forwards] == ["EXTEND", "DECODE", "DECODE", "EXTEND",
                                                 "DECODE", "DECODE", "DECODE"]
@@ -49,6 +50,7 @@ def test_the_stores_come_from_the_release_pipeline(monkeypatch):
     """Break the release's ForwardBatch construction: the oracle must see it."""
     from sglang.srt.model_executor.forward_batch_info import ForwardBatch
 
+    from swafuzz.harness.server_campaign import pipeline_of
     from swafuzz.server.run import execute
 
     real = ForwardBatch.init_new.__func__
@@ -59,7 +61,7 @@ def test_the_stores_come_from_the_release_pipeline(monkeypatch):
         return fb
 
     monkeypatch.setattr(ForwardBatch, "init_new", classmethod(shifted))
-    v = execute(parse(_case(1)), "sglang")
+    v = execute(parse(_case(1)), pipeline_of("sglang"))
     assert v.failed and v.failures[0].check in ("write_targets", "contracts")
 
 
@@ -79,12 +81,13 @@ def test_server_mutant_killed_only_at_server_level(mutant, case, check):
     it; a component-level Case on the same target runs no ScheduleBatch, so it passes under the
     same patch."""
     from swafuzz.harness.run import execute as component_execute
+    from swafuzz.harness.server_campaign import pipeline_of
     from swafuzz.scenarios.case import Case, PoolConfig, Step
     from swafuzz.server.run import execute
     from swafuzz.targets.sglang.pipeline.mutants import patched
 
-    assert not execute(parse(case), "sglang").failed
-    v = execute(parse(case), "sglang", mutant=mutant)
+    assert not execute(parse(case), pipeline_of("sglang")).failed
+    v = execute(parse(case), pipeline_of("sglang"), mutant=mutant)
     assert v.failed and v.failures[0].check == check, v.failures
     comp = Case(pool=PoolConfig(page_size=1, full_pages=32, swa_pages=24, window=3, layers=1,
                                 draft_layers=1),
@@ -102,17 +105,18 @@ def test_decode_graphs_the_release_decides(page):
     captured size eager and the rest to the replay (tape), padded to the bucket with the dummy
     slot; eager executor: every forward eager. The oracle accepts both."""
     from swafuzz.harness.executors import get_executor
+    from swafuzz.harness.server_campaign import pipeline_of
     from swafuzz.server.run import execute
 
     obj = _case(page)
     obj["config"].update(disable_cuda_graph=False, cuda_graph_bs_decode=[2])
     obj["requests"].append({"prompt_len": 2, "max_new_tokens": 3, "arrive_step": 3})
-    tape = execute(parse(obj), "sglang", executor=get_executor("tape", "cpu"))
+    tape = execute(parse(obj), pipeline_of("sglang"), executor=get_executor("tape", "cpu"))
     assert not tape.failed, [f.message for f in tape.failures]
     assert [f.exec for f in tape.obs.forwards if f.mode == "DECODE"] == \
         ["graph", "graph", "eager", "graph", "graph"]
     assert tape.obs.forwards[-1].stores[0][1:] == [0]  # batch 1 padded to bucket 2
-    eager = execute(parse(obj), "sglang", executor=get_executor("eager", "cpu"))
+    eager = execute(parse(obj), pipeline_of("sglang"), executor=get_executor("eager", "cpu"))
     assert not eager.failed and {f.exec for f in eager.obs.forwards} == {"eager"}
 
 

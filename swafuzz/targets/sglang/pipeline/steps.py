@@ -185,7 +185,10 @@ class Pipeline:
             for ev in plan(self.case):
                 if isinstance(ev, Release):
                     self.release(ev)
-                    self.tap.take()  # a release allocates nothing; keep forwards apart
+                    stray = self.tap.take()
+                    if stray:
+                        raise RuntimeError(f"releasing requests {list(ev.rids)} allocated "
+                                           f"{len(stray)} tokens {stray[:4]}")
                     continue
                 batch = self.extend(ev) if ev.mode == "EXTEND" else self.decode()
                 obs.forwards.append(self.forward(ev, batch))

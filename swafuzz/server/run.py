@@ -65,12 +65,6 @@ def refusal(case: ServerCase, check: Callable[[dict], str | None] | None = None)
     for applies, why in NOT_DRIVEN:
         if applies(case.config):
             return why
-    chunk = case.config.chunked_prefill_size
-    long = [i for i, r in enumerate(case.requests) if chunk is not None and r.prompt_len > chunk]
-    if long:
-        return (f"requests[{long[0]}].prompt_len: longer than config.chunked_prefill_size "
-                f"({chunk}); chunking a prompt is not driven at server level yet (allowed: a "
-                "prompt of at most chunked_prefill_size tokens, or chunked_prefill_size null)")
     why = release_refusal(case.config.server_args(), check)
     return f"the release refuses these server arguments: {why}" if why else None
 

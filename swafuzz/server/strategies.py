@@ -14,8 +14,8 @@ from swafuzz.server.case import ModelShape, Request, ServerCase, ServerConfig, v
 KINDS = {
     "server_decode": "requests that all arrive at step 0: one EXTEND, then DECODE to the end",
     "server_mixed": "staggered arrivals and aborts: EXTEND batches between DECODE batches, "
-                    "requests leaving while others run, admissions split by "
-                    "chunked_prefill_size (no prompt longer than it)",
+                    "requests leaving while others run, chunked prefill "
+                    "(chunked_prefill_size drawn): a prompt split over EXTEND batches",
     "server_graph": "staggered arrivals with decode graphs captured (disable_cuda_graph "
                     "false, cuda_graph_bs_decode drawn): the release's can_run_graph picks "
                     "graph or eager per DECODE batch, padded rows on replay",
@@ -53,9 +53,8 @@ def server_cases(draw, kind: str = "server_decode") -> ServerCase:
     swa = -(-max(tight, max(r.prompt_len for r in reqs) + 2 * page) // page) * page + page * draw(
         st.integers(0, max(0, (loose - tight) // page)))
     chunk = None
-    if kind == "server_mixed" and draw(st.booleans()):  # the adder's budget splits admissions
-        longest = max(r.prompt_len for r in reqs)
-        chunk = longest + draw(st.integers(0, longest))
+    if kind == "server_mixed" and draw(st.booleans()):  # the adder's budget: chunked prefill
+        chunk = draw(st.integers(1, max(r.prompt_len for r in reqs) + 4))
     cfg = ServerConfig(page_size=page, chunked_prefill_size=chunk)
     if kind == "server_graph":
         bs = tuple(sorted(draw(st.sets(st.integers(1, 4), min_size=1, max_size=3))))

@@ -4,12 +4,15 @@ This is the Case's semantics (like a component Case's ``steps``), read by the ta
 and by the oracle alike. It models the scheduler's choice of batch (the release's ``Scheduler``
 and ``PrefillAdder`` need a server process), not what the release does with the batch:
 
-* at step ``t`` first every request whose ``abort_step`` is ``t`` leaves (a running one is
-  released; one still waiting is dropped), then every running request that has produced
+* at step ``t`` first every request whose ``abort_step`` is ``t`` leaves (a running or
+  chunked one is released; one still waiting is dropped), then every running request that has produced
   ``max_new_tokens`` tokens is released;
-* then, if requests have arrived and wait, one EXTEND batch admits them in arrival order (index
-  order on ties) while their prompts fit ``chunked_prefill_size`` (at least one); the prefill
-  produces each one's first output token;
+* then, if a prompt is being chunked or requests have arrived and wait, one EXTEND batch: the
+  chunked request's next chunk first, then the waiting requests in arrival order (index order
+  on ties), while ``chunked_prefill_size`` tokens remain; a prompt that does not fit is
+  truncated to what remains and goes on in the next prefill (the PrefillAdder's chunking); a
+  request whose whole prompt is in produces its first output token and joins the running
+  ones;
 * else, if requests run, one DECODE batch of every running request (admission order) writes the
   KV of each one's last output token and produces the next one;
 * else the step is idle. The plan ends when every request has left.
@@ -70,41 +73,52 @@ def plan(case: ServerCase) -> list[Forward | Release]:
     """The Case's schedule (module docstring), forwards and releases in order."""
     reqs = case.requests
     chunk = case.config.chunked_prefill_size
-    waiting = [i for i in range(len(reqs))]
+    waiting = list(range(len(reqs)))
     running: list[int] = []
+    chunked: tuple[int, int] | None = None  # (request, prompt tokens already computed)
     outputs: dict[int, int] = {}
     out: list[Forward | Release] = []
     nfwd = 0
     for t in range(MAX_STEPS + MAX_STEPS):
-        if not waiting and not running:
+        if not waiting and not running and chunked is None:
             break
-        aborted = [i for i in running + waiting if reqs[i].abort_step == t]
+        held = running + ([chunked[0]] if chunked else [])
+        aborted = [i for i in held + waiting if reqs[i].abort_step == t]
         waiting = [i for i in waiting if i not in aborted]
-        done = [i for i in running if i in aborted or outputs[i] >= reqs[i].max_new_tokens]
+        done = [i for i in held if i in aborted or (i in running
+                                                    and outputs[i] >= reqs[i].max_new_tokens)]
         if done:
             running = [i for i in running if i not in done]
+            chunked = None if chunked and chunked[0] in done else chunked
             out.append(Release(t, tuple(done), tuple(i for i in done if i in aborted)))
         ready = sorted((i for i in waiting if reqs[i].arrive_step <= t),
                        key=lambda i: (reqs[i].arrive_step, i))
-        if ready:
-            batch, used = [], 0
-            for i in ready:
-                if batch and chunk is not None and used + reqs[i].prompt_len > chunk:
+        if ready or chunked:
+            batch, spans, budget = [], [], chunk if chunk is not None else 1 << 30
+            todo = ([chunked] if chunked else []) + [(i, 0) for i in ready]
+            chunked = None
+            for i, k in todo:
+                if budget == 0:
                     break
+                n = min(reqs[i].prompt_len - k, budget)
                 batch.append(i)
-                used += reqs[i].prompt_len
+                spans.append((k, n))
+                budget -= n
+                if k + n < reqs[i].prompt_len:  # truncated: the next prefill goes on with it
+                    chunked = (i, k + n)
+                    break
             waiting = [i for i in waiting if i not in batch]
-            running += batch
-            for i in batch:
-                outputs[i] = 1
-            out.append(Forward(t, nfwd, "EXTEND", tuple(batch),
-                               tuple((0, reqs[i].prompt_len) for i in batch)))
+            for i, (k, n) in zip(batch, spans):
+                if k + n == reqs[i].prompt_len:  # the prompt is in: first output token
+                    running.append(i)
+                    outputs[i] = 1
+            out.append(Forward(t, nfwd, "EXTEND", tuple(batch), tuple(spans)))
             nfwd += 1
         elif running:
             spans = tuple((reqs[i].prompt_len + outputs[i] - 1, 1) for i in running)
             for i in running:
                 outputs[i] += 1
-            out.append(Forward(t, nfwd, "DECODE", tuple(running), spans))
+            out.append(Forward(t, nfwd, "DECODE", tuple(running), tuple(spans)))
             nfwd += 1
     return out
 

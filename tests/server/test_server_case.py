@@ -155,30 +155,14 @@ def test_server_kind_without_the_level_names_the_flag(capsys, tmp_path):
     assert "add --level server" in capsys.readouterr().err
 
 
-def test_a_prompt_longer_than_the_chunk_is_refused():
+def test_plan_chunks_a_long_prompt():
     obj = json.loads(json.dumps(BASE))
     obj["config"]["chunked_prefill_size"] = 2
-    assert "requests[0].prompt_len: longer than config.chunked_prefill_size" in \
-        refusal(parse(obj))
-    obj["config"]["chunked_prefill_size"] = 5
-    assert refusal(parse(obj)) is None
-
-
-def test_oracle_catches_wrong_positions_and_req_to_token_rows():
-    case = parse(BASE)
-    obs = _obs(case)
-    obs.forwards[2].positions = [2]  # the DECODE writes position 3
-    assert judge(case, obs)[0].check == "batch_shape"
-    obs = _obs(case)
-    full = obs.forwards[2].alloc[0][0]
-    obs.forwards[2].mapping = [0] * 64
-    obs.forwards[2].mapping[full] = obs.forwards[2].alloc[0][1]
-    obs.forwards[2].window_rows = [[2, full]]  # request 0's positions 2..3: slots 3 and 6
-    bad = judge(case, obs)
-    assert bad and bad[0].check == "window_reads" and "req_to_token" in bad[0].message
-    obs.forwards[2].window_rows = [[3, full]]  # the right row; position 2 unmapped
-    bad = judge(case, obs)
-    assert bad and bad[0].check == "window_reads" and "mapped to SWA slot 0" in bad[0].message
+    ev = plan(parse(obj))
+    fw = [(e.mode, e.rids, e.spans) for e in ev if isinstance(e, Forward)]
+    assert fw[:3] == [("EXTEND", (0,), ((0, 2),)), ("EXTEND", (0, 1), ((2, 1), (0, 1))),
+                      ("EXTEND", (1,), ((1, 1),))]
+    assert all(m == "DECODE" for m, _, _ in fw[3:])
 
 
 @pytest.mark.parametrize("flag", [["--budget", "10s"], ["--workers", "2"], ["--resume", "x"],

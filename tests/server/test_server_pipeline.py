@@ -142,3 +142,23 @@ def test_cli_campaign_and_repro(tmp_path, capsys):
     capsys.readouterr()
     assert cli_main(["repro", str(bundle)]) == 1
     assert "FAIL server:write_targets" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("page,chunk", [(1, 2), (4, 3)])
+def test_chunked_prefill_through_the_release(page, chunk):
+    """A prompt split over EXTEND batches: the release's checkpoint_kv_cache stash and resume,
+    the SWA eviction of the chunked request's prefix; the oracle accepts it."""
+    from swafuzz.harness.server_campaign import pipeline_of
+    from swafuzz.server.run import execute
+
+    obj = {"config": {"page_size": page, "chunked_prefill_size": chunk},
+           "model": {"full_tokens": 128, "layers": 2, "sliding_window": 2, "swa_tokens": 64,
+                     "swa_eviction_interval": 1},
+           "requests": [{"prompt_len": 7, "max_new_tokens": 4},
+                        {"prompt_len": 4, "max_new_tokens": 3, "arrive_step": 1},
+                        {"prompt_len": 6, "max_new_tokens": 2, "arrive_step": 2,
+                         "abort_step": 3}]}
+    v = execute(parse(obj), pipeline_of("sglang"))
+    assert v.obs.error is None and v.obs.out_of_scope is None
+    assert [f.mode for f in v.obs.forwards][:3] == ["EXTEND"] * 3
+    assert not v.failed, [f.message for f in v.failures]

@@ -18,7 +18,9 @@ HOPS: tuple[tuple[str, str, str], ...] = (
      "(built by helper srvargs); without it every config the Case validator accepts runs"),
     ("batch choice (Scheduler.get_next_batch_to_run, PrefillAdder)", "modelled",
      "needs a server process (ZMQ, tokenizer, model worker): swafuzz.server.timeline chooses "
-     "the batch; the adder's extend_end is set as it sets it for an unchunked prompt; an "
+     "the batch and the adder's chunks (a prompt truncated to the chunked_prefill_size "
+     "tokens left, continued first in the next prefill): extend_end is set as the adder sets "
+     "it; an "
      "EXTEND that does not fit the allocator's free full / SWA tokens stops the run out of "
      "scope (the adder would defer admission)"),
     ("decode capacity gate (ScheduleBatch.check_decode_mem)", "real",
@@ -33,6 +35,9 @@ HOPS: tuple[tuple[str, str, str], ...] = (
      "the release's scheduler batch, its alloc_for_extend / alloc_for_decode (SWA eviction "
      "maybe_evict_swa included) through the release's SWATokenToKVPoolAllocator, "
      "ReqToTokenPool and SamplingBatchInfo"),
+    ("chunked prefill stash (checkpoint_kv_cache), the chunk's resume "
+     "(init_next_round_input), the chunked request kept out of the running batch "
+     "(filter_batch)", "real", "as the scheduler does after each partial chunk"),
     ("request release (release_kv_cache)", "real",
      "the release's free path through the tree cache when a request finishes or aborts"),
     ("retract_decode", "refused", "not driven yet: a Case whose decode the gate refuses stops "

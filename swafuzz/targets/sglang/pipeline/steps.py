@@ -35,7 +35,7 @@ from sglang.srt.managers.schedule_batch import (  # isort: skip
     Req,
     ScheduleBatch,
 )
-from sglang.srt.mem_cache.common import release_kv_cache  # isort: skip
+from sglang.srt.mem_cache.common import checkpoint_kv_cache, release_kv_cache  # isort: skip
 from sglang.srt.model_executor.forward_batch_info import ForwardBatch  # isort: skip
 from sglang.srt.sampling.sampling_params import SamplingParams  # isort: skip
 from sglang.srt.speculative.spec_info import SpeculativeAlgorithm  # isort: skip
@@ -97,10 +97,17 @@ class Pipeline:
     def extend(self, fwd: Forward) -> ScheduleBatch:
         s = self.srv
         new = []
-        for rid in fwd.rids:
-            req = self.reqs[rid] = make_req(self.case, rid)
-            req.init_next_round_input(s.tree_cache)
-            req.extend_end = len(req.full_untruncated_fill_ids)  # the adder, unchunked
+        for rid, (start, n) in zip(fwd.rids, fwd.spans):
+            if rid in self.reqs:  # the chunked request's next chunk
+                req = self.reqs[rid]
+                req.init_next_round_input()
+                if req.prefix_len != start:
+                    raise RuntimeError(f"request {rid}: chunk resumes at {req.prefix_len}, "
+                                       f"the plan at {start}")
+            else:
+                req = self.reqs[rid] = make_req(self.case, rid)
+                req.init_next_round_input(s.tree_cache)
+            req.extend_end = start + n  # the adder's (possibly truncated) chunk
             new.append(req)
         need = sum(r.extend_len for r in new) + len(new) * self.case.config.page_size
         free = (s.allocator.full_available_size(), s.allocator.swa_available_size())
@@ -126,10 +133,19 @@ class Pipeline:
         return b
 
     def after_forward(self, fwd: Forward, batch: ScheduleBatch) -> None:
-        for rid in fwd.rids:  # the sampler's output (modelled: the stub model's token)
+        chunked = []
+        for rid, (start, n) in zip(fwd.rids, fwd.spans):
             req = self.reqs[rid]
-            req.output_ids.append(output_id(rid, len(req.output_ids)))
+            if fwd.mode == "EXTEND" and start + n < self.case.requests[rid].prompt_len:
+                checkpoint_kv_cache(req, self.srv.tree_cache)  # the scheduler's stash
+                chunked.append(req)
+                continue
+            req.output_ids.append(output_id(rid, len(req.output_ids)))  # the stub sampler
         if fwd.mode == "EXTEND":
+            if chunked:  # the chunked request stays out of the running batch
+                batch.filter_batch(reqs_to_exclude=chunked)
+            if batch.is_empty():
+                return
             if self.running is None or self.running.is_empty():
                 self.running = batch
             else:

@@ -7,6 +7,8 @@ that need it). Printed by ``swafuzz list --target sglang`` beside the component 
 
 from __future__ import annotations
 
+import textwrap
+
 #: (hop, 0.5.23, why)
 HOPS: tuple[tuple[str, str, str], ...] = (
     ("server arguments installed", "real",
@@ -35,9 +37,9 @@ HOPS: tuple[tuple[str, str, str], ...] = (
      "the release's scheduler batch, its alloc_for_extend / alloc_for_decode (SWA eviction "
      "maybe_evict_swa included) through the release's SWATokenToKVPoolAllocator, "
      "ReqToTokenPool and SamplingBatchInfo"),
-    ("chunked prefill stash (checkpoint_kv_cache), the chunk's resume "
-     "(init_next_round_input), the chunked request kept out of the running batch "
-     "(filter_batch)", "real", "as the scheduler does after each partial chunk"),
+    ("chunked prefill: checkpoint_kv_cache, resume, filter_batch", "real",
+     "as the scheduler does after each partial chunk: the stash (checkpoint_kv_cache), the "
+     "next chunk's init_next_round_input, the chunked request kept out of the running batch"),
     ("request release (release_kv_cache)", "real",
      "the release's free path through the tree cache when a request finishes or aborts"),
     ("retract_decode", "refused", "not driven yet: a Case whose decode the gate refuses stops "
@@ -78,11 +80,13 @@ SERVER_MUTANTS = {
 
 
 def hop_text() -> str:
-    """The hop table as text."""
-    w = max(len(h) for h, _, _ in HOPS)
+    """The hop table as text: per hop its answer on 0.5.23 and name, then why (wrapped)."""
     lines = ["server-level pipeline (swafuzz run --target sglang --level server), per "
-             "scheduling step:", f"  {'hop'.ljust(w)}  0.5.23    why"]
-    lines += [f"  {h.ljust(w)}  {s.ljust(8)}  {why}" for h, s, why in HOPS]
+             "scheduling step, on 0.5.23 (0.5.22 the same; 0.5.12 refused: no runtime context, "
+             "KVLocPlan or UnifiedRadixCache):"]
+    for hop, status, why in HOPS:
+        lines.append(f"  {status:<9} {hop}")
+        lines += textwrap.wrap(why, 100, initial_indent=" " * 12, subsequent_indent=" " * 12)
     lines += ["server mutants (swafuzz run --level server --server-mutant NAME):"]
     lines += [f"  {n}: {src}" for n, src in SERVER_MUTANTS.items()]
     return "\n".join(lines)

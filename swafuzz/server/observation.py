@@ -36,13 +36,19 @@ class ServerObs:
     forwards: list[ForwardRec] = field(default_factory=list)
     pools: list[bytes] = field(default_factory=list)
     error: str | None = None
-    #: the run stopped where the pipeline does not go (a retraction): no verdict
+    #: step -> the requests the release's retract_decode sent back before that step's DECODE
+    retractions: dict[int, list[int]] = field(default_factory=dict)
+    #: step -> how many of the offered requests the (modelled) adder admitted, where fewer
+    #: than all fit the free tokens (0: deferred)
+    admissions: dict[int, int] = field(default_factory=dict)
+    #: the run stopped where the pipeline does not go: what ran is judged
     out_of_scope: str | None = None
     hops: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"target_version": self.target_version, "error": self.error,
-                "out_of_scope": self.out_of_scope,
+                "out_of_scope": self.out_of_scope, "retractions": self.retractions,
+                "admissions": self.admissions,
                 "forwards": [{"index": f.index, "mode": f.mode, "alloc": f.alloc,
                               "stores": f.stores, "exec": f.exec, "positions": f.positions,
                               "seq_lens": f.seq_lens, "window_rows": f.window_rows}

@@ -30,7 +30,7 @@ from swafuzz.scenarios.case import POISON_BYTE
 from swafuzz.scenarios.payload import k_rows_bytes
 from swafuzz.server.case import ServerCase
 from swafuzz.server.observation import ServerObs
-from swafuzz.server.timeline import Forward, Release, plan
+from swafuzz.server.timeline import Forward, Release, Retract, plan
 
 
 @dataclass(frozen=True)
@@ -142,11 +142,23 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False) -> list[Server
     layers = case.model.layers
     shadow: list[dict[int, bytes]] = [{} for _ in range(layers)]
     recs = {f.index: f for f in obs.forwards}
-    for ev in plan(case):
+    for ev in plan(case, {int(k): tuple(v) for k, v in obs.retractions.items()},
+                   {int(k): v for k, v in obs.admissions.items()}):
         if isinstance(ev, Release):
             for rid in ev.rids:
                 st.tokens.pop(rid, None)
             continue
+        if isinstance(ev, Retract):  # validated, then followed: the requests' KV is freed
+            stray = [r for r in ev.rids if r not in st.tokens]
+            if stray:
+                return out + [ServerFailure("retraction", None, f"step {ev.step}: retracted "
+                                            f"{stray}, which hold no KV")]
+            for rid in ev.rids:
+                st.tokens.pop(rid, None)
+            continue
+        if ev.mode == "DECODE" and not ev.rids:
+            return out + [ServerFailure("retraction", ev.index, f"step {ev.step}: the release "
+                                        "retracted every running request (it keeps one)")]
         rec = recs.get(ev.index)
         if rec is None and obs.out_of_scope is not None:
             break  # the run stopped where the pipeline does not go: judge what ran

@@ -7,14 +7,19 @@ and ``PrefillAdder`` need a server process), not what the release does with the 
 * at step ``t`` first every request whose ``abort_step`` is ``t`` leaves (a running or
   chunked one is released; one still waiting is dropped), then every running request that has produced
   ``max_new_tokens`` tokens is released;
-* then, if a prompt is being chunked or requests have arrived and wait, one EXTEND batch: the
+* then, if a prompt is being chunked or requests have arrived and wait, one EXTEND batch of
+  the first of them the adder admits (observed: its budget reads the release allocator's free
+  tokens; none admitted: the running requests decode instead): the
   chunked request's next chunk first, then the waiting requests in arrival order (index order
   on ties), while ``chunked_prefill_size`` tokens remain; a prompt that does not fit is
   truncated to what remains and goes on in the next prefill (the PrefillAdder's chunking); a
   request whose whole prompt is in produces its first output token and joins the running
   ones;
 * else, if requests run, one DECODE batch of every running request (admission order) writes the
-  KV of each one's last output token and produces the next one;
+  KV of each one's last output token and produces the next one; when the release's capacity
+  gate refuses it, the requests the release's ``retract_decode`` chose (observed, like the
+  allocation) go back to the waiting queue first, and a later prefill computes their prompt and
+  generated tokens again;
 * else the step is idle. The plan ends when every request has left.
 """
 
@@ -69,57 +74,123 @@ def output_id(rid: int, k: int) -> int:
     return 1 + (rid * 104729 + k * 17 + 3) % (VOCAB - 1)
 
 
-def plan(case: ServerCase) -> list[Forward | Release]:
-    """The Case's schedule (module docstring), forwards and releases in order."""
-    reqs = case.requests
-    chunk = case.config.chunked_prefill_size
-    waiting = list(range(len(reqs)))
-    running: list[int] = []
-    chunked: tuple[int, int] | None = None  # (request, prompt tokens already computed)
-    outputs: dict[int, int] = {}
-    out: list[Forward | Release] = []
-    nfwd = 0
-    for t in range(MAX_STEPS + MAX_STEPS):
-        if not waiting and not running and chunked is None:
-            break
-        held = running + ([chunked[0]] if chunked else [])
-        aborted = [i for i in held + waiting if reqs[i].abort_step == t]
-        waiting = [i for i in waiting if i not in aborted]
-        done = [i for i in held if i in aborted or (i in running
-                                                    and outputs[i] >= reqs[i].max_new_tokens)]
-        if done:
-            running = [i for i in running if i not in done]
-            chunked = None if chunked and chunked[0] in done else chunked
-            out.append(Release(t, tuple(done), tuple(i for i in done if i in aborted)))
-        ready = sorted((i for i in waiting if reqs[i].arrive_step <= t),
+@dataclass(frozen=True)
+class Retract:
+    """Running requests the release's ``retract_decode`` sent back to the waiting queue at
+    ``step`` (an observed choice, before that step's DECODE): their KV is freed and they are
+    prefilled again, prompt and generated tokens, by a later EXTEND."""
+
+    step: int
+    rids: tuple[int, ...]
+
+
+class Timeline:
+    """The schedule, step by step (module docstring). ``retractions`` (step -> requests): the
+    release's observed retractions, each taken before that step's DECODE."""
+
+    def __init__(self, case: ServerCase, retractions=None, admissions=None):
+        self.case, self.reqs = case, case.requests
+        self.retractions = retractions if callable(retractions) else dict(retractions or {})
+        self.admissions = admissions if callable(admissions) else dict(admissions or {})
+        self.waiting = list(range(len(self.reqs)))
+        self.running: list[int] = []
+        self.chunked: tuple[int, int] | None = None  # (request, tokens already computed)
+        self.outputs: dict[int, int] = {}
+        self.nfwd = 0
+
+    def fill(self, i: int) -> int:
+        """Tokens request ``i``'s prefill computes: its prompt, and after a retraction the
+        tokens it generated."""
+        return self.reqs[i].prompt_len + max(0, self.outputs.get(i, 0))
+
+    def done(self) -> bool:
+        return not self.waiting and not self.running and self.chunked is None
+
+    def step(self, t: int) -> list[Forward | Release | Retract]:
+        return self.leave(t) + self.schedule(t)
+
+    def leave(self, t: int) -> list[Release]:
+        """Requests leaving at ``t``: aborts, then running requests with every token."""
+        reqs = self.reqs
+        held = self.running + ([self.chunked[0]] if self.chunked else [])
+        aborted = [i for i in held + self.waiting if reqs[i].abort_step == t]
+        self.waiting = [i for i in self.waiting if i not in aborted]
+        done = [i for i in held if i in aborted or (i in self.running and
+                                                    self.outputs[i] >= reqs[i].max_new_tokens)]
+        if not done:
+            return []
+        self.running = [i for i in self.running if i not in done]
+        if self.chunked and self.chunked[0] in done:
+            self.chunked = None
+        return [Release(t, tuple(done), tuple(i for i in done if i in aborted))]
+
+    def schedule(self, t: int) -> list[Forward | Retract]:
+        """The step's batch (a prefill first), after the observed retraction before a
+        DECODE (``retractions``: a dict by step, or a callable ``(step, running) -> rids``)."""
+        reqs, out = self.reqs, []
+        ready = sorted((i for i in self.waiting if reqs[i].arrive_step <= t),
                        key=lambda i: (reqs[i].arrive_step, i))
-        if ready or chunked:
-            batch, spans, budget = [], [], chunk if chunk is not None else 1 << 30
-            todo = ([chunked] if chunked else []) + [(i, 0) for i in ready]
-            chunked = None
-            for i, k in todo:
-                if budget == 0:
-                    break
-                n = min(reqs[i].prompt_len - k, budget)
-                batch.append(i)
-                spans.append((k, n))
-                budget -= n
-                if k + n < reqs[i].prompt_len:  # truncated: the next prefill goes on with it
-                    chunked = (i, k + n)
-                    break
-            waiting = [i for i in waiting if i not in batch]
-            for i, (k, n) in zip(batch, spans):
-                if k + n == reqs[i].prompt_len:  # the prompt is in: first output token
-                    running.append(i)
-                    outputs[i] = 1
-            out.append(Forward(t, nfwd, "EXTEND", tuple(batch), tuple(spans)))
-            nfwd += 1
-        elif running:
-            spans = tuple((reqs[i].prompt_len + outputs[i] - 1, 1) for i in running)
-            for i in running:
-                outputs[i] += 1
-            out.append(Forward(t, nfwd, "DECODE", tuple(running), tuple(spans)))
-            nfwd += 1
+        prefill = self.propose(ready) if ready or self.chunked else None
+        if prefill:  # the adder admits the first k of them (0: it defers, the others decode)
+            a = self.admissions
+            k = a(t, prefill) if callable(a) else a.get(t, len(prefill[0]))
+            prefill = (prefill[0][:k], prefill[1][:k]) if k else None
+        if prefill:
+            out.append(self._prefill(t, *prefill))
+        elif self.running:
+            r = self.retractions
+            back = tuple(r(t, tuple(self.running)) if callable(r) else r.get(t, ()))
+            if back:
+                self.running = [i for i in self.running if i not in back]
+                self.waiting = sorted(self.waiting + list(back))
+                out.append(Retract(t, back))
+            spans = tuple((self.fill(i) - 1, 1) for i in self.running)
+            for i in self.running:
+                self.outputs[i] += 1
+            out.append(Forward(t, self.nfwd, "DECODE", tuple(self.running), spans))
+            self.nfwd += 1
+        return out
+
+    def propose(self, ready: list[int]) -> tuple[list[int], list[tuple[int, int]]]:
+        """The prefill the adder would build: requests and spans (nothing changed yet)."""
+        chunk = self.case.config.chunked_prefill_size
+        batch, spans, budget = [], [], chunk if chunk is not None else 1 << 30
+        for i, k in ([self.chunked] if self.chunked else []) + [(i, 0) for i in ready]:
+            if budget == 0:
+                break
+            n = min(self.fill(i) - k, budget)
+            batch.append(i)
+            spans.append((k, n))
+            budget -= n
+            if k + n < self.fill(i):  # truncated: the next prefill goes on with it
+                break
+        return batch, spans
+
+    def _prefill(self, t: int, batch: list[int], spans: list[tuple[int, int]]) -> Forward:
+        self.chunked = None
+        i, (k, n) = batch[-1], spans[-1]
+        if k + n < self.fill(i):
+            self.chunked = (i, k + n)
+        self.waiting = [i for i in self.waiting if i not in batch]
+        for i, (k, n) in zip(batch, spans):
+            if k + n == self.fill(i):  # the prompt is in: the next output token
+                self.running.append(i)
+                self.outputs[i] = self.outputs.get(i, 0) + 1
+        fwd = Forward(t, self.nfwd, "EXTEND", tuple(batch), tuple(spans))
+        self.nfwd += 1
+        return fwd
+
+
+def plan(case: ServerCase, retractions: dict[int, tuple[int, ...]] | None = None,
+         admissions: dict[int, int] | None = None) -> list[Forward | Release | Retract]:
+    """The Case's schedule (module docstring), with the observed ``retractions`` and, per step
+    where the adder admitted fewer than it was offered, how many it admitted
+    (``admissions``)."""
+    tl, out = Timeline(case, retractions, admissions), []
+    for t in range(MAX_STEPS + MAX_STEPS):
+        if tl.done():
+            break
+        out += tl.step(t)
     return out
 
 

@@ -171,3 +171,16 @@ def test_server_level_refuses_run_options_it_does_not_take(flag, capsys, tmp_pat
     assert cli_main(["run", "--target", "sglang", "--level", "server", "--examples", "1",
                      "--out", str(tmp_path / "a")] + flag) == 2
     assert f"{flag[0]}: not with --level server" in capsys.readouterr().err
+
+
+def test_plan_follows_observed_retractions_and_admissions():
+    obj = json.loads(json.dumps(BASE))
+    obj["requests"] = [{"prompt_len": 2, "max_new_tokens": 3}, {"prompt_len": 2,
+                                                                "max_new_tokens": 3}]
+    case = parse(obj)
+    ev = plan(case, retractions={2: (1,)}, admissions={0: 1})
+    kinds = [(type(e).__name__, getattr(e, "mode", None), e.rids) for e in ev]
+    assert kinds[:4] == [("Forward", "EXTEND", (0,)), ("Forward", "EXTEND", (1,)),
+                         ("Retract", None, (1,)), ("Forward", "DECODE", (0,))]
+    reprefill = next(e for e in ev[4:] if isinstance(e, Forward) and e.mode == "EXTEND")
+    assert reprefill.rids == (1,) and reprefill.spans == ((0, 3),)  # prompt + 1 generated

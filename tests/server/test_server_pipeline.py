@@ -162,3 +162,21 @@ def test_chunked_prefill_through_the_release(page, chunk):
     assert v.obs.error is None and v.obs.out_of_scope is None
     assert [f.mode for f in v.obs.forwards][:3] == ["EXTEND"] * 3
     assert not v.failed, [f.message for f in v.failures]
+
+
+@pytest.mark.parametrize("page,swa", [(1, 6), (1, 7), (2, 16)])
+def test_retraction_and_admission_through_the_release(page, swa):
+    """A tight SWA pool: the release's check_decode_mem refuses a decode, its retract_decode
+    sends a request back, the adder defers or splits admissions; the retracted request is
+    prefilled again (prompt and generated tokens) and finishes. The oracle follows both."""
+    from swafuzz.harness.server_campaign import pipeline_of
+    from swafuzz.server.run import execute
+
+    obj = {"config": {"page_size": page},
+           "model": {"full_tokens": 128, "layers": 1, "sliding_window": 2, "swa_tokens": swa,
+                     "swa_eviction_interval": 1},
+           "requests": [{"prompt_len": 2, "max_new_tokens": 12}] * 3}
+    v = execute(parse(obj), pipeline_of("sglang"))
+    assert v.obs.error is None and v.obs.out_of_scope is None, (v.obs.error, v.obs.out_of_scope)
+    assert v.obs.retractions, "the gate never refused: the Case no longer retracts"
+    assert not v.failed, [f.message for f in v.failures]

@@ -20,13 +20,15 @@ HOPS: tuple[tuple[str, str, str], ...] = (
      "(built by helper srvargs); without it every config the Case validator accepts runs"),
     ("batch choice (Scheduler.get_next_batch_to_run, PrefillAdder)", "modelled",
      "needs a server process (ZMQ, tokenizer, model worker): swafuzz.server.timeline chooses "
-     "the batch and the adder's chunks (a prompt truncated to the chunked_prefill_size "
-     "tokens left, continued first in the next prefill): extend_end is set as the adder sets "
-     "it; an "
-     "EXTEND that does not fit the allocator's free full / SWA tokens stops the run out of "
-     "scope (the adder would defer admission)"),
-    ("decode capacity gate (ScheduleBatch.check_decode_mem)", "real",
-     "before every DECODE; a refusal stops the run out of scope (the scheduler would retract)"),
+     "the batch and the adder's chunks (a prompt truncated to the chunked_prefill_size tokens "
+     "left, continued first in the next prefill; extend_end set as the adder sets it); the "
+     "adder's budget admits the longest head of the offered requests whose tokens, a page "
+     "each on top, fit the release allocator's free full and SWA tokens (an observed choice "
+     "the oracle follows; none while nothing runs: out of scope)"),
+    ("decode capacity gate and retraction (check_decode_mem, retract_decode)", "real",
+     "before every DECODE; the requests the release retracts (an observed choice the oracle "
+     "checks and follows) go back to waiting and are prefilled again, prompt and generated "
+     "tokens, through the release's Req; a retraction that aborts: out of scope"),
     ("Req, init_next_round_input", "real", "the release's Req with its prefix match against "
      "the tree cache"),
     ("tree cache (radix cache disabled)", "real",
@@ -42,8 +44,6 @@ HOPS: tuple[tuple[str, str, str], ...] = (
      "next chunk's init_next_round_input, the chunked request kept out of the running batch"),
     ("request release (release_kv_cache)", "real",
      "the release's free path through the tree cache when a request finishes or aborts"),
-    ("retract_decode", "refused", "not driven yet: a Case whose decode the gate refuses stops "
-     "there, out of scope (counted per kind in run.json)"),
     ("ForwardBatch.init_new", "real",
      "the release's ForwardBatch with its KVLocPlan bound by the release's KVIndexTranslator "
      "over the DSV4 pool; a model-runner stand-in holds exactly the attributes it reads"),

@@ -20,9 +20,9 @@ from typing import Iterator
 
 import torch
 
-from swafuzz.server.case import ServerCase
+from swafuzz.server.case import MAX_STEPS, ServerCase
 from swafuzz.server.observation import ForwardRec, ServerObs
-from swafuzz.server.timeline import Forward, Release, output_id, plan, prompt_ids
+from swafuzz.server.timeline import Forward, Release, Retract, Timeline, output_id, prompt_ids
 from swafuzz.targets.forward_mode import ForwardBatch as HarnessBatch
 from swafuzz.targets.forward_mode import ForwardMode as HarnessMode
 from swafuzz.targets.sglang.pipeline.mutants import patched
@@ -98,7 +98,7 @@ class Pipeline:
         s = self.srv
         new = []
         for rid, (start, n) in zip(fwd.rids, fwd.spans):
-            if rid in self.reqs:  # the chunked request's next chunk
+            if rid in self.reqs:  # the chunked request's next chunk, or a retracted one
                 req = self.reqs[rid]
                 req.init_next_round_input()
                 if req.prefix_len != start:
@@ -109,12 +109,6 @@ class Pipeline:
                 req.init_next_round_input(s.tree_cache)
             req.extend_end = start + n  # the adder's (possibly truncated) chunk
             new.append(req)
-        need = sum(r.extend_len for r in new) + len(new) * self.case.config.page_size
-        free = (s.allocator.full_available_size(), s.allocator.swa_available_size())
-        if min(free) < need:  # the adder's budget (modelled): it would not admit them all
-            raise OutOfScope(f"EXTEND of {need} tokens (with a page per request) does not fit "
-                             f"the free tokens {free} (full, SWA): the PrefillAdder would defer "
-                             "admission (not driven)")
         batch = ScheduleBatch.init_new(new, s.req_to_token_pool, s.allocator, s.tree_cache,
                                        s.model_runner.model_config, False,
                                        SpeculativeAlgorithm.NONE)
@@ -123,10 +117,6 @@ class Pipeline:
 
     def decode(self) -> ScheduleBatch:
         b = self.running
-        if not b.check_decode_mem():  # the scheduler's gate before a decode (real)
-            raise OutOfScope(f"check_decode_mem refused the decode of {len(b.reqs)} "
-                                "requests: the scheduler would retract (retract_decode is not "
-                                "driven)")
         b.input_ids = torch.tensor([r.output_ids[-1] for r in b.reqs], dtype=torch.int64,
                                    device=b.device)
         b.prepare_for_decode()
@@ -136,7 +126,8 @@ class Pipeline:
         chunked = []
         for rid, (start, n) in zip(fwd.rids, fwd.spans):
             req = self.reqs[rid]
-            if fwd.mode == "EXTEND" and start + n < self.case.requests[rid].prompt_len:
+            fill = len(req.origin_input_ids) + len(req.output_ids)  # prompt (+ retracted outputs)
+            if fwd.mode == "EXTEND" and start + n < fill:
                 checkpoint_kv_cache(req, self.srv.tree_cache)  # the scheduler's stash
                 chunked.append(req)
                 continue
@@ -195,20 +186,67 @@ class Pipeline:
             return False
         return bool(r.can_run_graph(fb)) and bool(self.srv.engine.executor.graphs)
 
+    def retract(self, t: int, running: tuple[int, ...]) -> tuple[int, ...]:
+        """The scheduler before a DECODE: the release's capacity gate, and when it refuses,
+        its ``retract_decode`` (the requests it sends back, as request indices)."""
+        b = self.running
+        if b.check_decode_mem():
+            return ()
+        retracted, _, aborted = b.retract_decode()
+        if aborted:
+            raise OutOfScope(f"retract_decode aborted {[r.rid for r in aborted]} (out of memory "
+                             "even after retracting): not driven")
+        back = tuple(int(r.rid) for r in retracted)
+        self.obs.retractions[t] = list(back)
+        if [int(r.rid) for r in b.reqs] != [i for i in running if i not in back]:
+            raise RuntimeError(f"after retract_decode the running batch holds "
+                               f"{[r.rid for r in b.reqs]}, the plan {running} less {back}")
+        return back
+
+    def fits(self, prefill) -> bool:
+        """The adder's budget (modelled): a prefill's tokens, a page per request on top, within
+        the release allocator's free full and SWA tokens."""
+        rids, spans = prefill
+        s = self.srv
+        need = sum(n for _, n in spans) + len(rids) * self.case.config.page_size
+        return min(s.allocator.full_available_size(), s.allocator.swa_available_size()) >= need
+
+    def admit(self, t: int, prefill) -> int:
+        """How many of the offered requests the adder admits: the longest head that fits; none
+        with nothing running: it waits forever (out of scope)."""
+        rids, spans = prefill
+        k = len(rids)
+        while k and not self.fits((rids[:k], spans[:k])):
+            k -= 1
+        if k == 0 and not self.srv_running():
+            raise OutOfScope(f"step {t}: nothing runs and no waiting request fits the free "
+                             "tokens (the adder would wait forever)")
+        if k < len(rids):
+            self.obs.admissions[t] = k
+        return k
+
+    def srv_running(self) -> bool:
+        return self.running is not None and not self.running.is_empty()
+
     def run(self) -> ServerObs:
-        obs = ServerObs(target_version=TARGET_VERSION)
+        obs = self.obs = ServerObs(target_version=TARGET_VERSION)
+        tl = Timeline(self.case, self.retract, self.admit)
         try:
-            for ev in plan(self.case):
-                if isinstance(ev, Release):
+            for t in range(MAX_STEPS + MAX_STEPS):
+                if tl.done():
+                    break
+                for ev in tl.leave(t):
                     self.release(ev)
                     stray = self.tap.take()
                     if stray:
                         raise RuntimeError(f"releasing requests {list(ev.rids)} allocated "
                                            f"{len(stray)} tokens {stray[:4]}")
-                    continue
-                batch = self.extend(ev) if ev.mode == "EXTEND" else self.decode()
-                obs.forwards.append(self.forward(ev, batch))
-                self.after_forward(ev, batch)
+                for ev in tl.schedule(t):
+                    if isinstance(ev, Retract):
+                        continue  # done by the release inside retract(), before the DECODE
+                    batch = self.extend(ev) if ev.mode == "EXTEND" else self.decode()
+                    obs.forwards.append(self.forward(ev, batch))
+                    self.after_forward(ev, batch)
         except OutOfScope as e:
             obs.out_of_scope = str(e)
         except Exception as e:  # noqa: BLE001 - the observation records any failure

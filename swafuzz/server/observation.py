@@ -36,8 +36,9 @@ class ServerObs:
     forwards: list[ForwardRec] = field(default_factory=list)
     pools: list[bytes] = field(default_factory=list)
     error: str | None = None
-    #: step -> the requests the release's retract_decode sent back before that step's DECODE
-    retractions: dict[int, list[int]] = field(default_factory=dict)
+    #: step -> [the requests the release's retract_decode sent back before that step's DECODE,
+    #: the requests it kept, in its running batch's new order]
+    retractions: dict[int, list[list[int]]] = field(default_factory=dict)
     #: step -> how many of the offered requests the (modelled) adder admitted, where fewer
     #: than all fit the free tokens (0: deferred)
     admissions: dict[int, int] = field(default_factory=dict)

@@ -30,7 +30,7 @@ from swafuzz.scenarios.case import POISON_BYTE
 from swafuzz.scenarios.payload import k_rows_bytes
 from swafuzz.server.case import ServerCase
 from swafuzz.server.observation import ServerObs
-from swafuzz.server.timeline import Forward, Release, Retract, plan
+from swafuzz.server.timeline import Forward, Release, Retract, RetractionError, plan
 
 
 @dataclass(frozen=True)
@@ -142,8 +142,13 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False) -> list[Server
     layers = case.model.layers
     shadow: list[dict[int, bytes]] = [{} for _ in range(layers)]
     recs = {f.index: f for f in obs.forwards}
-    for ev in plan(case, {int(k): tuple(v) for k, v in obs.retractions.items()},
-                   {int(k): v for k, v in obs.admissions.items()}):
+    try:
+        events = plan(case, {int(k): (tuple(v[0]), tuple(v[1]))
+                             for k, v in obs.retractions.items()},
+                      {int(k): v for k, v in obs.admissions.items()})
+    except RetractionError as e:
+        return [ServerFailure("retraction", None, str(e))]
+    for ev in events:
         if isinstance(ev, Release):
             for rid in ev.rids:
                 st.tokens.pop(rid, None)

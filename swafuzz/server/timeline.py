@@ -84,9 +84,14 @@ class Retract:
     rids: tuple[int, ...]
 
 
+class RetractionError(ValueError):
+    """An observed retraction the plan cannot follow (not a split of the running requests)."""
+
+
 class Timeline:
-    """The schedule, step by step (module docstring). ``retractions`` (step -> requests): the
-    release's observed retractions, each taken before that step's DECODE."""
+    """The schedule, step by step (module docstring). ``retractions`` (step -> (retracted,
+    kept in the release's new batch order)): the release's observed retractions, each taken
+    before that step's DECODE."""
 
     def __init__(self, case: ServerCase, retractions=None, admissions=None):
         self.case, self.reqs = case, case.requests
@@ -139,11 +144,14 @@ class Timeline:
             out.append(self._prefill(t, *prefill))
         elif self.running:
             r = self.retractions
-            back = tuple(r(t, tuple(self.running)) if callable(r) else r.get(t, ()))
+            back, kept = r(t, tuple(self.running)) if callable(r) else r.get(t, ((), ()))
             if back:
-                self.running = [i for i in self.running if i not in back]
+                if sorted(kept) != sorted(i for i in self.running if i not in back):
+                    raise RetractionError(f"step {t}: retracted {list(back)} of the running "
+                                          f"{self.running}, kept {list(kept)}")
+                self.running = list(kept)  # the release's order after its retraction
                 self.waiting = sorted(self.waiting + list(back))
-                out.append(Retract(t, back))
+                out.append(Retract(t, tuple(back)))
             spans = tuple((self.fill(i) - 1, 1) for i in self.running)
             for i in self.running:
                 self.outputs[i] += 1
@@ -181,7 +189,7 @@ class Timeline:
         return fwd
 
 
-def plan(case: ServerCase, retractions: dict[int, tuple[int, ...]] | None = None,
+def plan(case: ServerCase, retractions: dict | None = None,
          admissions: dict[int, int] | None = None) -> list[Forward | Release | Retract]:
     """The Case's schedule (module docstring), with the observed ``retractions`` and, per step
     where the adder admitted fewer than it was offered, how many it admitted

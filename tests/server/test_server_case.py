@@ -178,9 +178,19 @@ def test_plan_follows_observed_retractions_and_admissions():
     obj["requests"] = [{"prompt_len": 2, "max_new_tokens": 3}, {"prompt_len": 2,
                                                                 "max_new_tokens": 3}]
     case = parse(obj)
-    ev = plan(case, retractions={2: (1,)}, admissions={0: 1})
+    ev = plan(case, retractions={2: ((1,), (0,))}, admissions={0: 1})
     kinds = [(type(e).__name__, getattr(e, "mode", None), e.rids) for e in ev]
     assert kinds[:4] == [("Forward", "EXTEND", (0,)), ("Forward", "EXTEND", (1,)),
                          ("Retract", None, (1,)), ("Forward", "DECODE", (0,))]
     reprefill = next(e for e in ev[4:] if isinstance(e, Forward) and e.mode == "EXTEND")
     assert reprefill.rids == (1,) and reprefill.spans == ((0, 3),)  # prompt + 1 generated
+
+
+def test_oracle_refuses_a_retraction_that_is_not_a_split():
+    obj = json.loads(json.dumps(BASE))
+    obj["requests"] = [{"prompt_len": 2, "max_new_tokens": 3}] * 2
+    case = parse(obj)
+    obs = _obs(case)
+    obs.retractions = {1: [[1], [1]]}  # request 1 both retracted and kept
+    bad = judge(case, obs)
+    assert bad and bad[0].check == "retraction"

@@ -186,22 +186,20 @@ class Pipeline:
             return False
         return bool(r.can_run_graph(fb)) and bool(self.srv.engine.executor.graphs)
 
-    def retract(self, t: int, running: tuple[int, ...]) -> tuple[int, ...]:
+    def retract(self, t: int, running: tuple[int, ...]):
         """The scheduler before a DECODE: the release's capacity gate, and when it refuses,
-        its ``retract_decode`` (the requests it sends back, as request indices)."""
+        its ``retract_decode``: ``(requests sent back, requests kept in the batch's order)``."""
         b = self.running
         if b.check_decode_mem():
-            return ()
+            return (), ()
         retracted, _, aborted = b.retract_decode()
         if aborted:
             raise OutOfScope(f"retract_decode aborted {[r.rid for r in aborted]} (out of memory "
                              "even after retracting): not driven")
         back = tuple(int(r.rid) for r in retracted)
-        self.obs.retractions[t] = list(back)
-        if [int(r.rid) for r in b.reqs] != [i for i in running if i not in back]:
-            raise RuntimeError(f"after retract_decode the running batch holds "
-                               f"{[r.rid for r in b.reqs]}, the plan {running} less {back}")
-        return back
+        kept = tuple(int(r.rid) for r in b.reqs)  # the release reorders its running batch
+        self.obs.retractions[t] = [list(back), list(kept)]
+        return back, kept
 
     def fits(self, prefill) -> bool:
         """The adder's budget (modelled): a prefill's tokens, a page per request on top, within

@@ -118,6 +118,13 @@ def build_parser(commands: dict[str, Callable] | None = None) -> argparse.Argume
     r.add_argument("--coverage-bias", action="store_true",
                    help="--coverage, and bias generation towards Cases reaching new branches "
                         "(a hypothesis target() score)")
+    r.add_argument("--level", choices=("component", "server"), default="component",
+                   help="component: Cases of steps on the target's components; server: "
+                        "server-level Cases (server arguments + requests) through the target's "
+                        "own batch pipeline (targets that have one)")
+    r.add_argument("--server-mutant", default=None, metavar="NAME",
+                   help="with --level server: run with one server mutant, a patch of the "
+                        "release's own pipeline code (swafuzz list --target T names them)")
     r.set_defaults(**_bound(commands, "run"))
 
     rp = sub.add_parser("repro", formatter_class=fmt, help="replay a finding bundle")

@@ -11,7 +11,7 @@ import time
 
 from swafuzz import features, targets
 from swafuzz.features.validation import load_case
-from swafuzz.harness import coverage, pipeline, resume
+from swafuzz.harness import coverage, pipeline, resume, server_campaign
 from swafuzz.harness.caselog import checked_steps
 from swafuzz.harness.cli_common import (
     EXIT_CLEAN,
@@ -126,6 +126,15 @@ def check_coverage(args) -> str | None:
 
 # --------------------------------------------------------------------------- run
 def cmd_run(args) -> int:
+    if getattr(args, "level", "component") == "server":
+        return server_campaign.cmd_server_run(args)
+    server_kinds = [k for k in args.scenario or () if k in server_campaign.KINDS]
+    if server_kinds:
+        raise UsageError(f"--scenario {server_kinds[0]}: a server-level kind: add --level server "
+                         f"(server-level kinds: {', '.join(server_campaign.KINDS)})")
+    if getattr(args, "server_mutant", None) is not None:
+        raise UsageError("--server-mutant: only with --level server (component-level mutants: "
+                         "swafuzz zoo, --target mutant:NAME)")
     cfg = run_config(args)
     if cfg.shard and not shard_units(cfg):
         print(f"note: shard {shard_label(cfg.shard)} has no units (the campaign has "
@@ -212,6 +221,8 @@ def _locked_run(args, cfg, lock, pipeline) -> int:
 
 # --------------------------------------------------------------------------- repro
 def cmd_repro(args) -> int:
+    if server_campaign.is_server_bundle(args.file):
+        return server_campaign.cmd_server_repro(args)
     try:
         bundle = read_bundle(args.file)  # its errors already name the file
     except ValueError as e:

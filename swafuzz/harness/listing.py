@@ -18,6 +18,7 @@ from swafuzz import features, targets
 from swafuzz.harness.check_registry import check_names
 from swafuzz.harness.executors import available_executors
 from swafuzz.kernels import available_impls
+from swafuzz.server.strategies import KINDS as SERVER_KINDS
 from swafuzz.targets.mutants import load_all
 
 
@@ -132,6 +133,7 @@ def summary_text() -> str:
                          + (f", entry point {o['entry_point']!r}" if o.get("entry_point")
                             else ""))
     lines += ["scenario kinds: " + ", ".join(features.kind_names()),
+              "server kinds:   " + ", ".join(SERVER_KINDS) + " (swafuzz run --level server)",
               "checks:         " + ", ".join(check_names()),
               "implementations:" + " " + ", ".join(available_impls()),
               "executors:      " + ", ".join(available_executors())]

@@ -24,6 +24,7 @@ from swafuzz.features import Feature, Since
 from swafuzz.scenarios.case import Case
 from swafuzz.targets.protocol import TargetUnavailable
 from swafuzz.targets.sglang.matrix import table_text
+from swafuzz.targets.sglang.pipeline.hops import SERVER_MUTANTS, hop_text
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from swafuzz.targets.protocol import Subject
@@ -93,6 +94,17 @@ class SGLangTarget:
 
     #: the oracle validates this target's allocation choices instead of predicting them
     allocation = "observed"
+    #: server level (issue 18): the release's batch pipeline running a server-level Case
+    #: (imports SGLang; a release lacking one of its hops raises TargetUnavailable naming it)
+    server_pipeline = "swafuzz.targets.sglang.pipeline.steps:run_server_case"
+    #: the release's own ServerArgs checks (``release_refusal(config) -> str | None``; a module
+    #: helper srvargs builds: absent, nothing is refused by it)
+    server_refusal = "swafuzz.targets.sglang.serverargs:release_refusal"
+
+    @staticmethod
+    def server_mutants() -> dict[str, str]:
+        """The server mutants (patches of the release's pipeline code): name -> source."""
+        return dict(SERVER_MUTANTS)
 
     def __call__(self, case: Case, **kwargs: Any) -> Any:
         return features.load(ENGINE)(case, **kwargs)  # imports SGLang (optional)
@@ -146,7 +158,7 @@ class SGLangTarget:
             head = f"target sglang: installed sglang {sg.label(v, a)}"
         except TargetUnavailable as e:
             head = str(e)
-        return f"{head}\n\n{table_text()}"
+        return f"{head}\n\n{table_text()}\n\n{hop_text()}"
 
     @staticmethod
     def versions() -> dict[str, str]:

@@ -1,0 +1,56 @@
+"""What a server-level run observed, as plain data (filled by a target's pipeline, read by
+:mod:`swafuzz.server.oracle`).
+
+Per forward: the allocator's choices in the order it made them (``alloc``: ``[full slot, SWA
+slot]`` per allocated token, the SWA slot read from the release's mapping right after the
+call), the SWA locations each layer's store received (``stores``) and how the forward ran
+(``exec``: "eager" / "graph") and the full -> SWA mapping its attention reads (``mapping``).
+After the run: every layer's SWA pool bytes in slot order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class ForwardRec:
+    index: int
+    mode: str
+    alloc: list[list[int]] = field(default_factory=list)
+    stores: list[list[int]] = field(default_factory=list)
+    exec: str = "eager"
+    #: the full -> SWA mapping as the forward's attention reads it (after its stores)
+    mapping: list[int] = field(default_factory=list)
+    #: the ForwardBatch's per-row positions and per-request sequence lengths
+    positions: list[int] = field(default_factory=list)
+    seq_lens: list[int] = field(default_factory=list)
+    #: per request of the batch (batch order), the full slots its req_to_token row holds for
+    #: its last ``sliding_window`` positions (what its attention gathers)
+    window_rows: list[list[int]] = field(default_factory=list)
+
+
+@dataclass
+class ServerObs:
+    target_version: str = ""
+    forwards: list[ForwardRec] = field(default_factory=list)
+    pools: list[bytes] = field(default_factory=list)
+    error: str | None = None
+    #: step -> [the requests the release's retract_decode sent back before that step's DECODE,
+    #: the requests it kept, in its running batch's new order]
+    retractions: dict[int, list[list[int]]] = field(default_factory=dict)
+    #: step -> how many of the offered requests the (modelled) adder admitted, where fewer
+    #: than all fit the free tokens (0: deferred)
+    admissions: dict[int, int] = field(default_factory=dict)
+    #: the run stopped where the pipeline does not go: what ran is judged
+    out_of_scope: str | None = None
+    hops: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"target_version": self.target_version, "error": self.error,
+                "out_of_scope": self.out_of_scope, "retractions": self.retractions,
+                "admissions": self.admissions,
+                "forwards": [{"index": f.index, "mode": f.mode, "alloc": f.alloc,
+                              "stores": f.stores, "exec": f.exec, "positions": f.positions,
+                              "seq_lens": f.seq_lens, "window_rows": f.window_rows}
+                             for f in self.forwards]}

@@ -1,0 +1,233 @@
+"""The server-level oracle: plain Python over the Case's plan and the observed allocation.
+
+From the plan (:mod:`swafuzz.server.timeline`) it knows, per forward, which tokens of which
+requests write KV; from the observation only the allocator's choices flow in (as ``observed``
+mode does for component Cases), each validated before it is followed:
+
+* ``alloc_count``: one allocated token per row the forward writes;
+* ``allocation``: a full slot no live token holds, outside page 0; an SWA slot outside page 0,
+  in the same page offset as its full slot, not held by a token the batch still attends to
+  (inside the sliding window of a live request); with pages > 1 a request's next token
+  continues its last page (full slot + 1) unless that page is full, and a fresh page starts at
+  offset 0;
+* ``write_targets``: every layer's store received, row for row, the SWA slot chosen for the
+  row's token;
+* ``batch_shape``: the ForwardBatch's positions are the plan's, its sequence lengths each
+  request's length after the forward;
+* ``window_reads``: at every forward, each token its requests' attention reads (the last
+  ``sliding_window`` positions of each request in the batch) is the full slot allocated for
+  it in the request's ``req_to_token`` row and still mapped to the SWA slot it was stored at
+  (spec §9.15: an eviction frontier inside the window leaves reads of slot 0);
+* ``pool_bytes``: after the run every SWA slot of every layer holds, byte for byte, the payload
+  of the last row stored there (:func:`scenarios.payload.k_rows_bytes`), or the poison byte.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from swafuzz.scenarios.case import POISON_BYTE
+from swafuzz.scenarios.payload import k_rows_bytes
+from swafuzz.server.case import ServerCase
+from swafuzz.server.observation import ServerObs
+from swafuzz.server.timeline import Forward, Release, Retract, RetractionError, plan
+
+
+@dataclass(frozen=True)
+class ServerFailure:
+    check: str
+    forward: int | None
+    message: str
+
+    def signature(self) -> str:
+        return f"server:{self.check}"
+
+    def to_json(self) -> dict:
+        return {"check": self.check, "forward": self.forward, "message": self.message}
+
+
+def rows(case: ServerCase, fwd: int, layer: int, n: int) -> list[bytes]:
+    """The ``n`` rows the stub model stores at ``layer`` in forward ``fwd``."""
+    rb = case.model.row_bytes
+    data = k_rows_bytes("rows", case.payload_seed, fwd, 0, "target", layer, n, rb)
+    return [data[i * rb:(i + 1) * rb] for i in range(n)]
+
+
+class _State:
+    def __init__(self, case: ServerCase):
+        self.P = case.config.page_size
+        self.W = case.model.sliding_window
+        self.tokens: dict[int, list[tuple[int, int]]] = {}  # rid -> [(full, swa)] by position
+
+    def live_full(self) -> set[int]:
+        return {f for toks in self.tokens.values() for f, _ in toks}
+
+    def protected_swa(self) -> set[int]:
+        out = set()
+        for toks in self.tokens.values():
+            out |= {s for f, s in toks[max(0, len(toks) - self.W):]}
+        return out
+
+
+def _check_alloc(st: _State, fwd: Forward, alloc: list[list[int]]) -> str | None:
+    P = st.P
+    live, prot = st.live_full(), st.protected_swa()
+    k = 0
+    for rid, (start, n) in zip(fwd.rids, fwd.spans):
+        toks = st.tokens.setdefault(rid, [])
+        for pos in range(start, start + n):
+            full, swa = alloc[k]
+            where = f"request {rid} position {pos} (row {k})"
+            k += 1
+            if full < P or full in live:
+                return f"{where}: full slot {full} is page 0 or held by a live token"
+            if swa < P or swa in prot:
+                return f"{where}: SWA slot {swa} is page 0 or held by an in-window token"
+            if full % P != swa % P:
+                return f"{where}: full slot {full} and SWA slot {swa} differ in page offset"
+            if P > 1 and toks and toks[-1][0] % P != P - 1 and full != toks[-1][0] + 1:
+                return f"{where}: full slot {full} does not continue slot {toks[-1][0]}'s page"
+            if P > 1 and (not toks or toks[-1][0] % P == P - 1) and full % P:
+                return f"{where}: a fresh page starts at offset {full % P}, not 0"
+            toks.append((full, swa))
+            live.add(full)
+            prot = st.protected_swa()
+    return None
+
+
+def graph_bucket(case: ServerCase, mode: str, bs: int, graphs: bool) -> int | None:
+    """The decode graph bucket a forward replays (None: eager): graphs captured
+    (``disable_cuda_graph`` false, batch sizes given), an executor with graphs, a DECODE batch,
+    and the smallest captured batch size that holds it."""
+    c = case.config
+    if not graphs or c.disable_cuda_graph or not c.cuda_graph_bs_decode or mode != "DECODE":
+        return None
+    return min((b for b in c.cuda_graph_bs_decode if b >= bs), default=None)
+
+
+def _batch_shape(st: _State, fwd: Forward, rec) -> str | None:
+    pos = [p for start, n in fwd.spans for p in range(start, start + n)]
+    if rec.positions and rec.positions != pos:
+        return f"positions {rec.positions}, the plan's {pos}"
+    lens = [len(st.tokens[rid]) for rid in fwd.rids]
+    if rec.seq_lens and rec.seq_lens != lens:
+        return f"seq_lens {rec.seq_lens}, expected {lens}"
+    return None
+
+
+def _window_reads(st: _State, fwd: Forward, rec) -> str | None:
+    mapping = rec.mapping
+    for b, rid in enumerate(fwd.rids):
+        toks = st.tokens[rid]
+        lo = max(0, len(toks) - st.W)
+        if rec.window_rows and rec.window_rows[b] != [f for f, _ in toks[lo:]]:
+            return (f"request {rid}'s req_to_token row holds {rec.window_rows[b]} for positions "
+                    f"{lo}..{len(toks) - 1}, allocated {[f for f, _ in toks[lo:]]}")
+        for pos in range(lo, len(toks)):
+            full, swa = toks[pos]
+            got = mapping[full] if 0 <= full < len(mapping) else None
+            if got != swa:
+                return (f"request {rid} reads position {pos} (full slot {full}) in its window, "
+                        f"mapped to SWA slot {got}, stored at {swa}")
+    return None
+
+
+def judge(case: ServerCase, obs: ServerObs, graphs: bool = False) -> list[ServerFailure]:
+    """Every failure of ``obs`` against the Case, earliest forward first (``graphs``: the
+    executor replays graphs)."""
+    out: list[ServerFailure] = []
+    if obs.error is not None:
+        return [ServerFailure("contracts", None, f"the pipeline raised: {obs.error}")]
+    st = _State(case)
+    layers = case.model.layers
+    shadow: list[dict[int, bytes]] = [{} for _ in range(layers)]
+    recs = {f.index: f for f in obs.forwards}
+    try:
+        events = plan(case, {int(k): (tuple(v[0]), tuple(v[1]))
+                             for k, v in obs.retractions.items()},
+                      {int(k): v for k, v in obs.admissions.items()})
+    except RetractionError as e:
+        return [ServerFailure("retraction", None, str(e))]
+    for ev in events:
+        if isinstance(ev, Release):
+            for rid in ev.rids:
+                st.tokens.pop(rid, None)
+            continue
+        if isinstance(ev, Retract):  # validated, then followed: the requests' KV is freed
+            stray = [r for r in ev.rids if r not in st.tokens]
+            if stray:
+                return out + [ServerFailure("retraction", None, f"step {ev.step}: retracted "
+                                            f"{stray}, which hold no KV")]
+            for rid in ev.rids:
+                st.tokens.pop(rid, None)
+            continue
+        if ev.mode == "DECODE" and not ev.rids:
+            return out + [ServerFailure("retraction", ev.index, f"step {ev.step}: the release "
+                                        "retracted every running request (it keeps one)")]
+        rec = recs.get(ev.index)
+        if rec is None and obs.out_of_scope is not None:
+            break  # the run stopped where the pipeline does not go: judge what ran
+        if rec is None:
+            return out + [ServerFailure("alloc_count", ev.index, f"forward {ev.index} "
+                                        f"({ev.mode}) was not observed")]
+        if rec.mode != ev.mode:
+            out.append(ServerFailure("exec_path", ev.index, f"forward {ev.index} ran as "
+                                     f"{rec.mode}, the plan says {ev.mode}"))
+        if len(rec.alloc) != ev.rows:
+            return out + [ServerFailure("alloc_count", ev.index, f"forward {ev.index} "
+                                        f"({ev.mode}) allocated {len(rec.alloc)} tokens for "
+                                        f"{ev.rows} rows")]
+        bad = _check_alloc(st, ev, rec.alloc)
+        if bad:
+            return out + [ServerFailure("allocation", ev.index, f"forward {ev.index}: {bad}")]
+        want = [s for _, s in rec.alloc]
+        bucket = graph_bucket(case, ev.mode, len(ev.rids), graphs)
+        if rec.exec != ("eager" if bucket is None else "graph"):
+            out.append(ServerFailure("exec_path", ev.index, f"forward {ev.index} ({ev.mode}, "
+                                     f"batch {len(ev.rids)}) ran {rec.exec}, expected "
+                                     f"{'eager' if bucket is None else f'graph bucket {bucket}'}"))
+        padded = want + [0] * ((bucket or 0) - len(want))  # padded rows: the dummy slot 0
+        if len(rec.stores) != layers:
+            out.append(ServerFailure("write_targets", ev.index, f"forward {ev.index}: "
+                                     f"{len(rec.stores)} layer stores, expected {layers}"))
+        for layer, got in enumerate(rec.stores[:layers]):
+            exp = padded if rec.exec == "graph" else want
+            if got != exp:
+                diff = next((i for i, (a, b) in enumerate(zip(got, exp)) if a != b),
+                            min(len(got), len(exp)))
+                out.append(ServerFailure(
+                    "write_targets", ev.index, f"forward {ev.index} layer {layer}: row {diff} "
+                    f"stored at {got[diff] if diff < len(got) else 'nothing'}, expected "
+                    f"{exp[diff] if diff < len(exp) else 'nothing'} ({len(got)} rows stored, "
+                    f"{len(exp)} expected)"))
+        bad = _batch_shape(st, ev, rec)
+        if bad:
+            out.append(ServerFailure("batch_shape", ev.index, f"forward {ev.index}: {bad}"))
+        if rec.mapping:
+            bad = _window_reads(st, ev, rec)
+            if bad:
+                out.append(ServerFailure("window_reads", ev.index, f"forward {ev.index}: {bad}"))
+        for layer in range(layers):
+            for slot, row in zip(want, rows(case, ev.index, layer, len(want))):
+                shadow[layer][slot] = row
+    out += _pool_failures(case, obs, shadow)
+    return out
+
+
+def _pool_failures(case: ServerCase, obs: ServerObs,
+                   shadow: list[dict[int, bytes]]) -> list[ServerFailure]:
+    rb, P = case.model.row_bytes, case.config.page_size
+    poison = bytes([POISON_BYTE]) * rb
+    out = []
+    if len(obs.pools) != case.model.layers:
+        return [ServerFailure("pool_bytes", None, f"{len(obs.pools)} layer pools observed, "
+                              f"expected {case.model.layers}")]
+    for layer, data in enumerate(obs.pools):
+        for slot in range(P, len(data) // rb):
+            got = data[slot * rb:(slot + 1) * rb]
+            want = shadow[layer].get(slot, poison)
+            if got != want:
+                out.append(ServerFailure("pool_bytes", None, f"layer {layer} SWA slot {slot}: "
+                                         f"{got.hex()} != expected {want.hex()}"))
+                break
+    return out

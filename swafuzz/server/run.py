@@ -1,0 +1,100 @@
+"""One server-level Case: refused or run through a target's pipeline and judged.
+
+A target with a server level offers hooks (its ``server_pipeline``, ``server_refusal`` and
+``server_mutants``, :mod:`swafuzz.targets.protocol` style, resolved by the harness into a
+:class:`Pipeline`). :func:`release_refusal` is the seam for the release's own argument checks
+(``ServerArgs`` post-init and the DeepSeek-V4/V4.1 feature validation; the ``sglang`` target's
+``server_refusal`` names ``swafuzz/targets/sglang/serverargs.py``): it returns the release's
+refusal message, or None. Where the target has no such check (or its module is absent) every
+config the Case validator accepts is let through.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from swafuzz.server.case import ServerCase
+from swafuzz.server.observation import ServerObs
+from swafuzz.server.oracle import ServerFailure, judge
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """A target's server level: ``run(case, impl=, mutant=, executor=) -> ServerObs``, the
+    release's own argument check (``config dict -> refusal or None``; None: not built), and
+    its server mutants (name -> source)."""
+
+    run: Callable[..., ServerObs]
+    check: Callable[[dict], str | None] | None = None
+    mutants: dict[str, str] = field(default_factory=dict)
+
+
+#: what the pipeline does not drive yet: (predicate, refusal)
+NOT_DRIVEN = (
+    (lambda c: c.speculative_algorithm is not None, "config.speculative_algorithm: speculative "
+     "decoding is not driven at server level yet (allowed: null)"),
+    (lambda c: c.tp_size != 1 or c.dp_size != 1 or c.enable_dp_attention,
+     "config.tp_size and the data-parallel fields: one rank only at server level (allowed: one "
+     "tensor-parallel rank, one data-parallel rank, no data-parallel attention; padding across "
+     "ranks is helper dppad's)"),
+    (lambda c: not c.disable_cuda_graph and not c.cuda_graph_bs_decode,
+     "config.cuda_graph_bs_decode: the decode graph batch sizes must be given with "
+     "disable_cuda_graph false (the release derives its default list from the GPU's memory; "
+     "allowed: a list of batch sizes)"),
+    (lambda c: not c.disable_radix_cache, "config.disable_radix_cache: prefix sharing through "
+     "the radix cache is not driven at server level yet (allowed: true)"),
+    (lambda c: c.enable_encoder_swa_bounded_replay or c.enable_decoder_swa_bounded_replay,
+     "config.enable_encoder_swa_bounded_replay / enable_decoder_swa_bounded_replay: V4.1 "
+     "bounded replay is not driven at server level yet (allowed: false)"),
+)
+
+
+class ServerRefused(ValueError):
+    """A server-level Case the target does not run (CLI exit 2): the message says why."""
+
+
+def release_refusal(config: dict, check: Callable[[dict], str | None] | None) -> str | None:
+    """The release's refusal of the ServerArgs fields ``config`` through ``check`` (the
+    target's ``server_refusal``), or None when it accepts them or no check is built."""
+    return None if check is None else check(config)
+
+
+def refusal(case: ServerCase, check: Callable[[dict], str | None] | None = None) -> str | None:
+    """Why ``case`` is not run: the pipeline's limits, then the release's own checks."""
+    for applies, why in NOT_DRIVEN:
+        if applies(case.config):
+            return why
+    why = release_refusal(case.config.server_args(), check)
+    return f"the release refuses these server arguments: {why}" if why else None
+
+
+@dataclass
+class ServerVerdict:
+    case: ServerCase
+    obs: ServerObs
+    failures: list[ServerFailure] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.failures)
+
+    @property
+    def signature(self) -> str | None:
+        return self.failures[0].signature() if self.failures else None
+
+
+def execute(case: ServerCase, pipeline: Pipeline, impl: str = "torch",
+            mutant: str | None = None, executor=None) -> ServerVerdict:
+    """Run ``case`` through ``pipeline`` (``mutant``: a server mutant's patch of the release's
+    pipeline code; ``executor``: the harness's executor, its ``graphs`` deciding whether
+    decode graphs replay) and judge it; :class:`ServerRefused` when it is not run."""
+    why = refusal(case, pipeline.check)
+    if why:
+        raise ServerRefused(why)
+    if mutant is not None and mutant not in pipeline.mutants:
+        raise ServerRefused(f"server mutant {mutant!r}: not one of the target's (allowed: "
+                            f"{', '.join(pipeline.mutants) or 'none'})")
+    obs = pipeline.run(case, impl=impl, mutant=mutant, executor=executor)
+    graphs = bool(getattr(executor, "graphs", False))
+    return ServerVerdict(case, obs, judge(case, obs, graphs=graphs))

@@ -1,0 +1,206 @@
+"""The scheduling plan of a server-level Case: which batch runs at each scheduling step.
+
+This is the Case's semantics (like a component Case's ``steps``), read by the target's pipeline
+and by the oracle alike. It models the scheduler's choice of batch (the release's ``Scheduler``
+and ``PrefillAdder`` need a server process), not what the release does with the batch:
+
+* at step ``t`` first every request whose ``abort_step`` is ``t`` leaves (a running or
+  chunked one is released; one still waiting is dropped), then every running request that has produced
+  ``max_new_tokens`` tokens is released;
+* then, if a prompt is being chunked or requests have arrived and wait, one EXTEND batch of
+  the first of them the adder admits (observed: its budget reads the release allocator's free
+  tokens; none admitted: the running requests decode instead): the
+  chunked request's next chunk first, then the waiting requests in arrival order (index order
+  on ties), while ``chunked_prefill_size`` tokens remain; a prompt that does not fit is
+  truncated to what remains and goes on in the next prefill (the PrefillAdder's chunking); a
+  request whose whole prompt is in produces its first output token and joins the running
+  ones;
+* else, if requests run, one DECODE batch of every running request (admission order) writes the
+  KV of each one's last output token and produces the next one; when the release's capacity
+  gate refuses it, the requests the release's ``retract_decode`` chose (observed, like the
+  allocation) go back to the waiting queue first, and a later prefill computes their prompt and
+  generated tokens again;
+* else the step is idle. The plan ends when every request has left.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from swafuzz.server.case import MAX_STEPS, ServerCase
+
+VOCAB = 32000
+
+
+@dataclass(frozen=True)
+class Forward:
+    """One forward: ``mode`` ("EXTEND" / "DECODE"), the requests in batch order and, per
+    request, the positions of the tokens whose KV it writes (``start``, ``count``)."""
+
+    step: int
+    index: int
+    mode: str
+    rids: tuple[int, ...]
+    spans: tuple[tuple[int, int], ...]
+
+    @property
+    def rows(self) -> int:
+        return sum(n for _, n in self.spans)
+
+
+@dataclass(frozen=True)
+class Release:
+    """Requests leaving at ``step`` (before its forward), their KV released."""
+
+    step: int
+    rids: tuple[int, ...]
+    aborted: tuple[int, ...]
+
+
+def prompt_ids(case: ServerCase, rid: int) -> list[int]:
+    """The prompt's token ids: a prefix group's first ``prefix_len`` ids are shared."""
+    r = case.requests[rid]
+    out = []
+    for i in range(r.prompt_len):
+        if r.prefix_group is not None and i < r.prefix_len:
+            out.append(1 + (r.prefix_group * 997 + i * 13) % (VOCAB - 1))
+        else:
+            out.append(1 + (rid * 7919 + i * 31 + 5) % (VOCAB - 1))
+    return out
+
+
+def output_id(rid: int, k: int) -> int:
+    """The ``k``-th token request ``rid`` generates (the stub model's sampler)."""
+    return 1 + (rid * 104729 + k * 17 + 3) % (VOCAB - 1)
+
+
+@dataclass(frozen=True)
+class Retract:
+    """Running requests the release's ``retract_decode`` sent back to the waiting queue at
+    ``step`` (an observed choice, before that step's DECODE): their KV is freed and they are
+    prefilled again, prompt and generated tokens, by a later EXTEND."""
+
+    step: int
+    rids: tuple[int, ...]
+
+
+class RetractionError(ValueError):
+    """An observed retraction the plan cannot follow (not a split of the running requests)."""
+
+
+class Timeline:
+    """The schedule, step by step (module docstring). ``retractions`` (step -> (retracted,
+    kept in the release's new batch order)): the release's observed retractions, each taken
+    before that step's DECODE."""
+
+    def __init__(self, case: ServerCase, retractions=None, admissions=None):
+        self.case, self.reqs = case, case.requests
+        self.retractions = retractions if callable(retractions) else dict(retractions or {})
+        self.admissions = admissions if callable(admissions) else dict(admissions or {})
+        self.waiting = list(range(len(self.reqs)))
+        self.running: list[int] = []
+        self.chunked: tuple[int, int] | None = None  # (request, tokens already computed)
+        self.outputs: dict[int, int] = {}
+        self.nfwd = 0
+
+    def fill(self, i: int) -> int:
+        """Tokens request ``i``'s prefill computes: its prompt, and after a retraction the
+        tokens it generated."""
+        return self.reqs[i].prompt_len + max(0, self.outputs.get(i, 0))
+
+    def done(self) -> bool:
+        return not self.waiting and not self.running and self.chunked is None
+
+    def step(self, t: int) -> list[Forward | Release | Retract]:
+        return self.leave(t) + self.schedule(t)
+
+    def leave(self, t: int) -> list[Release]:
+        """Requests leaving at ``t``: aborts, then running requests with every token."""
+        reqs = self.reqs
+        held = self.running + ([self.chunked[0]] if self.chunked else [])
+        aborted = [i for i in held + self.waiting if reqs[i].abort_step == t]
+        self.waiting = [i for i in self.waiting if i not in aborted]
+        done = [i for i in held if i in aborted or (i in self.running and
+                                                    self.outputs[i] >= reqs[i].max_new_tokens)]
+        if not done:
+            return []
+        self.running = [i for i in self.running if i not in done]
+        if self.chunked and self.chunked[0] in done:
+            self.chunked = None
+        return [Release(t, tuple(done), tuple(i for i in done if i in aborted))]
+
+    def schedule(self, t: int) -> list[Forward | Retract]:
+        """The step's batch (a prefill first), after the observed retraction before a
+        DECODE (``retractions``: a dict by step, or a callable ``(step, running) -> rids``)."""
+        reqs, out = self.reqs, []
+        ready = sorted((i for i in self.waiting if reqs[i].arrive_step <= t),
+                       key=lambda i: (reqs[i].arrive_step, i))
+        prefill = self.propose(ready) if ready or self.chunked else None
+        if prefill:  # the adder admits the first k of them (0: it defers, the others decode)
+            a = self.admissions
+            k = a(t, prefill) if callable(a) else a.get(t, len(prefill[0]))
+            prefill = (prefill[0][:k], prefill[1][:k]) if k else None
+        if prefill:
+            out.append(self._prefill(t, *prefill))
+        elif self.running:
+            r = self.retractions
+            back, kept = r(t, tuple(self.running)) if callable(r) else r.get(t, ((), ()))
+            if back:
+                if sorted(kept) != sorted(i for i in self.running if i not in back):
+                    raise RetractionError(f"step {t}: retracted {list(back)} of the running "
+                                          f"{self.running}, kept {list(kept)}")
+                self.running = list(kept)  # the release's order after its retraction
+                self.waiting = sorted(self.waiting + list(back))
+                out.append(Retract(t, tuple(back)))
+            spans = tuple((self.fill(i) - 1, 1) for i in self.running)
+            for i in self.running:
+                self.outputs[i] += 1
+            out.append(Forward(t, self.nfwd, "DECODE", tuple(self.running), spans))
+            self.nfwd += 1
+        return out
+
+    def propose(self, ready: list[int]) -> tuple[list[int], list[tuple[int, int]]]:
+        """The prefill the adder would build: requests and spans (nothing changed yet)."""
+        chunk = self.case.config.chunked_prefill_size
+        batch, spans, budget = [], [], chunk if chunk is not None else 1 << 30
+        for i, k in ([self.chunked] if self.chunked else []) + [(i, 0) for i in ready]:
+            if budget == 0:
+                break
+            n = min(self.fill(i) - k, budget)
+            batch.append(i)
+            spans.append((k, n))
+            budget -= n
+            if k + n < self.fill(i):  # truncated: the next prefill goes on with it
+                break
+        return batch, spans
+
+    def _prefill(self, t: int, batch: list[int], spans: list[tuple[int, int]]) -> Forward:
+        self.chunked = None
+        i, (k, n) = batch[-1], spans[-1]
+        if k + n < self.fill(i):
+            self.chunked = (i, k + n)
+        self.waiting = [i for i in self.waiting if i not in batch]
+        for i, (k, n) in zip(batch, spans):
+            if k + n == self.fill(i):  # the prompt is in: the next output token
+                self.running.append(i)
+                self.outputs[i] = self.outputs.get(i, 0) + 1
+        fwd = Forward(t, self.nfwd, "EXTEND", tuple(batch), tuple(spans))
+        self.nfwd += 1
+        return fwd
+
+
+def plan(case: ServerCase, retractions: dict | None = None,
+         admissions: dict[int, int] | None = None) -> list[Forward | Release | Retract]:
+    """The Case's schedule (module docstring), with the observed ``retractions`` and, per step
+    where the adder admitted fewer than it was offered, how many it admitted
+    (``admissions``)."""
+    tl, out = Timeline(case, retractions, admissions), []
+    for t in range(MAX_STEPS + MAX_STEPS):
+        if tl.done():
+            break
+        out += tl.step(t)
+    return out
+
+
+def forwards(case: ServerCase) -> list[Forward]:
+    return [e for e in plan(case) if isinstance(e, Forward)]

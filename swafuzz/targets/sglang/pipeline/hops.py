@@ -1,0 +1,92 @@
+"""The server-level hop table of the ``sglang`` target (imports no SGLang).
+
+Each hop of a scheduling step, in order, with what runs: ``real`` (the release's code),
+``modelled`` (swafuzz's stand-in, with the reason) or ``refused`` (the pipeline refuses Cases
+that need it). Printed by ``swafuzz list --target sglang`` beside the component table.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+#: (hop, 0.5.23, why)
+HOPS: tuple[tuple[str, str, str], ...] = (
+    ("server arguments installed", "real",
+     "the release's ServerArgs built from the Case's config and installed as the process's "
+     "runtime context (RuntimeContext.set_server_args: its config bags); the resolution "
+     "pipeline (resolve_once) is not run, it reads a checkpoint's config"),
+    ("argument validation", "modelled",
+     "swafuzz.server.run.release_refusal: the seam for the release's own ServerArgs checks "
+     "(built by helper srvargs); without it every config the Case validator accepts runs"),
+    ("batch choice (Scheduler.get_next_batch_to_run, PrefillAdder)", "modelled",
+     "needs a server process (ZMQ, tokenizer, model worker): swafuzz.server.timeline chooses "
+     "the batch and the adder's chunks (a prompt truncated to the chunked_prefill_size tokens "
+     "left, continued first in the next prefill; extend_end set as the adder sets it); the "
+     "adder's budget admits the longest head of the offered requests whose tokens, a page "
+     "each on top, fit the release allocator's free full and SWA tokens (an observed choice "
+     "the oracle follows; none while nothing runs: out of scope)"),
+    ("decode capacity gate and retraction (check_decode_mem, retract_decode)", "real",
+     "before every DECODE; the requests the release retracts (an observed choice the oracle "
+     "checks and follows) go back to waiting and are prefilled again, prompt and generated "
+     "tokens, through the release's Req; a retraction that aborts: out of scope"),
+    ("Req, init_next_round_input", "real", "the release's Req with its prefix match against "
+     "the tree cache"),
+    ("tree cache (radix cache disabled)", "real",
+     "UnifiedRadixCache(disable=True) with FULL and SWA components, as the release's "
+     "registry builds it for --disable-radix-cache on a hybrid SWA model"),
+    ("ScheduleBatch.init_new, prepare_for_extend, merge_batch, filter_batch, "
+     "prepare_for_decode", "real",
+     "the release's scheduler batch, its alloc_for_extend / alloc_for_decode (SWA eviction "
+     "maybe_evict_swa included) through the release's SWATokenToKVPoolAllocator, "
+     "ReqToTokenPool and SamplingBatchInfo"),
+    ("chunked prefill: checkpoint_kv_cache, resume, filter_batch", "real",
+     "as the scheduler does after each partial chunk: the stash (checkpoint_kv_cache), the "
+     "next chunk's init_next_round_input, the chunked request kept out of the running batch"),
+    ("request release (release_kv_cache)", "real",
+     "the release's free path through the tree cache when a request finishes or aborts"),
+    ("ForwardBatch.init_new", "real",
+     "the release's ForwardBatch with its KVLocPlan bound by the release's KVIndexTranslator "
+     "over the DSV4 pool; a model-runner stand-in holds exactly the attributes it reads"),
+    ("MLP sync, data-parallel / attention-TP padding", "modelled",
+     "one rank only: modelled: helper dppad (real gloo process groups)"),
+    ("graph runner can-run decision (DecodeCudaGraphRunner.can_run_graph)", "real",
+     "the release's method on a runner built without its constructor (which captures on a "
+     "GPU), holding the attributes it reads for a one-rank, non-speculative decode server"),
+    ("graph runner replay buffers and replay", "modelled",
+     "the release's load_batch fills buffers a GPU capture allocated (buffer registry, "
+     "attention backend graph state): the component engine's decode graph runner (static "
+     "location buffer, padded rows to the dummy slot) replays on the harness's executor "
+     "(tape on CPU: recorded device work only)"),
+    ("attention backend eager metadata init", "modelled",
+     "the release's builder makes FlashMLA plans and page tables that need CUDA and page sizes "
+     "that are multiples of 128: the component engine's model (as the component table)"),
+    ("per-layer store (store_cache, resolver, pool translation)", "real",
+     "DeepseekV4AttnBackend.store_cache with its resolver and the DSV4 pool's translation, "
+     "fed by the ForwardBatch the release built; the stub model does no arithmetic and "
+     "stores deterministic rows per layer"),
+    ("store kernel, SWA buffers", "modelled",
+     "swafuzz's redzoned buffers and store (the release's CUDA JIT store needs a GPU)"),
+    ("speculative decoding (EAGLE verify / draft extend)", "refused", "not driven yet"),
+)
+
+
+#: the server mutants (patches of the release's pipeline code, :mod:`.mutants`): name -> source
+SERVER_MUTANTS = {
+    "server_decode_stale_loc": "spec §9.3 (equal-length stale cache), in the release's "
+                               "ScheduleBatch.prepare_for_decode",
+    "server_evict_in_window": "spec §9.15 (eviction frontier), in the release's "
+                              "ScheduleBatch._evict_swa",
+}
+
+
+def hop_text() -> str:
+    """The hop table as text: per hop its answer on 0.5.23 and name, then why (wrapped)."""
+    lines = ["server-level pipeline (swafuzz run --target sglang --level server), per "
+             "scheduling step, on 0.5.23 (0.5.22 the same; 0.5.12 refused: no runtime context, "
+             "KVLocPlan or UnifiedRadixCache):"]
+    for hop, status, why in HOPS:
+        lines.append(f"  {status:<9} {hop}")
+        lines += textwrap.wrap(why, 100, initial_indent=" " * 12, subsequent_indent=" " * 12)
+    lines += ["server mutants (swafuzz run --level server --server-mutant NAME):"]
+    lines += [f"  {n}: {src}" for n, src in SERVER_MUTANTS.items()]
+    return "\n".join(lines)

@@ -1,0 +1,65 @@
+"""Server-level mutants: changes in the release's own pipeline code, patched at runtime while a
+server-level Case runs (imports SGLang). Component-level Cases never run these hops (the
+component engine builds no ScheduleBatch), so only server-level Cases can kill them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+from sglang.srt.managers.schedule_batch import ScheduleBatch
+
+
+@contextlib.contextmanager
+def decode_stale_out_cache_loc() -> Iterator[None]:
+    """Spec §9.3 (equal-length stale cache): ``ScheduleBatch.prepare_for_decode`` allocates
+    the step's slots but the batch keeps the previous forward's ``out_cache_loc`` when it has
+    as many rows, so the stores write into the previous batch's slots."""
+    real = ScheduleBatch.prepare_for_decode
+
+    def prepare_for_decode(self):
+        old = self.out_cache_loc
+        real(self)
+        if old is not None and old.numel() == self.out_cache_loc.numel():
+            self.out_cache_loc = old
+
+    ScheduleBatch.prepare_for_decode = prepare_for_decode
+    try:
+        yield
+    finally:
+        ScheduleBatch.prepare_for_decode = real
+
+
+@contextlib.contextmanager
+def evict_frontier_one_ahead() -> Iterator[None]:
+    """Spec §9.15 (eviction frontier overtaking the window): the scheduler's SWA eviction
+    (``ScheduleBatch._evict_swa``) passes the tree a length one token longer than the request's,
+    so the oldest token still inside the sliding window loses its SWA slot, which the allocator
+    may hand to a new token while the batch still attends to it."""
+    real = ScheduleBatch._evict_swa
+
+    def _evict_swa(self, req, pre_len, **kw):
+        return real(self, req, pre_len + 2, **kw)
+
+    ScheduleBatch._evict_swa = _evict_swa
+    try:
+        yield
+    finally:
+        ScheduleBatch._evict_swa = real
+
+
+#: name -> the patch (the sources: :data:`.hops.SERVER_MUTANTS`)
+PATCHES = {
+    "server_decode_stale_loc": decode_stale_out_cache_loc,
+    "server_evict_in_window": evict_frontier_one_ahead,
+}
+
+
+def patched(name: str | None):
+    """The patch of server mutant ``name`` (None: nothing patched)."""
+    if name is None:
+        return contextlib.nullcontext()
+    if name not in PATCHES:
+        raise KeyError(f"server mutant {name!r} (known: {', '.join(PATCHES)})")
+    return PATCHES[name]()

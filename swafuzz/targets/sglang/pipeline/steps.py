@@ -1,0 +1,279 @@
+"""One server-level run, scheduling step by scheduling step, through the release's own batch
+pipeline (imports SGLang; the hops and what stays modelled: :mod:`.hops`).
+
+Per forward of the plan (:mod:`swafuzz.server.timeline`): EXTEND builds the release's ``Req``
+objects, matches them against the tree cache, builds a ``ScheduleBatch`` (``init_new``,
+``prepare_for_extend``) and merges it into the running batch (``merge_batch``); DECODE runs the
+running batch's ``prepare_for_decode``. Then the release's ``ForwardBatch.init_new`` and the stub
+model: per layer one store of deterministic rows through the release's ``store_cache``. A
+release frees the leaving requests (``release_kv_cache``) and filters the running batch
+(``filter_batch``). Every allocation the release's allocator makes is logged as it returns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import traceback
+from array import array
+from typing import Iterator
+
+import torch
+
+from swafuzz.server.case import MAX_STEPS, ServerCase
+from swafuzz.server.observation import ForwardRec, ServerObs
+from swafuzz.server.timeline import Forward, Release, Retract, Timeline, output_id, prompt_ids
+from swafuzz.targets.forward_mode import ForwardBatch as HarnessBatch
+from swafuzz.targets.forward_mode import ForwardMode as HarnessMode
+from swafuzz.targets.sglang.pipeline.mutants import patched
+from swafuzz.targets.sglang.pipeline.setup import Server
+from swafuzz.targets.sglang.real import TARGET_VERSION
+
+from sglang.srt.managers.schedule_batch import (  # isort: skip
+    FINISH_ABORT,
+    FINISH_LENGTH,
+    Req,
+    ScheduleBatch,
+)
+from sglang.srt.mem_cache.common import checkpoint_kv_cache, release_kv_cache  # isort: skip
+from sglang.srt.model_executor.forward_batch_info import ForwardBatch  # isort: skip
+from sglang.srt.sampling.sampling_params import SamplingParams  # isort: skip
+from sglang.srt.speculative.spec_info import SpeculativeAlgorithm  # isort: skip
+
+ALLOC_METHODS = ("alloc", "alloc_extend", "alloc_decode")
+EVICTION_ENV = "SGLANG_SWA_EVICTION_INTERVAL"
+
+
+class OutOfScope(Exception):
+    """A step the server would not run as the plan says: the release's capacity gate refused
+    a decode (the scheduler would retract requests), or an EXTEND does not fit the pools' free
+    tokens (the PrefillAdder would defer admission). Neither is driven: the run stops there and
+    the Case is out of scope, not a finding."""
+
+
+class AllocTap:
+    """Logs every token the release's allocator hands out as ``[full, swa]`` (the SWA slot read
+    from the allocator's mapping right after the call)."""
+
+    def __init__(self, allocator):
+        self.allocator = allocator
+        self.log: list[list[int]] = []
+        for name in ALLOC_METHODS:
+            real = getattr(allocator, name, None)
+            if real is not None:
+                setattr(allocator, name, self._tapped(real))
+
+    def _tapped(self, real):
+        def call(*args, **kwargs):
+            out = real(*args, **kwargs)
+            if out is not None:
+                m = self.allocator.full_to_swa_index_mapping
+                full = out.to(torch.int64)
+                self.log += [[int(f), int(s)] for f, s in zip(full.tolist(),
+                                                               m[full].tolist())]
+            return out
+        return call
+
+    def take(self) -> list[list[int]]:
+        log, self.log = self.log, []
+        return log
+
+
+def make_req(case: ServerCase, rid: int) -> Req:
+    sp = SamplingParams(max_new_tokens=case.requests[rid].max_new_tokens)
+    sp.normalize(None)
+    return Req(str(rid), "", array("q", prompt_ids(case, rid)), sp, vocab_size=32000)
+
+
+class Pipeline:
+    def __init__(self, case: ServerCase, impl: str = "torch", executor=None):
+        self.case = case
+        self.srv = Server(case, impl, executor)
+        self.tap = AllocTap(self.srv.allocator)
+        self.reqs: dict[int, Req] = {}
+        self.running: ScheduleBatch | None = None
+
+    # -- scheduling steps ----------------------------------------------------------------------
+    def extend(self, fwd: Forward) -> ScheduleBatch:
+        s = self.srv
+        new = []
+        for rid, (start, n) in zip(fwd.rids, fwd.spans):
+            if rid in self.reqs:  # the chunked request's next chunk, or a retracted one
+                req = self.reqs[rid]
+                req.init_next_round_input()
+                if req.prefix_len != start:
+                    raise RuntimeError(f"request {rid}: chunk resumes at {req.prefix_len}, "
+                                       f"the plan at {start}")
+            else:
+                req = self.reqs[rid] = make_req(self.case, rid)
+                req.init_next_round_input(s.tree_cache)
+            req.extend_end = start + n  # the adder's (possibly truncated) chunk
+            new.append(req)
+        batch = ScheduleBatch.init_new(new, s.req_to_token_pool, s.allocator, s.tree_cache,
+                                       s.model_runner.model_config, False,
+                                       SpeculativeAlgorithm.NONE)
+        batch.prepare_for_extend()
+        return batch
+
+    def decode(self) -> ScheduleBatch:
+        b = self.running
+        b.input_ids = torch.tensor([r.output_ids[-1] for r in b.reqs], dtype=torch.int64,
+                                   device=b.device)
+        b.prepare_for_decode()
+        return b
+
+    def after_forward(self, fwd: Forward, batch: ScheduleBatch) -> None:
+        chunked = []
+        for rid, (start, n) in zip(fwd.rids, fwd.spans):
+            req = self.reqs[rid]
+            fill = len(req.origin_input_ids) + len(req.output_ids)  # prompt (+ retracted outputs)
+            if fwd.mode == "EXTEND" and start + n < fill:
+                checkpoint_kv_cache(req, self.srv.tree_cache)  # the scheduler's stash
+                chunked.append(req)
+                continue
+            req.output_ids.append(output_id(rid, len(req.output_ids)))  # the stub sampler
+        if fwd.mode == "EXTEND":
+            if chunked:  # the chunked request stays out of the running batch
+                batch.filter_batch(reqs_to_exclude=chunked)
+            if batch.is_empty():
+                return
+            if self.running is None or self.running.is_empty():
+                self.running = batch
+            else:
+                self.running.merge_batch(batch)
+
+    def release(self, ev: Release) -> None:
+        for rid in ev.rids:
+            req = self.reqs.pop(rid)
+            req.finished_reason = (FINISH_ABORT() if rid in ev.aborted
+                                   else FINISH_LENGTH(len(req.output_ids)))
+            release_kv_cache(req, self.srv.tree_cache, checkpoint=False)
+        if self.running is not None:
+            self.running.filter_batch()
+
+    # -- the forward ---------------------------------------------------------------------------
+    def forward(self, fwd: Forward, batch: ScheduleBatch) -> ForwardRec:
+        s = self.srv
+        fb = ForwardBatch.init_new(batch, s.model_runner, return_hidden_states_before_norm=False)
+        hfb = HarnessBatch(HarnessMode[fb.forward_mode.name], fb.batch_size,
+                           fb.out_cache_loc.to(torch.int64), fb.seq_lens.to(torch.int64),
+                           fb.positions.to(torch.int64))
+        eng = s.engine
+        n = hfb.out_cache_loc.numel()
+        if self.can_run_graph(fb):  # the release's decision; the replay: the engine's runner
+            fo = eng.graph_forward(fwd.index, "target", "decode", hfb, n, hfb.forward_mode.name)[0]
+        else:
+            fo = eng.eager_forward(fwd.index, "target", eng.target_backend, hfb, n)
+        per_layer: list[list[int]] = [[] for _ in range(eng.target_pool.num_layers)]
+        for st in fo.stores:
+            per_layer[st.layer] += st.locs
+        W = self.case.model.sliding_window
+        table = s.req_to_token_pool.req_to_token
+        window_rows = [table[int(i), max(0, int(n) - W):int(n)].tolist()
+                       for i, n in zip(fb.req_pool_indices.tolist(), fb.seq_lens.tolist())]
+        return ForwardRec(index=fwd.index, mode=fb.forward_mode.name, alloc=self.tap.take(),
+                          stores=per_layer, exec=fo.exec,
+                          mapping=s.allocator.full_to_swa_index_mapping.tolist(),
+                          positions=fb.positions.tolist(), seq_lens=fb.seq_lens.tolist(),
+                          window_rows=window_rows)
+
+    def can_run_graph(self, fb: ForwardBatch) -> bool:
+        """The model runner's choice: a graph-capable mode, a decode graph runner, and the
+        release's ``DecodeCudaGraphRunner.can_run_graph``; an executor without graphs runs
+        every forward eagerly."""
+        r = self.srv.graph_runner
+        if r is None or not fb.forward_mode.is_cuda_graph():
+            return False
+        return bool(r.can_run_graph(fb)) and bool(self.srv.engine.executor.graphs)
+
+    def retract(self, t: int, running: tuple[int, ...]):
+        """The scheduler before a DECODE: the release's capacity gate, and when it refuses,
+        its ``retract_decode``: ``(requests sent back, requests kept in the batch's order)``."""
+        b = self.running
+        if b.check_decode_mem():
+            return (), ()
+        retracted, _, aborted = b.retract_decode()
+        if aborted:
+            raise OutOfScope(f"retract_decode aborted {[r.rid for r in aborted]} (out of memory "
+                             "even after retracting): not driven")
+        back = tuple(int(r.rid) for r in retracted)
+        kept = tuple(int(r.rid) for r in b.reqs)  # the release reorders its running batch
+        self.obs.retractions[t] = [list(back), list(kept)]
+        return back, kept
+
+    def fits(self, prefill) -> bool:
+        """The adder's budget (modelled): a prefill's tokens, a page per request on top, within
+        the release allocator's free full and SWA tokens."""
+        rids, spans = prefill
+        s = self.srv
+        need = sum(n for _, n in spans) + len(rids) * self.case.config.page_size
+        return min(s.allocator.full_available_size(), s.allocator.swa_available_size()) >= need
+
+    def admit(self, t: int, prefill) -> int:
+        """How many of the offered requests the adder admits: the longest head that fits; none
+        with nothing running: it waits forever (out of scope)."""
+        rids, spans = prefill
+        k = len(rids)
+        while k and not self.fits((rids[:k], spans[:k])):
+            k -= 1
+        if k == 0 and not self.srv_running():
+            raise OutOfScope(f"step {t}: nothing runs and no waiting request fits the free "
+                             "tokens (the adder would wait forever)")
+        if k < len(rids):
+            self.obs.admissions[t] = k
+        return k
+
+    def srv_running(self) -> bool:
+        return self.running is not None and not self.running.is_empty()
+
+    def run(self) -> ServerObs:
+        obs = self.obs = ServerObs(target_version=TARGET_VERSION)
+        tl = Timeline(self.case, self.retract, self.admit)
+        try:
+            for t in range(MAX_STEPS + MAX_STEPS):
+                if tl.done():
+                    break
+                for ev in tl.leave(t):
+                    self.release(ev)
+                    stray = self.tap.take()
+                    if stray:
+                        raise RuntimeError(f"releasing requests {list(ev.rids)} allocated "
+                                           f"{len(stray)} tokens {stray[:4]}")
+                for ev in tl.schedule(t):
+                    if isinstance(ev, Retract):
+                        continue  # done by the release inside retract(), before the DECODE
+                    batch = self.extend(ev) if ev.mode == "EXTEND" else self.decode()
+                    obs.forwards.append(self.forward(ev, batch))
+                    self.after_forward(ev, batch)
+        except OutOfScope as e:
+            obs.out_of_scope = str(e)
+        except Exception as e:  # noqa: BLE001 - the observation records any failure
+            tb = traceback.extract_tb(e.__traceback__)[-1]
+            obs.error = f"{type(e).__name__}: {e} (at {tb.filename}:{tb.lineno})"
+        pool = self.srv.engine.target_pool
+        obs.pools = [pool.layer_bytes(k) for k in range(pool.num_layers)]
+        return obs
+
+
+def run_server_case(case: ServerCase, impl: str = "torch", mutant: str | None = None,
+                    executor=None) -> ServerObs:
+    """Run ``case`` through the release's pipeline (with server mutant ``mutant``'s patch of
+    the release's code, :mod:`.mutants`; ``executor``: the harness's executor, whose graphs a
+    decode the release's graph runner accepts replays); the observation of what it did."""
+    with patched(mutant), eviction_interval(case.model.swa_eviction_interval):
+        return Pipeline(case, impl, executor).run()
+
+
+@contextlib.contextmanager
+def eviction_interval(n: int) -> Iterator[None]:
+    """The server's SGLANG_SWA_EVICTION_INTERVAL for the run (the release reads it per
+    eviction), restored after."""
+    old = os.environ.get(EVICTION_ENV)
+    os.environ[EVICTION_ENV] = str(n)
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[EVICTION_ENV]
+        else:
+            os.environ[EVICTION_ENV] = old

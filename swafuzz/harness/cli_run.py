@@ -57,6 +57,11 @@ def run_config(args):
         cfg.out = args.resume
         load_plugins(argparse.Namespace(plugin=cfg.plugins))
         cfg = resume.apply(args, cfg)  # flags that would change the run: exit 2 naming them
+        if cfg.ray:  # its cluster answers before the run directory is touched again
+            try:
+                check_ray(cfg.ray)
+            except FleetError as e:
+                raise UsageError(str(e)) from None
         args.target = cfg.target
         return cfg
     try:  # before anything is checked or written

@@ -39,6 +39,7 @@ import time
 from swafuzz import features
 from swafuzz.bench.fleet_parts import measure_startup, render, run_info
 from swafuzz.bench.proctree import TreeSampler, tree
+from swafuzz.harness.fleet_local import Cluster
 
 
 def _cpu_children() -> float:
@@ -72,10 +73,13 @@ class Bench:
         outs = [p.communicate() for p in procs]
         wall = time.time() - t0
         prof = sampler.finish() if sampler else None
+        cpu = _cpu_children() - cpu0  # the processes reaped: not a forkserver's children
+        if prof:  # the sampled tree counts those too
+            cpu = max(cpu, sum(d["cpu_s"] for d in prof.values()))
         for c, p, (_o, e) in zip(cmds, procs, outs):
             if p.returncode not in (0, 1):
                 raise RuntimeError(f"{' '.join(c[2:])}: exit {p.returncode}\n{e[-3000:]}")
-        return t0, wall, _cpu_children() - cpu0, prof
+        return t0, wall, cpu, prof
 
     def local(self, workers: int, tag: str) -> dict:
         d = os.path.join(self.out, "runs", tag)
@@ -85,8 +89,6 @@ class Bench:
                 "cpu_s": round(cpu, 2), "profile": prof}
 
     def ray(self, nodes: int, tag: str) -> dict:
-        from swafuzz.harness.fleet_local import Cluster  # ray's CLI; only for these rows
-
         mode = f"--ray, {nodes} node{'s' if nodes > 1 else ''}"
         cluster = Cluster({f"w{i}": 1 for i in range(nodes)}, redis=False)
         d = os.path.join(self.out, "runs", tag)

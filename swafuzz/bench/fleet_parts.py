@@ -104,7 +104,8 @@ def render(res: dict[str, Any]) -> str:
     lines += ["", "`wall s`: the command's start to its exit (shard row: both shards at the same "
               "time, then the merge); `run s`: the pipeline's own time (`run.json`); `start s`: "
               "from the command's start to its first case row (start-up and the first Case); "
-              "`cpu s`: CPU time of the command's process tree (Ray rows: the CLI's only); "
+              "`cpu s`: CPU time of the command's process tree (Ray rows: the CLI's only; "
+              "without `--profile`, the processes it reaped); "
               "`steps/s`: checked forward steps over `wall s`; `ratio`: over `--workers 1`'s; "
               "`load`: the 1-minute load average before and after the row."]
     st = res.get("startup") or {}
@@ -113,15 +114,16 @@ def render(res: dict[str, Any]) -> str:
                   f"{len(st['case_worker']['samples_s'])}): a case worker "
                   f"{st['case_worker']['median_s']:.2f} s (an interpreter importing torch and "
                   f"the harness, the target restored), a `spawn` pool process "
-                  f"{st['pool_process']['median_s']:.2f} s. `--workers N` starts N pool "
-                  "processes and N case workers; the CLI first starts one case worker to check "
-                  "the target loads. `--budget` is the wall time of the whole command, all of "
+                  f"{st['pool_process']['median_s']:.2f} s. `--workers N` starts a forkserver "
+                  "(one such import), forks N pool processes from it, and starts N case "
+                  "workers; the CLI first starts one case worker to check the target loads. `--budget` is the wall time of the whole command, all of "
                   "this start-up included (docs/RUNS.md)."]
     prof = [r for r in res["rows"] if r.get("profile")]
     if prof:
         roles = sorted({k for r in prof for k in r["profile"]})
         lines += ["", "CPU seconds by process role (`--profile`: /proc sampled every 0.5 s; "
-                  "processes in parentheses):", "",
+                  "processes in parentheses; `pool process` includes the forkserver that forks them):",
+                  "",
                   "| role | " + " | ".join(r["mode"] for r in prof) + " |",
                   "|---|" + "---:|" * len(prof)]
         for role in roles:

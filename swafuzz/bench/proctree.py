@@ -57,6 +57,8 @@ def role(pid: int, root: int) -> str:
             cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return "gone"
+    if not cmd:  # a zombie (ended, not yet reaped): its role was seen while it ran
+        return "gone"
     if "_child_main" in cmd:
         return "case worker"
     if "resource_tracker" in cmd:

@@ -27,12 +27,12 @@ def test_bench_fleet_rows_side_by_side(tmp_path, capsys):
     # every row ran the same campaign: the same Cases, so the same checked forward steps
     assert len({(r["cases"], r["forward_steps"]) for r in rows}) == 1 and rows[0]["cases"] > 0
     shard = rows[-1]
-    assert shard["wall_s"] == round(shard["shards_wall_s"] + shard["merge_s"], 2)
+    assert abs(shard["wall_s"] - shard["shards_wall_s"] - shard["merge_s"]) <= 0.02
     assert len(shard["shard_run_s"]) == 2 and shard["first_case_s"] > 0
     for r in rows:
         assert r["steps_per_s"] == round(r["forward_steps"] / r["wall_s"], 2)
         assert r["profile"]["swafuzz CLI"]["cpu_s"] > 0 and r["cpu_s"] > 0
-    assert rows[1]["profile"]["pool process"]["processes"] == 2
+    assert rows[1]["profile"]["pool process"]["processes"] >= 2  # (and a forkserver)
     assert rows[2]["profile"]["ray worker"]["cpu_s"] > 0 and rows[2]["cluster_start_s"] > 0
     assert res["startup"]["case_worker"]["median_s"] > 0 and res["load_start"]
     assert "| --workers 2 |" in md and "Start-up pieces timed alone" in md

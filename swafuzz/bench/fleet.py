@@ -103,7 +103,7 @@ class Bench:
         finally:
             cluster.stop()
         return {"mode": mode, **run_info([d], t0), "wall_s": round(wall, 2),
-                "cpu_s": round(cpu, 2), "cpu_note": "the CLI only (Ray workers are the nodes')",
+                "cpu_s": round(cpu, 2), "cpu_note": "with --profile the nodes' CPU time during the run; else the CLI's only",
                 "cluster_start_s": round(started, 2), "profile": prof}
 
     def shards(self, n: int, tag: str) -> dict:

@@ -104,8 +104,9 @@ def render(res: dict[str, Any]) -> str:
     lines += ["", "`wall s`: the command's start to its exit (shard row: both shards at the same "
               "time, then the merge); `run s`: the pipeline's own time (`run.json`); `start s`: "
               "from the command's start to its first case row (start-up and the first Case); "
-              "`cpu s`: CPU time of the command's process tree (Ray rows: the CLI's only; "
-              "without `--profile`, the processes it reaped); "
+              "`cpu s`: CPU time of the command's process tree (with `--profile` the sampled tree, "
+              "the Ray nodes' processes included; without it, the processes the command "
+              "reaped: a Ray row's is then the CLI's only); "
               "`steps/s`: checked forward steps over `wall s`; `ratio`: over `--workers 1`'s; "
               "`load`: the 1-minute load average before and after the row."]
     st = res.get("startup") or {}

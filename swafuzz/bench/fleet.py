@@ -1,15 +1,28 @@
-"""Fleet throughput: checked forward steps per second of one ``swafuzz run`` campaign, local
-(``--workers 1`` and ``--workers 2``) and on a Ray cluster of this machine (``--ray`` with 1 and
-2 worker nodes of one CPU each, :class:`swafuzz.harness.fleet_local.Cluster`), in one run.
+"""Fleet throughput, side by side in one run: checked forward steps per second of one
+``swafuzz run`` campaign with ``--workers 1`` (the base of every ratio), ``--workers 2``,
+``--ray`` on a Ray cluster of this machine with 1 and 2 worker nodes, and ``--shard 1/2`` +
+``--shard 2/2`` run at the same time then ``swafuzz merge``d.
 
-    python -m swafuzz.bench.fleet --nodes 1,2 --examples 60 --impl torch
+    python -m swafuzz.bench.fleet --out bench-out --examples 400 --impl torch
 
-Every row runs the same campaign (target ``unified``, every scenario kind unless ``--scenario``,
-``--examples`` cases in all, the same seed, no corpus) through the real CLI, so it counts what a
-user waits for: ``run seconds`` is the pipeline's own time (``run.json``: for a fleet, from
-connecting to the cluster to the last unit row, so the Ray workers' and case workers' start-up
-is in it), ``wall`` adds the CLI's start. A cluster's own start (``ray start``) is not counted
-(a fleet is started once for many runs). Needs ray (``pip install 'swafuzz[ray]'``).
+Every row runs the same campaign (target ``unified``, the ``--scenario`` kinds or every kind,
+``--examples`` cases, the same seed, no corpus, no ledger) through the real CLI, so it counts
+what a user waits for. ``wall s`` runs from starting the command to its exit, its start-up
+included; for the shard row from starting both shards to the end of the merge (``merge s``).
+``steps/s`` is the run's checked forward steps over ``wall s``; ``ratio`` is that over the
+``--workers 1`` row's. A Ray cluster's own start (``ray start``) is not counted: a fleet is
+started once for many runs. The Ray rows need ray in this Python (``swafuzz[ray]``,
+``python3 bootstrap.py fleet-tier`` builds ``.venv-fleet``); without it they are reported as
+not run.
+
+Start-up is measured and reported, not subtracted: ``start s`` is each command's time from its
+start to its first case row (interpreter and imports, the case-worker and pool start-up, the
+first Case), and the ``start-up`` section times each piece alone (the CLI to its ``run.json``,
+a case worker's start, a ``spawn`` pool process's start). ``--budget`` counts the same
+start-up: it is the wall time of the whole command (docs/RUNS.md). ``cpu s`` is the CPU time of
+the command's whole process tree; ``--profile`` splits it by role (the CLI, pool processes,
+case workers, Ray workers) by sampling ``/proc``. Writes ``fleet-bench.md`` and
+``fleet-bench.json`` into ``--out`` and keeps each row's run directory under ``OUT/runs``.
 """
 
 from __future__ import annotations
@@ -17,81 +30,213 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
+import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
+from swafuzz import features
+from swafuzz.bench.fleet_parts import measure_startup, render, run_info
+from swafuzz.bench.proctree import TreeSampler, tree
 from swafuzz.harness.fleet_local import Cluster
 
 
-def _run(args: list[str], out: str, env: dict) -> dict:
-    t0 = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "swafuzz", "run", *args, "--out", out, "--quiet"],
-                       env=env, capture_output=True, text=True)
-    wall = time.monotonic() - t0
-    if r.returncode not in (0, 1):
-        raise RuntimeError(f"swafuzz run {' '.join(args)}: exit {r.returncode}\n{r.stderr[-2000:]}")
-    with open(os.path.join(out, "run.json")) as f:
-        meta = json.load(f)
-    cases = sum(s.get("cases", 0) for s in (meta.get("stats") or {}).values())
-    return {"cases": cases, "forward_steps": meta.get("forward_steps") or 0,
-            "seconds": meta.get("seconds") or 0.0, "wall": round(wall, 2)}
+def _cpu_children() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    p.add_argument("--nodes", default="1,2", help="worker-node counts for --ray rows")
-    p.add_argument("--workers", default="1,2", help="--workers counts for the local rows")
-    p.add_argument("--examples", type=int, default=60, help="cases in all (split over units)")
+def _swafuzz(args: list[str]) -> list[str]:
+    return [sys.executable, "-m", "swafuzz", *args]
+
+
+class Bench:
+    def __init__(self, args):
+        self.args, self.out = args, args.out
+        self.common = ["--target", "unified", "--impl", args.impl, "--executor", args.executor,
+                       "--examples", str(args.examples), "--seed", str(args.seed),
+                       "--db", "none", "--ledger", "none", "--quiet"]
+        for k in args.scenario or []:
+            self.common += ["--scenario", k]
+
+    def _timed(self, cmds: list[list[str]], env: dict, extra_roots=(), preexisting=()):
+        """Run ``cmds`` at the same time; their wall time, CPU time and profile."""
+        cpu0, t0 = _cpu_children(), time.time()
+        procs = [subprocess.Popen(c, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True) for c in cmds]
+        sampler = None
+        if self.args.profile:
+            sampler = TreeSampler(lambda: [p.pid for p in procs] + list(extra_roots),
+                                  preexisting=set(preexisting))
+            sampler.start()
+        outs = [p.communicate() for p in procs]
+        wall = time.time() - t0
+        prof = sampler.finish() if sampler else None
+        cpu = _cpu_children() - cpu0  # the processes reaped: not a forkserver's children
+        if prof:  # the sampled tree counts those too
+            cpu = max(cpu, sum(d["cpu_s"] for d in prof.values()))
+        for c, p, (_o, e) in zip(cmds, procs, outs):
+            if p.returncode not in (0, 1):
+                raise RuntimeError(f"{' '.join(c[2:])}: exit {p.returncode}\n{e[-3000:]}")
+        return t0, wall, cpu, prof
+
+    def local(self, workers: int, tag: str) -> dict:
+        d = os.path.join(self.out, "runs", tag)
+        t0, wall, cpu, prof = self._timed([_swafuzz(["run", *self.common, "--workers",
+                                                     str(workers), "--out", d])], dict(os.environ))
+        return {"mode": f"--workers {workers}", **run_info([d], t0), "wall_s": round(wall, 2),
+                "cpu_s": round(cpu, 2), "profile": prof}
+
+    def ray(self, nodes: int, tag: str) -> dict:
+        mode = f"--ray, {nodes} node{'s' if nodes > 1 else ''}"
+        cluster = Cluster({f"w{i}": 1 for i in range(nodes)}, redis=False)
+        d = os.path.join(self.out, "runs", tag)
+        try:
+            c0 = time.time()
+            cluster.start()
+            started = time.time() - c0
+            nodes_pids = [p.pid for p in cluster.procs.values()]
+            t0, wall, cpu, prof = self._timed(
+                [_swafuzz(["run", *self.common, "--ray", cluster.address, "--workers",
+                           str(nodes), "--out", d])], cluster.env, nodes_pids, tree(nodes_pids))
+        finally:
+            cluster.stop()
+        return {"mode": mode, **run_info([d], t0), "wall_s": round(wall, 2),
+                "cpu_s": round(cpu, 2), "cpu_note": "with --profile the nodes' CPU time during the run; else the CLI's only",
+                "cluster_start_s": round(started, 2), "profile": prof}
+
+    def shards(self, n: int, tag: str) -> dict:
+        dirs = [os.path.join(self.out, "runs", f"{tag}-{i}") for i in range(1, n + 1)]
+        merged = os.path.join(self.out, "runs", f"{tag}-merged")
+        t0, wall, cpu, prof = self._timed(
+            [_swafuzz(["run", *self.common, "--shard", f"{i}/{n}", "--workers", "1", "--out",
+                       d]) for i, d in zip(range(1, n + 1), dirs)], dict(os.environ))
+        _, mwall, mcpu, mprof = self._timed([_swafuzz(["merge", *dirs, "--out", merged,
+                                                       "--no-ledger"])], dict(os.environ))
+        info = run_info([merged], t0, shards=dirs)
+        if prof is not None and mprof is not None:
+            prof = {**prof, **mprof}
+        return {"mode": f"--shard 1/{n} .. {n}/{n} + merge", **info,
+                "wall_s": round(wall + mwall, 2), "shards_wall_s": round(wall, 2),
+                "merge_s": round(mwall, 2), "cpu_s": round(cpu + mcpu, 2), "profile": prof}
+
+
+def ray_missing() -> str | None:
+    try:
+        import ray  # noqa: F401 - is it installed in this Python?
+    except ImportError:
+        return (f"not run: ray is not installed in {sys.executable} (pip install "
+                "'swafuzz[ray]', or python3 bootstrap.py fleet-tier and its .venv-fleet)")
+    return None
+
+
+def _ints(flag: str, text: str) -> list[int]:
+    try:
+        vals = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise SystemExit(f"{flag}: {text!r} must be comma-separated whole numbers") from None
+    if any(v < 1 for v in vals):
+        raise SystemExit(f"{flag}: every count must be >= 1 (got {text!r})")
+    return vals
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(prog="python -m swafuzz.bench.fleet",
+                                description=__doc__.strip().splitlines()[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--out", required=True, help="a new or empty directory for the results")
+    p.add_argument("--workers", default="2", help="--workers counts besides the base 1")
+    p.add_argument("--nodes", default="1,2", help="worker-node counts of the --ray rows "
+                   "('' for none)")
+    p.add_argument("--shards", type=int, default=2, help="shards of the shard row (0: none)")
+    p.add_argument("--examples", type=int, default=400, help="cases in all (split over units)")
     p.add_argument("--scenario", action="append", help="scenario kind (repeatable; default all)")
     p.add_argument("--impl", default="torch")
     p.add_argument("--executor", default="auto")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", default=None, help="also write the rows here")
+    p.add_argument("--repeat", type=int, default=1, help="rounds of every row (the table shows "
+                   "each row's median steps/s; the rows of a round run one after another)")
+    p.add_argument("--startup-samples", type=int, default=3,
+                   help="timings of each start-up piece alone (0: not measured)")
+    p.add_argument("--profile", action="store_true", help="CPU time per process role (samples "
+                   "/proc every 0.5 s)")
     args = p.parse_args(argv)
+    args.workers_list = [w for w in _ints("--workers", args.workers) if w != 1]
+    args.nodes_list = _ints("--nodes", args.nodes)
+    for k in args.scenario or []:
+        if k not in features.kind_names():
+            raise SystemExit(f"--scenario: {k!r} is not a scenario kind; choose one of: "
+                             f"{', '.join(features.kind_names())}")
+    if args.examples < 1 or args.repeat < 1 or args.shards < 0 or args.shards == 1:
+        raise SystemExit("--examples and --repeat: >= 1; --shards: 0 or >= 2")
+    if os.path.exists(args.out) and os.listdir(args.out):
+        raise SystemExit(f"--out: {args.out} is not empty")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
     try:
-        nodes = [int(n) for n in args.nodes.split(",") if n]
-        workers = [int(n) for n in args.workers.split(",") if n]
-    except ValueError:
-        print("--nodes/--workers: comma-separated integers", file=sys.stderr)
-        return 2
-    common = ["--target", "unified", "--impl", args.impl, "--executor", args.executor,
-              "--examples", str(args.examples), "--seed", str(args.seed), "--db", "none",
-              "--ledger", "none"] + [a for k in (args.scenario or []) for a in ("--scenario", k)]
-    rows = []
-    tmp = tempfile.mkdtemp(prefix="sf-bench-fleet-")
-    for w in workers:
-        r = _run(common + ["--workers", str(w)], os.path.join(tmp, f"local-{w}"), dict(os.environ))
-        rows.append({"mode": f"--workers {w}", **r})
-        print(_line(rows[-1], rows[0]), flush=True)
-    for n in nodes:
-        cluster = Cluster({f"w{i}": 1 for i in range(n)}, redis=False)
-        try:
-            cluster.start()
-            r = _run(common + ["--ray", cluster.address, "--workers", str(n)],
-                     os.path.join(tmp, f"ray-{n}"), cluster.env)
-        finally:
-            cluster.stop()
-        rows.append({"mode": f"--ray, {n} node{'s' if n > 1 else ''}", **r})
-        print(_line(rows[-1], rows[0]), flush=True)
-    print(f"\nfleet throughput on {os.cpu_count()} cores: target unified, impl {args.impl}, "
-          f"executor {args.executor}, {args.examples} examples, seed {args.seed}")
-    print(f"{'mode':<16} {'cases':>6} {'fwd steps':>9} {'run s':>7} {'wall s':>7} "
-          f"{'steps/s':>8} {'ratio':>6}")
+        args = parse(argv)
+    except SystemExit as e:
+        if isinstance(e.code, str):
+            print(e.code, file=sys.stderr)
+            return 2
+        raise
+    os.makedirs(args.out, exist_ok=True)
+    bench = Bench(args)
+    load = [os.getloadavg()]
+    no_ray = ray_missing() if args.nodes_list else None
+    plan = [("--workers 1", lambda t: bench.local(1, t), "w1")]
+    plan += [(f"--workers {w}", lambda t, w=w: bench.local(w, t), f"w{w}")
+             for w in args.workers_list]
+    plan += [(f"--ray, {n} node{'s' if n > 1 else ''}", lambda t, n=n: bench.ray(n, t), f"ray{n}")
+             for n in args.nodes_list]
+    if args.shards:
+        plan.append((f"--shard x{args.shards} + merge",
+                     lambda t: bench.shards(args.shards, t), f"shard{args.shards}"))
+    rounds: dict[str, list[dict]] = {}
+    for rnd in range(args.repeat):
+        for mode, fn, tag in plan:
+            if tag.startswith("ray") and no_ray:
+                rounds.setdefault(mode, [{"mode": mode, "skipped": no_ray}])
+                continue
+            before = os.getloadavg()[0]
+            row = fn(f"{tag}.r{rnd}")
+            row.update(load_before=round(before, 2), load_after=round(os.getloadavg()[0], 2))
+            row["steps_per_s"] = round(row["forward_steps"] / max(row["wall_s"], 1e-9), 2)
+            rounds.setdefault(mode, []).append(row)
+            print(f"round {rnd + 1}: {mode}: {row['forward_steps']} steps in {row['wall_s']} s "
+                  f"({row['steps_per_s']} steps/s, load {before:.1f})", file=sys.stderr,
+                  flush=True)
+    load.append(os.getloadavg())
+    startup = measure_startup(args.impl, args.executor, args.startup_samples)
+    rows = [_median_row(rs) for rs in rounds.values()]
+    base = rows[0]["steps_per_s"]
     for r in rows:
-        print(_line(r, rows[0]))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"cores": os.cpu_count(), "args": vars(args), "rows": rows}, f, indent=1)
+        if "skipped" not in r:
+            r["ratio"] = round(r["steps_per_s"] / max(base, 1e-9), 3)
+    result = {"cores": os.cpu_count(), "load_start": load[0], "load_end": load[1],
+              "args": {k: v for k, v in vars(args).items()}, "rows": rows,
+              "rounds": rounds, "startup": startup}
+    with open(os.path.join(args.out, "fleet-bench.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    text = render(result)
+    with open(os.path.join(args.out, "fleet-bench.md"), "w") as f:
+        f.write(text)
+    print(text)
     return 0
 
 
-def _line(r: dict, base: dict) -> str:
-    rate = r["forward_steps"] / max(r["seconds"], 1e-9)
-    b = base["forward_steps"] / max(base["seconds"], 1e-9)
-    return (f"{r['mode']:<16} {r['cases']:>6} {r['forward_steps']:>9} {r['seconds']:>7.1f} "
-            f"{r['wall']:>7.1f} {rate:>8.1f} {rate / max(b, 1e-9):>6.2f}")
+def _median_row(rs: list[dict]) -> dict:
+    if "skipped" in rs[0]:
+        return rs[0]
+    rs = sorted(rs, key=lambda r: r["steps_per_s"])
+    row = dict(rs[(len(rs) - 1) // 2])  # the median round (the lower one of an even count)
+    row["rounds_steps_per_s"] = [r["steps_per_s"] for r in rs]
+    if len(rs) > 1:
+        row["spread"] = round(statistics.pstdev(row["rounds_steps_per_s"]), 2)
+    return row
 
 
 if __name__ == "__main__":

@@ -116,6 +116,8 @@ def cmd_bench(args) -> int:
     module = "swafuzz.bench.kernels"
     if rest[:1] == ["harness"]:  # swafuzz bench harness [...]: campaign throughput, 1 vs N workers
         module, rest = "swafuzz.bench.harness", rest[1:]
+    elif rest[:1] == ["fleet"]:  # swafuzz bench fleet [...]: workers, Ray, shards side by side
+        module, rest = "swafuzz.bench.fleet", rest[1:]
     if module.endswith(".kernels") and "--impls" in rest and rest.index("--impls") + 1 < len(rest):
         for name in rest[rest.index("--impls") + 1].split(","):
             check_choice("--impls", name, IMPLS)

@@ -201,7 +201,8 @@ def build_parser(commands: dict[str, Callable] | None = None) -> argparse.Argume
     z.set_defaults(**_bound(commands, "zoo"))
 
     b = sub.add_parser("bench", formatter_class=fmt, help="kernel benchmark (bench/kernels.py); 'bench harness': "
-                       "campaign throughput, 1 vs N workers (bench/harness.py)")
+                       "campaign throughput, 1 vs N workers (bench/harness.py); 'bench fleet': "
+                       "a run's steps/s with --workers, --ray and --shard (bench/fleet.py)")
     b.add_argument("rest", nargs=argparse.REMAINDER)
     b.set_defaults(**_bound(commands, "bench"))
     return p

@@ -57,6 +57,11 @@ def run_config(args):
         cfg.out = args.resume
         load_plugins(argparse.Namespace(plugin=cfg.plugins))
         cfg = resume.apply(args, cfg)  # flags that would change the run: exit 2 naming them
+        if cfg.ray:  # its cluster answers before the run directory is touched again
+            try:
+                check_ray(cfg.ray)
+            except FleetError as e:
+                raise UsageError(str(e)) from None
         args.target = cfg.target
         return cfg
     try:  # before anything is checked or written
@@ -176,11 +181,13 @@ def _locked_run(args, cfg, lock, pipeline) -> int:
     seen: dict[str, dict] = {}
     for r in res.findings:
         seen.setdefault(r["finding"], r)
+    if seen:  # as the bundles' own command and the report: relative to the run directory
+        print(f"repro commands run from the run directory ({cfg.out}):")
     for sig, r in seen.items():
-        path = os.path.join(cfg.out, "findings", signature_filename(sig) + ".json")
+        rel = "findings/" + signature_filename(sig) + ".json"
         print(f"FINDING {sig}: {r.get('message') or ''}")
-        if os.path.exists(path):
-            print(f"  swafuzz repro {path}")
+        if os.path.exists(os.path.join(cfg.out, rel)):
+            print(f"  swafuzz repro {rel}")
     known = print_known(res.rows)
     if cfg.coverage:  # harness.coverage: the children's data (saved as they stop) merged
         pipeline.close_workers()

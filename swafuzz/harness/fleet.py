@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import time
 from typing import Any, Callable
 
@@ -54,6 +55,35 @@ def check_ray(spec: str) -> None:
         import ray.exceptions  # noqa: F401
     except ImportError:
         raise FleetError("--ray: needs the 'ray' package (pip install 'swafuzz[ray]')") from None
+    check_reachable(spec)
+
+
+#: seconds a Ray head gets to accept a TCP connection before ``--ray`` is refused
+PROBE_S = 5.0
+
+
+def check_reachable(spec: str, timeout: float = PROBE_S) -> None:
+    """A ``--ray HOST:PORT`` (or ``ray://HOST:PORT``; ``auto`` when ``RAY_ADDRESS`` names one)
+    whose head does not accept a TCP connection is refused before anything is written, instead
+    of after Ray's own connection timeout with a run directory half made. ``auto`` without
+    ``RAY_ADDRESS`` is left to Ray (it finds a cluster started on this machine)."""
+    addr = os.environ.get("RAY_ADDRESS", "") if spec == "auto" else spec
+    if not addr or addr == "auto":
+        return
+    hostport = addr.split("://", 1)[1] if "://" in addr else addr
+    host, _, port = hostport.rstrip("/").rpartition(":")
+    host = host.strip("[]")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise FleetError(f"--ray: {spec!r} is not an address; use HOST:PORT of the Ray head, "
+                         "ray://HOST:PORT or auto")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as e:
+        why = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
+        via = f" (RAY_ADDRESS={addr})" if spec == "auto" else ""
+        raise FleetError(f"--ray: no Ray head answers at {hostport}{via}: {why} after at most "
+                         f"{timeout:g} s; start one (ray start --head --port={port}) or fix the "
+                         "address") from None
 
 
 def check_db(spec: str | None) -> str:

@@ -32,7 +32,8 @@ from hypothesis.database import ExampleDatabase
 
 from swafuzz.harness.caselog import LOG_VERSION
 from swafuzz.harness.corpus import open_database
-from swafuzz.harness.unit import close_workers, run_unit
+from swafuzz.harness.runconfig import RunConfig
+from swafuzz.harness.unit import case_worker, close_workers, load_plugins, run_unit
 
 #: seconds between two looks at the scratch directory
 POLL_S = 0.2
@@ -142,6 +143,11 @@ def unit_stream(cfg_json: dict[str, Any], unit_json: dict[str, Any], recorded: l
         inner = open_database(cfg.get("db") or "none", scratch)
         db = recorded_reads_db(inner, reads) if inner is not None else None
         yield {"start": {**_where(), "scratch": scratch}}
+        if cfg.get("isolate", True):  # started here, not in the unit's thread below: a case
+            # worker dies with the thread that started it (PR_SET_PDEATHSIG follows the
+            # thread), so one started there lived for one unit and every unit paid a new one
+            load_plugins(cfg.get("plugins") or [])  # the target's recipe may need them
+            case_worker(RunConfig.from_json(cfg), unit_json["target"]).start()
         watch = _Scratch(scratch, os.path.getsize(os.path.join(scratch, "cases.jsonl")))
 
         def body() -> None:

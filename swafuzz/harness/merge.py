@@ -205,7 +205,7 @@ def _write_dir(stage: str, out: str, runs: list[ShardRun], info: dict[str, Any])
         run, b = min(found, key=lambda rb: (case_size(rb[1]["case"]), rb[0].label_key))
         b = {**b, **({"shard": run.label, "found_by_shards": [r.label for r, _ in found]}
                      if run.cfg.shard else {}),
-             "command": f"swafuzz repro {os.path.join(fdir, name)}"}
+             "command": f"swafuzz repro findings/{name}"}  # as write_bundle: from the run dir
         atomic_write_text(os.path.join(stage, "findings", name),
                           json.dumps(b, indent=1, sort_keys=True) + "\n")
         written.append(name)

@@ -7,8 +7,10 @@ A campaign is split into *units*: ``(kind, seed, examples)``, one hypothesis sea
 ``--workers 1`` there is one unit per scenario kind (seed ``--seed``). With N workers and fewer
 kinds than N, each kind is split into shards with seeds ``seed + 7919 * shard`` and the
 ``--examples`` budget divided between them, so every worker has work. Units run in a pool of N
-``spawn`` processes (``concurrent.futures.ProcessPoolExecutor``: plain processes with their own
-interpreter, no shared hypothesis state; pytest-xdist is a test runner, not a campaign scheduler).
+processes (``concurrent.futures.ProcessPoolExecutor``: no state shared with the CLI's process,
+no shared hypothesis state; pytest-xdist is a test runner, not a campaign scheduler), forked by a
+``forkserver`` that imported the harness once (``spawn`` where there is none:
+:func:`~swafuzz.harness.unit.pool_context`).
 With ``--shard I/N`` a run executes its slice of the units of the whole fleet of shards
 (:mod:`swafuzz.harness.shard`); ``swafuzz merge`` joins the shards (:mod:`swafuzz.harness.merge`).
 Each unit process owns a crash-isolating :class:`~swafuzz.harness.worker.CaseWorker`, so a crash
@@ -55,7 +57,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import json
-import multiprocessing as mp
 import os
 import signal
 import time
@@ -67,7 +68,14 @@ from swafuzz.harness.caselog import CaseLog, per_kind, read_log, repair_log
 from swafuzz.harness.fleet import run_fleet
 from swafuzz.harness.runconfig import RunConfig, Unit, read_run_config, write_run_meta
 from swafuzz.harness.shard import shard_units
-from swafuzz.harness.unit import STOP, case_worker, close_workers, pool_init, run_unit
+from swafuzz.harness.unit import (
+    STOP,
+    case_worker,
+    close_workers,
+    pool_context,
+    pool_init,
+    run_unit,
+)
 
 #: the pipeline's API for the CLI (its pieces live in runconfig, caselog and unit)
 __all__ = ["run", "RunResult", "RunConfig", "read_run_config", "write_run_meta", "read_log",
@@ -120,6 +128,8 @@ def run(cfg: RunConfig, *, say: Callable[[str], None] = print,
     ticker = _Ticker(log_path, say, float(os.environ.get("SWAFUZZ_PROGRESS_S", progress_every)),
                      len(units))
     try:
+        if cfg.ray or cfg.workers > 1:  # the units run elsewhere: the case worker the CLI
+            close_workers()  # started to check the target loads would sit idle all run
         if cfg.ray:  # a fleet: the units as Ray tasks (harness.fleet; ray is optional)
             rows += run_fleet(cfg, units, budget, ticker.unit_done, ticker.tick, say)
         elif cfg.workers <= 1:
@@ -164,8 +174,10 @@ def _run_pool(cfg: RunConfig, units: list[Unit], budget: tuple[float, float] | N
     pending = list(units)
     broke: dict[str, int] = {}  # unit id -> pools it was in when they broke
     while pending:
-        pool = cf.ProcessPoolExecutor(max_workers=cfg.workers, mp_context=mp.get_context("spawn"),
-                                      initializer=pool_init, initargs=(os.getpid(),))
+        ctx = pool_context()  # forkserver (one import of torch for every pool process) or spawn
+        pool = cf.ProcessPoolExecutor(max_workers=cfg.workers, mp_context=ctx,
+                                      initializer=pool_init,
+                                      initargs=(os.getpid(), ctx.get_start_method()))
         turns = unit_budgets(budget, pending, cfg.workers)
         futs = {pool.submit(run_unit, cfg.to_json(), asdict(u), turns.get(u.id)): u
                 for u in pending}

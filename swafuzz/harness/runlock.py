@@ -20,6 +20,7 @@ import ctypes
 import ctypes.util
 import fcntl
 import os
+import select
 import signal
 import socket
 import threading
@@ -77,3 +78,34 @@ def die_with_parent(parent_pid: int, poll_s: float = 1.0) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, name="swafuzz-parent-watch", daemon=True).start()
+
+
+def die_with(pid: int, poll_s: float = 0.5) -> None:
+    """End this process when ``pid`` (not its parent: the CLI, for a pool process that a
+    forkserver forked) dies. Linux: a pidfd (immune to pid reuse); elsewhere ``kill(pid, 0)``
+    polled every ``poll_s`` seconds. A forkserver does not end with the CLI while its children
+    live (each holds the server's keep-alive pipe), so its children watch the CLI itself."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        fd = None
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            os._exit(1)
+
+    def watch() -> None:
+        while True:
+            if fd is not None:
+                if select.select([fd], [], [], None)[0]:  # readable: the process ended
+                    os._exit(1)
+            else:
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    os._exit(1)
+                except PermissionError:  # alive (someone else's process by now: pid reuse)
+                    pass
+                time.sleep(poll_s)
+
+    threading.Thread(target=watch, name="swafuzz-run-watch", daemon=True).start()

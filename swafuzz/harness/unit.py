@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import multiprocessing as mp
 import os
 import signal
 import time
@@ -22,7 +23,7 @@ from swafuzz.harness.coverage import COVERAGE_DIR, sources_for
 from swafuzz.harness.known import unit_ledger
 from swafuzz.harness.run import Verdict, execute
 from swafuzz.harness.runconfig import RunConfig, Unit
-from swafuzz.harness.runlock import die_with_parent
+from swafuzz.harness.runlock import die_with, die_with_parent
 from swafuzz.harness.throughput import forward_count
 from swafuzz.harness.worker import CaseWorker
 from swafuzz.reports.bundle import signature_filename, write_bundle
@@ -220,9 +221,25 @@ def load_plugins(modules: list[str]) -> None:
     load_env()
 
 
-def pool_init(parent_pid: int | None = None) -> None:  # pragma: no cover - pool processes
+def pool_context():
+    """The multiprocessing context of a ``--workers N`` pool: ``forkserver`` with this module
+    preloaded where the platform has it (one fresh interpreter imports torch and the harness,
+    and each pool process is a fork of it: N - 1 fewer imports of torch at the run's start),
+    else ``spawn``. Either way a pool process shares no state with the CLI's process."""
+    if "forkserver" in mp.get_all_start_methods():
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload([__name__])
+        return ctx
+    return mp.get_context("spawn")
+
+
+def pool_init(parent_pid: int | None = None, method: str = "spawn") -> None:  # pragma: no cover
+    """First thing in a pool process. ``parent_pid``: the CLI's; a process the forkserver
+    forked (``method``) watches the server instead: its parent, which ends with the CLI."""
     if parent_pid is not None:  # a kill -9 of the run kills its pool processes too
-        die_with_parent(parent_pid)
+        die_with_parent(os.getppid() if method == "forkserver" else parent_pid)
+        if method == "forkserver":  # the server outlives the CLI while we live: watch the CLI
+            die_with(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when units stop
     if not torch.cuda.is_available():  # the pool process's Triton mode, before Triton loads
         os.environ.setdefault("TRITON_INTERPRET", "1")

@@ -115,7 +115,7 @@ def zoo_mutant(name: str, examples: int, seeds: int, impl: str, executors: list[
                    checks=sorted({f.check for f in first.failures}),
                    shrunk=first.case.summary())
         path = write_bundle(out, first.finding(target, impl, executor_label, prefix=f"{target}:"))
-        row["repro"] = f"swafuzz repro {path}"
+        row["repro"] = f"swafuzz repro {os.path.relpath(path, out)}"  # from the out dir
         row.update(ablation(first, target, impl, executors))
     return row
 
@@ -192,7 +192,7 @@ def _control(examples: int, impl: str, executors: list[str], out: str, label: st
             control.update(clean=False, check=res.finding.failures[0].check,
                            message=res.finding.failures[0].message)
             path = write_bundle(out, res.finding.finding("unified", impl, label, prefix="unified:"))
-            control["repro"] = f"swafuzz repro {path}"
+            control["repro"] = f"swafuzz repro {os.path.relpath(path, out)}"
             break
     control["seconds"] = time.perf_counter() - tc
     return control

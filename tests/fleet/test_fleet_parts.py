@@ -6,13 +6,21 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
 from swafuzz.harness.caselog import CaseLog, read_log
-from swafuzz.harness.fleet import FleetError, RunDirMirror, check_db, unit_resources
+from swafuzz.harness.fleet import (
+    FleetError,
+    RunDirMirror,
+    check_db,
+    check_reachable,
+    unit_resources,
+)
 from swafuzz.harness.fleet_task import recorded_reads_db
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -99,3 +107,49 @@ def test_ray_flag_without_ray_is_a_usage_error(tmp_path):
     assert r.returncode == 2, r.stderr
     assert "--ray" in r.stderr and "swafuzz[ray]" in r.stderr
     assert not out.exists()  # nothing half-written
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:  # bound then closed: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_unreachable_ray_head_is_named(monkeypatch):
+    port = _closed_port()
+    for spec in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
+        with pytest.raises(FleetError, match=rf"--ray: no Ray head answers at 127\.0\.0\.1:{port}"):
+            check_reachable(spec)
+    for bad in ("127.0.0.1", "host:port", ":6379", "h:0", "h:70000"):
+        with pytest.raises(FleetError, match=r"--ray: .* is not an address"):
+            check_reachable(bad)
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
+    with pytest.raises(FleetError, match=rf"RAY_ADDRESS=127\.0\.0\.1:{port}"):
+        check_reachable("auto")
+    monkeypatch.delenv("RAY_ADDRESS")
+    check_reachable("auto")  # a cluster of this machine: Ray finds it (or says it has none)
+    with socket.socket() as s:  # a listening port passes
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        check_reachable(f"127.0.0.1:{s.getsockname()[1]}")
+
+
+def test_run_with_an_unreachable_ray_head_writes_nothing(tmp_path):
+    """Before: run.json and run.lock were written, then Ray's connection timed out."""
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    if importlib.util.find_spec("ray") is None:  # the README suite: a stand-in passes the
+        stand_in = tmp_path / "standin" / "ray"  # import check, so the address check is reached
+        stand_in.mkdir(parents=True)
+        (stand_in / "__init__.py").write_text("")
+        (stand_in / "exceptions.py").write_text("")
+        env["PYTHONPATH"] = os.pathsep.join([ROOT, str(tmp_path / "standin")])
+    out = tmp_path / "run"
+    addr = f"127.0.0.1:{_closed_port()}"
+    t = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "swafuzz", "run", "--ray", addr, "--target",
+                        "unified", "--impl", "torch", "--examples", "1", "--out", str(out)],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 2, r.stderr
+    assert "--ray" in r.stderr and addr in r.stderr and "no Ray head answers" in r.stderr
+    assert not out.exists()  # no run.json, no run.lock
+    assert time.monotonic() - t < 60

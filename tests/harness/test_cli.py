@@ -66,7 +66,11 @@ def test_run_clean_then_finding_then_repro(tmp_path, capsys):
     assert len(bundles) == 1
     b = json.loads(bundles[0].read_text())
     assert b["target"] == "mutant:host_baked_translation"
-    assert f"swafuzz repro {bundles[0]}" in r.stdout
+    # the repro line is relative to the run directory, as the bundle's command and the report
+    assert f"  swafuzz repro findings/{bundles[0].name}\n" in r.stdout, r.stdout
+    assert f"repro commands run from the run directory ({out})" in r.stdout
+    assert not [ln for ln in r.stdout.splitlines() if "swafuzz repro" in ln and str(tmp_path) in ln]
+    assert b["command"] == f"swafuzz repro findings/{bundles[0].name}"
 
     # repro in-process (cli.main); repro in a fresh process: test_pipeline's crash repro
     capsys.readouterr()

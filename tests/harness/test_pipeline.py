@@ -9,7 +9,6 @@ so the many small refusals do not each pay an interpreter and a torch import.
 
 from __future__ import annotations
 
-import collections
 import json
 import os
 import signal
@@ -18,42 +17,15 @@ import sys
 import time
 
 import pytest
-
-from swafuzz.harness.cli import main
-
-ENV = {k: v for k, v in os.environ.items() if k != "SWAFUZZ_PLUGINS"}
+from support.runcli import ENV, assert_no_duplicates, case_rows, cli_caller, swafuzz
+from support.runcli import log_rows as rows
 
 
 @pytest.fixture
 def cli(capsys, monkeypatch):
-    """``cli(*args) -> (exit code, stderr)``: the CLI in-process, without SWAFUZZ_PLUGINS."""
-    monkeypatch.delenv("SWAFUZZ_PLUGINS", raising=False)
-
-    def call(*args):
-        code = main([str(a) for a in args])
-        return code, capsys.readouterr().err
-    return call
-
-
-def swafuzz(*args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "swafuzz", *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout, env=ENV)
-
-
-def rows(out):
-    with open(out / "cases.jsonl") as f:
-        return [json.loads(x) for x in f]
-
-
-def case_rows(out):
-    return [r for r in rows(out) if "case" in r]
-
-
-def _no_duplicates(out):
-    keys = collections.Counter((r["unit"], json.dumps(r["case"], sort_keys=True))
-                               for r in case_rows(out))
-    dups = [k for k, n in keys.items() if n > 1]
-    assert not dups, f"{len(dups)} cases recorded twice"
+    """``cli(*args) -> (exit code, stdout, stderr)``: the CLI in-process, without
+    SWAFUZZ_PLUGINS."""
+    return cli_caller(capsys, monkeypatch)
 
 
 def test_two_workers_find_and_deduplicate(tmp_path):
@@ -69,7 +41,7 @@ def test_two_workers_find_and_deduplicate(tmp_path):
     gen = sum(u["generated"] for u in units)
     assert f"{gen} cases generated" in r.stdout and "results: " in r.stdout
     assert gen <= 40
-    _no_duplicates(out)
+    assert_no_duplicates(out)
 
 
 def test_kill_9_then_resume_loses_and_duplicates_nothing(tmp_path):
@@ -93,7 +65,7 @@ def test_kill_9_then_resume_loses_and_duplicates_nothing(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     after = case_rows(out)
     assert after[:len(before)] == before  # nothing recorded was lost
-    _no_duplicates(out)
+    assert_no_duplicates(out)
     units = {x["unit"]: x for x in rows(out) if x.get("event") == "unit_done"}
     assert set(units) == {"decode.0", "episode.0", "draft_extend.0"}
     # the budget counts what ran before the kill: generated cases over all units <= 60
@@ -128,7 +100,7 @@ def test_fresh_run_into_non_empty_out_is_refused(tmp_path, cli):
     out = tmp_path / "o"
     out.mkdir()
     (out / "something").write_text("x")
-    code, err = cli("run", "--examples", "1", "--out", out)
+    code, _, err = cli("run", "--examples", "1", "--out", out)
     assert code == 2 and "--resume" in err
     assert sorted(os.listdir(out)) == ["something"]
 
@@ -147,7 +119,7 @@ def test_fresh_run_into_non_empty_out_is_refused(tmp_path, cli):
 def test_bad_counts_and_paths_exit_2(tmp_path, cli, args, field):
     if "cuda" in args and "cuda" in __import__("swafuzz.kernels").kernels.available_impls():
         pytest.skip("cuda is available here")
-    code, err = cli(*args, *(["--out", tmp_path / "o"] if args[0] in ("run", "zoo") and
+    code, _, err = cli(*args, *(["--out", tmp_path / "o"] if args[0] in ("run", "zoo") and
                              "--resume" not in args else []))
     assert code == 2, err
     assert field in err and "Traceback" not in err
@@ -157,12 +129,12 @@ def test_bad_counts_and_paths_exit_2(tmp_path, cli, args, field):
 def test_out_at_a_file_or_unwritable_exit_2(tmp_path, cli):
     f = tmp_path / "file"
     f.write_text("x")
-    code, err = cli("run", "--examples", "1", "--out", f)
+    code, _, err = cli("run", "--examples", "1", "--out", f)
     assert code == 2 and "--out" in err
     if os.geteuid() != 0:  # root may write anywhere
         ro = tmp_path / "ro"
         ro.mkdir(mode=0o500)
-        code, err = cli("run", "--examples", "1", "--out", ro / "x")
+        code, _, err = cli("run", "--examples", "1", "--out", ro / "x")
         assert code == 2 and "--out" in err
 
 
@@ -172,12 +144,12 @@ def test_resource_limit_and_corrupt_bundle_exit_2(tmp_path, cli):
     case = Case(pool=PoolConfig(full_pages=10**9), steps=(Step("admit", rid=0, length=1),))
     b = tmp_path / "huge.json"
     b.write_text(json.dumps({"case": case.to_json(), "target": "unified"}))
-    code, err = cli("repro", b)
+    code, _, err = cli("repro", b)
     assert code == 2 and "pool.full_pages" in err and "limit" in err
     bad = tmp_path / "run"
     (bad / "findings").mkdir(parents=True)
     (bad / "findings" / "x.json").write_text("{not json")
-    code, err = cli("report", bad)
+    code, _, err = cli("report", bad)
     assert code == 2 and "x.json" in err and "Traceback" not in err
 
 

@@ -16,42 +16,18 @@ import sys
 import time
 
 import pytest
+from support.runcli import ENV, cases_by_unit, cli_caller, log_rows, swafuzz
 
 from swafuzz.harness import known
 from swafuzz.harness.caselog import repair_log
-from swafuzz.harness.cli import main
 from swafuzz.harness.runlock import RunLock
-
-ENV = {k: v for k, v in os.environ.items() if k != "SWAFUZZ_PLUGINS"}
 
 
 @pytest.fixture
 def cli(capsys, monkeypatch):
-    monkeypatch.delenv("SWAFUZZ_PLUGINS", raising=False)
-
-    def call(*args):
-        code = main([str(a) for a in args])
-        cap = capsys.readouterr()
-        return code, cap.out, cap.err
-    return call
-
-
-def swafuzz(*args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "swafuzz", *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout, env=ENV)
-
-
-def log_rows(out):
-    with open(out / "cases.jsonl") as f:
-        return [json.loads(x) for x in f]
-
-
-def cases_by_unit(out):
-    units: dict[str, list[str]] = {}
-    for r in log_rows(out):
-        if "case" in r:
-            units.setdefault(r["unit"], []).append(json.dumps(r["case"], sort_keys=True))
-    return units
+    """``cli(*args) -> (exit code, stdout, stderr)``: the CLI in-process, without
+    SWAFUZZ_PLUGINS."""
+    return cli_caller(capsys, monkeypatch)
 
 
 @pytest.fixture

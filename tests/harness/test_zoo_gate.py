@@ -86,3 +86,26 @@ def test_zoo_narrowed_then_ctrl_c_prints_the_partial_matrix(tmp_path):
     done = [n for n in names if f"\n{n} " in out]
     assert done[:2] == names[:2] and len(done) < 4, out
     assert "mutant_int64_store_locs_contracts" in out  # the finished rows keep their repro
+
+
+def test_zoo_repro_paths_are_relative_to_its_out_dir(tmp_path, capsys):
+    """A mutant's row (--json), the printed matrix and kill-matrix.md name its bundle as
+    ``swafuzz repro findings/<name>.json`` (run from ``--out``, as the bundles' own command and
+    the report), not by the absolute path an absolute ``--out`` gave it (issue 19, 7)."""
+    import argparse
+
+    from swafuzz.harness.zoo import finish, zoo_mutant
+
+    out = tmp_path / "zoo"
+    row = zoo_mutant("host_baked_translation", 20, 1, "torch", ["eager", "tape"], 20, str(out),
+                     "auto")
+    assert row["repro"].startswith("swafuzz repro findings/mutant_host_baked_translation_")
+    assert (out / row["repro"].split(" ", 2)[2]).is_file()
+    args = argparse.Namespace(out=str(out), json=str(tmp_path / "zoo.json"), budget="ci",
+                              impl="torch", executor="auto")
+    control = {"clean": True, "cases": 0, "seconds": 0.0, "check": None}
+    finish(args, [row], control, 20, 1, 0, 20, 0.0, narrowed=True)
+    printed, md = capsys.readouterr().out, (out / "kill-matrix.md").read_text()
+    assert row["repro"] in md and row["repro"] in printed
+    assert json.loads((tmp_path / "zoo.json").read_text())["mutants"][0]["repro"] == row["repro"]
+    assert str(tmp_path) not in md

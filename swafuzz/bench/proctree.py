@@ -1,0 +1,122 @@
+"""Where a benchmarked command's CPU time goes: a thread that samples the process trees below
+some root pids (Linux ``/proc``) and sums each process's user + system CPU time by its role in
+a campaign (the CLI, a pool process of ``--workers N``, a case worker, a Ray worker, ...).
+
+A process's time is its last sample, so a process that ends between two samples loses at most
+one interval of CPU time (``every``); the exact total of a local run is ``resource.getrusage``
+of its reaped children (:mod:`swafuzz.bench.fleet` reports both).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Callable
+
+TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _children() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            kids.setdefault(ppid, []).append(int(d))
+    return kids
+
+
+def tree(roots: list[int]) -> set[int]:
+    """Every pid at or below ``roots`` now."""
+    kids, out = _children(), set()
+    todo = list(roots)
+    while todo:
+        p = todo.pop()
+        out.add(p)
+        todo += kids.get(p, [])
+    return out
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of ``pid`` so far (None once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime (stat fields 14, 15)
+
+
+def role(pid: int, root: int) -> str:
+    """The part a process plays in a campaign, from its command line."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return "gone"
+    if not cmd:  # a zombie (ended, not yet reaped): its role was seen while it ran
+        return "gone"
+    if "_child_main" in cmd:
+        return "case worker"
+    if "resource_tracker" in cmd:
+        return "resource tracker"
+    if "multiprocessing" in cmd or "spawn_main" in cmd:
+        return "pool process"
+    if cmd.startswith("ray::"):
+        return "ray worker"
+    if "raylet" in cmd or "gcs_server" in cmd or "/ray/" in cmd or "bin/ray start" in cmd:
+        return "ray node (raylet, gcs, agents)"
+    if pid == root and " merge " in f" {cmd} ":
+        return "merge"
+    if pid == root:
+        return "swafuzz CLI"
+    return "other"
+
+
+class TreeSampler(threading.Thread):
+    """Samples the trees below ``roots()`` every ``every`` seconds until :meth:`finish`; of a
+    pid in ``preexisting`` (alive before the command: a Ray node) only the CPU time it spends
+    from its first sample on is counted."""
+
+    def __init__(self, roots: Callable[[], list[int]], every: float = 0.5,
+                 preexisting: set[int] | None = None):
+        super().__init__(name="swafuzz-bench-sampler", daemon=True)
+        self.roots, self.every = roots, every
+        self.preexisting = preexisting or set()  # pids alive before (a Ray node's)
+        self.seen: dict[int, tuple[str, float]] = {}  # pid -> (role, CPU seconds)
+        self.base: dict[int, float] = {}  # CPU time a pid had at its first sample (a node's)
+        self._halt = threading.Event()
+
+    def sample(self) -> None:
+        kids = _children()
+        for root in self.roots():
+            todo = [root]
+            while todo:
+                p = todo.pop()
+                todo += kids.get(p, [])
+                t = cpu_seconds(p)
+                if t is None:
+                    continue
+                if p not in self.seen:  # a process alive before the command: its new time
+                    self.base[p] = t if p in self.preexisting else 0.0
+                r = role(p, root)  # the latest (a Ray worker renames itself after its start)
+                self.seen[p] = (self.seen.get(p, (r, 0))[0] if r == "gone" else r, t)
+
+    def run(self) -> None:
+        while not self._halt.wait(self.every):
+            self.sample()
+
+    def finish(self) -> dict[str, dict[str, float]]:
+        """Stop; CPU seconds and process count per role."""
+        self._halt.set()
+        self.join()
+        self.sample()
+        out: dict[str, dict[str, float]] = {}
+        for pid, (r, t) in self.seen.items():
+            d = out.setdefault(r, {"cpu_s": 0.0, "processes": 0})
+            d["cpu_s"] = round(d["cpu_s"] + t - self.base.get(pid, 0.0), 2)
+            d["processes"] += 1
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]["cpu_s"]))

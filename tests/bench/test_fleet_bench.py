@@ -1,4 +1,4 @@
-"""bench/fleet.py's flags (the run itself: tests/fleet/test_fleet_bench.py, in the fleet tier)."""
+"""bench/fleet.py's flags (the run itself: tests/fleet/test_fleet_bench_rows.py, in the fleet tier)."""
 
 from swafuzz.harness.cli import main
 

@@ -17,6 +17,7 @@ from swafuzz.harness.cli_common import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
     UsageError,
+    available_ram,
     check_choice,
     check_target_kinds,
     load_plugins,
@@ -64,9 +65,12 @@ def run_config(args):
     except ShardSpecError as e:
         raise UsageError(str(e)) from None
     validate_common(args)
-    kinds = args.scenario or list(features.kind_names())
+    kinds = args.scenario or list(features.default_kind_names())  # gated kinds: by name only
     for k in kinds:
         check_choice("--scenario", k, features.kind_names())
+    why = features.ram_refusal(kinds, available_ram())
+    if why:
+        raise UsageError(why)
     kinds = check_target_kinds(args.target, kinds, bool(args.scenario))
     positive("--examples", args.examples)
     positive("--workers", args.workers)

@@ -183,7 +183,7 @@ def _control(examples: int, impl: str, executors: list[str], out: str, label: st
     """The control: ``unified`` over every kind it runs (or over ``kinds``) must be clean."""
     tc = time.perf_counter()
     control = {"clean": True, "cases": 0, "seconds": 0.0, "check": None, "impl": impl}
-    for kind in (k for k in features.kind_names() if targets.supports("unified", k) is None
+    for kind in (k for k in features.default_kind_names() if targets.supports("unified", k) is None
                  and (kinds is None or k in kinds)):
         camp = Campaign(_runner("unified", impl, executors), seed=0, shrink=False)
         res = camp.run_kind(kind, examples)

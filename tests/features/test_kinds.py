@@ -19,7 +19,10 @@ from swafuzz import features
 from swafuzz.harness.run import execute
 from swafuzz.scenarios.case import Case
 
-KINDS = features.kind_names()
+#: a resource-gated kind (``Kind.ram_bytes > 0``: a Case needs GBs of RAM) runs here only under
+#: ``-m bigmem``; the plugin skips it otherwise, with the reason
+KINDS = [pytest.param(k, marks=pytest.mark.bigmem) if k in features.gated_kinds() else k
+         for k in features.kind_names()]
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -35,9 +35,13 @@ import torch
 from swafuzz import features
 from swafuzz.kernels import dsv4_store
 from swafuzz.scenarios.case import POISON_BYTE, PoolConfig
+from swafuzz.scenarios.paged import PagedBytes, sparse_layer
 
 #: The canary byte pattern of every redzone (repeated, truncated to the redzone length).
 CANARY = bytes([0xDE, 0xAD, 0xBE, 0xEF, 0xC0, 0xFF, 0xEE, 0x11])
+
+#: pages scanned (and copied) per chunk by :meth:`SWAKVPool.layer_snapshot`
+SCAN_PAGES = 64
 
 DTYPES = {"uint8": torch.uint8, "bfloat16": torch.bfloat16}
 
@@ -125,16 +129,55 @@ class SWAKVPool:
     def layer_bytes(self, i: int) -> bytes:
         """The row bytes of local layer ``i`` in slot order (``swa_slots * row_bytes``; page
         pads excluded)."""
+        if self.layout != "dsv4" and not self.pad_bytes:
+            rz = self.redzone_bytes
+            return self._bytes(self.raw[i][rz:rz + self.usable_bytes])
+        return self._bytes(self._slot_order(self._pages(i)))
+
+    def _slot_order(self, pages: torch.Tensor) -> torch.Tensor:
+        """``[n, page stride]`` uint8 pages -> ``[n, P * row_bytes]``: each page's slots in
+        slot order (the DSV4 layout: each slot's data row, then its scale group)."""
         if self.layout == "dsv4":
-            p, pages = self.page_size, self._pages(i)
+            p = self.page_size
             data = pages[:, :p * dsv4_store.DATA].reshape(-1, p, dsv4_store.DATA)
             scales = pages[:, p * dsv4_store.DATA:self.page_bytes].reshape(-1, p,
                                                                           dsv4_store.SCALES)
-            return self._bytes(torch.cat([data, scales], dim=2))
-        if not self.pad_bytes:
-            rz = self.redzone_bytes
-            return self._bytes(self.raw[i][rz:rz + self.usable_bytes])
-        return self._bytes(self._pages(i)[:, :self.page_bytes].contiguous())
+            return torch.cat([data, scales], dim=2).reshape(len(pages), -1)
+        return pages[:, :self.page_bytes].contiguous()
+
+    def layer_snapshot(self, i: int):
+        """:meth:`layer_bytes`, or for a layer of :data:`scenarios.paged.SPARSE_LAYER_BYTES` or
+        more its :class:`scenarios.paged.PagedBytes`: every page whose row bytes are not all
+        poison (found by scanning the whole layer, so a write at any address is seen), stored in
+        slot order."""
+        pages = self._pages(i)
+        nbytes = len(pages) * self.page_bytes
+        if not sparse_layer(nbytes):
+            return self.layer_bytes(i)
+        dirty = self.written_pages(pages[:, :self.page_bytes])
+        out = PagedBytes(nbytes, self.page_bytes, POISON_BYTE)
+        for a in range(0, len(dirty), SCAN_PAGES):
+            idx = torch.tensor(dirty[a:a + SCAN_PAGES], dtype=torch.int64, device=self.device)
+            rows = self._bytes(self._slot_order(pages.index_select(0, idx)))
+            for j, k in enumerate(dirty[a:a + SCAN_PAGES]):
+                out.pages[k] = rows[j * self.page_bytes:(j + 1) * self.page_bytes]
+        return out
+
+    @staticmethod
+    def written_pages(rows: torch.Tensor) -> list[int]:
+        """Indices of the pages (rows of ``rows``, ``[n, page bytes]`` uint8) holding a byte
+        other than the poison (its minimum or maximum word is not the poison word), scanned
+        :data:`SCAN_PAGES` pages at a time (as int64 words where the view allows)."""
+        words = rows
+        if rows.shape[1] % 8 == 0 and rows.stride(0) % 8 == 0 \
+                and rows.storage_offset() % 8 == 0:
+            words = rows.view(torch.int64)
+        fill = int.from_bytes(bytes([POISON_BYTE]) * words.element_size(), "little", signed=True)
+        out: list[int] = []
+        for a in range(0, len(words), SCAN_PAGES):
+            lo, hi = torch.aminmax(words[a:a + SCAN_PAGES], dim=1)  # one pass, no temporary
+            out += (((lo != fill) | (hi != fill)).nonzero().flatten() + a).tolist()
+        return out
 
     def redzone(self, i: int) -> tuple[bytes, bytes, bytes, bytes]:
         """(canary, bytes before, bytes after, every page's pad bytes in page order) of local

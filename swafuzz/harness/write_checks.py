@@ -185,8 +185,7 @@ def check_redzones(case, obs, exp) -> list[Failure]:
                 pad = case.pool.pad_bytes_per_page
                 if pad and z.pads:
                     want = (z.canary * (pad // max(1, len(z.canary)) + 1))[:pad]
-                    bad = [k for k in range(len(z.pads) // pad)
-                           if z.pads[k * pad:(k + 1) * pad] != want]
+                    bad = changed_pads(z.pads, pad, want)
                     if bad:
                         fails.append(Failure(
                             "redzones", f"after step {so.step} ({case.steps[so.step].op}): {pool} "
@@ -196,3 +195,11 @@ def check_redzones(case, obs, exp) -> list[Failure]:
                             f"{case.pool.row_bytes} + {pad} pad)", "page-pad", so.step))
                         return fails
     return fails
+
+
+def changed_pads(pads, pad: int, want: bytes) -> list[int]:
+    """The pages whose pad (``pad`` bytes each, page order in ``pads``) is not ``want``; a sparse
+    layer's pads (:class:`scenarios.paged.PagedBytes` whose fill is ``want``): the pads it holds."""
+    if isinstance(pads, PagedBytes) and pads.blank == want:
+        return sorted(k for k, v in pads.pages.items() if v != want)
+    return [k for k in range(len(pads) // pad) if pads[k * pad:(k + 1) * pad] != want]

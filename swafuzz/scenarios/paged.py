@@ -33,15 +33,19 @@ def sparse_layer(nbytes: int) -> bool:
 
 class PagedBytes:
     """``size`` bytes in pages of ``page`` bytes; ``pages``: page index -> its bytes (a page
-    not there is ``fill`` throughout)."""
+    not there is ``fill``: one byte value throughout, or ``page`` bytes of a pattern)."""
 
-    __slots__ = ("size", "page", "fill", "pages")
+    __slots__ = ("size", "page", "fill", "blank", "pages")
 
-    def __init__(self, size: int, page: int, fill: int, pages: dict | None = None):
+    def __init__(self, size: int, page: int, fill: int | bytes, pages: dict | None = None):
         if page < 1 or size % page:
             raise ValueError(f"PagedBytes: size {size} must be a whole number of pages of "
                              f"{page} bytes (page >= 1)")
         self.size, self.page, self.fill = size, page, fill
+        self.blank = bytes([fill]) * page if isinstance(fill, int) else bytes(fill)
+        if len(self.blank) != page:
+            raise ValueError(f"PagedBytes: a fill pattern of {len(self.blank)} bytes for pages "
+                             f"of {page}")
         self.pages: dict[int, bytes | bytearray] = dict(pages or {})
         for k, v in self.pages.items():
             if not 0 <= k < size // page or len(v) != page:
@@ -61,7 +65,7 @@ class PagedBytes:
 
     def page_bytes(self, k: int) -> bytes | bytearray:
         got = self.pages.get(k)
-        return bytes([self.fill]) * self.page if got is None else got
+        return self.blank if got is None else got
 
     def _span(self, key) -> tuple[int, int]:
         if not isinstance(key, slice) or key.step not in (None, 1):
@@ -103,8 +107,8 @@ class PagedBytes:
         if self.page != other.page:
             raise ValueError(f"PagedBytes: pages of {self.page} and {other.page} bytes differ")
         n = min(self.size, other.size) // self.page
-        return sorted(k for k in set(self.pages) | set(other.pages)
-                      if k < n and self.page_bytes(k) != other.page_bytes(k))
+        keys = range(n) if self.blank != other.blank else set(self.pages) | set(other.pages)
+        return sorted(k for k in keys if k < n and self.page_bytes(k) != other.page_bytes(k))
 
     def slot_diffs(self, other: PagedBytes, rb: int, start: int) -> list[int]:
         """Slots ``>= start`` (``rb`` bytes each, pages holding whole slots) whose bytes differ."""
@@ -127,7 +131,7 @@ class PagedBytes:
     __hash__ = None  # mutable
 
     def __repr__(self) -> str:
-        return (f"PagedBytes({self.size} bytes, pages of {self.page}, fill {self.fill:#x}, "
+        return (f"PagedBytes({self.size} bytes, pages of {self.page}, fill {self.fill!r}, "
                 f"{len(self.pages)} stored)")
 
 

@@ -40,8 +40,8 @@ from swafuzz.scenarios.paged import PagedBytes, sparse_layer
 #: The canary byte pattern of every redzone (repeated, truncated to the redzone length).
 CANARY = bytes([0xDE, 0xAD, 0xBE, 0xEF, 0xC0, 0xFF, 0xEE, 0x11])
 
-#: pages scanned (and copied) per chunk by :meth:`SWAKVPool.layer_snapshot`
-SCAN_PAGES = 64
+#: bytes scanned per chunk by :meth:`SWAKVPool.changed_pages`
+SCAN_BYTES = 64 << 20
 
 DTYPES = {"uint8": torch.uint8, "bfloat16": torch.bfloat16}
 
@@ -154,38 +154,58 @@ class SWAKVPool:
         nbytes = len(pages) * self.page_bytes
         if not sparse_layer(nbytes):
             return self.layer_bytes(i)
-        dirty = self.written_pages(pages[:, :self.page_bytes])
+        dirty = self.changed_pages(pages[:, :self.page_bytes], bytes([POISON_BYTE]))
         out = PagedBytes(nbytes, self.page_bytes, POISON_BYTE)
-        for a in range(0, len(dirty), SCAN_PAGES):
-            idx = torch.tensor(dirty[a:a + SCAN_PAGES], dtype=torch.int64, device=self.device)
+        for a in range(0, len(dirty), 64):
+            idx = torch.tensor(dirty[a:a + 64], dtype=torch.int64, device=self.device)
             rows = self._bytes(self._slot_order(pages.index_select(0, idx)))
-            for j, k in enumerate(dirty[a:a + SCAN_PAGES]):
+            for j, k in enumerate(dirty[a:a + 64]):
                 out.pages[k] = rows[j * self.page_bytes:(j + 1) * self.page_bytes]
         return out
 
-    @staticmethod
-    def written_pages(rows: torch.Tensor) -> list[int]:
-        """Indices of the pages (rows of ``rows``, ``[n, page bytes]`` uint8) holding a byte
-        other than the poison (its minimum or maximum word is not the poison word), scanned
-        :data:`SCAN_PAGES` pages at a time (as int64 words where the view allows)."""
-        words = rows
-        if rows.shape[1] % 8 == 0 and rows.stride(0) % 8 == 0 \
-                and rows.storage_offset() % 8 == 0:
-            words = rows.view(torch.int64)
-        fill = int.from_bytes(bytes([POISON_BYTE]) * words.element_size(), "little", signed=True)
+    def changed_pages(self, view: torch.Tensor, clean: bytes) -> list[int]:
+        """Indices of the pages (rows of ``view``, ``[n, w]`` uint8) whose bytes are not
+        ``clean`` (one byte repeated: the poison; or ``w`` bytes: a pad's canary pattern),
+        scanned :data:`SCAN_BYTES` at a time, as int64 words where the view allows. For one
+        repeated byte a page is clean when its minimum and maximum word are the clean word."""
+        uniform = len(set(clean)) == 1
+        clean = clean * view.shape[1] if uniform else clean
+        words = view
+        pat = torch.frombuffer(bytearray(clean), dtype=torch.uint8)
+        if view.shape[1] % 8 == 0 and view.stride(0) % 8 == 0 \
+                and view.storage_offset() % 8 == 0:
+            words, pat = view.view(torch.int64), pat.view(torch.int64)
+        pat = pat.to(self.device)
+        step = max(1, SCAN_BYTES // max(1, view.stride(0)))
         out: list[int] = []
-        for a in range(0, len(words), SCAN_PAGES):
-            lo, hi = torch.aminmax(words[a:a + SCAN_PAGES], dim=1)  # one pass, no temporary
-            out += (((lo != fill) | (hi != fill)).nonzero().flatten() + a).tolist()
+        for a in range(0, len(words), step):
+            blk = words[a:a + step]
+            if uniform:
+                lo, hi = torch.aminmax(blk, dim=1)  # one pass, no temporary
+                hit = (lo != pat[0]) | (hi != pat[0])
+            else:
+                hit = (blk != pat).any(dim=1)
+            out += (hit.nonzero().flatten() + a).tolist()
         return out
 
     def redzone(self, i: int) -> tuple[bytes, bytes, bytes, bytes]:
         """(canary, bytes before, bytes after, every page's pad bytes in page order) of local
-        layer ``i``; each pad is filled with the canary pattern from its start."""
+        layer ``i``; each pad is filled with the canary pattern from its start. For a layer
+        snapshotted sparsely (:meth:`layer_snapshot`) the pads are a
+        :class:`scenarios.paged.PagedBytes` of pad-sized pages, the canary pattern its fill,
+        holding the pads that differ from it."""
         rz, us = self.redzone_bytes, self.usable_bytes
         raw = self.raw[i]
-        pads = self._bytes(self._pages(i)[:, self.page_bytes:].contiguous()) if self.pad_bytes \
-            else b""
+        pads = b""
+        if self.pad_bytes:
+            view = self._pages(i)[:, self.page_bytes:]
+            if sparse_layer(len(view) * self.page_bytes):
+                clean = canary_bytes(self.pad_bytes)
+                pads = PagedBytes(len(view) * self.pad_bytes, self.pad_bytes, clean,
+                                  {k: self._bytes(view[k]) for k in
+                                   self.changed_pages(view, clean)})
+            else:
+                pads = self._bytes(view.contiguous())
         return canary_bytes(rz), self._bytes(raw[:rz]), self._bytes(raw[rz + us:]), pads
 
     @staticmethod

@@ -101,6 +101,9 @@ def test_sparse_snapshots_hold_the_dense_bytes(case, monkeypatch):
         for pool in ("target", "draft"):
             for a, b in zip(do.pools[pool], so.pools[pool]):
                 assert isinstance(b, PagedBytes) and bytes(b) == a
+            for a, b in zip(do.redzones[pool], so.redzones[pool]):
+                assert (a.before, a.after) == (b.before, b.after) and bytes(b.pads) == a.pads
+                assert isinstance(b.pads, PagedBytes) or not case.pool.pad_bytes_per_page
             for a, b in zip(de.pools[pool], se.pools[pool]):
                 assert isinstance(b, PagedBytes) and bytes(b) == bytes(a)
     # only the pages written are held: page 0 (dummy) and the pages of the Case's slots

@@ -23,7 +23,10 @@ class _Int32AddressBackend(DSV4Backend):
         """The store computes slot ``s``'s byte address ``page * page stride + offset * row
         bytes`` in int32 (wrapping at 2^31), then writes the row's bytes there in the layer's
         byte view; a wrapped (negative) address indexes from the view's end, as torch indexing
-        does (a device kernel would write before the buffer)."""
+        does (a device kernel would write before the buffer). The DSV4 layout's quantizing
+        store (a ``[pages, stride]`` cache) is left as it is."""
+        if cache.dim() != 3:
+            return super()._store(cache, loc, rows)
         pages, p, d = cache.shape
         item = cache.element_size()
         rb = d * item

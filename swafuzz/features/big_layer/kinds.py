@@ -2,7 +2,7 @@
 
 Every Case has one target and one draft layer just past 2^31 bytes: the rows layout's
 ``2051 pages * 256 rows * 4096 bytes`` (2051 MiB: page 2048 starts at byte 2^31; uint8 or bf16
-rows), or the DSV4 layout's 745,657 pages of 4 tokens (2880-byte pages: page 745,654 holds byte
+rows), or the DSV4 layout's 57,361 pages of 64 tokens (37,440-byte pages: page 57,358 holds byte
 2^31; the quantizing store, on the ``sglang`` target the release's own Triton store). The SWA
 pages below the one holding byte 2^31 are held from the start (``pool.swa_held_pages``: all but
 the last 1..3 of them), so the Case's first SWA pages sit just below byte 2^31 and the next ones
@@ -21,7 +21,7 @@ from swafuzz.scenarios.episode import EpisodeKind
 from swafuzz.scenarios.planner import Planner
 
 #: the rows layout's page size and row bytes (1 MiB pages); the DSV4 layout's page size
-P, ROW_BYTES, DSV4_P = 256, 4096, 4
+P, ROW_BYTES, DSV4_P = 256, 4096, 64
 
 
 def geometry(layout: str, p: int, row_width: int, dtype: str) -> tuple[int, int]:
@@ -35,7 +35,7 @@ def geometry(layout: str, p: int, row_width: int, dtype: str) -> tuple[int, int]
 
 def big_planner(draw) -> Planner:
     layout = draw(st.sampled_from(("rows", "dsv4")))
-    if layout == "dsv4":  # 512-wide bf16 K rows, 584-byte tokens, pages of 2880 bytes
+    if layout == "dsv4":  # 512-wide bf16 K rows, 584-byte tokens, pages of 37440 bytes
         p, width, dtype = DSV4_P, 512, "bfloat16"
     else:
         p, dtype = P, draw(st.sampled_from(("uint8", "bfloat16")))

@@ -213,17 +213,18 @@ def gated_kinds() -> dict[str, int]:
     return {k.name: k.ram_bytes for f in all_features() for k in f.kinds if k.ram_bytes}
 
 
-def ram_refusal(kinds, available: int | None) -> str | None:
+def ram_refusal(kinds, available: int | None, workers: int = 1) -> str | None:
     """Why ``kinds`` cannot run with ``available`` bytes of memory (None: unknown, not
-    refused), or None when every gated kind among them fits."""
+    refused) and ``workers`` Cases at a time, or None when every gated kind among them fits."""
     if available is None:
         return None
-    short = [(k, kind(k).ram_bytes) for k in kinds if kind(k).ram_bytes > available]
+    short = [(k, kind(k).ram_bytes) for k in kinds if kind(k).ram_bytes * workers > available]
     if not short:
         return None
     need = ", ".join(f"{k} needs {b} bytes ({b / 2**30:.1f} GiB)" for k, b in short)
-    return (f"--scenario: too little memory for resource-gated kind(s): {need} of RAM per Case; "
-            f"{available} bytes ({available / 2**30:.1f} GiB) are available")
+    times = f" x {workers} workers" if workers > 1 else ""
+    return (f"--scenario: too little memory for resource-gated kind(s): {need} of RAM per "
+            f"Case{times}; {available} bytes ({available / 2**30:.1f} GiB) are available")
 
 
 def kind(name: str) -> Kind:

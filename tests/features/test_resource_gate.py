@@ -80,3 +80,35 @@ def test_the_record_rejects_a_bad_ram_bytes(bad):
                               ram_bytes=bad),))
     with pytest.raises(RecordError, match=r"kinds\[big_decode\]\.ram_bytes: .* is not an int >= 0"):
         rec.validate()
+
+
+def test_the_gate_counts_every_worker(gated):
+    assert features.ram_refusal(["big_decode"], NEED, workers=2).endswith(
+        f"of RAM per Case x 2 workers; {NEED} bytes (2.0 GiB) are available")
+    assert features.ram_refusal(["big_decode"], 2 * NEED, workers=2) is None
+
+
+def test_the_bigaddr_kind_is_gated_and_refused_by_name(monkeypatch, tmp_path, capsys):
+    from swafuzz.features.big_layer import RAM_BYTES
+
+    assert features.gated_kinds()["bigaddr"] == RAM_BYTES
+    assert "bigaddr" not in features.default_kind_names()
+    monkeypatch.setattr(cli_run, "available_ram", lambda: RAM_BYTES - 1)
+    out = tmp_path / "out"
+    assert main(["run", "--scenario", "bigaddr", "--out", str(out)]) == 2
+    assert f"bigaddr needs {RAM_BYTES} bytes" in capsys.readouterr().err and not out.exists()
+
+
+def test_the_zoo_leaves_out_mutants_of_gated_kinds_unless_named(monkeypatch, tmp_path, capsys):
+    from swafuzz.features.big_layer import RAM_BYTES
+    from swafuzz.harness import cli, zoo
+
+    assert "store_int32_address" not in zoo.selected(None)
+    assert set(zoo.selected(None)) == set(zoo.default_zoo())
+    assert list(zoo.selected(["store_int32_address"])) == ["store_int32_address"]
+    monkeypatch.setattr(cli, "available_ram", lambda: 1 << 30)
+    out = tmp_path / "zoo"
+    assert main(["zoo", "--mutant", "store_int32_address", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("--mutant: too little memory") == 1 and f"{RAM_BYTES} bytes" in err, err
+    assert not out.exists()

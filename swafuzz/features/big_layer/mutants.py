@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import torch
 
+from swafuzz.kernels import contracts
+from swafuzz.kernels.launch import capturing
 from swafuzz.targets.backend import DSV4Backend
 from swafuzz.targets.engine import UnifiedEngine
 from swafuzz.targets.mutants import mutant
@@ -23,10 +25,16 @@ class _Int32AddressBackend(DSV4Backend):
         """The store computes slot ``s``'s byte address ``page * page stride + offset * row
         bytes`` in int32 (wrapping at 2^31), then writes the row's bytes there in the layer's
         byte view; a wrapped (negative) address indexes from the view's end, as torch indexing
-        does (a device kernel would write before the buffer). The DSV4 layout's quantizing
-        store (a ``[pages, stride]`` cache) is left as it is."""
+        does (a device kernel would write before the buffer). Everything else is the unified
+        store's: the ``-1`` skip with row tables, the host contract checks; the DSV4 layout's
+        quantizing store (a ``[pages, stride]`` cache) is left as it is."""
         if cache.dim() != 3:
             return super()._store(cache, loc, rows)
+        if self.row_tables is not None:  # as the unified store: -1 rows skipped first
+            loc = self.store_skip_guard(loc)
+        contracts.check_store_static(cache, loc, rows)  # the host checks stay the kernel's
+        if not capturing():
+            contracts.check_store_values(cache, loc)
         pages, p, d = cache.shape
         item = cache.element_size()
         rb = d * item

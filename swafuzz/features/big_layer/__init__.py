@@ -5,8 +5,10 @@ from swafuzz.features.record import Feature, Kind
 
 #: RAM one Case of the kind needs: its two layers past 2^31 bytes (target and draft), the tape
 #: executor's saved copy of a layer it writes in place, the process; the most measured (peak RSS
-#: of one Case, eager + tape): unified 6.7 GB, the sglang target's DSV4 store through the Triton
-#: interpreter 9.3 GB
+#: of one Case): unified, eager + tape, torch or the Triton interpreter, 6.9 GB; the sglang
+#: target (0.5.23) eager 5.1 GB. Not covered: the sglang target's DSV4 Cases under the tape
+#: executor peaked at 21.8 GB (the tape snapshots whole storages at capture): run the sglang
+#: target with ``--executor eager`` (SEMANTICS.md)
 RAM_BYTES = 9_500_000_000
 
 FEATURE = Feature(

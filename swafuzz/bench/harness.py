@@ -51,7 +51,7 @@ def _worker(idx: int, seed: int, examples: int, impl: str, executor: str, thread
     # warm-up outside the timed region: imports, the first kernel launches
     Campaign(run, seed=10_000 + seed, shrink=False).run_kind("decode", 1)
     counts.update(cases=0, steps=0, failed=0)
-    kinds = list(features.kind_names())
+    kinds = list(features.default_kind_names())
     per_kind = max(1, examples // len(kinds))
     barrier.wait()
     t0 = time.perf_counter()

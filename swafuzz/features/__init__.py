@@ -202,6 +202,31 @@ def kind_names() -> tuple[str, ...]:
     return tuple(k for f in all_features() for k in f.kind_names())
 
 
+def default_kind_names() -> tuple[str, ...]:
+    """The kinds a campaign runs when none is named: every kind but the resource-gated ones
+    (``Kind.ram_bytes > 0``), which run only when selected by name."""
+    return tuple(k.name for f in all_features() for k in f.kinds if not k.ram_bytes)
+
+
+def gated_kinds() -> dict[str, int]:
+    """Resource-gated kind name -> the RAM (bytes) one of its Cases needs."""
+    return {k.name: k.ram_bytes for f in all_features() for k in f.kinds if k.ram_bytes}
+
+
+def ram_refusal(kinds, available: int | None, workers: int = 1) -> str | None:
+    """Why ``kinds`` cannot run with ``available`` bytes of memory (None: unknown, not
+    refused) and ``workers`` Cases at a time, or None when every gated kind among them fits."""
+    if available is None:
+        return None
+    short = [(k, kind(k).ram_bytes) for k in kinds if kind(k).ram_bytes * workers > available]
+    if not short:
+        return None
+    need = ", ".join(f"{k} needs {b} bytes ({b / 2**30:.1f} GiB)" for k, b in short)
+    times = f" x {workers} workers" if workers > 1 else ""
+    return (f"--scenario: too little memory for resource-gated kind(s): {need} of RAM per "
+            f"Case{times}; {available} bytes ({available / 2**30:.1f} GiB) are available")
+
+
 def kind(name: str) -> Kind:
     for k in feature_of_kind(name).kinds:
         if k.name == name:

@@ -48,12 +48,19 @@ class Kind:
 
     ``strategy``: ``"module:callable"``; calling it returns a ``SearchStrategy[Case]`` whose Cases
     carry ``kind == name``. ``since``: per-target overrides of the feature's :attr:`Feature.since`
-    (target name -> :class:`Since`)."""
+    (target name -> :class:`Since`).
+
+    ``ram_bytes``: the resource gate. 0 (the default): an ordinary kind, in the default campaign.
+    Above 0: the RAM one Case of this kind needs (for example a layer buffer past 2^31 bytes);
+    the kind is opt-in: left out of the default kinds (:func:`swafuzz.features.default_kind_names`),
+    run only when named with ``--scenario``, and refused there (exit 2, naming the kind and the
+    bytes) when the machine has less memory available."""
 
     name: str
     strategy: str
     summary: str
     since: dict[str, Since] = field(default_factory=dict)
+    ram_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -142,6 +149,10 @@ class Feature:
             if not _REF.match(k.strategy) or ":" not in k.strategy:
                 raise bad(f"kinds[{k.name}].strategy", f"{k.strategy!r} is not 'module:callable'")
             _check_since(bad, f"kinds[{k.name}].since", k.since)
+            if not isinstance(k.ram_bytes, int) or isinstance(k.ram_bytes, bool) \
+                    or k.ram_bytes < 0:
+                raise bad(f"kinds[{k.name}].ram_bytes",
+                          f"{k.ram_bytes!r} is not an int >= 0 (0: not resource-gated)")
         if self.fields and (not _REF.match(self.fields) or ":" not in self.fields):
             raise bad("fields", f"{self.fields!r} is not 'module:attr'")
         for ref in self.validators:

@@ -21,7 +21,7 @@ import sys
 
 import torch
 
-from swafuzz import targets
+from swafuzz import features, targets
 from swafuzz.harness import bisect, cli_parser, listing, report
 from swafuzz.harness.cli_common import (
     EXIT_CLEAN,
@@ -30,6 +30,7 @@ from swafuzz.harness.cli_common import (
     EXIT_TOOL,
     EXIT_USAGE,
     UsageError,
+    available_ram,
     check_choice,
     load_plugins,
     positive,
@@ -105,9 +106,13 @@ def cmd_zoo(args) -> int:
     if bad:
         raise UsageError(bad)
     try:
-        selected(args.mutant)
+        zoo = selected(args.mutant)
     except ValueError as e:
         raise UsageError(str(e)) from None
+    why = features.ram_refusal(sorted({k for s in zoo.values() for k in s.kinds}),
+                               available_ram())  # a named mutant of a resource-gated kind
+    if why:
+        raise UsageError(why.replace("--scenario", "--mutant", 1))
     return run_zoo(args)
 
 

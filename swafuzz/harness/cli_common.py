@@ -28,6 +28,19 @@ def check_choice(field: str, value: str, allowed) -> None:
                          f"{', '.join(sorted(allowed))}")
 
 
+def available_ram() -> int | None:
+    """Bytes of memory available for new work (``MemAvailable`` of /proc/meminfo), or None
+    where the platform does not say."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def target_names() -> list[str]:
     return sorted(targets.available_targets())
 

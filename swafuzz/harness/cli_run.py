@@ -17,6 +17,7 @@ from swafuzz.harness.cli_common import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
     UsageError,
+    available_ram,
     check_choice,
     check_target_kinds,
     load_plugins,
@@ -69,12 +70,15 @@ def run_config(args):
     except ShardSpecError as e:
         raise UsageError(str(e)) from None
     validate_common(args)
-    kinds = args.scenario or list(features.kind_names())
+    kinds = args.scenario or list(features.default_kind_names())  # gated kinds: by name only
     for k in kinds:
         check_choice("--scenario", k, features.kind_names())
     kinds = check_target_kinds(args.target, kinds, bool(args.scenario))
     positive("--examples", args.examples)
     positive("--workers", args.workers)
+    why = features.ram_refusal(kinds, available_ram(), 1 if args.ray else args.workers)
+    if why:
+        raise UsageError(why)
     if args.shrink_budget < 0:
         raise UsageError(f"--shrink-budget: must be >= 0 (got {args.shrink_budget})")
     budget_s = parse_duration("--budget", args.budget) if args.budget else None

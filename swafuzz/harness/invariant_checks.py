@@ -65,7 +65,7 @@ def check_invariants(case, obs, exp) -> list[Failure]:
                 return fails
         v = pool_invariants(so.mapping, so.free_full_pages, so.free_swa_pages,
                             reqs if reqs is not None else {}, pc.page_size, pc.full_pages,
-                            pc.swa_pages)
+                            pc.swa_pages, pc.swa_held_pages)
         if reqs is None:  # rules over live requests cannot be judged
             v = [m for m in v if m.split(":")[0] not in (
                 "orphan", "accounting", "free-in-use", "in-window", "evicted")]

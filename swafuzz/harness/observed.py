@@ -18,12 +18,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from swafuzz.scenarios.case import POISON_BYTE
+from swafuzz.scenarios.paged import PagedBytes, poison_like, slot_diffs
+
 CAP = 4096
 
 
-def _slot_set(a: bytes, b: bytes, rb: int) -> set[int]:
-    n = min(len(a), len(b)) // rb
-    return {i for i in range(n) if a[i * rb:(i + 1) * rb] != b[i * rb:(i + 1) * rb]}
+def _slot_set(a, b, rb: int) -> set[int]:
+    return set(slot_diffs(a, b, rb, 0))  # bytes, or sparse layers (scenarios.paged)
 
 
 def summarize(case, obs, exp) -> dict[str, Any]:
@@ -48,10 +50,11 @@ def summarize(case, obs, exp) -> dict[str, Any]:
             for layer, now in enumerate(layers[: n_layers[pool]]):
                 before = prev.get(pool, [None] * len(layers))[layer]
                 if before is None:
-                    before = bytes([0x5A]) * len(now)
+                    before = poison_like(now, POISON_BYTE)
                 changed[pool][layer] |= _slot_set(before, now, rb)
                 if se is not None and se.pools.get(pool):
-                    want = bytes(se.pools[pool][layer])
+                    want = se.pools[pool][layer]
+                    want = want if isinstance(want, PagedBytes) else bytes(want)
                     differs[pool][layer] |= {s for s in _slot_set(now, want, rb) if s >= p}
         prev = {k: list(v) for k, v in so.pools.items()}
         for pool, zones in so.redzones.items():

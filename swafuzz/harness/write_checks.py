@@ -15,6 +15,8 @@ from swafuzz import features
 from swafuzz.harness.attribution import attribute, loc_owner
 from swafuzz.harness.check_base import Failure, fwd_name, pair_by_forward, slot_class
 from swafuzz.harness.check_registry import check
+from swafuzz.scenarios.case import POISON_BYTE
+from swafuzz.scenarios.paged import PagedBytes, poison_like, slot_diffs
 
 
 def pair_forwards(obs, exp) -> tuple[list[tuple[Any, Any]], list[Failure]]:
@@ -83,13 +85,6 @@ def first_pool_diff(x, y, rb: int, start: int):
     return None
 
 
-def slot_diffs(a: bytes, b: bytes, rb: int, start: int) -> list[int]:
-    n = min(len(a), len(b)) // rb
-    if a[start * rb:n * rb] == b[start * rb:n * rb]:
-        return []  # the common case, compared in C
-    return [i for i in range(start, n) if a[i * rb:(i + 1) * rb] != b[i * rb:(i + 1) * rb]]
-
-
 @check("pool_bytes")
 def check_pool_bytes(case, obs, exp) -> list[Failure]:
     """Every SWA slot outside the dummy page equals the shadow pool after every step, as raw
@@ -107,7 +102,7 @@ def check_pool_bytes(case, obs, exp) -> list[Failure]:
                                 f"{len(so.pools.get(pool, []))} layers, expected "
                                 f"{len(se.pools[pool])}", "count", so.step)]
             for layer, (a, b) in enumerate(zip(so.pools[pool], se.pools[pool])):
-                diff = slot_diffs(a, bytes(b), rb, p)
+                diff = slot_diffs(a, b if isinstance(a, PagedBytes) else bytes(b), rb, p)
                 if diff:
                     s = diff[0]
                     want, got = bytes(b[s * rb:(s + 1) * rb]), a[s * rb:(s + 1) * rb]
@@ -146,7 +141,7 @@ def check_write_set(case, obs, exp) -> list[Failure]:
             for layer, now in enumerate(layers):
                 before = prev.get(pool, [None] * len(layers))[layer]
                 if before is None:
-                    before = bytes([0x5A]) * len(now)
+                    before = poison_like(now, POISON_BYTE)
                 changed = slot_diffs(before, now, rb, p)
                 extra = [s for s in changed if s not in allowed.get((so.step, pool), set())]
                 if extra:
@@ -190,8 +185,7 @@ def check_redzones(case, obs, exp) -> list[Failure]:
                 pad = case.pool.pad_bytes_per_page
                 if pad and z.pads:
                     want = (z.canary * (pad // max(1, len(z.canary)) + 1))[:pad]
-                    bad = [k for k in range(len(z.pads) // pad)
-                           if z.pads[k * pad:(k + 1) * pad] != want]
+                    bad = changed_pads(z.pads, pad, want)
                     if bad:
                         fails.append(Failure(
                             "redzones", f"after step {so.step} ({case.steps[so.step].op}): {pool} "
@@ -201,3 +195,11 @@ def check_redzones(case, obs, exp) -> list[Failure]:
                             f"{case.pool.row_bytes} + {pad} pad)", "page-pad", so.step))
                         return fails
     return fails
+
+
+def changed_pads(pads, pad: int, want: bytes) -> list[int]:
+    """The pages whose pad (``pad`` bytes each, page order in ``pads``) is not ``want``; a sparse
+    layer's pads (:class:`scenarios.paged.PagedBytes` whose fill is ``want``): the pads it holds."""
+    if isinstance(pads, PagedBytes) and pads.blank == want:
+        return sorted(k for k, v in pads.pages.items() if v != want)
+    return [k for k in range(len(pads) // pad) if pads[k * pad:(k + 1) * pad] != want]

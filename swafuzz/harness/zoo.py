@@ -183,7 +183,8 @@ def _control(examples: int, impl: str, executors: list[str], out: str, label: st
     """The control: ``unified`` over every kind it runs (or over ``kinds``) must be clean."""
     tc = time.perf_counter()
     control = {"clean": True, "cases": 0, "seconds": 0.0, "check": None, "impl": impl}
-    for kind in (k for k in features.kind_names() if targets.supports("unified", k) is None
+    every = features.default_kind_names() if kinds is None else features.kind_names()
+    for kind in (k for k in every if targets.supports("unified", k) is None
                  and (kinds is None or k in kinds)):
         camp = Campaign(_runner("unified", impl, executors), seed=0, shrink=False)
         res = camp.run_kind(kind, examples)
@@ -198,12 +199,20 @@ def _control(examples: int, impl: str, executors: list[str], out: str, label: st
     return control
 
 
+def default_zoo() -> dict:
+    """Every mutant but those only resource-gated kinds reach (``Kind.ram_bytes > 0``: GBs per
+    Case), which run when named with ``--mutant``."""
+    gated = set(features.gated_kinds())
+    return {n: s for n, s in load_all().items() if not set(s.kinds) <= gated}
+
+
 def selected(names: list[str] | None) -> dict:
-    """The mutants to run: all, or those ``--mutant`` names (in the order given); an unknown
-    name is a ``ValueError`` naming it and listing the known ones."""
+    """The mutants to run: the default zoo (:func:`default_zoo`), or those ``--mutant`` names
+    (in the order given); an unknown name is a ``ValueError`` naming it and listing the known
+    ones."""
     zoo = load_all()
     if not names:
-        return zoo
+        return default_zoo()
     unknown = [n for n in names if n not in zoo]
     if unknown:
         raise ValueError(f"--mutant: {unknown[0]!r} is not a mutant; known: "
@@ -220,7 +229,7 @@ def run_zoo(args) -> int:
     jobs = max(1, args.jobs)
     t0 = time.perf_counter()
     zoo = selected(getattr(args, "mutant", None))
-    narrowed = len(zoo) < len(load_all())
+    narrowed = set(zoo) != set(default_zoo())
     control_kinds = sorted({k for spec in zoo.values() for k in spec.kinds}) if narrowed else None
 
     def say(msg: str) -> None:

@@ -17,6 +17,7 @@ from swafuzz.oracles.errors import AllocationRejected, CaseInfeasible, OracleErr
 from swafuzz.oracles.expectation import Expectation
 from swafuzz.oracles.sharing import pages_held_by_others, reject_cut
 from swafuzz.scenarios.case import POISON_BYTE, Case, Step
+from swafuzz.scenarios.paged import PagedBytes, sparse_layer
 
 __all__ = ["Allocator"]
 
@@ -48,17 +49,14 @@ class Allocator:
             raise CaseInfeasible(-1, "graph: need topk >= 0, num_steps >= 1, num_draft_tokens >= 1")
         self.case, self.cfg, self.g, self.P = case, cfg, g, p
         self.free_full = set(range(1, cfg.full_pages + 1))
-        self.free_swa = set(range(1, cfg.swa_pages + 1))
+        self.free_swa = set(range(1 + cfg.swa_held_pages, cfg.swa_pages + 1))  # held: never free
         self.M = [0] * (cfg.full_pages * p + p) + [-1]
         self.tokens: dict[int, list[int]] = {}
         self.evicted: dict[int, int] = {}
         self.reserved: dict[int, int] = {}  # reserved verify slots past the last token
         self.ever: set[int] = set()
-        nbytes = cfg.swa_slots * cfg.row_bytes
-        self.pools = {
-            "target": [bytearray([POISON_BYTE]) * nbytes for _ in range(cfg.layers)],
-            "draft": [bytearray([POISON_BYTE]) * nbytes for _ in range(cfg.draft_layers)],
-        }
+        self.pools = {"target": [self.layer() for _ in range(cfg.layers)],
+                      "draft": [self.layer() for _ in range(cfg.draft_layers)]}
         self.exp = Expectation()
         # Observed mode: per step, the [full, swa] slot of every token the target's allocator
         # handed out, in contract order; validated and followed instead of "lowest free page".
@@ -68,6 +66,16 @@ class Allocator:
         self.win = window_of(case) if window_of is not None else None
         if self.win is not None:
             self.exp.channels[self.win.channel] = self.win.exp
+
+    def layer(self):
+        """One shadow SWA layer, all poison: a bytearray, or for a layer of
+        :data:`scenarios.paged.SPARSE_LAYER_BYTES` or more a :class:`scenarios.paged.PagedBytes`
+        of ``P * row_bytes`` pages (the pages written are stored)."""
+        cfg = self.cfg
+        nbytes = cfg.swa_slots * cfg.row_bytes
+        if sparse_layer(nbytes):
+            return PagedBytes(nbytes, cfg.page_size * cfg.row_bytes, POISON_BYTE)
+        return bytearray([POISON_BYTE]) * nbytes
 
     def live(self, i: int, rid: int) -> list[int]:
         """The token list of live request ``rid`` (infeasible when it is not live)."""

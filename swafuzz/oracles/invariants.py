@@ -21,7 +21,9 @@ Rules (P = page_size; SWA slots live in ``[0, (swa_pages+1)*P)``, page 0 is the 
 * ``in-window``: positions ``[evicted, len)`` of a live request are mapped (``M > 0``).
 * ``evicted``: positions below the frontier are unmapped (``M == 0``).
 * ``orphan``: every mapped full slot belongs to a live request.
-* ``accounting``: free pages + pages in use == all pages, on each side.
+* ``held``: the SWA pages ``1..swa_held`` (``pool.swa_held_pages``) are neither free nor
+  mapped.
+* ``accounting``: free pages + pages in use (+ held SWA pages) == all pages, on each side.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ from __future__ import annotations
 
 def pool_invariants(mapping: list[int], free_full_pages: list[int], free_swa_pages: list[int],
                     requests: dict[int, tuple[list[int], int]], page_size: int, full_pages: int,
-                    swa_pages: int) -> list[str]:
-    """Violations of the rules above. ``requests``: rid -> (full slot per position, frontier)."""
+                    swa_pages: int, swa_held: int = 0) -> list[str]:
+    """Violations of the rules above. ``requests``: rid -> (full slot per position, frontier);
+    ``swa_held``: SWA pages ``1..swa_held`` are held from the start."""
     P, M, out = page_size, mapping, []
     n_map = full_pages * P + P + 1
     swa_hi = (swa_pages + 1) * P
@@ -101,8 +104,12 @@ def pool_invariants(mapping: list[int], free_full_pages: list[int], free_swa_pag
         out.append(f"free-in-use: full page {pg} is free but holds live tokens")
     for pg in sorted(used_swa & free_swa):
         out.append(f"free-in-use: SWA page {pg} is free but holds mapped slots")
+    held = set(range(1, swa_held + 1))
+    for pg in sorted(held & (free_swa | used_swa))[:1]:
+        out.append(f"held: SWA page {pg} is held (pool.swa_held_pages = {swa_held}) but "
+                   f"{'free' if pg in free_swa else 'holds mapped slots'}")
     for name, used, free, n_pages in (("full", used_full, free_full, full_pages),
-                                      ("SWA", used_swa, free_swa, swa_pages)):
+                                      ("SWA", used_swa | held, free_swa, swa_pages)):
         lost = sorted(set(range(1, n_pages + 1)) - used - free)
         if lost:
             out.append(f"accounting: {name} pages {lost[:8]}{'...' if len(lost) > 8 else ''} "

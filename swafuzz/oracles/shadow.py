@@ -283,5 +283,5 @@ class Shadow(Allocator):
             step=i, op=s.op, mapping=list(self.M), free_full_pages=sorted(self.free_full),
             free_swa_pages=sorted(self.free_swa),
             requests={r: (list(t), self.evicted[r]) for r, t in self.tokens.items()},
-            pools={k: [bytearray(b) for b in v] for k, v in self.pools.items()},
+            pools={k: [b.copy() for b in v] for k, v in self.pools.items()},
         ))

@@ -29,7 +29,7 @@ class Planner:
 
     def __post_init__(self) -> None:
         self.free_full = self.pool.full_pages
-        self.free_swa = self.pool.swa_pages
+        self.free_swa = self.pool.swa_pages - self.pool.swa_held_pages  # held: never free
 
     # ---------------------------------------------------------------- queries
     @property

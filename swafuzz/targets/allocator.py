@@ -109,7 +109,8 @@ class SWAAllocator(RequestBook):
         self.mapping = torch.zeros(pool.mapping_len, dtype=torch.int64, device=self.device)
         self.mapping[-1] = -1
         self.full_free: set[int] = set(range(1, pool.full_pages + 1))
-        self.swa_free: set[int] = set(range(1, pool.swa_pages + 1))
+        # pages 1..swa_held_pages are held from the start by no request of the Case
+        self.swa_free: set[int] = set(range(1 + pool.swa_held_pages, pool.swa_pages + 1))
         self.tokens: dict[int, list[int]] = {}
         self.evicted: dict[int, int] = {}
 

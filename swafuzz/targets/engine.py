@@ -330,7 +330,7 @@ class UnifiedEngine:
     def step_obs(self, i: int) -> StepObs:
         pools, redzones = {}, {}
         for name, pool in (("target", self.target_pool), ("draft", self.draft_pool)):
-            pools[name] = [pool.layer_bytes(k) for k in range(pool.num_layers)]
+            pools[name] = [pool.layer_snapshot(k) for k in range(pool.num_layers)]
             redzones[name] = [RedzoneObs(*pool.redzone(k)) for k in range(pool.num_layers)]
         m = self.allocator.mapping
         return StepObs(

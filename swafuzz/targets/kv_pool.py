@@ -35,9 +35,13 @@ import torch
 from swafuzz import features
 from swafuzz.kernels import dsv4_store
 from swafuzz.scenarios.case import POISON_BYTE, PoolConfig
+from swafuzz.scenarios.paged import PagedBytes, sparse_layer
 
 #: The canary byte pattern of every redzone (repeated, truncated to the redzone length).
 CANARY = bytes([0xDE, 0xAD, 0xBE, 0xEF, 0xC0, 0xFF, 0xEE, 0x11])
+
+#: bytes scanned per chunk by :meth:`SWAKVPool.changed_pages`
+SCAN_BYTES = 64 << 20
 
 DTYPES = {"uint8": torch.uint8, "bfloat16": torch.bfloat16}
 
@@ -125,24 +129,83 @@ class SWAKVPool:
     def layer_bytes(self, i: int) -> bytes:
         """The row bytes of local layer ``i`` in slot order (``swa_slots * row_bytes``; page
         pads excluded)."""
+        if self.layout != "dsv4" and not self.pad_bytes:
+            rz = self.redzone_bytes
+            return self._bytes(self.raw[i][rz:rz + self.usable_bytes])
+        return self._bytes(self._slot_order(self._pages(i)))
+
+    def _slot_order(self, pages: torch.Tensor) -> torch.Tensor:
+        """``[n, page stride]`` uint8 pages -> ``[n, P * row_bytes]``: each page's slots in
+        slot order (the DSV4 layout: each slot's data row, then its scale group)."""
         if self.layout == "dsv4":
-            p, pages = self.page_size, self._pages(i)
+            p = self.page_size
             data = pages[:, :p * dsv4_store.DATA].reshape(-1, p, dsv4_store.DATA)
             scales = pages[:, p * dsv4_store.DATA:self.page_bytes].reshape(-1, p,
                                                                           dsv4_store.SCALES)
-            return self._bytes(torch.cat([data, scales], dim=2))
-        if not self.pad_bytes:
-            rz = self.redzone_bytes
-            return self._bytes(self.raw[i][rz:rz + self.usable_bytes])
-        return self._bytes(self._pages(i)[:, :self.page_bytes].contiguous())
+            return torch.cat([data, scales], dim=2).reshape(len(pages), -1)
+        return pages[:, :self.page_bytes].contiguous()
+
+    def layer_snapshot(self, i: int):
+        """:meth:`layer_bytes`, or for a layer of :data:`scenarios.paged.SPARSE_LAYER_BYTES` or
+        more its :class:`scenarios.paged.PagedBytes`: every page whose row bytes are not all
+        poison (found by scanning the whole layer, so a write at any address is seen), stored in
+        slot order."""
+        pages = self._pages(i)
+        nbytes = len(pages) * self.page_bytes
+        if not sparse_layer(nbytes):
+            return self.layer_bytes(i)
+        dirty = self.changed_pages(pages[:, :self.page_bytes], bytes([POISON_BYTE]))
+        out = PagedBytes(nbytes, self.page_bytes, POISON_BYTE)
+        for a in range(0, len(dirty), 64):
+            idx = torch.tensor(dirty[a:a + 64], dtype=torch.int64, device=self.device)
+            rows = self._bytes(self._slot_order(pages.index_select(0, idx)))
+            for j, k in enumerate(dirty[a:a + 64]):
+                out.pages[k] = rows[j * self.page_bytes:(j + 1) * self.page_bytes]
+        return out
+
+    def changed_pages(self, view: torch.Tensor, clean: bytes) -> list[int]:
+        """Indices of the pages (rows of ``view``, ``[n, w]`` uint8) whose bytes are not
+        ``clean`` (one byte repeated: the poison; or ``w`` bytes: a pad's canary pattern),
+        scanned :data:`SCAN_BYTES` at a time, as int64 words where the view allows. For one
+        repeated byte a page is clean when its minimum and maximum word are the clean word."""
+        uniform = len(set(clean)) == 1
+        clean = clean * view.shape[1] if uniform else clean
+        words = view
+        pat = torch.frombuffer(bytearray(clean), dtype=torch.uint8)
+        if view.shape[1] % 8 == 0 and view.stride(0) % 8 == 0 \
+                and view.storage_offset() % 8 == 0:
+            words, pat = view.view(torch.int64), pat.view(torch.int64)
+        pat = pat.to(self.device)
+        step = max(1, SCAN_BYTES // max(1, view.stride(0)))
+        out: list[int] = []
+        for a in range(0, len(words), step):
+            blk = words[a:a + step]
+            if uniform:
+                lo, hi = torch.aminmax(blk, dim=1)  # one pass, no temporary
+                hit = (lo != pat[0]) | (hi != pat[0])
+            else:
+                hit = (blk != pat).any(dim=1)
+            out += (hit.nonzero().flatten() + a).tolist()
+        return out
 
     def redzone(self, i: int) -> tuple[bytes, bytes, bytes, bytes]:
         """(canary, bytes before, bytes after, every page's pad bytes in page order) of local
-        layer ``i``; each pad is filled with the canary pattern from its start."""
+        layer ``i``; each pad is filled with the canary pattern from its start. For a layer
+        snapshotted sparsely (:meth:`layer_snapshot`) the pads are a
+        :class:`scenarios.paged.PagedBytes` of pad-sized pages, the canary pattern its fill,
+        holding the pads that differ from it."""
         rz, us = self.redzone_bytes, self.usable_bytes
         raw = self.raw[i]
-        pads = self._bytes(self._pages(i)[:, self.page_bytes:].contiguous()) if self.pad_bytes \
-            else b""
+        pads = b""
+        if self.pad_bytes:
+            view = self._pages(i)[:, self.page_bytes:]
+            if sparse_layer(len(view) * self.page_bytes):
+                clean = canary_bytes(self.pad_bytes)
+                pads = PagedBytes(len(view) * self.pad_bytes, self.pad_bytes, clean,
+                                  {k: self._bytes(view[k]) for k in
+                                   self.changed_pages(view, clean)})
+            else:
+                pads = self._bytes(view.contiguous())
         return canary_bytes(rz), self._bytes(raw[:rz]), self._bytes(raw[rz + us:]), pads
 
     @staticmethod

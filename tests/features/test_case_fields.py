@@ -102,6 +102,7 @@ BAD = {
     "tail_graphs": (_case(steps=[ADMIT, {"op": "extend", "rids": [0], "lengths": [1],
                                          "tail_exec": "bucket"}]), "steps[1].tail_exec"),
     "ring_draft": (_case(steps=[ADMIT, {"op": "draft_block", "rids": [0]}]), "steps[1].op"),
+    "big_layer": (_case(pool={"swa_held_pages": 8}), "pool.swa_held_pages"),
 }
 
 

@@ -20,6 +20,10 @@ from swafuzz.harness.run import execute
 from swafuzz.scenarios.case import Case
 
 KINDS = features.kind_names()
+#: a resource-gated kind (``Kind.ram_bytes > 0``: a Case needs GBs of RAM) runs its Cases here
+#: only under ``-m bigmem`` (drawing them is cheap); the plugin skips it otherwise, with the reason
+RUN_KINDS = [pytest.param(k, marks=pytest.mark.bigmem) if k in features.gated_kinds() else k
+             for k in KINDS]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -56,7 +60,7 @@ def test_kind_shrinks_to_a_short_case(kind):
     assert len(case.steps) <= 3, case
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", RUN_KINDS)
 def test_unified_agrees_with_the_oracle(kind):
     """The ``unified`` target and the oracle agree, bit for bit and on every check, on a few Cases
     of each kind, eager and on the tape (graph) executor (torch kernels: the interpreter's

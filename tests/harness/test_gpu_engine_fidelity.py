@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.cudagraph]
 
 
 @pytest.mark.parametrize("impl", ["triton", "cuda"])
-@pytest.mark.parametrize("kind", sorted(features.kind_names()))
+@pytest.mark.parametrize("kind", sorted(features.default_kind_names()))
 def test_unified_clean_under_all_executors(kind, impl):
     @settings(max_examples=6, deadline=None, derandomize=True)
     @given(features.strategy(kind)())

@@ -54,9 +54,24 @@ class SGLangAllocator(RequestBook):
                 # the release's own switch: its torch reference allocator on CPU
                 a.use_triton_kernels = False
         self.mapping = self.real.full_to_swa_index_mapping
+        self.hold_low_swa_pages(pool.swa_held_pages)
         self.tokens: dict[int, list[int]] = {}
         self.evicted: dict[int, int] = {}
         self.alloc_log: list[list[int]] = []
+
+    def hold_low_swa_pages(self, n: int) -> None:
+        """``pool.swa_held_pages``: SWA pages ``1..n`` held from the start by no request of the
+        Case, taken through the release's own SWA allocator (its ``alloc`` of ``n * P`` slots
+        hands out the lowest free pages of its sorted free list); refused when it hands out
+        other pages. Never freed, never logged as the Case's allocation."""
+        if n <= 0:
+            return
+        P = self.page_size
+        got = self.real.swa_attn_allocator.alloc(n * P)
+        want = list(range(P, (n + 1) * P))
+        if got is None or sorted(int(x) for x in got.tolist()) != want:
+            raise AllocationError(f"pool.swa_held_pages = {n}: the release's SWA allocator did "
+                                  f"not hand out SWA pages 1..{n} (slots {P}..{(n + 1) * P - 1})")
 
     def rebuild_mapping(self) -> torch.Tensor:
         """The Case's ``remap`` (HiCache load-back / commit): the release's mapping tensor is

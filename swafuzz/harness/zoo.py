@@ -10,10 +10,11 @@ at least one mutant (its killing Case, rerun with that check disabled and every 
 on, passes: see :func:`ablation`), or carries a defence-in-depth reason in its ``@check`` (printed)
 and fires on at least one mutant.
 
-``--mutant NAME`` (repeatable) narrows the zoo to those mutants: the control then runs over their
-scenario kinds only, and the leave-one-out rule is printed but not enforced (a subset cannot
-prove it); exit 0 iff each named mutant is killed and the control is clean. Ctrl-C (or SIGTERM)
-prints the matrix of the mutants finished so far and exits 130.
+``--mutant NAME`` (repeatable) narrows the zoo to those mutants: the control (the release's
+target for its mutants) then runs over their kinds only, and the leave-one-out rule is printed
+but not enforced; exit 0 iff each named mutant is killed and the control is clean. Mutants of a
+release not installed here are left out of a whole-zoo run, named. Ctrl-C (or SIGTERM) prints
+the matrix of the mutants finished so far and exits 130.
 """
 
 from __future__ import annotations
@@ -179,31 +180,51 @@ def proof_status(rows: list[dict]) -> tuple[dict[str, list[str]], list[str]]:
 
 
 def _control(examples: int, impl: str, executors: list[str], out: str, label: str,
-             kinds: list[str] | None = None) -> dict:
-    """The control: ``unified`` over every kind it runs (or over ``kinds``) must be clean."""
+             kinds: list[str] | None = None, target: str = "unified") -> dict:
+    """The control: unmutated ``target`` over every kind it runs (or ``kinds``) is clean."""
     tc = time.perf_counter()
-    control = {"clean": True, "cases": 0, "seconds": 0.0, "check": None, "impl": impl}
-    for kind in (k for k in features.kind_names() if targets.supports("unified", k) is None
+    control = {"clean": True, "cases": 0, "seconds": 0.0, "check": None, "impl": impl,
+               "target": target}
+    for kind in (k for k in features.kind_names() if targets.supports(target, k) is None
                  and (kinds is None or k in kinds)):
-        camp = Campaign(_runner("unified", impl, executors), seed=0, shrink=False)
+        camp = Campaign(_runner(target, impl, executors), seed=0, shrink=False)
         res = camp.run_kind(kind, examples)
         control["cases"] += res.cases
         if res.finding is not None:
             control.update(clean=False, check=res.finding.failures[0].check,
                            message=res.finding.failures[0].message)
-            path = write_bundle(out, res.finding.finding("unified", impl, label, prefix="unified:"))
+            path = write_bundle(out, res.finding.finding(target, impl, label,
+                                                         prefix=f"{target}:"))
             control["repro"] = f"swafuzz repro {path}"
             break
     control["seconds"] = time.perf_counter() - tc
     return control
 
 
-def selected(names: list[str] | None) -> dict:
-    """The mutants to run: all, or those ``--mutant`` names (in the order given); an unknown
-    name is a ``ValueError`` naming it and listing the known ones."""
+def control_of(spec) -> str:
+    """The unmutated target of a mutant (``unified``, or a release target)."""
+    return getattr(spec.engine, "control", "unified")
+
+
+def not_here() -> dict[str, str]:
+    """Mutants whose target cannot run here (no release installed): name -> why."""
+    out = {}
+    for name, spec in load_all().items():
+        check = getattr(spec.engine, "check_available", None)
+        if control_of(spec) != "unified" and callable(check):
+            try:
+                check()
+            except targets.TargetUnavailable as e:
+                out[name] = str(e)
+    return out
+
+
+def selected(names: list[str] | None, skip=()) -> dict:
+    """The mutants to run: all but ``skip`` (:func:`not_here`), or those ``--mutant`` names (in
+    the order given); an unknown name is a ``ValueError`` naming it and the known ones."""
     zoo = load_all()
     if not names:
-        return zoo
+        return {n: s for n, s in zoo.items() if n not in skip}
     unknown = [n for n in names if n not in zoo]
     if unknown:
         raise ValueError(f"--mutant: {unknown[0]!r} is not a mutant; known: "
@@ -219,25 +240,33 @@ def run_zoo(args) -> int:
     out = args.out
     jobs = max(1, args.jobs)
     t0 = time.perf_counter()
-    zoo = selected(getattr(args, "mutant", None))
-    narrowed = len(zoo) < len(load_all())
+    names = getattr(args, "mutant", None)
+    skipped = {} if names else not_here()
+    zoo = selected(names, skipped)
+    narrowed = len(zoo) < len(load_all()) - len(skipped)
     control_kinds = sorted({k for spec in zoo.values() for k in spec.kinds}) if narrowed else None
+    bases = {control_of(spec) for spec in zoo.values()}
+    control_target = bases.pop() if len(bases) == 1 else "unified"
 
     def say(msg: str) -> None:
         if not args.quiet:
             print(msg, file=sys.stderr, flush=True)
 
+    for name, why in skipped.items():
+        print(f"zoo: mutant {name} not run here ({why}); run --mutant {name} where it is")
+
     tasks = [(name, examples, seeds, impl_for(spec, args.impl, args.budget), executors,
               shrink_budget, out, args.executor) for name, spec in zoo.items()]
     control_impl = "triton" if args.impl == "auto" else args.impl
-    control_args = (control_n, control_impl, executors, out, args.executor, control_kinds)
+    control_args = (control_n, control_impl, executors, out, args.executor, control_kinds,
+                    control_target)
     rows: list[dict] = []
     control, ctl = None, None
     old_term = signal.signal(signal.SIGTERM, _interrupt)
     try:
         if jobs == 1:
             control = _control(*control_args)
-            say(f"control unified: {'clean' if control['clean'] else 'FAILED'}")
+            say(f"control {control_target}: {'clean' if control['clean'] else 'FAILED'}")
             for t in tasks:
                 rows.append(zoo_mutant(*t))
                 say(_row_line(rows[-1]))
@@ -316,7 +345,8 @@ def finish(args, rows: list[dict], control: dict | None, examples: int, seeds: i
     enforced = [] if narrowed else unproven
     ok = bool(control["clean"]) and all(r["killed"] for r in rows) and not enforced
     write_run_meta(out, {"command": "zoo", "target": f"bug zoo ({len(rows)} mutants, control "
-                         "unified)", "impl": args.impl, "executor": args.executor,
+                         f"{control.get('target', 'unified')})", "impl": args.impl,
+                         "executor": args.executor,
                          "budget": result["budget"], "seconds": round(result["seconds"], 3)})
     if enforced:
         print(f"FAILED leave-one-out rule: {', '.join(enforced)}")

@@ -55,7 +55,7 @@ def kill_matrix(result: dict[str, Any], markdown: bool = False) -> str:
     rows = []
     c = result["control"]
     verdict = "not finished" if c["clean"] is None else "clean" if c["clean"] else "FAILED"
-    rows.append(["unified (control)", verdict, c.get("cases", ""), "",
+    rows.append([f"{c.get('target', 'unified')} (control)", verdict, c.get("cases", ""), "",
                  f"{c['seconds']:.1f}", c.get("check") or "", "", ""])
     for m in result["mutants"]:
         shr = m.get("shrunk") or {}

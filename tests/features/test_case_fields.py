@@ -102,6 +102,9 @@ BAD = {
     "tail_graphs": (_case(steps=[ADMIT, {"op": "extend", "rids": [0], "lengths": [1],
                                          "tail_exec": "bucket"}]), "steps[1].tail_exec"),
     "ring_draft": (_case(steps=[ADMIT, {"op": "draft_block", "rids": [0]}]), "steps[1].op"),
+    "server_ops": (_case(steps=[ADMIT, {"op": "refused_admit", "rid": 1, "length": 2},
+                                {"op": "extend", "rids": [0], "lengths": [1]}]),
+                   "steps[1].op"),
 }
 
 

@@ -84,5 +84,5 @@ FEATURE = Feature(
         'swafuzz.harness.cross_checks',
         'swafuzz.harness.contract_checks',
     ),
-    mutants=('swafuzz.features.dense.mutants', 'swafuzz.features.dense.release_mutants'),
+    mutants=('swafuzz.features.dense.mutants',),
 )

@@ -1,5 +1,5 @@
 """The engines of the dense feature's release mutants (imports SGLang: loaded only when one is
-built; registered in :mod:`swafuzz.features.dense.release_mutants`)."""
+built; registered in :mod:`swafuzz.features.dense.mutants`)."""
 
 from __future__ import annotations
 

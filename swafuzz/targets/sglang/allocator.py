@@ -57,6 +57,7 @@ class SGLangAllocator(RequestBook):
         self.tokens: dict[int, list[int]] = {}
         self.evicted: dict[int, int] = {}
         self.alloc_log: list[list[int]] = []
+        self.prefill = False  # an admission in progress (:meth:`admit`)
         # the release's request -> slot table, where its window eviction reads one
         self.rows = eviction.ReleaseRows(pool.full_pages + 1, pool.mapping_len, self.device) \
             if features.SEGMENT_EVICT else None
@@ -93,7 +94,7 @@ class SGLangAllocator(RequestBook):
         last = [self.tokens[rid][-1] if self.tokens[rid] else -1 for rid, _ in plan]
         if P == 1:
             out = self.real.alloc(total)
-        elif all(n == 1 for _, n in plan) and features.NAIVE_SWITCH:
+        elif all(n == 1 for _, n in plan) and features.NAIVE_SWITCH and not self.prefill:
             out = self.real.alloc_decode(self._t(seq), self._t(seq, cpu=True), self._t(last))
         else:
             out = self.real.alloc_extend(self._t(prefix), self._t(prefix, cpu=True), self._t(seq),
@@ -115,6 +116,17 @@ class SGLangAllocator(RequestBook):
             self.tokens[rid] += new
             res.append(new)
         return res
+
+    def admit(self, rid: int, length: int, prefix_rid: int | None = None,
+              prefix_len: int = 0) -> list[int]:
+        """An admission allocates as the server's prefill does: ``alloc`` (page size 1) or
+        ``alloc_extend``, never ``alloc_decode`` (a one-token prompt included), so a refusal
+        is the one those make: before anything is taken."""
+        self.prefill = True
+        try:
+            return super().admit(rid, length, prefix_rid, prefix_len)
+        finally:
+            self.prefill = False
 
     def evict(self, rid: int, window: int) -> None:
         """Window eviction of ``tokens[evicted:frontier]`` (contract frontier): through the

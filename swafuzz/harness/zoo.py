@@ -11,10 +11,9 @@ on, passes: see :func:`ablation`), or carries a defence-in-depth reason in its `
 and fires on at least one mutant.
 
 ``--mutant NAME`` (repeatable) narrows the zoo to those mutants: the control (the release's
-target for its mutants) then runs over their kinds only, and the leave-one-out rule is printed
-but not enforced; exit 0 iff each named mutant is killed and the control is clean. Mutants of a
-release not installed here are left out of a whole-zoo run, named. Ctrl-C (or SIGTERM) prints
-the matrix of the mutants finished so far and exits 130.
+target for its mutants) runs over their kinds only; leave-one-out is not enforced. Mutants of a
+release not installed here are left out of a whole-zoo run, named; one whose release lacks the
+faulty code is "not reachable here". Ctrl-C (or SIGTERM) prints the partial matrix, exit 130.
 """
 
 from __future__ import annotations
@@ -35,6 +34,7 @@ from swafuzz.harness.check_registry import check_names, defence_in_depth
 from swafuzz.harness.cli_common import EXIT_INTERRUPTED
 from swafuzz.harness.report_inputs import write_run_meta
 from swafuzz.harness.run import execute, resolve_executors
+from swafuzz.harness.zoo_select import control_of, not_here, selected
 from swafuzz.reports.bundle import atomic_write_text, write_bundle
 from swafuzz.reports.summary import kill_matrix
 from swafuzz.targets.mutants import load_all
@@ -110,7 +110,9 @@ def zoo_mutant(name: str, examples: int, seeds: int, impl: str, executors: list[
     row = {"name": name, "source": spec.source, "impl": impl, "killed": kills == seeds,
            "kills": f"{kills}/{seeds}", "seconds": time.perf_counter() - tm,
            "cases_to_kill": _median(counts), "cases_per_seed": counts, "check": None,
-           "checks": [], "shrunk": None, "repro": None}
+           "checks": [], "shrunk": None, "repro": None,  # no kind runs: the target's reasons
+           "unreachable": None if kinds else "; ".join(
+               dict.fromkeys(str(targets.supports(target, k)) for k in spec.kinds))}
     if first is not None:
         row.update(check=first.failures[0].check,
                    checks=sorted({f.check for f in first.failures}),
@@ -199,37 +201,6 @@ def _control(examples: int, impl: str, executors: list[str], out: str, label: st
             break
     control["seconds"] = time.perf_counter() - tc
     return control
-
-
-def control_of(spec) -> str:
-    """The unmutated target of a mutant (``unified``, or a release target)."""
-    return getattr(spec.engine, "control", "unified")
-
-
-def not_here() -> dict[str, str]:
-    """Mutants whose target cannot run here (no release installed): name -> why."""
-    out = {}
-    for name, spec in load_all().items():
-        check = getattr(spec.engine, "check_available", None)
-        if control_of(spec) != "unified" and callable(check):
-            try:
-                check()
-            except targets.TargetUnavailable as e:
-                out[name] = str(e)
-    return out
-
-
-def selected(names: list[str] | None, skip=()) -> dict:
-    """The mutants to run: all but ``skip`` (:func:`not_here`), or those ``--mutant`` names (in
-    the order given); an unknown name is a ``ValueError`` naming it and the known ones."""
-    zoo = load_all()
-    if not names:
-        return {n: s for n, s in zoo.items() if n not in skip}
-    unknown = [n for n in names if n not in zoo]
-    if unknown:
-        raise ValueError(f"--mutant: {unknown[0]!r} is not a mutant; known: "
-                         f"{', '.join(sorted(zoo))}")
-    return {n: zoo[n] for n in dict.fromkeys(names)}
 
 
 def run_zoo(args) -> int:
@@ -343,7 +314,8 @@ def finish(args, rows: list[dict], control: dict | None, examples: int, seeds: i
     with open(os.path.join(out, "kill-matrix.md"), "w") as f:
         f.write(kill_matrix(result, markdown=True) + "\n")
     enforced = [] if narrowed else unproven
-    ok = bool(control["clean"]) and all(r["killed"] for r in rows) and not enforced
+    ok = bool(control["clean"]) and all(r["killed"] or r.get("unreachable") for r in rows) \
+        and not enforced
     write_run_meta(out, {"command": "zoo", "target": f"bug zoo ({len(rows)} mutants, control "
                          f"{control.get('target', 'unified')})", "impl": args.impl,
                          "executor": args.executor,
@@ -373,7 +345,9 @@ def _load_plugins(modules: list[str]) -> None:
 
 
 def _row_line(row: dict) -> str:
-    return (f"{row['name']}: {'killed' if row['killed'] else 'SURVIVED'} ({row['kills']} seeds, "
+    verdict = "killed" if row["killed"] else "not reachable here" if row.get(
+        "unreachable") else "SURVIVED"
+    return (f"{row['name']}: {verdict} ({row['kills']} seeds, "
             f"{cases_text(row['cases_per_seed'])}, {row['seconds']:.1f} s"
             + (f", {row['check']}" if row["check"] else "") + f", impl {row['impl']})")
 

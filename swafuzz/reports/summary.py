@@ -60,9 +60,10 @@ def kill_matrix(result: dict[str, Any], markdown: bool = False) -> str:
     for m in result["mutants"]:
         shr = m.get("shrunk") or {}
         size = f"{shr.get('requests', '?')}r/{shr.get('steps', '?')}s" if shr else ""
-        rows.append([m["name"], "killed" if m["killed"] else "SURVIVED",
-                     m.get("cases_to_kill", ""), m.get("kills", ""), f"{m['seconds']:.1f}",
-                     m.get("check") or "", size, m.get("repro") or ""])
+        verdict = "killed" if m["killed"] else (
+            f"not reachable here: {m['unreachable']}" if m.get("unreachable") else "SURVIVED")
+        rows.append([m["name"], verdict, m.get("cases_to_kill", ""), m.get("kills", ""),
+                     f"{m['seconds']:.1f}", m.get("check") or "", size, m.get("repro") or ""])
     return table(["mutant", "verdict", "cases to kill (median)", "seeds killed", "seconds",
                   "check", "shrunk", "repro"], rows, markdown)
 

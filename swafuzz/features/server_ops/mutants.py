@@ -6,6 +6,7 @@ from __future__ import annotations
 from swafuzz.targets.allocator import AllocationError, SWAAllocator
 from swafuzz.targets.engine import UnifiedEngine
 from swafuzz.targets.mutants import mutant
+from swafuzz.targets.sglang.zoo import SGLangMutant
 
 
 class _FlushWhileRunning(SWAAllocator):
@@ -67,3 +68,28 @@ class RefusalTakesFullPages(UnifiedEngine):
     """An admission the SWA side refuses still takes its full pages: they leak."""
 
     allocator_cls = _RefusalTakesFullPages
+
+
+# ----------------------------------------------------------------------------- the release's code
+# (sglang target; the zoo runs them where SGLang is installed: --mutant NAME with the release's
+# python). Their engines: swafuzz.features.server_ops.sglang_mutants, which imports the adapter.
+@mutant("release_clear_seeds_page_zero", ("idle_flush",), "spec §2.3 (the paged allocator's "
+        "clear() seeds free pages 1..num_pages: page 0 is the padded slot's), §2.4 rule 1",
+        expected=("refusal", "invariants", "write_targets", "pool_bytes", "agreement", "error"))
+class ReleaseClearSeedsPageZero(SGLangMutant):
+    """The release's ``SWATokenToKVPoolAllocator.clear()`` (run by the scheduler's cache flush)
+    leaves the SWA allocator's page 0 in its free list: the next admission may take the dummy
+    page."""
+
+    build = "swafuzz.features.server_ops.sglang_mutants:ClearSeedsPageZeroEngine"
+
+
+@mutant("release_swa_capacity_overstated", ("swa_short",), "spec §2.3 (alloc / alloc_extend "
+        "fail, returning None, when either side lacks the tokens or pages, before taking any)",
+        expected=("error", "refusal", "invariants"))
+class ReleaseSwaCapacityOverstated(SGLangMutant):
+    """The release's SWA allocator over-reports its free size, so the capacity check of
+    ``alloc`` / ``alloc_extend`` lets an admission through that the SWA side cannot hold: the
+    full side's slots are taken, then the SWA side's allocation fails mid-step."""
+
+    build = "swafuzz.features.server_ops.sglang_mutants:SwaCapacityOverstatedEngine"

@@ -48,6 +48,17 @@ def test_zoo_leaves_release_mutants_out_where_their_release_is_missing():
     assert zoo.control_of(zoo.load_all()["evict_keeps_mapping"]) == "unified"
 
 
+def test_a_mutant_whose_release_lacks_the_code_is_not_reachable_not_survived():
+    from swafuzz.reports.summary import kill_matrix
+
+    row = {"name": "m", "killed": False, "unreachable": "sglang 0.5.12 has no SEGMENT_EVICT",
+           "seconds": 0.0, "kills": "0/2"}
+    text = kill_matrix({"control": {"clean": True, "cases": 1, "seconds": 0.0,
+                                    "target": "sglang"}, "mutants": [row]})
+    assert "not reachable here: sglang 0.5.12 has no SEGMENT_EVICT" in text
+    assert "sglang (control)" in text and "SURVIVED" not in text
+
+
 def test_evict_case_passes_on_the_model():
     from swafuzz.harness.run import execute
 

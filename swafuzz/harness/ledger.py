@@ -11,7 +11,8 @@ A ledger is a JSON file (``ledger/known_failures.json``)::
                                                            # in practice): the trigger, below
                   "cite": "https://github.com/.../pull/N", # the upstream PR/issue
                   "note": "what it is, why it is known",
-                  "repro": "ledger/repros/short-name.json"}]}  # optional: a bundle to replay
+                  "repro": "ledger/repros/short-name.json",  # optional: a bundle to replay
+                  "server": {"status": "unreachable", ...}}]}  # optional: server level, below
 
 A finding is *known* when an entry's target, releases and signature match it AND its ``when``
 predicate holds on the finding's (shrunk) Case, the ``case`` of its bundle. One signature can
@@ -30,8 +31,11 @@ apply to the run but matched nothing. An entry with a ``repro`` bundle can be re
 removed; :func:`repro_mismatches` reports an entry whose own repro falls outside its
 signature or predicate (no target needed).
 
+The ``server`` field answers "which server arguments and requests reach it?" (or names the
+guard that blocks it): :mod:`swafuzz.harness.ledger_server`.
+
 ``python -m swafuzz.harness.ledger RUN_DIR [--ledger FILE] [--target T] [--release V]
-[--replay]`` prints the three lists (and, on stderr, a warning per imprecise entry); exit 0
+[--replay]`` prints the three lists (``--server``, no RUN_DIR: each entry's server answer) (and, on stderr, a warning per imprecise entry); exit 0
 when every finding is known, 1 when any is new, 2 for a malformed ledger or run directory (the
 message names the field). ``swafuzz report DIR`` consults the same ledger (``--ledger``).
 """
@@ -53,6 +57,12 @@ from dataclasses import dataclass, field  # noqa: E402
 
 from swafuzz import targets  # noqa: E402
 from swafuzz.features.validation import load_case  # noqa: E402
+from swafuzz.harness.ledger_server import (  # noqa: E402
+    ServerAnswer,
+    parse_server,
+    server_text,
+    table,
+)
 from swafuzz.harness.ledger_when import (  # noqa: E402
     FORWARD_MODES,
     LedgerError,
@@ -70,8 +80,7 @@ __all__ = ["DEFAULT_LEDGER", "FORWARD_MODES", "LEDGER_VERSION", "Classified", "E
            "LedgerError", "When", "case_forwards", "classify", "finding_case",
            "finding_executors", "finding_release", "imprecise", "load_ledger", "main",
            "parse_ledger", "parse_when", "read_run_findings", "release_matches", "release_of",
-           "replay_entries",
-           "repro_mismatches"]
+           "replay_entries", "repro_mismatches", "server_text"]
 
 LEDGER_VERSION = 1
 _UNPARSED = object()  # Entry.matches: the finding's Case not parsed yet
@@ -81,7 +90,7 @@ _UNPARSED = object()  # Entry.matches: the finding's Case not parsed yet
 DEFAULT_LEDGER = os.path.realpath(os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "ledger", "known_failures.json"))
 _FIELDS = {"id": str, "target": str, "signature": str, "cite": str, "note": str}
-_OPTIONAL = ("releases", "repro", "when")
+_OPTIONAL = ("releases", "repro", "when", "server")
 
 
 @dataclass
@@ -94,6 +103,7 @@ class Entry:
     releases: tuple[str, ...] = ()
     repro: str | None = None
     when: When | None = None  # None: signature only (imprecise, warned about)
+    server: ServerAnswer | None = None  # the server-level answer (ledger_server)
 
     def applies(self, target: str, release: str | None) -> bool:
         if self.target != target:
@@ -218,8 +228,9 @@ def parse_ledger(obj, where: str = "ledger") -> list[Entry]:
             raise LedgerError(f"{at}: field 'id' {e['id']!r} repeats an earlier entry")
         ids.add(e["id"])
         when = parse_when(e["when"], f"{at}.when") if "when" in e else None
+        server = parse_server(e["server"], f"{at}.server") if "server" in e else None
         out.append(Entry(e["id"], e["target"], e["signature"], e["cite"], e["note"],
-                         tuple(rel), repro, when))
+                         tuple(rel), repro, when, server))
     return out
 
 
@@ -318,16 +329,24 @@ def read_run_findings(run_dir: str) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m swafuzz.harness.ledger",
                                 description="classify a run's findings against the ledger")
-    p.add_argument("run_dir")
+    p.add_argument("run_dir", nargs="?")
     p.add_argument("--ledger", default=DEFAULT_LEDGER)
     p.add_argument("--target", default=None, help="default: the findings' target, else unified")
     p.add_argument("--release", default=None, help="target version (default: what the findings "
                    "record)")
     p.add_argument("--replay", action="store_true",
                    help="replay every applicable entry's repro bundle")
+    p.add_argument("--server", action="store_true", help="print each entry's server-level "
+                   "answer as a table (no RUN_DIR)")
     args = p.parse_args(argv)
+    if args.run_dir is None and not args.server:
+        print("ledger: error: RUN_DIR is required (or --server)", file=sys.stderr)
+        return 2
     try:
         entries = load_ledger(args.ledger)
+        if args.server:
+            print(table(entries))
+            return 0
         findings = read_run_findings(args.run_dir)
     except LedgerError as e:
         print(f"ledger: error: {e}", file=sys.stderr)
@@ -337,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     target = args.target or (findings[0].get("target") if findings else "unified")
     c = classify(findings, entries, target, args.release)
     for f, e in c.known:
-        print(f"KNOWN {f['signature']}: ledger entry {e.id} ({e.cite})")
+        print(f"KNOWN {f['signature']}: ledger entry {e.id} ({e.cite}); {server_text(e.server)}")
     for f in c.new:
         print(f"NEW   {f['signature']}: {f.get('message', '')}")
         near = [e.id for e in entries if e.when is not None
@@ -346,7 +365,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"      signature of ledger entries {near}, but its Case is outside their "
                   "'when' predicates: a new bug with a known signature")
     for e in c.unmatched:
-        print(f"UNSEEN ledger entry {e.id} ({e.signature}): no finding of this run matched it")
+        print(f"UNSEEN ledger entry {e.id} ({e.signature}): no finding of this run matched it; "
+              f"{server_text(e.server)}")
     if args.replay:
         base = os.path.dirname(os.path.dirname(os.path.abspath(args.ledger)))
         for m in repro_mismatches(entries, base):

@@ -15,7 +15,8 @@ repository's ``ledger/known_failures.json``; ``--no-ledger`` to skip it) is cons
 finding group is *known by the ledger* when every failing Case of the group (its bundle's Case
 and every failing ``cases.jsonl`` row's Case) matches an entry, signature AND ``when``
 predicate; one Case outside every entry keeps the group new (a new bug under a known signature).
-Ledger-known groups show as ``known (ledger: ID)`` in summary.md and as ``<skipped>`` test cases
+Ledger-known groups show as ``known (ledger: ID; server: ...)`` in summary.md (the entry's
+server-level answer, :mod:`swafuzz.harness.ledger_server`) and as ``<skipped>`` test cases
 in junit.xml (message ``known: ledger entry ID (CITE)``, plus a ``ledger_entry`` property), so
 CI stays green on them; the CLI exits 1 only when some group is not known by the ledger.
 
@@ -32,7 +33,7 @@ import time
 from typing import Any
 
 from swafuzz.harness.known import KNOWN_SHRINK_BUDGET
-from swafuzz.harness.ledger import LedgerError, imprecise, load_ledger
+from swafuzz.harness.ledger import LedgerError, imprecise, load_ledger, server_text
 from swafuzz.harness.report_findings import ledger_status, measure_reliability, pool_picture
 from swafuzz.harness.report_inputs import ReportInputError, read_bundles, read_json, read_log
 from swafuzz.reports import dedup
@@ -89,6 +90,7 @@ def build(d: str, baseline: str | None = None, reruns: int = 0, ledger: str | No
         measure_reliability(groups, reruns, meta.get("target") or "unified")
     status = dedup.classify([g.signature for g in groups], base_sigs)
     vers = meta.get("versions") or (bundles[0][1].get("versions") if bundles else None) or {}
+    server_of = {e.id: server_text(e.server) for e in entries if e.server is not None}
     led = ledger_status(groups, rows, bundles, entries, meta.get("target") or "unified", vers,
                         release, meta.get("executor") if isinstance(meta.get("executor"), str)
                         else None)
@@ -163,7 +165,8 @@ def build(d: str, baseline: str | None = None, reruns: int = 0, ledger: str | No
             "shrunk": g.to_json()["shrunk"], "repro": smallest["repro"] if smallest else None,
             "bundles": views, "target": (g.bundle or {}).get("target") or info["target"],
             "picture": pic, "why": why,
-            "ledger": [{"id": i, "cite": c} for i, c in led[g.signature]["entries"]]
+            "ledger": [{"id": i, "cite": c, "server": server_of.get(i, "")}
+                       for i, c in led[g.signature]["entries"]]
             if g.signature in known_by_ledger else [],
             "ledger_outside": (f"{led[g.signature]['outside']} of {led[g.signature]['cases']} "
                                "failing Cases match no ledger entry (signature and 'when')")

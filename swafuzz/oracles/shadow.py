@@ -78,6 +78,14 @@ class Shadow(Allocator):
         """The write target of every real row (full location ``locs[r]``): ``M[loc]``."""
         return expected_translation(self.M, locs)
 
+    def batch_of(self, rows: list[tuple[int, int]]) -> None:
+        """The last expected forward's batch: request ``rid`` of ``rows`` (in batch order)
+        prepares its last ``count`` tokens: its length and those tokens' positions."""
+        f = self.exp.forwards[-1]
+        f.seq_lens = [len(self.tokens[rid]) for rid, _ in rows]
+        f.positions = [p for rid, c in rows
+                       for p in range(len(self.tokens[rid]) - c, len(self.tokens[rid]))]
+
     def payload(self, i: int, fwd: int, pool: str, layer: int, n: int) -> bytes:
         """The bytes ``n`` rows of this forward and layer leave in their slots."""
         return slot_rows(self.case, i, fwd, pool, layer, n)
@@ -180,6 +188,7 @@ class Shadow(Allocator):
             self.tokens[s.rid], self.evicted[s.rid] = [], 0
             locs = self.extend(s.rid, s.length)
         self.forward(i, 0, "target", "EXTEND", "eager", locs, len(locs), None)
+        self.batch_of([(s.rid, len(locs))])
 
     def _op_decode(self, i: int, s: Step, ex: str) -> None:
         g = self.g
@@ -198,6 +207,7 @@ class Shadow(Allocator):
         locs = [f for rid in s.rids for f in self.extend(rid, per)]
         self.forward(i, 0, "target", self._mode(s), ex, locs, rows,
                      None if b is None else b * per)
+        self.batch_of([(rid, per) for rid in s.rids])
         if s.accept:
             self.reject(s, before)
 
@@ -219,6 +229,7 @@ class Shadow(Allocator):
         rows, bs, _ = batch_pad(s, len(locs), len(s.rids), w, False)
         b = self.bucket(bs)
         self.forward(i, 0, "draft", self._mode(s), ex, locs, rows, None if b is None else b * w)
+        self.batch_of(list(zip(s.rids, s.accept)))
 
     def _op_draft_decode(self, i: int, s: Step, ex: str) -> None:
         g = self.g
@@ -233,14 +244,18 @@ class Shadow(Allocator):
         self.graph_ok(i, ex, b)
         self.check_alloc(i, [(rid, k * ns) for rid in s.rids])
         new = [self.extend(rid, k * ns) for rid in s.rids]  # new[b][kk*ns + st]
+        whole = [f for per_req in new for f in per_req]  # the batch's [bs, topk, steps] layout
         for st in range(ns - 1):
             locs = [new[bi][kk * ns + st] for bi in range(len(s.rids)) for kk in range(k)]
             self.forward(i, st, "draft", "DECODE", ex, locs, bs * k, None if b is None else b * k)
+            self.exp.forwards[-1].prep_locs = list(whole)
+            self.batch_of([(rid, k * ns) for rid in s.rids])  # every step: the whole batch
 
     def _op_idle(self, i: int, s: Step, ex: str) -> None:
         if s.tokens is None or s.tokens < 1:
             raise CaseInfeasible(i, "idle needs tokens >= 1")
         self.forward(i, 0, "target", "IDLE", ex, [], s.tokens, self.bucket(s.tokens))
+        self.batch_of([])  # dummy requests only: length 1, position 0
 
     def _op_evict(self, i: int, s: Step, ex: str) -> None:
         toks = self.live(i, s.rid)

@@ -84,11 +84,16 @@ def seen_text(f: dict[str, Any]) -> str:
     return f"{f['first_seen']} / {f['last_seen']}"
 
 
+def _entry_text(e: dict[str, Any]) -> str:
+    """A ledger entry's id with its server-level answer when the ledger gives one."""
+    return f"{e['id']}; {e['server']}" if e.get("server") else str(e["id"])
+
+
 def status_text(f: dict[str, Any]) -> str:
     """'new', 'known', 'known (ledger: ID, ...)', or 'new (...)' when some failing Cases of a
     signature the ledger knows fall outside its entries' ``when`` predicates."""
     if f.get("ledger"):
-        return "known (ledger: " + ", ".join(e["id"] for e in f["ledger"]) + ")"
+        return "known (ledger: " + ", ".join(_entry_text(e) for e in f["ledger"]) + ")"
     if f.get("ledger_outside"):
         return f"{f.get('status')} ({_cell(f['ledger_outside'], 120)})"
     return str(f.get("status"))
@@ -97,8 +102,10 @@ def status_text(f: dict[str, Any]) -> str:
 def bundle_status(f: dict[str, Any], v: dict[str, Any]) -> str:
     """A bundle's status: the group's, with the ledger entry that knows this bundle's Case."""
     if f.get("ledger"):
-        return "known (ledger: " + ", ".join(v.get("ledger") or [e["id"] for e in f["ledger"]]) \
-            + ")"
+        by_id = {e["id"]: e for e in f["ledger"]}
+        ids = v.get("ledger") or list(by_id)
+        return "known (ledger: " + ", ".join(
+            _entry_text(by_id.get(i, {"id": i})) for i in ids) + ")"
     return status_text(f)
 
 

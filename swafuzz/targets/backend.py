@@ -266,6 +266,35 @@ class DSV4Backend:
         else:
             persistent.core_attn_metadata.copy_(temp.core_attn_metadata)
 
+    # -- what the preparation built (ForwardObs.prepared) ----------------------------------------
+    def prepared(self) -> dict[str, list[int]]:
+        """The metadata the last preparation left on this backend, as plain lists: ``out_loc``
+        (the full locations it was built from), ``seq_lens`` and ``positions`` (the batch it
+        was built for: under a graph the runner's static buffers), ``swa_loc`` (the stamped SWA write locations,
+        absent while None) and ``loc_buffer`` (the whole pre-allocated SWA location buffer, when
+        the stamp is a view of it: the preparation refilled it, PR #34890). Read outside any
+        capture (host values)."""
+        md = self.forward_metadata
+        out: dict[str, list[int]] = {}
+        if isinstance(md, RawDecodeMetadata):
+            loc = md.out_cache_loc
+            if loc is not None:
+                out["out_loc"] = loc.tolist()
+            out["seq_lens"], out["positions"] = md.seq_lens.tolist(), md.positions.tolist()
+        elif isinstance(md, AttnMetadata):
+            core = md.core_attn_metadata
+            if core.raw_out_loc is not None:
+                out["out_loc"] = core.raw_out_loc.tolist()
+            out["seq_lens"], out["positions"] = core.seq_lens.tolist(), core.positions.tolist()
+            stamp = core.swa_out_cache_loc
+            if stamp is not None:
+                out["swa_loc"] = stamp.tolist()
+                buf = self.swa_loc_buffer
+                if buf is not None and stamp.untyped_storage().data_ptr() == \
+                        buf.untyped_storage().data_ptr():  # the stamp is the buffer's front
+                    out["loc_buffer"] = buf.tolist()
+        return out
+
     # -- resolver and store ---------------------------------------------------------------------
     def cache_usable(self, cached: torch.Tensor | None, fb: ForwardBatch, n: int) -> bool:
         """Spec §4.5: cached, not IDLE (current mode), first-dim length equals the live loc's."""

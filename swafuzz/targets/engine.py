@@ -188,10 +188,13 @@ class UnifiedEngine:
         model = self.target_model if pool == "target" else self.draft_model
         rows = fb.out_cache_loc.numel()
         payload = [self.rows_tensor(i, fwd, pool, layer, rows) for layer in range(len(model.layers))]
+        # what the eager init built (nothing when it returned early: MTP IDLE, spec §4.3)
+        prepared = {} if backend.skip_eager_init(fb) else backend.prepared()
         backend.store_log = []
         model.forward(fb, backend, payload)
         return ForwardObs(step=i, fwd=fwd, pool=pool, mode=fb.forward_mode.name, exec="eager",
-                          n_real=n_real, rows=rows, stores=store_obs(backend.store_log))
+                          n_real=n_real, rows=rows, stores=store_obs(backend.store_log),
+                          prepared=prepared)
 
     def eager_forward(self, i: int, pool: str, backend: DSV4Backend, fb: ForwardBatch,
                       n_real: int) -> ForwardObs:
@@ -208,7 +211,8 @@ class UnifiedEngine:
         cap: CapturedBucket = r.run(fb, rows_for)
         return [
             ForwardObs(step=i, fwd=f, pool=pool, mode=mode, exec="graph", n_real=n_real,
-                       rows=cap.rows, stores=store_obs(cap.logs[f]), baked=dict(cap.baked))
+                       rows=cap.rows, stores=store_obs(cap.logs[f]), baked=dict(cap.baked),
+                       prepared=cap.prepared[f] if f < len(cap.prepared) else {})
             for f in range(r.num_forwards)
         ]
 

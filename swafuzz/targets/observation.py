@@ -86,6 +86,16 @@ class ForwardObs:
     # host (only buggy targets have it). Empty for eager forwards. Diagnostic only: no check
     # reads it (a target's report about itself is not evidence; capture_freeze replays instead).
     baked: dict[str, list[int]] = field(default_factory=dict)
+    # The metadata the forward's preparation built, read after the preparation and before the
+    # stores (eager: after the eager init; graph: after the replay's out-graph prep, before the
+    # replay), by name: "out_loc" -> the full locations it was built from (``raw_out_loc``, or a
+    # Raw metadata's ``out_cache_loc``); "seq_lens", "positions" -> the batch it was built for
+    # (under a graph: the runner's static buffers the replay view reads); "swa_loc" -> the stamped SWA write locations
+    # (``swa_out_cache_loc``; absent while None); "loc_buffer" -> the whole pre-allocated SWA
+    # location buffer, when the stamp is a view of it (the preparation refilled it). Empty when the preparation did not run (an
+    # eager MTP IDLE forward keeps the previous metadata) or a path records none. Judged by the
+    # ``prepared`` check against the oracle (:mod:`harness.prep_checks`).
+    prepared: dict[str, list[int]] = field(default_factory=dict)
 
 
 @dataclass

@@ -58,6 +58,9 @@ class CapturedBucket:
     handle: object
     logs: list[list[StoreRecord]]  # per forward of the graph
     baked: dict[str, list[int]] = field(default_factory=dict)
+    #: per forward of the graph, what the last replay's out-graph prep left on its backend
+    #: (:meth:`targets.backend.DSV4Backend.prepared`), read before the replay
+    prepared: list[dict[str, list[int]]] = field(default_factory=list)
 
 
 class GraphRunner:
@@ -188,8 +191,15 @@ class GraphRunner:
         self.load_batch(fb, bs)
         self.load_rows(bs, rows_for)
         self.backend.init_forward_metadata_out_graph(self.replay_view(fb, bs))
+        cap.prepared = self.prepared(cap)
         self.executor.replay(cap.handle)
         return cap
+
+    def prepared(self, cap: CapturedBucket) -> list[dict[str, list[int]]]:
+        """Per forward of the graph, what the out-graph prep left on the backend that forward's
+        stores resolve through (host values, read before the replay)."""
+        backends = self.backends()
+        return [backends[f].prepared() for f in range(self.num_forwards)]
 
 
 class DecodeGraphRunner(GraphRunner):

@@ -67,10 +67,12 @@ def test_records_declare_what_their_modules_define():
 
 def test_registry_order():
     """Feature order, then the record's module order, then definition order: the order of the
-    checks before the registry, except ``history`` (the request window's second check)."""
+    checks before the registry, except ``history`` (the request window's second check); issue 18's
+    ``prepared`` (the base feature's last module) and ``loc_buffer`` (the draft-extend buffer's)."""
     assert check_names() == (
         "write_targets", "pool_bytes", "write_set", "redzones", "invariants", "agreement",
-        "capture_freeze", "contracts", "exec_path", "window", "history", "tail",
+        "capture_freeze", "contracts", "exec_path", "prepared", "loc_buffer", "window",
+        "history", "tail",
         "window_graph", "compressor", "reprefill", "tail_graph", "refusal")
     assert [c.name for c in all_checks() if c.across] == ["agreement", "capture_freeze"]
 

@@ -300,3 +300,13 @@ def test_malformed_forwards_pattern(when, needle):
     with pytest.raises(LedgerError) as ei:
         parse_ledger(_ledger(_entry(when=when)), "L")
     assert needle in str(ei.value)
+
+
+def test_cli_prints_the_server_table(tmp_path, capsys):
+    """``--server`` needs no RUN_DIR and prints one row per entry; without either it exits 2."""
+    assert ledger.main(["--server"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("| entry | releases | status")
+    assert len(out) == 2 + len(load_ledger(DEFAULT_LEDGER))
+    assert ledger.main([]) == 2
+    assert "RUN_DIR is required" in capsys.readouterr().err

@@ -129,3 +129,14 @@ def test_every_bundle_of_a_signature_is_checked(run, tmp_path, capsys):
     root = ET.parse(run / "junit.xml").getroot()
     assert [p.get("value") for p in root.iter("property") if p.get("name") == "ledger_entry"
             ] == ["dp-eager", "dp-graph"]
+
+
+def test_known_finding_shows_the_entry_server_answer(run, tmp_path, capsys):
+    """An entry's server-level answer (its ``server`` field) is shown with the entry."""
+    server = {"status": "unreachable", "guard": "pkg.mod.fn: a rule",
+              "test": "tests/targets/test_x.py::test_y"}
+    led = _ledger(tmp_path / "l.json", when=WHEN, server=server)
+    assert main(["report", str(run), "--ledger", led]) == 0
+    capsys.readouterr()
+    md = (run / "summary.md").read_text()
+    assert "| known (ledger: dp-eager; server: unreachable (guard pkg.mod.fn: a rule))" in md

@@ -77,12 +77,14 @@ FEATURE = Feature(
         'capture_freeze',
         'contracts',
         'exec_path',
+        'prepared',
     ),
     check_modules=(
         'swafuzz.harness.write_checks',
         'swafuzz.harness.invariant_checks',
         'swafuzz.harness.cross_checks',
         'swafuzz.harness.contract_checks',
+        'swafuzz.harness.prep_checks',
     ),
     mutants=('swafuzz.features.dense.mutants',),
 )

@@ -16,7 +16,7 @@ from swafuzz.targets.backend import DSV4Backend, per_step_draft_out_cache_loc
 from swafuzz.targets.engine import UnifiedEngine
 from swafuzz.targets.forward_mode import ForwardBatch
 from swafuzz.targets.kv_pool import SWAKVPool
-from swafuzz.targets.metadata import CoreAttnMetadata, copy_metadata
+from swafuzz.targets.metadata import AttnMetadata, CoreAttnMetadata, copy_metadata
 from swafuzz.targets.mutants import mutant
 from swafuzz.targets.runners import DecodeGraphRunner, DraftExtendGraphRunner
 from swafuzz.targets.sglang.zoo import SGLangMutant
@@ -301,6 +301,76 @@ class RowsMisaligned(UnifiedEngine):
     only the bytes in it are not."""
 
     backend_cls = _MisalignedRowsBackend
+
+
+class _DropsLiveLocBackend(DSV4Backend):
+    def out_graph_draft_extend(self, fb, bs, loc, seq_lens):
+        """Builds the bucket's metadata from the synthetic zeros on every replay too (the live
+        locations dropped, as the review-era prep called its builder without them); the buffer,
+        where there is one, is still refilled from the live locations and stamped."""
+        md = super().out_graph_draft_extend(fb, bs, None, seq_lens)
+        if self.swa_loc_buffer is not None and loc is not None and isinstance(md, AttnMetadata):
+            md.core_attn_metadata.swa_out_cache_loc = self.refill_swa_loc_buffer(loc)
+        return md
+
+
+@mutant("draft_extend_prep_drops_live_loc", ("draft_extend", "draft_extend_buffer"),
+        "PR #27091 review (the draft-extend out-graph prep called its builder without "
+        "out_cache_loc, which then synthesised zeros), spec §4.4 and §9.1; sglang 0.5.23 "
+        "init_forward_metadata_out_graph pads the live locations 'so raw_out_loc reflects the "
+        "actual replay out_cache_loc'", expected=("prepared",))
+class DraftExtendPrepDropsLiveLoc(UnifiedEngine):
+    """The draft-extend graph's out-graph prep builds ``raw_out_loc`` from synthetic zeros on a
+    replay: the metadata carries none of the live locations, while the stores still write the
+    right slots (the resolver's live fallback, or the refilled buffer) - latent: only the
+    prepared metadata shows it."""
+
+    backend_cls = _DropsLiveLocBackend
+
+
+class _KeptStampBackend(DSV4Backend):
+    def copy_graph_metadata(self, persistent, temp):
+        """Refreshes the bucket's persistent metadata but keeps its stamped
+        ``swa_out_cache_loc`` (the tensor the capture's in-graph op wrote) instead of assigning
+        the fresh metadata's value."""
+        core = getattr(persistent, "core_attn_metadata", None)
+        kept = core.swa_out_cache_loc if core is not None else None
+        super().copy_graph_metadata(persistent, temp)
+        if kept is not None:
+            core.swa_out_cache_loc = kept
+
+
+@mutant("graph_swa_loc_kept", ("decode", "target_verify"),
+        "spec §4.2 (swa_out_cache_loc is an assign field: after replay_cuda_graph_metadata_from "
+        "the persistent metadata holds the fresh value, None) and §9.12 (a stale Python "
+        "reference kept after replay)", expected=("prepared",))
+class GraphSwaLocKept(UnifiedEngine):
+    """A replay's metadata keeps the stamped SWA locations of the bucket's previous replay:
+    the captured stores do not read the attribute, so they stay right - latent for every
+    consumer outside the graph."""
+
+    backend_cls = _KeptStampBackend
+
+
+class _StaleSeqLensRunner(DecodeGraphRunner):
+    def load_batch(self, fb, bs):
+        """Padded requests' ``seq_lens`` not refilled with the fill value: they keep the
+        lengths a larger batch of the bucket left."""
+        kept = self.static_seq_lens.clone()
+        super().load_batch(fb, bs)
+        self.static_seq_lens[fb.batch_size:bs].copy_(kept[fb.batch_size:bs])
+
+
+@mutant("graph_pad_seq_lens_stale", ("decode", "target_verify"),
+        "spec §5.1 (load_batch: when bs != raw_bs, seq_lens filled with the backend's fill "
+        "value, DSV4: 1; older runners left the req_pool_indices tail unreset)",
+        expected=("prepared",))
+class GraphPadSeqLensStale(UnifiedEngine):
+    """A decode / verify graph padded to its bucket keeps a larger batch's ``seq_lens`` for its
+    padded requests: the stores write through the zeroed location buffer and stay right -
+    latent for every reader of the lengths (the attention's read side)."""
+
+    decode_runner_cls = _StaleSeqLensRunner
 
 
 # ----------------------------------------------------------------------------- the release's code

@@ -16,6 +16,8 @@ FEATURE = Feature(
     fields='swafuzz.features.draft_extend_buffer.fields:FIELDS',
     engine=('swafuzz.features.draft_extend_buffer.engine', 'swafuzz.targets.backend'),
     sglang=('swafuzz.targets.sglang.metadata',),
+    checks=('loc_buffer',),
+    check_modules=('swafuzz.features.draft_extend_buffer.checks',),
     mutants=('swafuzz.features.draft_extend_buffer.mutants',),
     hooks={
         'sglang.facts': 'swafuzz.features.draft_extend_buffer.sglang_facts:FACTS',

@@ -1,0 +1,263 @@
+"""The release's MLP-sync and DP / attention-TP padding on real process groups (issue 18 item 2).
+
+:class:`DPSync` starts one process per TP rank (``tp_size`` of them, 2 by default; spawn), each
+bringing up SGLang's own parallel state on gloo over 127.0.0.1 (a free port):
+``ServerArgs`` -> ``publish`` -> ``init_parallel_runtime`` (``init_distributed_environment``,
+``initialize_model_parallel``, ``initialize_dp_attention``), see
+:mod:`swafuzz.features.dp.sglang_sync_worker`. :meth:`DPSync.step` hands every rank its batch
+(:class:`RankInput`) and returns per rank what the release's padding made of it
+(:mod:`swafuzz.features.dp.sglang_sync_batch`): the scheduler's token-count gather over the real
+``tp_group.cpu_group``, ``ForwardBatch.init_mlp_sync_metadata``, the eager forward's
+``ModelRunner._prepare_eager_forward_batch`` (``prepare_mlp_sync_batch`` /
+``_pad_inputs_to_size``, or ``prepare_attn_tp_scatter_input`` without MLP sync) and
+``post_forward_mlp_sync_batch``.
+
+The workers are always torn down (:meth:`DPSync.close`, also on an error, a timeout or Ctrl-C;
+each worker also ends itself when its parent dies). A rank that does not answer in time is a
+:class:`DPSyncError` naming the rank and the request, never a stuck caller.
+
+Imports no SGLang here (the workers do). Releases: 0.5.22 and 0.5.23 (the release's
+``runtime_context`` / ``distributed.bootstrap`` / ``scheduler_components.dp_attn``); older
+releases have another bring-up and are refused by :func:`check_release` (exit 2 at the CLI).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import shutil
+import socket
+import tempfile
+from dataclasses import asdict, dataclass, field
+
+from swafuzz.features.dp import sglang_sync_worker
+
+#: every probe of the release the workers change, with the reason (the component table's row)
+PATCHED = (
+    ("sglang.srt.distributed.bootstrap._bind_threads_if_cpu", "returns None: the CPU host's "
+     "NUMA OpenMP binding asserts ranks <= NUMA nodes and would pin a shared machine's cores"),
+    ("sglang.srt.model_executor.forward_batch_info._is_cpu", "True: a host without CUDA has "
+     "no pinned-memory allocator (prepare_mlp_sync_batch pins its count tensor unless _is_cpu); "
+     "its other use, the seq-len fill value, is answered as on CUDA (next row)"),
+    ("DeepseekV4AttnBackend.get_cpu_graph_seq_len_fill_value (instance)", "answers the "
+     "backend's CUDA fill value: with _is_cpu the padding asks the CPU graph's, the server "
+     "studied runs on CUDA"),
+    ("sglang.srt.layers.layer_boundary.adapters.attention._is_cuda", "True, only inside "
+     "DPSync.scatter_guard: AttnTpContext.init_context allows input scattering on CUDA/NPU "
+     "only"),
+    ("AttnTpContext.allow_input_scattered", "True for one step of DPSync.step(force_scatter="
+     "True): what init_context leaves for a model that permits scattering (DeepSeek-V2/V3 on "
+     "CUDA); DeepSeek-V4 never does (DPSync.scatter_guard)"),
+)
+
+#: changes to the release's own padding rule a step may carry (``DPSync.step(mutant=)``): the
+#: comparisons with the model and the reachability test must fail on each
+RELEASE_MUTANTS = {
+    "no_attn_tp_align": "spec §5.4 (1): prepare_mlp_sync_batch without ceil_align(num_tokens, "
+                        "attn_tp_size)",
+    "seq_lens_fill_0": "spec §5.4 (4): _pad_inputs_to_size pads seq_lens with 0 instead of "
+                       "the backend's fill value (DeepSeek-V4: 1)",
+}
+
+#: the release's bring-up modules this hop needs (absent before 0.5.22)
+NEEDS = ("sglang/srt/runtime_context.py", "sglang/srt/distributed/bootstrap.py",
+         "sglang/srt/managers/scheduler_components/dp_attn.py")
+
+MODES = ("decode", "extend", "idle")
+
+#: the model config the workers' ServerArgs / ModelConfig read (no weights are loaded)
+_MODEL = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64,
+          "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2,
+          "num_hidden_layers": 2, "vocab_size": 256, "max_position_embeddings": 512,
+          "rms_norm_eps": 1e-6, "torch_dtype": "bfloat16"}
+
+
+class DPSyncError(RuntimeError):
+    """A worker failed, refused, or did not answer in time (the message names the rank)."""
+
+
+class DPSyncInputError(ValueError):
+    """A bad :class:`RankInput` or :class:`ServerShape` (the message names the field)."""
+
+
+@dataclass(frozen=True)
+class RankInput:
+    """One rank's batch: ``mode`` in MODES; per request its sequence length after the step
+    (``seq_lens``) and, for an extend, the rows it adds (``extend_lens``); one full location
+    per row (``out_cache_loc``). An idle rank has none of them."""
+
+    mode: str
+    seq_lens: tuple[int, ...] = ()
+    extend_lens: tuple[int, ...] = ()
+    out_cache_loc: tuple[int, ...] = ()
+
+    def check(self, rank: int) -> None:
+        where = f"rank {rank}"
+        if self.mode not in MODES:
+            raise DPSyncInputError(f"{where}: mode {self.mode!r} not one of {', '.join(MODES)}")
+        if self.mode == "idle":
+            if self.seq_lens or self.extend_lens or self.out_cache_loc:
+                raise DPSyncInputError(f"{where}: an idle rank has no seq_lens, extend_lens "
+                                       "or out_cache_loc")
+            return
+        if not self.seq_lens or any(s < 1 for s in self.seq_lens):
+            raise DPSyncInputError(f"{where}: seq_lens needs at least one length >= 1")
+        if self.mode == "decode":
+            if self.extend_lens:
+                raise DPSyncInputError(f"{where}: extend_lens is for mode extend only")
+            rows = len(self.seq_lens)
+        else:
+            if len(self.extend_lens) != len(self.seq_lens) or any(
+                    not 1 <= e <= s for e, s in zip(self.extend_lens, self.seq_lens)):
+                raise DPSyncInputError(f"{where}: extend_lens needs one length per request, "
+                                       "each 1..its seq_lens")
+            rows = sum(self.extend_lens)
+        if len(self.out_cache_loc) != rows or any(x < 1 for x in self.out_cache_loc):
+            raise DPSyncInputError(f"{where}: out_cache_loc needs {rows} locations, each >= 1 "
+                                   "(0 is the padding location)")
+
+
+@dataclass(frozen=True)
+class ServerShape:
+    """The server arguments that shape the padding (ServerArgs field names); ``tp_size``
+    processes are started. ``extra``: more ServerArgs fields, as given."""
+
+    tp_size: int = 2
+    dp_size: int = 1
+    enable_dp_attention: bool = False
+    moe_dense_tp_size: int | None = None
+    enable_attn_tp_input_scattered: bool = False
+    extra: dict = field(default_factory=dict)
+
+    def server_args(self) -> dict:
+        if self.tp_size not in (2, 4):
+            raise DPSyncInputError(f"tp_size {self.tp_size}: 2 or 4 processes")
+        if self.dp_size < 1 or self.tp_size % self.dp_size:
+            raise DPSyncInputError(f"dp_size {self.dp_size}: a divisor of tp_size")
+        d = asdict(self)
+        d.pop("extra")
+        if d["moe_dense_tp_size"] is None:
+            d.pop("moe_dense_tp_size")
+        d.update(self.extra)
+        return d
+
+
+def check_release(site: str) -> None:
+    """Raise DPSyncError when the installed release lacks the bring-up this hop drives."""
+    missing = [n for n in NEEDS if not os.path.exists(os.path.join(site, n))]
+    if missing:
+        raise DPSyncError("this SGLang release has no " + ", ".join(missing) + ": the DP "
+                          "padding hop drives 0.5.22 and 0.5.23 (modelled on older releases)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class DPSync:
+    """``tp_size`` ranks of the release's parallel state; use as a context manager."""
+
+    def __init__(self, shape: ServerShape = ServerShape(), *, start_timeout: float = 180.0,
+                 step_timeout: float = 30.0):
+        import sglang
+        check_release(os.path.dirname(os.path.dirname(sglang.__file__)))
+        self.shape = shape
+        self.server = dict(shape.server_args(), dist_timeout=max(10, int(step_timeout)))
+        self.start_timeout, self.step_timeout = start_timeout, step_timeout
+        self.procs: list = []
+        self.conns: list = []
+        self.facts: list[dict] = []
+        self._dir = tempfile.mkdtemp(prefix="swafuzz-sglang-sync-")
+        with open(os.path.join(self._dir, "config.json"), "w") as f:
+            json.dump(_MODEL, f)
+
+    def __enter__(self) -> DPSync:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def start(self) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        port = _free_port()
+        for rank in range(self.shape.tp_size):
+            a, b = ctx.Pipe()
+            p = ctx.Process(target=sglang_sync_worker.main, daemon=True,
+                            args=(rank, port, self.server, self._dir, b, os.getpid()))
+            p.start()
+            b.close()
+            self.procs.append(p)
+            self.conns.append(a)
+        self.facts = self._collect("start-up", self.start_timeout)
+
+    def _collect(self, what: str, timeout: float) -> list:
+        out = []
+        for rank, c in enumerate(self.conns):
+            if not c.poll(timeout):
+                self.close()
+                raise DPSyncError(f"rank {rank} did not answer {what} within {timeout:g} s "
+                                  "(workers stopped)")
+            try:
+                status, value = c.recv()
+            except (EOFError, OSError) as e:
+                self.close()
+                raise DPSyncError(f"rank {rank} died during {what} ({e!r})") from e
+            if status != "ok":
+                self.close()
+                raise DPSyncError(f"rank {rank} failed {what}:\n{value[-3000:]}")
+            out.append(value)
+        return out
+
+    def _ask(self, what: str, payloads: list) -> list:
+        if not self.conns:
+            raise DPSyncError("DPSync is not running (closed or never started)")
+        for c, p in zip(self.conns, payloads):
+            c.send(p)
+        return self._collect(what, self.step_timeout)
+
+    def step(self, ranks: list[RankInput], force_scatter: bool = False,
+             mutant: str | None = None) -> list[dict]:
+        """Every rank's batch through the release's padding; per rank the result of
+        ``sglang_sync_batch.run_rank`` (``force_scatter``: see PATCHED; ``mutant``: one of
+        RELEASE_MUTANTS, for this step only)."""
+        if mutant is not None and mutant not in RELEASE_MUTANTS:
+            raise DPSyncInputError(f"mutant {mutant!r} not one of {', '.join(RELEASE_MUTANTS)}")
+        if len(ranks) != self.shape.tp_size:
+            raise DPSyncInputError(f"ranks: {len(ranks)} inputs for {self.shape.tp_size} ranks")
+        for i, r in enumerate(ranks):
+            r.check(i)
+        opts = {"force_scatter": force_scatter, "mutant": mutant}
+        return self._ask("a step", [("step", asdict(r), opts) for r in ranks])
+
+    def scatter_guard(self, model_is_dsa: bool) -> list[dict]:
+        """Per rank: would the release scatter an extend's input over the TP ranks for a model
+        whose attention context says ``is_dsa`` (DeepSeek-V4: True)."""
+        return self._ask("scatter_guard", [("scatter_guard", model_is_dsa)] * len(self.conns))
+
+    def close(self) -> None:
+        """Stop the workers (ask, then terminate, then kill) and remove the model dir."""
+        for c in self.conns:
+            try:
+                c.send(("stop",))
+            except (OSError, ValueError):
+                pass
+        for p in self.procs:
+            p.join(2)
+            if p.is_alive():
+                p.terminate()
+                p.join(3)
+            if p.is_alive():
+                p.kill()
+                p.join(3)
+        for c in self.conns:
+            c.close()
+        self.procs, self.conns = [], []
+        shutil.rmtree(self._dir, ignore_errors=True)

@@ -1,0 +1,109 @@
+"""A ``sglang_sync`` worker process: one rank of the release's parallel state on gloo.
+
+Started (spawn) by :class:`swafuzz.features.dp.sglang_sync.DPSync`; imports SGLang. It builds the
+release's ``ServerArgs`` from the parent's server arguments (a tiny model config written by the
+parent; no weights), publishes them as a scheduler process does, runs the release's
+``init_parallel_runtime`` (``init_distributed_environment`` + ``initialize_model_parallel`` +
+``initialize_dp_attention``, then ``init_layer_runtime``: the DP gathered buffer) on gloo over 127.0.0.1, then answers the parent's requests over a
+pipe until told to stop (then it exits at once). A watchdog ends the process when its parent is gone. Every patched
+probe is listed in ``sglang_sync.PATCHED``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import traceback
+
+import torch.distributed as dist
+
+from swafuzz.features.dp.sglang_sync_batch import model_runner, run_rank
+
+
+def _watchdog(parent_pid: int) -> None:
+    while True:
+        if os.getppid() != parent_pid:
+            os._exit(3)
+        time.sleep(0.5)
+
+
+def bring_up(rank: int, port: int, server: dict, model_dir: str):
+    """The release's parallel state for ``rank``; returns (runner stand-in, facts)."""
+    from sglang.srt.configs.model_config import ModelConfig
+    from sglang.srt.distributed import bootstrap
+    from sglang.srt.runtime_context import SpawnRanks, get_parallel, publish
+    from sglang.srt.server_args import ServerArgs
+
+
+    sa = ServerArgs(model_path=model_dir, skip_tokenizer_init=True, device="cpu",
+                    dist_timeout=int(server.pop("dist_timeout")), **server)
+    publish(sa, role="scheduler", ranks=SpawnRanks(world_rank=rank, dp_rank=None, gpu_id=0))
+    # Patched probe (sglang_sync.PATCHED): the CPU host's NUMA thread binding.
+    bootstrap._bind_threads_if_cpu = lambda device: None
+    bootstrap.init_parallel_runtime(server_args=sa, device="cpu", dist_port=port)
+    # Patched probe (sglang_sync.PATCHED): no pinned-memory allocator on a host without CUDA.
+    from sglang.srt.model_executor import forward_batch_info
+    forward_batch_info._is_cpu = True
+    model_config = ModelConfig.from_server_args(sa)
+    bootstrap.init_layer_runtime(model_config=model_config)  # the DP gathered buffer's sizes
+    runner = model_runner(model_config)
+    p = get_parallel()
+    from sglang.srt.utils.common import require_mlp_sync
+    facts = {"tp_size": p.tp_size, "attn_tp_size": p.attn_tp_size,
+             "attn_tp_rank": p.attn_tp_rank, "attn_dp_size": p.attn_dp_size,
+             "attn_dp_rank": p.attn_dp_rank, "attn_dp_enabled": bool(p.attn_dp_enabled),
+             "require_mlp_sync": bool(require_mlp_sync()),
+             "tp_group_backend": _backend(p.tp_group.cpu_group)}
+    return runner, facts
+
+
+def _backend(group) -> str:
+    return str(dist.get_backend(group))
+
+
+def scatter_guard(model_is_dsa: bool) -> dict:
+    """``AttnTpContext.init_context`` as a model calls it (DeepSeek-V4: ``is_dsa=True``, no
+    ``is_mhc``), with the platform probe set to CUDA (sglang_sync.PATCHED): whether the release would
+    scatter an extend's input across the TP ranks (and so pad it to a multiple of tp_size)."""
+    from sglang.srt.layers.layer_boundary.adapters import attention as adapter
+    saved = adapter._is_cuda
+    adapter._is_cuda = True
+    try:
+        ctx = adapter.AttnTpContext()
+        ctx.init_context(q_lora_rank=1024, is_dsa=model_is_dsa)
+        return {"allow_input_scattered": bool(ctx.allow_input_scattered)}
+    finally:
+        adapter._is_cuda = saved
+
+
+def main(rank: int, port: int, server: dict, model_dir: str, conn, parent_pid: int) -> None:
+    """Worker entry point (spawned)."""
+    threading.Thread(target=_watchdog, args=(parent_pid,), daemon=True).start()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    try:
+        runner, facts = bring_up(rank, port, dict(server), model_dir)
+        conn.send(("ok", facts))
+    except BaseException:  # noqa: BLE001 - reported to the parent, which raises
+        conn.send(("err", traceback.format_exc()))
+        os._exit(1)
+    try:
+        while True:
+            msg = conn.recv()
+            if msg[0] == "stop":
+                break
+            try:
+                if msg[0] == "step":
+                    conn.send(("ok", run_rank(msg[1], runner, msg[2])))
+                elif msg[0] == "scatter_guard":
+                    conn.send(("ok", scatter_guard(msg[1])))
+                else:
+                    conn.send(("err", f"unknown request {msg[0]!r}"))
+            except BaseException:  # noqa: BLE001 - reported to the parent, which raises
+                conn.send(("err", traceback.format_exc()))
+    except (EOFError, OSError):
+        pass
+    # the process's end closes its gloo sockets; the release's destroy_* calls and its atexit
+    # hooks only add seconds here
+    os._exit(0)

@@ -1,0 +1,183 @@
+"""Every ledger entry's server-level answer (its ``server`` field,
+:mod:`swafuzz.harness.ledger_server`) checked against the installed release: an
+``unreachable`` entry's guard holds (the release refuses the arguments, forces the value, or
+its own rule answers as the guard says), a ``probable`` entry's server arguments pass the
+release's own checks (:mod:`swafuzz.targets.sglang.serverargs`) with the values its note relies
+on. Each test runs on the releases its entries list and skips elsewhere. Marker ``upstream``
+(``scripts/upstream-check``).
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import os
+import re
+
+import pytest
+
+from swafuzz.harness.ledger import DEFAULT_LEDGER, load_ledger, release_matches
+
+pytestmark = [pytest.mark.upstream, pytest.mark.skipif(
+    importlib.util.find_spec("sglang") is None,
+    reason="sglang is not installed (build an environment with scripts/upstream-env VERSION)")]
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ENTRIES = {e.id: e for e in load_ledger(DEFAULT_LEDGER)}
+
+
+def entry(eid: str):
+    """The ledger entry, skipping the test when the installed release is not one it lists."""
+    from swafuzz.targets.sglang import installed_version
+
+    e = ENTRIES[eid]
+    v = installed_version()
+    if not any(release_matches(r, v) for r in e.releases):
+        pytest.skip(f"entry {eid} lists {list(e.releases)}; installed sglang {v}")
+    assert e.server is not None, f"entry {eid} has no server answer"
+    return e
+
+
+def verdict(e, **changes):
+    from swafuzz.targets.sglang.serverargs import check_server_args
+
+    return check_server_args({**e.server.server_args, **changes}, env=e.server.env,
+                             stand_in=e.server.stand_in)
+
+
+@pytest.mark.parametrize("eid", ["ring-p1-alloc-writes-mapping", "ring-p1-alloc-refused"])
+def test_dsv4_page_size_is_forced(eid):
+    e = entry(eid)
+    assert e.server.status == "unreachable" and e.server.server_args["page_size"] == 1
+    v = verdict(e)
+    assert v.accepted, v.message
+    assert v.resolved["page_size"] == 256          # asked for 1: the DSV4 override wins
+    assert verdict(e, page_size=64).resolved["page_size"] == 256
+
+
+def test_ring_has_no_draft_extend_on_cuda():
+    e = entry("ring-a4-draft-extend-graph")
+    v = verdict(e)                                   # EAGLE with the window: refused
+    assert not v.accepted and "validate_deepseek_v41_features" in v.where
+    assert "DSpark" in v.message
+    v4 = verdict(e, speculative_algorithm=None, speculative_eagle_topk=None,
+                 speculative_num_steps=None, speculative_num_draft_tokens=None)
+    assert v4.accepted, v4.message                   # V4.1 without speculative decoding: fine
+    from swafuzz.targets.sglang.serverargs import check_server_args
+    no_v41 = check_server_args({"enable_encoder_swa_bounded_replay": True,
+                                "chunked_prefill_size": 8192}, model_type="deepseek_v4")
+    assert not no_v41.accepted and "validate_deepseek_v41_features" in no_v41.where
+    # the CUDA ring is the DSpark draft's under encoder replay ...
+    import inspect
+
+    from sglang.srt.mem_cache import deepseek_v4_memory_pool as pool
+    assert "enable_encoder_swa_bounded_replay" in inspect.getsource(pool.uses_draft_swa_ring)
+    # ... and the DSpark modules set no forward mode but TARGET_VERIFY / IDLE (source scan)
+    spec = list(importlib.util.find_spec("sglang.srt.speculative").submodule_search_locations)[0]
+    modes: set[str] = set()
+    for folder, _, files in os.walk(spec):
+        for name in files:
+            path = os.path.join(folder, name)
+            if name.endswith(".py") and "dspark" in path.removeprefix(spec):
+                with open(path, encoding="utf-8") as fh:
+                    modes |= set(re.findall(r"ForwardMode\.([A-Z_0-9]+)", fh.read()))
+    assert modes and not any(m.startswith("DRAFT_EXTEND") for m in modes), modes
+
+
+def test_ring_with_dp_attention_is_accepted():
+    e = entry("ring-a4-resolver-fallback-dp-eager")
+    v = verdict(e)
+    assert v.accepted, v.message
+    assert v.resolved["speculative_algorithm"] == "DSPARK"
+    assert v.resolved["attn_dp_size"] == 2 and v.resolved["enable_encoder_swa_bounded_replay"]
+    assert not verdict(e, enable_dp_lm_head=False).accepted   # the checks do run
+
+
+@pytest.mark.parametrize("eid", ["a2-window-before-idle", "a2-window-before-idle-count",
+                                 "a2-window-before-idle-history"])
+def test_window_refuses_dp_attention_before_0_5_23(eid):
+    e = entry(eid)
+    v = verdict(e)
+    assert not v.accepted and v.error == "ValueError"
+    assert "validate_deepseek_v41_features" in v.where and "DP attention" in v.message
+    alone = verdict(e, dp_size=1, enable_dp_attention=False)   # the window alone: accepted
+    assert alone.accepted, alone.message
+    eagle = verdict(e, dp_size=1, enable_dp_attention=False, speculative_algorithm="EAGLE",
+                    speculative_eagle_topk=1, speculative_num_steps=1,
+                    speculative_num_draft_tokens=2)             # the other IDLE source
+    assert not eagle.accepted and "validate_deepseek_v41_features" in eagle.where
+
+
+def test_tail_with_window_is_accepted():
+    e = entry("short-tail-floor")
+    v = verdict(e)
+    assert v.accepted, v.message
+    assert v.resolved["enable_encoder_swa_bounded_replay"] is True
+    assert v.resolved["enable_decoder_swa_bounded_replay"] is True
+    assert v.resolved["chunked_prefill_size"] == 384
+
+
+def test_a5_needs_a_single_window_layer():
+    """The A5 skip, run through the release's RequestWindow: the entry's repro fails with one
+    window layer and passes with two or three (the (layer, phase) key changes every layer)."""
+    import fnmatch
+
+    from swafuzz.features.validation import load_case
+    from swafuzz.harness.run import execute, resolve_executors
+    from swafuzz.reports.bundle import read_bundle
+
+    e = entry("window-a5-mtp-idle-after-graph-replay")
+    case = read_bundle(os.path.join(ROOT, e.repro))["case"]
+    failed = {}
+    for layers in (1, 2, 3):
+        c = copy.deepcopy(case)
+        c["pool"]["layers"] = layers
+        v = execute(load_case(c), "sglang", "torch", resolve_executors("auto"))
+        failed[layers] = v.failed and fnmatch.fnmatchcase(
+            v.failures[0].signature(v.case.kind), e.signature)
+    assert failed == {1: True, 2: False, 3: False}
+
+
+def test_window_with_attention_tp_is_accepted():
+    from swafuzz.targets.sglang.serverargs import built_server_args, release_context
+
+    e = entry("window-dp-extend-pad-joins-run")
+    with built_server_args(e.server.server_args, env=e.server.env) as (v, args):
+        assert v.accepted, v.message
+        assert v.resolved["enable_encoder_swa_bounded_replay"] is True
+        assert v.resolved["enable_decoder_swa_bounded_replay"] is False   # no tail there
+        with release_context(args):
+            from sglang.srt.runtime_context import get_parallel
+            assert (get_parallel().attn_tp_size, get_parallel().attn_dp_size) == (2, 2)
+    scattered = verdict(e, tp_size=2, dp_size=1, enable_dp_attention=False,
+                        enable_attn_tp_input_scattered=True,
+                        enable_decoder_swa_bounded_replay=False)
+    assert scattered.accepted, scattered.message
+
+
+def test_pplx_forces_max_len_with_the_window():
+    from swafuzz.targets.sglang.serverargs import built_server_args, release_context
+
+    e = entry("window-dp-decode-extend-pad-joins-run")
+    modes = {}
+    for a2a in ("pplx", "none"):
+        cfg = {**e.server.server_args, "moe_a2a_backend": a2a}
+        with built_server_args(cfg, env=e.server.env) as (v, args):
+            assert v.accepted, v.message
+            with release_context(args):
+                from sglang.srt.layers.dp_attention import DpPaddingMode
+                from sglang.srt.layers.moe.utils import initialize_moe_config
+                initialize_moe_config()
+                # one rank extends 3 tokens, the other decodes 1: extend in batch
+                modes[a2a] = DpPaddingMode.get_dp_padding_mode(True, [3, 1])
+    assert modes["pplx"].is_max_len() and modes["none"].is_sum_len(), modes
+
+
+def test_every_entry_is_answered_by_a_test_of_this_file():
+    names = set(globals())
+    for e in ENTRIES.values():
+        assert e.server is not None, e.id
+        path, name = e.server.test.split("::")
+        assert path == "tests/targets/test_sglang_reachability.py" and name in names, e.id
+    json.dumps([e.server.server_args for e in ENTRIES.values()])

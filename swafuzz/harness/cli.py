@@ -41,7 +41,8 @@ from swafuzz.harness.cli_merge import cmd_merge
 from swafuzz.harness.cli_run import cmd_repro, cmd_run
 from swafuzz.harness.failures import check_out_dir, check_out_file, report_tool_failure
 from swafuzz.harness.ledger import DEFAULT_LEDGER
-from swafuzz.harness.zoo import run_zoo, selected
+from swafuzz.harness.zoo import run_zoo
+from swafuzz.harness.zoo_select import selected
 from swafuzz.kernels import IMPLS, available_impls
 
 __all__ = ["EXIT_CLEAN", "EXIT_FINDINGS", "EXIT_TOOL", "EXIT_USAGE", "UsageError", "build_parser",

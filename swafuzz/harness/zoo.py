@@ -10,10 +10,10 @@ at least one mutant (its killing Case, rerun with that check disabled and every 
 on, passes: see :func:`ablation`), or carries a defence-in-depth reason in its ``@check`` (printed)
 and fires on at least one mutant.
 
-``--mutant NAME`` (repeatable) narrows the zoo to those mutants: the control then runs over their
-scenario kinds only, and the leave-one-out rule is printed but not enforced (a subset cannot
-prove it); exit 0 iff each named mutant is killed and the control is clean. Ctrl-C (or SIGTERM)
-prints the matrix of the mutants finished so far and exits 130.
+``--mutant NAME`` (repeatable) narrows the zoo to those mutants: the control (the release's
+target for its mutants) runs over their kinds only; leave-one-out is not enforced. Mutants of a
+release not installed here are left out of a whole-zoo run, named; one whose release lacks the
+faulty code is "not reachable here". Ctrl-C (or SIGTERM) prints the partial matrix, exit 130.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from swafuzz.harness.check_registry import check_names, defence_in_depth
 from swafuzz.harness.cli_common import EXIT_INTERRUPTED
 from swafuzz.harness.report_inputs import write_run_meta
 from swafuzz.harness.run import execute, resolve_executors
+from swafuzz.harness.zoo_select import control_of, default_zoo, not_here, selected
 from swafuzz.reports.bundle import atomic_write_text, write_bundle
 from swafuzz.reports.summary import kill_matrix
 from swafuzz.targets.mutants import load_all
@@ -109,7 +110,9 @@ def zoo_mutant(name: str, examples: int, seeds: int, impl: str, executors: list[
     row = {"name": name, "source": spec.source, "impl": impl, "killed": kills == seeds,
            "kills": f"{kills}/{seeds}", "seconds": time.perf_counter() - tm,
            "cases_to_kill": _median(counts), "cases_per_seed": counts, "check": None,
-           "checks": [], "shrunk": None, "repro": None}
+           "checks": [], "shrunk": None, "repro": None,  # no kind runs: the target's reasons
+           "unreachable": None if kinds else "; ".join(
+               dict.fromkeys(str(targets.supports(target, k)) for k in spec.kinds))}
     if first is not None:
         row.update(check=first.failures[0].check,
                    checks=sorted({f.check for f in first.failures}),
@@ -179,45 +182,26 @@ def proof_status(rows: list[dict]) -> tuple[dict[str, list[str]], list[str]]:
 
 
 def _control(examples: int, impl: str, executors: list[str], out: str, label: str,
-             kinds: list[str] | None = None) -> dict:
-    """The control: ``unified`` over every kind it runs (or over ``kinds``) must be clean."""
+             kinds: list[str] | None = None, target: str = "unified") -> dict:
+    """The control: unmutated ``target`` over every kind it runs (or ``kinds``) is clean."""
     tc = time.perf_counter()
-    control = {"clean": True, "cases": 0, "seconds": 0.0, "check": None, "impl": impl}
+    control = {"clean": True, "cases": 0, "seconds": 0.0, "check": None, "impl": impl,
+                "target": target}
     every = features.default_kind_names() if kinds is None else features.kind_names()
-    for kind in (k for k in every if targets.supports("unified", k) is None
+    for kind in (k for k in every if targets.supports(target, k) is None
                  and (kinds is None or k in kinds)):
-        camp = Campaign(_runner("unified", impl, executors), seed=0, shrink=False)
+        camp = Campaign(_runner(target, impl, executors), seed=0, shrink=False)
         res = camp.run_kind(kind, examples)
         control["cases"] += res.cases
         if res.finding is not None:
             control.update(clean=False, check=res.finding.failures[0].check,
                            message=res.finding.failures[0].message)
-            path = write_bundle(out, res.finding.finding("unified", impl, label, prefix="unified:"))
+            path = write_bundle(out, res.finding.finding(target, impl, label,
+                                                         prefix=f"{target}:"))
             control["repro"] = f"swafuzz repro {os.path.relpath(path, out)}"
             break
     control["seconds"] = time.perf_counter() - tc
     return control
-
-
-def default_zoo() -> dict:
-    """Every mutant but those only resource-gated kinds reach (``Kind.ram_bytes > 0``: GBs per
-    Case), which run when named with ``--mutant``."""
-    gated = set(features.gated_kinds())
-    return {n: s for n, s in load_all().items() if not set(s.kinds) <= gated}
-
-
-def selected(names: list[str] | None) -> dict:
-    """The mutants to run: the default zoo (:func:`default_zoo`), or those ``--mutant`` names
-    (in the order given); an unknown name is a ``ValueError`` naming it and listing the known
-    ones."""
-    zoo = load_all()
-    if not names:
-        return default_zoo()
-    unknown = [n for n in names if n not in zoo]
-    if unknown:
-        raise ValueError(f"--mutant: {unknown[0]!r} is not a mutant; known: "
-                         f"{', '.join(sorted(zoo))}")
-    return {n: zoo[n] for n in dict.fromkeys(names)}
 
 
 def run_zoo(args) -> int:
@@ -228,25 +212,33 @@ def run_zoo(args) -> int:
     out = args.out
     jobs = max(1, args.jobs)
     t0 = time.perf_counter()
-    zoo = selected(getattr(args, "mutant", None))
-    narrowed = set(zoo) != set(default_zoo())
+    names = getattr(args, "mutant", None)
+    skipped = {} if names else not_here()
+    zoo = selected(names, skipped)
+    narrowed = set(zoo) != set(default_zoo()) - set(skipped)
     control_kinds = sorted({k for spec in zoo.values() for k in spec.kinds}) if narrowed else None
+    bases = {control_of(spec) for spec in zoo.values()}
+    control_target = bases.pop() if len(bases) == 1 else "unified"
 
     def say(msg: str) -> None:
         if not args.quiet:
             print(msg, file=sys.stderr, flush=True)
 
+    for name, why in skipped.items():
+        print(f"zoo: mutant {name} not run here ({why}); run --mutant {name} where it is")
+
     tasks = [(name, examples, seeds, impl_for(spec, args.impl, args.budget), executors,
               shrink_budget, out, args.executor) for name, spec in zoo.items()]
     control_impl = "triton" if args.impl == "auto" else args.impl
-    control_args = (control_n, control_impl, executors, out, args.executor, control_kinds)
+    control_args = (control_n, control_impl, executors, out, args.executor, control_kinds,
+                    control_target)
     rows: list[dict] = []
     control, ctl = None, None
     old_term = signal.signal(signal.SIGTERM, _interrupt)
     try:
         if jobs == 1:
             control = _control(*control_args)
-            say(f"control unified: {'clean' if control['clean'] else 'FAILED'}")
+            say(f"control {control_target}: {'clean' if control['clean'] else 'FAILED'}")
             for t in tasks:
                 rows.append(zoo_mutant(*t))
                 say(_row_line(rows[-1]))
@@ -323,9 +315,11 @@ def finish(args, rows: list[dict], control: dict | None, examples: int, seeds: i
     with open(os.path.join(out, "kill-matrix.md"), "w") as f:
         f.write(kill_matrix(result, markdown=True) + "\n")
     enforced = [] if narrowed else unproven
-    ok = bool(control["clean"]) and all(r["killed"] for r in rows) and not enforced
+    ok = bool(control["clean"]) and all(r["killed"] or r.get("unreachable") for r in rows) \
+        and not enforced
     write_run_meta(out, {"command": "zoo", "target": f"bug zoo ({len(rows)} mutants, control "
-                         "unified)", "impl": args.impl, "executor": args.executor,
+                         f"{control.get('target', 'unified')})", "impl": args.impl,
+                         "executor": args.executor,
                          "budget": result["budget"], "seconds": round(result["seconds"], 3)})
     if enforced:
         print(f"FAILED leave-one-out rule: {', '.join(enforced)}")
@@ -352,7 +346,9 @@ def _load_plugins(modules: list[str]) -> None:
 
 
 def _row_line(row: dict) -> str:
-    return (f"{row['name']}: {'killed' if row['killed'] else 'SURVIVED'} ({row['kills']} seeds, "
+    verdict = "killed" if row["killed"] else "not reachable here" if row.get(
+        "unreachable") else "SURVIVED"
+    return (f"{row['name']}: {verdict} ({row['kills']} seeds, "
             f"{cases_text(row['cases_per_seed'])}, {row['seconds']:.1f} s"
             + (f", {row['check']}" if row["check"] else "") + f", impl {row['impl']})")
 

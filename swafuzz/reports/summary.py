@@ -55,14 +55,15 @@ def kill_matrix(result: dict[str, Any], markdown: bool = False) -> str:
     rows = []
     c = result["control"]
     verdict = "not finished" if c["clean"] is None else "clean" if c["clean"] else "FAILED"
-    rows.append(["unified (control)", verdict, c.get("cases", ""), "",
+    rows.append([f"{c.get('target', 'unified')} (control)", verdict, c.get("cases", ""), "",
                  f"{c['seconds']:.1f}", c.get("check") or "", "", ""])
     for m in result["mutants"]:
         shr = m.get("shrunk") or {}
         size = f"{shr.get('requests', '?')}r/{shr.get('steps', '?')}s" if shr else ""
-        rows.append([m["name"], "killed" if m["killed"] else "SURVIVED",
-                     m.get("cases_to_kill", ""), m.get("kills", ""), f"{m['seconds']:.1f}",
-                     m.get("check") or "", size, m.get("repro") or ""])
+        verdict = "killed" if m["killed"] else (
+            f"not reachable here: {m['unreachable']}" if m.get("unreachable") else "SURVIVED")
+        rows.append([m["name"], verdict, m.get("cases_to_kill", ""), m.get("kills", ""),
+                     f"{m['seconds']:.1f}", m.get("check") or "", size, m.get("repro") or ""])
     return table(["mutant", "verdict", "cases to kill (median)", "seeds killed", "seconds",
                   "check", "shrunk", "repro"], rows, markdown)
 

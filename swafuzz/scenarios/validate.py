@@ -193,9 +193,10 @@ def parse_step(obj: Any, i: int) -> Step:
         if ex not in EXECS:
             raise CaseError(f"{path}.exec", f"must be one of {', '.join(EXECS)} (got {ex!r})")
         kw["exec"] = ex
-    if op in ("admit", "evict", "finish"):
+    declared = STEP_OPS[op].fields if op in STEP_OPS else ()
+    if op in ("admit", "evict", "finish") or "rid" in declared:
         kw["rid"] = _int(obj, "rid", path, 0)
-    if op == "admit":
+    if op == "admit" or "length" in declared:
         kw["length"] = _int(obj, "length", path, 1, MAX_TOKENS)
     if "rids" in _STEP_FIELDS[op]:
         rids = _int_list(obj, "rids", path, 0)

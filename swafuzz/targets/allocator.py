@@ -184,6 +184,17 @@ class SWAAllocator(RequestBook):
             self.mapping[idx] = val
         return out
 
+    def flush(self) -> bool:
+        """The cache flush (the scheduler's ``flush_cache``, spec §2.3 ``clear()``): refused
+        (False, nothing changes) while a request is live; else both free sets hold every page
+        again and ``M[:-1] = 0`` (in place). The SWA buffers keep their bytes."""
+        if self.tokens:
+            return False
+        self.full_free = set(range(1, self.pool.full_pages + 1))
+        self.swa_free = set(range(1, self.pool.swa_pages + 1))
+        self.mapping[:-1] = 0
+        return True
+
     # -- freeing ------------------------------------------------------------------------------
     def release_swa_pages(self, full_slots: list[int]) -> None:
         """Return the SWA pages ``{M[f] // P : M[f] > 0}`` to the free set (mapping untouched)."""

@@ -103,6 +103,9 @@ BAD = {
                                          "tail_exec": "bucket"}]), "steps[1].tail_exec"),
     "ring_draft": (_case(steps=[ADMIT, {"op": "draft_block", "rids": [0]}]), "steps[1].op"),
     "big_layer": (_case(pool={"swa_held_pages": 8}), "pool.swa_held_pages"),
+    "server_ops": (_case(steps=[ADMIT, {"op": "refused_admit", "rid": 1, "length": 2},
+                                {"op": "extend", "rids": [0], "lengths": [1]}]),
+                   "steps[1].op"),
 }
 
 

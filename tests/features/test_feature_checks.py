@@ -73,13 +73,13 @@ def test_registry_order():
         "write_targets", "pool_bytes", "write_set", "redzones", "invariants", "agreement",
         "capture_freeze", "contracts", "exec_path", "prepared", "loc_buffer", "window",
         "history", "tail",
-        "window_graph", "compressor", "reprefill", "tail_graph")
+        "window_graph", "compressor", "reprefill", "tail_graph", "refusal")
     assert [c.name for c in all_checks() if c.across] == ["agreement", "capture_freeze"]
 
 
 def test_defence_in_depth_reasons():
     reasons = defence_in_depth()
     assert set(reasons) == {"write_set", "redzones", "agreement", "capture_freeze", "tail",
-                            "reprefill"}
+                            "reprefill", "refusal"}
     for name, why in reasons.items():
         assert isinstance(why, str) and len(why.split()) >= 10, name

@@ -25,7 +25,8 @@ def _tables(point: str) -> dict:
 
 def test_declared_ops_join_ops_after_their_anchor():
     assert OPS == ("admit", "decode", "verify", "draft_extend", "draft_decode", "idle",
-                   "dp_decode", "evict", "finish", "remap", "extend", "draft_block")
+                   "dp_decode", "evict", "finish", "remap", "flush", "refused_admit", "extend",
+                   "draft_block")
     for name, d in STEP_OPS.items():
         assert OPS.index(name) > OPS.index(d.after)
         assert (name in FORWARD_OPS) == d.forward

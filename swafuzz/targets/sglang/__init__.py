@@ -62,6 +62,20 @@ CORE_TABLE: tuple[tuple[str, str, str, str], ...] = (
      "(alloc_extend_naive / alloc_decode_naive); 0.5.12 has Triton kernels only, which fail "
      "in the interpreter, so its alloc_extend_naive replaces alloc_extend_kernel and decodes "
      "go through alloc_extend (0.5.12 has no naive alloc_decode); free_full is 0.5.23 only"),
+    ("window eviction (evict step)", "real", "real",
+     "0.5.23 (any release with mem_cache.common.free_swa_out_of_window_slots, "
+     "free_swa_segment and ReqKvInfo): the scheduler's trigger ScheduleBatch."
+     "_swa_eviction_trigger, then free_swa_out_of_window_slots (chunk-cache threshold "
+     "pre_len - window, interval 1, a shared prefix as cache_protected_len) in a free group, "
+     "freeing through free_swa_segment, over the release's ReqToTokenPool (row contents "
+     "written from the request's slots: modelled); 0.5.12: free_swa of tokens[evicted:"
+     "frontier], what its ScheduleBatch._evict_swa calls (its frontier keeps one page more; "
+     "the Case's frontier is the chunk-cache rule)"),
+    ("cache flush (flush step)", "real", "real",
+     "0.5.23: Scheduler.flush_cache on a stand-in scheduler (its idle test over the live "
+     "requests, no tree cache, no grammar or metrics) over the release's ReqToTokenPool and "
+     "allocator clear(); 0.5.12: its Scheduler needs sgl_kernel, so the idle rule is modelled "
+     "and the allocator's clear() runs"),
     ("full->SWA mapping M", "real", "real",
      "the allocator's int64 tensor with its -1 sentinel; target and draft pools register it"),
     ("DSV4 pool: register_mapping, translation", "real", "real",

@@ -14,7 +14,7 @@ import torch
 from swafuzz.scenarios.case import PoolConfig
 from swafuzz.targets.allocator import AllocationError, RequestBook
 from swafuzz.targets.kv_pool import SWAKVPool
-from swafuzz.targets.sglang import features
+from swafuzz.targets.sglang import eviction, features
 from swafuzz.targets.sglang.real import SWATokenToKVPoolAllocator
 from swafuzz.targets.sharing import held_elsewhere
 
@@ -58,6 +58,10 @@ class SGLangAllocator(RequestBook):
         self.tokens: dict[int, list[int]] = {}
         self.evicted: dict[int, int] = {}
         self.alloc_log: list[list[int]] = []
+        self.prefill = False  # an admission in progress (:meth:`admit`)
+        # the release's request -> slot table, where its window eviction reads one
+        self.rows = eviction.ReleaseRows(pool.full_pages + 1, pool.mapping_len, self.device) \
+            if features.SEGMENT_EVICT else None
 
     def hold_low_swa_pages(self, n: int) -> None:
         """``pool.swa_held_pages``: SWA pages ``1..n`` held from the start by no request of the
@@ -105,7 +109,7 @@ class SGLangAllocator(RequestBook):
         last = [self.tokens[rid][-1] if self.tokens[rid] else -1 for rid, _ in plan]
         if P == 1:
             out = self.real.alloc(total)
-        elif all(n == 1 for _, n in plan) and features.NAIVE_SWITCH:
+        elif all(n == 1 for _, n in plan) and features.NAIVE_SWITCH and not self.prefill:
             out = self.real.alloc_decode(self._t(seq), self._t(seq, cpu=True), self._t(last))
         else:
             out = self.real.alloc_extend(self._t(prefix), self._t(prefix, cpu=True), self._t(seq),
@@ -128,11 +132,34 @@ class SGLangAllocator(RequestBook):
             res.append(new)
         return res
 
+    def admit(self, rid: int, length: int, prefix_rid: int | None = None,
+              prefix_len: int = 0) -> list[int]:
+        """An admission allocates as the server's prefill does: ``alloc`` (page size 1) or
+        ``alloc_extend``, never ``alloc_decode`` (a one-token prompt included), so a refusal
+        is the one those make: before anything is taken."""
+        self.prefill = True
+        try:
+            return super().admit(rid, length, prefix_rid, prefix_len)
+        finally:
+            self.prefill = False
+
     def evict(self, rid: int, window: int) -> None:
-        """Window eviction (contract): ``free_swa`` of ``tokens[evicted:frontier]``."""
+        """Window eviction of ``tokens[evicted:frontier]`` (contract frontier): through the
+        release's scheduler eviction and segment free where it has them
+        (:func:`.eviction.evict_segment`), else ``free_swa`` (0.5.12's ``_evict_swa``). A
+        shared prefix stays: the radix tree owns it (``cache_protected_len``)."""
+        if self.rows is not None:
+            eviction.evict_segment(self, self.rows, rid, window)
+            self.advance_frontier(rid, window)
+            return
         slots = self.advance_frontier(rid, window)
-        if slots:  # a shared prefix stays: the radix tree owns it (cache_protected_len)
+        if slots:
             self.real.free_swa(self._t(slots))
+
+    def flush(self) -> bool:
+        """The cache flush the release's scheduler makes (:func:`.eviction.flush`): False
+        (nothing changed) while a request is live."""
+        return eviction.flush(self, self.rows)
 
     def reject(self, plan: list[tuple[int, int, int]], num_draft_tokens: int) -> None:
         """After a verify forward, the rejected draft tokens of each ``(rid, length_before,
@@ -159,6 +186,8 @@ class SGLangAllocator(RequestBook):
         shared = held_elsewhere(self.tokens, rid, P)
         toks = [f for f in self.tokens.pop(rid) if f // P not in shared]  # pages it alone holds
         self.evicted.pop(rid)
+        if self.rows is not None:
+            self.rows.release(rid)
         # every slot of those pages: the reserved verify slots after its last token included
         slots = sorted({f // P * P + o for f in toks for o in range(P)})
         if toks and not features.FREE_FULL:

@@ -128,6 +128,23 @@ if not NAIVE_SWITCH and not EXTEND_NAIVE:  # pragma: no cover
                   "alloc_extend_naive)")
 #: ``SWATokenToKVPoolAllocator.free_full`` (0.5.20+): its ``free`` then insists on SWA peers
 FREE_FULL = hasattr(SWATokenToKVPoolAllocator, "free_full")
+#: the scheduler's sliding-window eviction as a function of its own
+#: (``mem_cache.common.free_swa_out_of_window_slots``, with ``eviction_interval``) over the
+#: allocator's segment free ``free_swa_segment`` and the request's KV record ``ReqKvInfo``
+#: (0.5.22+): the ``evict`` step frees through them; without them (0.5.12, whose
+#: ``ScheduleBatch._evict_swa`` calls ``free_swa``) it calls ``free_swa`` itself
+common_mod = first_module("sglang.srt.mem_cache.common")
+_batch_mod = first_module("sglang.srt.managers.schedule_batch")
+ReqKvInfo = getattr(_batch_mod, "ReqKvInfo", None)
+SEGMENT_EVICT = (hasattr(common_mod, "free_swa_out_of_window_slots")
+                 and hasattr(SWATokenToKVPoolAllocator, "free_swa_segment")
+                 and ReqKvInfo is not None and hasattr(ReqKvInfo, "swa_dead_lo")
+                 and {"eviction_interval", "supports_prefix_sharing"} <= set(
+                     _params(getattr(common_mod, "free_swa_out_of_window_slots", None))))
+#: the scheduler's per-request eviction trigger ``ScheduleBatch._swa_eviction_trigger``
+#: (0.5.22+), asked before the eviction on the segment path
+EVICTION_TRIGGER = getattr(getattr(_batch_mod, "ScheduleBatch", None), "_swa_eviction_trigger",
+                           None) if SEGMENT_EVICT else None
 #: ``ForwardMode.DRAFT_EXTEND`` (0.5.12, 0.5.13; removed in 0.5.14)
 HAS_DRAFT_EXTEND_MODE = "DRAFT_EXTEND" in RealForwardMode.__members__
 
@@ -181,6 +198,9 @@ def describe() -> list[tuple[str, str]]:
         ("paged allocator module", paged_mod.__name__),
         ("paged allocator CPU switch (use_triton_kernels)", yes[NAIVE_SWITCH]),
         ("SWATokenToKVPoolAllocator.free_full", yes[FREE_FULL]),
+        ("window eviction", "free_swa_out_of_window_slots -> free_swa_segment"
+         + (" (trigger _swa_eviction_trigger)" if EVICTION_TRIGGER else "")
+         if SEGMENT_EVICT else "free_swa (the scheduler's _evict_swa frees through it)"),
         ("resolver get_swa_out_cache_loc", yes[RESOLVER]),
         ("in-graph stamp init_forward_metadata_in_graph", yes[IN_GRAPH]),
         ("per_step_draft_out_cache_loc", yes[PER_STEP]),

@@ -68,11 +68,20 @@ def _derive_per_step(found: dict[str, str]) -> tuple[str, str] | None:
     return "modelled", "detected: no eagle_utils.per_step_draft_out_cache_loc: the model's layout"
 
 
+def _derive_eviction(found: dict[str, str]) -> tuple[str, str] | None:
+    how = found.get("window eviction")
+    if how is None:
+        return "real", ("its recorded probe predates the row: the path (segment free or "
+                        "free_swa) is detected when the target runs")
+    return None if how.startswith("free_swa_out_of_window_slots") else ("real", how)
+
+
 #: component prefix -> how a release's recorded probe (:mod:`~swafuzz.targets.sglang.detected`)
 #: answers the row (None: the 0.5.23 column's answer): the core's rows here, each feature's in
 #: its facts (``derive``). Where a release's probe is recorded these rows are generated from it.
 DERIVE = {"allocator (alloc": _derive_allocator,
           "multi-step draft per-step write targets": _derive_per_step,
+          "window eviction": _derive_eviction,
           **{k: d for f in facts() for k, d in f.derive.items()}}
 
 

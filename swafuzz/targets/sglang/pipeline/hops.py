@@ -48,7 +48,9 @@ HOPS: tuple[tuple[str, str, str], ...] = (
      "the release's ForwardBatch with its KVLocPlan bound by the release's KVIndexTranslator "
      "over the DSV4 pool; a model-runner stand-in holds exactly the attributes it reads"),
     ("MLP sync, data-parallel / attention-TP padding", "modelled",
-     "one rank only: modelled: helper dppad (real gloo process groups)"),
+     "not in the server-level pipeline yet (it runs one rank): the release's own MLP sync and "
+     "DP / attention-TP padding runs on 2-4 gloo processes beside it "
+     "(features/dp/sglang_sync.py, DPSync; tests/targets/test_sglang_dp_sync.py)"),
     ("graph runner can-run decision (DecodeCudaGraphRunner.can_run_graph)", "real",
      "the release's method on a runner built without its constructor (which captures on a "
      "GPU), holding the attributes it reads for a one-rank, non-speculative decode server"),

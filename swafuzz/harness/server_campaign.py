@@ -5,7 +5,8 @@ strategies.KINDS`) with Hypothesis, runs each through the target's pipeline
 (:func:`swafuzz.server.run.execute`, in this process) and judges it with the server-level oracle;
 the first failure of a kind is shrunk by Hypothesis and written as a bundle,
 ``OUT/findings/server-<check>.<kind>.json``, replayable with ``swafuzz repro``. ``run.json``
-records the level, kinds, cases, seconds and cases per second. ``--examples`` counts Cases
+records the level, kinds, cases, seconds and cases per second, and its findings relative to the
+run directory; ``summary.md`` and ``junit.xml`` (:mod:`swafuzz.reports.server_summary`) follow. ``--examples`` counts Cases
 in all, split over the kinds (default 300), as at component level.
 """
 
@@ -24,6 +25,7 @@ from swafuzz.harness.cli_common import EXIT_CLEAN, EXIT_FINDINGS, UsageError
 from swafuzz.harness.executors import get_executor
 from swafuzz.harness.run import resolve_executors, resolve_impl
 from swafuzz.reports.bundle import atomic_write_text
+from swafuzz.reports.server_summary import write_server_reports
 from swafuzz.server.case import ServerCase, ServerCaseError, parse
 from swafuzz.server.run import Pipeline, ServerRefused, ServerVerdict, execute
 from swafuzz.server.strategies import KINDS, server_cases
@@ -189,11 +191,11 @@ def cmd_server_run(args) -> int:
                           "finding": found[0].signature if found else None}
         if found:
             v = found[0]
-            path = os.path.join(out, "findings", f"{v.signature.replace(':', '-')}.{kind}.json")
-            write_json_atomic(path, bundle_of(v, target, args.server_mutant))
-            findings.append(path)
-            print(f"FINDING {v.signature} ({kind}): {v.failures[0].message}\n  repro: swafuzz "
-                  f"repro {path}", file=sys.stderr)
+            rel = os.path.join("findings", f"{v.signature.replace(':', '-')}.{kind}.json")
+            write_json_atomic(os.path.join(out, rel), bundle_of(v, target, args.server_mutant))
+            findings.append(rel)
+            print(f"FINDING {v.signature} ({kind}): {v.failures[0].message}\n  repro (from "
+                  f"{out}): swafuzz repro {rel}", file=sys.stderr)
     secs = time.monotonic() - t0
     write_json_atomic(os.path.join(out, "run.json"), {
         "level": "server", "target": target, "kinds": per_kind, "cases": total,
@@ -201,6 +203,7 @@ def cmd_server_run(args) -> int:
         "findings": findings, "seed": args.seed, "executors": executors,
         "server_mutant": args.server_mutant,
         "versions": targets.versions(target)})
+    write_server_reports(out, atomic_write_text)
     print(f"server-level run: {total} cases in {secs:.1f} s ({total / secs:.2f} cases/s), "
           f"{len(findings)} findings -> {out}")
     return EXIT_FINDINGS if findings else EXIT_CLEAN

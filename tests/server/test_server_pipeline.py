@@ -139,6 +139,11 @@ def test_cli_campaign_and_repro(tmp_path, capsys):
                      "--server-mutant", "server_decode_stale_loc", "--out", str(bad)]) == 1
     [bundle] = list((bad / "findings").iterdir())
     assert json.loads(bundle.read_text())["server_mutant"] == "server_decode_stale_loc"
+    assert json.loads((bad / "run.json").read_text())["findings"] == [
+        f"findings/{bundle.name}"]  # relative to the run directory
+    assert f"swafuzz repro findings/{bundle.name}" in (bad / "summary.md").read_text()
+    assert 'failures="1"' in (bad / "junit.xml").read_text()
+    assert "No findings." in (out / "summary.md").read_text()
     capsys.readouterr()
     assert cli_main(["repro", str(bundle)]) == 1
     assert "FAIL server:write_targets" in capsys.readouterr().out

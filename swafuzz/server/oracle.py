@@ -13,7 +13,9 @@ mode does for component Cases), each validated before it is followed:
 * ``write_targets``: every layer's store received, row for row, the SWA slot chosen for the
   row's token;
 * ``batch_shape``: the ForwardBatch's positions are the plan's, its sequence lengths each
-  request's length after the forward;
+  request's length after the forward; with attention TP T > 1 (:func:`attn_tp_rows`) the
+  eager rows padded to a multiple of T at position 0 (a DECODE's added requests at length
+  ``SEQ_LEN_FILL``), and ``write_targets`` expects the padded rows at the dummy slot 0;
 * ``window_reads``: at every forward, each token its requests' attention reads (the last
   ``sliding_window`` positions of each request in the batch) is the full slot allocated for
   it in the request's ``req_to_token`` row and still mapped to the SWA slot it was stored at

@@ -145,7 +145,8 @@ def test_hop_table_lists_every_hop_and_mutant():
 
     text = hop_text()
     assert all(h in text and s in ("real", "modelled", "refused") for h, s, _ in HOPS)
-    assert "ForwardBatch.init_new" in text and "modelled: helper dppad" in text
+    assert "ForwardBatch.init_new" in text
+    assert "  real      MLP sync, data-parallel / attention-TP padding" in text
     assert all(n in text for n in SERVER_MUTANTS)
 
 

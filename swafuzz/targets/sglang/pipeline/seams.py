@@ -22,15 +22,17 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from array import array
 import inspect
+from array import array
 from types import SimpleNamespace
 from typing import Iterator
 
-from sglang.srt.managers.schedule_batch import ScheduleBatch
-from sglang.srt.mem_cache import common
-from sglang.srt.model_executor.forward_batch_info import ForwardBatch
-from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+from swafuzz.targets.protocol import TargetUnavailable
+
+from sglang.srt.managers.schedule_batch import ScheduleBatch  # isort: skip
+from sglang.srt.mem_cache import common  # isort: skip
+from sglang.srt.model_executor.forward_batch_info import ForwardBatch  # isort: skip
+from sglang.srt.speculative.spec_info import SpeculativeAlgorithm  # isort: skip
 
 
 def _module(name: str):
@@ -113,8 +115,12 @@ def _set(obj, name: str, value) -> Iterator[None]:
 
 
 #: filter_batch's keyword for the requests to leave out (0.5.12: the chunked ones)
-EXCLUDE_KW = next(k for k in ("reqs_to_exclude", "chunked_req_to_exclude")
-                  if k in inspect.signature(ScheduleBatch.filter_batch).parameters)
+EXCLUDE_KW = next((k for k in ("reqs_to_exclude", "chunked_req_to_exclude")
+                   if k in inspect.signature(ScheduleBatch.filter_batch).parameters), None)
+if EXCLUDE_KW is None:  # pragma: no cover - depends on the release
+    raise TargetUnavailable("target sglang --level server: the release's "
+                            "ScheduleBatch.filter_batch takes neither reqs_to_exclude nor "
+                            "chunked_req_to_exclude")
 
 
 def filter_out(batch, reqs) -> None:

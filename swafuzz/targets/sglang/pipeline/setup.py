@@ -11,13 +11,21 @@ from types import SimpleNamespace
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig
 from swafuzz.server.case import ServerCase
 from swafuzz.server.timeline import VOCAB
+from swafuzz.targets.protocol import TargetUnavailable
 from swafuzz.targets.sglang.engine import SGLangEngine
+from swafuzz.targets.sglang.real import VERSION
 
-from sglang.srt.mem_cache.cache_init_params import CacheInitParams  # isort: skip
-from sglang.srt.mem_cache.memory_pool import ReqToTokenPool  # isort: skip
-from sglang.srt.server_args import ServerArgs  # isort: skip
+try:
+    from sglang.srt.mem_cache.cache_init_params import CacheInitParams
+    from sglang.srt.mem_cache.memory_pool import ReqToTokenPool
+    from sglang.srt.server_args import ServerArgs
 
-from swafuzz.targets.sglang.pipeline import argnames, seams  # isort: skip
+    from swafuzz.targets.sglang.pipeline import argnames, seams
+except ImportError as e:  # pragma: no cover - depends on the release
+    raise TargetUnavailable(
+        f"target sglang --level server: sglang {VERSION} lacks a hop of the server-level "
+        f"pipeline ({e}); it is driven on the runtime-context shape (0.5.22, 0.5.23) and the "
+        "global-server-args shape (0.5.12)") from None
 
 #: the ServerArgs fields the Case sets, besides its config (a CPU process, no model files)
 BASE_ARGS = {"model_path": "dummy", "device": "cpu", "skip_server_warmup": True}

@@ -50,8 +50,8 @@ HOPS: tuple[tuple[str, str, str], ...] = (
      "over the DSV4 pool; a model-runner stand-in holds exactly the attributes it reads"),
     ("MLP sync, data-parallel / attention-TP padding", "modelled",
      "not in the server-level pipeline yet (it runs one rank): the release's own MLP sync and "
-     "DP / attention-TP padding runs on 2-4 gloo processes beside it "
-     "(features/dp/sglang_sync.py, DPSync; tests/targets/test_sglang_dp_sync.py)"),
+     "data-parallel / attention-TP padding runs on 2-4 gloo processes beside it (the "
+     "data-parallel feature's release seam and its upstream test)"),
     ("graph runner can-run decision (DecodeCudaGraphRunner.can_run_graph)", "real",
      "the release's method on a runner built without its constructor (which captures on a "
      "GPU), holding the attributes it reads for a one-rank, non-speculative decode server"),

@@ -13,25 +13,14 @@ import os
 import threading
 from typing import Callable
 
+from swafuzz.harness.fleet_local import children_map
+
 TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def _children() -> dict[int, list[int]]:
-    kids: dict[int, list[int]] = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            kids.setdefault(ppid, []).append(int(d))
-    return kids
 
 
 def tree(roots: list[int]) -> set[int]:
     """Every pid at or below ``roots`` now."""
-    kids, out = _children(), set()
+    kids, out = children_map(), set()
     todo = list(roots)
     while todo:
         p = todo.pop()
@@ -91,7 +80,7 @@ class TreeSampler(threading.Thread):
         self._halt = threading.Event()
 
     def sample(self) -> None:
-        kids = _children()
+        kids = children_map()
         for root in self.roots():
             todo = [root]
             while todo:

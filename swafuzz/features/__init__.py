@@ -82,6 +82,11 @@ HOOK_POINTS = {
     "engine.store_skip": "targets.backend: (loc) -> the store's skip guard when rows come from "
                          "the allocator's tables",
     "sglang.step_path": "targets.sglang.engine: () -> the release's step path class",
+    "sglang.server_pad": "targets.sglang.pipeline.steps: (config, mode, seq_lens, extend_lens, "
+                         "out_cache_loc) -> rank 0's batch after the release's MLP-sync padding "
+                         "(attention TP > 1)",
+    "sglang.server_pad_mutant": "targets.sglang.pipeline.mutants: (server mutant name) -> a "
+                                "context manager running the ranks' padding with its patch",
     "sglang.window_graph_runner": "features.request_window.sglang: the release's DECODE-graph "
                                   "runner class under a window",
     "sglang.prefill_graph_runner": "features.request_window.sglang: the release's prefill-graph "

@@ -32,8 +32,8 @@ def free_port(lo: int = 20000) -> int:
     raise RuntimeError("no free port above 20000")
 
 
-def descendants(pid: int) -> list[int]:
-    """``pid`` and every process below it (read from /proc)."""
+def children_map() -> dict[int, list[int]]:
+    """Parent pid -> its children's pids, of every process now alive (read from /proc)."""
     kids: dict[int, list[int]] = {}
     for d in os.listdir("/proc"):
         if d.isdigit():
@@ -43,6 +43,12 @@ def descendants(pid: int) -> list[int]:
             except (OSError, IndexError, ValueError):
                 continue
             kids.setdefault(ppid, []).append(int(d))
+    return kids
+
+
+def descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it (read from /proc)."""
+    kids = children_map()
     out, todo = [], [pid]
     while todo:
         p = todo.pop()

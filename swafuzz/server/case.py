@@ -43,6 +43,7 @@ class ServerConfig:
     tp_size: int = 1
     dp_size: int = 1
     enable_dp_attention: bool = False
+    moe_dense_tp_size: int | None = None
     speculative_algorithm: str | None = None
     speculative_num_steps: int | None = None
     speculative_eagle_topk: int | None = None
@@ -54,6 +55,11 @@ class ServerConfig:
     disable_radix_cache: bool = True
     enable_encoder_swa_bounded_replay: bool = False
     enable_decoder_swa_bounded_replay: bool = False
+
+    def attn_tp_size(self) -> int:
+        """The attention-TP ranks that hold each batch: ``tp_size``, over ``dp_size`` with
+        data-parallel attention (the release's rule)."""
+        return self.tp_size // self.dp_size if self.enable_dp_attention else self.tp_size
 
     def server_args(self) -> dict[str, Any]:
         """The ``ServerArgs`` keyword arguments this config sets (lists for tuples)."""
@@ -165,6 +171,8 @@ def _config(obj: Any) -> ServerConfig:
         tp_size=_int("config.tp_size", get("tp_size"), 1, 8),
         dp_size=_int("config.dp_size", get("dp_size"), 1, 8),
         enable_dp_attention=_bool("config.enable_dp_attention", get("enable_dp_attention")),
+        moe_dense_tp_size=_int("config.moe_dense_tp_size", get("moe_dense_tp_size"), 1, 8,
+                               none=True),
         speculative_algorithm=algo,
         speculative_num_steps=_int("config.speculative_num_steps",
                                    get("speculative_num_steps"), 1, 8, none=True),

@@ -13,7 +13,9 @@ mode does for component Cases), each validated before it is followed:
 * ``write_targets``: every layer's store received, row for row, the SWA slot chosen for the
   row's token;
 * ``batch_shape``: the ForwardBatch's positions are the plan's, its sequence lengths each
-  request's length after the forward;
+  request's length after the forward; with attention TP T > 1 (:func:`attn_tp_rows`) the
+  eager rows padded to a multiple of T at position 0 (a DECODE's added requests at length
+  ``SEQ_LEN_FILL``), and ``write_targets`` expects the padded rows at the dummy slot 0;
 * ``window_reads``: at every forward, each token its requests' attention reads (the last
   ``sliding_window`` positions of each request in the batch) is the full slot allocated for
   it in the request's ``req_to_token`` row and still mapped to the SWA slot it was stored at
@@ -105,11 +107,31 @@ def graph_bucket(case: ServerCase, mode: str, bs: int, graphs: bool) -> int | No
     return min((b for b in c.cuda_graph_bs_decode if b >= bs), default=None)
 
 
-def _batch_shape(st: _State, fwd: Forward, rec) -> str | None:
+#: the sequence length the release pads a batch's added requests with (DeepSeek-V4's attention
+#: backend's graph fill value, spec §5.4 (4))
+SEQ_LEN_FILL = 1
+
+
+def attn_tp_rows(case: ServerCase, mode: str, rows: int, bs: int, exec_: str):
+    """The rows and batch size an eager forward runs with after the MLP sync's padding (spec
+    §5.4): with attention TP T > 1 the token count rounds up to a multiple of T, a DECODE's
+    batch size with it; None without padding."""
+    T = case.config.attn_tp_size()
+    if T == 1 or exec_ != "eager":
+        return None
+    padded = -(-rows // T) * T
+    return padded, (padded if mode == "DECODE" else bs)
+
+
+def _batch_shape(case: ServerCase, st: _State, fwd: Forward, rec) -> str | None:
     pos = [p for start, n in fwd.spans for p in range(start, start + n)]
+    lens = [len(st.tokens[rid]) for rid in fwd.rids]
+    pad = attn_tp_rows(case, fwd.mode, len(pos), len(lens), rec.exec)
+    if pad is not None:  # padded rows at position 0, added requests at the fill length
+        pos = pos + [0] * (pad[0] - len(pos))
+        lens = lens + [SEQ_LEN_FILL] * (pad[1] - len(lens))
     if rec.positions and rec.positions != pos:
         return f"positions {rec.positions}, the plan's {pos}"
-    lens = [len(st.tokens[rid]) for rid in fwd.rids]
     if rec.seq_lens and rec.seq_lens != lens:
         return f"seq_lens {rec.seq_lens}, expected {lens}"
     return None
@@ -187,11 +209,14 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False) -> list[Server
                                      f"batch {len(ev.rids)}) ran {rec.exec}, expected "
                                      f"{'eager' if bucket is None else f'graph bucket {bucket}'}"))
         padded = want + [0] * ((bucket or 0) - len(want))  # padded rows: the dummy slot 0
+        tp_pad = attn_tp_rows(case, ev.mode, len(want), len(ev.rids), rec.exec)
+        if tp_pad is not None:  # the MLP sync's padding: its rows write the dummy slot 0
+            padded = want + [0] * (tp_pad[0] - len(want))
         if len(rec.stores) != layers:
             out.append(ServerFailure("write_targets", ev.index, f"forward {ev.index}: "
                                      f"{len(rec.stores)} layer stores, expected {layers}"))
         for layer, got in enumerate(rec.stores[:layers]):
-            exp = padded if rec.exec == "graph" else want
+            exp = padded if rec.exec == "graph" or tp_pad is not None else want
             if got != exp:
                 diff = next((i for i, (a, b) in enumerate(zip(got, exp)) if a != b),
                             min(len(got), len(exp)))
@@ -200,7 +225,7 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False) -> list[Server
                     f"stored at {got[diff] if diff < len(got) else 'nothing'}, expected "
                     f"{exp[diff] if diff < len(exp) else 'nothing'} ({len(got)} rows stored, "
                     f"{len(exp)} expected)"))
-        bad = _batch_shape(st, ev, rec)
+        bad = _batch_shape(case, st, ev, rec)
         if bad:
             out.append(ServerFailure("batch_shape", ev.index, f"forward {ev.index}: {bad}"))
         if rec.mapping:

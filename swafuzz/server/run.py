@@ -34,10 +34,16 @@ class Pipeline:
 NOT_DRIVEN = (
     (lambda c: c.speculative_algorithm is not None, "config.speculative_algorithm: speculative "
      "decoding is not driven at server level yet (allowed: null)"),
-    (lambda c: c.tp_size != 1 or c.dp_size != 1 or c.enable_dp_attention,
-     "config.tp_size and the data-parallel fields: one rank only at server level (allowed: one "
-     "tensor-parallel rank, one data-parallel rank, no data-parallel attention; padding across "
-     "ranks is helper dppad's)"),
+    (lambda c: (c.tp_size, c.dp_size, c.enable_dp_attention) != (1, 1, False) and not (
+        c.tp_size == 2 and c.dp_size == 1 and not c.enable_dp_attention
+        and c.moe_dense_tp_size == 1),
+     "config.tp_size and the data-parallel fields: one rank, or attention TP 2 (allowed: "
+     "tp_size 1, dp_size 1, no data-parallel attention; or tp_size 2 with moe_dense_tp_size 1, "
+     "dp_size 1, no data-parallel attention: both attention-TP ranks hold the batch, padded "
+     "by the release's MLP sync)"),
+    (lambda c: c.tp_size > 1 and not c.disable_cuda_graph,
+     "config.disable_cuda_graph: decode graphs with attention TP > 1 are not driven at server "
+     "level yet (allowed: true with tp_size 2)"),
     (lambda c: not c.disable_cuda_graph and not c.cuda_graph_bs_decode,
      "config.cuda_graph_bs_decode: the decode graph batch sizes must be given with "
      "disable_cuda_graph false (the release derives its default list from the GPU's memory; "

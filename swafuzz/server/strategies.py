@@ -19,6 +19,9 @@ KINDS = {
     "server_graph": "staggered arrivals with decode graphs captured (disable_cuda_graph "
                     "false, cuda_graph_bs_decode drawn): the release's can_run_graph picks "
                     "graph or eager per DECODE batch, padded rows on replay",
+    "server_attn_tp": "staggered arrivals on attention TP 1 or 2 (tp_size 2, moe_dense_tp_size "
+                      "1; drawn, shrinks to 1): with 2, every forward padded by the release's "
+                      "MLP sync on 2 gloo processes, padded rows to the dummy slot",
 }
 
 
@@ -60,6 +63,8 @@ def server_cases(draw, kind: str = "server_decode") -> ServerCase:
         bs = tuple(sorted(draw(st.sets(st.integers(1, 4), min_size=1, max_size=3))))
         cfg = ServerConfig(page_size=page, disable_cuda_graph=False, cuda_graph_bs_decode=bs,
                            chunked_prefill_size=chunk)
+    if kind == "server_attn_tp" and draw(st.sampled_from((1, 2))) == 2:
+        cfg = ServerConfig(page_size=page, tp_size=2, moe_dense_tp_size=1)
     interval = draw(st.sampled_from((1, 2, 4, 128)))
     case = ServerCase(config=cfg, model=ModelShape(layers=layers, sliding_window=window,
                                                    full_tokens=full + page, swa_tokens=swa,

@@ -150,6 +150,7 @@ def test_hop_table_lists_every_hop_and_mutant():
     assert all(h in hops and s in statuses for h, (s, _) in OLDER_SHAPE.items())
     assert "ForwardBatch.init_new" in text and "0.5.12: from the batch's get_model_worker_batch" \
         in " ".join(text.split())
+    assert "  real      refused   MLP sync, data-parallel / attention-TP padding" in text
     assert all(n in text for n in SERVER_MUTANTS)
 
 

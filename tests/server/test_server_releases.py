@@ -89,6 +89,18 @@ def test_a_v41_flag_is_refused_by_name_where_the_release_lacks_it():
         assert why and "has no ServerArgs field enable_encoder_swa_bounded_replay" in why
 
 
+@pytest.mark.upstream
+@needs_sglang
+def test_attention_tp_is_refused_where_the_padding_hop_is_not_driven():
+    from swafuzz.targets.sglang.pipeline.argnames import release_refusal
+
+    why = release_refusal({"page_size": 1, "tp_size": 2, "moe_dense_tp_size": 1})
+    if importlib.util.find_spec("sglang.srt.runtime_context") is None:
+        assert why and "attention TP 2" in why and "runtime_context" in why
+    else:
+        assert why is None or "runtime_context" not in why
+
+
 def _graph_decision():
     """(class, method name) of the installed release's decode graph can-run decision."""
     from swafuzz.targets.sglang.pipeline import seams

@@ -37,5 +37,7 @@ FEATURE = Feature(
         'oracle.path_ops': 'swafuzz.features.dp.oracle:PATH_OPS',
         'engine.step_ops': 'swafuzz.features.dp.engine:STEP_OPS',
         'engine.rank_pad': 'swafuzz.features.dp.engine:DPAttention',
+        'sglang.server_pad': 'swafuzz.features.dp.sglang_server_pad:pad',
+        'sglang.server_pad_mutant': 'swafuzz.features.dp.sglang_server_pad:release_mutant',
     },
 )

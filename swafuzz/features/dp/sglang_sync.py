@@ -58,6 +58,9 @@ RELEASE_MUTANTS = {
                         "attn_tp_size)",
     "seq_lens_fill_0": "spec §5.4 (4): _pad_inputs_to_size pads seq_lens with 0 instead of "
                        "the backend's fill value (DeepSeek-V4: 1)",
+    "pad_live_loc": "spec §9.5 (padded rows not steered to the dummy slot): _pad_inputs_to_size "
+                    "pads out_cache_loc with the batch's first live location instead of 0 (the "
+                    "server mutant server_pad_live_loc)",
 }
 
 #: the release's bring-up modules this hop needs (absent before 0.5.22)

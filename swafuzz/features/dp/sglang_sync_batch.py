@@ -180,13 +180,16 @@ def patched(runner, force_scatter: bool, mutant: str | None):
     from sglang.srt.layers.layer_boundary.adapters.attention import get_attn_tp_context
     fbi = _rel().fbi
     ctx, be = get_attn_tp_context(), runner.attn_backend
-    saved = (ctx.allow_input_scattered, fbi.ceil_align, be.__dict__["get_cpu_graph_seq_len_fill_value"])
+    saved = (ctx.allow_input_scattered, fbi.ceil_align, be.__dict__["get_cpu_graph_seq_len_fill_value"],
+             fbi.ForwardBatch._pad_inputs_to_size)
     if force_scatter:
         ctx.allow_input_scattered = True
     if mutant == "no_attn_tp_align":
         fbi.ceil_align = lambda n, align: n
     elif mutant == "seq_lens_fill_0":
         be.__dict__["get_cpu_graph_seq_len_fill_value"] = lambda: 0
+    elif mutant == "pad_live_loc":
+        fbi.ForwardBatch._pad_inputs_to_size = _pad_with_live_loc(saved[3])
     elif mutant is not None:
         raise ValueError(f"release mutant {mutant!r}: unknown")
     try:
@@ -194,6 +197,18 @@ def patched(runner, force_scatter: bool, mutant: str | None):
     finally:
         ctx.allow_input_scattered, fbi.ceil_align = saved[0], saved[1]
         be.__dict__["get_cpu_graph_seq_len_fill_value"] = saved[2]
+        fbi.ForwardBatch._pad_inputs_to_size = saved[3]
+
+
+def _pad_with_live_loc(real):
+    """Release mutant ``pad_live_loc``: the release's padding, then the padded rows of
+    ``out_cache_loc`` pointed at the batch's first (live) location instead of slot 0."""
+    def pad(self, model_runner, num_tokens, bs):
+        n = self.out_cache_loc.shape[0]
+        real(self, model_runner, num_tokens, bs)
+        if n and self.out_cache_loc.shape[0] > n:
+            self.out_cache_loc[n:] = self.out_cache_loc[0]
+    return pad
 
 
 def run_rank(rank_in: dict, runner, opts: dict) -> dict:

@@ -77,6 +77,10 @@ class SGLangRingAllocator(SGLangAllocator):
         self.alloc_log: list[list[int]] = []
         self.req_slot: dict[int, int] = {}
         self.tables = RingTables(pool, self.device)
+        self.prefill = False  # the base's admission flag (its constructor is not run)
+        # the window eviction stays the allocator's free_swa under the ring (the release's
+        # segment free is the paged SWA allocator's path, targets/sglang/eviction.py)
+        self.rows = None
 
     def admit(self, rid: int, length: int) -> list[int]:
         if rid in self.tokens:

@@ -7,10 +7,13 @@ calls otherwise is renamed where the release lacks the Case's name and has the o
 the pipeline's ``ServerArgs`` both receive the renamed config. A field the release has under
 no name (0.5.12: the V4.1 bounded-replay flags) is left out while it holds the Case's default
 (the release behaves as without the flag); set otherwise, the Case is refused naming it.
+Attention TP above 1 is refused where the release lacks the runtime context whose process
+bring-up the padding hop drives (0.5.12).
 """
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Mapping
 
 from swafuzz.server.case import ServerConfig
@@ -42,6 +45,19 @@ def absent(config: Mapping[str, object], fields: tuple[str, ...]) -> list[str]:
             if n not in have and OLDER_NAMES.get(n) not in have and not _default(n, v)]
 
 
+def unpadded(config: Mapping[str, object], version: str) -> str | None:
+    """Attention TP above 1 where the release lacks the process bring-up the padding hop drives
+    (its runtime context: the global-server-args shape, 0.5.12): refused naming why."""
+    known = {k: tuple(v) if isinstance(v, list) else v for k, v in config.items()
+             if k in ServerConfig.__dataclass_fields__}
+    ranks = ServerConfig(**known).attn_tp_size()
+    if ranks <= 1 or importlib.util.find_spec("sglang.srt.runtime_context"):
+        return None
+    return (f"attention TP {ranks}: sglang {version} has no "
+            "sglang.srt.runtime_context, whose MLP-sync bring-up the server-level padding hop "
+            "drives on gloo; on this release that hop is not driven (tp_size 1 only)")
+
+
 def _default(name: str, value: object) -> bool:
     f = ServerConfig.__dataclass_fields__.get(name)
     return f is not None and f.default == value
@@ -56,6 +72,9 @@ def release_refusal(config: Mapping[str, object], **kw) -> str | None:
     """The release's own argument checks (:func:`.serverargs.release_refusal`) on the config
     under its names."""
     shape = serverargs.release_shape()
+    why = unpadded(config, shape.version)
+    if why:
+        return why
     missing = absent(config, shape.fields)
     if missing:
         return (f"sglang {shape.version} has no ServerArgs field "

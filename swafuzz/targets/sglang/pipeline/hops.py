@@ -48,10 +48,13 @@ HOPS: tuple[tuple[str, str, str], ...] = (
     ("ForwardBatch.init_new", "real",
      "the release's ForwardBatch with its KVLocPlan bound by the release's KVIndexTranslator "
      "over the DSV4 pool; a model-runner stand-in holds exactly the attributes it reads"),
-    ("MLP sync, data-parallel / attention-TP padding", "modelled",
-     "not in the server-level pipeline yet (it runs one rank): the release's own MLP sync and "
-     "data-parallel / attention-TP padding runs on 2-4 gloo processes beside it (the "
-     "data-parallel feature's release seam and its upstream test)"),
+    ("MLP sync, data-parallel / attention-TP padding", "real",
+     "for attention TP 2 (tp_size 2, moe_dense_tp_size 1, no DP attention: both ranks hold "
+     "the batch): per forward the release's token-count gather over gloo, "
+     "prepare_mlp_sync_batch (ceil_align to attn_tp_size) and _pad_inputs_to_size on 2 "
+     "processes (the hook sglang.server_pad over DPSync, one per process), rank 0's "
+     "padded out_cache_loc / positions / seq_lens handed to the store; one rank (tp_size 1): "
+     "no padding, as the release; data-parallel attention: refused"),
     ("graph runner can-run decision (DecodeCudaGraphRunner.can_run_graph)", "real",
      "the release's method on a runner built without its constructor (which captures on a "
      "GPU), holding the attributes it reads for a one-rank, non-speculative decode server"),
@@ -104,6 +107,11 @@ OLDER_SHAPE: dict[str, tuple[str, str]] = {
         "the allocator's translate_loc_from_full_to_swa; positions by its compute_position_torch "
         "(the Triton twin: as above); its expert-parallel world size asked of a one-rank group "
         "stand-in (modelled: no process group in this process)"),
+    "MLP sync, data-parallel / attention-TP padding": (
+        "refused", "the padding hop drives the release's MLP-sync bring-up from its runtime "
+        "context, which this release lacks: a Case with attention TP above 1 is refused by the "
+        "target's argument check, naming it (the release's padding itself runs beside the "
+        "pipeline in the data-parallel feature's tests, where its shape allows)"),
     "graph runner can-run decision (DecodeCudaGraphRunner.can_run_graph)": (
         "real", "CudaGraphRunner.can_run on a runner built without its constructor"),
 }
@@ -114,6 +122,8 @@ SERVER_MUTANTS = {
                                "ScheduleBatch.prepare_for_decode",
     "server_evict_in_window": "spec §9.15 (eviction frontier), in the release's "
                               "ScheduleBatch._evict_swa",
+    "server_pad_live_loc": "spec §9.5 (padded rows not steered to the dummy slot), in the "
+                           "release's ForwardBatch._pad_inputs_to_size (attention-TP ranks)",
 }
 
 

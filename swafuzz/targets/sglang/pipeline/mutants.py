@@ -11,6 +11,8 @@ from typing import Iterator
 
 from sglang.srt.managers.schedule_batch import ScheduleBatch
 
+from swafuzz import features as registry
+
 
 @contextlib.contextmanager
 def decode_stale_out_cache_loc() -> Iterator[None]:
@@ -59,6 +61,9 @@ def evict_frontier_one_ahead() -> Iterator[None]:
 PATCHES = {
     "server_decode_stale_loc": decode_stale_out_cache_loc,
     "server_evict_in_window": evict_frontier_one_ahead,
+    # applied in the attention-TP ranks' processes, to the release's _pad_inputs_to_size
+    "server_pad_live_loc": lambda: registry.hook("sglang.server_pad_mutant")(
+        "server_pad_live_loc"),
 }
 
 

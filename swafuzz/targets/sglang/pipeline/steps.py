@@ -19,6 +19,7 @@ from typing import Iterator
 
 import torch
 
+from swafuzz import features as registry
 from swafuzz.server.case import MAX_STEPS, ServerCase
 from swafuzz.server.observation import ForwardRec, ServerObs
 from swafuzz.server.timeline import Forward, Release, Retract, Timeline, output_id, prompt_ids
@@ -156,9 +157,17 @@ class Pipeline:
     def forward(self, fwd: Forward, batch: ScheduleBatch) -> ForwardRec:
         s = self.srv
         fb = seams.forward_batch(batch, s.model_runner)
-        hfb = HarnessBatch(HarnessMode[fb.forward_mode.name], fb.batch_size,
-                           fb.out_cache_loc.to(torch.int64), fb.seq_lens.to(torch.int64),
-                           fb.positions.to(torch.int64))
+        loc, seq, pos = fb.out_cache_loc, fb.seq_lens, fb.positions
+        bs = fb.batch_size
+        if self.case.config.attn_tp_size() > 1:  # every attention-TP rank holds this batch
+            p = registry.hook("sglang.server_pad")(
+                self.case.config, fb.forward_mode.name, seq.tolist(),
+                list(fb.extend_seq_lens_cpu or ()), loc.tolist())
+            loc, seq, pos = (torch.tensor(p[k], dtype=torch.int64)
+                             for k in ("out_cache_loc", "seq_lens", "positions"))
+            bs = p["batch_size"]
+        hfb = HarnessBatch(HarnessMode[fb.forward_mode.name], bs, loc.to(torch.int64),
+                           seq.to(torch.int64), pos.to(torch.int64))
         eng = s.engine
         n = hfb.out_cache_loc.numel()
         if self.can_run_graph(fb):  # the release's decision; the replay: the engine's runner
@@ -175,7 +184,7 @@ class Pipeline:
         return ForwardRec(index=fwd.index, mode=fb.forward_mode.name, alloc=self.tap.take(),
                           stores=per_layer, exec=fo.exec,
                           mapping=s.allocator.full_to_swa_index_mapping.tolist(),
-                          positions=fb.positions.tolist(), seq_lens=fb.seq_lens.tolist(),
+                          positions=hfb.positions.tolist(), seq_lens=hfb.seq_lens.tolist(),
                           window_rows=window_rows)
 
     def can_run_graph(self, fb: ForwardBatch) -> bool:

@@ -1,0 +1,81 @@
+"""The attention-TP padding hop of the server-level pipeline (issue 18 item 2; imports no SGLang
+here, the ranks do).
+
+A server-level Case with attention TP > 1 (``tp_size=2, moe_dense_tp_size=1``, no DP attention:
+both attention-TP ranks hold the same batch) runs its pipeline in the calling process for
+rank 0; per forward :func:`pad` hands that batch to every rank of a :class:`DPSync` (the
+release's own MLP sync: the token-count gather over gloo, ``prepare_mlp_sync_batch`` with its
+``ceil_align(num_tokens, attn_tp_size)``, ``_pad_inputs_to_size``) and returns rank 0's padded
+``out_cache_loc`` / ``positions`` / ``seq_lens``, which the pipeline hands the store.
+
+One :class:`DPSync` per process and server shape, started at the first padded forward and
+closed at exit (:func:`close_all`, registered with ``atexit``; each rank also ends itself when
+its parent dies). Server mutants of the release's padding (:data:`SERVER_RELEASE_MUTANTS`) are
+applied in the ranks, for the forwards of one Case (:func:`release_mutant`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+from typing import Iterator
+
+from swafuzz.features.dp.sglang_sync import DPSync, DPSyncError, RankInput, ServerShape
+
+#: server mutant -> the rank-side release mutant (sglang_sync.RELEASE_MUTANTS) it switches on
+SERVER_RELEASE_MUTANTS = {"server_pad_live_loc": "pad_live_loc"}
+
+_SYNCS: dict[tuple[int, int | None], DPSync] = {}
+_ACTIVE: list[str | None] = [None]
+
+
+def sync_for(config) -> DPSync:
+    """The process's DPSync for ``config``'s shape (started on first use)."""
+    key = (config.tp_size, config.moe_dense_tp_size)
+    if key not in _SYNCS:
+        shape = ServerShape(tp_size=config.tp_size, moe_dense_tp_size=config.moe_dense_tp_size)
+        _SYNCS[key] = DPSync(shape).__enter__()
+    return _SYNCS[key]
+
+
+def close_all() -> None:
+    """Stop every DPSync this process started."""
+    while _SYNCS:
+        _SYNCS.popitem()[1].close()
+
+
+atexit.register(close_all)
+
+
+@contextlib.contextmanager
+def release_mutant(server_mutant: str) -> Iterator[None]:
+    """While it is open, every padded forward runs with ``server_mutant``'s rank-side patch."""
+    _ACTIVE[0] = SERVER_RELEASE_MUTANTS[server_mutant]
+    try:
+        yield
+    finally:
+        _ACTIVE[0] = None
+
+
+def pad(config, mode: str, seq_lens: list[int], extend_lens: list[int],
+        out_cache_loc: list[int]) -> dict:
+    """Rank 0's batch after the release's padding, every rank holding this batch (``mode``:
+    "DECODE" or "EXTEND"): ``out_cache_loc``, ``positions``, ``seq_lens``, ``batch_size``,
+    ``padding_mode``. The ranks must agree (they hold the same batch)."""
+    rank = RankInput(mode=mode.lower(), seq_lens=tuple(seq_lens),
+                     extend_lens=tuple(extend_lens) if mode == "EXTEND" else (),
+                     out_cache_loc=tuple(out_cache_loc))
+    sync = sync_for(config)
+    try:
+        res = sync.step([rank] * config.tp_size, mutant=_ACTIVE[0])
+    except DPSyncError:
+        _SYNCS.pop((config.tp_size, config.moe_dense_tp_size), None)
+        raise
+    if not res[0].get("ran"):
+        raise DPSyncError(f"rank 0 ran no forward for a {mode} batch")
+    padded = [r["padded"] for r in res]
+    if any(p != padded[0] for p in padded[1:]):
+        raise DPSyncError(f"the ranks padded the same batch differently: {padded}")
+    p = padded[0]
+    return {k: p[k] for k in ("out_cache_loc", "positions", "seq_lens", "batch_size",
+                              "padding_mode")}

@@ -129,3 +129,23 @@ def test_the_graph_decision_is_the_releases(monkeypatch):
     monkeypatch.setattr(cls, name, lambda self, fb: False)
     broken = execute(case, pipeline_of("sglang"), executor=get_executor("tape", "cpu"))
     assert broken.failed and broken.failures[0].check == "exec_path", broken.failures
+
+
+@pytest.mark.upstream
+@needs_sglang
+def test_a_campaign_runs_what_the_release_accepts(tmp_path, capsys):
+    """A kind whose Cases the release refuses (0.5.12: attention TP 2) runs the others and names
+    the reason; the run itself is clean."""
+    import json
+
+    from swafuzz.harness.cli import main as cli_main
+
+    out = tmp_path / "run"
+    rc = cli_main(["run", "--target", "sglang", "--level", "server", "--scenario",
+                   "server_attn_tp", "--examples", "6", "--out", str(out), "--quiet"])
+    assert rc == 0
+    kind = json.loads((out / "run.json").read_text())["kinds"]["server_attn_tp"]
+    if importlib.util.find_spec("sglang.srt.runtime_context") is None:
+        assert "attention TP 2" in kind["refused"]
+    else:
+        assert "refused" not in kind and kind["cases"] == 6

@@ -18,7 +18,8 @@ import os
 import sys
 import time
 
-from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis import HealthCheck, Phase, given, reject, seed, settings
+from hypothesis.errors import Unsatisfiable
 
 from swafuzz import features, targets
 from swafuzz.harness.cli_common import EXIT_CLEAN, EXIT_FINDINGS, UsageError
@@ -136,10 +137,13 @@ def run_all(case: ServerCase, pipeline: Pipeline, executors: list[str],
 
 def _campaign(kind: str, pipeline: Pipeline, examples: int, seed_: int, found: list,
               executors: list[str], mutant: str | None = None,
-              impl: str = "torch") -> tuple[int, int]:
+              impl: str = "torch", refused: list | None = None) -> tuple[int, int]:
     """``(cases run, cases stopped out of scope)`` of one kind; the shrunk failure in
-    ``found``."""
+    ``found``. A Case the installed release refuses (its argument check, e.g. a hop it does
+    not have) is not run and not counted: its reason lands in ``refused`` (a kind whose every
+    Case is refused runs none)."""
     count = [0, 0]
+    refused = [] if refused is None else refused
 
     @seed(seed_)
     @settings(max_examples=examples, database=None, deadline=None, derandomize=False,
@@ -147,8 +151,14 @@ def _campaign(kind: str, pipeline: Pipeline, examples: int, seed_: int, found: l
               phases=(Phase.generate, Phase.shrink), report_multiple_bugs=False)
     @given(server_cases(kind))
     def one(case: ServerCase) -> None:
+        try:
+            v = run_all(case, pipeline, executors, mutant, impl)
+        except ServerRefused as e:
+            if mutant is None or "server mutant" not in str(e):
+                refused[:] = [str(e)]
+                reject()
+            raise
         count[0] += 1
-        v = run_all(case, pipeline, executors, mutant, impl)
         count[1] += v.obs.out_of_scope is not None
         if v.failed:
             found[:] = [v]
@@ -156,7 +166,7 @@ def _campaign(kind: str, pipeline: Pipeline, examples: int, seed_: int, found: l
 
     try:
         one()
-    except AssertionError:
+    except (AssertionError, Unsatisfiable):
         pass
     return count[0], count[1]
 
@@ -182,13 +192,18 @@ def cmd_server_run(args) -> int:
         if examples == 0:
             continue
         found: list[ServerVerdict] = []
+        refused: list[str] = []
         k0 = time.monotonic()
         n, stopped = _campaign(kind, pipeline, examples, args.seed, found, executors,
-                               args.server_mutant, impl)
+                               args.server_mutant, impl, refused)
         total += n
         per_kind[kind] = {"cases": n, "seconds": round(time.monotonic() - k0, 2),
                           "stopped_out_of_scope": stopped,
                           "finding": found[0].signature if found else None}
+        if refused:
+            per_kind[kind]["refused"] = refused[0]
+            print(f"{kind}: {n} cases run; the release refused the others: {refused[0]}",
+                  file=sys.stderr)
         if found:
             v = found[0]
             rel = os.path.join("findings", f"{v.signature.replace(':', '-')}.{kind}.json")

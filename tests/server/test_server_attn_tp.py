@@ -26,6 +26,10 @@ def _ranks():
         from swafuzz.features.dp import sglang_server_pad
     except TargetUnavailable as e:
         pytest.skip(str(e))
+    from swafuzz.targets.sglang.pipeline.argnames import unpadded
+    why = unpadded({"tp_size": 2}, "installed")
+    if why:  # the release's shape has no bring-up the padding hop drives (0.5.12)
+        pytest.skip(why)
     yield
     sglang_server_pad.close_all()
 

@@ -141,12 +141,16 @@ def test_server_mutant_flag_needs_the_level_and_a_known_name(capsys, tmp_path):
 
 
 def test_hop_table_lists_every_hop_and_mutant():
-    from swafuzz.targets.sglang.pipeline.hops import HOPS, SERVER_MUTANTS, hop_text
+    from swafuzz.targets.sglang.pipeline.hops import HOPS, OLDER_SHAPE, SERVER_MUTANTS, hop_text
 
     text = hop_text()
-    assert all(h in text and s in ("real", "modelled", "refused") for h, s, _ in HOPS)
-    assert "ForwardBatch.init_new" in text
-    assert "  real      MLP sync, data-parallel / attention-TP padding" in text
+    statuses = ("real", "modelled", "absent", "refused")
+    assert all(h in text and s in statuses for h, s, _ in HOPS)
+    hops = {h for h, _, _ in HOPS}
+    assert all(h in hops and s in statuses for h, (s, _) in OLDER_SHAPE.items())
+    assert "ForwardBatch.init_new" in text and "0.5.12: from the batch's get_model_worker_batch" \
+        in " ".join(text.split())
+    assert "  real      refused   MLP sync, data-parallel / attention-TP padding" in text
     assert all(n in text for n in SERVER_MUTANTS)
 
 

@@ -1,4 +1,5 @@
-"""The ``sglang`` target's server-level pipeline (marker ``upstream``: needs SGLang 0.5.23)."""
+"""The ``sglang`` target's server-level pipeline (marker ``upstream``: needs SGLang; 0.5.12, 0.5.22
+and 0.5.23 run it, each through its own seams)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ pytestmark = [pytest.mark.upstream,
 
 @pytest.fixture(autouse=True)
 def _pipeline_here():
-    """A release lacking a hop of the pipeline (0.5.12) refuses it by name: skip with it."""
+    """A release lacking a hop of the pipeline refuses it by name: skip with it."""
     from swafuzz.harness.server_campaign import pipeline_of
     from swafuzz.targets import TargetUnavailable
 

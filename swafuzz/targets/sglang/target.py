@@ -99,7 +99,7 @@ class SGLangTarget:
     server_pipeline = "swafuzz.targets.sglang.pipeline.steps:run_server_case"
     #: the release's own ServerArgs checks (``release_refusal(config) -> str | None``; a module
     #: helper srvargs builds: absent, nothing is refused by it)
-    server_refusal = "swafuzz.targets.sglang.serverargs:release_refusal"
+    server_refusal = "swafuzz.targets.sglang.pipeline.argnames:release_refusal"
 
     @staticmethod
     def server_mutants() -> dict[str, str]:

@@ -1,8 +1,9 @@
 """The server-level hop table of the ``sglang`` target (imports no SGLang).
 
 Each hop of a scheduling step, in order, with what runs: ``real`` (the release's code),
-``modelled`` (swafuzz's stand-in, with the reason) or ``refused`` (the pipeline refuses Cases
-that need it). Printed by ``swafuzz list --target sglang`` beside the component table.
+``modelled`` (swafuzz's stand-in, with the reason), ``absent`` (the release has no such hop) or
+``refused`` (the pipeline refuses Cases that need it), per release shape (:data:`OLDER_SHAPE`).
+Printed by ``swafuzz list --target sglang`` beside the component table.
 """
 
 from __future__ import annotations
@@ -75,6 +76,46 @@ HOPS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+#: the same hops on a release of the global-server-args shape (0.5.12; which shape a release has
+#: is detected, :mod:`.seams`): hop -> (real / modelled / absent, why); a hop not named here is
+#: as on 0.5.23
+OLDER_SHAPE: dict[str, tuple[str, str]] = {
+    "server arguments installed": (
+        "real", "the release's ServerArgs installed by its set_global_server_args_for_scheduler; "
+        "the Case's cuda_graph_bs_decode is handed over as its cuda_graph_bs; the V4.1 "
+        "bounded-replay flags are absent: a Case that sets one is refused naming it"),
+    "tree cache (radix cache disabled)": (
+        "real", "SWAChunkCache, or SWARadixCache(disable=True) without chunked prefill: the "
+        "classes are the release's, the choice follows its Scheduler.init_cache_with_memory_pool "
+        "rule (the scheduler is not built)"),
+    "ScheduleBatch.init_new, prepare_for_extend, merge_batch, filter_batch, "
+    "prepare_for_decode": (
+        "real", "as on 0.5.23; the sampled tokens handed to prepare_for_decode in the batch's "
+        "output_ids as its scheduler does; SWA eviction every max(page, window x "
+        "SGLANG_SWA_EVICTION_INTERVAL_MULTIPLIER) decodes, keeping a page more than the window "
+        "(the Case's SGLANG_SWA_EVICTION_INTERVAL is not read by this release); where the "
+        "release's support_triton says yes on a CPU (no platform check), its Triton "
+        "write_req_to_token_pool_triton is replaced by its own torch branch (modelled: the "
+        "Triton interpreter cannot load pointers from a uint64 tensor)"),
+    "chunked prefill: checkpoint_kv_cache, resume, filter_batch": (
+        "real", "no checkpoint_kv_cache: the scheduler's stash_chunked_request "
+        "(maybe_cache_unfinished_req with chunked=True); the adder's truncation of fill_ids and "
+        "extend length (modelled, as on 0.5.23)"),
+    "ForwardBatch.init_new": (
+        "real", "from the batch's get_model_worker_batch (ModelWorkerBatch); KVLocPlan and "
+        "KVIndexTranslator absent: the release translates out_cache_loc to SWA slots through "
+        "the allocator's translate_loc_from_full_to_swa; positions by its compute_position_torch "
+        "(the Triton twin: as above); its expert-parallel world size asked of a one-rank group "
+        "stand-in (modelled: no process group in this process)"),
+    "MLP sync, data-parallel / attention-TP padding": (
+        "refused", "the padding hop drives the release's MLP-sync bring-up from its runtime "
+        "context, which this release lacks: a Case with attention TP above 1 is refused by the "
+        "target's argument check, naming it (the release's padding itself runs beside the "
+        "pipeline in the data-parallel feature's tests, where its shape allows)"),
+    "graph runner can-run decision (DecodeCudaGraphRunner.can_run_graph)": (
+        "real", "CudaGraphRunner.can_run on a runner built without its constructor"),
+}
+
 #: the server mutants (patches of the release's pipeline code, :mod:`.mutants`): name -> source
 SERVER_MUTANTS = {
     "server_decode_stale_loc": "spec §9.3 (equal-length stale cache), in the release's "
@@ -89,11 +130,14 @@ SERVER_MUTANTS = {
 def hop_text() -> str:
     """The hop table as text: per hop its answer on 0.5.23 and name, then why (wrapped)."""
     lines = ["server-level pipeline (swafuzz run --target sglang --level server), per "
-             "scheduling step, on 0.5.23 (0.5.22 the same; 0.5.12 refused: no runtime context, "
-             "KVLocPlan or UnifiedRadixCache):"]
+             "scheduling step; columns: 0.5.23 and 0.5.22 (runtime-context shape), 0.5.12 "
+             "(global-server-args shape; its reason where it differs):"]
     for hop, status, why in HOPS:
-        lines.append(f"  {status:<9} {hop}")
-        lines += textwrap.wrap(why, 100, initial_indent=" " * 12, subsequent_indent=" " * 12)
+        old, old_why = OLDER_SHAPE.get(hop, (status, ""))
+        lines.append(f"  {status:<9} {old:<9} {hop}")
+        lines += textwrap.wrap(why, 100, initial_indent=" " * 22, subsequent_indent=" " * 22)
+        lines += textwrap.wrap(old_why, 100, initial_indent=" " * 20 + "0.5.12: ",
+                               subsequent_indent=" " * 28)
     lines += ["server mutants (swafuzz run --level server --server-mutant NAME):"]
     lines += [f"  {n}: {src}" for n, src in SERVER_MUTANTS.items()]
     return "\n".join(lines)

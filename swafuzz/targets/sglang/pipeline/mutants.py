@@ -6,6 +6,7 @@ component engine builds no ScheduleBatch), so only server-level Cases can kill t
 from __future__ import annotations
 
 import contextlib
+import inspect
 from typing import Iterator
 
 from sglang.srt.managers.schedule_batch import ScheduleBatch
@@ -40,9 +41,14 @@ def evict_frontier_one_ahead() -> Iterator[None]:
     so the oldest token still inside the sliding window loses its SWA slot, which the allocator
     may hand to a new token while the batch still attends to it."""
     real = ScheduleBatch._evict_swa
+    # a release that keeps one page more than the window (0.5.12: its frontier is
+    # pre_len - window - page_size) is pushed that page further, so the frontier still
+    # overtakes the window by one token
+    keeps_page = "sliding_window_size - self.tree_cache.page_size" in inspect.getsource(real)
 
     def _evict_swa(self, req, pre_len, **kw):
-        return real(self, req, pre_len + 2, **kw)
+        extra = self.tree_cache.page_size if keeps_page else 0
+        return real(self, req, pre_len + 2 + extra, **kw)
 
     ScheduleBatch._evict_swa = _evict_swa
     try:

@@ -1,6 +1,7 @@
-"""What a server-level run builds once (imports SGLang): the release's runtime context from the
-Case's server arguments, the component engine's real allocator / DSV4 pool / backend, the
-release's ReqToTokenPool, tree cache and KVIndexTranslator, and a model-runner stand-in.
+"""What a server-level run builds once (imports SGLang): the release's server arguments from the
+Case's config, installed as its process holds them, the component engine's real allocator /
+DSV4 pool / backend, the release's ReqToTokenPool, tree cache and (where it has one)
+KVIndexTranslator, and a model-runner stand-in; where releases differ: :mod:`.seams`.
 """
 
 from __future__ import annotations
@@ -15,20 +16,16 @@ from swafuzz.targets.sglang.engine import SGLangEngine
 from swafuzz.targets.sglang.real import VERSION
 
 try:
-    from sglang.srt import runtime_context
     from sglang.srt.mem_cache.cache_init_params import CacheInitParams
-    from sglang.srt.mem_cache.kv_index_translator import KVIndexTranslator
     from sglang.srt.mem_cache.memory_pool import ReqToTokenPool
-    from sglang.srt.mem_cache.unified_cache.components import ComponentType
-    from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache
-    from sglang.srt.model_executor.runner.decode_cuda_graph_runner import DecodeCudaGraphRunner
     from sglang.srt.server_args import ServerArgs
-    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    from swafuzz.targets.sglang.pipeline import argnames, seams
 except ImportError as e:  # pragma: no cover - depends on the release
     raise TargetUnavailable(
         f"target sglang --level server: sglang {VERSION} lacks a hop of the server-level "
-        f"pipeline ({e}); it is driven on 0.5.23's runtime context, KVLocPlan and "
-        "UnifiedRadixCache") from None
+        f"pipeline ({e}); it is driven on the runtime-context shape (0.5.22, 0.5.23) and the "
+        "global-server-args shape (0.5.12)") from None
 
 #: the ServerArgs fields the Case sets, besides its config (a CPU process, no model files)
 BASE_ARGS = {"model_path": "dummy", "device": "cpu", "skip_server_warmup": True}
@@ -52,42 +49,26 @@ def graph_buckets(case: ServerCase) -> tuple[int, ...]:
 
 
 def decode_graph_runner(case: ServerCase):
-    """The release's ``DecodeCudaGraphRunner`` built without its constructor (which captures
-    graphs on a GPU), holding the attributes its ``can_run_graph`` reads for a one-rank,
-    non-speculative, non-LoRA decode server; None without graphs."""
+    """The release's decode graph runner's can-run decision (:func:`.seams.graph_runner`);
+    None without graphs."""
     buckets = graph_buckets(case)
-    if not buckets:
-        return None
-    r = object.__new__(DecodeCudaGraphRunner)
-    r.capture_bs = list(buckets)
-    r.max_bs = max(buckets)
-    r.ragged_verify_mode = False
-    r.captured_req_width = 1
-    r.require_mlp_tp_gather = False
-    r.require_mlp_sync = False
-    r.require_attn_tp_gather = False
-    r.enable_pdmux = False
-    r.record_nolora_graph = False
-    r.disable_padding = False
-    r.attention_graph_variants = None
-    r.is_encoder_decoder = False
-    r.enable_two_batch_overlap = False
-    r.model_runner = SimpleNamespace(spec_algorithm=SpeculativeAlgorithm.NONE)
-    return r
+    return seams.graph_runner(buckets) if buckets else None
 
 
 def install_server_args(case: ServerCase) -> object:
     """The release's ServerArgs for the Case, installed as the runtime context."""
-    sa = ServerArgs(**BASE_ARGS, **case.config.server_args())
-    runtime_context.get_context().set_server_args(sa)
+    sa = ServerArgs(**BASE_ARGS, **argnames.release_config(case.config.server_args()))
+    seams.install_server_args(sa)
     return sa
 
 
 class ModelRunnerStandIn:
     """Exactly the attributes the release's ``ForwardBatch.init_new`` reads from its model
-    runner on this path (no model, no LoRA, no n-gram embedding)."""
+    runner on this path (no model, no LoRA, no n-gram embedding): on the runtime-context shape
+    the translator, on the global-server-args shape the pools, allocator and server arguments
+    (it translates ``out_cache_loc`` to SWA slots through the allocator itself)."""
 
-    def __init__(self, translator, device: str):
+    def __init__(self, translator, device: str, server=None):
         self.is_draft_worker = False
         self.device = device
         self.model_config = SimpleNamespace(vocab_size=VOCAB, is_encoder_decoder=False,
@@ -97,6 +78,16 @@ class ModelRunnerStandIn:
         self.lora_manager = None
         self.prefill_attention_backend_str = "dsv4"
         self.ngram_embedding_manager = SimpleNamespace(enabled=False)
+        if server is not None:
+            self.model_config.is_matryoshka = False  # prepare_for_extend reads it there
+            self.server_args = server.server_args
+            self.req_to_token_pool = server.req_to_token_pool
+            self.token_to_kv_pool = server.engine.target_pool.real
+            self.token_to_kv_pool_allocator = server.allocator
+            self.attn_backend = None  # read into the ForwardBatch, never called on this path
+            self.use_ngram_embedding = False
+            self.model_is_mrope = False
+            self.is_hybrid_swa = True
 
 
 class Server:
@@ -118,11 +109,10 @@ class Server:
             disable=case.config.disable_radix_cache, req_to_token_pool=self.req_to_token_pool,
             token_to_kv_pool_allocator=self.allocator, page_size=case.config.page_size,
             sliding_window_size=m.sliding_window,
-            chunked_prefill_size=case.config.chunked_prefill_size,
-            tree_components=(ComponentType.FULL, ComponentType.SWA))
-        self.tree_cache = UnifiedRadixCache(params)
-        self.translator = KVIndexTranslator(
-            req_to_token=self.req_to_token_pool.req_to_token,
-            token_to_kv_pool_allocator=self.allocator, token_to_kv_pool=eng.target_pool.real,
-            page_size=case.config.page_size, device=dev)
-        self.model_runner = ModelRunnerStandIn(self.translator, dev)
+            chunked_prefill_size=case.config.chunked_prefill_size)
+        self.tree_cache = seams.tree_cache(params, self.server_args.chunked_prefill_size,
+                                           m.sliding_window)
+        self.translator = seams.translator(self.req_to_token_pool, self.allocator,
+                                           eng.target_pool.real, case.config.page_size, dev)
+        self.model_runner = ModelRunnerStandIn(
+            self.translator, dev, None if self.translator is not None else self)

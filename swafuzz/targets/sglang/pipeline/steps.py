@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import os
 import traceback
-from array import array
 from typing import Iterator
 
 import torch
@@ -26,6 +25,7 @@ from swafuzz.server.observation import ForwardRec, ServerObs
 from swafuzz.server.timeline import Forward, Release, Retract, Timeline, output_id, prompt_ids
 from swafuzz.targets.forward_mode import ForwardBatch as HarnessBatch
 from swafuzz.targets.forward_mode import ForwardMode as HarnessMode
+from swafuzz.targets.sglang.pipeline import seams
 from swafuzz.targets.sglang.pipeline.mutants import patched
 from swafuzz.targets.sglang.pipeline.setup import Server
 from swafuzz.targets.sglang.real import TARGET_VERSION
@@ -36,7 +36,6 @@ from sglang.srt.managers.schedule_batch import (  # isort: skip
     Req,
     ScheduleBatch,
 )
-from sglang.srt.mem_cache.common import checkpoint_kv_cache, release_kv_cache  # isort: skip
 from sglang.srt.model_executor.forward_batch_info import ForwardBatch  # isort: skip
 from sglang.srt.sampling.sampling_params import SamplingParams  # isort: skip
 from sglang.srt.speculative.spec_info import SpeculativeAlgorithm  # isort: skip
@@ -83,7 +82,7 @@ class AllocTap:
 def make_req(case: ServerCase, rid: int) -> Req:
     sp = SamplingParams(max_new_tokens=case.requests[rid].max_new_tokens)
     sp.normalize(None)
-    return Req(str(rid), "", array("q", prompt_ids(case, rid)), sp, vocab_size=32000)
+    return Req(str(rid), "", seams.token_ids(prompt_ids(case, rid)), sp, vocab_size=32000)
 
 
 class Pipeline:
@@ -102,13 +101,13 @@ class Pipeline:
             if rid in self.reqs:  # the chunked request's next chunk, or a retracted one
                 req = self.reqs[rid]
                 req.init_next_round_input()
-                if req.prefix_len != start:
-                    raise RuntimeError(f"request {rid}: chunk resumes at {req.prefix_len}, "
+                if seams.prefix_len(req) != start:
+                    raise RuntimeError(f"request {rid}: chunk resumes at {seams.prefix_len(req)}, "
                                        f"the plan at {start}")
             else:
                 req = self.reqs[rid] = make_req(self.case, rid)
                 req.init_next_round_input(s.tree_cache)
-            req.extend_end = start + n  # the adder's (possibly truncated) chunk
+            seams.chunk_end(req, start + n)  # the adder's (possibly truncated) chunk
             new.append(req)
         batch = ScheduleBatch.init_new(new, s.req_to_token_pool, s.allocator, s.tree_cache,
                                        s.model_runner.model_config, False,
@@ -118,8 +117,10 @@ class Pipeline:
 
     def decode(self) -> ScheduleBatch:
         b = self.running
-        b.input_ids = torch.tensor([r.output_ids[-1] for r in b.reqs], dtype=torch.int64,
-                                   device=b.device)
+        sampled = torch.tensor([r.output_ids[-1] for r in b.reqs], dtype=torch.int64,
+                               device=b.device)
+        b.input_ids = sampled
+        seams.hand_sampled(b, sampled)
         b.prepare_for_decode()
         return b
 
@@ -129,13 +130,13 @@ class Pipeline:
             req = self.reqs[rid]
             fill = len(req.origin_input_ids) + len(req.output_ids)  # prompt (+ retracted outputs)
             if fwd.mode == "EXTEND" and start + n < fill:
-                checkpoint_kv_cache(req, self.srv.tree_cache)  # the scheduler's stash
+                seams.stash_chunk(req, self.srv.tree_cache)  # the scheduler's stash
                 chunked.append(req)
                 continue
             req.output_ids.append(output_id(rid, len(req.output_ids)))  # the stub sampler
         if fwd.mode == "EXTEND":
             if chunked:  # the chunked request stays out of the running batch
-                batch.filter_batch(reqs_to_exclude=chunked)
+                seams.filter_out(batch, chunked)
             if batch.is_empty():
                 return
             if self.running is None or self.running.is_empty():
@@ -148,14 +149,14 @@ class Pipeline:
             req = self.reqs.pop(rid)
             req.finished_reason = (FINISH_ABORT() if rid in ev.aborted
                                    else FINISH_LENGTH(len(req.output_ids)))
-            release_kv_cache(req, self.srv.tree_cache, checkpoint=False)
+            seams.release(req, self.srv.tree_cache)
         if self.running is not None:
             self.running.filter_batch()
 
     # -- the forward ---------------------------------------------------------------------------
     def forward(self, fwd: Forward, batch: ScheduleBatch) -> ForwardRec:
         s = self.srv
-        fb = ForwardBatch.init_new(batch, s.model_runner, return_hidden_states_before_norm=False)
+        fb = seams.forward_batch(batch, s.model_runner)
         loc, seq, pos = fb.out_cache_loc, fb.seq_lens, fb.positions
         bs = fb.batch_size
         if self.case.config.attn_tp_size() > 1:  # every attention-TP rank holds this batch
@@ -188,12 +189,12 @@ class Pipeline:
 
     def can_run_graph(self, fb: ForwardBatch) -> bool:
         """The model runner's choice: a graph-capable mode, a decode graph runner, and the
-        release's ``DecodeCudaGraphRunner.can_run_graph``; an executor without graphs runs
+        release's graph runner's decision (:func:`.seams.graph_runner`); an executor without graphs runs
         every forward eagerly."""
         r = self.srv.graph_runner
         if r is None or not fb.forward_mode.is_cuda_graph():
             return False
-        return bool(r.can_run_graph(fb)) and bool(self.srv.engine.executor.graphs)
+        return bool(r(fb)) and bool(self.srv.engine.executor.graphs)
 
     def retract(self, t: int, running: tuple[int, ...]):
         """The scheduler before a DECODE: the release's capacity gate, and when it refuses,
@@ -201,7 +202,7 @@ class Pipeline:
         b = self.running
         if b.check_decode_mem():
             return (), ()
-        retracted, _, aborted = b.retract_decode()
+        retracted, _, aborted = seams.retract(b, self.srv.server_args)
         if aborted:
             raise OutOfScope(f"retract_decode aborted {[r.rid for r in aborted]} (out of memory "
                              "even after retracting): not driven")
@@ -269,7 +270,8 @@ def run_server_case(case: ServerCase, impl: str = "torch", mutant: str | None = 
     """Run ``case`` through the release's pipeline (with server mutant ``mutant``'s patch of
     the release's code, :mod:`.mutants`; ``executor``: the harness's executor, whose graphs a
     decode the release's graph runner accepts replays); the observation of what it did."""
-    with patched(mutant), eviction_interval(case.model.swa_eviction_interval):
+    with patched(mutant), eviction_interval(case.model.swa_eviction_interval), \
+            seams.cpu_platform():
         return Pipeline(case, impl, executor).run()
 
 

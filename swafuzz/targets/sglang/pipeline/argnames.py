@@ -1,0 +1,82 @@
+"""The Case's server arguments under the installed release's ``ServerArgs`` names.
+
+A server-level Case names its fields as 0.5.23's ``ServerArgs`` does. A field an older release
+calls otherwise is renamed where the release lacks the Case's name and has the older one
+(detected from the release's fields, never by version): 0.5.12's ``cuda_graph_bs`` is 0.5.23's
+``cuda_graph_bs_decode`` (the decode graph batch sizes). The release's own argument checks and
+the pipeline's ``ServerArgs`` both receive the renamed config. A field the release has under
+no name (0.5.12: the V4.1 bounded-replay flags) is left out while it holds the Case's default
+(the release behaves as without the flag); set otherwise, the Case is refused naming it.
+Attention TP above 1 is refused where the release lacks the runtime context whose process
+bring-up the padding hop drives (0.5.12).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Mapping
+
+from swafuzz.server.case import ServerConfig
+from swafuzz.targets.sglang import serverargs
+
+#: the Case's (0.5.23) name -> the name an older release gives the same field
+OLDER_NAMES = {"cuda_graph_bs_decode": "cuda_graph_bs"}
+
+
+def renamed(config: Mapping[str, object], fields: tuple[str, ...]) -> dict[str, object]:
+    """``config`` with each field the release (whose ``ServerArgs`` has ``fields``) lacks under
+    the Case's name moved to its older name, where the release has that one."""
+    have = set(fields)
+    out = {}
+    for name, value in config.items():
+        old = OLDER_NAMES.get(name)
+        if name not in have and old in have:
+            out[old] = value
+        elif name in have or not _default(name, value):
+            out[name] = value
+    return out
+
+
+def absent(config: Mapping[str, object], fields: tuple[str, ...]) -> list[str]:
+    """The fields ``config`` sets away from the Case's default that the release lacks under
+    every name."""
+    have = set(fields)
+    return [n for n, v in config.items()
+            if n not in have and OLDER_NAMES.get(n) not in have and not _default(n, v)]
+
+
+def unpadded(config: Mapping[str, object], version: str) -> str | None:
+    """Attention TP above 1 where the release lacks the process bring-up the padding hop drives
+    (its runtime context: the global-server-args shape, 0.5.12): refused naming why."""
+    known = {k: tuple(v) if isinstance(v, list) else v for k, v in config.items()
+             if k in ServerConfig.__dataclass_fields__}
+    ranks = ServerConfig(**known).attn_tp_size()
+    if ranks <= 1 or importlib.util.find_spec("sglang.srt.runtime_context"):
+        return None
+    return (f"attention TP {ranks}: sglang {version} has no "
+            "sglang.srt.runtime_context, whose MLP-sync bring-up the server-level padding hop "
+            "drives on gloo; on this release that hop is not driven (tp_size 1 only)")
+
+
+def _default(name: str, value: object) -> bool:
+    f = ServerConfig.__dataclass_fields__.get(name)
+    return f is not None and f.default == value
+
+
+def release_config(config: Mapping[str, object]) -> dict[str, object]:
+    """``config`` under the installed release's names (imports SGLang)."""
+    return renamed(config, serverargs.release_shape().fields)
+
+
+def release_refusal(config: Mapping[str, object], **kw) -> str | None:
+    """The release's own argument checks (:func:`.serverargs.release_refusal`) on the config
+    under its names."""
+    shape = serverargs.release_shape()
+    why = unpadded(config, shape.version)
+    if why:
+        return why
+    missing = absent(config, shape.fields)
+    if missing:
+        return (f"sglang {shape.version} has no ServerArgs field "
+                f"{', '.join(f'{n} (set to {config[n]!r})' for n in missing)}")
+    return serverargs.release_refusal(renamed(config, shape.fields), **kw)

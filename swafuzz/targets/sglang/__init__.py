@@ -71,11 +71,6 @@ CORE_TABLE: tuple[tuple[str, str, str, str], ...] = (
      "written from the request's slots: modelled); 0.5.12: free_swa of tokens[evicted:"
      "frontier], what its ScheduleBatch._evict_swa calls (its frontier keeps one page more; "
      "the Case's frontier is the chunk-cache rule)"),
-    ("cache flush (flush step)", "real", "real",
-     "0.5.23: Scheduler.flush_cache on a stand-in scheduler (its idle test over the live "
-     "requests, no tree cache, no grammar or metrics) over the release's ReqToTokenPool and "
-     "allocator clear(); 0.5.12: its Scheduler needs sgl_kernel, so the idle rule is modelled "
-     "and the allocator's clear() runs"),
     ("full->SWA mapping M", "real", "real",
      "the allocator's int64 tensor with its -1 sentinel; target and draft pools register it"),
     ("DSV4 pool: register_mapping, translation", "real", "real",

@@ -4,19 +4,15 @@ smallest Case that fails the same way."""
 
 import inspect
 
+from support.cases import TWO_GRAPH_DECODES
+
 from swafuzz.harness.campaign import Campaign
 from swafuzz.harness.check_base import Failure
 from swafuzz.harness.run import Verdict, execute
-from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
 from swafuzz.targets import register
 from swafuzz.targets.engine import UnifiedEngine
 
-CASE = Case(pool=PoolConfig(page_size=1, full_pages=4, swa_pages=4, window=2, layers=1,
-                            row_width=2),
-            graph=GraphConfig(buckets=(2,)),
-            steps=(Step(op="admit", rid=0, length=1), Step(op="decode", rids=(0,), exec="graph"),
-                   Step(op="decode", rids=(0,), exec="graph")),
-            payload_seed=1, kind="decode")
+CASE = TWO_GRAPH_DECODES
 
 
 class BareAssertEngine(UnifiedEngine):

@@ -8,17 +8,11 @@ import subprocess
 import sys
 
 import pytest
-
-from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
+from support.cases import TWO_GRAPH_DECODES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-CASE = Case(pool=PoolConfig(page_size=1, full_pages=4, swa_pages=4, window=2, layers=1,
-                            row_width=2),
-            graph=GraphConfig(buckets=(2,)),
-            steps=(Step(op="admit", rid=0, length=1), Step(op="decode", rids=(0,), exec="graph"),
-                   Step(op="decode", rids=(0,), exec="graph")),
-            payload_seed=1, kind="decode")
+CASE = TWO_GRAPH_DECODES
 
 
 def test_clean_case_passes(swafuzz_check):

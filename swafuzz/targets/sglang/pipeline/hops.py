@@ -80,7 +80,10 @@ HOPS: tuple[tuple[str, str, str], ...] = (
      "buffers loaded with the release's filled rows unchanged; inside it the harness's "
      "metadata and the release's in-graph stamp (init_forward_metadata_in_graph on the "
      "harness's metadata); the release's Raw -> full upgrade of its own metadata "
-     "(make_forward_metadata_from_raw_decode: page tables, FlashMLA plans) is not run"),
+     "(make_forward_metadata_from_raw_decode) is not run: its SWA read indices span the "
+     "release's fixed SWA_WINDOW (128 tokens, not the Case's sliding window) and its "
+     "init_flashmla_related asks the flash_mla CUDA extension for plans "
+     "(_create_flashmla_metadata)"),
     ("attention backend eager metadata init (init_forward_metadata)", "modelled",
      "the release's _build_forward_metadata asserts page_size % 128 == 0 before building "
      "anything (AssertionError for the Cases' pages 1, 2, 4) and then builds FlashMLA plans "

@@ -22,7 +22,9 @@ mode does for component Cases), each validated before it is followed:
   §9.5); ``seq_lens`` the requests' lengths, padded rows ``SEQ_LEN_FILL``; ``positions`` and
   ``req_pool_indices`` the batch's in its real rows (their padded rows are not fixed by the
   spec); the Raw decode metadata the backend's prep built holds the same locations, lengths
-  and request rows (§4.4: the live locations padded with 0 to the bucket);
+  and request rows (§4.4: the live locations padded with 0 to the bucket); where the target
+  reports the backend's in-graph metadata: its SWA write locations are the allocated SWA
+  slots, padded rows 0, and each request's read indices start with its window's SWA slots;
 * ``window_reads``: at every forward, each token its requests' attention reads (the last
   ``sliding_window`` positions of each request in the batch) is the full slot allocated for
   it in the request's ``req_to_token`` row and still mapped to the SWA slot it was stored at
@@ -168,6 +170,27 @@ def _graph_fill(case: ServerCase, st: _State, fwd: Forward, rec, bucket: int | N
     for name, exp in exp_md.items():
         if name in md and md[name] != exp:
             return f"the backend's replay metadata {name} {md[name]}, expected {exp}"
+    return _in_graph(st, fwd, rec, g.get("in_graph"), pad)
+
+
+def _in_graph(st: _State, fwd: Forward, rec, ig: dict | None, pad: int) -> str | None:
+    """The backend's in-graph metadata built from the filled buffers: the SWA write locations
+    the forward's allocated SWA slots, padded rows 0; per request its read indices begin with
+    the SWA slots of its last ``sliding_window`` tokens, newest first (older entries, up to
+    the release's own window constant, are not the Case's)."""
+    if not ig:
+        return None
+    exp = [s for _, s in rec.alloc] + [0] * pad
+    if ig["swa_out_cache_loc"] != exp:
+        return f"the backend's in-graph SWA write locations {ig['swa_out_cache_loc']}, expected {exp}"
+    for b, rid in enumerate(fwd.rids):
+        toks = st.tokens[rid]
+        k = min(len(toks), st.W)
+        want = [s for _, s in reversed(toks[len(toks) - k:])]
+        got = ig["swa_page_indices"][b][:k]
+        if got != want or ig["swa_topk_lengths"][b] < k:
+            return (f"request {rid}'s in-graph SWA read indices {got} (read length "
+                    f"{ig['swa_topk_lengths'][b]}), its window's SWA slots {want}")
     return None
 
 

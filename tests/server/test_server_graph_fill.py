@@ -73,6 +73,8 @@ def test_replays_store_where_the_release_filled(monkeypatch):
     last = replays[-1].graph
     assert (last["bucket"], last["out_cache_loc"][1], last["seq_lens"][1]) == (2, 0, 1)
     assert last["metadata"]["out_cache_loc"] == last["out_cache_loc"]
+    from swafuzz.targets.sglang.real import UNIFIED_RESOLVER
+    assert ("in_graph" in last) == UNIFIED_RESOLVER  # the release's upgrade ran where it runs
     assert [f.stores[0][1] for f in replays[2:]] == [0, 0, 0]
 
     monkeypatch.undo()
@@ -83,7 +85,8 @@ def test_replays_store_where_the_release_filled(monkeypatch):
 
 
 def test_graph_fill_check_fails_on_each_field():
-    """Each field the oracle predicts, changed in a passing observation, fails ``graph_fill``."""
+    """Each field the oracle predicts, changed in a passing observation, fails ``graph_fill``
+    (the backend's in-graph metadata where the release's upgrade runs: 0.5.22, 0.5.23)."""
     from swafuzz.server.oracle import judge
 
     v = _run(SHRINKING)
@@ -91,7 +94,10 @@ def test_graph_fill_check_fails_on_each_field():
     for path, value in [(("bucket",), 3), (("raw_bs",), 2), (("out_cache_loc", 1), 7),
                         (("seq_lens", 1), 0), (("positions", 0), 99),
                         (("req_pool_indices", 0), 99), (("metadata", "out_cache_loc", 1), 7),
-                        (("metadata", "seq_lens", 0), 1)]:
+                        (("metadata", "seq_lens", 0), 1)] + [
+                        (("in_graph", "swa_out_cache_loc", 1), 7),
+                        (("in_graph", "swa_page_indices", 0, 0), 99),
+                        (("in_graph", "swa_topk_lengths", 0), 0)] * ("in_graph" in rec.graph):
         obs = copy.deepcopy(v.obs)
         g = next(f for f in obs.forwards if f.index == rec.index).graph
         for key in path[:-1]:

@@ -20,9 +20,16 @@ Bypassed: the graph capture and ``graph.replay()``. The padded buffers (``out_ca
 ``seq_lens``, ``positions`` of the bucket's rows) become the batch the component engine's graph
 runner replays on the harness's executor: its stores write where the release's buffers say.
 
+After the fill, where the release stamps SWA write locations in its in-graph init (0.5.22,
+0.5.23), that init (``init_forward_metadata_in_graph``: the Raw -> full upgrade and the stamp)
+runs on the host over the captured batch (a GPU runs it inside the replay); its write
+locations and read indices go to the oracle.
+
 Modelled: the buffers are the runner's own (the constructor's ``share_buffers`` into the
-process-wide pool is not run); the in-graph Raw -> full upgrade of the metadata (page tables,
-FlashMLA plans) stays the engine's model (the stores resolve through the harness's metadata).
+process-wide pool is not run); the FlashMLA plan of the upgrade (None); the stores resolve
+through the harness's metadata and the release's stamp on it (the engine's graph runner), not
+through the release's upgraded metadata; 0.5.12's in-graph upgrade is not run (it builds
+indexer and compressor metadata for compressed layers this harness does not build).
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ from swafuzz.targets.forward_mode import ForwardBatch as HarnessBatch
 from swafuzz.targets.forward_mode import ForwardMode as HarnessMode
 from swafuzz.targets.sglang.metadata import NoC128MTP
 from swafuzz.targets.sglang.pipeline import seams
-from swafuzz.targets.sglang.real import bare_backend
+from swafuzz.targets.sglang.real import UNIFIED_RESOLVER, RealBackend, backend_mod, bare_backend
 
 from sglang.srt.model_executor import forward_batch_info as fbi  # isort: skip
 
@@ -90,7 +97,30 @@ def _release_backend(server, device):
     bk.online_c128_mtp = NoC128MTP()
     bk.max_context_len = bk.MAX_SEQ_LEN_FOR_CAPTURE = server.case.model.full_tokens
     bk.cuda_int32_kwargs = {"dtype": torch.int32, "device": device}
+    # what the in-graph upgrade reads: the release's request table, no compressed layers (the
+    # model's index_topk is only recorded: compressed layers read it), one decode step
+    bk.req_to_token = server.req_to_token_pool.req_to_token
+    bk.page_size = server.case.config.page_size
+    bk.low_ratios = bk.present_ratios = ()
+    bk.has_c4 = bk.has_c128 = bk.trtllm_attn = False
+    bk.index_topk = 512
+    bk.topk, bk.speculative_num_steps = 0, 1
+    bk._early_verify_metadata_ids = set()
+    bk.tail_forward_metadata = None
     return bk
+
+
+@contextlib.contextmanager
+def no_flashmla_plan() -> Iterator[None]:
+    """The FlashMLA scheduling plan (``_create_flashmla_metadata``: the ``flash_mla`` CUDA
+    extension's ``get_mla_metadata``) is None while the upgrade runs on the host (modelled:
+    a read-side object of the attention kernel, which is not run)."""
+    real = backend_mod._create_flashmla_metadata
+    backend_mod._create_flashmla_metadata = lambda: None
+    try:
+        yield
+    finally:
+        backend_mod._create_flashmla_metadata = real
 
 
 class GraphFill:
@@ -151,7 +181,28 @@ class GraphFill:
         md = self.backend.forward_metadata
         out["metadata"] = {k: getattr(md, k).tolist()
                            for k in ("out_cache_loc", "seq_lens", "req_pool_indices")}
+        if UNIFIED_RESOLVER:
+            out["in_graph"] = self.in_graph(bs)
         return out
+
+    def in_graph(self, bs: int) -> dict:
+        """The release's in-graph init (``init_forward_metadata_in_graph``: the Raw -> full
+        upgrade ``make_forward_metadata_from_raw_decode`` and the SWA write-location stamp) on
+        the captured batch (the buffers' first ``bs`` rows), run on the host where a GPU replays
+        it inside the graph: its SWA write locations, and per row its SWA read indices (newest
+        first, as many as its read length)."""
+        b = self.runner.buffers
+        view = SimpleNamespace(forward_mode=self.runner.capture_forward_mode, batch_size=bs,
+                               out_cache_loc=b.out_cache_loc[:bs], positions=b.positions[:bs],
+                               seq_lens=b.seq_lens[:bs], req_pool_indices=b.req_pool_indices[:bs],
+                               spec_info=None)
+        with no_flashmla_plan():
+            RealBackend.init_forward_metadata_in_graph(self.backend, view)
+        core = self.backend.forward_metadata.core_attn_metadata
+        lens = core.swa_topk_lengths.tolist()
+        return {"swa_out_cache_loc": core.swa_out_cache_loc.tolist(), "swa_topk_lengths": lens,
+                "swa_page_indices": [row[:n] for row, n in
+                                     zip(core.swa_page_indices.tolist(), lens)]}
 
     def replay_batch(self, fb) -> tuple[dict, HarnessBatch]:
         """Fill for ``fb``; the record and the padded batch the engine's graph runner replays

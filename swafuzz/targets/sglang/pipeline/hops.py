@@ -74,16 +74,19 @@ HOPS: tuple[tuple[str, str, str], ...] = (
      "(in_capture=True, once per captured size at start-up) made; on a DeepseekV4AttnBackend "
      "built without its constructor over the engine's DSV4 pool (graph state by its "
      "init_cuda_graph_state). That metadata goes to the oracle (graph_fill)"),
-    ("graph capture and replay (graph.replay), in-graph metadata upgrade", "modelled",
+    ("attention backend in-graph metadata (init_forward_metadata_in_graph)", "real",
+     "after each fill, on the host (a GPU runs it inside the replay) over the captured batch "
+     "(the buffers' bucket rows): the Raw -> full upgrade make_forward_metadata_from_raw_decode "
+     "(make_core_attn_metadata's torch page-table and causal SWA index builders over the "
+     "release's req_to_token and mapping) and the SWA write-location stamp; its write locations "
+     "and read indices go to the oracle (graph_fill). Modelled: the FlashMLA plan "
+     "(_create_flashmla_metadata asks the flash_mla CUDA extension: None here); the stores "
+     "still resolve through the harness's metadata and the release's stamp on it (below)"),
+    ("graph capture and replay (graph.replay)", "modelled",
      "capture and replay need a GPU: the component engine's decode graph runner captures and "
      "replays on the harness's executor (tape on CPU: recorded device work only), its static "
      "buffers loaded with the release's filled rows unchanged; inside it the harness's "
-     "metadata and the release's in-graph stamp (init_forward_metadata_in_graph on the "
-     "harness's metadata); the release's Raw -> full upgrade of its own metadata "
-     "(make_forward_metadata_from_raw_decode) is not run: its SWA read indices span the "
-     "release's fixed SWA_WINDOW (128 tokens, not the Case's sliding window) and its "
-     "init_flashmla_related asks the flash_mla CUDA extension for plans "
-     "(_create_flashmla_metadata)"),
+     "metadata and the release's in-graph stamp on it (init_forward_metadata_in_graph)"),
     ("attention backend eager metadata init (init_forward_metadata)", "modelled",
      "the release's _build_forward_metadata asserts page_size % 128 == 0 before building "
      "anything (AssertionError for the Cases' pages 1, 2, 4) and then builds FlashMLA plans "
@@ -146,6 +149,11 @@ OLDER_SHAPE: dict[str, tuple[str, str]] = {
         "real", "init_forward_metadata_replay_cuda_graph (the forward batch handed over "
         "through _replay_forward_batch), copying into the metadata the release's "
         "init_forward_metadata_capture_cuda_graph made per captured size at start-up"),
+    "attention backend in-graph metadata (init_forward_metadata_in_graph)": (
+        "modelled", "not run on the host: this release's upgrade builds the c4 indexer and "
+        "c4 / c128 compressor metadata unconditionally (init_forward_metadata_indexer, "
+        "create_paged_compressor_data) for compressed layers this harness does not build, and "
+        "its in-graph init stamps no SWA write location (its store translates out_cache_loc)"),
     "attention backend eager metadata init (init_forward_metadata)": (
         "modelled", "its init_forward_metadata asserts swa_page_size % SWA_WINDOW == 0 and "
         "page_size % 128 == 0 first (AssertionError for the Cases' pages): the engine's model"),

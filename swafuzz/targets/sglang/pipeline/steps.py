@@ -25,7 +25,7 @@ from swafuzz.server.observation import ForwardRec, ServerObs
 from swafuzz.server.timeline import Forward, Release, Retract, Timeline, output_id, prompt_ids
 from swafuzz.targets.forward_mode import ForwardBatch as HarnessBatch
 from swafuzz.targets.forward_mode import ForwardMode as HarnessMode
-from swafuzz.targets.sglang.pipeline import seams
+from swafuzz.targets.sglang.pipeline import graph, seams
 from swafuzz.targets.sglang.pipeline.mutants import patched
 from swafuzz.targets.sglang.pipeline.setup import Server
 from swafuzz.targets.sglang.real import TARGET_VERSION
@@ -92,6 +92,7 @@ class Pipeline:
         self.tap = AllocTap(self.srv.allocator)
         self.reqs: dict[int, Req] = {}
         self.running: ScheduleBatch | None = None
+        self.fill = graph.GraphFill(self.srv) if self.srv.graph_runner else None
 
     # -- scheduling steps ----------------------------------------------------------------------
     def extend(self, fwd: Forward) -> ScheduleBatch:
@@ -170,8 +171,10 @@ class Pipeline:
                            seq.to(torch.int64), pos.to(torch.int64))
         eng = s.engine
         n = hfb.out_cache_loc.numel()
-        if self.can_run_graph(fb):  # the release's decision; the replay: the engine's runner
-            fo = eng.graph_forward(fwd.index, "target", "decode", hfb, n, hfb.forward_mode.name)[0]
+        filled: dict = {}
+        if self.can_run_graph(fb):  # the release's decision and buffer fill (:mod:`.graph`);
+            filled, gfb = self.fill.replay_batch(fb)  # the replay: the engine's runner
+            fo = eng.graph_forward(fwd.index, "target", "decode", gfb, n, hfb.forward_mode.name)[0]
         else:
             fo = eng.eager_forward(fwd.index, "target", eng.target_backend, hfb, n)
         per_layer: list[list[int]] = [[] for _ in range(eng.target_pool.num_layers)]
@@ -185,7 +188,7 @@ class Pipeline:
                           stores=per_layer, exec=fo.exec,
                           mapping=s.allocator.full_to_swa_index_mapping.tolist(),
                           positions=hfb.positions.tolist(), seq_lens=hfb.seq_lens.tolist(),
-                          window_rows=window_rows)
+                          window_rows=window_rows, graph=filled)
 
     def can_run_graph(self, fb: ForwardBatch) -> bool:
         """The model runner's choice: a graph-capable mode, a decode graph runner, and the

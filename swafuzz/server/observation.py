@@ -50,6 +50,11 @@ class ServerObs:
     #: the run stopped where the pipeline does not go: what ran is judged
     out_of_scope: str | None = None
     hops: list[str] = field(default_factory=list)
+    #: speculative decoding: per iteration (a DECODE) what the verify and the draft extend
+    #: held and stored, and each request's committed / allocated KV after the accept
+    spec: list[dict] = field(default_factory=list)
+    #: speculative decoding: the allocator's free full and SWA tokens before and after the run
+    free: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {"target_version": self.target_version, "error": self.error,
@@ -59,4 +64,5 @@ class ServerObs:
                               "stores": f.stores, "exec": f.exec, "positions": f.positions,
                               "seq_lens": f.seq_lens, "window_rows": f.window_rows,
                               **({"graph": f.graph} if f.graph else {})}
-                             for f in self.forwards]}
+                             for f in self.forwards],
+                **({"spec": self.spec, "free": self.free} if self.spec or self.free else {})}

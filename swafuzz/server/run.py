@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from swafuzz.server import spec_oracle
 from swafuzz.server.case import ServerCase
 from swafuzz.server.observation import ServerObs
 from swafuzz.server.oracle import ServerFailure, judge
@@ -32,8 +33,8 @@ class Pipeline:
 
 #: what the pipeline does not drive yet: (predicate, refusal)
 NOT_DRIVEN = (
-    (lambda c: c.speculative_algorithm is not None, "config.speculative_algorithm: speculative "
-     "decoding is not driven at server level yet (allowed: null)"),
+    (lambda c: c.speculative_algorithm is not None and not spec_oracle.driven(c),
+     spec_oracle.NOT_DRIVEN),
     (lambda c: (c.tp_size, c.dp_size, c.enable_dp_attention) != (1, 1, False) and not (
         c.tp_size == 2 and c.dp_size == 1 and not c.enable_dp_attention
         and c.moe_dense_tp_size == 1),
@@ -103,4 +104,6 @@ def execute(case: ServerCase, pipeline: Pipeline, impl: str = "torch",
                             f"{', '.join(pipeline.mutants) or 'none'})")
     obs = pipeline.run(case, impl=impl, mutant=mutant, executor=executor)
     graphs = bool(getattr(executor, "graphs", False))
-    return ServerVerdict(case, obs, judge(case, obs, graphs=graphs))
+    judged = spec_oracle.judge(case, obs) if case.config.speculative_algorithm else judge(
+        case, obs, graphs=graphs)
+    return ServerVerdict(case, obs, judged)

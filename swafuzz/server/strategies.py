@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from swafuzz.server import spec_strategies
 from swafuzz.server.case import ModelShape, Request, ServerCase, ServerConfig, validate
 
 #: kind -> what it generates
@@ -22,6 +23,7 @@ KINDS = {
     "server_attn_tp": "staggered arrivals on attention TP 1 or 2 (tp_size 2, moe_dense_tp_size "
                       "1; drawn, shrinks to 1): with 2, every forward padded by the release's "
                       "MLP sync on 2 gloo processes, padded rows to the dummy slot",
+    spec_strategies.KIND: spec_strategies.DESCRIPTION,
 }
 
 
@@ -40,6 +42,8 @@ def _request(draw, staggered: bool, window: int) -> Request:
 def server_cases(draw, kind: str = "server_decode") -> ServerCase:
     if kind not in KINDS:
         raise KeyError(f"server kind {kind!r} (known: {', '.join(KINDS)})")
+    if kind == spec_strategies.KIND:
+        return draw(spec_strategies.spec_cases())
     page = draw(st.sampled_from((1, 2, 4)))
     window = draw(st.integers(1, 8))
     layers = draw(st.integers(1, 2))

@@ -42,6 +42,8 @@ class Forward:
     mode: str
     rids: tuple[int, ...]
     spans: tuple[tuple[int, int], ...]
+    #: with speculative decoding, per request the tokens its verify accepts (a DECODE)
+    accepts: tuple[int, ...] = ()
 
     @property
     def rows(self) -> int:
@@ -101,6 +103,7 @@ class Timeline:
         self.running: list[int] = []
         self.chunked: tuple[int, int] | None = None  # (request, tokens already computed)
         self.outputs: dict[int, int] = {}
+        self.verifies: dict[int, int] = {}  # request -> its speculative verifies so far
         self.nfwd = 0
 
     def fill(self, i: int) -> int:
@@ -152,12 +155,23 @@ class Timeline:
                 self.running = list(kept)  # the release's order after its retraction
                 self.waiting = sorted(self.waiting + list(back))
                 out.append(Retract(t, tuple(back)))
-            spans = tuple((self.fill(i) - 1, 1) for i in self.running)
-            for i in self.running:
-                self.outputs[i] += 1
-            out.append(Forward(t, self.nfwd, "DECODE", tuple(self.running), spans))
+            n = self.case.config.speculative_num_draft_tokens or 1
+            spans = tuple((self.fill(i) - 1, n) for i in self.running)
+            acc = tuple(self.accept(i) for i in self.running) if n > 1 or \
+                self.case.config.speculative_algorithm else ()
+            for i, a in zip(self.running, acc or (1,) * len(self.running)):
+                self.outputs[i] += a
+            out.append(Forward(t, self.nfwd, "DECODE", tuple(self.running), spans, acc))
             self.nfwd += 1
         return out
+
+    def accept(self, i: int) -> int:
+        """Speculative decoding: the tokens request ``i``'s next verify accepts (its
+        ``accept_lengths`` in order, then 1)."""
+        k = self.verifies.get(i, 0)
+        self.verifies[i] = k + 1
+        acc = self.reqs[i].accept_lengths
+        return acc[k] if k < len(acc) else 1
 
     def propose(self, ready: list[int]) -> tuple[list[int], list[tuple[int, int]]]:
         """The prefill the adder would build: requests and spans (nothing changed yet)."""

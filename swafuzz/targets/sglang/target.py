@@ -96,7 +96,7 @@ class SGLangTarget:
     allocation = "observed"
     #: server level (issue 18): the release's batch pipeline running a server-level Case
     #: (imports SGLang; a release lacking one of its hops raises TargetUnavailable naming it)
-    server_pipeline = "swafuzz.targets.sglang.pipeline.steps:run_server_case"
+    server_pipeline = "swafuzz.targets.sglang.pipeline.spec:run_case"
     #: the release's own ServerArgs checks (``release_refusal(config) -> str | None``; a module
     #: helper srvargs builds: absent, nothing is refused by it)
     server_refusal = "swafuzz.targets.sglang.pipeline.argnames:release_refusal"

@@ -170,6 +170,16 @@ SERVER_MUTANTS = {
                                "preparation (load_batch; 0.5.12 replay_prepare)",
     "server_pad_live_loc": "spec §9.5 (padded rows not steered to the dummy slot), in the "
                            "release's ForwardBatch._pad_inputs_to_size (attention-TP ranks)",
+    "server_spec_free_short": "spec v2 over-allocation free (PR #22373's path), in the "
+                              "release's mem_cache.common._release_overallocated_kv_indices: "
+                              "the reserved tail freed one slot short",
+    "server_spec_commit_extra": "spec §9.3 family (committed length ahead of the accepted KV), "
+                                "in the release's _resolve_spec_v2_tokens",
+    "server_spec_draft_dummy": "spec §9 (draft tokens written to the dummy slot), in the "
+                               "release's prepare_for_draft_extend",
+    "server_spec_reserve_single": "the spec-v2 double-buffered decode reserve halved, in the "
+                                  "release's eagle_prepare_for_decode "
+                                  "(get_alloc_reserve_per_decode)",
 }
 
 

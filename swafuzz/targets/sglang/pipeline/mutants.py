@@ -12,7 +12,7 @@ from typing import Iterator
 from sglang.srt.managers.schedule_batch import ScheduleBatch
 
 from swafuzz import features as registry
-from swafuzz.targets.sglang.pipeline import graph
+from swafuzz.targets.sglang.pipeline import graph, spec_mutants
 
 
 @contextlib.contextmanager
@@ -66,6 +66,7 @@ PATCHES = {
     # applied in the attention-TP ranks' processes, to the release's _pad_inputs_to_size
     "server_pad_live_loc": lambda: registry.hook("sglang.server_pad_mutant")(
         "server_pad_live_loc"),
+    **spec_mutants.PATCHES,
 }
 
 

@@ -86,6 +86,9 @@ def make_req(case: ServerCase, rid: int) -> Req:
 
 
 class Pipeline:
+    #: the ScheduleBatch's speculative algorithm (:mod:`.spec` drives EAGLE)
+    spec_algorithm = SpeculativeAlgorithm.NONE
+
     def __init__(self, case: ServerCase, impl: str = "torch", executor=None):
         self.case = case
         self.srv = Server(case, impl, executor)
@@ -112,7 +115,7 @@ class Pipeline:
             new.append(req)
         batch = ScheduleBatch.init_new(new, s.req_to_token_pool, s.allocator, s.tree_cache,
                                        s.model_runner.model_config, False,
-                                       SpeculativeAlgorithm.NONE)
+                                       self.spec_algorithm)
         batch.prepare_for_extend()
         return batch
 

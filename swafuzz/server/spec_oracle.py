@@ -1,0 +1,234 @@
+"""The oracle of speculative server-level Cases (EAGLE, top-k 1): plain Python over the Case's
+plan and the observed allocation, never the code it judges.
+
+The release's spec-v2 bookkeeping (0.5.22 / 0.5.23), as the oracle predicts it per request:
+``committed`` (the KV whose tokens are accepted) and ``allocated`` (the KV slots it holds). A
+prefill allocates and commits the prompt. Each DECODE is one iteration:
+
+* ``spec_alloc``: before the verify the scheduler reserves ``nxt - allocated`` fresh slots,
+  ``nxt = max(allocated, ceil_page(committed + 2 * R))`` with ``R = max(steps * topk,
+  num_draft_tokens)`` (the release's double-buffered per-decode reserve), handed out request
+  by request in batch order at positions ``allocated..nxt-1``; each full slot outside page 0
+  and held by no live request;
+* ``verify_rows``: the verify batch has ``num_draft_tokens`` rows per request, at positions
+  ``committed..committed+N-1``, over the full slots the request holds there, ``seq_lens`` the
+  committed lengths;
+* ``write_targets``: every target layer stores those rows at their SWA slots (never the dummy
+  slot 0 for a real row, spec §9.5);
+* ``draft_extend``: the draft extend after verify rewrites the verify window (spec §5 on
+  DRAFT_EXTEND_V2: the iteration's window, all N rows, the rows past the accepted ones
+  overwritten by the next verify) through the same full and SWA slots, positions as the verify,
+  never slot 0 for a real row (spec §9: draft tokens written to the dummy slot);
+* ``spec_accept``: after the accept ``committed`` grows by the accept length, ``seq_lens``
+  with it, ``allocated`` is ``nxt``, and the request's ``req_to_token`` row holds its slots for
+  positions ``0..allocated-1`` (the rejected tokens' slots stay reserved: spec v2 frees
+  nothing at accept and rewrites them next verify);
+* ``window_reads``: each token the verify attends to inside the sliding window is still mapped
+  to the SWA slot it was stored at;
+* ``spec_leak``: after the run (every request released: its committed and reserved slots
+  freed) the allocator's free full and SWA tokens are what they were before it;
+* ``pool_bytes``: every SWA slot of every target layer holds the last row stored there.
+
+EXTEND forwards: one allocated token per row (``alloc_count``), stores at their SWA slots.
+"""
+
+from __future__ import annotations
+
+from swafuzz.scenarios.case import POISON_BYTE
+from swafuzz.server.case import ServerCase, ServerConfig
+from swafuzz.server.observation import ServerObs
+from swafuzz.server.oracle import ServerFailure, rows
+from swafuzz.server.timeline import Forward, Release, Retract, RetractionError, plan
+
+NOT_DRIVEN = ("config.speculative_algorithm: speculative decoding is driven at server level "
+              "for EAGLE with speculative_eagle_topk 1, speculative_num_draft_tokens = "
+              "speculative_num_steps + 1, one rank and disable_cuda_graph true (allowed: those, "
+              "or null)")
+
+
+def driven(c: ServerConfig) -> bool:
+    """Whether the speculative pipeline drives ``c``."""
+    return (c.speculative_algorithm == "EAGLE" and c.speculative_eagle_topk == 1
+            and c.speculative_num_draft_tokens == (c.speculative_num_steps or 0) + 1
+            and c.disable_cuda_graph and c.tp_size == 1)  # more ranks: the rules after it
+
+
+def reserve(c: ServerConfig) -> int:
+    """The release's per-decode KV reserve: twice what one decode may allocate."""
+    return 2 * max(c.speculative_num_steps * c.speculative_eagle_topk,
+                   c.speculative_num_draft_tokens)
+
+
+class _Req:
+    def __init__(self):
+        self.slots: list[tuple[int, int]] = []  # by position: (full, swa)
+        self.committed = 0
+
+
+def judge(case: ServerCase, obs: ServerObs) -> list[ServerFailure]:
+    """Every failure of a speculative Case's observation, earliest first."""
+    if obs.error is not None:
+        return [ServerFailure("contracts", None, f"the pipeline raised: {obs.error}")]
+    try:
+        events = plan(case, {int(k): (tuple(v[0]), tuple(v[1]))
+                             for k, v in obs.retractions.items()},
+                      {int(k): v for k, v in obs.admissions.items()})
+    except RetractionError as e:
+        return [ServerFailure("retraction", None, str(e))]
+    j = _Judge(case, obs)
+    for ev in events:
+        if isinstance(ev, (Release, Retract)):
+            for rid in ev.rids:
+                j.reqs.pop(rid, None)
+            continue
+        if ev.index not in j.recs:
+            if obs.out_of_scope is not None:
+                return j.out
+            return j.out + [ServerFailure("alloc_count", ev.index, f"forward {ev.index} "
+                                          f"({ev.mode}) was not observed")]
+        bad = j.extend(ev) if ev.mode == "EXTEND" else j.iteration(ev)
+        if bad:
+            return j.out + [bad]
+    if obs.out_of_scope is None:
+        j.finish()
+    return j.out
+
+
+class _Judge:
+    def __init__(self, case: ServerCase, obs: ServerObs):
+        self.case, self.obs = case, obs
+        self.P, self.W = case.config.page_size, case.model.sliding_window
+        self.N = case.config.speculative_num_draft_tokens
+        self.recs = {f.index: f for f in obs.forwards}
+        self.spec = {s["index"]: s for s in obs.spec}
+        self.reqs: dict[int, _Req] = {}
+        self.out: list[ServerFailure] = []
+        self.shadow: list[dict[int, bytes]] = [{} for _ in range(case.model.layers)]
+
+    def fail(self, check: str, fwd: int, msg: str) -> None:
+        self.out.append(ServerFailure(check, fwd, f"forward {fwd}: {msg}"))
+
+    def take(self, rid: int, alloc: list[list[int]], k: int, n: int, where: str):
+        live = {f for r in self.reqs.values() for f, _ in r.slots}
+        req = self.reqs.setdefault(rid, _Req())
+        for full, swa in alloc[k:k + n]:
+            if full < self.P or full in live:
+                return f"{where}: request {rid} got full slot {full}: page 0 or held"
+            if swa < self.P:
+                return f"{where}: request {rid} got SWA slot {swa} in page 0"
+            req.slots.append((full, swa))
+            live.add(full)
+        return None
+
+    def extend(self, ev: Forward) -> ServerFailure | None:
+        rec = self.recs[ev.index]
+        if len(rec.alloc) != ev.rows:
+            return ServerFailure("alloc_count", ev.index, f"forward {ev.index} (EXTEND) "
+                                 f"allocated {len(rec.alloc)} tokens for {ev.rows} rows")
+        k = 0
+        for rid, (start, n) in zip(ev.rids, ev.spans):
+            bad = self.take(rid, rec.alloc, k, n, f"forward {ev.index}")
+            if bad:
+                return ServerFailure("allocation", ev.index, bad)
+            k += n
+            self.reqs[rid].committed = start + n
+        want = [s for _, s in rec.alloc]
+        self.stores(ev.index, rec.stores, want, "write_targets", "target")
+        return None
+
+    def iteration(self, ev: Forward) -> ServerFailure | None:
+        rec, sp, P, N = self.recs[ev.index], self.spec.get(ev.index), self.P, self.N
+        if sp is None:
+            return ServerFailure("verify_rows", ev.index, f"forward {ev.index}: no verify "
+                                 "observed for the DECODE")
+        R = reserve(self.case.config)
+        need = []
+        for rid in ev.rids:
+            r = self.reqs[rid]
+            nxt = max(len(r.slots), -(-(r.committed + R) // P) * P)
+            need.append(nxt - len(r.slots))
+        if len(rec.alloc) != sum(need):
+            return ServerFailure("spec_alloc", ev.index, f"forward {ev.index}: the reserve "
+                                 f"allocated {len(rec.alloc)} tokens, expected {sum(need)} "
+                                 f"({need} per request)")
+        k = 0
+        for rid, n in zip(ev.rids, need):
+            bad = self.take(rid, rec.alloc, k, n, f"forward {ev.index} reserve")
+            if bad:
+                return ServerFailure("spec_alloc", ev.index, bad)
+            k += n
+        win = [self.reqs[rid].slots[self.reqs[rid].committed:self.reqs[rid].committed + N]
+               for rid in ev.rids]
+        full = [f for w in win for f, _ in w]
+        swa = [s for w in win for _, s in w]
+        pos = [self.reqs[rid].committed + i for rid in ev.rids for i in range(N)]
+        v, d = sp["verify"], sp["draft_extend"]
+        lens = [self.reqs[rid].committed for rid in ev.rids]
+        for name, got, exp in (("out_cache_loc", v["out_cache_loc"], full),
+                               ("positions", v["positions"], pos), ("seq_lens", v["seq_lens"], lens)):
+            if got != exp:
+                self.fail("verify_rows", ev.index, f"the verify batch's {name} {got}, expected "
+                          f"{exp} ({N} draft tokens per request)")
+        self.stores(ev.index, v["stores"], swa, "write_targets", "target")
+        for name, got, exp in (("out_cache_loc", d["out_cache_loc"], full),
+                               ("positions", d["positions"], pos)):
+            if got != exp:
+                self.fail("draft_extend", ev.index, f"the draft extend's {name} {got}, "
+                          f"expected the verify window's {exp}")
+        self.stores(ev.index, d["stores"], swa, "draft_extend", "draft")
+        self.windows(ev, rec.mapping)
+        for b, (rid, a) in enumerate(zip(ev.rids, ev.accepts)):
+            r = self.reqs[rid]
+            r.committed += a
+            got = (sp["committed"][b], sp["allocated"][b], sp["seq_lens"][b], sp["rows"][b])
+            exp = (r.committed, len(r.slots), r.committed, [f for f, _ in r.slots])
+            if got != exp:
+                self.fail("spec_accept", ev.index, f"request {rid} after accepting {a}: "
+                          f"(committed, allocated, seq_len, req_to_token row) {got}, "
+                          f"expected {exp}")
+        return None
+
+    def stores(self, fwd: int, got: list[list[int]], want: list[int], check: str,
+               pool: str) -> None:
+        layers = self.case.model.layers if pool == "target" else 1
+        if len(got) != layers:
+            self.fail(check, fwd, f"{len(got)} {pool} layer stores, expected {layers}")
+        for layer, locs in enumerate(got[:layers]):
+            if locs != want:
+                self.fail(check, fwd, f"{pool} layer {layer} stored at {locs}, expected the "
+                          f"rows' SWA slots {want}")
+            if 0 in locs[:len(want)]:
+                self.fail(check, fwd, f"{pool} layer {layer} stored a real row at the dummy "
+                          f"slot 0 ({locs})")
+            if pool == "target":
+                for slot, row in zip(locs, rows(self.case, fwd, layer, len(locs))):
+                    self.shadow[layer][slot] = row
+
+    def windows(self, ev: Forward, mapping: list[int]) -> None:
+        for rid in ev.rids:
+            r = self.reqs[rid]
+            end = r.committed + self.N
+            for p in range(max(0, end - self.W), end):
+                f, s = r.slots[p]
+                got = mapping[f] if 0 <= f < len(mapping) else None
+                if got != s:
+                    self.fail("window_reads", ev.index, f"request {rid} reads position {p} "
+                              f"(full slot {f}) in its window, mapped to SWA slot {got}, "
+                              f"stored at {s}")
+                    return
+
+    def finish(self) -> None:
+        free = self.obs.free
+        if free and free.get("after") != free.get("before"):
+            self.out.append(ServerFailure("spec_leak", None, f"after every request left, the "
+                                          f"allocator has {free.get('after')} free full / SWA "
+                                          f"tokens, {free.get('before')} before the run"))
+        rb, P = self.case.model.row_bytes, self.P
+        poison = bytes([POISON_BYTE]) * rb
+        for layer, data in enumerate(self.obs.pools):
+            for slot in range(P, len(data) // rb):
+                got, want = data[slot * rb:(slot + 1) * rb], self.shadow[layer].get(slot, poison)
+                if got != want:
+                    self.out.append(ServerFailure("pool_bytes", None, f"layer {layer} SWA slot "
+                                                  f"{slot}: {got.hex()} != expected {want.hex()}"))
+                    break

@@ -1,0 +1,56 @@
+"""Hypothesis strategy of speculative server-level Cases (kind ``server_spec``).
+
+EAGLE with top-k 1 (DeepSeek-V4's multi-token-prediction draft as the release names it),
+``speculative_num_steps`` drawn in 1..3 and ``speculative_num_draft_tokens`` one more (the
+chain the release's top-k-1 verify checks), staggered arrivals and aborts, and per request an
+accept length per verify (1..num_draft_tokens). The pools hold every request's tokens and the
+release's per-decode reserve (twice the draft tokens), so the capacity gate does not refuse.
+Draws shrink towards one request, one step, short prompts and accepting one token.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from swafuzz.server.case import ModelShape, Request, ServerCase, ServerConfig, validate
+
+KIND = "server_spec"
+DESCRIPTION = ("speculative decoding (EAGLE, topk 1, 1..3 steps, draft tokens steps + 1) "
+               "with staggered arrivals and drawn per-verify accept lengths: each DECODE the "
+               "release's spec-v2 reserve, verify prep, accept bookkeeping and draft-extend "
+               "prep")
+
+
+@st.composite
+def _request(draw, window: int, n: int) -> Request:
+    arrive = draw(st.integers(0, 6))
+    prompt = draw(st.integers(1, 3 * window + 4))
+    new = draw(st.integers(1, 2 * window + 2))
+    abort = arrive + draw(st.integers(0, new + 1)) if draw(st.booleans()) else None
+    acc = tuple(draw(st.lists(st.integers(1, n), max_size=new)))
+    return Request(arrive_step=arrive, prompt_len=prompt, max_new_tokens=new, abort_step=abort,
+                   accept_lengths=acc)
+
+
+@st.composite
+def spec_cases(draw) -> ServerCase:
+    page = draw(st.sampled_from((1, 2, 4)))
+    window = draw(st.integers(1, 8))
+    layers = draw(st.integers(1, 2))
+    steps = draw(st.integers(1, 3))
+    n = steps + 1
+    reqs = tuple(draw(st.lists(_request(window, n), min_size=1, max_size=3)))
+    # every token a request may hold: its prompt, its outputs (a verify may accept past
+    # max_new_tokens) and the release's reserve of 2 * n, page-aligned, a page on top
+    each = [-(-(r.prompt_len + r.max_new_tokens + 4 * n) // page) * page + page for r in reqs]
+    full = sum(each) + 2 * page
+    cfg = ServerConfig(page_size=page, speculative_algorithm="EAGLE",
+                       speculative_num_steps=steps, speculative_eagle_topk=1,
+                       speculative_num_draft_tokens=n)
+    interval = draw(st.sampled_from((1, 2, 4, 128)))
+    case = ServerCase(config=cfg, model=ModelShape(layers=layers, sliding_window=window,
+                                                   full_tokens=full, swa_tokens=full,
+                                                   row_bytes=16, swa_eviction_interval=interval),
+                      requests=reqs, payload_seed=draw(st.integers(0, 3)), kind=KIND)
+    validate(case)
+    return case

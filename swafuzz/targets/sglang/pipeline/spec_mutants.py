@@ -1,0 +1,78 @@
+"""Server mutants of the release's speculative-decoding code (imports SGLang), patched while a
+speculative server-level Case runs; each names its source (:data:`.hops.SERVER_MUTANTS`)."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+from sglang.srt.managers.scheduler_components import batch_result_processor as brp
+from sglang.srt.mem_cache import common
+from sglang.srt.speculative import eagle_utils, eagle_worker_common
+
+
+@contextlib.contextmanager
+def _set(obj, name: str, value) -> Iterator[None]:
+    real = getattr(obj, name)
+    setattr(obj, name, value)
+    try:
+        yield
+    finally:
+        setattr(obj, name, real)
+
+
+def overalloc_free_short():
+    """The release's ``_release_overallocated_kv_indices`` frees the reserved tail one slot
+    short: the last reserved slot of a finishing request leaks (spec v2's over-allocation,
+    PR #22373's free path)."""
+    real = common._release_overallocated_kv_indices
+
+    def free(req, start_p, end_p, tree_cache):
+        return real(req, start_p, end_p - 1 if end_p > start_p else end_p, tree_cache)
+    return _set(common, "_release_overallocated_kv_indices", free)
+
+
+def commit_one_more():
+    """``_resolve_spec_v2_tokens`` commits one token more than the verify accepted (the
+    committed length running ahead of the accepted KV: the overlap lag, spec §9.3 family)."""
+    cls = brp.SchedulerBatchResultProcessor
+    real = cls._resolve_spec_v2_tokens
+
+    def resolve(self, result, batch):
+        out = real(self, result, batch)
+        for req in batch.reqs:
+            req.kv.kv_committed_len += 1
+        return out
+    return _set(cls, "_resolve_spec_v2_tokens", resolve)
+
+
+def draft_extend_rejected_to_dummy():
+    """``prepare_for_draft_extend`` steers each request's rows past its accepted tokens to
+    the dummy slot 0 (spec §9: draft tokens written to the dummy slot)."""
+    real = eagle_worker_common.prepare_for_draft_extend
+
+    def prep(draft_extend_input, batch, predict, num_draft_tokens, *a, **kw):
+        fb = real(draft_extend_input, batch, predict, num_draft_tokens, *a, **kw)
+        acc = draft_extend_input.num_accept_tokens.tolist()
+        loc = fb.out_cache_loc.clone()
+        for b, n in enumerate(acc):
+            loc[b * num_draft_tokens + n:(b + 1) * num_draft_tokens] = 0
+        fb.out_cache_loc = loc
+        return fb
+    return _set(eagle_worker_common, "prepare_for_draft_extend", prep)
+
+
+def reserve_single():
+    """``eagle_prepare_for_decode`` reserves one decode's tokens, not the double buffer
+    (``get_alloc_reserve_per_decode`` without its 2x, which absorbs the committed-length lag
+    under overlap)."""
+    from sglang.srt.mem_cache.allocation_sizing import get_alloc_len_per_decode
+    return _set(eagle_utils, "get_alloc_reserve_per_decode", get_alloc_len_per_decode)
+
+
+PATCHES = {
+    "server_spec_free_short": overalloc_free_short,
+    "server_spec_commit_extra": commit_one_more,
+    "server_spec_draft_dummy": draft_extend_rejected_to_dummy,
+    "server_spec_reserve_single": reserve_single,
+}

@@ -102,7 +102,7 @@ def test_oracle_catches_a_short_allocation_and_a_reused_slot():
 def test_refusals_name_the_field():
     spec = json.loads(json.dumps(BASE))
     spec["config"].update(speculative_algorithm="EAGLE", speculative_num_steps=1,
-                          speculative_eagle_topk=1, speculative_num_draft_tokens=2)
+                          speculative_eagle_topk=1, speculative_num_draft_tokens=3)
     assert "config.speculative_algorithm" in refusal(parse(spec))
     assert refusal(parse(BASE)) is None
 

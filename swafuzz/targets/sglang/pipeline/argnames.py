@@ -79,8 +79,14 @@ def release_refusal(config: Mapping[str, object], **kw) -> str | None:
     if missing:
         return (f"sglang {shape.version} has no ServerArgs field "
                 f"{', '.join(f'{n} (set to {config[n]!r})' for n in missing)}")
+    if config.get("speculative_algorithm") is not None and not importlib.util.find_spec(
+            "sglang.srt.speculative.eagle_worker_common"):
+        return (f"config.speculative_algorithm: sglang {shape.version} has no spec-v2 EAGLE "
+                "worker (sglang.srt.speculative.eagle_worker_common), whose reserve, verify "
+                "prep, accept and draft-extend prep the server-level pipeline drives (allowed: "
+                "null on this release)")
     if config.get("speculative_algorithm") is not None and shape.knows_v41:
-        # DeepSeek-V4.1 serves no speculative algorithm but DSpark (the release's hook says
+        # DeepSeek-V4.1 serves no EAGLE draft (the release's hook says
         # so); EAGLE is DeepSeek-V4's own draft (its MTP layer): checked as that model
         kw.setdefault("model_type", "deepseek_v4")
     return serverargs.release_refusal(renamed(config, shape.fields), **kw)

@@ -97,7 +97,34 @@ HOPS: tuple[tuple[str, str, str], ...] = (
      "stores deterministic rows per layer"),
     ("store kernel, SWA buffers", "modelled",
      "swafuzz's redzoned buffers and store (the release's CUDA JIT store needs a GPU)"),
-    ("speculative decoding (EAGLE verify / draft extend)", "refused", "not driven yet"),
+    ("speculative decoding: decode reserve (eagle_prepare_for_decode)", "real",
+     "EAGLE, topk 1, num_draft_tokens = steps + 1, one rank, no decode graphs (others refused "
+     "by field name; DeepSeek-V4.1 refuses EAGLE: the release's checks run as "
+     "DeepSeek-V4): per DECODE the release's spec-v2 reserve (get_alloc_reserve_per_decode, "
+     "page_aligned_decode_alloc_lens, alloc_for_spec_decode, kv_allocated_len). Modelled: its "
+     "Triton assign_req_to_token_pool (the interpreter converts a 1-element array to an int, "
+     "which numpy 2.4 refuses; the CPU branch needs sgl_kernel): the same row writes in torch"),
+    ("speculative decoding: draft proposals (draft(), DRAFT_DECODE forwards)", "modelled",
+     "the draft model's multi-step forwards and tree build need its weights and CUDA kernels: "
+     "the draft tokens come from the Case (stub ids), positions the chain's (seq_len + i); "
+     "the draft's own per-step KV writes are not driven"),
+    ("speculative decoding: verify prep (eagle_prepare_for_verify, TARGET_VERIFY)", "real",
+     "an EagleVerifyInput with the Case's draft tokens handed to the release's "
+     "eagle_prepare_for_verify: out_cache_loc from req_to_token over the verify window (its "
+     "assign_extend_cache_locs_uniform Triton kernel modelled in torch, as above), "
+     "ForwardBatch.init_new in TARGET_VERIFY; the stub model stores every target layer "
+     "through store_cache"),
+    ("speculative decoding: accept (eagle_sample, _resolve_spec_v2_tokens)", "real",
+     "eagle_sample is modelled (no logits): the Case's per-verify accept lengths; the "
+     "release's _resolve_spec_v2_tokens commits them (kv_committed_len); seq_lens = verify "
+     "seq_lens + accept_lens as run_eagle_verify's unfused path and the scheduler's "
+     "non-overlap tail (modelled: those two lines, inline in larger methods)"),
+    ("speculative decoding: draft extend prep (prepare_for_draft_extend)", "real",
+     "an EagleDraftExtendInput handed to the release's prepare_for_draft_extend "
+     "(DRAFT_EXTEND_V2 over the verify window, ForwardBatch.init_new for a draft-runner "
+     "stand-in); the stub draft model stores its layer through store_cache. The draft extend "
+     "after prefill (_draft_extend_for_prefill) and the draft input carried between "
+     "iterations (hidden states, top-k) are not driven: no draft model"),
 )
 
 

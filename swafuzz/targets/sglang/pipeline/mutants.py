@@ -12,7 +12,12 @@ from typing import Iterator
 from sglang.srt.managers.schedule_batch import ScheduleBatch
 
 from swafuzz import features as registry
-from swafuzz.targets.sglang.pipeline import graph, spec_mutants
+from swafuzz.targets.sglang.pipeline import graph
+
+try:  # the release's speculative-decoding v2 code (0.5.22, 0.5.23)
+    from swafuzz.targets.sglang.pipeline.spec_mutants import PATCHES as SPEC_PATCHES
+except ImportError:  # pragma: no cover - depends on the release (0.5.12 has none)
+    SPEC_PATCHES = {}
 
 
 @contextlib.contextmanager
@@ -66,7 +71,7 @@ PATCHES = {
     # applied in the attention-TP ranks' processes, to the release's _pad_inputs_to_size
     "server_pad_live_loc": lambda: registry.hook("sglang.server_pad_mutant")(
         "server_pad_live_loc"),
-    **spec_mutants.PATCHES,
+    **SPEC_PATCHES,
 }
 
 

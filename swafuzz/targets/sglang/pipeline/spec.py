@@ -38,16 +38,18 @@ from swafuzz.targets.forward_mode import ForwardMode as HarnessMode
 from swafuzz.targets.sglang.pipeline import seams, steps
 from swafuzz.targets.sglang.pipeline.mutants import patched
 
-from sglang.srt.managers.scheduler_components.batch_result_processor import (  # isort: skip
-    SchedulerBatchResultProcessor,
-)
-from sglang.srt.speculative.eagle_info import (  # isort: skip
-    EagleDraftExtendInput,
-    EagleVerifyInput,
-)
-from sglang.srt.speculative.eagle_utils import eagle_prepare_for_verify  # isort: skip
-from sglang.srt.speculative import eagle_worker_common  # isort: skip
-from sglang.srt.speculative.spec_info import SpeculativeAlgorithm  # isort: skip
+try:  # the release's spec-v2 EAGLE code (0.5.22, 0.5.23)
+    from sglang.srt.managers.scheduler_components.batch_result_processor import (
+        SchedulerBatchResultProcessor,
+    )
+    from sglang.srt.speculative import eagle_worker_common
+    from sglang.srt.speculative.eagle_info import EagleDraftExtendInput, EagleVerifyInput
+    from sglang.srt.speculative.eagle_utils import eagle_prepare_for_verify
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+    SPEC_V2 = True
+except ImportError:  # pragma: no cover - depends on the release (0.5.12: refused by argnames)
+    SPEC_V2 = False
+    SpeculativeAlgorithm = steps.SpeculativeAlgorithm
 
 
 class _NoMetadata:

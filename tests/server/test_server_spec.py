@@ -1,0 +1,76 @@
+"""Speculative decoding at server level (``targets/sglang/pipeline/spec.py``, oracle
+``server/spec_oracle.py``; marker ``upstream``): the release's spec-v2 reserve, verify prep,
+accept bookkeeping and draft-extend prep, and each spec mutant killed by its check."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from swafuzz.server.case import parse
+
+pytestmark = [pytest.mark.upstream,
+              pytest.mark.skipif(importlib.util.find_spec("sglang") is None,
+                                 reason="sglang is not installed (scripts/upstream-env VERSION)")]
+
+SPEC = {"config": {"page_size": 1, "speculative_algorithm": "EAGLE", "speculative_num_steps": 2,
+                   "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 3},
+        "model": {"layers": 2, "full_tokens": 96, "swa_tokens": 96, "sliding_window": 4},
+        "requests": [{"prompt_len": 5, "max_new_tokens": 6, "accept_lengths": [2, 1, 3]},
+                     {"prompt_len": 3, "max_new_tokens": 4, "accept_lengths": [1, 3]}]}
+
+
+@pytest.fixture(autouse=True)
+def _pipeline_here():
+    from swafuzz.harness.server_campaign import pipeline_of
+    from swafuzz.targets import TargetUnavailable
+
+    try:
+        pipeline_of("sglang")
+    except TargetUnavailable as e:
+        pytest.skip(str(e))
+
+
+def _run(obj=SPEC, mutant=None):
+    from swafuzz.harness.server_campaign import pipeline_of
+    from swafuzz.server.run import execute
+
+    return execute(parse(obj), pipeline_of("sglang"), mutant=mutant)
+
+
+def test_iterations_through_the_release():
+    """Per DECODE: the release's reserve (2 x draft tokens), a verify of 3 rows per request
+    over req_to_token's window, the draft extend over the same slots, the accept committed."""
+    v = _run()
+    assert not v.failed, [f.message for f in v.failures]
+    it = v.obs.spec
+    assert [s["verify"]["mode"] for s in it] == ["TARGET_VERIFY"] * len(it)
+    assert [s["draft_extend"]["mode"] for s in it] == ["DRAFT_EXTEND_V2"] * len(it)
+    first = it[0]
+    assert first["verify"]["positions"] == [5, 6, 7, 3, 4, 5]
+    assert first["draft_extend"]["out_cache_loc"] == first["verify"]["out_cache_loc"]
+    assert first["committed"] == [7, 4] and first["allocated"] == [11, 9]
+    assert len(v.obs.forwards[1].alloc) == 12  # (5 + 6 - 5) + (3 + 6 - 3)
+    assert v.obs.free["after"] == v.obs.free["before"]
+
+
+@pytest.mark.parametrize("mutant,check", [
+    ("server_spec_free_short", "spec_leak"),
+    ("server_spec_commit_extra", "spec_accept"),
+    ("server_spec_draft_dummy", "draft_extend"),
+    ("server_spec_reserve_single", "spec_alloc"),
+])
+def test_spec_mutants_killed(mutant, check):
+    v = _run(mutant=mutant)
+    assert v.failed and v.failures[0].check == check, [f.message for f in v.failures]
+
+
+def test_release_accepts_eagle_topk1_and_the_pipeline_refuses_the_rest():
+    from swafuzz.server.run import ServerRefused
+    from swafuzz.targets.sglang.pipeline.argnames import release_refusal
+
+    assert release_refusal(parse(SPEC).config.server_args()) is None
+    tree = {**SPEC, "config": {**SPEC["config"], "speculative_eagle_topk": 2}}
+    with pytest.raises(ServerRefused, match="config.speculative_algorithm"):
+        _run(tree)

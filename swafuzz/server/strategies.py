@@ -25,6 +25,8 @@ KINDS = {
                       "MLP sync on 2 gloo processes, padded rows to the dummy slot",
     spec_strategies.KIND: spec_strategies.DESCRIPTION,
 }
+#: kinds a campaign runs only when named (--scenario): the default split stays the others'
+OPT_IN = (spec_strategies.KIND,)
 
 
 @st.composite

@@ -10,6 +10,9 @@ prefill allocates and commits the prompt. Each DECODE is one iteration:
   num_draft_tokens)`` (the release's double-buffered per-decode reserve), handed out request
   by request in batch order at positions ``allocated..nxt-1``; each full slot outside page 0
   and held by no live request;
+* ``draft_decode``: the draft's ``steps - 1`` decode forwards (its last step only samples):
+  step ``k`` writes each request's position ``committed + k`` through its full slot and that
+  token's SWA slot, never the dummy slot 0 (spec §9: draft tokens written to the dummy slot);
 * ``verify_rows``: the verify batch has ``num_draft_tokens`` rows per request, at positions
   ``committed..committed+N-1``, over the full slots the request holds there, ``seq_lens`` the
   committed lengths;
@@ -162,6 +165,16 @@ class _Judge:
         full = [f for w in win for f, _ in w]
         swa = [s for w in win for _, s in w]
         pos = [self.reqs[rid].committed + i for rid in ev.rids for i in range(N)]
+        for k, step in enumerate(sp.get("draft", [])):  # the draft's decode forwards
+            at = [self.reqs[rid].slots[self.reqs[rid].committed + k] for rid in ev.rids]
+            if step["out_cache_loc"] != [f for f, _ in at]:
+                self.fail("draft_decode", ev.index, f"draft step {k}'s out_cache_loc "
+                          f"{step['out_cache_loc']}, expected the full slots at committed + "
+                          f"{k} {[f for f, _ in at]}")
+            self.stores(ev.index, step["stores"], [s for _, s in at], "draft_decode", "draft")
+        if len(sp.get("draft", [])) != self.case.config.speculative_num_steps - 1:
+            self.fail("draft_decode", ev.index, f"{len(sp.get('draft', []))} draft decode "
+                      f"forwards, expected speculative_num_steps - 1")
         v, d = sp["verify"], sp["draft_extend"]
         lens = [self.reqs[rid].committed for rid in ev.rids]
         for name, got, exp in (("out_cache_loc", v["out_cache_loc"], full),

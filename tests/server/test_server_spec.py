@@ -32,7 +32,13 @@ def _pipeline_here():
         pytest.skip(str(e))
 
 
+def _spec_v2() -> bool:
+    return importlib.util.find_spec("sglang.srt.speculative.eagle_worker_common") is not None
+
+
 def _run(obj=SPEC, mutant=None):
+    if not _spec_v2() and mutant is None and obj is SPEC:
+        pytest.skip("the release has no spec-v2 EAGLE worker (refused: test_release_...)")
     from swafuzz.harness.server_campaign import pipeline_of
     from swafuzz.server.run import execute
 
@@ -40,14 +46,16 @@ def _run(obj=SPEC, mutant=None):
 
 
 def test_iterations_through_the_release():
-    """Per DECODE: the release's reserve (2 x draft tokens), a verify of 3 rows per request
-    over req_to_token's window, the draft extend over the same slots, the accept committed."""
+    """Per DECODE: the release's reserve (2 x draft tokens), the draft's step at the committed
+    length, a verify of 3 rows per request over the draft's planned window, the draft extend
+    over the same slots, the accept committed."""
     v = _run()
     assert not v.failed, [f.message for f in v.failures]
     it = v.obs.spec
     assert [s["verify"]["mode"] for s in it] == ["TARGET_VERIFY"] * len(it)
     assert [s["draft_extend"]["mode"] for s in it] == ["DRAFT_EXTEND_V2"] * len(it)
     first = it[0]
+    assert [d["out_cache_loc"] for d in first["draft"]] == [[9, 15]]  # step 0: committed slots
     assert first["verify"]["positions"] == [5, 6, 7, 3, 4, 5]
     assert first["draft_extend"]["out_cache_loc"] == first["verify"]["out_cache_loc"]
     assert first["committed"] == [7, 4] and first["allocated"] == [11, 9]
@@ -60,8 +68,12 @@ def test_iterations_through_the_release():
     ("server_spec_commit_extra", "spec_accept"),
     ("server_spec_draft_dummy", "draft_extend"),
     ("server_spec_reserve_single", "spec_alloc"),
+    ("server_spec_draft_one_ahead", "draft_decode"),
+    ("server_spec_verify_stale", "verify_rows"),
 ])
 def test_spec_mutants_killed(mutant, check):
+    if not _spec_v2():
+        pytest.skip("the release has no spec-v2 EAGLE worker")
     v = _run(mutant=mutant)
     assert v.failed and v.failures[0].check == check, [f.message for f in v.failures]
 
@@ -70,6 +82,11 @@ def test_release_accepts_eagle_topk1_and_the_pipeline_refuses_the_rest():
     from swafuzz.server.run import ServerRefused
     from swafuzz.targets.sglang.pipeline.argnames import release_refusal
 
+    if not _spec_v2():  # 0.5.12: refused by field name, with the reason
+        with pytest.raises(ServerRefused, match="config.speculative_algorithm: sglang .* has no "
+                           "spec-v2 EAGLE worker"):
+            _run(dict(SPEC))
+        return
     assert release_refusal(parse(SPEC).config.server_args()) is None
     tree = {**SPEC, "config": {**SPEC["config"], "speculative_eagle_topk": 2}}
     with pytest.raises(ServerRefused, match="config.speculative_algorithm"):

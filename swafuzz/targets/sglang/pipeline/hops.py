@@ -99,21 +99,23 @@ HOPS: tuple[tuple[str, str, str], ...] = (
      "swafuzz's redzoned buffers and store (the release's CUDA JIT store needs a GPU)"),
     ("speculative decoding: decode reserve (eagle_prepare_for_decode)", "real",
      "EAGLE, topk 1, num_draft_tokens = steps + 1, one rank, no decode graphs (others refused "
-     "by field name; DeepSeek-V4.1 refuses EAGLE: the release's checks run as "
-     "DeepSeek-V4): per DECODE the release's spec-v2 reserve (get_alloc_reserve_per_decode, "
-     "page_aligned_decode_alloc_lens, alloc_for_spec_decode, kv_allocated_len). Modelled: its "
-     "Triton assign_req_to_token_pool (the interpreter converts a 1-element array to an int, "
-     "which numpy 2.4 refuses; the CPU branch needs sgl_kernel): the same row writes in torch"),
-    ("speculative decoding: draft proposals (draft(), DRAFT_DECODE forwards)", "modelled",
-     "the draft model's multi-step forwards and tree build need its weights and CUDA kernels: "
-     "the draft tokens come from the Case (stub ids), positions the chain's (seq_len + i); "
-     "the draft's own per-step KV writes are not driven"),
+     "by field name; DeepSeek-V4.1 refuses EAGLE: the release's checks run as DeepSeek-V4): "
+     "per DECODE the release's spec-v2 reserve (get_alloc_reserve_per_decode, "
+     "page_aligned_decode_alloc_lens, alloc_for_spec_decode with its Triton "
+     "assign_req_to_token_pool in the interpreter, kv_allocated_len). The interpreter's scalar "
+     "__index__ is given .item() for the run (numpy 2.4 refuses int() of a one-element "
+     "array); the kernels are unchanged"),
+    ("speculative decoding: draft (prepare_for_draft, DRAFT decode forwards)", "real",
+     "the release's prepare_for_draft: its Triton assign_draft_cache_locs_contiguous gathers "
+     "the draft-write locations, the KVIndexTranslator plans the iteration's window (KVLocPlan) "
+     "that verify and draft extend write; the stub draft model's steps - 1 decode forwards "
+     "store each step's column (per_step_draft_out_cache_loc) through the engine's "
+     "multi-step backend. Modelled: the draft tokens (the Case's stub ids: the draft model's "
+     "logits and top-k need its weights) and the tree build (topk 1: a chain)"),
     ("speculative decoding: verify prep (eagle_prepare_for_verify, TARGET_VERIFY)", "real",
-     "an EagleVerifyInput with the Case's draft tokens handed to the release's "
-     "eagle_prepare_for_verify: out_cache_loc from req_to_token over the verify window (its "
-     "assign_extend_cache_locs_uniform Triton kernel modelled in torch, as above), "
-     "ForwardBatch.init_new in TARGET_VERIFY; the stub model stores every target layer "
-     "through store_cache"),
+     "an EagleVerifyInput with the draft tokens and the draft's plan (prepared_out_cache_loc) "
+     "handed to the release's eagle_prepare_for_verify: ForwardBatch.init_new in TARGET_VERIFY "
+     "over the planned window; the stub model stores every target layer through store_cache"),
     ("speculative decoding: accept (eagle_sample, _resolve_spec_v2_tokens)", "real",
      "eagle_sample is modelled (no logits): the Case's per-verify accept lengths; the "
      "release's _resolve_spec_v2_tokens commits them (kv_committed_len); seq_lens = verify "
@@ -197,6 +199,11 @@ SERVER_MUTANTS = {
                                "preparation (load_batch; 0.5.12 replay_prepare)",
     "server_pad_live_loc": "spec §9.5 (padded rows not steered to the dummy slot), in the "
                            "release's ForwardBatch._pad_inputs_to_size (attention-TP ranks)",
+    "server_spec_draft_one_ahead": "spec §9.3 family (shifted draft write targets), in the "
+                                   "release's prepare_for_draft "
+                                   "(assign_draft_cache_locs_contiguous from seq_lens + 1)",
+    "server_spec_verify_stale": "spec §9.3 (equal-length stale cache), in the release's "
+                                "eagle_prepare_for_verify",
     "server_spec_free_short": "spec v2 over-allocation free (PR #22373's path), in the "
                               "release's mem_cache.common._release_overallocated_kv_indices: "
                               "the reserved tail freed one slot short",

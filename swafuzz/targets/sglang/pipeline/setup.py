@@ -38,7 +38,11 @@ def component_case(case: ServerCase) -> Case:
     pool = PoolConfig(page_size=P, full_pages=m.full_tokens // P, swa_pages=m.swa_tokens // P,
                       window=m.sliding_window, layers=m.layers, draft_layers=1,
                       row_width=m.row_bytes)
-    graph = GraphConfig(buckets=graph_buckets(case) or GraphConfig().buckets)
+    c = case.config
+    spec = {} if c.speculative_algorithm is None else dict(  # the draft's backends
+        topk=c.speculative_eagle_topk, num_steps=c.speculative_num_steps,
+        num_draft_tokens=c.speculative_num_draft_tokens)
+    graph = GraphConfig(buckets=graph_buckets(case) or GraphConfig().buckets, **spec)
     return Case(pool=pool, graph=graph, payload_seed=case.payload_seed, kind=case.kind)
 
 

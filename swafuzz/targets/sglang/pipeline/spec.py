@@ -7,11 +7,15 @@ A DECODE of a speculative Case is one iteration of the release's EAGLE v2 worker
   release's ``eagle_prepare_for_decode`` (SWA eviction, the per-decode KV reserve
   ``get_alloc_reserve_per_decode``, ``alloc_for_spec_decode`` writing ``req_to_token``,
   ``kv_allocated_len``);
-* the verify: an ``EagleVerifyInput`` holding the timeline's draft tokens (the draft model's
-  proposals are not computed: no weights) handed to the release's ``eagle_prepare_for_verify``,
-  which assigns the verify window's ``out_cache_loc`` from ``req_to_token`` (its Triton helper in
-  the interpreter) and builds the TARGET_VERIFY ``ForwardBatch.init_new``; the stub model
-  stores every target layer through ``store_cache``;
+* the draft: the release's ``prepare_for_draft`` (the draft-write locations gathered from
+  ``req_to_token`` by its ``assign_draft_cache_locs_contiguous`` Triton kernel; with the
+  target's ``KVIndexTranslator`` the iteration's window plan, ``KVLocPlan``, that the verify and
+  the draft extend then write), and ``steps - 1`` draft decode forwards, each storing its column
+  (the release's ``per_step_draft_out_cache_loc``) through the engine's multi-step backend;
+  the draft tokens are the timeline's (the draft model's proposals need its weights);
+* the verify: an ``EagleVerifyInput`` holding those draft tokens and the draft's plan, handed to
+  the release's ``eagle_prepare_for_verify`` (TARGET_VERIFY ``ForwardBatch.init_new`` over the
+  planned window); the stub model stores every target layer through ``store_cache``;
 * the accept: the Case's accept lengths stand in for ``eagle_sample``; the release's
   ``_resolve_spec_v2_tokens`` commits them (``kv_committed_len``), the scheduler's non-overlap
   tail sets ``seq_lens`` to the verify's ``seq_lens + accept_lens``;
@@ -42,9 +46,13 @@ try:  # the release's spec-v2 EAGLE code (0.5.22, 0.5.23)
     from sglang.srt.managers.scheduler_components.batch_result_processor import (
         SchedulerBatchResultProcessor,
     )
-    from sglang.srt.speculative import eagle_worker_common
-    from sglang.srt.speculative.eagle_info import EagleDraftExtendInput, EagleVerifyInput
-    from sglang.srt.speculative.eagle_utils import eagle_prepare_for_verify
+    from sglang.srt.speculative import eagle_utils, eagle_worker_common
+    from sglang.srt.speculative.eagle_info import (
+        EagleDraftExtendInput,
+        EagleDraftInput,
+        EagleVerifyInput,
+    )
+    from sglang.srt.speculative.eagle_utils import per_step_draft_out_cache_loc
     from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
     SPEC_V2 = True
 except ImportError:  # pragma: no cover - depends on the release (0.5.12: refused by argnames)
@@ -95,13 +103,17 @@ class SpecPipeline(steps.Pipeline):
         draft_tokens = torch.tensor([output_id(int(r.rid), len(r.output_ids) + k)
                                      for r in b.reqs for k in range(N)], dtype=torch.int64)
         positions = torch.tensor([p + k for p in pre for k in range(N)], dtype=torch.int64)
+        drafts, plan = self.draft(fwd, b, draft_tokens)
         vi = EagleVerifyInput(
             draft_token=draft_tokens, custom_mask=None, positions=positions,
             retrieve_index=None, retrieve_next_token=None, retrieve_next_sibling=None,
             retrieve_cum_len=None, spec_steps=self.num_steps, topk=self.topk,
             draft_token_num=N, capture_hidden_mode=None, seq_lens_sum=None, seq_lens_cpu=None)
+        if plan is not None:  # verify and draft extend write the window the draft planned
+            vi.kv_loc_plan, vi.prepared_out_cache_loc = plan, plan.write_virtual
         b.spec_info = vi
-        vfb, _graph = eagle_prepare_for_verify(vi, s.req_to_token_pool, b, self.target_worker)
+        vfb, _graph = eagle_utils.eagle_prepare_for_verify(vi, s.req_to_token_pool, b,
+                                                           self.target_worker)
         verify = self.store(fwd, vfb, "target", HarnessMode.TARGET_VERIFY)
         accept = torch.tensor(fwd.accepts, dtype=torch.int64)
         new_seq_lens = b.seq_lens + accept  # run_eagle_verify's unfused commit
@@ -120,13 +132,43 @@ class SpecPipeline(steps.Pipeline):
             exec="eager", mapping=s.allocator.full_to_swa_index_mapping.tolist(),
             positions=verify["positions"], seq_lens=pre)
         self.obs.spec.append({
-            "index": fwd.index, "bs": bs, "verify": verify, "draft_extend": draft,
+            "index": fwd.index, "bs": bs, "draft": drafts, "verify": verify,
+            "draft_extend": draft,
             "committed": [int(r.kv.kv_committed_len) for r in b.reqs],
             "allocated": [int(r.kv.kv_allocated_len) for r in b.reqs],
             "seq_lens": b.seq_lens.tolist(),
             "rows": [table[int(i), :int(r.kv.kv_allocated_len)].tolist()
                      for i, r in zip(b.req_pool_indices.tolist(), b.reqs)]})
         return rec
+
+    def draft(self, fwd: Forward, b, draft_tokens: torch.Tensor):
+        """The draft's batch: the release's ``prepare_for_draft`` (the draft-write locations
+        from ``req_to_token``, and with the target's translator the iteration's window plan),
+        then the stub draft model's ``steps - 1`` decode forwards, each storing its column
+        (the release's ``per_step_draft_out_cache_loc``) through the engine's multi-step
+        backend. Returns per step what it stored, and the plan."""
+        s, eng, bs = self.srv, self.srv.engine, len(b.reqs)
+        first = draft_tokens.view(bs, self.num_draft)[:, :1]
+        b.spec_info = EagleDraftInput(topk_p=torch.ones(bs, 1), topk_index=first,
+                                      bonus_tokens=first.view(-1))
+        fb, _graph, plan = eagle_worker_common.prepare_for_draft(
+            b.spec_info, s.req_to_token_pool, b, None, self.draft_runner, self.topk,
+            self.num_steps, target_translator=s.translator, num_draft_tokens=self.num_draft)
+        loc = fb.out_cache_loc.to(torch.int64)
+        seq = b.seq_lens.to(torch.int64)
+        pos = torch.tensor([p + k for p in seq.tolist() for k in range(self.num_steps)],
+                           dtype=torch.int64)
+        hfb = HarnessBatch(HarnessMode.DECODE, bs, loc, seq, pos)
+        ms = eng.multistep_backend
+        ms.init_forward_metadata(hfb)
+        per_step = per_step_draft_out_cache_loc(loc, bs, self.topk, self.num_steps)
+        out = []
+        for step in range(self.num_steps - 1):  # the last step samples, writes nothing
+            fo = eng.eager_stores(fwd.index, step + 1, "draft", ms.backends[step],
+                                  hfb.view(out_cache_loc=per_step[step]), bs)
+            out.append({"out_cache_loc": per_step[step].tolist(),
+                        "stores": [st.locs for st in fo.stores]})
+        return out, plan
 
     def store(self, fwd: Forward, fb, pool: str, mode: HarnessMode) -> dict:
         """The stub model's stores for the release's ForwardBatch ``fb`` (every layer of
@@ -192,48 +234,29 @@ class SpecPipeline(steps.Pipeline):
         return obs
 
 
-def assign_rows(req_pool_indices, req_to_token, start_offset, end_offset, out_cache_loc,
-                batch_size) -> None:
-    """``req_to_token[r, start:end]`` = the next ``end - start`` of ``out_cache_loc``, per
-    request in batch order: what the release's ``assign_req_to_token_pool`` Triton kernel
-    writes (it stops the Triton interpreter: its loop bound converts a 1-element array to a
-    Python int, which numpy 2.4 refuses), in torch."""
-    k = 0
-    starts, ends = start_offset.tolist(), end_offset.tolist()
-    for b, r in enumerate(req_pool_indices.tolist()[:batch_size]):
-        n = ends[b] - starts[b]
-        req_to_token[r, starts[b]:ends[b]] = out_cache_loc[k:k + n].to(req_to_token.dtype)
-        k += n
-
-
-def window_locs(req_pool_indices, req_to_token, start_offset, batch_size, draft_token_num,
-                device, **_):
-    """Per request in batch order ``req_to_token[r, start:start + draft_token_num]``: what the
-    release's ``assign_extend_cache_locs_uniform`` Triton kernel gathers (same interpreter
-    refusal as :func:`assign_rows`; its CPU branch needs ``sgl_kernel``), in torch."""
-    starts = start_offset.tolist()
-    return torch.cat([req_to_token[r, starts[b]:starts[b] + draft_token_num].to(torch.int64)
-                      for b, r in enumerate(req_pool_indices.tolist()[:batch_size])])
-
-
 @contextlib.contextmanager
 def kernels() -> Iterator[None]:
-    """The release's Triton helpers the interpreter cannot run, replaced for the run
-    (:func:`assign_rows`, :func:`window_locs`)."""
-    from sglang.kernels.ops.speculative import cache_locs
-    from sglang.srt.mem_cache import allocation
-    from sglang.srt.speculative import eagle_utils
-    real = (allocation.assign_req_to_token_pool_func,
-            cache_locs.assign_extend_cache_locs_uniform_func)
-    allocation.assign_req_to_token_pool_func = assign_rows
-    cache_locs.assign_extend_cache_locs_uniform_func = window_locs
-    eagle_utils._PREPARE_FOR_VERIFY_DEPS = None  # its import cache: re-resolved
+    """The release's Triton helpers on this path (``assign_req_to_token_pool``,
+    ``assign_draft_cache_locs_contiguous``) run in the Triton interpreter, whose scalar
+    ``__index__`` (a loop bound from ``tl.cdiv``) converts a one-element array with ``int()``,
+    which numpy 2.4 refuses: for the run, it takes the element (``.item()``) instead. The
+    kernels are the release's, unchanged; without the interpreter (a GPU) nothing is patched."""
+    try:
+        from triton.runtime import interpreter
+    except ImportError:  # pragma: no cover - no Triton: nothing to patch
+        yield
+        return
+    real = interpreter._patch_lang_tensor
+
+    def patch(tensor, scope):
+        real(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.item()))
+
+    interpreter._patch_lang_tensor = patch
     try:
         yield
     finally:
-        (allocation.assign_req_to_token_pool_func,
-         cache_locs.assign_extend_cache_locs_uniform_func) = real
-        eagle_utils._PREPARE_FOR_VERIFY_DEPS = None
+        interpreter._patch_lang_tensor = real
 
 
 def run_case(case, impl: str = "torch", mutant: str | None = None, executor=None):

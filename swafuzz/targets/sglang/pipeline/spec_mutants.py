@@ -70,7 +70,53 @@ def reserve_single():
     return _set(eagle_utils, "get_alloc_reserve_per_decode", get_alloc_len_per_decode)
 
 
+def draft_locs_one_ahead():
+    """``prepare_for_draft`` gathers the draft-write locations one position past the committed
+    length (``assign_draft_cache_locs_contiguous`` from ``seq_lens + 1``): each draft step
+    writes its token's KV into the next position's slot (spec §9.3 family, stale/shifted
+    write targets)."""
+    name = "assign_draft_cache_locs_contiguous_func"
+    if not hasattr(eagle_worker_common, name):  # 0.5.22 launches the kernel itself
+        return _set(eagle_worker_common, "assign_draft_cache_locs_contiguous",
+                    _ShiftedLaunch(eagle_worker_common.assign_draft_cache_locs_contiguous))
+    real = getattr(eagle_worker_common, name)
+
+    def assign(req_pool_indices, req_to_token, seq_lens, *a, **kw):
+        return real(req_pool_indices, req_to_token, seq_lens + 1, *a, **kw)
+    return _set(eagle_worker_common, name, assign)
+
+
+class _ShiftedLaunch:
+    """A Triton kernel whose ``kernel[grid](indices, table, seq_lens, ...)`` launch gets
+    ``seq_lens + 1``."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def __getitem__(self, grid):
+        launch = self.kernel[grid]
+        return lambda idx, table, seq_lens, *a, **kw: launch(idx, table, seq_lens + 1, *a, **kw)
+
+
+def verify_keeps_previous_loc():
+    """``eagle_prepare_for_verify`` leaves the previous iteration's ``out_cache_loc`` in the
+    verify batch when it has as many rows (spec §9.3, equal-length stale cache)."""
+    real = eagle_utils.eagle_prepare_for_verify
+    last: dict = {}
+
+    def prep(verify_input, req_to_token_pool, batch, target_worker):
+        fb, graph = real(verify_input, req_to_token_pool, batch, target_worker)
+        old = last.get("loc")
+        last["loc"] = fb.out_cache_loc
+        if old is not None and old.numel() == fb.out_cache_loc.numel():
+            fb.out_cache_loc = old
+        return fb, graph
+    return _set(eagle_utils, "eagle_prepare_for_verify", prep)
+
+
 PATCHES = {
+    "server_spec_draft_one_ahead": draft_locs_one_ahead,
+    "server_spec_verify_stale": verify_keeps_previous_loc,
     "server_spec_free_short": overalloc_free_short,
     "server_spec_commit_extra": commit_one_more,
     "server_spec_draft_dummy": draft_extend_rejected_to_dummy,

@@ -20,6 +20,9 @@ and ``PrefillAdder`` need a server process), not what the release does with the 
   gate refuses it, the requests the release's ``retract_decode`` chose (observed, like the
   allocation) go back to the waiting queue first, and a later prefill computes their prompt and
   generated tokens again;
+* with speculative decoding a DECODE is one verify: each request writes
+  ``speculative_num_draft_tokens`` tokens from its last output's position on and produces its
+  next ``accept_lengths`` entry's tokens (1 once they run out);
 * else the step is idle. The plan ends when every request has left.
 """
 

@@ -28,6 +28,9 @@ prefill allocates and commits the prompt. Each DECODE is one iteration:
   nothing at accept and rewrites them next verify);
 * ``window_reads``: each token the verify attends to inside the sliding window is still mapped
   to the SWA slot it was stored at;
+* ``spec_pool``: after each iteration the full pool's free tokens are the run's start less the
+  live requests' slots (page-rounded), and no free list holds a page twice (nothing freed
+  twice);
 * ``spec_leak``: after the run (every request released: its committed and reserved slots
   freed) the allocator's free full and SWA tokens are what they were before it;
 * ``pool_bytes``: every SWA slot of every target layer holds the last row stored there.
@@ -69,9 +72,10 @@ class _Req:
 
 
 def judge(case: ServerCase, obs: ServerObs) -> list[ServerFailure]:
-    """Every failure of a speculative Case's observation, earliest first."""
-    if obs.error is not None:
-        return [ServerFailure("contracts", None, f"the pipeline raised: {obs.error}")]
+    """Every failure of a speculative Case's observation, earliest first (a run the pipeline
+    stopped with an error: what it observed first, then ``contracts``)."""
+    raised = [] if obs.error is None else [
+        ServerFailure("contracts", None, f"the pipeline raised: {obs.error}")]
     try:
         events = plan(case, {int(k): (tuple(v[0]), tuple(v[1]))
                              for k, v in obs.retractions.items()},
@@ -84,17 +88,17 @@ def judge(case: ServerCase, obs: ServerObs) -> list[ServerFailure]:
             for rid in ev.rids:
                 j.reqs.pop(rid, None)
             continue
-        if ev.index not in j.recs:
-            if obs.out_of_scope is not None:
-                return j.out
+        if ev.index not in j.recs or (raised and ev.mode == "DECODE" and ev.index not in j.spec):
+            if obs.out_of_scope is not None or raised:
+                return j.out + raised
             return j.out + [ServerFailure("alloc_count", ev.index, f"forward {ev.index} "
                                           f"({ev.mode}) was not observed")]
         bad = j.extend(ev) if ev.mode == "EXTEND" else j.iteration(ev)
         if bad:
-            return j.out + [bad]
-    if obs.out_of_scope is None:
+            return j.out + [bad] + raised
+    if obs.out_of_scope is None and not raised:
         j.finish()
-    return j.out
+    return j.out + raised
 
 
 class _Judge:
@@ -190,6 +194,7 @@ class _Judge:
                           f"expected the verify window's {exp}")
         self.stores(ev.index, d["stores"], swa, "draft_extend", "draft")
         self.windows(ev, rec.mapping)
+        self.pool(ev.index, sp.get("free"))
         for b, (rid, a) in enumerate(zip(ev.rids, ev.accepts)):
             r = self.reqs[rid]
             r.committed += a
@@ -217,6 +222,21 @@ class _Judge:
                 for slot, row in zip(locs, rows(self.case, fwd, layer, len(locs))):
                     self.shadow[layer][slot] = row
 
+    def pool(self, fwd: int, free: dict | None) -> None:
+        """After the iteration: the full pool's free tokens are the run's start less every
+        live request's slots (page-rounded: spec v2 frees nothing at accept), and no free list
+        holds a page twice."""
+        if not free or not self.obs.free:
+            return
+        held = sum(-(-len(r.slots) // self.P) * self.P for r in self.reqs.values())
+        want = self.obs.free["before"][0] - held
+        if free["full"] != want:
+            self.fail("spec_pool", fwd, f"{free['full']} free full tokens after the accept, "
+                      f"expected {want} ({held} held by the live requests)")
+        if any(free["dups"]):
+            self.fail("spec_pool", fwd, f"free lists hold pages twice (full, SWA): "
+                      f"{free['dups']}")
+
     def windows(self, ev: Forward, mapping: list[int]) -> None:
         for rid in ev.rids:
             r = self.reqs[rid]
@@ -232,6 +252,9 @@ class _Judge:
 
     def finish(self) -> None:
         free = self.obs.free
+        if free and any(free.get("dups", ())):
+            self.out.append(ServerFailure("spec_leak", None, f"after the run the free lists "
+                                          f"hold pages twice (full, SWA): {free['dups']}"))
         if free and free.get("after") != free.get("before"):
             self.out.append(ServerFailure("spec_leak", None, f"after every request left, the "
                                           f"allocator has {free.get('after')} free full / SWA "

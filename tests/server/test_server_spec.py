@@ -63,19 +63,31 @@ def test_iterations_through_the_release():
     assert v.obs.free["after"] == v.obs.free["before"]
 
 
+ONE = {**SPEC, "requests": SPEC["requests"][:1]}
+
+
 @pytest.mark.parametrize("mutant,check", [
-    ("server_spec_free_short", "spec_leak"),
+    # the first request's leaked slot shows in the next iteration's full-pool accounting
+    ("server_spec_free_short", "spec_pool"),
     ("server_spec_commit_extra", "spec_accept"),
     ("server_spec_draft_dummy", "draft_extend"),
     ("server_spec_reserve_single", "spec_alloc"),
     ("server_spec_draft_one_ahead", "draft_decode"),
     ("server_spec_verify_stale", "verify_rows"),
+    ("server_spec_accept_frees", "spec_pool"),
 ])
 def test_spec_mutants_killed(mutant, check):
     if not _spec_v2():
         pytest.skip("the release has no spec-v2 EAGLE worker")
     v = _run(mutant=mutant)
     assert v.failed and v.failures[0].check == check, [f.message for f in v.failures]
+
+
+def test_a_leak_after_the_last_request_is_spec_leak():
+    if not _spec_v2():
+        pytest.skip("the release has no spec-v2 EAGLE worker")
+    v = _run(ONE, mutant="server_spec_free_short")
+    assert [f.check for f in v.failures] == ["spec_leak"], [f.message for f in v.failures]
 
 
 def test_release_accepts_eagle_topk1_and_the_pipeline_refuses_the_rest():

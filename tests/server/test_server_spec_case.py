@@ -77,6 +77,7 @@ def _obs(case) -> ServerObs:
                "draft_extend": {"out_cache_loc": [3, 4], "positions": [2, 3],
                                 "stores": [[3, 4]]},
                "committed": [4], "allocated": [6], "seq_lens": [4],
+               "free": {"full": 25, "swa": 25, "dups": [0, 0]},
                "rows": [[1, 2, 3, 4, 5, 6]]}],
         free={"before": [31, 31], "after": [31, 31]})
 
@@ -104,6 +105,9 @@ def _break(obs, path, value):
     (("spec", 0, "draft"), [{"out_cache_loc": [3], "stores": [[3]]}], "draft_decode"),
     (("forwards", 1, "mapping"), [0] * 33, "window_reads"),
     (("free", "after"), [30, 31], "spec_leak"),
+    (("free", "dups"), [0, 1], "spec_leak"),
+    (("spec", 0, "free", "full"), 27, "spec_pool"),
+    (("spec", 0, "free", "dups"), [1, 0], "spec_pool"),
     (("pools",), [bytes([POISON_BYTE]) * 16 * 33], "pool_bytes"),
 ])
 def test_each_check_reads_its_piece(path, value, check):
@@ -112,3 +116,12 @@ def test_each_check_reads_its_piece(path, value, check):
     obs = _obs(case)
     _break(obs, path, value)
     assert [f.check for f in judge(case, obs)][:1] == [check]
+
+
+def test_a_raised_run_reports_what_it_observed_first():
+    case = parse(copy.deepcopy(SPEC))
+    obs = _obs(case)
+    obs.error = "AssertionError: (at allocator)"
+    assert [f.check for f in judge(case, obs)] == ["contracts"]
+    obs.spec[0]["free"]["full"] = 27
+    assert [f.check for f in judge(case, obs)] == ["spec_pool", "contracts"]

@@ -204,6 +204,9 @@ SERVER_MUTANTS = {
                                    "(assign_draft_cache_locs_contiguous from seq_lens + 1)",
     "server_spec_verify_stale": "spec §9.3 (equal-length stale cache), in the release's "
                                 "eagle_prepare_for_verify",
+    "server_spec_accept_frees": "spec §9 (a slot freed twice): the v1 EAGLE accept's free of "
+                                "the rejected draft slots, in the release's spec-v2 "
+                                "_resolve_spec_v2_tokens, whose reserve still holds them",
     "server_spec_free_short": "spec v2 over-allocation free (PR #22373's path), in the "
                               "release's mem_cache.common._release_overallocated_kv_indices: "
                               "the reserved tail freed one slot short",

@@ -115,6 +115,7 @@ class SpecPipeline(steps.Pipeline):
         vfb, _graph = eagle_utils.eagle_prepare_for_verify(vi, s.req_to_token_pool, b,
                                                            self.target_worker)
         verify = self.store(fwd, vfb, "target", HarnessMode.TARGET_VERIFY)
+        mapping = s.allocator.full_to_swa_index_mapping.tolist()  # what the verify reads
         accept = torch.tensor(fwd.accepts, dtype=torch.int64)
         new_seq_lens = b.seq_lens + accept  # run_eagle_verify's unfused commit
         de = EagleDraftExtendInput(hidden_states=None, num_correct_drafts=accept - 1,
@@ -129,14 +130,14 @@ class SpecPipeline(steps.Pipeline):
         table = s.req_to_token_pool.req_to_token
         rec = ForwardRec(
             index=fwd.index, mode="DECODE", alloc=alloc, stores=verify["stores"],
-            exec="eager", mapping=s.allocator.full_to_swa_index_mapping.tolist(),
+            exec="eager", mapping=mapping,
             positions=verify["positions"], seq_lens=pre)
         self.obs.spec.append({
             "index": fwd.index, "bs": bs, "draft": drafts, "verify": verify,
             "draft_extend": draft,
             "committed": [int(r.kv.kv_committed_len) for r in b.reqs],
             "allocated": [int(r.kv.kv_allocated_len) for r in b.reqs],
-            "seq_lens": b.seq_lens.tolist(),
+            "seq_lens": b.seq_lens.tolist(), "free": self.free_state(),
             "rows": [table[int(i), :int(r.kv.kv_allocated_len)].tolist()
                      for i, r in zip(b.req_pool_indices.tolist(), b.reqs)]})
         return rec
@@ -224,13 +225,22 @@ class SpecPipeline(steps.Pipeline):
         b.prepare_for_decode()
         return b
 
+    def free_state(self) -> dict:
+        """The release allocator's free full / SWA tokens and, per sub-allocator, how many
+        pages its free lists hold twice."""
+        a = self.srv.allocator
+        dups = []
+        for sub in (a.full_attn_allocator, a.swa_attn_allocator):
+            pages = sub.get_all_free_pages().tolist()
+            dups.append(len(pages) - len(set(pages)))
+        return {"full": a.full_available_size(), "swa": a.swa_available_size(), "dups": dups}
+
     def run(self):
-        s = self.srv
-        free0 = (s.allocator.full_available_size(), s.allocator.swa_available_size())
+        before = self.free_state()
         obs = super().run()
-        obs.free = {"before": list(free0),
-                    "after": [s.allocator.full_available_size(),
-                              s.allocator.swa_available_size()]}
+        after = self.free_state()
+        obs.free = {"before": [before["full"], before["swa"]],
+                    "after": [after["full"], after["swa"]], "dups": after["dups"]}
         return obs
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator
 
+import torch
+
 from sglang.srt.managers.scheduler_components import batch_result_processor as brp
 from sglang.srt.mem_cache import common
 from sglang.srt.speculative import eagle_utils, eagle_worker_common
@@ -114,7 +116,28 @@ def verify_keeps_previous_loc():
     return _set(eagle_utils, "eagle_prepare_for_verify", prep)
 
 
+def accept_frees_rejected():
+    """After the commit, the rejected draft tokens' slots of the verify window are freed as
+    the v1 EAGLE accept did (``free(out_cache_loc[~accept_mask])``), while spec v2 keeps them
+    reserved in ``req_to_token`` and frees them again with the request (freed twice)."""
+    cls = brp.SchedulerBatchResultProcessor
+    real = cls._resolve_spec_v2_tokens
+
+    def resolve(self, result, batch):
+        before = [int(r.kv.kv_committed_len) for r in batch.reqs]
+        out = real(self, result, batch)
+        n = int(result.speculative_num_draft_tokens)
+        table = batch.req_to_token_pool.req_to_token
+        for req, pre, idx in zip(batch.reqs, before, batch.req_pool_indices.tolist()):
+            lo = int(req.kv.kv_committed_len)
+            if lo < pre + n:
+                batch.token_to_kv_pool_allocator.free(table[idx, lo:pre + n].to(torch.int64))
+        return out
+    return _set(cls, "_resolve_spec_v2_tokens", resolve)
+
+
 PATCHES = {
+    "server_spec_accept_frees": accept_frees_rejected,
     "server_spec_draft_one_ahead": draft_locs_one_ahead,
     "server_spec_verify_stale": verify_keeps_previous_loc,
     "server_spec_free_short": overalloc_free_short,

@@ -7,7 +7,6 @@ import contextlib
 from typing import Iterator
 
 import torch
-
 from sglang.srt.managers.scheduler_components import batch_result_processor as brp
 from sglang.srt.mem_cache import common
 from sglang.srt.speculative import eagle_utils, eagle_worker_common

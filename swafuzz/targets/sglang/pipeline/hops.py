@@ -188,6 +188,12 @@ OLDER_SHAPE: dict[str, tuple[str, str]] = {
         "page_size % 128 == 0 first (AssertionError for the Cases' pages): the engine's model"),
 }
 
+_NO_SPEC_V2 = ("refused", "no spec-v2 EAGLE worker (sglang.srt.speculative."
+               "eagle_worker_common): a Case with a speculative_algorithm is refused by the "
+               "target's argument check, naming the field")
+OLDER_SHAPE.update({hop: _NO_SPEC_V2 for hop, _s, _w in HOPS
+                    if hop.startswith("speculative decoding:")})
+
 #: the server mutants (patches of the release's pipeline code, :mod:`.mutants`): name -> source
 SERVER_MUTANTS = {
     "server_decode_stale_loc": "spec §9.3 (equal-length stale cache), in the release's "

@@ -322,3 +322,40 @@ def test_dp_attention_with_attn_tp2_pads_an_extend_under_sum_len():
         assert {o["padded"]["padding_mode"] for o in out} == {"MAX_LEN"}
         assert _pick(out[0]["padded"]) == _model_pad("decode", (2,), (17,), 4)
         assert _pick(out[2]["padded"]) == _model_pad("decode", (5, 6, 7), (9, 10, 11), 4)
+
+
+def _draft_block_records(d, mutant=None) -> list:
+    """Two DP ranks' DSpark draft blocks (4 tokens per request) with 1 and 2 requests: a
+    decode step, so MAX_LEN pads rank 0's 4 rows to 8 (``features/dp/sglang_sync_draft``)."""
+    from swafuzz.features.dp.sglang_sync import RankInput
+
+    a = RankInput("decode", (9,), (), (11, 12, 13, 14))
+    b = RankInput("decode", (5, 20), (), (21, 22, 23, 24, 31, 32, 33, 34))
+    return d.draft_block([a, b], 4, mutant=mutant)
+
+
+def test_dspark_draft_block_pads_before_its_metadata(dp2):
+    """Ledger ``ring-a4-resolver-fallback-dp-eager`` (unreachable): the release's eager
+    ``ModelRunner._forward_raw`` pads a DSpark draft block (TARGET_VERIFY, never pre-planned)
+    before ``EagerRunner._execute_extend`` plans its metadata, so the ring stamp spans the
+    padded ``out_cache_loc`` and the resolver returns it on every layer: no row is translated
+    through ``M``. The padding rows are slot-0 requests (ring rows 1-4 of the padding slot).
+    With the padding moved after the metadata init (mutant ``pad_after_metadata``, the A4
+    premise) the stamp is 4 rows, ``out_cache_loc`` 8, and every row falls to ``M`` (-1)."""
+    out = _draft_block_records(dp2)
+    assert [o["gathered"] for o in out] == [[1, 2]] * 2
+    assert [o["scaled"] for o in out] == [[4, 8]] * 2 and not any(o["preplanned"] for o in out)
+    for o in out:
+        ev = [e["event"] for e in o["log"]]
+        assert ev == ["padding", "metadata", "store", "store"], ev
+        pad, meta, *stores = o["log"]
+        assert pad == {"event": "padding", "out_cache_loc": 8, "mode": "MAX_LEN"}
+        assert meta["out_cache_loc"] == meta["stamp"] == 8
+        assert {(s["out_cache_loc"], s["branch"]) for s in stores} == {(8, "stamp")}
+    assert out[0]["log"][0:2][1]["block_rows"] == 8      # 2 padded requests of 4
+    assert out[0]["log"][2]["swa_loc"] == [9, 10, 11, 12, 1, 2, 3, 4]
+    bad = _draft_block_records(dp2, mutant="pad_after_metadata")[0]["log"]
+    assert [e["event"] for e in bad] == ["metadata", "padding", "store", "store"]
+    assert bad[0]["stamp"] == 4 and bad[2]["out_cache_loc"] == 8
+    assert {s["branch"] for s in bad[2:]} == {"translate"}
+    assert bad[2]["swa_loc"] == [-1] * 8

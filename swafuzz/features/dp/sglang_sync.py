@@ -240,6 +240,24 @@ class DPSync:
         opts = {"force_scatter": force_scatter, "mutant": mutant}
         return self._ask("a step", [("step", asdict(r), opts) for r in ranks])
 
+    def draft_block(self, ranks: list[RankInput], qtn: int, mutant: str | None = None
+                    ) -> list[dict]:
+        """Every rank's DSpark draft block (``decode`` ranks: ``seq_lens`` the prefix lengths,
+        ``qtn`` locations per request; or ``idle``) through the release's eager model-runner
+        order; per rank the record of ``sglang_sync_draft.run_draft_block`` (``mutant``: None
+        or ``pad_after_metadata``)."""
+        if mutant not in (None, "pad_after_metadata"):
+            raise DPSyncInputError(f"mutant {mutant!r} not one of pad_after_metadata")
+        if len(ranks) != self.shape.tp_size:
+            raise DPSyncInputError(f"ranks: {len(ranks)} inputs for {self.shape.tp_size} ranks")
+        for i, r in enumerate(ranks):
+            if r.mode not in ("decode", "idle") or (
+                    r.mode == "decode" and len(r.out_cache_loc) != qtn * len(r.seq_lens)):
+                raise DPSyncInputError(f"rank {i}: a draft block is a decode rank with {qtn} "
+                                       "locations per request, or an idle rank")
+        opts = {"qtn": qtn, "mutant": mutant}
+        return self._ask("a draft block", [("draft_block", asdict(r), opts) for r in ranks])
+
     def scatter_guard(self, model_is_dsa: bool) -> list[dict]:
         """Per rank: would the release scatter an extend's input over the TP ranks for a model
         whose attention context says ``is_dsa`` (DeepSeek-V4: True)."""

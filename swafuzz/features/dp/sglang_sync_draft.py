@@ -143,7 +143,11 @@ def draft_runner(runner, log):
 
 def block_batch(rank_in: dict, sb, qtn: int):
     """The draft block's ForwardBatch as the release's proposer builds it, then its DP counts."""
-    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, ForwardBatch, ForwardMode
+    from sglang.srt.model_executor.forward_batch_info import (
+        CaptureHiddenMode,
+        ForwardBatch,
+        ForwardMode,
+    )
     from sglang.srt.speculative.draft_worker_common import make_draft_block_spec_info
     from sglang.srt.speculative.dspark_components.dspark_draft import DraftBlockProposer
     from sglang.srt.speculative.spec_info import SpeculativeAlgorithm

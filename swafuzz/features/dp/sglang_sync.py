@@ -49,6 +49,15 @@ PATCHED = (
     ("AttnTpContext.allow_input_scattered", "True for one step of DPSync.step(force_scatter="
      "True): what init_context leaves for a model that permits scattering (DeepSeek-V2/V3 on "
      "CUDA); DeepSeek-V4 never does (DPSync.scatter_guard)"),
+    ("DeepseekV4AttnBackend.init_forward_metadata_prefill (instance, DPSync.draft_block)",
+     "answered by the ring stamp alone (the release's expand_prefill_casually with "
+     "padded_num_tokens = out_cache_loc.shape[0], as the method starts, and "
+     "_dspark_swa_ring_out_cache_loc): page tables, compression and FlashMLA metadata are CUDA"),
+    ("DeepseekV4AttnBackend._move_to_device (instance, DPSync.draft_block)", "a plain host "
+     "tensor: the release pins host memory, which a host without CUDA cannot"),
+    ("draft pool translate_loc_from_full_to_swa (DPSync.draft_block)", "answers -1 for every "
+     "row: the ring allocator never writes the mapping M, so a row the resolver translates is "
+     "lost (the A4 symptom made visible)"),
 )
 
 #: changes to the release's own padding rule a step may carry (``DPSync.step(mutant=)``): the

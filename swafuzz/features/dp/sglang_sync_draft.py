@@ -37,6 +37,8 @@ import types
 
 import torch
 
+from swafuzz.features.dp.sglang_sync_batch import dsv4_backend, gather, schedule_batch
+
 #: ring rows per request slot of the draft pool stand-in (the stamp's modulus)
 RING = 8
 LAYERS = 2
@@ -67,8 +69,6 @@ def draft_backend(runner, log):
     value (``sglang_sync_batch.dsv4_backend``), the block metadata and the resolver."""
     from sglang.srt.layers.attention.deepseek_v4_backend import DeepseekV4AttnBackend as B
     from sglang.srt.layers.attention.deepseek_v4_backend import _get_logical_forward_mode
-
-    from swafuzz.features.dp.sglang_sync_batch import dsv4_backend
 
     be = dsv4_backend(runner)
     d = be.__dict__
@@ -179,7 +179,6 @@ def run_draft_block(rank_in: dict, runner, opts: dict) -> dict:
     request), ``mutant`` (None or ``pad_after_metadata``)."""
     from sglang.srt.model_executor.model_runner import ModelRunner
 
-    from swafuzz.features.dp.sglang_sync_batch import gather, schedule_batch
 
     qtn, mutant = int(opts["qtn"]), opts.get("mutant")
     if mutant not in (None, "pad_after_metadata"):

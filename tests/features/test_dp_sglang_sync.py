@@ -121,13 +121,14 @@ def test_an_unknown_release_mutant_is_refused():
 
 @pytest.mark.parametrize("ranks, mutant, field", [
     ([RankInput("decode", (3,), (), (5, 6, 7)), RankInput("idle")], None, "rank 0"),
-    ([RankInput("idle"), RankInput("extend", (3,), (1,), (5,))], None, "rank 1"),
+    ([RankInput("idle"), RankInput("extend", (3,), (2,), (5,))], None, "rank 1"),
     ([RankInput("idle")], None, "ranks"),
     ([RankInput("idle"), RankInput("idle")], "pad_late", "mutant"),
 ])
 def test_bad_draft_block_names_the_field(ranks, mutant, field):
     """``DPSync.draft_block`` refuses before any worker is asked: a decode rank needs ``qtn``
-    (here 2) locations per request, one input per rank, a known mutant."""
+    (here 2) locations per request, another rank a valid RankInput, one input per rank, a
+    known mutant."""
     d = _bare([], [])
     try:
         with pytest.raises(DPSyncInputError, match=field):

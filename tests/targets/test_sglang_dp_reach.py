@@ -4,7 +4,9 @@ item 3): DP attention tp 2 / dp 2 with the pplx all-to-all (``--moe-a2a-backend 
 workers seed the MoE flags with the release's ``initialize_moe_config`` as its scheduler does).
 One rank extends, the other decodes: the release's ``prepare_mlp_sync_batch`` relabels the
 decode rank EXTEND and pads it; that batch, handed to the component-level window path, shows
-the finding. Marker ``upstream``; one bring-up per module (~25 s on 2 shared cores).
+the finding. Also ``ring-a4-resolver-fallback-dp-eager``'s one route to a DSpark draft block
+with an extend in the batch (where MAX_LEN would relabel it): the coordinated step, which the
+release keeps SUM_LEN. Marker ``upstream``; one bring-up per module (~25 s on 2 shared cores).
 """
 
 from __future__ import annotations
@@ -115,3 +117,32 @@ def test_decode_window_finding_reproduces_from_release_padding(dp2pplx, monkeypa
     v, handed = _decode_run(dp2pplx, monkeypatch, 1)
     assert len(handed) == 1 and len(handed[0]["out_cache_loc"]) == handed[0]["rows"] == 1
     assert not v.failures, [f.message for f in v.failures]
+
+
+def test_coordinated_draft_block_is_never_relabelled(dp2pplx):
+    """Ledger ``ring-a4-resolver-fallback-dp-eager``: a DSpark draft block meets an extend in the
+    batch only on a coordinated step (``SGLANG_ENABLE_DP_SPEC_PREFILL_COORDINATION``, set for
+    the step's gather only: ``sglang_sync.PATCHED``; a peer prefilling; the release's ``DPSpecPrefillCoordinationPlan`` for the draft phase: counts 0
+    for the prefill rank, 2 x 4 here). Even under pplx (MAX_LEN) ``prepare_mlp_sync_batch``
+    keeps a coordinated step SUM_LEN: the block stays TARGET_VERIFY, unpadded, stamped, and
+    the resolver returns the stamp. Without that rule (mutant ``coordination_keeps_max_len``)
+    the step is MAX_LEN with an extend in the batch, the block is relabelled EXTEND
+    (``materializes_dummy_extend``), gets no ring stamp, and every row falls to ``M`` (-1):
+    the A4 symptom."""
+    from swafuzz.features.dp.sglang_sync import RankInput
+
+    ranks = [RankInput("extend", (4,), (3,), (5, 6, 7)),
+             RankInput("decode", (5, 20), (), (21, 22, 23, 24, 31, 32, 33, 34))]
+    ext, dec = dp2pplx.draft_block(ranks, 4, coordinate=True)
+    assert not ext["ran"] and ext["gathered"] == [3, 2]
+    assert dec["heterogeneous"] and dec["scaled"] == [0, 8]
+    pad, meta, *stores = dec["log"]
+    assert pad == {"event": "padding", "out_cache_loc": 8, "mode": "SUM_LEN",
+                   "forward_mode": "TARGET_VERIFY"}
+    assert meta["out_cache_loc"] == meta["stamp"] == 8
+    assert {(s["out_cache_loc"], s["branch"]) for s in stores} == {(8, "stamp")}
+    bad = dp2pplx.draft_block(ranks, 4, coordinate=True,
+                              mutant="coordination_keeps_max_len")[1]["log"]
+    assert bad[0]["mode"] == "MAX_LEN" and bad[0]["forward_mode"] == "EXTEND"
+    assert bad[1]["stamp"] is None
+    assert {s["branch"] for s in bad[2:]} == {"translate"} and bad[2]["swa_loc"] == [-1] * 8

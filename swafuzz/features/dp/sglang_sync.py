@@ -32,6 +32,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 
 from swafuzz.features.dp import sglang_sync_worker
+from swafuzz.features.dp.sglang_sync_draft import MUTANTS as DRAFT_MUTANTS
 
 #: every probe of the release the workers change, with the reason (the component table's row)
 PATCHED = (
@@ -58,6 +59,10 @@ PATCHED = (
     ("draft pool translate_loc_from_full_to_swa (DPSync.draft_block)", "answers -1 for every "
      "row: the ring allocator never writes the mapping M, so a row the resolver translates is "
      "lost (the A4 symptom made visible)"),
+    ("SGLANG_ENABLE_DP_SPEC_PREFILL_COORDINATION (DPSync.draft_block(coordinate=True))",
+     "set for that step's scheduler gather only, which then publishes the per-rank prefill "
+     "flags the coordination plan reads: at bring-up the release refuses it without a "
+     "speculative algorithm, and the workers' model stand-in has no DSpark draft"),
 )
 
 #: changes to the release's own padding rule a step may carry (``DPSync.step(mutant=)``): the
@@ -249,22 +254,23 @@ class DPSync:
         opts = {"force_scatter": force_scatter, "mutant": mutant}
         return self._ask("a step", [("step", asdict(r), opts) for r in ranks])
 
-    def draft_block(self, ranks: list[RankInput], qtn: int, mutant: str | None = None
-                    ) -> list[dict]:
-        """Every rank's DSpark draft block (``decode`` ranks: ``seq_lens`` the prefix lengths,
-        ``qtn`` locations per request; or ``idle``) through the release's eager model-runner
-        order; per rank the record of ``sglang_sync_draft.run_draft_block`` (``mutant``: None
-        or ``pad_after_metadata``)."""
-        if mutant not in (None, "pad_after_metadata"):
-            raise DPSyncInputError(f"mutant {mutant!r} not one of pad_after_metadata")
+    def draft_block(self, ranks: list[RankInput], qtn: int, mutant: str | None = None,
+                    coordinate: bool = False) -> list[dict]:
+        """Every decode rank's DSpark draft block (``seq_lens`` the prefix lengths, ``qtn``
+        locations per request; extend and idle ranks only gather) through the release's eager
+        model-runner order; per rank the record of ``sglang_sync_draft.run_draft_block``
+        (``coordinate``: a coordinated step; ``mutant``: None or one of its MUTANTS)."""
+        if mutant is not None and mutant not in DRAFT_MUTANTS:
+            raise DPSyncInputError(f"mutant {mutant!r} not one of {', '.join(DRAFT_MUTANTS)}")
         if len(ranks) != self.shape.tp_size:
             raise DPSyncInputError(f"ranks: {len(ranks)} inputs for {self.shape.tp_size} ranks")
         for i, r in enumerate(ranks):
-            if r.mode not in ("decode", "idle") or (
-                    r.mode == "decode" and len(r.out_cache_loc) != qtn * len(r.seq_lens)):
-                raise DPSyncInputError(f"rank {i}: a draft block is a decode rank with {qtn} "
-                                       "locations per request, or an idle rank")
-        opts = {"qtn": qtn, "mutant": mutant}
+            if r.mode == "decode" and len(r.out_cache_loc) != qtn * len(r.seq_lens):
+                raise DPSyncInputError(f"rank {i}: a draft block's decode rank has {qtn} "
+                                       "locations per request")
+            if r.mode != "decode":
+                r.check(i)
+        opts = {"qtn": qtn, "mutant": mutant, "coordinate": coordinate}
         return self._ask("a draft block", [("draft_block", asdict(r), opts) for r in ranks])
 
     def scatter_guard(self, model_is_dsa: bool) -> list[dict]:

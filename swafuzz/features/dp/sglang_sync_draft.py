@@ -24,10 +24,14 @@ unpadded batch? Per step, with the release's own code:
 5. the stub model: per layer the release's resolver ``get_swa_out_cache_loc`` on that metadata,
    with a full->SWA translation that answers -1 (the ring never writes ``M``): which branch ran.
 
-Recorded: the order of padding and metadata init, the lengths each saw, and the resolver's
-branch per layer. ``mutant="pad_after_metadata"`` moves the release's eager padding after the
-metadata init (the A4 premise; what ``_forward_raw``'s order rules out) to show the record can
-fail. Modelled: page tables, compression and FlashMLA metadata (CUDA), the draft model's
+Recorded: the order of padding and metadata init, the lengths each saw, the mode the padding
+left, and the resolver's branch per layer. A coordinated step (a peer prefilling, the release's
+``DPSpecPrefillCoordinationPlan`` applied for the draft phase) is the one way a draft block
+carries ``is_extend_in_batch``. :data:`MUTANTS` each undo one guard, to show the record can
+fail: ``pad_after_metadata`` moves the release's eager padding after the metadata init (the A4
+premise; what ``_forward_raw``'s order rules out), ``coordination_keeps_max_len`` takes the
+coordinated step's SUM_LEN rule out of ``prepare_mlp_sync_batch`` (MAX_LEN, e.g. pplx, then
+relabels the block EXTEND, whose prefill metadata stamps nothing). Modelled: page tables, compression and FlashMLA metadata (CUDA), the draft model's
 arithmetic; the pinned host copy of ``_move_to_device`` is a plain one (no pinned memory here).
 """
 
@@ -83,7 +87,14 @@ def draft_backend(runner, log):
 
     def init_forward_metadata(fb):
         if not _get_logical_forward_mode(fb).is_target_verify():
-            raise AssertionError(f"draft block metadata for mode {fb.forward_mode.name}")
+            # a relabelled block takes the prefill metadata, which stamps nothing on a ring
+            # pool without a request window (make_core_attn_metadata's last branch)
+            log.append({"event": "metadata", "out_cache_loc": len(fb.out_cache_loc),
+                        "stamp": None, "block_rows": None})
+            be.forward_metadata = types.SimpleNamespace(
+                late_layer_tail=None,
+                core_attn_metadata=types.SimpleNamespace(swa_out_cache_loc=None))
+            return
         be.forward_metadata = B.init_forward_metadata_dspark_draft_block(
             be, max_seq_len=int(fb.seq_lens_cpu.max()), req_pool_indices=fb.req_pool_indices,
             seq_lens=fb.seq_lens.to(torch.int32), seq_lens_cpu=fb.seq_lens_cpu,
@@ -174,29 +185,55 @@ def block_batch(rank_in: dict, sb, qtn: int):
     return fb
 
 
-def run_draft_block(rank_in: dict, runner, opts: dict) -> dict:
-    """One DSpark draft block on this rank (module docstring); ``opts``: ``qtn`` (tokens per
-    request), ``mutant`` (None or ``pad_after_metadata``)."""
-    from sglang.srt.model_executor.model_runner import ModelRunner
+#: changes to the release a draft-block step may carry (each undoes one guard)
+MUTANTS = {
+    "pad_after_metadata": "the eager padding moved after the metadata init (the A4 premise)",
+    "coordination_keeps_max_len": "prepare_mlp_sync_batch without its coordinated-step "
+                                  "SUM_LEN rule (the batch's coordination flag cleared)",
+}
 
+
+def run_draft_block(rank_in: dict, runner, opts: dict) -> dict:
+    """One DSpark draft block on a decode rank (module docstring); an extend or idle rank only
+    takes part in the gather. ``opts``: ``qtn`` (tokens per request), ``coordinate`` (the
+    release's ``DPSpecPrefillCoordinationPlan`` applied for the draft phase, as
+    ``_forward_decode`` does when a peer prefills; SGLANG_ENABLE_DP_SPEC_PREFILL_COORDINATION
+    is set for the gather only, ``sglang_sync.PATCHED``), ``mutant`` (None or one of
+    MUTANTS)."""
+    from sglang.srt.environ import envs
+    from sglang.srt.model_executor.model_runner import ModelRunner
+    from sglang.srt.runtime_context import get_parallel
+    from sglang.srt.speculative.dp_spec_prefill_coordination import DPSpecPrefillCoordinationPlan
 
     qtn, mutant = int(opts["qtn"]), opts.get("mutant")
-    if mutant not in (None, "pad_after_metadata"):
+    if mutant is not None and mutant not in MUTANTS:
         raise ValueError(f"draft-block mutant {mutant!r}: unknown")
     log: list[dict] = []
-    sb = gather(schedule_batch({**rank_in, "extend_lens": ()}), runner)
-    if sb is None or sb.forward_mode.is_idle():
+    coordinate = bool(opts.get("coordinate"))
+    with envs.SGLANG_ENABLE_DP_SPEC_PREFILL_COORDINATION.override(coordinate):
+        sb = gather(schedule_batch(rank_in if rank_in["mode"] == "extend"
+                                   else {**rank_in, "extend_lens": ()}), runner)
+    if sb is None or not sb.forward_mode.is_decode():
         return {"ran": False, "gathered": getattr(sb, "global_num_tokens", None)}
+    heterogeneous = None
+    if coordinate:
+        plan = DPSpecPrefillCoordinationPlan(*sb.dp_spec_prefill_coordination_metadata,
+                                             draft_width=qtn, verify_width=qtn)
+        heterogeneous = bool(plan.heterogeneous)
+        plan.apply(sb, "draft", get_parallel().attn_dp_rank, local_only=False)
     dr = draft_runner(runner, log)
     fb = block_batch(rank_in, sb, qtn)
     scaled = [int(x) for x in fb.global_num_tokens_cpu]
     preplanned = not fb.needs_forward_metadata_init()
+    if mutant == "coordination_keeps_max_len":
+        fb.dp_spec_prefill_coordination_applied = False
     pad = dr._prepare_eager_forward_batch
 
     def padding(batch):
         pad(batch)
         log.append({"event": "padding", "out_cache_loc": len(batch.out_cache_loc),
-                    "mode": batch.dp_padding_mode.name if batch.dp_padding_mode else None})
+                    "mode": batch.dp_padding_mode.name if batch.dp_padding_mode else None,
+                    "forward_mode": batch.forward_mode.name})
     dr._prepare_eager_forward_batch = padding
     if mutant == "pad_after_metadata":
         init = dr.attn_backend.init_forward_metadata
@@ -208,4 +245,4 @@ def run_draft_block(rank_in: dict, runner, opts: dict) -> dict:
         dr.attn_backend.__dict__["init_forward_metadata"] = late
     ModelRunner._forward_raw(dr, fb, None)
     return {"ran": True, "gathered": list(sb.global_num_tokens), "scaled": scaled,
-            "preplanned": preplanned, "log": log}
+            "preplanned": preplanned, "heterogeneous": heterogeneous, "log": log}

@@ -29,12 +29,24 @@ PPLX = {"moe_a2a_backend": "pplx", "disable_prefill_cuda_graph": True}
 ENV = {"SGLANG_PPLX_NUM_MAX_DISPATCH_TOKENS_PER_RANK": "8192"}
 
 
+def _listed_release(eid: str) -> None:
+    """Skip unless the installed release is one the ledger entry lists (both: 0.5.23)."""
+    from swafuzz.harness.ledger import DEFAULT_LEDGER, load_ledger, release_matches
+    from swafuzz.targets.sglang import installed_version
+
+    e = next(e for e in load_ledger(DEFAULT_LEDGER) if e.id == eid)
+    if not any(release_matches(r, installed_version()) for r in e.releases):
+        pytest.skip(f"entry {eid} lists {list(e.releases)}; installed {installed_version()}")
+
+
 @pytest.fixture(scope="module")
 def dp2pplx():
     import sglang
 
     from swafuzz.features.dp.sglang_sync import NEEDS, DPSync, ServerShape
 
+    _listed_release("window-dp-decode-extend-pad-joins-run")
+    _listed_release("ring-a4-resolver-fallback-dp-eager")
     site = os.path.dirname(os.path.dirname(sglang.__file__))
     if not all(os.path.exists(os.path.join(site, n)) for n in NEEDS):
         pytest.skip("the release has no runtime_context / bootstrap bring-up (before 0.5.22)")

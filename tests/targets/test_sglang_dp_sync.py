@@ -355,7 +355,8 @@ def test_dspark_draft_block_pads_before_its_metadata(dp2):
         ev = [e["event"] for e in o["log"]]
         assert ev == ["padding", "metadata", "store", "store"], ev
         pad, meta, *stores = o["log"]
-        assert pad == {"event": "padding", "out_cache_loc": 8, "mode": "MAX_LEN"}
+        assert pad == {"event": "padding", "out_cache_loc": 8, "mode": "MAX_LEN",
+                       "forward_mode": "TARGET_VERIFY"}
         assert meta["out_cache_loc"] == meta["stamp"] == 8
         assert {(s["out_cache_loc"], s["branch"]) for s in stores} == {(8, "stamp")}
     assert out[0]["log"][0:2][1]["block_rows"] == 8      # 2 padded requests of 4

@@ -63,7 +63,7 @@ def _step(d, peer_tokens: int, seq=(9,), loc=(12,)):
 
     ext = RankInput("extend", (peer_tokens + 1,), (peer_tokens,),
                     tuple(range(40, 40 + peer_tokens)))
-    return d.step([ext, RankInput("decode", tuple(seq), (), tuple(loc))])
+    return d.step([ext, RankInput("decode", tuple(seq), (), tuple(loc))], cuda_graph=True)
 
 
 def test_pplx_relabels_a_decode_rank_extend(dp2pplx):
@@ -72,7 +72,8 @@ def test_pplx_relabels_a_decode_rank_extend(dp2pplx):
     1-token extends) and pads it to the extend rank's count: ``out_cache_loc`` [12, 0, 0] for
     its one row, positions [8, 0, 0], ``extend_seq_lens`` [1]. Without pplx the same step is
     SUM_LEN and the decode rank stays DECODE
-    (``test_sglang_dp_sync.py::test_extend_in_batch_is_sum_len_no_rewrite``)."""
+    (``test_sglang_dp_sync.py::test_extend_in_batch_is_sum_len_no_rewrite``). The ranks vote
+    as with CUDA graphs on: neither graph runs the step, so the relabelled batch is eager."""
     ext, dec = _step(dp2pplx, 3)
     assert ext["padded"]["padding_mode"] == dec["padded"]["padding_mode"] == "MAX_LEN"
     assert ext["padded"]["out_cache_loc"] == [40, 41, 42]
@@ -81,6 +82,13 @@ def test_pplx_relabels_a_decode_rank_extend(dp2pplx):
     assert (p["out_cache_loc"], p["positions"], p["extend_seq_lens"], p["seq_lens"],
             p["batch_size"], p["extend_num_tokens"]) == ([12, 0, 0], [8, 0, 0], [1], [9], 1, 1)
     assert dec["after_post"]["logits_rows"] == 1       # the epilogue keeps the real row
+    # eager: the extending rank votes the decode graph off (min over the ranks; the decode
+    # runner's can_run_graph asks that vote under MLP sync) and the prefill graph is disabled;
+    # two decoding ranks would vote it on
+    assert ext["votes"] == dec["votes"] == {"decode_graph": False, "prefill_graph": False}
+    from swafuzz.features.dp.sglang_sync import RankInput
+    both = dp2pplx.step([RankInput("decode", (9,), (), (12,))] * 2, cuda_graph=True)
+    assert [o["votes"]["decode_graph"] for o in both] == [True, True]
 
 
 def _decode_run(d, monkeypatch, peer_tokens: int):

@@ -241,17 +241,18 @@ class DPSync:
         return self._collect(what, self.step_timeout)
 
     def step(self, ranks: list[RankInput], force_scatter: bool = False,
-             mutant: str | None = None) -> list[dict]:
+             mutant: str | None = None, cuda_graph: bool = False) -> list[dict]:
         """Every rank's batch through the release's padding; per rank the result of
         ``sglang_sync_batch.run_rank`` (``force_scatter``: see PATCHED; ``mutant``: one of
-        RELEASE_MUTANTS, for this step only)."""
+        RELEASE_MUTANTS, for this step only; ``cuda_graph``: the ranks vote for the CUDA
+        graphs, as with them on)."""
         if mutant is not None and mutant not in RELEASE_MUTANTS:
             raise DPSyncInputError(f"mutant {mutant!r} not one of {', '.join(RELEASE_MUTANTS)}")
         if len(ranks) != self.shape.tp_size:
             raise DPSyncInputError(f"ranks: {len(ranks)} inputs for {self.shape.tp_size} ranks")
         for i, r in enumerate(ranks):
             r.check(i)
-        opts = {"force_scatter": force_scatter, "mutant": mutant}
+        opts = {"force_scatter": force_scatter, "mutant": mutant, "cuda_graph": cuda_graph}
         return self._ask("a step", [("step", asdict(r), opts) for r in ranks])
 
     def draft_block(self, ranks: list[RankInput], qtn: int, mutant: str | None = None,

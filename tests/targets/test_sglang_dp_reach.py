@@ -156,7 +156,7 @@ def test_coordinated_draft_block_is_never_relabelled(dp2pplx):
     ext, dec = dp2pplx.draft_block(ranks, 4, coordinate=True)
     assert not ext["ran"] and ext["gathered"] == [3, 2]
     assert dec["heterogeneous"] and dec["scaled"] == [0, 8]
-    pad, meta, *stores = dec["log"]
+    pad, _, meta, *stores = dec["log"]
     assert pad == {"event": "padding", "out_cache_loc": 8, "mode": "SUM_LEN",
                    "forward_mode": "TARGET_VERIFY"}
     assert meta["out_cache_loc"] == meta["stamp"] == 8
@@ -164,5 +164,5 @@ def test_coordinated_draft_block_is_never_relabelled(dp2pplx):
     bad = dp2pplx.draft_block(ranks, 4, coordinate=True,
                               mutant="coordination_keeps_max_len")[1]["log"]
     assert bad[0]["mode"] == "MAX_LEN" and bad[0]["forward_mode"] == "EXTEND"
-    assert bad[1]["stamp"] is None
-    assert {s["branch"] for s in bad[2:]} == {"translate"} and bad[2]["swa_loc"] == [-1] * 8
+    assert bad[2]["event"] == "metadata" and bad[2]["stamp"] is None
+    assert {s["branch"] for s in bad[3:]} == {"translate"} and bad[3]["swa_loc"] == [-1] * 8

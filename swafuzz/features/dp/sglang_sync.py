@@ -50,6 +50,10 @@ PATCHED = (
     ("AttnTpContext.allow_input_scattered", "True for one step of DPSync.step(force_scatter="
      "True): what init_context leaves for a model that permits scattering (DeepSeek-V2/V3 on "
      "CUDA); DeepSeek-V4 never does (DPSync.scatter_guard)"),
+    ("DeepseekV4AttnBackend._build_forward_metadata (instance, DPSync.draft_block)",
+     "dispatches a draft block to the release's init_forward_metadata_dspark_draft_block and "
+     "any other mode to a metadata without a ring stamp (the prefill path on a ring pool); the "
+     "release's init_forward_metadata and its in-graph ring restamp run around it"),
     ("DeepseekV4AttnBackend.init_forward_metadata_prefill (instance, DPSync.draft_block)",
      "answered by the ring stamp alone (the release's expand_prefill_casually with "
      "padded_num_tokens = out_cache_loc.shape[0], as the method starts, and "
@@ -256,11 +260,13 @@ class DPSync:
         return self._ask("a step", [("step", asdict(r), opts) for r in ranks])
 
     def draft_block(self, ranks: list[RankInput], qtn: int, mutant: str | None = None,
-                    coordinate: bool = False) -> list[dict]:
+                    coordinate: bool = False, moe_draft: bool = True,
+                    force_scatter: bool = False) -> list[dict]:
         """Every decode rank's DSpark draft block (``seq_lens`` the prefix lengths, ``qtn``
         locations per request; extend and idle ranks only gather) through the release's eager
         model-runner order; per rank the record of ``sglang_sync_draft.run_draft_block``
-        (``coordinate``: a coordinated step; ``mutant``: None or one of its MUTANTS)."""
+        (``coordinate``: a coordinated step; ``moe_draft``: False for a dense draft;
+        ``force_scatter``: see PATCHED; ``mutant``: None or one of its MUTANTS)."""
         if mutant is not None and mutant not in DRAFT_MUTANTS:
             raise DPSyncInputError(f"mutant {mutant!r} not one of {', '.join(DRAFT_MUTANTS)}")
         if len(ranks) != self.shape.tp_size:
@@ -271,7 +277,8 @@ class DPSync:
                                        "locations per request")
             if r.mode != "decode":
                 r.check(i)
-        opts = {"qtn": qtn, "mutant": mutant, "coordinate": coordinate}
+        opts = {"qtn": qtn, "mutant": mutant, "coordinate": coordinate, "moe_draft": moe_draft,
+                "force_scatter": force_scatter}
         return self._ask("a draft block", [("draft_block", asdict(r), opts) for r in ranks])
 
     def scatter_guard(self, model_is_dsa: bool) -> list[dict]:

@@ -16,22 +16,28 @@ unpadded batch? Per step, with the release's own code:
    runner: the eager path), whose ``eager_runner`` is the release's ``EagerRunner`` (its
    ``BaseRunner`` constructor and eager input registry; ``execute`` -> ``load_batch`` ->
    ``_execute_extend``);
-4. the backend's ``init_forward_metadata``: the release's
-   ``init_forward_metadata_dspark_draft_block`` (block lengths), whose call of
-   ``init_forward_metadata_prefill`` is answered by the stamp alone: the release's
-   ``expand_prefill_casually`` with ``padded_num_tokens = out_cache_loc.shape[0]`` (as that
-   method starts) and ``_dspark_swa_ring_out_cache_loc`` (the ring stamp);
+4. the backend's ``init_forward_metadata`` (the release's: ``_build_forward_metadata``, then
+   ``init_forward_metadata_in_graph``, whose ring restamp ``_dspark_seq_lens_casual`` /
+   ``_dspark_swa_ring_out_cache_loc`` over the batch's ``bs * block`` rows is the stamp the
+   resolver sees). ``_build_forward_metadata`` is the stand-in (:func:`draft_backend`): a block
+   goes to the release's ``init_forward_metadata_dspark_draft_block``, whose call of
+   ``init_forward_metadata_prefill`` is answered by the first stamp alone (the release's
+   ``expand_prefill_casually`` with ``padded_num_tokens = out_cache_loc.shape[0]``, as that
+   method starts, and ``_dspark_swa_ring_out_cache_loc``);
 5. the stub model: per layer the release's resolver ``get_swa_out_cache_loc`` on that metadata,
    with a full->SWA translation that answers -1 (the ring never writes ``M``): which branch ran.
 
 Recorded: the order of padding and metadata init, the lengths each saw, the mode the padding
 left, and the resolver's branch per layer. A coordinated step (a peer prefilling, the release's
 ``DPSpecPrefillCoordinationPlan`` applied for the draft phase) is the one way a draft block
-carries ``is_extend_in_batch``. :data:`MUTANTS` each undo one guard, to show the record can
-fail: ``pad_after_metadata`` moves the release's eager padding after the metadata init (the A4
-premise; what ``_forward_raw``'s order rules out), ``coordination_keeps_max_len`` takes the
+carries ``is_extend_in_batch``; a dense draft (``moe_draft=False``) gets no MLP-sync counts and
+takes ``prepare_attn_tp_scatter_input``. :data:`MUTANTS` each undo one guard, to show the record
+can fail: ``pad_after_metadata`` moves the release's eager padding after the metadata init (the
+A4 premise; what ``_forward_raw``'s order rules out), ``coordination_keeps_max_len`` takes the
 coordinated step's SUM_LEN rule out of ``prepare_mlp_sync_batch`` (MAX_LEN, e.g. pplx, then
-relabels the block EXTEND, whose prefill metadata stamps nothing). Modelled: page tables, compression and FlashMLA metadata (CUDA), the draft model's
+relabels the block EXTEND, whose prefill metadata stamps nothing), ``scatter_verify`` lets
+``use_input_scattered`` pad a block's tokens (its batch size kept, so the restamp is short).
+Modelled: page tables, compression, indexer and FlashMLA metadata (CUDA), the draft model's
 arithmetic; the pinned host copy of ``_move_to_device`` is a plain one (no pinned memory here).
 """
 
@@ -41,16 +47,27 @@ import types
 
 import torch
 
-from swafuzz.features.dp.sglang_sync_batch import dsv4_backend, gather, schedule_batch
+from swafuzz.features.dp.sglang_sync_batch import dsv4_backend, gather, patched, schedule_batch
 
 #: ring rows per request slot of the draft pool stand-in (the stamp's modulus)
 RING = 8
 LAYERS = 2
 
 
+SLOTS = 16
+
+
+def _core(stamp):
+    """The block's core attention metadata stand-in: what the in-graph restamp and the resolver
+    read and write (no page tables, no low-ratio indexers)."""
+    return types.SimpleNamespace(swa_out_cache_loc=stamp, low_ratios=(), swa_page_indices=None,
+                                 swa_topk_lengths=None)
+
+
 def _stamp_prefill(be, log):
     """Answers the block's ``init_forward_metadata_prefill`` with the ring stamp (module doc 4)."""
     from sglang.srt.layers.attention.deepseek_v4_backend import DeepseekV4AttnBackend as B
+    from sglang.srt.layers.attention.deepseek_v4_backend import DSV4Metadata
 
     def prefill(**kw):
         loc = kw["out_cache_loc"]
@@ -61,44 +78,54 @@ def _stamp_prefill(be, log):
             extend_seq_lens_tensor=kw["extend_seq_lens"], extend_start_loc=kw["extend_start_loc"])
         stamp = B._dspark_swa_ring_out_cache_loc(be, seq_lens_casual=casual,
                                                   req_pool_indices_repeated=req)
-        log.append({"event": "metadata", "out_cache_loc": len(loc), "stamp": len(stamp),
-                    "block_rows": int(kw["num_tokens"])})
-        return types.SimpleNamespace(late_layer_tail=None, core_attn_metadata=types.SimpleNamespace(
-            swa_out_cache_loc=stamp))
+        log.append({"event": "block_metadata", "out_cache_loc": len(loc),
+                    "prefill_stamp": len(stamp), "block_rows": int(kw["num_tokens"])})
+        return DSV4Metadata(core_attn_metadata=_core(stamp), indexer_metadata=None)
     return prefill
 
 
 def draft_backend(runner, log):
     """The release's DeepSeek-V4 backend (no ``__init__``) as the draft's: the padding's fill
-    value (``sglang_sync_batch.dsv4_backend``), the block metadata and the resolver."""
+    value (``sglang_sync_batch.dsv4_backend``), its ``init_forward_metadata`` (the in-graph
+    ring restamp included) and the resolver; ``_build_forward_metadata`` is the stand-in: a
+    DSpark block goes to the release's ``init_forward_metadata_dspark_draft_block``, any other
+    mode (a relabelled block) to the prefill metadata, which stamps nothing on a ring pool
+    without a request window (``make_core_attn_metadata``'s last branch)."""
     from sglang.srt.layers.attention.deepseek_v4_backend import DeepseekV4AttnBackend as B
-    from sglang.srt.layers.attention.deepseek_v4_backend import _get_logical_forward_mode
+    from sglang.srt.layers.attention.deepseek_v4_backend import (
+        DSV4Metadata,
+        _get_logical_forward_mode,
+    )
 
     be = dsv4_backend(runner)
     d = be.__dict__
     d.update(draft_metadata_glued=False, device="cpu", pre_kv_store_hook=None, is_dspark_draft=True,
-             page_size=256,
+             page_size=256, mtp_enabled=False, topk=0, speculative_num_steps=1,
+             trtllm_attn=False, _early_verify_metadata_ids=set(),
              cuda_int32_kwargs={"device": "cpu", "dtype": torch.int32})
     d["token_to_kv_pool"] = types.SimpleNamespace(
         request_window=None, swa_req_ring_size=RING,
+        swa_valid_from=torch.zeros(SLOTS, dtype=torch.int64),
         translate_loc_from_full_to_swa=lambda loc: torch.full_like(loc, -1))
     d["_move_to_device"] = lambda x: torch.tensor(x, dtype=torch.int32)
     d["init_forward_metadata_prefill"] = _stamp_prefill(be, log)
 
-    def init_forward_metadata(fb):
+    def build(fb):
         if not _get_logical_forward_mode(fb).is_target_verify():
-            # a relabelled block takes the prefill metadata, which stamps nothing on a ring
-            # pool without a request window (make_core_attn_metadata's last branch)
-            log.append({"event": "metadata", "out_cache_loc": len(fb.out_cache_loc),
-                        "stamp": None, "block_rows": None})
-            be.forward_metadata = types.SimpleNamespace(
-                late_layer_tail=None,
-                core_attn_metadata=types.SimpleNamespace(swa_out_cache_loc=None))
-            return
-        be.forward_metadata = B.init_forward_metadata_dspark_draft_block(
+            log.append({"event": "block_metadata", "out_cache_loc": len(fb.out_cache_loc),
+                        "prefill_stamp": None, "block_rows": None})
+            return DSV4Metadata(core_attn_metadata=_core(None), indexer_metadata=None)
+        return B.init_forward_metadata_dspark_draft_block(
             be, max_seq_len=int(fb.seq_lens_cpu.max()), req_pool_indices=fb.req_pool_indices,
             seq_lens=fb.seq_lens.to(torch.int32), seq_lens_cpu=fb.seq_lens_cpu,
             out_cache_loc=fb.out_cache_loc, block_size=int(fb.spec_info.draft_token_num))
+    d["_build_forward_metadata"] = build
+
+    def init_forward_metadata(fb):
+        B.init_forward_metadata(be, fb)
+        stamp = be.forward_metadata.core_attn_metadata.swa_out_cache_loc
+        log.append({"event": "metadata", "out_cache_loc": len(fb.out_cache_loc),
+                    "stamp": None if stamp is None else len(stamp)})
     d["init_forward_metadata"] = init_forward_metadata
     d["resolve_prefill_shared_read_ends"] = lambda fb, num_qo_tokens: None
     return be
@@ -152,7 +179,7 @@ def draft_runner(runner, log):
     return r
 
 
-def block_batch(rank_in: dict, sb, qtn: int):
+def block_batch(rank_in: dict, sb, qtn: int, dp_moe_sync: bool):
     """The draft block's ForwardBatch as the release's proposer builds it, then its DP counts."""
     from sglang.srt.model_executor.forward_batch_info import (
         CaptureHiddenMode,
@@ -175,10 +202,12 @@ def block_batch(rank_in: dict, sb, qtn: int):
         positions=torch.tensor([s + j for s in seq for j in range(qtn)], **i64),
         spec_algorithm=SpeculativeAlgorithm.DSPARK, spec_info=spec,
         capture_hidden_mode=CaptureHiddenMode.NULL)
-    for name in ("can_run_decode_cuda_graph", "dp_spec_prefill_coordination_applied"):
+    for name, value in (("can_run_decode_cuda_graph", False), ("is_extend_in_batch", False),
+                        ("dp_spec_prefill_coordination_applied", False),
+                        ("global_num_tokens", None), ("global_num_tokens_for_logprob", None)):
         if not hasattr(sb, name):  # the scheduler batch's defaults (ScheduleBatch fields)
-            setattr(sb, name, False)
-    proposer = types.SimpleNamespace(_dp_moe_sync=True, _num_token_non_padded=None,
+            setattr(sb, name, value)
+    proposer = types.SimpleNamespace(_dp_moe_sync=dp_moe_sync, _num_token_non_padded=None,
                                      _draft_block_spec_info=spec,
                                      draft_model_runner=types.SimpleNamespace(device="cpu"))
     DraftBlockProposer._fill_dp_moe_sync_metadata(proposer, fb, sb)
@@ -190,16 +219,48 @@ MUTANTS = {
     "pad_after_metadata": "the eager padding moved after the metadata init (the A4 premise)",
     "coordination_keeps_max_len": "prepare_mlp_sync_batch without its coordinated-step "
                                   "SUM_LEN rule (the batch's coordination flag cleared)",
+    "scatter_verify": "AttnTpContext.use_input_scattered without its TARGET_VERIFY exclusion "
+                      "(a draft block's tokens padded to a multiple of tp_size, its batch size "
+                      "kept)",
 }
 
 
+def _scatter_verify(real):
+    """Release mutant ``scatter_verify``: the release's rule, read as if the batch were EXTEND."""
+    def use(self, fb):
+        if not fb.forward_mode.is_target_verify():
+            return real(self, fb)
+        mode = fb.forward_mode
+        fb.forward_mode = type(mode).EXTEND
+        try:
+            return real(self, fb)
+        finally:
+            fb.forward_mode = mode
+    return use
+
+
 def run_draft_block(rank_in: dict, runner, opts: dict) -> dict:
+    """:func:`draft_block_step` under ``opts["force_scatter"]`` and the ``scatter_verify``
+    mutant (``sglang_sync_batch.patched``; the mutant undone afterwards)."""
+    from sglang.srt.layers.layer_boundary.adapters.attention import AttnTpContext
+    real = AttnTpContext.use_input_scattered
+    if opts.get("mutant") == "scatter_verify":
+        AttnTpContext.use_input_scattered = _scatter_verify(real)
+    try:
+        with patched(runner, bool(opts.get("force_scatter")), None):
+            return draft_block_step(rank_in, runner, opts)
+    finally:
+        AttnTpContext.use_input_scattered = real
+
+
+def draft_block_step(rank_in: dict, runner, opts: dict) -> dict:
     """One DSpark draft block on a decode rank (module docstring); an extend or idle rank only
     takes part in the gather. ``opts``: ``qtn`` (tokens per request), ``coordinate`` (the
     release's ``DPSpecPrefillCoordinationPlan`` applied for the draft phase, as
     ``_forward_decode`` does when a peer prefills; SGLANG_ENABLE_DP_SPEC_PREFILL_COORDINATION
-    is set for the gather only, ``sglang_sync.PATCHED``), ``mutant`` (None or one of
-    MUTANTS)."""
+    is set for the gather only, ``sglang_sync.PATCHED``), ``moe_draft`` (default True: the
+    DeepSeek-V4 MoE draft, which ``DSparkWorkerV2`` gives ``dp_moe_sync`` under DP attention;
+    False: a dense draft, never MLP-sync padded), ``mutant`` (None or one of MUTANTS)."""
     from sglang.srt.environ import envs
     from sglang.srt.model_executor.model_runner import ModelRunner
     from sglang.srt.runtime_context import get_parallel
@@ -222,8 +283,10 @@ def run_draft_block(rank_in: dict, runner, opts: dict) -> dict:
         heterogeneous = bool(plan.heterogeneous)
         plan.apply(sb, "draft", get_parallel().attn_dp_rank, local_only=False)
     dr = draft_runner(runner, log)
-    fb = block_batch(rank_in, sb, qtn)
-    scaled = [int(x) for x in fb.global_num_tokens_cpu]
+    dp_moe_sync = bool(opts.get("moe_draft", True)) and bool(get_parallel().attn_dp_enabled)
+    fb = block_batch(rank_in, sb, qtn, dp_moe_sync)
+    scaled = (None if fb.global_num_tokens_cpu is None
+              else [int(x) for x in fb.global_num_tokens_cpu])
     preplanned = not fb.needs_forward_metadata_init()
     if mutant == "coordination_keeps_max_len":
         fb.dp_spec_prefill_coordination_applied = False
@@ -231,9 +294,9 @@ def run_draft_block(rank_in: dict, runner, opts: dict) -> dict:
 
     def padding(batch):
         pad(batch)
+        mode = getattr(batch, "dp_padding_mode", None)
         log.append({"event": "padding", "out_cache_loc": len(batch.out_cache_loc),
-                    "mode": batch.dp_padding_mode.name if batch.dp_padding_mode else None,
-                    "forward_mode": batch.forward_mode.name})
+                    "mode": mode.name if mode else None, "forward_mode": batch.forward_mode.name})
     dr._prepare_eager_forward_batch = padding
     if mutant == "pad_after_metadata":
         init = dr.attn_backend.init_forward_metadata
@@ -244,5 +307,6 @@ def run_draft_block(rank_in: dict, runner, opts: dict) -> dict:
             padding(batch)
         dr.attn_backend.__dict__["init_forward_metadata"] = late
     ModelRunner._forward_raw(dr, fb, None)
-    return {"ran": True, "gathered": list(sb.global_num_tokens), "scaled": scaled,
+    gathered = None if sb.global_num_tokens is None else list(sb.global_num_tokens)
+    return {"ran": True, "gathered": gathered, "scaled": scaled,
             "preplanned": preplanned, "heterogeneous": heterogeneous, "log": log}

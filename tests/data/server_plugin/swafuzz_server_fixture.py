@@ -1,0 +1,76 @@
+"""A test plugin for the server level's run pipeline (``tests/harness/test_server_isolation.py``,
+``tests/server/test_server_isolation_upstream.py``): targets with a server level
+(``server_pipeline``) that prove the campaign's promises, not the code under test:
+
+* ``fixture:server_stub`` runs no forward of a Case: its observation stops out of scope before
+  the first forward, with every SWA slot poison, which the server oracle passes (nothing ran,
+  nothing to judge). No SGLang. ``SWAFUZZ_FIXTURE_CASE_S`` (seconds, default 0) is how long
+  each Case takes, for the tests that stop a run midway or give it a budget;
+* ``fixture:server_segv``: the stub, but a ``server_decode`` Case with two or more requests
+  dereferences a null pointer (SIGSEGV: its process dies inside the Case, as a kernel's illegal
+  memory access takes a server down). Other kinds run clean;
+* ``fixture:sglang_segv``: the ``sglang`` target's own server pipeline (and its argument
+  check), then the same null-pointer dereference after a ``server_decode`` Case with two or
+  more requests ran (needs SGLang).
+
+Loaded with ``--plugin swafuzz_server_fixture`` (this folder on ``PYTHONPATH``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+
+from swafuzz import features
+from swafuzz.scenarios.case import POISON_BYTE
+from swafuzz.server.case import ServerCase
+from swafuzz.server.observation import ServerObs
+from swafuzz.targets import register
+from swafuzz.targets.sglang.target import TARGET as SGLANG
+
+SGLANG_PIPELINE = "swafuzz.targets.sglang.pipeline.steps:run_server_case"
+
+
+def _crashes(case: ServerCase) -> bool:
+    return case.kind == "server_decode" and len(case.requests) >= 2
+
+
+def stub_pipeline(case: ServerCase, impl: str = "torch", mutant=None, executor=None) -> ServerObs:
+    time.sleep(float(os.environ.get("SWAFUZZ_FIXTURE_CASE_S", "0")))
+    pool = bytes([POISON_BYTE]) * (case.model.swa_tokens * case.model.row_bytes)
+    return ServerObs(target_version="fixture", pools=[pool] * case.model.layers,
+                     out_of_scope="fixture:server_stub runs no forward")
+
+
+def segv_pipeline(case: ServerCase, **kw) -> ServerObs:
+    if _crashes(case):
+        ctypes.string_at(0)  # SIGSEGV: the case worker dies inside the Case
+    return stub_pipeline(case, **kw)
+
+
+def sglang_segv_pipeline(case: ServerCase, **kw) -> ServerObs:
+    obs = features.load(SGLANG_PIPELINE)(case, **kw)
+    if _crashes(case):
+        ctypes.string_at(0)
+    return obs
+
+
+class ServerFixture:
+    """A target factory with a server level only (a component-level Case is refused)."""
+
+    def __init__(self, name: str, pipeline: str, refusal: str | None = None, check=None):
+        self.name, self.server_pipeline, self.server_refusal = name, pipeline, refusal
+        if check is not None:
+            self.check_available = check
+
+    def __call__(self, case, **kwargs):
+        raise RuntimeError(f"{self.name}: a server-level fixture (run it with --level server)")
+
+
+_HERE = __name__
+register("fixture:server_stub", ServerFixture("fixture:server_stub", f"{_HERE}:stub_pipeline"))
+register("fixture:server_segv", ServerFixture("fixture:server_segv", f"{_HERE}:segv_pipeline"))
+register("fixture:sglang_segv", ServerFixture(
+    "fixture:sglang_segv", f"{_HERE}:sglang_segv_pipeline", SGLANG.server_refusal,
+    SGLANG.check_available))

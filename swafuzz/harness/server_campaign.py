@@ -150,7 +150,6 @@ def _resumed(args) -> RunConfig:
     if mutant is not None and mutant != cfg.server_mutant:
         raise UsageError(f"--resume: continues {args.resume} as it was configured; not with: "
                          f"--server-mutant {mutant} (the run's: {cfg.server_mutant or 'none'})")
-    args.ledger = "none" if cfg.ledger is None else cfg.ledger  # the level consults none
     cfg = resume.apply(args, cfg)
     args.target = cfg.targets
     return cfg

@@ -1,0 +1,51 @@
+"""The server-level campaign's crash isolation on the release's own pipeline (marker
+``upstream``: needs SGLang; ``scripts/upstream-check`` runs it): target ``fixture:sglang_segv``
+(``tests/data/server_plugin``) runs the ``sglang`` target's server pipeline and then segfaults
+after a ``server_decode`` Case of two or more requests. The crash is a ``server:crash`` finding
+written before the next Case, and the next kind's Cases run through the release's pipeline in a
+fresh case worker. (The same promises without SGLang, and --workers / --budget / Ctrl-C /
+--resume: ``tests/harness/test_server_isolation.py``.)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.upstream,
+              pytest.mark.skipif(importlib.util.find_spec("sglang") is None,
+                                 reason="sglang is not installed (scripts/upstream-env VERSION)")]
+
+PLUGIN_DIR = Path(__file__).resolve().parents[1] / "data" / "server_plugin"
+
+
+def test_a_segfault_in_the_release_pipeline_is_a_finding(tmp_path, capsys, monkeypatch):
+    from swafuzz.harness.cli import main
+
+    monkeypatch.delenv("SWAFUZZ_PLUGINS", raising=False)
+    monkeypatch.syspath_prepend(str(PLUGIN_DIR))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(PLUGIN_DIR)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    out = tmp_path / "run"
+    code = main(["run", "--plugin", "swafuzz_server_fixture", "--target", "fixture:sglang_segv",
+                 "--level", "server", "--scenario", "server_decode", "--scenario", "server_mixed",
+                 "--examples", "8", "--shrink-budget", "0", "--impl", "torch", "--quiet",
+                 "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    run = json.loads((out / "run.json").read_text())
+    assert run["findings"] == ["findings/server-crash.server_decode.json"], run
+    bundle = json.loads((out / run["findings"][0]).read_text())
+    assert bundle["signature"] == "server:crash" and len(bundle["case"]["requests"]) >= 2
+    assert "(SIGSEGV) inside the case" in bundle["failures"][0]["message"]
+    mixed = run["kinds"]["server_mixed"]
+    assert mixed["finding"] is None and mixed["cases"] == 4, run["kinds"]
+    rows = [json.loads(x) for x in (out / "cases.jsonl").read_text().splitlines()]
+    crash = next(i for i, r in enumerate(rows) if r.get("signature") == "server:crash")
+    after = [r for r in rows[crash + 1:] if r.get("kind") == "server_mixed" and "case" in r]
+    assert len(after) == 4 and not any(r["failed"] for r in after)
+    assert any(r["out_of_scope"] is None for r in after)  # the release's forwards ran

@@ -197,7 +197,6 @@ class ComponentLevel:
         return {}
 
 
-
 def unit_slice(budget: tuple) -> float:
     """Seconds this unit may generate new Cases, from ``budget`` = ``(end of the run as
     wall-clock time, slice seconds[, turns left])``. With ``turns left`` (the units still to

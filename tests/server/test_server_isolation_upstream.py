@@ -3,7 +3,8 @@
 (``tests/data/server_plugin``) segfaults on every ``server_decode`` Case and runs the ``sglang``
 target's server pipeline for the other kinds. The crash is a ``server:crash`` finding written
 before the next Case, and the next kind's Cases run through the release's pipeline in a fresh
-case worker. (The same promises without SGLang, and --workers / --budget / Ctrl-C /
+case worker, under a server mutant (a patch of the release's ``prepare_for_decode``, spec §9.3)
+that the worker's Cases kill: a finding of the release's pipeline through the worker. (The same promises without SGLang, and --workers / --budget / Ctrl-C /
 --resume: ``tests/harness/test_server_isolation.py``.)
 """
 
@@ -33,19 +34,20 @@ def test_a_segfault_is_a_finding_and_the_release_pipeline_runs_on(tmp_path, caps
     out = tmp_path / "run"
     code = main(["run", "--plugin", "swafuzz_server_fixture", "--target", "fixture:sglang_segv",
                  "--level", "server", "--scenario", "server_decode", "--scenario", "server_mixed",
-                 "--examples", "8", "--shrink-budget", "0", "--impl", "torch", "--quiet",
-                 "--out", str(out)])
+                 "--examples", "24", "--shrink-budget", "0", "--impl", "torch", "--quiet",
+                 "--server-mutant", "server_decode_stale_loc", "--out", str(out)])
     err = capsys.readouterr().err
     assert code == 1, err
     run = json.loads((out / "run.json").read_text())
-    assert run["findings"] == ["findings/server-crash.server_decode.json"], run
+    assert run["findings"] == ["findings/server-crash.server_decode.json",
+                               "findings/server-write_targets.server_mixed.json"], run
     bundle = json.loads((out / run["findings"][0]).read_text())
     assert bundle["signature"] == "server:crash" and bundle["case"]["kind"] == "server_decode"
     assert "(SIGSEGV) inside the case" in bundle["failures"][0]["message"]
-    mixed = run["kinds"]["server_mixed"]
-    assert mixed["finding"] is None and mixed["cases"] == 4, run["kinds"]
+    killed = json.loads((out / run["findings"][1]).read_text())
+    assert killed["server_mutant"] == "server_decode_stale_loc" and killed["observed"]["forwards"]
     rows = [json.loads(x) for x in (out / "cases.jsonl").read_text().splitlines()]
     crash = next(i for i, r in enumerate(rows) if r.get("signature") == "server:crash")
     after = [r for r in rows[crash + 1:] if r.get("kind") == "server_mixed" and "case" in r]
-    assert len(after) == 4 and not any(r["failed"] for r in after)
+    assert after and after[-1]["signature"] == "server:write_targets"
     assert any(r["out_of_scope"] is None for r in after)  # the release's forwards ran

@@ -12,7 +12,8 @@
 * ``fixture:sglang_segv``: every ``server_decode`` Case dereferences a null pointer before
   anything runs (so the case worker it kills never imported the release: one SGLang import per
   test, not two); the other kinds run the ``sglang`` target's own server pipeline (needs
-  SGLang; the release's argument check is not consulted: the kinds the test runs need none).
+  SGLang; the release's argument check is not consulted: the kinds the test runs need none),
+  with the ``sglang`` target's server mutants (``--server-mutant``: patched in the worker).
 
 Loaded with ``--plugin swafuzz_server_fixture`` (this folder on ``PYTHONPATH``).
 """
@@ -28,6 +29,7 @@ from swafuzz.scenarios.case import POISON_BYTE
 from swafuzz.server.case import ServerCase
 from swafuzz.server.observation import ServerObs
 from swafuzz.targets import register
+from swafuzz.targets.sglang.target import TARGET as SGLANG
 
 SGLANG_PIPELINE = "swafuzz.targets.sglang.pipeline.steps:run_server_case"
 
@@ -58,8 +60,10 @@ def sglang_segv_pipeline(case: ServerCase, **kw) -> ServerObs:
 class ServerFixture:
     """A target factory with a server level only (a component-level Case is refused)."""
 
-    def __init__(self, name: str, pipeline: str):
+    def __init__(self, name: str, pipeline: str, mutants=None):
         self.name, self.server_pipeline = name, pipeline
+        if mutants is not None:
+            self.server_mutants = mutants
 
     def __call__(self, case, **kwargs):
         raise RuntimeError(f"{self.name}: a server-level fixture (run it with --level server)")
@@ -69,4 +73,5 @@ _HERE = __name__
 register("fixture:server_stub", ServerFixture("fixture:server_stub", f"{_HERE}:stub_pipeline"))
 register("fixture:server_segv", ServerFixture("fixture:server_segv", f"{_HERE}:segv_pipeline"))
 register("fixture:sglang_segv", ServerFixture("fixture:sglang_segv",
-                                              f"{_HERE}:sglang_segv_pipeline"))
+                                              f"{_HERE}:sglang_segv_pipeline",
+                                              SGLANG.server_mutants))

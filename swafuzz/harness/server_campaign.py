@@ -31,6 +31,7 @@ from swafuzz.harness.cli_common import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
     UsageError,
+    check_impl_executor,
     load_plugins,
     parse_duration,
     positive,
@@ -112,6 +113,8 @@ def server_config(args) -> RunConfig:
         return _resumed(args)
     kinds = check_level(args)
     target = args.target[0] if isinstance(args.target, list) else args.target
+    args.impl = args.impl or "auto"
+    check_impl_executor(args)
     if args.examples is not None and args.examples < 1:
         raise UsageError(f"--examples: must be >= 1 (got {args.examples})")
     positive("--workers", args.workers)

@@ -207,3 +207,13 @@ def test_oracle_refuses_a_retraction_that_is_not_a_split():
     obs.retractions = {1: [[1], [1]]}  # request 1 both retracted and kept
     bad = judge(case, obs)
     assert bad and bad[0].check == "retraction"
+
+
+@pytest.mark.parametrize("flag,allowed", [(["--impl", "nope"], "auto, cuda, torch, triton"),
+                                          (["--executor", "x"], "all, auto, cudagraph, eager")])
+def test_server_level_names_a_bad_impl_or_executor(flag, allowed, capsys, tmp_path):
+    assert cli_main(["run", "--target", "sglang", "--level", "server", "--examples", "1",
+                     "--out", str(tmp_path / "a")] + flag) == 2
+    err = capsys.readouterr().err
+    assert f"{flag[0]}: {flag[1]!r} is not allowed; choose one of: {allowed}" in err, err
+    assert not (tmp_path / "a").exists()

@@ -62,6 +62,11 @@ def validate_common(args) -> None:
             targets.get_target(t)
     except (targets.UnknownTarget, targets.TargetUnavailable, plugins.PluginError) as e:
         raise UsageError(str(e)) from None
+    check_impl_executor(args)
+
+
+def check_impl_executor(args) -> None:
+    """``--impl`` and ``--executor``: known names, available on this machine."""
     check_choice("--impl", args.impl, ("auto",) + tuple(IMPLS))
     if args.impl not in ("auto",) and args.impl not in available_impls():
         raise UsageError(f"--impl: {args.impl!r} is not available on this machine; available: "

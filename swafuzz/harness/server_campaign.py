@@ -29,7 +29,7 @@ from swafuzz.reports.bundle import atomic_write_text
 from swafuzz.reports.server_summary import write_server_reports
 from swafuzz.server.case import ServerCase, ServerCaseError, parse
 from swafuzz.server.run import Pipeline, ServerRefused, ServerVerdict, execute
-from swafuzz.server.strategies import KINDS, server_cases
+from swafuzz.server.strategies import DEFAULT_KINDS, KINDS, server_cases
 
 BUNDLE_VERSION = 1
 
@@ -99,7 +99,7 @@ def check_level(args) -> list[str]:
     if m is not None and m not in known:
         raise UsageError(f"--server-mutant {m}: not a server mutant of target {tgts[0]} "
                          f"(allowed: {', '.join(known) or 'none'})")
-    kinds = args.scenario or list(KINDS)
+    kinds = args.scenario or list(DEFAULT_KINDS)
     for k in kinds:
         if k not in KINDS:
             raise UsageError(f"--scenario {k}: not a server-level kind (allowed with --level "

@@ -28,6 +28,11 @@ class ForwardRec:
     #: per request of the batch (batch order), the full slots its req_to_token row holds for
     #: its last ``sliding_window`` positions (what its attention gathers)
     window_rows: list[list[int]] = field(default_factory=list)
+    #: with encoder replay, the request window's record of the forward: the release's request
+    #: ``slots`` (batch order), ``groups``, per layer the ``history_tags`` its history copy
+    #: read, the ring's ``ring_tags`` / ``bytes_after`` (bytes) after the commits, ``zero_row``,
+    #: ``capacity``, ``rows`` (padding in); None without a window
+    window: dict | None = None
 
 
 @dataclass
@@ -52,5 +57,7 @@ class ServerObs:
                 "admissions": self.admissions,
                 "forwards": [{"index": f.index, "mode": f.mode, "alloc": f.alloc,
                               "stores": f.stores, "exec": f.exec, "positions": f.positions,
-                              "seq_lens": f.seq_lens, "window_rows": f.window_rows}
+                              "seq_lens": f.seq_lens, "window_rows": f.window_rows,
+                              **({} if f.window is None else {"window": {
+                                  k: v for k, v in f.window.items() if k != "bytes_after"}})}
                              for f in self.forwards]}

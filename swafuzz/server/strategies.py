@@ -22,7 +22,19 @@ KINDS = {
     "server_attn_tp": "staggered arrivals on attention TP 1 or 2 (tp_size 2, moe_dense_tp_size "
                       "1; drawn, shrinks to 1): with 2, every forward padded by the release's "
                       "MLP sync on 2 gloo processes, padded rows to the dummy slot",
+    "server_window": "staggered arrivals with enable_encoder_swa_bounded_replay: every forward "
+                     "stored through the release's per-request SWA window (slot resets, "
+                     "layout, resolver, commit), on attention TP 1 or 2 (drawn, shrinks to 1; "
+                     "2: the release's MLP-sync padding first); the sliding window a whole "
+                     "number of pages",
 }
+
+#: kinds a server-level run draws only when named (``--scenario``): on 0.5.23 the window kind
+#: finds the known request-window padding bug (ledger ``window-dp-extend-pad-joins-run``) in
+#: most attention-TP-2 Cases, and a default campaign (``scripts/upstream-check``) fails on any
+#: server-level finding
+OPT_IN = ("server_window",)
+DEFAULT_KINDS = tuple(k for k in KINDS if k not in OPT_IN)
 
 
 @st.composite
@@ -66,6 +78,11 @@ def server_cases(draw, kind: str = "server_decode") -> ServerCase:
     if kind == "server_attn_tp" and draw(st.sampled_from((1, 2))) == 2:
         cfg = ServerConfig(page_size=page, tp_size=2, moe_dense_tp_size=1)
     interval = draw(st.sampled_from((1, 2, 4, 128)))
+    if kind == "server_window":  # drawn last: the other kinds' draws stay as they were
+        tp = draw(st.sampled_from((1, 2)))
+        cfg = ServerConfig(page_size=page, enable_encoder_swa_bounded_replay=True,
+                           tp_size=tp, moe_dense_tp_size=1 if tp == 2 else None)
+        window = -(-window // page) * page  # the ring's capacity is whole pages
     case = ServerCase(config=cfg, model=ModelShape(layers=layers, sliding_window=window,
                                                    full_tokens=full + page, swa_tokens=swa,
                                                    row_bytes=16, swa_eviction_interval=interval),

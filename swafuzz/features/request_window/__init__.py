@@ -19,9 +19,16 @@ FEATURE = Feature(
         'swafuzz.features.request_window.oracle',
         'swafuzz.features.request_window.oracle_state',
         'swafuzz.features.request_window.oracle_layout',
+        'swafuzz.features.request_window.server_oracle',
+        'swafuzz.features.request_window.server_hops',
     ),
     engine=('swafuzz.features.request_window.engine', 'swafuzz.features.request_window.window'),
-    sglang=('swafuzz.features.request_window.sglang', 'swafuzz.features.request_window.sglang_attrs'),
+    sglang=(
+        'swafuzz.features.request_window.sglang',
+        'swafuzz.features.request_window.sglang_attrs',
+        'swafuzz.features.request_window.sglang_server',
+        'swafuzz.features.request_window.server_mutants',
+    ),
     checks=('window', 'history'),
     check_modules=(
         'swafuzz.features.request_window.checks',
@@ -35,5 +42,9 @@ FEATURE = Feature(
         'sglang.real_pool': 'swafuzz.features.request_window.sglang_attrs:real_pool_attrs',
         'oracle.step_path_ops': 'swafuzz.features.request_window.rules:step_path_ops',
         'oracle.graph_admit': 'swafuzz.features.request_window.rules:admit_in_graph',
+        'sglang.server_window': 'swafuzz.features.request_window.sglang_server:ServerWindow',
+        'server.window_oracle': 'swafuzz.features.request_window.server_oracle:ServerWindowOracle',
+        'sglang.server_mutants': 'swafuzz.features.request_window.server_mutants:MUTANTS',
+        'sglang.server_hops': 'swafuzz.features.request_window.server_hops:HOPS',
     },
 )

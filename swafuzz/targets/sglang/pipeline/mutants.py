@@ -68,9 +68,13 @@ PATCHES = {
 
 
 def patched(name: str | None):
-    """The patch of server mutant ``name`` (None: nothing patched)."""
+    """The patch of server mutant ``name`` (None: nothing patched); the features' server
+    mutants (hook ``sglang.server_mutants``) beside the pipeline's."""
     if name is None:
         return contextlib.nullcontext()
-    if name not in PATCHES:
-        raise KeyError(f"server mutant {name!r} (known: {', '.join(PATCHES)})")
-    return PATCHES[name]()
+    found = dict(PATCHES)
+    for table in registry.hooks("sglang.server_mutants"):
+        found.update({n: registry.load(ref) for n, (_src, ref) in table.items()})
+    if name not in found:
+        raise KeyError(f"server mutant {name!r} (known: {', '.join(found)})")
+    return found[name]()

@@ -1,0 +1,95 @@
+"""The request window at server level (issue 18 item 3): Cases with
+``enable_encoder_swa_bounded_replay`` stored through the release's own window path (marker
+``upstream``: a release with a request window, 0.5.22 / 0.5.23; every Case here runs at attention
+TP 1, the TP-2 finding is :mod:`tests.targets.test_sglang_reachability`'s)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from swafuzz.server.case import parse
+
+pytestmark = [pytest.mark.upstream,
+              pytest.mark.skipif(importlib.util.find_spec("sglang") is None,
+                                 reason="sglang is not installed (scripts/upstream-env VERSION)")]
+
+#: three requests: one aborted early, one arriving after it left (its slot again), one long
+CASE = {"config": {"enable_encoder_swa_bounded_replay": True},
+        "model": {"layers": 2, "sliding_window": 4, "full_tokens": 64, "swa_tokens": 64},
+        "requests": [{"prompt_len": 5, "max_new_tokens": 6, "abort_step": 3},
+                     {"arrive_step": 4, "prompt_len": 3, "max_new_tokens": 4},
+                     {"arrive_step": 1, "prompt_len": 2, "max_new_tokens": 9}]}
+
+
+def _pipeline():
+    from swafuzz.harness.server_campaign import pipeline_of
+    from swafuzz.targets import TargetUnavailable
+    from swafuzz.targets.sglang.pipeline.argnames import release_refusal
+
+    try:
+        p = pipeline_of("sglang")
+    except TargetUnavailable as e:
+        pytest.skip(str(e))
+    why = release_refusal({"enable_encoder_swa_bounded_replay": True})
+    if why:  # a release without the flag or the window (0.5.12): refused by name
+        assert "enable_encoder_swa_bounded_replay" in why
+        pytest.skip(why)
+    return p
+
+
+def _run(obj, mutant=None):
+    from swafuzz.server.run import execute
+
+    return execute(parse(obj), _pipeline(), mutant=mutant)
+
+
+def test_window_cases_are_clean_and_leave_the_swa_pool_alone():
+    v = _run(CASE)
+    assert v.obs.error is None and not v.failed, [f.message for f in v.failures]
+    fw = v.obs.forwards
+    assert [f.mode for f in fw][:5] == ["EXTEND", "EXTEND", "DECODE", "DECODE", "EXTEND"]
+    assert all(f.window is not None for f in fw)
+    # the EXTEND of 5 rows, one group: workspace rows W + k; the DECODE of both requests, two
+    # groups: rows 2W + k, histories positions 1..4 and -1, -1, 0, 1 (the zero row: -1)
+    assert fw[0].stores[0] == [4, 5, 6, 7, 8] and fw[2].stores[0] == [8, 9]
+    assert fw[2].window["history_tags"][0] == [1, 2, 3, 4, -1, -1, 0, 1]
+    # the late request (forward 4) took the aborted one's slot, which the release reset
+    assert fw[4].window["slots"] == fw[0].window["slots"]
+    assert fw[4].window["history_tags"][0] == [-1] * 4
+    # no store reached the SWA pool (the oracle's pool_bytes checked it is all poison)
+    assert not any(f.check == "pool_bytes" for f in v.failures)
+
+
+@pytest.mark.parametrize("mutant, check", [("server_slot_reset_next", "window_ring"),
+                                           ("server_layout_floor_own_row", "window_history")])
+def test_window_mutants_are_killed(mutant, check):
+    v = _run(CASE, mutant)
+    assert v.failed and v.failures[0].check == check, [f.message for f in v.failures]
+
+
+def test_window_mutants_are_listed():
+    from swafuzz.targets.sglang.pipeline.hops import hop_text, server_mutant_sources
+
+    src = server_mutant_sources()
+    assert "addendum §2.2" in src["server_slot_reset_next"]
+    text = hop_text()
+    assert "request window store and commit" in text and "server_layout_floor_own_row" in text
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"enable_decoder_swa_bounded_replay": True}, "config.enable_decoder_swa_bounded_replay"),
+    ({"disable_cuda_graph": False, "cuda_graph_bs_decode": [1, 2]}, "config.disable_cuda_graph"),
+])
+def test_combinations_not_driven_are_refused_by_name(change, field, tmp_path, capsys):
+    from swafuzz.harness.cli import main
+
+    case = json.loads(json.dumps(CASE))
+    case["config"].update(change)
+    bundle = tmp_path / "b.json"
+    bundle.write_text(json.dumps({"level": "server", "target": "sglang", "case": case}))
+    _pipeline()
+    assert main(["repro", str(bundle)]) == 2
+    assert field in capsys.readouterr().err

@@ -227,10 +227,11 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False) -> list[Server
         if len(rec.stores) != layers:
             out.append(ServerFailure("write_targets", ev.index, f"forward {ev.index}: "
                                      f"{len(rec.stores)} layer stores, expected {layers}"))
-        if win is not None:  # the workspace rows, padding in
-            padded = win.stores(ev, len(padded) if tp_pad is not None else len(want))
+        total = len(padded) if tp_pad is not None else len(want)
+        per_layer = win.stores(ev, total) if win is not None else None  # workspace rows
         for layer, got in enumerate(rec.stores[:layers]):
-            exp = padded if rec.exec == "graph" or tp_pad is not None or win else want
+            exp = (per_layer[layer] if per_layer is not None
+                   else padded if rec.exec == "graph" or tp_pad is not None else want)
             if got != exp:
                 diff = next((i for i, (a, b) in enumerate(zip(got, exp)) if a != b),
                             min(len(got), len(exp)))
@@ -248,7 +249,7 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False) -> list[Server
                 out.append(ServerFailure("window_reads", ev.index, f"forward {ev.index}: {bad}"))
         if win is not None:
             out += [ServerFailure(c, ev.index, f"forward {ev.index}: {m}")
-                    for c, m in win.forward(ev, rec, len(padded))]
+                    for c, m in win.forward(ev, rec, total)]
             continue
         for layer in range(layers):
             for slot, row in zip(want, rows(case, ev.index, layer, len(want))):

@@ -79,17 +79,59 @@ def test_window_mutants_are_listed():
     assert "request window store and commit" in text and "server_layout_floor_own_row" in text
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"enable_decoder_swa_bounded_replay": True}, "config.enable_decoder_swa_bounded_replay"),
-    ({"disable_cuda_graph": False, "cuda_graph_bs_decode": [1, 2]}, "config.disable_cuda_graph"),
+@pytest.mark.parametrize("change, model, field", [
+    ({"enable_decoder_swa_bounded_replay": True}, {}, "model.late_layer_start"),
+    ({"enable_decoder_swa_bounded_replay": True, "tp_size": 2, "moe_dense_tp_size": 1},
+     {"late_layer_start": 1}, "config.enable_decoder_swa_bounded_replay"),
+    ({"enable_decoder_swa_bounded_replay": True, "enable_encoder_swa_bounded_replay": False},
+     {"late_layer_start": 1}, "config.enable_decoder_swa_bounded_replay"),
+    ({"disable_cuda_graph": False, "cuda_graph_bs_decode": [1, 2]}, {},
+     "config.disable_cuda_graph"),
 ])
-def test_combinations_not_driven_are_refused_by_name(change, field, tmp_path, capsys):
+def test_combinations_not_driven_are_refused_by_name(change, model, field, tmp_path, capsys):
     from swafuzz.harness.cli import main
 
     case = json.loads(json.dumps(CASE))
     case["config"].update(change)
+    case["model"].update(model)
     bundle = tmp_path / "b.json"
     bundle.write_text(json.dumps({"level": "server", "target": "sglang", "case": case}))
     _pipeline()
     assert main(["repro", str(bundle)]) == 2
     assert field in capsys.readouterr().err
+
+
+TAIL_BUNDLE = "tests/data/bundles/sglang/server_short_tail_floor.json"
+
+
+def _tail_floor_is_short() -> bool:
+    """The installed release's own late_layer_tail_layout: a 1-row tail of a 385-token request,
+    W 2: floor 384 (seq_len - tail_lens, 0.5.21 / 0.5.22) or 383 (max(0, seq_len - W))."""
+    import torch
+
+    from swafuzz.targets.sglang import features as found
+
+    _, _, floor = found.tail_mod.late_layer_tail_layout(
+        extend_lens_cpu=[1], seq_lens_cpu=[385], tail_len=2, device=torch.device("cpu"))
+    return int(floor[0]) == 384
+
+
+@pytest.mark.parametrize("mutant", [None, "server_tail_floor_short"])
+def test_tail_bundle_fails_exactly_where_the_tail_floor_is_short(mutant):
+    """The late-layer tail at server level (encoder + decoder replay, chunked prefill 384, a
+    385-token prompt: the last chunk's tail is 1 row, W 2): the late layer's history must read
+    position 383; a release whose tail floor is seq_len - tail_lens (ledger short-tail-floor)
+    reads none. The mutant puts that floor into a release that has the fixed one."""
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, TAIL_BUNDLE), encoding="utf-8") as fh:
+        case = json.load(fh)["case"]
+    v = _run(case, mutant)
+    assert v.obs.error is None, v.obs.error
+    if mutant is None and not _tail_floor_is_short():
+        assert not v.failed, [f.message for f in v.failures]
+        assert v.obs.forwards[1].window["history_tags"][1] == [-1, 383]
+        return
+    assert v.failed and v.failures[0].check == "window_history", [f.message for f in v.failures]
+    assert "layer 1" in v.failures[0].message and "383" in v.failures[0].message

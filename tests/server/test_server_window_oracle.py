@@ -48,7 +48,7 @@ def _good():
 def test_a_correct_window_passes_and_the_stores_are_workspace_rows():
     o = ServerWindowOracle(CASE)
     for fwd, rec in _good():
-        assert o.stores(fwd, len(rec.stores[0])) == rec.stores[0]
+        assert o.stores(fwd, len(rec.stores[0])) == rec.stores
         assert o.forward(fwd, rec, len(rec.stores[0])) == []
 
 
@@ -60,7 +60,7 @@ def test_a_padding_row_committed_over_position_0_fails_the_ring():
     fwd = forwards(case)[0]
     rec = _rec(0, 1, [-1, -1], {2: (0, _row(0, 1, 2))}, [2, 3])
     o = ServerWindowOracle(case)
-    assert o.stores(fwd, 2) == [2, 3]
+    assert o.stores(fwd, 2) == [[2, 3]]
     (check, msg), = o.forward(fwd, rec, 2)
     assert check == "window_ring" and "position 0" in msg
 

@@ -118,6 +118,28 @@ def test_tail_with_window_is_accepted():
     assert v.resolved["chunked_prefill_size"] == 384
 
 
+def test_short_tail_bundle_reproduces(capsys):
+    """The entry's server-level bundle (encoder + decoder replay, tp 1, chunked prefill 384, a
+    385-token prompt whose last chunk is a 1-row tail, W 2) fails on replay on the entry's
+    releases as the entry says: the late layer's history reads the zero row where position 383
+    must be (``server:window_history``); its server arguments are the entry's and accepted."""
+    from swafuzz.harness.cli import main
+    from swafuzz.harness.cli_common import EXIT_FINDINGS
+
+    e = entry("short-tail-floor")
+    assert e.server.status == "reachable" and e.server.bundle
+    path = os.path.join(ROOT, e.server.bundle)
+    with open(path, encoding="utf-8") as fh:
+        bundle = json.load(fh)
+    assert bundle["level"] == "server" and bundle["signature"] == "server:window_history"
+    cfg = bundle["case"]["config"]
+    assert {k: cfg[k] for k in e.server.server_args} == e.server.server_args
+    assert verdict(e).accepted
+    assert main(["repro", path]) == EXIT_FINDINGS
+    out = capsys.readouterr().out
+    assert "FAIL server:window_history" in out and "layer 1" in out and "383" in out, out
+
+
 def test_a5_needs_a_single_window_layer():
     """The A5 skip, run through the release's RequestWindow: the entry's repro fails with one
     window layer and passes with two or three (the (layer, phase) key changes every layer)."""

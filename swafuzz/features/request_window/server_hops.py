@@ -24,7 +24,13 @@ ROWS = (
      "invariant), then RequestWindow.commit; the copy / commit Triton kernels are modelled "
      "(CUDA-only; row copies with their contract). The allocator stays the SWA allocator "
      "(the release builds a full-only one under encoder replay; the window's stores never "
-     "use the SWA half). Decode graphs and the late-layer tail with it: refused"),
+     "use the SWA half). Decode graphs with it: refused"),
+    ("late-layer tail (enable_decoder_swa_bounded_replay)", "real",
+     "with encoder replay on one rank: an EXTEND's layers from model.late_layer_start run the "
+     "rows of the release's late_layer_tail_layout (its floor included) through their own "
+     "window_layout, store and commit; enter / exit of the tail metadata are plain swaps "
+     "(modelled, as at component level); the tail without encoder replay (paged SWA) or with "
+     "attention TP > 1: refused"),
 )
 
 OLDER = {
@@ -32,6 +38,7 @@ OLDER = {
         "absent", "no V4.1 bounded-replay flags: a Case that sets one is refused naming it"),
     "request window metadata (eager EXTEND / DECODE)": ("absent", "as above"),
     "request window store and commit": ("absent", "as above"),
+    "late-layer tail (enable_decoder_swa_bounded_replay)": ("absent", "as above"),
 }
 
 HOPS = (ROWS, OLDER)

@@ -24,4 +24,9 @@ MUTANTS = {
         "addendum §2.2 (history rows down to the run's floor; the floor bug class of "
         "short-tail-floor), in the release's window_layout (encoder replay)",
         f"{_PATCHES}:layout_floor_own_row"),
+    "server_tail_floor_short": (
+        "addendum §2.4 (a late-layer tail shorter than W reads the rows written before the "
+        "extend; ledger short-tail-floor, sgl-project/sglang PR 38798's tail), in the release's "
+        "late_layer_tail_layout: the floor seq_len - tail_lens of 0.5.21 / 0.5.22",
+        f"{_PATCHES}:tail_floor_short"),
 }

@@ -19,6 +19,13 @@ validated before it is followed), for a Case with ``enable_encoder_swa_bounded_r
   stub model's bytes of the last position committed there: the last ``capacity`` rows of each
   request's run commit (padding rows never commit to a request's slot); the zero row keeps tag
   -1.
+
+With the late-layer tail (``model.late_layer_start`` L > 0) an EXTEND's layers from L run each
+request's last ``t = min(W, rows)`` rows only (addendum §2.4; 0.5.23's floor, the fixed one):
+their stores are workspace rows ``groups * W + k`` over the tail rows, their history starts at
+the first tail row's position down to the floor ``max(0, seq_len - W)`` (a tail shorter than W
+reads the rows the request wrote before this extend: ledger ``short-tail-floor``), they commit
+every tail row, and the stub model's rows are the tail's (``k`` over the tail rows).
 """
 
 from __future__ import annotations
@@ -36,15 +43,32 @@ class ServerWindowOracle:
         self.slot_of: dict[int, int] = {}
         self.tags: list[dict[int, int]] = [{} for _ in range(case.model.layers)]
         self.bytes: list[dict[int, bytes]] = [{} for _ in range(case.model.layers)]
+        self.L = case.model.late_layer_start
 
     def release(self, rid: int) -> None:
         """Request ``rid`` left (or was retracted): its slot is free."""
         self.slot_of.pop(rid, None)
 
-    def stores(self, fwd, total: int) -> list[int]:
-        """The workspace rows every layer's store receives (``total``: rows, padding in)."""
+    def runs(self, fwd, layer: int) -> list[tuple[int, int, int]] | None:
+        """``(first position, rows, floor)`` per request of ``fwd`` at ``layer``: the tail's on a
+        late layer of an EXTEND; None: the forward's own rows."""
+        if not (self.L and fwd.mode == "EXTEND" and layer >= self.L):
+            return None
+        out = []
+        for start, n in fwd.spans:
+            t = min(self.W, n)
+            out.append((start + n - t, t, max(0, start + n - self.W)))
+        return out
+
+    def stores(self, fwd, total: int) -> list[list[int]]:
+        """Per layer, the workspace rows its store receives (``total``: rows, padding in)."""
         groups = len(fwd.rids) if fwd.mode == "EXTEND" else total
-        return [groups * self.W + k for k in range(total)]
+        out = []
+        for layer in range(self.case.model.layers):
+            tail = self.runs(fwd, layer)
+            n = total if tail is None else sum(t for _, t, _ in tail)
+            out.append([groups * self.W + k for k in range(n)])
+        return out
 
     def forward(self, fwd, rec, total: int) -> list[tuple[str, str]]:
         """``(check, message)`` per failure of forward ``fwd`` observed as ``rec`` (its
@@ -57,8 +81,8 @@ class ServerWindowOracle:
         if bad:
             return [("window_slots", bad)]
         out = []
-        exp_hist = self._history(fwd, total)
         for layer, got in enumerate(w.get("history_tags") or []):
+            exp_hist = self._history(fwd, total, layer)
             if got != exp_hist:
                 k = next(i for i, (a, b) in enumerate(zip(got + [None], exp_hist + [None]))
                          if a != b)
@@ -88,21 +112,23 @@ class ServerWindowOracle:
             self.slot_of[rid] = s
         return None
 
-    def _history(self, fwd, total: int) -> list[int]:
-        firsts = [start for start, _ in fwd.spans]
-        if fwd.mode == "DECODE":
-            firsts += [0] * (total - len(firsts))  # padding groups: position 0, no history
+    def _history(self, fwd, total: int, layer: int) -> list[int]:
+        runs = self.runs(fwd, layer) or [(start, n, 0) for start, n in fwd.spans]
+        if fwd.mode == "DECODE":  # padding groups: position 0, no history
+            runs += [(0, 1, 0)] * (total - len(runs))
         out = []
-        for f in firsts:
-            out += [p if p >= 0 else -1 for p in range(f - self.W, f)]
+        for f, _, floor in runs:
+            out += [p if p >= max(0, floor) else -1 for p in range(f - self.W, f)]
         return out
 
     def _commit(self, fwd, index: int, total: int, cap: int) -> None:
         for layer in range(self.case.model.layers):
+            runs = self.runs(fwd, layer) or [(start, n, 0) for start, n in fwd.spans]
+            n_rows = total if self.runs(fwd, layer) is None else sum(t for _, t, _ in runs)
             data = k_rows_bytes("rows", self.case.payload_seed, index, 0, "target", layer,
-                                total, self.rb)
+                                n_rows, self.rb)
             k = 0
-            for rid, (start, n) in zip(fwd.rids, fwd.spans):
+            for rid, (start, n, _) in zip(fwd.rids, runs):
                 s = self.slot_of[rid]
                 for j in range(n):
                     if n - 1 - j < cap:

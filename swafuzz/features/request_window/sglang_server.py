@@ -19,7 +19,10 @@ batch's. An eager EXTEND is laid out as the release's eager ``init_forward_metad
 ``make_core_attn_metadata`` chain lays it out (``padded_num_tokens = out_cache_loc.shape[0]``,
 ``num_groups`` = requests, no live rows: :class:`features.dspark.sglang.SGLangDSpark`'s
 ``pad_layout`` over the release's ``expand_prefill_casually``); a DECODE has one group per row,
-padding rows in the dummy slot 0 (the adapter's DP-decode model). Then per layer the store
+padding rows in the dummy slot 0 (the adapter's DP-decode model). With the late-layer tail
+(``enable_decoder_swa_bounded_replay``, ``model.late_layer_start``) an EXTEND's late layers run
+the release's ``late_layer_tail_layout`` rows (per request the last ``min(W, rows)``, with its
+floor) through their own layout. Then per layer the store
 through the release's resolver and ``store_cache`` into the workspace and the release's
 ``RequestWindow.commit``; after the forward the ring's tags and bytes are read.
 
@@ -68,7 +71,8 @@ def window_config(pipeline):
     slots = pipeline.srv.req_to_token_pool.size + 1
     most = sum(r.prompt_len + r.max_new_tokens for r in case.requests) + 2 * slots
     return dataclasses.replace(eng.cfg, request_window=case.model.sliding_window,
-                               window_slots=slots, window_chunk=most)
+                               window_slots=slots, window_chunk=most,
+                               late_layer_start=case.model.late_layer_start)
 
 
 class ServerWindow:
@@ -88,9 +92,12 @@ class ServerWindow:
         own function; module docstring)."""
         if not batch.forward_mode.is_extend():
             return
-        if any(batch.prefix_lens):
-            raise RuntimeError(f"an EXTEND with cached prefixes {list(batch.prefix_lens)}: the "
-                               "encoder-replay fold of prefix hits is not driven at server level")
+        hits = [p for p, reset in zip(batch.prefix_lens, batch.encoder_swa_reset or ()) if
+                reset and p]
+        if hits:  # a chunk's continuation keeps its slot (no reset): only a cached prefix hits
+            raise RuntimeError(f"an EXTEND whose new windows start on cached prefixes {hits}: "
+                               "the encoder-replay fold of prefix hits is not driven at server "
+                               "level")
         if _FOLD:
             if esr.fold_encoder_swa_replay(self.worker, batch) is not None:
                 raise RuntimeError("fold_encoder_swa_replay folded rows without a prefix hit")
@@ -117,7 +124,8 @@ class ServerWindow:
             rows += [(0, 0, 0)] * pad
             groups, fmode = len(rows), ForwardMode.DECODE
         try:
-            o = self.path.forward(index, fmode, rows, [int(x) for x in loc], groups, None)
+            tail = list(per_req) if fmode == ForwardMode.EXTEND and self.path.L else None
+            o = self.path.forward(index, fmode, rows, [int(x) for x in loc], groups, tail)
         finally:
             ds.pad = 0
         st = self.path.step_obs(index)
@@ -158,3 +166,23 @@ def layout_floor_own_row() -> Iterator[None]:
         yield
     finally:
         seam.real_window_layout = real
+
+
+@contextlib.contextmanager
+def tail_floor_short() -> Iterator[None]:
+    """``late_layer_tail_layout``'s floor ``seq_len - tail_lens`` (0.5.21 / 0.5.22's) instead
+    of ``max(0, seq_len - W)``."""
+    mod = release_features.tail_mod
+    real = mod.late_layer_tail_layout
+
+    def late_layer_tail_layout(*, extend_lens_cpu, seq_lens_cpu, tail_len, device, **kw):
+        idx, lens, floor = real(extend_lens_cpu=extend_lens_cpu, seq_lens_cpu=seq_lens_cpu,
+                                tail_len=tail_len, device=device, **kw)
+        short = [s - t for s, t in zip(seq_lens_cpu, lens) for _ in range(t)]
+        return idx, lens, floor.new_tensor(short)
+
+    mod.late_layer_tail_layout = late_layer_tail_layout
+    try:
+        yield
+    finally:
+        mod.late_layer_tail_layout = real

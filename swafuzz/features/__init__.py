@@ -94,6 +94,9 @@ HOOK_POINTS = {
                              "feature's server mutants in the release's code",
     "sglang.server_hops": "targets.sglang.pipeline.hops: (rows, 0.5.12 column) a feature adds "
                           "to the server-level hop table",
+    "sglang.server_refusal": "targets.sglang.pipeline.argnames: (config, release version) -> "
+                             "why a feature's server-level hop does not run the Case on the "
+                             "installed release (naming the field), or None",
     "server.window_oracle": "server.oracle: (server case) -> the request window's shadow "
                             "(release, stores, forward) of a Case with encoder replay",
     "sglang.window_graph_runner": "features.request_window.sglang: the release's DECODE-graph "

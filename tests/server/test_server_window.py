@@ -135,3 +135,19 @@ def test_tail_bundle_fails_exactly_where_the_tail_floor_is_short(mutant):
         return
     assert v.failed and v.failures[0].check == "window_history", [f.message for f in v.failures]
     assert "layer 1" in v.failures[0].message and "383" in v.failures[0].message
+
+
+def test_attention_tp_with_the_window_needs_the_padded_extend_layout():
+    """Attention TP 2 with encoder replay runs where the release has the padded eager-EXTEND
+    layout the hop drives (the backend's ``_pad_rows``: 0.5.23) and is refused naming
+    ``config.tp_size`` where it lacks it (0.5.22)."""
+    from sglang.srt.layers.attention import deepseek_v4_backend as backend
+
+    from swafuzz.targets.sglang.pipeline.argnames import release_refusal
+
+    _pipeline()
+    why = release_refusal({**CASE["config"], "tp_size": 2, "moe_dense_tp_size": 1})
+    if hasattr(backend, "_pad_rows"):
+        assert why is None, why
+    else:
+        assert why is not None and why.startswith("config.tp_size"), why

@@ -21,6 +21,7 @@ FEATURE = Feature(
         'swafuzz.features.request_window.oracle_layout',
         'swafuzz.features.request_window.server_oracle',
         'swafuzz.features.request_window.server_hops',
+        'swafuzz.features.request_window.server_rules',
     ),
     engine=('swafuzz.features.request_window.engine', 'swafuzz.features.request_window.window'),
     sglang=(
@@ -46,5 +47,6 @@ FEATURE = Feature(
         'server.window_oracle': 'swafuzz.features.request_window.server_oracle:ServerWindowOracle',
         'sglang.server_mutants': 'swafuzz.features.request_window.server_mutants:MUTANTS',
         'sglang.server_hops': 'swafuzz.features.request_window.server_hops:HOPS',
+        'sglang.server_refusal': 'swafuzz.features.request_window.server_rules:refusal',
     },
 )

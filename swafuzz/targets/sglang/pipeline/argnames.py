@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 from typing import Mapping
 
+from swafuzz import features as registry
 from swafuzz.server.case import ServerConfig
 from swafuzz.targets.sglang import serverargs
 
@@ -58,21 +59,6 @@ def unpadded(config: Mapping[str, object], version: str) -> str | None:
             "drives on gloo; on this release that hop is not driven (tp_size 1 only)")
 
 
-#: the release's module of the per-request SWA window the encoder-replay hop drives
-WINDOW_MODULE = "sglang.srt.mem_cache.dsv41_request_window"
-
-
-def unwindowed(config: Mapping[str, object], version: str) -> str | None:
-    """Encoder replay where the installed release lacks the per-request window module the
-    server-level hop drives (detected by the module, never the version): refused naming the
-    field."""
-    if not config.get("enable_encoder_swa_bounded_replay") or importlib.util.find_spec(
-            WINDOW_MODULE):
-        return None
-    return (f"config.enable_encoder_swa_bounded_replay: sglang {version} has no {WINDOW_MODULE}"
-            ", the window the server-level pipeline drives (allowed: false)")
-
-
 def _default(name: str, value: object) -> bool:
     f = ServerConfig.__dataclass_fields__.get(name)
     return f is not None and f.default == value
@@ -91,10 +77,10 @@ def release_refusal(config: Mapping[str, object], **kw) -> str | None:
     if why:
         return why
     missing = absent(config, shape.fields)
-    if not missing:
-        why = unwindowed(config, shape.version)
-        if why:
-            return why
+    if not missing:  # the features' own refusals on this release (hook sglang.server_refusal)
+        for why in (f(config, shape.version) for f in registry.hooks("sglang.server_refusal")):
+            if why:
+                return why
     if missing:
         return (f"sglang {shape.version} has no ServerArgs field "
                 f"{', '.join(f'{n} (set to {config[n]!r})' for n in missing)}")

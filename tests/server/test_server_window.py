@@ -64,7 +64,8 @@ def test_window_cases_are_clean_and_leave_the_swa_pool_alone():
 
 
 @pytest.mark.parametrize("mutant, check", [("server_slot_reset_next", "window_ring"),
-                                           ("server_layout_floor_own_row", "window_history")])
+                                           ("server_layout_floor_own_row", "window_history"),
+                                           ("server_padding_slot_handed_out", "window_slots")])
 def test_window_mutants_are_killed(mutant, check):
     v = _run(CASE, mutant)
     assert v.failed and v.failures[0].check == check, [f.message for f in v.failures]

@@ -29,4 +29,8 @@ MUTANTS = {
         "extend; ledger short-tail-floor, sgl-project/sglang PR 38798's tail), in the release's "
         "late_layer_tail_layout: the floor seq_len - tail_lens of 0.5.21 / 0.5.22",
         f"{_PATCHES}:tail_floor_short"),
+    "server_padding_slot_handed_out": (
+        "spec §9.5 (padded rows go to a dummy slot no request holds), in the release's "
+        "ReqToTokenPool (its +1 padding row 0 in the free list): a request's window in the "
+        "slot padded batches write", f"{_PATCHES}:padding_slot_handed_out"),
 }

@@ -45,6 +45,7 @@ from swafuzz.targets.forward_mode import ForwardMode
 from swafuzz.targets.sglang import features as release_features
 
 from sglang.srt.mem_cache import dsv41_request_window as rw  # noqa: E402  # isort: skip
+from sglang.srt.mem_cache.memory_pool import ReqToTokenPool  # noqa: E402  # isort: skip
 from sglang.srt.model_executor import encoder_swa_replay as esr  # noqa: E402  # isort: skip
 
 _FOLD = release_features.FOLD
@@ -186,3 +187,20 @@ def tail_floor_short() -> Iterator[None]:
         yield
     finally:
         mod.late_layer_tail_layout = real
+
+
+@contextlib.contextmanager
+def padding_slot_handed_out() -> Iterator[None]:
+    """``ReqToTokenPool``'s free list holds its padding row 0 (last, so it is handed out
+    first): a request gets the slot padded batches default to."""
+    real = ReqToTokenPool.__init__
+
+    def __init__(self, *args, **kw):
+        real(self, *args, **kw)
+        self.free_slots.append(0)
+
+    ReqToTokenPool.__init__ = __init__
+    try:
+        yield
+    finally:
+        ReqToTokenPool.__init__ = real

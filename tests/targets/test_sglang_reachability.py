@@ -134,7 +134,11 @@ def test_short_tail_bundle_reproduces(capsys):
     assert bundle["level"] == "server" and bundle["signature"] == "server:window_history"
     cfg = bundle["case"]["config"]
     assert {k: cfg[k] for k in e.server.server_args} == e.server.server_args
-    assert verdict(e).accepted
+    v = verdict(e)  # the record's arguments, resolved by the release, are the bundle's
+    assert v.accepted, v.message
+    for k in ("tp_size", "enable_encoder_swa_bounded_replay",
+              "enable_decoder_swa_bounded_replay", "chunked_prefill_size"):
+        assert v.resolved[k] == cfg[k] or (k == "chunked_prefill_size" and cfg[k] is None), k
     assert main(["repro", path]) == EXIT_FINDINGS
     out = capsys.readouterr().out
     assert "FAIL server:window_history" in out and "layer 1" in out and "383" in out, out
@@ -202,7 +206,11 @@ def test_window_pad_bundle_reproduces(capsys):
     assert bundle["level"] == "server" and bundle["signature"] == "server:window_ring"
     cfg = bundle["case"]["config"]
     assert {k: cfg[k] for k in e.server.server_args} == e.server.server_args
-    assert verdict(e).accepted
+    v = verdict(e)  # the record's arguments, resolved by the release, are the bundle's
+    assert v.accepted, v.message
+    for k in ("tp_size", "enable_encoder_swa_bounded_replay",
+              "enable_decoder_swa_bounded_replay", "chunked_prefill_size"):
+        assert v.resolved[k] == cfg[k] or (k == "chunked_prefill_size" and cfg[k] is None), k
     try:
         assert main(["repro", path]) == EXIT_FINDINGS
     finally:

@@ -72,9 +72,10 @@ def patched(name: str | None):
     mutants (hook ``sglang.server_mutants``) beside the pipeline's."""
     if name is None:
         return contextlib.nullcontext()
-    found = dict(PATCHES)
-    for table in registry.hooks("sglang.server_mutants"):
-        found.update({n: registry.load(ref) for n, (_src, ref) in table.items()})
-    if name not in found:
-        raise KeyError(f"server mutant {name!r} (known: {', '.join(found)})")
-    return found[name]()
+    if name in PATCHES:
+        return PATCHES[name]()
+    refs = {n: ref for table in registry.hooks("sglang.server_mutants")
+            for n, (_src, ref) in table.items()}
+    if name not in refs:
+        raise KeyError(f"server mutant {name!r} (known: {', '.join([*PATCHES, *refs])})")
+    return registry.load(refs[name])()  # only the named one's module (it may import SGLang)

@@ -65,6 +65,22 @@ def test_strategy_shrinks_to_the_smallest_case():
     assert case.requests[0].prompt_len == 1 and case.config.speculative_algorithm is None
 
 
+def test_window_kinds_shrink_to_one_request_on_one_rank():
+    from hypothesis import find
+
+    case = find(server_cases("server_window"), lambda c: True)
+    assert len(case.requests) == 1 and case.config.tp_size == 1
+    assert case.config.enable_encoder_swa_bounded_replay and case.requests[0].prompt_len == 1
+    assert case.model.sliding_window % case.config.page_size == 0
+    tail = find(server_cases("server_window_tail"), lambda c: True)
+    assert len(tail.requests) == 1 and tail.requests[0].prompt_len == 385
+    assert tail.config.enable_decoder_swa_bounded_replay and tail.model.late_layer_start == 1
+    # the late layer's field stays out of the JSON of a Case without the tail (older bundles
+    # and draws re-emit byte for byte)
+    assert "late_layer_start" not in case.to_json()["model"]
+    assert parse(tail.to_json()) == tail
+
+
 def _obs(case: ServerCase, shift: int = 0) -> ServerObs:
     obs, nxt = ServerObs(), 1
     for ev in plan(case):

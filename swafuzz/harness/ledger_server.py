@@ -11,7 +11,6 @@ An entry's optional ``server`` field (:mod:`swafuzz.harness.ledger`)::
                "guard": "pkg.module.function: the rule",     # what blocks it (unreachable)
                "test": "tests/targets/test_x.py::test_y",    # the test that checks the answer
                "bundle": null,                               # a server-level bundle (reachable)
-               "signatures": ["server:window_ring"],         # reachable: what it fails with
                "note": "..."}                                # optional
 
 * ``unreachable``: ``guard`` names the release's argument check, scheduler rule or model
@@ -22,11 +21,7 @@ An entry's optional ``server`` field (:mod:`swafuzz.harness.ledger`)::
   and ``requests`` describes the request pattern that reaches the path, from reading the
   release; no server-level bundle reproduces it yet (``bundle`` must be null: "reachable
   (arguments accepted), bundle pending").
-* ``reachable``: as probable, and ``bundle`` is a server-level bundle that reproduces it;
-  ``signatures`` (optional): the server-level signatures its Cases fail with. A server-level
-  campaign classifies a failing Case as this entry's (:func:`classify`: known, not a new
-  finding) when the entry applies to the release, the failure's signature is one of them and
-  the Case's config holds every ``server_args`` value.
+* ``reachable``: as probable, and ``bundle`` is a server-level bundle that reproduces it.
 
 Plain Python (no torch, no SGLang): :func:`parse_server` validates the field, naming the field
 and the allowed values on error; :func:`server_text` is the one line the ledger CLI and
@@ -44,7 +39,7 @@ from swafuzz.harness.ledger_when import LedgerError
 
 STATUSES = ("unreachable", "probable", "reachable")
 _KEYS = ("status", "server_args", "env", "stand_in", "requests", "guard", "test", "bundle",
-         "signatures", "note")
+         "note")
 _TEST = re.compile(r"^tests/[\w./-]+\.py::[A-Za-z_]\w*$")
 _SCALARS = (bool, int, float, str, type(None))
 
@@ -60,7 +55,6 @@ class ServerAnswer:
     guard: str = ""
     bundle: str | None = None
     note: str = ""
-    signatures: tuple[str, ...] = ()
 
 
 def _text(obj: dict, key: str, at: str, required: bool) -> str:
@@ -112,30 +106,11 @@ def parse_server(obj: object, at: str) -> ServerAnswer:
     elif bundle is not None:
         raise LedgerError(f"{at}: field 'bundle' is given only with status 'reachable' (got "
                           f"status {status!r}: a bundle that reproduces it makes it reachable)")
-    sigs = obj.get("signatures", [])
-    if not isinstance(sigs, list) or not all(isinstance(x, str) and x.startswith("server:")
-                                             for x in sigs):
-        raise LedgerError(f"{at}: field 'signatures' must be a list of server-level signatures "
-                          "('server:CHECK')")
-    if sigs and status != "reachable":
-        raise LedgerError(f"{at}: field 'signatures' is given only with status 'reachable'")
     if status != "unreachable" and not args:
         raise LedgerError(f"{at}: status {status!r} needs field 'server_args' (the arguments "
                           "the release accepts)")
     return ServerAnswer(status, test, dict(args), dict(env), dict(stand_in), requests, guard,
-                        bundle, note, tuple(sigs))
-
-
-def classify(entries: list, target: str, release: str | None, config: dict,
-             signature: str | None) -> str | None:
-    """The id of the ledger entry (``Entry`` objects with ``server``) a failing server-level
-    Case is known as, or None (module docstring)."""
-    for e in entries:
-        a = e.server
-        if (a is not None and signature in a.signatures and e.applies(target, release)
-                and all(config.get(k) == v for k, v in a.server_args.items())):
-            return e.id
-    return None
+                        bundle, note)
 
 
 def server_text(answer: ServerAnswer | None) -> str:

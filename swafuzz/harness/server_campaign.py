@@ -24,8 +24,6 @@ from hypothesis.errors import Unsatisfiable
 from swafuzz import features, targets
 from swafuzz.harness.cli_common import EXIT_CLEAN, EXIT_FINDINGS, UsageError
 from swafuzz.harness.executors import get_executor
-from swafuzz.harness.ledger import DEFAULT_LEDGER, load_ledger
-from swafuzz.harness.ledger_server import classify
 from swafuzz.harness.run import resolve_executors, resolve_impl
 from swafuzz.reports.bundle import atomic_write_text
 from swafuzz.reports.server_summary import write_server_reports
@@ -137,29 +135,13 @@ def run_all(case: ServerCase, pipeline: Pipeline, executors: list[str],
     return v
 
 
-def known_as(target: str):
-    """``(verdict) -> ledger entry id or None``: a failing Case the repository ledger knows at
-    server level (:func:`swafuzz.harness.ledger_server.classify`: a reachable entry's
-    signatures and server arguments, on the installed release); never for a server mutant's
-    run (a mutant must be found as new)."""
-    entries = load_ledger(DEFAULT_LEDGER)
-    release = targets.version(target)
-
-    def known(v: ServerVerdict) -> str | None:
-        return classify(entries, target, release, v.case.config.server_args(), v.signature)
-    return known
-
-
 def _campaign(kind: str, pipeline: Pipeline, examples: int, seed_: int, found: list,
               executors: list[str], mutant: str | None = None,
-              impl: str = "torch", refused: list | None = None,
-              known=None) -> tuple[int, int]:
+              impl: str = "torch", refused: list | None = None) -> tuple[int, int]:
     """``(cases run, cases stopped out of scope)`` of one kind; the shrunk failure in
     ``found``. A Case the installed release refuses (its argument check, e.g. a hop it does
     not have) is not run and not counted: its reason lands in ``refused`` (a kind whose every
-    Case is refused runs none). ``known`` (:func:`known_as`; a dict ``counts`` filled per
-    entry, the first such verdict under ``first``): a failure the ledger knows is counted and
-    the search goes on (hypothesis sees it pass)."""
+    Case is refused runs none)."""
     count = [0, 0]
     refused = [] if refused is None else refused
 
@@ -178,11 +160,6 @@ def _campaign(kind: str, pipeline: Pipeline, examples: int, seed_: int, found: l
             raise
         count[0] += 1
         count[1] += v.obs.out_of_scope is not None
-        eid = known["of"](v) if known is not None and v.failed and mutant is None else None
-        if eid is not None:
-            known["counts"][eid] = known["counts"].get(eid, 0) + 1
-            known["first"].setdefault(eid, v)
-            return
         if v.failed:
             found[:] = [v]
             raise AssertionError(v.signature)
@@ -207,9 +184,8 @@ def cmd_server_run(args) -> int:
         raise UsageError(f"--out {out}: exists and is not empty (a server-level run writes a "
                          "new directory)")
     pipeline = _available(target)
-    of_known = known_as(target)
     os.makedirs(os.path.join(out, "findings"), exist_ok=True)
-    t0, total, findings, known_files = time.monotonic(), 0, [], []
+    t0, total, findings = time.monotonic(), 0, []
     per_kind = {}
     for i, kind in enumerate(kinds):
         examples = wanted // len(kinds) + (i < wanted % len(kinds))
@@ -218,22 +194,12 @@ def cmd_server_run(args) -> int:
         found: list[ServerVerdict] = []
         refused: list[str] = []
         k0 = time.monotonic()
-        kn = {"of": of_known, "counts": {}, "first": {}}
         n, stopped = _campaign(kind, pipeline, examples, args.seed, found, executors,
-                               args.server_mutant, impl, refused, kn)
+                               args.server_mutant, impl, refused)
         total += n
         per_kind[kind] = {"cases": n, "seconds": round(time.monotonic() - k0, 2),
                           "stopped_out_of_scope": stopped,
                           "finding": found[0].signature if found else None}
-        if kn["counts"]:
-            per_kind[kind]["known"] = kn["counts"]
-            for eid, v in kn["first"].items():  # the first Case of each entry, not shrunk
-                rel = os.path.join("findings", f"known-{eid}.{kind}.json")
-                write_json_atomic(os.path.join(out, rel),
-                                  dict(bundle_of(v, target), ledger_entry=eid))
-                known_files.append(rel)
-                print(f"KNOWN {v.signature} ({kind}): ledger entry {eid}, "
-                      f"{kn['counts'][eid]} cases; first in {rel}", file=sys.stderr)
         if refused:
             per_kind[kind]["refused"] = refused[0]
             print(f"{kind}: {n} cases run; the release refused the others: {refused[0]}",
@@ -249,14 +215,12 @@ def cmd_server_run(args) -> int:
     write_json_atomic(os.path.join(out, "run.json"), {
         "level": "server", "target": target, "kinds": per_kind, "cases": total,
         "seconds": round(secs, 2), "cases_per_second": round(total / secs, 3) if secs else None,
-        "findings": findings, "known": known_files, "seed": args.seed,
-        "executors": executors,
+        "findings": findings, "seed": args.seed, "executors": executors,
         "server_mutant": args.server_mutant,
         "versions": targets.versions(target)})
     write_server_reports(out, atomic_write_text)
     print(f"server-level run: {total} cases in {secs:.1f} s ({total / secs:.2f} cases/s), "
-          f"{len(findings)} findings{f', {len(known_files)} known' if known_files else ''} "
-          f"-> {out}")
+          f"{len(findings)} findings -> {out}")
     return EXIT_FINDINGS if findings else EXIT_CLEAN
 
 
@@ -297,9 +261,7 @@ def cmd_server_repro(args) -> int:
     except ServerRefused as e:
         raise UsageError(f"{args.file}: {e}") from None
     if v.failed:
-        eid = None if bundle.get("server_mutant") else known_as(target)(v)
-        print(f"FAIL {v.signature} ({len(v.failures)} failures"
-              f"{f'; known: ledger entry {eid}' if eid else ''})")
+        print(f"FAIL {v.signature} ({len(v.failures)} failures)")
         for fl in v.failures:
             print(f"  {fl.check}: {fl.message}")
         return EXIT_FINDINGS

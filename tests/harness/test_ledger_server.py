@@ -55,8 +55,6 @@ def test_valid_answers_parse(status):
     ({**_ok("probable"), "bundle": "b.json"}, "field 'bundle' is given only with status"),
     ({**_ok("reachable"), "bundle": None}, "status 'reachable' needs field 'bundle'"),
     ({**_ok("unreachable"), "guard": ""}, "field 'guard' must be a non-empty"),
-    ({**_ok("reachable"), "signatures": ["window_ring"]}, "field 'signatures' must be a list"),
-    ({**_ok("probable"), "signatures": ["server:x"]}, "field 'signatures' is given only with"),
     ({**_ok("unreachable"), "note": 3}, "field 'note' must be a non-empty string when given"),
 ])
 def test_malformed_answer_names_the_field(obj, needle):
@@ -114,23 +112,3 @@ def test_summary_status_shows_the_server_answer():
          "status": "known"}
     assert status_text(f) == "known (ledger: e1; server: unreachable (guard g))"
     assert status_text({"ledger": [{"id": "e1", "cite": "https://x"}]}) == "known (ledger: e1)"
-
-
-def test_server_findings_are_classified_by_signature_arguments_and_release():
-    from swafuzz.harness.ledger_server import classify
-
-    class E:
-        def __init__(self, server):
-            self.id, self.server = "e1", server
-
-        def applies(self, target, release):
-            return target == "sglang" and release == "0.5.23"
-    a = parse_server({**_ok("reachable"), "signatures": ["server:window_ring"]}, "S")
-    cfg = {"tp_size": 2, "cuda_graph_bs": [1, 2], "page_size": 1}
-    assert classify([E(a)], "sglang", "0.5.23", cfg, "server:window_ring") == "e1"
-    assert classify([E(a)], "sglang", "0.5.22", cfg, "server:window_ring") is None
-    assert classify([E(a)], "sglang", "0.5.23", cfg, "server:window_history") is None
-    assert classify([E(a)], "sglang", "0.5.23", {**cfg, "tp_size": 1},
-                    "server:window_ring") is None
-    plain = parse_server(_ok("reachable"), "S")  # no signatures: nothing is classified
-    assert classify([E(plain)], "sglang", "0.5.23", cfg, "server:window_ring") is None

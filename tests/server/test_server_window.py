@@ -152,25 +152,3 @@ def test_attention_tp_with_the_window_needs_the_padded_extend_layout():
         assert why is None, why
     else:
         assert why is not None and why.startswith("config.tp_size"), why
-
-
-def test_a_window_campaign_classifies_the_known_tail_floor(tmp_path):
-    """A server-level campaign of the tail kind: on a release whose tail floor is short the
-    failures are the ledger's ``short-tail-floor`` (known, exit 0, the first Case written as a
-    known bundle); elsewhere clean. A server mutant's run never classifies (it must be new)."""
-    from swafuzz.harness.cli import main
-
-    _pipeline()
-    out = tmp_path / "run"
-    args = ["run", "--target", "sglang", "--level", "server", "--impl", "torch", "--scenario",
-            "server_window_tail", "--examples", "12", "--seed", "0", "--quiet"]
-    assert main([*args, "--out", str(out)]) == 0
-    run = json.loads((out / "run.json").read_text())
-    kind = run["kinds"]["server_window_tail"]
-    assert kind["finding"] is None
-    if _tail_floor_is_short():
-        assert kind["known"]["short-tail-floor"] >= 1 and run["known"]
-    else:
-        assert "known" not in kind and run["known"] == []
-    mut = tmp_path / "mutant"
-    assert main([*args, "--server-mutant", "server_tail_floor_short", "--out", str(mut)]) == 1

@@ -5,6 +5,7 @@
     python3 bootstrap.py test [pytest options]       # the test suite (the CI gate)
     python3 bootstrap.py install-tier [pytest opts]  # the install tier (.ci/run runs it too)
     python3 bootstrap.py fleet-tier [pytest opts]    # the fleet tier: Ray + Redis (.ci/run too)
+    python3 bootstrap.py fleet-env                   # only build/refresh .venv-fleet
     python3 bootstrap.py swafuzz <args>              # any swafuzz command
     python3 bootstrap.py fast-tier NAME [pytest opts] # fast tier in .venv-NAME (constraints/NAME.txt)
     python3 bootstrap.py env                         # only build/refresh .venv; print its python
@@ -91,8 +92,8 @@ def fast_tier(name: str, rest: list[str]) -> int:
                            cwd=ROOT, env=env)
 
 
-def fleet_tier(rest: list[str]) -> int:
-    """``tests/fleet`` in ``.venv-fleet``: the base venv plus ray (reused while both hold)."""
+def fleet_env() -> str:
+    """Build (or reuse) ``.venv-fleet``: the base venv plus ray; return its python."""
     base = os.environ.get("SWAFUZZ_BASE_VENV")
     if not base:
         ensure_env()
@@ -114,6 +115,12 @@ def fleet_tier(rest: list[str]) -> int:
                                "--disable-pip-version-check", FLEET_RAY])
         with open(stamp, "w") as f:
             f.write(key)
+    return py
+
+
+def fleet_tier(rest: list[str]) -> int:
+    """``tests/fleet`` in ``.venv-fleet`` (:func:`fleet_env`)."""
+    py = fleet_env()
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env.setdefault("CI", "1")
     return subprocess.call([py, "-m", "pytest", "-q", "tests/fleet", *rest], cwd=ROOT, env=env)
@@ -124,6 +131,9 @@ def main(argv: list[str]) -> int:
         return fast_tier(argv[1], argv[2:])
     if argv[:1] == ["fleet-tier"]:
         return fleet_tier(argv[1:])
+    if argv == ["fleet-env"]:
+        print(fleet_env())
+        return 0
     if not argv or argv[0] not in ("run", "test", "install-tier", "swafuzz", "env"):
         print(__doc__.strip(), file=sys.stderr)
         return 2

@@ -42,7 +42,7 @@ from sortedcontainers import SortedSet
 import swafuzz
 from swafuzz import features
 from swafuzz.harness.known import KNOWN_SHRINK_BUDGET, ROUND_SEED_STRIDE
-from swafuzz.harness.run import Verdict
+from swafuzz.harness.run import CaseRefused, Verdict
 from swafuzz.scenarios.case import Case
 
 
@@ -115,6 +115,10 @@ class Campaign:
     #: cases spent shrinking a known entry's first Case (and never more than shrink_budget)
     known_shrink_budget: int = KNOWN_SHRINK_BUDGET
     on_known: Callable[[Verdict, str], None] | None = None  # an entry's shrunk first Case
+    #: the Cases of a kind (default: the feature registry's strategy of the kind) and a Case's
+    #: size while shrinking (smaller wins); a server-level campaign gives its own
+    strategy: Callable[[str], object] | None = None
+    size: Callable[[object], tuple] | None = None
 
     def run_kind(self, kind: str, examples: int) -> KindResult:
         res = KindResult(kind)
@@ -139,7 +143,8 @@ class Campaign:
             res.known_findings[target] = best[0]  # a known entry's first Case, shrunk
             if self.on_known:
                 self.on_known(best[0], target)
-            if new is not None and (pending is None or _size(new.case) < _size(pending.case)):
+            size = self.size or _size
+            if new is not None and (pending is None or size(new.case) < size(pending.case)):
                 pending = new
             if res.stopped or res.out_of_time or res.generated >= examples:
                 break
@@ -160,6 +165,7 @@ class Campaign:
         state: dict = {"generated": 0, "after_fail": 0, "target": None, "capped": None,
                        "new_seen": None, "identity": None}
         known = self.known
+        size_of = self.size or _size
 
         def classify(key: str, case: Case, v: Verdict) -> str | None:
             if known is None or not v.failed:
@@ -186,6 +192,14 @@ class Campaign:
                     raise _OutOfTime
                 if not best and rnd and res.generated >= examples:
                     raise _Spent
+                replayed = self.replay is not None and key in self.replay
+                if replayed:
+                    v = self.replay[key]
+                else:
+                    try:
+                        v = self.run_case(case)
+                    except CaseRefused:
+                        reject()  # not run: neither generated nor shrinking, hypothesis goes on
                 if not best:
                     state["generated"] += 1
                     res.generated += 1
@@ -195,11 +209,9 @@ class Campaign:
                     if state["target"] is not None:
                         t = state["target"]
                         res.shrunk_known[t] = res.shrunk_known.get(t, 0) + 1
-                if self.replay is not None and key in self.replay:
-                    v = self.replay[key]
+                if replayed:
                     res.replayed += 1
                 else:
-                    v = self.run_case(case)
                     res.cases += 1
                     res.checks += v.checks_run
                     if self.on_case:
@@ -213,7 +225,7 @@ class Campaign:
                     # another class of failure: passing for this shrink (hypothesis keeps one
                     # shrink target); a new one met while shrinking a known one is kept
                     new = state["new_seen"]
-                    if eid is None and (new is None or _size(case) < _size(new.case)):
+                    if eid is None and (new is None or size_of(case) < size_of(new.case)):
                         state["new_seen"] = v
                     return
                 if best and eid is None and v.identity() != state["identity"]:
@@ -238,7 +250,7 @@ class Campaign:
                         res.known[eid] = res.known.get(eid, 0) + 1
                     if self.on_first_failure:
                         self.on_first_failure(v)
-                if not best or _size(case) <= _size(best[0].case):
+                if not best or size_of(case) <= size_of(best[0].case):
                     best[:] = [v]
                 raise _Found(v.signature())
 
@@ -255,7 +267,8 @@ class Campaign:
         # seed before settings: hypothesis's @seed turns the example database off for the
         # settings it finds already applied, so settings (with the database) go on last
         seed = self.seed + ROUND_SEED_STRIDE * rnd
-        prop = sets(hseed(seed)(given(features.strategy(kind)())(test)))
+        strat = self.strategy(kind) if self.strategy else features.strategy(kind)()
+        prop = sets(hseed(seed)(given(strat)(test)))
         if self.database is not None:
             # a stable key (hypothesis would otherwise hash this function's source, which is the
             # same for every kind and changes with every edit of this file)

@@ -62,6 +62,11 @@ def validate_common(args) -> None:
             targets.get_target(t)
     except (targets.UnknownTarget, targets.TargetUnavailable, plugins.PluginError) as e:
         raise UsageError(str(e)) from None
+    check_impl_executor(args)
+
+
+def check_impl_executor(args) -> None:
+    """``--impl`` and ``--executor``: known names, available on this machine."""
     check_choice("--impl", args.impl, ("auto",) + tuple(IMPLS))
     if args.impl not in ("auto",) and args.impl not in available_impls():
         raise UsageError(f"--impl: {args.impl!r} is not available on this machine; available: "
@@ -125,9 +130,12 @@ def check_target_kinds(names, kinds: list[str], explicit: bool) -> list[str]:
         if explicit:
             k, why = next(iter(refused.items()))
             raise UsageError(f"--scenario {k}: target {t} cannot run it: {why}")
-        print(f"note: scenario kinds {', '.join(refused)} left out for target {t}: "
-              f"{'; '.join(refused.values())}", file=sys.stderr)
+        whys = "; ".join(dict.fromkeys(refused.values()))  # one reason once, in order
         kinds = [k for k in kinds if k not in refused]
+        if not kinds:  # nothing left to run is the target's refusal, not an empty campaign
+            raise UsageError(f"target {t} can run none of the scenario kinds: {whys}")
+        print(f"note: scenario kinds {', '.join(refused)} left out for target {t}: {whys}",
+              file=sys.stderr)
     return kinds
 
 

@@ -135,8 +135,9 @@ def check_coverage(args) -> str | None:
 
 # --------------------------------------------------------------------------- run
 def cmd_run(args) -> int:
-    if getattr(args, "level", "component") == "server":
-        return server_campaign.cmd_server_run(args)
+    if getattr(args, "level", "component") == "server" or server_campaign.is_server_run(
+            args.resume):
+        return server_campaign.cmd_server_run(args, COMMAND_START)
     server_kinds = [k for k in args.scenario or () if k in server_campaign.KINDS]
     if server_kinds:
         raise UsageError(f"--scenario {server_kinds[0]}: a server-level kind: add --level server "

@@ -28,6 +28,12 @@ class InvalidCase(ValueError):
     """The oracle says the Case cannot run (a scenario-generator bug or a bad hand-made bundle)."""
 
 
+class CaseRefused(Exception):
+    """Raised by a campaign's runner for a Case its target does not run (a server-level Case
+    the release's argument check refuses): not run, not counted; the campaign draws another
+    (``hypothesis.reject``)."""
+
+
 def resolve_impl(impl: str) -> str:
     """``auto`` -> ``triton`` (compiled on GPU, interpreted on CPU)."""
     if impl == "auto":

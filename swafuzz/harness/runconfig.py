@@ -39,6 +39,10 @@ class RunConfig:
     shard: list[int] | None = None  # [I, N]: this run is shard I of N (harness.shard)
     ray: str | None = None  # a Ray cluster's address: the units run there (harness.fleet)
     coverage: str | None = None  # "on" | "bias": coverage of the target (harness.coverage)
+    #: "component" | "server": server-level Cases through the target's server pipeline
+    #: (harness.server_unit); ``server_mutant``: the server mutant they run under
+    level: str = "component"
+    server_mutant: str | None = None
 
     def __post_init__(self) -> None:
         self.targets = list(self.targets) or [self.target]

@@ -24,6 +24,7 @@ from swafuzz.harness.known import unit_ledger
 from swafuzz.harness.run import Verdict, execute
 from swafuzz.harness.runconfig import RunConfig, Unit
 from swafuzz.harness.runlock import die_with, die_with_parent
+from swafuzz.harness.server_unit import ServerLevel
 from swafuzz.harness.throughput import forward_count
 from swafuzz.harness.worker import CaseWorker
 from swafuzz.reports.bundle import signature_filename, write_bundle
@@ -46,23 +47,22 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
 
     cfg, unit = RunConfig.from_json(cfg_json), Unit(**unit_json)
     load_plugins(cfg.plugins)
+    lv = ServerLevel() if cfg.level == "server" else ComponentLevel()
     out = cfg.out
     log = CaseLog(os.path.join(out, "cases.jsonl"))
-    replay: dict[str, Verdict] = {}
+    replay: dict[str, Any] = {}
     for row in read_log(os.path.join(out, "cases.jsonl")):
         if row.get("unit") == unit.id and "case" in row:
-            c = load_case(row["case"])
-            replay[c.dumps()] = (Verdict.from_json(c, row["verdict"]) if row.get("failed")
-                                 else Verdict(c, [], row.get("checks", 0), row.get("seconds", 0)))
+            c = lv.load(row["case"])
+            replay[c.dumps()] = lv.replayed(c, row)
     if cfg.isolate:
         worker = case_worker(cfg, unit.target)
         worker.inflight_name = f"inflight/{unit.id}.json"
         if budget is not None:  # its start-up (an interpreter, torch) before the slice starts
             worker.start()
-        run_one: Callable = worker.run
+        run_one: Callable = lv.in_worker(worker)
     else:
-        def run_one(case):
-            return execute(case, unit.target, cfg.impl, cfg.executors)
+        run_one = lv.in_process(cfg, unit)
 
     def run_case(case):
         if STOP["flag"]:  # Ctrl-C / SIGTERM: stop at this safe point, before the next case
@@ -84,10 +84,10 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
     sig_prefix = f"{unit.target}:" if len(cfg.targets) > 1 else ""
 
     def on_case(case, v, phase):
-        steps = forward_count(case) * len(cfg.executors)
-        fwd[0] += steps
+        extra = lv.row_extra(cfg, case, v)
+        fwd[0] += extra.get("forward_steps", 0)
         row = {"unit": unit.id, "target": unit.target, "kind": unit.kind, "seed": unit.seed,
-               "phase": phase, "forward_steps": steps,
+               "phase": phase, **extra,
                "failed": v.failed, "signature": sig_prefix + v.signature() if v.failed else "",
                "checks": v.checks_run,
                "seconds": round(v.seconds, 4), "t": round(time.time(), 3),
@@ -100,12 +100,12 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
         log.write(row)
 
     def on_first_failure(v):  # the unshrunk Case reaches disk before any shrinking run
-        first_path.append(write_bundle(out, finding_record(cfg, unit, v), suffix=".unshrunk"))
+        first_path.append(lv.write(out, lv.finding(cfg, unit, v), ".unshrunk", smallest=False))
 
     deadline, spent = 0.0, []  # spent: wall seconds of each Case run (--budget)
     if budget is not None:
         deadline = time.monotonic() + unit_slice(budget)
-    known = unit_ledger(cfg.ledger, unit.target, cfg.executors)
+    known = unit_ledger(cfg.ledger, unit.target, cfg.executors) if lv.ledger else None
     known_paths: dict[str, str] = {}
 
     def on_known(v, eid):  # an entry's first Case, shrunk: its bundle, the unshrunk one gone
@@ -122,14 +122,16 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
                     on_first_failure=on_first_failure, deadline=None, replay=replay,
                     on_case=on_case, db_key=unit.target,
                     database=database if database is not None else open_database(cfg.db, out),
-                    known=known, known_cap=cfg.known_cap, on_known=on_known)
+                    known=known, known_cap=cfg.known_cap, on_known=on_known,
+                    strategy=lv.strategy, size=lv.size)
     t0 = time.perf_counter()
     res = camp.run_kind(unit.kind, unit.examples)  # (campaign pins Hypothesis's literals pool)
     finding = None
+    path = None
     if res.finding is not None:
-        rec = finding_record(cfg, unit, res.finding)
+        rec = lv.finding(cfg, unit, res.finding)
         finding = rec["signature"]
-        path = write_smallest(out, rec)
+        path = lv.write(out, rec, "", smallest=True)
         for p in first_path:
             if p != path and os.path.exists(p):
                 os.unlink(p)  # superseded by the shrunk Case
@@ -139,7 +141,7 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
            "replayed": res.replayed, "checks": res.checks, "forward_steps": fwd[0],
            "seconds": round(time.perf_counter() - t0, 3), "finding": finding,
            "message": res.finding.failures[0].message if res.finding else None,
-           "out_of_time": res.out_of_time}
+           "out_of_time": res.out_of_time, **lv.unit_extra(out, unit, path, res)}
     if known is not None:  # harness.known: Cases per entry, the entries' bundles, the rest
         row.update({"known": dict(res.known),
                     "known_findings": {e: {"signature": sig_prefix + v.signature(),
@@ -150,6 +152,49 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
     log.write(row)
     log.close()
     return row
+
+
+class ComponentLevel:
+    """What :func:`run_unit` does with component-level Cases (:class:`~swafuzz.scenarios.case.
+    Case`, :class:`~swafuzz.harness.run.Verdict`); :class:`swafuzz.harness.server_unit.ServerLevel`
+    is the server level's (one instance per unit)."""
+
+    ledger = True
+    strategy = None  # the feature registry's strategy of the kind
+    size = None  # campaign._size
+
+    @staticmethod
+    def load(case_json):
+        return load_case(case_json)
+
+    @staticmethod
+    def replayed(c, row) -> Verdict:
+        return (Verdict.from_json(c, row["verdict"]) if row.get("failed")
+                else Verdict(c, [], row.get("checks", 0), row.get("seconds", 0)))
+
+    @staticmethod
+    def in_worker(worker) -> Callable:
+        return worker.run
+
+    @staticmethod
+    def in_process(cfg: RunConfig, unit: Unit) -> Callable:
+        return lambda case: execute(case, unit.target, cfg.impl, cfg.executors)
+
+    @staticmethod
+    def row_extra(cfg: RunConfig, case, v) -> dict[str, Any]:
+        return {"forward_steps": forward_count(case) * len(cfg.executors)}
+
+    @staticmethod
+    def finding(cfg: RunConfig, unit: Unit, v) -> dict[str, Any]:
+        return finding_record(cfg, unit, v)
+
+    @staticmethod
+    def write(out: str, rec: dict[str, Any], suffix: str, smallest: bool) -> str:
+        return write_smallest(out, rec, suffix) if smallest else write_bundle(out, rec, suffix)
+
+    @staticmethod
+    def unit_extra(out: str, unit: Unit, path: str | None, res) -> dict[str, Any]:
+        return {}
 
 
 def unit_slice(budget: tuple) -> float:
@@ -170,11 +215,13 @@ _WORKERS: dict[str, Any] = {}
 def case_worker(cfg: RunConfig, target: str):
     """This process's crash-isolating case worker for ``target`` (one child interpreter reused
     by every unit of that target this process runs; replaced after a crash by the worker)."""
-    key = json.dumps([target, cfg.impl, cfg.executors, cfg.out])
+    key = json.dumps([target, cfg.impl, cfg.executors, cfg.out, cfg.level, cfg.server_mutant])
     if key not in _WORKERS:
         cov = ({"data_dir": os.path.join(cfg.out, COVERAGE_DIR), "sources": sources_for(target)}
                if cfg.coverage else None)
-        _WORKERS[key] = CaseWorker(target, cfg.impl, cfg.executors, cfg.out, coverage=cov)
+        _WORKERS[key] = CaseWorker(target, cfg.impl, cfg.executors, cfg.out, coverage=cov,
+                                   server=cfg.level == "server",
+                                   server_mutant=cfg.server_mutant)
         atexit.register(_WORKERS[key].close)
     return _WORKERS[key]
 

@@ -36,10 +36,12 @@ from swafuzz import targets
 from swafuzz.features.validation import loads_case
 from swafuzz.harness.check_base import Failure
 from swafuzz.harness.coverage import ChildCoverage
-from swafuzz.harness.run import InvalidCase, Verdict, execute
+from swafuzz.harness.run import CaseRefused, InvalidCase, Verdict, execute
 from swafuzz.harness.runlock import die_with_parent
+from swafuzz.harness.server_exec import ServerResult, child_reply, crash_result, prepare
 from swafuzz.reports.bundle import atomic_write_text
 from swafuzz.scenarios.case import Case
+from swafuzz.server.case import ServerCase
 from swafuzz.targets import plugins
 from swafuzz.targets.selftest import simulated_context_error
 
@@ -92,19 +94,16 @@ def _child_main(reply_fd: int, parent_pid: int | None = None) -> int:  # pragma:
                 targets.restore(msg["setup"]["recipe"])
                 if msg["setup"].get("coverage") and cov is None:  # what Cases run, not imports
                     cov = ChildCoverage(**msg["setup"]["coverage"])
+                if msg["setup"].get("server"):  # server level: the target's pipeline, here
+                    prepare(msg["setup"]["recipe"]["name"])
                 send({"ready": True})
             except Exception as e:  # noqa: BLE001 - reported to the parent as a setup error
                 send({"setup_error": f"{type(e).__name__}: {e}"})
             continue
-        case = loads_case(msg["case"])
-        try:
-            only = set(msg["only"]) if msg.get("only") else None
-            v = execute(case, msg["target"], msg["impl"], msg["executors"], only)
-            reply = {"ok": v.to_json()}
-        except InvalidCase as e:
-            reply = {"invalid": str(e)}
-        except Exception as e:  # noqa: BLE001 - any harness exception is reported, not fatal
-            reply = {"harness_error": f"{type(e).__name__}: {e}\n{traceback.format_exc()}"}
+        if "server_case" in msg:  # a server-level Case (harness.server_exec)
+            reply = child_reply(msg)
+        else:
+            reply = _component_reply(msg)
         broken = device_context_error()
         if broken is not None:  # this case broke the context: a crash; this child is done
             send({"context_broken": broken})
@@ -117,19 +116,36 @@ def _child_main(reply_fd: int, parent_pid: int | None = None) -> int:  # pragma:
     return 0
 
 
+def _component_reply(msg: dict[str, Any]) -> dict[str, Any]:  # pragma: no cover - in the child
+    case = loads_case(msg["case"])
+    try:
+        only = set(msg["only"]) if msg.get("only") else None
+        v = execute(case, msg["target"], msg["impl"], msg["executors"], only)
+        return {"ok": v.to_json()}
+    except InvalidCase as e:
+        return {"invalid": str(e)}
+    except Exception as e:  # noqa: BLE001 - any harness exception is reported, not fatal
+        return {"harness_error": f"{type(e).__name__}: {e}\n{traceback.format_exc()}"}
+
+
 class CaseWorker:
     """A child process that executes Cases; restarted after a crash."""
 
     def __init__(self, target: str, impl: str, executors: list[str], out_dir: str | None = None,
                  timeout_s: float = 600.0, inflight_name: str = "inflight.json",
-                 coverage: dict[str, Any] | None = None):
+                 coverage: dict[str, Any] | None = None, server: bool = False,
+                 server_mutant: str | None = None):
         self.target, self.impl, self.executors = target, impl, executors
+        #: server level: Cases are server-level Cases (:meth:`run_server`), run by the target's
+        #: server pipeline resolved in the child at start (a missing hop: WorkerSetupError)
+        self.server, self.server_mutant = server, server_mutant
         self.out_dir = out_dir
         self.inflight_name = inflight_name
         self.timeout_s = timeout_s
         # Fails here, in the parent, with a clear message when the child could not re-import it.
         self._setup = {"plugins": plugins.loaded_modules(), "recipe": targets.recipe(target),
-                       "coverage": coverage}  # {data_dir, sources}: harness.coverage
+                       "coverage": coverage,  # {data_dir, sources}: harness.coverage
+                       "server": server}
         self.new_arcs = 0  # with coverage: arcs the last Case reached first (in this child)
         self._proc: subprocess.Popen | None = None
         self._reply = None
@@ -173,18 +189,18 @@ class CaseWorker:
     def _inflight_path(self) -> str | None:
         return os.path.join(self.out_dir, self.inflight_name) if self.out_dir else None
 
-    def run(self, case: Case, only: set[str] | None = None) -> Verdict:
+    def _exchange(self, msg: dict[str, Any], inflight: dict[str, Any]) -> dict[str, Any] | str:
+        """Send one Case, the in-flight record on disk first; the child's reply, or why the
+        child is gone: ``"crash: ..."`` / ``"timeout: ..."`` (a fresh child comes next)."""
         if self._proc is None or self._proc.poll() is not None:
             self._start()
         path = self._inflight_path()
         if path:
-            atomic_write_text(path, json.dumps({"case": case.to_json(), "target": self.target,
-                                                "impl": self.impl}) + "\n")
+            atomic_write_text(path, json.dumps(inflight) + "\n")
         reply: dict[str, Any] | None = None
         died = None
         try:
-            self._send({"case": case.dumps(), "target": self.target, "impl": self.impl,
-                        "executors": self.executors, "only": sorted(only) if only else None})
+            self._send(msg)
             reply = self._recv(self.timeout_s)
         except TimeoutError:
             died = f"timeout: the case ran past {self.timeout_s:.0f} s"
@@ -202,22 +218,49 @@ class CaseWorker:
                         name = f" ({signal.Signals(-code).name})"
                     except ValueError:
                         pass
-                died = f"the worker process died with exit code {code}{name} inside the case"
+                died = f"crash: the worker process died with exit code {code}{name} inside " \
+                       "the case"
             self.close(kill=True)
-            check = "timeout" if died.startswith("timeout") else "crash"
-            return Verdict(case, [Failure(check, died, "crash")], 0, 0.0)
+            return died
         if "context_broken" in reply:  # sticky device error: crash finding, fresh worker
             self.close(kill=True)
-            return Verdict(case, [Failure("crash", "the device context is broken after the "
-                                          f"case (sticky error): {reply['context_broken']}",
-                                          "crash")], 0, 0.0)
+            return ("crash: the device context is broken after the case (sticky error): "
+                    f"{reply['context_broken']}")
         if path and os.path.exists(path):
             os.unlink(path)
         self.new_arcs = reply.get("new_arcs", 0)
+        return reply
+
+    def run(self, case: Case, only: set[str] | None = None) -> Verdict:
+        reply = self._exchange(
+            {"case": case.dumps(), "target": self.target, "impl": self.impl,
+             "executors": self.executors, "only": sorted(only) if only else None},
+            {"case": case.to_json(), "target": self.target, "impl": self.impl})
+        if isinstance(reply, str):
+            check, died = reply.split(": ", 1)
+            return Verdict(case, [Failure(check, died if check == "crash" else reply, "crash")],
+                           0, 0.0)
         if "ok" in reply:
             return Verdict.from_json(case, reply["ok"])
         if "invalid" in reply:
             raise InvalidCase(reply["invalid"])
+        raise RuntimeError(f"harness error in the worker: {reply['harness_error']}")
+
+    def run_server(self, case: ServerCase) -> ServerResult:
+        """Run a server-level Case in the child (a worker started with ``server=True``);
+        :class:`~swafuzz.harness.run.CaseRefused` when the target does not run it."""
+        reply = self._exchange(
+            {"server_case": case.to_json(), "target": self.target, "impl": self.impl,
+             "executors": self.executors, "server_mutant": self.server_mutant},
+            {"level": "server", "case": case.to_json(), "target": self.target,
+             "impl": self.impl, "server_mutant": self.server_mutant})
+        if isinstance(reply, str):
+            check, died = reply.split(": ", 1)
+            return crash_result(case, check, died if check == "crash" else reply)
+        if "ok" in reply:
+            return ServerResult.from_json(case, reply["ok"])
+        if "refused" in reply:
+            raise CaseRefused(reply["refused"])
         raise RuntimeError(f"harness error in the worker: {reply['harness_error']}")
 
     def close(self, kill: bool = False) -> None:

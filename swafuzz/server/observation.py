@@ -28,6 +28,11 @@ class ForwardRec:
     #: per request of the batch (batch order), the full slots its req_to_token row holds for
     #: its last ``sliding_window`` positions (what its attention gathers)
     window_rows: list[list[int]] = field(default_factory=list)
+    #: a graph replay's buffers as the release's replay preparation filled them: ``bucket``,
+    #: ``raw_bs``, the bucket's rows of ``out_cache_loc`` / ``seq_lens`` / ``positions`` /
+    #: ``req_pool_indices``, the batch's ``live_req_pool_indices``, and the Raw decode
+    #: ``metadata`` its attention backend's prep left; empty for an eager forward
+    graph: dict = field(default_factory=dict)
     #: with encoder replay, the request window's record of the forward: the release's request
     #: ``slots`` (batch order), ``groups``, per layer the ``history_tags`` its history copy
     #: read, the ring's ``ring_tags`` / ``bytes_after`` (bytes) after the commits, ``zero_row``,
@@ -58,6 +63,7 @@ class ServerObs:
                 "forwards": [{"index": f.index, "mode": f.mode, "alloc": f.alloc,
                               "stores": f.stores, "exec": f.exec, "positions": f.positions,
                               "seq_lens": f.seq_lens, "window_rows": f.window_rows,
+                              **({"graph": f.graph} if f.graph else {}),
                               **({} if f.window is None else {"window": {
                                   k: v for k, v in f.window.items() if k != "bytes_after"}})}
                              for f in self.forwards]}

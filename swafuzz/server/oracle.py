@@ -16,6 +16,15 @@ mode does for component Cases), each validated before it is followed:
   request's length after the forward; with attention TP T > 1 (:func:`attn_tp_rows`) the
   eager rows padded to a multiple of T at position 0 (a DECODE's added requests at length
   ``SEQ_LEN_FILL``), and ``write_targets`` expects the padded rows at the dummy slot 0;
+* ``graph_fill``: a graph replay's buffers as the release's replay preparation filled them
+  (spec §5.1): the bucket is the smallest captured batch size holding the batch; the rows of
+  ``out_cache_loc`` are the forward's allocated full slots, its padded rows 0 (the dummy slot,
+  §9.5); ``seq_lens`` the requests' lengths, padded rows ``SEQ_LEN_FILL``; ``positions`` and
+  ``req_pool_indices`` the batch's in its real rows (their padded rows are not fixed by the
+  spec); the Raw decode metadata the backend's prep built holds the same locations, lengths
+  and request rows (§4.4: the live locations padded with 0 to the bucket); where the target
+  reports the backend's in-graph metadata: its SWA write locations are the allocated SWA
+  slots, padded rows 0, and each request's read indices start with its window's SWA slots;
 * ``window_reads``: at every forward, each token its requests' attention reads (the last
   ``sliding_window`` positions of each request in the batch) is the full slot allocated for
   it in the request's ``req_to_token`` row and still mapped to the SWA slot it was stored at
@@ -138,6 +147,54 @@ def _batch_shape(case: ServerCase, st: _State, fwd: Forward, rec) -> str | None:
     return None
 
 
+def _graph_fill(case: ServerCase, st: _State, fwd: Forward, rec, bucket: int | None
+                ) -> str | None:
+    g = rec.graph
+    if not g or bucket is None:
+        return None
+    n = len(fwd.rids)
+    pad = bucket - n
+    want = {"out_cache_loc": [f for f, _ in rec.alloc] + [0] * pad,
+            "seq_lens": [len(st.tokens[rid]) for rid in fwd.rids] + [SEQ_LEN_FILL] * pad}
+    real = {"positions": [start for start, _ in fwd.spans],
+            "req_pool_indices": g.get("live_req_pool_indices", [])}
+    if (g["bucket"], g["raw_bs"]) != (bucket, n):
+        return f"bucket {g['bucket']} for {g['raw_bs']} rows, expected {bucket} for {n}"
+    for name, exp in want.items():
+        if g[name] != exp:
+            return f"{name} buffer {g[name]}, expected {exp}"
+    for name, exp in real.items():
+        if g[name][:n] != exp:
+            return f"{name} buffer's real rows {g[name][:n]}, the batch's {exp}"
+    md = g.get("metadata", {})
+    exp_md = dict(want, req_pool_indices=g["req_pool_indices"])
+    for name, exp in exp_md.items():
+        if name in md and md[name] != exp:
+            return f"the backend's replay metadata {name} {md[name]}, expected {exp}"
+    return _in_graph(st, fwd, rec, g.get("in_graph"), pad)
+
+
+def _in_graph(st: _State, fwd: Forward, rec, ig: dict | None, pad: int) -> str | None:
+    """The backend's in-graph metadata built from the filled buffers: the SWA write locations
+    the forward's allocated SWA slots, padded rows 0; per request its read indices begin with
+    the SWA slots of its last ``sliding_window`` tokens, newest first (older entries, up to
+    the release's own window constant, are not the Case's)."""
+    if not ig:
+        return None
+    exp = [s for _, s in rec.alloc] + [0] * pad
+    if ig["swa_out_cache_loc"] != exp:
+        return f"the backend's in-graph SWA write locations {ig['swa_out_cache_loc']}, expected {exp}"
+    for b, rid in enumerate(fwd.rids):
+        toks = st.tokens[rid]
+        k = min(len(toks), st.W)
+        want = [s for _, s in reversed(toks[len(toks) - k:])]
+        got = ig["swa_page_indices"][b][:k]
+        if got != want or ig["swa_topk_lengths"][b] < k:
+            return (f"request {rid}'s in-graph SWA read indices {got} (read length "
+                    f"{ig['swa_topk_lengths'][b]}), its window's SWA slots {want}")
+    return None
+
+
 def _window_reads(st: _State, fwd: Forward, rec) -> str | None:
     mapping = rec.mapping
     for b, rid in enumerate(fwd.rids):
@@ -220,6 +277,9 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False) -> list[Server
             out.append(ServerFailure("exec_path", ev.index, f"forward {ev.index} ({ev.mode}, "
                                      f"batch {len(ev.rids)}) ran {rec.exec}, expected "
                                      f"{'eager' if bucket is None else f'graph bucket {bucket}'}"))
+        bad = _graph_fill(case, st, ev, rec, bucket)
+        if bad:
+            out.append(ServerFailure("graph_fill", ev.index, f"forward {ev.index}: {bad}"))
         padded = want + [0] * ((bucket or 0) - len(want))  # padded rows: the dummy slot 0
         tp_pad = attn_tp_rows(case, ev.mode, len(want), len(ev.rids), rec.exec)
         if tp_pad is not None:  # the MLP sync's padding: its rows write the dummy slot 0

@@ -172,8 +172,10 @@ def origin(name: str) -> dict[str, Any] | None:
 def recipe(name: str) -> dict[str, Any]:
     """How another process gets target ``name`` back: its plugin record and the importable
     ``module``/``qualname`` of its factory. Raises ValueError when the factory cannot be
-    re-imported (defined in ``__main__`` or inside a function)."""
-    f = get_target(name)
+    re-imported (defined in ``__main__`` or inside a function). Whether the target can run
+    here is the other process's question (its :func:`restore`): asking it here would import
+    what the target drives (SGLang) into a process that never runs it."""
+    f = find_target(name)
     mod = getattr(f, "__module__", None)
     qual = getattr(f, "__qualname__", None)
     rec = {"name": name, "module": mod, "qualname": qual, "plugin": origin(name)}

@@ -117,3 +117,21 @@ def test_an_unknown_release_mutant_is_refused():
     d = _bare([], [])
     with pytest.raises(DPSyncInputError, match="mutant 'x' not one of no_attn_tp_align"):
         d.step([RankInput("idle"), RankInput("idle")], mutant="x")
+
+
+@pytest.mark.parametrize("ranks, mutant, field", [
+    ([RankInput("decode", (3,), (), (5, 6, 7)), RankInput("idle")], None, "rank 0"),
+    ([RankInput("idle"), RankInput("extend", (3,), (2,), (5,))], None, "rank 1"),
+    ([RankInput("idle")], None, "ranks"),
+    ([RankInput("idle"), RankInput("idle")], "pad_late", "mutant"),
+])
+def test_bad_draft_block_names_the_field(ranks, mutant, field):
+    """``DPSync.draft_block`` refuses before any worker is asked: a decode rank needs ``qtn``
+    (here 2) locations per request, another rank a valid RankInput, one input per rank, a
+    known mutant."""
+    d = _bare([], [])
+    try:
+        with pytest.raises(DPSyncInputError, match=field):
+            d.draft_block(ranks, 2, mutant=mutant)
+    finally:
+        d.close()

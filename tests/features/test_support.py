@@ -329,3 +329,16 @@ def test_sglang_case_answer_adds_what_the_release_lacks(installed, monkeypatch):
     plain = Case(pool=PoolConfig(page_size=1, full_pages=8, swa_pages=8),
                  steps=(Step("admit", rid=0, length=3),))
     assert targets.supports("sglang", plain) is None
+
+
+def test_cli_target_refusing_every_kind_is_a_usage_error(monkeypatch):
+    """All kinds left out (seen with an out-of-range release whose engine import had been
+    cached by an earlier test: the run divided by zero kinds) is exit 2 naming the reason once."""
+    from swafuzz import targets
+    from swafuzz.harness.cli_common import UsageError, check_target_kinds
+
+    monkeypatch.setattr(targets, "supports", lambda t, k: "release 0.5.99 is outside the range")
+    with pytest.raises(UsageError) as e:
+        check_target_kinds(["sglang"], ["decode", "idle"], False)
+    assert str(e.value) == ("target sglang can run none of the scenario kinds: release 0.5.99 "
+                            "is outside the range")

@@ -28,3 +28,16 @@ def test_bundle_replays(path):
     assert bad.failed, f"{b['target']} no longer fails on its own bundle"
     good = execute(case, "unified", impl, resolve_executors("auto"))
     assert not good.failed, [f.message for f in good.failures]
+
+
+STORED = sorted(glob.glob(os.path.join(HERE, "..", "data", "bundles", "**", "*.json"),
+                          recursive=True))
+
+
+@pytest.mark.parametrize("path", STORED, ids=[os.path.relpath(p, HERE) for p in STORED])
+def test_stored_bundle_names_its_own_repro_line(path):
+    """A stored bundle's ``command`` is the repro line from the checkout's root (it was a
+    /tmp path of the campaign that wrote it in 8 of them)."""
+    want = "swafuzz repro " + os.path.relpath(path, os.path.join(HERE, "..", "..")).replace(
+        os.sep, "/")
+    assert read_bundle(path).get("command") == want

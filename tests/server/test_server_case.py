@@ -186,12 +186,20 @@ def test_plan_chunks_a_long_prompt():
     assert all(m == "DECODE" for m, _, _ in fw[3:])
 
 
-@pytest.mark.parametrize("flag", [["--budget", "10s"], ["--workers", "2"], ["--resume", "x"],
-                                  ["--shard", "1/2"], ["--coverage"], ["--ledger", "none"]])
-def test_server_level_refuses_run_options_it_does_not_take(flag, capsys, tmp_path):
+@pytest.mark.parametrize("flag,why", [
+    (["--shard", "1/2"], "swafuzz merge joins component-level run directories only"),
+    (["--coverage"], "coverage is measured for component-level Cases only"),
+    (["--ray", "auto"], "a fleet task runs component-level units only"),
+    (["--ledger", "none"], "no ledger entry can match a server-level finding"),
+    (["--db", "none"], "the example database is not wired into the server level")])
+def test_server_level_refuses_run_options_it_does_not_take(flag, why, capsys, tmp_path):
+    """(--budget, --workers, --resume and --shrink-budget it takes: tests/harness/
+    test_server_isolation.py.)"""
     assert cli_main(["run", "--target", "sglang", "--level", "server", "--examples", "1",
                      "--out", str(tmp_path / "a")] + flag) == 2
-    assert f"{flag[0]}: not with --level server" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"{flag[0]}: not with --level server ({why}" in err.replace("\n", " "), err
+    assert not (tmp_path / "a").exists()
 
 
 def test_plan_follows_observed_retractions_and_admissions():
@@ -244,3 +252,13 @@ OLDER_DRAWS = {"server_decode": "8b0defa25ee04194", "server_mixed": "d90d6acaf0d
 @pytest.mark.parametrize("kind", sorted(OLDER_DRAWS))
 def test_older_kinds_draw_as_before(kind):
     assert _draw_digest(kind) == OLDER_DRAWS[kind]
+
+
+@pytest.mark.parametrize("flag,allowed", [(["--impl", "nope"], "auto, cuda, torch, triton"),
+                                          (["--executor", "x"], "all, auto, cudagraph, eager")])
+def test_server_level_names_a_bad_impl_or_executor(flag, allowed, capsys, tmp_path):
+    assert cli_main(["run", "--target", "sglang", "--level", "server", "--examples", "1",
+                     "--out", str(tmp_path / "a")] + flag) == 2
+    err = capsys.readouterr().err
+    assert f"{flag[0]}: {flag[1]!r} is not allowed; choose one of: {allowed}" in err, err
+    assert not (tmp_path / "a").exists()

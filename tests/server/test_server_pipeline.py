@@ -123,20 +123,21 @@ def test_decode_graphs_the_release_decides(page):
 
 def test_cli_campaign_and_repro(tmp_path, capsys):
     """swafuzz run --level server splits --examples over the kinds, writes run.json; with a
-    server mutant the shrunk bundle replays with swafuzz repro."""
+    server mutant the shrunk bundle replays with swafuzz repro. In this process (--no-isolate:
+    the release is imported here already; the case worker: test_server_isolation_upstream)."""
     import json
 
     from swafuzz.harness.cli import main as cli_main
 
     out = tmp_path / "clean"
     assert cli_main(["run", "--target", "sglang", "--level", "server", "--examples", "6",
-                     "--impl", "torch", "--out", str(out)]) == 0
+                     "--impl", "torch", "--no-isolate", "--out", str(out)]) == 0
     run = json.loads((out / "run.json").read_text())
     assert run["cases"] >= 6 and sorted(run["kinds"]) == ["server_attn_tp", "server_decode",
                                                           "server_graph", "server_mixed"]
     bad = tmp_path / "mutant"
     assert cli_main(["run", "--target", "sglang", "--level", "server", "--examples", "20",
-                     "--scenario", "server_decode", "--impl", "torch",
+                     "--scenario", "server_decode", "--impl", "torch", "--no-isolate",
                      "--server-mutant", "server_decode_stale_loc", "--out", str(bad)]) == 1
     [bundle] = list((bad / "findings").iterdir())
     assert json.loads(bundle.read_text())["server_mutant"] == "server_decode_stale_loc"
@@ -146,7 +147,7 @@ def test_cli_campaign_and_repro(tmp_path, capsys):
     assert 'failures="1"' in (bad / "junit.xml").read_text()
     assert "No findings." in (out / "summary.md").read_text()
     capsys.readouterr()
-    assert cli_main(["repro", str(bundle)]) == 1
+    assert cli_main(["repro", "--no-isolate", str(bundle)]) == 1
     assert "FAIL server:write_targets" in capsys.readouterr().out
 
 

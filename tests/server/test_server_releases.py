@@ -142,7 +142,8 @@ def test_a_campaign_runs_what_the_release_accepts(tmp_path, capsys):
 
     out = tmp_path / "run"
     rc = cli_main(["run", "--target", "sglang", "--level", "server", "--scenario",
-                   "server_attn_tp", "--examples", "6", "--out", str(out), "--quiet"])
+                   "server_attn_tp", "--examples", "6", "--out", str(out), "--quiet",
+                   "--no-isolate"])
     assert rc == 0
     kind = json.loads((out / "run.json").read_text())["kinds"]["server_attn_tp"]
     if importlib.util.find_spec("sglang.srt.runtime_context") is None:

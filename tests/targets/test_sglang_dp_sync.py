@@ -322,3 +322,77 @@ def test_dp_attention_with_attn_tp2_pads_an_extend_under_sum_len():
         assert {o["padded"]["padding_mode"] for o in out} == {"MAX_LEN"}
         assert _pick(out[0]["padded"]) == _model_pad("decode", (2,), (17,), 4)
         assert _pick(out[2]["padded"]) == _model_pad("decode", (5, 6, 7), (9, 10, 11), 4)
+
+
+def _draft_block_records(d, mutant=None) -> list:
+    """Two DP ranks' DSpark draft blocks (4 tokens per request) with 1 and 2 requests: a
+    decode step, so MAX_LEN pads rank 0's 4 rows to 8 (``features/dp/sglang_sync_draft``)."""
+    from swafuzz.features.dp.sglang_sync import RankInput
+
+    a = RankInput("decode", (9,), (), (11, 12, 13, 14))
+    b = RankInput("decode", (5, 20), (), (21, 22, 23, 24, 31, 32, 33, 34))
+    return d.draft_block([a, b], 4, mutant=mutant)
+
+
+def _only_a4_releases():
+    from swafuzz.harness.ledger import DEFAULT_LEDGER, load_ledger, release_matches
+    from swafuzz.targets.sglang import installed_version
+
+    e = next(e for e in load_ledger(DEFAULT_LEDGER) if e.id == "ring-a4-resolver-fallback-dp-eager")
+    if not any(release_matches(r, installed_version()) for r in e.releases):
+        pytest.skip(f"the entry lists {list(e.releases)}; installed {installed_version()}")
+
+
+def _events(log) -> list:
+    return [e["event"] for e in log]
+
+
+def test_dspark_draft_block_pads_before_its_metadata(dp2):
+    """Ledger ``ring-a4-resolver-fallback-dp-eager`` (unreachable): the release's eager
+    ``ModelRunner._forward_raw`` pads a DSpark draft block (TARGET_VERIFY, never pre-planned)
+    before ``EagerRunner._execute_extend`` plans its metadata (the block metadata, then the
+    in-graph ring restamp over the padded batch: ``bs * block`` rows), so the stamp spans the
+    padded ``out_cache_loc`` and the resolver returns it on every layer: no row is translated
+    through ``M``. The padding rows are slot-0 requests (ring rows 1-4 of the padding slot).
+    With the padding moved after the metadata init (mutant ``pad_after_metadata``, the A4
+    premise) the stamp is 4 rows, ``out_cache_loc`` 8, and every row falls to ``M`` (-1)."""
+    _only_a4_releases()
+    out = _draft_block_records(dp2)
+    assert [o["gathered"] for o in out] == [[1, 2]] * 2
+    assert [o["scaled"] for o in out] == [[4, 8]] * 2 and not any(o["preplanned"] for o in out)
+    for o in out:
+        assert _events(o["log"]) == ["padding", "block_metadata", "metadata", "store", "store"]
+        pad, block, meta, *stores = o["log"]
+        assert pad == {"event": "padding", "out_cache_loc": 8, "mode": "MAX_LEN",
+                       "forward_mode": "TARGET_VERIFY"}
+        assert block["block_rows"] == block["prefill_stamp"] == 8     # 2 requests of 4
+        assert meta["out_cache_loc"] == meta["stamp"] == 8
+        assert {(s["out_cache_loc"], s["branch"]) for s in stores} == {(8, "stamp")}
+    assert out[0]["log"][3]["swa_loc"] == [9, 10, 11, 12, 1, 2, 3, 4]
+    bad = _draft_block_records(dp2, mutant="pad_after_metadata")[0]["log"]
+    assert _events(bad) == ["block_metadata", "metadata", "padding", "store", "store"]
+    assert bad[1]["stamp"] == 4 and bad[3]["out_cache_loc"] == 8
+    assert {s["branch"] for s in bad[3:]} == {"translate"}
+    assert bad[3]["swa_loc"] == [-1] * 8
+
+
+def test_dense_draft_block_is_never_scattered(tp2s):
+    """The same entry's other padding route: a dense DSpark draft (no ``dp_moe_sync``, so no
+    MLP-sync counts) under attention TP 2 with scattered input allowed (``force_scatter``)
+    takes ``prepare_attn_tp_scatter_input``, whose ``use_input_scattered`` excludes
+    TARGET_VERIFY: a block of 3 rows stays 3, stamped. Without that exclusion (mutant
+    ``scatter_verify``) it is padded to 4 rows before its metadata, yet the in-graph restamp
+    covers ``bs * block`` = 3 rows: the resolver misses and all 4 rows fall to ``M``."""
+    _only_a4_releases()
+    from swafuzz.features.dp.sglang_sync import RankInput
+
+    a = RankInput("decode", (9,), (), (11, 12, 13))
+    for o in tp2s.draft_block([a, a], 3, moe_draft=False, force_scatter=True):
+        assert o["gathered"] is None and o["scaled"] is None
+        assert _events(o["log"]) == ["padding", "block_metadata", "metadata", "store", "store"]
+        assert o["log"][2]["out_cache_loc"] == o["log"][2]["stamp"] == 3
+        assert {s["branch"] for s in o["log"][3:]} == {"stamp"}
+    bad = tp2s.draft_block([a, a], 3, moe_draft=False, force_scatter=True,
+                           mutant="scatter_verify")[0]["log"]
+    assert bad[0]["out_cache_loc"] == 4 and bad[2]["stamp"] == 3
+    assert {s["branch"] for s in bad[3:]} == {"translate"} and bad[3]["swa_loc"] == [-1] * 4

@@ -32,6 +32,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 
 from swafuzz.features.dp import sglang_sync_worker
+from swafuzz.features.dp.sglang_sync_draft import MUTANTS as DRAFT_MUTANTS
 
 #: every probe of the release the workers change, with the reason (the component table's row)
 PATCHED = (
@@ -49,6 +50,23 @@ PATCHED = (
     ("AttnTpContext.allow_input_scattered", "True for one step of DPSync.step(force_scatter="
      "True): what init_context leaves for a model that permits scattering (DeepSeek-V2/V3 on "
      "CUDA); DeepSeek-V4 never does (DPSync.scatter_guard)"),
+    ("DeepseekV4AttnBackend._build_forward_metadata (instance, DPSync.draft_block)",
+     "dispatches a draft block to the release's init_forward_metadata_dspark_draft_block and "
+     "any other mode to a metadata without a ring stamp (the prefill path on a ring pool); the "
+     "release's init_forward_metadata and its in-graph ring restamp run around it"),
+    ("DeepseekV4AttnBackend.init_forward_metadata_prefill (instance, DPSync.draft_block)",
+     "answered by the ring stamp alone (the release's expand_prefill_casually with "
+     "padded_num_tokens = out_cache_loc.shape[0], as the method starts, and "
+     "_dspark_swa_ring_out_cache_loc): page tables, compression and FlashMLA metadata are CUDA"),
+    ("DeepseekV4AttnBackend._move_to_device (instance, DPSync.draft_block)", "a plain host "
+     "tensor: the release pins host memory, which a host without CUDA cannot"),
+    ("draft pool translate_loc_from_full_to_swa (DPSync.draft_block)", "answers -1 for every "
+     "row: the ring allocator never writes the mapping M, so a row the resolver translates is "
+     "lost (the A4 symptom made visible)"),
+    ("SGLANG_ENABLE_DP_SPEC_PREFILL_COORDINATION (DPSync.draft_block(coordinate=True))",
+     "set for that step's scheduler gather only, which then publishes the per-rank prefill "
+     "flags the coordination plan reads: at bring-up the release refuses it without a "
+     "speculative algorithm, and the workers' model stand-in has no DSpark draft"),
 )
 
 #: changes to the release's own padding rule a step may carry (``DPSync.step(mutant=)``): the
@@ -227,18 +245,41 @@ class DPSync:
         return self._collect(what, self.step_timeout)
 
     def step(self, ranks: list[RankInput], force_scatter: bool = False,
-             mutant: str | None = None) -> list[dict]:
+             mutant: str | None = None, cuda_graph: bool = False) -> list[dict]:
         """Every rank's batch through the release's padding; per rank the result of
         ``sglang_sync_batch.run_rank`` (``force_scatter``: see PATCHED; ``mutant``: one of
-        RELEASE_MUTANTS, for this step only)."""
+        RELEASE_MUTANTS, for this step only; ``cuda_graph``: the ranks vote for the CUDA
+        graphs, as with them on)."""
         if mutant is not None and mutant not in RELEASE_MUTANTS:
             raise DPSyncInputError(f"mutant {mutant!r} not one of {', '.join(RELEASE_MUTANTS)}")
         if len(ranks) != self.shape.tp_size:
             raise DPSyncInputError(f"ranks: {len(ranks)} inputs for {self.shape.tp_size} ranks")
         for i, r in enumerate(ranks):
             r.check(i)
-        opts = {"force_scatter": force_scatter, "mutant": mutant}
+        opts = {"force_scatter": force_scatter, "mutant": mutant, "cuda_graph": cuda_graph}
         return self._ask("a step", [("step", asdict(r), opts) for r in ranks])
+
+    def draft_block(self, ranks: list[RankInput], qtn: int, mutant: str | None = None,
+                    coordinate: bool = False, moe_draft: bool = True,
+                    force_scatter: bool = False) -> list[dict]:
+        """Every decode rank's DSpark draft block (``seq_lens`` the prefix lengths, ``qtn``
+        locations per request; extend and idle ranks only gather) through the release's eager
+        model-runner order; per rank the record of ``sglang_sync_draft.run_draft_block``
+        (``coordinate``: a coordinated step; ``moe_draft``: False for a dense draft;
+        ``force_scatter``: see PATCHED; ``mutant``: None or one of its MUTANTS)."""
+        if mutant is not None and mutant not in DRAFT_MUTANTS:
+            raise DPSyncInputError(f"mutant {mutant!r} not one of {', '.join(DRAFT_MUTANTS)}")
+        if len(ranks) != self.shape.tp_size:
+            raise DPSyncInputError(f"ranks: {len(ranks)} inputs for {self.shape.tp_size} ranks")
+        for i, r in enumerate(ranks):
+            if r.mode == "decode" and len(r.out_cache_loc) != qtn * len(r.seq_lens):
+                raise DPSyncInputError(f"rank {i}: a draft block's decode rank has {qtn} "
+                                       "locations per request")
+            if r.mode != "decode":
+                r.check(i)
+        opts = {"qtn": qtn, "mutant": mutant, "coordinate": coordinate, "moe_draft": moe_draft,
+                "force_scatter": force_scatter}
+        return self._ask("a draft block", [("draft_block", asdict(r), opts) for r in ranks])
 
     def scatter_guard(self, model_is_dsa: bool) -> list[dict]:
         """Per rank: would the release scatter an extend's input over the TP ranks for a model

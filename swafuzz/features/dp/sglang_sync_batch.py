@@ -98,14 +98,16 @@ def idle_batch():
     return b
 
 
-def gather(sb, runner):
-    """The release's scheduler gather: returns the batch to run (None: this step runs nothing)."""
+def gather(sb, runner, cuda_graph: bool = False):
+    """The release's scheduler gather: returns the batch to run (None: this step runs nothing).
+    ``cuda_graph``: the ranks vote for the CUDA graphs as a server with them on does (default:
+    ``--disable-cuda-graph``)."""
     rel = _rel()
     from sglang.srt.utils.common import require_mlp_sync, require_mlp_tp_gather
     if not require_mlp_sync():
         return sb
     return rel.dp_attn.prepare_mlp_sync_batch_raw(
-        sb, model_runner=runner, get_idle_batch=idle_batch, disable_cuda_graph=True,
+        sb, model_runner=runner, get_idle_batch=idle_batch, disable_cuda_graph=not cuda_graph,
         require_mlp_tp_gather=require_mlp_tp_gather(), disable_overlap_schedule=True,
         offload_tags=set())
 
@@ -213,17 +215,20 @@ def _pad_with_live_loc(real):
 
 def run_rank(rank_in: dict, runner, opts: dict) -> dict:
     """One step on this rank: gather, ForwardBatch, eager padding, post-forward undo, with
-    ``opts`` (``force_scatter``, ``mutant``: :func:`patched`)."""
+    ``opts`` (``force_scatter``, ``mutant``: :func:`patched`; ``cuda_graph``: :func:`gather`);
+    ``votes``: the gathered CUDA-graph votes (min over the ranks)."""
     with patched(runner, bool(opts.get("force_scatter")), opts.get("mutant")):
-        return _run(rank_in, runner)
+        return _run(rank_in, runner, bool(opts.get("cuda_graph")))
 
 
-def _run(rank_in: dict, runner) -> dict:
+def _run(rank_in: dict, runner, cuda_graph: bool) -> dict:
     rel = _rel()
     sb = schedule_batch(rank_in)
-    sb = gather(sb, runner)
+    sb = gather(sb, runner, cuda_graph)
     if sb is None:
         return {"ran": False}
+    votes = {"decode_graph": bool(getattr(sb, "can_run_decode_cuda_graph", False)),
+             "prefill_graph": bool(getattr(sb, "can_run_dp_prefill_cuda_graph", False))}
     fb = forward_batch(rank_in, sb)
     before = snapshot(fb)
     gathered = getattr(sb, "global_num_tokens", None)
@@ -237,4 +242,4 @@ def _run(rank_in: dict, runner) -> dict:
         fb.post_forward_mlp_sync_batch(logits)
     after = dict(snapshot(fb), logits_rows=int(logits.next_token_logits.shape[0]))
     return {"ran": True, "path": path, "gathered": gathered, "before": before,
-            "padded": padded, "after_post": after}
+            "padded": padded, "after_post": after, "votes": votes}

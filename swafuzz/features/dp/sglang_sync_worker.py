@@ -19,6 +19,7 @@ import traceback
 import torch.distributed as dist
 
 from swafuzz.features.dp.sglang_sync_batch import model_runner, run_rank
+from swafuzz.features.dp.sglang_sync_draft import run_draft_block
 
 
 def _watchdog(parent_pid: int) -> None:
@@ -46,6 +47,10 @@ def bring_up(rank: int, port: int, server: dict, model_dir: str):
     from sglang.srt.model_executor import forward_batch_info
     forward_batch_info._is_cpu = True
     model_config = ModelConfig.from_server_args(sa)
+    # The scheduler seeds the MoE flags (the all-to-all backend the padding mode asks) for a
+    # MoE model, as DeepSeek-V4 is; the stand-in config has no experts, so it is called here.
+    from sglang.srt.layers.moe.utils import initialize_moe_config
+    initialize_moe_config()
     bootstrap.init_layer_runtime(model_config=model_config)  # the DP gathered buffer's sizes
     runner = model_runner(model_config)
     p = get_parallel()
@@ -96,6 +101,8 @@ def main(rank: int, port: int, server: dict, model_dir: str, conn, parent_pid: i
             try:
                 if msg[0] == "step":
                     conn.send(("ok", run_rank(msg[1], runner, msg[2])))
+                elif msg[0] == "draft_block":
+                    conn.send(("ok", run_draft_block(msg[1], runner, msg[2])))
                 elif msg[0] == "scatter_guard":
                     conn.send(("ok", scatter_guard(msg[1])))
                 else:

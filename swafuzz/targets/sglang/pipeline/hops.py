@@ -60,14 +60,39 @@ HOPS: tuple[tuple[str, str, str], ...] = (
     ("graph runner can-run decision (DecodeCudaGraphRunner.can_run_graph)", "real",
      "the release's method on a runner built without its constructor (which captures on a "
      "GPU), holding the attributes it reads for a one-rank, non-speculative decode server"),
-    ("graph runner replay buffers and replay", "modelled",
-     "the release's load_batch fills buffers a GPU capture allocated (buffer registry, "
-     "attention backend graph state): the component engine's decode graph runner (static "
-     "location buffer, padded rows to the dummy slot) replays on the harness's executor "
-     "(tape on CPU: recorded device work only)"),
-    ("attention backend eager metadata init", "modelled",
-     "the release's builder makes FlashMLA plans and page tables that need CUDA and page sizes "
-     "that are multiples of 128: the component engine's model (as the component table)"),
+    ("graph runner replay preparation (DecodeCudaGraphRunner.load_batch)", "real",
+     "for every DECODE the can-run decision replays (pipeline/graph.py): the release's "
+     "load_batch on the deciding runner, holding buffers made by the release's "
+     "DecodeInputBuffers.create and build_decode_registry on the engine's device: the bucket "
+     "(_pad_to_bucket), the registry's fill_from with its padding policies, the replay view "
+     "(build_replay_fb_view); the bucket's padded rows of out_cache_loc / seq_lens / "
+     "positions / req_pool_indices go to the oracle (graph_fill) and are the batch the "
+     "replay stores from. Modelled: the buffers are private to the runner (the constructor's "
+     "share_buffers into the process-wide pool is not run)"),
+    ("attention backend replay metadata prep (init_forward_metadata_out_graph)", "real",
+     "called by load_batch on the replay view: the DECODE bucket's Raw decode metadata (the "
+     "live locations padded with 0 to the bucket, the padded lengths and request rows) "
+     "copied into the bucket's captured one, which the release's capture-time prep "
+     "(in_capture=True, once per captured size at start-up) made; on a DeepseekV4AttnBackend "
+     "built without its constructor over the engine's DSV4 pool (graph state by its "
+     "init_cuda_graph_state). That metadata goes to the oracle (graph_fill)"),
+    ("attention backend in-graph metadata (init_forward_metadata_in_graph)", "real",
+     "after each fill, on the host (a GPU runs it inside the replay) over the captured batch "
+     "(the buffers' bucket rows): the Raw -> full upgrade make_forward_metadata_from_raw_decode "
+     "(make_core_attn_metadata's torch page-table and causal SWA index builders over the "
+     "release's req_to_token and mapping) and the SWA write-location stamp; its write locations "
+     "and read indices go to the oracle (graph_fill). Modelled: the FlashMLA plan "
+     "(_create_flashmla_metadata asks the flash_mla CUDA extension: None here); the stores "
+     "still resolve through the harness's metadata and the release's stamp on it (below)"),
+    ("graph capture and replay (graph.replay)", "modelled",
+     "capture and replay need a GPU: the component engine's decode graph runner captures and "
+     "replays on the harness's executor (tape on CPU: recorded device work only), its static "
+     "buffers loaded with the release's filled rows unchanged; inside it the harness's "
+     "metadata and the release's in-graph stamp on it (init_forward_metadata_in_graph)"),
+    ("attention backend eager metadata init (init_forward_metadata)", "modelled",
+     "the release's _build_forward_metadata asserts page_size % 128 == 0 before building "
+     "anything (AssertionError for the Cases' pages 1, 2, 4) and then builds FlashMLA plans "
+     "(CUDA): the component engine's model (as the component table)"),
     ("per-layer store (store_cache, resolver, pool translation)", "real",
      "DeepseekV4AttnBackend.store_cache with its resolver and the DSV4 pool's translation, "
      "fed by the ForwardBatch the release built; the stub model does no arithmetic and "
@@ -116,6 +141,24 @@ OLDER_SHAPE: dict[str, tuple[str, str]] = {
         "pipeline in the data-parallel feature's tests, where its shape allows)"),
     "graph runner can-run decision (DecodeCudaGraphRunner.can_run_graph)": (
         "real", "CudaGraphRunner.can_run on a runner built without its constructor"),
+    "graph runner replay preparation (DecodeCudaGraphRunner.load_batch)": (
+        "real", "CudaGraphRunner.replay_prepare on the deciding runner, its buffers made by its "
+        "DecodeInputBuffers.create: the bucket (bisect over capture_bs), "
+        "populate_from_forward_batch (on padding it zeroes out_cache_loc and fills seq_lens; "
+        "positions and req_pool_indices keep the previous replay's rows: not checked, the "
+        "spec does not fix them); no buffer registry, no replay view"),
+    "attention backend replay metadata prep (init_forward_metadata_out_graph)": (
+        "real", "init_forward_metadata_replay_cuda_graph (the forward batch handed over "
+        "through _replay_forward_batch), copying into the metadata the release's "
+        "init_forward_metadata_capture_cuda_graph made per captured size at start-up"),
+    "attention backend in-graph metadata (init_forward_metadata_in_graph)": (
+        "modelled", "not run on the host: this release's upgrade builds the c4 indexer and "
+        "c4 / c128 compressor metadata unconditionally (init_forward_metadata_indexer, "
+        "create_paged_compressor_data) for compressed layers this harness does not build, and "
+        "its in-graph init stamps no SWA write location (its store translates out_cache_loc)"),
+    "attention backend eager metadata init (init_forward_metadata)": (
+        "modelled", "its init_forward_metadata asserts swa_page_size % SWA_WINDOW == 0 and "
+        "page_size % 128 == 0 first (AssertionError for the Cases' pages): the engine's model"),
 }
 
 #: the server mutants (patches of the release's pipeline code, :mod:`.mutants`): name -> source
@@ -124,6 +167,9 @@ SERVER_MUTANTS = {
                                "ScheduleBatch.prepare_for_decode",
     "server_evict_in_window": "spec §9.15 (eviction frontier), in the release's "
                               "ScheduleBatch._evict_swa",
+    "server_graph_stale_tail": "spec §9.5 (padded rows not steered to the dummy slot, PR "
+                               "#24743), in the release's decode graph runner's replay "
+                               "preparation (load_batch; 0.5.12 replay_prepare)",
     "server_pad_live_loc": "spec §9.5 (padded rows not steered to the dummy slot), in the "
                            "release's ForwardBatch._pad_inputs_to_size (attention-TP ranks)",
 }

@@ -12,6 +12,7 @@ from typing import Iterator
 from sglang.srt.managers.schedule_batch import ScheduleBatch
 
 from swafuzz import features as registry
+from swafuzz.targets.sglang.pipeline import graph
 
 
 @contextlib.contextmanager
@@ -61,6 +62,7 @@ def evict_frontier_one_ahead() -> Iterator[None]:
 PATCHES = {
     "server_decode_stale_loc": decode_stale_out_cache_loc,
     "server_evict_in_window": evict_frontier_one_ahead,
+    "server_graph_stale_tail": graph.stale_out_cache_loc_tail,
     # applied in the attention-TP ranks' processes, to the release's _pad_inputs_to_size
     "server_pad_live_loc": lambda: registry.hook("sglang.server_pad_mutant")(
         "server_pad_live_loc"),

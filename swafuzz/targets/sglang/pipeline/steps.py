@@ -25,7 +25,7 @@ from swafuzz.server.observation import ForwardRec, ServerObs
 from swafuzz.server.timeline import Forward, Release, Retract, Timeline, output_id, prompt_ids
 from swafuzz.targets.forward_mode import ForwardBatch as HarnessBatch
 from swafuzz.targets.forward_mode import ForwardMode as HarnessMode
-from swafuzz.targets.sglang.pipeline import seams
+from swafuzz.targets.sglang.pipeline import graph, seams
 from swafuzz.targets.sglang.pipeline.mutants import patched
 from swafuzz.targets.sglang.pipeline.setup import Server
 from swafuzz.targets.sglang.real import TARGET_VERSION
@@ -92,6 +92,7 @@ class Pipeline:
         self.tap = AllocTap(self.srv.allocator)
         self.reqs: dict[int, Req] = {}
         self.running: ScheduleBatch | None = None
+        self.fill = graph.GraphFill(self.srv) if self.srv.graph_runner else None
         #: the request-window hop (encoder replay): the release's window path per forward
         self.window = (registry.hook("sglang.server_window")(self)
                        if case.config.enable_encoder_swa_bounded_replay else None)
@@ -176,6 +177,7 @@ class Pipeline:
         eng = s.engine
         n = hfb.out_cache_loc.numel()
         win = None
+        filled: dict = {}
         if self.window is not None:  # stores through the release's request window
             per = (list(fb.extend_seq_lens_cpu) if fb.forward_mode.is_extend()
                    else [1] * fb.batch_size)
@@ -184,8 +186,9 @@ class Pipeline:
                                       hfb.out_cache_loc.tolist(), hfb.positions.tolist())
             per_layer, exec_ = win.pop("stores"), "eager"
         else:
-            if self.can_run_graph(fb):  # the release's decision; the replay: the engine's runner
-                fo = eng.graph_forward(fwd.index, "target", "decode", hfb, n,
+            if self.can_run_graph(fb):  # the release's decision and buffer fill (:mod:`.graph`);
+                filled, gfb = self.fill.replay_batch(fb)  # the replay: the engine's runner
+                fo = eng.graph_forward(fwd.index, "target", "decode", gfb, n,
                                        hfb.forward_mode.name)[0]
             else:
                 fo = eng.eager_forward(fwd.index, "target", eng.target_backend, hfb, n)
@@ -201,7 +204,7 @@ class Pipeline:
                           stores=per_layer, exec=exec_,
                           mapping=s.allocator.full_to_swa_index_mapping.tolist(),
                           positions=hfb.positions.tolist(), seq_lens=hfb.seq_lens.tolist(),
-                          window_rows=window_rows, window=win)
+                          window_rows=window_rows, graph=filled, window=win)
 
     def can_run_graph(self, fb: ForwardBatch) -> bool:
         """The model runner's choice: a graph-capable mode, a decode graph runner, and the

@@ -1,0 +1,239 @@
+"""The release's decode graph runner's replay preparation at server level (imports SGLang).
+
+For a DECODE the release's can-run decision sends to a graph (:meth:`.steps.Pipeline.can_run_graph`),
+the release's own replay preparation fills the runner's static buffers from the release's
+``ForwardBatch``: 0.5.22 / 0.5.23 ``DecodeCudaGraphRunner.load_batch`` (the bucket by
+``_pad_to_bucket``, the buffer registry's ``fill_from`` with its per-slot padding policy, the
+replay view ``build_replay_fb_view`` and the attention backend's out-graph prep
+``init_forward_metadata_out_graph``); 0.5.12 ``CudaGraphRunner.replay_prepare`` (its
+``DecodeInputBuffers.populate_from_forward_batch`` and the backend's
+``init_forward_metadata_replay_cuda_graph``). The runner is the can-run decision's instance
+(:func:`.seams.graph_runner`, built without its constructor), given the buffers its constructor
+would build, by the release's own ``DecodeInputBuffers.create`` (and, where it has one,
+``build_decode_registry`` over them), on the engine's device. Its attention backend is a
+``DeepseekV4AttnBackend`` built without its constructor over the engine's DSV4 pool, its
+graph state made by the release's ``init_cuda_graph_state``, and per captured batch size the
+release's capture-time prep run once at start-up (on the capture batch the runner's
+``capture_prepare`` would hand it: the buffers' first rows, mode DECODE).
+
+Bypassed: the graph capture and ``graph.replay()``. The padded buffers (``out_cache_loc``,
+``seq_lens``, ``positions`` of the bucket's rows) become the batch the component engine's graph
+runner replays on the harness's executor: its stores write where the release's buffers say.
+
+After the fill, where the release stamps SWA write locations in its in-graph init (0.5.22,
+0.5.23), that init (``init_forward_metadata_in_graph``: the Raw -> full upgrade and the stamp)
+runs on the host over the captured batch (a GPU runs it inside the replay); its write
+locations and read indices go to the oracle.
+
+Modelled: the buffers are the runner's own (the constructor's ``share_buffers`` into the
+process-wide pool is not run); the FlashMLA plan of the upgrade (None); the stores resolve
+through the harness's metadata and the release's stamp on it (the engine's graph runner), not
+through the release's upgraded metadata; 0.5.12's in-graph upgrade is not run (it builds
+indexer and compressor metadata for compressed layers this harness does not build).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from types import SimpleNamespace
+from typing import Iterator
+
+import torch
+
+from swafuzz.targets.forward_mode import ForwardBatch as HarnessBatch
+from swafuzz.targets.forward_mode import ForwardMode as HarnessMode
+from swafuzz.targets.sglang.metadata import NoC128MTP
+from swafuzz.targets.sglang.pipeline import seams
+from swafuzz.targets.sglang.real import UNIFIED_RESOLVER, RealBackend, backend_mod, bare_backend
+
+from sglang.srt.model_executor import forward_batch_info as fbi  # isort: skip
+
+#: the runner's buffer dataclass, the runner class and its fill method, by the release's shape
+if seams.DECODE_RUNNER_MOD is not None:
+    from sglang.srt.model_executor.cuda_graph_buffer_registry import build_decode_registry
+    from sglang.srt.model_executor.runner_utils.buffers import DecodeInputBuffers
+    from sglang.srt.model_executor.runner_utils.deepep_adapter import (
+        DeepEPCudaGraphRunnerAdapter,
+    )
+    RUNNER_CLS = seams.DECODE_RUNNER_MOD.DecodeCudaGraphRunner
+    FILL = "load_batch"
+else:
+    from sglang.srt.model_executor.cuda_graph_runner import CudaGraphRunner, DecodeInputBuffers
+    build_decode_registry = DeepEPCudaGraphRunnerAdapter = None
+    RUNNER_CLS = CudaGraphRunner
+    FILL = "replay_prepare"
+
+#: the buffers the oracle reads, each sliced to the bucket's rows after a fill
+SLOTS = ("out_cache_loc", "seq_lens", "positions", "req_pool_indices")
+
+
+def _create_buffers(device, max_bs: int, fill_value: int):
+    """The release's ``DecodeInputBuffers.create`` with the arguments its constructor passes for
+    a one-rank, non-speculative decode server of this model stand-in (hidden size and vocabulary
+    of one: the logits and embedding buffers are never read here)."""
+    offered = dict(device=device, max_bs=max_bs, max_num_token=max_bs, hidden_size=1,
+                   vocab_size=1, next_token_logits_buffer=torch.zeros(max_bs, 1, device=device),
+                   dtype=torch.float32, is_encoder_decoder=False, require_mlp_tp_gather=False,
+                   seq_len_fill_value=fill_value, encoder_len_fill_value=0,
+                   num_tokens_per_bs=1, num_tokens_per_req=1, cache_loc_dtype=torch.int64,
+                   enable_mamba_track=False, is_hybrid_swa=True)
+    params = inspect.signature(DecodeInputBuffers.create).parameters
+    # one rank: every parallel size and rank count the release asks for (pipeline, data) is 1
+    offered.update({p: 1 for p in params if p not in offered and p.endswith(("_size", "_ranks"))})
+    return DecodeInputBuffers.create(**{k: v for k, v in offered.items() if k in params})
+
+
+def _release_backend(server, device):
+    """The release's DSV4 backend built without its constructor, holding what its graph prep
+    reads: one rank, no speculative decoding, no compressed layers, capture length of the
+    full pool."""
+    bk = bare_backend(server.engine.target_pool.real)
+    bk.device = device
+    bk.needs_cpu_seq_lens = False
+    bk.is_draft_runner = False
+    bk.mtp_enabled = False
+    bk.speculative_num_draft_tokens = None
+    bk.online_c128_mtp = NoC128MTP()
+    bk.max_context_len = bk.MAX_SEQ_LEN_FOR_CAPTURE = server.case.model.full_tokens
+    bk.cuda_int32_kwargs = {"dtype": torch.int32, "device": device}
+    # what the in-graph upgrade reads: the release's request table, no compressed layers (the
+    # model's index_topk is only recorded: compressed layers read it), one decode step
+    bk.req_to_token = server.req_to_token_pool.req_to_token
+    bk.page_size = server.case.config.page_size
+    bk.low_ratios = bk.present_ratios = ()
+    bk.has_c4 = bk.has_c128 = bk.trtllm_attn = False
+    bk.index_topk = 512
+    bk.topk, bk.speculative_num_steps = 0, 1
+    bk._early_verify_metadata_ids = set()
+    bk.tail_forward_metadata = None
+    return bk
+
+
+@contextlib.contextmanager
+def no_flashmla_plan() -> Iterator[None]:
+    """The FlashMLA scheduling plan (``_create_flashmla_metadata``: the ``flash_mla`` CUDA
+    extension's ``get_mla_metadata``) is None while the upgrade runs on the host (modelled:
+    a read-side object of the attention kernel, which is not run)."""
+    real = backend_mod._create_flashmla_metadata
+    backend_mod._create_flashmla_metadata = lambda: None
+    try:
+        yield
+    finally:
+        backend_mod._create_flashmla_metadata = real
+
+
+class GraphFill:
+    """The release's decode runner (the can-run decision's instance) with its buffers and
+    backend; :meth:`fill` runs its replay preparation for one batch."""
+
+    def __init__(self, server):
+        r = self.runner = server.graph_runner.__self__
+        dev = torch.device(str(server.engine.device))
+        bk = self.backend = r.attn_backend = _release_backend(server, dev)
+        bk.init_cuda_graph_state(r.max_bs, r.max_bs)
+        r.seq_len_fill_value = bk.get_cuda_graph_seq_len_fill_value()
+        r.capture_forward_mode = fbi.ForwardMode.DECODE
+        r.buffers = _create_buffers(dev, r.max_bs, r.seq_len_fill_value)
+        r.model_runner.hisparse_coordinator = None
+        r.model_runner.lora_manager = None
+        r.model_runner.is_draft_worker = False
+        r.model_runner.server_args = server.server_args
+        r.model_runner.device = str(dev)
+        r.nsa_enable_prefill_cp = False
+        r.require_gathered_buffer = False
+        if build_decode_registry is not None:
+            r.buffer_registry = build_decode_registry(
+                device=dev, max_bs=r.max_bs, max_num_token=r.max_bs,
+                seq_len_fill_value=r.seq_len_fill_value, cache_loc_dtype=torch.int64,
+                enable_num_token_non_padded=fbi.enable_num_token_non_padded(),
+                source=r.buffers)
+            r.dllm_uses_input_embeds = False
+            r.deepep_adapter = DeepEPCudaGraphRunnerAdapter()
+            r._metadata_glue = None
+            r.capture_hidden_mode = fbi.CaptureHiddenMode.NULL  # no hidden states returned
+        for bs in reversed(r.capture_bs):  # the release captures the largest first
+            self.capture_prep(bs)
+
+    def capture_prep(self, bs: int) -> None:
+        """The backend's capture-time out-graph prep for batch size ``bs`` (the graph capture
+        itself is bypassed)."""
+        b, bk = self.runner.buffers, self.backend
+        mode = fbi.ForwardMode.DECODE
+        if hasattr(bk, "init_forward_metadata_capture_cuda_graph"):  # 0.5.12
+            bk.init_forward_metadata_capture_cuda_graph(
+                bs, bs, b.req_pool_indices[:bs], b.seq_lens[:bs], None, mode, None)
+            return
+        view = SimpleNamespace(batch_size=bs, forward_mode=mode, req_pool_indices=b.req_pool_indices[:bs],
+                               seq_lens=b.seq_lens[:bs], positions=b.positions[:bs],
+                               seq_lens_cpu=b.seq_lens_cpu[:bs], spec_info=None)
+        bk.init_forward_metadata_out_graph(view, in_capture=True)
+
+    def fill(self, fb) -> dict:
+        """The release's replay preparation of ``fb``: the bucket, the bucket's rows of the
+        buffers, and the Raw decode metadata the backend's prep left (what the oracle reads)."""
+        r = self.runner
+        getattr(r, FILL)(fb)
+        bs = r.bs
+        out = {"bucket": bs, "raw_bs": r.raw_bs}
+        out.update({k: getattr(r.buffers, k)[:bs].tolist() for k in SLOTS})
+        out["live_req_pool_indices"] = fb.req_pool_indices.tolist()
+        md = self.backend.forward_metadata
+        out["metadata"] = {k: getattr(md, k).tolist()
+                           for k in ("out_cache_loc", "seq_lens", "req_pool_indices")}
+        if UNIFIED_RESOLVER:
+            out["in_graph"] = self.in_graph(bs)
+        return out
+
+    def in_graph(self, bs: int) -> dict:
+        """The release's in-graph init (``init_forward_metadata_in_graph``: the Raw -> full
+        upgrade ``make_forward_metadata_from_raw_decode`` and the SWA write-location stamp) on
+        the captured batch (the buffers' first ``bs`` rows), run on the host where a GPU replays
+        it inside the graph: its SWA write locations, and per row its SWA read indices (newest
+        first, as many as its read length)."""
+        b = self.runner.buffers
+        view = SimpleNamespace(forward_mode=self.runner.capture_forward_mode, batch_size=bs,
+                               out_cache_loc=b.out_cache_loc[:bs], positions=b.positions[:bs],
+                               seq_lens=b.seq_lens[:bs], req_pool_indices=b.req_pool_indices[:bs],
+                               spec_info=None)
+        with no_flashmla_plan():
+            RealBackend.init_forward_metadata_in_graph(self.backend, view)
+        core = self.backend.forward_metadata.core_attn_metadata
+        lens = core.swa_topk_lengths.tolist()
+        return {"swa_out_cache_loc": core.swa_out_cache_loc.tolist(), "swa_topk_lengths": lens,
+                "swa_page_indices": [row[:n] for row, n in
+                                     zip(core.swa_page_indices.tolist(), lens)]}
+
+    def replay_batch(self, fb) -> tuple[dict, HarnessBatch]:
+        """Fill for ``fb``; the record and the padded batch the engine's graph runner replays
+        (its rows are the release's buffers, so its own fill copies them unchanged)."""
+        rec = self.fill(fb)
+        bs, b = rec["bucket"], self.runner.buffers
+
+        def rows(name):
+            return getattr(b, name)[:bs].to(torch.int64).clone()
+
+        return rec, HarnessBatch(HarnessMode.DECODE, bs, rows("out_cache_loc"), rows("seq_lens"),
+                                 rows("positions"))
+
+
+@contextlib.contextmanager
+def stale_out_cache_loc_tail() -> Iterator[None]:
+    """Spec §9.5 (padded rows not steered to the dummy slot, PR #24743): the runner's replay
+    preparation copies the live rows but leaves the ``out_cache_loc`` buffer's padded tail as
+    the previous replay wrote it, so a batch padded to its bucket after a larger one writes its
+    padded rows into the earlier batch's (live) slots."""
+    real = getattr(RUNNER_CLS, FILL)
+
+    def fill(self, forward_batch, *args, **kwargs):
+        before = self.buffers.out_cache_loc.clone()
+        out = real(self, forward_batch, *args, **kwargs)
+        n = forward_batch.out_cache_loc.numel()
+        self.buffers.out_cache_loc[n:self.bs] = before[n:self.bs]
+        return out
+
+    setattr(RUNNER_CLS, FILL, fill)
+    try:
+        yield
+    finally:
+        setattr(RUNNER_CLS, FILL, real)

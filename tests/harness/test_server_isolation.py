@@ -1,0 +1,135 @@
+"""A server-level campaign (``swafuzz run --level server``) runs its Cases in case workers, as
+the component level does (``harness.server_unit`` over ``harness.unit`` / ``pipeline``): a Case
+that segfaults is a ``server:crash`` finding on disk before the next Case, and the run goes on;
+``--workers N`` draws the same Cases as one worker; ``--budget`` ends it in time; Ctrl-C leaves
+partial results and exits 130, and ``--resume`` finishes it without running a Case twice.
+
+No SGLang: the targets are ``tests/data/server_plugin``'s fixtures (``fixture:server_stub``, a
+server level that runs no forward, and ``fixture:server_segv``, which segfaults on
+``server_decode`` Cases of two or more requests). The real pipeline through the worker:
+``tests/server/test_server_isolation_upstream.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from support.runcli import case_rows, cases_by_unit
+
+PLUGIN_DIR = Path(__file__).resolve().parents[1] / "data" / "server_plugin"
+KINDS = ["--scenario", "server_decode", "--scenario", "server_mixed"]
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """The CLI in this process with the fixture plugin importable here and in its workers."""
+    from swafuzz.harness.cli import main
+
+    monkeypatch.delenv("SWAFUZZ_PLUGINS", raising=False)
+    monkeypatch.syspath_prepend(str(PLUGIN_DIR))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(PLUGIN_DIR)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+
+    def call(*args):
+        code = main(["run", "--plugin", "swafuzz_server_fixture", "--level", "server",
+                     "--impl", "torch", *map(str, args)])
+        cap = capsys.readouterr()
+        return code, cap.out, cap.err
+    return call
+
+
+def _run(out):
+    return json.loads((out / "run.json").read_text())
+
+
+def test_a_segfault_is_a_finding_and_the_run_goes_on(cli, tmp_path, capsys):
+    out = tmp_path / "run"
+    code, stdout, err = cli("--target", "fixture:server_segv", *KINDS, "--examples", 8,
+                            "--shrink-budget", 0, "--out", out)
+    assert code == 1, err  # a finding, as at component level
+    rel = "findings/server-crash.server_decode.json"
+    bundle = json.loads((out / rel).read_text())
+    assert bundle["signature"] == "server:crash" and bundle["level"] == "server"
+    assert "died with exit code -11 (SIGSEGV) inside the case" in bundle["failures"][0]["message"]
+    assert len(bundle["case"]["requests"]) >= 2  # the first Case that crashed (no shrinking)
+    run = _run(out)
+    assert run["findings"] == [rel]
+    assert run["kinds"]["server_decode"]["finding"] == "server:crash"
+    assert run["kinds"]["server_mixed"] == {"cases": 4, "finding": None, "seconds": pytest.approx(
+        run["kinds"]["server_mixed"]["seconds"]), "stopped_out_of_scope": 4}
+    rows = case_rows(out)  # the crash is on disk before the next Case, which a new worker ran
+    crash = next(i for i, r in enumerate(rows) if r["signature"] == "server:crash")
+    assert any(r["kind"] == "server_mixed" and not r["failed"] for r in rows[crash + 1:])
+    assert f"swafuzz repro {rel}" in err and f"swafuzz repro {rel}" in (
+        out / "summary.md").read_text()
+    assert 'failures="1"' in (out / "junit.xml").read_text()
+    from swafuzz.harness.cli import main  # the bundle replays, its crash isolated too
+    assert main(["repro", "--plugin", "swafuzz_server_fixture", str(out / rel)]) == 1
+    assert "FAIL server:crash" in capsys.readouterr().out
+
+
+def test_same_cases_with_one_and_two_workers(cli, tmp_path):
+    """The draws, not the isolation (the stub runs in the unit processes: --no-isolate)."""
+    runs = {}
+    for n in (1, 2):
+        out = tmp_path / f"w{n}"
+        code, _, err = cli("--target", "fixture:server_stub", *KINDS, "--examples", 10,
+                           "--workers", n, "--seed", 3, "--no-isolate", "--out", out)
+        assert code == 0, err
+        runs[n] = cases_by_unit(out)
+        assert _run(out)["workers"] == n and _run(out)["cases"] == 10
+    assert runs[1] == runs[2] and sorted(runs[1]) == ["server_decode.0", "server_mixed.0"]
+
+
+def test_budget_ends_the_run_and_every_kind_runs(cli, tmp_path, monkeypatch):
+    from swafuzz.harness import cli_run
+
+    monkeypatch.setenv("SWAFUZZ_FIXTURE_CASE_S", "0.05")
+    out = tmp_path / "b"
+    t0 = time.monotonic()  # the budget counts from the command's start: this call's, here
+    monkeypatch.setattr(cli_run, "COMMAND_START", time.time())
+    code, _, err = cli("--target", "fixture:server_stub", *KINDS, "--budget", "3s",
+                       "--no-isolate", "--out", out)
+    assert code == 0, err
+    run = _run(out)  # no --examples: the budget alone ended it, each kind had its turn
+    assert run["budget_s"] == 3 and time.monotonic() - t0 < 10
+    assert all(k["cases"] >= 1 for k in run["kinds"].values()) and run["cases"] < 200
+
+
+def test_ctrl_c_leaves_partial_results_and_resume_finishes(cli, tmp_path):
+    env = dict(os.environ, SWAFUZZ_FIXTURE_CASE_S="0.2")
+    env.pop("SWAFUZZ_PLUGINS", None)
+    out = tmp_path / "r"
+    args = [sys.executable, "-m", "swafuzz", "run", "--plugin", "swafuzz_server_fixture",
+            "--level", "server", "--target", "fixture:server_stub", *KINDS, "--impl", "torch",
+            "--examples", 24, "--out", out]
+    p = subprocess.Popen(list(map(str, args)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=env)  # (env: the fixture's PYTHONPATH)
+    log = out / "cases.jsonl"
+    end = time.monotonic() + 60
+    while time.monotonic() < end and p.poll() is None:
+        if log.exists() and len(log.read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.1)
+    p.send_signal(signal.SIGINT)
+    stdout, err = p.communicate(timeout=60)
+    assert p.returncode == 130, stdout + err
+    run = _run(out)
+    assert run["interrupted"] is True and (out / "summary.md").exists()
+    assert f"swafuzz run --resume {out}" in stdout
+    assert 3 <= len(case_rows(out)) < 24
+    code, _, err = cli("--resume", out, "--seed", 5)
+    assert code == 2 and "--seed 5 (the run's: 0)" in err  # flags that would change the run
+    code, _, err = cli("--resume", out)
+    assert code == 0, err
+    run = _run(out)
+    assert run["interrupted"] is False and run["cases"] == 24
+    keys = [json.dumps(r["case"], sort_keys=True) for r in case_rows(out)]
+    assert len(keys) == len(set(keys)) == 24  # nothing recorded ran twice, nothing lost

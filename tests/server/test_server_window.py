@@ -98,7 +98,7 @@ def test_combinations_not_driven_are_refused_by_name(change, model, field, tmp_p
     bundle = tmp_path / "b.json"
     bundle.write_text(json.dumps({"level": "server", "target": "sglang", "case": case}))
     _pipeline()
-    assert main(["repro", str(bundle)]) == 2
+    assert main(["repro", "--no-isolate", str(bundle)]) == 2
     assert field in capsys.readouterr().err
 
 

@@ -139,7 +139,7 @@ def test_short_tail_bundle_reproduces(capsys):
     for k in ("tp_size", "enable_encoder_swa_bounded_replay",
               "enable_decoder_swa_bounded_replay", "chunked_prefill_size"):
         assert v.resolved[k] == cfg[k] or (k == "chunked_prefill_size" and cfg[k] is None), k
-    assert main(["repro", path]) == EXIT_FINDINGS
+    assert main(["repro", "--no-isolate", path]) == EXIT_FINDINGS
     out = capsys.readouterr().out
     assert "FAIL server:window_history" in out and "layer 1" in out and "383" in out, out
 
@@ -212,7 +212,7 @@ def test_window_pad_bundle_reproduces(capsys):
               "enable_decoder_swa_bounded_replay", "chunked_prefill_size"):
         assert v.resolved[k] == cfg[k] or (k == "chunked_prefill_size" and cfg[k] is None), k
     try:
-        assert main(["repro", path]) == EXIT_FINDINGS
+        assert main(["repro", "--no-isolate", path]) == EXIT_FINDINGS
     finally:
         sglang_server_pad.close_all()
     out = capsys.readouterr().out

@@ -87,6 +87,18 @@ HOOK_POINTS = {
                          "(attention TP > 1)",
     "sglang.server_pad_mutant": "targets.sglang.pipeline.mutants: (server mutant name) -> a "
                                 "context manager running the ranks' padding with its patch",
+    "sglang.server_window": "targets.sglang.pipeline.steps: (pipeline) -> the request-window hop "
+                            "of a server-level run with encoder replay (before_forward, forward)",
+    "sglang.server_mutants": "targets.sglang.pipeline.mutants / hops: name -> (source, "
+                             "'module:attr' of its patch, a context manager factory): a "
+                             "feature's server mutants in the release's code",
+    "sglang.server_hops": "targets.sglang.pipeline.hops: (rows, 0.5.12 column) a feature adds "
+                          "to the server-level hop table",
+    "sglang.server_refusal": "targets.sglang.pipeline.argnames: (config, release version) -> "
+                             "why a feature's server-level hop does not run the Case on the "
+                             "installed release (naming the field), or None",
+    "server.window_oracle": "server.oracle: (server case) -> the request window's shadow "
+                            "(release, stores, forward) of a Case with encoder replay",
     "sglang.window_graph_runner": "features.request_window.sglang: the release's DECODE-graph "
                                   "runner class under a window",
     "sglang.prefill_graph_runner": "features.request_window.sglang: the release's prefill-graph "

@@ -121,7 +121,13 @@ def server_text(answer: ServerAnswer | None) -> str:
         return f"server: unreachable (guard {answer.guard})"
     if answer.status == "probable":
         return "server: reachable (arguments accepted), bundle pending"
-    return f"server: reachable (bundle {answer.bundle})"
+    return f"server: reachable (bundle {answer.bundle}; repro: {repro_line(answer)})"
+
+
+def repro_line(answer: ServerAnswer) -> str:
+    """The command that replays a reachable answer's server-level bundle (from the repository
+    root, in an environment with one of the entry's releases)."""
+    return f"swafuzz repro {answer.bundle}"
 
 
 def _args_text(answer: ServerAnswer) -> str:
@@ -142,7 +148,8 @@ def table(entries: list) -> str:
             continue
         what = (f"guard: {a.guard}" + (f" (checked with: {_args_text(a)})"
                                          if a.server_args else "")
-                if a.status == "unreachable" else f"{_args_text(a)}; requests: {a.requests}")
+                if a.status == "unreachable" else f"{_args_text(a)}; requests: {a.requests}"
+                + (f"; repro: `{repro_line(a)}`" if a.status == "reachable" else ""))
         status = {"probable": "reachable (args accepted), bundle pending"}.get(a.status,
                                                                                 a.status)
         rows.append(f"| {e.id} | {', '.join(e.releases) or 'any'} | {status} | "

@@ -55,7 +55,7 @@ from swafuzz.reports.bundle import atomic_write_text
 from swafuzz.reports.server_summary import write_server_reports
 from swafuzz.server.case import ServerCaseError, parse
 from swafuzz.server.run import Pipeline
-from swafuzz.server.strategies import KINDS, OPT_IN
+from swafuzz.server.strategies import DEFAULT_KINDS, KINDS
 from swafuzz.targets import plugins
 
 #: the run options a server-level run does not take: (flag, attribute, default, why)
@@ -92,7 +92,7 @@ def check_level(args) -> list[str]:
     if m is not None and m not in known:
         raise UsageError(f"--server-mutant {m}: not a server mutant of target {tgts[0]} "
                          f"(allowed: {', '.join(known) or 'none'})")
-    kinds = args.scenario or [k for k in KINDS if k not in OPT_IN]
+    kinds = args.scenario or list(DEFAULT_KINDS)
     for k in kinds:
         if k not in KINDS:
             raise UsageError(f"--scenario {k}: not a server-level kind (allowed with --level "

@@ -82,6 +82,9 @@ class ModelShape:
     #: the server's environment setting SGLANG_SWA_EVICTION_INTERVAL (0.5.23 default 128): out
     #: of window SWA tokens are freed once this many have slid out
     swa_eviction_interval: int = 128
+    #: the first layer the late-layer tail runs (the checkpoint's; with
+    #: enable_decoder_swa_bounded_replay, 1..layers-1); 0: none (left out of the JSON)
+    late_layer_start: int = 0
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,8 @@ class ServerCase:
     def to_json(self) -> dict[str, Any]:
         return {"version": SERVER_CASE_VERSION, "level": "server", "kind": self.kind,
                 "payload_seed": self.payload_seed, "config": self.config.server_args(),
-                "model": asdict(self.model),
+                "model": {k: v for k, v in asdict(self.model).items()
+                          if k != "late_layer_start" or v},
                 "requests": [dict(asdict(r), accept_lengths=list(r.accept_lengths))
                              for r in self.requests]}
 
@@ -201,7 +205,8 @@ def _model(obj: Any) -> ModelShape:
                    swa_tokens=_int("model.swa_tokens", get("swa_tokens"), 1, 1 << 16),
                    row_bytes=_int("model.row_bytes", get("row_bytes"), 1, 64),
                    swa_eviction_interval=_int("model.swa_eviction_interval",
-                                              get("swa_eviction_interval"), 1, 1 << 16))
+                                              get("swa_eviction_interval"), 1, 1 << 16),
+                   late_layer_start=_int("model.late_layer_start", get("late_layer_start"), 0, 7))
     if m.row_bytes not in ROW_BYTES:
         _fail("model.row_bytes", f"one of {', '.join(map(str, ROW_BYTES))} expected, got "
               f"{m.row_bytes}")
@@ -267,6 +272,13 @@ def validate(case: ServerCase) -> None:
         if getattr(m, name) % c.page_size:
             _fail(f"model.{name}", f"a multiple of config.page_size ({c.page_size}) expected, "
                   f"got {getattr(m, name)}")
+    tail = c.enable_decoder_swa_bounded_replay
+    if tail and not 1 <= m.late_layer_start < m.layers:
+        _fail("model.late_layer_start", f"a layer in 1..{m.layers - 1} (model.layers - 1) "
+              f"expected with config.enable_decoder_swa_bounded_replay, got {m.late_layer_start}")
+    if not tail and m.late_layer_start:
+        _fail("model.late_layer_start", "0 expected without "
+              "config.enable_decoder_swa_bounded_replay")
     spec = c.speculative_algorithm is not None
     for name in ("speculative_num_steps", "speculative_eagle_topk",
                  "speculative_num_draft_tokens"):

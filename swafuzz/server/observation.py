@@ -33,6 +33,11 @@ class ForwardRec:
     #: ``req_pool_indices``, the batch's ``live_req_pool_indices``, and the Raw decode
     #: ``metadata`` its attention backend's prep left; empty for an eager forward
     graph: dict = field(default_factory=dict)
+    #: with encoder replay, the request window's record of the forward: the release's request
+    #: ``slots`` (batch order), ``groups``, per layer the ``history_tags`` its history copy
+    #: read, the ring's ``ring_tags`` / ``bytes_after`` (bytes) after the commits, ``zero_row``,
+    #: ``capacity``, ``rows`` (padding in); None without a window
+    window: dict | None = None
 
 
 @dataclass
@@ -63,6 +68,8 @@ class ServerObs:
                 "forwards": [{"index": f.index, "mode": f.mode, "alloc": f.alloc,
                               "stores": f.stores, "exec": f.exec, "positions": f.positions,
                               "seq_lens": f.seq_lens, "window_rows": f.window_rows,
-                              **({"graph": f.graph} if f.graph else {})}
+                              **({"graph": f.graph} if f.graph else {}),
+                              **({} if f.window is None else {"window": {
+                                  k: v for k, v in f.window.items() if k != "bytes_after"}})}
                              for f in self.forwards],
                 **({"spec": self.spec, "free": self.free} if self.spec or self.free else {})}

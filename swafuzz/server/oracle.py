@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from swafuzz import features as registry
 from swafuzz.scenarios.case import POISON_BYTE
 from swafuzz.scenarios.payload import k_rows_bytes
 from swafuzz.server.case import ServerCase
@@ -215,8 +216,15 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False) -> list[Server
     """Every failure of ``obs`` against the Case, earliest forward first (``graphs``: the
     executor replays graphs)."""
     out: list[ServerFailure] = []
-    if obs.error is not None:
-        return [ServerFailure("contracts", None, f"the pipeline raised: {obs.error}")]
+    # encoder replay: the stores go to the request window's workspace, never the SWA pool
+    win = (registry.hook("server.window_oracle")(case)
+           if case.config.enable_encoder_swa_bounded_replay else None)
+    raised = ([ServerFailure("contracts", None, f"the pipeline raised: {obs.error}")]
+              if obs.error is not None else [])
+    if raised and win is None:
+        return raised
+    # under a window the forwards before the one that raised (the release's own invariant
+    # checks run there) are judged first: the raise is often their consequence
     st = _State(case)
     layers = case.model.layers
     shadow: list[dict[int, bytes]] = [{} for _ in range(layers)]
@@ -231,6 +239,8 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False) -> list[Server
         if isinstance(ev, Release):
             for rid in ev.rids:
                 st.tokens.pop(rid, None)
+                if win is not None:
+                    win.release(rid)
             continue
         if isinstance(ev, Retract):  # validated, then followed: the requests' KV is freed
             stray = [r for r in ev.rids if r not in st.tokens]
@@ -239,13 +249,15 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False) -> list[Server
                                             f"{stray}, which hold no KV")]
             for rid in ev.rids:
                 st.tokens.pop(rid, None)
+                if win is not None:
+                    win.release(rid)
             continue
         if ev.mode == "DECODE" and not ev.rids:
             return out + [ServerFailure("retraction", ev.index, f"step {ev.step}: the release "
                                         "retracted every running request (it keeps one)")]
         rec = recs.get(ev.index)
-        if rec is None and obs.out_of_scope is not None:
-            break  # the run stopped where the pipeline does not go: judge what ran
+        if rec is None and (obs.out_of_scope is not None or raised):
+            break  # the run stopped where the pipeline does not go (or raised): judge what ran
         if rec is None:
             return out + [ServerFailure("alloc_count", ev.index, f"forward {ev.index} "
                                         f"({ev.mode}) was not observed")]
@@ -275,8 +287,11 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False) -> list[Server
         if len(rec.stores) != layers:
             out.append(ServerFailure("write_targets", ev.index, f"forward {ev.index}: "
                                      f"{len(rec.stores)} layer stores, expected {layers}"))
+        total = len(padded) if tp_pad is not None else len(want)
+        per_layer = win.stores(ev, total) if win is not None else None  # workspace rows
         for layer, got in enumerate(rec.stores[:layers]):
-            exp = padded if rec.exec == "graph" or tp_pad is not None else want
+            exp = (per_layer[layer] if per_layer is not None
+                   else padded if rec.exec == "graph" or tp_pad is not None else want)
             if got != exp:
                 diff = next((i for i, (a, b) in enumerate(zip(got, exp)) if a != b),
                             min(len(got), len(exp)))
@@ -292,9 +307,15 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False) -> list[Server
             bad = _window_reads(st, ev, rec)
             if bad:
                 out.append(ServerFailure("window_reads", ev.index, f"forward {ev.index}: {bad}"))
+        if win is not None:
+            out += [ServerFailure(c, ev.index, f"forward {ev.index}: {m}")
+                    for c, m in win.forward(ev, rec, total)]
+            continue
         for layer in range(layers):
             for slot, row in zip(want, rows(case, ev.index, layer, len(want))):
                 shadow[layer][slot] = row
+    if raised:
+        return out + raised
     out += _pool_failures(case, obs, shadow)
     return out
 

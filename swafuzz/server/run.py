@@ -51,9 +51,14 @@ NOT_DRIVEN = (
      "allowed: a list of batch sizes)"),
     (lambda c: not c.disable_radix_cache, "config.disable_radix_cache: prefix sharing through "
      "the radix cache is not driven at server level yet (allowed: true)"),
-    (lambda c: c.enable_encoder_swa_bounded_replay or c.enable_decoder_swa_bounded_replay,
-     "config.enable_encoder_swa_bounded_replay / enable_decoder_swa_bounded_replay: V4.1 "
-     "bounded replay is not driven at server level yet (allowed: false)"),
+    (lambda c: c.enable_decoder_swa_bounded_replay and not (
+        c.enable_encoder_swa_bounded_replay and c.tp_size == 1),
+     "config.enable_decoder_swa_bounded_replay: the late-layer tail is driven at server level "
+     "with enable_encoder_swa_bounded_replay on one rank only (allowed: false, or true with "
+     "enable_encoder_swa_bounded_replay true and tp_size 1)"),
+    (lambda c: c.enable_encoder_swa_bounded_replay and not c.disable_cuda_graph,
+     "config.disable_cuda_graph: decode graphs with enable_encoder_swa_bounded_replay are "
+     "not driven at server level yet (allowed: true)"),
 )
 
 

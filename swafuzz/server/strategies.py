@@ -24,9 +24,25 @@ KINDS = {
                       "1; drawn, shrinks to 1): with 2, every forward padded by the release's "
                       "MLP sync on 2 gloo processes, padded rows to the dummy slot",
     spec_strategies.KIND: spec_strategies.DESCRIPTION,
+    "server_window": "staggered arrivals with enable_encoder_swa_bounded_replay: every forward "
+                     "stored through the release's per-request SWA window (slot resets, "
+                     "layout, resolver, commit), on attention TP 1 or 2 (drawn, shrinks to 1; "
+                     "2: the release's MLP-sync padding first); the sliding window a whole "
+                     "number of pages",
+    "server_window_tail": "one or two requests with enable_encoder_swa_bounded_replay and the "
+                          "late-layer tail (enable_decoder_swa_bounded_replay, late layers from "
+                          "model.late_layer_start) on one rank, chunked prefill 384 (the "
+                          "release's minimum with the window) and prompts past it: the last "
+                          "chunk's tail shorter than the sliding window",
 }
-#: kinds a campaign runs only when named (--scenario): the default split stays the others'
-OPT_IN = (spec_strategies.KIND,)
+
+#: kinds a server-level run draws only when named (``--scenario``): the speculative kind so
+#: that the default split keeps its draws (``scripts/upstream-check`` runs it on its own); on
+#: 0.5.23 the window kind finds the known request-window padding bug (ledger
+#: ``window-dp-extend-pad-joins-run``) in most attention-TP-2 Cases, on 0.5.22 the tail kind the
+#: known ``short-tail-floor``, and a default campaign fails on any server-level finding
+OPT_IN = (spec_strategies.KIND, "server_window", "server_window_tail")
+DEFAULT_KINDS = tuple(k for k in KINDS if k not in OPT_IN)
 
 
 @st.composite
@@ -41,11 +57,34 @@ def _request(draw, staggered: bool, window: int) -> Request:
 
 
 @st.composite
+def _tail_case(draw) -> ServerCase:
+    """Kind ``server_window_tail`` (see :data:`KINDS`)."""
+    window = draw(st.integers(1, 16))
+    chunk = 384
+    reqs = tuple(Request(arrive_step=draw(st.integers(0, 2)),
+                         prompt_len=chunk + draw(st.integers(1, 24)),
+                         max_new_tokens=draw(st.integers(1, 3)))
+                 for _ in range(draw(st.integers(1, 2))))
+    need = sum(r.prompt_len + r.max_new_tokens + 1 for r in reqs) + 1
+    cfg = ServerConfig(enable_encoder_swa_bounded_replay=True,
+                       enable_decoder_swa_bounded_replay=True, chunked_prefill_size=chunk)
+    case = ServerCase(config=cfg, model=ModelShape(layers=2, late_layer_start=1,
+                                                   sliding_window=window, full_tokens=need + 1,
+                                                   swa_tokens=need + 1, row_bytes=16),
+                      requests=reqs, payload_seed=draw(st.integers(0, 3)),
+                      kind="server_window_tail")
+    validate(case)
+    return case
+
+
+@st.composite
 def server_cases(draw, kind: str = "server_decode") -> ServerCase:
     if kind not in KINDS:
         raise KeyError(f"server kind {kind!r} (known: {', '.join(KINDS)})")
     if kind == spec_strategies.KIND:
         return draw(spec_strategies.spec_cases())
+    if kind == "server_window_tail":
+        return draw(_tail_case())
     page = draw(st.sampled_from((1, 2, 4)))
     window = draw(st.integers(1, 8))
     layers = draw(st.integers(1, 2))
@@ -72,6 +111,11 @@ def server_cases(draw, kind: str = "server_decode") -> ServerCase:
     if kind == "server_attn_tp" and draw(st.sampled_from((1, 2))) == 2:
         cfg = ServerConfig(page_size=page, tp_size=2, moe_dense_tp_size=1)
     interval = draw(st.sampled_from((1, 2, 4, 128)))
+    if kind == "server_window":  # drawn last: the other kinds' draws stay as they were
+        tp = draw(st.sampled_from((1, 2)))
+        cfg = ServerConfig(page_size=page, enable_encoder_swa_bounded_replay=True,
+                           tp_size=tp, moe_dense_tp_size=1 if tp == 2 else None)
+        window = -(-window // page) * page  # the ring's capacity is whole pages
     case = ServerCase(config=cfg, model=ModelShape(layers=layers, sliding_window=window,
                                                    full_tokens=full + page, swa_tokens=swa,
                                                    row_bytes=16, swa_eviction_interval=interval),

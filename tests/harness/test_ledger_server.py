@@ -67,7 +67,8 @@ def test_text_and_table():
     u, p, r = (parse_server(_ok(s), "S") for s in ("unreachable", "probable", "reachable"))
     assert server_text(u) == "server: unreachable (guard pkg.mod.fn: a rule)"
     assert server_text(p) == "server: reachable (arguments accepted), bundle pending"
-    assert server_text(r) == "server: reachable (bundle tests/data/b.json)"
+    assert server_text(r) == ("server: reachable (bundle tests/data/b.json; repro: swafuzz repro "
+                              "tests/data/b.json)")
     assert server_text(None) == "server: not answered"
 
     class E:
@@ -98,8 +99,11 @@ def test_repository_ledger_answers_every_entry_with_an_existing_test():
         assert name in _test_names(path), f"{e['id']}: {a.test} does not exist"
         if a.status == "probable":
             assert a.bundle is None and a.requests and a.server_args
+        if a.status == "reachable":  # a server-level bundle in the repository
+            with open(os.path.join(ROOT, a.bundle), encoding="utf-8") as fh:
+                assert json.load(fh)["level"] == "server", e["id"]
     statuses = {e["id"]: e["server"]["status"] for e in entries}
-    assert statuses["window-dp-extend-pad-joins-run"] == "probable"
+    assert statuses["window-dp-extend-pad-joins-run"] == "reachable"
     assert statuses["a2-window-before-idle"] == "unreachable"
 
 

@@ -118,6 +118,32 @@ def test_tail_with_window_is_accepted():
     assert v.resolved["chunked_prefill_size"] == 384
 
 
+def test_short_tail_bundle_reproduces(capsys):
+    """The entry's server-level bundle (encoder + decoder replay, tp 1, chunked prefill 384, a
+    385-token prompt whose last chunk is a 1-row tail, W 2) fails on replay on the entry's
+    releases as the entry says: the late layer's history reads the zero row where position 383
+    must be (``server:window_history``); its server arguments are the entry's and accepted."""
+    from swafuzz.harness.cli import main
+    from swafuzz.harness.cli_common import EXIT_FINDINGS
+
+    e = entry("short-tail-floor")
+    assert e.server.status == "reachable" and e.server.bundle
+    path = os.path.join(ROOT, e.server.bundle)
+    with open(path, encoding="utf-8") as fh:
+        bundle = json.load(fh)
+    assert bundle["level"] == "server" and bundle["signature"] == "server:window_history"
+    cfg = bundle["case"]["config"]
+    assert {k: cfg[k] for k in e.server.server_args} == e.server.server_args
+    v = verdict(e)  # the record's arguments, resolved by the release, are the bundle's
+    assert v.accepted, v.message
+    for k in ("tp_size", "enable_encoder_swa_bounded_replay",
+              "enable_decoder_swa_bounded_replay", "chunked_prefill_size"):
+        assert v.resolved[k] == cfg[k] or (k == "chunked_prefill_size" and cfg[k] is None), k
+    assert main(["repro", "--no-isolate", path]) == EXIT_FINDINGS
+    out = capsys.readouterr().out
+    assert "FAIL server:window_history" in out and "layer 1" in out and "383" in out, out
+
+
 def test_a5_needs_a_single_window_layer():
     """The A5 skip, run through the release's RequestWindow: the entry's repro fails with one
     window layer and passes with two or three (the (layer, phase) key changes every layer)."""
@@ -139,21 +165,58 @@ def test_a5_needs_a_single_window_layer():
     assert failed == {1: True, 2: False, 3: False}
 
 
+#: the DP-attention route of the request-window padding entry (attention TP 2 as well)
+DP_ROUTE = {"tp_size": 4, "dp_size": 2, "enable_dp_attention": True,
+            "enable_encoder_swa_bounded_replay": True, "chunked_prefill_size": 8192}
+
+
 def test_window_with_attention_tp_is_accepted():
     from swafuzz.targets.sglang.serverargs import built_server_args, release_context
 
     e = entry("window-dp-extend-pad-joins-run")
-    with built_server_args(e.server.server_args, env=e.server.env) as (v, args):
-        assert v.accepted, v.message
-        assert v.resolved["enable_encoder_swa_bounded_replay"] is True
-        assert v.resolved["enable_decoder_swa_bounded_replay"] is False   # no tail there
-        with release_context(args):
-            from sglang.srt.runtime_context import get_parallel
-            assert (get_parallel().attn_tp_size, get_parallel().attn_dp_size) == (2, 2)
+    for cfg, ranks in ((e.server.server_args, (2, 1)), (DP_ROUTE, (2, 2))):
+        with built_server_args(cfg, env=e.server.env) as (v, args):
+            assert v.accepted, v.message
+            assert v.resolved["enable_encoder_swa_bounded_replay"] is True
+            assert v.resolved["enable_decoder_swa_bounded_replay"] is False   # no tail there
+            with release_context(args):
+                from sglang.srt.runtime_context import get_parallel
+                assert (get_parallel().attn_tp_size, get_parallel().attn_dp_size) == ranks
     scattered = verdict(e, tp_size=2, dp_size=1, enable_dp_attention=False,
-                        enable_attn_tp_input_scattered=True,
+                        enable_attn_tp_input_scattered=True, moe_dense_tp_size=None,
                         enable_decoder_swa_bounded_replay=False)
     assert scattered.accepted, scattered.message
+
+
+def test_window_pad_bundle_reproduces(capsys):
+    """The entry's server-level bundle (shrunk by the ``server_window`` kind: attention TP 2,
+    encoder replay, one request of 1 prompt token) fails on replay as the entry says: the
+    release's MLP-sync padding row joins the request's window run and its commit puts the
+    padding row's bytes in the ring row of position 0 (``server:window_ring``); the bundle's
+    server arguments are the entry's and the release accepts them."""
+    from swafuzz.features.dp import sglang_server_pad
+    from swafuzz.harness.cli import main
+    from swafuzz.harness.cli_common import EXIT_FINDINGS
+
+    e = entry("window-dp-extend-pad-joins-run")
+    assert e.server.status == "reachable" and e.server.bundle
+    path = os.path.join(ROOT, e.server.bundle)
+    with open(path, encoding="utf-8") as fh:
+        bundle = json.load(fh)
+    assert bundle["level"] == "server" and bundle["signature"] == "server:window_ring"
+    cfg = bundle["case"]["config"]
+    assert {k: cfg[k] for k in e.server.server_args} == e.server.server_args
+    v = verdict(e)  # the record's arguments, resolved by the release, are the bundle's
+    assert v.accepted, v.message
+    for k in ("tp_size", "enable_encoder_swa_bounded_replay",
+              "enable_decoder_swa_bounded_replay", "chunked_prefill_size"):
+        assert v.resolved[k] == cfg[k] or (k == "chunked_prefill_size" and cfg[k] is None), k
+    try:
+        assert main(["repro", "--no-isolate", path]) == EXIT_FINDINGS
+    finally:
+        sglang_server_pad.close_all()
+    out = capsys.readouterr().out
+    assert "FAIL server:window_ring" in out and "position 0" in out, out
 
 
 def test_pplx_forces_max_len_with_the_window():

@@ -84,6 +84,10 @@ def test_wrong_records_fail_their_checks(rt):
         rt.mutate("a2-window-before-idle", enable_dp_attention=None, dp_size=None)
         with pytest.raises(AssertionError):
             rt.test_window_refuses_dp_attention_before_0_5_23("a2-window-before-idle")
+        rt.mutate("short-tail-floor", dp_size=None, tp_size=None, enable_dp_attention=None,
+                  chunked_prefill_size=512)  # not the bundle's arguments
+        with pytest.raises(AssertionError):
+            rt.test_short_tail_bundle_reproduces(None)
     elif v == "0.5.23":
         rt.mutate("ring-a4-resolver-fallback-dp-eager", enable_dp_lm_head=None)
         with pytest.raises(AssertionError):
@@ -93,9 +97,16 @@ def test_wrong_records_fail_their_checks(rt):
                   speculative_num_draft_tokens=None)
         with pytest.raises(AssertionError):
             rt.test_ring_has_no_draft_extend_on_cuda()
-        rt.mutate("window-dp-extend-pad-joins-run", tp_size=2)       # attention TP 1
+        rt.mutate("window-dp-extend-pad-joins-run", tp_size=1)       # attention TP 1
         with pytest.raises(AssertionError):
             rt.test_window_with_attention_tp_is_accepted()
+        # left unset, the release resolves the late-layer tail on for pure TP 2
+        rt.mutate("window-dp-extend-pad-joins-run", tp_size=2,
+                  enable_decoder_swa_bounded_replay=None)
+        with pytest.raises(AssertionError):
+            rt.test_window_with_attention_tp_is_accepted()
+        with pytest.raises(AssertionError):  # no longer the bundle's arguments
+            rt.test_window_pad_bundle_reproduces(None)
     else:
         pytest.skip(f"no entry lists sglang {v}")
 

@@ -24,7 +24,7 @@ from swafuzz.features import Feature, Since
 from swafuzz.scenarios.case import Case
 from swafuzz.targets.protocol import TargetUnavailable
 from swafuzz.targets.sglang.matrix import table_text
-from swafuzz.targets.sglang.pipeline.hops import SERVER_MUTANTS, hop_text
+from swafuzz.targets.sglang.pipeline.hops import hop_text, server_mutant_sources
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from swafuzz.targets.protocol import Subject
@@ -104,7 +104,7 @@ class SGLangTarget:
     @staticmethod
     def server_mutants() -> dict[str, str]:
         """The server mutants (patches of the release's pipeline code): name -> source."""
-        return dict(SERVER_MUTANTS)
+        return server_mutant_sources()
 
     def __call__(self, case: Case, **kwargs: Any) -> Any:
         return features.load(ENGINE)(case, **kwargs)  # imports SGLang (optional)

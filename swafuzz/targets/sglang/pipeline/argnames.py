@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 from typing import Mapping
 
+from swafuzz import features as registry
 from swafuzz.server.case import ServerConfig
 from swafuzz.targets.sglang import serverargs
 
@@ -76,6 +77,10 @@ def release_refusal(config: Mapping[str, object], **kw) -> str | None:
     if why:
         return why
     missing = absent(config, shape.fields)
+    if not missing:  # the features' own refusals on this release (hook sglang.server_refusal)
+        for why in (f(config, shape.version) for f in registry.hooks("sglang.server_refusal")):
+            if why:
+                return why
     if missing:
         return (f"sglang {shape.version} has no ServerArgs field "
                 f"{', '.join(f'{n} (set to {config[n]!r})' for n in missing)}")

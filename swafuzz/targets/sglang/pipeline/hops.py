@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import textwrap
 
+from swafuzz import features as registry
+
 #: (hop, 0.5.23, why)
 HOPS: tuple[tuple[str, str, str], ...] = (
     ("server arguments installed", "real",
@@ -226,17 +228,31 @@ SERVER_MUTANTS = {
 }
 
 
+def server_mutant_sources() -> dict[str, str]:
+    """Every server mutant, name -> source: the pipeline's and the features' (hook
+    ``sglang.server_mutants``)."""
+    out = dict(SERVER_MUTANTS)
+    for table in registry.hooks("sglang.server_mutants"):
+        out.update({n: src for n, (src, _patch) in table.items()})
+    return out
+
+
 def hop_text() -> str:
     """The hop table as text: per hop its answer on 0.5.23 and name, then why (wrapped)."""
     lines = ["server-level pipeline (swafuzz run --target sglang --level server), per "
              "scheduling step; columns: 0.5.23 and 0.5.22 (runtime-context shape), 0.5.12 "
              "(global-server-args shape; its reason where it differs):"]
-    for hop, status, why in HOPS:
-        old, old_why = OLDER_SHAPE.get(hop, (status, ""))
+    older = dict(OLDER_SHAPE)
+    hops = list(HOPS)
+    for extra_rows, extra_older in registry.hooks("sglang.server_hops"):
+        hops += extra_rows
+        older.update(extra_older)
+    for hop, status, why in hops:
+        old, old_why = older.get(hop, (status, ""))
         lines.append(f"  {status:<9} {old:<9} {hop}")
         lines += textwrap.wrap(why, 100, initial_indent=" " * 22, subsequent_indent=" " * 22)
         lines += textwrap.wrap(old_why, 100, initial_indent=" " * 20 + "0.5.12: ",
                                subsequent_indent=" " * 28)
     lines += ["server mutants (swafuzz run --level server --server-mutant NAME):"]
-    lines += [f"  {n}: {src}" for n, src in SERVER_MUTANTS.items()]
+    lines += [f"  {n}: {src}" for n, src in server_mutant_sources().items()]
     return "\n".join(lines)

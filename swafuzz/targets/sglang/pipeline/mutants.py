@@ -76,9 +76,14 @@ PATCHES = {
 
 
 def patched(name: str | None):
-    """The patch of server mutant ``name`` (None: nothing patched)."""
+    """The patch of server mutant ``name`` (None: nothing patched); the features' server
+    mutants (hook ``sglang.server_mutants``) beside the pipeline's."""
     if name is None:
         return contextlib.nullcontext()
-    if name not in PATCHES:
-        raise KeyError(f"server mutant {name!r} (known: {', '.join(PATCHES)})")
-    return PATCHES[name]()
+    if name in PATCHES:
+        return PATCHES[name]()
+    refs = {n: ref for table in registry.hooks("sglang.server_mutants")
+            for n, (_src, ref) in table.items()}
+    if name not in refs:
+        raise KeyError(f"server mutant {name!r} (known: {', '.join([*PATCHES, *refs])})")
+    return registry.load(refs[name])()  # only the named one's module (it may import SGLang)

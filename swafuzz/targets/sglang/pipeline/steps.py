@@ -96,6 +96,9 @@ class Pipeline:
         self.reqs: dict[int, Req] = {}
         self.running: ScheduleBatch | None = None
         self.fill = graph.GraphFill(self.srv) if self.srv.graph_runner else None
+        #: the request-window hop (encoder replay): the release's window path per forward
+        self.window = (registry.hook("sglang.server_window")(self)
+                       if case.config.enable_encoder_swa_bounded_replay else None)
 
     # -- scheduling steps ----------------------------------------------------------------------
     def extend(self, fwd: Forward) -> ScheduleBatch:
@@ -117,6 +120,8 @@ class Pipeline:
                                        s.model_runner.model_config, False,
                                        self.spec_algorithm)
         batch.prepare_for_extend()
+        if self.window is not None:  # the worker's encoder-replay step (window slot resets)
+            self.window.before_forward(batch)
         return batch
 
     def decode(self) -> ScheduleBatch:
@@ -174,24 +179,35 @@ class Pipeline:
                            seq.to(torch.int64), pos.to(torch.int64))
         eng = s.engine
         n = hfb.out_cache_loc.numel()
+        win = None
         filled: dict = {}
-        if self.can_run_graph(fb):  # the release's decision and buffer fill (:mod:`.graph`);
-            filled, gfb = self.fill.replay_batch(fb)  # the replay: the engine's runner
-            fo = eng.graph_forward(fwd.index, "target", "decode", gfb, n, hfb.forward_mode.name)[0]
+        if self.window is not None:  # stores through the release's request window
+            per = (list(fb.extend_seq_lens_cpu) if fb.forward_mode.is_extend()
+                   else [1] * fb.batch_size)
+            win = self.window.forward(fwd.index, fb.forward_mode.name,
+                                      fb.req_pool_indices.tolist(), per,
+                                      hfb.out_cache_loc.tolist(), hfb.positions.tolist())
+            per_layer, exec_ = win.pop("stores"), "eager"
         else:
-            fo = eng.eager_forward(fwd.index, "target", eng.target_backend, hfb, n)
-        per_layer: list[list[int]] = [[] for _ in range(eng.target_pool.num_layers)]
-        for st in fo.stores:
-            per_layer[st.layer] += st.locs
+            if self.can_run_graph(fb):  # the release's decision and buffer fill (:mod:`.graph`);
+                filled, gfb = self.fill.replay_batch(fb)  # the replay: the engine's runner
+                fo = eng.graph_forward(fwd.index, "target", "decode", gfb, n,
+                                       hfb.forward_mode.name)[0]
+            else:
+                fo = eng.eager_forward(fwd.index, "target", eng.target_backend, hfb, n)
+            per_layer = [[] for _ in range(eng.target_pool.num_layers)]
+            for st in fo.stores:
+                per_layer[st.layer] += st.locs
+            exec_ = fo.exec
         W = self.case.model.sliding_window
         table = s.req_to_token_pool.req_to_token
         window_rows = [table[int(i), max(0, int(n) - W):int(n)].tolist()
                        for i, n in zip(fb.req_pool_indices.tolist(), fb.seq_lens.tolist())]
         return ForwardRec(index=fwd.index, mode=fb.forward_mode.name, alloc=self.tap.take(),
-                          stores=per_layer, exec=fo.exec,
+                          stores=per_layer, exec=exec_,
                           mapping=s.allocator.full_to_swa_index_mapping.tolist(),
                           positions=hfb.positions.tolist(), seq_lens=hfb.seq_lens.tolist(),
-                          window_rows=window_rows, graph=filled)
+                          window_rows=window_rows, graph=filled, window=win)
 
     def can_run_graph(self, fb: ForwardBatch) -> bool:
         """The model runner's choice: a graph-capable mode, a decode graph runner, and the

@@ -1,0 +1,206 @@
+"""The request window at server level (issue 18 item 3; imports SGLang): the hop the server-level
+pipeline (:mod:`swafuzz.targets.sglang.pipeline.steps`, hook ``sglang.server_window``) runs per
+forward of a Case with ``enable_encoder_swa_bounded_replay``.
+
+Per EXTEND, before ``ForwardBatch.init_new``, the release's worker step does what its
+``TpModelWorker.forward_batch_generation`` does under encoder replay: the release's own
+``fold_encoder_swa_replay`` (0.5.23, a backend that folds) or ``run_encoder_swa_replay`` (a
+release without the fold), over a worker stand-in whose pool holds the real
+``RequestWindow``: every request that starts its window (a new request slot or a retraction,
+the release's ``encoder_swa_reset`` from ``prepare_for_extend``) has its slot reset. With the
+radix cache disabled no request has a cached prefix, so neither folds nor replays rows; one
+that would is out of scope (not driven).
+
+Per forward, after ``ForwardBatch.init_new`` and (attention TP 2) after the release's own
+MLP-sync padding, the rows go through the component adapter's window path
+(:class:`features.request_window.sglang.SGLangWindowPath`, imported, not copied): the request
+slot of each row is the release's ``req_pool_indices``, position and full location the padded
+batch's. An eager EXTEND is laid out as the release's eager ``init_forward_metadata`` ->
+``make_core_attn_metadata`` chain lays it out (``padded_num_tokens = out_cache_loc.shape[0]``,
+``num_groups`` = requests, no live rows: :class:`features.dspark.sglang.SGLangDSpark`'s
+``pad_layout`` over the release's ``expand_prefill_casually``); a DECODE has one group per row,
+padding rows in the dummy slot 0 (the adapter's DP-decode model). With the late-layer tail
+(``enable_decoder_swa_bounded_replay``, ``model.late_layer_start``) an EXTEND's late layers run
+the release's ``late_layer_tail_layout`` rows (per request the last ``min(W, rows)``, with its
+floor) through their own layout. Then per layer the store
+through the release's resolver and ``store_cache`` into the workspace and the release's
+``RequestWindow.commit``; after the forward the ring's tags and bytes are read.
+
+Modelled (the adapter's, listed in ``swafuzz list --target sglang``): the Triton copy / commit
+kernels and ``make_core_attn_metadata`` (CUDA); the allocator stays the server's SWA allocator
+(the release builds a full-only allocator under encoder replay: the SWA half is unused by the
+window's stores, the allocation of full slots is the release's).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from types import SimpleNamespace
+from typing import Iterator
+
+from swafuzz.features.request_window import sglang as seam
+from swafuzz.features.request_window.sglang import SGLangWindowPath
+from swafuzz.targets.forward_mode import ForwardMode
+from swafuzz.targets.sglang import features as release_features
+
+from sglang.srt.mem_cache import dsv41_request_window as rw  # noqa: E402  # isort: skip
+from sglang.srt.mem_cache.memory_pool import ReqToTokenPool  # noqa: E402  # isort: skip
+from sglang.srt.model_executor import encoder_swa_replay as esr  # noqa: E402  # isort: skip
+
+_FOLD = release_features.FOLD
+
+
+class _EngineView:
+    """The server's component engine as the window path sees it: its pool config with the
+    request window set (everything else is the engine's)."""
+
+    def __init__(self, engine, cfg):
+        self._engine, self.cfg = engine, cfg
+        self.case = dataclasses.replace(engine.case, pool=cfg, steps=())
+
+    def __getattr__(self, name):
+        return getattr(self._engine, name)
+
+
+def window_config(pipeline):
+    """The pool config of the window path: ring capacity the sliding window (the release's
+    ``capacity = sliding_window`` without MTP), one slot per request slot the release's
+    ReqToTokenPool hands out (1..size), a workspace chunk that holds any forward's rows."""
+    case = pipeline.case
+    eng = pipeline.srv.engine
+    slots = pipeline.srv.req_to_token_pool.size + 1
+    most = sum(r.prompt_len + r.max_new_tokens for r in case.requests) + 2 * slots
+    return dataclasses.replace(eng.cfg, request_window=case.model.sliding_window,
+                               window_slots=slots, window_chunk=most,
+                               late_layer_start=case.model.late_layer_start)
+
+
+class ServerWindow:
+    """The request-window hop of one server-level run (module docstring)."""
+
+    def __init__(self, pipeline):
+        self.p = pipeline
+        self.path = SGLangWindowPath(_EngineView(pipeline.srv.engine, window_config(pipeline)))
+        runner = SimpleNamespace(
+            token_to_kv_pool=SimpleNamespace(request_window=self.path.window),
+            req_to_token_pool=pipeline.srv.req_to_token_pool, device=self.path.device,
+            attn_backend=SimpleNamespace(folds_encoder_swa_replay=_FOLD))
+        self.worker = SimpleNamespace(model_runner=runner)
+
+    def before_forward(self, batch) -> None:
+        """The worker's encoder-replay step before ``ForwardBatch.init_new`` (the release's
+        own function; module docstring)."""
+        if not batch.forward_mode.is_extend():
+            return
+        hits = [p for p, reset in zip(batch.prefix_lens, batch.encoder_swa_reset or ()) if
+                reset and p]
+        if hits:  # a chunk's continuation keeps its slot (no reset): only a cached prefix hits
+            raise RuntimeError(f"an EXTEND whose new windows start on cached prefixes {hits}: "
+                               "the encoder-replay fold of prefix hits is not driven at server "
+                               "level")
+        if _FOLD:
+            if esr.fold_encoder_swa_replay(self.worker, batch) is not None:
+                raise RuntimeError("fold_encoder_swa_replay folded rows without a prefix hit")
+        else:
+            esr.run_encoder_swa_replay(self.worker, batch)
+
+    def forward(self, index: int, mode: str, slots: list[int], per_req: list[int],
+                loc: list[int], pos: list[int]) -> dict:
+        """One forward's rows through the window path: ``slots`` / ``per_req`` the release's
+        request slots and rows per request (batch order), ``loc`` / ``pos`` the batch's full
+        locations and positions after the padding (padding rows last). Returns the stores
+        (per layer, the workspace rows handed to the store), the history tags each layer read
+        and the ring after the forward."""
+        rows = [(s, 0, 0) for s, n in zip(slots, per_req) for _ in range(n)]
+        n = len(rows)
+        rows = [(s, int(p), f) for (s, _, f), p in zip(rows, pos)]
+        pad = len(loc) - n
+        ds = self.path.dspark()
+        if mode == "EXTEND":
+            rows += [(0, int(p), 0) for p in pos[n:]]
+            groups, fmode = len(slots), ForwardMode.EXTEND
+            ds.pad = pad  # the eager EXTEND's padded layout (SGLangDSpark.pad_layout)
+        else:
+            rows += [(0, 0, 0)] * pad
+            groups, fmode = len(rows), ForwardMode.DECODE
+        try:
+            tail = list(per_req) if fmode == ForwardMode.EXTEND and self.path.L else None
+            o = self.path.forward(index, fmode, rows, [int(x) for x in loc], groups, tail)
+        finally:
+            ds.pad = 0
+        st = self.path.step_obs(index)
+        w = self.path.window
+        return {"stores": [s.locs for s in o.stores], "groups": groups, "slots": list(slots),
+                "history_tags": o.history_tags, "ring_tags": st.tags, "bytes_after": st.ring,
+                "zero_row": int(w.zero_row), "capacity": int(w.capacity),
+                "rows": len(rows)}
+
+
+# -- server mutants (:mod:`.server_mutants` names and sources them) ------------------------------
+@contextlib.contextmanager
+def slot_reset_next() -> Iterator[None]:
+    """``RequestWindow.reset`` clears the next slot's rows instead of the slot's."""
+    real = rw.RequestWindow.reset
+
+    def reset(self, slots):
+        return real(self, slots + 1)
+
+    rw.RequestWindow.reset = reset
+    try:
+        yield
+    finally:
+        rw.RequestWindow.reset = real
+
+
+@contextlib.contextmanager
+def layout_floor_own_row() -> Iterator[None]:
+    """``window_layout`` called with every row's floor at its own position (no history)."""
+    real = seam.real_window_layout
+
+    def window_layout(req, pos, **kw):
+        kw["floor"] = pos.clone()
+        return real(req, pos, **kw)
+
+    seam.real_window_layout = window_layout
+    try:
+        yield
+    finally:
+        seam.real_window_layout = real
+
+
+@contextlib.contextmanager
+def tail_floor_short() -> Iterator[None]:
+    """``late_layer_tail_layout``'s floor ``seq_len - tail_lens`` (0.5.21 / 0.5.22's) instead
+    of ``max(0, seq_len - W)``."""
+    mod = release_features.tail_mod
+    real = mod.late_layer_tail_layout
+
+    def late_layer_tail_layout(*, extend_lens_cpu, seq_lens_cpu, tail_len, device, **kw):
+        idx, lens, floor = real(extend_lens_cpu=extend_lens_cpu, seq_lens_cpu=seq_lens_cpu,
+                                tail_len=tail_len, device=device, **kw)
+        short = [s - t for s, t in zip(seq_lens_cpu, lens) for _ in range(t)]
+        return idx, lens, floor.new_tensor(short)
+
+    mod.late_layer_tail_layout = late_layer_tail_layout
+    try:
+        yield
+    finally:
+        mod.late_layer_tail_layout = real
+
+
+@contextlib.contextmanager
+def padding_slot_handed_out() -> Iterator[None]:
+    """``ReqToTokenPool``'s free list holds its padding row 0 (last, so it is handed out
+    first): a request gets the slot padded batches default to."""
+    real = ReqToTokenPool.__init__
+
+    def __init__(self, *args, **kw):
+        real(self, *args, **kw)
+        self.free_slots.append(0)
+
+    ReqToTokenPool.__init__ = __init__
+    try:
+        yield
+    finally:
+        ReqToTokenPool.__init__ = real

@@ -212,6 +212,14 @@ def _window_reads(st: _State, fwd: Forward, rec) -> str | None:
     return None
 
 
+def observed_plan(case: ServerCase, obs: ServerObs) -> list:
+    """The Case's plan (:func:`~swafuzz.server.timeline.plan`) with the retractions and
+    admissions the release decided as observed (raises ``RetractionError`` on an impossible
+    one)."""
+    return plan(case, {int(k): (tuple(v[0]), tuple(v[1])) for k, v in obs.retractions.items()},
+                {int(k): v for k, v in obs.admissions.items()})
+
+
 def judge(case: ServerCase, obs: ServerObs, graphs: bool = False) -> list[ServerFailure]:
     """Every failure of ``obs`` against the Case, earliest forward first (``graphs``: the
     executor replays graphs)."""
@@ -230,9 +238,7 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False) -> list[Server
     shadow: list[dict[int, bytes]] = [{} for _ in range(layers)]
     recs = {f.index: f for f in obs.forwards}
     try:
-        events = plan(case, {int(k): (tuple(v[0]), tuple(v[1]))
-                             for k, v in obs.retractions.items()},
-                      {int(k): v for k, v in obs.admissions.items()})
+        events = observed_plan(case, obs)
     except RetractionError as e:
         return [ServerFailure("retraction", None, str(e))]
     for ev in events:

@@ -43,8 +43,8 @@ from __future__ import annotations
 from swafuzz.scenarios.case import POISON_BYTE
 from swafuzz.server.case import ServerCase, ServerConfig
 from swafuzz.server.observation import ServerObs
-from swafuzz.server.oracle import ServerFailure, rows
-from swafuzz.server.timeline import Forward, Release, Retract, RetractionError, plan
+from swafuzz.server.oracle import ServerFailure, observed_plan, rows
+from swafuzz.server.timeline import Forward, Release, Retract, RetractionError
 
 NOT_DRIVEN = ("config.speculative_algorithm: speculative decoding is driven at server level "
               "for EAGLE with speculative_eagle_topk 1, speculative_num_draft_tokens = "
@@ -77,9 +77,7 @@ def judge(case: ServerCase, obs: ServerObs) -> list[ServerFailure]:
     raised = [] if obs.error is None else [
         ServerFailure("contracts", None, f"the pipeline raised: {obs.error}")]
     try:
-        events = plan(case, {int(k): (tuple(v[0]), tuple(v[1]))
-                             for k, v in obs.retractions.items()},
-                      {int(k): v for k, v in obs.admissions.items()})
+        events = observed_plan(case, obs)
     except RetractionError as e:
         return [ServerFailure("retraction", None, str(e))]
     j = _Judge(case, obs)

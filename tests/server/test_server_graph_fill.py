@@ -13,7 +13,8 @@ from swafuzz.server.case import parse
 
 pytestmark = [pytest.mark.upstream,
               pytest.mark.skipif(importlib.util.find_spec("sglang") is None,
-                                 reason="sglang is not installed (scripts/upstream-env VERSION)")]
+                                 reason="sglang is not installed (scripts/upstream-env VERSION)"),
+              pytest.mark.usefixtures("pipeline_here")]
 
 #: two requests, the shorter first: after it finishes the longer one replays alone in bucket 2,
 #: its padded row where the shorter one's row was (spec §9.5's decreasing raw_bs in one bucket)
@@ -22,16 +23,6 @@ SHRINKING = {"config": {"page_size": 1, "disable_cuda_graph": False, "cuda_graph
              "requests": [{"prompt_len": 3, "max_new_tokens": 3},
                           {"prompt_len": 5, "max_new_tokens": 6}]}
 
-
-@pytest.fixture(autouse=True)
-def _pipeline_here():
-    from swafuzz.harness.server_campaign import pipeline_of
-    from swafuzz.targets import TargetUnavailable
-
-    try:
-        pipeline_of("sglang")
-    except TargetUnavailable as e:
-        pytest.skip(str(e))
 
 
 def _run(obj, mutant=None):

@@ -12,7 +12,8 @@ from swafuzz.server.case import parse
 
 pytestmark = [pytest.mark.upstream,
               pytest.mark.skipif(importlib.util.find_spec("sglang") is None,
-                                 reason="sglang is not installed (scripts/upstream-env VERSION)")]
+                                 reason="sglang is not installed (scripts/upstream-env VERSION)"),
+              pytest.mark.usefixtures("pipeline_here")]
 
 SPEC = {"config": {"page_size": 1, "speculative_algorithm": "EAGLE", "speculative_num_steps": 2,
                    "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 3},
@@ -20,16 +21,6 @@ SPEC = {"config": {"page_size": 1, "speculative_algorithm": "EAGLE", "speculativ
         "requests": [{"prompt_len": 5, "max_new_tokens": 6, "accept_lengths": [2, 1, 3]},
                      {"prompt_len": 3, "max_new_tokens": 4, "accept_lengths": [1, 3]}]}
 
-
-@pytest.fixture(autouse=True)
-def _pipeline_here():
-    from swafuzz.harness.server_campaign import pipeline_of
-    from swafuzz.targets import TargetUnavailable
-
-    try:
-        pipeline_of("sglang")
-    except TargetUnavailable as e:
-        pytest.skip(str(e))
 
 
 def _spec_v2() -> bool:

@@ -118,6 +118,27 @@ def test_tail_with_window_is_accepted():
     assert v.resolved["chunked_prefill_size"] == 384
 
 
+
+def _server_bundle(eid: str, signature: str) -> str:
+    """The path of entry ``eid``'s server-level bundle, after checking that it fails with
+    ``signature`` and that its server arguments are the entry's and resolve, by the release's
+    own checks, to the bundle's."""
+    e = entry(eid)
+    assert e.server.status == "reachable" and e.server.bundle
+    path = os.path.join(ROOT, e.server.bundle)
+    with open(path, encoding="utf-8") as fh:
+        bundle = json.load(fh)
+    assert bundle["level"] == "server" and bundle["signature"] == signature
+    cfg = bundle["case"]["config"]
+    assert {k: cfg[k] for k in e.server.server_args} == e.server.server_args
+    v = verdict(e)
+    assert v.accepted, v.message
+    for k in ("tp_size", "enable_encoder_swa_bounded_replay",
+              "enable_decoder_swa_bounded_replay", "chunked_prefill_size"):
+        assert v.resolved[k] == cfg[k] or (k == "chunked_prefill_size" and cfg[k] is None), k
+    return path
+
+
 def test_short_tail_bundle_reproduces(capsys):
     """The entry's server-level bundle (encoder + decoder replay, tp 1, chunked prefill 384, a
     385-token prompt whose last chunk is a 1-row tail, W 2) fails on replay on the entry's
@@ -126,19 +147,7 @@ def test_short_tail_bundle_reproduces(capsys):
     from swafuzz.harness.cli import main
     from swafuzz.harness.cli_common import EXIT_FINDINGS
 
-    e = entry("short-tail-floor")
-    assert e.server.status == "reachable" and e.server.bundle
-    path = os.path.join(ROOT, e.server.bundle)
-    with open(path, encoding="utf-8") as fh:
-        bundle = json.load(fh)
-    assert bundle["level"] == "server" and bundle["signature"] == "server:window_history"
-    cfg = bundle["case"]["config"]
-    assert {k: cfg[k] for k in e.server.server_args} == e.server.server_args
-    v = verdict(e)  # the record's arguments, resolved by the release, are the bundle's
-    assert v.accepted, v.message
-    for k in ("tp_size", "enable_encoder_swa_bounded_replay",
-              "enable_decoder_swa_bounded_replay", "chunked_prefill_size"):
-        assert v.resolved[k] == cfg[k] or (k == "chunked_prefill_size" and cfg[k] is None), k
+    path = _server_bundle("short-tail-floor", "server:window_history")
     assert main(["repro", "--no-isolate", path]) == EXIT_FINDINGS
     out = capsys.readouterr().out
     assert "FAIL server:window_history" in out and "layer 1" in out and "383" in out, out
@@ -198,19 +207,7 @@ def test_window_pad_bundle_reproduces(capsys):
     from swafuzz.harness.cli import main
     from swafuzz.harness.cli_common import EXIT_FINDINGS
 
-    e = entry("window-dp-extend-pad-joins-run")
-    assert e.server.status == "reachable" and e.server.bundle
-    path = os.path.join(ROOT, e.server.bundle)
-    with open(path, encoding="utf-8") as fh:
-        bundle = json.load(fh)
-    assert bundle["level"] == "server" and bundle["signature"] == "server:window_ring"
-    cfg = bundle["case"]["config"]
-    assert {k: cfg[k] for k in e.server.server_args} == e.server.server_args
-    v = verdict(e)  # the record's arguments, resolved by the release, are the bundle's
-    assert v.accepted, v.message
-    for k in ("tp_size", "enable_encoder_swa_bounded_replay",
-              "enable_decoder_swa_bounded_replay", "chunked_prefill_size"):
-        assert v.resolved[k] == cfg[k] or (k == "chunked_prefill_size" and cfg[k] is None), k
+    path = _server_bundle("window-dp-extend-pad-joins-run", "server:window_ring")
     try:
         assert main(["repro", "--no-isolate", path]) == EXIT_FINDINGS
     finally:

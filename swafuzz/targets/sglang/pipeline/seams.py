@@ -85,7 +85,7 @@ def cpu_platform() -> Iterator[None]:
         if utils.support_triton("triton"):  # no platform check: it says yes on a CPU
             for mod in (common, forward_batch_info):
                 if hasattr(mod, "support_triton"):
-                    stack.enter_context(_set(mod, "support_triton", lambda backend: False))
+                    stack.enter_context(set_attr(mod, "support_triton", lambda backend: False))
         stack.enter_context(one_rank_groups())
         yield
 
@@ -100,12 +100,13 @@ def one_rank_groups() -> Iterator[None]:
     if getattr(ps, "_MOE_EP", "absent") is not None:
         yield
         return
-    with _set(ps, "_MOE_EP", SimpleNamespace(world_size=1, rank_in_group=0)):
+    with set_attr(ps, "_MOE_EP", SimpleNamespace(world_size=1, rank_in_group=0)):
         yield
 
 
 @contextlib.contextmanager
-def _set(obj, name: str, value) -> Iterator[None]:
+def set_attr(obj, name: str, value) -> Iterator[None]:
+    """``obj.name`` is ``value`` inside the block, restored after it (a patch of the release)."""
     real = getattr(obj, name)
     setattr(obj, name, value)
     try:

@@ -3,23 +3,12 @@ speculative server-level Case runs; each names its source (:data:`.hops.SERVER_M
 
 from __future__ import annotations
 
-import contextlib
-from typing import Iterator
-
 import torch
 from sglang.srt.managers.scheduler_components import batch_result_processor as brp
 from sglang.srt.mem_cache import common
 from sglang.srt.speculative import eagle_utils, eagle_worker_common
 
-
-@contextlib.contextmanager
-def _set(obj, name: str, value) -> Iterator[None]:
-    real = getattr(obj, name)
-    setattr(obj, name, value)
-    try:
-        yield
-    finally:
-        setattr(obj, name, real)
+from swafuzz.targets.sglang.pipeline.seams import set_attr
 
 
 def overalloc_free_short():
@@ -30,7 +19,7 @@ def overalloc_free_short():
 
     def free(req, start_p, end_p, tree_cache):
         return real(req, start_p, end_p - 1 if end_p > start_p else end_p, tree_cache)
-    return _set(common, "_release_overallocated_kv_indices", free)
+    return set_attr(common, "_release_overallocated_kv_indices", free)
 
 
 def commit_one_more():
@@ -44,7 +33,7 @@ def commit_one_more():
         for req in batch.reqs:
             req.kv.kv_committed_len += 1
         return out
-    return _set(cls, "_resolve_spec_v2_tokens", resolve)
+    return set_attr(cls, "_resolve_spec_v2_tokens", resolve)
 
 
 def draft_extend_rejected_to_dummy():
@@ -60,7 +49,7 @@ def draft_extend_rejected_to_dummy():
             loc[b * num_draft_tokens + n:(b + 1) * num_draft_tokens] = 0
         fb.out_cache_loc = loc
         return fb
-    return _set(eagle_worker_common, "prepare_for_draft_extend", prep)
+    return set_attr(eagle_worker_common, "prepare_for_draft_extend", prep)
 
 
 def reserve_single():
@@ -68,7 +57,7 @@ def reserve_single():
     (``get_alloc_reserve_per_decode`` without its 2x, which absorbs the committed-length lag
     under overlap)."""
     from sglang.srt.mem_cache.allocation_sizing import get_alloc_len_per_decode
-    return _set(eagle_utils, "get_alloc_reserve_per_decode", get_alloc_len_per_decode)
+    return set_attr(eagle_utils, "get_alloc_reserve_per_decode", get_alloc_len_per_decode)
 
 
 def draft_locs_one_ahead():
@@ -78,13 +67,13 @@ def draft_locs_one_ahead():
     write targets)."""
     name = "assign_draft_cache_locs_contiguous_func"
     if not hasattr(eagle_worker_common, name):  # 0.5.22 launches the kernel itself
-        return _set(eagle_worker_common, "assign_draft_cache_locs_contiguous",
+        return set_attr(eagle_worker_common, "assign_draft_cache_locs_contiguous",
                     _ShiftedLaunch(eagle_worker_common.assign_draft_cache_locs_contiguous))
     real = getattr(eagle_worker_common, name)
 
     def assign(req_pool_indices, req_to_token, seq_lens, *a, **kw):
         return real(req_pool_indices, req_to_token, seq_lens + 1, *a, **kw)
-    return _set(eagle_worker_common, name, assign)
+    return set_attr(eagle_worker_common, name, assign)
 
 
 class _ShiftedLaunch:
@@ -112,7 +101,7 @@ def verify_keeps_previous_loc():
         if old is not None and old.numel() == fb.out_cache_loc.numel():
             fb.out_cache_loc = old
         return fb, graph
-    return _set(eagle_utils, "eagle_prepare_for_verify", prep)
+    return set_attr(eagle_utils, "eagle_prepare_for_verify", prep)
 
 
 def accept_frees_rejected():
@@ -132,7 +121,7 @@ def accept_frees_rejected():
             if lo < pre + n:
                 batch.token_to_kv_pool_allocator.free(table[idx, lo:pre + n].to(torch.int64))
         return out
-    return _set(cls, "_resolve_spec_v2_tokens", resolve)
+    return set_attr(cls, "_resolve_spec_v2_tokens", resolve)
 
 
 PATCHES = {

@@ -32,6 +32,7 @@ from swafuzz.features.validation import load_case
 from swafuzz.harness.cli_common import EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, UsageError
 from swafuzz.reports.bundle import read_bundle
 from swafuzz.scenarios.case import CaseError
+from swafuzz.server.case import ServerCase
 
 #: the outcomes of one release's replay
 BAD, GOOD, CANNOT = "bad", "good", "cannot-drive"
@@ -170,7 +171,10 @@ def cmd_bisect(args, runner: Callable[[str], Outcome] | None = None) -> int:
         raise UsageError(f"{args.file}: no such bundle file")
     try:
         bundle = read_bundle(args.file)
-        case = load_case(bundle["case"])
+        server = bundle.get("level") == "server"
+        # a server-level bundle (``"level": "server"``): no records to ask first; each release's
+        # own ``repro`` refuses (exit 2: cannot drive) what its pipeline or ServerArgs refuse
+        case = ServerCase.from_json(bundle["case"]) if server else load_case(bundle["case"])
     except (ValueError, KeyError, CaseError) as e:
         raise UsageError(f"{args.file}: not a finding bundle with a Case ({e})") from None
     name = args.target or bundle.get("target")
@@ -185,7 +189,9 @@ def cmd_bisect(args, runner: Callable[[str], Outcome] | None = None) -> int:
         raise UsageError(f"--target {name}: the target lists no releases to bisect over")
     releases = parse_releases(args.releases, known)
     extra = ["--target", name] + (["--executor", args.executor] if args.executor else [])
-    run = records_first(runner or env_runner(os.path.abspath(args.file), extra), target, case)
+    run = runner or env_runner(os.path.abspath(args.file), extra)
+    if not server:
+        run = records_first(run, target, case)
     outcomes = bisect(releases, run)
     s = summary(outcomes)
     print(render(outcomes, s))

@@ -115,3 +115,26 @@ def test_ledger_table_says_where_the_ledger_disagrees(tmp_path):
     assert "| c |" not in text
     assert b.main([str(tmp_path), str(ledger)]) == 1
     assert b.main([str(tmp_path / "none")]) == 2
+
+
+SERVER_BUNDLE = os.path.join(os.path.dirname(__file__), "..", "data", "bundles", "sglang",
+                             "server_short_tail_floor.json")
+
+
+def test_server_level_bundle_asks_every_release(tmp_path, capsys, monkeypatch):
+    """A server-level bundle (``"level": "server"``) has no records to ask first: every release's
+    own ``repro`` answers (exit 2 there is "cannot drive"); a bad server Case is exit 2 naming
+    the field, before any environment."""
+    asked = fake({"0.5.21": b.BAD, "0.5.22": b.BAD, "0.5.20": b.CANNOT})
+    monkeypatch.setattr(b, "env_runner", lambda *a, **k: asked)
+    assert cli_main(["bisect", SERVER_BUNDLE, "--releases", "0.5.19..0.5.23"]) == 1
+    text = capsys.readouterr().out
+    assert asked.seen == ["0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23"]
+    assert "first bad: 0.5.21; last bad: 0.5.22; fixed in: 0.5.23" in text
+    with open(SERVER_BUNDLE, encoding="utf-8") as fh:
+        bad = json.load(fh)
+    bad["case"]["config"]["tp_size"] = "two"
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    asked.seen.clear()
+    assert cli_main(["bisect", str(tmp_path / "bad.json"), "--releases", "0.5.23"]) == 2
+    assert "config.tp_size" in capsys.readouterr().err and not asked.seen

@@ -44,7 +44,7 @@ def _campaign(out, kind: str, *extra: str) -> tuple[int, dict]:
     from swafuzz.harness.cli import main
 
     rc = main(["run", "--target", "sglang", "--level", "server", "--impl", "torch",
-               "--scenario", kind, "--examples", "20", "--seed", "0", "--no-isolate",
+               "--scenario", kind, "--examples", "12", "--seed", "0", "--no-isolate",
                "--quiet", "--out", str(out), *extra])
     with open(os.path.join(out, "run.json"), encoding="utf-8") as f:
         return rc, json.load(f)

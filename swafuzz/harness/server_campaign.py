@@ -349,8 +349,12 @@ def cmd_server_repro(args) -> int:
 def repro_known(target: str, case, v: ServerResult) -> str | None:
     """The repository ledger's entry that knows a failing server-level Case on the installed
     release (:func:`swafuzz.harness.ledger_server.server_known`), or None."""
-    return server_known(load_entries(DEFAULT_LEDGER), target, target_release(target),
-                        case.config.server_args(), v.signature())
+    try:
+        entries = load_entries(DEFAULT_LEDGER)
+    except (OSError, LedgerError) as e:
+        raise UsageError(f"ledger {DEFAULT_LEDGER}: {e}") from None
+    return server_known(entries, target, target_release(target), case.config.server_args(),
+                        v.signature())
 
 
 def _available(target: str) -> Pipeline:

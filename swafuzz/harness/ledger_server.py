@@ -11,6 +11,7 @@ An entry's optional ``server`` field (:mod:`swafuzz.harness.ledger`)::
                "guard": "pkg.module.function: the rule",     # what blocks it (unreachable)
                "test": "tests/targets/test_x.py::test_y",    # the test that checks the answer
                "bundle": null,                               # a server-level bundle (reachable)
+               "signatures": ["server:window_ring"],         # reachable: what its Cases fail with
                "note": "..."}                                # optional
 
 * ``unreachable``: ``guard`` names the release's argument check, scheduler rule or model
@@ -21,16 +22,23 @@ An entry's optional ``server`` field (:mod:`swafuzz.harness.ledger`)::
   and ``requests`` describes the request pattern that reaches the path, from reading the
   release; no server-level bundle reproduces it yet (``bundle`` must be null: "reachable
   (arguments accepted), bundle pending").
-* ``reachable``: as probable, and ``bundle`` is a server-level bundle that reproduces it.
+* ``reachable``: as probable, and ``bundle`` is a server-level bundle that reproduces it;
+  ``signatures`` (optional; ``fnmatch`` patterns of ``server:<check>``): what its server-level
+  Cases fail with. A server-level campaign (``swafuzz run --level server --ledger``) knows a
+  failing Case as this entry's (:func:`server_known`) when the entry applies to the target and
+  release, the failure's signature matches one of them and the Case's config holds every
+  ``server_args`` value; an answer without ``signatures`` classifies nothing.
 
 Plain Python (no torch, no SGLang): :func:`parse_server` validates the field, naming the field
-and the allowed values on error; :func:`server_text` is the one line the ledger CLI and
+and the allowed values on error; :func:`server_known` classifies a server-level failure;
+:func:`server_text` is the one line the ledger CLI and
 ``swafuzz report`` print; :func:`table` the per-entry table (``python -m swafuzz.harness.ledger
 --server [--ledger FILE]``).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 from dataclasses import dataclass, field
@@ -39,7 +47,7 @@ from swafuzz.harness.ledger_when import LedgerError
 
 STATUSES = ("unreachable", "probable", "reachable")
 _KEYS = ("status", "server_args", "env", "stand_in", "requests", "guard", "test", "bundle",
-         "note")
+         "signatures", "note")
 _TEST = re.compile(r"^tests/[\w./-]+\.py::[A-Za-z_]\w*$")
 _SCALARS = (bool, int, float, str, type(None))
 
@@ -55,6 +63,7 @@ class ServerAnswer:
     guard: str = ""
     bundle: str | None = None
     note: str = ""
+    signatures: tuple[str, ...] = ()
 
 
 def _text(obj: dict, key: str, at: str, required: bool) -> str:
@@ -106,11 +115,42 @@ def parse_server(obj: object, at: str) -> ServerAnswer:
     elif bundle is not None:
         raise LedgerError(f"{at}: field 'bundle' is given only with status 'reachable' (got "
                           f"status {status!r}: a bundle that reproduces it makes it reachable)")
+    sigs = obj.get("signatures", [])
+    if not isinstance(sigs, list) or not sigs and "signatures" in obj or not all(
+            isinstance(x, str) and x.startswith("server:") and len(x) > 7 for x in sigs):
+        raise LedgerError(f"{at}: field 'signatures' must be a non-empty list of server-level "
+                          f"signatures ('server:<check>', fnmatch patterns allowed), got "
+                          f"{sigs!r}")
+    if sigs and status != "reachable":
+        raise LedgerError(f"{at}: field 'signatures' is given only with status 'reachable' "
+                          f"(got status {status!r}: a server-level campaign classifies against "
+                          "a reproduced answer only)")
     if status != "unreachable" and not args:
         raise LedgerError(f"{at}: status {status!r} needs field 'server_args' (the arguments "
                           "the release accepts)")
     return ServerAnswer(status, test, dict(args), dict(env), dict(stand_in), requests, guard,
-                        bundle, note)
+                        bundle, note, tuple(sigs))
+
+
+def server_known(entries: list, target: str, release: str | None, config: dict,
+                 signature: str) -> str | None:
+    """The id of the first ledger entry (``Entry`` objects with ``server``) that knows a
+    failing server-level Case (module docstring: target and release, signature, ``server_args``
+    held by the Case's ``config``, a ``ServerConfig.server_args()`` dict), or None: new."""
+    for e in entries:
+        a = e.server
+        if (a is not None and any(fnmatch.fnmatchcase(signature, p) for p in a.signatures)
+                and e.applies(target, release) and holds_args(a, config)):
+            return e.id
+    return None
+
+
+def holds_args(answer: ServerAnswer, config: dict) -> bool:
+    """Does a server config (``ServerConfig.server_args()``) hold every ``server_args`` value of
+    the answer (a bool is not an int here)?"""
+    return all(k in config and config[k] == v
+               and isinstance(config[k], bool) == isinstance(v, bool)
+               for k, v in answer.server_args.items())
 
 
 def server_text(answer: ServerAnswer | None) -> str:

@@ -15,6 +15,14 @@ per second, and its findings relative to the run directory, with the run's confi
 (``config``: what ``--resume`` continues); ``summary.md`` and ``junit.xml``
 (:mod:`swafuzz.reports.server_summary`) follow. ``--examples`` counts Cases in all, split over
 the kinds (default 300), as at component level.
+
+``--ledger`` / ``--known-cap`` as at component level (:mod:`swafuzz.harness.known`: ``auto``,
+``none`` or a file; the first Case of an entry shrunk within it and written as
+``findings/server-<check>.<kind>.known-<entry>.json``, later ones counted, the search going on,
+the entry's region excluded after ``--known-cap`` Cases), over the ledger's server-level
+answers (:class:`swafuzz.harness.server_unit.ServerKnownLedger`): ``run.json``'s ``known``
+(entry id -> signature, Cases, bundle), the exit code counting new findings only;
+``swafuzz repro`` of a bundle names the entry that knows its failure.
 """
 
 from __future__ import annotations
@@ -37,6 +45,9 @@ from swafuzz.harness.cli_common import (
     positive,
     prepare_out,
 )
+from swafuzz.harness.known import load_entries, print_known, resolve_ledger, target_release
+from swafuzz.harness.ledger import DEFAULT_LEDGER, LedgerError
+from swafuzz.harness.ledger_server import server_known
 from swafuzz.harness.run import CaseRefused, resolve_executors, resolve_impl
 from swafuzz.harness.runconfig import RunConfig, read_run_config
 from swafuzz.harness.runlock import RunDirBusy, RunLock
@@ -65,12 +76,7 @@ UNSUPPORTED = (
     ("--db", "db", None, "the example database is not wired into the server level"),
     ("--coverage", "coverage", False, "coverage is measured for component-level Cases only"),
     ("--coverage-bias", "coverage_bias", False, "coverage is measured for component-level "
-     "Cases only"),
-    ("--ledger", "ledger", "auto", "no ledger entry can match a server-level finding: every "
-     "entry's signature is a component-level one (check/kind/slot class, not server:<check>) "
-     "and its 'when' predicate reads a component-level Case"),
-    ("--known-cap", "known_cap", 50, "it caps ledger-known Cases, and the server level consults "
-     "no ledger"))
+     "Cases only"))
 #: cases of a server-level run without --examples (in all, split over its kinds)
 DEFAULT_EXAMPLES = 300
 
@@ -121,6 +127,11 @@ def server_config(args) -> RunConfig:
     if args.shrink_budget < 0:
         raise UsageError(f"--shrink-budget: must be >= 0 (got {args.shrink_budget})")
     budget_s = parse_duration("--budget", args.budget) if args.budget else None
+    positive("--known-cap", args.known_cap)
+    try:
+        ledger = resolve_ledger(args.ledger, [target])
+    except LedgerError as e:
+        raise UsageError(f"--ledger: {e} (or 'auto', 'none')") from None
     out = args.out or "swafuzz-out/server"
     if os.path.isdir(out) and os.listdir(out):
         raise UsageError(f"--out {out}: exists and is not empty (a server-level run writes a "
@@ -134,7 +145,8 @@ def server_config(args) -> RunConfig:
                      kinds=list(dict.fromkeys(kinds)), examples=examples, budget_s=budget_s,
                      seed=args.seed, workers=args.workers, shrink_budget=args.shrink_budget,
                      out=out, isolate=not args.no_isolate, plugins=plugins.loaded_modules(),
-                     db="none", ledger=None, level="server", server_mutant=args.server_mutant)
+                     db="none", ledger=ledger, known_cap=args.known_cap, level="server",
+                     server_mutant=args.server_mutant)
 
 
 def _resumed(args) -> RunConfig:
@@ -214,10 +226,13 @@ def _locked_run(args, cfg: RunConfig, session_start: float | None) -> int:
     per_kind, findings = summarize(cfg, res.rows)
     total = sum(k["cases"] for k in per_kind.values())
     secs = res.prior_seconds + res.seconds
+    known = print_known(res.rows)  # bundles relative to the run directory, as findings
+    for k in known.values():
+        k["bundle"] = os.path.relpath(k["bundle"], cfg.out) if k["bundle"] else None
     meta.update({"kinds": per_kind, "cases": total, "seconds": round(secs, 2),
                  "cases_per_second": round(total / secs, 3) if secs else None,
                  "findings": [r["bundle"] for r in findings if r.get("bundle")],
-                 "interrupted": res.interrupted})
+                 "ledger": cfg.ledger, "known": known, "interrupted": res.interrupted})
     write_json_atomic(path, meta)
     write_server_reports(cfg.out, atomic_write_text)
     for kind, k in per_kind.items():
@@ -229,7 +244,10 @@ def _locked_run(args, cfg: RunConfig, session_start: float | None) -> int:
               + (f"\n  repro (from {cfg.out}): swafuzz repro {r['bundle']}"
                  if r.get("bundle") else ""), file=sys.stderr)
     print(f"server-level run: {total} cases in {secs:.1f} s ({total / max(secs, 1e-9):.2f} "
-          f"cases/s), {len(findings)} findings -> {cfg.out}")
+          f"cases/s), {len(findings)} new findings"
+          + (f", {sum(k['cases'] for k in known.values())} Cases of {len(known)} known "
+             f"ledger entr{'y' if len(known) == 1 else 'ies'}" if known else "")
+          + f" -> {cfg.out}")
     if res.interrupted:
         logged = sum(1 for r in pipeline.read_log(os.path.join(cfg.out, "cases.jsonl"))
                      if "case" in r)
@@ -253,6 +271,8 @@ def summarize(cfg: RunConfig, rows: list[dict]) -> tuple[dict[str, dict], list[d
         k["cases"] += (r.get("generated") or 0) + (r.get("shrunk") or 0)
         k["seconds"] = round(k["seconds"] + (r.get("seconds") or 0.0), 2)
         k["stopped_out_of_scope"] += r.get("stopped_out_of_scope") or 0
+        for eid, n in (r.get("known") or {}).items():
+            k.setdefault("known", {})[eid] = k.get("known", {}).get(eid, 0) + n
         if r.get("refused"):
             k["refused"] = r["refused"]
         if r.get("finding"):
@@ -315,13 +335,26 @@ def cmd_server_repro(args) -> int:
     except CaseRefused as e:
         raise UsageError(f"{args.file}: {e}") from None
     if v.failed:
-        print(f"FAIL {v.signature()} ({len(v.failures)} failures)")
+        eid = repro_known(target, case, v)
+        print(f"FAIL {v.signature()} ({len(v.failures)} failures"
+              + (f"; known: ledger entry {eid}" if eid else "") + ")")
         for fl in v.failures:
             print(f"  {fl.check}: {fl.message}")
         return EXIT_FINDINGS
     stop = f"; the run stopped out of scope: {v.out_of_scope}" if v.out_of_scope else ""
     print(f"PASS: server-level Case clean on target {target} ({v.target_version}){stop}")
     return EXIT_CLEAN
+
+
+def repro_known(target: str, case, v: ServerResult) -> str | None:
+    """The repository ledger's entry that knows a failing server-level Case on the installed
+    release (:func:`swafuzz.harness.ledger_server.server_known`), or None."""
+    try:
+        entries = load_entries(DEFAULT_LEDGER)
+    except (OSError, LedgerError) as e:
+        raise UsageError(f"ledger {DEFAULT_LEDGER}: {e}") from None
+    return server_known(entries, target, target_release(target), case.config.server_args(),
+                        v.signature())
 
 
 def _available(target: str) -> Pipeline:

@@ -7,9 +7,13 @@ What differs is here (:class:`ServerLevel`, the counterpart of
 :func:`swafuzz.server.strategies.server_cases`, run by the case worker's server side
 (:meth:`swafuzz.harness.worker.CaseWorker.run_server`) or in the unit's process
 (``--no-isolate``), a Case the release refuses is not run nor counted (its reason is the unit
-row's ``refused``), no ledger (no entry matches a server-level finding), and bundles in the
-server level's layout: ``findings/server-<check>.<kind>.json`` (:func:`bundle_path`), one per
-signature and kind, the smallest Case of the units of that kind.
+row's ``refused``), the ledger's server-level answers (:class:`ServerKnownLedger`: a reachable
+entry's ``signatures`` on a Case with its ``server_args``, at the release;
+:func:`swafuzz.harness.ledger_server.server_known`) in the role the component level's
+:class:`swafuzz.harness.known.KnownLedger` has, and bundles in the server level's layout:
+``findings/server-<check>.<kind>.json`` (:func:`bundle_path`), one per signature and kind, the
+smallest Case of the units of that kind (a known entry's:
+``findings/server-<check>.<kind>.known-<entry>.json``).
 
 Case rows add ``out_of_scope`` (why the pipeline stopped the Case early, or null); unit rows
 add ``bundle`` (the finding's bundle, relative to the run directory), ``stopped_out_of_scope``
@@ -24,6 +28,8 @@ import os
 from typing import Any, Callable
 
 from swafuzz.harness.caselog import read_log
+from swafuzz.harness.known import load_entries, target_release
+from swafuzz.harness.ledger_server import holds_args, server_known
 from swafuzz.harness.run import CaseRefused
 from swafuzz.harness.server_exec import (
     ServerResult,
@@ -46,14 +52,54 @@ def write_json_atomic(path: str, obj: dict) -> None:
     atomic_write_text(path, json.dumps(obj, indent=1, sort_keys=True) + "\n")
 
 
+class ServerKnownLedger:
+    """The ledger entries with a server-level answer that can classify (``signatures``) and
+    apply to one unit's target at its release; the questions a campaign asks
+    (:class:`swafuzz.harness.campaign.Campaign`, as of :class:`swafuzz.harness.known.
+    KnownLedger`): which entry knows this failing Case, and is a Case in an entry's region
+    (its config holds the entry's ``server_args``: the region ``--known-cap`` excludes)."""
+
+    def __init__(self, entries: list, target: str, release: str | None):
+        self.target, self.release = target, release
+        self.entries = [e for e in entries if e.server is not None and e.server.signatures
+                        and e.applies(target, release)]
+        self.by_id = {e.id: e for e in self.entries}
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
+
+    def classify(self, case: ServerCase, verdict: ServerResult) -> str | None:
+        return server_known(self.entries, self.target, self.release,
+                            case.config.server_args(), verdict.signature())
+
+    @staticmethod
+    def can_exclude(eid: str) -> bool:
+        return True  # a reachable answer always has server_args (ledger_server.parse_server)
+
+    def excludes(self, eids, case: ServerCase) -> bool:
+        args = case.config.server_args()
+        return any(holds_args(self.by_id[i].server, args) for i in eids)
+
+
+def server_ledger(path: str | None, target: str) -> ServerKnownLedger | None:
+    """The :class:`ServerKnownLedger` of a unit, or None (no ledger, or no entry that
+    classifies server-level findings of the target at its release)."""
+    if path is None:
+        return None
+    led = ServerKnownLedger(load_entries(path), target, target_release(target))
+    return led if led else None
+
+
 class ServerLevel:
     """What a unit does with server-level Cases (one instance per unit: it keeps the reason
     the release gave for the Cases it refused)."""
 
-    ledger = False  # no ledger entry matches a server-level finding (server:<check>)
-
     def __init__(self) -> None:
         self.refused: str | None = None
+
+    @staticmethod
+    def known(cfg, unit) -> ServerKnownLedger | None:
+        return server_ledger(cfg.ledger, unit.target)
 
     @staticmethod
     def strategy(kind: str):

@@ -105,12 +105,12 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
     deadline, spent = 0.0, []  # spent: wall seconds of each Case run (--budget)
     if budget is not None:
         deadline = time.monotonic() + unit_slice(budget)
-    known = unit_ledger(cfg.ledger, unit.target, cfg.executors) if lv.ledger else None
+    known = lv.known(cfg, unit)
     known_paths: dict[str, str] = {}
 
     def on_known(v, eid):  # an entry's first Case, shrunk: its bundle, the unshrunk one gone
-        rec = {**finding_record(cfg, unit, v), "ledger_entry": eid}
-        known_paths[eid] = write_smallest(out, rec, suffix=f".known-{eid}")
+        rec = {**lv.finding(cfg, unit, v), "ledger_entry": eid}
+        known_paths[eid] = lv.write(out, rec, f".known-{eid}", smallest=True)
         for p in first_path:
             if p != known_paths[eid] and os.path.exists(p):
                 os.unlink(p)
@@ -159,7 +159,6 @@ class ComponentLevel:
     Case`, :class:`~swafuzz.harness.run.Verdict`); :class:`swafuzz.harness.server_unit.ServerLevel`
     is the server level's (one instance per unit)."""
 
-    ledger = True
     strategy = None  # the feature registry's strategy of the kind
     size = None  # campaign._size
 
@@ -171,6 +170,10 @@ class ComponentLevel:
     def replayed(c, row) -> Verdict:
         return (Verdict.from_json(c, row["verdict"]) if row.get("failed")
                 else Verdict(c, [], row.get("checks", 0), row.get("seconds", 0)))
+
+    @staticmethod
+    def known(cfg: RunConfig, unit: Unit):
+        return unit_ledger(cfg.ledger, unit.target, cfg.executors)
 
     @staticmethod
     def in_worker(worker) -> Callable:

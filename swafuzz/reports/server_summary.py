@@ -3,11 +3,14 @@ server``, :mod:`swafuzz.harness.server_campaign`), from its ``run.json`` and bun
 
 ``run.json`` (a dict): ``target``, ``versions``, ``seed``, ``executors``, ``server_mutant``,
 ``cases``, ``seconds``, ``kinds`` (kind -> ``{"cases", "seconds", "stopped_out_of_scope",
-"finding"}``) and ``findings`` (bundle paths relative to the run directory). Each bundle: its
+"finding"}``, and ``known``: entry id -> Cases), ``findings`` (bundle paths relative to the run
+directory: the new findings) and ``known`` (ledger entry id -> ``{"signature", "cases",
+"bundle"}``: failures the ledger knows, not failures of the run). Each bundle: its
 ``signature``, ``case`` (a ServerCase as JSON: ``config``, ``requests``) and ``failures``
-(``{"check", "message"}``). One ``<testcase>`` per kind (passing, with its counts) and one per
-finding (``<failure>`` with the Case's size, every failing check and the repro line, relative to
-the run directory). Plain Python: no torch, no SGLang.
+(``{"check", "message"}``). One ``<testcase>`` per kind (passing, with its counts), one per new
+finding (``<failure type="new">`` with the Case's size, every failing check and the repro line,
+relative to the run directory) and one per known entry (passing, ``known`` with the entry id in
+its name and output). Plain Python: no torch, no SGLang.
 """
 
 from __future__ import annotations
@@ -40,19 +43,29 @@ def render_markdown(run: dict[str, Any], bundles: dict[str, dict[str, Any]]) -> 
             f"\n\n{run.get('cases')} cases in {run.get('seconds')} s, seed {run.get('seed')}, "
             f"executors {', '.join(run.get('executors') or [])}"
             + (f", server mutant {run['server_mutant']}" if run.get("server_mutant") else "")
-            + f"; {len(bundles)} finding(s).\n\n| kind | cases | seconds | stopped out of scope "
+            + f"; {len(bundles)} new finding(s), {len(run.get('known') or {})} known ledger "
+            "entr(y/ies).\n\n| kind | cases | seconds | stopped out of scope "
             "| finding |\n|---|---:|---:|---:|---|\n")
     rows = "".join(f"| {k} | {v.get('cases')} | {v.get('seconds')} | "
                    f"{v.get('stopped_out_of_scope')} | {v.get('finding') or '-'} |\n"
                    for k, v in (run.get("kinds") or {}).items())
-    body = "".join(f"\n## {b.get('signature')}\n\n```\n" + "\n".join(_finding_lines(rel, b))
-                   + "\n```\n" for rel, b in bundles.items())
-    return head + rows + (body or "\nNo findings.\n")
+    body = "".join(f"\n## new: {b.get('signature')}\n\n```\n"
+                   + "\n".join(_finding_lines(rel, b)) + "\n```\n" for rel, b in bundles.items())
+    known = run.get("known") or {}
+    if known:
+        body += ("\n## known (ledger entries; not failures of this run)\n\n| ledger entry | "
+                 "signature | cases | bundle |\n|---|---|---:|---|\n" + "".join(
+                     f"| {eid} | {k.get('signature')} | {k.get('cases')} | "
+                     f"{k.get('bundle') or '-'} |\n" for eid, k in sorted(known.items())))
+    if not bundles:
+        body = ("\nNo new findings.\n" + body) if known else "\nNo findings.\n"
+    return head + rows + body
 
 
 def render_junit(run: dict[str, Any], bundles: dict[str, dict[str, Any]]) -> str:
     kinds = run.get("kinds") or {}
-    suite = ET.Element("testsuite", name="swafuzz.server", tests=str(len(kinds) + len(bundles)),
+    suite = ET.Element("testsuite", name="swafuzz.server", tests=str(len(kinds) + len(bundles)
+                                                           + len(run.get("known") or {})),
                        failures=str(len(bundles)), errors="0", skipped="0")
     props = ET.SubElement(suite, "properties")
     for k in ("target", "versions", "seed", "server_mutant"):
@@ -70,6 +83,12 @@ def render_junit(run: dict[str, Any], bundles: dict[str, dict[str, Any]]) -> str
         fail = ET.SubElement(tc, "failure", type="new",
                              message=_clean(f"{first.get('check')}: {first.get('message')}"))
         fail.text = _clean("\n".join(_finding_lines(rel, b)))
+    for eid, k in sorted((run.get("known") or {}).items()):
+        tc = ET.SubElement(suite, "testcase", classname="swafuzz.server.known",
+                           name=f"known.{eid}")
+        ET.SubElement(tc, "system-out").text = _clean(
+            f"known: ledger entry {eid}, {k.get('signature')}, {k.get('cases')} cases"
+            + (f"; repro: swafuzz repro {k['bundle']}" if k.get("bundle") else ""))
     return ET.tostring(suite, encoding="unicode") + "\n"
 
 

@@ -12,10 +12,12 @@ import os
 
 import pytest
 
+from swafuzz.harness.ledger import load_ledger, parse_ledger
 from swafuzz.harness.ledger_server import (
     STATUSES,
     ServerAnswer,
     parse_server,
+    server_known,
     server_text,
     table,
 )
@@ -56,6 +58,11 @@ def test_valid_answers_parse(status):
     ({**_ok("reachable"), "bundle": None}, "status 'reachable' needs field 'bundle'"),
     ({**_ok("unreachable"), "guard": ""}, "field 'guard' must be a non-empty"),
     ({**_ok("unreachable"), "note": 3}, "field 'note' must be a non-empty string when given"),
+    ({**_ok("reachable"), "signatures": ["window_ring"]}, "field 'signatures' must be a non-empty"),
+    ({**_ok("reachable"), "signatures": "server:x"}, "field 'signatures' must be a non-empty"),
+    ({**_ok("reachable"), "signatures": []}, "field 'signatures' must be a non-empty"),
+    ({**_ok("reachable"), "signatures": ["server:"]}, "field 'signatures' must be a non-empty"),
+    ({**_ok("probable"), "signatures": ["server:x"]}, "field 'signatures' is given only with"),
 ])
 def test_malformed_answer_names_the_field(obj, needle):
     with pytest.raises(LedgerError) as ei:
@@ -112,3 +119,94 @@ def test_summary_status_shows_the_server_answer():
          "status": "known"}
     assert status_text(f) == "known (ledger: e1; server: unreachable (guard g))"
     assert status_text({"ledger": [{"id": "e1", "cite": "https://x"}]}) == "known (ledger: e1)"
+
+
+class _E:
+    """A ledger entry as :func:`server_known` sees it (target and releases as ``Entry``)."""
+
+    def __init__(self, server, eid="e1", releases=("0.5.23",)):
+        self.id, self.server, self.releases = eid, server, releases
+
+    def applies(self, target, release):
+        return target == "sglang" and release in self.releases
+
+
+def test_server_findings_are_classified_by_signature_arguments_and_release():
+    a = parse_server({**_ok("reachable"), "signatures": ["server:window_ring"]}, "S")
+    cfg = {"tp_size": 2, "cuda_graph_bs": [1, 2], "page_size": 1}
+    assert server_known([_E(a)], "sglang", "0.5.23", cfg, "server:window_ring") == "e1"
+    # each part of the rule fails on its own: release, signature, an argument, the target
+    assert server_known([_E(a)], "sglang", "0.5.22", cfg, "server:window_ring") is None
+    assert server_known([_E(a)], "sglang", "0.5.23", cfg, "server:window_history") is None
+    assert server_known([_E(a)], "sglang", "0.5.23", {**cfg, "tp_size": 1},
+                        "server:window_ring") is None
+    assert server_known([_E(a)], "sglang", "0.5.23", {"page_size": 1},
+                        "server:window_ring") is None  # an argument the Case does not set
+    assert server_known([_E(a)], "unified", "0.5.23", cfg, "server:window_ring") is None
+    plain = parse_server(_ok("reachable"), "S")  # no signatures: nothing is classified
+    assert server_known([_E(plain)], "sglang", "0.5.23", cfg, "server:window_ring") is None
+
+
+def test_signature_patterns_and_booleans_are_matched_exactly():
+    a = parse_server({**_ok("reachable"), "server_args": {"enable_x": True},
+                      "signatures": ["server:window_*"]}, "S")
+    assert server_known([_E(a)], "sglang", "0.5.23", {"enable_x": True},
+                        "server:window_history") == "e1"
+    assert server_known([_E(a)], "sglang", "0.5.23", {"enable_x": True},
+                        "server:write_targets") is None
+    assert server_known([_E(a)], "sglang", "0.5.23", {"enable_x": 1},
+                        "server:window_ring") is None  # 1 is not True for a server argument
+
+
+def _bundle_finding(entry):
+    with open(os.path.join(ROOT, entry.server.bundle), encoding="utf-8") as fh:
+        b = json.load(fh)
+    from swafuzz.server.case import parse
+
+    return parse(b["case"]).config.server_args(), b["signature"]
+
+
+def test_the_reachable_entries_know_their_own_bundles_and_only_at_their_releases():
+    """Each reachable answer with ``signatures`` classifies its own server-level bundle (its
+    signature, on its Case's config) as itself at each of its releases, and nothing at another
+    release or with another signature (the entry with a wrong release or signature no longer
+    matches: the same rule run on a changed copy of the entry)."""
+    entries = load_ledger(LEDGER)
+    known = [e for e in entries if e.server is not None and e.server.signatures]
+    assert {e.id for e in known} >= {"window-dp-extend-pad-joins-run", "short-tail-floor"}
+    for e in known:
+        cfg, sig = _bundle_finding(e)
+        for rel in e.releases:
+            assert server_known(entries, "sglang", rel, cfg, sig) == e.id, (e.id, rel)
+        assert server_known(entries, "sglang", "0.5.12", cfg, sig) is None, e.id
+        with open(LEDGER, encoding="utf-8") as fh:
+            raw = json.load(fh)
+        [obj] = [x for x in raw["entries"] if x["id"] == e.id]
+        for change in ({"releases": ["0.5.12"]},
+                       {"server": {**obj["server"], "signatures": ["server:write_targets"]}},
+                       {"server": {**obj["server"], "server_args": {
+                           **obj["server"]["server_args"], "page_size": 64}}}):
+            changed = parse_ledger({**raw, "entries": [{**obj, **change}]})
+            assert server_known(changed, "sglang", e.releases[-1], cfg, sig) is None, change
+
+
+def test_the_server_ledger_of_a_unit_classifies_and_excludes_by_server_arguments():
+    from swafuzz.harness.server_exec import ServerResult
+    from swafuzz.harness.server_unit import ServerKnownLedger
+    from swafuzz.server.case import parse
+    from swafuzz.server.oracle import ServerFailure
+
+    entries = load_ledger(LEDGER)
+    [e] = [x for x in entries if x.id == "window-dp-extend-pad-joins-run"]
+    with open(os.path.join(ROOT, e.server.bundle), encoding="utf-8") as fh:
+        case = parse(json.load(fh)["case"])
+    led = ServerKnownLedger(entries, "sglang", "0.5.23")
+    assert led and set(led.by_id) == {e.id}  # the 0.5.22 entry does not apply to 0.5.23
+    v = ServerResult(case, [ServerFailure("window_ring", 0, "x")])
+    assert led.classify(case, v) == e.id and led.can_exclude(e.id)
+    assert led.excludes([e.id], case)
+    tp1 = parse({**case.to_json(), "config": {**case.to_json()["config"], "tp_size": 1,
+                                              "moe_dense_tp_size": None}})
+    assert led.classify(tp1, ServerResult(tp1, [ServerFailure("window_ring", 0, "x")])) is None
+    assert not led.excludes([e.id], tp1)
+    assert not ServerKnownLedger(entries, "sglang", "0.5.12")  # nothing classifies there

@@ -4,6 +4,7 @@ shrink, the schedule plan and the oracle on hand-made observations (torch-free, 
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,6 +17,8 @@ from swafuzz.server.run import refusal
 from swafuzz.server.strategies import server_cases
 from swafuzz.server.timeline import Forward, Release, plan
 
+LEDGER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                      "ledger", "known_failures.json")
 BASE = {"config": {"page_size": 1}, "model": {"full_tokens": 64, "swa_tokens": 32,
                                                "sliding_window": 2, "layers": 1},
         "requests": [{"prompt_len": 3, "max_new_tokens": 2},
@@ -190,7 +193,6 @@ def test_plan_chunks_a_long_prompt():
     (["--shard", "1/2"], "swafuzz merge joins component-level run directories only"),
     (["--coverage"], "coverage is measured for component-level Cases only"),
     (["--ray", "auto"], "a fleet task runs component-level units only"),
-    (["--ledger", "none"], "no ledger entry can match a server-level finding"),
     (["--db", "none"], "the example database is not wired into the server level")])
 def test_server_level_refuses_run_options_it_does_not_take(flag, why, capsys, tmp_path):
     """(--budget, --workers, --resume and --shrink-budget it takes: tests/harness/
@@ -199,6 +201,26 @@ def test_server_level_refuses_run_options_it_does_not_take(flag, why, capsys, tm
                      "--out", str(tmp_path / "a")] + flag) == 2
     err = capsys.readouterr().err
     assert f"{flag[0]}: not with --level server ({why}" in err.replace("\n", " "), err
+    assert not (tmp_path / "a").exists()
+
+
+@pytest.mark.parametrize("sigs,needle", [
+    (["window_ring"], "field 'signatures' must be a non-empty list"),
+    ([], "field 'signatures' must be a non-empty list")])
+def test_server_level_ledger_schema_errors_exit_2_naming_the_field(sigs, needle, capsys,
+                                                                  tmp_path):
+    """``--ledger FILE`` at server level: a malformed server answer is refused before anything
+    is written (exit 2, the field named)."""
+    with open(LEDGER) as f:
+        ledger = json.load(f)
+    e = next(e for e in ledger["entries"] if (e.get("server") or {}).get("signatures"))
+    e["server"]["signatures"] = sigs
+    bad = tmp_path / "ledger.json"
+    bad.write_text(json.dumps(ledger))
+    assert cli_main(["run", "--target", "sglang", "--level", "server", "--examples", "1",
+                     "--ledger", str(bad), "--out", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert f"error: --ledger: {bad}: " in err and f".server: {needle}" in err, err
     assert not (tmp_path / "a").exists()
 
 

@@ -45,3 +45,23 @@ def test_a_clean_run_passes(tmp_path):
     assert suite.get("failures") == "0" and not list(suite.iter("failure"))
     assert {tc.get("name") for tc in suite.iter("testcase")} == {"campaign.server_decode",
                                                                  "campaign.server_mixed"}
+
+
+def test_known_entries_are_shown_apart_from_new_findings(tmp_path):
+    """A run whose failures the ledger knows: summary.md and junit.xml name the entry, as
+    known, and fail nothing (run.json's ``known``, written by harness/server_campaign.py)."""
+    rel = "findings/server-window_ring.server_window.known-window-dp-extend-pad-joins-run.json"
+    run = dict(RUN, findings=[], known={"window-dp-extend-pad-joins-run": {
+        "signature": "server:window_ring", "cases": 4, "shrunk": 20, "bundle": rel,
+        "units": ["server_window.0"]}})
+    md, suite = _run_dir(tmp_path, run)
+    assert "0 new finding(s), 1 known ledger entr(y/ies)" in md and "No new findings." in md
+    assert f"| window-dp-extend-pad-joins-run | server:window_ring | 4 | {rel} |" in md
+    assert suite.get("tests") == "3" and suite.get("failures") == "0"
+    [tc] = [t for t in suite.iter("testcase") if t.get("classname") == "swafuzz.server.known"]
+    assert tc.get("name") == "known.window-dp-extend-pad-joins-run"
+    assert "known: ledger entry window-dp-extend-pad-joins-run" in tc.find("system-out").text
+    (tmp_path / "both").mkdir()
+    md, suite = _run_dir(tmp_path / "both", dict(run, findings=RUN["findings"]), BUNDLE)
+    assert "## new: server:write_targets" in md and "## known (ledger entries" in md
+    assert suite.get("failures") == "1"

@@ -159,6 +159,8 @@ class ServerLevel:
             except (OSError, ValueError, KeyError):
                 pass
         os.makedirs(os.path.dirname(path), exist_ok=True)
+        # the repro line from the run directory, as a component-level bundle's
+        rec = {**rec, "command": "swafuzz repro " + os.path.relpath(path, out).replace(os.sep, "/")}
         write_json_atomic(path, rec)
         return path
 

@@ -55,9 +55,10 @@ def bring_up(rank: int, port: int, server: dict, model_dir: str):
     runner = model_runner(model_config)
     p = get_parallel()
     from sglang.srt.utils.common import require_mlp_sync
+    dp_on = getattr(p, "attn_dp_enabled", None)  # 0.5.21 names it enable_dp_attention
     facts = {"tp_size": p.tp_size, "attn_tp_size": p.attn_tp_size,
              "attn_tp_rank": p.attn_tp_rank, "attn_dp_size": p.attn_dp_size,
-             "attn_dp_rank": p.attn_dp_rank, "attn_dp_enabled": bool(p.attn_dp_enabled),
+             "attn_dp_rank": p.attn_dp_rank, "attn_dp_enabled": bool(p.enable_dp_attention if dp_on is None else dp_on),
              "require_mlp_sync": bool(require_mlp_sync()),
              "tp_group_backend": _backend(p.tp_group.cpu_group)}
     return runner, facts

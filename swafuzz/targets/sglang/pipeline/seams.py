@@ -136,10 +136,12 @@ def prefix_len(req) -> int:
 
 def chunk_end(req, end: int) -> None:
     """The adder's chunk: the request's extend stops at token ``end`` (a release with
-    ``extend_end`` sets it; 0.5.12 truncates ``fill_ids`` and sets the extend length, as its
+    ``extend_end`` sets it, 0.5.21 its ``extend_range``; 0.5.12 truncates ``fill_ids`` and sets the extend length, as its
     adder's truncation does)."""
     if hasattr(req, "extend_end"):
         req.extend_end = end
+    elif hasattr(req, "set_extend_range"):  # 0.5.21: the round's [prefix, end) as a Range
+        req.set_extend_range(prefix_len(req), end)
     elif end < len(req.fill_ids):
         req.set_extend_input_len(end - prefix_len(req))
         req.fill_ids = req.fill_ids[:end]

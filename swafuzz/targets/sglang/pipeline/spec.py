@@ -273,7 +273,8 @@ def run_case(case, impl: str = "torch", mutant: str | None = None, executor=None
     """Run ``case`` through the release's pipeline: a speculative Case through
     :class:`SpecPipeline`, any other through :func:`.steps.run_server_case`."""
     if case.config.speculative_algorithm is None:
-        return steps.run_server_case(case, impl, mutant, executor)
+        with kernels():  # 0.5.21's batch prep runs its Triton helpers in the interpreter too
+            return steps.run_server_case(case, impl, mutant, executor)
     with patched(mutant), steps.eviction_interval(case.model.swa_eviction_interval), \
             seams.cpu_platform(), kernels():
         return SpecPipeline(case, impl, executor).run()

@@ -36,6 +36,8 @@ from swafuzz.server.case import ServerCase
 
 #: the outcomes of one release's replay
 BAD, GOOD, CANNOT = "bad", "good", "cannot-drive"
+#: the mark of a BAD outcome whose first failure is not the bundle's signature
+DIFFERENT = "not the bundle's"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _REL = re.compile(r"^\d+\.\d+\.\d+(\.post\d+)?$")
 
@@ -98,7 +100,9 @@ def summary(outcomes: list[Outcome]) -> dict:
     bad = [o.release for o in outcomes if o.state == BAD]
     out = {"first_bad": bad[0] if bad else None, "last_bad": bad[-1] if bad else None,
            "fixed_in": None, "never_bad": not bad, "contiguous": True,
-           "cannot_drive": {o.release: o.detail for o in outcomes if o.state == CANNOT}}
+           "cannot_drive": {o.release: o.detail for o in outcomes if o.state == CANNOT},
+           "differently": [o.release for o in outcomes
+                           if o.state == BAD and f"[{DIFFERENT} " in o.detail]}
     if bad:
         order = [o.release for o in outcomes]
         i, j = order.index(bad[0]), order.index(bad[-1])
@@ -112,8 +116,8 @@ def _last_line(text: str) -> str:
     return lines[-1][:400] if lines else ""
 
 
-def env_runner(bundle: str, extra: list[str] | None = None,
-               timeout: int = 1800) -> Callable[[str], Outcome]:
+def env_runner(bundle: str, extra: list[str] | None = None, timeout: int = 1800,
+               signature: str | None = None) -> Callable[[str], Outcome]:
     """Replay ``bundle`` in ``scripts/upstream-env RELEASE``'s environment: ``swafuzz repro``
     exit 1 is :data:`BAD`, 0 :data:`GOOD`; a release whose environment does not build or
     probe, or whose adapter refuses the Case (repro exit 2), is :data:`CANNOT` with the
@@ -130,7 +134,12 @@ def env_runner(bundle: str, extra: list[str] | None = None,
                            env={**os.environ, "TRITON_INTERPRET": "1",
                                 "PYTHONWARNINGS": "ignore"})
         if r.returncode == EXIT_FINDINGS:
-            return Outcome(release, BAD, _first_fail(r.stdout))
+            first = _first_fail(r.stdout)
+            if signature and not first.startswith(f"FAIL {signature} "):
+                # it fails there, but not as the bundle did: shown, so that an adapter's own
+                # failure on a release is not read as the bug (summary's "differently")
+                first += f" [{DIFFERENT} {signature}]"
+            return Outcome(release, BAD, first)
         if r.returncode == EXIT_CLEAN:
             return Outcome(release, GOOD, _last_line(r.stdout))
         if r.returncode == EXIT_USAGE:
@@ -163,6 +172,8 @@ def render(outcomes: list[Outcome], s: dict) -> str:
                  + ("" if s["contiguous"] else " (not contiguous: clean releases in between)"))
     if s["cannot_drive"]:
         lines.append(f"cannot drive: {', '.join(s['cannot_drive'])}")
+    if s.get("differently"):
+        lines.append(f"fails, but not with the bundle's signature: {', '.join(s['differently'])}")
     return "\n".join(lines)
 
 
@@ -189,7 +200,8 @@ def cmd_bisect(args, runner: Callable[[str], Outcome] | None = None) -> int:
         raise UsageError(f"--target {name}: the target lists no releases to bisect over")
     releases = parse_releases(args.releases, known)
     extra = ["--target", name] + (["--executor", args.executor] if args.executor else [])
-    run = runner or env_runner(os.path.abspath(args.file), extra)
+    run = runner or env_runner(os.path.abspath(args.file), extra,
+                               signature=bundle.get("signature") or None)
     if not server:
         run = records_first(run, target, case)
     outcomes = bisect(releases, run)

@@ -138,3 +138,25 @@ def test_server_level_bundle_asks_every_release(tmp_path, capsys, monkeypatch):
     asked.seen.clear()
     assert cli_main(["bisect", str(tmp_path / "bad.json"), "--releases", "0.5.23"]) == 2
     assert "config.tp_size" in capsys.readouterr().err and not asked.seen
+
+
+def test_a_release_failing_otherwise_is_marked(monkeypatch):
+    """A replay that fails with another first signature than the bundle's (an adapter's own
+    error on that release, say) stays "bad" but is marked and listed, not read as the bug."""
+    from types import SimpleNamespace
+
+    answers = iter([SimpleNamespace(returncode=0, stdout="/env/bin/python\n", stderr=""),
+                    SimpleNamespace(returncode=1, stdout="FAIL server:contracts (1 failures)\n",
+                                    stderr=""),
+                    SimpleNamespace(returncode=0, stdout="/env/bin/python\n", stderr=""),
+                    SimpleNamespace(returncode=1, stdout="FAIL server:window_history (1 "
+                                    "failures; known: ledger entry short-tail-floor)\n",
+                                    stderr="")])
+    monkeypatch.setattr(b.subprocess, "run", lambda *a, **k: next(answers))
+    run = b.env_runner("x.json", signature="server:window_history")
+    out = [run("0.5.21"), run("0.5.22")]
+    assert [o.state for o in out] == [b.BAD, b.BAD]
+    assert b.DIFFERENT in out[0].detail and b.DIFFERENT not in out[1].detail
+    s = b.summary(out)
+    assert s["differently"] == ["0.5.21"]
+    assert "fails, but not with the bundle's signature: 0.5.21" in b.render(out, s)

@@ -66,10 +66,14 @@ class ServerRefused(ValueError):
     """A server-level Case the target does not run (CLI exit 2): the message says why."""
 
 
-def release_refusal(config: dict, check: Callable[[dict], str | None] | None) -> str | None:
+def release_refusal(config: dict, check: Callable[[dict], str | None] | None,
+                    env: dict[str, str] | None = None) -> str | None:
     """The release's refusal of the ServerArgs fields ``config`` through ``check`` (the
-    target's ``server_refusal``), or None when it accepts them or no check is built."""
-    return None if check is None else check(config)
+    target's ``server_refusal``; ``env``: the deployment's environment variables, handed as
+    ``env=`` when set), or None when it accepts them or no check is built."""
+    if check is None:
+        return None
+    return check(config, env=env) if env else check(config)
 
 
 def refusal(case: ServerCase, check: Callable[[dict], str | None] | None = None) -> str | None:
@@ -77,7 +81,7 @@ def refusal(case: ServerCase, check: Callable[[dict], str | None] | None = None)
     for applies, why in NOT_DRIVEN:
         if applies(case.config):
             return why
-    why = release_refusal(case.config.server_args(), check)
+    why = release_refusal(case.config.server_args(), check, case.config.env_dict())
     return f"the release refuses these server arguments: {why}" if why else None
 
 

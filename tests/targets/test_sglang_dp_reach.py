@@ -25,7 +25,7 @@ BUNDLE = os.path.join(ROOT, "tests", "data", "bundles", "sglang",
                       "window_dp_decode_extend_pad_joins_run.json")
 PPLX = {"moe_a2a_backend": "pplx", "disable_prefill_cuda_graph": True}
 #: the release's pplx argument check (``moe_hook.handle_a2a_moe``) needs the dispatch budget to
-#: cover the chunked-prefill size: the ledger entry's ``env`` (the workers inherit it)
+#: cover the chunked-prefill size: the ledger entry's ``env`` (the ranks start with it)
 ENV = {"SGLANG_PPLX_NUM_MAX_DISPATCH_TOKENS_PER_RANK": "8192"}
 
 
@@ -50,12 +50,14 @@ def dp2pplx():
     site = os.path.dirname(os.path.dirname(sglang.__file__))
     if not all(os.path.exists(os.path.join(site, n)) for n in NEEDS):
         pytest.skip("the release has no runtime_context / bootstrap bring-up (before 0.5.22)")
-    shape = ServerShape(tp_size=2, dp_size=2, enable_dp_attention=True, extra=PPLX)
-    with pytest.MonkeyPatch.context() as mp:
-        for k, v in ENV.items():
-            mp.setenv(k, v)
-        with DPSync(shape, start_timeout=300, step_timeout=30) as d:
-            yield d
+    # the server-level Case's config, handed to the ranks as the server level does
+    from swafuzz.features.dp.sglang_server_pad import rank_shape
+    from swafuzz.server.case import ServerConfig
+    shape, env = rank_shape(ServerConfig(tp_size=2, dp_size=2, enable_dp_attention=True,
+                                         env=tuple(ENV.items()), **PPLX))
+    assert shape == ServerShape(tp_size=2, dp_size=2, enable_dp_attention=True, extra=PPLX)
+    with DPSync(shape, start_timeout=300, step_timeout=30, env=env) as d:
+        yield d
 
 
 def _step(d, peer_tokens: int, seq=(9,), loc=(12,)):

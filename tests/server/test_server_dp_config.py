@@ -1,7 +1,10 @@
-"""The server-level Case's MoE all-to-all backend, prefill-graph switch and deployment
-environment (issue 18, ledger entry ``window-dp-decode-extend-pad-joins-run``): validated by
-name (exit 2 naming the field), left out of the JSON while at their defaults, handed to the
-release's own argument checks (marker ``upstream``) and to the DPSync ranks' shape."""
+"""Attention-DP ranks at server level (issue 18, ledger entry
+``window-dp-decode-extend-pad-joins-run``), torch-free parts: the Case's MoE all-to-all backend,
+prefill-graph switch and deployment environment (validated by name, exit 2 naming the field,
+left out of the JSON while at their defaults, handed to the release's own argument checks,
+marker ``upstream``, and to the DPSync ranks' shape); the per-rank split and the DP padding
+the oracle predicts; the opt-in kind ``server_dp``. The pipeline's two ranks on the release:
+``tests/targets/test_sglang_dp_reach.py`` (one DPSync bring-up shared there)."""
 
 from __future__ import annotations
 
@@ -9,8 +12,12 @@ import importlib.util
 import json
 
 import pytest
+from hypothesis import HealthCheck, find, given, settings
 
+from swafuzz.features.dp.server_oracle import expected_pads, rank_case
 from swafuzz.server.case import ServerCaseError, ServerConfig, parse
+from swafuzz.server.strategies import DEFAULT_KINDS, OPT_IN, server_cases
+from swafuzz.server.timeline import Forward, forwards
 
 PPLX = {"tp_size": 2, "dp_size": 2, "enable_dp_attention": True, "moe_a2a_backend": "pplx",
         "disable_prefill_cuda_graph": True, "enable_encoder_swa_bounded_replay": True}
@@ -122,3 +129,54 @@ def test_a_backend_the_release_lacks_is_refused_by_name():
         why = unknown_choice({"moe_a2a_backend": missing}, "0.5.12")
         assert why.startswith(f"config.moe_a2a_backend: {missing!r} is not a backend")
 
+
+
+def test_each_rank_serves_its_own_requests():
+    case = _case(dict(PPLX, env=ENV))
+    r0, r1 = rank_case(case, 0), rank_case(case, 1)
+    assert [r.prompt_len for r in r0.requests] == [3] and [r.prompt_len for r in r1.requests] == [2]
+    assert {r.rank for r in r0.requests + r1.requests} == {0}
+    assert r1.config == case.config
+
+
+def _fwd(step, index, mode, spans):
+    return Forward(step, index, mode, tuple(range(len(spans))), tuple(spans))
+
+
+@pytest.mark.parametrize("a2a,want", [
+    # pplx: MAX_LEN with an extend in the batch: the decode rank relabelled EXTEND, padded
+    ("pplx", [{0: ("EXTEND", 1, 1), 1: ("EXTEND", 3, 1)}, {0: ("EXTEND", 3, 1)}]),
+    # otherwise SUM_LEN with an extend in the batch: nothing padded, the decode stays DECODE
+    (None, [{0: ("EXTEND", 1, 1), 1: ("DECODE", 1, 1)}, {0: ("EXTEND", 3, 1)}]),
+])
+def test_the_padding_the_oracle_predicts(a2a, want):
+    """Rank 0 extends 1 token at step 0 (rank 1 idle), then decodes while rank 1 extends 3."""
+    case = _case(dict(PPLX, moe_a2a_backend=a2a, env=ENV if a2a else {}))
+    plans = [[_fwd(0, 0, "EXTEND", [(0, 1)]), _fwd(1, 1, "DECODE", [(1, 1)])],
+             [_fwd(1, 0, "EXTEND", [(0, 3)])]]
+    assert expected_pads(case, plans) == want
+
+
+def test_all_decode_steps_are_max_len_with_the_batch_padded():
+    case = _case(dict(PPLX, moe_a2a_backend=None, env={}))
+    plans = [[_fwd(4, 7, "DECODE", [(5, 1), (6, 1), (2, 1)])], [_fwd(4, 2, "DECODE", [(3, 1)])]]
+    assert expected_pads(case, plans) == [{7: ("DECODE", 3, 3)}, {2: ("DECODE", 3, 3)}]
+
+
+def test_the_dp_kind_is_opt_in_and_shrinks_to_one_request_on_rank_0():
+    assert "server_dp" in OPT_IN and "server_dp" not in DEFAULT_KINDS
+    small = find(server_cases("server_dp"), lambda c: True,
+                 settings=settings(database=None, max_examples=50))
+    assert len(small.requests) == 1 and small.requests[0].rank == 0
+    assert small.config.moe_a2a_backend is None and not small.config.env
+    assert (small.config.tp_size, small.config.dp_size, small.config.enable_dp_attention) == (
+        2, 2, True)
+
+
+@settings(max_examples=30, suppress_health_check=list(HealthCheck))
+@given(server_cases("server_dp"))
+def test_dp_draws_round_trip_and_run_on_two_ranks(case):
+    assert parse(json.loads(case.dumps())) == case
+    assert case.config.env_dict() == (ENV if case.config.moe_a2a_backend == "pplx" else {})
+    n = sum(len(forwards(rank_case(case, r))) for r in (0, 1) if rank_case(case, r).requests)
+    assert n <= 2 * sum(r.max_new_tokens + 1 for r in case.requests)  # each rank's own plan

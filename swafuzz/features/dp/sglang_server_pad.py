@@ -77,6 +77,11 @@ def release_mutant(server_mutant: str) -> Iterator[None]:
         _ACTIVE[0] = None
 
 
+def active_mutant() -> str | None:
+    """The rank-side release mutant the open :func:`release_mutant` switched on, or None."""
+    return _ACTIVE[0]
+
+
 def pad(config, mode: str, seq_lens: list[int], extend_lens: list[int],
         out_cache_loc: list[int]) -> dict:
     """Rank 0's batch after the release's padding, every rank holding this batch (``mode``:

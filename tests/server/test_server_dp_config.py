@@ -180,3 +180,16 @@ def test_dp_draws_round_trip_and_run_on_two_ranks(case):
     assert case.config.env_dict() == (ENV if case.config.moe_a2a_backend == "pplx" else {})
     n = sum(len(forwards(rank_case(case, r))) for r in (0, 1) if rank_case(case, r).requests)
     assert n <= 2 * sum(r.max_new_tokens + 1 for r in case.requests)  # each rank's own plan
+
+
+@pytest.mark.upstream
+@upstream
+def test_data_parallel_attention_is_refused_where_the_ranks_are_not_driven():
+    """0.5.12 (no runtime context, whose bring-up the DPSync ranks drive): refused by name."""
+    from swafuzz.targets.sglang.pipeline.argnames import unpadded
+
+    why = unpadded({"tp_size": 2, "dp_size": 2, "enable_dp_attention": True}, "x")
+    if importlib.util.find_spec("sglang.srt.runtime_context"):
+        assert why is None
+    else:
+        assert why.startswith("config.enable_dp_attention: sglang x has no")

@@ -52,9 +52,16 @@ def unpadded(config: Mapping[str, object], version: str) -> str | None:
     (its runtime context: the global-server-args shape, 0.5.12): refused naming why."""
     known = {k: tuple(v) if isinstance(v, list) else v for k, v in config.items()
              if k in ServerConfig.__dataclass_fields__}
-    ranks = ServerConfig(**known).attn_tp_size()
-    if ranks <= 1 or importlib.util.find_spec("sglang.srt.runtime_context"):
+    cfg = ServerConfig(**known)
+    ranks = cfg.attn_tp_size()
+    if (ranks <= 1 and not cfg.enable_dp_attention) or importlib.util.find_spec(
+            "sglang.srt.runtime_context"):
         return None
+    if ranks <= 1:
+        return (f"config.enable_dp_attention: sglang {version} has no "
+                "sglang.srt.runtime_context, whose MLP-sync bring-up the server-level ranks "
+                "drive on gloo; on this release data-parallel attention is not driven (allowed: "
+                "false)")
     return (f"attention TP {ranks}: sglang {version} has no "
             "sglang.srt.runtime_context, whose MLP-sync bring-up the server-level padding hop "
             "drives on gloo; on this release that hop is not driven (tp_size 1 only)")

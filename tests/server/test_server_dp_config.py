@@ -194,3 +194,15 @@ def test_data_parallel_attention_is_refused_where_the_ranks_are_not_driven():
         assert why is None
     else:
         assert why.startswith("config.enable_dp_attention: sglang x has no")
+
+
+def test_a_run_that_never_started_its_ranks_is_a_contracts_failure():
+    from swafuzz.features.dp.server_oracle import judge_ranks
+    from swafuzz.server.observation import ServerObs
+
+    case = _case(dict(PPLX, env=ENV))
+    bad = judge_ranks(case, ServerObs(error="DPSyncError: rank 1 did not answer"))
+    assert [(f.check, f.message) for f in bad] == [
+        ("contracts", "the pipeline raised: DPSyncError: rank 1 did not answer")]
+    short = judge_ranks(case, ServerObs(ranks=[ServerObs()]))
+    assert short[0].check == "contracts" and "1 rank observations for 2" in short[0].message

@@ -62,6 +62,8 @@ def expected_pads(case: ServerCase, plans: list[list[Forward]]) -> list[dict[int
 
 def judge_ranks(case: ServerCase, obs, graphs: bool = False) -> list[ServerFailure]:
     """Every rank's failures (``obs.ranks``), each message naming its rank."""
+    if obs.error is not None:  # no rank's pipeline started
+        return [ServerFailure("contracts", None, f"the pipeline raised: {obs.error}")]
     subs = [rank_case(case, r) for r in range(ranks(case))]
     if len(obs.ranks) != len(subs):
         return [ServerFailure("contracts", None, f"{len(obs.ranks)} rank observations for "

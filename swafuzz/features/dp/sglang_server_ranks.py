@@ -72,9 +72,16 @@ def run(case: ServerCase, impl: str, executor, pipeline_cls) -> ServerObs:
         _stopped(pipes, cur, e, obs)
     obs.ranks = [p.finish() if p is not None and getattr(p, "obs", None) is not None
                  else ServerObs(target_version=obs.target_version) for p in (pipes or [None] * n)]
-    if obs.ranks:
-        obs.target_version = next((o.target_version for o in obs.ranks if o.target_version), "")
+    obs.target_version = next((o.target_version for o in obs.ranks if o.target_version), "")
+    scoped = [f"rank {r}: {o.out_of_scope}" for r, o in enumerate(obs.ranks)
+              if o.out_of_scope and not o.out_of_scope.startswith(OTHER_RANK)]
+    if scoped and not any(o.error for o in obs.ranks):  # the Case is out of scope as a whole
+        obs.out_of_scope = scoped[0]
     return obs
+
+
+#: how a rank's observation says another rank stopped the run
+OTHER_RANK = "another attention-DP rank stopped the run"
 
 
 def _stopped(pipes: list, cur, e: BaseException, obs: ServerObs) -> None:
@@ -88,4 +95,4 @@ def _stopped(pipes: list, cur, e: BaseException, obs: ServerObs) -> None:
         if cur is None or p is cur:
             p.failed(e)
         else:
-            p.obs.out_of_scope = f"another attention-DP rank stopped the run ({type(e).__name__})"
+            p.obs.out_of_scope = f"{OTHER_RANK} ({type(e).__name__})"

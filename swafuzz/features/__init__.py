@@ -99,6 +99,13 @@ HOOK_POINTS = {
                              "installed release (naming the field), or None",
     "server.window_oracle": "server.oracle: (server case) -> the request window's shadow "
                             "(release, stores, forward) of a Case with encoder replay",
+    "server.ranks_judge": "server.run: (server case, observation, graphs) -> the failures of "
+                          "a Case with attention-DP ranks, judged per rank",
+    "sglang.server_ranks": "targets.sglang.pipeline.steps: (case, impl, executor, pipeline "
+                           "class) -> the observation of a Case with attention-DP ranks (one "
+                           "per rank)",
+    "server.kinds": "server.strategies: (kind, description, strategy) a feature adds to the "
+                    "server-level kinds (opt-in)",
     "sglang.window_graph_runner": "features.request_window.sglang: the release's DECODE-graph "
                                   "runner class under a window",
     "sglang.prefill_graph_runner": "features.request_window.sglang: the release's prefill-graph "

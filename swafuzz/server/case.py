@@ -30,6 +30,17 @@ MAX_NEW_TOKENS = 64
 MAX_STEPS = 256
 ROW_BYTES = (8, 16, 32, 64)
 PAGE_SIZES = (1, 2, 4, 8, 16, 32, 64)
+#: the MoE all-to-all backends a server can name (0.5.23's ``moe_a2a_backend`` choices; null:
+#: the release's default, none); the installed release's own choices are checked again there
+MOE_A2A_BACKENDS = (None, "none", "deepep", "mooncake", "nixl", "mori", "ascend_fuseep",
+                    "flashinfer", "megamoe", "deepep_v2", "ascend_tp", "pplx",
+                    "flashinfer_megamoe")
+#: the deployment's environment variables a Case may set (the release reads these limits from
+#: its environment, not from ServerArgs): name -> what the value must be
+ENV_VARS = {"SGLANG_PPLX_NUM_MAX_DISPATCH_TOKENS_PER_RANK": "a decimal integer 1..1048576"}
+#: the fields added after the first draws: left out of the JSON and of ``server_args()`` while
+#: they hold their default (a Case without them serialises as before)
+LATE_FIELDS = ("moe_a2a_backend", "disable_prefill_cuda_graph", "env")
 
 
 class ServerCaseError(ValueError):
@@ -55,6 +66,11 @@ class ServerConfig:
     disable_radix_cache: bool = True
     enable_encoder_swa_bounded_replay: bool = False
     enable_decoder_swa_bounded_replay: bool = False
+    moe_a2a_backend: str | None = None
+    disable_prefill_cuda_graph: bool = False
+    #: the deployment's environment (:data:`ENV_VARS`), as sorted ``(name, value)`` pairs; not a
+    #: ServerArgs field: handed to the release's checks and ranks beside ``server_args()``
+    env: tuple[tuple[str, str], ...] = ()
 
     def attn_tp_size(self) -> int:
         """The attention-TP ranks that hold each batch: ``tp_size``, over ``dp_size`` with
@@ -62,10 +78,26 @@ class ServerConfig:
         return self.tp_size // self.dp_size if self.enable_dp_attention else self.tp_size
 
     def server_args(self) -> dict[str, Any]:
-        """The ``ServerArgs`` keyword arguments this config sets (lists for tuples)."""
+        """The ``ServerArgs`` keyword arguments this config sets (lists for tuples; the late
+        fields only when set, ``env`` never: :meth:`env_dict`)."""
         out = asdict(self)
         if out["cuda_graph_bs_decode"] is not None:
             out["cuda_graph_bs_decode"] = list(out["cuda_graph_bs_decode"])
+        base = ServerConfig()
+        for name in LATE_FIELDS:
+            if name == "env" or out[name] == getattr(base, name):
+                del out[name]
+        return out
+
+    def env_dict(self) -> dict[str, str]:
+        """The deployment's environment variables this config sets."""
+        return dict(self.env)
+
+    def to_json(self) -> dict[str, Any]:
+        """``server_args()`` plus ``env`` (as an object) when set."""
+        out = self.server_args()
+        if self.env:
+            out["env"] = self.env_dict()
         return out
 
 
@@ -109,7 +141,7 @@ class ServerCase:
 
     def to_json(self) -> dict[str, Any]:
         return {"version": SERVER_CASE_VERSION, "level": "server", "kind": self.kind,
-                "payload_seed": self.payload_seed, "config": self.config.server_args(),
+                "payload_seed": self.payload_seed, "config": self.config.to_json(),
                 "model": {k: v for k, v in asdict(self.model).items()
                           if k != "late_layer_start" or v},
                 "requests": [dict(asdict(r), accept_lengths=list(r.accept_lengths))
@@ -168,6 +200,10 @@ def _config(obj: Any) -> ServerConfig:
         bs = tuple(_int(f"config.cuda_graph_bs_decode[{i}]", b, 1, MAX_REQUESTS) for i, b in enumerate(bs))
         if list(bs) != sorted(set(bs)):
             _fail("config.cuda_graph_bs_decode", f"strictly increasing batch sizes expected, got {list(bs)}")
+    moe = get("moe_a2a_backend")
+    if moe not in MOE_A2A_BACKENDS:
+        _fail("config.moe_a2a_backend", f"one of {', '.join(map(str, MOE_A2A_BACKENDS))} "
+              f"expected, got {moe!r}")
     page = _int("config.page_size", get("page_size"), 1, max(PAGE_SIZES))
     if page not in PAGE_SIZES:
         _fail("config.page_size", f"one of {', '.join(map(str, PAGE_SIZES))} expected, got {page}")
@@ -192,7 +228,26 @@ def _config(obj: Any) -> ServerConfig:
         enable_encoder_swa_bounded_replay=_bool("config.enable_encoder_swa_bounded_replay",
                                                 get("enable_encoder_swa_bounded_replay")),
         enable_decoder_swa_bounded_replay=_bool("config.enable_decoder_swa_bounded_replay",
-                                                get("enable_decoder_swa_bounded_replay")))
+                                                get("enable_decoder_swa_bounded_replay")),
+        moe_a2a_backend=moe,
+        disable_prefill_cuda_graph=_bool("config.disable_prefill_cuda_graph",
+                                         get("disable_prefill_cuda_graph")),
+        env=_env(get("env")))
+
+
+def _env(obj: Any) -> tuple[tuple[str, str], ...]:
+    """``config.env``: an object of :data:`ENV_VARS` names to decimal strings."""
+    if isinstance(obj, tuple):  # the dataclass's own form (pairs)
+        obj = dict(obj)
+    if not isinstance(obj, dict):
+        _fail("config.env", f"an object of environment variables expected, got {obj!r}")
+    for name, value in obj.items():
+        if name not in ENV_VARS:
+            _fail(f"config.env.{name}", f"not a deployment variable swafuzz sets (allowed: "
+                  f"{', '.join(ENV_VARS)})")
+        if not (isinstance(value, str) and value.isdigit() and 1 <= int(value) <= 1 << 20):
+            _fail(f"config.env.{name}", f"{ENV_VARS[name]} as a string expected, got {value!r}")
+    return tuple(sorted(obj.items()))
 
 
 def _model(obj: Any) -> ModelShape:

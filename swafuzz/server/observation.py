@@ -60,6 +60,9 @@ class ServerObs:
     spec: list[dict] = field(default_factory=list)
     #: speculative decoding: the allocator's free full and SWA tokens before and after the run
     free: dict = field(default_factory=dict)
+    #: with attention-DP ranks, one observation per rank (its requests renumbered in their
+    #: order); the fields above then stay empty
+    ranks: list[ServerObs] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"target_version": self.target_version, "error": self.error,
@@ -72,4 +75,5 @@ class ServerObs:
                               **({} if f.window is None else {"window": {
                                   k: v for k, v in f.window.items() if k != "bytes_after"}})}
                              for f in self.forwards],
-                **({"spec": self.spec, "free": self.free} if self.spec or self.free else {})}
+                **({"spec": self.spec, "free": self.free} if self.spec or self.free else {}),
+                **({"ranks": [o.to_json() for o in self.ranks]} if self.ranks else {})}

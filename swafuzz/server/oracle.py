@@ -35,7 +35,7 @@ mode does for component Cases), each validated before it is followed:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from swafuzz import features as registry
 from swafuzz.scenarios.case import POISON_BYTE
@@ -133,10 +133,10 @@ def attn_tp_rows(case: ServerCase, mode: str, rows: int, bs: int, exec_: str):
     return padded, (padded if mode == "DECODE" else bs)
 
 
-def _batch_shape(case: ServerCase, st: _State, fwd: Forward, rec) -> str | None:
+def _batch_shape(case: ServerCase, st: _State, fwd: Forward, rec, pad=None) -> str | None:
     pos = [p for start, n in fwd.spans for p in range(start, start + n)]
     lens = [len(st.tokens[rid]) for rid in fwd.rids]
-    pad = attn_tp_rows(case, fwd.mode, len(pos), len(lens), rec.exec)
+    pad = pad or attn_tp_rows(case, fwd.mode, len(pos), len(lens), rec.exec)
     if pad is not None:  # padded rows at position 0, added requests at the fill length
         pos = pos + [0] * (pad[0] - len(pos))
         lens = lens + [SEQ_LEN_FILL] * (pad[1] - len(lens))
@@ -220,9 +220,11 @@ def observed_plan(case: ServerCase, obs: ServerObs) -> list:
                 {int(k): v for k, v in obs.admissions.items()})
 
 
-def judge(case: ServerCase, obs: ServerObs, graphs: bool = False) -> list[ServerFailure]:
+def judge(case: ServerCase, obs: ServerObs, graphs: bool = False,
+          pads: dict | None = None) -> list[ServerFailure]:
     """Every failure of ``obs`` against the Case, earliest forward first (``graphs``: the
-    executor replays graphs)."""
+    executor replays graphs; ``pads``: forward index -> ``(mode, rows, batch size)`` the
+    forward runs with after another padding than attention TP's: an attention-DP rank's)."""
     out: list[ServerFailure] = []
     # encoder replay: the stores go to the request window's workspace, never the SWA pool
     win = (registry.hook("server.window_oracle")(case)
@@ -267,9 +269,11 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False) -> list[Server
         if rec is None:
             return out + [ServerFailure("alloc_count", ev.index, f"forward {ev.index} "
                                         f"({ev.mode}) was not observed")]
-        if rec.mode != ev.mode:
+        rank_pad = (pads or {}).get(ev.index)
+        mode = rank_pad[0] if rank_pad else ev.mode
+        if rec.mode != mode:
             out.append(ServerFailure("exec_path", ev.index, f"forward {ev.index} ran as "
-                                     f"{rec.mode}, the plan says {ev.mode}"))
+                                     f"{rec.mode}, the plan says {mode}"))
         if len(rec.alloc) != ev.rows:
             return out + [ServerFailure("alloc_count", ev.index, f"forward {ev.index} "
                                         f"({ev.mode}) allocated {len(rec.alloc)} tokens for "
@@ -287,14 +291,16 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False) -> list[Server
         if bad:
             out.append(ServerFailure("graph_fill", ev.index, f"forward {ev.index}: {bad}"))
         padded = want + [0] * ((bucket or 0) - len(want))  # padded rows: the dummy slot 0
-        tp_pad = attn_tp_rows(case, ev.mode, len(want), len(ev.rids), rec.exec)
+        tp_pad = rank_pad[1:] if rank_pad else attn_tp_rows(case, ev.mode, len(want),
+                                                            len(ev.rids), rec.exec)
         if tp_pad is not None:  # the MLP sync's padding: its rows write the dummy slot 0
             padded = want + [0] * (tp_pad[0] - len(want))
         if len(rec.stores) != layers:
             out.append(ServerFailure("write_targets", ev.index, f"forward {ev.index}: "
                                      f"{len(rec.stores)} layer stores, expected {layers}"))
         total = len(padded) if tp_pad is not None else len(want)
-        per_layer = win.stores(ev, total) if win is not None else None  # workspace rows
+        wev = replace(ev, mode=mode)  # the batch as the window runs it
+        per_layer = win.stores(wev, total) if win is not None else None  # workspace rows
         for layer, got in enumerate(rec.stores[:layers]):
             exp = (per_layer[layer] if per_layer is not None
                    else padded if rec.exec == "graph" or tp_pad is not None else want)
@@ -306,7 +312,7 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False) -> list[Server
                     f"stored at {got[diff] if diff < len(got) else 'nothing'}, expected "
                     f"{exp[diff] if diff < len(exp) else 'nothing'} ({len(got)} rows stored, "
                     f"{len(exp)} expected)"))
-        bad = _batch_shape(case, st, ev, rec)
+        bad = _batch_shape(case, st, ev, rec, tp_pad if rank_pad else None)
         if bad:
             out.append(ServerFailure("batch_shape", ev.index, f"forward {ev.index}: {bad}"))
         if rec.mapping:
@@ -315,7 +321,7 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False) -> list[Server
                 out.append(ServerFailure("window_reads", ev.index, f"forward {ev.index}: {bad}"))
         if win is not None:
             out += [ServerFailure(c, ev.index, f"forward {ev.index}: {m}")
-                    for c, m in win.forward(ev, rec, total)]
+                    for c, m in win.forward(wev, rec, total)]
             continue
         for layer in range(layers):
             for slot, row in zip(want, rows(case, ev.index, layer, len(want))):

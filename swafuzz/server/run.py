@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from swafuzz import features as registry
 from swafuzz.server import spec_oracle
 from swafuzz.server.case import ServerCase
 from swafuzz.server.observation import ServerObs
@@ -37,11 +38,17 @@ NOT_DRIVEN = (
      spec_oracle.NOT_DRIVEN),
     (lambda c: (c.tp_size, c.dp_size, c.enable_dp_attention) != (1, 1, False) and not (
         c.tp_size == 2 and c.dp_size == 1 and not c.enable_dp_attention
-        and c.moe_dense_tp_size == 1),
-     "config.tp_size and the data-parallel fields: one rank, or attention TP 2 (allowed: "
+        and c.moe_dense_tp_size == 1) and (c.tp_size, c.dp_size, c.enable_dp_attention) != (
+        2, 2, True),
+     "config.tp_size and the data-parallel fields: one rank, attention TP 2, or two "
+     "data-parallel attention ranks (allowed: "
      "tp_size 1, dp_size 1, no data-parallel attention; or tp_size 2 with moe_dense_tp_size 1, "
      "dp_size 1, no data-parallel attention: both attention-TP ranks hold the batch, padded "
-     "by the release's MLP sync)"),
+     "by the release's MLP sync; or tp_size 2, dp_size 2 and data-parallel attention: "
+     "one pipeline per rank, each rank's batch padded by the release's MLP sync)"),
+    (lambda c: c.enable_dp_attention and c.speculative_algorithm is not None,
+     "config.speculative_algorithm: speculative decoding on data-parallel attention ranks is "
+     "not driven at server level yet (allowed: null with data-parallel attention)"),
     (lambda c: c.tp_size > 1 and not c.disable_cuda_graph,
      "config.disable_cuda_graph: decode graphs with attention TP > 1 are not driven at server "
      "level yet (allowed: true with tp_size 2)"),
@@ -66,10 +73,14 @@ class ServerRefused(ValueError):
     """A server-level Case the target does not run (CLI exit 2): the message says why."""
 
 
-def release_refusal(config: dict, check: Callable[[dict], str | None] | None) -> str | None:
+def release_refusal(config: dict, check: Callable[[dict], str | None] | None,
+                    env: dict[str, str] | None = None) -> str | None:
     """The release's refusal of the ServerArgs fields ``config`` through ``check`` (the
-    target's ``server_refusal``), or None when it accepts them or no check is built."""
-    return None if check is None else check(config)
+    target's ``server_refusal``; ``env``: the deployment's environment variables, handed as
+    ``env=`` when set), or None when it accepts them or no check is built."""
+    if check is None:
+        return None
+    return check(config, env=env) if env else check(config)
 
 
 def refusal(case: ServerCase, check: Callable[[dict], str | None] | None = None) -> str | None:
@@ -77,7 +88,7 @@ def refusal(case: ServerCase, check: Callable[[dict], str | None] | None = None)
     for applies, why in NOT_DRIVEN:
         if applies(case.config):
             return why
-    why = release_refusal(case.config.server_args(), check)
+    why = release_refusal(case.config.server_args(), check, case.config.env_dict())
     return f"the release refuses these server arguments: {why}" if why else None
 
 
@@ -109,6 +120,10 @@ def execute(case: ServerCase, pipeline: Pipeline, impl: str = "torch",
                             f"{', '.join(pipeline.mutants) or 'none'})")
     obs = pipeline.run(case, impl=impl, mutant=mutant, executor=executor)
     graphs = bool(getattr(executor, "graphs", False))
-    judged = spec_oracle.judge(case, obs) if case.config.speculative_algorithm else judge(
-        case, obs, graphs=graphs)
+    if obs.ranks:  # attention-DP ranks: each judged on its own observation
+        judged = registry.hook("server.ranks_judge")(case, obs, graphs)
+    elif case.config.speculative_algorithm:
+        judged = spec_oracle.judge(case, obs)
+    else:
+        judged = judge(case, obs, graphs=graphs)
     return ServerVerdict(case, obs, judged)

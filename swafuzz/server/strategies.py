@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from swafuzz import features as registry
 from swafuzz.server import spec_strategies
 from swafuzz.server.case import ModelShape, Request, ServerCase, ServerConfig, validate
 
@@ -42,7 +43,10 @@ KINDS = {
 #: ``window-dp-extend-pad-joins-run``) in most attention-TP-2 Cases, on 0.5.22 the tail kind the
 #: known ``short-tail-floor``: classified as known with ``--ledger`` (``scripts/upstream-check``
 #: runs both as a campaign of their own), so the default split keeps its draws
-OPT_IN = (spec_strategies.KIND, "server_window", "server_window_tail")
+#: kinds features add (hook ``server.kinds``: name, description, strategy), opt-in each
+FEATURE_KINDS = {name: strategy for name, _, strategy in registry.hooks("server.kinds")}
+KINDS.update({name: desc for name, desc, _ in registry.hooks("server.kinds")})
+OPT_IN = (spec_strategies.KIND, "server_window", "server_window_tail", *FEATURE_KINDS)
 DEFAULT_KINDS = tuple(k for k in KINDS if k not in OPT_IN)
 
 
@@ -86,6 +90,8 @@ def server_cases(draw, kind: str = "server_decode") -> ServerCase:
         return draw(spec_strategies.spec_cases())
     if kind == "server_window_tail":
         return draw(_tail_case())
+    if kind in FEATURE_KINDS:
+        return draw(FEATURE_KINDS[kind]())
     page = draw(st.sampled_from((1, 2, 4)))
     window = draw(st.integers(1, 8))
     layers = draw(st.integers(1, 2))

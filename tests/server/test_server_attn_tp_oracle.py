@@ -26,11 +26,17 @@ def test_rows_round_up_to_the_attention_tp_ranks():
 
 
 @pytest.mark.parametrize("cfg", [{"tp_size": 2}, {"tp_size": 4, "moe_dense_tp_size": 1},
-                                 {"tp_size": 2, "dp_size": 2, "enable_dp_attention": True,
+                                 {"tp_size": 4, "dp_size": 2, "enable_dp_attention": True,
                                   "moe_dense_tp_size": 1}])
 def test_other_rank_layouts_are_refused_by_name(cfg):
     why = refusal(_case(**cfg))
     assert why and why.startswith("config.tp_size") and "moe_dense_tp_size 1" in why
+
+
+def test_two_data_parallel_attention_ranks_are_run():
+    """tp 2 / dp 2 with data-parallel attention: one pipeline per rank (tests/server/
+    test_server_dp_config.py, tests/targets/test_sglang_dp_reach.py)."""
+    assert refusal(_case(tp_size=2, dp_size=2, enable_dp_attention=True)) is None
 
 
 def test_attention_tp_2_is_run_and_refuses_graphs():

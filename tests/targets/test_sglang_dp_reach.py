@@ -25,8 +25,19 @@ BUNDLE = os.path.join(ROOT, "tests", "data", "bundles", "sglang",
                       "window_dp_decode_extend_pad_joins_run.json")
 PPLX = {"moe_a2a_backend": "pplx", "disable_prefill_cuda_graph": True}
 #: the release's pplx argument check (``moe_hook.handle_a2a_moe``) needs the dispatch budget to
-#: cover the chunked-prefill size: the ledger entry's ``env`` (the workers inherit it)
+#: cover the chunked-prefill size: the ledger entry's ``env`` (the ranks start with it)
 ENV = {"SGLANG_PPLX_NUM_MAX_DISPATCH_TOKENS_PER_RANK": "8192"}
+
+
+def _config():
+    from swafuzz.server.case import ServerConfig
+    return ServerConfig(tp_size=2, dp_size=2, enable_dp_attention=True,
+                        enable_encoder_swa_bounded_replay=True, env=tuple(ENV.items()), **PPLX)
+
+
+CONFIG = _config()
+SERVER_BUNDLE = os.path.join(ROOT, "tests", "data", "bundles", "sglang",
+                             "server_window_dp_decode_extend_pad_joins_run.json")
 
 
 def _listed_release(eid: str) -> None:
@@ -43,19 +54,24 @@ def _listed_release(eid: str) -> None:
 def dp2pplx():
     import sglang
 
-    from swafuzz.features.dp.sglang_sync import NEEDS, DPSync, ServerShape
+    from swafuzz.features.dp.sglang_sync import NEEDS, ServerShape
 
     _listed_release("window-dp-decode-extend-pad-joins-run")
     _listed_release("ring-a4-resolver-fallback-dp-eager")
     site = os.path.dirname(os.path.dirname(sglang.__file__))
     if not all(os.path.exists(os.path.join(site, n)) for n in NEEDS):
         pytest.skip("the release has no runtime_context / bootstrap bring-up (before 0.5.22)")
-    shape = ServerShape(tp_size=2, dp_size=2, enable_dp_attention=True, extra=PPLX)
-    with pytest.MonkeyPatch.context() as mp:
-        for k, v in ENV.items():
-            mp.setenv(k, v)
-        with DPSync(shape, start_timeout=300, step_timeout=30) as d:
-            yield d
+    # the server-level Case's config, handed to the ranks as the server level does; the
+    # server level's own DPSync for that shape, shared with the server-level tests below
+    from swafuzz.features.dp import sglang_server_pad
+    from swafuzz.server.case import ServerConfig
+    shape, env = sglang_server_pad.rank_shape(CONFIG)
+    assert shape == ServerShape(tp_size=2, dp_size=2, enable_dp_attention=True, extra=PPLX)
+    assert env == ENV and isinstance(CONFIG, ServerConfig)
+    try:
+        yield sglang_server_pad.sync_for(CONFIG)
+    finally:
+        sglang_server_pad.close_all()
 
 
 def _step(d, peer_tokens: int, seq=(9,), loc=(12,)):
@@ -166,3 +182,42 @@ def test_coordinated_draft_block_is_never_relabelled(dp2pplx):
     assert bad[0]["mode"] == "MAX_LEN" and bad[0]["forward_mode"] == "EXTEND"
     assert bad[2]["event"] == "metadata" and bad[2]["stamp"] is None
     assert {s["branch"] for s in bad[3:]} == {"translate"} and bad[3]["swa_loc"] == [-1] * 8
+
+
+def _server_run(mutant: str | None = None, window: bool = True, peer_prompt: int = 2):
+    """The entry's server-level bundle Case (``window``: encoder replay; ``peer_prompt``: rank
+    1's prompt) through the server level's two attention-DP ranks, with server mutant
+    ``mutant``."""
+    from swafuzz.harness.server_exec import execute_server, pipeline_of
+    from swafuzz.server.case import parse
+
+    with open(SERVER_BUNDLE) as f:
+        case = json.load(f)["case"]
+    case["config"]["enable_encoder_swa_bounded_replay"] = window
+    case["requests"][1]["prompt_len"] = peer_prompt
+    return execute_server(parse(case), pipeline_of("sglang"), ["eager"], mutant, "torch")
+
+
+def test_server_level_dp_ranks_pad_each_rank_and_pass_without_the_window(dp2pplx):
+    """Two attention-DP ranks in one server-level run on the release's MLP sync (the shared
+    ranks): without the request window the bundle's Case passes; rank 0's DECODE beside rank 1's
+    2-token EXTEND ran as the release's relabelled EXTEND of 2 rows, its padding row stored at
+    the dummy slot 0. The server mutant ``server_pad_live_loc`` (spec §9.5: padding rows at a
+    live location) is killed on those ranks."""
+    r = _server_run(window=False)
+    assert not r.failed, [f.message for f in r.failures]
+    bad = _server_run("server_pad_live_loc", window=False)
+    assert bad.failed and bad.failures[0].check in ("contracts", "write_targets"), bad.failures
+    assert "rank 0: " in bad.failures[0].message
+
+
+def test_server_level_dp_window_fails_only_with_a_padding_row(dp2pplx):
+    """With the window: rank 1 extending 2 tokens pads rank 0's relabelled EXTEND and the Case
+    fails with the entry's signature; rank 1 extending 1 token (relabelled, no padding row)
+    passes."""
+    bad = _server_run()
+    assert bad.signature() == "server:window_history", bad.failures
+    rank0 = bad.observed["ranks"][0]["forwards"][1]
+    assert (rank0["mode"], rank0["positions"]) == ("EXTEND", [1, 0])
+    ok = _server_run(peer_prompt=1)
+    assert not ok.failed, [f.message for f in ok.failures]

@@ -216,6 +216,31 @@ def test_window_pad_bundle_reproduces(capsys):
     assert "FAIL server:window_ring" in out and "position 0" in out, out
 
 
+def test_window_dp_decode_bundle_reproduces(capsys):
+    """The entry's server-level bundle (tp 2, dp 2, DP attention, pplx, prefill graph off,
+    encoder replay; one request decoding on rank 0 while another arrives on rank 1) fails on
+    replay as the entry says: the release's MLP sync relabels rank 0's decode an EXTEND padded
+    to rank 1's 2 tokens, and the padding row joins the request's window run (its history reads
+    the zero row where position 0 must be: ``server:window_history``); the bundle's server
+    arguments and environment are the entry's and the release accepts them. One DPSync
+    bring-up (the pplx shape)."""
+    from swafuzz.features.dp import sglang_server_pad
+    from swafuzz.harness.cli import main
+    from swafuzz.harness.cli_common import EXIT_FINDINGS
+
+    eid = "window-dp-decode-extend-pad-joins-run"
+    path = _server_bundle(eid, "server:window_history")
+    with open(path, encoding="utf-8") as fh:
+        assert json.load(fh)["case"]["config"]["env"] == entry(eid).server.env
+    try:
+        assert main(["repro", "--no-isolate", path]) == EXIT_FINDINGS
+    finally:
+        sglang_server_pad.close_all()
+    out = capsys.readouterr().out
+    assert "FAIL server:window_history" in out and "rank 0: forward 1" in out, out
+    assert "window_ring" in out and "position 1" in out, out
+
+
 def test_pplx_forces_max_len_with_the_window():
     from swafuzz.targets.sglang.serverargs import built_server_args, release_context
 

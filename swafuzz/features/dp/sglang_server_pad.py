@@ -25,16 +25,36 @@ from swafuzz.features.dp.sglang_sync import DPSync, DPSyncError, RankInput, Serv
 #: server mutant -> the rank-side release mutant (sglang_sync.RELEASE_MUTANTS) it switches on
 SERVER_RELEASE_MUTANTS = {"server_pad_live_loc": "pad_live_loc"}
 
-_SYNCS: dict[tuple[int, int | None], DPSync] = {}
+_SYNCS: dict[tuple, DPSync] = {}
 _ACTIVE: list[str | None] = [None]
+
+
+def rank_shape(config) -> tuple[ServerShape, dict[str, str]]:
+    """The ranks' server arguments for a server-level ``config`` (the fields that shape the
+    padding: TP / DP sizes, DP attention, the dense MoE TP size, the MoE all-to-all backend and
+    the prefill graph switch, as set) and the deployment's environment they start with. The
+    bounded-replay flags stay off on the ranks: the release's token count reads encoder replay
+    only through the rows it folds from a cached prefix (none without the radix cache, which
+    the server level keeps disabled), and the ranks' model stand-in is no DeepSeek-V4.1."""
+    extra = {k: getattr(config, k) for k in ("moe_a2a_backend", "disable_prefill_cuda_graph")
+             if getattr(config, k) != getattr(type(config)(), k)}
+    shape = ServerShape(tp_size=config.tp_size, dp_size=config.dp_size,
+                        enable_dp_attention=config.enable_dp_attention,
+                        moe_dense_tp_size=config.moe_dense_tp_size, extra=extra)
+    return shape, config.env_dict()
+
+
+def _key(config) -> tuple:
+    shape, env = rank_shape(config)
+    return (tuple(sorted(shape.server_args().items())), tuple(sorted(env.items())))
 
 
 def sync_for(config) -> DPSync:
     """The process's DPSync for ``config``'s shape (started on first use)."""
-    key = (config.tp_size, config.moe_dense_tp_size)
+    key = _key(config)
     if key not in _SYNCS:
-        shape = ServerShape(tp_size=config.tp_size, moe_dense_tp_size=config.moe_dense_tp_size)
-        _SYNCS[key] = DPSync(shape).__enter__()
+        shape, env = rank_shape(config)
+        _SYNCS[key] = DPSync(shape, env=env).__enter__()
     return _SYNCS[key]
 
 
@@ -57,6 +77,11 @@ def release_mutant(server_mutant: str) -> Iterator[None]:
         _ACTIVE[0] = None
 
 
+def active_mutant() -> str | None:
+    """The rank-side release mutant the open :func:`release_mutant` switched on, or None."""
+    return _ACTIVE[0]
+
+
 def pad(config, mode: str, seq_lens: list[int], extend_lens: list[int],
         out_cache_loc: list[int]) -> dict:
     """Rank 0's batch after the release's padding, every rank holding this batch (``mode``:
@@ -69,7 +94,7 @@ def pad(config, mode: str, seq_lens: list[int], extend_lens: list[int],
     try:
         res = sync.step([rank] * config.tp_size, mutant=_ACTIVE[0])
     except DPSyncError:
-        _SYNCS.pop((config.tp_size, config.moe_dense_tp_size), None)
+        _SYNCS.pop(_key(config), None)
         raise
     if not res[0].get("ran"):
         raise DPSyncError(f"rank 0 ran no forward for a {mode} batch")

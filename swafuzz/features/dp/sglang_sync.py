@@ -182,10 +182,13 @@ class DPSync:
     """``tp_size`` ranks of the release's parallel state; use as a context manager."""
 
     def __init__(self, shape: ServerShape = ServerShape(), *, start_timeout: float = 180.0,
-                 step_timeout: float = 30.0):
+                 step_timeout: float = 30.0, env: dict[str, str] | None = None):
+        """``env``: the deployment's environment variables the ranks start with (the release
+        reads some limits from ``SGLANG_*`` variables, e.g. the pplx dispatch budget)."""
         import sglang
         check_release(os.path.dirname(os.path.dirname(sglang.__file__)))
         self.shape = shape
+        self.env = dict(env or {})
         self.server = dict(shape.server_args(), dist_timeout=max(10, int(step_timeout)))
         self.start_timeout, self.step_timeout = start_timeout, step_timeout
         self.procs: list = []
@@ -209,6 +212,19 @@ class DPSync:
     def start(self) -> None:
         ctx = multiprocessing.get_context("spawn")
         port = _free_port()
+        saved = {k: os.environ.get(k) for k in self.env}
+        os.environ.update(self.env)  # a spawned rank starts with the parent's environment
+        try:
+            self._spawn(ctx, port)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        self.facts = self._collect("start-up", self.start_timeout)
+
+    def _spawn(self, ctx, port: int) -> None:
         for rank in range(self.shape.tp_size):
             a, b = ctx.Pipe()
             p = ctx.Process(target=sglang_sync_worker.main, daemon=True,
@@ -217,7 +233,6 @@ class DPSync:
             b.close()
             self.procs.append(p)
             self.conns.append(a)
-        self.facts = self._collect("start-up", self.start_timeout)
 
     def _collect(self, what: str, timeout: float) -> list:
         out = []

@@ -14,6 +14,7 @@ bring-up the padding hop drives (0.5.12).
 from __future__ import annotations
 
 import importlib.util
+import typing
 from typing import Mapping
 
 from swafuzz import features as registry
@@ -51,12 +52,43 @@ def unpadded(config: Mapping[str, object], version: str) -> str | None:
     (its runtime context: the global-server-args shape, 0.5.12): refused naming why."""
     known = {k: tuple(v) if isinstance(v, list) else v for k, v in config.items()
              if k in ServerConfig.__dataclass_fields__}
-    ranks = ServerConfig(**known).attn_tp_size()
-    if ranks <= 1 or importlib.util.find_spec("sglang.srt.runtime_context"):
+    cfg = ServerConfig(**known)
+    ranks = cfg.attn_tp_size()
+    if (ranks <= 1 and not cfg.enable_dp_attention) or importlib.util.find_spec(
+            "sglang.srt.runtime_context"):
         return None
+    if ranks <= 1:
+        return (f"config.enable_dp_attention: sglang {version} has no "
+                "sglang.srt.runtime_context, whose MLP-sync bring-up the server-level ranks "
+                "drive on gloo; on this release data-parallel attention is not driven (allowed: "
+                "false)")
     return (f"attention TP {ranks}: sglang {version} has no "
             "sglang.srt.runtime_context, whose MLP-sync bring-up the server-level padding hop "
             "drives on gloo; on this release that hop is not driven (tp_size 1 only)")
+
+
+def literal_choices(name: str) -> tuple[str, ...] | None:
+    """The values the installed release's ``ServerArgs`` annotation allows for ``name`` (a
+    ``Literal``; the release's dataclass does not enforce it itself), or None."""
+    from sglang.srt.server_args import ServerArgs
+
+    try:
+        hint = typing.get_type_hints(ServerArgs).get(name)
+    except Exception:  # noqa: BLE001 - an unresolvable annotation: no choices known
+        return None
+    if typing.get_origin(hint) is typing.Literal:
+        return tuple(typing.get_args(hint))
+    return None
+
+
+def unknown_choice(config: Mapping[str, object], version: str) -> str | None:
+    """``moe_a2a_backend`` set to a value the installed release does not offer."""
+    value = config.get("moe_a2a_backend")
+    choices = literal_choices("moe_a2a_backend") if value is not None else None
+    if choices is None or value in choices:
+        return None
+    return (f"config.moe_a2a_backend: {value!r} is not a backend of sglang {version} "
+            f"(allowed: {', '.join(choices)})")
 
 
 def _default(name: str, value: object) -> bool:
@@ -73,7 +105,7 @@ def release_refusal(config: Mapping[str, object], **kw) -> str | None:
     """The release's own argument checks (:func:`.serverargs.release_refusal`) on the config
     under its names."""
     shape = serverargs.release_shape()
-    why = unpadded(config, shape.version)
+    why = unpadded(config, shape.version) or unknown_choice(config, shape.version)
     if why:
         return why
     missing = absent(config, shape.fields)

@@ -56,7 +56,12 @@ HOPS: tuple[tuple[str, str, str], ...] = (
      "prepare_mlp_sync_batch (ceil_align to attn_tp_size) and _pad_inputs_to_size on 2 "
      "processes (the hook sglang.server_pad over DPSync, one per process), rank 0's "
      "padded out_cache_loc / positions / seq_lens handed to the store; one rank (tp_size 1): "
-     "no padding, as the release; data-parallel attention: refused"),
+     "no padding, as the release; data-parallel attention with 2 ranks (tp_size 2): one "
+     "pipeline per rank in this process (its own scheduler state, pools, tree cache, window), "
+     "every step's rank batches (IDLE where a rank has none) padded together on the 2 "
+     "processes holding the Case's arguments and environment (hook sglang.server_ranks), "
+     "each rank's own padded batch handed to its store (a DECODE the release relabels EXTEND "
+     "as that EXTEND)"),
     ("graph runner can-run decision (DecodeCudaGraphRunner.can_run_graph)", "real",
      "the release's method on a runner built without its constructor (which captures on a "
      "GPU), holding the attributes it reads for a one-rank, non-speculative decode server"),

@@ -164,28 +164,44 @@ class Pipeline:
 
     # -- the forward ---------------------------------------------------------------------------
     def forward(self, fwd: Forward, batch: ScheduleBatch) -> ForwardRec:
+        fb = self.forward_batch(batch)
+        return self.store(fwd, fb, self.pad(fb))
+
+    def forward_batch(self, batch: ScheduleBatch) -> ForwardBatch:
+        return seams.forward_batch(batch, self.srv.model_runner)
+
+    def pad(self, fb: ForwardBatch) -> dict | None:
+        """The attention-TP ranks' padding of ``fb`` (every attention-TP rank holds this
+        batch), or None with one attention-TP rank."""
+        if self.case.config.attn_tp_size() == 1:
+            return None
+        return registry.hook("sglang.server_pad")(
+            self.case.config, fb.forward_mode.name, fb.seq_lens.tolist(),
+            list(fb.extend_seq_lens_cpu or ()), fb.out_cache_loc.tolist())
+
+    def store(self, fwd: Forward, fb: ForwardBatch, p: dict | None) -> ForwardRec:
+        """The stub model's stores of ``fb`` after the release's padding ``p`` (None: none;
+        its ``mode`` / ``extend_seq_lens``, where given, the padded batch's: a DECODE the MLP
+        sync relabels EXTEND)."""
         s = self.srv
-        fb = seams.forward_batch(batch, s.model_runner)
         loc, seq, pos = fb.out_cache_loc, fb.seq_lens, fb.positions
-        bs = fb.batch_size
-        if self.case.config.attn_tp_size() > 1:  # every attention-TP rank holds this batch
-            p = registry.hook("sglang.server_pad")(
-                self.case.config, fb.forward_mode.name, seq.tolist(),
-                list(fb.extend_seq_lens_cpu or ()), loc.tolist())
+        bs, mode = fb.batch_size, fb.forward_mode.name
+        per = (list(fb.extend_seq_lens_cpu) if fb.forward_mode.is_extend()
+               else [1] * fb.batch_size)
+        if p is not None:
             loc, seq, pos = (torch.tensor(p[k], dtype=torch.int64)
                              for k in ("out_cache_loc", "seq_lens", "positions"))
             bs = p["batch_size"]
-        hfb = HarnessBatch(HarnessMode[fb.forward_mode.name], bs, loc.to(torch.int64),
+            if p.get("mode", mode) != mode:  # relabelled: one extend row per request
+                mode, per = p["mode"], list(p["extend_seq_lens"])
+        hfb = HarnessBatch(HarnessMode[mode], bs, loc.to(torch.int64),
                            seq.to(torch.int64), pos.to(torch.int64))
         eng = s.engine
         n = hfb.out_cache_loc.numel()
         win = None
         filled: dict = {}
         if self.window is not None:  # stores through the release's request window
-            per = (list(fb.extend_seq_lens_cpu) if fb.forward_mode.is_extend()
-                   else [1] * fb.batch_size)
-            win = self.window.forward(fwd.index, fb.forward_mode.name,
-                                      fb.req_pool_indices.tolist(), per,
+            win = self.window.forward(fwd.index, mode, fb.req_pool_indices.tolist(), per,
                                       hfb.out_cache_loc.tolist(), hfb.positions.tolist())
             per_layer, exec_ = win.pop("stores"), "eager"
         else:
@@ -203,7 +219,7 @@ class Pipeline:
         table = s.req_to_token_pool.req_to_token
         window_rows = [table[int(i), max(0, int(n) - W):int(n)].tolist()
                        for i, n in zip(fb.req_pool_indices.tolist(), fb.seq_lens.tolist())]
-        return ForwardRec(index=fwd.index, mode=fb.forward_mode.name, alloc=self.tap.take(),
+        return ForwardRec(index=fwd.index, mode=mode, alloc=self.tap.take(),
                           stores=per_layer, exec=exec_,
                           mapping=s.allocator.full_to_swa_index_mapping.tolist(),
                           positions=hfb.positions.tolist(), seq_lens=hfb.seq_lens.tolist(),
@@ -258,33 +274,55 @@ class Pipeline:
     def srv_running(self) -> bool:
         return self.running is not None and not self.running.is_empty()
 
+    def start(self) -> Timeline:
+        self.obs = ServerObs(target_version=TARGET_VERSION)
+        self.tl = Timeline(self.case, self.retract, self.admit)
+        return self.tl
+
+    def leave(self, t: int) -> None:
+        """Step ``t``'s leaving requests, released by the release."""
+        for ev in self.tl.leave(t):
+            self.release(ev)
+            stray = self.tap.take()
+            if stray:
+                raise RuntimeError(f"releasing requests {list(ev.rids)} allocated "
+                                   f"{len(stray)} tokens {stray[:4]}")
+
+    def batches(self, t: int) -> list[tuple[Forward, ScheduleBatch]]:
+        """Step ``t``'s forward (at most one) with the release's batch for it."""
+        out = []
+        for ev in self.tl.schedule(t):
+            if isinstance(ev, Retract):
+                continue  # done by the release inside retract(), before the DECODE
+            out.append((ev, self.extend(ev) if ev.mode == "EXTEND" else self.decode()))
+        return out
+
+    def failed(self, e: BaseException) -> None:
+        """Record why the run stopped (out of scope, or any failure)."""
+        if isinstance(e, OutOfScope):
+            self.obs.out_of_scope = str(e)
+        else:
+            tb = traceback.extract_tb(e.__traceback__)[-1]
+            self.obs.error = f"{type(e).__name__}: {e} (at {tb.filename}:{tb.lineno})"
+
+    def finish(self) -> ServerObs:
+        pool = self.srv.engine.target_pool
+        self.obs.pools = [pool.layer_bytes(k) for k in range(pool.num_layers)]
+        return self.obs
+
     def run(self) -> ServerObs:
-        obs = self.obs = ServerObs(target_version=TARGET_VERSION)
-        tl = Timeline(self.case, self.retract, self.admit)
+        tl = self.start()
         try:
             for t in range(MAX_STEPS + MAX_STEPS):
                 if tl.done():
                     break
-                for ev in tl.leave(t):
-                    self.release(ev)
-                    stray = self.tap.take()
-                    if stray:
-                        raise RuntimeError(f"releasing requests {list(ev.rids)} allocated "
-                                           f"{len(stray)} tokens {stray[:4]}")
-                for ev in tl.schedule(t):
-                    if isinstance(ev, Retract):
-                        continue  # done by the release inside retract(), before the DECODE
-                    batch = self.extend(ev) if ev.mode == "EXTEND" else self.decode()
-                    obs.forwards.append(self.forward(ev, batch))
+                self.leave(t)
+                for ev, batch in self.batches(t):
+                    self.obs.forwards.append(self.forward(ev, batch))
                     self.after_forward(ev, batch)
-        except OutOfScope as e:
-            obs.out_of_scope = str(e)
         except Exception as e:  # noqa: BLE001 - the observation records any failure
-            tb = traceback.extract_tb(e.__traceback__)[-1]
-            obs.error = f"{type(e).__name__}: {e} (at {tb.filename}:{tb.lineno})"
-        pool = self.srv.engine.target_pool
-        obs.pools = [pool.layer_bytes(k) for k in range(pool.num_layers)]
-        return obs
+            self.failed(e)
+        return self.finish()
 
 
 def run_server_case(case: ServerCase, impl: str = "torch", mutant: str | None = None,
@@ -293,8 +331,26 @@ def run_server_case(case: ServerCase, impl: str = "torch", mutant: str | None = 
     the release's code, :mod:`.mutants`; ``executor``: the harness's executor, whose graphs a
     decode the release's graph runner accepts replays); the observation of what it did."""
     with patched(mutant), eviction_interval(case.model.swa_eviction_interval), \
-            seams.cpu_platform():
+            deployment_env(case.config.env_dict()), seams.cpu_platform():
+        if case.config.enable_dp_attention:  # one pipeline per attention-DP rank
+            return registry.hook("sglang.server_ranks")(case, impl, executor, Pipeline)
         return Pipeline(case, impl, executor).run()
+
+
+@contextlib.contextmanager
+def deployment_env(env: dict[str, str]) -> Iterator[None]:
+    """The deployment's environment variables (the Case's ``config.env``) for the run,
+    restored after."""
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 @contextlib.contextmanager

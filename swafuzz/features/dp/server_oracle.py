@@ -1,0 +1,85 @@
+"""Attention-DP ranks at server level: what the oracle predicts (hook ``server.ranks_judge``;
+plain Python over the plan, never the code it judges).
+
+A Case with ``enable_dp_attention`` is ``dp_size`` one-rank servers (:func:`rank_case`: the
+requests whose ``rank`` is that rank, in their order), each judged by the server oracle
+(:func:`swafuzz.server.oracle.judge`, the request window's shadow included) on its own
+observation, with the padding the MLP sync gives each forward (spec §5.4;
+``features/dp/SEMANTICS.md``): per scheduling step where some rank runs a forward, the ranks'
+token counts (an EXTEND's rows, a DECODE's requests, 0 for an idle rank) are
+
+* MAX_LEN when no rank extends, or always under the pplx all-to-all (``moe_a2a_backend
+  pplx``): every running rank pads its rows to the largest count, the padding rows at the
+  dummy slot 0 and position 0; a DECODE's batch size grows with its rows (added requests at the
+  backend's fill length), and, when some rank extends, a DECODE runs as a one-token-per-request
+  EXTEND (its batch size its own);
+* SUM_LEN otherwise: no padding, the modes unchanged.
+
+Attention TP per DP rank is ``tp_size / dp_size`` = 1 here: no attention-TP alignment.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from swafuzz.server.case import ServerCase
+from swafuzz.server.oracle import ServerFailure, judge, observed_plan
+from swafuzz.server.timeline import Forward, RetractionError
+
+
+def rank_case(case: ServerCase, rank: int) -> ServerCase:
+    """The Case one attention-DP rank serves: its requests (``Request.rank``), each with rank 0
+    (the rank's own pipeline is a one-rank server)."""
+    reqs = tuple(dataclasses.replace(r, rank=0) for r in case.requests if r.rank == rank)
+    return dataclasses.replace(case, requests=reqs)
+
+
+def ranks(case: ServerCase) -> int:
+    return case.config.dp_size if case.config.enable_dp_attention else 1
+
+
+def expected_pads(case: ServerCase, plans: list[list[Forward]]) -> list[dict[int, tuple]]:
+    """Per rank, forward index -> ``(mode, rows, batch size)`` after the MLP sync (module
+    docstring); ``plans``: each rank's forwards."""
+    by_step = [{f.step: f for f in p} for p in plans]
+    pplx = case.config.moe_a2a_backend == "pplx"
+    out: list[dict[int, tuple]] = [{} for _ in plans]
+    for t in sorted({t for s in by_step for t in s}):
+        fw = [s.get(t) for s in by_step]
+        counts = [0 if f is None else f.rows if f.mode == "EXTEND" else len(f.rids) for f in fw]
+        extend = any(f is not None and f.mode == "EXTEND" for f in fw)
+        max_len = pplx or not extend
+        for r, f in enumerate(fw):
+            if f is None:
+                continue
+            rows = max(counts) if max_len else counts[r]
+            if f.mode == "DECODE" and not (extend and max_len):
+                out[r][f.index] = ("DECODE", rows, rows)
+            else:  # an EXTEND, or a DECODE relabelled a one-token-per-request EXTEND
+                out[r][f.index] = ("EXTEND", rows, len(f.rids))
+    return out
+
+
+def judge_ranks(case: ServerCase, obs, graphs: bool = False) -> list[ServerFailure]:
+    """Every rank's failures (``obs.ranks``), each message naming its rank."""
+    if obs.error is not None:  # no rank's pipeline started
+        return [ServerFailure("contracts", None, f"the pipeline raised: {obs.error}")]
+    subs = [rank_case(case, r) for r in range(ranks(case))]
+    if len(obs.ranks) != len(subs):
+        return [ServerFailure("contracts", None, f"{len(obs.ranks)} rank observations for "
+                              f"{len(subs)} attention-DP ranks")]
+    plans = []
+    for sub, o in zip(subs, obs.ranks):
+        try:
+            plans.append([e for e in observed_plan(sub, o) if isinstance(e, Forward)]
+                         if sub.requests else [])
+        except RetractionError as e:
+            return [ServerFailure("retraction", None, str(e))]
+    pads = expected_pads(case, plans)
+    out = []
+    for r, (sub, o) in enumerate(zip(subs, obs.ranks)):
+        if not sub.requests:
+            continue
+        out += [dataclasses.replace(f, message=f"rank {r}: {f.message}")
+                for f in judge(sub, o, graphs, pads=pads[r])]
+    return out

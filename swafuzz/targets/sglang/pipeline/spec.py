@@ -114,7 +114,7 @@ class SpecPipeline(steps.Pipeline):
         b.spec_info = vi
         vfb, _graph = eagle_utils.eagle_prepare_for_verify(vi, s.req_to_token_pool, b,
                                                            self.target_worker)
-        verify = self.store(fwd, vfb, "target", HarnessMode.TARGET_VERIFY)
+        verify = self.spec_store(fwd, vfb, "target", HarnessMode.TARGET_VERIFY)
         mapping = s.allocator.full_to_swa_index_mapping.tolist()  # what the verify reads
         accept = torch.tensor(fwd.accepts, dtype=torch.int64)
         new_seq_lens = b.seq_lens + accept  # run_eagle_verify's unfused commit
@@ -125,7 +125,7 @@ class SpecPipeline(steps.Pipeline):
         dfb = eagle_worker_common.prepare_for_draft_extend(de, b, predict, N, self.draft_runner, None,
                                        return_hidden_states_before_norm=False,
                                        kv_loc_plan=vi.kv_loc_plan)
-        draft = self.store(fwd, dfb, "draft", HarnessMode.DRAFT_EXTEND_V2)
+        draft = self.spec_store(fwd, dfb, "draft", HarnessMode.DRAFT_EXTEND_V2)
         self.commit(b, fwd, accept, new_seq_lens)
         table = s.req_to_token_pool.req_to_token
         rec = ForwardRec(
@@ -171,7 +171,7 @@ class SpecPipeline(steps.Pipeline):
                         "stores": [st.locs for st in fo.stores]})
         return out, plan
 
-    def store(self, fwd: Forward, fb, pool: str, mode: HarnessMode) -> dict:
+    def spec_store(self, fwd: Forward, fb, pool: str, mode: HarnessMode) -> dict:
         """The stub model's stores for the release's ForwardBatch ``fb`` (every layer of
         ``pool``), and what the batch held."""
         eng = self.srv.engine

@@ -104,8 +104,8 @@ HOOK_POINTS = {
     "sglang.server_ranks": "targets.sglang.pipeline.steps: (case, impl, executor, pipeline "
                            "class) -> the observation of a Case with attention-DP ranks (one "
                            "per rank)",
-    "server.kinds": "server.strategies: (kind, description, strategy) a feature adds to the "
-                    "server-level kinds (opt-in)",
+    "server.kinds": "server.strategies: the (kind, description, strategy) triples a feature "
+                    "adds to the server-level kinds (opt-in)",
     "sglang.window_graph_runner": "features.request_window.sglang: the release's DECODE-graph "
                                   "runner class under a window",
     "sglang.prefill_graph_runner": "features.request_window.sglang: the release's prefill-graph "

@@ -40,7 +40,7 @@ FEATURE = Feature(
         'sglang.server_pad': 'swafuzz.features.dp.sglang_server_pad:pad',
         'sglang.server_pad_mutant': 'swafuzz.features.dp.sglang_server_pad:release_mutant',
         'sglang.server_ranks': 'swafuzz.features.dp.sglang_server_ranks:run',
-        'server.kinds': 'swafuzz.features.dp.server_kind:KIND',
+        'server.kinds': 'swafuzz.features.dp.server_kind:KINDS',
         'server.ranks_judge': 'swafuzz.features.dp.server_oracle:judge_ranks',
     },
 )

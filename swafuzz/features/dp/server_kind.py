@@ -52,5 +52,5 @@ def cases(draw) -> ServerCase:
     return case
 
 
-#: (kind, what it generates, strategy): the ``server.kinds`` hook
-KIND = (NAME, DESCRIPTION, cases)
+#: the ``server.kinds`` hook: (kind, what it generates, strategy) per kind
+KINDS = ((NAME, DESCRIPTION, cases),)

@@ -48,5 +48,6 @@ FEATURE = Feature(
         'sglang.server_mutants': 'swafuzz.features.request_window.server_mutants:MUTANTS',
         'sglang.server_hops': 'swafuzz.features.request_window.server_hops:HOPS',
         'sglang.server_refusal': 'swafuzz.features.request_window.server_rules:refusal',
+        'server.kinds': 'swafuzz.features.request_window.server_kind:KINDS',
     },
 )

@@ -108,3 +108,11 @@ def test_stale_tail_mutant_seen_only_through_the_release_fill(monkeypatch):
     _model_only(monkeypatch)
     old = _run(SHRINKING, "server_graph_stale_tail")
     assert not old.failed, [f.message for f in old.failures]
+
+
+def test_seq_lens_pad_zero_killed_by_graph_fill_alone():
+    """server_graph_seq_lens_pad_zero (spec §5.1, a patch of the release's fill): no store reads
+    the padded rows' seq_lens, so ``graph_fill`` is the only check that fails."""
+    v = _run(SHRINKING, "server_graph_seq_lens_pad_zero")
+    assert {f.check for f in v.failures} == {"graph_fill"}, v.failures
+    assert "seq_lens buffer" in v.failures[0].message

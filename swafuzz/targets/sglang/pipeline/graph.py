@@ -237,3 +237,23 @@ def stale_out_cache_loc_tail() -> Iterator[None]:
         yield
     finally:
         setattr(RUNNER_CLS, FILL, real)
+
+
+@contextlib.contextmanager
+def seq_lens_pad_zero() -> Iterator[None]:
+    """Spec §5.1 (the static ``seq_lens`` buffer's padded rows hold the backend's fill value,
+    1 for DSV4): the runner's replay preparation zeroes the padded rows' ``seq_lens``. No store
+    reads them (the padded rows write the dummy slot): only the prepared buffers show it, and
+    an attention kernel reading a zero-length row is the consequence upstream."""
+    real = getattr(RUNNER_CLS, FILL)
+
+    def fill(self, forward_batch, *args, **kwargs):
+        out = real(self, forward_batch, *args, **kwargs)
+        self.buffers.seq_lens[forward_batch.out_cache_loc.numel():self.bs] = 0
+        return out
+
+    setattr(RUNNER_CLS, FILL, fill)
+    try:
+        yield
+    finally:
+        setattr(RUNNER_CLS, FILL, real)

@@ -210,6 +210,9 @@ SERVER_MUTANTS = {
     "server_graph_stale_tail": "spec §9.5 (padded rows not steered to the dummy slot, PR "
                                "#24743), in the release's decode graph runner's replay "
                                "preparation (load_batch; 0.5.12 replay_prepare)",
+    "server_graph_seq_lens_pad_zero": "spec §5.1 (padded rows' seq_lens hold the backend's "
+                                      "fill value, 1 for DSV4), in the release's decode graph "
+                                      "runner's replay preparation",
     "server_pad_live_loc": "spec §9.5 (padded rows not steered to the dummy slot), in the "
                            "release's ForwardBatch._pad_inputs_to_size (attention-TP ranks)",
     "server_spec_draft_one_ahead": "spec §9.3 family (shifted draft write targets), in the "

@@ -68,6 +68,7 @@ PATCHES = {
     "server_decode_stale_loc": decode_stale_out_cache_loc,
     "server_evict_in_window": evict_frontier_one_ahead,
     "server_graph_stale_tail": graph.stale_out_cache_loc_tail,
+    "server_graph_seq_lens_pad_zero": graph.seq_lens_pad_zero,
     # applied in the attention-TP ranks' processes, to the release's _pad_inputs_to_size
     "server_pad_live_loc": lambda: registry.hook("sglang.server_pad_mutant")(
         "server_pad_live_loc"),

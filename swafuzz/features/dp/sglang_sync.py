@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 
 from swafuzz.features.dp import sglang_sync_worker
 from swafuzz.features.dp.sglang_sync_draft import MUTANTS as DRAFT_MUTANTS
+from swafuzz.targets.sglang.environ import environ
 
 #: every probe of the release the workers change, with the reason (the component table's row)
 PATCHED = (
@@ -212,16 +213,8 @@ class DPSync:
     def start(self) -> None:
         ctx = multiprocessing.get_context("spawn")
         port = _free_port()
-        saved = {k: os.environ.get(k) for k in self.env}
-        os.environ.update(self.env)  # a spawned rank starts with the parent's environment
-        try:
+        with environ(self.env):  # a spawned rank starts with the parent's environment
             self._spawn(ctx, port)
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
         self.facts = self._collect("start-up", self.start_timeout)
 
     def _spawn(self, ctx, port: int) -> None:

@@ -12,10 +12,7 @@ release frees the leaving requests (``release_kv_cache``) and filters the runnin
 
 from __future__ import annotations
 
-import contextlib
-import os
 import traceback
-from typing import Iterator
 
 import torch
 
@@ -25,6 +22,7 @@ from swafuzz.server.observation import ForwardRec, ServerObs
 from swafuzz.server.timeline import Forward, Release, Retract, Timeline, output_id, prompt_ids
 from swafuzz.targets.forward_mode import ForwardBatch as HarnessBatch
 from swafuzz.targets.forward_mode import ForwardMode as HarnessMode
+from swafuzz.targets.sglang.environ import environ
 from swafuzz.targets.sglang.pipeline import graph, seams
 from swafuzz.targets.sglang.pipeline.mutants import patched
 from swafuzz.targets.sglang.pipeline.setup import Server
@@ -331,38 +329,13 @@ def run_server_case(case: ServerCase, impl: str = "torch", mutant: str | None = 
     the release's code, :mod:`.mutants`; ``executor``: the harness's executor, whose graphs a
     decode the release's graph runner accepts replays); the observation of what it did."""
     with patched(mutant), eviction_interval(case.model.swa_eviction_interval), \
-            deployment_env(case.config.env_dict()), seams.cpu_platform():
+            environ(case.config.env_dict()), seams.cpu_platform():
         if case.config.enable_dp_attention:  # one pipeline per attention-DP rank
             return registry.hook("sglang.server_ranks")(case, impl, executor, Pipeline)
         return Pipeline(case, impl, executor).run()
 
 
-@contextlib.contextmanager
-def deployment_env(env: dict[str, str]) -> Iterator[None]:
-    """The deployment's environment variables (the Case's ``config.env``) for the run,
-    restored after."""
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-@contextlib.contextmanager
-def eviction_interval(n: int) -> Iterator[None]:
+def eviction_interval(n: int):
     """The server's SGLANG_SWA_EVICTION_INTERVAL for the run (the release reads it per
     eviction), restored after."""
-    old = os.environ.get(EVICTION_ENV)
-    os.environ[EVICTION_ENV] = str(n)
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ[EVICTION_ENV]
-        else:
-            os.environ[EVICTION_ENV] = old
+    return environ({EVICTION_ENV: str(n)})

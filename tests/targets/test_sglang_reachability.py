@@ -139,6 +139,21 @@ def _server_bundle(eid: str, signature: str) -> str:
     return path
 
 
+
+def _replay_fails(path: str, capsys) -> str:
+    """``swafuzz repro`` of a server-level bundle in this process: it fails (exit 1); its
+    stdout. The padding hop's gloo ranks are closed after."""
+    from swafuzz.features.dp import sglang_server_pad
+    from swafuzz.harness.cli import main
+    from swafuzz.harness.cli_common import EXIT_FINDINGS
+
+    try:
+        assert main(["repro", "--no-isolate", path]) == EXIT_FINDINGS
+    finally:
+        sglang_server_pad.close_all()
+    return capsys.readouterr().out
+
+
 def test_short_tail_bundle_reproduces(capsys):
     """The entry's server-level bundle (encoder + decoder replay, tp 1, chunked prefill 384, a
     385-token prompt whose last chunk is a 1-row tail, W 2) fails on replay on the entry's
@@ -203,16 +218,9 @@ def test_window_pad_bundle_reproduces(capsys):
     release's MLP-sync padding row joins the request's window run and its commit puts the
     padding row's bytes in the ring row of position 0 (``server:window_ring``); the bundle's
     server arguments are the entry's and the release accepts them."""
-    from swafuzz.features.dp import sglang_server_pad
-    from swafuzz.harness.cli import main
-    from swafuzz.harness.cli_common import EXIT_FINDINGS
 
     path = _server_bundle("window-dp-extend-pad-joins-run", "server:window_ring")
-    try:
-        assert main(["repro", "--no-isolate", path]) == EXIT_FINDINGS
-    finally:
-        sglang_server_pad.close_all()
-    out = capsys.readouterr().out
+    out = _replay_fails(path, capsys)
     assert "FAIL server:window_ring" in out and "position 0" in out, out
 
 
@@ -224,19 +232,12 @@ def test_window_dp_decode_bundle_reproduces(capsys):
     the zero row where position 0 must be: ``server:window_history``); the bundle's server
     arguments and environment are the entry's and the release accepts them. One DPSync
     bring-up (the pplx shape)."""
-    from swafuzz.features.dp import sglang_server_pad
-    from swafuzz.harness.cli import main
-    from swafuzz.harness.cli_common import EXIT_FINDINGS
 
     eid = "window-dp-decode-extend-pad-joins-run"
     path = _server_bundle(eid, "server:window_history")
     with open(path, encoding="utf-8") as fh:
         assert json.load(fh)["case"]["config"]["env"] == entry(eid).server.env
-    try:
-        assert main(["repro", "--no-isolate", path]) == EXIT_FINDINGS
-    finally:
-        sglang_server_pad.close_all()
-    out = capsys.readouterr().out
+    out = _replay_fails(path, capsys)
     assert "FAIL server:window_history" in out and "rank 0: forward 1" in out, out
     assert "window_ring" in out and "position 1" in out, out
 

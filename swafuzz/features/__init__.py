@@ -104,8 +104,6 @@ HOOK_POINTS = {
     "sglang.server_ranks": "targets.sglang.pipeline.steps: (case, impl, executor, pipeline "
                            "class) -> the observation of a Case with attention-DP ranks (one "
                            "per rank)",
-    "server.kinds": "server.strategies: the (kind, description, strategy) triples a feature "
-                    "adds to the server-level kinds (opt-in)",
     "sglang.window_graph_runner": "features.request_window.sglang: the release's DECODE-graph "
                                   "runner class under a window",
     "sglang.prefill_graph_runner": "features.request_window.sglang: the release's prefill-graph "
@@ -199,7 +197,7 @@ def all_features() -> tuple[Feature, ...]:
     found.sort(key=lambda f: (rank.get(f.name, len(ORDER)), f.name))
     seen: dict[str, str] = {}
     for f in found:
-        for k in f.kind_names():
+        for k in f.kind_names(None):
             if k in seen:
                 raise RecordError(f"scenario kind {k!r} is claimed by features {seen[k]!r} and "
                                   f"{f.name!r}; a kind belongs to one feature")
@@ -215,21 +213,24 @@ def get(name: str) -> Feature:
 
 
 def feature_of_kind(kind: str) -> Feature:
+    """The feature owning ``kind`` (a kind of either level)."""
     for f in all_features():
-        if kind in f.kind_names():
+        if kind in f.kind_names(None):
             return f
     raise KeyError(f"no feature owns scenario kind {kind!r}; known kinds: "
                    f"{', '.join(kind_names())}")
 
 
-def kind_names() -> tuple[str, ...]:
-    return tuple(k for f in all_features() for k in f.kind_names())
+def kind_names(level: str = "component") -> tuple[str, ...]:
+    """Every scenario kind of ``level`` (``Kind.level``), feature by feature."""
+    return tuple(k for f in all_features() for k in f.kind_names(level))
 
 
-def default_kind_names() -> tuple[str, ...]:
-    """The kinds a campaign runs when none is named: every kind but the resource-gated ones
-    (``Kind.ram_bytes > 0``), which run only when selected by name."""
-    return tuple(k.name for f in all_features() for k in f.kinds if not k.ram_bytes)
+def default_kind_names(level: str = "component") -> tuple[str, ...]:
+    """The kinds of ``level`` a campaign runs when none is named: every kind but the opt-in
+    and the resource-gated ones (``Kind.ram_bytes > 0``), which run only when named."""
+    return tuple(k.name for f in all_features() for k in f.kinds
+                 if k.level == level and k.default)
 
 
 def gated_kinds() -> dict[str, int]:

@@ -24,6 +24,8 @@ from typing import Any
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _REF = re.compile(r"^swafuzz(\.[a-z_][a-z0-9_]*)+(:[A-Za-z_][A-Za-z0-9_]*)?$")
 _RELEASE = re.compile(r"^\d+\.\d+\.\d+$")
+#: the levels a kind runs at (:class:`Kind.level`)
+LEVELS = ("component", "server")
 
 
 class RecordError(ValueError):
@@ -54,13 +56,25 @@ class Kind:
     Above 0: the RAM one Case of this kind needs (for example a layer buffer past 2^31 bytes);
     the kind is opt-in: left out of the default kinds (:func:`swafuzz.features.default_kind_names`),
     run only when named with ``--scenario``, and refused there (exit 2, naming the kind and the
-    bytes) when the machine has less memory available."""
+    bytes) when the machine has less memory available.
+
+    ``level``: ``"component"`` (Cases of steps on the target's components) or ``"server"``
+    (server-level Cases through the target's server pipeline, ``swafuzz run --level server``).
+    ``opt_in``: left out of the level's default kinds, run only when named with ``--scenario``
+    (so that a new kind leaves the default campaign's draws as they were)."""
 
     name: str
     strategy: str
     summary: str
     since: dict[str, Since] = field(default_factory=dict)
     ram_bytes: int = 0
+    level: str = "component"
+    opt_in: bool = False
+
+    @property
+    def default(self) -> bool:
+        """In its level's default kinds (not opt-in, not resource-gated)."""
+        return not self.opt_in and not self.ram_bytes
 
 
 @dataclass(frozen=True)
@@ -121,8 +135,9 @@ class Feature:
         """The Case fields it owns, ``"pool.x"`` / ``"graph.x"`` / ``"step.x"``."""
         return tuple(d.ref for d in self.field_decls())
 
-    def kind_names(self) -> tuple[str, ...]:
-        return tuple(k.name for k in self.kinds)
+    def kind_names(self, level: str | None = "component") -> tuple[str, ...]:
+        """Its kinds of ``level`` (None: every level)."""
+        return tuple(k.name for k in self.kinds if level is None or k.level == level)
 
     def since_for(self, target: str, kind: str | None = None) -> Since | None:
         """The :class:`Since` of ``target`` for ``kind`` (its own override, else the
@@ -153,6 +168,9 @@ class Feature:
                     or k.ram_bytes < 0:
                 raise bad(f"kinds[{k.name}].ram_bytes",
                           f"{k.ram_bytes!r} is not an int >= 0 (0: not resource-gated)")
+            if k.level not in LEVELS or not isinstance(k.opt_in, bool):
+                raise bad(f"kinds[{k.name}].level", f"{k.level!r}/{k.opt_in!r}: level one of "
+                          f"{', '.join(LEVELS)}, opt_in a bool")
         if self.fields and (not _REF.match(self.fields) or ":" not in self.fields):
             raise bad("fields", f"{self.fields!r} is not 'module:attr'")
         for ref in self.validators:

@@ -138,10 +138,10 @@ def cmd_run(args) -> int:
     if getattr(args, "level", "component") == "server" or server_campaign.is_server_run(
             args.resume):
         return server_campaign.cmd_server_run(args, COMMAND_START)
-    server_kinds = [k for k in args.scenario or () if k in server_campaign.KINDS]
+    server_kinds = [k for k in args.scenario or () if k in features.kind_names("server")]
     if server_kinds:
         raise UsageError(f"--scenario {server_kinds[0]}: a server-level kind: add --level server "
-                         f"(server-level kinds: {', '.join(server_campaign.KINDS)})")
+                         f"(server-level kinds: {', '.join(features.kind_names('server'))})")
     if getattr(args, "server_mutant", None) is not None:
         raise UsageError("--server-mutant: only with --level server (component-level mutants: "
                          "swafuzz zoo, --target mutant:NAME)")

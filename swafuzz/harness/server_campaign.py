@@ -33,7 +33,7 @@ import os
 import sys
 import time
 
-from swafuzz import targets
+from swafuzz import features, targets
 from swafuzz.harness import pipeline, resume
 from swafuzz.harness.cli_common import (
     EXIT_CLEAN,
@@ -66,7 +66,6 @@ from swafuzz.reports.bundle import atomic_write_text
 from swafuzz.reports.server_summary import write_server_reports
 from swafuzz.server.case import ServerCaseError, parse
 from swafuzz.server.run import Pipeline
-from swafuzz.server.strategies import DEFAULT_KINDS, KINDS
 from swafuzz.targets import plugins
 
 #: the run options a server-level run does not take: (flag, attribute, default, why)
@@ -98,11 +97,11 @@ def check_level(args) -> list[str]:
     if m is not None and m not in known:
         raise UsageError(f"--server-mutant {m}: not a server mutant of target {tgts[0]} "
                          f"(allowed: {', '.join(known) or 'none'})")
-    kinds = args.scenario or list(DEFAULT_KINDS)
+    kinds = args.scenario or list(features.default_kind_names("server"))
     for k in kinds:
-        if k not in KINDS:
+        if k not in features.kind_names("server"):
             raise UsageError(f"--scenario {k}: not a server-level kind (allowed with --level "
-                             f"server: {', '.join(KINDS)})")
+                             f"server: {', '.join(features.kind_names('server'))})")
     return kinds
 
 

@@ -52,7 +52,7 @@ def test_lookup_errors_name_the_known_values():
 #: the engine's points it asks every feature (``features.hooks``): any number may answer
 MANY = ("engine.uses_step_path", "engine.uses_allocator", "engine.draft_extend_loc_rows",
         "engine.pool_impl", "sglang.pool_impl", "sglang.real_pool", "sglang.bare_backend",
-        "sglang.facts", "engine.step_ops", "server.kinds")  # facts, kinds: one per feature
+        "sglang.facts", "engine.step_ops")  # facts: one per feature
 
 
 def test_every_hook_loads_and_single_hook_points_have_one_feature():

@@ -228,7 +228,8 @@ def test_cli_list_features(installed, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["releases"]["sglang"] == list(releases())
     rows = {k["name"]: k for f in data["features"] for k in f["kinds"]}
-    assert set(rows) == set(features.kind_names())
+    assert set(rows) == set(features.kind_names()) | set(features.kind_names("server"))
+    assert rows["server_dp"]["level"] == "server" and rows["ring"]["level"] == "component"
     assert rows["ring"]["releases"]["sglang"]["0.5.22"] and \
         rows["ring"]["releases"]["sglang"]["0.5.23"] is None
     assert rows["ring"]["support"]["sglang"] is None and rows["ring"]["support"]["unified"] is None

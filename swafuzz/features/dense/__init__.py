@@ -40,6 +40,46 @@ FEATURE = Feature(
             'swafuzz.features.dense.kinds:episode_cases',
             'a mix of every forward on the same graphs, allocator churn and window eviction',
         ),
+        # the server level's core kinds (swafuzz run --level server)
+        Kind(
+            'server_decode',
+            'swafuzz.server.base_strategies:decode_cases',
+            'requests that all arrive at step 0: one EXTEND, then DECODE to the end',
+            level='server',
+        ),
+        Kind(
+            'server_mixed',
+            'swafuzz.server.base_strategies:mixed_cases',
+            'staggered arrivals and aborts: EXTEND batches between DECODE batches, requests '
+            'leaving while others run, chunked prefill (chunked_prefill_size drawn): a prompt '
+            'split over EXTEND batches',
+            level='server',
+        ),
+        Kind(
+            'server_graph',
+            'swafuzz.server.base_strategies:graph_cases',
+            'staggered arrivals with decode graphs captured (disable_cuda_graph false, '
+            "cuda_graph_bs_decode drawn): the release's can_run_graph picks graph or eager per "
+            'DECODE batch, padded rows on replay',
+            level='server',
+        ),
+        Kind(
+            'server_attn_tp',
+            'swafuzz.server.base_strategies:attn_tp_cases',
+            'staggered arrivals on attention TP 1 or 2 (tp_size 2, moe_dense_tp_size 1; drawn, '
+            "shrinks to 1): with 2, every forward padded by the release's MLP sync on 2 gloo "
+            'processes, padded rows to the dummy slot',
+            level='server',
+        ),
+        Kind(
+            'server_spec',
+            'swafuzz.server.spec_strategies:spec_cases',
+            'speculative decoding (EAGLE, topk 1, 1..3 steps, draft tokens steps + 1) with '
+            'staggered arrivals and drawn per-verify accept lengths: each DECODE the '
+            "release's spec-v2 reserve, verify prep, accept bookkeeping and draft-extend prep",
+            level='server',
+            opt_in=True,
+        ),
     ),
     oracle=(
         'swafuzz.oracles.engine',

@@ -12,6 +12,26 @@ FEATURE = Feature(
             'swafuzz.features.request_window.kinds:request_window_cases',
             'eager forwards under a request window',
         ),
+        Kind(
+            'server_window',
+            'swafuzz.features.request_window.server_kind:window_cases',
+            'staggered arrivals with enable_encoder_swa_bounded_replay: every forward stored '
+            "through the release's per-request SWA window (slot resets, layout, resolver, "
+            'commit), on attention TP 1 or 2 (drawn, shrinks to 1; 2: the release\'s MLP-sync '
+            'padding first); the sliding window a whole number of pages',
+            level='server',
+            opt_in=True,
+        ),
+        Kind(
+            'server_window_tail',
+            'swafuzz.features.request_window.server_kind:tail_cases',
+            'one or two requests with enable_encoder_swa_bounded_replay and the late-layer tail '
+            '(enable_decoder_swa_bounded_replay, late layers from model.late_layer_start) on one '
+            "rank, chunked prefill 384 (the release's minimum with the window) and prompts past "
+            "it: the last chunk's tail shorter than the sliding window",
+            level='server',
+            opt_in=True,
+        ),
     ),
     fields='swafuzz.features.request_window.fields:FIELDS',
     validators=('swafuzz.features.request_window.rules:validate',),
@@ -48,6 +68,5 @@ FEATURE = Feature(
         'sglang.server_mutants': 'swafuzz.features.request_window.server_mutants:MUTANTS',
         'sglang.server_hops': 'swafuzz.features.request_window.server_hops:HOPS',
         'sglang.server_refusal': 'swafuzz.features.request_window.server_rules:refusal',
-        'server.kinds': 'swafuzz.features.request_window.server_kind:KINDS',
     },
 )

@@ -11,8 +11,9 @@ config the Case validator accepts is let through.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from swafuzz import features as registry
 from swafuzz.server import spec_oracle
@@ -93,22 +94,51 @@ def refusal(case: ServerCase, check: Callable[[dict], str | None] | None = None)
 
 
 @dataclass
-class ServerVerdict:
+class ServerResult:
+    """A server-level Case's verdict (the campaign's ``Verdict`` interface: ``failed``,
+    ``signature()``, ``identity()``, ``checks_run``, ``seconds``; its JSON in the case log and
+    the case worker's reply). ``obs``: the observation, in the process that ran the Case only."""
+
     case: ServerCase
-    obs: ServerObs
     failures: list[ServerFailure] = field(default_factory=list)
+    out_of_scope: str | None = None
+    observed: dict[str, Any] | None = None  # failing only: ServerObs.to_json()
+    target_version: str | None = None
+    seconds: float = 0.0
+    checks_run: int = 0  # the server oracle judges a Case whole: 1 when it ran
+    obs: ServerObs | None = field(default=None, compare=False, repr=False)
 
     @property
     def failed(self) -> bool:
         return bool(self.failures)
 
-    @property
-    def signature(self) -> str | None:
-        return self.failures[0].signature() if self.failures else None
+    def signature(self) -> str:
+        return self.failures[0].signature() if self.failures else ""
+
+    def identity(self) -> str:
+        """Shrinking keeps the failing check (the server oracle names no raising location)."""
+        return self.signature()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"failures": [f.to_json() for f in self.failures], "checks_run": self.checks_run,
+                "seconds": self.seconds, "out_of_scope": self.out_of_scope,
+                "observed": self.observed, "target_version": self.target_version}
+
+    @staticmethod
+    def from_json(case: ServerCase, d: dict[str, Any]) -> ServerResult:
+        return ServerResult(case, [ServerFailure(**f) for f in d.get("failures") or []],
+                            d.get("out_of_scope"), d.get("observed"), d.get("target_version"),
+                            d.get("seconds", 0.0), d.get("checks_run", 0))
+
+
+def case_size(case: ServerCase) -> tuple[int, int, int]:
+    """A server-level Case's size while shrinking: requests, tokens, JSON length."""
+    tokens = sum(r.prompt_len + r.max_new_tokens for r in case.requests)
+    return (len(case.requests), tokens, len(case.dumps()))
 
 
 def execute(case: ServerCase, pipeline: Pipeline, impl: str = "torch",
-            mutant: str | None = None, executor=None) -> ServerVerdict:
+            mutant: str | None = None, executor=None) -> ServerResult:
     """Run ``case`` through ``pipeline`` (``mutant``: a server mutant's patch of the release's
     pipeline code; ``executor``: the harness's executor, its ``graphs`` deciding whether
     decode graphs replay) and judge it; :class:`ServerRefused` when it is not run."""
@@ -118,6 +148,7 @@ def execute(case: ServerCase, pipeline: Pipeline, impl: str = "torch",
     if mutant is not None and mutant not in pipeline.mutants:
         raise ServerRefused(f"server mutant {mutant!r}: not one of the target's (allowed: "
                             f"{', '.join(pipeline.mutants) or 'none'})")
+    t0 = time.perf_counter()
     obs = pipeline.run(case, impl=impl, mutant=mutant, executor=executor)
     graphs = bool(getattr(executor, "graphs", False))
     if obs.ranks:  # attention-DP ranks: each judged on its own observation
@@ -126,4 +157,5 @@ def execute(case: ServerCase, pipeline: Pipeline, impl: str = "torch",
         judged = spec_oracle.judge(case, obs)
     else:
         judged = judge(case, obs, graphs=graphs)
-    return ServerVerdict(case, obs, judged)
+    return ServerResult(case, judged, obs.out_of_scope, obs.to_json() if judged else None,
+                        obs.target_version or None, time.perf_counter() - t0, 1, obs)

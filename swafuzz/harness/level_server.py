@@ -36,6 +36,7 @@ from swafuzz.harness.cli_common import (
     EXIT_INTERRUPTED,
     UsageError,
     check_impl_executor,
+    check_target_kinds,
     parse_duration,
     positive,
     prepare_out,
@@ -62,7 +63,6 @@ from swafuzz.server.run import Pipeline, ServerRefused, ServerResult, case_size,
 from swafuzz.server.strategies import server_cases
 from swafuzz.targets import plugins
 
-BUNDLE_VERSION = 1
 #: cases of a server-level run without --examples (in all, split over its kinds)
 DEFAULT_EXAMPLES = 300
 
@@ -137,7 +137,7 @@ def crash_result(case: ServerCase, check: str, message: str) -> ServerResult:
 
 def bundle_of(v: ServerResult, target: str, mutant: str | None = None) -> dict:
     """The finding bundle of a failing :class:`ServerResult`."""
-    return {"bundle_version": BUNDLE_VERSION, "level": "server", "target": target,
+    return {"bundle_version": 1, "level": "server", "target": target,
             "server_mutant": mutant, "signature": v.signature(), "case": v.case.to_json(),
             "failures": [f.to_json() for f in v.failures],
             "versions": targets.versions(target), "observed": v.observed}
@@ -305,6 +305,7 @@ class ServerLevel:
             ledger = resolve_ledger(args.ledger, [target])
         except LedgerError as e:
             raise UsageError(f"--ledger: {e} (or 'auto', 'none')") from None
+        kinds = check_target_kinds([target], kinds, bool(args.scenario))  # the kinds' Since
         out = args.out or "swafuzz-out/server"
         if os.path.isdir(out) and os.listdir(out):
             raise UsageError(f"--out {out}: exists and is not empty (a server-level run writes "
@@ -331,8 +332,7 @@ class ServerLevel:
                              f"{cfg.server_mutant or 'none'})")
 
     @staticmethod
-    def check_target(cfg: RunConfig) -> None:
-        """``--no-isolate``: the target's server level loads here (else in the case worker)."""
+    def check_target(cfg: RunConfig) -> None:  # --no-isolate: its server level loads here
         pipeline_of(cfg.target)
 
     @staticmethod
@@ -390,7 +390,7 @@ class ServerLevel:
 
     @staticmethod
     def repro_known(target: str, case: ServerCase, v: ServerResult) -> str | None:
-        """The repository ledger's entry that knows a failing Case on the installed release."""
+        """The repository ledger's entry knowing a failing Case on the installed release."""
         try:
             entries = load_entries(DEFAULT_LEDGER)
         except (OSError, LedgerError) as e:

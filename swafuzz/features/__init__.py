@@ -21,9 +21,10 @@ import importlib
 import pkgutil
 from functools import lru_cache
 
-from swafuzz.features.record import Feature, Kind, RecordError, Since, load
+from swafuzz.features.record import Feature, Kind, RecordError, Refusal, Since, load
 
-__all__ = ["Feature", "Kind", "RecordError", "Since", "all_features", "get", "feature_of_kind",
+__all__ = ["Feature", "Kind", "RecordError", "Refusal", "Since", "all_features", "get",
+           "feature_of_kind", "refusal",
            "kind_names", "strategy", "load", "features_using", "ORDER", "HOOK_POINTS", "hook",
            "hooks"]
 
@@ -94,9 +95,6 @@ HOOK_POINTS = {
                              "feature's server mutants in the release's code",
     "sglang.server_hops": "targets.sglang.pipeline.hops: (rows, 0.5.12 column) a feature adds "
                           "to the server-level hop table",
-    "sglang.server_refusal": "targets.sglang.pipeline.argnames: (config, release version) -> "
-                             "why a feature's server-level hop does not run the Case on the "
-                             "installed release (naming the field), or None",
     "server.window_oracle": "server.oracle: (server case) -> the request window's shadow "
                             "(release, stores, forward) of a Case with encoder replay",
     "server.ranks_judge": "server.run: (server case, observation, graphs) -> the failures of "
@@ -262,6 +260,23 @@ def kind(name: str) -> Kind:
 def strategy(kind_name: str):
     """The callable that builds kind ``kind_name``'s ``SearchStrategy[Case]``."""
     return load(kind(kind_name).strategy)
+
+
+def refusal(level: str, config, version: str | None = None) -> str | None:
+    """Why ``level`` does not run a Case with ``config``: the first record :class:`Refusal`
+    of that level that applies (feature order), or None. Without ``version``: the config
+    refusals; with it (the installed release's), the release refusals."""
+    for f in all_features():
+        for r in f.refusals:
+            if r.level != level or r.release != (version is not None):
+                continue
+            if r.release:
+                why = load(r.applies)(config, version)
+                if why:
+                    return why
+            elif load(r.applies)(config):
+                return r.why
+    return None
 
 
 def hooks(point: str) -> list:

@@ -78,6 +78,24 @@ class Kind:
 
 
 @dataclass(frozen=True)
+class Refusal:
+    """Why a level does not run a Case the feature's rules concern: with :class:`Since`, the
+    one place where support is decided (``swafuzz.features.refusal`` asks every record).
+
+    ``applies``: ``"module:function"``. A config refusal's function takes the Case's config
+    (a server-level Case's ``ServerConfig``) and says whether the refusal applies; ``why`` is
+    the reason a user reads (naming the field and the allowed values). A release refusal's
+    (``release=True``) takes the config under the release's ``ServerArgs`` names and the
+    installed release's version and returns the reason or None (from the release's modules,
+    never its version); the target's own argument check asks these (``why`` unused)."""
+
+    level: str
+    applies: str
+    why: str = ""
+    release: bool = False
+
+
+@dataclass(frozen=True)
 class Feature:
     """One path of the translation, described once.
 
@@ -100,6 +118,7 @@ class Feature:
       target supports).
     * ``semantics``: where its part of the Case contract is written (a repository path;
       default: its folder's ``SEMANTICS.md``).
+    * ``refusals``: the :class:`Refusal` entries of the Cases a level of it does not run.
     * ``hooks``: extension point -> ``"module:attr"``: what the feature plugs into a point of the
       core (the engine's window path, the oracle's shadow, ...; the points are listed in
       :data:`swafuzz.features.HOOK_POINTS`). The core asks :func:`swafuzz.features.hook` /
@@ -121,6 +140,7 @@ class Feature:
     since: dict[str, Since] = field(default_factory=dict)
     semantics: str = ""
     hooks: dict[str, str] = field(default_factory=dict)
+    refusals: tuple[Refusal, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.semantics:
@@ -181,6 +201,10 @@ class Feature:
                 if not _REF.match(ref) or ":" in ref:
                     raise bad(attr, f"{ref!r} is not a swafuzz module path")
         _check_since(bad, "since", self.since)
+        for r in self.refusals:
+            if not isinstance(r, Refusal) or r.level not in LEVELS or not _REF.match(
+                    r.applies) or ":" not in r.applies or not (r.why or r.release):
+                raise bad("refusals", f"{r!r}: Refusal(level, 'module:function', why) expected")
         for point, ref in self.hooks.items():
             if not _REF.match(ref) or ":" not in ref:
                 raise bad(f"hooks[{point}]", f"{ref!r} is not 'module:attr'")

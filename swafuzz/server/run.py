@@ -2,7 +2,8 @@
 
 A target with a server level offers hooks (its ``server_pipeline``, ``server_refusal`` and
 ``server_mutants``, :mod:`swafuzz.targets.protocol` style, resolved by the harness into a
-:class:`Pipeline`). :func:`release_refusal` is the seam for the release's own argument checks
+:class:`Pipeline`). :func:`refusal` decides whether a Case runs: the feature records'
+``Refusal`` entries of the server level, then :func:`release_refusal`, the seam for the release's own argument checks
 (``ServerArgs`` post-init and the DeepSeek-V4/V4.1 feature validation; the ``sglang`` target's
 ``server_refusal`` names ``swafuzz/targets/sglang/serverargs.py``): it returns the release's
 refusal message, or None. Where the target has no such check (or its module is absent) every
@@ -33,43 +34,6 @@ class Pipeline:
     mutants: dict[str, str] = field(default_factory=dict)
 
 
-#: what the pipeline does not drive yet: (predicate, refusal)
-NOT_DRIVEN = (
-    (lambda c: c.speculative_algorithm is not None and not spec_oracle.driven(c),
-     spec_oracle.NOT_DRIVEN),
-    (lambda c: (c.tp_size, c.dp_size, c.enable_dp_attention) != (1, 1, False) and not (
-        c.tp_size == 2 and c.dp_size == 1 and not c.enable_dp_attention
-        and c.moe_dense_tp_size == 1) and (c.tp_size, c.dp_size, c.enable_dp_attention) != (
-        2, 2, True),
-     "config.tp_size and the data-parallel fields: one rank, attention TP 2, or two "
-     "data-parallel attention ranks (allowed: "
-     "tp_size 1, dp_size 1, no data-parallel attention; or tp_size 2 with moe_dense_tp_size 1, "
-     "dp_size 1, no data-parallel attention: both attention-TP ranks hold the batch, padded "
-     "by the release's MLP sync; or tp_size 2, dp_size 2 and data-parallel attention: "
-     "one pipeline per rank, each rank's batch padded by the release's MLP sync)"),
-    (lambda c: c.enable_dp_attention and c.speculative_algorithm is not None,
-     "config.speculative_algorithm: speculative decoding on data-parallel attention ranks is "
-     "not driven at server level yet (allowed: null with data-parallel attention)"),
-    (lambda c: c.tp_size > 1 and not c.disable_cuda_graph,
-     "config.disable_cuda_graph: decode graphs with attention TP > 1 are not driven at server "
-     "level yet (allowed: true with tp_size 2)"),
-    (lambda c: not c.disable_cuda_graph and not c.cuda_graph_bs_decode,
-     "config.cuda_graph_bs_decode: the decode graph batch sizes must be given with "
-     "disable_cuda_graph false (the release derives its default list from the GPU's memory; "
-     "allowed: a list of batch sizes)"),
-    (lambda c: not c.disable_radix_cache, "config.disable_radix_cache: prefix sharing through "
-     "the radix cache is not driven at server level yet (allowed: true)"),
-    (lambda c: c.enable_decoder_swa_bounded_replay and not (
-        c.enable_encoder_swa_bounded_replay and c.tp_size == 1),
-     "config.enable_decoder_swa_bounded_replay: the late-layer tail is driven at server level "
-     "with enable_encoder_swa_bounded_replay on one rank only (allowed: false, or true with "
-     "enable_encoder_swa_bounded_replay true and tp_size 1)"),
-    (lambda c: c.enable_encoder_swa_bounded_replay and not c.disable_cuda_graph,
-     "config.disable_cuda_graph: decode graphs with enable_encoder_swa_bounded_replay are "
-     "not driven at server level yet (allowed: true)"),
-)
-
-
 class ServerRefused(ValueError):
     """A server-level Case the target does not run (CLI exit 2): the message says why."""
 
@@ -85,10 +49,12 @@ def release_refusal(config: dict, check: Callable[[dict], str | None] | None,
 
 
 def refusal(case: ServerCase, check: Callable[[dict], str | None] | None = None) -> str | None:
-    """Why ``case`` is not run: the pipeline's limits, then the release's own checks."""
-    for applies, why in NOT_DRIVEN:
-        if applies(case.config):
-            return why
+    """Why ``case`` is not run, decided in one place: the feature records' server-level
+    refusals (``Refusal``: what the pipeline does not drive), then the release's own checks
+    (the target's ``server_refusal``, which asks the records' release refusals)."""
+    why = registry.refusal("server", case.config)
+    if why:
+        return why
     why = release_refusal(case.config.server_args(), check, case.config.env_dict())
     return f"the release refuses these server arguments: {why}" if why else None
 

@@ -1,6 +1,6 @@
 """Feature record: dense SWA pool rows: decode, IDLE, draft-extend, target-verify and multi-step draft forwards, eager and in captured graphs; its contract: ``SEMANTICS.md`` beside this file."""
 
-from swafuzz.features.record import Feature, Kind
+from swafuzz.features.record import Feature, Kind, Refusal
 
 FEATURE = Feature(
     name='dense',
@@ -83,6 +83,7 @@ FEATURE = Feature(
     ),
     oracle=(
         'swafuzz.oracles.engine',
+        'swafuzz.features.dense.server_rules',
         'swafuzz.oracles.shadow',
         'swafuzz.oracles.allocator',
         'swafuzz.oracles.expectation',
@@ -127,4 +128,50 @@ FEATURE = Feature(
         'swafuzz.harness.prep_checks',
     ),
     mutants=('swafuzz.features.dense.mutants',),
+    refusals=(
+        Refusal(
+            'server',
+            'swafuzz.features.dense.server_rules:spec_not_driven',
+            'config.speculative_algorithm: speculative decoding is driven at server level for '
+            'EAGLE with speculative_eagle_topk 1, speculative_num_draft_tokens = '
+            'speculative_num_steps + 1, one rank and disable_cuda_graph true (allowed: those, '
+            'or null)',
+        ),
+        Refusal(
+            'server',
+            'swafuzz.features.dense.server_rules:ranks_not_driven',
+            'config.tp_size and the data-parallel fields: one rank, attention TP 2, or two '
+            'data-parallel attention ranks (allowed: tp_size 1, dp_size 1, no data-parallel '
+            'attention; or tp_size 2 with moe_dense_tp_size 1, dp_size 1, no data-parallel '
+            "attention: both attention-TP ranks hold the batch, padded by the release's MLP "
+            'sync; or tp_size 2, dp_size 2 and data-parallel attention: one pipeline per rank, '
+            "each rank's batch padded by the release's MLP sync)",
+        ),
+        Refusal(
+            'server',
+            'swafuzz.features.dense.server_rules:spec_on_dp_ranks',
+            'config.speculative_algorithm: speculative decoding on data-parallel attention '
+            'ranks is not driven at server level yet (allowed: null with data-parallel '
+            'attention)',
+        ),
+        Refusal(
+            'server',
+            'swafuzz.features.dense.server_rules:graphs_on_tp_ranks',
+            'config.disable_cuda_graph: decode graphs with attention TP > 1 are not driven at '
+            'server level yet (allowed: true with tp_size 2)',
+        ),
+        Refusal(
+            'server',
+            'swafuzz.features.dense.server_rules:graphs_without_sizes',
+            'config.cuda_graph_bs_decode: the decode graph batch sizes must be given with '
+            "disable_cuda_graph false (the release derives its default list from the GPU's "
+            'memory; allowed: a list of batch sizes)',
+        ),
+        Refusal(
+            'server',
+            'swafuzz.features.dense.server_rules:radix_cache',
+            'config.disable_radix_cache: prefix sharing through the radix cache is not driven '
+            'at server level yet (allowed: true)',
+        ),
+    ),
 )

@@ -1,6 +1,6 @@
 """Feature record: the V4.1 request window: workspace layout, history rows, commits, ring tags; its contract: ``SEMANTICS.md`` beside this file."""
 
-from swafuzz.features.record import Feature, Kind, Since
+from swafuzz.features.record import Feature, Kind, Refusal, Since
 
 FEATURE = Feature(
     name='request_window',
@@ -57,6 +57,22 @@ FEATURE = Feature(
     ),
     mutants=('swafuzz.features.request_window.mutants',),
     since={'sglang': Since('0.5.21', 'request window')},
+    refusals=(
+        Refusal(
+            'server',
+            'swafuzz.features.request_window.server_rules:tail_not_driven',
+            'config.enable_decoder_swa_bounded_replay: the late-layer tail is driven at server '
+            'level with enable_encoder_swa_bounded_replay on one rank only (allowed: false, or '
+            'true with enable_encoder_swa_bounded_replay true and tp_size 1)',
+        ),
+        Refusal(
+            'server',
+            'swafuzz.features.request_window.server_rules:graphs_with_replay',
+            'config.disable_cuda_graph: decode graphs with enable_encoder_swa_bounded_replay '
+            'are not driven at server level yet (allowed: true)',
+        ),
+        Refusal('server', 'swafuzz.features.request_window.server_rules:refusal', release=True),
+    ),
     hooks={
         'sglang.facts': 'swafuzz.features.request_window.sglang_facts:FACTS',
         'check.expected_refusal': 'swafuzz.features.request_window.lane:expected_refusal',
@@ -67,6 +83,5 @@ FEATURE = Feature(
         'server.window_oracle': 'swafuzz.features.request_window.server_oracle:ServerWindowOracle',
         'sglang.server_mutants': 'swafuzz.features.request_window.server_mutants:MUTANTS',
         'sglang.server_hops': 'swafuzz.features.request_window.server_hops:HOPS',
-        'sglang.server_refusal': 'swafuzz.features.request_window.server_rules:refusal',
     },
 )

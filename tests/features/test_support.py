@@ -343,3 +343,11 @@ def test_cli_target_refusing_every_kind_is_a_usage_error(monkeypatch):
         check_target_kinds(["sglang"], ["decode", "idle"], False)
     assert str(e.value) == ("target sglang can run none of the scenario kinds: release 0.5.99 "
                             "is outside the range")
+
+
+def test_since_applies_to_server_kinds():
+    """A server kind's answer is its record's ``since`` as a component kind's: the request
+    window's server kinds run from 0.5.21 on, the core ones on every supported release."""
+    assert "request window" in supports_at("server_window", "0.5.12")
+    assert supports_at("server_window_tail", "0.5.23") is None
+    assert all(supports_at(k, "0.5.12") is None for k in features.default_kind_names("server"))

@@ -21,9 +21,10 @@ import importlib
 import pkgutil
 from functools import lru_cache
 
-from swafuzz.features.record import Feature, Kind, RecordError, Since, load
+from swafuzz.features.record import Feature, Kind, RecordError, Refusal, Since, load
 
-__all__ = ["Feature", "Kind", "RecordError", "Since", "all_features", "get", "feature_of_kind",
+__all__ = ["Feature", "Kind", "RecordError", "Refusal", "Since", "all_features", "get",
+           "feature_of_kind", "refusal",
            "kind_names", "strategy", "load", "features_using", "ORDER", "HOOK_POINTS", "hook",
            "hooks"]
 
@@ -94,9 +95,6 @@ HOOK_POINTS = {
                              "feature's server mutants in the release's code",
     "sglang.server_hops": "targets.sglang.pipeline.hops: (rows, 0.5.12 column) a feature adds "
                           "to the server-level hop table",
-    "sglang.server_refusal": "targets.sglang.pipeline.argnames: (config, release version) -> "
-                             "why a feature's server-level hop does not run the Case on the "
-                             "installed release (naming the field), or None",
     "server.window_oracle": "server.oracle: (server case) -> the request window's shadow "
                             "(release, stores, forward) of a Case with encoder replay",
     "server.ranks_judge": "server.run: (server case, observation, graphs) -> the failures of "
@@ -104,8 +102,6 @@ HOOK_POINTS = {
     "sglang.server_ranks": "targets.sglang.pipeline.steps: (case, impl, executor, pipeline "
                            "class) -> the observation of a Case with attention-DP ranks (one "
                            "per rank)",
-    "server.kinds": "server.strategies: the (kind, description, strategy) triples a feature "
-                    "adds to the server-level kinds (opt-in)",
     "sglang.window_graph_runner": "features.request_window.sglang: the release's DECODE-graph "
                                   "runner class under a window",
     "sglang.prefill_graph_runner": "features.request_window.sglang: the release's prefill-graph "
@@ -199,7 +195,7 @@ def all_features() -> tuple[Feature, ...]:
     found.sort(key=lambda f: (rank.get(f.name, len(ORDER)), f.name))
     seen: dict[str, str] = {}
     for f in found:
-        for k in f.kind_names():
+        for k in f.kind_names(None):
             if k in seen:
                 raise RecordError(f"scenario kind {k!r} is claimed by features {seen[k]!r} and "
                                   f"{f.name!r}; a kind belongs to one feature")
@@ -215,21 +211,24 @@ def get(name: str) -> Feature:
 
 
 def feature_of_kind(kind: str) -> Feature:
+    """The feature owning ``kind`` (a kind of either level)."""
     for f in all_features():
-        if kind in f.kind_names():
+        if kind in f.kind_names(None):
             return f
     raise KeyError(f"no feature owns scenario kind {kind!r}; known kinds: "
                    f"{', '.join(kind_names())}")
 
 
-def kind_names() -> tuple[str, ...]:
-    return tuple(k for f in all_features() for k in f.kind_names())
+def kind_names(level: str = "component") -> tuple[str, ...]:
+    """Every scenario kind of ``level`` (``Kind.level``), feature by feature."""
+    return tuple(k for f in all_features() for k in f.kind_names(level))
 
 
-def default_kind_names() -> tuple[str, ...]:
-    """The kinds a campaign runs when none is named: every kind but the resource-gated ones
-    (``Kind.ram_bytes > 0``), which run only when selected by name."""
-    return tuple(k.name for f in all_features() for k in f.kinds if not k.ram_bytes)
+def default_kind_names(level: str = "component") -> tuple[str, ...]:
+    """The kinds of ``level`` a campaign runs when none is named: every kind but the opt-in
+    and the resource-gated ones (``Kind.ram_bytes > 0``), which run only when named."""
+    return tuple(k.name for f in all_features() for k in f.kinds
+                 if k.level == level and k.default)
 
 
 def gated_kinds() -> dict[str, int]:
@@ -261,6 +260,23 @@ def kind(name: str) -> Kind:
 def strategy(kind_name: str):
     """The callable that builds kind ``kind_name``'s ``SearchStrategy[Case]``."""
     return load(kind(kind_name).strategy)
+
+
+def refusal(level: str, config, version: str | None = None) -> str | None:
+    """Why ``level`` does not run a Case with ``config``: the first record :class:`Refusal`
+    of that level that applies (feature order), or None. Without ``version``: the config
+    refusals; with it (the installed release's), the release refusals."""
+    for f in all_features():
+        for r in f.refusals:
+            if r.level != level or r.release != (version is not None):
+                continue
+            if r.release:
+                why = load(r.applies)(config, version)
+                if why:
+                    return why
+            elif load(r.applies)(config):
+                return r.why
+    return None
 
 
 def hooks(point: str) -> list:

@@ -24,6 +24,8 @@ from typing import Any
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _REF = re.compile(r"^swafuzz(\.[a-z_][a-z0-9_]*)+(:[A-Za-z_][A-Za-z0-9_]*)?$")
 _RELEASE = re.compile(r"^\d+\.\d+\.\d+$")
+#: the levels a kind runs at (:class:`Kind.level`)
+LEVELS = ("component", "server")
 
 
 class RecordError(ValueError):
@@ -54,13 +56,43 @@ class Kind:
     Above 0: the RAM one Case of this kind needs (for example a layer buffer past 2^31 bytes);
     the kind is opt-in: left out of the default kinds (:func:`swafuzz.features.default_kind_names`),
     run only when named with ``--scenario``, and refused there (exit 2, naming the kind and the
-    bytes) when the machine has less memory available."""
+    bytes) when the machine has less memory available.
+
+    ``level``: ``"component"`` (Cases of steps on the target's components) or ``"server"``
+    (server-level Cases through the target's server pipeline, ``swafuzz run --level server``).
+    ``opt_in``: left out of the level's default kinds, run only when named with ``--scenario``
+    (so that a new kind leaves the default campaign's draws as they were)."""
 
     name: str
     strategy: str
     summary: str
     since: dict[str, Since] = field(default_factory=dict)
     ram_bytes: int = 0
+    level: str = "component"
+    opt_in: bool = False
+
+    @property
+    def default(self) -> bool:
+        """In its level's default kinds (not opt-in, not resource-gated)."""
+        return not self.opt_in and not self.ram_bytes
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a level does not run a Case the feature's rules concern: with :class:`Since`, the
+    one place where support is decided (``swafuzz.features.refusal`` asks every record).
+
+    ``applies``: ``"module:function"``. A config refusal's function takes the Case's config
+    (a server-level Case's ``ServerConfig``) and says whether the refusal applies; ``why`` is
+    the reason a user reads (naming the field and the allowed values). A release refusal's
+    (``release=True``) takes the config under the release's ``ServerArgs`` names and the
+    installed release's version and returns the reason or None (from the release's modules,
+    never its version); the target's own argument check asks these (``why`` unused)."""
+
+    level: str
+    applies: str
+    why: str = ""
+    release: bool = False
 
 
 @dataclass(frozen=True)
@@ -86,6 +118,7 @@ class Feature:
       target supports).
     * ``semantics``: where its part of the Case contract is written (a repository path;
       default: its folder's ``SEMANTICS.md``).
+    * ``refusals``: the :class:`Refusal` entries of the Cases a level of it does not run.
     * ``hooks``: extension point -> ``"module:attr"``: what the feature plugs into a point of the
       core (the engine's window path, the oracle's shadow, ...; the points are listed in
       :data:`swafuzz.features.HOOK_POINTS`). The core asks :func:`swafuzz.features.hook` /
@@ -107,6 +140,7 @@ class Feature:
     since: dict[str, Since] = field(default_factory=dict)
     semantics: str = ""
     hooks: dict[str, str] = field(default_factory=dict)
+    refusals: tuple[Refusal, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.semantics:
@@ -121,8 +155,9 @@ class Feature:
         """The Case fields it owns, ``"pool.x"`` / ``"graph.x"`` / ``"step.x"``."""
         return tuple(d.ref for d in self.field_decls())
 
-    def kind_names(self) -> tuple[str, ...]:
-        return tuple(k.name for k in self.kinds)
+    def kind_names(self, level: str | None = "component") -> tuple[str, ...]:
+        """Its kinds of ``level`` (None: every level)."""
+        return tuple(k.name for k in self.kinds if level is None or k.level == level)
 
     def since_for(self, target: str, kind: str | None = None) -> Since | None:
         """The :class:`Since` of ``target`` for ``kind`` (its own override, else the
@@ -153,6 +188,9 @@ class Feature:
                     or k.ram_bytes < 0:
                 raise bad(f"kinds[{k.name}].ram_bytes",
                           f"{k.ram_bytes!r} is not an int >= 0 (0: not resource-gated)")
+            if k.level not in LEVELS or not isinstance(k.opt_in, bool):
+                raise bad(f"kinds[{k.name}].level", f"{k.level!r}/{k.opt_in!r}: level one of "
+                          f"{', '.join(LEVELS)}, opt_in a bool")
         if self.fields and (not _REF.match(self.fields) or ":" not in self.fields):
             raise bad("fields", f"{self.fields!r} is not 'module:attr'")
         for ref in self.validators:
@@ -163,6 +201,10 @@ class Feature:
                 if not _REF.match(ref) or ":" in ref:
                     raise bad(attr, f"{ref!r} is not a swafuzz module path")
         _check_since(bad, "since", self.since)
+        for r in self.refusals:
+            if not isinstance(r, Refusal) or r.level not in LEVELS or not _REF.match(
+                    r.applies) or ":" not in r.applies or not (r.why or r.release):
+                raise bad("refusals", f"{r!r}: Refusal(level, 'module:function', why) expected")
         for point, ref in self.hooks.items():
             if not _REF.match(ref) or ":" not in ref:
                 raise bad(f"hooks[{point}]", f"{ref!r} is not 'module:attr'")

@@ -5,13 +5,14 @@ the replay of one finding bundle.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
 
 from swafuzz import features, targets
 from swafuzz.features.validation import load_case
-from swafuzz.harness import coverage, pipeline, resume, server_campaign
+from swafuzz.harness import coverage, level, pipeline, resume
 from swafuzz.harness.caselog import checked_steps
 from swafuzz.harness.cli_common import (
     EXIT_CLEAN,
@@ -30,7 +31,14 @@ from swafuzz.harness.corpus import DatabaseSpecError, check_spec, open_database
 from swafuzz.harness.fleet import FleetError, check_db, check_ray
 from swafuzz.harness.known import print_known, resolve_ledger
 from swafuzz.harness.ledger import LedgerError
-from swafuzz.harness.run import InvalidCase, execute, resolve_executors, resolve_impl
+from swafuzz.harness.level_server import execute_server, levels_of, pipeline_of, server_targets
+from swafuzz.harness.run import (
+    CaseRefused,
+    InvalidCase,
+    execute,
+    resolve_executors,
+    resolve_impl,
+)
 from swafuzz.harness.runconfig import RunConfig, read_run_config
 from swafuzz.harness.runlock import RunDirBusy, RunLock
 from swafuzz.harness.shard import ShardSpecError, full_plan, parse_shard, shard_units
@@ -39,6 +47,7 @@ from swafuzz.harness.worker import CaseWorker, WorkerSetupError
 from swafuzz.reports.bundle import read_bundle, signature_filename
 from swafuzz.reports.summary import campaign_table
 from swafuzz.scenarios.case import CaseError
+from swafuzz.server.case import ServerCaseError
 from swafuzz.targets import plugins
 
 #: when this command started (its module is loaded at the CLI's start): ``--budget`` counts the
@@ -46,25 +55,36 @@ from swafuzz.targets import plugins
 COMMAND_START = time.time()
 
 
-def run_config(args):
-    """Flags -> a RunConfig resolved once (or the RunConfig of the run being resumed)."""
-
+def run_config(args, lv=None):
+    """Flags -> a RunConfig resolved once at the level ``lv`` (or the RunConfig of the run
+    being resumed)."""
+    lv = lv or level.get("component")
+    for flag, name, default, why in lv.unsupported:
+        if getattr(args, name, default) != default:
+            raise UsageError(f"{flag}: {why}")
     if args.resume:
         prepare_out(args.resume, resume=True)
         try:
             cfg = read_run_config(args.resume)
         except (OSError, ValueError, TypeError) as e:
             raise UsageError(f"--resume: {args.resume}/run.json is unreadable: {e}") from None
+        if cfg.level != lv.name:  # (a server-level run resumes at its level without the flag)
+            raise UsageError(f"--resume {args.resume}: a component-level run; resume it without "
+                             "--level server")
         cfg.out = args.resume
         load_plugins(argparse.Namespace(plugin=cfg.plugins))
+        if hasattr(lv, "check_resume"):
+            lv.check_resume(args, cfg)
         cfg = resume.apply(args, cfg)  # flags that would change the run: exit 2 naming them
         if cfg.ray:  # its cluster answers before the run directory is touched again
             try:
                 check_ray(cfg.ray)
             except FleetError as e:
                 raise UsageError(str(e)) from None
-        args.target = cfg.target
+        args.target = cfg.targets if cfg.level == "server" else cfg.target
         return cfg
+    if hasattr(lv, "config"):  # a level with its own flags (server: one target, its mutant)
+        return lv.config(args)
     try:  # before anything is checked or written
         shard = parse_shard(args.shard) if args.shard is not None else None
     except ShardSpecError as e:
@@ -135,17 +155,16 @@ def check_coverage(args) -> str | None:
 
 # --------------------------------------------------------------------------- run
 def cmd_run(args) -> int:
-    if getattr(args, "level", "component") == "server" or server_campaign.is_server_run(
-            args.resume):
-        return server_campaign.cmd_server_run(args, COMMAND_START)
-    server_kinds = [k for k in args.scenario or () if k in server_campaign.KINDS]
-    if server_kinds:
-        raise UsageError(f"--scenario {server_kinds[0]}: a server-level kind: add --level server "
-                         f"(server-level kinds: {', '.join(server_campaign.KINDS)})")
-    if getattr(args, "server_mutant", None) is not None:
-        raise UsageError("--server-mutant: only with --level server (component-level mutants: "
-                         "swafuzz zoo, --target mutant:NAME)")
-    cfg = run_config(args)
+    """``swafuzz run`` at either level (``--level``, or the level of the run ``--resume``
+    continues): the same config checks, lock, case workers, pipeline and exit codes; the
+    level's own report."""
+    server = getattr(args, "level", "component") == "server"
+    lv = level.get("server" if server or level.of_file(args.resume) == "server" else "component")
+    other = [k for k in args.scenario or () if k in features.kind_names("server")]
+    if other and lv.name == "component":
+        raise UsageError(f"--scenario {other[0]}: a server-level kind: add --level server "
+                         f"(server-level kinds: {', '.join(features.kind_names('server'))})")
+    cfg = run_config(args, lv)
     if cfg.shard and not shard_units(cfg):
         print(f"note: shard {shard_label(cfg.shard)} has no units (the campaign has "
               f"{len(full_plan(cfg))}); it runs nothing", file=sys.stderr)
@@ -155,31 +174,46 @@ def cmd_run(args) -> int:
     except RunDirBusy as e:
         raise UsageError(f"{'--resume' if args.resume else '--out'}: {e}") from None
     try:
-        return _locked_run(args, cfg, lock, pipeline)
+        _check_target(args, cfg, lock, lv)
+        if hasattr(lv, "report"):
+            lv.start_meta(cfg)  # what --resume continues, from the first Case on
+            res = pipeline.run(cfg, say=_say(args), session_start=COMMAND_START)
+            return lv.report(args, cfg, res)
+        return _locked_run(args, cfg, pipeline)
     finally:
         lock.release()
 
 
-def _locked_run(args, cfg, lock, pipeline) -> int:
-    if cfg.isolate:  # a target the worker cannot load is a usage error before any case runs
-        try:
-            for t in cfg.targets:  # (reused by the units of a 1-worker run)
-                pipeline.case_worker(cfg, t).start()
-        except (ValueError, WorkerSetupError) as e:
-            if not args.resume:  # a new directory: nothing of it is left behind
-                lock.release()
-                os.unlink(lock.path)
-                if not os.listdir(cfg.out):
-                    os.rmdir(cfg.out)
-            raise UsageError(str(e)) from None
-    pipeline.write_run_meta(cfg)
-    quiet = args.quiet
-
+def _say(args):
     def say(msg: str) -> None:
-        if not quiet:
+        if not getattr(args, "quiet", False):
             print(msg, file=sys.stderr, flush=True)
+    return say
 
-    res = pipeline.run(cfg, say=say, session_start=COMMAND_START)
+
+def _check_target(args, cfg, lock, lv) -> None:
+    """The targets load (in the case workers the units of a 1-worker run reuse; with
+    ``--no-isolate``, here, where the level checks it): a usage error before any case runs,
+    a new run directory removed."""
+    try:
+        if cfg.isolate:
+            for t in cfg.targets:
+                pipeline.case_worker(cfg, t).start()
+        elif hasattr(lv, "check_target"):
+            lv.check_target(cfg)
+    except (ValueError, WorkerSetupError, targets.TargetUnavailable) as e:
+        if not args.resume:  # a new directory: nothing of it is left behind
+            lock.release()
+            os.unlink(lock.path)
+            for d in (os.path.join(cfg.out, "findings"), cfg.out):
+                if os.path.isdir(d) and not os.listdir(d):
+                    os.rmdir(d)
+        raise UsageError(str(e)) from None
+
+
+def _locked_run(args, cfg, pipeline) -> int:
+    pipeline.write_run_meta(cfg)
+    res = pipeline.run(cfg, say=_say(args), session_start=COMMAND_START)
     stats = pipeline.per_kind(res.rows)
     print()
     print(campaign_table(stats))
@@ -233,8 +267,8 @@ def _locked_run(args, cfg, lock, pipeline) -> int:
 
 # --------------------------------------------------------------------------- repro
 def cmd_repro(args) -> int:
-    if server_campaign.is_server_bundle(args.file):
-        return server_campaign.cmd_server_repro(args)
+    if level.of_file(args.file) == "server":
+        return _repro_server(args)
     try:
         bundle = read_bundle(args.file)  # its errors already name the file
     except ValueError as e:
@@ -282,4 +316,54 @@ def cmd_repro(args) -> int:
         return EXIT_FINDINGS
     print(f"PASS: {v.checks_run} checks clean on target {args.target} (impl {args.impl}, "
           f"executor {args.executor})")
+    return EXIT_CLEAN
+
+
+def _repro_server(args) -> int:
+    """A server-level bundle replayed (in a case worker unless ``--no-isolate``); a failure
+    the repository ledger knows names its entry."""
+    with open(args.file, encoding="utf-8") as f:
+        bundle = json.load(f)
+    lv = level.get("server")
+    try:
+        case = lv.load(bundle.get("case"))
+    except ServerCaseError as e:
+        raise UsageError(f"{args.file}: field 'case': {e}") from None
+    target = args.target or bundle.get("target")
+    if not isinstance(target, str):
+        raise UsageError(f"{args.file}: field 'target': a target name expected (or --target), "
+                         f"got {target!r}")
+    if "server" not in levels_of(target):
+        raise UsageError(f"{args.file}: a server-level bundle; target {target} has no "
+                         f"server-level pipeline (runs on: {', '.join(server_targets())})")
+    executors = resolve_executors(args.executor or "auto")
+    impl, mutant = resolve_impl(args.impl or "auto"), bundle.get("server_mutant")
+    try:
+        if args.no_isolate:
+            try:
+                pipe = pipeline_of(target)  # a release lacking a hop: refused by name
+            except targets.TargetUnavailable as e:
+                raise UsageError(str(e)) from None
+            v = execute_server(case, pipe, executors, mutant, impl)
+        else:  # a Case that crashes its process is reported, not the end of this command
+            w = CaseWorker(target, impl, executors, server=True, server_mutant=mutant)
+            try:
+                w.start()
+            except (ValueError, WorkerSetupError) as e:
+                raise UsageError(str(e)) from None
+            try:
+                v = w.run_server(case)
+            finally:
+                w.close()
+    except CaseRefused as e:
+        raise UsageError(f"{args.file}: {e}") from None
+    if v.failed:
+        eid = lv.repro_known(target, case, v)
+        print(f"FAIL {v.signature()} ({len(v.failures)} failures"
+              + (f"; known: ledger entry {eid}" if eid else "") + ")")
+        for fl in v.failures:
+            print(f"  {fl.check}: {fl.message}")
+        return EXIT_FINDINGS
+    stop = f"; the run stopped out of scope: {v.out_of_scope}" if v.out_of_scope else ""
+    print(f"PASS: server-level Case clean on target {target} ({v.target_version}){stop}")
     return EXIT_CLEAN

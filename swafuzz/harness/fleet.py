@@ -32,8 +32,9 @@ from typing import Any, Callable
 from swafuzz.harness.caselog import CaseLog, read_log
 from swafuzz.harness.cli_common import UsageError
 from swafuzz.harness.fleet_task import unit_stream
+from swafuzz.harness.level import case_size
 from swafuzz.harness.runconfig import RunConfig, Unit
-from swafuzz.harness.unit import STOP, case_size
+from swafuzz.harness.unit import STOP
 from swafuzz.reports.bundle import atomic_write_text
 
 #: attempts in a row that die without recording a Case before the unit is a crash finding

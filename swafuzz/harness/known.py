@@ -37,6 +37,7 @@ as before); ``--ledger FILE`` uses that ledger.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from typing import Any
 
@@ -117,12 +118,60 @@ class KnownLedger:
                    if self.by_id[i].when is not None)
 
 
-def unit_ledger(path: str | None, target: str, executors: list[str]) -> KnownLedger | None:
-    """The :class:`KnownLedger` of a unit, or None (no ledger, or no entry for the target)."""
+def unit_ledger(path: str | None, target: str, executors: list[str] | None = None,
+                cls: type = None) -> KnownLedger | None:
+    """The ledger of a unit (``cls``: :class:`KnownLedger`, :class:`ServerKnownLedger`), or
+    None (no ledger, or no entry that classifies the target's findings at its release)."""
     if path is None:
         return None
-    led = KnownLedger(load_entries(path), target, target_release(target), executors)
+    led = (cls or KnownLedger)(load_entries(path), target, target_release(target),
+                               executors or [])
     return led if led else None
+
+
+class ServerKnownLedger(KnownLedger):
+    """The entries with a server-level answer that classifies (``signatures``) and applies to
+    the unit's target at its release: an entry knows a failing server-level Case when the
+    failure's signature matches and the Case's config holds the answer's ``server_args``
+    (:func:`server_known`), the region ``--known-cap`` excludes."""
+
+    def __init__(self, entries: list, target: str, release: str | None,
+                 executors: list[str] | None = None):
+        super().__init__([e for e in entries if e.server is not None and e.server.signatures],
+                         target, release, executors or [])
+
+    def classify(self, case, verdict) -> str | None:
+        return server_known(self.entries, self.target, self.release,
+                            case.config.server_args(), verdict.signature())
+
+    def can_exclude(self, eid: str) -> bool:
+        return True  # a reachable answer always has server_args (ledger_server.parse_server)
+
+    def excludes(self, eids, case) -> bool:
+        args = case.config.server_args()
+        return any(holds_args(self.by_id[i].server, args) for i in eids)
+
+
+def server_known(entries: list, target: str, release: str | None, config: dict,
+                 signature: str) -> str | None:
+    """The id of the first ledger entry (``Entry`` objects with ``server``) that knows a
+    failing server-level Case (target and release, a signature its answer's ``signatures``
+    match, ``server_args`` held by the Case's ``config``, a ``ServerConfig.server_args()``
+    dict), or None: new."""
+    for e in entries:
+        a = e.server
+        if (a is not None and any(fnmatch.fnmatchcase(signature, p) for p in a.signatures)
+                and e.applies(target, release) and holds_args(a, config)):
+            return e.id
+    return None
+
+
+def holds_args(answer, config: dict) -> bool:
+    """Does a server config (``ServerConfig.server_args()``) hold every ``server_args`` value of
+    the answer (a bool is not an int here)?"""
+    return all(k in config and config[k] == v
+               and isinstance(config[k], bool) == isinstance(v, bool)
+               for k, v in answer.server_args.items())
 
 
 def known_summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

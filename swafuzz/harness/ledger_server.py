@@ -25,20 +25,19 @@ An entry's optional ``server`` field (:mod:`swafuzz.harness.ledger`)::
 * ``reachable``: as probable, and ``bundle`` is a server-level bundle that reproduces it;
   ``signatures`` (optional; ``fnmatch`` patterns of ``server:<check>``): what its server-level
   Cases fail with. A server-level campaign (``swafuzz run --level server --ledger``) knows a
-  failing Case as this entry's (:func:`server_known`) when the entry applies to the target and
+  failing Case as this entry's (:func:`swafuzz.harness.known.server_known`) when the entry applies to the target and
   release, the failure's signature matches one of them and the Case's config holds every
-  ``server_args`` value; an answer without ``signatures`` classifies nothing.
+  ``server_args`` value; an answer without ``signatures`` classifies nothing
+  (:class:`swafuzz.harness.known.ServerKnownLedger`).
 
 Plain Python (no torch, no SGLang): :func:`parse_server` validates the field, naming the field
-and the allowed values on error; :func:`server_known` classifies a server-level failure;
-:func:`server_text` is the one line the ledger CLI and
+and the allowed values on error; :func:`server_text` is the one line the ledger CLI and
 ``swafuzz report`` print; :func:`table` the per-entry table (``python -m swafuzz.harness.ledger
 --server [--ledger FILE]``).
 """
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import re
 from dataclasses import dataclass, field
@@ -130,27 +129,6 @@ def parse_server(obj: object, at: str) -> ServerAnswer:
                           "the release accepts)")
     return ServerAnswer(status, test, dict(args), dict(env), dict(stand_in), requests, guard,
                         bundle, note, tuple(sigs))
-
-
-def server_known(entries: list, target: str, release: str | None, config: dict,
-                 signature: str) -> str | None:
-    """The id of the first ledger entry (``Entry`` objects with ``server``) that knows a
-    failing server-level Case (module docstring: target and release, signature, ``server_args``
-    held by the Case's ``config``, a ``ServerConfig.server_args()`` dict), or None: new."""
-    for e in entries:
-        a = e.server
-        if (a is not None and any(fnmatch.fnmatchcase(signature, p) for p in a.signatures)
-                and e.applies(target, release) and holds_args(a, config)):
-            return e.id
-    return None
-
-
-def holds_args(answer: ServerAnswer, config: dict) -> bool:
-    """Does a server config (``ServerConfig.server_args()``) hold every ``server_args`` value of
-    the answer (a bool is not an int here)?"""
-    return all(k in config and config[k] == v
-               and isinstance(config[k], bool) == isinstance(v, bool)
-               for k, v in answer.server_args.items())
 
 
 def server_text(answer: ServerAnswer | None) -> str:

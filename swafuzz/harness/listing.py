@@ -18,7 +18,6 @@ from swafuzz import features, targets
 from swafuzz.harness.check_registry import check_names
 from swafuzz.harness.executors import available_executors
 from swafuzz.kernels import available_impls
-from swafuzz.server.strategies import KINDS as SERVER_KINDS
 from swafuzz.targets.mutants import load_all
 
 
@@ -51,7 +50,7 @@ def feature_rows() -> dict[str, Any]:
     counts = mutant_counts()
     rows = []
     for f in features.all_features():
-        kinds = [{"name": k.name, "summary": k.summary,
+        kinds = [{"name": k.name, "summary": k.summary, "level": k.level, "opt_in": k.opt_in,
                   "support": {t: targets.supports(t, k.name) for t in names},
                   "releases": {t: {r: at(k.name, r) for r in rels}
                                for t, (rels, at) in hooks.items()}} for k in f.kinds]
@@ -133,7 +132,7 @@ def summary_text() -> str:
                          + (f", entry point {o['entry_point']!r}" if o.get("entry_point")
                             else ""))
     lines += ["scenario kinds: " + ", ".join(features.kind_names()),
-              "server kinds:   " + ", ".join(SERVER_KINDS) + " (swafuzz run --level server)",
+              "server kinds:   " + ", ".join(features.kind_names("server")) + " (swafuzz run --level server)",
               "checks:         " + ", ".join(check_names()),
               "implementations:" + " " + ", ".join(available_impls()),
               "executors:      " + ", ".join(available_executors())]

@@ -40,7 +40,7 @@ class RunConfig:
     ray: str | None = None  # a Ray cluster's address: the units run there (harness.fleet)
     coverage: str | None = None  # "on" | "bias": coverage of the target (harness.coverage)
     #: "component" | "server": server-level Cases through the target's server pipeline
-    #: (harness.server_unit); ``server_mutant``: the server mutant they run under
+    #: (harness.level_server); ``server_mutant``: the server mutant they run under
     level: str = "component"
     server_mutant: str | None = None
 

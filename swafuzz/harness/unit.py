@@ -1,6 +1,7 @@
 """One unit of a campaign (one hypothesis search of one scenario kind against one target, see
 :mod:`swafuzz.harness.pipeline`): its cases through a crash-isolating case worker, its rows in
-the case log, its finding bundles. Runs in a pool process or in-process."""
+the case log, its finding bundles, at either level (the :class:`swafuzz.harness.level.Level`
+of ``RunConfig.level`` says what differs). Runs in a pool process or in-process."""
 
 from __future__ import annotations
 
@@ -15,19 +16,14 @@ from typing import Any, Callable
 import torch
 from hypothesis import target as hypothesis_target
 
-from swafuzz.features.validation import load_case
+from swafuzz.harness import level
 from swafuzz.harness.campaign import Campaign
 from swafuzz.harness.caselog import CaseLog, read_log
 from swafuzz.harness.corpus import open_database
 from swafuzz.harness.coverage import COVERAGE_DIR, sources_for
-from swafuzz.harness.known import unit_ledger
-from swafuzz.harness.run import Verdict, execute
 from swafuzz.harness.runconfig import RunConfig, Unit
 from swafuzz.harness.runlock import die_with, die_with_parent
-from swafuzz.harness.server_unit import ServerLevel
-from swafuzz.harness.throughput import forward_count
 from swafuzz.harness.worker import CaseWorker
-from swafuzz.reports.bundle import signature_filename, write_bundle
 from swafuzz.targets.plugins import load_env, load_module
 
 #: set by SIGINT/SIGTERM during a run (:mod:`swafuzz.harness.pipeline`); checked before every
@@ -47,7 +43,7 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
 
     cfg, unit = RunConfig.from_json(cfg_json), Unit(**unit_json)
     load_plugins(cfg.plugins)
-    lv = ServerLevel() if cfg.level == "server" else ComponentLevel()
+    lv = level.get(cfg.level)
     out = cfg.out
     log = CaseLog(os.path.join(out, "cases.jsonl"))
     replay: dict[str, Any] = {}
@@ -154,52 +150,6 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
     return row
 
 
-class ComponentLevel:
-    """What :func:`run_unit` does with component-level Cases (:class:`~swafuzz.scenarios.case.
-    Case`, :class:`~swafuzz.harness.run.Verdict`); :class:`swafuzz.harness.server_unit.ServerLevel`
-    is the server level's (one instance per unit)."""
-
-    strategy = None  # the feature registry's strategy of the kind
-    size = None  # campaign._size
-
-    @staticmethod
-    def load(case_json):
-        return load_case(case_json)
-
-    @staticmethod
-    def replayed(c, row) -> Verdict:
-        return (Verdict.from_json(c, row["verdict"]) if row.get("failed")
-                else Verdict(c, [], row.get("checks", 0), row.get("seconds", 0)))
-
-    @staticmethod
-    def known(cfg: RunConfig, unit: Unit):
-        return unit_ledger(cfg.ledger, unit.target, cfg.executors)
-
-    @staticmethod
-    def in_worker(worker) -> Callable:
-        return worker.run
-
-    @staticmethod
-    def in_process(cfg: RunConfig, unit: Unit) -> Callable:
-        return lambda case: execute(case, unit.target, cfg.impl, cfg.executors)
-
-    @staticmethod
-    def row_extra(cfg: RunConfig, case, v) -> dict[str, Any]:
-        return {"forward_steps": forward_count(case) * len(cfg.executors)}
-
-    @staticmethod
-    def finding(cfg: RunConfig, unit: Unit, v) -> dict[str, Any]:
-        return finding_record(cfg, unit, v)
-
-    @staticmethod
-    def write(out: str, rec: dict[str, Any], suffix: str, smallest: bool) -> str:
-        return write_smallest(out, rec, suffix) if smallest else write_bundle(out, rec, suffix)
-
-    @staticmethod
-    def unit_extra(out: str, unit: Unit, path: str | None, res) -> dict[str, Any]:
-        return {}
-
-
 def unit_slice(budget: tuple) -> float:
     """Seconds this unit may generate new Cases, from ``budget`` = ``(end of the run as
     wall-clock time, slice seconds[, turns left])``. With ``turns left`` (the units still to
@@ -233,36 +183,6 @@ def close_workers() -> None:
     for w in _WORKERS.values():
         w.close()
     _WORKERS.clear()
-
-
-def case_size(case_json: dict[str, Any]) -> tuple[int, int, int]:
-
-    s = load_case(case_json).summary()
-    return (s["steps"], s["requests"], len(json.dumps(case_json)))
-
-
-def write_smallest(out: str, finding: dict[str, Any], suffix: str = "") -> str:
-    """One bundle per signature (and ``suffix``: ``.known-<entry>`` for a ledger-known one):
-    write ``finding`` unless the bundle already there (another unit's) holds a smaller Case."""
-    path = os.path.join(out, "findings",
-                        signature_filename(finding["signature"]) + suffix + ".json")
-    try:
-        with open(path) as f:
-            old = json.load(f)
-        if case_size(old["case"]) <= case_size(finding["case"]):
-            return path
-    except (OSError, ValueError, KeyError):
-        pass
-    return write_bundle(out, finding, suffix=suffix)
-
-
-def finding_record(cfg: RunConfig, unit: Unit, v) -> dict[str, Any]:
-    """The bundle record; with several targets in one run the signature starts with the target
-    (findings are deduplicated per target)."""
-    prefix = f"{unit.target}:" if len(cfg.targets) > 1 else ""
-    # executors: what ran (``executor`` is the label asked for): the ledger's forwards view
-    return {**v.finding(unit.target, cfg.impl, cfg.executor_label, prefix=prefix),
-            "executors": list(cfg.executors)}
 
 
 def load_plugins(modules: list[str]) -> None:

@@ -36,12 +36,13 @@ from swafuzz import targets
 from swafuzz.features.validation import loads_case
 from swafuzz.harness.check_base import Failure
 from swafuzz.harness.coverage import ChildCoverage
+from swafuzz.harness.level_server import child_reply, crash_result, prepare
 from swafuzz.harness.run import CaseRefused, InvalidCase, Verdict, execute
 from swafuzz.harness.runlock import die_with_parent
-from swafuzz.harness.server_exec import ServerResult, child_reply, crash_result, prepare
 from swafuzz.reports.bundle import atomic_write_text
 from swafuzz.scenarios.case import Case
 from swafuzz.server.case import ServerCase
+from swafuzz.server.run import ServerResult
 from swafuzz.targets import plugins
 from swafuzz.targets.selftest import simulated_context_error
 
@@ -100,7 +101,7 @@ def _child_main(reply_fd: int, parent_pid: int | None = None) -> int:  # pragma:
             except Exception as e:  # noqa: BLE001 - reported to the parent as a setup error
                 send({"setup_error": f"{type(e).__name__}: {e}"})
             continue
-        if "server_case" in msg:  # a server-level Case (harness.server_exec)
+        if "server_case" in msg:  # a server-level Case (harness.level_server)
             reply = child_reply(msg)
         else:
             reply = _component_reply(msg)

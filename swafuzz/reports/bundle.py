@@ -14,7 +14,7 @@ import re
 import sys
 import tempfile
 from importlib import metadata
-from typing import Any
+from typing import Any, Callable
 
 from swafuzz import __version__
 
@@ -88,6 +88,10 @@ def atomic_write_text(path: str, text: str) -> None:
         raise
 
 
+def atomic_write_json(path: str, obj: dict[str, Any]) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=1, sort_keys=True) + "\n")
+
+
 def write_bundle(out_dir: str, finding: dict[str, Any], suffix: str = "") -> str:
     """Write ``finding`` (must hold ``signature`` and ``case``) under ``out_dir/findings/``
     as ``<signature><suffix>.json``.
@@ -144,3 +148,14 @@ def read_bundle(path: str) -> dict[str, Any]:
                          f"(and 'entry_point') string, the plugin record of the target "
                          f"(got {json.dumps(plugin)[:60]})")
     return obj
+
+
+def smaller_there(path: str, rec: dict[str, Any], size: Callable[[dict], tuple]) -> bool:
+    """One bundle per signature and suffix: does the bundle already at ``path`` (another
+    unit's) hold a Case no larger than ``rec``'s (``size`` of a Case's JSON)?"""
+    try:
+        with open(path, encoding="utf-8") as f:
+            old = json.load(f)
+        return size(old["case"]) <= size(rec["case"])
+    except (OSError, ValueError, KeyError):
+        return False

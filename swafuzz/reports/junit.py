@@ -5,15 +5,22 @@ signature known by the known-failure ledger is ``<skipped>`` with the message ``
 entry ID (CITE)`` and a ``ledger_entry`` property per entry, so it does not fail CI). Names are
 the signatures themselves, so they are stable from night to night. Written once, from the run
 directory, after the workers are done (nothing to merge between xdist or worker processes).
+
+A server-level run's ``summary.md`` and ``junit.xml`` (:func:`write_server_reports`) come from
+its ``run.json`` (``target``, ``versions``, ``seed``, ``executors``, ``server_mutant``,
+``cases``, ``seconds``, ``kinds``, ``findings``: the new findings' bundles relative to the run
+directory, ``known``: ledger entry id -> ``{"signature", "cases", "bundle"}``) and bundles.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import xml.etree.ElementTree as ET
 from typing import Any
 
 from swafuzz.reports.details import repro_text
-from swafuzz.reports.summary import shrunk_text
+from swafuzz.reports.summary import server_finding_lines, server_markdown, shrunk_text
 
 
 def _clean(text: Any) -> str:
@@ -78,3 +85,55 @@ def render(kinds: list[list[Any]], findings: list[dict[str, Any]],
         out.text = _clean("fixed: in the baseline, not seen in this run")
     ET.indent(suite)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+
+
+def server_junit(run: dict[str, Any], bundles: dict[str, dict[str, Any]]) -> str:
+    """``junit.xml`` of a server-level run: one ``<testcase>`` per kind (passing, with its
+    counts), one per new finding (``<failure type="new">`` with the Case's size, every failing
+    check and the repro line, relative to the run directory), one per known ledger entry."""
+    kinds = run.get("kinds") or {}
+    suite = ET.Element("testsuite", name="swafuzz.server", tests=str(len(kinds) + len(bundles)
+                                                           + len(run.get("known") or {})),
+                       failures=str(len(bundles)), errors="0", skipped="0")
+    props = ET.SubElement(suite, "properties")
+    for k in ("target", "versions", "seed", "server_mutant"):
+        ET.SubElement(props, "property", name=k, value=_clean(run.get(k, "")))
+    for kind, v in kinds.items():
+        tc = ET.SubElement(suite, "testcase", classname="swafuzz.server.campaign",
+                           name=f"campaign.{kind}")
+        ET.SubElement(tc, "system-out").text = _clean(
+            f"{v.get('cases')} cases, {v.get('stopped_out_of_scope')} stopped out of scope, "
+            f"{v.get('seconds')} s")
+    for rel, b in bundles.items():
+        tc = ET.SubElement(suite, "testcase", classname="swafuzz.server.finding",
+                           name=f"finding.{b.get('signature')}")
+        first = (b.get("failures") or [{}])[0]
+        fail = ET.SubElement(tc, "failure", type="new",
+                             message=_clean(f"{first.get('check')}: {first.get('message')}"))
+        fail.text = _clean("\n".join(server_finding_lines(rel, b)))
+    for eid, k in sorted((run.get("known") or {}).items()):
+        tc = ET.SubElement(suite, "testcase", classname="swafuzz.server.known",
+                           name=f"known.{eid}")
+        ET.SubElement(tc, "system-out").text = _clean(
+            f"known: ledger entry {eid}, {k.get('signature')}, {k.get('cases')} cases"
+            + (f"; repro: swafuzz repro {k['bundle']}" if k.get("bundle") else ""))
+    return ET.tostring(suite, encoding="unicode") + "\n"
+
+
+def write_server_reports(out: str, write=None) -> None:
+    """Write ``OUT/summary.md`` and ``OUT/junit.xml`` from ``OUT/run.json`` and its bundles
+    (``write(path, text)``: an atomic writer; default a plain one)."""
+    with open(os.path.join(out, "run.json"), encoding="utf-8") as f:
+        run = json.load(f)
+    bundles = {}
+    for rel in run.get("findings") or []:
+        with open(os.path.join(out, rel), encoding="utf-8") as f:
+            bundles[rel] = json.load(f)
+    write = write or _plain_write
+    write(os.path.join(out, "summary.md"), server_markdown(run, bundles))
+    write(os.path.join(out, "junit.xml"), server_junit(run, bundles))
+
+
+def _plain_write(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)

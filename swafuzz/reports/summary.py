@@ -1,7 +1,9 @@
-"""Plain-text / Markdown tables: the campaign's closing table and the zoo's kill matrix."""
+"""Plain-text / Markdown tables: the campaign's closing table and the zoo's kill matrix; a
+server-level run's per-kind rows (:func:`server_kinds`) and ``summary.md``."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, Sequence
 
 from swafuzz.reports.details import repro_text
@@ -196,3 +198,63 @@ def report_markdown(info: dict[str, Any], kinds: Sequence[Sequence[Any]],
     if len(text.encode()) > limit:  # head and tail alone too big (a huge kill matrix)
         text = text.encode()[: limit - 100].decode("utf-8", "ignore") + "\n\n(cut)\n"
     return text
+
+
+def server_kinds(kinds: list[str], rows: list[dict]) -> tuple[dict[str, dict], list[dict]]:
+    """The unit rows of a server-level run per kind (``run.json``'s ``kinds``: cases run,
+    seconds, Cases stopped out of scope, the finding, the release's refusal) and the unit rows
+    with a finding (one per signature and kind), in the run's kind order (``kinds``)."""
+    per_kind: dict[str, dict] = {}
+    findings: dict[tuple[str, str], dict] = {}
+    for r in sorted(rows, key=lambda r: (kinds.index(r["kind"]) if r["kind"] in kinds
+                                         else len(kinds), r["unit"])):
+        k = per_kind.setdefault(r["kind"], {"cases": 0, "seconds": 0.0,
+                                            "stopped_out_of_scope": 0, "finding": None})
+        k["cases"] += (r.get("generated") or 0) + (r.get("shrunk") or 0)
+        k["seconds"] = round(k["seconds"] + (r.get("seconds") or 0.0), 2)
+        k["stopped_out_of_scope"] += r.get("stopped_out_of_scope") or 0
+        for eid, n in (r.get("known") or {}).items():
+            k.setdefault("known", {})[eid] = k.get("known", {}).get(eid, 0) + n
+        if r.get("refused"):
+            k["refused"] = r["refused"]
+        if r.get("finding"):
+            k["finding"] = k["finding"] or r["finding"]
+            findings.setdefault((r["finding"], r["kind"]), r)
+    return per_kind, list(findings.values())
+
+
+def server_finding_lines(rel: str, bundle: dict[str, Any]) -> list[str]:
+    case = bundle.get("case") or {}
+    reqs = case.get("requests") or []
+    lines = [f"bundle {rel}: {len(reqs)} request(s), config "
+             + json.dumps(case.get("config") or {}, sort_keys=True),
+             f"  repro: swafuzz repro {rel}  (from the run directory)"]
+    lines += [f"  {f.get('check')}: {f.get('message')}" for f in bundle.get("failures") or []]
+    return lines
+
+
+
+def server_markdown(run: dict[str, Any], bundles: dict[str, dict[str, Any]]) -> str:
+    """``summary.md`` of a server-level run (``run.json`` and its new findings' bundles)."""
+    head = (f"# swafuzz server-level run: {run.get('target')} "
+            f"({', '.join(f'{k} {v}' for k, v in sorted((run.get('versions') or {}).items()))})"
+            f"\n\n{run.get('cases')} cases in {run.get('seconds')} s, seed {run.get('seed')}, "
+            f"executors {', '.join(run.get('executors') or [])}"
+            + (f", server mutant {run['server_mutant']}" if run.get("server_mutant") else "")
+            + f"; {len(bundles)} new finding(s), {len(run.get('known') or {})} known ledger "
+            "entr(y/ies).\n\n| kind | cases | seconds | stopped out of scope "
+            "| finding |\n|---|---:|---:|---:|---|\n")
+    rows = "".join(f"| {k} | {v.get('cases')} | {v.get('seconds')} | "
+                   f"{v.get('stopped_out_of_scope')} | {v.get('finding') or '-'} |\n"
+                   for k, v in (run.get("kinds") or {}).items())
+    body = "".join(f"\n## new: {b.get('signature')}\n\n```\n"
+                   + "\n".join(server_finding_lines(rel, b)) + "\n```\n" for rel, b in bundles.items())
+    known = run.get("known") or {}
+    if known:
+        body += ("\n## known (ledger entries; not failures of this run)\n\n| ledger entry | "
+                 "signature | cases | bundle |\n|---|---|---:|---|\n" + "".join(
+                     f"| {eid} | {k.get('signature')} | {k.get('cases')} | "
+                     f"{k.get('bundle') or '-'} |\n" for eid, k in sorted(known.items())))
+    if not bundles:
+        body = ("\nNo new findings.\n" + body) if known else "\nNo findings.\n"
+    return head + rows + body

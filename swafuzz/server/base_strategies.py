@@ -61,3 +61,19 @@ def base_cases(draw, kind: str, last=None) -> ServerCase:
                       requests=reqs, payload_seed=draw(st.integers(0, 3)), kind=kind)
     validate(case)
     return case
+
+
+def decode_cases():
+    return base_cases("server_decode")
+
+
+def mixed_cases():
+    return base_cases("server_mixed")
+
+
+def graph_cases():
+    return base_cases("server_graph")
+
+
+def attn_tp_cases():
+    return base_cases("server_attn_tp")

@@ -2,7 +2,8 @@
 
 A target with a server level offers hooks (its ``server_pipeline``, ``server_refusal`` and
 ``server_mutants``, :mod:`swafuzz.targets.protocol` style, resolved by the harness into a
-:class:`Pipeline`). :func:`release_refusal` is the seam for the release's own argument checks
+:class:`Pipeline`). :func:`refusal` decides whether a Case runs: the feature records'
+``Refusal`` entries of the server level, then :func:`release_refusal`, the seam for the release's own argument checks
 (``ServerArgs`` post-init and the DeepSeek-V4/V4.1 feature validation; the ``sglang`` target's
 ``server_refusal`` names ``swafuzz/targets/sglang/serverargs.py``): it returns the release's
 refusal message, or None. Where the target has no such check (or its module is absent) every
@@ -11,8 +12,9 @@ config the Case validator accepts is let through.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from swafuzz import features as registry
 from swafuzz.server import spec_oracle
@@ -32,43 +34,6 @@ class Pipeline:
     mutants: dict[str, str] = field(default_factory=dict)
 
 
-#: what the pipeline does not drive yet: (predicate, refusal)
-NOT_DRIVEN = (
-    (lambda c: c.speculative_algorithm is not None and not spec_oracle.driven(c),
-     spec_oracle.NOT_DRIVEN),
-    (lambda c: (c.tp_size, c.dp_size, c.enable_dp_attention) != (1, 1, False) and not (
-        c.tp_size == 2 and c.dp_size == 1 and not c.enable_dp_attention
-        and c.moe_dense_tp_size == 1) and (c.tp_size, c.dp_size, c.enable_dp_attention) != (
-        2, 2, True),
-     "config.tp_size and the data-parallel fields: one rank, attention TP 2, or two "
-     "data-parallel attention ranks (allowed: "
-     "tp_size 1, dp_size 1, no data-parallel attention; or tp_size 2 with moe_dense_tp_size 1, "
-     "dp_size 1, no data-parallel attention: both attention-TP ranks hold the batch, padded "
-     "by the release's MLP sync; or tp_size 2, dp_size 2 and data-parallel attention: "
-     "one pipeline per rank, each rank's batch padded by the release's MLP sync)"),
-    (lambda c: c.enable_dp_attention and c.speculative_algorithm is not None,
-     "config.speculative_algorithm: speculative decoding on data-parallel attention ranks is "
-     "not driven at server level yet (allowed: null with data-parallel attention)"),
-    (lambda c: c.tp_size > 1 and not c.disable_cuda_graph,
-     "config.disable_cuda_graph: decode graphs with attention TP > 1 are not driven at server "
-     "level yet (allowed: true with tp_size 2)"),
-    (lambda c: not c.disable_cuda_graph and not c.cuda_graph_bs_decode,
-     "config.cuda_graph_bs_decode: the decode graph batch sizes must be given with "
-     "disable_cuda_graph false (the release derives its default list from the GPU's memory; "
-     "allowed: a list of batch sizes)"),
-    (lambda c: not c.disable_radix_cache, "config.disable_radix_cache: prefix sharing through "
-     "the radix cache is not driven at server level yet (allowed: true)"),
-    (lambda c: c.enable_decoder_swa_bounded_replay and not (
-        c.enable_encoder_swa_bounded_replay and c.tp_size == 1),
-     "config.enable_decoder_swa_bounded_replay: the late-layer tail is driven at server level "
-     "with enable_encoder_swa_bounded_replay on one rank only (allowed: false, or true with "
-     "enable_encoder_swa_bounded_replay true and tp_size 1)"),
-    (lambda c: c.enable_encoder_swa_bounded_replay and not c.disable_cuda_graph,
-     "config.disable_cuda_graph: decode graphs with enable_encoder_swa_bounded_replay are "
-     "not driven at server level yet (allowed: true)"),
-)
-
-
 class ServerRefused(ValueError):
     """A server-level Case the target does not run (CLI exit 2): the message says why."""
 
@@ -84,31 +49,62 @@ def release_refusal(config: dict, check: Callable[[dict], str | None] | None,
 
 
 def refusal(case: ServerCase, check: Callable[[dict], str | None] | None = None) -> str | None:
-    """Why ``case`` is not run: the pipeline's limits, then the release's own checks."""
-    for applies, why in NOT_DRIVEN:
-        if applies(case.config):
-            return why
+    """Why ``case`` is not run, decided in one place: the feature records' server-level
+    refusals (``Refusal``: what the pipeline does not drive), then the release's own checks
+    (the target's ``server_refusal``, which asks the records' release refusals)."""
+    why = registry.refusal("server", case.config)
+    if why:
+        return why
     why = release_refusal(case.config.server_args(), check, case.config.env_dict())
     return f"the release refuses these server arguments: {why}" if why else None
 
 
 @dataclass
-class ServerVerdict:
+class ServerResult:
+    """A server-level Case's verdict (the campaign's ``Verdict`` interface: ``failed``,
+    ``signature()``, ``identity()``, ``checks_run``, ``seconds``; its JSON in the case log and
+    the case worker's reply). ``obs``: the observation, in the process that ran the Case only."""
+
     case: ServerCase
-    obs: ServerObs
     failures: list[ServerFailure] = field(default_factory=list)
+    out_of_scope: str | None = None
+    observed: dict[str, Any] | None = None  # failing only: ServerObs.to_json()
+    target_version: str | None = None
+    seconds: float = 0.0
+    checks_run: int = 0  # the server oracle judges a Case whole: 1 when it ran
+    obs: ServerObs | None = field(default=None, compare=False, repr=False)
 
     @property
     def failed(self) -> bool:
         return bool(self.failures)
 
-    @property
-    def signature(self) -> str | None:
-        return self.failures[0].signature() if self.failures else None
+    def signature(self) -> str:
+        return self.failures[0].signature() if self.failures else ""
+
+    def identity(self) -> str:
+        """Shrinking keeps the failing check (the server oracle names no raising location)."""
+        return self.signature()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"failures": [f.to_json() for f in self.failures], "checks_run": self.checks_run,
+                "seconds": self.seconds, "out_of_scope": self.out_of_scope,
+                "observed": self.observed, "target_version": self.target_version}
+
+    @staticmethod
+    def from_json(case: ServerCase, d: dict[str, Any]) -> ServerResult:
+        return ServerResult(case, [ServerFailure(**f) for f in d.get("failures") or []],
+                            d.get("out_of_scope"), d.get("observed"), d.get("target_version"),
+                            d.get("seconds", 0.0), d.get("checks_run", 0))
+
+
+def case_size(case: ServerCase) -> tuple[int, int, int]:
+    """A server-level Case's size while shrinking: requests, tokens, JSON length."""
+    tokens = sum(r.prompt_len + r.max_new_tokens for r in case.requests)
+    return (len(case.requests), tokens, len(case.dumps()))
 
 
 def execute(case: ServerCase, pipeline: Pipeline, impl: str = "torch",
-            mutant: str | None = None, executor=None) -> ServerVerdict:
+            mutant: str | None = None, executor=None) -> ServerResult:
     """Run ``case`` through ``pipeline`` (``mutant``: a server mutant's patch of the release's
     pipeline code; ``executor``: the harness's executor, its ``graphs`` deciding whether
     decode graphs replay) and judge it; :class:`ServerRefused` when it is not run."""
@@ -118,6 +114,7 @@ def execute(case: ServerCase, pipeline: Pipeline, impl: str = "torch",
     if mutant is not None and mutant not in pipeline.mutants:
         raise ServerRefused(f"server mutant {mutant!r}: not one of the target's (allowed: "
                             f"{', '.join(pipeline.mutants) or 'none'})")
+    t0 = time.perf_counter()
     obs = pipeline.run(case, impl=impl, mutant=mutant, executor=executor)
     graphs = bool(getattr(executor, "graphs", False))
     if obs.ranks:  # attention-DP ranks: each judged on its own observation
@@ -126,4 +123,5 @@ def execute(case: ServerCase, pipeline: Pipeline, impl: str = "torch",
         judged = spec_oracle.judge(case, obs)
     else:
         judged = judge(case, obs, graphs=graphs)
-    return ServerVerdict(case, obs, judged)
+    return ServerResult(case, judged, obs.out_of_scope, obs.to_json() if judged else None,
+                        obs.target_version or None, time.perf_counter() - t0, 1, obs)

@@ -46,18 +46,6 @@ from swafuzz.server.observation import ServerObs
 from swafuzz.server.oracle import ServerFailure, observed_plan, rows
 from swafuzz.server.timeline import Forward, Release, Retract, RetractionError
 
-NOT_DRIVEN = ("config.speculative_algorithm: speculative decoding is driven at server level "
-              "for EAGLE with speculative_eagle_topk 1, speculative_num_draft_tokens = "
-              "speculative_num_steps + 1, one rank and disable_cuda_graph true (allowed: those, "
-              "or null)")
-
-
-def driven(c: ServerConfig) -> bool:
-    """Whether the speculative pipeline drives ``c``."""
-    return (c.speculative_algorithm == "EAGLE" and c.speculative_eagle_topk == 1
-            and c.speculative_num_draft_tokens == (c.speculative_num_steps or 0) + 1
-            and c.disable_cuda_graph and c.tp_size == 1)  # more ranks: the rules after it
-
 
 def reserve(c: ServerConfig) -> int:
     """The release's per-decode KV reserve: twice what one decode may allocate."""

@@ -14,12 +14,6 @@ from hypothesis import strategies as st
 
 from swafuzz.server.case import ModelShape, Request, ServerCase, ServerConfig, validate
 
-KIND = "server_spec"
-DESCRIPTION = ("speculative decoding (EAGLE, topk 1, 1..3 steps, draft tokens steps + 1) "
-               "with staggered arrivals and drawn per-verify accept lengths: each DECODE the "
-               "release's spec-v2 reserve, verify prep, accept bookkeeping and draft-extend "
-               "prep")
-
 
 @st.composite
 def _request(draw, window: int, n: int) -> Request:
@@ -51,6 +45,6 @@ def spec_cases(draw) -> ServerCase:
     case = ServerCase(config=cfg, model=ModelShape(layers=layers, sliding_window=window,
                                                    full_tokens=full, swa_tokens=full,
                                                    row_bytes=16, swa_eviction_interval=interval),
-                      requests=reqs, payload_seed=draw(st.integers(0, 3)), kind=KIND)
+                      requests=reqs, payload_seed=draw(st.integers(0, 3)), kind="server_spec")
     validate(case)
     return case

@@ -52,7 +52,7 @@ def test_lookup_errors_name_the_known_values():
 #: the engine's points it asks every feature (``features.hooks``): any number may answer
 MANY = ("engine.uses_step_path", "engine.uses_allocator", "engine.draft_extend_loc_rows",
         "engine.pool_impl", "sglang.pool_impl", "sglang.real_pool", "sglang.bare_backend",
-        "sglang.facts", "engine.step_ops", "server.kinds")  # facts, kinds: one per feature
+        "sglang.facts", "engine.step_ops")  # facts: one per feature
 
 
 def test_every_hook_loads_and_single_hook_points_have_one_feature():
@@ -105,3 +105,38 @@ def test_hook_point_names_say_what_the_core_asks_not_which_feature_answers():
         for t in terms:
             tp = t.split("_")
             assert not any(parts[i:i + len(tp)] == tp for i in range(len(parts))), (point, t)
+
+
+def test_kinds_have_a_level_and_the_component_callers_keep_their_kinds():
+    """Server kinds are record entries (``Kind(level="server")``): ``kind_names()`` stays the
+    component kinds, ``kind_names("server")`` the server ones, opt-in ones out of the level's
+    default kinds; a malformed level is refused naming the kind."""
+    comp, srv = features.kind_names(), features.kind_names("server")
+    assert not set(comp) & set(srv) and "server_decode" not in comp
+    assert srv[:4] == ("server_decode", "server_mixed", "server_graph", "server_attn_tp")
+    assert set(srv) - set(features.default_kind_names("server")) == {
+        "server_spec", "server_dp", "server_window", "server_window_tail"}
+    assert features.feature_of_kind("server_window").name == "request_window"
+    assert all(features.kind(k).level == "component" for k in features.default_kind_names())
+    bad = Feature("x", "t", "s", (Kind("k", "swafuzz.features.dense.kinds:decode_cases", "s",
+                                       level="cluster"),))
+    with pytest.raises(RecordError, match=r"kinds\[k\].level"):
+        bad.validate()
+
+
+def test_server_support_is_decided_by_the_records_refusals():
+    """``features.refusal``: the records' config refusals of a level (their reasons name the
+    field), the release ones only with a version; a Refusal without a reason is refused."""
+    from swafuzz.features.record import Refusal
+    from swafuzz.server.case import ServerConfig
+
+    assert features.refusal("server", ServerConfig()) is None
+    why = features.refusal("server", ServerConfig(disable_radix_cache=False))
+    assert why.startswith("config.disable_radix_cache:")
+    why = features.refusal("server", ServerConfig(enable_decoder_swa_bounded_replay=True))
+    assert why.startswith("config.enable_decoder_swa_bounded_replay:")
+    assert features.refusal("component", ServerConfig(disable_radix_cache=False)) is None
+    bad = Feature("x", "t", "s", (Kind("k", "swafuzz.features.dense.kinds:decode_cases", "s"),),
+                  refusals=(Refusal("server", "swafuzz.features.dense.server_rules:radix_cache"),))
+    with pytest.raises(RecordError, match="refusals"):
+        bad.validate()

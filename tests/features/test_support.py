@@ -228,7 +228,8 @@ def test_cli_list_features(installed, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["releases"]["sglang"] == list(releases())
     rows = {k["name"]: k for f in data["features"] for k in f["kinds"]}
-    assert set(rows) == set(features.kind_names())
+    assert set(rows) == set(features.kind_names()) | set(features.kind_names("server"))
+    assert rows["server_dp"]["level"] == "server" and rows["ring"]["level"] == "component"
     assert rows["ring"]["releases"]["sglang"]["0.5.22"] and \
         rows["ring"]["releases"]["sglang"]["0.5.23"] is None
     assert rows["ring"]["support"]["sglang"] is None and rows["ring"]["support"]["unified"] is None
@@ -342,3 +343,11 @@ def test_cli_target_refusing_every_kind_is_a_usage_error(monkeypatch):
         check_target_kinds(["sglang"], ["decode", "idle"], False)
     assert str(e.value) == ("target sglang can run none of the scenario kinds: release 0.5.99 "
                             "is outside the range")
+
+
+def test_since_applies_to_server_kinds():
+    """A server kind's answer is its record's ``since`` as a component kind's: the request
+    window's server kinds run from 0.5.21 on, the core ones on every supported release."""
+    assert "request window" in supports_at("server_window", "0.5.12")
+    assert supports_at("server_window_tail", "0.5.23") is None
+    assert all(supports_at(k, "0.5.12") is None for k in features.default_kind_names("server"))

@@ -12,12 +12,12 @@ import os
 
 import pytest
 
+from swafuzz.harness.known import server_known
 from swafuzz.harness.ledger import load_ledger, parse_ledger
 from swafuzz.harness.ledger_server import (
     STATUSES,
     ServerAnswer,
     parse_server,
-    server_known,
     server_text,
     table,
 )
@@ -191,10 +191,10 @@ def test_the_reachable_entries_know_their_own_bundles_and_only_at_their_releases
 
 
 def test_the_server_ledger_of_a_unit_classifies_and_excludes_by_server_arguments():
-    from swafuzz.harness.server_exec import ServerResult
-    from swafuzz.harness.server_unit import ServerKnownLedger
+    from swafuzz.harness.known import ServerKnownLedger
     from swafuzz.server.case import parse
     from swafuzz.server.oracle import ServerFailure
+    from swafuzz.server.run import ServerResult
 
     entries = load_ledger(LEDGER)
     [e] = [x for x in entries if x.id == "window-dp-extend-pad-joins-run"]

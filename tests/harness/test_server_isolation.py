@@ -1,5 +1,5 @@
 """A server-level campaign (``swafuzz run --level server``) runs its Cases in case workers, as
-the component level does (``harness.server_unit`` over ``harness.unit`` / ``pipeline``): a Case
+the component level does (``harness.level_server`` over ``harness.unit`` / ``pipeline``): a Case
 that segfaults is a ``server:crash`` finding on disk before the next Case, and the run goes on;
 ``--workers N`` draws the same Cases as one worker; ``--budget`` ends it in time; Ctrl-C leaves
 partial results and exits 130, and ``--resume`` finishes it without running a Case twice.

@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.upstream,
 @pytest.fixture(scope="module", autouse=True)
 def _ranks():
     """The pipeline and the release's bring-up here (else skip); the ranks stopped after."""
-    from swafuzz.harness.server_campaign import pipeline_of
+    from swafuzz.harness.level_server import pipeline_of
     from swafuzz.targets import TargetUnavailable
 
     try:
@@ -45,7 +45,7 @@ def _case(tp: int) -> dict:
 
 
 def _run(tp: int, mutant: str | None = None):
-    from swafuzz.harness.server_campaign import pipeline_of
+    from swafuzz.harness.level_server import pipeline_of
     from swafuzz.server.run import execute
 
     return execute(parse(_case(tp)), pipeline_of("sglang"), mutant=mutant)

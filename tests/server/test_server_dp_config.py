@@ -14,9 +14,10 @@ import json
 import pytest
 from hypothesis import HealthCheck, find, given, settings
 
+from swafuzz import features
 from swafuzz.features.dp.server_oracle import expected_pads, rank_case
 from swafuzz.server.case import ServerCaseError, ServerConfig, parse
-from swafuzz.server.strategies import DEFAULT_KINDS, OPT_IN, server_cases
+from swafuzz.server.strategies import server_cases
 from swafuzz.server.timeline import Forward, forwards
 
 PPLX = {"tp_size": 2, "dp_size": 2, "enable_dp_attention": True, "moe_a2a_backend": "pplx",
@@ -165,7 +166,7 @@ def test_all_decode_steps_are_max_len_with_the_batch_padded():
 
 
 def test_the_dp_kind_is_opt_in_and_shrinks_to_one_request_on_rank_0():
-    assert "server_dp" in OPT_IN and "server_dp" not in DEFAULT_KINDS
+    assert features.kind("server_dp").opt_in and "server_dp" not in features.default_kind_names("server")
     small = find(server_cases("server_dp"), lambda c: True,
                  settings=settings(database=None, max_examples=50))
     assert len(small.requests) == 1 and small.requests[0].rank == 0

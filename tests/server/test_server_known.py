@@ -1,5 +1,5 @@
 """Server-level campaigns classified against the known-failure ledger (``swafuzz run --level
-server --ledger``; harness/server_unit.py ``ServerKnownLedger``): on a release a reachable entry
+server --ledger``; harness/known.py ``ServerKnownLedger``): on a release a reachable entry
 lists, the request-window kinds meet that entry's bug and the run counts it as known (exit 0,
 ``run.json``'s ``known``, a known bundle whose repro names the entry); a server mutant's finding,
 or the same bug against a ledger whose entry names another release, is new (exit 1). Marker

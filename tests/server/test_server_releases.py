@@ -117,7 +117,7 @@ def test_the_graph_decision_is_the_releases(monkeypatch):
     """The replays follow the release's own decision: a decision that refuses every batch
     sends the decodes eager, which the oracle's exec_path check names."""
     from swafuzz.harness.executors import get_executor
-    from swafuzz.harness.server_campaign import pipeline_of
+    from swafuzz.harness.level_server import pipeline_of
     from swafuzz.server.run import execute
 
     case = parse(_case(disable_cuda_graph=False, cuda_graph_bs_decode=[2, 4]))

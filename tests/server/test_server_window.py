@@ -25,7 +25,7 @@ CASE = {"config": {"enable_encoder_swa_bounded_replay": True},
 
 
 def _pipeline():
-    from swafuzz.harness.server_campaign import pipeline_of
+    from swafuzz.harness.level_server import pipeline_of
     from swafuzz.targets import TargetUnavailable
     from swafuzz.targets.sglang.pipeline.argnames import release_refusal
 

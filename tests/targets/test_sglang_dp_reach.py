@@ -188,7 +188,7 @@ def _server_run(mutant: str | None = None, window: bool = True, peer_prompt: int
     """The entry's server-level bundle Case (``window``: encoder replay; ``peer_prompt``: rank
     1's prompt) through the server level's two attention-DP ranks, with server mutant
     ``mutant``."""
-    from swafuzz.harness.server_exec import execute_server, pipeline_of
+    from swafuzz.harness.level_server import execute_server, pipeline_of
     from swafuzz.server.case import parse
 
     with open(SERVER_BUNDLE) as f:

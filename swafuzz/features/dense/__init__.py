@@ -1,6 +1,6 @@
 """Feature record: dense SWA pool rows: decode, IDLE, draft-extend, target-verify and multi-step draft forwards, eager and in captured graphs; its contract: ``SEMANTICS.md`` beside this file."""
 
-from swafuzz.features.record import Feature, Kind
+from swafuzz.features.record import Feature, Kind, Refusal
 
 FEATURE = Feature(
     name='dense',
@@ -40,9 +40,50 @@ FEATURE = Feature(
             'swafuzz.features.dense.kinds:episode_cases',
             'a mix of every forward on the same graphs, allocator churn and window eviction',
         ),
+        # the server level's core kinds (swafuzz run --level server)
+        Kind(
+            'server_decode',
+            'swafuzz.server.base_strategies:decode_cases',
+            'requests that all arrive at step 0: one EXTEND, then DECODE to the end',
+            level='server',
+        ),
+        Kind(
+            'server_mixed',
+            'swafuzz.server.base_strategies:mixed_cases',
+            'staggered arrivals and aborts: EXTEND batches between DECODE batches, requests '
+            'leaving while others run, chunked prefill (chunked_prefill_size drawn): a prompt '
+            'split over EXTEND batches',
+            level='server',
+        ),
+        Kind(
+            'server_graph',
+            'swafuzz.server.base_strategies:graph_cases',
+            'staggered arrivals with decode graphs captured (disable_cuda_graph false, '
+            "cuda_graph_bs_decode drawn): the release's can_run_graph picks graph or eager per "
+            'DECODE batch, padded rows on replay',
+            level='server',
+        ),
+        Kind(
+            'server_attn_tp',
+            'swafuzz.server.base_strategies:attn_tp_cases',
+            'staggered arrivals on attention TP 1 or 2 (tp_size 2, moe_dense_tp_size 1; drawn, '
+            "shrinks to 1): with 2, every forward padded by the release's MLP sync on 2 gloo "
+            'processes, padded rows to the dummy slot',
+            level='server',
+        ),
+        Kind(
+            'server_spec',
+            'swafuzz.server.spec_strategies:spec_cases',
+            'speculative decoding (EAGLE, topk 1, 1..3 steps, draft tokens steps + 1) with '
+            'staggered arrivals and drawn per-verify accept lengths: each DECODE the '
+            "release's spec-v2 reserve, verify prep, accept bookkeeping and draft-extend prep",
+            level='server',
+            opt_in=True,
+        ),
     ),
     oracle=(
         'swafuzz.oracles.engine',
+        'swafuzz.features.dense.server_rules',
         'swafuzz.oracles.shadow',
         'swafuzz.oracles.allocator',
         'swafuzz.oracles.expectation',
@@ -87,4 +128,50 @@ FEATURE = Feature(
         'swafuzz.harness.prep_checks',
     ),
     mutants=('swafuzz.features.dense.mutants',),
+    refusals=(
+        Refusal(
+            'server',
+            'swafuzz.features.dense.server_rules:spec_not_driven',
+            'config.speculative_algorithm: speculative decoding is driven at server level for '
+            'EAGLE with speculative_eagle_topk 1, speculative_num_draft_tokens = '
+            'speculative_num_steps + 1, one rank and disable_cuda_graph true (allowed: those, '
+            'or null)',
+        ),
+        Refusal(
+            'server',
+            'swafuzz.features.dense.server_rules:ranks_not_driven',
+            'config.tp_size and the data-parallel fields: one rank, attention TP 2, or two '
+            'data-parallel attention ranks (allowed: tp_size 1, dp_size 1, no data-parallel '
+            'attention; or tp_size 2 with moe_dense_tp_size 1, dp_size 1, no data-parallel '
+            "attention: both attention-TP ranks hold the batch, padded by the release's MLP "
+            'sync; or tp_size 2, dp_size 2 and data-parallel attention: one pipeline per rank, '
+            "each rank's batch padded by the release's MLP sync)",
+        ),
+        Refusal(
+            'server',
+            'swafuzz.features.dense.server_rules:spec_on_dp_ranks',
+            'config.speculative_algorithm: speculative decoding on data-parallel attention '
+            'ranks is not driven at server level yet (allowed: null with data-parallel '
+            'attention)',
+        ),
+        Refusal(
+            'server',
+            'swafuzz.features.dense.server_rules:graphs_on_tp_ranks',
+            'config.disable_cuda_graph: decode graphs with attention TP > 1 are not driven at '
+            'server level yet (allowed: true with tp_size 2)',
+        ),
+        Refusal(
+            'server',
+            'swafuzz.features.dense.server_rules:graphs_without_sizes',
+            'config.cuda_graph_bs_decode: the decode graph batch sizes must be given with '
+            "disable_cuda_graph false (the release derives its default list from the GPU's "
+            'memory; allowed: a list of batch sizes)',
+        ),
+        Refusal(
+            'server',
+            'swafuzz.features.dense.server_rules:radix_cache',
+            'config.disable_radix_cache: prefix sharing through the radix cache is not driven '
+            'at server level yet (allowed: true)',
+        ),
+    ),
 )

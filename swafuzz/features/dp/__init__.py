@@ -20,6 +20,17 @@ FEATURE = Feature(
             'swafuzz.features.dp.kinds:dp_spec_cases',
             'DP re-padding of verify / draft-extend / multi-step draft and the rewrite to EXTEND',
         ),
+        Kind(
+            'server_dp',
+            'swafuzz.features.dp.server_kind:cases',
+            'staggered requests on two attention-DP ranks (tp_size 2, dp_size 2, '
+            "enable_dp_attention; each request's rank drawn, shrinks to rank 0), the pplx "
+            'all-to-all (MAX_LEN every step) and encoder replay drawn (shrink to off): one '
+            "pipeline per rank, each step's batches padded together by the release's MLP sync "
+            'on 2 gloo processes',
+            level='server',
+            opt_in=True,
+        ),
     ),
     fields='swafuzz.features.dp.fields:FIELDS',
     validators=('swafuzz.features.dp.rules:validate',),
@@ -40,7 +51,6 @@ FEATURE = Feature(
         'sglang.server_pad': 'swafuzz.features.dp.sglang_server_pad:pad',
         'sglang.server_pad_mutant': 'swafuzz.features.dp.sglang_server_pad:release_mutant',
         'sglang.server_ranks': 'swafuzz.features.dp.sglang_server_ranks:run',
-        'server.kinds': 'swafuzz.features.dp.server_kind:KINDS',
         'server.ranks_judge': 'swafuzz.features.dp.server_oracle:judge_ranks',
     },
 )

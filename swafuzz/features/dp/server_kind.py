@@ -1,5 +1,5 @@
-"""The server-level kind of attention-DP ranks (hook ``server.kinds``; opt-in: a run draws it
-only when named with ``--scenario``).
+"""The server-level kind of attention-DP ranks (an opt-in ``Kind`` of the dp record: a run
+draws it only when named with ``--scenario``).
 
 Staggered requests (arrivals, prompts, new tokens, aborts) on two attention-DP ranks (tp_size 2,
 dp_size 2, enable_dp_attention), each request's rank drawn; the pplx all-to-all (MAX_LEN every
@@ -15,11 +15,6 @@ from hypothesis import strategies as st
 from swafuzz.server.case import ModelShape, Request, ServerCase, ServerConfig, validate
 
 NAME = "server_dp"
-DESCRIPTION = ("staggered requests on two attention-DP ranks (tp_size 2, dp_size 2, "
-               "enable_dp_attention; each request's rank drawn, shrinks to rank 0), the pplx "
-               "all-to-all (MAX_LEN every step) and encoder replay drawn (shrink to off): one "
-               "pipeline per rank, each step's batches padded together by the release's MLP "
-               "sync on 2 gloo processes")
 #: the deployment environment a pplx draw sets (the release's pplx check needs the dispatch
 #: budget to cover the chunked-prefill size)
 PPLX_ENV = (("SGLANG_PPLX_NUM_MAX_DISPATCH_TOKENS_PER_RANK", "8192"),)
@@ -50,7 +45,3 @@ def cases(draw) -> ServerCase:
                       requests=reqs, payload_seed=draw(st.integers(0, 3)), kind=NAME)
     validate(case)
     return case
-
-
-#: the ``server.kinds`` hook: (kind, what it generates, strategy) per kind
-KINDS = ((NAME, DESCRIPTION, cases),)

@@ -1,6 +1,6 @@
 """Feature record: the V4.1 request window: workspace layout, history rows, commits, ring tags; its contract: ``SEMANTICS.md`` beside this file."""
 
-from swafuzz.features.record import Feature, Kind, Since
+from swafuzz.features.record import Feature, Kind, Refusal, Since
 
 FEATURE = Feature(
     name='request_window',
@@ -11,6 +11,26 @@ FEATURE = Feature(
             'request_window',
             'swafuzz.features.request_window.kinds:request_window_cases',
             'eager forwards under a request window',
+        ),
+        Kind(
+            'server_window',
+            'swafuzz.features.request_window.server_kind:window_cases',
+            'staggered arrivals with enable_encoder_swa_bounded_replay: every forward stored '
+            "through the release's per-request SWA window (slot resets, layout, resolver, "
+            'commit), on attention TP 1 or 2 (drawn, shrinks to 1; 2: the release\'s MLP-sync '
+            'padding first); the sliding window a whole number of pages',
+            level='server',
+            opt_in=True,
+        ),
+        Kind(
+            'server_window_tail',
+            'swafuzz.features.request_window.server_kind:tail_cases',
+            'one or two requests with enable_encoder_swa_bounded_replay and the late-layer tail '
+            '(enable_decoder_swa_bounded_replay, late layers from model.late_layer_start) on one '
+            "rank, chunked prefill 384 (the release's minimum with the window) and prompts past "
+            "it: the last chunk's tail shorter than the sliding window",
+            level='server',
+            opt_in=True,
         ),
     ),
     fields='swafuzz.features.request_window.fields:FIELDS',
@@ -37,6 +57,22 @@ FEATURE = Feature(
     ),
     mutants=('swafuzz.features.request_window.mutants',),
     since={'sglang': Since('0.5.21', 'request window')},
+    refusals=(
+        Refusal(
+            'server',
+            'swafuzz.features.request_window.server_rules:tail_not_driven',
+            'config.enable_decoder_swa_bounded_replay: the late-layer tail is driven at server '
+            'level with enable_encoder_swa_bounded_replay on one rank only (allowed: false, or '
+            'true with enable_encoder_swa_bounded_replay true and tp_size 1)',
+        ),
+        Refusal(
+            'server',
+            'swafuzz.features.request_window.server_rules:graphs_with_replay',
+            'config.disable_cuda_graph: decode graphs with enable_encoder_swa_bounded_replay '
+            'are not driven at server level yet (allowed: true)',
+        ),
+        Refusal('server', 'swafuzz.features.request_window.server_rules:refusal', release=True),
+    ),
     hooks={
         'sglang.facts': 'swafuzz.features.request_window.sglang_facts:FACTS',
         'check.expected_refusal': 'swafuzz.features.request_window.lane:expected_refusal',
@@ -47,7 +83,5 @@ FEATURE = Feature(
         'server.window_oracle': 'swafuzz.features.request_window.server_oracle:ServerWindowOracle',
         'sglang.server_mutants': 'swafuzz.features.request_window.server_mutants:MUTANTS',
         'sglang.server_hops': 'swafuzz.features.request_window.server_hops:HOPS',
-        'sglang.server_refusal': 'swafuzz.features.request_window.server_rules:refusal',
-        'server.kinds': 'swafuzz.features.request_window.server_kind:KINDS',
     },
 )

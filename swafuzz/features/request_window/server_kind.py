@@ -1,5 +1,5 @@
-"""The request window's server-level kinds (hook ``server.kinds``; opt-in: a run draws them
-only when named with ``--scenario``).
+"""The request window's server-level kinds (opt-in ``Kind`` entries of the
+request_window record: a run draws them only when named with ``--scenario``).
 
 ``server_window``: the core kinds' staggered draw (:func:`swafuzz.server.base_strategies.base_cases`)
 with ``enable_encoder_swa_bounded_replay`` and attention TP 1 or 2 drawn last (shrinks to 1),
@@ -16,17 +16,6 @@ from hypothesis import strategies as st
 
 from swafuzz.server.base_strategies import base_cases
 from swafuzz.server.case import ModelShape, Request, ServerCase, ServerConfig, validate
-
-WINDOW_DESCRIPTION = (
-    "staggered arrivals with enable_encoder_swa_bounded_replay: every forward stored through "
-    "the release's per-request SWA window (slot resets, layout, resolver, commit), on attention "
-    "TP 1 or 2 (drawn, shrinks to 1; 2: the release's MLP-sync padding first); the sliding "
-    "window a whole number of pages")
-TAIL_DESCRIPTION = (
-    "one or two requests with enable_encoder_swa_bounded_replay and the late-layer tail "
-    "(enable_decoder_swa_bounded_replay, late layers from model.late_layer_start) on one rank, "
-    "chunked prefill 384 (the release's minimum with the window) and prompts past it: the last "
-    "chunk's tail shorter than the sliding window")
 
 
 def _window_config(draw, page: int, window: int) -> tuple[ServerConfig, int]:
@@ -60,8 +49,3 @@ def tail_cases(draw) -> ServerCase:
                       kind="server_window_tail")
     validate(case)
     return case
-
-
-#: the ``server.kinds`` hook: (kind, what it generates, strategy) per kind
-KINDS = (("server_window", WINDOW_DESCRIPTION, window_cases),
-         ("server_window_tail", TAIL_DESCRIPTION, tail_cases))

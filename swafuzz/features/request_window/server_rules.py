@@ -1,10 +1,21 @@
-"""What the server-level window hop refuses on the installed release (hook
-``sglang.server_refusal``; SGLang imported inside, where asked): detected from the release's
-modules and attributes, never its version. Each message names the Case's field."""
+"""The request window's server-level refusals (``Refusal`` entries of its record): what the
+pipeline does not drive with the window (config refusals, on a ``ServerConfig``), and what the
+window hop refuses on the installed release (:func:`refusal`, a release refusal; SGLang
+imported inside, where asked): detected from the release's modules and attributes, never its
+version. Each message names the Case's field."""
 
 from __future__ import annotations
 
 import importlib.util
+
+
+def tail_not_driven(c) -> bool:
+    return c.enable_decoder_swa_bounded_replay and not (
+        c.enable_encoder_swa_bounded_replay and c.tp_size == 1)
+
+
+def graphs_with_replay(c) -> bool:
+    return c.enable_encoder_swa_bounded_replay and not c.disable_cuda_graph
 
 
 def refusal(config: dict, version: str) -> str | None:

@@ -109,10 +109,9 @@ def release_refusal(config: Mapping[str, object], **kw) -> str | None:
     if why:
         return why
     missing = absent(config, shape.fields)
-    if not missing:  # the features' own refusals on this release (hook sglang.server_refusal)
-        for why in (f(config, shape.version) for f in registry.hooks("sglang.server_refusal")):
-            if why:
-                return why
+    why = None if missing else registry.refusal("server", config, shape.version)
+    if why:  # the feature records' release refusals (Refusal(release=True))
+        return why
     if missing:
         return (f"sglang {shape.version} has no ServerArgs field "
                 f"{', '.join(f'{n} (set to {config[n]!r})' for n in missing)}")

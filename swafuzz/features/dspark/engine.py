@@ -25,6 +25,8 @@ from __future__ import annotations
 import torch
 
 from swafuzz.features.dspark.engine_graph import VerifyGraphRunner
+from swafuzz.features.dspark.sglang_attrs import bare_backend_attrs
+from swafuzz.features.parts import EnginePart, SGLangPart, lazy
 from swafuzz.features.request_window.window import LayoutT, WinFwdObs
 from swafuzz.scenarios.case import Step
 from swafuzz.targets.forward_mode import ForwardMode
@@ -142,3 +144,15 @@ class DSparkPath:
                                                                device=dev)]),
                        lay.size + pad)
 
+
+class DSparkEngine(EnginePart):
+    """The engine part: the window path's verify / DP-padded EXTEND class."""
+
+    window_verify = DSparkPath
+
+
+class DSparkSGLang(SGLangPart):
+    """The ``sglang`` part: the release's window verify, the bare backend's attributes."""
+
+    window_verify = lazy("swafuzz.features.dspark.sglang:SGLangDSpark")
+    bare_backend = staticmethod(bare_backend_attrs)

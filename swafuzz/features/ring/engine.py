@@ -29,7 +29,10 @@ from __future__ import annotations
 
 import torch
 
+from swafuzz.features.parts import EnginePart, SGLangPart, lazy
 from swafuzz.features.ring.channel import CHANNEL
+from swafuzz.features.ring.rules import has_ring
+from swafuzz.features.ring.sglang_attrs import real_pool_attrs
 from swafuzz.scenarios.case import PoolConfig
 from swafuzz.targets.allocator import AllocationError, SWAAllocator
 
@@ -170,3 +173,20 @@ class RingAllocator(SWAAllocator):
             idx = torch.tensor(toks, dtype=torch.int64, device=self.device)
             self.tables.slot_of_full[idx] = 0
         self.update_tables([], [])
+
+
+class RingEngine(EnginePart):
+    """The engine part: the ring allocator of a Case with a ring and its store rows."""
+
+    allocator = RingAllocator
+    uses_allocator = staticmethod(has_ring)
+    store_rows = staticmethod(ring_rows)
+    store_skip = staticmethod(skip_negative_rows)
+
+
+class RingSGLang(SGLangPart):
+    """The ``sglang`` part: the release's ring allocator, its row stamp, the pool attributes."""
+
+    allocator = lazy("swafuzz.features.ring.sglang:SGLangRingAllocator")
+    post_metadata_stamp = lazy("swafuzz.features.ring.sglang:stamp_ring_rows")
+    real_pool = staticmethod(real_pool_attrs)

@@ -42,7 +42,7 @@ FEATURE = Feature(
     ),
     oracle=('swafuzz.features.dspark.oracle',),
     engine=('swafuzz.features.dspark.engine', 'swafuzz.features.dspark.engine_graph'),
-    sglang=('swafuzz.features.dspark.sglang', 'swafuzz.features.dspark.sglang_attrs'),
+    sglang=('swafuzz.features.dspark.sglang',),
     mutants=('swafuzz.features.dspark.mutants',),
     hooks={
         'engine.part': 'swafuzz.features.dspark.engine:DSparkEngine',

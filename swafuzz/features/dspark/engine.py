@@ -25,7 +25,6 @@ from __future__ import annotations
 import torch
 
 from swafuzz.features.dspark.engine_graph import VerifyGraphRunner
-from swafuzz.features.dspark.sglang_attrs import bare_backend_attrs
 from swafuzz.features.parts import EnginePart, SGLangPart, lazy
 from swafuzz.features.request_window.window import LayoutT, WinFwdObs
 from swafuzz.scenarios.case import Step
@@ -155,4 +154,9 @@ class DSparkSGLang(SGLangPart):
     """The ``sglang`` part: the release's window verify, the bare backend's attributes."""
 
     window_verify = lazy("swafuzz.features.dspark.sglang:SGLangDSpark")
-    bare_backend = staticmethod(bare_backend_attrs)
+
+    @staticmethod
+    def bare_backend(backend) -> None:
+        """``is_dspark_draft``: False (the adapter's bare backends are never a DSpark
+        draft's)."""
+        backend.is_dspark_draft = False

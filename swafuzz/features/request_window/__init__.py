@@ -26,7 +26,6 @@ FEATURE = Feature(
     engine=('swafuzz.features.request_window.engine', 'swafuzz.features.request_window.window'),
     sglang=(
         'swafuzz.features.request_window.sglang',
-        'swafuzz.features.request_window.sglang_attrs',
         'swafuzz.features.request_window.sglang_server',
         'swafuzz.features.request_window.server_mutants',
     ),

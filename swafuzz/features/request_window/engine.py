@@ -26,7 +26,6 @@ import torch
 
 from swafuzz.features.parts import SGLangPart
 from swafuzz.features.request_window.channel import CHANNEL, WindowChannel
-from swafuzz.features.request_window.sglang_attrs import real_pool_attrs
 from swafuzz.features.request_window.window import (
     LayoutT,
     RequestWindowModel,
@@ -370,4 +369,8 @@ class WindowPath(TailPrefixMixin):
 class RequestWindowSGLang(SGLangPart):
     """The ``sglang`` part: the attributes the window's release code reads on the pool."""
 
-    real_pool = staticmethod(real_pool_attrs)
+    @staticmethod
+    def real_pool(pool_obj, config) -> None:
+        """``request_window``: None on the harness's own pool object (the window path builds
+        its own with the release's window, :mod:`features.request_window.sglang`)."""
+        pool_obj.request_window = None

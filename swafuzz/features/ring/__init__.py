@@ -17,7 +17,7 @@ FEATURE = Feature(
     validators=('swafuzz.features.ring.rules:validate',),
     oracle=('swafuzz.features.ring.oracle',),
     engine=('swafuzz.features.ring.engine',),
-    sglang=('swafuzz.features.ring.sglang', 'swafuzz.features.ring.sglang_attrs'),
+    sglang=('swafuzz.features.ring.sglang',),
     mutants=('swafuzz.features.ring.mutants',),
     since={
         'sglang': Since('0.5.23', (

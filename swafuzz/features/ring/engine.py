@@ -32,7 +32,6 @@ import torch
 from swafuzz.features.parts import EnginePart, SGLangPart, lazy
 from swafuzz.features.ring.channel import CHANNEL
 from swafuzz.features.ring.rules import has_ring
-from swafuzz.features.ring.sglang_attrs import real_pool_attrs
 from swafuzz.scenarios.case import PoolConfig
 from swafuzz.targets.allocator import AllocationError, SWAAllocator
 
@@ -189,4 +188,9 @@ class RingSGLang(SGLangPart):
 
     allocator = lazy("swafuzz.features.ring.sglang:SGLangRingAllocator")
     post_metadata_stamp = lazy("swafuzz.features.ring.sglang:stamp_ring_rows")
-    real_pool = staticmethod(real_pool_attrs)
+
+    @staticmethod
+    def real_pool(pool_obj, config) -> None:
+        """``swa_req_ring_size``: the Case's ring rows per request slot (``pool.swa_ring``),
+        None without a ring (0.5.20+ reads it; every release's pool object gets it)."""
+        pool_obj.swa_req_ring_size = config.swa_ring or None

@@ -21,68 +21,29 @@ import importlib
 import pkgutil
 from functools import lru_cache
 
+from swafuzz.features.parts import SIDES, fills
 from swafuzz.features.record import Feature, Kind, RecordError, Refusal, Since, load
 
 __all__ = ["Feature", "Kind", "RecordError", "Refusal", "Since", "all_features", "get",
            "feature_of_kind", "refusal",
            "kind_names", "strategy", "load", "features_using", "ORDER", "HOOK_POINTS", "hook",
-           "hooks"]
+           "hooks", "parts", "slot", "first"]
 
 #: The core's extension points (``Feature.hooks`` keys) and what a hook there is. Each is asked
 #: by the core module named; a record naming another point is an error.
 HOOK_POINTS = {
-    "oracle.shadow": "oracles.engine: (case, observed_alloc, observed_channels, window_of) -> the "
-                     "Shadow that answers this Case, or None (the paged Shadow then)",
-    "oracle.step_path_shadow": "oracles.engine: (case) -> the shadow of the step path "
-                               "(``engine.step_path``) of a Case, or None when the Case uses "
-                               "none",
-    "check.expected_refusal": "harness.checks: (obs, exp) -> whether the target's error is the "
-                              "refusal the contract expects (not an error finding)",
-    "oracle.slot_rows": "oracles.shadow: (case, step, fwd, pool, layer, n_rows) -> the bytes "
-                        "the forward's rows leave in their slots under the feature's cache "
-                        "layout, or None (the payload rows themselves then)",
-    "oracle.prefix_cap": "oracles.sharing: (case, admit step, n) -> the tokens of an n-token "
-                         "prefix hit the Case shares after the feature's cap (applied in "
-                         "feature order)",
+    "engine.part": "targets.engine / backend / kv_pool: the feature's features.parts.EnginePart "
+                   "(its typed slots: step path, allocator, store rows, pool store, ...)",
+    "sglang.part": "targets.sglang: the feature's features.parts.SGLangPart (the release's "
+                   "twins of the engine slots, the attributes its release code reads)",
+    "oracle.part": "oracles.engine / shadow / paths / sharing: the feature's "
+                   "features.parts.OraclePart (its shadow, slot bytes, prefix cap, batch pad, ...)",
+    "check.part": "harness checks: the feature's features.parts.CheckPart (expected refusal, "
+                  "slot owner, skipped locations, invariants, slot difference)",
+    "scenario.part": "scenarios.validate / schema: the feature's features.parts.ScenarioPart "
+                     "(step shape rules, SWA buffer pages)",
     "oracle.graph_use": "harness.contract_checks: (case, graphs) -> (replays, captures) the "
                         "feature's graphs add to what the graph executor counts",
-    "check.slot_difference": "harness.write_checks: (case, want, got) -> what a pool_bytes "
-                             "finding adds about where one slot's bytes differ, or ''",
-    "check.slot_owner": "harness.write_checks: (case, loc) -> whose slot a resolved write "
-                        "location is under the feature's pool rules, or None (the paged "
-                        "owner then)",
-    "check.skipped_loc": "harness.contract_checks: (case, loc) -> whether a negative write "
-                         "location is one the Case's stores skip (not a contract violation)",
-    "check.invariants": "harness.invariant_checks: (case, step_obs, where, live) -> the "
-                        "invariants check's failures after one step of a Case whose pool the "
-                        "feature's rules judge, or None (the paged rules then)",
-    "engine.uses_step_path": "targets.engine: (case) -> whether the Case runs on the step path "
-                             "(``engine.step_path``; any feature answering True builds it)",
-    "engine.step_path": "targets.engine: the step path class of the unified engine: it takes "
-                        "over the steps it handles and observes into its own channel",
-    "engine.window_graph_runner": "features.request_window.engine: the window path's DECODE-graph "
-                                  "runner class (none declared: graph steps run eagerly)",
-    "engine.prefill_graph_runner": "features.request_window.engine: the window path's prefill-"
-                                   "graph runner class (none declared: prefills run eagerly)",
-    "engine.window_verify": "features.request_window.engine: the window path's verify / "
-                            "DP-padded EXTEND class",
-    "engine.uses_allocator": "targets.engine: (case) -> whether the Case needs the allocator "
-                             "of ``engine.allocator`` / ``sglang.allocator`` (one that keeps "
-                             "the store-row tables, ``tables``) instead of the paged one",
-    "engine.allocator": "targets.engine: the allocator class of a Case that "
-                        "``engine.uses_allocator`` claims",
-    "engine.draft_extend_loc_rows": "targets.engine: (case) -> rows of the draft-extend "
-                                    "backend's SWA-location buffer (PR #34890); 0: none (the "
-                                    "largest answer counts)",
-    "engine.pool_impl": "targets.kv_pool: (pool config, impl) -> the implementation a pool of "
-                        "the Case's cache layout stores through, or None (``impl`` itself)",
-    "engine.draft_block_mixin": "targets.engine: the backend mixin of the ``draft_block`` step",
-    "engine.draft_block": "targets.engine: (engine, i, step) -> forwards of a draft_block step",
-    "engine.store_rows": "targets.backend: (allocator tables, loc, positions) -> int32 rows the "
-                         "stores write, from the allocator's tables",
-    "engine.store_skip": "targets.backend: (loc) -> the store's skip guard when rows come from "
-                         "the allocator's tables",
-    "sglang.step_path": "targets.sglang.engine: () -> the release's step path class",
     "sglang.server_pad": "targets.sglang.pipeline.steps: (config, mode, seq_lens, extend_lens, "
                          "out_cache_loc) -> rank 0's batch after the release's MLP-sync padding "
                          "(attention TP > 1)",
@@ -102,64 +63,22 @@ HOOK_POINTS = {
     "sglang.server_ranks": "targets.sglang.pipeline.steps: (case, impl, executor, pipeline "
                            "class) -> the observation of a Case with attention-DP ranks (one "
                            "per rank)",
-    "sglang.window_graph_runner": "features.request_window.sglang: the release's DECODE-graph "
-                                  "runner class under a window",
-    "sglang.prefill_graph_runner": "features.request_window.sglang: the release's prefill-graph "
-                                   "runner class under a window",
-    "sglang.prefix_path_mixin": "features.tail_graphs.sglang: the release's prefix-hit, replay "
-                                "and compressor seams of the window path (0.5.23 only)",
-    "sglang.window_verify": "features.request_window.sglang: the release's window verify / "
-                            "DP-padded EXTEND class",
-    "sglang.allocator": "targets.sglang.engine: (config, device, pool) -> the release's "
-                        "allocator of a Case that ``engine.uses_allocator`` claims",
-    "sglang.post_metadata_stamp": "targets.sglang.engine: (backend, metadata, batch) -> None: "
-                                  "the write rows stamped after the release's in-graph metadata "
-                                  "op, when rows come from the allocator's tables",
-    "sglang.pool_impl": "targets.sglang.engine: (pool config, impl) -> the release's store "
-                        "implementation for a pool of the Case's cache layout, or None",
-    "sglang.real_pool": "targets.sglang.engine: (release pool object, pool config) -> None: "
-                        "the attributes the feature's release code reads set on the pool "
-                        "object (every feature, every Case)",
-    "sglang.bare_backend": "targets.sglang.real: (release backend object) -> None: the "
-                           "attributes the feature's release code reads set on a backend built "
-                           "without its constructor",
-    "sglang.draft_block_mixin": "targets.sglang.engine: the release's draft block mixin",
     "sglang.facts": "targets.sglang (TABLE, matrix.RANGES, features): the feature's facts about "
                     "the sglang target, a swafuzz.features.sglang_facts.SGLangFacts (its rows of "
                     "the real/modelled table, per-release answers, probe of the release)",
     "scenario.step_ops": "scenarios.schema: the step ops the feature owns, a tuple of "
                          "features.step_op.StepOp (what each takes, writes and grows)",
-    "scenario.step_shape": "scenarios.validate: (obj, path, kw, get) -> None: raises CaseError "
-                           "naming the field when a parsed step breaks the feature's shape "
-                           "rules (get(name): the step's field, its default when left out)",
     "scenario.episode_rules": "scenarios.episode_machine: {rule name: function(machine[, "
                               "data])} the stateful episode machine gains as rules",
-    "oracle.step_check": "oracles.shadow: (i, step) -> None: raises CaseInfeasible for a step "
-                         "whose feature fields the contract cannot run",
     "oracle.step_ops": "oracles.shadow: {op: (shadow, i, step, exec) -> None}: what each op "
                        "the feature owns does on the shadow (an op without one changes "
                        "nothing the contract observes)",
-    "oracle.rewrite": "oracles.paths: (step) -> the ForwardMode name the feature rewrites the "
-                      "step's batch to (run eagerly: no graph runs it), or None",
-    "oracle.batch_pad": "oracles.paths: (step, own rows, requests, width, whole) -> (eager "
-                        "rows, batch size for the bucket, rows padded to) when the feature "
-                        "pads the step's batch, or None",
-    "oracle.path_ops": "oracles.paths: {op: (case, step, add) -> None}: the forwards each op "
-                       "the feature owns runs, through add(fwd, mode, runner, batch, per, "
-                       "n_real, eager_rows, pad_to)",
     "engine.step_ops": "targets.engine: {op: (engine, i, step) -> [ForwardObs]}: how the "
                        "unified engine runs each op the feature owns (an engine method "
                        "step_<op> overrides it)",
-    "scenario.swa_buffer_pages": "scenarios.schema: (pool config) -> pages of one SWA layer "
-                                 "buffer under the feature's layout (dummy page included), or "
-                                 "None (swa_pages + 1 then); the first feature that answers",
     "oracle.step_path_ops": "oracles.paths: (case) -> the ops whose forwards the feature's step "
                             "path (features' engine.step_path) runs, or None; the first feature "
                             "that answers",
-    "oracle.graph_admit": "oracles.shadow: (pool config) -> whether an admit may run in a "
-                          "graph on that pool (any feature saying so)",
-    "engine.rank_pad": "targets.engine: the class (built with the device) padding a batch to "
-                       "the other ranks' rows and rewriting it to EXTEND (rank_tokens)",
 }
 
 #: Draw order of the features' kinds in the default campaign (features not named come after,
@@ -293,6 +212,44 @@ def hook(point: str):
         raise RecordError(f"hook point {point!r} takes one feature's hook; "
                           f"{len(found)} declare it ({', '.join(found) or 'none'})")
     return hooks(point)[0]
+
+
+def parts(side: str) -> list[type]:
+    """Every feature's part of ``side`` (a :data:`features.parts.SIDES` key: the class its
+    record names at ``"<side>.part"``), in feature order."""
+    base = SIDES[side]
+    found = []
+    for f in all_features():
+        if f"{side}.part" in f.hooks:
+            part = load(f.hooks[f"{side}.part"])
+            if not (isinstance(part, type) and issubclass(part, base)):
+                raise RecordError(f"feature {f.name!r}: hooks[{side}.part]: {part!r} is not a "
+                                  f"subclass of features.parts.{base.__name__}")
+            found.append(part)
+    return found
+
+
+def slot(side: str, name: str, optional: bool = False):
+    """Slot ``name`` of the one part of ``side`` filling it (``optional``: None when none
+    does)."""
+    if not hasattr(SIDES[side], name):
+        raise KeyError(f"no slot {name!r} of {SIDES[side].__name__}")
+    found = [p for p in parts(side) if fills(p, side, name)]
+    if optional and not found:
+        return None
+    if len(found) != 1:
+        raise RecordError(f"slot {side}.{name} takes one feature's part; {len(found)} fill it "
+                          f"({', '.join(p.__qualname__ for p in found) or 'none'})")
+    return getattr(found[0], name)
+
+
+def first(side: str, name: str, *args):
+    """The first answer other than None of the parts' slot ``name`` asked with ``args``."""
+    for part in parts(side):
+        got = getattr(part, name)(*args)
+        if got is not None:
+            return got
+    return None
 
 
 def features_using(case) -> tuple[Feature, ...]:

@@ -70,12 +70,9 @@ def slot_owner(exp, step: int, swa: int, page_size: int) -> str:
 
 def loc_owner(case, exp, step: int, loc: int) -> str:
     """Whose slot the write location ``loc`` of ``step`` is: the answer of the first feature
-    whose pool rules place it (hook ``check.slot_owner``), else :func:`slot_owner`."""
-    for owner in features.hooks("check.slot_owner"):
-        who = owner(case, loc)
-        if who is not None:
-            return who
-    return slot_owner(exp, step, loc, case.pool.page_size)
+    whose pool rules place it (slot ``CheckPart.slot_owner``), else :func:`slot_owner`."""
+    who = features.first("check", "slot_owner", case, loc)
+    return who if who is not None else slot_owner(exp, step, loc, case.pool.page_size)
 
 
 def _owner(exp, step: int, full: int) -> str:

@@ -44,7 +44,7 @@ def run_checks(case, observations: list, exp,
                 f.message = f"[{obs.target}/{obs.impl}/{obs.executor}] {f.message}"
                 fails.append(f)
         if obs.error is not None and obs.error.get("type") != "ContractError" and \
-                not any(h(obs, exp) for h in features.hooks("check.expected_refusal")):
+                not any(p.expected_refusal(obs, exp) for p in features.parts("check")):
             fails.append(error_failure(obs))
     for c in registry:
         if not c.across:

@@ -23,7 +23,7 @@ def check_contracts(case, obs, exp) -> list[Failure]:
     resolver's ``-1`` (skipped) rows are allowed; the store must skip them before the kernel,
     whose contract refuses a negative row (class A11): proven by ``ring_unguarded_store``."""
     fails = []
-    skips = features.hooks("check.skipped_loc")
+    skips = features.parts("check")
     for o in obs.forwards:
         for s in o.stores:
             problems = []
@@ -31,9 +31,9 @@ def check_contracts(case, obs, exp) -> list[Failure]:
                 problems.append((f"locations are {s.loc_dtype} (must be int32)", "dtype"))
             if len(s.locs) != s.rows:
                 problems.append((f"{len(s.locs)} locations for {s.rows} rows", "count"))
-            # a feature's skipped rows (hook check.skipped_loc: a ring's -1, addendum §2.1, R1);
+            # a feature's skipped rows (slot CheckPart.skipped_loc: a ring's -1, addendum §2.1, R1);
             # the store must skip them, which the kernel's own contract enforces (class A11)
-            neg = [v for v in s.locs if v < 0 and not any(h(case, v) for h in skips)]
+            neg = [v for v in s.locs if v < 0 and not any(p.skipped_loc(case, v) for p in skips)]
             if neg:
                 problems.append((f"{len(neg)} negative write locations (first {neg[0]})",
                                  "negative"))

@@ -29,18 +29,16 @@ def check_invariants(case, obs, exp) -> list[Failure]:
     (:func:`oracles.sharing.sharing_invariants`: shared prefixes, held pages, reserved slots).
     Proven by: ``evict_keeps_mapping`` (spec §9.15, PR #38519 class), its only killer;
     ``verify_reject_keeps_swa`` and ``finish_frees_shared_prefix`` for the sharing rules.
-    A feature whose pool has rules of its own (hook ``check.invariants``: the per-request SWA
+    A feature whose pool has rules of its own (slot ``CheckPart.invariants``: the per-request SWA
     ring, ``pool.swa_ring > 0``: R4 mapping never written, R5 accounting, request slots) judges
     each step in place of the paged rules."""
     pc = case.pool
-    own = features.hooks("check.invariants")
     want_all = expected_requests(case)
     layouts = expected_layout(case) if uses_triggers(case) else None
     fails = []
     for so in obs.steps:
         where = f"after step {so.step} ({case.steps[so.step].op})"
-        judged = next((v for v in (h(case, so, where, want_all[so.step]) for h in own)
-                       if v is not None), None)
+        judged = features.first("check", "invariants", case, so, where, want_all[so.step])
         if judged is not None:  # e.g. the ring: R4, R5 and the slot rules
             fails += judged
             if fails:

@@ -106,8 +106,8 @@ def check_pool_bytes(case, obs, exp) -> list[Failure]:
                 if diff:
                     s = diff[0]
                     want, got = bytes(b[s * rb:(s + 1) * rb]), a[s * rb:(s + 1) * rb]
-                    where = "".join(d(case, want, got)  # e.g. the DSV4 token's first byte
-                                    for d in features.hooks("check.slot_difference"))
+                    where = "".join(p.slot_difference(case, want, got)  # the DSV4 token's 1st byte
+                                    for p in features.parts("check"))
                     fails.append(Failure(
                         "pool_bytes",
                         f"after step {so.step} ({case.steps[so.step].op}): {pool} layer {layer}: "

@@ -50,13 +50,9 @@ __all__ = [
 
 
 def window_shadow(case: Case):
-    """The Case's request window / late-layer tail shadow (hook ``oracle.step_path_shadow``: the
-    tail-graphs feature's ``WindowShadow`` with tail graphs), None when the Case uses neither."""
-    for make in features.hooks("oracle.step_path_shadow"):
-        sh = make(case)
-        if sh is not None:
-            return sh
-    return None
+    """The Case's request window / late-layer tail shadow (slot ``OraclePart.step_path_shadow``:
+    the tail-graphs feature's ``WindowShadow`` with tail graphs), None when the Case uses neither."""
+    return features.first("oracle", "step_path_shadow", case)
 
 
 def expect(case: Case, *, pools_every_step: bool = True,
@@ -82,8 +78,8 @@ def expect(case: Case, *, pools_every_step: bool = True,
     target's ``StepObs.channels``: the ring's exposed state among them) then supplies the
     request-slot choices of an observed-allocation target.
     """
-    for make in features.hooks("oracle.shadow"):  # e.g. the ring's RingShadow (addendum §2.1)
-        sh = make(case, observed_alloc, observed_channels, window_shadow)
-        if sh is not None:
-            return sh.run(pools_every_step)
-    return Shadow(case, observed_alloc, window_shadow).run(pools_every_step)
+    sh = features.first("oracle", "shadow", case, observed_alloc, observed_channels,
+                        window_shadow)  # e.g. the ring's RingShadow (addendum §2.1)
+    if sh is None:
+        sh = Shadow(case, observed_alloc, window_shadow)
+    return sh.run(pools_every_step)

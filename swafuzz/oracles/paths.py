@@ -112,10 +112,10 @@ def expected_paths(case: Case, graphs: bool) -> list[PathExp]:
             w = g.num_draft_tokens - 1
             n = len(s.rids) * w
             add(0, "TARGET_VERIFY", "draft_block", len(s.rids), w, n, n)
-        else:  # an op a feature owns (hook ``oracle.path_ops``)
-            for ops in features.hooks("oracle.path_ops"):
-                if s.op in ops:
-                    ops[s.op](case, s, add)
+        else:  # an op a feature owns (slot ``OraclePart.path_ops``)
+            for part in features.parts("oracle"):
+                if s.op in part.path_ops:
+                    part.path_ops[s.op](case, s, add)
     return out
 
 
@@ -130,26 +130,19 @@ def _window_path_ops(case: Case) -> tuple[str, ...]:
 
 
 def rewritten(s: Step) -> str | None:
-    """The ForwardMode name a feature rewrites step ``s``'s batch to (hook ``oracle.rewrite``:
+    """The ForwardMode name a feature rewrites step ``s``'s batch to (slot ``OraclePart.rewrite``:
     DP's EXTEND when another rank extends); a rewritten batch runs eagerly. None: no rewrite."""
-    for rewrite in features.hooks("oracle.rewrite"):
-        mode = rewrite(s)
-        if mode is not None:
-            return mode
-    return None
+    return features.first("oracle", "rewrite", s)
 
 
 def batch_pad(s: Step, own: int, reqs: int, width: int, whole: bool
               ) -> tuple[int, int, int | None]:
     """How a feature pads step ``s``'s batch of ``own`` rows, ``reqs`` requests of ``width``
-    rows (hook ``oracle.batch_pad``: DP's MAX_LEN over the ranks): (eager rows, batch size for
-    the bucket, rows padded to); ``(own, reqs, None)`` when nothing pads it. ``whole``: a
+    rows (slot ``OraclePart.batch_pad``: DP's MAX_LEN over the ranks): (eager rows, batch size
+    for the bucket, rows padded to); ``(own, reqs, None)`` when nothing pads it. ``whole``: a
     fixed-width batch, padded to whole requests."""
-    for pad in features.hooks("oracle.batch_pad"):
-        got = pad(s, own, reqs, width, whole)
-        if got is not None:
-            return got
-    return own, reqs, None
+    got = features.first("oracle", "batch_pad", s, own, reqs, width, whole)
+    return (own, reqs, None) if got is None else got
 
 
 def expected_graph_use(paths: list[PathExp]) -> tuple[int, int]:

@@ -42,12 +42,11 @@ MODES = {
 
 def slot_rows(case, step: int, fwd: int, pool: str, layer: int, n_rows: int) -> bytes:
     """The bytes a forward's rows must leave in their slots, ``n_rows * row_bytes``: what the
-    feature owning the Case's cache layout says (hook ``oracle.slot_rows``: the DSV4 layout's
-    quantized 584-byte tokens), else the payload rows themselves (layout ``"rows"``)."""
-    for rows in features.hooks("oracle.slot_rows"):
-        data = rows(case, step, fwd, pool, layer, n_rows)
-        if data is not None:
-            return data
+    feature owning the Case's cache layout says (slot ``OraclePart.slot_rows``: the DSV4
+    layout's quantized 584-byte tokens), else the payload rows themselves (layout ``"rows"``)."""
+    data = features.first("oracle", "slot_rows", case, step, fwd, pool, layer, n_rows)
+    if data is not None:
+        return data
     return rows_bytes(case.payload_seed, step, fwd, pool, layer, n_rows, case.pool.row_bytes)
 
 
@@ -59,9 +58,9 @@ class Shadow(Allocator):
 
     @property
     def graph_admit(self) -> bool:
-        """Whether an admit may run in a graph on this pool (a feature's hook
-        ``oracle.graph_admit`` says so: breakable prefill graphs)."""
-        return any(ok(self.cfg) for ok in features.hooks("oracle.graph_admit"))
+        """Whether an admit may run in a graph on this pool (a feature's
+        ``OraclePart.graph_admit`` says so: breakable prefill graphs)."""
+        return any(p.graph_admit(self.cfg) for p in features.parts("oracle"))
 
     # ------------------------------------------------------------------ forwards
     def bucket(self, n: int) -> int | None:
@@ -161,8 +160,8 @@ class Shadow(Allocator):
             raise CaseInfeasible(i, f"{s.op} needs at least one rid")
         if self.win is not None and self.win.run_step(self, i, s):
             return self.snapshot(i, s)
-        for check in features.hooks("oracle.step_check"):  # e.g. DP's rank_tokens
-            check(i, s)
+        for part in features.parts("oracle"):  # e.g. DP's rank_tokens
+            part.step_check(i, s)
         ex = "eager" if rewritten(s) else s.exec  # a rewritten batch: no graph runs it
         op = getattr(self, "_op_" + s.op, None)
         if op is None:  # an op a feature owns; ops of other paths (extend, ...): no-ops here

@@ -24,13 +24,13 @@ from swafuzz.scenarios.case import STEP_OPS, Case
 
 def effective_prefix(case: Case, s) -> int:
     """The tokens an ``admit`` step shares (0: no hit): its ``prefix_len``, after every cap a
-    feature puts on a hit (hook ``oracle.prefix_cap``: the late-layer tail's re-prefill cap,
+    feature puts on a hit (slot ``OraclePart.prefix_cap``: the late-layer tail's re-prefill cap,
     T5). For the Case-arithmetic oracles (here and :mod:`oracles.paths`)."""
     if s.prefix_rid is None or s.prefix_len is None:
         return 0
     n = s.prefix_len
-    for cap in features.hooks("oracle.prefix_cap"):
-        n = cap(case, s, n)
+    for part in features.parts("oracle"):
+        n = part.prefix_cap(case, s, n)
     return n
 
 

@@ -119,13 +119,10 @@ class PoolMethods:
     @property
     def swa_buffer_pages(self) -> int:
         """Pages of one SWA layer buffer, dummy page included: ``swa_pages + 1``, or what a
-        feature's hook ``scenario.swa_buffer_pages`` answers for the pool (the first that does,
+        feature's ``ScenarioPart.swa_buffer_pages`` answers for the pool (the first that does,
         in feature order)."""
-        for pages in features.hooks("scenario.swa_buffer_pages"):
-            got = pages(self)
-            if got is not None:
-                return got
-        return self.swa_pages + 1
+        got = features.first("scenario", "swa_buffer_pages", self)
+        return self.swa_pages + 1 if got is None else got
 
     @property
     def row_bytes(self) -> int:

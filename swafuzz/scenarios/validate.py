@@ -233,8 +233,8 @@ def _step_shape(obj: dict, path: str, kw: dict[str, Any]) -> None:
         if not set(replay) <= set(kw["rids"]) or len(set(replay)) != len(replay):
             raise CaseError(f"{path}.replay", "must list distinct request ids from rids (got "
                             f"{list(replay)})")
-    for shape in features.hooks("scenario.step_shape"):  # e.g. DP: how many other ranks
-        shape(obj, path, kw, get)
+    for part in features.parts("scenario"):  # e.g. DP: how many other ranks
+        part.step_shape(obj, path, kw, get)
 
 
 def parse_case_fields(obj: Any) -> dict[str, Any]:

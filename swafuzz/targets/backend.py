@@ -162,11 +162,11 @@ class DSV4Backend:
                 self.table_rows(loc, fb) if self.row_tables is not None
                 else self.translate_in_graph(loc))
 
-    # -- rows from the allocator's tables (hooks engine.store_rows / engine.store_skip) ----------
+    # -- rows from the allocator's tables (slots EnginePart.store_rows / store_skip) ----------
     def table_rows(self, loc: torch.Tensor, fb: ForwardBatch) -> torch.Tensor:
         """int32 rows of ``loc`` at ``fb.positions`` from :attr:`row_tables` (``-1``: a row
         the store skips)."""
-        return features.hook("engine.store_rows")(self.row_tables, loc, fb.positions)
+        return features.slot("engine", "store_rows")(self.row_tables, loc, fb.positions)
 
     def table_rows_fallback(self, fb: ForwardBatch) -> torch.Tensor:
         """A resolver miss with row tables: the table rows of the live batch (never ``M``,
@@ -175,7 +175,7 @@ class DSV4Backend:
 
     def store_skip_guard(self, loc: torch.Tensor) -> torch.Tensor:
         """The store's ``out_loc < 0`` skip with row tables (addendum §2.1, class A11)."""
-        return features.hook("engine.store_skip")(loc)
+        return features.slot("engine", "store_skip")(loc)
 
     # -- out graph ------------------------------------------------------------------------------
     def synthetic_capture_loc(self, bucket: GraphBucket, fb: ForwardBatch) -> torch.Tensor | None:

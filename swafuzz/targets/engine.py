@@ -22,7 +22,7 @@ from swafuzz.scenarios.payload import k_rows_bytes
 from swafuzz.targets.allocator import SWAAllocator
 from swafuzz.targets.backend import DSV4Backend, MultiStepBackend, per_step_draft_out_cache_loc
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
-from swafuzz.targets.hooks import FeatureHook
+from swafuzz.targets.hooks import PartSlot
 from swafuzz.targets.kv_pool import SWAKVPool
 from swafuzz.targets.model import SWAModel
 from swafuzz.targets.observation import ForwardObs, Observation, RedzoneObs, StepObs, store_obs
@@ -59,17 +59,17 @@ class UnifiedEngine:
     #: the multi-step draft's per-step write-target layout (the EAGLE worker's helper)
     per_step_loc = staticmethod(per_step_draft_out_cache_loc)
     #: the cross-rank batch padding (DP attention's, features/dp/engine.py): built per engine
-    rank_pad_cls = FeatureHook("engine.rank_pad")
+    rank_pad_cls = PartSlot("engine", "rank_pad")
     #: "exact": the oracle predicts every allocation (the Case contract's lowest-free policy);
     #: "observed": the target's allocator chooses, each StepObs reports the choices (``alloc``)
     #: and the oracle validates them (the ``sglang`` target)
     allocation = "exact"
-    #: the step path (hook ``engine.step_path``) of a Case ``engine.uses_step_path`` claims
-    step_path_cls = FeatureHook("engine.step_path")
-    #: the allocator (hook ``engine.allocator``) of a Case ``engine.uses_allocator`` claims
-    own_allocator_cls = FeatureHook("engine.allocator")
-    #: the backend mixin of the ``draft_block`` step (hook ``engine.draft_block_mixin``)
-    draft_block_mixin = FeatureHook("engine.draft_block_mixin")
+    #: the step path (slot ``EnginePart.step_path``) of a Case a part's ``uses_step_path`` claims
+    step_path_cls = PartSlot("engine", "step_path")
+    #: the allocator (slot ``EnginePart.allocator``) of a Case a part's ``uses_allocator`` claims
+    own_allocator_cls = PartSlot("engine", "allocator")
+    #: the backend mixin of the ``draft_block`` step (slot ``EnginePart.draft_block_mixin``)
+    draft_block_mixin = PartSlot("engine", "draft_block_mixin")
 
     def __init__(self, case: Case, impl: str = "torch", executor=None, name: str = "unified"):
         self.case = case
@@ -81,7 +81,7 @@ class UnifiedEngine:
         self.executor = executor if executor is not None else _NoGraphExecutor()
         self.device = torch.device(self.executor.device)
         cfg, g = self.cfg, self.gcfg
-        self.own_allocator = any(q(case) for q in features.hooks("engine.uses_allocator"))
+        self.own_allocator = any(p.uses_allocator(case) for p in features.parts("engine"))
         self.target_pool = self.pool_cls("target", cfg, cfg.layers, 0, self.impl, self.device)
         self.draft_pool = self.pool_cls("draft", cfg, cfg.draft_layers, cfg.layers, self.impl,
                                         self.device)
@@ -95,8 +95,8 @@ class UnifiedEngine:
         self.draft_extend_backend = self.backend_cls(
             self.draft_pool, topk=g.topk, draft_extend_tokens_per_bs=g.num_draft_tokens,
             prep_in_graph=raw,
-            swa_loc_buffer_rows=max((rows(case) for rows in
-                                     features.hooks("engine.draft_extend_loc_rows")), default=0))
+            swa_loc_buffer_rows=max((p.draft_extend_loc_rows(case) for p in
+                                     features.parts("engine")), default=0))
         self.multistep_backend = self.multistep_backend_cls([
             self.backend_cls(self.draft_pool, topk=g.topk, num_steps=g.num_steps, step_id=s,
                              decode_tokens_per_bs=g.topk * g.num_steps, prep_in_graph=raw)
@@ -105,7 +105,7 @@ class UnifiedEngine:
         self.rank_pad = self.rank_pad_cls(self.device)
         self._runners: dict[str, GraphRunner] = {}
         self.step_path = (self.step_path_cls(self) if any(
-            q(case) for q in features.hooks("engine.uses_step_path")) else None)
+            p.uses_step_path(case) for p in features.parts("engine")) else None)
         if self.own_allocator:  # every backend resolves store rows from the allocator's tables
             for b in (self.target_backend, self.draft_extend_backend,
                       *self.multistep_backend.backends):
@@ -292,8 +292,8 @@ class UnifiedEngine:
         return [self.eager_forward(i, "target", self.target_backend, fb, 0)]
 
     def step_draft_block(self, i: int, s: Step) -> list[ForwardObs]:
-        """The ``draft_block`` step: the feature's (hook ``engine.draft_block``)."""
-        return features.hook("engine.draft_block")(self, i, s)
+        """The ``draft_block`` step: the feature's (slot ``EnginePart.draft_block``)."""
+        return features.slot("engine", "draft_block")(self, i, s)
 
     def step_evict(self, i: int, s: Step) -> list[ForwardObs]:
         self.allocator.evict(s.rid, self.cfg.window)

@@ -1,29 +1,27 @@
-"""Engine class attributes that features fill in through the registry.
+"""Engine class attributes that features fill in through their parts.
 
-:class:`FeatureHook` is a class attribute resolved on use through
-:func:`swafuzz.features.hook` (a hook point of :data:`swafuzz.features.HOOK_POINTS`), so the
-engine names no feature module and a subclass (a mutant, the ``sglang`` target, a plugin) still
-replaces the attribute by assigning its own class. An ``optional`` hook reads None where no
-feature declares the point (the path then runs without that extension).
+:class:`PartSlot` is a class attribute resolved on use through :func:`swafuzz.features.slot`
+(a slot of a side's part, :mod:`swafuzz.features.parts`), so the engine names no feature module
+and a subclass (a mutant, the ``sglang`` target, a plugin) still replaces the attribute by
+assigning its own class. An ``optional`` slot reads None where no feature's part fills it (the
+path then runs without that extension).
 """
 
 from __future__ import annotations
 
 from swafuzz import features
+from swafuzz.features.parts import SIDES
 
 
-class FeatureHook:
-    """``attr = FeatureHook("engine.step_path")``: reading ``Engine.attr`` or ``engine.attr``
-    gives what the one feature declaring that hook point plugs in (``optional=True``: None
-    when no feature declares it)."""
+class PartSlot:
+    """``attr = PartSlot("engine", "step_path")``: reading ``Engine.attr`` or ``engine.attr``
+    gives what the one feature's part filling that slot holds (``optional=True``: None when
+    no part fills it)."""
 
-    def __init__(self, point: str, optional: bool = False) -> None:
-        if point not in features.HOOK_POINTS:
-            raise KeyError(f"no hook point {point!r}; known: {', '.join(features.HOOK_POINTS)}")
-        self.point = point
-        self.optional = optional
+    def __init__(self, side: str, name: str, optional: bool = False) -> None:
+        if not hasattr(SIDES[side], name):
+            raise KeyError(f"no slot {name!r} of {SIDES[side].__name__}")
+        self.side, self.name, self.optional = side, name, optional
 
     def __get__(self, obj, owner=None):
-        if self.optional and not features.hooks(self.point):
-            return None
-        return features.hook(self.point)
+        return features.slot(self.side, self.name, self.optional)

@@ -53,8 +53,9 @@ def canary_bytes(n: int) -> bytes:
 class SWAKVPool:
     """SWA KV buffers of one model (``"target"`` or ``"draft"``)."""
 
-    #: the hook point whose answer, if any, is the implementation the pool stores through
-    impl_point = "engine.pool_impl"
+    #: the side whose parts' ``pool_impl`` answer, if any, is the implementation the pool stores
+    #: through
+    impl_side = "engine"
 
     def __init__(self, name: str, pool: PoolConfig, num_layers: int, start_layer: int,
                  impl, device: torch.device | str = "cpu"):
@@ -109,12 +110,10 @@ class SWAKVPool:
 
     def store_impl(self, pool: PoolConfig, impl):
         """The implementation the pool stores through: the first feature's answer for the
-        pool's cache layout (hook :attr:`impl_point`), else ``impl`` itself."""
-        for make in features.hooks(self.impl_point):
-            got = make(pool, impl)
-            if got is not None:
-                return got
-        return impl
+        pool's cache layout (slot ``pool_impl`` of the :attr:`impl_side` parts), else ``impl``
+        itself."""
+        got = features.first(self.impl_side, "pool_impl", pool, impl)
+        return impl if got is None else got
 
     # -- buffers --------------------------------------------------------------------------------
     def layer_cache(self, layer_id: int) -> torch.Tensor:

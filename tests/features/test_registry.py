@@ -49,18 +49,16 @@ def test_lookup_errors_name_the_known_values():
         features.feature_of_kind("nope")
 
 
-#: the engine's points it asks every feature (``features.hooks``): any number may answer
-MANY = ("engine.uses_step_path", "engine.uses_allocator", "engine.draft_extend_loc_rows",
-        "engine.pool_impl", "sglang.pool_impl", "sglang.real_pool", "sglang.bare_backend",
-        "sglang.facts", "engine.step_ops")  # facts: one per feature
+#: the points the core asks of every feature (``features.hooks``): any number may answer
+MANY = ("sglang.facts", "engine.step_ops")  # facts: one per feature
 
 
 def test_every_hook_loads_and_single_hook_points_have_one_feature():
     declared = {p: [f.name for f in FEATURES if p in f.hooks] for p in features.HOOK_POINTS}
     for point, names in declared.items():
-        assert len(names) <= 1 or point.startswith(("oracle.", "check.", "scenario.")) or point in MANY, \
-            (point, names)
-        if point.startswith("sglang."):  # the seams import the release: only where it is
+        assert len(names) <= 1 or point.startswith(("oracle.", "check.", "scenario.")) or \
+            point.endswith(".part") or point in MANY, (point, names)
+        if point.startswith("sglang.server"):  # the seams import the release: only where it is
             for f in FEATURES:
                 if point in f.hooks:
                     mod = f.hooks[point].split(":")[0]
@@ -72,12 +70,39 @@ def test_every_hook_loads_and_single_hook_points_have_one_feature():
     assert all(declared[p] for p in features.HOOK_POINTS), declared
 
 
+def test_every_part_subclasses_its_side_and_fills_only_its_slots():
+    """A part (``"<side>.part"``) is a subclass of its side's base class; a slot it sets is
+    one the base declares, and a :class:`features.parts.lazy` slot names a module that
+    exists (the ``sglang`` side's import the release: found, not imported)."""
+    from swafuzz.features.parts import SIDES, lazy
+    for side, base in SIDES.items():
+        for part in features.parts(side):
+            own = {k: v for c in part.__mro__ if c is not base and issubclass(c, base)
+                   for k, v in vars(c).items() if not k.startswith("__")}
+            assert set(own) <= set(dir(base)), (part, set(own) - set(dir(base)))
+            for k, v in own.items():
+                if isinstance(v, lazy):
+                    assert importlib.util.find_spec(v.ref.split(":")[0]) is not None, (part, k)
+
+
+def test_a_slot_filled_by_no_part_or_by_two_is_refused(monkeypatch):
+    assert features.slot("engine", "window_graph_runner", optional=True) is not None
+    with pytest.raises(KeyError, match="no slot 'nope'"):
+        features.slot("engine", "nope")
+    twice = [*features.parts("engine")] * 2
+    monkeypatch.setattr(features, "parts", lambda side: twice)
+    with pytest.raises(RecordError, match="takes one feature's part; 2 fill it"):
+        features.slot("engine", "step_path")
+    monkeypatch.setattr(features, "parts", lambda side: [])
+    assert features.slot("engine", "window_graph_runner", optional=True) is None
+
+
 def test_an_unknown_hook_point_is_refused_naming_the_known_ones():
-    with pytest.raises(KeyError, match="known: oracle.shadow"):
+    with pytest.raises(KeyError, match="known: engine.part"):
         features.hooks("engine.nope")
     rec = Feature("x", "t", "s", (Kind("k", "swafuzz.features.dense.kinds:decode_cases", "s"),),
-                  hooks={"engine.step_path": "not a ref"})
-    with pytest.raises(RecordError, match=r"hooks\[engine.step_path\]"):
+                  hooks={"engine.part": "not a ref"})
+    with pytest.raises(RecordError, match=r"hooks\[engine.part\]"):
         rec.validate()
 
 
@@ -91,7 +116,7 @@ def test_an_engine_subclass_still_replaces_a_hooked_class_attribute():
         step_path_cls = Mine
 
     assert Sub.step_path_cls is Mine
-    assert UnifiedEngine.step_path_cls is features.hook("engine.step_path")
+    assert UnifiedEngine.step_path_cls is features.slot("engine", "step_path")
 
 
 def test_hook_point_names_say_what_the_core_asks_not_which_feature_answers():

@@ -33,8 +33,8 @@ def test_declared_ops_join_ops_after_their_anchor():
 
 
 def test_every_declared_op_is_wired():
-    engine, paths, shadow = (_tables(p) for p in ("engine.step_ops", "oracle.path_ops",
-                                                  "oracle.step_ops"))
+    engine, shadow = (_tables(p) for p in ("engine.step_ops", "oracle.step_ops"))
+    paths = {op: f for part in features.parts("oracle") for op, f in part.path_ops.items()}
     for name, d in STEP_OPS.items():
         assert name in engine, f"op {name}: no engine.step_ops entry"
         if d.forward:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from swafuzz.features.parts import EnginePart
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.observation import ForwardObs
 
@@ -118,3 +119,9 @@ def step_dp_decode(eng, i: int, s) -> list[ForwardObs]:
 
 
 STEP_OPS = {"dp_decode": step_dp_decode}
+
+
+class DPEngine(EnginePart):
+    """The engine part: the cross-rank batch padding."""
+
+    rank_pad = DPAttention

@@ -11,6 +11,7 @@ and what ``dp_decode`` does on the shadow and on the execution path (``oracle.st
 
 from __future__ import annotations
 
+from swafuzz.features.parts import OraclePart
 from swafuzz.oracles.errors import CaseInfeasible
 
 #: the ops that may carry other ranks' counts, and those a peer's EXTEND may rewrite
@@ -77,3 +78,12 @@ def path_dp_decode(case, s, add) -> None:
 
 STEP_OPS = {"dp_decode": shadow_dp_decode}
 PATH_OPS = {"dp_decode": path_dp_decode}
+
+
+class DPOracle(OraclePart):
+    """The oracle part: the ranks' step rules, rewrite and padding, ``dp_decode``'s forwards."""
+
+    step_check = staticmethod(step_check)
+    rewrite = staticmethod(rewrite)
+    batch_pad = staticmethod(batch_pad)
+    path_ops = PATH_OPS

@@ -3,6 +3,7 @@ a batch rewritten to EXTEND has ranks to pad to and requests of its own."""
 
 from __future__ import annotations
 
+from swafuzz.features.parts import ScenarioPart
 from swafuzz.scenarios.schema import CaseError
 
 
@@ -26,3 +27,9 @@ def step_shape(obj: dict, path: str, kw: dict, get) -> None:
         raise CaseError(f"{path}.rank_tokens", "some rank must have tokens")
     if len(ranks) > 7:
         raise CaseError(f"{path}.rank_tokens", "must list 0..7 other ranks' token counts")
+
+
+class DPScenario(ScenarioPart):
+    """The input language's part: a step's rank shape rules."""
+
+    step_shape = staticmethod(step_shape)

@@ -20,8 +20,7 @@ FEATURE = Feature(
     check_modules=('swafuzz.features.draft_extend_buffer.checks',),
     mutants=('swafuzz.features.draft_extend_buffer.mutants',),
     hooks={
+        'engine.part': 'swafuzz.features.draft_extend_buffer.engine:DraftExtendBufferEngine',
         'sglang.facts': 'swafuzz.features.draft_extend_buffer.sglang_facts:FACTS',
-        'engine.draft_extend_loc_rows': (
-            'swafuzz.features.draft_extend_buffer.engine:loc_buffer_rows'),
     },
 )

@@ -42,11 +42,10 @@ FEATURE = Feature(
     ),
     oracle=('swafuzz.features.dspark.oracle',),
     engine=('swafuzz.features.dspark.engine', 'swafuzz.features.dspark.engine_graph'),
-    sglang=('swafuzz.features.dspark.sglang', 'swafuzz.features.dspark.sglang_attrs'),
+    sglang=('swafuzz.features.dspark.sglang',),
     mutants=('swafuzz.features.dspark.mutants',),
     hooks={
-        'engine.window_verify': 'swafuzz.features.dspark.engine:DSparkPath',
-        'sglang.window_verify': 'swafuzz.features.dspark.sglang:SGLangDSpark',
-        'sglang.bare_backend': 'swafuzz.features.dspark.sglang_attrs:bare_backend_attrs',
+        'engine.part': 'swafuzz.features.dspark.engine:DSparkEngine',
+        'sglang.part': 'swafuzz.features.dspark.engine:DSparkSGLang',
     },
 )

@@ -25,6 +25,7 @@ from __future__ import annotations
 import torch
 
 from swafuzz.features.dspark.engine_graph import VerifyGraphRunner
+from swafuzz.features.parts import EnginePart, SGLangPart, lazy
 from swafuzz.features.request_window.window import LayoutT, WinFwdObs
 from swafuzz.scenarios.case import Step
 from swafuzz.targets.forward_mode import ForwardMode
@@ -142,3 +143,20 @@ class DSparkPath:
                                                                device=dev)]),
                        lay.size + pad)
 
+
+class DSparkEngine(EnginePart):
+    """The engine part: the window path's verify / DP-padded EXTEND class."""
+
+    window_verify = DSparkPath
+
+
+class DSparkSGLang(SGLangPart):
+    """The ``sglang`` part: the release's window verify, the bare backend's attributes."""
+
+    window_verify = lazy("swafuzz.features.dspark.sglang:SGLangDSpark")
+
+    @staticmethod
+    def bare_backend(backend) -> None:
+        """``is_dspark_draft``: False (the adapter's bare backends are never a DSpark
+        draft's)."""
+        backend.is_dspark_draft = False

@@ -21,10 +21,10 @@ FEATURE = Feature(
     sglang=('swafuzz.features.dsv4_layout.sglang', 'swafuzz.targets.sglang.store'),
     mutants=('swafuzz.features.dsv4_layout.mutants',),
     hooks={
+        'oracle.part': 'swafuzz.features.dsv4_layout.oracle:DSV4LayoutOracle',
+        'check.part': 'swafuzz.features.dsv4_layout.oracle:DSV4LayoutChecks',
+        'engine.part': 'swafuzz.features.dsv4_layout.engine:DSV4LayoutEngine',
+        'sglang.part': 'swafuzz.features.dsv4_layout.engine:DSV4LayoutSGLang',
         'sglang.facts': 'swafuzz.features.dsv4_layout.sglang_facts:FACTS',
-        'oracle.slot_rows': 'swafuzz.features.dsv4_layout.oracle:dsv4_slot_rows',
-        'check.slot_difference': 'swafuzz.features.dsv4_layout.oracle:describe_slot_difference',
-        'engine.pool_impl': 'swafuzz.features.dsv4_layout.engine:pool_impl',
-        'sglang.pool_impl': 'swafuzz.features.dsv4_layout.engine:release_pool_impl',
     },
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 
 from swafuzz import features as registry
+from swafuzz.features.parts import EnginePart, SGLangPart
 from swafuzz.kernels import dsv4_store
 
 #: the ``sglang`` target's store of a dsv4 pool: the release's Triton V4-layout store (its module
@@ -51,3 +52,15 @@ def release_pool_impl(pool, impl):
     if pool.layout != "dsv4":
         return None
     return registry.load(RELEASE_IMPL)(impl, pool.page_size)
+
+
+class DSV4LayoutEngine(EnginePart):
+    """The engine part: a dsv4 pool's store."""
+
+    pool_impl = staticmethod(pool_impl)
+
+
+class DSV4LayoutSGLang(SGLangPart):
+    """The ``sglang`` part: a dsv4 pool's store is the release's."""
+
+    pool_impl = staticmethod(release_pool_impl)

@@ -52,6 +52,7 @@ import math
 import struct
 from typing import Sequence
 
+from swafuzz.features.parts import CheckPart, OraclePart
 from swafuzz.scenarios.case import POISON_BYTE
 from swafuzz.scenarios.payload import dsv4_rows_bytes
 
@@ -267,3 +268,15 @@ def describe_slot_difference(case, want: bytes, got: bytes) -> str:
     if case.pool.layout != "dsv4":
         return ""
     return f" (DSV4 token, first difference at {first_token_difference(want, got)})"
+
+
+class DSV4LayoutOracle(OraclePart):
+    """The oracle part: a dsv4 pool's slots hold quantized tokens."""
+
+    slot_rows = staticmethod(dsv4_slot_rows)
+
+
+class DSV4LayoutChecks(CheckPart):
+    """The checks' part: where two quantized tokens differ (a ``pool_bytes`` finding)."""
+
+    slot_difference = staticmethod(describe_slot_difference)

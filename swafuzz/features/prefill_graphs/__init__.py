@@ -21,10 +21,8 @@ FEATURE = Feature(
     mutants=('swafuzz.features.prefill_graphs.mutants',),
     since={'sglang': Since('0.5.23', 'prefill graphs under a request window')},
     hooks={
-        'engine.prefill_graph_runner': 'swafuzz.features.prefill_graphs.engine:PrefillGraphRunner',
-        'sglang.prefill_graph_runner': (
-            'swafuzz.features.prefill_graphs.sglang:SGLangPrefillRunner'
-        ),
+        'engine.part': 'swafuzz.features.prefill_graphs.engine:PrefillGraphsEngine',
+        'sglang.part': 'swafuzz.features.prefill_graphs.engine:PrefillGraphsSGLang',
         'oracle.graph_use': 'swafuzz.features.prefill_graphs.oracle:expected_prefill_graph_use',
     },
 )

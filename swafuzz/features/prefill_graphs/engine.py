@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import torch
 
+from swafuzz.features.parts import EnginePart, SGLangPart, lazy
 from swafuzz.features.request_window.window import LayoutT, LayoutTokens, WinFwdObs, build_layout
 from swafuzz.targets.kv_pool import DTYPES
 from swafuzz.targets.observation import StoreObs
@@ -193,3 +194,15 @@ class PrefillGraphRunner:
         obs = WinFwdObs(i, 0, "EXTEND", stores, ws)
         obs.bucket, obs.layout_id, obs.layout_size = T, self.layout_token(lay), lay.size
         return obs
+
+
+class PrefillGraphsEngine(EnginePart):
+    """The engine part: the window path's prefill-graph runner."""
+
+    prefill_graph_runner = PrefillGraphRunner
+
+
+class PrefillGraphsSGLang(SGLangPart):
+    """The ``sglang`` part: the release's prefill-graph runner under a window."""
+
+    prefill_graph_runner = lazy("swafuzz.features.prefill_graphs.sglang:SGLangPrefillRunner")

@@ -46,7 +46,6 @@ FEATURE = Feature(
     engine=('swafuzz.features.request_window.engine', 'swafuzz.features.request_window.window'),
     sglang=(
         'swafuzz.features.request_window.sglang',
-        'swafuzz.features.request_window.sglang_attrs',
         'swafuzz.features.request_window.sglang_server',
         'swafuzz.features.request_window.server_mutants',
     ),
@@ -74,11 +73,11 @@ FEATURE = Feature(
         Refusal('server', 'swafuzz.features.request_window.server_rules:refusal', release=True),
     ),
     hooks={
+        'check.part': 'swafuzz.features.request_window.lane:RequestWindowChecks',
+        'oracle.part': 'swafuzz.features.request_window.oracle:RequestWindowOracle',
+        'sglang.part': 'swafuzz.features.request_window.engine:RequestWindowSGLang',
         'sglang.facts': 'swafuzz.features.request_window.sglang_facts:FACTS',
-        'check.expected_refusal': 'swafuzz.features.request_window.lane:expected_refusal',
-        'sglang.real_pool': 'swafuzz.features.request_window.sglang_attrs:real_pool_attrs',
         'oracle.step_path_ops': 'swafuzz.features.request_window.rules:step_path_ops',
-        'oracle.graph_admit': 'swafuzz.features.request_window.rules:admit_in_graph',
         'sglang.server_window': 'swafuzz.features.request_window.sglang_server:ServerWindow',
         'server.window_oracle': 'swafuzz.features.request_window.server_oracle:ServerWindowOracle',
         'sglang.server_mutants': 'swafuzz.features.request_window.server_mutants:MUTANTS',

@@ -11,11 +11,11 @@ Pieces (each decision is one method, so a mutant overrides exactly one): the win
 layouts and the observations are :mod:`features.request_window.window`'s (re-exported here);
 :class:`WindowPath` holds the slots, the fold of encoder replay rows, metadata init (eager IDLE
 with MTP skips it, spec §4), the resolver in 0.5.23's order (I, W, T, C, F), enter/exit of the
-tail metadata, and the per-layer store + commit. The paths built on it plug in through hook
-points of the registry (:class:`targets.hooks.FeatureHook`), so this module imports none of
-them: the DECODE-graph runner (``engine.window_graph_runner``), the prefill-graph runner
-(``engine.prefill_graph_runner``) and window verify / DP-padded EXTEND
-(``engine.window_verify``).
+tail metadata, and the per-layer store + commit. The paths built on it plug in through slots
+of their engine parts (:class:`targets.hooks.PartSlot`, :class:`features.parts.EnginePart`), so
+this module imports none of them: the DECODE-graph runner (``window_graph_runner``), the
+prefill-graph runner (``prefill_graph_runner``) and window verify / DP-padded EXTEND
+(``window_verify``).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from types import SimpleNamespace
 
 import torch
 
+from swafuzz.features.parts import SGLangPart
 from swafuzz.features.request_window.channel import CHANNEL, WindowChannel
 from swafuzz.features.request_window.window import (
     LayoutT,
@@ -37,7 +38,7 @@ from swafuzz.features.request_window.window import (
 from swafuzz.features.tail_prefix.engine import TailPrefixMixin
 from swafuzz.scenarios.case import Step
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
-from swafuzz.targets.hooks import FeatureHook
+from swafuzz.targets.hooks import PartSlot
 from swafuzz.targets.kv_pool import DTYPES
 from swafuzz.targets.observation import StoreObs
 
@@ -135,9 +136,9 @@ class WindowPath(TailPrefixMixin):
         return self.forward(i, ForwardMode.DECODE, rows + [(0, 0, 0)] * pad, locs + [0] * pad,
                             padded, None)
 
-    #: the DECODE-graph runner under a window (hook ``engine.window_graph_runner``:
+    #: the DECODE-graph runner under a window (slot ``window_graph_runner``:
     #: features.window_graphs.engine); None: graph steps eager
-    graph_runner_cls = FeatureHook("engine.window_graph_runner", optional=True)
+    graph_runner_cls = PartSlot("engine", "window_graph_runner", optional=True)
 
     def graph_step(self, i: int, s: Step) -> WinFwdObs | None:
         """A graph ``decode`` / ``idle`` / ``dp_decode`` through the window's DECODE-graph
@@ -156,8 +157,8 @@ class WindowPath(TailPrefixMixin):
         return self.graph.run(i, ForwardMode.DECODE, [self.slot[rid] for rid in s.rids],
                               [len(al.tokens[rid]) for rid in s.rids], n)
 
-    #: window verify and DP-padded EXTENDs (hook ``engine.window_verify``: features.dspark.engine)
-    dspark_cls = FeatureHook("engine.window_verify")
+    #: window verify and DP-padded EXTENDs (slot ``window_verify``: features.dspark.engine)
+    dspark_cls = PartSlot("engine", "window_verify")
 
     def dspark(self):
         """This path's :class:`features.dspark.engine.DSparkPath` (built on first use)."""
@@ -194,9 +195,9 @@ class WindowPath(TailPrefixMixin):
         return [self.forward(i, ForwardMode.EXTEND, rows, locs, len(per), per_req,
                              replay=replay)]
 
-    #: the breakable prefill-graph runner under a window (hook ``engine.prefill_graph_runner``:
+    #: the breakable prefill-graph runner under a window (slot ``prefill_graph_runner``:
     #: features.prefill_graphs.engine); None: eager
-    prefill_runner_cls = FeatureHook("engine.prefill_graph_runner", optional=True)
+    prefill_runner_cls = PartSlot("engine", "prefill_graph_runner", optional=True)
 
     def prefill_step(self, i: int, rows) -> WinFwdObs | None:
         """An ``admit`` / ``extend`` with ``exec == "graph"`` under a window (no tail) through
@@ -364,3 +365,12 @@ class WindowPath(TailPrefixMixin):
         if rid in self.slot:
             self.free_slots.add(self.slot.pop(rid))
 
+
+class RequestWindowSGLang(SGLangPart):
+    """The ``sglang`` part: the attributes the window's release code reads on the pool."""
+
+    @staticmethod
+    def real_pool(pool_obj, config) -> None:
+        """``request_window``: None on the harness's own pool object (the window path builds
+        its own with the release's window, :mod:`features.request_window.sglang`)."""
+        pool_obj.request_window = None

@@ -7,6 +7,7 @@ predicts (A7), and how a window-path forward is named in messages.
 
 from __future__ import annotations
 
+from swafuzz.features.parts import CheckPart
 from swafuzz.features.request_window.channel import expected, observed
 from swafuzz.harness.check_base import GRAPH_EXECUTORS, Failure, pair_by_forward
 
@@ -51,3 +52,9 @@ def first_row_diff(a: bytes, b: bytes, rb: int) -> tuple[int, int]:
     n = min(len(a), len(b)) // rb
     bad = [r for r in range(n) if a[r * rb:(r + 1) * rb] != b[r * rb:(r + 1) * rb]]
     return (bad[0] if bad else -1), len(bad)
+
+
+class RequestWindowChecks(CheckPart):
+    """The checks' part: the window's refusal the contract expects."""
+
+    expected_refusal = staticmethod(expected_refusal)

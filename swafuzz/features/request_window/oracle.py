@@ -28,9 +28,11 @@ from __future__ import annotations
 
 from swafuzz.features.dspark.oracle import run_step as dspark_step
 from swafuzz.features.late_tail.oracle import tail_rows
+from swafuzz.features.parts import OraclePart
 from swafuzz.features.prefill_graphs.oracle import prefill_bucket, prefill_lane
 from swafuzz.features.request_window.oracle_layout import WinFwdExp, layout
 from swafuzz.features.request_window.oracle_state import WindowState
+from swafuzz.features.request_window.rules import admit_in_graph
 from swafuzz.features.tail_prefix.oracle import admit_prefix, compressor, run_separate
 from swafuzz.oracles.errors import CaseInfeasible
 from swafuzz.oracles.translation import translate as expected_translation
@@ -303,3 +305,9 @@ class WindowShadow(WindowState):
                                expected_translation(sh.M, [locs[k] for k in idx]))
         late = list(range(self.L, self.cfg.layers))
         self.exp.forwards.append(WinFwdExp(i, 0, "EXTEND", True, out, late, lens, None, comp=comp))
+
+
+class RequestWindowOracle(OraclePart):
+    """The oracle part: admits may run in a (breakable prefill) graph under a window."""
+
+    graph_admit = staticmethod(admit_in_graph)

@@ -1,7 +1,7 @@
 """The layout contract of a request-window forward, and what the window oracle predicts.
 
 Plain Python over ints and lists (a leaf of the oracle package: no torch, imports nothing of
-ours but the Case type). It holds the parts of the "Request window, encoder replay and
+ours). It holds the parts of the "Request window, encoder replay and
 late-layer tail" section of ``features/request_window/SEMANTICS.md`` (addendum §2.2-§2.4) that do not need the
 shadow state:
 
@@ -9,23 +9,14 @@ shadow state:
   commit mask and size over ``(slot, position, floor)`` rows (:class:`Layout`);
 * :func:`layout_indices`: what attention reads from that layout;
 * the expectation types: :class:`WinFwdExp` per window / tail forward, :class:`WinStepExp` per
-  step, gathered in :class:`WindowExp` (with the refused forward, if any);
-* :func:`uses_window_path`: whether a Case runs on the window / tail path at all.
+  step, gathered in :class:`WindowExp` (with the refused forward, if any).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from swafuzz.scenarios.case import Case
-
-__all__ = ["Layout", "WinFwdExp", "WinStepExp", "WindowExp", "layout", "layout_indices",
-           "uses_window_path"]
-
-
-def uses_window_path(case: Case) -> bool:
-    """Whether the Case runs on the request-window or late-layer tail path."""
-    return case.pool.request_window > 0 or case.pool.late_layer_start > 0
+__all__ = ["Layout", "WinFwdExp", "WinStepExp", "WindowExp", "layout", "layout_indices"]
 
 
 @dataclass

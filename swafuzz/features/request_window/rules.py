@@ -11,6 +11,11 @@ def validate(case) -> None:
         raise CaseError("pool.window_slots", "must be >= 1 when pool.request_window > 0 (got 0)")
 
 
+def uses_window_path(case) -> bool:
+    """Whether the Case runs on the request-window or late-layer tail path."""
+    return case.pool.request_window > 0 or case.pool.late_layer_start > 0
+
+
 def step_path_ops(case) -> tuple[str, ...] | None:
     """Hook ``oracle.step_path_ops``: under a request window the window path runs every target
     forward (verify's: features.dspark.oracle; the target ops features own included); None
@@ -22,6 +27,6 @@ def step_path_ops(case) -> tuple[str, ...] | None:
 
 
 def admit_in_graph(cfg) -> bool:
-    """Hook ``oracle.graph_admit``: an admit may run in a graph (breakable prefill graphs) under
+    """Slot ``OraclePart.graph_admit``: an admit may run in a graph (breakable prefill graphs) under
     a request window on a pool without a late-layer tail."""
     return bool(cfg.request_window) and not cfg.late_layer_start

@@ -42,7 +42,7 @@ import torch
 from swafuzz.features.request_window.engine import WindowPath
 from swafuzz.features.request_window.window import WinStepObs, tensor_bytes
 from swafuzz.scenarios.case import POISON_BYTE
-from swafuzz.targets.hooks import FeatureHook
+from swafuzz.targets.hooks import PartSlot
 from swafuzz.targets.kv_pool import DTYPES
 from swafuzz.targets.protocol import TargetUnavailable
 from swafuzz.targets.sglang import features
@@ -142,9 +142,9 @@ class SGLangWindowPath(WindowPath):
     (``sglang.prefill_graph_runner``), window verify / DP-padded EXTEND
     (``sglang.window_verify``) and DECODE graphs (``sglang.window_graph_runner``)."""
 
-    prefill_runner_cls = FeatureHook("sglang.prefill_graph_runner", optional=True)
-    dspark_cls = FeatureHook("sglang.window_verify")
-    graph_runner_cls = FeatureHook("sglang.window_graph_runner", optional=True)
+    prefill_runner_cls = PartSlot("sglang", "prefill_graph_runner", optional=True)
+    dspark_cls = PartSlot("sglang", "window_verify")
+    graph_runner_cls = PartSlot("sglang", "window_graph_runner", optional=True)
 
     def __init__(self, engine):
         if not features.FOLD and any(st.replay for st in engine.case.steps):

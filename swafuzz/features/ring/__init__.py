@@ -17,7 +17,7 @@ FEATURE = Feature(
     validators=('swafuzz.features.ring.rules:validate',),
     oracle=('swafuzz.features.ring.oracle',),
     engine=('swafuzz.features.ring.engine',),
-    sglang=('swafuzz.features.ring.sglang', 'swafuzz.features.ring.sglang_attrs'),
+    sglang=('swafuzz.features.ring.sglang',),
     mutants=('swafuzz.features.ring.mutants',),
     since={
         'sglang': Since('0.5.23', (
@@ -27,18 +27,11 @@ FEATURE = Feature(
         )),
     },
     hooks={
+        'check.part': 'swafuzz.features.ring.checks:RingChecks',
+        'oracle.part': 'swafuzz.features.ring.oracle:RingOracle',
+        'scenario.part': 'swafuzz.features.ring.rules:RingScenario',
+        'engine.part': 'swafuzz.features.ring.engine:RingEngine',
+        'sglang.part': 'swafuzz.features.ring.engine:RingSGLang',
         'sglang.facts': 'swafuzz.features.ring.sglang_facts:FACTS',
-        'check.invariants': 'swafuzz.features.ring.checks:invariant_failures',
-        'check.slot_owner': 'swafuzz.features.ring.checks:slot_owner',
-        'check.skipped_loc': 'swafuzz.features.ring.checks:skipped_loc',
-        'oracle.shadow': 'swafuzz.features.ring.oracle:make_shadow',
-        'engine.uses_allocator': 'swafuzz.features.ring.rules:has_ring',
-        'scenario.swa_buffer_pages': 'swafuzz.features.ring.rules:swa_buffer_pages',
-        'engine.allocator': 'swafuzz.features.ring.engine:RingAllocator',
-        'engine.store_rows': 'swafuzz.features.ring.engine:ring_rows',
-        'engine.store_skip': 'swafuzz.features.ring.engine:skip_negative_rows',
-        'sglang.allocator': 'swafuzz.features.ring.sglang:SGLangRingAllocator',
-        'sglang.post_metadata_stamp': 'swafuzz.features.ring.sglang:stamp_ring_rows',
-        'sglang.real_pool': 'swafuzz.features.ring.sglang_attrs:real_pool_attrs',
     },
 )

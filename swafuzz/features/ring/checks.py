@@ -7,6 +7,7 @@ point ``check.invariants``; it defines no check of its own.
 
 from __future__ import annotations
 
+from swafuzz.features.parts import CheckPart
 from swafuzz.features.ring.channel import state
 from swafuzz.features.ring.oracle import ring_invariants
 from swafuzz.harness.check_base import Failure
@@ -51,3 +52,11 @@ def skipped_loc(case, loc: int) -> bool:
     """Hook ``check.skipped_loc``: on a ring, ``-1`` is a row outside the window that the store
     skips (addendum §2.1, R1), not a negative write location."""
     return bool(case.pool.swa_ring) and loc == -1
+
+
+class RingChecks(CheckPart):
+    """The checks' part: the ring's invariants, slot owners and skipped rows."""
+
+    invariants = staticmethod(invariant_failures)
+    slot_owner = staticmethod(slot_owner)
+    skipped_loc = staticmethod(skipped_loc)

@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import torch
 
+from swafuzz.features.parts import EnginePart, SGLangPart, lazy
 from swafuzz.features.ring.channel import CHANNEL
+from swafuzz.features.ring.rules import has_ring
 from swafuzz.scenarios.case import PoolConfig
 from swafuzz.targets.allocator import AllocationError, SWAAllocator
 
@@ -170,3 +172,25 @@ class RingAllocator(SWAAllocator):
             idx = torch.tensor(toks, dtype=torch.int64, device=self.device)
             self.tables.slot_of_full[idx] = 0
         self.update_tables([], [])
+
+
+class RingEngine(EnginePart):
+    """The engine part: the ring allocator of a Case with a ring and its store rows."""
+
+    allocator = RingAllocator
+    uses_allocator = staticmethod(has_ring)
+    store_rows = staticmethod(ring_rows)
+    store_skip = staticmethod(skip_negative_rows)
+
+
+class RingSGLang(SGLangPart):
+    """The ``sglang`` part: the release's ring allocator, its row stamp, the pool attributes."""
+
+    allocator = lazy("swafuzz.features.ring.sglang:SGLangRingAllocator")
+    post_metadata_stamp = lazy("swafuzz.features.ring.sglang:stamp_ring_rows")
+
+    @staticmethod
+    def real_pool(pool_obj, config) -> None:
+        """``swa_req_ring_size``: the Case's ring rows per request slot (``pool.swa_ring``),
+        None without a ring (0.5.20+ reads it; every release's pool object gets it)."""
+        pool_obj.swa_req_ring_size = config.swa_ring or None

@@ -21,6 +21,7 @@ exposed state (R4, R5 and the slot rules of R1), judged from the exposure and th
 
 from __future__ import annotations
 
+from swafuzz.features.parts import OraclePart
 from swafuzz.features.ring.channel import observed_states
 from swafuzz.features.ring_draft.oracle import draft_block_forward
 from swafuzz.oracles.errors import AllocationRejected, CaseInfeasible
@@ -230,3 +231,9 @@ def make_shadow(case: Case, observed_alloc=None, observed_channels=None, window_
     if not case.pool.swa_ring:
         return None
     return RingShadow(case, observed_alloc, observed_states(observed_channels), window_of)
+
+
+class RingOracle(OraclePart):
+    """The oracle part: a Case with a ring is answered by :class:`RingShadow`."""
+
+    shadow = staticmethod(make_shadow)

@@ -4,6 +4,7 @@ page, and a ring Case uses neither multi-step draft decode nor the draft-extend 
 
 from __future__ import annotations
 
+from swafuzz.features.parts import ScenarioPart
 from swafuzz.scenarios.schema import OPS, CaseError
 
 
@@ -46,3 +47,9 @@ def swa_buffer_pages(pool) -> int | None:
     if not pool.swa_ring:
         return None
     return -(-((pool.req_slots + 1) * pool.swa_ring) // pool.page_size)
+
+
+class RingScenario(ScenarioPart):
+    """The input language's part: the ring's SWA buffer pages."""
+
+    swa_buffer_pages = staticmethod(swa_buffer_pages)

@@ -20,8 +20,7 @@ FEATURE = Feature(
     mutants=('swafuzz.features.ring_draft.mutants',),
     since={'sglang': Since('0.5.23', 'DSpark draft block on a per-request SWA ring')},
     hooks={
-        'engine.draft_block_mixin': 'swafuzz.features.ring_draft.engine:DraftBlockMixin',
-        'engine.draft_block': 'swafuzz.features.ring_draft.engine:run_draft_block',
-        'sglang.draft_block_mixin': 'swafuzz.features.ring_draft.sglang:SGLangDraftBlockMixin',
+        'engine.part': 'swafuzz.features.ring_draft.engine:RingDraftEngine',
+        'sglang.part': 'swafuzz.features.ring_draft.engine:RingDraftSGLang',
     },
 )

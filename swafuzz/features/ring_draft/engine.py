@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import torch
 
+from swafuzz.features.parts import EnginePart, SGLangPart, lazy
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.metadata import AttnMetadata
 from swafuzz.targets.runners import DecodeGraphRunner
@@ -113,3 +114,16 @@ def run_draft_block(engine, i: int, s) -> list:
                 tokens_per_req=gamma, capture_mode=ForwardMode.TARGET_VERIFY)
         return engine.graph_forward(i, "draft", "draft_block", fb, len(locs), "TARGET_VERIFY")
     return [engine.eager_forward(i, "draft", backend, fb, len(locs))]
+
+
+class RingDraftEngine(EnginePart):
+    """The engine part: the ``draft_block`` step and its backend mixin."""
+
+    draft_block_mixin = DraftBlockMixin
+    draft_block = staticmethod(run_draft_block)
+
+
+class RingDraftSGLang(SGLangPart):
+    """The ``sglang`` part: the release's draft block mixin."""
+
+    draft_block_mixin = lazy("swafuzz.features.ring_draft.sglang:SGLangDraftBlockMixin")

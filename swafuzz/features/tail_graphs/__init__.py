@@ -28,10 +28,9 @@ FEATURE = Feature(
         )),
     },
     hooks={
+        'oracle.part': 'swafuzz.features.tail_graphs.oracle:TailGraphsOracle',
+        'engine.part': 'swafuzz.features.tail_graphs.engine:TailGraphsEngine',
+        'sglang.part': 'swafuzz.features.tail_graphs.engine:TailGraphsSGLang',
         'oracle.graph_use': 'swafuzz.features.tail_graphs.oracle:expected_tail_graph_use',
-        'oracle.step_path_shadow': 'swafuzz.features.tail_graphs.oracle:window_shadow',
-        'engine.uses_step_path': 'swafuzz.features.request_window.oracle_layout:uses_window_path',
-        'engine.step_path': 'swafuzz.features.tail_graphs.engine:TailGraphPath',
-        'sglang.step_path': 'swafuzz.features.tail_graphs.sglang:window_path_class',
     },
 )

@@ -47,7 +47,9 @@ from __future__ import annotations
 
 import torch
 
+from swafuzz.features.parts import EnginePart, SGLangPart, lazy
 from swafuzz.features.request_window.engine import WindowPath, WinFwdObs
+from swafuzz.features.request_window.rules import uses_window_path
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.observation import StoreObs
 
@@ -275,3 +277,16 @@ class TailGraphPath(WindowPath):
                         probe_count=fb.num_non_padded)
         obs.tail_graph = info
         return obs
+
+
+class TailGraphsEngine(EnginePart):
+    """The engine part: the window / tail step path of a Case with a window or a tail."""
+
+    step_path = TailGraphPath
+    uses_step_path = staticmethod(uses_window_path)
+
+
+class TailGraphsSGLang(SGLangPart):
+    """The ``sglang`` part: the release's step path (a function returning the class)."""
+
+    step_path = lazy("swafuzz.features.tail_graphs.sglang:window_path_class")

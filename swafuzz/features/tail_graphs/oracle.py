@@ -28,8 +28,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from swafuzz.features.late_tail.oracle import tail_rows
+from swafuzz.features.parts import OraclePart
 from swafuzz.features.request_window.oracle import WindowShadow
-from swafuzz.features.request_window.oracle_layout import WinFwdExp, layout, uses_window_path
+from swafuzz.features.request_window.oracle_layout import WinFwdExp, layout
+from swafuzz.features.request_window.rules import uses_window_path
 from swafuzz.oracles.errors import CaseInfeasible
 from swafuzz.oracles.translation import translate as expected_translation
 
@@ -160,3 +162,9 @@ def window_shadow(case) -> TailGraphShadow | None:
     """Hook ``oracle.step_path_shadow``: the request window / late-layer tail shadow of a Case
     (``WindowShadow`` plus tail graphs), None when the Case uses neither."""
     return TailGraphShadow(case) if uses_window_path(case) else None
+
+
+class TailGraphsOracle(OraclePart):
+    """The oracle part: the window / tail path's shadow."""
+
+    step_path_shadow = staticmethod(window_shadow)

@@ -79,14 +79,14 @@ class SGLangTailGraphPath(TailGraphPath, SGLangWindowPath):
 
 
 def window_path_class() -> type:
-    """Hook ``sglang.step_path``: the installed release's window path class. 0.5.21 / 0.5.22
-    (no fold, no ``replay_len``): :class:`SGLangTailGraphPath`; 0.5.23: that path with the
-    prefix-hit, replay and compressor seams of :mod:`features.tail_prefix.sglang` (hook
-    ``sglang.prefix_path_mixin``, loaded only there: that module imports release modules
+    """Slot ``SGLangPart.step_path``: the installed release's window path class. 0.5.21 /
+    0.5.22 (no fold, no ``replay_len``): :class:`SGLangTailGraphPath`; 0.5.23: that path with
+    the prefix-hit, replay and compressor seams of :mod:`features.tail_prefix.sglang` (slot
+    ``prefix_path_mixin``, loaded only there: that module imports release modules
     0.5.21 / 0.5.22 lack)."""
     if not release_features.TAIL_PREFIX:
         return SGLangTailGraphPath
-    prefix_path = registry.hook("sglang.prefix_path_mixin")
+    prefix_path = registry.slot("sglang", "prefix_path_mixin")
 
     class SGLangV41Path(SGLangTailGraphPath, prefix_path):
         """The release's window path with the tail under graphs (features.tail_graphs.sglang)

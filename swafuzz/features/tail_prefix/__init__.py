@@ -27,8 +27,8 @@ FEATURE = Feature(
         )),
     },
     hooks={
+        'oracle.part': 'swafuzz.features.tail_prefix.oracle:TailPrefixOracle',
+        'sglang.part': 'swafuzz.features.tail_prefix.engine:TailPrefixSGLang',
         'sglang.facts': 'swafuzz.features.tail_prefix.sglang_facts:FACTS',
-        'sglang.prefix_path_mixin': 'swafuzz.features.tail_prefix.sglang:SGLangTailPrefixPath',
-        'oracle.prefix_cap': 'swafuzz.features.tail_prefix.oracle:prefix_cap',
     },
 )

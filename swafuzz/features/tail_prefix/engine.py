@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
+from swafuzz.features.parts import SGLangPart, lazy
 from swafuzz.targets.forward_mode import ForwardMode
 
 
@@ -143,3 +144,9 @@ class TailPrefixMixin:
         out.append(self.forward(i, ForwardMode.EXTEND, rows, locs, len(per), per_req, fwd=1,
                                 replay=[False] * len(rows)))
         return out
+
+
+class TailPrefixSGLang(SGLangPart):
+    """The ``sglang`` part: the release's prefix-hit, replay and compressor seams (0.5.23)."""
+
+    prefix_path_mixin = lazy("swafuzz.features.tail_prefix.sglang:SGLangTailPrefixPath")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from swafuzz.features.parts import OraclePart
 from swafuzz.oracles.errors import CaseInfeasible
 
 __all__ = ["CompExp", "admit_prefix", "c4_loc", "compressor", "prefix_cap", "prefix_hit",
@@ -127,3 +128,9 @@ def prefix_cap(case, s, n: int) -> int:
     Case-arithmetic oracles (:func:`oracles.sharing.effective_prefix`)."""
     cfg = case.pool
     return prefix_hit(n, s.length, cfg.window, cfg.page_size, bool(cfg.late_layer_start))
+
+
+class TailPrefixOracle(OraclePart):
+    """The oracle part: the tail's re-prefill cap on prefix hits."""
+
+    prefix_cap = staticmethod(prefix_cap)

@@ -26,10 +26,8 @@ FEATURE = Feature(
         )),
     },
     hooks={
-        'engine.window_graph_runner': 'swafuzz.features.window_graphs.engine:WindowGraphRunner',
-        'sglang.window_graph_runner': (
-            'swafuzz.features.window_graphs.sglang:SGLangWindowGraphRunner'
-        ),
+        'engine.part': 'swafuzz.features.window_graphs.engine:WindowGraphsEngine',
+        'sglang.part': 'swafuzz.features.window_graphs.engine:WindowGraphsSGLang',
         'oracle.graph_use': 'swafuzz.features.window_graphs.oracle:expected_window_graph_use',
     },
 )

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import torch
 
+from swafuzz.features.parts import EnginePart, SGLangPart, lazy
 from swafuzz.features.request_window.window import LayoutT, LayoutTokens, WinFwdObs, tensor_bytes
 from swafuzz.targets.forward_mode import ForwardMode
 from swafuzz.targets.kv_pool import DTYPES
@@ -179,3 +180,15 @@ class WindowGraphRunner:
         obs = WinFwdObs(i, 0, mode.name, stores, [tensor_bytes(s) for s in self.snaps[B]])
         obs.bucket, obs.layout_id, obs.layout_size = B, self.layout_token(lay), lay.size
         return obs
+
+
+class WindowGraphsEngine(EnginePart):
+    """The engine part: the window path's DECODE-graph runner."""
+
+    window_graph_runner = WindowGraphRunner
+
+
+class WindowGraphsSGLang(SGLangPart):
+    """The ``sglang`` part: the release's DECODE-graph runner under a window."""
+
+    window_graph_runner = lazy("swafuzz.features.window_graphs.sglang:SGLangWindowGraphRunner")

@@ -82,8 +82,8 @@ def build_real_pool(owner: SGLangPool) -> object:
     p.page_size = p.swa_page_size = owner.page_size
     p.device = str(owner.device)
     p.full_to_swa_index_mapping = None
-    for set_attrs in registry.hooks("sglang.real_pool"):  # what the features' release code reads
-        set_attrs(p, owner.config)
+    for part in registry.parts("sglang"):  # what the features' release code reads
+        part.real_pool(p, owner.config)
     p.sliding_window = owner.config.window
     p.layer_transfer_counter = None
     if STORE_PATH:
@@ -101,8 +101,8 @@ def build_real_pool(owner: SGLangPool) -> object:
 class SGLangPool(SWAKVPool):
     """swafuzz's SWA buffers (modelled) + SGLang's DSV4 pool object (``real``)."""
 
-    #: a cache layout's store is the release's (hook ``sglang.pool_impl``)
-    impl_point = "sglang.pool_impl"
+    #: a cache layout's store is the release's (slot ``SGLangPart.pool_impl``)
+    impl_side = "sglang"
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -171,7 +171,7 @@ class SGLangBackend(DSV4Backend):
         RealBackend.init_forward_metadata_in_graph(self.shim, real_batch(fb))
         if self.row_tables is not None and isinstance(md, AttnMetadata) \
                 and fb.out_cache_loc is not None:  # rows from the tables: stamped after it
-            registry.hook("sglang.post_metadata_stamp")(self, md, fb)
+            registry.slot("sglang", "post_metadata_stamp")(self, md, fb)
 
     def _sink(self, local_layer: int, loc: torch.Tensor, rows: torch.Tensor) -> None:
         caches = self.pool.caches
@@ -233,21 +233,21 @@ class SGLangEngine(UnifiedEngine):
         super().__init__(case, impl=impl, executor=executor, name=name)
 
     def make_allocator(self):
-        if self.own_allocator:  # a feature's allocator seam (hook ``sglang.allocator``)
-            return registry.hook("sglang.allocator")(self.cfg, self.device, self.target_pool)
+        if self.own_allocator:  # a feature's allocator seam (SGLangPart.allocator)
+            return registry.slot("sglang", "allocator")(self.cfg, self.device, self.target_pool)
         return self.allocator_cls(self.cfg, self.device, self.target_pool)
 
     @property
     def step_path_cls(self):
-        """The release's step path (hook ``sglang.step_path``); a release without it raises
+        """The release's step path (slot ``SGLangPart.step_path``); a release without it raises
         TargetUnavailable."""
-        return registry.hook("sglang.step_path")()
+        return registry.slot("sglang", "step_path")()
 
     @property
     def draft_block_mixin(self):
-        """The ``draft_block`` step's backend mixin with the release's helpers (hook
-        ``sglang.draft_block_mixin``); a release without it raises TargetUnavailable."""
-        return registry.hook("sglang.draft_block_mixin")
+        """The ``draft_block`` step's backend mixin with the release's helpers (slot
+        ``SGLangPart.draft_block_mixin``); a release without it raises TargetUnavailable."""
+        return registry.slot("sglang", "draft_block_mixin")
 
     def new_observation(self):
         obs = super().new_observation()

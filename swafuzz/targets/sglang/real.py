@@ -61,8 +61,8 @@ def bare_backend(real_pool, **attrs):
     sh.token_to_kv_pool = real_pool
     sh.forward_metadata = None
     sh.pre_kv_store_hook = None
-    for set_attrs in registry.hooks("sglang.bare_backend"):  # what features' release code reads
-        set_attrs(sh)
+    for part in registry.parts("sglang"):  # what features' release code reads
+        part.bare_backend(sh)
     for name, value in attrs.items():
         setattr(sh, name, value)
     return sh

@@ -11,6 +11,11 @@ A check is a pure function over what a target did (an Observation) and what the 
   it compares); ``None`` means there is nothing to judge (one observation, no reference) and the
   check does not count as run.
 
+``level``: the level whose Cases the check judges (``"component"``, the default: the two shapes
+above; ``"server"``: a check of the server-level oracle, :mod:`swafuzz.server.oracle`, whose
+judge calls it at its point of the plan's walk and skips it when disabled by name). A record
+names a server check ``"server:<name>"`` (the same name may be a check at both levels).
+
 ``defence`` is the defence-in-depth reason: no mutant is killed by this check alone, by
 construction, and the zoo gate accepts that for exactly these checks, printing the reason. Every
 other check must be the only check that kills at least one mutant (``swafuzz zoo`` ablation).
@@ -48,12 +53,22 @@ class Check:
     defence: str | None
     across: bool
     module: str
+    level: str = "component"
+
+    @property
+    def ref(self) -> str:
+        """The name a record lists: ``name`` at component level, ``level:name`` otherwise."""
+        return self.name if self.level == "component" else f"{self.level}:{self.name}"
 
 
 _DEFINED: list[Check] = []
 
 
-def check(name: str, defence: str | None = None, across: bool = False) -> Callable:
+LEVELS = ("component", "server")
+
+
+def check(name: str, defence: str | None = None, across: bool = False,
+          level: str = "component") -> Callable:
     """Register the decorated function as check ``name`` (see the module docstring); the
     function is returned unchanged."""
     if not _NAME.match(name):
@@ -62,10 +77,13 @@ def check(name: str, defence: str | None = None, across: bool = False) -> Callab
         raise ValueError(f"check {name!r}: the defence-in-depth reason must be a non-empty "
                          "string (or None)")
 
+    if level not in LEVELS:
+        raise ValueError(f"check {name!r}: level {level!r} (allowed: {', '.join(LEVELS)})")
+
     def register(fn: Callable) -> Callable:
-        entry = Check(name, fn, defence, across, fn.__module__)
+        entry = Check(name, fn, defence, across, fn.__module__, level)
         for i, c in enumerate(_DEFINED):
-            if (c.module, c.name) == (entry.module, name):  # the module was imported again
+            if (c.module, c.ref) == (entry.module, entry.ref):  # the module was imported again
                 _DEFINED[i] = entry
                 return fn
         _DEFINED.append(entry)
@@ -79,11 +97,16 @@ def registered() -> tuple[Check, ...]:
     return tuple(_DEFINED)
 
 
+def all_checks(level: str = "component") -> tuple[Check, ...]:
+    """The checks of ``level`` of every feature, in registry order (see :func:`every_check`)."""
+    return tuple(c for c in every_check() if c.level == level)
+
+
 @lru_cache(maxsize=None)
-def all_checks() -> tuple[Check, ...]:
-    """The checks of every feature, in registry order; raises :class:`RecordError` naming the
-    feature when a record's ``checks`` differ from what its ``check_modules`` define, or when
-    two features claim one check."""
+def every_check() -> tuple[Check, ...]:
+    """The checks of every feature at every level, in registry order; raises
+    :class:`RecordError` naming the feature when a record's ``checks`` differ from what its
+    ``check_modules`` define, or when two features claim one check."""
     out: list[Check] = []
     owner: dict[str, str] = {}
     for feat in features.all_features():
@@ -91,28 +114,41 @@ def all_checks() -> tuple[Check, ...]:
         for mod in feat.check_modules:
             importlib.import_module(mod)
             mine += [c for c in _DEFINED if c.module == mod]
-        names = tuple(c.name for c in mine)
+        names = tuple(c.ref for c in mine)
         if names != feat.checks:
             raise RecordError(f"feature {feat.name!r}: checks: the record declares "
                               f"{feat.checks}, its check_modules {feat.check_modules} define "
                               f"{names}")
         for c in mine:
-            if c.name in owner:
-                raise RecordError(f"check {c.name!r} is claimed by features {owner[c.name]!r} "
+            if c.ref in owner:
+                raise RecordError(f"check {c.ref!r} is claimed by features {owner[c.ref]!r} "
                                   f"and {feat.name!r}; a check belongs to one feature")
-            owner[c.name] = feat.name
+            owner[c.ref] = feat.name
         out += mine
     return tuple(out)
 
 
-def check_names() -> tuple[str, ...]:
-    """Every check's name, in registry order."""
-    return tuple(c.name for c in all_checks())
+def check_names(level: str = "component") -> tuple[str, ...]:
+    """Every check's name at ``level``, in registry order."""
+    return tuple(c.name for c in all_checks(level))
 
 
-def defence_in_depth() -> dict[str, str]:
-    """Check name -> defence-in-depth reason, for the checks that have one (registry order)."""
-    return {c.name: c.defence for c in all_checks() if c.defence}
+def defence_in_depth(level: str = "component") -> dict[str, str]:
+    """Check name -> defence-in-depth reason, for the checks of ``level`` that have one
+    (registry order)."""
+    return {c.name: c.defence for c in all_checks(level) if c.defence}
+
+
+def server_check(name: str, disabled: frozenset[str] = frozenset()) -> Callable | None:
+    """The function of server check ``name``, or None when ``disabled`` names it (the judge
+    then skips it: leave-one-out)."""
+    if name in disabled:
+        return None
+    for c in all_checks("server"):
+        if c.name == name:
+            return c.fn
+    raise KeyError(f"server check {name!r} is not registered (known: "
+                   f"{', '.join(check_names('server'))})")
 
 
 def rank(name: str) -> int:

@@ -119,11 +119,16 @@ def execute(case: ServerCase, pipeline: Pipeline, impl: str = "torch",
         raise ServerRefused(f"server mutant {mutant!r}: not one of the target's (allowed: "
                             f"{', '.join(pipeline.mutants) or 'none'})")
     obs = pipeline.run(case, impl=impl, mutant=mutant, executor=executor)
-    graphs = bool(getattr(executor, "graphs", False))
+    return ServerVerdict(case, obs, judge_obs(case, obs, bool(getattr(executor, "graphs", False))))
+
+
+def judge_obs(case: ServerCase, obs: ServerObs, graphs: bool = False,
+              disabled=frozenset()) -> list[ServerFailure]:
+    """The server oracle's failures of ``obs`` (``graphs``: decode graphs replayed;
+    ``disabled``: the server checks not run, by name: the zoo's leave-one-out judges the same
+    observation again without one)."""
     if obs.ranks:  # attention-DP ranks: each judged on its own observation
-        judged = registry.hook("server.ranks_judge")(case, obs, graphs)
-    elif case.config.speculative_algorithm:
-        judged = spec_oracle.judge(case, obs)
-    else:
-        judged = judge(case, obs, graphs=graphs)
-    return ServerVerdict(case, obs, judged)
+        return registry.hook("server.ranks_judge")(case, obs, graphs, disabled)
+    if case.config.speculative_algorithm:
+        return spec_oracle.judge(case, obs, disabled)
+    return judge(case, obs, graphs=graphs, disabled=disabled)

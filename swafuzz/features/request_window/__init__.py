@@ -30,10 +30,12 @@ FEATURE = Feature(
         'swafuzz.features.request_window.sglang_server',
         'swafuzz.features.request_window.server_mutants',
     ),
-    checks=('window', 'history'),
+    checks=('window', 'history', 'server:window_history', 'server:window_slots',
+            'server:window_ring'),
     check_modules=(
         'swafuzz.features.request_window.checks',
         'swafuzz.features.request_window.history_checks',
+        'swafuzz.features.request_window.server_oracle',
     ),
     mutants=('swafuzz.features.request_window.mutants',),
     since={'sglang': Since('0.5.21', 'request window')},

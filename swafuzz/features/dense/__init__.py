@@ -95,5 +95,5 @@ FEATURE = Feature(
         'swafuzz.server.graph_checks',
         'swafuzz.server.spec_oracle',
     ),
-    mutants=('swafuzz.features.dense.mutants',),
+    mutants=('swafuzz.features.dense.mutants', 'swafuzz.features.dense.server_mutants'),
 )

@@ -38,7 +38,6 @@ FEATURE = Feature(
         'engine.step_ops': 'swafuzz.features.dp.engine:STEP_OPS',
         'engine.rank_pad': 'swafuzz.features.dp.engine:DPAttention',
         'sglang.server_pad': 'swafuzz.features.dp.sglang_server_pad:pad',
-        'sglang.server_pad_mutant': 'swafuzz.features.dp.sglang_server_pad:release_mutant',
         'sglang.server_ranks': 'swafuzz.features.dp.sglang_server_ranks:run',
         'server.kinds': 'swafuzz.features.dp.server_kind:KINDS',
         'server.ranks_judge': 'swafuzz.features.dp.server_oracle:judge_ranks',

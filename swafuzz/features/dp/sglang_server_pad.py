@@ -77,6 +77,12 @@ def release_mutant(server_mutant: str) -> Iterator[None]:
         _ACTIVE[0] = None
 
 
+def pad_live_loc():
+    """Server mutant ``server_pad_live_loc`` (:mod:`.mutants`): the ranks' padding keeps live
+    locations in the padded rows."""
+    return release_mutant("server_pad_live_loc")
+
+
 def active_mutant() -> str | None:
     """The rank-side release mutant the open :func:`release_mutant` switched on, or None."""
     return _ACTIVE[0]

@@ -1,6 +1,8 @@
 """Server-level mutants: changes in the release's own pipeline code, patched at runtime while a
 server-level Case runs (imports SGLang). Component-level Cases never run these hops (the
-component engine builds no ScheduleBatch), so only server-level Cases can kill them.
+component engine builds no ScheduleBatch), so only server-level Cases can kill them. Every
+server mutant is declared in its feature's mutants module (``mutant(level="server")``, the
+core's in :mod:`swafuzz.features.dense.server_mutants`); :func:`patched` opens one by name.
 """
 
 from __future__ import annotations
@@ -11,13 +13,7 @@ from typing import Iterator
 
 from sglang.srt.managers.schedule_batch import ScheduleBatch
 
-from swafuzz import features as registry
-from swafuzz.targets.sglang.pipeline import graph
-
-try:  # the release's speculative-decoding v2 code (0.5.22, 0.5.23)
-    from swafuzz.targets.sglang.pipeline.spec_mutants import PATCHES as SPEC_PATCHES
-except ImportError:  # pragma: no cover - depends on the release (0.5.12 has none)
-    SPEC_PATCHES = {}
+from swafuzz.targets.mutants import load_server
 
 
 @contextlib.contextmanager
@@ -63,28 +59,12 @@ def evict_frontier_one_ahead() -> Iterator[None]:
         ScheduleBatch._evict_swa = real
 
 
-#: name -> the patch (the sources: :data:`.hops.SERVER_MUTANTS`)
-PATCHES = {
-    "server_decode_stale_loc": decode_stale_out_cache_loc,
-    "server_evict_in_window": evict_frontier_one_ahead,
-    "server_graph_stale_tail": graph.stale_out_cache_loc_tail,
-    "server_graph_seq_lens_pad_zero": graph.seq_lens_pad_zero,
-    # applied in the attention-TP ranks' processes, to the release's _pad_inputs_to_size
-    "server_pad_live_loc": lambda: registry.hook("sglang.server_pad_mutant")(
-        "server_pad_live_loc"),
-    **SPEC_PATCHES,
-}
-
-
 def patched(name: str | None):
-    """The patch of server mutant ``name`` (None: nothing patched); the features' server
-    mutants (hook ``sglang.server_mutants``) beside the pipeline's."""
+    """The patch of server mutant ``name`` (None: nothing patched); only its module imported
+    (it may import SGLang)."""
     if name is None:
         return contextlib.nullcontext()
-    if name in PATCHES:
-        return PATCHES[name]()
-    refs = {n: ref for table in registry.hooks("sglang.server_mutants")
-            for n, (_src, ref) in table.items()}
-    if name not in refs:
-        raise KeyError(f"server mutant {name!r} (known: {', '.join([*PATCHES, *refs])})")
-    return registry.load(refs[name])()  # only the named one's module (it may import SGLang)
+    known = load_server()
+    if name not in known:
+        raise KeyError(f"server mutant {name!r} (known: {', '.join(known)})")
+    return known[name].patched()

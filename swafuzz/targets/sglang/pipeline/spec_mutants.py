@@ -1,5 +1,6 @@
 """Server mutants of the release's speculative-decoding code (imports SGLang), patched while a
-speculative server-level Case runs; each names its source (:data:`.hops.SERVER_MUTANTS`)."""
+speculative server-level Case runs; each is declared with its source in
+:mod:`swafuzz.features.dense.server_mutants`."""
 
 from __future__ import annotations
 
@@ -122,14 +123,3 @@ def accept_frees_rejected():
                 batch.token_to_kv_pool_allocator.free(table[idx, lo:pre + n].to(torch.int64))
         return out
     return set_attr(cls, "_resolve_spec_v2_tokens", resolve)
-
-
-PATCHES = {
-    "server_spec_accept_frees": accept_frees_rejected,
-    "server_spec_draft_one_ahead": draft_locs_one_ahead,
-    "server_spec_verify_stale": verify_keeps_previous_loc,
-    "server_spec_free_short": overalloc_free_short,
-    "server_spec_commit_extra": commit_one_more,
-    "server_spec_draft_dummy": draft_extend_rejected_to_dummy,
-    "server_spec_reserve_single": reserve_single,
-}

@@ -58,8 +58,8 @@ def search(pipeline, kinds: list[str], examples: int, seed_: int, executors: lis
     from swafuzz.server.run import ServerRefused, execute
     from swafuzz.server.strategies import server_cases
 
-    run = runner or (lambda case, executor: execute(case, pipeline, "torch", mutant=mutant,
-                                                    executor=executor))
+    run = runner or (lambda case, executor, mutant: execute(case, pipeline, "torch",
+                                                            mutant=mutant, executor=executor))
     state = {"found": None, "cases": 0, "refused": []}
     per_kind = max(1, examples // len(kinds))
     for kind in kinds:
@@ -74,7 +74,7 @@ def search(pipeline, kinds: list[str], examples: int, seed_: int, executors: lis
             for name in executors if graphs else executors[:1]:
                 ex = get_executor(name)
                 try:
-                    v = run(case, ex)
+                    v = run(case, ex, mutant)
                 except (ServerRefused, targets.TargetUnavailable, ImportError) as e:
                     state["refused"].append(str(e))
                     return
@@ -163,8 +163,9 @@ def control(pipeline, kinds: list[str], per_kind: int, executors: list[str], run
 
 
 def run_server_zoo(args, pipeline=None, runner=None, judge=None) -> int:
-    """``swafuzz zoo --level server`` (module docstring); ``pipeline`` / ``runner`` /
-    ``judge``: stand-ins for tests (None: the installed release's)."""
+    """``swafuzz zoo --level server`` (module docstring); ``pipeline`` / ``runner`` (``(case,
+    executor, mutant) -> ServerVerdict``) / ``judge``: stand-ins for tests (None: the installed
+    release's)."""
     if pipeline is None:
         if importlib.util.find_spec("sglang") is None:
             raise UsageError(NO_SGLANG)

@@ -26,75 +26,23 @@ module by module as the record lists them, then in definition order. A record's 
 name exactly the checks its modules define, and a check belongs to one feature.
 
     from swafuzz.harness.check_registry import all_checks, check_names, defence_in_depth
+
+The declaration (:func:`check`, :class:`Check`) is :mod:`swafuzz.features.record`'s, beside the
+other entries of a record, so that the server level's plain-Python oracle declares its checks
+without importing the harness.
 """
 
 from __future__ import annotations
 
 import importlib
-import re
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
 
 from swafuzz import features
 from swafuzz.features import RecordError
+from swafuzz.features.record import LEVELS, Check, check, registered
 
-_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-
-
-@dataclass(frozen=True)
-class Check:
-    """One registered check: its ``name`` (the ``Failure.check`` it reports), the function, the
-    defence-in-depth reason (None: it must be the sole killer of a mutant), whether it runs
-    across observations, and the module defining it."""
-
-    name: str
-    fn: Callable
-    defence: str | None
-    across: bool
-    module: str
-    level: str = "component"
-
-    @property
-    def ref(self) -> str:
-        """The name a record lists: ``name`` at component level, ``level:name`` otherwise."""
-        return self.name if self.level == "component" else f"{self.level}:{self.name}"
-
-
-_DEFINED: list[Check] = []
-
-
-LEVELS = ("component", "server")
-
-
-def check(name: str, defence: str | None = None, across: bool = False,
-          level: str = "component") -> Callable:
-    """Register the decorated function as check ``name`` (see the module docstring); the
-    function is returned unchanged."""
-    if not _NAME.match(name):
-        raise ValueError(f"check name {name!r} is not a lower-case identifier")
-    if defence is not None and (not isinstance(defence, str) or not defence.strip()):
-        raise ValueError(f"check {name!r}: the defence-in-depth reason must be a non-empty "
-                         "string (or None)")
-
-    if level not in LEVELS:
-        raise ValueError(f"check {name!r}: level {level!r} (allowed: {', '.join(LEVELS)})")
-
-    def register(fn: Callable) -> Callable:
-        entry = Check(name, fn, defence, across, fn.__module__, level)
-        for i, c in enumerate(_DEFINED):
-            if (c.module, c.ref) == (entry.module, entry.ref):  # the module was imported again
-                _DEFINED[i] = entry
-                return fn
-        _DEFINED.append(entry)
-        return fn
-
-    return register
-
-
-def registered() -> tuple[Check, ...]:
-    """Every check defined so far in an imported module, whether a feature lists it or not."""
-    return tuple(_DEFINED)
+__all__ = ["LEVELS", "Check", "all_checks", "check", "check_names", "defence_in_depth",
+           "every_check", "rank", "registered"]
 
 
 def all_checks(level: str = "component") -> tuple[Check, ...]:
@@ -113,7 +61,7 @@ def every_check() -> tuple[Check, ...]:
         mine: list[Check] = []
         for mod in feat.check_modules:
             importlib.import_module(mod)
-            mine += [c for c in _DEFINED if c.module == mod]
+            mine += [c for c in registered() if c.module == mod]
         names = tuple(c.ref for c in mine)
         if names != feat.checks:
             raise RecordError(f"feature {feat.name!r}: checks: the record declares "
@@ -137,18 +85,6 @@ def defence_in_depth(level: str = "component") -> dict[str, str]:
     """Check name -> defence-in-depth reason, for the checks of ``level`` that have one
     (registry order)."""
     return {c.name: c.defence for c in all_checks(level) if c.defence}
-
-
-def server_check(name: str, disabled: frozenset[str] = frozenset()) -> Callable | None:
-    """The function of server check ``name``, or None when ``disabled`` names it (the judge
-    then skips it: leave-one-out)."""
-    if name in disabled:
-        return None
-    for c in all_checks("server"):
-        if c.name == name:
-            return c.fn
-    raise KeyError(f"server check {name!r} is not registered (known: "
-                   f"{', '.join(check_names('server'))})")
 
 
 def rank(name: str) -> int:

@@ -14,6 +14,7 @@ the observation, so this is the rerun without the check. Without SGLang: exit 2 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import sys
 import time
@@ -25,8 +26,11 @@ from swafuzz.harness.check_registry import check_names
 from swafuzz.harness.cli_common import UsageError
 from swafuzz.harness.executors import get_executor
 from swafuzz.harness.run import resolve_executors
+from swafuzz.harness.server_exec import ServerResult, bundle_of, pipeline_of
 from swafuzz.harness.zoo import cases_text, finish
 from swafuzz.reports.bundle import atomic_write_text
+from swafuzz.server.run import ServerRefused, execute, judge_obs
+from swafuzz.server.strategies import server_cases
 from swafuzz.targets.mutants import load_server
 
 #: budget -> (Cases per mutant and seed, seeds, control Cases per kind)
@@ -55,9 +59,6 @@ def search(pipeline, kinds: list[str], examples: int, seed_: int, executors: lis
            mutant: str | None, runner=None) -> tuple[dict | None, int, list[str]]:
     """Cases of ``kinds`` (``examples`` in all) through ``pipeline`` until the first failure:
     (the failing ``{"verdict", "graphs", "kind"}`` or None, Cases run, refusals seen)."""
-    from swafuzz.server.run import ServerRefused, execute
-    from swafuzz.server.strategies import server_cases
-
     run = runner or (lambda case, executor, mutant: execute(case, pipeline, "torch",
                                                             mutant=mutant, executor=executor))
     state = {"found": None, "cases": 0, "refused": []}
@@ -96,8 +97,6 @@ def search(pipeline, kinds: list[str], examples: int, seed_: int, executors: lis
 def ablation(found: dict, judge=None) -> dict:
     """The killing Case's checks (``alone``) and its sole killer (``sole``: the one check whose
     leave-one-out judgement of the same observation passes), as :func:`zoo.ablation`."""
-    from swafuzz.server.run import judge_obs
-
     judge = judge or judge_obs
     v = found["verdict"]
     alone = sorted({f.check for f in v.failures} & set(check_names("server")))
@@ -139,10 +138,6 @@ def mutant_row(name: str, spec, pipeline, examples: int, seeds: int, executors: 
 
 
 def _bundle(v, mutant: str) -> str:
-    import json
-
-    from swafuzz.harness.server_exec import ServerResult, bundle_of
-
     return json.dumps(bundle_of(ServerResult.of(v, 0.0), TARGET, mutant), indent=1) + "\n"
 
 
@@ -169,7 +164,6 @@ def run_server_zoo(args, pipeline=None, runner=None, judge=None) -> int:
     if pipeline is None:
         if importlib.util.find_spec("sglang") is None:
             raise UsageError(NO_SGLANG)
-        from swafuzz.harness.server_exec import pipeline_of
         try:
             pipeline = pipeline_of(TARGET)
         except targets.TargetUnavailable as e:

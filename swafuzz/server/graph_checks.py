@@ -5,7 +5,7 @@ the backend's metadata), with the graph bucket and padding rules they share."""
 
 from __future__ import annotations
 
-from swafuzz.harness.check_registry import check
+from swafuzz.features.record import check
 from swafuzz.server.case import ServerCase
 from swafuzz.server.timeline import Forward
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from swafuzz import features as registry
-from swafuzz.harness.check_registry import check, check_names
+from swafuzz.features.record import check
 from swafuzz.scenarios.case import POISON_BYTE
 from swafuzz.scenarios.payload import k_rows_bytes
 from swafuzz.server.case import ServerCase
@@ -228,20 +228,19 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False,
     executor replays graphs; ``pads``: forward index -> ``(mode, rows, batch size)`` the
     forward runs with after another padding than attention TP's: an attention-DP rank's;
     ``disabled``: server checks not run)."""
-    on = set(check_names("server")) - set(disabled)
     out: list[ServerFailure] = []
 
     def fail(name: str, fwd: int | None, msgs) -> bool:
-        """Record check ``name``'s messages when it is on; whether it failed (and is on)."""
+        """Record check ``name``'s messages unless disabled; whether it failed (and is on)."""
         msgs = [m for m in ([msgs] if isinstance(msgs, str) else msgs or []) if m]
-        if name in on:
+        if name not in disabled:
             out.extend(ServerFailure(name, fwd, m) for m in msgs)
-        return bool(msgs) and name in on
+        return bool(msgs) and name not in disabled
 
     # encoder replay: the stores go to the request window's workspace, never the SWA pool
     win = (registry.hook("server.window_oracle")(case)
            if case.config.enable_encoder_swa_bounded_replay else None)
-    raised = contracts(obs) if "contracts" in on else []
+    raised = contracts(obs) if "contracts" not in disabled else []
     if raised and win is None:
         return raised
     # under a window the forwards before the one that raised (the release's own invariant
@@ -253,7 +252,7 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False,
     try:
         events = observed_plan(case, obs)
     except RetractionError as e:
-        return [ServerFailure("retraction", None, str(e))] if "retraction" in on else []
+        return [ServerFailure("retraction", None, str(e))] if "retraction" not in disabled else []
     for ev in events:
         if isinstance(ev, (Release, Retract)):  # a retraction validated, then followed
             if fail("retraction", None, retraction(st, ev)):
@@ -312,7 +311,7 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False,
                 shadow[layer][slot] = row
     if obs.error is not None:
         return out + raised
-    if "pool_bytes" in on:
+    if "pool_bytes" not in disabled:
         out += pool_bytes(case, obs, shadow)
     return out
 

@@ -44,7 +44,7 @@ ones not run (a disabled check that would stop the walk lets it go on).
 
 from __future__ import annotations
 
-from swafuzz.harness.check_registry import check, check_names
+from swafuzz.features.record import check
 from swafuzz.scenarios.case import POISON_BYTE
 from swafuzz.server.case import ServerCase, ServerConfig
 from swafuzz.server.observation import ServerObs
@@ -70,6 +70,16 @@ def reserve(c: ServerConfig) -> int:
                    c.speculative_num_draft_tokens)
 
 
+class _On:
+    """The server checks on: every one but the ``disabled`` names."""
+
+    def __init__(self, disabled):
+        self.disabled = frozenset(disabled)
+
+    def __contains__(self, name: str) -> bool:
+        return name not in self.disabled
+
+
 class _Req:
     def __init__(self):
         self.slots: list[tuple[int, int]] = []  # by position: (full, swa)
@@ -80,7 +90,7 @@ def judge(case: ServerCase, obs: ServerObs, disabled=frozenset()) -> list[Server
     """Every failure of a speculative Case's observation, earliest first (a run the pipeline
     stopped with an error: what it observed first, then ``contracts``; ``disabled``: server
     checks not run)."""
-    on = set(check_names("server")) - set(disabled)
+    on = _On(disabled)
     raised = [] if obs.error is None or "contracts" not in on else [
         ServerFailure("contracts", None, f"the pipeline raised: {obs.error}")]
     try:
@@ -109,7 +119,7 @@ def judge(case: ServerCase, obs: ServerObs, disabled=frozenset()) -> list[Server
 
 
 class _Judge:
-    def __init__(self, case: ServerCase, obs: ServerObs, on: set[str]):
+    def __init__(self, case: ServerCase, obs: ServerObs, on: _On):
         self.case, self.obs, self.on = case, obs, on
         self.P, self.W = case.config.page_size, case.model.sliding_window
         self.N = case.config.speculative_num_draft_tokens

@@ -30,7 +30,7 @@ every tail row, and the stub model's rows are the tail's (``k`` over the tail ro
 
 from __future__ import annotations
 
-from swafuzz.harness.check_registry import check
+from swafuzz.features.record import check
 from swafuzz.scenarios.payload import k_rows_bytes
 
 

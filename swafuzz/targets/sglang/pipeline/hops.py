@@ -11,7 +11,6 @@ from __future__ import annotations
 import textwrap
 
 from swafuzz import features as registry
-from swafuzz.targets.mutants import load_server
 
 #: (hop, 0.5.23, why)
 HOPS: tuple[tuple[str, str, str], ...] = (
@@ -204,7 +203,9 @@ OLDER_SHAPE.update({hop: _NO_SPEC_V2 for hop, _s, _w in HOPS
 
 def server_mutant_sources() -> dict[str, str]:
     """Every server mutant (the features' ``mutant(level="server")``), name -> source."""
-    return {n: m.source for n, m in load_server().items()}
+    # by name, as the records reach code: the mutant registry registers targets (which import
+    # this module through the sglang target)
+    return {n: m.source for n, m in registry.load("swafuzz.targets.mutants:load_server")().items()}
 
 
 def hop_text() -> str:

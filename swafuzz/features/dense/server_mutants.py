@@ -28,6 +28,11 @@ mutant("server_graph_seq_lens_pad_zero", level="server", kinds=("server_graph",)
        patch=f"{_PIPE}.graph:seq_lens_pad_zero",
        source="spec §5.1 (padded rows' seq_lens hold the backend's fill value, 1 for DSV4), in "
               "the release's decode graph runner's replay preparation")
+mutant("server_graph_largest_bucket_eager", level="server", kinds=("server_graph",),
+       patch=f"{_PIPE}.mutants:graph_largest_bucket_eager",
+       source="spec §5.1 (a DECODE runs the smallest captured bucket holding it), in the "
+              "release's decode graph runner's can-run decision (can_run_graph; 0.5.12 "
+              "can_run): off by one at the largest bucket")
 
 _SPEC = f"{_PIPE}.spec_mutants"
 _SPEC_MUTANTS = (

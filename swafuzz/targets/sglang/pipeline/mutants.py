@@ -14,6 +14,7 @@ from typing import Iterator
 from sglang.srt.managers.schedule_batch import ScheduleBatch
 
 from swafuzz.targets.mutants import load_server
+from swafuzz.targets.sglang.pipeline import seams
 
 
 @contextlib.contextmanager
@@ -57,6 +58,29 @@ def evict_frontier_one_ahead() -> Iterator[None]:
         yield
     finally:
         ScheduleBatch._evict_swa = real
+
+
+@contextlib.contextmanager
+def graph_largest_bucket_eager() -> Iterator[None]:
+    """Spec §5.1 (a DECODE batch runs the smallest captured bucket holding it): the decode graph
+    runner's can-run decision is off by one at the top, a batch of the largest captured size
+    runs eagerly (``bs < max_bs``)."""
+    if seams.DECODE_RUNNER_MOD is not None:
+        cls, name = seams.DECODE_RUNNER_MOD.DecodeCudaGraphRunner, "can_run_graph"
+    else:  # 0.5.12's runner
+        from sglang.srt.model_executor.cuda_graph_runner import CudaGraphRunner as cls
+        name = "can_run"
+    real = getattr(cls, name)
+
+    def decide(self, forward_batch, *args, **kwargs):
+        return forward_batch.batch_size < self.max_bs and real(self, forward_batch, *args,
+                                                                **kwargs)
+
+    setattr(cls, name, decide)
+    try:
+        yield
+    finally:
+        setattr(cls, name, real)
 
 
 def patched(name: str | None):

@@ -204,7 +204,10 @@ def exec_path(ev: Forward, rec, mode: str, bucket: int | None = None,
             f"{'eager' if bucket is None else f'graph bucket {bucket}'}")
 
 
-@check("write_targets", level="server")
+@check("write_targets", level="server", defence=(
+    "a store at another slot than the allocated one also leaves that slot's bytes wrong "
+    "(pool_bytes) or a later read unmapped (window_reads); this check names the forward, "
+    "layer and row where it happened"))
 def write_targets(ev: Forward, rec, layers: int, expected: list[list[int]]) -> list[str]:
     """Every layer's store received its ``expected`` rows, row for row."""
     out = []
@@ -316,7 +319,9 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False,
     return out
 
 
-@check("pool_bytes", level="server")
+@check("pool_bytes", level="server", defence=(
+    "end to end: a pool byte is wrong only where a store went to a wrong slot, which "
+    "write_targets sees at its forward; kept as the byte-level confirmation"))
 def pool_bytes(case: ServerCase, obs: ServerObs,
                    shadow: list[dict[int, bytes]]) -> list[ServerFailure]:
     rb, P = case.model.row_bytes, case.config.page_size

@@ -218,7 +218,10 @@ class _Judge:
             self.fail("draft_decode", ev.index, f"{len(draft)} draft decode "
                       f"forwards, expected speculative_num_steps - 1")
 
-    @check("verify_rows", level="server")
+    @check("verify_rows", level="server", defence=(
+        "a verify row at another location than the reserve's also stores there "
+        "(write_targets), and the draft extend rewrites the same window (draft_extend); "
+        "this names the verify batch's field"))
     def verify_rows(self, ev: Forward, v: dict, full: list[int], pos: list[int]) -> None:
         lens = [self.reqs[rid].committed for rid in ev.rids]
         for name, got, exp in (("out_cache_loc", v["out_cache_loc"], full),
@@ -235,7 +238,9 @@ class _Judge:
                 self.fail("draft_extend", ev.index, f"the draft extend's {name} {got}, "
                           f"expected the verify window's {exp}")
 
-    @check("spec_accept", level="server")
+    @check("spec_accept", level="server", defence=(
+        "a committed length off the accepted KV changes the next iteration's reserve "
+        "(spec_alloc); this names the request and its bookkeeping right after the accept"))
     def spec_accept(self, ev: Forward, sp: dict) -> None:
         for b, (rid, a) in enumerate(zip(ev.rids, ev.accepts)):
             r = self.reqs[rid]
@@ -263,7 +268,9 @@ class _Judge:
                 for slot, row in zip(locs, rows(self.case, fwd, layer, len(locs))):
                     self.shadow[layer][slot] = row
 
-    @check("spec_pool", level="server")
+    @check("spec_pool", level="server", defence=(
+        "a leak or a slot freed twice during the run also leaves the allocator's totals wrong "
+        "after it (spec_leak); this names the iteration where it happened"))
     def pool(self, fwd: int, free: dict | None) -> None:
         """After the iteration: the full pool's free tokens are the run's start less every
         live request's slots (page-rounded: spec v2 frees nothing at accept), and no free list
@@ -298,7 +305,9 @@ class _Judge:
         if "pool_bytes" in self.on:
             self.pool_bytes()
 
-    @check("spec_leak", level="server")
+    @check("spec_leak", level="server", defence=(
+        "the run's end totals confirm spec_pool's per-iteration count: a leak or double free "
+        "shows there first, unless it happens in the last iteration"))
     def leak(self) -> None:
         free = self.obs.free
         if free and any(free.get("dups", ())):

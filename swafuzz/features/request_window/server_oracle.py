@@ -142,7 +142,9 @@ class ServerWindowOracle:
                         self.bytes[layer][row] = data[(k + j) * self.rb:(k + j + 1) * self.rb]
                 k += n
 
-    @check("window_ring", level="server")
+    @check("window_ring", level="server", defence=(
+        "a ring row holding another position's tag also fails the release's own window "
+        "invariant check, which raises (contracts); this names the ring row and its tag"))
     def _ring(self, w: dict, cap: int) -> list[tuple[str, str]]:
         tags_obs, ring_obs, zero = w.get("ring_tags") or [], w.get("bytes_after") or [], w["zero_row"]
         for layer, (tags, ring) in enumerate(zip(tags_obs, ring_obs)):

@@ -11,6 +11,7 @@ import contextlib
 import inspect
 from typing import Iterator
 
+from sglang.srt.managers import schedule_batch as sb
 from sglang.srt.managers.schedule_batch import ScheduleBatch
 
 from swafuzz.targets.mutants import load_server
@@ -58,6 +59,26 @@ def evict_frontier_one_ahead() -> Iterator[None]:
         yield
     finally:
         ScheduleBatch._evict_swa = real
+
+
+@contextlib.contextmanager
+def decode_leaks_a_slot() -> Iterator[None]:
+    """Spec §9 (a slot leaked): the scheduler's decode allocation (``alloc_for_decode``, as
+    ``ScheduleBatch.prepare_for_decode`` calls it) takes one slot more than the batch's rows
+    from the allocator and never frees it (page size 1: the release's ``alloc`` path)."""
+    real = sb.alloc_for_decode
+
+    def alloc_for_decode(batch, token_per_req):
+        out = real(batch, token_per_req)
+        if batch.token_to_kv_pool_allocator.page_size == 1:
+            batch.token_to_kv_pool_allocator.alloc(1)
+        return out
+
+    sb.alloc_for_decode = alloc_for_decode
+    try:
+        yield
+    finally:
+        sb.alloc_for_decode = real
 
 
 @contextlib.contextmanager

@@ -43,6 +43,10 @@ _SPEC_MUTANTS = (
     ("server_spec_draft_one_ahead", "draft_locs_one_ahead",
      "spec §9.3 family (shifted draft write targets), in the release's prepare_for_draft "
      "(assign_draft_cache_locs_contiguous from seq_lens + 1)"),
+    ("server_spec_draft_steps_unpermuted", "per_step_locs_unpermuted",
+     "spec §9.3 family (draft write targets), in the release's per_step_draft_out_cache_loc "
+     "(the per-step slices of the multi-step draft buffer, shared with the DSV4 backend) "
+     "without its steps-major permute"),
     ("server_spec_verify_stale", "verify_keeps_previous_loc",
      "spec §9.3 (equal-length stale cache), in the release's eagle_prepare_for_verify"),
     ("server_spec_accept_frees", "accept_frees_rejected",

@@ -4,11 +4,14 @@ speculative server-level Case runs; each is declared with its source in
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 from sglang.srt.managers.scheduler_components import batch_result_processor as brp
 from sglang.srt.mem_cache import common
 from sglang.srt.speculative import eagle_utils, eagle_worker_common
 
+from swafuzz.targets.sglang.pipeline import spec
 from swafuzz.targets.sglang.pipeline.seams import set_attr
 
 
@@ -123,3 +126,16 @@ def accept_frees_rejected():
                 batch.token_to_kv_pool_allocator.free(table[idx, lo:pre + n].to(torch.int64))
         return out
     return set_attr(cls, "_resolve_spec_v2_tokens", resolve)
+
+
+@contextlib.contextmanager
+def per_step_locs_unpermuted():
+    """``per_step_draft_out_cache_loc`` slices the multi-step draft buffer step-major without
+    its ``(batch, topk, steps) -> (steps, batch, topk)`` permute: with two requests or more a
+    draft decode step writes other requests' and steps' slots."""
+    def per_step(out_cache_loc, batch_size, topk, num_steps):
+        return out_cache_loc.reshape(num_steps, -1)
+
+    with set_attr(eagle_utils, "per_step_draft_out_cache_loc", per_step), \
+            set_attr(spec, "per_step_draft_out_cache_loc", per_step):
+        yield

@@ -23,6 +23,10 @@ mutant("server_decode_leaks_slot", level="server", kinds=("server_decode",),
        patch=f"{_PIPE}.mutants:decode_leaks_a_slot",
        source="spec §9 (a slot leaked: allocated and never freed), in the release's decode "
               "allocation (alloc_for_decode, from ScheduleBatch.prepare_for_decode)")
+mutant("server_swa_offset_rotated", level="server", kinds=("server_decode", "server_mixed"),
+       patch=f"{_PIPE}.mutants:swa_offset_rotated",
+       source="spec §4 (an SWA slot keeps its full slot's page offset), in the release's "
+              "SWATokenToKVPoolAllocator.set_full_to_swa_mapping")
 mutant("server_graph_stale_tail", level="server", kinds=("server_graph",),
        patch=f"{_PIPE}.graph:stale_out_cache_loc_tail",
        source="spec §9.5 (padded rows not steered to the dummy slot, PR #24743), in the "

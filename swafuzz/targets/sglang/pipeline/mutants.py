@@ -82,6 +82,27 @@ def decode_leaks_a_slot() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def swa_offset_rotated() -> Iterator[None]:
+    """Spec §4 (an SWA slot keeps its full slot's page offset): the hybrid allocator's
+    ``set_full_to_swa_mapping`` maps each full slot to the next offset of its SWA page (page
+    size > 1), the page itself unchanged."""
+    from sglang.srt.mem_cache.allocator.swa import SWATokenToKVPoolAllocator as cls
+    real = cls.set_full_to_swa_mapping
+
+    def set_mapping(self, full_indices, swa_indices):
+        P = self.page_size
+        if P > 1:
+            swa_indices = swa_indices - swa_indices % P + (swa_indices + 1) % P
+        return real(self, full_indices, swa_indices)
+
+    cls.set_full_to_swa_mapping = set_mapping
+    try:
+        yield
+    finally:
+        cls.set_full_to_swa_mapping = real
+
+
+@contextlib.contextmanager
 def graph_largest_bucket_eager() -> Iterator[None]:
     """Spec §5.1 (a DECODE batch runs the smallest captured bucket holding it): the decode graph
     runner's can-run decision is off by one at the top, a batch of the largest captured size

@@ -1,5 +1,6 @@
 """``swafuzz zoo --level server``: the bug zoo over the server mutants (``mutant(level="server")``
-of the feature records: patches of the release's own code) on the installed SGLang release.
+of the feature records: patches of the release's own code) on the installed release of the
+target with a server level.
 
 The same matrix, ablation and leave-one-out rule as the component zoo (:func:`zoo.finish` over
 the server checks): per mutant and seed, Cases of the mutant's server kinds are drawn
@@ -7,13 +8,12 @@ the server checks): per mutant and seed, Cases of the mutant's server kinds are 
 pipeline with the mutant's patch until the first failing Case; the control is the unpatched
 pipeline over the same kinds. Leave-one-out judges the killing Case's observation again with
 that one check disabled (:func:`swafuzz.server.run.judge_obs`): checks are pure functions of
-the observation, so this is the rerun without the check. Without SGLang: exit 2 naming the
-``sglang`` extra.
+the observation, so this is the rerun without the check. Without the release: exit 2 with the
+target's own message (for SGLang: the ``sglang`` extra, ``scripts/upstream-env``).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
@@ -26,7 +26,7 @@ from swafuzz.harness.check_registry import check_names
 from swafuzz.harness.cli_common import UsageError
 from swafuzz.harness.executors import get_executor
 from swafuzz.harness.run import resolve_executors
-from swafuzz.harness.server_exec import ServerResult, bundle_of, pipeline_of
+from swafuzz.harness.server_exec import ServerResult, bundle_of, pipeline_of, server_targets
 from swafuzz.harness.zoo import cases_text, finish
 from swafuzz.reports.bundle import atomic_write_text
 from swafuzz.server.run import ServerRefused, execute, judge_obs
@@ -35,9 +35,6 @@ from swafuzz.targets.mutants import load_server
 
 #: budget -> (Cases per mutant and seed, seeds, control Cases per kind)
 BUDGETS = {"ci": (24, 1, 3), "full": (None, None, 20)}
-TARGET = "sglang"
-NO_SGLANG = ("zoo --level server: SGLang is not installed here (the `sglang` extra: pip install "
-             "'swafuzz[sglang]', or scripts/upstream-env VERSION for a release's environment)")
 
 
 class _Killed(Exception):
@@ -109,7 +106,7 @@ def ablation(found: dict, judge=None) -> dict:
 
 
 def mutant_row(name: str, spec, pipeline, examples: int, seeds: int, executors: list[str],
-               out: str, runner=None, judge=None) -> dict:
+               out: str, runner=None, judge=None, target: str = "") -> dict:
     """Kill one server mutant over ``seeds`` seeds; its kill-matrix row (zoo.zoo_mutant's)."""
     tm = time.perf_counter()
     counts, first, refused, ran = [], None, [], 0
@@ -131,21 +128,22 @@ def mutant_row(name: str, spec, pipeline, examples: int, seeds: int, executors: 
                    kind=first["kind"])  # not shrunk: the zoo stops at the first kill
         os.makedirs(os.path.join(out, "findings"), exist_ok=True)
         path = os.path.join(out, "findings", f"server-mutant-{name}.json")
-        atomic_write_text(path, _bundle(v, name))
+        atomic_write_text(path, _bundle(v, name, target))
         row["repro"] = f"swafuzz repro {os.path.relpath(path, out)}"
         row.update(ablation(first, judge))
     return row
 
 
-def _bundle(v, mutant: str) -> str:
-    return json.dumps(bundle_of(ServerResult.of(v, 0.0), TARGET, mutant), indent=1) + "\n"
+def _bundle(v, mutant: str, target: str) -> str:
+    return json.dumps(bundle_of(ServerResult.of(v, 0.0), target, mutant), indent=1) + "\n"
 
 
-def control(pipeline, kinds: list[str], per_kind: int, executors: list[str], runner=None) -> dict:
+def control(pipeline, kinds: list[str], per_kind: int, executors: list[str], runner=None,
+            target: str = "") -> dict:
     """The unpatched pipeline over ``kinds``: clean, or its first failing check."""
     tc = time.perf_counter()
     res = {"clean": True, "cases": 0, "seconds": 0.0, "check": None, "impl": "torch",
-           "target": f"{TARGET} (server level)"}
+           "target": f"{target} (server level)"}
     for kind in kinds:
         found, used, _ = search(pipeline, [kind], per_kind, 0, executors, None, runner)
         res["cases"] += used
@@ -161,11 +159,12 @@ def run_server_zoo(args, pipeline=None, runner=None, judge=None) -> int:
     """``swafuzz zoo --level server`` (module docstring); ``pipeline`` / ``runner`` (``(case,
     executor, mutant) -> ServerVerdict``) / ``judge``: stand-ins for tests (None: the installed
     release's)."""
+    target = next(iter(server_targets()), "")
     if pipeline is None:
-        if importlib.util.find_spec("sglang") is None:
-            raise UsageError(NO_SGLANG)
+        if not target:
+            raise UsageError("zoo --level server: no target offers a server level")
         try:
-            pipeline = pipeline_of(TARGET)
+            pipeline = pipeline_of(target)
         except targets.TargetUnavailable as e:
             raise UsageError(f"zoo --level server: {e}") from None
     examples, seeds, control_n = BUDGETS[args.budget]
@@ -176,14 +175,14 @@ def run_server_zoo(args, pipeline=None, runner=None, judge=None) -> int:
     narrowed = bool(getattr(args, "mutant", None))
     t0 = time.perf_counter()
     kinds = list(dict.fromkeys(k for m in zoo.values() for k in m.kinds))
-    ctl = control(pipeline, kinds, control_n, executors, runner)
+    ctl = control(pipeline, kinds, control_n, executors, runner, target)
     if not args.quiet:
         print(f"control: {'clean' if ctl['clean'] else 'FAILED'} ({ctl['cases']} Cases, "
               f"{ctl['seconds']:.1f} s)", file=sys.stderr, flush=True)
     rows = []
     for name, spec in zoo.items():
         rows.append(mutant_row(name, spec, pipeline, examples, seeds, executors, args.out,
-                               runner, judge))
+                               runner, judge, target))
         r = rows[-1]
         if not args.quiet:
             print(f"{name}: {'killed' if r['killed'] else 'SURVIVED'} ("

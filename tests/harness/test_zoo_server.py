@@ -41,7 +41,7 @@ def _judge(case, obs, graphs, disabled):  # the same observation judged without 
 def test_without_sglang_exit_2_naming_the_extra(tmp_path, capsys):
     assert cli_main(["zoo", "--level", "server", "--out", str(tmp_path / "z")]) == 2
     err = capsys.readouterr().err
-    assert "`sglang` extra" in err and "scripts/upstream-env" in err and len(err.splitlines()) == 1
+    assert "swafuzz[sglang]" in err and "scripts/upstream-env" in err and len(err.splitlines()) == 1
 
 
 def test_level_is_checked(tmp_path, capsys):
@@ -51,11 +51,11 @@ def test_level_is_checked(tmp_path, capsys):
 
 def test_the_gate_fails_a_check_with_no_sole_kill_and_no_defence(tmp_path, capsys, monkeypatch):
     """Two mutants: one killed by write_targets alone (leave-one-out: its observation judged
-    without it passes), one by two checks (no sole killer); every other server check kills
-    nothing alone and carries no defence: the whole-zoo gate fails naming them, exit 1."""
+    without it passes), one by two checks (no sole killer; pool_bytes has a defence reason);
+    every other server check kills nothing alone: the whole-zoo gate fails naming them."""
     monkeypatch.setattr(zoo_server, "load_server",
                         lambda: {n: m for n, m in load_server().items() if n in KILLS})
-    monkeypatch.setattr(zoo_server, "_bundle", lambda v, name: "{}\n")
+    monkeypatch.setattr(zoo_server, "_bundle", lambda v, name, target: "{}\n")
     rc = zoo_server.run_server_zoo(_args(tmp_path, mutant=None), pipeline=object(),
                                    runner=_runner, judge=_judge)
     out = capsys.readouterr().out
@@ -66,7 +66,8 @@ def test_the_gate_fails_a_check_with_no_sole_kill_and_no_defence(tmp_path, capsy
     assert "window_reads" in unproven and "write_targets" not in unproven
     res = json.loads((tmp_path / "zoo.json").read_text())
     assert res["sole"]["write_targets"] == ["server_decode_stale_loc"]
-    assert set(res["unproven"]) == set(check_names("server")) - {"write_targets"}
+    # pool_bytes fires (beside window_reads) and carries its defence reason: proven
+    assert set(res["unproven"]) == set(check_names("server")) - {"write_targets", "pool_bytes"}
     assert res["control"]["clean"] and all(r["killed"] for r in res["mutants"])
 
 
@@ -75,7 +76,7 @@ def test_a_check_still_failing_without_the_killer_is_no_sole_kill(tmp_path, caps
     monkeypatch.setattr(zoo_server, "load_server",
                         lambda: {"server_decode_stale_loc": load_server()[
                             "server_decode_stale_loc"]})
-    monkeypatch.setattr(zoo_server, "_bundle", lambda v, name: "{}\n")
+    monkeypatch.setattr(zoo_server, "_bundle", lambda v, name, target: "{}\n")
     still = [ServerFailure("pool_bytes", None, "still")]
     rc = zoo_server.run_server_zoo(_args(tmp_path, mutant=["server_decode_stale_loc"]),
                                    pipeline=object(), runner=_runner,

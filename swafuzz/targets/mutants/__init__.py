@@ -93,8 +93,9 @@ class MutantError(ValueError):
 
 
 def known_checks() -> tuple[str, ...]:
-    """The check names a mutant may expect: every feature record's checks, then ``error``."""
-    return tuple(c for f in features.all_features() for c in f.checks) + (ERROR,)
+    """The check names a mutant may expect: every feature record's component-level checks, then
+    ``error``."""
+    return tuple(c for f in features.all_features() for c in f.checks if ":" not in c) + (ERROR,)
 
 
 def mutant(name: str, kinds: tuple[str, ...], source: str, expected: tuple[str, ...] = (),

@@ -47,13 +47,8 @@ HOOK_POINTS = {
     "sglang.server_pad": "targets.sglang.pipeline.steps: (config, mode, seq_lens, extend_lens, "
                          "out_cache_loc) -> rank 0's batch after the release's MLP-sync padding "
                          "(attention TP > 1)",
-    "sglang.server_pad_mutant": "targets.sglang.pipeline.mutants: (server mutant name) -> a "
-                                "context manager running the ranks' padding with its patch",
     "sglang.server_window": "targets.sglang.pipeline.steps: (pipeline) -> the request-window hop "
                             "of a server-level run with encoder replay (before_forward, forward)",
-    "sglang.server_mutants": "targets.sglang.pipeline.mutants / hops: name -> (source, "
-                             "'module:attr' of its patch, a context manager factory): a "
-                             "feature's server mutants in the release's code",
     "sglang.server_hops": "targets.sglang.pipeline.hops: (rows, 0.5.12 column) a feature adds "
                           "to the server-level hop table",
     "server.window_oracle": "server.oracle: (server case) -> the request window's shadow "

@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _REF = re.compile(r"^swafuzz(\.[a-z_][a-z0-9_]*)+(:[A-Za-z_][A-Za-z0-9_]*)?$")
@@ -225,3 +225,61 @@ def load(ref: str) -> Any:
     mod, _, attr = ref.partition(":")
     m = importlib.import_module(mod)
     return getattr(m, attr) if attr else m
+
+
+# -- checks: ``@check`` declares one where it is defined (the registry over the records:
+# :mod:`swafuzz.harness.check_registry`, whose docstring says what a check is)
+@dataclass(frozen=True)
+class Check:
+    """One registered check: its ``name`` (the ``Failure.check`` it reports), the function, the
+    defence-in-depth reason (None: it must be the sole killer of a mutant), whether it runs
+    across observations, and the module defining it."""
+
+    name: str
+    fn: Callable
+    defence: str | None
+    across: bool
+    module: str
+    level: str = "component"
+
+    @property
+    def ref(self) -> str:
+        """The name a record lists: ``name`` at component level, ``level:name`` otherwise."""
+        return self.name if self.level == "component" else f"{self.level}:{self.name}"
+
+
+_DEFINED: list[Check] = []
+
+
+LEVELS = ("component", "server")
+
+
+def check(name: str, defence: str | None = None, across: bool = False,
+          level: str = "component") -> Callable:
+    """Register the decorated function as check ``name`` (see
+    :mod:`swafuzz.harness.check_registry`); the
+    function is returned unchanged."""
+    if not _NAME.match(name):
+        raise ValueError(f"check name {name!r} is not a lower-case identifier")
+    if defence is not None and (not isinstance(defence, str) or not defence.strip()):
+        raise ValueError(f"check {name!r}: the defence-in-depth reason must be a non-empty "
+                         "string (or None)")
+
+    if level not in LEVELS:
+        raise ValueError(f"check {name!r}: level {level!r} (allowed: {', '.join(LEVELS)})")
+
+    def register(fn: Callable) -> Callable:
+        entry = Check(name, fn, defence, across, fn.__module__, level)
+        for i, c in enumerate(_DEFINED):
+            if (c.module, c.ref) == (entry.module, entry.ref):  # the module was imported again
+                _DEFINED[i] = entry
+                return fn
+        _DEFINED.append(entry)
+        return fn
+
+    return register
+
+
+def registered() -> tuple[Check, ...]:
+    """Every check defined so far in an imported module, whether a feature lists it or not."""
+    return tuple(_DEFINED)

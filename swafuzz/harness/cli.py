@@ -43,6 +43,7 @@ from swafuzz.harness.failures import check_out_dir, check_out_file, report_tool_
 from swafuzz.harness.ledger import DEFAULT_LEDGER
 from swafuzz.harness.zoo import run_zoo
 from swafuzz.harness.zoo_select import selected
+from swafuzz.harness.zoo_server import run_server_zoo
 from swafuzz.kernels import IMPLS, available_impls
 
 __all__ = ["EXIT_CLEAN", "EXIT_FINDINGS", "EXIT_TOOL", "EXIT_USAGE", "UsageError", "build_parser",
@@ -106,6 +107,10 @@ def cmd_zoo(args) -> int:
     bad = (args.json and check_out_file("--json", args.json)) or check_out_dir("--out", args.out)
     if bad:
         raise UsageError(bad)
+    args.level = getattr(args, "level", "component")
+    check_choice("--level", args.level, ("component", "server"))
+    if args.level == "server":
+        return run_server_zoo(args)
     try:
         zoo = selected(args.mutant)
     except ValueError as e:

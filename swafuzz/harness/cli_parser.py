@@ -198,6 +198,8 @@ def build_parser(commands: dict[str, Callable] | None = None) -> argparse.Argume
     z.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                    help="worker processes (mutants run in parallel)")
     z.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    z.add_argument("--level", default="component",
+                   help="component | server (the server mutants on the installed SGLang)")
     z.set_defaults(**_bound(commands, "zoo"))
 
     b = sub.add_parser("bench", formatter_class=fmt, help="kernel benchmark (bench/kernels.py); 'bench harness': "

@@ -15,10 +15,10 @@ import textwrap
 from typing import Any
 
 from swafuzz import features, targets
-from swafuzz.harness.check_registry import check_names
+from swafuzz.harness.check_registry import check_names, every_check
 from swafuzz.harness.executors import available_executors
 from swafuzz.kernels import available_impls
-from swafuzz.targets.mutants import load_all
+from swafuzz.targets.mutants import load_all, load_server
 
 
 def support_targets() -> list[str]:
@@ -32,6 +32,23 @@ def mutant_counts() -> dict[str, int]:
     for spec in load_all().values():
         out[spec.feature] += 1
     return out
+
+
+def entries(f) -> dict[str, list[dict]]:
+    """Feature ``f``'s checks and mutants with their level (and a check's defence reason, a
+    mutant's kinds and source)."""
+    checks = [{"name": c.name, "level": c.level, "defence": c.defence}
+              for c in every_check() if c.module in f.check_modules]
+    muts = [{"name": n, "level": "component", "kinds": list(m.kinds), "source": m.source}
+            for n, m in load_all().items() if m.feature == f.name]
+    muts += [{"name": n, "level": "server", "kinds": list(m.kinds), "source": m.source}
+             for n, m in load_server().items() if m.feature == f.name]
+    return {"check_entries": checks, "mutant_entries": muts}
+
+
+def _since(since: dict) -> dict[str, str]:
+    """target -> the first release running it (``none``: no release is driven)."""
+    return {t: s.release or "none" for t, s in since.items()}
 
 
 def _release_hooks(name: str):
@@ -51,12 +68,13 @@ def feature_rows() -> dict[str, Any]:
     rows = []
     for f in features.all_features():
         kinds = [{"name": k.name, "summary": k.summary, "level": k.level, "opt_in": k.opt_in,
+                  "since": _since({**f.since, **k.since}),
                   "support": {t: targets.supports(t, k.name) for t in names},
                   "releases": {t: {r: at(k.name, r) for r in rels}
                                for t, (rels, at) in hooks.items()}} for k in f.kinds]
         rows.append({"name": f.name, "title": f.title, "source": f.source,
                      "case_fields": list(f.case_fields), "checks": list(f.checks),
-                     "mutants": counts[f.name],
+                     "mutants": counts[f.name], "since": _since(f.since), **entries(f),
                      "support": {t: targets.supports(t, f) for t in names}, "kinds": kinds})
     return {"targets": names, "releases": {t: list(h[0]) for t, h in hooks.items()},
             "features": rows}
@@ -79,10 +97,11 @@ def features_text(data: dict[str, Any], width: int = 100) -> str:
     for f in data["features"]:
         lines.append(f"{f['name']:<{kw}}" + "".join(f"{_cell(f['support'][t]):<{cw}}"
                                                      for t in names))
+        since = ", ".join(f"{t} {r}" for t, r in f["since"].items()) or "every release"
         lines += textwrap.wrap(
             f"{f['title']}; case fields: {', '.join(f['case_fields']) or '-'}; checks: "
-            f"{', '.join(f['checks']) or '-'}; mutants: {f['mutants']}", width,
-            initial_indent="    ", subsequent_indent="    ")
+            f"{_by_level(f['check_entries'])}; mutants: {_by_level(f['mutant_entries'])}; "
+            f"since: {since}", width, initial_indent="    ", subsequent_indent="    ")
         for k in f["kinds"]:
             lines.append(f"  {k['name']:<{kw - 2}}" + "".join(f"{_cell(k['support'][t]):<{cw}}"
                                                                for t in names))
@@ -114,6 +133,12 @@ def features_text(data: dict[str, Any], width: int = 100) -> str:
             lines += textwrap.wrap(f"{'; '.join(keys)}: {why}", width, initial_indent="  ",
                                    subsequent_indent="      ")
     return "\n".join(lines)
+
+
+def _by_level(items: list[dict]) -> str:
+    """``name, name (server)``: entries with their level when it is not the component's."""
+    return ", ".join(i["name"] + ("" if i["level"] == "component" else f" ({i['level']})")
+                     for i in items) or "-"
 
 
 def features_json(data: dict[str, Any]) -> str:

@@ -147,18 +147,18 @@ def ablation(verdict, target: str, impl: str, executors: list[str]) -> dict:
     return res
 
 
-def ablation_matrix(rows: list[dict]) -> str:
+def ablation_matrix(rows: list[dict], level: str = "component") -> str:
     """Mutants x checks: ``K`` the check alone kills the mutant's killing Case, ``S`` it is the
     only check that does (leave-one-out proven), ``.`` it does not; ``error`` for mutants killed
     by a target error only."""
     w = max([len(r["name"]) for r in rows] + [6])
-    head = " " * w + " | " + " ".join(f"{c[:6]:>6}" for c in check_names())
+    head = " " * w + " | " + " ".join(f"{c[:6]:>6}" for c in check_names(level))
     lines = ["single-check ablation (K: kills alone, S: the only killer, leave-one-out proven)",
              head, "-" * len(head)]
     for r in rows:
         alone = set(r.get("alone") or ())
         cells = []
-        for c in check_names():
+        for c in check_names(level):
             cells.append(f"{'S' if r.get('sole') == c else ('K' if c in alone else '.'):>6}")
         note = "" if r["killed"] else "  (survived)"
         if r["killed"] and not alone:
@@ -167,17 +167,20 @@ def ablation_matrix(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def proof_status(rows: list[dict]) -> tuple[dict[str, list[str]], list[str]]:
-    """Per check: the mutants it alone kills (sole, leave-one-out proven); and the checks that
-    are neither the sole killer of a mutant nor justified as defence in depth (and firing)."""
-    sole: dict[str, list[str]] = {c: [] for c in check_names()}
-    fired: dict[str, list[str]] = {c: [] for c in check_names()}
+def proof_status(rows: list[dict], level: str = "component"
+                 ) -> tuple[dict[str, list[str]], list[str]]:
+    """Per check of ``level``: the mutants it alone kills (sole, leave-one-out proven); and the
+    checks that are neither the sole killer of a mutant nor justified as defence in depth (and
+    firing)."""
+    names, defence = check_names(level), defence_in_depth(level)
+    sole: dict[str, list[str]] = {c: [] for c in names}
+    fired: dict[str, list[str]] = {c: [] for c in names}
     for r in rows:
         if r.get("sole"):
             sole[r["sole"]].append(r["name"])
         for c in r.get("alone") or ():
             fired[c].append(r["name"])
-    unproven = [c for c in check_names() if not sole[c] and not (c in defence_in_depth() and fired[c])]
+    unproven = [c for c in names if not sole[c] and not (c in defence and fired[c])]
     return sole, unproven
 
 
@@ -283,14 +286,17 @@ def run_zoo(args) -> int:
 
 
 def finish(args, rows: list[dict], control: dict | None, examples: int, seeds: int,
-           control_n: int, shrink_budget: int, t0: float, narrowed: bool) -> int:
-    """Print the kill matrix, its ablation and the leave-one-out proof of ``rows``; write
-    ``kill-matrix.md`` and ``--json``; the exit code (0: all killed, control clean, and - for
-    the whole zoo - every check proven). ``control`` None: it did not finish (Ctrl-C)."""
+           control_n: int, shrink_budget: int, t0: float, narrowed: bool,
+           level: str = "component") -> int:
+    """Print the kill matrix, its ablation and the leave-one-out proof of ``rows`` over the
+    checks of ``level``; write ``kill-matrix.md`` and ``--json``; the exit code (0: all killed,
+    control clean, and - for the whole zoo - every check proven). ``control`` None: it did not
+    finish (Ctrl-C)."""
     out = args.out
+    names, defence = check_names(level), defence_in_depth(level)
     if control is None:
         control = {"clean": None, "cases": 0, "seconds": 0.0, "check": "did not finish"}
-    fired: dict[str, set[str]] = {c: set() for c in check_names()}
+    fired: dict[str, set[str]] = {c: set() for c in names}
     for row in rows:
         for c in row["checks"]:
             fired.setdefault(c, set()).add(row["name"])
@@ -301,24 +307,24 @@ def finish(args, rows: list[dict], control: dict | None, examples: int, seeds: i
               "budget": {"name": args.budget, "examples": examples, "seeds": seeds,
                          "control_per_kind": control_n, "shrink_budget": shrink_budget},
               "selected": [r["name"] for r in rows] if narrowed else None}
-    sole, unproven = proof_status(rows)
+    sole, unproven = proof_status(rows, level)
     result["sole"] = sole
-    result["defence_in_depth"] = {c: why for c, why in defence_in_depth().items()
+    result["defence_in_depth"] = {c: why for c, why in defence.items()
                                   if not sole[c]}
     result["unproven"] = unproven
     print(kill_matrix(result))
     print("\nchecks -> mutants they kill: " + "; ".join(
-        f"{c}: {', '.join(sorted(fired.get(c, ()))) or 'NONE'}" for c in check_names()))
+        f"{c}: {', '.join(sorted(fired.get(c, ()))) or 'NONE'}" for c in names))
     if rows:
-        print("\n" + ablation_matrix(rows))
+        print("\n" + ablation_matrix(rows, level))
     print("\nleave-one-out proof per check" + (" (not enforced: --mutant runs a subset)"
                                                if narrowed else "") + ":")
-    for c in check_names():
+    for c in names:
         if sole[c]:
             print(f"  {c}: only killer of {', '.join(sorted(sole[c]))}")
-        elif c in defence_in_depth():
+        elif c in defence:
             print(f"  {c}: defence in depth (fires on "
-                  f"{', '.join(sorted(fired.get(c, ()))) or 'NO mutant'}): {defence_in_depth()[c]}")
+                  f"{', '.join(sorted(fired.get(c, ()))) or 'NO mutant'}): {defence[c]}")
         else:
             print(f"  {c}: UNPROVEN (kills no mutant alone, not justified as defence in depth)")
     if args.json:
@@ -329,7 +335,7 @@ def finish(args, rows: list[dict], control: dict | None, examples: int, seeds: i
     enforced = [] if narrowed else unproven
     ok = bool(control["clean"]) and all(r["killed"] or r.get("unreachable") for r in rows) \
         and not enforced
-    write_run_meta(out, {"command": "zoo", "target": f"bug zoo ({len(rows)} mutants, control "
+    write_run_meta(out, {"command": "zoo", "level": level, "target": f"bug zoo ({len(rows)} mutants, control "
                          f"{control.get('target', 'unified')})", "impl": args.impl,
                          "executor": args.executor,
                          "budget": result["budget"], "seconds": round(result["seconds"], 3)})

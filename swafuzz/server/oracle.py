@@ -38,9 +38,17 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from swafuzz import features as registry
+from swafuzz.features.record import check
 from swafuzz.scenarios.case import POISON_BYTE
 from swafuzz.scenarios.payload import k_rows_bytes
 from swafuzz.server.case import ServerCase
+from swafuzz.server.graph_checks import (  # noqa: F401 - graph_bucket, attn_tp_rows: from here too
+    SEQ_LEN_FILL,
+    attn_tp_rows,
+    batch_shape,
+    graph_bucket,
+    graph_fill,
+)
 from swafuzz.server.observation import ServerObs
 from swafuzz.server.timeline import Forward, Release, Retract, RetractionError, plan
 
@@ -81,7 +89,19 @@ class _State:
         return out
 
 
-def _check_alloc(st: _State, fwd: Forward, alloc: list[list[int]]) -> str | None:
+    def take(self, fwd: Forward, alloc: list[list[int]]) -> None:
+        """Follow the forward's allocation: each row's token joins its request."""
+        k = 0
+        for rid, (_start, n) in zip(fwd.rids, fwd.spans):
+            self.tokens.setdefault(rid, []).extend(tuple(a) for a in alloc[k:k + n])
+            k += n
+
+
+@check("allocation", level="server")
+def allocation(st: _State, fwd: Forward, alloc: list[list[int]]) -> str | None:
+    """The allocator's choices of a forward (module docstring), on a copy of the walk's state
+    (the walk follows the allocation itself: :meth:`_State.take`)."""
+    st = _copy(st)
     P = st.P
     live, prot = st.live_full(), st.protected_swa()
     k = 0
@@ -107,95 +127,15 @@ def _check_alloc(st: _State, fwd: Forward, alloc: list[list[int]]) -> str | None
     return None
 
 
-def graph_bucket(case: ServerCase, mode: str, bs: int, graphs: bool) -> int | None:
-    """The decode graph bucket a forward replays (None: eager): graphs captured
-    (``disable_cuda_graph`` false, batch sizes given), an executor with graphs, a DECODE batch,
-    and the smallest captured batch size that holds it."""
-    c = case.config
-    if not graphs or c.disable_cuda_graph or not c.cuda_graph_bs_decode or mode != "DECODE":
-        return None
-    return min((b for b in c.cuda_graph_bs_decode if b >= bs), default=None)
+def _copy(st: _State) -> _State:
+    out = object.__new__(_State)
+    out.P, out.W = st.P, st.W
+    out.tokens = {r: list(t) for r, t in st.tokens.items()}
+    return out
 
 
-#: the sequence length the release pads a batch's added requests with (DeepSeek-V4's attention
-#: backend's graph fill value, spec §5.4 (4))
-SEQ_LEN_FILL = 1
-
-
-def attn_tp_rows(case: ServerCase, mode: str, rows: int, bs: int, exec_: str):
-    """The rows and batch size an eager forward runs with after the MLP sync's padding (spec
-    §5.4): with attention TP T > 1 the token count rounds up to a multiple of T, a DECODE's
-    batch size with it; None without padding."""
-    T = case.config.attn_tp_size()
-    if T == 1 or exec_ != "eager":
-        return None
-    padded = -(-rows // T) * T
-    return padded, (padded if mode == "DECODE" else bs)
-
-
-def _batch_shape(case: ServerCase, st: _State, fwd: Forward, rec, pad=None) -> str | None:
-    pos = [p for start, n in fwd.spans for p in range(start, start + n)]
-    lens = [len(st.tokens[rid]) for rid in fwd.rids]
-    pad = pad or attn_tp_rows(case, fwd.mode, len(pos), len(lens), rec.exec)
-    if pad is not None:  # padded rows at position 0, added requests at the fill length
-        pos = pos + [0] * (pad[0] - len(pos))
-        lens = lens + [SEQ_LEN_FILL] * (pad[1] - len(lens))
-    if rec.positions and rec.positions != pos:
-        return f"positions {rec.positions}, the plan's {pos}"
-    if rec.seq_lens and rec.seq_lens != lens:
-        return f"seq_lens {rec.seq_lens}, expected {lens}"
-    return None
-
-
-def _graph_fill(case: ServerCase, st: _State, fwd: Forward, rec, bucket: int | None
-                ) -> str | None:
-    g = rec.graph
-    if not g or bucket is None:
-        return None
-    n = len(fwd.rids)
-    pad = bucket - n
-    want = {"out_cache_loc": [f for f, _ in rec.alloc] + [0] * pad,
-            "seq_lens": [len(st.tokens[rid]) for rid in fwd.rids] + [SEQ_LEN_FILL] * pad}
-    real = {"positions": [start for start, _ in fwd.spans],
-            "req_pool_indices": g.get("live_req_pool_indices", [])}
-    if (g["bucket"], g["raw_bs"]) != (bucket, n):
-        return f"bucket {g['bucket']} for {g['raw_bs']} rows, expected {bucket} for {n}"
-    for name, exp in want.items():
-        if g[name] != exp:
-            return f"{name} buffer {g[name]}, expected {exp}"
-    for name, exp in real.items():
-        if g[name][:n] != exp:
-            return f"{name} buffer's real rows {g[name][:n]}, the batch's {exp}"
-    md = g.get("metadata", {})
-    exp_md = dict(want, req_pool_indices=g["req_pool_indices"])
-    for name, exp in exp_md.items():
-        if name in md and md[name] != exp:
-            return f"the backend's replay metadata {name} {md[name]}, expected {exp}"
-    return _in_graph(st, fwd, rec, g.get("in_graph"), pad)
-
-
-def _in_graph(st: _State, fwd: Forward, rec, ig: dict | None, pad: int) -> str | None:
-    """The backend's in-graph metadata built from the filled buffers: the SWA write locations
-    the forward's allocated SWA slots, padded rows 0; per request its read indices begin with
-    the SWA slots of its last ``sliding_window`` tokens, newest first (older entries, up to
-    the release's own window constant, are not the Case's)."""
-    if not ig:
-        return None
-    exp = [s for _, s in rec.alloc] + [0] * pad
-    if ig["swa_out_cache_loc"] != exp:
-        return f"the backend's in-graph SWA write locations {ig['swa_out_cache_loc']}, expected {exp}"
-    for b, rid in enumerate(fwd.rids):
-        toks = st.tokens[rid]
-        k = min(len(toks), st.W)
-        want = [s for _, s in reversed(toks[len(toks) - k:])]
-        got = ig["swa_page_indices"][b][:k]
-        if got != want or ig["swa_topk_lengths"][b] < k:
-            return (f"request {rid}'s in-graph SWA read indices {got} (read length "
-                    f"{ig['swa_topk_lengths'][b]}), its window's SWA slots {want}")
-    return None
-
-
-def _window_reads(st: _State, fwd: Forward, rec) -> str | None:
+@check("window_reads", level="server")
+def window_reads(st: _State, fwd: Forward, rec) -> str | None:
     mapping = rec.mapping
     for b, rid in enumerate(fwd.rids):
         toks = st.tokens[rid]
@@ -220,17 +160,90 @@ def observed_plan(case: ServerCase, obs: ServerObs) -> list:
                 {int(k): v for k, v in obs.admissions.items()})
 
 
+@check("contracts", level="server")
+def contracts(obs: ServerObs) -> list[ServerFailure]:
+    """The pipeline raised (the release's own invariant checks among others)."""
+    return ([ServerFailure("contracts", None, f"the pipeline raised: {obs.error}")]
+            if obs.error is not None else [])
+
+
+@check("retraction", level="server")
+def retraction(st: _State, ev) -> str | None:
+    """A retraction the plan cannot follow: requests that hold no KV, or every running request
+    of a DECODE (the release keeps one)."""
+    if isinstance(ev, Retract):
+        stray = [r for r in ev.rids if r not in st.tokens]
+        return f"step {ev.step}: retracted {stray}, which hold no KV" if stray else None
+    if isinstance(ev, Forward) and ev.mode == "DECODE" and not ev.rids:
+        return f"step {ev.step}: the release retracted every running request (it keeps one)"
+    return None
+
+
+@check("alloc_count", level="server")
+def alloc_count(ev: Forward, rec) -> str | None:
+    """One allocated token per row the forward writes (and the forward observed at all)."""
+    if rec is None:
+        return f"forward {ev.index} ({ev.mode}) was not observed"
+    if len(rec.alloc) != ev.rows:
+        return (f"forward {ev.index} ({ev.mode}) allocated {len(rec.alloc)} tokens for "
+                f"{ev.rows} rows")
+    return None
+
+
+@check("exec_path", level="server")
+def exec_path(ev: Forward, rec, mode: str, bucket: int | None = None,
+              graphs: bool = False) -> str | None:
+    """The forward ran as the plan's mode (``graphs`` false) or on the path the graph decision
+    gives (``graphs`` true: eager, or the graph bucket)."""
+    if not graphs:
+        return (None if rec.mode == mode else
+                f"forward {ev.index} ran as {rec.mode}, the plan says {mode}")
+    if rec.exec == ("eager" if bucket is None else "graph"):
+        return None
+    return (f"forward {ev.index} ({ev.mode}, batch {len(ev.rids)}) ran {rec.exec}, expected "
+            f"{'eager' if bucket is None else f'graph bucket {bucket}'}")
+
+
+@check("write_targets", level="server", defence=(
+    "a store at another slot than the allocated one also leaves that slot's bytes wrong "
+    "(pool_bytes) or a later read unmapped (window_reads); this check names the forward, "
+    "layer and row where it happened"))
+def write_targets(ev: Forward, rec, layers: int, expected: list[list[int]]) -> list[str]:
+    """Every layer's store received its ``expected`` rows, row for row."""
+    out = []
+    if len(rec.stores) != layers:
+        out.append(f"forward {ev.index}: {len(rec.stores)} layer stores, expected {layers}")
+    for layer, got in enumerate(rec.stores[:layers]):
+        exp = expected[layer]
+        if got != exp:
+            diff = next((i for i, (a, b) in enumerate(zip(got, exp)) if a != b),
+                        min(len(got), len(exp)))
+            out.append(f"forward {ev.index} layer {layer}: row {diff} stored at "
+                       f"{got[diff] if diff < len(got) else 'nothing'}, expected "
+                       f"{exp[diff] if diff < len(exp) else 'nothing'} ({len(got)} rows "
+                       f"stored, {len(exp)} expected)")
+    return out
+
+
 def judge(case: ServerCase, obs: ServerObs, graphs: bool = False,
-          pads: dict | None = None) -> list[ServerFailure]:
+          pads: dict | None = None, disabled=frozenset()) -> list[ServerFailure]:
     """Every failure of ``obs`` against the Case, earliest forward first (``graphs``: the
     executor replays graphs; ``pads``: forward index -> ``(mode, rows, batch size)`` the
-    forward runs with after another padding than attention TP's: an attention-DP rank's)."""
+    forward runs with after another padding than attention TP's: an attention-DP rank's;
+    ``disabled``: server checks not run)."""
     out: list[ServerFailure] = []
+
+    def fail(name: str, fwd: int | None, msgs) -> bool:
+        """Record check ``name``'s messages unless disabled; whether it failed (and is on)."""
+        msgs = [m for m in ([msgs] if isinstance(msgs, str) else msgs or []) if m]
+        if name not in disabled:
+            out.extend(ServerFailure(name, fwd, m) for m in msgs)
+        return bool(msgs) and name not in disabled
+
     # encoder replay: the stores go to the request window's workspace, never the SWA pool
     win = (registry.hook("server.window_oracle")(case)
            if case.config.enable_encoder_swa_bounded_replay else None)
-    raised = ([ServerFailure("contracts", None, f"the pipeline raised: {obs.error}")]
-              if obs.error is not None else [])
+    raised = contracts(obs) if "contracts" not in disabled else []
     if raised and win is None:
         return raised
     # under a window the forwards before the one that raised (the release's own invariant
@@ -242,97 +255,74 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False,
     try:
         events = observed_plan(case, obs)
     except RetractionError as e:
-        return [ServerFailure("retraction", None, str(e))]
+        return [ServerFailure("retraction", None, str(e))] if "retraction" not in disabled else []
     for ev in events:
-        if isinstance(ev, Release):
+        if isinstance(ev, (Release, Retract)):  # a retraction validated, then followed
+            if fail("retraction", None, retraction(st, ev)):
+                return out
             for rid in ev.rids:
                 st.tokens.pop(rid, None)
                 if win is not None:
                     win.release(rid)
             continue
-        if isinstance(ev, Retract):  # validated, then followed: the requests' KV is freed
-            stray = [r for r in ev.rids if r not in st.tokens]
-            if stray:
-                return out + [ServerFailure("retraction", None, f"step {ev.step}: retracted "
-                                            f"{stray}, which hold no KV")]
-            for rid in ev.rids:
-                st.tokens.pop(rid, None)
-                if win is not None:
-                    win.release(rid)
-            continue
-        if ev.mode == "DECODE" and not ev.rids:
-            return out + [ServerFailure("retraction", ev.index, f"step {ev.step}: the release "
-                                        "retracted every running request (it keeps one)")]
+        if fail("retraction", ev.index, retraction(st, ev)):
+            return out
         rec = recs.get(ev.index)
-        if rec is None and (obs.out_of_scope is not None or raised):
+        if rec is None and (obs.out_of_scope is not None or obs.error is not None):
             break  # the run stopped where the pipeline does not go (or raised): judge what ran
         if rec is None:
-            return out + [ServerFailure("alloc_count", ev.index, f"forward {ev.index} "
-                                        f"({ev.mode}) was not observed")]
+            fail("alloc_count", ev.index, alloc_count(ev, rec))
+            return out
         rank_pad = (pads or {}).get(ev.index)
         mode = rank_pad[0] if rank_pad else ev.mode
-        if rec.mode != mode:
-            out.append(ServerFailure("exec_path", ev.index, f"forward {ev.index} ran as "
-                                     f"{rec.mode}, the plan says {mode}"))
-        if len(rec.alloc) != ev.rows:
-            return out + [ServerFailure("alloc_count", ev.index, f"forward {ev.index} "
-                                        f"({ev.mode}) allocated {len(rec.alloc)} tokens for "
-                                        f"{ev.rows} rows")]
-        bad = _check_alloc(st, ev, rec.alloc)
-        if bad:
-            return out + [ServerFailure("allocation", ev.index, f"forward {ev.index}: {bad}")]
+        fail("exec_path", ev.index, exec_path(ev, rec, mode))
+        bad = alloc_count(ev, rec)
+        if bad:  # the allocation cannot be followed (a disabled check stops the walk too)
+            fail("alloc_count", ev.index, bad)
+            return out
+        if fail("allocation", ev.index, [f"forward {ev.index}: {m}"
+                                         for m in [allocation(st, ev, rec.alloc)] if m]):
+            return out
+        st.take(ev, rec.alloc)
         want = [s for _, s in rec.alloc]
         bucket = graph_bucket(case, ev.mode, len(ev.rids), graphs)
-        if rec.exec != ("eager" if bucket is None else "graph"):
-            out.append(ServerFailure("exec_path", ev.index, f"forward {ev.index} ({ev.mode}, "
-                                     f"batch {len(ev.rids)}) ran {rec.exec}, expected "
-                                     f"{'eager' if bucket is None else f'graph bucket {bucket}'}"))
-        bad = _graph_fill(case, st, ev, rec, bucket)
-        if bad:
-            out.append(ServerFailure("graph_fill", ev.index, f"forward {ev.index}: {bad}"))
+        fail("exec_path", ev.index, exec_path(ev, rec, mode, bucket, graphs=True))
+        fail("graph_fill", ev.index, [f"forward {ev.index}: {m}"
+                                      for m in [graph_fill(case, st, ev, rec, bucket)] if m])
         padded = want + [0] * ((bucket or 0) - len(want))  # padded rows: the dummy slot 0
         tp_pad = rank_pad[1:] if rank_pad else attn_tp_rows(case, ev.mode, len(want),
                                                             len(ev.rids), rec.exec)
         if tp_pad is not None:  # the MLP sync's padding: its rows write the dummy slot 0
             padded = want + [0] * (tp_pad[0] - len(want))
-        if len(rec.stores) != layers:
-            out.append(ServerFailure("write_targets", ev.index, f"forward {ev.index}: "
-                                     f"{len(rec.stores)} layer stores, expected {layers}"))
         total = len(padded) if tp_pad is not None else len(want)
         wev = replace(ev, mode=mode)  # the batch as the window runs it
         per_layer = win.stores(wev, total) if win is not None else None  # workspace rows
-        for layer, got in enumerate(rec.stores[:layers]):
-            exp = (per_layer[layer] if per_layer is not None
-                   else padded if rec.exec == "graph" or tp_pad is not None else want)
-            if got != exp:
-                diff = next((i for i, (a, b) in enumerate(zip(got, exp)) if a != b),
-                            min(len(got), len(exp)))
-                out.append(ServerFailure(
-                    "write_targets", ev.index, f"forward {ev.index} layer {layer}: row {diff} "
-                    f"stored at {got[diff] if diff < len(got) else 'nothing'}, expected "
-                    f"{exp[diff] if diff < len(exp) else 'nothing'} ({len(got)} rows stored, "
-                    f"{len(exp)} expected)"))
-        bad = _batch_shape(case, st, ev, rec, tp_pad if rank_pad else None)
-        if bad:
-            out.append(ServerFailure("batch_shape", ev.index, f"forward {ev.index}: {bad}"))
+        each = padded if rec.exec == "graph" or tp_pad is not None else want
+        fail("write_targets", ev.index, write_targets(
+            ev, rec, layers, per_layer if per_layer is not None else [each] * layers))
+        fail("batch_shape", ev.index, [f"forward {ev.index}: {m}" for m in [
+            batch_shape(case, st, ev, rec, tp_pad if rank_pad else None)] if m])
         if rec.mapping:
-            bad = _window_reads(st, ev, rec)
-            if bad:
-                out.append(ServerFailure("window_reads", ev.index, f"forward {ev.index}: {bad}"))
+            fail("window_reads", ev.index,
+                 [f"forward {ev.index}: {m}" for m in [window_reads(st, ev, rec)] if m])
         if win is not None:
-            out += [ServerFailure(c, ev.index, f"forward {ev.index}: {m}")
-                    for c, m in win.forward(wev, rec, total)]
+            for c, m in win.forward(wev, rec, total):
+                fail(c, ev.index, f"forward {ev.index}: {m}")
             continue
         for layer in range(layers):
             for slot, row in zip(want, rows(case, ev.index, layer, len(want))):
                 shadow[layer][slot] = row
-    if raised:
+    if obs.error is not None:
         return out + raised
-    out += _pool_failures(case, obs, shadow)
+    if "pool_bytes" not in disabled:
+        out += pool_bytes(case, obs, shadow)
     return out
 
 
-def _pool_failures(case: ServerCase, obs: ServerObs,
+@check("pool_bytes", level="server", defence=(
+    "end to end: a pool byte is wrong only where a store went to a wrong slot, which "
+    "write_targets sees at its forward; kept as the byte-level confirmation"))
+def pool_bytes(case: ServerCase, obs: ServerObs,
                    shadow: list[dict[int, bytes]]) -> list[ServerFailure]:
     rb, P = case.model.row_bytes, case.config.page_size
     poison = bytes([POISON_BYTE]) * rb

@@ -116,12 +116,18 @@ def execute(case: ServerCase, pipeline: Pipeline, impl: str = "torch",
                             f"{', '.join(pipeline.mutants) or 'none'})")
     t0 = time.perf_counter()
     obs = pipeline.run(case, impl=impl, mutant=mutant, executor=executor)
-    graphs = bool(getattr(executor, "graphs", False))
-    if obs.ranks:  # attention-DP ranks: each judged on its own observation
-        judged = registry.hook("server.ranks_judge")(case, obs, graphs)
-    elif case.config.speculative_algorithm:
-        judged = spec_oracle.judge(case, obs)
-    else:
-        judged = judge(case, obs, graphs=graphs)
+    judged = judge_obs(case, obs, bool(getattr(executor, "graphs", False)))
     return ServerResult(case, judged, obs.out_of_scope, obs.to_json() if judged else None,
                         obs.target_version or None, time.perf_counter() - t0, 1, obs)
+
+
+def judge_obs(case: ServerCase, obs: ServerObs, graphs: bool = False,
+              disabled=frozenset()) -> list[ServerFailure]:
+    """The server oracle's failures of ``obs`` (``graphs``: decode graphs replayed;
+    ``disabled``: the server checks not run, by name: the zoo's leave-one-out judges the same
+    observation again without one)."""
+    if obs.ranks:  # attention-DP ranks: each judged on its own observation
+        return registry.hook("server.ranks_judge")(case, obs, graphs, disabled)
+    if case.config.speculative_algorithm:
+        return spec_oracle.judge(case, obs, disabled)
+    return judge(case, obs, graphs=graphs, disabled=disabled)

@@ -36,10 +36,15 @@ prefill allocates and commits the prompt. Each DECODE is one iteration:
 * ``pool_bytes``: every SWA slot of every target layer holds the last row stored there.
 
 EXTEND forwards: one allocated token per row (``alloc_count``), stores at their SWA slots.
+
+The checks of its own are ``@check(level="server")`` methods of :class:`_Judge` (the core's,
+``alloc_count`` ... ``pool_bytes``, are :mod:`swafuzz.server.oracle`'s); ``disabled`` names the
+ones not run (a disabled check that would stop the walk lets it go on).
 """
 
 from __future__ import annotations
 
+from swafuzz.features.record import check
 from swafuzz.scenarios.case import POISON_BYTE
 from swafuzz.server.case import ServerCase, ServerConfig
 from swafuzz.server.observation import ServerObs
@@ -53,43 +58,57 @@ def reserve(c: ServerConfig) -> int:
                    c.speculative_num_draft_tokens)
 
 
+class _On:
+    """The server checks on: every one but the ``disabled`` names."""
+
+    def __init__(self, disabled):
+        self.disabled = frozenset(disabled)
+
+    def __contains__(self, name: str) -> bool:
+        return name not in self.disabled
+
+
 class _Req:
     def __init__(self):
         self.slots: list[tuple[int, int]] = []  # by position: (full, swa)
         self.committed = 0
 
 
-def judge(case: ServerCase, obs: ServerObs) -> list[ServerFailure]:
+def judge(case: ServerCase, obs: ServerObs, disabled=frozenset()) -> list[ServerFailure]:
     """Every failure of a speculative Case's observation, earliest first (a run the pipeline
-    stopped with an error: what it observed first, then ``contracts``)."""
-    raised = [] if obs.error is None else [
+    stopped with an error: what it observed first, then ``contracts``; ``disabled``: server
+    checks not run)."""
+    on = _On(disabled)
+    raised = [] if obs.error is None or "contracts" not in on else [
         ServerFailure("contracts", None, f"the pipeline raised: {obs.error}")]
     try:
         events = observed_plan(case, obs)
     except RetractionError as e:
-        return [ServerFailure("retraction", None, str(e))]
-    j = _Judge(case, obs)
+        return [ServerFailure("retraction", None, str(e))] if "retraction" in on else []
+    j = _Judge(case, obs, on)
     for ev in events:
         if isinstance(ev, (Release, Retract)):
             for rid in ev.rids:
                 j.reqs.pop(rid, None)
             continue
-        if ev.index not in j.recs or (raised and ev.mode == "DECODE" and ev.index not in j.spec):
-            if obs.out_of_scope is not None or raised:
+        stopped = obs.error is not None
+        if ev.index not in j.recs or (stopped and ev.mode == "DECODE" and ev.index not in j.spec):
+            if obs.out_of_scope is not None or stopped:
                 return j.out + raised
-            return j.out + [ServerFailure("alloc_count", ev.index, f"forward {ev.index} "
-                                          f"({ev.mode}) was not observed")]
+            return j.out + [f for f in [ServerFailure(
+                "alloc_count", ev.index, f"forward {ev.index} ({ev.mode}) was not observed")]
+                if f.check in on]
         bad = j.extend(ev) if ev.mode == "EXTEND" else j.iteration(ev)
         if bad:
-            return j.out + [bad] + raised
-    if obs.out_of_scope is None and not raised:
+            return j.out + [f for f in [bad] if f.check in on] + raised
+    if obs.out_of_scope is None and obs.error is None:
         j.finish()
     return j.out + raised
 
 
 class _Judge:
-    def __init__(self, case: ServerCase, obs: ServerObs):
-        self.case, self.obs = case, obs
+    def __init__(self, case: ServerCase, obs: ServerObs, on: _On):
+        self.case, self.obs, self.on = case, obs, on
         self.P, self.W = case.config.page_size, case.model.sliding_window
         self.N = case.config.speculative_num_draft_tokens
         self.recs = {f.index: f for f in obs.forwards}
@@ -99,7 +118,8 @@ class _Judge:
         self.shadow: list[dict[int, bytes]] = [{} for _ in range(case.model.layers)]
 
     def fail(self, check: str, fwd: int, msg: str) -> None:
-        self.out.append(ServerFailure(check, fwd, f"forward {fwd}: {msg}"))
+        if check in self.on:
+            self.out.append(ServerFailure(check, fwd, f"forward {fwd}: {msg}"))
 
     def take(self, rid: int, alloc: list[list[int]], k: int, n: int, where: str):
         live = {f for r in self.reqs.values() for f, _ in r.slots}
@@ -130,11 +150,32 @@ class _Judge:
         return None
 
     def iteration(self, ev: Forward) -> ServerFailure | None:
-        rec, sp, P, N = self.recs[ev.index], self.spec.get(ev.index), self.P, self.N
+        rec, sp, N = self.recs[ev.index], self.spec.get(ev.index), self.N
         if sp is None:
             return ServerFailure("verify_rows", ev.index, f"forward {ev.index}: no verify "
                                  "observed for the DECODE")
-        R = reserve(self.case.config)
+        bad = self.spec_alloc(ev, rec)
+        if bad:
+            return bad
+        win = [self.reqs[rid].slots[self.reqs[rid].committed:self.reqs[rid].committed + N]
+               for rid in ev.rids]
+        full = [f for w in win for f, _ in w]
+        swa = [s for w in win for _, s in w]
+        pos = [self.reqs[rid].committed + i for rid in ev.rids for i in range(N)]
+        self.draft_decode(ev, sp.get("draft", []))
+        self.verify_rows(ev, sp["verify"], full, pos)
+        self.stores(ev.index, sp["verify"]["stores"], swa, "write_targets", "target")
+        self.draft_extend(ev, sp["draft_extend"], full, pos)
+        self.stores(ev.index, sp["draft_extend"]["stores"], swa, "draft_extend", "draft")
+        self.windows(ev, rec.mapping)
+        self.pool(ev.index, sp.get("free"))
+        self.spec_accept(ev, sp)
+        return None
+
+    @check("spec_alloc", level="server")
+    def spec_alloc(self, ev: Forward, rec) -> ServerFailure | None:
+        """The verify's reserve: its size per request, then each slot (module docstring)."""
+        R, P = reserve(self.case.config), self.P
         need = []
         for rid in ev.rids:
             r = self.reqs[rid]
@@ -150,37 +191,45 @@ class _Judge:
             if bad:
                 return ServerFailure("spec_alloc", ev.index, bad)
             k += n
-        win = [self.reqs[rid].slots[self.reqs[rid].committed:self.reqs[rid].committed + N]
-               for rid in ev.rids]
-        full = [f for w in win for f, _ in w]
-        swa = [s for w in win for _, s in w]
-        pos = [self.reqs[rid].committed + i for rid in ev.rids for i in range(N)]
-        for k, step in enumerate(sp.get("draft", [])):  # the draft's decode forwards
+        return None
+
+    @check("draft_decode", level="server")
+    def draft_decode(self, ev: Forward, draft: list[dict]) -> None:
+        for k, step in enumerate(draft):  # the draft's decode forwards
             at = [self.reqs[rid].slots[self.reqs[rid].committed + k] for rid in ev.rids]
             if step["out_cache_loc"] != [f for f, _ in at]:
                 self.fail("draft_decode", ev.index, f"draft step {k}'s out_cache_loc "
                           f"{step['out_cache_loc']}, expected the full slots at committed + "
                           f"{k} {[f for f, _ in at]}")
             self.stores(ev.index, step["stores"], [s for _, s in at], "draft_decode", "draft")
-        if len(sp.get("draft", [])) != self.case.config.speculative_num_steps - 1:
-            self.fail("draft_decode", ev.index, f"{len(sp.get('draft', []))} draft decode "
+        if len(draft) != self.case.config.speculative_num_steps - 1:
+            self.fail("draft_decode", ev.index, f"{len(draft)} draft decode "
                       f"forwards, expected speculative_num_steps - 1")
-        v, d = sp["verify"], sp["draft_extend"]
+
+    @check("verify_rows", level="server", defence=(
+        "a verify row at another location than the reserve's also stores there "
+        "(write_targets), and the draft extend rewrites the same window (draft_extend); "
+        "this names the verify batch's field"))
+    def verify_rows(self, ev: Forward, v: dict, full: list[int], pos: list[int]) -> None:
         lens = [self.reqs[rid].committed for rid in ev.rids]
         for name, got, exp in (("out_cache_loc", v["out_cache_loc"], full),
                                ("positions", v["positions"], pos), ("seq_lens", v["seq_lens"], lens)):
             if got != exp:
                 self.fail("verify_rows", ev.index, f"the verify batch's {name} {got}, expected "
-                          f"{exp} ({N} draft tokens per request)")
-        self.stores(ev.index, v["stores"], swa, "write_targets", "target")
+                          f"{exp} ({self.N} draft tokens per request)")
+
+    @check("draft_extend", level="server")
+    def draft_extend(self, ev: Forward, d: dict, full: list[int], pos: list[int]) -> None:
         for name, got, exp in (("out_cache_loc", d["out_cache_loc"], full),
                                ("positions", d["positions"], pos)):
             if got != exp:
                 self.fail("draft_extend", ev.index, f"the draft extend's {name} {got}, "
                           f"expected the verify window's {exp}")
-        self.stores(ev.index, d["stores"], swa, "draft_extend", "draft")
-        self.windows(ev, rec.mapping)
-        self.pool(ev.index, sp.get("free"))
+
+    @check("spec_accept", level="server", defence=(
+        "a committed length off the accepted KV changes the next iteration's reserve "
+        "(spec_alloc); this names the request and its bookkeeping right after the accept"))
+    def spec_accept(self, ev: Forward, sp: dict) -> None:
         for b, (rid, a) in enumerate(zip(ev.rids, ev.accepts)):
             r = self.reqs[rid]
             r.committed += a
@@ -190,7 +239,6 @@ class _Judge:
                 self.fail("spec_accept", ev.index, f"request {rid} after accepting {a}: "
                           f"(committed, allocated, seq_len, req_to_token row) {got}, "
                           f"expected {exp}")
-        return None
 
     def stores(self, fwd: int, got: list[list[int]], want: list[int], check: str,
                pool: str) -> None:
@@ -208,6 +256,9 @@ class _Judge:
                 for slot, row in zip(locs, rows(self.case, fwd, layer, len(locs))):
                     self.shadow[layer][slot] = row
 
+    @check("spec_pool", level="server", defence=(
+        "a leak or a slot freed twice during the run also leaves the allocator's totals wrong "
+        "after it (spec_leak); this names the iteration where it happened"))
     def pool(self, fwd: int, free: dict | None) -> None:
         """After the iteration: the full pool's free tokens are the run's start less every
         live request's slots (page-rounded: spec v2 frees nothing at accept), and no free list
@@ -237,6 +288,15 @@ class _Judge:
                     return
 
     def finish(self) -> None:
+        if "spec_leak" in self.on:
+            self.leak()
+        if "pool_bytes" in self.on:
+            self.pool_bytes()
+
+    @check("spec_leak", level="server", defence=(
+        "the run's end totals confirm spec_pool's per-iteration count: a leak or double free "
+        "shows there first, unless it happens in the last iteration"))
+    def leak(self) -> None:
         free = self.obs.free
         if free and any(free.get("dups", ())):
             self.out.append(ServerFailure("spec_leak", None, f"after the run the free lists "
@@ -245,6 +305,8 @@ class _Judge:
             self.out.append(ServerFailure("spec_leak", None, f"after every request left, the "
                                           f"allocator has {free.get('after')} free full / SWA "
                                           f"tokens, {free.get('before')} before the run"))
+
+    def pool_bytes(self) -> None:
         rb, P = self.case.model.row_bytes, self.P
         poison = bytes([POISON_BYTE]) * rb
         for layer, data in enumerate(self.obs.pools):

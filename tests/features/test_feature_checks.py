@@ -15,10 +15,16 @@ import re
 
 import swafuzz
 from swafuzz import features
-from swafuzz.harness.check_registry import all_checks, check_names, defence_in_depth, registered
+from swafuzz.harness.check_registry import (
+    all_checks,
+    check_names,
+    defence_in_depth,
+    every_check,
+    registered,
+)
 
 PKG = os.path.dirname(swafuzz.__file__)
-DECORATED = re.compile(r"^@check\(", re.M)
+DECORATED = re.compile(r"^\s*@check\(", re.M)
 
 
 def _modules_with_checks() -> list[str]:
@@ -46,18 +52,18 @@ def test_every_check_belongs_to_exactly_one_feature():
     assert {c.module for c in ours} == set(mods)
     for c in ours:
         owners = [f.name for f in features.all_features()
-                  if c.name in f.checks and c.module in f.check_modules]
-        assert len(owners) == 1, (c.name, c.module, owners)
-    names = [c.name for c in ours]
+                  if c.ref in f.checks and c.module in f.check_modules]
+        assert len(owners) == 1, (c.ref, c.module, owners)
+    names = [c.ref for c in ours]  # a name is one check per level
     assert len(names) == len(set(names)), "a check name is defined twice"
-    assert sorted(names) == sorted(check_names())
+    assert sorted(names) == sorted(c.ref for c in every_check())
 
 
 def test_records_declare_what_their_modules_define():
     all_checks()  # raises RecordError naming the feature on a mismatch
     listed: dict[str, str] = {}
     for f in features.all_features():
-        defined = tuple(c.name for m in f.check_modules for c in registered() if c.module == m)
+        defined = tuple(c.ref for m in f.check_modules for c in registered() if c.module == m)
         assert defined == f.checks, f.name
         for m in f.check_modules:
             assert any(c.module == m for c in registered()), f"{f.name}: {m} defines no check"

@@ -21,7 +21,7 @@ from swafuzz import features
 from swafuzz.harness.check_registry import check_names
 from swafuzz.harness.zoo import first_kill, not_here
 from swafuzz.targets import available_targets, find_target, get_target, supports
-from swafuzz.targets.mutants import ERROR, MutantError, known_checks, load_all, mutant
+from swafuzz.targets.mutants import ERROR, MutantError, known_checks, load_all, load_server, mutant
 
 ZOO = load_all()
 NAMES = list(ZOO)
@@ -36,7 +36,8 @@ CITATION = re.compile(r"#\d{3,}|§\s?\d")
 def test_the_zoo_is_loaded_from_the_records():
     assert len(ZOO) >= 76
     listed = {m for f in features.all_features() for m in f.mutants}
-    assert {s.engine.__module__ for s in ZOO.values()} == listed
+    assert {s.engine.__module__ for s in ZOO.values()} | {
+        m.module for m in load_server().values()} == listed
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -57,6 +58,7 @@ def test_its_feature_record_lists_its_module(name):
 @pytest.mark.parametrize("feat", features.all_features(), ids=lambda f: f.name)
 def test_records_list_exactly_the_modules_holding_their_mutants(feat):
     holding = {s.engine.__module__ for s in ZOO.values() if s.feature == feat.name}
+    holding |= {m.module for m in load_server().values() if m.feature == feat.name}
     assert set(feat.mutants) == holding
 
 

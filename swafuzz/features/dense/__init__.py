@@ -119,6 +119,12 @@ FEATURE = Feature(
         'contracts',
         'exec_path',
         'prepared',
+        # the server level's core checks (swafuzz.server.oracle's walk, the speculative one's)
+        'server:allocation', 'server:window_reads', 'server:contracts', 'server:retraction',
+        'server:alloc_count', 'server:exec_path', 'server:write_targets', 'server:pool_bytes',
+        'server:batch_shape', 'server:graph_fill',
+        'server:spec_alloc', 'server:draft_decode', 'server:verify_rows', 'server:draft_extend',
+        'server:spec_accept', 'server:spec_pool', 'server:spec_leak',
     ),
     check_modules=(
         'swafuzz.harness.write_checks',
@@ -126,8 +132,11 @@ FEATURE = Feature(
         'swafuzz.harness.cross_checks',
         'swafuzz.harness.contract_checks',
         'swafuzz.harness.prep_checks',
+        'swafuzz.server.oracle',
+        'swafuzz.server.graph_checks',
+        'swafuzz.server.spec_oracle',
     ),
-    mutants=('swafuzz.features.dense.mutants',),
+    mutants=('swafuzz.features.dense.mutants', 'swafuzz.features.dense.server_mutants'),
     refusals=(
         Refusal(
             'server',

@@ -46,7 +46,6 @@ FEATURE = Feature(
         'oracle.step_ops': 'swafuzz.features.dp.oracle:STEP_OPS',
         'engine.step_ops': 'swafuzz.features.dp.engine:STEP_OPS',
         'sglang.server_pad': 'swafuzz.features.dp.sglang_server_pad:pad',
-        'sglang.server_pad_mutant': 'swafuzz.features.dp.sglang_server_pad:release_mutant',
         'sglang.server_ranks': 'swafuzz.features.dp.sglang_server_ranks:run',
         'server.ranks_judge': 'swafuzz.features.dp.server_oracle:judge_ranks',
     },

@@ -75,3 +75,15 @@ class DPExtendReplaysGraph(UnifiedEngine):
         """``can_run`` without the extend-in-batch guard: the rewritten EXTEND batch replays
         the graph its original mode would use."""
         return self.use_graph(step, n)
+
+
+# -- server level: the release's padding, patched in the attention-TP ranks' processes
+mutant("server_pad_live_loc", level="server", kinds=("server_attn_tp",),
+       patch="swafuzz.features.dp.sglang_server_pad:pad_live_loc",
+       source="spec §9.5 (padded rows not steered to the dummy slot), in the release's "
+              "ForwardBatch._pad_inputs_to_size (attention-TP ranks)")
+mutant("server_pad_seq_lens_zero", level="server", kinds=("server_attn_tp",),
+       patch="swafuzz.features.dp.sglang_server_pad:pad_seq_lens_zero",
+       source="spec §5.4 (4) (padded rows' seq_lens hold the backend's fill value, 1 for "
+              "DeepSeek-V4), in the release's ForwardBatch._pad_inputs_to_size (attention-TP "
+              "ranks)")

@@ -23,7 +23,8 @@ from typing import Iterator
 from swafuzz.features.dp.sglang_sync import DPSync, DPSyncError, RankInput, ServerShape
 
 #: server mutant -> the rank-side release mutant (sglang_sync.RELEASE_MUTANTS) it switches on
-SERVER_RELEASE_MUTANTS = {"server_pad_live_loc": "pad_live_loc"}
+SERVER_RELEASE_MUTANTS = {"server_pad_live_loc": "pad_live_loc",
+                          "server_pad_seq_lens_zero": "seq_lens_fill_0"}
 
 _SYNCS: dict[tuple, DPSync] = {}
 _ACTIVE: list[str | None] = [None]
@@ -75,6 +76,18 @@ def release_mutant(server_mutant: str) -> Iterator[None]:
         yield
     finally:
         _ACTIVE[0] = None
+
+
+def pad_live_loc():
+    """Server mutant ``server_pad_live_loc`` (:mod:`.mutants`): the ranks' padding keeps live
+    locations in the padded rows."""
+    return release_mutant("server_pad_live_loc")
+
+
+def pad_seq_lens_zero():
+    """Server mutant ``server_pad_seq_lens_zero``: the ranks' padding fills the padded rows'
+    ``seq_lens`` with 0."""
+    return release_mutant("server_pad_seq_lens_zero")
 
 
 def active_mutant() -> str | None:

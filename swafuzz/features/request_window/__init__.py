@@ -47,14 +47,16 @@ FEATURE = Feature(
     sglang=(
         'swafuzz.features.request_window.sglang',
         'swafuzz.features.request_window.sglang_server',
-        'swafuzz.features.request_window.server_mutants',
     ),
-    checks=('window', 'history'),
+    checks=('window', 'history', 'server:window_history', 'server:window_slots',
+            'server:window_ring'),
     check_modules=(
         'swafuzz.features.request_window.checks',
         'swafuzz.features.request_window.history_checks',
+        'swafuzz.features.request_window.server_oracle',
     ),
-    mutants=('swafuzz.features.request_window.mutants',),
+    mutants=('swafuzz.features.request_window.mutants',
+             'swafuzz.features.request_window.server_mutants'),
     since={'sglang': Since('0.5.21', 'request window')},
     refusals=(
         Refusal(
@@ -80,7 +82,6 @@ FEATURE = Feature(
         'oracle.step_path_ops': 'swafuzz.features.request_window.rules:step_path_ops',
         'sglang.server_window': 'swafuzz.features.request_window.sglang_server:ServerWindow',
         'server.window_oracle': 'swafuzz.features.request_window.server_oracle:ServerWindowOracle',
-        'sglang.server_mutants': 'swafuzz.features.request_window.server_mutants:MUTANTS',
         'sglang.server_hops': 'swafuzz.features.request_window.server_hops:HOPS',
     },
 )

@@ -30,6 +30,7 @@ every tail row, and the stub model's rows are the tail's (``k`` over the tail ro
 
 from __future__ import annotations
 
+from swafuzz.features.record import check
 from swafuzz.scenarios.payload import k_rows_bytes
 
 
@@ -80,22 +81,26 @@ class ServerWindowOracle:
         bad = self._slots(fwd, slots, cap)
         if bad:
             return [("window_slots", bad)]
-        out = []
+        out = self._history_tags(fwd, w, total)
+        self._commit(fwd, rec.index, total, cap)
+        out += self._ring(w, cap)
+        return out
+
+    # -- the pieces (the checks: ``@check(level="server")``, run by the server oracle's walk)
+    @check("window_history", level="server")
+    def _history_tags(self, fwd, w: dict, total: int) -> list[tuple[str, str]]:
         for layer, got in enumerate(w.get("history_tags") or []):
             exp_hist = self._history(fwd, total, layer)
             if got != exp_hist:
                 k = next(i for i, (a, b) in enumerate(zip(got + [None], exp_hist + [None]))
                          if a != b)
-                out.append(("window_history", f"layer {layer}: history row {k} (group "
-                            f"{k // self.W}) holds tag {got[k] if k < len(got) else 'nothing'}"
-                            f", the position it must hold is "
-                            f"{exp_hist[k] if k < len(exp_hist) else 'nothing'}"))
-                break
-        self._commit(fwd, rec.index, total, cap)
-        out += self._ring(w, cap)
-        return out
+                return [("window_history", f"layer {layer}: history row {k} (group "
+                         f"{k // self.W}) holds tag {got[k] if k < len(got) else 'nothing'}"
+                         f", the position it must hold is "
+                         f"{exp_hist[k] if k < len(exp_hist) else 'nothing'}")]
+        return []
 
-    # -- the pieces ----------------------------------------------------------------------------
+    @check("window_slots", level="server")
     def _slots(self, fwd, slots: list[int], cap: int) -> str | None:
         if len(slots) != len(fwd.rids):
             return f"{len(slots)} request slots observed for {len(fwd.rids)} requests"
@@ -137,6 +142,9 @@ class ServerWindowOracle:
                         self.bytes[layer][row] = data[(k + j) * self.rb:(k + j + 1) * self.rb]
                 k += n
 
+    @check("window_ring", level="server", defence=(
+        "a ring row holding another position's tag also fails the release's own window "
+        "invariant check, which raises (contracts); this names the ring row and its tag"))
     def _ring(self, w: dict, cap: int) -> list[tuple[str, str]]:
         tags_obs, ring_obs, zero = w.get("ring_tags") or [], w.get("bytes_after") or [], w["zero_row"]
         for layer, (tags, ring) in enumerate(zip(tags_obs, ring_obs)):

@@ -16,10 +16,18 @@ the zoo by being in its record. Plugins (:mod:`targets.plugins`) may call :func:
     from swafuzz.targets.mutants import load_all
     zoo = load_all()                  # name -> MutantSpec, every feature's mutants
     zoo["ring_no_mod"].feature        # "ring"
+
+Server mutants (``level="server"``) are patches of the release's own code, applied while a
+server-level Case runs (``swafuzz run --level server --server-mutant NAME``, ``swafuzz zoo
+--level server``): declared by a call in the owning feature's mutants module, naming the patch
+(``"module:attr"``, a context-manager factory in a module that may import SGLang) and the server
+kinds where the bug shows; :func:`load_server` returns them.
 """
 
 from __future__ import annotations
 
+import inspect
+import re
 from dataclasses import dataclass
 
 from swafuzz import features
@@ -52,8 +60,32 @@ class MutantSpec:
         return features.feature_of_kind(self.kinds[0]).name
 
 
+@dataclass(frozen=True)
+class ServerMutant:
+    """One server mutant: ``patch`` (``"module:attr"``: a context-manager factory patching the
+    release's code), ``kinds`` (server kinds where the bug shows), ``source`` (the upstream
+    PR/issue or spec §), ``module`` (the feature mutants module declaring it)."""
+
+    name: str
+    patch: str
+    kinds: tuple[str, ...]
+    source: str
+    module: str
+
+    @property
+    def feature(self) -> str:
+        """The feature whose record lists the declaring module."""
+        return next(f.name for f in features.all_features() if self.module in f.mutants)
+
+    def patched(self):
+        """The patch, opened with ``with`` around the Case's run (imports its module)."""
+        return features.load(self.patch)()
+
+
 _REGISTRY: dict[str, MutantSpec] = {}
+_SERVER: dict[str, ServerMutant] = {}
 _loaded = False
+_REF = re.compile(r"^swafuzz(\.[a-z_][a-z0-9_]*)+:[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class MutantError(ValueError):
@@ -61,17 +93,24 @@ class MutantError(ValueError):
 
 
 def known_checks() -> tuple[str, ...]:
-    """The check names a mutant may expect: every feature record's checks, then ``error``."""
-    return tuple(c for f in features.all_features() for c in f.checks) + (ERROR,)
+    """The check names a mutant may expect: every feature record's component-level checks, then
+    ``error``."""
+    return tuple(c for f in features.all_features() for c in f.checks if ":" not in c) + (ERROR,)
 
 
 def mutant(name: str, kinds: tuple[str, ...], source: str, expected: tuple[str, ...] = (),
-           kernel_level: bool = False):
+           kernel_level: bool = False, level: str = "component", patch: str = ""):
     """Class decorator: register the engine class as mutant ``name`` (target ``mutant:<name>``).
 
     ``kinds`` are checked against the feature registry and ``expected`` against the records'
-    checks: an unknown one raises :class:`MutantError` naming the mutant and the known values."""
+    checks: an unknown one raises :class:`MutantError` naming the mutant and the known values.
+    ``level="server"``: a server mutant (module docstring), registered by the call itself (the
+    decorator it returns changes nothing); ``patch`` names it."""
     kinds, expected = tuple(kinds), tuple(expected)
+    if level == "server":
+        return _server_mutant(name, kinds, source, patch)
+    if level != "component":
+        raise MutantError(f"mutant {name!r}: level {level!r} (allowed: component, server)")
     if not kinds:
         raise MutantError(f"mutant {name!r}: kinds must name at least one scenario kind")
     known = features.kind_names()
@@ -98,6 +137,25 @@ def mutant(name: str, kinds: tuple[str, ...], source: str, expected: tuple[str, 
     return deco
 
 
+def _server_mutant(name: str, kinds: tuple[str, ...], source: str, patch: str):
+    if not _REF.match(patch):
+        raise MutantError(f"server mutant {name!r}: patch {patch!r} is not 'module:attr'")
+    if not source or not kinds:
+        raise MutantError(f"server mutant {name!r}: source (PR, issue or spec §) and kinds "
+                          "(server kinds where it shows) must not be empty")
+    module = inspect.currentframe().f_back.f_back.f_globals.get("__name__", "")
+    _SERVER[name] = ServerMutant(name, patch, kinds, source, module)
+    return lambda obj: obj
+
+
+def load_server() -> dict[str, ServerMutant]:
+    """Every server mutant, name -> :class:`ServerMutant`, in feature order (the records'
+    mutants modules imported, as :func:`load_all`)."""
+    load_all()
+    rank = {f.name: i for i, f in enumerate(features.all_features())}
+    return {n: _SERVER[n] for n in sorted(_SERVER, key=lambda n: rank[_SERVER[n].feature])}
+
+
 def load_all() -> dict[str, MutantSpec]:
     """Every mutant: imports the modules the feature records list (``Feature.mutants``), once,
     and returns name -> :class:`MutantSpec` (the records' mutants and any a plugin
@@ -122,4 +180,5 @@ def get(name: str) -> MutantSpec:
     return zoo[name]
 
 
-__all__ = ["ERROR", "MutantError", "MutantSpec", "get", "known_checks", "load_all", "mutant"]
+__all__ = ["ERROR", "MutantError", "MutantSpec", "ServerMutant", "get", "known_checks",
+           "load_all", "load_server", "mutant"]

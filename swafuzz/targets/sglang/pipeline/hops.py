@@ -201,48 +201,11 @@ _NO_SPEC_V2 = ("refused", "no spec-v2 EAGLE worker (sglang.srt.speculative."
 OLDER_SHAPE.update({hop: _NO_SPEC_V2 for hop, _s, _w in HOPS
                     if hop.startswith("speculative decoding:")})
 
-#: the server mutants (patches of the release's pipeline code, :mod:`.mutants`): name -> source
-SERVER_MUTANTS = {
-    "server_decode_stale_loc": "spec §9.3 (equal-length stale cache), in the release's "
-                               "ScheduleBatch.prepare_for_decode",
-    "server_evict_in_window": "spec §9.15 (eviction frontier), in the release's "
-                              "ScheduleBatch._evict_swa",
-    "server_graph_stale_tail": "spec §9.5 (padded rows not steered to the dummy slot, PR "
-                               "#24743), in the release's decode graph runner's replay "
-                               "preparation (load_batch; 0.5.12 replay_prepare)",
-    "server_graph_seq_lens_pad_zero": "spec §5.1 (padded rows' seq_lens hold the backend's "
-                                      "fill value, 1 for DSV4), in the release's decode graph "
-                                      "runner's replay preparation",
-    "server_pad_live_loc": "spec §9.5 (padded rows not steered to the dummy slot), in the "
-                           "release's ForwardBatch._pad_inputs_to_size (attention-TP ranks)",
-    "server_spec_draft_one_ahead": "spec §9.3 family (shifted draft write targets), in the "
-                                   "release's prepare_for_draft "
-                                   "(assign_draft_cache_locs_contiguous from seq_lens + 1)",
-    "server_spec_verify_stale": "spec §9.3 (equal-length stale cache), in the release's "
-                                "eagle_prepare_for_verify",
-    "server_spec_accept_frees": "spec §9 (a slot freed twice): the v1 EAGLE accept's free of "
-                                "the rejected draft slots, in the release's spec-v2 "
-                                "_resolve_spec_v2_tokens, whose reserve still holds them",
-    "server_spec_free_short": "spec v2 over-allocation free (PR #22373's path), in the "
-                              "release's mem_cache.common._release_overallocated_kv_indices: "
-                              "the reserved tail freed one slot short",
-    "server_spec_commit_extra": "spec §9.3 family (committed length ahead of the accepted KV), "
-                                "in the release's _resolve_spec_v2_tokens",
-    "server_spec_draft_dummy": "spec §9 (draft tokens written to the dummy slot), in the "
-                               "release's prepare_for_draft_extend",
-    "server_spec_reserve_single": "the spec-v2 double-buffered decode reserve halved, in the "
-                                  "release's eagle_prepare_for_decode "
-                                  "(get_alloc_reserve_per_decode)",
-}
-
-
 def server_mutant_sources() -> dict[str, str]:
-    """Every server mutant, name -> source: the pipeline's and the features' (hook
-    ``sglang.server_mutants``)."""
-    out = dict(SERVER_MUTANTS)
-    for table in registry.hooks("sglang.server_mutants"):
-        out.update({n: src for n, (src, _patch) in table.items()})
-    return out
+    """Every server mutant (the features' ``mutant(level="server")``), name -> source."""
+    # by name, as the records reach code: the mutant registry registers targets (which import
+    # this module through the sglang target)
+    return {n: m.source for n, m in registry.load("swafuzz.targets.mutants:load_server")().items()}
 
 
 def hop_text() -> str:

@@ -1,6 +1,8 @@
 """Server-level mutants: changes in the release's own pipeline code, patched at runtime while a
 server-level Case runs (imports SGLang). Component-level Cases never run these hops (the
-component engine builds no ScheduleBatch), so only server-level Cases can kill them.
+component engine builds no ScheduleBatch), so only server-level Cases can kill them. Every
+server mutant is declared in its feature's mutants module (``mutant(level="server")``, the
+core's in :mod:`swafuzz.features.dense.server_mutants`); :func:`patched` opens one by name.
 """
 
 from __future__ import annotations
@@ -9,15 +11,11 @@ import contextlib
 import inspect
 from typing import Iterator
 
+from sglang.srt.managers import schedule_batch as sb
 from sglang.srt.managers.schedule_batch import ScheduleBatch
 
-from swafuzz import features as registry
-from swafuzz.targets.sglang.pipeline import graph
-
-try:  # the release's speculative-decoding v2 code (0.5.22, 0.5.23)
-    from swafuzz.targets.sglang.pipeline.spec_mutants import PATCHES as SPEC_PATCHES
-except ImportError:  # pragma: no cover - depends on the release (0.5.12 has none)
-    SPEC_PATCHES = {}
+from swafuzz.targets.mutants import load_server
+from swafuzz.targets.sglang.pipeline import seams
 
 
 @contextlib.contextmanager
@@ -63,28 +61,76 @@ def evict_frontier_one_ahead() -> Iterator[None]:
         ScheduleBatch._evict_swa = real
 
 
-#: name -> the patch (the sources: :data:`.hops.SERVER_MUTANTS`)
-PATCHES = {
-    "server_decode_stale_loc": decode_stale_out_cache_loc,
-    "server_evict_in_window": evict_frontier_one_ahead,
-    "server_graph_stale_tail": graph.stale_out_cache_loc_tail,
-    "server_graph_seq_lens_pad_zero": graph.seq_lens_pad_zero,
-    # applied in the attention-TP ranks' processes, to the release's _pad_inputs_to_size
-    "server_pad_live_loc": lambda: registry.hook("sglang.server_pad_mutant")(
-        "server_pad_live_loc"),
-    **SPEC_PATCHES,
-}
+@contextlib.contextmanager
+def decode_leaks_a_slot() -> Iterator[None]:
+    """Spec §9 (a slot leaked): the scheduler's decode allocation (``alloc_for_decode``, as
+    ``ScheduleBatch.prepare_for_decode`` calls it) takes one slot more than the batch's rows
+    from the allocator and never frees it (page size 1: the release's ``alloc`` path)."""
+    real = sb.alloc_for_decode
+
+    def alloc_for_decode(batch, token_per_req):
+        out = real(batch, token_per_req)
+        if batch.token_to_kv_pool_allocator.page_size == 1:
+            batch.token_to_kv_pool_allocator.alloc(1)
+        return out
+
+    sb.alloc_for_decode = alloc_for_decode
+    try:
+        yield
+    finally:
+        sb.alloc_for_decode = real
+
+
+@contextlib.contextmanager
+def swa_offset_rotated() -> Iterator[None]:
+    """Spec §4 (an SWA slot keeps its full slot's page offset): the hybrid allocator's
+    ``set_full_to_swa_mapping`` maps each full slot to the next offset of its SWA page (page
+    size > 1), the page itself unchanged."""
+    from sglang.srt.mem_cache.allocator.swa import SWATokenToKVPoolAllocator as cls
+    real = cls.set_full_to_swa_mapping
+
+    def set_mapping(self, full_indices, swa_indices):
+        P = self.page_size
+        if P > 1:
+            swa_indices = swa_indices - swa_indices % P + (swa_indices + 1) % P
+        return real(self, full_indices, swa_indices)
+
+    cls.set_full_to_swa_mapping = set_mapping
+    try:
+        yield
+    finally:
+        cls.set_full_to_swa_mapping = real
+
+
+@contextlib.contextmanager
+def graph_largest_bucket_eager() -> Iterator[None]:
+    """Spec §5.1 (a DECODE batch runs the smallest captured bucket holding it): the decode graph
+    runner's can-run decision is off by one at the top, a batch of the largest captured size
+    runs eagerly (``bs < max_bs``)."""
+    if seams.DECODE_RUNNER_MOD is not None:
+        cls, name = seams.DECODE_RUNNER_MOD.DecodeCudaGraphRunner, "can_run_graph"
+    else:  # 0.5.12's runner
+        from sglang.srt.model_executor.cuda_graph_runner import CudaGraphRunner as cls
+        name = "can_run"
+    real = getattr(cls, name)
+
+    def decide(self, forward_batch, *args, **kwargs):
+        return forward_batch.batch_size < self.max_bs and real(self, forward_batch, *args,
+                                                                **kwargs)
+
+    setattr(cls, name, decide)
+    try:
+        yield
+    finally:
+        setattr(cls, name, real)
 
 
 def patched(name: str | None):
-    """The patch of server mutant ``name`` (None: nothing patched); the features' server
-    mutants (hook ``sglang.server_mutants``) beside the pipeline's."""
+    """The patch of server mutant ``name`` (None: nothing patched); only its module imported
+    (it may import SGLang)."""
     if name is None:
         return contextlib.nullcontext()
-    if name in PATCHES:
-        return PATCHES[name]()
-    refs = {n: ref for table in registry.hooks("sglang.server_mutants")
-            for n, (_src, ref) in table.items()}
-    if name not in refs:
-        raise KeyError(f"server mutant {name!r} (known: {', '.join([*PATCHES, *refs])})")
-    return registry.load(refs[name])()  # only the named one's module (it may import SGLang)
+    known = load_server()
+    if name not in known:
+        raise KeyError(f"server mutant {name!r} (known: {', '.join(known)})")
+    return known[name].patched()

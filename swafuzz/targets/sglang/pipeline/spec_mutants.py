@@ -1,13 +1,17 @@
 """Server mutants of the release's speculative-decoding code (imports SGLang), patched while a
-speculative server-level Case runs; each names its source (:data:`.hops.SERVER_MUTANTS`)."""
+speculative server-level Case runs; each is declared with its source in
+:mod:`swafuzz.features.dense.server_mutants`."""
 
 from __future__ import annotations
+
+import contextlib
 
 import torch
 from sglang.srt.managers.scheduler_components import batch_result_processor as brp
 from sglang.srt.mem_cache import common
 from sglang.srt.speculative import eagle_utils, eagle_worker_common
 
+from swafuzz.targets.sglang.pipeline import spec
 from swafuzz.targets.sglang.pipeline.seams import set_attr
 
 
@@ -124,12 +128,14 @@ def accept_frees_rejected():
     return set_attr(cls, "_resolve_spec_v2_tokens", resolve)
 
 
-PATCHES = {
-    "server_spec_accept_frees": accept_frees_rejected,
-    "server_spec_draft_one_ahead": draft_locs_one_ahead,
-    "server_spec_verify_stale": verify_keeps_previous_loc,
-    "server_spec_free_short": overalloc_free_short,
-    "server_spec_commit_extra": commit_one_more,
-    "server_spec_draft_dummy": draft_extend_rejected_to_dummy,
-    "server_spec_reserve_single": reserve_single,
-}
+@contextlib.contextmanager
+def per_step_locs_unpermuted():
+    """``per_step_draft_out_cache_loc`` slices the multi-step draft buffer step-major without
+    its ``(batch, topk, steps) -> (steps, batch, topk)`` permute: with two requests or more a
+    draft decode step writes other requests' and steps' slots."""
+    def per_step(out_cache_loc, batch_size, topk, num_steps):
+        return out_cache_loc.reshape(num_steps, -1)
+
+    with set_attr(eagle_utils, "per_step_draft_out_cache_loc", per_step), \
+            set_attr(spec, "per_step_draft_out_cache_loc", per_step):
+        yield

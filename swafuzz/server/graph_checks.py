@@ -1,0 +1,100 @@
+"""The server-level oracle's checks of a forward's shape (:mod:`swafuzz.server.oracle`'s walk
+calls them; its docstring says what each expects): ``batch_shape`` (positions and sequence
+lengths, attention-TP padding included) and ``graph_fill`` (a decode graph replay's buffers and
+the backend's metadata), with the graph bucket and padding rules they share."""
+
+from __future__ import annotations
+
+from swafuzz.features.record import check
+from swafuzz.server.case import ServerCase
+from swafuzz.server.timeline import Forward
+
+
+def graph_bucket(case: ServerCase, mode: str, bs: int, graphs: bool) -> int | None:
+    """The decode graph bucket a forward replays (None: eager): graphs captured
+    (``disable_cuda_graph`` false, batch sizes given), an executor with graphs, a DECODE batch,
+    and the smallest captured batch size that holds it."""
+    c = case.config
+    if not graphs or c.disable_cuda_graph or not c.cuda_graph_bs_decode or mode != "DECODE":
+        return None
+    return min((b for b in c.cuda_graph_bs_decode if b >= bs), default=None)
+
+
+#: the sequence length the release pads a batch's added requests with (DeepSeek-V4's attention
+#: backend's graph fill value, spec §5.4 (4))
+SEQ_LEN_FILL = 1
+
+
+def attn_tp_rows(case: ServerCase, mode: str, rows: int, bs: int, exec_: str):
+    """The rows and batch size an eager forward runs with after the MLP sync's padding (spec
+    §5.4): with attention TP T > 1 the token count rounds up to a multiple of T, a DECODE's
+    batch size with it; None without padding."""
+    T = case.config.attn_tp_size()
+    if T == 1 or exec_ != "eager":
+        return None
+    padded = -(-rows // T) * T
+    return padded, (padded if mode == "DECODE" else bs)
+
+
+@check("batch_shape", level="server")
+def batch_shape(case: ServerCase, st, fwd: Forward, rec, pad=None) -> str | None:
+    pos = [p for start, n in fwd.spans for p in range(start, start + n)]
+    lens = [len(st.tokens[rid]) for rid in fwd.rids]
+    pad = pad or attn_tp_rows(case, fwd.mode, len(pos), len(lens), rec.exec)
+    if pad is not None:  # padded rows at position 0, added requests at the fill length
+        pos = pos + [0] * (pad[0] - len(pos))
+        lens = lens + [SEQ_LEN_FILL] * (pad[1] - len(lens))
+    if rec.positions and rec.positions != pos:
+        return f"positions {rec.positions}, the plan's {pos}"
+    if rec.seq_lens and rec.seq_lens != lens:
+        return f"seq_lens {rec.seq_lens}, expected {lens}"
+    return None
+
+
+@check("graph_fill", level="server")
+def graph_fill(case: ServerCase, st, fwd: Forward, rec, bucket: int | None
+                ) -> str | None:
+    g = rec.graph
+    if not g or bucket is None:
+        return None
+    n = len(fwd.rids)
+    pad = bucket - n
+    want = {"out_cache_loc": [f for f, _ in rec.alloc] + [0] * pad,
+            "seq_lens": [len(st.tokens[rid]) for rid in fwd.rids] + [SEQ_LEN_FILL] * pad}
+    real = {"positions": [start for start, _ in fwd.spans],
+            "req_pool_indices": g.get("live_req_pool_indices", [])}
+    if (g["bucket"], g["raw_bs"]) != (bucket, n):
+        return f"bucket {g['bucket']} for {g['raw_bs']} rows, expected {bucket} for {n}"
+    for name, exp in want.items():
+        if g[name] != exp:
+            return f"{name} buffer {g[name]}, expected {exp}"
+    for name, exp in real.items():
+        if g[name][:n] != exp:
+            return f"{name} buffer's real rows {g[name][:n]}, the batch's {exp}"
+    md = g.get("metadata", {})
+    exp_md = dict(want, req_pool_indices=g["req_pool_indices"])
+    for name, exp in exp_md.items():
+        if name in md and md[name] != exp:
+            return f"the backend's replay metadata {name} {md[name]}, expected {exp}"
+    return _in_graph(st, fwd, rec, g.get("in_graph"), pad)
+
+
+def _in_graph(st, fwd: Forward, rec, ig: dict | None, pad: int) -> str | None:
+    """The backend's in-graph metadata built from the filled buffers: the SWA write locations
+    the forward's allocated SWA slots, padded rows 0; per request its read indices begin with
+    the SWA slots of its last ``sliding_window`` tokens, newest first (older entries, up to
+    the release's own window constant, are not the Case's)."""
+    if not ig:
+        return None
+    exp = [s for _, s in rec.alloc] + [0] * pad
+    if ig["swa_out_cache_loc"] != exp:
+        return f"the backend's in-graph SWA write locations {ig['swa_out_cache_loc']}, expected {exp}"
+    for b, rid in enumerate(fwd.rids):
+        toks = st.tokens[rid]
+        k = min(len(toks), st.W)
+        want = [s for _, s in reversed(toks[len(toks) - k:])]
+        got = ig["swa_page_indices"][b][:k]
+        if got != want or ig["swa_topk_lengths"][b] < k:
+            return (f"request {rid}'s in-graph SWA read indices {got} (read length "
+                    f"{ig['swa_topk_lengths'][b]}), its window's SWA slots {want}")
+    return None

@@ -41,6 +41,7 @@ FEATURE = Feature(
             'a mix of every forward on the same graphs, allocator churn and window eviction',
         ),
     ),
+    fields='swafuzz.features.dense.fields:FIELDS',
     oracle=(
         'swafuzz.oracles.engine',
         'swafuzz.oracles.shadow',

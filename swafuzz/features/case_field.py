@@ -35,8 +35,9 @@ class CaseField:
     null (a list then is null or non-empty); ``tuple[tuple[str, str], ...]`` is an object of
     environment variables (names from ``choices``, values decimal strings in ``lo`` .. ``hi``),
     sorted pairs in the dataclass. ``always``: emitted in the JSON even at its default (the
-    fields every version-1 bundle carries; any other field only when set). ``span``: the error messages name the range as ``an int in lo..hi`` (the late-layer
-    tail's fields) instead of ``in [lo, hi]``. ``ops``: for a step field, the ops that take it.
+    server fields every version-1 bundle carries; any other field only when set). ``span``: the
+    error messages name the range as ``an int in lo..hi`` (the late-layer tail's fields) instead
+    of ``in [lo, hi]``. ``ops``: for a step field, the ops that take it.
     ``after``: the field it follows in the dataclass (empty: after every field before it), which
     fixes the field order (and so ``repr`` and the JSON key order before sorting).
     """

@@ -67,7 +67,8 @@ _STEP_FIELDS = {op: names | {d.name for d in DECLARED["step"] if op in d.ops}
                 for op, names in _BASE_STEP_FIELDS.items()}
 
 
-def int_field(obj: dict, key: str, path: str, lo: int, hi: int | None = None, default=None) -> int:
+def int_field(obj: dict, key: str, path: str, lo: int, hi: int | None = None,
+              default=None) -> int:
     if key not in obj:
         if default is not None:
             return default
@@ -141,7 +142,8 @@ def parse_object(obj: Any, path: str, where: str, cls: type) -> Any:
     """A ``cls`` (a dataclass all of whose fields are declared: the server level's) from the
     JSON object ``obj`` at ``path``: unknown fields refused, each field it sets parsed by its
     declaration, the others at their default."""
-    return cls(**_declared(object_fields(obj, path, set(cls.__dataclass_fields__)), path, DECLARED[where]))
+    d = object_fields(obj, path, set(cls.__dataclass_fields__))
+    return cls(**_declared(d, path, DECLARED[where]))
 
 
 def parse_declared(obj: dict, path: str, d: CaseField) -> Any:
@@ -260,16 +262,22 @@ def _step_shape(obj: dict, path: str, kw: dict[str, Any]) -> None:
         shape(obj, path, kw, get)
 
 
-def parse_case_fields(obj: Any) -> dict[str, Any]:
-    """The keyword arguments of the :class:`~scenarios.case.Case` the JSON object describes
-    (``Case.from_json`` builds it), after the common rules."""
-    d = object_fields(obj, "case", {"version", "kind", "pool", "graph", "payload_seed", "steps"})
+def parse_header(d: dict) -> str:
+    """The ``version`` check of a Case object of either level, and its ``kind``."""
     version = d.get("version", CASE_VERSION)
     if version != CASE_VERSION:
         raise CaseError("case.version", f"must be {CASE_VERSION} (got {version!r})")
     kind = d.get("kind", "custom")
     if not isinstance(kind, str):
         raise CaseError("case.kind", f"must be a string (got {kind!r})")
+    return kind
+
+
+def parse_case_fields(obj: Any) -> dict[str, Any]:
+    """The keyword arguments of the :class:`~scenarios.case.Case` the JSON object describes
+    (``Case.from_json`` builds it), after the common rules."""
+    d = object_fields(obj, "case", {"version", "kind", "pool", "graph", "payload_seed", "steps"})
+    kind = parse_header(d)
     steps = d.get("steps")
     if not isinstance(steps, list):
         raise CaseError("case.steps", "must be a list of step objects")

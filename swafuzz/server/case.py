@@ -27,17 +27,25 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from swafuzz.scenarios.schema import DECLARED, CaseError, assemble, json_fields
-from swafuzz.scenarios.validate import int_field, object_fields, parse_object
+from swafuzz.scenarios.schema import (
+    CASE_VERSION,
+    DECLARED,
+    CaseError,
+    assemble,
+    declaration,
+    json_fields,
+)
+from swafuzz.scenarios.validate import int_field, object_fields, parse_header, parse_object
 
-SERVER_CASE_VERSION = 1
-MAX_REQUESTS = 16
-#: the last scheduling step a request may arrive or be aborted at (its fields' declared bound)
-MAX_STEPS = next(d.hi for d in DECLARED["request"] if d.name == "arrive_step")
+#: the most requests of a Case (and so of a captured batch) and the last scheduling step a
+#: request may arrive or be aborted at: their fields' declared bounds
+MAX_REQUESTS = declaration("config", "cuda_graph_bs_decode").hi
+MAX_STEPS = declaration("request", "arrive_step").hi
 #: the old name of :class:`CaseError` (one input error type for both levels)
 ServerCaseError = CaseError
 #: per section, the fields emitted in the JSON even at their default (``CaseField.always``)
-_ALWAYS = {w: tuple(d.name for d in DECLARED[w] if d.always) for w in ("config", "model", "request")}
+_ALWAYS = {w: tuple(d.name for d in DECLARED[w] if d.always)
+           for w in ("config", "model", "request")}
 #: the config's environment-variable fields (handed to the release beside ``server_args()``)
 _ENV = tuple(d.name for d in DECLARED["config"] if d.type.startswith("tuple[tuple"))
 
@@ -85,7 +93,7 @@ class ServerCase:
     kind: str = "custom"
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": SERVER_CASE_VERSION, "level": "server", "kind": self.kind,
+        return {"version": CASE_VERSION, "level": "server", "kind": self.kind,
                 "payload_seed": self.payload_seed, "config": self.config.to_json(),
                 "model": json_fields(self.model, _ALWAYS["model"]),
                 "requests": [json_fields(r, _ALWAYS["request"]) for r in self.requests]}
@@ -101,15 +109,11 @@ class ServerCase:
 
 def parse(obj: Any) -> ServerCase:
     """A :class:`ServerCase` from its JSON form, every field checked (:func:`validate`)."""
-    d = object_fields(obj, "case", {"version", "level", "kind", "payload_seed", "config", "model",
-                            "requests"})
-    if d.get("version", SERVER_CASE_VERSION) != SERVER_CASE_VERSION:
-        raise CaseError("case.version", f"must be {SERVER_CASE_VERSION} (got {d['version']!r})")
+    d = object_fields(obj, "case", {"version", "level", "kind", "payload_seed", "config",
+                                    "model", "requests"})
+    kind = parse_header(d)
     if d.get("level", "server") != "server":
         raise CaseError("case.level", f"must be 'server' (got {d['level']!r})")
-    kind = d.get("kind", "custom")
-    if not isinstance(kind, str):
-        raise CaseError("case.kind", f"must be a string (got {kind!r})")
     reqs = d.get("requests", [])
     if not isinstance(reqs, list) or not 1 <= len(reqs) <= MAX_REQUESTS:
         raise CaseError("case.requests", f"must be a list of 1..{MAX_REQUESTS} requests")

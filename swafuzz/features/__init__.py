@@ -281,8 +281,8 @@ def hook(point: str):
 
 def features_using(case) -> tuple[Feature, ...]:
     """The features a Case (of either level) uses: the one owning its kind, plus every feature
-    one of whose ``case_fields`` the Case sets away from its default (a hand-written Case has kind
-    ``"custom"``, so its fields decide)."""
+    one of whose ``case_fields`` the Case sets away from its default (a hand-written Case has
+    kind ``"custom"``, so its fields decide)."""
     used: list[Feature] = []
     for f in all_features():
         if case.kind in f.kind_names() or any(_field_set(case, cf, dataclasses)

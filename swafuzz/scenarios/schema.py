@@ -254,7 +254,7 @@ def assemble(where: str, name: str, methods: type, doc: str, module: str = __nam
 
 
 PoolConfig = assemble("pool", "PoolConfig", PoolMethods,
-                       "The SWA pool: pages, window, layers, row shape.")
+                      "The SWA pool: pages, window, layers, row shape.")
 GraphConfig = assemble("graph", "GraphConfig", GraphMethods,
-                        "The captured graphs and the speculative configuration.")
+                       "The captured graphs and the speculative configuration.")
 Step = assemble("step", "Step", StepMethods, "One step of a Case: an op and its operands.")

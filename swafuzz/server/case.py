@@ -132,21 +132,22 @@ def validate(case: ServerCase) -> None:
     c, m = case.config, case.model
     for name in ("full_tokens", "swa_tokens"):
         if getattr(m, name) % c.page_size:
-            raise CaseError(f"model.{name}", f"a multiple of config.page_size ({c.page_size}) expected, "
-                  f"got {getattr(m, name)}")
+            raise CaseError(f"model.{name}", f"a multiple of config.page_size ({c.page_size}) "
+                            f"expected, got {getattr(m, name)}")
     tail = c.enable_decoder_swa_bounded_replay
     if tail and not 1 <= m.late_layer_start < m.layers:
-        raise CaseError("model.late_layer_start", f"a layer in 1..{m.layers - 1} (model.layers - 1) "
-              f"expected with config.enable_decoder_swa_bounded_replay, got {m.late_layer_start}")
+        raise CaseError("model.late_layer_start", f"a layer in 1..{m.layers - 1} (model.layers - "
+                        "1) expected with config.enable_decoder_swa_bounded_replay, got "
+                        f"{m.late_layer_start}")
     if not tail and m.late_layer_start:
         raise CaseError("model.late_layer_start", "0 expected without "
-              "config.enable_decoder_swa_bounded_replay")
+                        "config.enable_decoder_swa_bounded_replay")
     spec = c.speculative_algorithm is not None
     for name in ("speculative_num_steps", "speculative_eagle_topk",
                  "speculative_num_draft_tokens"):
         if spec and getattr(c, name) is None:
             raise CaseError(f"config.{name}", f"an integer expected with speculative_algorithm "
-                  f"{c.speculative_algorithm}")
+                            f"{c.speculative_algorithm}")
         if not spec and getattr(c, name) is not None:
             raise CaseError(f"config.{name}", "null expected without a speculative_algorithm")
     ranks = c.dp_size if c.enable_dp_attention else 1
@@ -154,25 +155,28 @@ def validate(case: ServerCase) -> None:
     for i, r in enumerate(case.requests):
         p = f"requests[{i}]"
         if r.prefix_len >= r.prompt_len:
-            raise CaseError(f"{p}.prefix_len", f"below prompt_len ({r.prompt_len}) expected, got "
-                  f"{r.prefix_len}")
+            raise CaseError(f"{p}.prefix_len", f"below prompt_len ({r.prompt_len}) expected, "
+                            f"got {r.prefix_len}")
         if r.prefix_len and r.prefix_group is None:
             raise CaseError(f"{p}.prefix_len", "a shared prefix needs a prefix_group")
         if r.rank >= ranks:
-            raise CaseError(f"{p}.rank", f"a rank in 0..{ranks - 1} expected (the config's data-parallel "
-                  f"attention ranks), got {r.rank}")
+            raise CaseError(f"{p}.rank", f"a rank in 0..{ranks - 1} expected (the config's "
+                            f"data-parallel attention ranks), got {r.rank}")
         if r.accept_lengths and not spec:
-            raise CaseError(f"{p}.accept_lengths", "empty expected without a speculative_algorithm")
+            raise CaseError(f"{p}.accept_lengths",
+                            "empty expected without a speculative_algorithm")
         if spec and any(a > c.speculative_num_draft_tokens for a in r.accept_lengths):
             raise CaseError(f"{p}.accept_lengths", f"each at most speculative_num_draft_tokens "
-                  f"({c.speculative_num_draft_tokens})")
+                            f"({c.speculative_num_draft_tokens})")
         if r.abort_step is not None and r.abort_step < r.arrive_step:
-            raise CaseError(f"{p}.abort_step", f"at or after arrive_step ({r.arrive_step}) expected")
+            raise CaseError(f"{p}.abort_step",
+                            f"at or after arrive_step ({r.arrive_step}) expected")
         if r.prefix_group is not None:
             if groups.setdefault(r.prefix_group, r.prefix_len) != r.prefix_len:
-                raise CaseError(f"{p}.prefix_len", f"every request of prefix_group {r.prefix_group} shares "
-                      f"one prefix_len ({groups[r.prefix_group]})")
+                raise CaseError(f"{p}.prefix_len", f"every request of prefix_group "
+                                f"{r.prefix_group} shares one prefix_len "
+                                f"({groups[r.prefix_group]})")
         need = r.prompt_len + r.max_new_tokens + c.page_size
         if need > m.full_tokens:
-            raise CaseError(f"{p}.prompt_len", f"prompt_len + max_new_tokens + page_size ({need}) must fit "
-                  f"model.full_tokens ({m.full_tokens})")
+            raise CaseError(f"{p}.prompt_len", f"prompt_len + max_new_tokens + page_size "
+                            f"({need}) must fit model.full_tokens ({m.full_tokens})")

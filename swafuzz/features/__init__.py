@@ -248,9 +248,9 @@ def first(side: str, name: str, *args):
 
 
 def features_using(case) -> tuple[Feature, ...]:
-    """The features a Case uses: the one owning its kind, plus every feature one of whose
-    ``case_fields`` the Case sets away from its default (a hand-written Case has kind
-    ``"custom"``, so its fields decide)."""
+    """The features a Case (of either level) uses: the one owning its kind, plus every feature
+    one of whose ``case_fields`` the Case sets away from its default (a hand-written Case has
+    kind ``"custom"``, so its fields decide)."""
     used: list[Feature] = []
     for f in all_features():
         if case.kind in f.kind_names() or any(_field_set(case, cf, dataclasses)
@@ -260,15 +260,10 @@ def features_using(case) -> tuple[Feature, ...]:
 
 
 def _field_set(case, ref: str, dataclasses) -> bool:
-    where, name = ref.split(".", 1)
-    if where == "pool":
-        objs = [case.pool]
-    elif where == "graph":
-        objs = [case.graph]
-    elif where == "case":
-        objs = [case]
-    else:
-        objs = list(case.steps)
+    where, name = ref.split(".", 1)  # a section of the other level's Case: none here
+    got = case if where == "case" else getattr(
+        case, {"step": "steps", "request": "requests"}.get(where, where), ())
+    objs = got if isinstance(got, tuple) else [got]
     for o in objs:
         fs = {f.name: f for f in dataclasses.fields(o)}
         if name not in fs:

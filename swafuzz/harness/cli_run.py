@@ -47,7 +47,6 @@ from swafuzz.harness.worker import CaseWorker, WorkerSetupError
 from swafuzz.reports.bundle import read_bundle, signature_filename
 from swafuzz.reports.summary import campaign_table
 from swafuzz.scenarios.case import CaseError
-from swafuzz.server.case import ServerCaseError
 from swafuzz.targets import plugins
 
 #: when this command started (its module is loaded at the CLI's start): ``--budget`` counts the
@@ -327,7 +326,7 @@ def _repro_server(args) -> int:
     lv = level.get("server")
     try:
         case = lv.load(bundle.get("case"))
-    except ServerCaseError as e:
+    except CaseError as e:
         raise UsageError(f"{args.file}: field 'case': {e}") from None
     target = args.target or bundle.get("target")
     if not isinstance(target, str):

@@ -18,7 +18,7 @@ from dataclasses import MISSING, Field, field, fields, make_dataclass
 from typing import Any
 
 from swafuzz import features
-from swafuzz.features.case_field import CaseField
+from swafuzz.features.case_field import WHERE, CaseField
 from swafuzz.features.step_op import StepOp
 
 CASE_VERSION = 1
@@ -198,15 +198,16 @@ BASE_FIELDS: dict[str, tuple[tuple[str, str, Any], ...]] = {
 
 
 def _field_order() -> dict[str, tuple[str | CaseField, ...]]:
-    """Per dataclass, its fields in order: the base ones (names), then every feature's
-    declarations in registry order, each declaration with an ``after`` moved to follow the field
-    it names."""
+    """Per dataclass (:data:`~swafuzz.features.case_field.WHERE`, both levels), its fields in
+    order: the base ones (names; the server level has none), then every feature's declarations
+    in registry order, each declaration with an ``after`` moved to follow the field it names."""
     decls = [d for f in features.all_features() for d in f.field_decls()]
     for d in decls:
         if d.problem():
             raise features.RecordError(f"field declaration {d.problem()}")
     out: dict[str, tuple[str | CaseField, ...]] = {}
-    for where, base in BASE_FIELDS.items():
+    for where in WHERE:
+        base = BASE_FIELDS.get(where, ())
         mine = [d for d in decls if d.where == where]
         order: list[str | CaseField] = [name for name, _, _ in base]
         order += [d for d in mine if not d.after]
@@ -224,7 +225,7 @@ def _field_order() -> dict[str, tuple[str | CaseField, ...]]:
 
 
 _ORDER = _field_order()
-#: the features' field declarations per dataclass (``"pool"``, ``"graph"``, ``"step"``), in order
+#: the features' field declarations per dataclass (``"pool"``, ..., ``"request"``), in order
 DECLARED = {w: tuple(x for x in order if isinstance(x, CaseField)) for w, order in _ORDER.items()}
 
 
@@ -233,23 +234,24 @@ def declaration(where: str, name: str) -> CaseField | None:
     return next((d for d in DECLARED[where] if d.name == name), None)
 
 
-def _assemble(where: str, name: str, methods: type, doc: str) -> type:
-    """The frozen dataclass ``name``: the base fields of ``where`` and the features' declared
-    ones, in :func:`_field_order`, with ``methods`` as its base class."""
-    base = {n: (t, d) for n, t, d in BASE_FIELDS[where]}
+def assemble(where: str, name: str, methods: type, doc: str, module: str = __name__) -> type:
+    """The frozen dataclass ``name`` (defined in ``module``, where pickling finds it): the base
+    fields of ``where`` and the features' declared ones, in :func:`_field_order`, with
+    ``methods`` as its base class."""
+    base = {n: (t, d) for n, t, d in BASE_FIELDS.get(where, ())}
     specs = []
     for x in _ORDER[where]:
         n, (t, d) = (x, base[x]) if isinstance(x, str) else (x.name, (x.type, x.default))
         specs.append((n, t) if d is MISSING else (n, t, field(default=d)))
     cls = make_dataclass(name, specs, bases=(methods,), frozen=True)
-    cls.__module__ = __name__  # pickling finds it here (make_dataclass names ``types``)
+    cls.__module__ = module  # make_dataclass names ``types``
     cls.__doc__ = doc + " Feature fields: " + "; ".join(
         f"``{d.name}`` ({d.doc})" for d in DECLARED[where]) + "."
     return cls
 
 
-PoolConfig = _assemble("pool", "PoolConfig", PoolMethods,
-                       "The SWA pool: pages, window, layers, row shape.")
-GraphConfig = _assemble("graph", "GraphConfig", GraphMethods,
-                        "The captured graphs and the speculative configuration.")
-Step = _assemble("step", "Step", StepMethods, "One step of a Case: an op and its operands.")
+PoolConfig = assemble("pool", "PoolConfig", PoolMethods,
+                      "The SWA pool: pages, window, layers, row shape.")
+GraphConfig = assemble("graph", "GraphConfig", GraphMethods,
+                       "The captured graphs and the speculative configuration.")
+Step = assemble("step", "Step", StepMethods, "One step of a Case: an op and its operands.")

@@ -45,6 +45,10 @@ MAX_POOL_BYTES = 5 * 2**30
 MAX_STEPS = 10_000
 MAX_TOKENS = 2**16  # rows of one forward / one request's length
 
+#: the pool's page size, parsed by the one page-size rule of both levels (a power of two:
+#: :func:`parse_declared`; the server level's ``config.page_size`` declares a lower ``hi``)
+PAGE_SIZE = CaseField("pool", "page_size", "int", 1, "tokens per page", lo=1, hi=MAX_PAGE_SIZE,
+                      pow2=True)
 #: the base fields each op takes; the features' step fields add theirs (``CaseField.ops``)
 _BASE_STEP_FIELDS = {
     "admit": {"rid", "length", "exec"},
@@ -63,7 +67,8 @@ _STEP_FIELDS = {op: names | {d.name for d in DECLARED["step"] if op in d.ops}
                 for op, names in _BASE_STEP_FIELDS.items()}
 
 
-def _int(obj: dict, key: str, path: str, lo: int, hi: int | None = None, default=None) -> int:
+def int_field(obj: dict, key: str, path: str, lo: int, hi: int | None = None,
+              default=None) -> int:
     if key not in obj:
         if default is not None:
             return default
@@ -83,11 +88,11 @@ def _int_list(obj: dict, key: str, path: str, lo: int, hi: int | None = None) ->
         raise CaseError(f"{path}.{key}", f"must be a list of integers (got {v!r})")
     out = []
     for i, x in enumerate(v):
-        out.append(_int({"x": x}, "x", f"{path}.{key}[{i}]", lo, hi))
+        out.append(int_field({"x": x}, "x", f"{path}.{key}[{i}]", lo, hi))
     return tuple(out)
 
 
-def _dict(obj: Any, path: str, allowed: set[str]) -> dict:
+def object_fields(obj: Any, path: str, allowed: set[str]) -> dict:
     if not isinstance(obj, dict):
         raise CaseError(path, f"must be an object (got {type(obj).__name__})")
     extra = set(obj) - allowed
@@ -99,21 +104,19 @@ def _dict(obj: Any, path: str, allowed: set[str]) -> dict:
 
 
 def parse_pool(obj: Any) -> PoolConfig:
-    d = _dict(obj, "pool", set(PoolConfig.__dataclass_fields__))
-    p = _int(d, "page_size", "pool", 1, MAX_PAGE_SIZE)
-    if p & (p - 1):
-        raise CaseError("pool.page_size", f"must be a power of two in [1, {MAX_PAGE_SIZE}] (got {p})")
+    d = object_fields(obj, "pool", set(PoolConfig.__dataclass_fields__))
+    p = parse_declared(d, "pool", PAGE_SIZE)
     dtype = d.get("row_dtype", "uint8")
     if dtype not in ROW_DTYPES:
         raise CaseError("pool.row_dtype", f"must be one of {', '.join(ROW_DTYPES)} (got {dtype!r})")
     pool = PoolConfig(
         page_size=p,
-        full_pages=_int(d, "full_pages", "pool", 1, MAX_ID // p - 1),
-        swa_pages=_int(d, "swa_pages", "pool", 1, MAX_ID // p - 1),
-        window=_int(d, "window", "pool", 1),
-        layers=_int(d, "layers", "pool", 1, 64),
-        draft_layers=_int(d, "draft_layers", "pool", 1, 64, default=1),
-        row_width=_int(d, "row_width", "pool", 1, 4096),
+        full_pages=int_field(d, "full_pages", "pool", 1, MAX_ID // p - 1),
+        swa_pages=int_field(d, "swa_pages", "pool", 1, MAX_ID // p - 1),
+        window=int_field(d, "window", "pool", 1),
+        layers=int_field(d, "layers", "pool", 1, 64),
+        draft_layers=int_field(d, "draft_layers", "pool", 1, 64, default=1),
+        row_width=int_field(d, "row_width", "pool", 1, 4096),
         row_dtype=dtype,
         **_declared(d, "pool", DECLARED["pool"]),
     )
@@ -135,22 +138,42 @@ def _declared(obj: dict, path: str, decls: tuple[CaseField, ...]) -> dict[str, A
     return {d.name: parse_declared(obj, path, d) for d in decls if d.name in obj}
 
 
+def parse_object(obj: Any, path: str, where: str, cls: type) -> Any:
+    """A ``cls`` (a dataclass all of whose fields are declared: the server level's) from the
+    JSON object ``obj`` at ``path``: unknown fields refused, each field it sets parsed by its
+    declaration, the others at their default."""
+    d = object_fields(obj, path, set(cls.__dataclass_fields__))
+    return cls(**_declared(d, path, DECLARED[where]))
+
+
 def parse_declared(obj: dict, path: str, d: CaseField) -> Any:
     """Field ``d`` of ``obj`` (at ``path``) parsed by its declaration; raises :class:`CaseError`
     naming ``path.name`` and what is allowed."""
-    v, where = obj[d.name], f"{path}.{d.name}"
+    v, where, null = obj.get(d.name), f"{path}.{d.name}", d.type.endswith("| None")
+    if v is None and null and d.level == "server":
+        return None
     if d.type == "bool":
         if not isinstance(v, bool):
             raise CaseError(where, f"must be true or false (got {v!r})")
         return v
-    if d.type == "str":
+    if d.type.startswith("str"):
         if v not in d.choices:
-            raise CaseError(where, f"must be one of {', '.join(d.choices)} (got {v!r})")
+            allowed = ("null",) * (null and d.level == "server") + d.choices
+            raise CaseError(where, f"must be one of {', '.join(allowed)} (got {v!r})")
         return v
+    if d.type.startswith("tuple[tuple"):  # environment variables: names -> decimal strings
+        for name, x in object_fields(v, where, set(d.choices)).items():
+            if not (isinstance(x, str) and x.isascii() and x.isdigit() and d.lo <= int(x) <= d.hi):
+                raise CaseError(f"{where}.{name}", f"must be a decimal integer in [{d.lo}, "
+                                f"{d.hi}] as a string (got {x!r})")
+        return tuple(sorted(v.items()))
     if d.type in ("int", "int | None"):
         if d.span and (isinstance(v, bool) or not isinstance(v, int) or not d.lo <= v <= d.hi):
             raise CaseError(where, f"must be an int in {d.lo}..{d.hi} (got {v!r})")
-        return _int(obj, d.name, path, d.lo, d.hi)
+        v = int_field(obj, d.name, path, d.lo, d.hi)
+        if d.pow2 and v & (v - 1):
+            raise CaseError(where, f"must be a power of two in [{d.lo}, {d.hi}] (got {v})")
+        return v
     if d.span:
         if not isinstance(v, list) or any(isinstance(x, bool) or not isinstance(x, int)
                                           or not d.lo <= x <= d.hi for x in v):
@@ -158,13 +181,15 @@ def parse_declared(obj: dict, path: str, d: CaseField) -> Any:
         out = tuple(v)
     else:
         out = _int_list(obj, d.name, path, d.lo, d.hi)
+    if null and not out:
+        raise CaseError(where, "must be null or a non-empty list (got [])")
     if d.increasing and any(a >= b for a, b in zip(out, out[1:])):
         raise CaseError(where, f"must be strictly increasing (got {list(out)})")
     return out
 
 
 def parse_graph(obj: Any) -> GraphConfig:
-    d = _dict(obj, "graph", set(GraphConfig.__dataclass_fields__))
+    d = object_fields(obj, "graph", set(GraphConfig.__dataclass_fields__))
     buckets = _int_list(d, "buckets", "graph", 1, 4096)
     if not buckets:
         raise CaseError("graph.buckets", "must list at least one captured batch size")
@@ -172,9 +197,9 @@ def parse_graph(obj: Any) -> GraphConfig:
         raise CaseError("graph.buckets", f"must be strictly increasing (got {list(buckets)})")
     return GraphConfig(
         buckets=buckets,
-        topk=_int(d, "topk", "graph", 0, 16, default=0),
-        num_steps=_int(d, "num_steps", "graph", 1, 16, default=1),
-        num_draft_tokens=_int(d, "num_draft_tokens", "graph", 1, 64, default=1),
+        topk=int_field(d, "topk", "graph", 0, 16, default=0),
+        num_steps=int_field(d, "num_steps", "graph", 1, 16, default=1),
+        num_draft_tokens=int_field(d, "num_draft_tokens", "graph", 1, 64, default=1),
         **_declared(d, "graph", DECLARED["graph"]),
     )
 
@@ -186,7 +211,7 @@ def parse_step(obj: Any, i: int) -> Step:
     op = obj.get("op")
     if op not in OPS:
         raise CaseError(f"{path}.op", f"must be one of {', '.join(OPS)} (got {op!r})")
-    _dict(obj, path, _STEP_FIELDS[op] | {"op"})
+    object_fields(obj, path, _STEP_FIELDS[op] | {"op"})
     kw: dict[str, Any] = {"op": op}
     if "exec" in _STEP_FIELDS[op]:
         ex = obj.get("exec", "eager")
@@ -195,9 +220,9 @@ def parse_step(obj: Any, i: int) -> Step:
         kw["exec"] = ex
     declared = STEP_OPS[op].fields if op in STEP_OPS else ()
     if op in ("admit", "evict", "finish") or "rid" in declared:
-        kw["rid"] = _int(obj, "rid", path, 0)
+        kw["rid"] = int_field(obj, "rid", path, 0)
     if op == "admit" or "length" in declared:
-        kw["length"] = _int(obj, "length", path, 1, MAX_TOKENS)
+        kw["length"] = int_field(obj, "length", path, 1, MAX_TOKENS)
     if "rids" in _STEP_FIELDS[op]:
         rids = _int_list(obj, "rids", path, 0)
         if len(rids) > MAX_TOKENS:
@@ -208,7 +233,7 @@ def parse_step(obj: Any, i: int) -> Step:
             raise CaseError(f"{path}.rids", "must name at least one request")
         kw["rids"] = rids
     if op == "idle":
-        kw["tokens"] = _int(obj, "tokens", path, 1, MAX_TOKENS)
+        kw["tokens"] = int_field(obj, "tokens", path, 1, MAX_TOKENS)
     kw.update(_declared(obj, path, tuple(d for d in DECLARED["step"] if op in d.ops)))
     _step_shape(obj, path, kw)
     return Step(**kw)
@@ -237,16 +262,22 @@ def _step_shape(obj: dict, path: str, kw: dict[str, Any]) -> None:
         part.step_shape(obj, path, kw, get)
 
 
-def parse_case_fields(obj: Any) -> dict[str, Any]:
-    """The keyword arguments of the :class:`~scenarios.case.Case` the JSON object describes
-    (``Case.from_json`` builds it), after the common rules."""
-    d = _dict(obj, "case", {"version", "kind", "pool", "graph", "payload_seed", "steps"})
+def parse_header(d: dict) -> str:
+    """The ``version`` check of a Case object of either level, and its ``kind``."""
     version = d.get("version", CASE_VERSION)
     if version != CASE_VERSION:
         raise CaseError("case.version", f"must be {CASE_VERSION} (got {version!r})")
     kind = d.get("kind", "custom")
     if not isinstance(kind, str):
         raise CaseError("case.kind", f"must be a string (got {kind!r})")
+    return kind
+
+
+def parse_case_fields(obj: Any) -> dict[str, Any]:
+    """The keyword arguments of the :class:`~scenarios.case.Case` the JSON object describes
+    (``Case.from_json`` builds it), after the common rules."""
+    d = object_fields(obj, "case", {"version", "kind", "pool", "graph", "payload_seed", "steps"})
+    kind = parse_header(d)
     steps = d.get("steps")
     if not isinstance(steps, list):
         raise CaseError("case.steps", "must be a list of step objects")
@@ -256,6 +287,6 @@ def parse_case_fields(obj: Any) -> dict[str, Any]:
         "pool": parse_pool(d.get("pool", {})),
         "graph": parse_graph(d.get("graph", {"buckets": [1, 2, 4, 8]})),
         "steps": tuple(parse_step(s, i) for i, s in enumerate(steps)),
-        "payload_seed": _int(d, "payload_seed", "case", 0, 2**63 - 1, default=0),
+        "payload_seed": int_field(d, "payload_seed", "case", 0, 2**63 - 1, default=0),
         "kind": kind,
     }

@@ -27,9 +27,12 @@ import pytest
 from swafuzz import features
 from swafuzz.features.validation import load_case, validate_case, validators
 from swafuzz.scenarios.case import ALWAYS_EMITTED, Case, CaseError, GraphConfig, PoolConfig, Step
+from swafuzz.server.case import ModelShape, Request, ServerConfig
 
 FEATURES = features.all_features()
-DATACLASSES = {"pool": PoolConfig, "graph": GraphConfig, "step": Step, "case": Case}
+#: both levels' Case dataclasses (the server level's fields are all declared: no base set)
+DATACLASSES = {"pool": PoolConfig, "graph": GraphConfig, "step": Step, "case": Case,
+               "config": ServerConfig, "model": ModelShape, "request": Request}
 #: the fields of the dense base (the pool, graph and steps every Case has); every other field
 #: belongs to exactly one feature
 BASE = {
@@ -153,12 +156,15 @@ def test_declared_fields_are_the_dataclass_fields(name, decl):
 def _set(decl):
     """A value of ``decl`` away from its default that its own parse rule accepts."""
     if decl.type == "bool":
-        return True
-    if decl.type == "str":
+        return not decl.default
+    if decl.type.startswith("str"):
         return decl.choices[-1]
-    if decl.type == "tuple[int, ...]":
+    if decl.type.startswith("tuple[tuple"):
+        return ((decl.choices[0], str(decl.lo)),)
+    if decl.type.startswith("tuple"):
         return (max(decl.lo, 1),)
-    return max(decl.lo, 1)
+    v = max(decl.lo, 1)
+    return v if v != decl.default else 2 * v
 
 
 @pytest.mark.parametrize("name,decl", DECLS, ids=[d.ref for _, d in DECLS])
@@ -175,8 +181,12 @@ def test_a_set_feature_field_survives_pickle_replace_and_hash(name, decl):
         setattr(obj, decl.name, decl.default)
 
 
-@pytest.mark.parametrize("name,decl", [(n, d) for n, d in DECLS if d.where != "step"],
-                         ids=[d.ref for _, d in DECLS if d.where != "step"])
+#: the component level's pool and graph declarations (the server level's:
+#: tests/server/test_server_case_fields.py)
+POOL_GRAPH = [(n, d) for n, d in DECLS if d.where in ("pool", "graph")]
+
+
+@pytest.mark.parametrize("name,decl", POOL_GRAPH, ids=[d.ref for _, d in POOL_GRAPH])
 def test_a_feature_field_is_emitted_only_when_set_and_parsed_back(name, decl):
     obj = _case(**{decl.where: {decl.name: _json(_set(decl))}})
     case = Case.from_json(obj)
@@ -189,8 +199,7 @@ def _json(v):
     return list(v) if isinstance(v, tuple) else v
 
 
-@pytest.mark.parametrize("name,decl", [(n, d) for n, d in DECLS if d.where != "step"],
-                         ids=[d.ref for _, d in DECLS if d.where != "step"])
+@pytest.mark.parametrize("name,decl", POOL_GRAPH, ids=[d.ref for _, d in POOL_GRAPH])
 def test_a_feature_field_out_of_its_declaration_is_refused_naming_it(name, decl):
     bad = {"bool": 1, "str": "no-such-value", "int": -1, "tuple[int, ...]": [0, "x"]}
     obj = _case(**{decl.where: {decl.name: bad[decl.type]}})

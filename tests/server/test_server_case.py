@@ -10,7 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from swafuzz.harness.cli import main as cli_main
-from swafuzz.server.case import ServerCase, ServerCaseError, parse
+from swafuzz.scenarios.case import CaseError
+from swafuzz.server.case import ServerCase, parse
 from swafuzz.server.observation import ForwardRec, ServerObs
 from swafuzz.server.oracle import judge, rows
 from swafuzz.server.run import refusal
@@ -32,11 +33,11 @@ def test_round_trip(case):
 
 
 @pytest.mark.parametrize("path,value,needle", [
-    (("config", "page_size"), 3, "config.page_size: one of 1, 2, 4"),
-    (("config", "speculative_algorithm"), "MEDUSA", "config.speculative_algorithm: one of"),
-    (("config", "bogus"), 1, "config.bogus: unknown field (allowed: tp_size"),
-    (("model", "row_bytes"), 5, "model.row_bytes: one of 8, 16"),
-    (("requests", 0, "prompt_len"), 0, "requests[0].prompt_len: an integer in 1..512"),
+    (("config", "page_size"), 3, "config.page_size: must be a power of two in [1, 64] (got 3)"),
+    (("config", "speculative_algorithm"), "MEDUSA", "config.speculative_algorithm: must be one of null, EAGLE,"),
+    (("config", "bogus"), 1, "config.bogus: unknown field; allowed: chunked_prefill_size,"),
+    (("model", "row_bytes"), 5, "model.row_bytes: must be in [8, 64] (got 5)"),
+    (("requests", 0, "prompt_len"), 0, "requests[0].prompt_len: must be in [1, 512] (got 0)"),
     (("requests", 0, "rank"), 1, "requests[0].rank: a rank in 0..0"),
     (("requests", 0, "accept_lengths"), [1], "requests[0].accept_lengths: empty expected"),
 ])
@@ -46,7 +47,7 @@ def test_validation_names_the_field(path, value, needle):
     for k in path[:-1]:
         d = d[k]
     d[path[-1]] = value
-    with pytest.raises(ServerCaseError) as e:
+    with pytest.raises(CaseError) as e:
         parse(obj)
     assert needle in str(e.value)
 

@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, find, given, settings
 
 from swafuzz import features
 from swafuzz.features.dp.server_oracle import expected_pads, rank_case
-from swafuzz.server.case import ServerCaseError, ServerConfig, parse
+from swafuzz.scenarios.case import CaseError
+from swafuzz.server.case import ServerConfig, parse
 from swafuzz.server.strategies import server_cases
 from swafuzz.server.timeline import Forward, forwards
 
@@ -54,16 +55,17 @@ def test_defaults_leave_the_json_as_before():
 
 
 @pytest.mark.parametrize("config,needle", [
-    (dict(PPLX, moe_a2a_backend="pplxx"), "config.moe_a2a_backend: one of None, none,"),
-    (dict(PPLX, disable_prefill_cuda_graph=1), "config.disable_prefill_cuda_graph: true or"),
-    (dict(PPLX, env={"SGLANG_OTHER": "1"}), "config.env.SGLANG_OTHER: not a deployment "
-     "variable swafuzz sets (allowed: SGLANG_PPLX_NUM_MAX_DISPATCH_TOKENS_PER_RANK)"),
+    (dict(PPLX, moe_a2a_backend="pplxx"), "config.moe_a2a_backend: must be one of null, none,"),
+    (dict(PPLX, disable_prefill_cuda_graph=1), "config.disable_prefill_cuda_graph: must be true or"),
+    (dict(PPLX, env={"SGLANG_OTHER": "1"}), "config.env.SGLANG_OTHER: unknown field; "
+     "allowed: SGLANG_PPLX_NUM_MAX_DISPATCH_TOKENS_PER_RANK"),
     (dict(PPLX, env={"SGLANG_PPLX_NUM_MAX_DISPATCH_TOKENS_PER_RANK": 8192}),
-     "config.env.SGLANG_PPLX_NUM_MAX_DISPATCH_TOKENS_PER_RANK: a decimal integer"),
-    (dict(PPLX, env=["x"]), "config.env: an object of environment variables"),
+     "config.env.SGLANG_PPLX_NUM_MAX_DISPATCH_TOKENS_PER_RANK: must be a decimal "
+     "integer"),
+    (dict(PPLX, env=["x"]), "config.env: must be an object"),
 ])
 def test_bad_values_name_the_field(config, needle):
-    with pytest.raises(ServerCaseError) as e:
+    with pytest.raises(CaseError) as e:
         _case(config)
     assert needle in str(e.value)
 

@@ -81,6 +81,7 @@ FEATURE = Feature(
             opt_in=True,
         ),
     ),
+    fields='swafuzz.features.dense.fields:FIELDS',
     oracle=(
         'swafuzz.oracles.engine',
         'swafuzz.features.dense.server_rules',

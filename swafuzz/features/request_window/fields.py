@@ -11,4 +11,6 @@ FIELDS = (
               hi=2**16),
     CaseField('step', 'lengths', 'tuple[int, ...]', (), 'extend: the new tokens of each request in rids',
               lo=1, hi=2**16, ops=('extend',)),
+    CaseField('config', 'enable_encoder_swa_bounded_replay', 'bool', False,
+              'server level: the request window', after='disable_radix_cache', always=True),
 )

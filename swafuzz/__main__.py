@@ -3,13 +3,13 @@
 
 import sys
 
-from swafuzz.harness.cli_parser import build_parser
-from swafuzz.harness.failures import report_tool_failure
+from swafuzz.harness.cli.failures import report_tool_failure
+from swafuzz.harness.cli.parser import build_parser
 
 
 def entry() -> int:
     """Parse first (``--help``, ``--version`` and usage errors answer here, before torch loads),
-    then :func:`swafuzz.harness.cli.main`; a failure while loading the CLI (a broken feature
+    then :func:`swafuzz.harness.cli.commands.main`; a failure while loading the CLI (a broken feature
     folder: the registry is read when the Case schema is built) is a tool failure: one line,
     the traceback in the log, exit 3."""
     argv = sys.argv[1:2]
@@ -21,7 +21,7 @@ def entry() -> int:
     try:
         # the one import inside a function outside optional dependencies: torch and every
         # command's module (about 1 s) load only once the command line is known to be good
-        from swafuzz.harness.cli import main
+        from swafuzz.harness.cli.commands import main
     except KeyboardInterrupt:
         print(f"swafuzz {cmd}: interrupted", file=sys.stderr)
         return 130  # EXIT_INTERRUPTED

@@ -39,7 +39,7 @@ import time
 from swafuzz import features
 from swafuzz.bench.fleet_parts import measure_startup, render, run_info
 from swafuzz.bench.proctree import TreeSampler, tree
-from swafuzz.harness.fleet_local import Cluster
+from swafuzz.harness.fleet.local import Cluster
 
 
 def _cpu_children() -> float:

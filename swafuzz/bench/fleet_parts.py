@@ -11,10 +11,10 @@ import statistics
 import time
 from typing import Any
 
-from swafuzz.harness.caselog import read_log
-from swafuzz.harness.run import resolve_executors, resolve_impl
-from swafuzz.harness.unit import pool_init
-from swafuzz.harness.worker import CaseWorker
+from swafuzz.harness.pipeline.caselog import read_log
+from swafuzz.harness.pipeline.execute import resolve_executors, resolve_impl
+from swafuzz.harness.pipeline.unit import pool_init
+from swafuzz.harness.pipeline.worker import CaseWorker
 
 
 def run_info(dirs: list[str], t0: float, shards: list[str] | None = None) -> dict[str, Any]:

@@ -27,9 +27,9 @@ import time
 import torch
 
 from swafuzz import features
-from swafuzz.harness.campaign import Campaign
-from swafuzz.harness.run import execute, resolve_executors
-from swafuzz.harness.throughput import forward_count
+from swafuzz.harness.pipeline.campaign import Campaign
+from swafuzz.harness.pipeline.execute import execute, resolve_executors
+from swafuzz.harness.pipeline.throughput import forward_count
 
 
 def _worker(idx: int, seed: int, examples: int, impl: str, executor: str, threads: int,

@@ -13,7 +13,7 @@ import os
 import threading
 from typing import Callable
 
-from swafuzz.harness.fleet_local import children_map
+from swafuzz.harness.fleet.local import children_map
 
 TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 

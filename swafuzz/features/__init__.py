@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import os
 import pkgutil
 from functools import lru_cache
 
@@ -42,7 +43,7 @@ HOOK_POINTS = {
                   "slot owner, skipped locations, invariants, slot difference)",
     "scenario.part": "scenarios.validate / schema: the feature's features.parts.ScenarioPart "
                      "(step shape rules, SWA buffer pages)",
-    "oracle.graph_use": "harness.contract_checks: (case, graphs) -> (replays, captures) the "
+    "oracle.graph_use": "checks.contracts: (case, graphs) -> (replays, captures) the "
                         "feature's graphs add to what the graph executor counts",
     "sglang.server_pad": "targets.sglang.pipeline.steps: (config, mode, seq_lens, extend_lens, "
                          "out_cache_loc) -> rank 0's batch after the release's MLP-sync padding "
@@ -84,21 +85,40 @@ ORDER = ("dense", "dp", "remap", "raw_metadata", "draft_extend_buffer", "padded_
          "dspark", "ring_draft")
 
 
+def _feature_packages():
+    """The feature folders, as names under this package: each top-level folder, and the
+    sub-feature folders a family keeps inside its own (``request_window.late_tail``: a path
+    built on the window lives with it, so the family's modules import each other inside one
+    folder)."""
+    for info in pkgutil.iter_modules(__path__):
+        if not info.ispkg:
+            continue
+        yield info.name
+        sub = os.path.join(os.path.dirname(os.path.abspath(__file__)), info.name)
+        for inner in pkgutil.iter_modules([sub]):
+            if inner.ispkg:
+                yield f"{info.name}.{inner.name}"
+
+
 @lru_cache(maxsize=None)
 def all_features() -> tuple[Feature, ...]:
     """Every feature record under this package, validated; kinds and names unique."""
     found: list[Feature] = []
-    for info in pkgutil.iter_modules(__path__):
-        if not info.ispkg:
-            continue
-        mod = importlib.import_module(f"{__name__}.{info.name}")
+    for rel in _feature_packages():
+        mod = importlib.import_module(f"{__name__}.{rel}")
         rec = getattr(mod, "FEATURE", None)
+        folder = "swafuzz/features/" + rel.replace(".", "/")
         if not isinstance(rec, Feature):
-            raise RecordError(f"swafuzz/features/{info.name}/__init__.py: no FEATURE record "
-                              "(a Feature instance) defined")
-        if rec.name != info.name:
-            raise RecordError(f"swafuzz/features/{info.name}: FEATURE.name is {rec.name!r}; "
-                              f"it must be the folder's name {info.name!r}")
+            if "." in rel:  # a family's helper package, not a feature
+                continue
+            raise RecordError(f"{folder}/__init__.py: no FEATURE record (a Feature instance) "
+                              "defined")
+        name = rel.rsplit(".", 1)[-1]
+        if rec.name != name:
+            raise RecordError(f"{folder}: FEATURE.name is {rec.name!r}; it must be the "
+                              f"folder's name {name!r}")
+        if rec.semantics == f"swafuzz/features/{rec.name}/SEMANTICS.md":
+            rec = dataclasses.replace(rec, semantics=f"{folder}/SEMANTICS.md")
         rec.validate()
         for point in rec.hooks:
             if point not in HOOK_POINTS:

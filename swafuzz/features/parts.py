@@ -151,7 +151,7 @@ class OraclePart:
 
 
 class CheckPart:
-    """The checks' slots (``harness.checks`` / ``write_checks`` / ``contract_checks`` /
+    """The checks' slots (``checks.runner`` / ``write_checks`` / ``contract_checks`` /
     ``invariant_checks`` / ``attribution``)."""
 
     @staticmethod

@@ -228,7 +228,7 @@ def load(ref: str) -> Any:
 
 
 # -- checks: ``@check`` declares one where it is defined (the registry over the records:
-# :mod:`swafuzz.harness.check_registry`, whose docstring says what a check is)
+# :mod:`swafuzz.checks.registry`, whose docstring says what a check is)
 @dataclass(frozen=True)
 class Check:
     """One registered check: its ``name`` (the ``Failure.check`` it reports), the function, the
@@ -257,7 +257,7 @@ LEVELS = ("component", "server")
 def check(name: str, defence: str | None = None, across: bool = False,
           level: str = "component") -> Callable:
     """Register the decorated function as check ``name`` (see
-    :mod:`swafuzz.harness.check_registry`); the
+    :mod:`swafuzz.checks.registry`); the
     function is returned unchanged."""
     if not _NAME.match(name):
         raise ValueError(f"check name {name!r} is not a lower-case identifier")

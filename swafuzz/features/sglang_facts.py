@@ -87,7 +87,7 @@ def facts() -> list[SGLangFacts]:
     features with either."""
     out = []
     for f in all_features():
-        data = _data(f.name)
+        data = _data(os.path.dirname(f.semantics)[len("swafuzz/features/"):])
         code = load(f.hooks[POINT]) if POINT in f.hooks else None
         if data is None and code is None:
             continue
@@ -100,7 +100,9 @@ def facts() -> list[SGLangFacts]:
 
 
 def _data(name: str) -> dict | None:
-    """``features/<name>/sglang_facts.json`` as SGLangFacts fields (rows as tuples), or None."""
+    """``features/<name>/sglang_facts.json`` as SGLangFacts fields (rows as tuples), or None
+    (``name``: the feature's folder under ``features/``, ``request_window/late_tail`` for a
+    family's sub-feature)."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name, "sglang_facts.json")
     if not os.path.exists(path):
         return None

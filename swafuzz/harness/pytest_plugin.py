@@ -28,7 +28,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, settings
 
-from swafuzz.harness.run import execute
+from swafuzz.harness.pipeline.execute import execute
 from swafuzz.reports.bundle import write_bundle
 from swafuzz.targets import plugins
 

@@ -1,7 +1,7 @@
 """``summary.html``: one self-contained page (inline CSS and SVG, no script, nothing fetched) with,
 per finding, a picture of the SWA pool.
 
-The picture is drawn from plain data (``harness.report_findings.pool_picture`` builds it from the
+The picture is drawn from plain data (``harness.report.findings.pool_picture`` builds it from the
 bundle's Case by re-running the oracle, and from the observed side the bundle carries):
 
 ``picture = {"page_size": P, "swa_slots": S, "note": str, "pools": {pool: [layer, ...]}}`` with

@@ -39,7 +39,7 @@ MAX_ID = 2**31 - 1
 # more is an input error naming the field and the limit, not an out-of-memory kill.
 MAX_MAPPING_ENTRIES = 2**27  # full->SWA mapping M: (full_pages + 1) * page_size + 1 int64 (1 GiB)
 # All SWA buffers, target and draft layers: 5 GiB, so one target layer and one draft layer of
-# just over 2^31 bytes each (the > 2^31-byte address tier, tests/kernels/test_big_layer.py) fit;
+# just over 2^31 bytes each (the > 2^31-byte address tier, tests/features/big_layer/test_big_layer.py) fit;
 # 4 GiB could not hold two such layers (draft_layers >= 1).
 MAX_POOL_BYTES = 5 * 2**30
 MAX_STEPS = 10_000

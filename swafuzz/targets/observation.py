@@ -94,7 +94,7 @@ class ForwardObs:
     # (``swa_out_cache_loc``; absent while None); "loc_buffer" -> the whole pre-allocated SWA
     # location buffer, when the stamp is a view of it (the preparation refilled it). Empty when the preparation did not run (an
     # eager MTP IDLE forward keeps the previous metadata) or a path records none. Judged by the
-    # ``prepared`` check against the oracle (:mod:`harness.prep_checks`).
+    # ``prepared`` check against the oracle (:mod:`checks.prep`).
     prepared: dict[str, list[int]] = field(default_factory=dict)
 
 

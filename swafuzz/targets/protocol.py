@@ -21,7 +21,7 @@ bug in the code under test: an exception inside a step goes into ``Observation.e
 Case determines (graph or eager, rows, expected slots) the oracle computes itself; the
 Observation is only ever compared against it.
 
-Stateful episodes (``swafuzz.harness.session``) also call ``new_observation()`` once and then
+Stateful episodes (``swafuzz.harness.pipeline.session``) also call ``new_observation()`` once and then
 ``apply(obs, i, step) -> bool`` step by step on one engine; a target without those two methods
 is skipped by episodes (``swafuzz list`` says which targets support them).
 

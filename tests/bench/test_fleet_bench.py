@@ -1,6 +1,6 @@
 """bench/fleet.py's flags (the run itself: tests/fleet/test_fleet_bench_rows.py, in the fleet tier)."""
 
-from swafuzz.harness.cli import main
+from swafuzz.harness.cli.commands import main
 
 
 def test_bench_fleet_bad_flags_exit_2(tmp_path, capsys):

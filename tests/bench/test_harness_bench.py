@@ -3,7 +3,7 @@ steps/s and the ratio (a smoke test: the numbers themselves depend on the machin
 
 import json
 
-from swafuzz.harness.cli import main
+from swafuzz.harness.cli.commands import main
 
 
 def test_bench_harness_one_and_two_workers(tmp_path, capsys):

@@ -65,7 +65,8 @@ def test_every_field_beyond_the_base_has_one_owner():
 @pytest.mark.parametrize("feat", FEATURES, ids=[f.name for f in FEATURES])
 def test_semantics_file_is_the_features_own(feat):
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    assert feat.semantics == f"swafuzz/features/{feat.name}/SEMANTICS.md"
+    assert feat.semantics.startswith("swafuzz/features/")
+    assert feat.semantics.endswith(f"/{feat.name}/SEMANTICS.md")
     with open(os.path.join(root, feat.semantics)) as f:
         assert f.readline().strip() == f"# Case semantics: {feat.name}"
 

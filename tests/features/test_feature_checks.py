@@ -15,7 +15,7 @@ import re
 
 import swafuzz
 from swafuzz import features
-from swafuzz.harness.check_registry import (
+from swafuzz.checks.registry import (
     all_checks,
     check_names,
     defence_in_depth,

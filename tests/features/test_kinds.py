@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, find, given, settings
 
 from swafuzz import features
-from swafuzz.harness.run import execute
+from swafuzz.harness.pipeline.execute import execute
 from swafuzz.scenarios.case import Case
 
 KINDS = features.kind_names()

@@ -18,8 +18,8 @@ import re
 import pytest
 
 from swafuzz import features
-from swafuzz.harness.check_registry import check_names
-from swafuzz.harness.zoo import first_kill, not_here
+from swafuzz.checks.registry import check_names
+from swafuzz.harness.zoo.matrix import first_kill, not_here
 from swafuzz.targets import available_targets, find_target, get_target, supports
 from swafuzz.targets.mutants import ERROR, MutantError, known_checks, load_all, load_server, mutant
 

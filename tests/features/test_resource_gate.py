@@ -15,8 +15,8 @@ import pytest
 
 from swafuzz import features
 from swafuzz.features.record import Feature, Kind, RecordError
-from swafuzz.harness import cli_run
-from swafuzz.harness.cli import main
+from swafuzz.harness.cli import run as cli_run
+from swafuzz.harness.cli.commands import main
 
 NEED = 2_200_000_000
 GATED = Feature(name="bigtest", title="a resource-gated test record", source="issue 19 item 4",
@@ -101,7 +101,8 @@ def test_the_bigaddr_kind_is_gated_and_refused_by_name(monkeypatch, tmp_path, ca
 
 def test_the_zoo_leaves_out_mutants_of_gated_kinds_unless_named(monkeypatch, tmp_path, capsys):
     from swafuzz.features.big_layer import RAM_BYTES
-    from swafuzz.harness import cli, zoo
+    from swafuzz.harness.cli import commands as cli
+    from swafuzz.harness.zoo import matrix as zoo
 
     assert "store_int32_address" not in zoo.selected(None)
     assert set(zoo.selected(None)) == set(zoo.default_zoo())

@@ -22,7 +22,7 @@ import pytest
 
 from swafuzz import features, targets
 from swafuzz.features import Since
-from swafuzz.harness.cli import main as cli_main
+from swafuzz.harness.cli.commands import main as cli_main
 from swafuzz.scenarios.case import Case, PoolConfig, Step
 from swafuzz.targets import sglang as sg
 from swafuzz.targets.mutants import load_all
@@ -189,7 +189,7 @@ def test_cli_run_refuses_an_unsupported_kind(sglang_here, tmp_path, capsys):
 
 
 def test_cli_default_kinds_leave_unsupported_ones_out(sglang_here, monkeypatch, capsys):
-    from swafuzz.harness.cli_common import check_target_kinds
+    from swafuzz.harness.cli.common import check_target_kinds
 
     sglang_here("0.5.21")
     kinds = check_target_kinds(["unified", "sglang"], list(features.kind_names()), False)
@@ -201,8 +201,8 @@ def test_cli_default_kinds_leave_unsupported_ones_out(sglang_here, monkeypatch, 
 
 
 def test_cli_repro_refuses_a_case_the_release_cannot_run(sglang_here, tmp_path, capsys):
-    from swafuzz.harness.checks import Failure
-    from swafuzz.harness.run import Verdict
+    from swafuzz.checks.runner import Failure
+    from swafuzz.harness.pipeline.execute import Verdict
     from swafuzz.reports.bundle import write_bundle
 
     sglang_here("0.5.20")
@@ -336,7 +336,7 @@ def test_cli_target_refusing_every_kind_is_a_usage_error(monkeypatch):
     """All kinds left out (seen with an out-of-range release whose engine import had been
     cached by an earlier test: the run divided by zero kinds) is exit 2 naming the reason once."""
     from swafuzz import targets
-    from swafuzz.harness.cli_common import UsageError, check_target_kinds
+    from swafuzz.harness.cli.common import UsageError, check_target_kinds
 
     monkeypatch.setattr(targets, "supports", lambda t, k: "release 0.5.99 is outside the range")
     with pytest.raises(UsageError) as e:

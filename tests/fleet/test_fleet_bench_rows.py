@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("ray", reason="the fleet tier needs ray: python3 bootstrap.py fleet-tier")
 
-from swafuzz.harness.cli import main  # noqa: E402
+from swafuzz.harness.cli.commands import main  # noqa: E402
 
 
 def test_bench_fleet_rows_side_by_side(tmp_path, capsys):

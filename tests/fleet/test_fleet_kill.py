@@ -24,7 +24,7 @@ if shutil.which("redis-server") is None:
     pytest.skip("redis-server is not installed (the fleet's shared corpus)",
                 allow_module_level=True)
 
-from swafuzz.harness.fleet_local import Cluster  # noqa: E402
+from swafuzz.harness.fleet.local import Cluster  # noqa: E402
 
 TARGET = "mutant:negative_loc_wraps"
 ARGS = ["--target", TARGET, "--impl", "torch", "--executor", "tape", "--scenario", "decode",

@@ -13,15 +13,15 @@ import time
 
 import pytest
 
-from swafuzz.harness.caselog import CaseLog, read_log
-from swafuzz.harness.fleet import (
+from swafuzz.harness.fleet.ray_fleet import (
     FleetError,
     RunDirMirror,
     check_db,
     check_reachable,
     unit_resources,
 )
-from swafuzz.harness.fleet_task import recorded_reads_db
+from swafuzz.harness.fleet.task import recorded_reads_db
+from swafuzz.harness.pipeline.caselog import CaseLog, read_log
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -68,7 +68,7 @@ def _bundle(sig: str, steps: int, out: str) -> str:
 
 
 def test_the_driver_writes_rows_and_the_smallest_bundle(tmp_path, monkeypatch):
-    import swafuzz.harness.fleet as fleet
+    import swafuzz.harness.fleet.ray_fleet as fleet
 
     monkeypatch.setattr(fleet, "case_size", lambda c: (len(c["steps"]), 0, 0))
     out = str(tmp_path / "run")

@@ -12,8 +12,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SCRIPT = textwrap.dedent("""
     import json, sys
     from swafuzz import features
-    from swafuzz.harness.campaign import Campaign
-    from swafuzz.harness.run import Verdict
+    from swafuzz.harness.pipeline.campaign import Campaign
+    from swafuzz.harness.pipeline.execute import Verdict
 
     def cases():
         seen = []

@@ -9,9 +9,9 @@ import os
 
 import pytest
 
-from swafuzz.harness import bisect as b
-from swafuzz.harness.cli import main as cli_main
-from swafuzz.harness.cli_common import UsageError
+from swafuzz.harness.cli.commands import main as cli_main
+from swafuzz.harness.cli.common import UsageError
+from swafuzz.harness.ledger import bisect as b
 
 KNOWN = tuple(f"0.5.{p}" for p in range(12, 24))
 

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from swafuzz.harness.run import execute, resolve_executors
+from swafuzz.harness.pipeline.execute import execute, resolve_executors
 from swafuzz.reports.bundle import read_bundle
 from swafuzz.scenarios.case import Case
 

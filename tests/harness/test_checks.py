@@ -11,19 +11,19 @@ import copy
 
 import pytest
 
-from swafuzz.harness.check_base import RECAPTURE_EXECUTOR, Failure
-from swafuzz.harness.check_registry import all_checks, check, registered
-from swafuzz.harness.checks import run_checks
-from swafuzz.harness.contract_checks import check_contracts, check_exec_path
-from swafuzz.harness.cross_checks import check_agreement, check_capture_freeze
-from swafuzz.harness.executors import get_executor
-from swafuzz.harness.invariant_checks import check_invariants
-from swafuzz.harness.write_checks import (
+from swafuzz.checks.base import RECAPTURE_EXECUTOR, Failure
+from swafuzz.checks.contracts import check_contracts, check_exec_path
+from swafuzz.checks.cross import check_agreement, check_capture_freeze
+from swafuzz.checks.invariants import check_invariants
+from swafuzz.checks.registry import all_checks, check, registered
+from swafuzz.checks.runner import run_checks
+from swafuzz.checks.write import (
     check_pool_bytes,
     check_redzones,
     check_write_set,
     check_write_targets,
 )
+from swafuzz.harness.executors import get_executor
 from swafuzz.oracles.engine import expect
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
 from swafuzz.targets import run_case

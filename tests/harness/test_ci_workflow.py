@@ -19,7 +19,7 @@ import shlex
 
 import pytest
 
-from swafuzz.harness.cli import build_parser, main
+from swafuzz.harness.cli.commands import build_parser, main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORKFLOW = os.path.join(ROOT, "docs", "ci", "github-actions-fuzz.yml")
@@ -278,7 +278,7 @@ def test_every_swafuzz_command_is_real(wf, capsys):
                     for w in c]
             build_parser().parse_args(args)
     # and --shard accepts each matrix value (the CLI's own check, not argparse's)
-    from swafuzz.harness.shard import parse_shard
+    from swafuzz.harness.fleet.shard import parse_shard
 
     assert [parse_shard(f"{i}/{n}") for i in range(1, n + 1)] == [[i, n]
                                                                  for i in range(1, n + 1)]

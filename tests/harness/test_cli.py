@@ -3,7 +3,7 @@ nothing half-written on bad input, findings written as bundles before the next c
 a bundle, and a crash inside a case recorded as a finding without ending the campaign.
 
 Campaigns and repro run ``python -m swafuzz`` in a subprocess, as a user would. Usage errors
-(exit 2 before any work) call :func:`swafuzz.harness.cli.main` in-process: the function
+(exit 2 before any work) call :func:`swafuzz.harness.cli.commands.main` in-process: the function
 ``python -m swafuzz`` exits with, without an interpreter and torch import per case; that the
 module entry point itself works is :func:`test_list`'s subprocess.
 """
@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from swafuzz.harness.cli import main
+from swafuzz.harness.cli.commands import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

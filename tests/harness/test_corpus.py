@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-from swafuzz.harness.campaign import Campaign
-from swafuzz.harness.cli import main
-from swafuzz.harness.corpus import open_database
-from swafuzz.harness.run import execute
+from swafuzz.harness.cli.commands import main
+from swafuzz.harness.pipeline.campaign import Campaign
+from swafuzz.harness.pipeline.corpus import open_database
+from swafuzz.harness.pipeline.execute import execute
 
 TARGET = "mutant:pad_rows_not_zeroed"
 

@@ -1,4 +1,4 @@
-"""harness.coverage: a fake module measured in a child interpreter as a case worker does, the
+"""harness.pipeline.coverage: a fake module measured in a child interpreter as a case worker does, the
 data merged into the per-module / per-function report; the --coverage flag's usage errors."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import textwrap
 
 import pytest
 
-from swafuzz.harness import coverage as hcov
-from swafuzz.harness.cli import main
+from swafuzz.harness.cli.commands import main
+from swafuzz.harness.pipeline import coverage as hcov
 
 FAKE = textwrap.dedent('''\
     def clamp(x, lo, hi):
@@ -28,7 +28,7 @@ FAKE = textwrap.dedent('''\
 
 CHILD = textwrap.dedent('''\
     import json, sys
-    from swafuzz.harness.coverage import ChildCoverage
+    from swafuzz.harness.pipeline.coverage import ChildCoverage
     import fakepkg.mod as m  # the target loads first (its import is not measured)
     cov = ChildCoverage(sys.argv[1], ["fakepkg"])
     news = []

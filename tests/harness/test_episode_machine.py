@@ -11,7 +11,7 @@ machine in ``scenarios/episode_machine.py``.
 import pytest
 from hypothesis import Phase, settings
 
-from swafuzz.harness.session import Session
+from swafuzz.harness.pipeline.session import Session
 from swafuzz.scenarios.episode_machine import EpisodeMachine
 
 

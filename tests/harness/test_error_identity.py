@@ -6,9 +6,9 @@ import inspect
 
 from support.cases import TWO_GRAPH_DECODES
 
-from swafuzz.harness.campaign import Campaign
-from swafuzz.harness.check_base import Failure
-from swafuzz.harness.run import Verdict, execute
+from swafuzz.checks.base import Failure
+from swafuzz.harness.pipeline.campaign import Campaign
+from swafuzz.harness.pipeline.execute import Verdict, execute
 from swafuzz.targets import register
 from swafuzz.targets.engine import UnifiedEngine
 

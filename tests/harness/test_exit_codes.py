@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from swafuzz.harness import report as report_mod
-from swafuzz.harness.cli import main
+from swafuzz.harness.cli.commands import main
+from swafuzz.harness.report import read as report_mod
 
 
 @pytest.mark.parametrize("args,field", [
@@ -174,8 +174,8 @@ def test_resume_of_a_file_names_resume(tmp_path, capsys):
 
 
 def test_ledger_module_with_a_broken_feature_folder_is_a_tool_failure(tmp_path):
-    """``python -m swafuzz.harness.ledger`` as the console script: one line, exit 3."""
+    """``python -m swafuzz.harness.ledger.entries`` as the console script: one line, exit 3."""
     _broken_feature_folder_fails(tmp_path, "ledger", (
         "import runpy, sys, swafuzz.features as f; f.__path__.append(sys.argv[1]); "
         "sys.argv = ['ledger', sys.argv[1]]; "
-        "runpy.run_module('swafuzz.harness.ledger', run_name='__main__', alter_sys=True)"))
+        "runpy.run_module('swafuzz.harness.ledger.entries', run_name='__main__', alter_sys=True)"))

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from swafuzz import __version__
-from swafuzz.harness.cli import main
+from swafuzz.harness.cli.commands import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -12,9 +12,9 @@ import torch
 from hypothesis import given, settings
 
 from swafuzz import features
-from swafuzz.harness.cross_checks import check_agreement
+from swafuzz.checks.cross import check_agreement
 from swafuzz.harness.executors import get_executor
-from swafuzz.harness.run import execute
+from swafuzz.harness.pipeline.execute import execute
 from swafuzz.oracles.engine import expect
 from swafuzz.targets import run_case
 

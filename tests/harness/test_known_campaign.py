@@ -1,4 +1,4 @@
-"""The ledger consulted during a campaign (``harness.known``, ``swafuzz run --ledger``): a known
+"""The ledger consulted during a campaign (``harness.ledger.known``, ``swafuzz run --ledger``): a known
 failure is counted and bundled and the unit goes on; a new one still ends it and fails the run.
 
 Target ``fixture:ring_known_and_new`` (``tests/data/known_plugin``): the ring kind with a
@@ -178,8 +178,8 @@ def test_sigint_after_a_known_finding_leaves_a_consistent_run(tmp_path):
 def test_bundles_record_the_executors_the_ledger_reads():
     """A run's bundle says ``executor: "auto"`` (the label asked for) and ``executors`` (what
     ran): the ledger's forwards view (eager vs graph) reads the list, so ``swafuzz report`` and
-    ``python -m swafuzz.harness.ledger`` classify a bundle as the run did."""
-    from swafuzz.harness.ledger import finding_executors
+    ``python -m swafuzz.harness.ledger.entries`` classify a bundle as the run did."""
+    from swafuzz.harness.ledger.entries import finding_executors
 
     assert finding_executors({"executor": "auto", "executors": ["eager", "tape"]}) == (
         "eager", "tape")
@@ -193,8 +193,8 @@ def _fake_runner(executed):
     """A stand-in target (no engine): ring Cases at page size 1 fail ``invariants/ring/a`` (the
     known bug), Cases at page size >= 16 with a ``verify`` step fail ``contracts/ring/b`` (the
     new one), the rest pass. Records the Cases it runs."""
-    from swafuzz.harness.check_base import Failure
-    from swafuzz.harness.run import Verdict
+    from swafuzz.checks.base import Failure
+    from swafuzz.harness.pipeline.execute import Verdict
 
     def run(case):
         executed.append(case.dumps())
@@ -209,8 +209,8 @@ def _fake_runner(executed):
 
 
 def _known(*entries):
-    from swafuzz.harness.known import KnownLedger
-    from swafuzz.harness.ledger import parse_ledger
+    from swafuzz.harness.ledger.entries import parse_ledger
+    from swafuzz.harness.ledger.known import KnownLedger
 
     return KnownLedger(parse_ledger({"ledger_version": 1, "entries": list(entries)}), "fake",
                        None, ["eager"])
@@ -221,7 +221,7 @@ _A = {"id": "a", "target": "fake", "signature": "invariants/ring/a", "cite": CIT
 
 
 def test_rounds_in_process_deterministic_and_capped():
-    from swafuzz.harness.campaign import Campaign
+    from swafuzz.harness.pipeline.campaign import Campaign
 
     runs = []
     for _ in range(2):
@@ -242,7 +242,7 @@ def test_rounds_in_process_deterministic_and_capped():
 
 def test_a_ledger_that_knows_nothing_changes_nothing():
     """No entry matches: the search is the old one, Case for Case (and so is known=None)."""
-    from swafuzz.harness.campaign import Campaign
+    from swafuzz.harness.pipeline.campaign import Campaign
 
     seqs, results = [], []
     for known in (None, _known({**_A, "signature": "zzz/*"})):
@@ -258,7 +258,7 @@ def test_a_ledger_that_knows_nothing_changes_nothing():
 def test_budget_is_exact_across_rounds():
     """Both bugs known (the second without a region): the unit generates exactly its budget
     unless a cap stops it."""
-    from swafuzz.harness.campaign import Campaign
+    from swafuzz.harness.pipeline.campaign import Campaign
 
     b = {"id": "b", "target": "fake", "signature": "contracts/ring/b", "cite": CITE,
          "note": "n", "when": {"pool": {"page_size": {"min": 16}}}}

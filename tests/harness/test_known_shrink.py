@@ -9,10 +9,10 @@ more fails), the ledger a stand-in that knows that failure; hypothesis is seeded
 
 from __future__ import annotations
 
-from swafuzz.harness.campaign import Campaign
-from swafuzz.harness.check_base import Failure
-from swafuzz.harness.known import KNOWN_SHRINK_BUDGET, known_summary
-from swafuzz.harness.run import Verdict
+from swafuzz.checks.base import Failure
+from swafuzz.harness.ledger.known import KNOWN_SHRINK_BUDGET, known_summary
+from swafuzz.harness.pipeline.campaign import Campaign
+from swafuzz.harness.pipeline.execute import Verdict
 
 
 def run_case(case):

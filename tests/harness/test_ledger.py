@@ -1,4 +1,4 @@
-"""The known-failure ledger (harness/ledger.py): parsing with field-naming errors, classifying a
+"""The known-failure ledger (harness/ledger/entries.py): parsing with field-naming errors, classifying a
 run's findings into known / new, entries nothing matched, replaying an entry's repro bundle, and
 the repository's own ledger file."""
 
@@ -10,8 +10,8 @@ import shutil
 
 import pytest
 
-from swafuzz.harness import ledger
-from swafuzz.harness.ledger import (
+from swafuzz.harness.ledger import entries as ledger
+from swafuzz.harness.ledger.entries import (
     DEFAULT_LEDGER,
     LedgerError,
     classify,

@@ -1,4 +1,4 @@
-"""A ledger entry's server-level answer (harness/ledger_server.py, the entries' ``server``
+"""A ledger entry's server-level answer (harness/ledger/server.py, the entries' ``server``
 field): validation naming the field, the one-line text the ledger CLI and ``swafuzz report``
 print, the per-entry table, and the repository's own ledger (every entry answered, each answer
 naming a test that exists). Torch-free and fast: the answers themselves are checked against
@@ -12,16 +12,16 @@ import os
 
 import pytest
 
-from swafuzz.harness.known import server_known
-from swafuzz.harness.ledger import load_ledger, parse_ledger
-from swafuzz.harness.ledger_server import (
+from swafuzz.harness.ledger.entries import load_ledger, parse_ledger
+from swafuzz.harness.ledger.known import server_known
+from swafuzz.harness.ledger.server import (
     STATUSES,
     ServerAnswer,
     parse_server,
     server_text,
     table,
 )
-from swafuzz.harness.ledger_when import LedgerError
+from swafuzz.harness.ledger.when import LedgerError
 from swafuzz.reports.summary import status_text
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -191,7 +191,7 @@ def test_the_reachable_entries_know_their_own_bundles_and_only_at_their_releases
 
 
 def test_the_server_ledger_of_a_unit_classifies_and_excludes_by_server_arguments():
-    from swafuzz.harness.known import ServerKnownLedger
+    from swafuzz.harness.ledger.known import ServerKnownLedger
     from swafuzz.server.case import parse
     from swafuzz.server.oracle import ServerFailure
     from swafuzz.server.run import ServerResult

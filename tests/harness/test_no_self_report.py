@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 
 from swafuzz import features
-from swafuzz.harness.check_registry import check_names
-from swafuzz.harness.run import execute
-from swafuzz.harness.zoo import ablation
+from swafuzz.checks.registry import check_names
+from swafuzz.harness.pipeline.execute import execute
+from swafuzz.harness.zoo.matrix import ablation
 from swafuzz.oracles.engine import expect
 from swafuzz.oracles.paths import bucket_of, expected_graph_use, expected_paths
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step

@@ -3,7 +3,7 @@
 
 Campaigns, signals, crashes and exit 3 run ``python -m swafuzz`` in a subprocess on the torch
 path (fast), as CI would. Usage and input errors (exit 2 before any case runs) call
-:func:`swafuzz.harness.cli.main` in-process - the function ``python -m swafuzz`` exits with -
+:func:`swafuzz.harness.cli.commands.main` in-process - the function ``python -m swafuzz`` exits with -
 so the many small refusals do not each pay an interpreter and a torch import.
 """
 
@@ -169,7 +169,7 @@ def test_tool_failure_exits_3_with_traceback_file(tmp_path):
     script = tmp_path / "boom.py"
     script.write_text(
         "import sys\n"
-        "import swafuzz.harness.cli as cli\n"
+        "import swafuzz.harness.cli.commands as cli\n"
         "def boom(args):\n    raise RuntimeError('kaboom')\n"
         "cli.cmd_list = boom\n"
         "p = cli.build_parser\n"

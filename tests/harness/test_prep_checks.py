@@ -9,10 +9,10 @@ import copy
 
 import pytest
 
+from swafuzz.checks.prep import check_prepared
 from swafuzz.features.draft_extend_buffer.checks import check_loc_buffer
 from swafuzz.harness.executors import get_executor
-from swafuzz.harness.prep_checks import check_prepared
-from swafuzz.harness.run import execute
+from swafuzz.harness.pipeline.execute import execute
 from swafuzz.oracles.engine import expect
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
 from swafuzz.targets import run_case

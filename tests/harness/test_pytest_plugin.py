@@ -16,7 +16,7 @@ CASE = TWO_GRAPH_DECODES
 
 
 def test_clean_case_passes(swafuzz_check):
-    from swafuzz.harness.check_registry import all_checks
+    from swafuzz.checks.registry import all_checks
 
     v = swafuzz_check(CASE, impl="torch", executors=["eager", "tape"])
     # every per-observation check on each of the two executors, plus agreement

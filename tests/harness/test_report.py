@@ -4,7 +4,7 @@ grouped by signature, new / known / fixed against a baseline, reliability by rer
 exits 2 naming the field.
 
 The run the report tests share is a ``python -m swafuzz`` subprocess; the reports themselves go
-through :func:`swafuzz.harness.cli.main` in-process (what ``python -m swafuzz`` exits with), so
+through :func:`swafuzz.harness.cli.commands.main` in-process (what ``python -m swafuzz`` exits with), so
 each does not pay an interpreter and a torch import."""
 
 import json
@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 from pngread import pixel_counts  # noqa: E402
 
-from swafuzz.harness.cli import main  # noqa: E402
+from swafuzz.harness.cli.commands import main  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

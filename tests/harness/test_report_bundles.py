@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from swafuzz.harness.cli import main
-from swafuzz.harness.ledger import DEFAULT_LEDGER
+from swafuzz.harness.cli.commands import main
+from swafuzz.harness.ledger.entries import DEFAULT_LEDGER
 from swafuzz.reports import html as html_report
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "bundles" / "sglang"

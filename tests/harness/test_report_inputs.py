@@ -1,4 +1,4 @@
-"""harness.report on its own inputs, in-process: pool pictures from bundles without an observed
+"""harness.report.read on its own inputs, in-process: pool pictures from bundles without an observed
 side (older bundles, crashes) and from unrunnable Cases, the observed side of a real failing
 verdict, and a case log torn by a kill."""
 
@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from swafuzz.harness.report_findings import pool_picture
-from swafuzz.harness.report_inputs import ReportInputError, read_log
-from swafuzz.harness.run import execute
+from swafuzz.harness.pipeline.execute import execute
+from swafuzz.harness.report.findings import pool_picture
+from swafuzz.harness.report.inputs import ReportInputError, read_log
 from swafuzz.reports.html import render_picture
 from swafuzz.scenarios.case import Case
 

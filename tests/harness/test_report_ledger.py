@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from swafuzz.harness.cli import main
+from swafuzz.harness.cli.commands import main
 
 SIG = "write_targets/dp_padded/dummy"
 POOL = {"page_size": 4, "full_pages": 4, "swa_pages": 4, "window": 2, "layers": 1,

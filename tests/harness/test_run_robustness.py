@@ -2,7 +2,7 @@
 worker count, one live run per directory, no orphans after a kill -9, ``--resume`` refusing
 flags that would change the run, the throughput of a resumed run, a torn last log line.
 
-Small runs on the torch path; usage errors call :func:`swafuzz.harness.cli.main` in-process.
+Small runs on the torch path; usage errors call :func:`swafuzz.harness.cli.commands.main` in-process.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import time
 import pytest
 from support.runcli import ENV, cases_by_unit, cli_caller, log_rows, swafuzz
 
-from swafuzz.harness import known
-from swafuzz.harness.caselog import repair_log
-from swafuzz.harness.runlock import RunLock
+from swafuzz.harness.ledger import known
+from swafuzz.harness.pipeline.caselog import repair_log
+from swafuzz.harness.pipeline.runlock import RunLock
 
 
 @pytest.fixture

@@ -1,14 +1,14 @@
 """Same seed, same Cases, whatever else the process has loaded (issue 19: 1 vs 2 workers, and a
-resumed run drawing other Cases once ``harness.report`` was imported at the CLI's start).
+resumed run drawing other Cases once ``harness.report.read`` was imported at the CLI's start).
 
 The cause: Hypothesis sometimes draws a literal from the source of any local module in
-``sys.modules``; :func:`swafuzz.harness.campaign.same_draws_in_any_process` empties that pool."""
+``sys.modules``; :func:`swafuzz.harness.pipeline.campaign.same_draws_in_any_process` empties that pool."""
 
 import importlib
 import sys
 
-from swafuzz.harness.campaign import Campaign
-from swafuzz.harness.run import Verdict
+from swafuzz.harness.pipeline.campaign import Campaign
+from swafuzz.harness.pipeline.execute import Verdict
 
 
 def _draws(kind: str, n: int = 20) -> list[str]:

@@ -1,5 +1,5 @@
 """A server-level campaign (``swafuzz run --level server``) runs its Cases in case workers, as
-the component level does (``harness.level_server`` over ``harness.unit`` / ``pipeline``): a Case
+the component level does (``harness.pipeline.level_server`` over ``harness.pipeline.unit`` / ``pipeline``): a Case
 that segfaults is a ``server:crash`` finding on disk before the next Case, and the run goes on;
 ``--workers N`` draws the same Cases as one worker; ``--budget`` ends it in time; Ctrl-C leaves
 partial results and exits 130, and ``--resume`` finishes it without running a Case twice.
@@ -30,7 +30,7 @@ KINDS = ["--scenario", "server_decode", "--scenario", "server_mixed"]
 @pytest.fixture
 def cli(capsys, monkeypatch):
     """The CLI in this process with the fixture plugin importable here and in its workers."""
-    from swafuzz.harness.cli import main
+    from swafuzz.harness.cli.commands import main
 
     monkeypatch.delenv("SWAFUZZ_PLUGINS", raising=False)
     monkeypatch.syspath_prepend(str(PLUGIN_DIR))
@@ -70,7 +70,7 @@ def test_a_segfault_is_a_finding_and_the_run_goes_on(cli, tmp_path, capsys):
     assert f"swafuzz repro {rel}" in err and f"swafuzz repro {rel}" in (
         out / "summary.md").read_text()
     assert 'failures="1"' in (out / "junit.xml").read_text()
-    from swafuzz.harness.cli import main  # the bundle replays, its crash isolated too
+    from swafuzz.harness.cli.commands import main  # the bundle replays, its crash isolated too
     assert main(["repro", "--plugin", "swafuzz_server_fixture", str(out / rel)]) == 1
     assert "FAIL server:crash" in capsys.readouterr().out
 
@@ -89,7 +89,7 @@ def test_same_cases_with_one_and_two_workers(cli, tmp_path):
 
 
 def test_budget_ends_the_run_and_every_kind_runs(cli, tmp_path, monkeypatch):
-    from swafuzz.harness import cli_run
+    from swafuzz.harness.cli import run as cli_run
 
     monkeypatch.setenv("SWAFUZZ_FIXTURE_CASE_S", "0.05")
     out = tmp_path / "b"

@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from swafuzz.harness.check_base import Failure
-from swafuzz.harness.cli import main as cli_main
-from swafuzz.harness.report_inputs import write_run_meta
-from swafuzz.harness.run import Verdict
+from swafuzz.checks.base import Failure
+from swafuzz.harness.cli.commands import main as cli_main
+from swafuzz.harness.pipeline.execute import Verdict
+from swafuzz.harness.report.inputs import write_run_meta
 from swafuzz.reports.bundle import write_bundle
 from swafuzz.scenarios.case import Case, PoolConfig, Step
 from swafuzz.targets import sglang as sg
@@ -72,7 +72,7 @@ def test_bundle_carries_what_the_target_ran(tmp_path):
 
 
 def test_report_shows_the_sglang_release(tmp_path, installed):
-    from swafuzz.harness.report import build
+    from swafuzz.harness.report.read import build
 
     installed("0.5.23")
     write_run_meta(str(tmp_path), {"target": "sglang"})
@@ -106,7 +106,7 @@ def test_unsupported_release_exits_2_naming_the_range(tmp_path, capsys, installe
     ("0.5.17", "0.5.17 (resolver family)", True),  # a recorded label names its release
     ("0.5.17", "0.5.17 (adapter 0.5.23)", True), ("0.5.23", "0.5.17 (adapter 0.5.23)", False)])
 def test_ledger_matches_releases_not_strings(listed, version, match):
-    from swafuzz.harness.ledger import Entry, release_matches
+    from swafuzz.harness.ledger.entries import Entry, release_matches
 
     assert release_matches(listed, version) is match
     e = Entry("x", "sglang", "s/*", "c", "n", releases=(listed,))
@@ -114,7 +114,7 @@ def test_ledger_matches_releases_not_strings(listed, version, match):
 
 
 def test_ledger_when_release_range_holds_on_post_releases_and_labels():
-    from swafuzz.harness.ledger_when import parse_when
+    from swafuzz.harness.ledger.when import parse_when
 
     w = parse_when({"release": {"min": "0.5.13", "max": "0.5.22"}}, "w")
     assert w.holds(CASE, "0.5.22.post1") and w.holds(CASE, "0.5.13 (resolver family)")

@@ -27,11 +27,11 @@ import sys
 
 import pytest
 
-from swafuzz.harness import merge as merge_mod
-from swafuzz.harness import report
-from swafuzz.harness.cli import main
-from swafuzz.harness.runconfig import RunConfig, plan_units
-from swafuzz.harness.shard import ShardSpecError, full_plan, parse_shard, shard_units
+from swafuzz.harness.cli.commands import main
+from swafuzz.harness.fleet import merge as merge_mod
+from swafuzz.harness.fleet.shard import ShardSpecError, full_plan, parse_shard, shard_units
+from swafuzz.harness.pipeline.runconfig import RunConfig, plan_units
+from swafuzz.harness.report import read as report
 from swafuzz.reports.dedup import case_size
 
 ENV = {k: v for k, v in os.environ.items() if k != "SWAFUZZ_PLUGINS"}
@@ -289,7 +289,7 @@ def test_a_failure_after_the_rename_leaves_out_as_it_was(copies, tmp_path, monke
         assert os.path.exists(os.path.join(d, "run.json"))  # it runs on the complete directory
         raise OSError("disk full")
 
-    monkeypatch.setattr("swafuzz.harness.report.build", boom)
+    monkeypatch.setattr("swafuzz.harness.report.read.build", boom)
     with pytest.raises(OSError):
         merge_mod.merge([str(s1), str(s2)], str(out), finish=lambda d: report.build(d))
     assert out.is_dir() and not os.listdir(out)

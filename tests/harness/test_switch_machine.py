@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import Phase, settings
 
-from swafuzz.features.window_graphs.switch_machine import PoolSwitchMachine
-from swafuzz.harness.session import Session
+from swafuzz.features.request_window.window_graphs.switch_machine import PoolSwitchMachine
+from swafuzz.harness.pipeline.session import Session
 
 
 def make_machine(target: str, family: bool | None = None):
@@ -39,7 +39,7 @@ def make_machine(target: str, family: bool | None = None):
 
 
 def _clear_memo():
-    from swafuzz.features.window_graphs import mutants as m
+    from swafuzz.features.request_window.window_graphs import mutants as m
 
     m._IDLE_LOC_MEMO.clear()
 

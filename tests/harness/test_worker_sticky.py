@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 
-from swafuzz.harness.worker import CaseWorker
+from swafuzz.harness.pipeline.worker import CaseWorker
 from swafuzz.scenarios.case import Case, Step
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

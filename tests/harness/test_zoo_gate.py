@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from swafuzz.harness.check_registry import check_names, defence_in_depth
+from swafuzz.checks.registry import check_names, defence_in_depth
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -48,7 +48,7 @@ def test_zoo_ci_budget(tmp_path):
 
 
 def test_zoo_unknown_mutant_is_a_usage_error_listing_the_known_ones(tmp_path, capsys):
-    from swafuzz.harness.cli import main
+    from swafuzz.harness.cli.commands import main
 
     assert main(["zoo", "--mutant", "int64_store_locs", "--mutant", "nosuch", "--out",
                  str(tmp_path / "z")]) == 2
@@ -94,7 +94,7 @@ def test_zoo_repro_paths_are_relative_to_its_out_dir(tmp_path, capsys):
     the report), not by the absolute path an absolute ``--out`` gave it (issue 19, 7)."""
     import argparse
 
-    from swafuzz.harness.zoo import finish, zoo_mutant
+    from swafuzz.harness.zoo.matrix import finish, zoo_mutant
 
     out = tmp_path / "zoo"
     row = zoo_mutant("host_baked_translation", 20, 1, "torch", ["eager", "tape"], 20, str(out),

@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from swafuzz.harness import zoo_server
-from swafuzz.harness.check_registry import check_names
-from swafuzz.harness.cli import main as cli_main
+from swafuzz.checks.registry import check_names
+from swafuzz.harness.cli.commands import main as cli_main
+from swafuzz.harness.zoo import server as zoo_server
 from swafuzz.server.observation import ServerObs
 from swafuzz.server.oracle import ServerFailure
 from swafuzz.server.run import ServerResult

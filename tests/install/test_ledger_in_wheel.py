@@ -36,7 +36,7 @@ def test_wheel_ships_the_ledger_and_report_reads_it(overlay_venv: Path, tmp_path
     pip_into(overlay_venv, "--no-deps", "--no-build-isolation", whl, cwd=tmp_path)
     py, work = venv_python(overlay_venv), tmp_path / "elsewhere"
     work.mkdir()
-    r = sh([py, "-c", "import json, os, swafuzz; from swafuzz.harness.ledger import "
+    r = sh([py, "-c", "import json, os, swafuzz; from swafuzz.harness.ledger.entries import "
             "DEFAULT_LEDGER as p, load_ledger; print(json.dumps([swafuzz.__file__, p, "
             "os.path.isfile(p), len(load_ledger(p))]))"], cwd=work)
     where, path, there, entries = json.loads(r.stdout)

@@ -103,7 +103,7 @@ def test_launcher_registering_in_main_is_refused_not_looped(tmp_path: Path):
         "from swafuzz.targets.engine import UnifiedEngine\n"
         "class Mine(UnifiedEngine):\n    pass\n"
         "register('mine:main', Mine)\n"
-        "from swafuzz.harness.cli import main\n"
+        "from swafuzz.harness.cli.commands import main\n"
         "print('LAUNCHED', flush=True)\n"
         "sys.exit(main(['run', '--target', 'mine:main', '--examples', '2', '--out', "
         f"{str(tmp_path / 'o')!r}]))\n")
@@ -119,7 +119,7 @@ def test_launcher_registering_in_main_is_refused_not_looped(tmp_path: Path):
         "from swafuzz.targets import register\n"
         "from mymod import Mine\n"
         "register('mine:mod', Mine)\n"
-        "from swafuzz.harness.cli import main\n"
+        "from swafuzz.harness.cli.commands import main\n"
         "print('LAUNCHED', flush=True)\n"
         "sys.exit(main(['run', '--target', 'mine:mod', '--examples', '7', '--impl', 'torch', "
         f"'--quiet', '--out', {str(tmp_path / 'p')!r}]))\n")

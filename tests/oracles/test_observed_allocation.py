@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from swafuzz.harness.run import execute
+from swafuzz.harness.pipeline.execute import execute
 from swafuzz.oracles.engine import AllocationRejected, expect
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
 from swafuzz.targets import TARGETS, register

@@ -9,7 +9,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from swafuzz.harness.cli import main as cli_main
+from swafuzz.harness.cli.commands import main as cli_main
 from swafuzz.scenarios.case import CaseError
 from swafuzz.server.case import ServerCase, parse
 from swafuzz.server.observation import ForwardRec, ServerObs

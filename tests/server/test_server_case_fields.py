@@ -14,7 +14,7 @@ import json
 import pytest
 
 from swafuzz import features
-from swafuzz.harness.cli import main as cli_main
+from swafuzz.harness.cli.commands import main as cli_main
 from swafuzz.scenarios.case import Case, CaseError
 from swafuzz.server.case import parse
 

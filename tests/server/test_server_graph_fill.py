@@ -27,7 +27,7 @@ SHRINKING = {"config": {"page_size": 1, "disable_cuda_graph": False, "cuda_graph
 
 def _run(obj, mutant=None):
     from swafuzz.harness.executors import get_executor
-    from swafuzz.harness.level_server import pipeline_of
+    from swafuzz.harness.pipeline.level_server import pipeline_of
     from swafuzz.server.run import execute
 
     return execute(parse(obj), pipeline_of("sglang"), executor=get_executor("tape", "cpu"),

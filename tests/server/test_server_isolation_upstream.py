@@ -25,7 +25,7 @@ PLUGIN_DIR = Path(__file__).resolve().parents[1] / "data" / "server_plugin"
 
 
 def test_a_segfault_is_a_finding_and_the_release_pipeline_runs_on(tmp_path, capsys, monkeypatch):
-    from swafuzz.harness.cli import main
+    from swafuzz.harness.cli.commands import main
 
     monkeypatch.delenv("SWAFUZZ_PLUGINS", raising=False)
     monkeypatch.syspath_prepend(str(PLUGIN_DIR))

@@ -1,5 +1,5 @@
 """Server-level campaigns classified against the known-failure ledger (``swafuzz run --level
-server --ledger``; harness/known.py ``ServerKnownLedger``): on a release a reachable entry
+server --ledger``; harness/ledger/known.py ``ServerKnownLedger``): on a release a reachable entry
 lists, the request-window kinds meet that entry's bug and the run counts it as known (exit 0,
 ``run.json``'s ``known``, a known bundle whose repro names the entry); a server mutant's finding,
 or the same bug against a ledger whose entry names another release, is new (exit 1). Marker
@@ -41,7 +41,7 @@ def _entry(eid: str) -> dict:
 
 
 def _campaign(out, kind: str, *extra: str) -> tuple[int, dict]:
-    from swafuzz.harness.cli import main
+    from swafuzz.harness.cli.commands import main
 
     rc = main(["run", "--target", "sglang", "--level", "server", "--impl", "torch",
                "--scenario", kind, "--examples", "12", "--seed", "0", "--no-isolate",
@@ -67,7 +67,7 @@ def test_a_window_campaign_classifies_the_release_bug_as_its_entry(kind, pipelin
         assert json.load(f)["ledger_entry"] == eid
     assert f"| {eid} | {k['signature']} |" in (tmp_path / "run" / "summary.md").read_text()
     assert f'name="known.{eid}"' in (tmp_path / "run" / "junit.xml").read_text()
-    from swafuzz.harness.cli import main
+    from swafuzz.harness.cli.commands import main
 
     capsys.readouterr()
     assert main(["repro", bundle, "--no-isolate"]) == 1  # the bundle fails: the bug is real

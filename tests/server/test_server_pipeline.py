@@ -27,7 +27,7 @@ def _case(page: int) -> dict:
 
 @pytest.mark.parametrize("page", [1, 4])
 def test_release_pipeline_passes_the_oracle(page):
-    from swafuzz.harness.level_server import pipeline_of
+    from swafuzz.harness.pipeline.level_server import pipeline_of
     from swafuzz.server.run import execute
 
     v = execute(parse(_case(page)), pipeline_of("sglang"))
@@ -41,7 +41,7 @@ def test_the_stores_come_from_the_release_pipeline(monkeypatch):
     """Break the release's ForwardBatch construction: the oracle must see it."""
     from sglang.srt.model_executor.forward_batch_info import ForwardBatch
 
-    from swafuzz.harness.level_server import pipeline_of
+    from swafuzz.harness.pipeline.level_server import pipeline_of
     from swafuzz.server.run import execute
 
     real = ForwardBatch.init_new.__func__
@@ -61,7 +61,7 @@ def test_server_mutants_are_invisible_at_component_level(mutant):
     """A component-level Case on the same target runs no ScheduleBatch, so it passes under a
     server mutant's patch (that a server-level Case kills each, by which check alone, is the
     server zoo's: ``swafuzz zoo --level server``, run by scripts/upstream-check)."""
-    from swafuzz.harness.run import execute as component_execute
+    from swafuzz.harness.pipeline.execute import execute as component_execute
     from swafuzz.scenarios.case import Case, PoolConfig, Step
     from swafuzz.targets.sglang.pipeline.mutants import patched
 
@@ -81,7 +81,7 @@ def test_decode_graphs_the_release_decides(page):
     captured size eager and the rest to the replay (tape), padded to the bucket with the dummy
     slot; eager executor: every forward eager. The oracle accepts both."""
     from swafuzz.harness.executors import get_executor
-    from swafuzz.harness.level_server import pipeline_of
+    from swafuzz.harness.pipeline.level_server import pipeline_of
     from swafuzz.server.run import execute
 
     obj = _case(page)
@@ -102,7 +102,7 @@ def test_cli_campaign_and_repro(tmp_path, capsys):
     the release is imported here already; the case worker: test_server_isolation_upstream)."""
     import json
 
-    from swafuzz.harness.cli import main as cli_main
+    from swafuzz.harness.cli.commands import main as cli_main
 
     out = tmp_path / "clean"
     assert cli_main(["run", "--target", "sglang", "--level", "server", "--examples", "6",
@@ -130,7 +130,7 @@ def test_cli_campaign_and_repro(tmp_path, capsys):
 def test_chunked_prefill_through_the_release(page, chunk):
     """A prompt split over EXTEND batches: the release's checkpoint_kv_cache stash and resume,
     the SWA eviction of the chunked request's prefix; the oracle accepts it."""
-    from swafuzz.harness.level_server import pipeline_of
+    from swafuzz.harness.pipeline.level_server import pipeline_of
     from swafuzz.server.run import execute
 
     obj = {"config": {"page_size": page, "chunked_prefill_size": chunk},
@@ -151,7 +151,7 @@ def test_retraction_and_admission_through_the_release(page, swa):
     """A tight SWA pool: the release's check_decode_mem refuses a decode, its retract_decode
     sends a request back, the adder defers or splits admissions; the retracted request is
     prefilled again (prompt and generated tokens) and finishes. The oracle follows both."""
-    from swafuzz.harness.level_server import pipeline_of
+    from swafuzz.harness.pipeline.level_server import pipeline_of
     from swafuzz.server.run import execute
 
     obj = {"config": {"page_size": page},

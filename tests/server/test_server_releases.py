@@ -117,7 +117,7 @@ def test_the_graph_decision_is_the_releases(monkeypatch):
     """The replays follow the release's own decision: a decision that refuses every batch
     sends the decodes eager, which the oracle's exec_path check names."""
     from swafuzz.harness.executors import get_executor
-    from swafuzz.harness.level_server import pipeline_of
+    from swafuzz.harness.pipeline.level_server import pipeline_of
     from swafuzz.server.run import execute
 
     case = parse(_case(disable_cuda_graph=False, cuda_graph_bs_decode=[2, 4]))
@@ -138,7 +138,7 @@ def test_a_campaign_runs_what_the_release_accepts(tmp_path, capsys):
     the reason; the run itself is clean."""
     import json
 
-    from swafuzz.harness.cli import main as cli_main
+    from swafuzz.harness.cli.commands import main as cli_main
 
     out = tmp_path / "run"
     rc = cli_main(["run", "--target", "sglang", "--level", "server", "--scenario",

@@ -30,7 +30,7 @@ def _spec_v2() -> bool:
 def _run(obj=SPEC, mutant=None):
     if not _spec_v2() and mutant is None and obj is SPEC:
         pytest.skip("the release has no spec-v2 EAGLE worker (refused: test_release_...)")
-    from swafuzz.harness.level_server import pipeline_of
+    from swafuzz.harness.pipeline.level_server import pipeline_of
     from swafuzz.server.run import execute
 
     return execute(parse(obj), pipeline_of("sglang"), mutant=mutant)

@@ -49,7 +49,7 @@ def test_a_clean_run_passes(tmp_path):
 
 def test_known_entries_are_shown_apart_from_new_findings(tmp_path):
     """A run whose failures the ledger knows: summary.md and junit.xml name the entry, as
-    known, and fail nothing (run.json's ``known``, written by the server level's report, harness/level_server.py)."""
+    known, and fail nothing (run.json's ``known``, written by the server level's report, harness/pipeline/level_server.py)."""
     rel = "findings/server-window_ring.server_window.known-window-dp-extend-pad-joins-run.json"
     run = dict(RUN, findings=[], known={"window-dp-extend-pad-joins-run": {
         "signature": "server:window_ring", "cases": 4, "shrunk": 20, "bundle": rel,

@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 
-from swafuzz.harness.cli import main
+from swafuzz.harness.cli.commands import main
 
 #: the environment of a CLI subprocess: this one's without SWAFUZZ_PLUGINS
 ENV = {k: v for k, v in os.environ.items() if k != "SWAFUZZ_PLUGINS"}
@@ -21,7 +21,7 @@ ENV = {k: v for k, v in os.environ.items() if k != "SWAFUZZ_PLUGINS"}
 
 def cli_caller(capsys, monkeypatch):
     """The body of a ``cli`` fixture: ``cli(*args) -> (exit code, stdout, stderr)``, the CLI
-    in-process (:func:`swafuzz.harness.cli.main`, what ``python -m swafuzz`` exits with), so a
+    in-process (:func:`swafuzz.harness.cli.commands.main`, what ``python -m swafuzz`` exits with), so a
     refusal does not pay an interpreter and a torch import."""
     monkeypatch.delenv("SWAFUZZ_PLUGINS", raising=False)
 

@@ -57,7 +57,7 @@ def test_draft_extend_prep_is_the_releases(release, monkeypatch):
     to the bucket's rows; the eager draft-extend calls its builder too; the buffer ends up
     holding int32(M[padded loc]) from the release's fill."""
     from swafuzz.harness.executors import get_executor
-    from swafuzz.harness.run import execute
+    from swafuzz.harness.pipeline.execute import execute
 
     engine, _ = release
     seen: dict[str, list] = {"fill": [], "build": []}
@@ -105,7 +105,7 @@ def test_the_release_never_stores_through_the_buffer(release, monkeypatch):
     changes no write on 0.5.23 - only the prepared metadata (issue 18: the ``prepared`` stamp and
     the ``loc_buffer`` check) shows it - while the engine model, whose PR-era prep stamps the
     buffer at capture, is caught by the same omission in its writes."""
-    from swafuzz.harness.run import execute
+    from swafuzz.harness.pipeline.execute import execute
     from swafuzz.targets.backend import DSV4Backend
 
     engine, _ = release
@@ -127,7 +127,7 @@ def test_the_per_step_write_targets_come_from_the_release(release, monkeypatch):
     backend's in-graph stamp both read the release's ``per_step_draft_out_cache_loc``. Swap it
     for a step-major reading of the same buffer: the multi-step draft stores land elsewhere and
     the checks fail (eager and graph)."""
-    from swafuzz.harness.run import execute
+    from swafuzz.harness.pipeline.execute import execute
 
     engine, metadata = release
     assert engine.SGLangEngine.per_step_loc is metadata.per_step_loc

@@ -57,7 +57,7 @@ def release():
 
 
 def _fired(case, target="sglang") -> set[str]:
-    from swafuzz.harness.run import execute
+    from swafuzz.harness.pipeline.execute import execute
 
     return {f.check for f in execute(case, target, "torch", EXECUTORS).failures}
 

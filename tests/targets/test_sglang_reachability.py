@@ -1,5 +1,5 @@
 """Every ledger entry's server-level answer (its ``server`` field,
-:mod:`swafuzz.harness.ledger_server`) checked against the installed release: an
+:mod:`swafuzz.harness.ledger.server`) checked against the installed release: an
 ``unreachable`` entry's guard holds (the release refuses the arguments, forces the value, or
 its own rule answers as the guard says), a ``probable`` entry's server arguments pass the
 release's own checks (:mod:`swafuzz.targets.sglang.serverargs`) with the values its note relies
@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-from swafuzz.harness.ledger import DEFAULT_LEDGER, load_ledger, release_matches
+from swafuzz.harness.ledger.entries import DEFAULT_LEDGER, load_ledger, release_matches
 
 pytestmark = [pytest.mark.upstream, pytest.mark.skipif(
     importlib.util.find_spec("sglang") is None,
@@ -144,8 +144,8 @@ def _replay_fails(path: str, capsys) -> str:
     """``swafuzz repro`` of a server-level bundle in this process: it fails (exit 1); its
     stdout. The padding hop's gloo ranks are closed after."""
     from swafuzz.features.dp import sglang_server_pad
-    from swafuzz.harness.cli import main
-    from swafuzz.harness.cli_common import EXIT_FINDINGS
+    from swafuzz.harness.cli.commands import main
+    from swafuzz.harness.cli.common import EXIT_FINDINGS
 
     try:
         assert main(["repro", "--no-isolate", path]) == EXIT_FINDINGS
@@ -159,8 +159,8 @@ def test_short_tail_bundle_reproduces(capsys):
     385-token prompt whose last chunk is a 1-row tail, W 2) fails on replay on the entry's
     releases as the entry says: the late layer's history reads the zero row where position 383
     must be (``server:window_history``); its server arguments are the entry's and accepted."""
-    from swafuzz.harness.cli import main
-    from swafuzz.harness.cli_common import EXIT_FINDINGS
+    from swafuzz.harness.cli.commands import main
+    from swafuzz.harness.cli.common import EXIT_FINDINGS
 
     path = _server_bundle("short-tail-floor", "server:window_history")
     assert main(["repro", "--no-isolate", path]) == EXIT_FINDINGS
@@ -174,7 +174,7 @@ def test_a5_needs_a_single_window_layer():
     import fnmatch
 
     from swafuzz.features.validation import load_case
-    from swafuzz.harness.run import execute, resolve_executors
+    from swafuzz.harness.pipeline.execute import execute, resolve_executors
     from swafuzz.reports.bundle import read_bundle
 
     e = entry("window-a5-mtp-idle-after-graph-replay")
@@ -262,7 +262,7 @@ def test_pplx_forces_max_len_with_the_window():
 
 #: the other files whose tests answer an entry: those that run the release on process groups
 #: (one bring-up each, so not here)
-DP_FILES = ("tests/targets/test_sglang_dp_sync.py", "tests/targets/test_sglang_dp_reach.py")
+DP_FILES = ("tests/features/dp/test_sglang_dp_sync.py", "tests/features/dp/test_sglang_dp_reach.py")
 
 
 def test_every_entry_is_answered_by_a_test_of_this_file():

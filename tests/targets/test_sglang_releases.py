@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-from swafuzz.harness.cli import main as cli_main
+from swafuzz.harness.cli.commands import main as cli_main
 from swafuzz.targets import TargetUnavailable
 from swafuzz.targets import sglang as sg
 
@@ -26,7 +26,6 @@ HAVE_SGLANG = importlib.util.find_spec("sglang") is not None
 needs_sglang = pytest.mark.skipif(not HAVE_SGLANG, reason="sglang is not installed (build an "
                                   "environment with scripts/upstream-env VERSION)")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.dirname(__file__))
 
 
 @pytest.fixture
@@ -241,10 +240,9 @@ def test_refusals_name_what_is_missing():
 def test_unfolded_replay_is_refused():
     """0.5.21 / 0.5.22 have the request window but replay in a forward of their own: a Case
     with ``extend(replay=...)`` (the 0.5.23 fold) is refused naming the fold."""
-    from test_window import HAND
-
     from swafuzz.targets.sglang import features
     from swafuzz.targets.sglang.engine import SGLangEngine
+    from tests.features.request_window.test_window import HAND
 
     if features.WINDOW_MISSING or features.FOLD:
         pytest.skip("needs a request window without the fold (0.5.21, 0.5.22)")
@@ -269,9 +267,8 @@ def test_a2_window_branch_before_idle():
     (test_sglang_window.py::test_real_window_code_passes_hand_cases[window])."""
     if not _a2_release():
         pytest.skip("needs a request window without resolver branch I (0.5.21, 0.5.22)")
-    from test_window import HAND
-
-    from swafuzz.harness.run import execute
+    from swafuzz.harness.pipeline.execute import execute
+    from tests.features.request_window.test_window import HAND
 
     v = execute(HAND["window"], "sglang", "torch", ["eager"])
     assert v.failures and v.failures[0].check == "window"
@@ -301,9 +298,8 @@ def test_short_tail_floor():
     (the ledger's ``short-tail-floor``)."""
     if not _short_tail_floor_release():
         pytest.skip("needs the 0.5.21 / 0.5.22 tail floor")
-    from test_window import HAND
-
-    from swafuzz.harness.run import execute
+    from swafuzz.harness.pipeline.execute import execute
+    from tests.features.request_window.test_window import HAND
 
     v = execute(HAND["tail_window"], "sglang", "torch", ["eager"])
     assert v.failures and v.failures[0].check == "window"

@@ -36,7 +36,7 @@ def evict_case(p: int) -> Case:
 # ----------------------------------------------------------------------------- CPU gate
 @pytest.mark.skipif(HAVE_SGLANG, reason="checks the zoo without sglang installed")
 def test_zoo_leaves_release_mutants_out_where_their_release_is_missing():
-    from swafuzz.harness import zoo
+    from swafuzz.harness.zoo import matrix as zoo
 
     skipped = zoo.not_here()
     assert "segment_free_keeps_mapping" in skipped
@@ -60,7 +60,7 @@ def test_a_mutant_whose_release_lacks_the_code_is_not_reachable_not_survived():
 
 
 def test_evict_case_passes_on_the_model():
-    from swafuzz.harness.run import execute
+    from swafuzz.harness.pipeline.execute import execute
 
     for p in (1, 2, 4):
         v = execute(evict_case(p), "unified", "torch", ["eager"])
@@ -74,7 +74,7 @@ def test_evict_case_passes_on_the_model():
 def test_eviction_goes_through_the_release_path(p, monkeypatch):
     """Every page size: the evict step reaches the release's segment free (where it has one) or
     its free_swa, never the other, and the Case passes every check."""
-    from swafuzz.harness.run import execute
+    from swafuzz.harness.pipeline.execute import execute
     from swafuzz.targets.sglang import features
 
     cls = features.SWATokenToKVPoolAllocator
@@ -120,7 +120,7 @@ def test_segment_free_mutant_is_killed_on_the_segment_path():
     """The release mutant (a fault in free_swa_segment) fails ``invariants`` on the releases
     whose eviction reaches it, and is refused where the release has no such path."""
     from swafuzz import targets
-    from swafuzz.harness.run import execute
+    from swafuzz.harness.pipeline.execute import execute
     from swafuzz.targets.sglang import features
 
     name = "mutant:segment_free_keeps_mapping"

@@ -13,7 +13,7 @@ import importlib.util
 import pytest
 
 from swafuzz import targets
-from swafuzz.harness.cli import main as cli_main
+from swafuzz.harness.cli.commands import main as cli_main
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
 from swafuzz.targets import TargetUnavailable
 from swafuzz.targets import sglang as sg
@@ -106,7 +106,7 @@ def _cases() -> list[Case]:
 @needs_sglang
 @pytest.mark.parametrize("i", [0, 1], ids=["page1", "page4"])
 def test_real_code_passes_every_check(i):
-    from swafuzz.harness.run import execute
+    from swafuzz.harness.pipeline.execute import execute
 
     v = execute(_cases()[i], "sglang", "torch", ["eager", "tape"])
     assert not v.failed, [f.message for f in v.failures]
@@ -132,7 +132,7 @@ def test_observation_records_release_and_allocations():
 def test_the_store_locations_come_from_sglang(monkeypatch):
     """Break the release's translation: the harness must see it (so the target really runs the
     release's code, not the model's)."""
-    from swafuzz.harness.run import execute
+    from swafuzz.harness.pipeline.execute import execute
     from swafuzz.targets.sglang import engine
 
     real = engine.RealPool.translate_loc_from_full_to_swa
@@ -150,7 +150,7 @@ def test_the_store_locations_come_from_sglang(monkeypatch):
 def test_the_resolver_comes_from_sglang(monkeypatch):
     """0.5.23: a resolver that ignores its IDLE guard (the PR #15227 class) is caught on the
     real backend class; 0.5.12 has no resolver (skip)."""
-    from swafuzz.harness.run import execute
+    from swafuzz.harness.pipeline.execute import execute
     from swafuzz.targets.sglang import engine
 
     if not engine.UNIFIED_RESOLVER:
@@ -181,7 +181,7 @@ def test_0_5_12_layer_cache_runs_for_real(monkeypatch):
     start_layer, spec §9.7): the cache is computed once and reused stale, which the harness
     catches (here: the stale 2-row translation reaches the 1-row decode store, refused by the
     store contract); with the true start_layer such Cases pass (tests above)."""
-    from swafuzz.harness.run import execute
+    from swafuzz.harness.pipeline.execute import execute
     from swafuzz.targets.sglang import engine
 
     if engine.UNIFIED_RESOLVER:

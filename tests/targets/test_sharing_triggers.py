@@ -23,9 +23,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from swafuzz import features
+from swafuzz.checks.invariants import check_invariants
 from swafuzz.features.validation import load_case
-from swafuzz.harness.invariant_checks import check_invariants
-from swafuzz.harness.run import execute
+from swafuzz.harness.pipeline.execute import execute
 from swafuzz.oracles.engine import CaseInfeasible, expect
 from swafuzz.oracles.paths import expected_paths, expected_requests
 from swafuzz.oracles.sharing import expected_layout, sharing_invariants

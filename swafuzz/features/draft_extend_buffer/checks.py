@@ -11,8 +11,8 @@ locations fit. The stamp itself is judged by the core ``prepared`` check.
 
 from __future__ import annotations
 
-from swafuzz.harness.check_base import Failure, fwd_name, pair_by_forward
-from swafuzz.harness.check_registry import check
+from swafuzz.checks.base import Failure, fwd_name, pair_by_forward
+from swafuzz.checks.registry import check
 
 
 @check("loc_buffer")

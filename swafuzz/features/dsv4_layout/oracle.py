@@ -30,7 +30,7 @@ Python, see the notes):
 5. the scale byte is ``(e + 127) & 0xFF``.
 
 Where the kernel's float ops round differently from this model (the proof is in
-``tests/oracles/test_dsv4_quant.py``):
+``tests/features/dsv4_layout/test_dsv4_quant.py``):
 
 * Step 3 in the kernel is ``ceil(log2f(scale))``: an fp32 log2 can round ``log2(scale)`` down to
   an integer when ``scale`` lies a few ulps above a power of two, where the exact ceiling is one

@@ -16,10 +16,10 @@ show as wrong rows or an error). The late layers' tail is :mod:`features.late_ta
 
 from __future__ import annotations
 
+from swafuzz.checks.base import Failure
+from swafuzz.checks.registry import check
 from swafuzz.features.request_window.channel import expected, observed
 from swafuzz.features.request_window.lane import first_row_diff, fwd_label, lane, window_pairs
-from swafuzz.harness.check_base import Failure
-from swafuzz.harness.check_registry import check
 
 
 @check("window")

@@ -26,6 +26,7 @@ import torch
 
 from swafuzz.features.parts import SGLangPart
 from swafuzz.features.request_window.channel import CHANNEL, WindowChannel
+from swafuzz.features.request_window.tail_prefix.engine import TailPrefixMixin
 from swafuzz.features.request_window.window import (
     LayoutT,
     RequestWindowModel,
@@ -35,7 +36,6 @@ from swafuzz.features.request_window.window import (
     tail_layout,
     tensor_bytes,
 )
-from swafuzz.features.tail_prefix.engine import TailPrefixMixin
 from swafuzz.scenarios.case import Step
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.hooks import PartSlot

@@ -31,10 +31,10 @@ check alone (kind ``replay_separate``).
 
 from __future__ import annotations
 
+from swafuzz.checks.base import Failure
+from swafuzz.checks.registry import check
 from swafuzz.features.request_window.channel import expected
 from swafuzz.features.request_window.lane import fwd_label, window_pairs
-from swafuzz.harness.check_base import Failure
-from swafuzz.harness.check_registry import check
 
 
 @check("history")

@@ -7,9 +7,9 @@ predicts (A7), and how a window-path forward is named in messages.
 
 from __future__ import annotations
 
+from swafuzz.checks.base import GRAPH_EXECUTORS, Failure, pair_by_forward
 from swafuzz.features.parts import CheckPart
 from swafuzz.features.request_window.channel import expected, observed
-from swafuzz.harness.check_base import GRAPH_EXECUTORS, Failure, pair_by_forward
 
 
 def fwd_label(f) -> str:

@@ -26,14 +26,18 @@ layout does not fit the workspace is refused at (:attr:`WindowExp.refused`).
 
 from __future__ import annotations
 
-from swafuzz.features.dspark.oracle import run_step as dspark_step
-from swafuzz.features.late_tail.oracle import tail_rows
 from swafuzz.features.parts import OraclePart
-from swafuzz.features.prefill_graphs.oracle import prefill_bucket, prefill_lane
+from swafuzz.features.request_window.dspark.oracle import run_step as dspark_step
+from swafuzz.features.request_window.late_tail.oracle import tail_rows
 from swafuzz.features.request_window.oracle_layout import WinFwdExp, layout
 from swafuzz.features.request_window.oracle_state import WindowState
+from swafuzz.features.request_window.prefill_graphs.oracle import prefill_bucket, prefill_lane
 from swafuzz.features.request_window.rules import admit_in_graph
-from swafuzz.features.tail_prefix.oracle import admit_prefix, compressor, run_separate
+from swafuzz.features.request_window.tail_prefix.oracle import (
+    admit_prefix,
+    compressor,
+    run_separate,
+)
 from swafuzz.oracles.errors import CaseInfeasible
 from swafuzz.oracles.translation import translate as expected_translation
 from swafuzz.scenarios.case import Step

@@ -1,4 +1,4 @@
-"""The ring's part of the ``invariants`` check (:mod:`harness.invariant_checks`; addendum §2.1):
+"""The ring's part of the ``invariants`` check (:mod:`checks.invariants`; addendum §2.1):
 on a Case with a per-request SWA ring the paged allocator rules give way to the ring rules of
 :func:`features.ring.oracle.ring_invariants` (R4 mapping never written, R5 accounting, request
 slots), judged from what the engine exposes and the Case alone. Plugged in through the hook
@@ -7,10 +7,10 @@ point ``check.invariants``; it defines no check of its own.
 
 from __future__ import annotations
 
+from swafuzz.checks.base import Failure
 from swafuzz.features.parts import CheckPart
 from swafuzz.features.ring.channel import state
 from swafuzz.features.ring.oracle import ring_invariants
-from swafuzz.harness.check_base import Failure
 
 
 def invariant_failures(case, so, where: str, live) -> list[Failure] | None:

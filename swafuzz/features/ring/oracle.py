@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from swafuzz.features.parts import OraclePart
 from swafuzz.features.ring.channel import observed_states
-from swafuzz.features.ring_draft.oracle import draft_block_forward
+from swafuzz.features.ring.ring_draft.oracle import draft_block_forward
 from swafuzz.oracles.errors import AllocationRejected, CaseInfeasible
 from swafuzz.oracles.shadow import Shadow
 from swafuzz.scenarios.case import Case
@@ -154,7 +154,7 @@ class RingShadow(Shadow):
     def run_op(self, i: int, s) -> None:
         if s.op == "draft_decode":
             raise CaseInfeasible(i, "draft_decode is not supported with a ring")
-        if s.op == "draft_block":  # DSpark draft block (issue 12): features/ring_draft/oracle.py
+        if s.op == "draft_block":  # DSpark draft block (issue 12): features/ring/ring_draft/oracle.py
             draft_block_forward(self, i, s)
             return self.snapshot(i, s)
         if s.op == "admit" and s.rid is not None and s.rid not in self.ever:

@@ -7,8 +7,8 @@ step: :func:`oracles.paths.expected_requests`), never from the oracle's allocato
 
 from __future__ import annotations
 
-from swafuzz.harness.check_base import Failure
-from swafuzz.harness.check_registry import check
+from swafuzz.checks.base import Failure
+from swafuzz.checks.registry import check
 from swafuzz.oracles.paths import expected_requests
 
 _PARTS = ("mapping", "free_full_pages", "free_swa_pages", "requests", "pools")

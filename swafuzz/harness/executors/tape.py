@@ -148,7 +148,7 @@ class RecaptureTapeExecutor(TapeExecutor):
     metadata, then recording - and replays that fresh tape. Anything a target computed on the
     host when the graph was first captured is therefore recomputed from the live inputs here,
     so a difference between ``tape`` (or ``cudagraph``) and this executor is a value frozen at
-    capture (``harness.cross_checks.check_capture_freeze``). Used as a reference only: the harness
+    capture (``checks.cross.check_capture_freeze``). Used as a reference only: the harness
     runs it when a graph observation disagrees with the eager one.
     """
 

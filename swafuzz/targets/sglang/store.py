@@ -25,7 +25,7 @@ PR #11897 (rewrites ``_convert_float``: ties to even, the carry, single rounding
 While a store runs in
 the interpreter, :func:`rne_fp8_interpreter` routes exactly that conversion (fp32 ->
 float8e4nv, round to nearest even) to torch's cast, which rounds to nearest even and saturates
-like the hardware (``tests/oracles/test_dsv4_quant.py`` proves torch's cast equals the plain-
+like the hardware (``tests/features/dsv4_layout/test_dsv4_quant.py`` proves torch's cast equals the plain-
 Python encoder). Every other op of the kernel (loads, the tile max, the fp32 division, log2,
 ceil, exp2, clamp, the address arithmetic, the stores) runs as the interpreter runs it.
 """

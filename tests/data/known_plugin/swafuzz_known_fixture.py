@@ -1,4 +1,4 @@
-"""A test plugin for the ledger-aware campaign (``harness.known``; ``tests/harness/
+"""A test plugin for the ledger-aware campaign (``harness.ledger.known``; ``tests/harness/
 test_known_campaign.py``): target ``fixture:ring_known_and_new``, the unified engine with two bugs
 of the ``ring`` kind, built from two zoo mutants (``features.ring.mutants``):
 

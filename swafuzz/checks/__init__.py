@@ -1,0 +1,1 @@
+"""The check core: the registry (``@check``), the failures checks return, the checks of the dense path and the run of every registered check over one Case's observations. Features' own checks import from here."""

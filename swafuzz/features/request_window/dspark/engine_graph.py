@@ -1,0 +1,145 @@
+"""The DSpark TARGET_VERIFY graph under a request window, with early verify metadata (issue 12
+item 2; sglang 0.5.23 ``_install_early_verify_metadata``, addendum §4).
+
+Implements the graph half of "DSpark target verify ..." in ``features/request_window/dspark/SEMANTICS.md``
+for :class:`features.dspark.engine.DSparkPath`: a ``verify`` with ``exec == "graph"`` whose batch
+equals a bucket runs through :class:`VerifyGraphRunner` when the executor captures graphs.
+
+Early metadata: the verify metadata is built in full *outside* the graph, on the host, before
+the capture and before every replay (the layout of the batch's ``B * T`` rows, ``G = B``), then
+copied in place into the metadata the bucket's graph was captured with (``WindowLayout.copy_``:
+every tensor refreshed, the size equal; a non-None ``swa_out_cache_loc`` refreshed in place
+too, the captured tensor kept). The graph itself runs no metadata init: its stores resolve
+through the window path's resolver (W: the captured layout's ``write_loc``), the history copy
+and the commit read the captured layout's tensors. Capture state: ``B`` requests of slot 0 at
+positions ``1..T`` (``seq_lens`` fill 1).
+
+Buffers: per target layer a K-row buffer ``[max_bucket * T, row_width]`` of the row dtype, per
+bucket and layer a workspace snapshot (copied in-graph after each layer's commit); per bucket
+the captured metadata (a namespace with ``request_window_layout``, a :class:`LayoutT`, and
+``swa_out_cache_loc``).
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import torch
+
+from swafuzz.features.request_window.window import LayoutTokens, WinFwdObs, tensor_bytes
+from swafuzz.features.request_window.window_graphs.engine import commit_dense
+from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
+from swafuzz.targets.observation import StoreObs
+
+
+class VerifyGraphRunner:
+    """The TARGET_VERIFY bucket runner of a request-window pool (module docstring)."""
+
+    def __init__(self, path):
+        self.path = path
+        e = path.e
+        self.executor = e.executor
+        self.T = e.gcfg.num_draft_tokens
+        self.buckets = tuple(e.gcfg.buckets)
+        mx = max(self.buckets) * self.T
+        win = path.window
+        self.static_rows = [torch.zeros(mx, path.cfg.row_width, dtype=win.dtype,
+                                        device=path.device) for _ in range(path.cfg.layers)]
+        self.handles: dict[int, object] = {}
+        self.captured: dict[int, SimpleNamespace] = {}
+        self.snaps: dict[int, list[torch.Tensor]] = {}
+        self.layout_token = LayoutTokens()
+        self.locs: dict[int, torch.Tensor] = {}
+
+    # -- out-graph: the early metadata ---------------------------------------------------------
+    def install(self, B: int, req: list[int], pos: list[int], locs: list[int]) -> None:
+        """``_install_early_verify_metadata``: the full metadata of the batch, built on the host;
+        the first time it becomes the bucket's captured metadata, later it is copied into it."""
+        p, dev = self.path, self.path.device
+
+        def t(v):
+            return torch.tensor(v, dtype=torch.int64, device=dev)
+
+        fb = ForwardBatch(ForwardMode.TARGET_VERIFY, B, t(locs), t([1] * B), t(pos))
+        lay = p.layout(t(req), t(pos), None, B)
+        core = SimpleNamespace(request_window_layout=lay, swa_out_cache_loc=lay.write_loc)
+        p.dspark().install_early_verify(fb, core)
+        cap = self.captured.get(B)
+        if cap is None:
+            self.captured[B] = cap = core
+        if cap is not core:
+            self.copy_into(cap, core)
+        p.forward_metadata = SimpleNamespace(core_attn_metadata=cap, late_layer_tail=None)
+        p.window.activate(cap.request_window_layout)
+        self.fb = fb
+
+    @staticmethod
+    def copy_into(cap, fresh) -> None:
+        """``captured.copy_(metadata)``: the layout's tensors refreshed in place (equal size);
+        ``swa_out_cache_loc`` assigned, then the captured tensor (if any) kept and refreshed."""
+        a, b = cap.request_window_layout, fresh.request_window_layout
+        if a.size != b.size:
+            raise AssertionError(f"early verify metadata: layout size {b.size} != the captured "
+                                 f"{a.size}")
+        for name in ("req", "pos", "write_loc", "history_src", "history_pos", "history_valid",
+                     "commit_mask"):
+            getattr(a, name).copy_(getattr(b, name))
+        held = cap.swa_out_cache_loc
+        if held is not None and fresh.swa_out_cache_loc is not None:
+            held.copy_(fresh.swa_out_cache_loc)
+
+    # -- in-graph ------------------------------------------------------------------------------
+    def run_once(self, B: int, warm: bool) -> None:
+        """The captured forward: per layer the history copy, the store at the resolved rows,
+        the commit (the warm-up, which runs for real before the capture, commits with the
+        masked commit; the graph with the capture-safe dense one), a workspace snapshot."""
+        p, win = self.path, self.path.window
+        lay = p.forward_metadata.core_attn_metadata.request_window_layout
+        n = B * self.T
+        win.prepared = None  # host, at the warm-up and at the capture: copy every history
+        for layer in range(p.cfg.layers):
+            loc = p.resolve(self.fb)
+            cache = win.buffer(layer)
+            p.e.impl.store(cache, loc, self.static_rows[layer][:n])
+            if warm:
+                win.commit(layer)
+            else:
+                commit_dense(win, layer, lay)
+            self.snaps[B][layer].copy_(win.workspace)
+        self.locs[B] = loc  # the tensor the captured stores read
+
+    def capture(self, B: int) -> None:
+        T = self.T
+        self.install(B, [0] * (B * T), [1 + j for _ in range(B) for j in range(T)],
+                     [0] * (B * T))
+        self.snaps[B] = [torch.empty_like(self.path.window.workspace)
+                         for _ in range(self.path.cfg.layers)]
+        calls = []
+
+        def fn():
+            calls.append(1)
+            self.run_once(B, warm=len(calls) == 1)
+
+        self.handles[B] = self.executor.capture(fn)
+
+    def run(self, i: int, rows, locs: list[int]) -> WinFwdObs:
+        """Capture the bucket on first use, install the batch's early metadata, load the K rows,
+        replay."""
+        B = len(rows) // self.T
+        if B not in self.handles:
+            self.capture(B)
+        self.install(B, [r[0] for r in rows], [r[1] for r in rows], locs)
+        e = self.path.e
+        for layer, buf in enumerate(self.static_rows):
+            buf[:B * self.T].copy_(e.rows_tensor(i, 0, "target", layer, B * self.T))
+        self.executor.replay(self.handles[B])
+        self.path.window.prepared = None  # the replay rewrote the workspace history (A5)
+        lay = self.captured[B].request_window_layout
+        loc = self.locs[B]
+        stores = [StoreObs(layer=layer, loc_dtype=str(loc.dtype).removeprefix("torch."),
+                           locs=loc.tolist(), rows=B * self.T)
+                  for layer in range(self.path.cfg.layers)]
+        obs = WinFwdObs(i, 0, ForwardMode.TARGET_VERIFY.name, stores,
+                        [tensor_bytes(s) for s in self.snaps[B]])
+        obs.bucket, obs.layout_id, obs.layout_size = B, self.layout_token(lay), lay.size
+        return obs

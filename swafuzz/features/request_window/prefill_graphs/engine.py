@@ -1,0 +1,208 @@
+"""Breakable prefill graphs under a request window (issue 12; addendum §4 "Breakable prefill
+graphs", §5 W3/W6/W7).
+
+Implements the "Prefill graphs under a request window" section of ``features/request_window/prefill_graphs/SEMANTICS.md``
+for :class:`features.request_window.engine.WindowPath`: an ``admit`` / ``extend`` with
+``exec == "graph"`` under a window (no late-layer tail) whose ``n`` rows fit a token bucket
+``T`` of ``graph.prefill_buckets`` (smallest ``T >= n``, and ``T <= 2 * n``: upstream's
+``_MAX_PREFILL_CUDA_GRAPH_PADDING_FACTOR``) runs through :class:`PrefillGraphRunner` when the
+executor captures graphs (``tape``, ``cudagraph``); otherwise eagerly
+(:meth:`features.request_window.engine.WindowPath.forward`).
+
+How 0.5.23 does it, and what each piece here stands for:
+
+* Metadata (``init_forward_metadata_prefill`` with ``use_prefill_cuda_graph``): the batch is
+  expanded to ``T`` rows; padding rows repeat the last live row's request slot with
+  ``seq_lens_casual`` 1, i.e. position 0 (``expand_prefill_causally``); the layout is built
+  with ``num_groups = min(req slots, T)`` (``req_to_token`` has ``S + 1`` rows) and
+  ``request_window_live_rows = n``, so :func:`padded_layout` computes runs, history and commit
+  mask over the live rows only and appends ``T - n`` padding rows (slot 0, position 0, their
+  own workspace rows, never committed). :meth:`PrefillGraphRunner.expand` /
+  :meth:`PrefillGraphRunner.live_rows` / :meth:`PrefillGraphRunner.build` are those three steps.
+* Capture (``init_forward_metadata_for_breakable_cuda_graph_capture``): the capture batch is one
+  request of slot 0 with ``T`` tokens (``req_pool_indices = arange(bs)``); its layout object is
+  kept per bucket (:attr:`PrefillGraphRunner.layouts`) and activated. The breakable graph is
+  one captured segment per target layer (:meth:`PrefillGraphRunner.segment`: the window's
+  history copy and the SWA store of ``T`` K rows at ``write_loc``) and an eager break after it
+  (:meth:`PrefillGraphRunner.brk`: attention, modelled as nothing, and
+  ``DeepseekV4AttnBackend.forward``'s commit). The capture's warm-up runs each segment and
+  break once, so the capture batch commits into slot 0.
+* Replay (``prepare_forward_metadata_for_breakable_cuda_graph_replay``): a fresh layout of the
+  live batch is built and copied into the bucket's layout object in place
+  (:meth:`PrefillGraphRunner.refresh`, ``DSV4AttnMetadata.refresh_for_breakable_cuda_graph_replay_``
+  -> ``WindowLayout.copy_``, W7); the captured segments read its tensors by address. No SWA
+  location buffer is refilled under a window (``_prefill_graph_translates_swa_loc`` is False).
+
+Buffers (device of the engine): per target layer a K-row buffer ``[max bucket, row_width]`` of
+the row dtype; per bucket the layout object (``LayoutT``: int64 ``req`` / ``pos`` /
+``history_src`` / ``history_pos``, int32 ``write_loc``, bool ``history_valid`` /
+``commit_mask``, ``size = G * W + T``) and one captured handle per target layer.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from swafuzz.features.parts import EnginePart, SGLangPart, lazy
+from swafuzz.features.request_window.window import LayoutT, LayoutTokens, WinFwdObs, build_layout
+from swafuzz.targets.kv_pool import DTYPES
+from swafuzz.targets.observation import StoreObs
+
+#: upstream ``_MAX_PREFILL_CUDA_GRAPH_PADDING_FACTOR`` (0.5.23 ``prefill_cuda_graph_runner``):
+#: a batch whose bucket is more than this many times its rows runs eagerly
+MAX_PADDING_FACTOR = 2
+
+_FIELDS = ("req", "pos", "write_loc", "history_src", "history_pos", "history_valid",
+           "commit_mask")
+
+
+def padded_layout(req: torch.Tensor, pos: torch.Tensor, floor: torch.Tensor, live: int | None,
+                  groups: int, W: int, cap: int, zero_row: int) -> LayoutT:
+    """``window_layout(req[:live], pos[:live], floor=floor[:live], num_groups=groups,
+    padded_rows=T)`` (``T = req.numel()``): the layout of the live rows, then ``T - live``
+    padding rows with slot 0, position 0, workspace rows ``groups * W + live .. groups * W + T
+    - 1`` and no commit. ``live`` None: every row is live (no padding mask)."""
+    T = req.numel()
+    if live is None or live >= T:
+        return build_layout(req, pos, floor, groups, W, cap, zero_row)
+    lay = build_layout(req[:live], pos[:live], floor[:live], groups, W, cap, zero_row)
+    pad = T - live
+    z = torch.zeros(pad, dtype=torch.int64, device=req.device)
+    wl = torch.arange(groups * W + live, groups * W + T, dtype=torch.int32, device=req.device)
+    return LayoutT(torch.cat([lay.req, z]), torch.cat([lay.pos, z]),
+                   torch.cat([lay.write_loc, wl]), lay.history_src, lay.history_pos,
+                   lay.history_valid,
+                   torch.cat([lay.commit_mask, torch.zeros(pad, dtype=torch.bool,
+                                                           device=req.device)]),
+                   groups * W + T)
+
+
+class PrefillGraphRunner:
+    """The breakable prefill-graph runner of a request-window pool (module docstring)."""
+
+    def __init__(self, path):
+        self.path = path
+        e = path.e
+        self.executor = e.executor
+        self.buckets = tuple(e.gcfg.prefill_buckets)
+        cfg = path.cfg
+        mx = max(self.buckets) if self.buckets else 0
+        self.static_rows = [torch.zeros(mx, cfg.row_width, dtype=DTYPES[cfg.row_dtype],
+                                        device=path.device) for _ in range(cfg.layers)]
+        self.handles: dict[int, list] = {}
+        self.layouts: dict[int, LayoutT] = {}
+        self.layout_token = LayoutTokens()
+
+    # -- decisions -------------------------------------------------------------------------------
+    def bucket_for(self, n: int) -> int | None:
+        """The token bucket of an ``n``-row batch, None when none fits or the padding is more
+        than :data:`MAX_PADDING_FACTOR` times ``n`` (``can_replay_locally``)."""
+        T = next((b for b in self.buckets if b >= n), None)
+        if T is None or T > MAX_PADDING_FACTOR * n:
+            return None
+        return T
+
+    def groups(self, T: int) -> int:
+        """``num_groups = min(req_to_token rows, padded tokens)``; ``req_to_token`` has the
+        ``S`` request slots plus the padding slot 0."""
+        return min(self.path.cfg.window_slots + 1, T)
+
+    def live_rows(self, n: int, T: int) -> int | None:
+        """``request_window_live_rows``: the live row count of a graph layout."""
+        return n
+
+    def expand(self, rows: list[tuple[int, int, int]], T: int):
+        """``(req, pos, floor)`` int64 ``[T]`` of the padded batch: padding rows repeat the last
+        live row's slot (``req_pool_indices_repeated[-1:]``) with position 0 (seq fill 1) and
+        floor 0 (``_pad_rows``)."""
+        pad = T - len(rows)
+        last = rows[-1][0]
+        dev = self.path.device
+
+        def t(v):
+            return torch.tensor(v, dtype=torch.int64, device=dev)
+
+        return (t([r[0] for r in rows] + [last] * pad), t([r[1] for r in rows] + [0] * pad),
+                t([r[2] for r in rows] + [0] * pad))
+
+    def build(self, rows: list[tuple[int, int, int]], T: int):
+        """The layout of a (capture or live) batch padded to bucket ``T``."""
+        p = self.path
+        req, pos, floor = self.expand(rows, T)
+        return padded_layout(req, pos, floor, self.live_rows(len(rows), T), self.groups(T), p.W,
+                             p.cap, p.window.zero_row)
+
+    def refresh(self, held, fresh) -> None:
+        """``WindowLayout.copy_``: every tensor of the bucket's layout object refreshed in place
+        (sizes must match: the captured segments hold their addresses)."""
+        assert held.size == fresh.size, (held.size, fresh.size)
+        for f in _FIELDS:
+            getattr(held, f).copy_(getattr(fresh, f))
+
+    def layout_for_replay(self, T: int, fresh):
+        """The layout object the replay activates: the one the capture built (W7)."""
+        held = self.layouts[T]
+        self.refresh(held, fresh)
+        return held
+
+    # -- graph pieces ----------------------------------------------------------------------------
+    def segment(self, T: int, layer: int) -> None:
+        """Captured: the window's history copy for ``layer`` (the capture scope always copies:
+        ``prepared`` is dropped first) and the store of the bucket's ``T`` K rows."""
+        win = self.path.window
+        win.prepared = None
+        cache = win.buffer(layer)
+        self.path.e.impl.store(cache, self.layouts[T].write_loc, self.static_rows[layer][:T])
+
+    def brk(self, layer: int) -> None:
+        """The eager break after a layer's segment: attention (not modelled), then
+        ``DeepseekV4AttnBackend.forward``'s commit (EXTEND: no IDLE guard applies)."""
+        self.path.window.commit(layer)
+
+    def capture(self, T: int) -> None:
+        lay = self.build([(0, p, 0) for p in range(T)], T)
+        self.layouts[T] = lay
+        self.path.window.activate(lay)
+        handles = []
+        for layer in range(self.path.cfg.layers):
+            handles.append(self.executor.capture(lambda layer=layer: self.segment(T, layer)))
+            self.brk(layer)
+        self.handles[T] = handles
+
+    # -- a step ----------------------------------------------------------------------------------
+    def run(self, i: int, rows: list[tuple[int, int, int]]) -> WinFwdObs | None:
+        """Run the forward of ``rows`` (``(slot, position, floor)``, batch order) through its
+        bucket; None when no bucket takes it (the caller runs it eagerly)."""
+        T = self.bucket_for(len(rows))
+        if T is None:
+            return None
+        e, win = self.path.e, self.path.window
+        for layer, buf in enumerate(self.static_rows):
+            buf[:T].copy_(e.rows_tensor(i, 0, "target", layer, T))
+        if T not in self.handles:
+            self.capture(T)
+        lay = self.layout_for_replay(T, self.build(rows, T))
+        win.activate(lay)
+        ws = []
+        for layer in range(self.path.cfg.layers):
+            self.executor.replay(self.handles[T][layer])
+            self.brk(layer)
+            ws.append(self.path.workspace_bytes())
+        loc = self.layouts[T].write_loc
+        stores = [StoreObs(layer=layer, loc_dtype=str(loc.dtype).removeprefix("torch."),
+                           locs=loc.tolist(), rows=T) for layer in range(self.path.cfg.layers)]
+        obs = WinFwdObs(i, 0, "EXTEND", stores, ws)
+        obs.bucket, obs.layout_id, obs.layout_size = T, self.layout_token(lay), lay.size
+        return obs
+
+
+class PrefillGraphsEngine(EnginePart):
+    """The engine part: the window path's prefill-graph runner."""
+
+    prefill_graph_runner = PrefillGraphRunner
+
+
+class PrefillGraphsSGLang(SGLangPart):
+    """The ``sglang`` part: the release's prefill-graph runner under a window."""
+
+    prefill_graph_runner = lazy("swafuzz.features.request_window.prefill_graphs.sglang:SGLangPrefillRunner")

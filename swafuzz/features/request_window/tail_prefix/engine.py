@@ -1,0 +1,152 @@
+"""Prefix hits on the V4.1 path, compressor write locations and the separate encoder-replay
+forward, for the engine model's window / tail path (:class:`features.request_window.engine.WindowPath`, whose
+base class :class:`TailPrefixMixin` is). Implements the section "Prefix hits on the V4.1 path,
+compressor locations, separate replay" of ``features/request_window/tail_prefix/SEMANTICS.md`` (addendum §2.3, §2.4, §5 T5 /
+E1 / E2, §6 A13).
+
+One decision per method, so a mutant overrides exactly one:
+
+* :meth:`TailPrefixMixin.prefix_hit`: the radix hit after the late-layer cap (sglang 0.5.23
+  ``UnifiedRadixCache.swa_reprefill_tail_tokens`` through ``_req_radix_key``);
+* :meth:`TailPrefixMixin.admit_prefix`: a prefix admit (shared tokens, a fresh slot, the hit's
+  replay rows folded in front or run by the separate forward);
+* :meth:`TailPrefixMixin.compressor_loc` / :meth:`TailPrefixMixin.c4_loc`: the compressors'
+  write locations of an EXTEND forward (0.5.23 ``_compressor_out_loc``,
+  ``init_compression_metadata``), int64 tensors ``[rows]``;
+* :meth:`TailPrefixMixin.reset_hits`, :meth:`TailPrefixMixin.replay_span`,
+  :meth:`TailPrefixMixin.separate`: 0.5.21/0.5.22 (and 0.5.23 ROCm)
+  ``run_encoder_swa_replay``: reset the hit slots, one EXTEND forward over
+  ``req_to_token[slot, Pq - r:Pq]`` with the ratio-1/2 source compressors skipped, then the
+  scheduled extend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from swafuzz.features.parts import SGLangPart, lazy
+from swafuzz.targets.forward_mode import ForwardMode
+
+
+@dataclass
+class CompObs:
+    """Compressor locations of one EXTEND forward, rows in batch order: ``loc`` (the
+    compressors' raw write location; dtype ``dtype``), ``c4`` (the ratio-4 compressor's slot)
+    and ``low_ratio`` (whether the ratio-1/2 source compressors ran)."""
+
+    loc: list[int]
+    dtype: str
+    c4: list[int]
+    c4_dtype: str
+    low_ratio: bool
+
+
+class TailPrefixMixin:
+    """Base of :class:`features.request_window.engine.WindowPath` (module docstring). Uses the path's ``e``
+    (engine), ``cfg``, ``W``, ``P``, ``L``, ``on``, ``slot``, ``free_slots``,
+    ``reset_slot``, ``forward`` and ``extend_forward``."""
+
+    # -- T5: the radix hit ----------------------------------------------------------------------
+    def prefix_hit(self, n: int, length: int) -> int:
+        """A hit of ``n`` tokens for a request of ``length`` tokens: with a late-layer tail the
+        key is limited to ``length - W`` tokens and the tree matches whole pages."""
+        if not self.L:
+            return n
+        limit = max(0, length - self.W)
+        return min(n, limit // self.P * self.P)
+
+    def admit_prefix(self, i: int, s) -> list:
+        al = self.e.allocator
+        h = self.prefix_hit(s.prefix_len, s.length)
+        if self.on and not self.free_slots:
+            raise RuntimeError("no free request slot")
+        if self.on and h % 2:
+            raise ValueError("encoder SWA replay requires an even cached-prefix boundary")
+        if h:
+            slots = al.admit(s.rid, s.length, s.prefix_rid, h)
+        else:
+            slots = al.admit(s.rid, s.length)
+        if not self.on:
+            return self.extend_forward(i, [(s.rid, 0, slots)])
+        sl = min(self.free_slots)
+        self.free_slots.discard(sl)
+        self.slot[s.rid] = sl
+        self.reset_slot(sl)
+        r = min(h, self.W)
+        if r and self.cfg.separate_replay:
+            return self.separate(i, [(s.rid, r, slots)], reset=False)
+        return self.fold(i, [(s.rid, r, slots)])
+
+    # -- E1: compressor locations ---------------------------------------------------------------
+    @staticmethod
+    def compressor_loc(loc: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
+        """The compressors' write locations: ``loc`` (int64 ``[rows]``) with every row outside
+        ``keep`` (int64 indices of the scheduled rows; None: no folded rows) set to 0."""
+        if keep is None:
+            return loc
+        return torch.zeros_like(loc).index_copy_(0, keep, loc[keep])
+
+    @staticmethod
+    def c4_loc(raw: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """The ratio-4 compressor's slot per row: ``raw // 4`` where the row completes a group
+        of 4 (``(pos + 1) % 4 == 0``), else 0 (int64)."""
+        return torch.where((positions + 1) % 4 == 0, raw // 4, torch.zeros_like(raw))
+
+    def compressor_obs(self, fb, replay: list[bool] | None, low_ratio: bool) -> CompObs:
+        keep = None
+        if replay is not None and any(replay):
+            keep = torch.tensor([k for k, rp in enumerate(replay) if not rp], dtype=torch.int64,
+                                device=fb.out_cache_loc.device)
+        loc = self.compressor_loc(fb.out_cache_loc, keep)
+        c4 = self.c4_loc(loc, fb.positions)
+        return CompObs(loc.tolist(), str(loc.dtype).removeprefix("torch."), c4.tolist(),
+                       str(c4.dtype).removeprefix("torch."), low_ratio)
+
+    # -- E2: the separate replay forward ----------------------------------------------------------
+    def reset_hits(self, per) -> None:
+        """``_reset_windows_and_collect_hits``: every hit's slot starts its window again."""
+        for rid, r, _new in per:
+            if r:
+                self.reset_slot(self.slot[rid])
+
+    def replay_span(self, rid: int, r: int, new: list[int]) -> tuple[int, int]:
+        """``[Pq - r, Pq)``: the hit's last ``r`` cached tokens (``Pq``: its length before the
+        step's allocation)."""
+        pq = len(self.e.allocator.tokens[rid]) - len(new)
+        return pq - r, pq
+
+    def separate(self, i: int, per, reset: bool = True) -> list:
+        """One replay EXTEND forward (index 0) over the hits' cached tokens, then the scheduled
+        extend (index 1) over the new rows only, floor 0."""
+        if reset:
+            self.reset_hits(per)
+        al = self.e.allocator
+        rows, locs, per_req, hits = [], [], [], 0
+        for rid, r, new in per:
+            if not r:
+                continue
+            a, b = self.replay_span(rid, r, new)
+            rows += [(self.slot[rid], p, a) for p in range(a, b)]
+            locs += al.tokens[rid][a:b]
+            per_req.append(b - a)
+            hits += 1
+        out = [self.forward(i, ForwardMode.EXTEND, rows, locs, hits, per_req, fwd=0,
+                            replay=None, low_ratio=False)]
+        rows, locs, per_req = [], [], []
+        for rid, _r, new in per:
+            n0 = len(al.tokens[rid]) - len(new)
+            sl = self.slot.get(rid, 0)
+            rows += [(sl, p, 0) for p in range(n0, len(al.tokens[rid]))]
+            locs += new
+            per_req.append(len(new))
+        out.append(self.forward(i, ForwardMode.EXTEND, rows, locs, len(per), per_req, fwd=1,
+                                replay=[False] * len(rows)))
+        return out
+
+
+class TailPrefixSGLang(SGLangPart):
+    """The ``sglang`` part: the release's prefix-hit, replay and compressor seams (0.5.23)."""
+
+    prefix_path_mixin = lazy("swafuzz.features.request_window.tail_prefix.sglang:SGLangTailPrefixPath")

@@ -1,0 +1,239 @@
+"""The ``sglang`` target's DECODE graphs under a request window (issue 12; 0.5.23 only):
+:class:`features.window_graphs.engine.WindowGraphRunner` with the release's decode-bucket code where it
+runs on CPU.
+
+Real (the release's code runs):
+
+* the decode runner's static input buffers: ``build_decode_registry``
+  (``srt/model_executor/cuda_graph_buffer_registry.py``) on the engine's device, its
+  ``fill_from`` before each replay (padding policy ZERO for ``req_pool_indices``,
+  ``positions`` and ``out_cache_loc``; FILL_SENTINEL with the backend's
+  ``get_cuda_graph_seq_len_fill_value()`` = 1 for ``seq_lens``), and ``reset_padding`` over the
+  whole buffer before a capture (the state the runner captures from at start-up);
+* ``build_replay_fb_view`` (``srt/model_executor/runner/decode_cuda_graph_runner.py``): the
+  replay view over the registry's buffers (capture mode DECODE, live mode as
+  ``actual_forward_mode``, the live unpadded ``out_cache_loc``);
+* ``DeepseekV4AttnBackend.init_forward_metadata_out_graph`` for the DECODE_OR_IDLE bucket, at
+  capture (``in_capture=True``: synthetic zero locations) and before every replay (the IDLE
+  substitution: ``seq_lens`` ones, ``req_pool_indices`` zeros, for every one of the bucket's
+  rows), with ``init_forward_metadata_decode`` (the Raw metadata), the bucket dictionary of
+  ``replay_cuda_graph_metadata_from`` and ``DSV4RawDecodeMetadata.copy_`` into the captured
+  Raw metadata (whose tensors are the registry's buffers);
+* inside the captured function: ``init_forward_metadata_in_graph`` -> the Raw->full upgrade
+  ``make_forward_metadata_from_raw_decode`` -> ``make_core_attn_metadata`` (torch
+  ``build_page_table_positions``: positions = seq_lens - 1; the request-window branch:
+  ``window_layout`` over all the bucket's rows, ``num_groups=None`` = one group per row, no
+  floor, torch branch; ``DSV4AttnMetadata`` with ``init_compression_metadata`` /
+  ``init_flashmla_related``), then per target layer the resolver's W branch through
+  ``store_cache`` (``RequestWindow.activate`` of the captured layout, ``write_loc``) and
+  ``RequestWindow.buffer`` / ``commit`` (:class:`features.request_window.sglang.SGLangWindowPath`), the
+  IDLE guard of ``forward`` evaluated at capture (DECODE), with the release's
+  ``model_capture_mode`` flag set for the whole capture;
+* ``on_after_cuda_graph_warmup`` after each run of the captured function (it puts the Raw
+  metadata back, so the recorded pass upgrades inside the graph again).
+
+Modelled (adapter seams, see ``TABLE`` in :mod:`swafuzz.targets.sglang`):
+
+* the decode runner itself (``DecodeCudaGraphRunner`` needs a model runner): bucket choice,
+  lazy capture on first use (upstream captures every bucket at start-up, before any request:
+  this runner's graph backend is a separate instance whose per-forward state is the
+  constructor's, ``encoder_replay`` False and ``encoder_row_floor`` None), the capture batch
+  (``capture_prepare``'s: the registry's slices in mode DECODE), the live batch's fields the
+  view copies (no CPU lengths, LoRA, spec info or KV plan), the live ``out_cache_loc`` (zeros:
+  under a window no SWA write reads it, W8);
+* ``_create_flashmla_metadata`` -> None while the runner drives the release (FlashMLA's
+  scheduling plan, a read-side object of the ``flash_mla`` CUDA extension);
+* ``commit_packed_rows`` inside the captured function: a mask-free row copy (the Triton kernel
+  skips uncommitted rows on the device; a boolean mask would be a host sync): every row writes
+  the ring row of the committed row of its run at the same residue (rows of a run have
+  consecutive positions, or, for the padding run of slot 0, all position 0), so each write
+  carries the masked commit's value; eager forwards keep the masked one;
+* ``req_to_token``: a zero table of ``[S + 1, full_pages * P]`` int32 (only the read-side page
+  table is gathered from it).
+
+After a replay nothing runs on the host (as on a GPU): the window's ``layout`` and
+``prepared`` key stay as the host last left them (:meth:`SGLangWindowGraphRunner.after_replay`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from types import SimpleNamespace
+
+import torch
+from sglang.srt.model_executor.cuda_graph_buffer_registry import build_decode_registry
+from sglang.srt.model_executor.runner.decode_cuda_graph_runner import build_replay_fb_view
+
+from swafuzz.features.request_window.sglang import HISTORY
+from swafuzz.features.request_window.window import WinFwdObs
+from swafuzz.features.request_window.window_graphs.engine import WindowGraphRunner, run_bounds
+from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
+from swafuzz.targets.sglang import features as release_features
+from swafuzz.targets.sglang.engine import RealBackend, real_mode
+from swafuzz.targets.sglang.metadata import NoC128MTP
+from swafuzz.targets.sglang.real import bare_backend
+
+
+def _commit_packed_rows_dense(workspace, state, tags, rows_layout, *, page_size, capacity,
+                              layout=None):
+    """Modelled ``commit_packed_rows`` inside a captured forward (module docstring): no
+    boolean mask. Row ``i`` of a run whose last row is ``l`` takes the bytes and position of
+    row ``e = i + capacity * ((l - i) // capacity)`` (committed: ``l - e < capacity``) and writes
+    them to ring row ``req * capacity + pos[i] % capacity`` (= ``e``'s); its tag is ``pos[e]``."""
+    req, pos = rows_layout.req, rows_layout.pos
+    _, _, last = run_bounds(req)
+    idx = torch.arange(req.numel(), device=req.device)
+    e = idx + capacity * torch.div(last - idx, capacity, rounding_mode="floor")
+    dst = req * capacity + pos % capacity
+    w = workspace.shape[-1]
+    state.view(-1, w)[dst] = workspace.view(-1, w)[rows_layout.write_loc.long()[e]]
+    tags[dst] = pos[e]
+
+
+@contextlib.contextmanager
+def _seams(dense_commit: bool):
+    """The runner's seams while it drives the release: no FlashMLA plan; the mask-free commit
+    inside a captured function."""
+    saved = release_features.backend_mod._create_flashmla_metadata, release_features.window_mod.commit_packed_rows
+    release_features.backend_mod._create_flashmla_metadata = lambda: None
+    if dense_commit:
+        release_features.window_mod.commit_packed_rows = _commit_packed_rows_dense
+    try:
+        yield
+    finally:
+        release_features.backend_mod._create_flashmla_metadata, release_features.window_mod.commit_packed_rows = saved
+
+
+class SGLangWindowGraphRunner(WindowGraphRunner):
+    """:class:`features.window_graphs.engine.WindowGraphRunner` with 0.5.23's decode-bucket metadata,
+    padding, in-graph layout, resolver and window (module docstring)."""
+
+    def __init__(self, path):
+        super().__init__(path)  # its static req / seq buffers are replaced by the registry's below
+        dev, cfg = path.device, path.cfg
+        mx = max(self.buckets)
+        bk = self.bk = bare_backend(path.real_pool)
+        bk.tail_forward_metadata = None
+        bk.needs_cpu_seq_lens = False
+        bk.mtp_enabled = False
+        bk.topk, bk.speculative_num_steps = 0, 1
+        bk._early_verify_metadata_ids = set()
+        bk.cuda_graph_metadata_of_bucket_and_bs = {b: {} for b in release_features.backend_mod._GraphBucket}
+        bk.online_c128_mtp = NoC128MTP()
+        bk.page_size = path.P
+        bk.cuda_int32_kwargs = {"dtype": torch.int32, "device": dev}
+        bk.present_ratios, bk.low_ratios = (), ()
+        bk.has_c4 = bk.has_c128 = False
+        bk.index_topk = 512
+        bk.trtllm_attn = False
+        # the constructor's per-forward state (upstream captures at start-up)
+        bk.encoder_replay, bk.encoder_row_floor = False, None
+        bk.MAX_SEQ_LEN_FOR_CAPTURE = cfg.full_pages * cfg.page_size
+        bk.req_to_token = torch.zeros(cfg.window_slots + 1, bk.MAX_SEQ_LEN_FOR_CAPTURE,
+                                      dtype=torch.int32, device=dev)
+        self.fill_value = RealBackend.get_cuda_graph_seq_len_fill_value(bk)
+        self.registry = build_decode_registry(
+            device=torch.device(dev), max_bs=mx, max_num_token=mx,
+            seq_len_fill_value=self.fill_value, cache_loc_dtype=torch.int64, share_pool=False,
+            register_global_num_tokens=False)
+        self.static_req = self.registry.get_slot("req_pool_indices").buffer
+        self.static_seq = self.registry.get_slot("seq_lens").buffer
+        self.static_pos = self.registry.get_slot("positions").buffer
+        self.static_loc = self.registry.get_slot("out_cache_loc").buffer
+        self._cap_batch: dict[int, SimpleNamespace] = {}
+
+    # -- views -----------------------------------------------------------------------------------
+    def _view(self, B: int, mode: ForwardMode, live_loc: torch.Tensor | None) -> SimpleNamespace:
+        """The capture batch the release's prep reads (``capture_prepare``'s, modelled): the
+        registry's ``[:B]`` slices in mode DECODE."""
+        seq = self.static_seq[:B]
+        return SimpleNamespace(
+            batch_size=B, forward_mode=real_mode("DECODE"), actual_forward_mode=real_mode(mode.name),
+            req_pool_indices=self.static_req[:B], seq_lens=seq,
+            seq_lens_sum=int(seq.sum()), seq_lens_cpu=None, positions=self.static_pos[:B],
+            out_cache_loc=self.static_loc[:B] if live_loc is None else live_loc, spec_info=None)
+
+    # -- in-graph ------------------------------------------------------------------------------
+    def run_once(self, B: int) -> None:
+        """The captured function: the release's in-graph upgrade, then per layer its store
+        (resolver W) and the window's commit; a workspace snapshot per layer."""
+        p, bk = self.path, self.bk
+        view = self._cap_batch[B]
+        HISTORY["window"] = p.W
+        with _seams(dense_commit=True):
+            RealBackend.init_forward_metadata_in_graph(bk, view)
+            md = bk.forward_metadata
+            lay = md.core_attn_metadata.request_window_layout
+            self.layouts[B] = lay
+            p.forward_metadata = md
+            fb = ForwardBatch(ForwardMode.DECODE, B, view.out_cache_loc, view.seq_lens,
+                              lay.pos)
+            for layer in range(p.cfg.layers):
+                p.store(layer, fb, self.static_rows[layer][:B])
+                p.commit(layer, fb)
+                self.snaps[B][layer].copy_(p.window.workspace.kv_buffer[0])
+            RealBackend.on_after_cuda_graph_warmup(bk)
+
+    # -- out-graph -----------------------------------------------------------------------------
+    def load_capture_state(self) -> None:
+        """The registry's buffers as the runner captures from them: every slot reset over its
+        whole length by its padding policy (req 0, seq 1, positions 0, locations 0)."""
+        for name in self.registry.slot_names():
+            slot = self.registry.get_slot(name)
+            slot.reset_padding(0, slot.buffer.shape[-1])
+
+    def capture(self, B: int) -> None:
+        from sglang.srt.model_executor.runner_utils import capture_mode
+
+        self.load_capture_state()
+        p = self.path
+        self.snaps[B] = [torch.empty_like(p.window.workspace.kv_buffer[0])
+                         for _ in range(p.cfg.layers)]
+        view = self._cap_batch[B] = self._view(B, ForwardMode.DECODE, None)
+        with capture_mode.model_capture_mode(), _seams(dense_commit=False):
+            RealBackend.init_forward_metadata_out_graph(self.bk, view, in_capture=True)
+            self.handles[B] = self.executor.capture(lambda: self.run_once(B))
+
+    def load_batch(self, mode: ForwardMode, slots: list[int], seq: list[int]) -> None:
+        """The release's ``fill_from`` of the live batch (its requests, ``raw_bs = len(slots)``
+        even when a DP rank's ``max(rank_tokens)`` chose the bucket: the registry pads the rest;
+        IDLE: its ``n`` rows of slot 0, seq 1), then its out-graph prep (IDLE substitution, Raw
+        metadata copied into the captured one)."""
+        B, n = self._cur
+        dev = self.static_req.device
+        if mode != ForwardMode.IDLE:
+            n = len(slots)  # a DP rank's own requests; the bucket came from max(rank_tokens)
+
+        def t(v):
+            return torch.tensor(v, dtype=torch.int64, device=dev)
+
+        if mode == ForwardMode.IDLE:
+            slots, seq = [0] * n, [1] * n
+        live = SimpleNamespace(
+            forward_mode=real_mode(mode.name), batch_size=n, req_pool_indices=t(slots),
+            seq_lens=t(seq), seq_lens_sum=sum(seq), seq_lens_cpu=None, max_seq_len_host=None,
+            positions=t([s - 1 for s in seq]), out_cache_loc=t([0] * n), input_ids=t([0] * n),
+            out_cache_loc_virtual=None, kv_loc_plan=None, kv_loc_cols=None,
+            max_seq_len_override=None, spec_info=None, lora_ids=None,
+            can_run_decode_cuda_graph=True)
+        self.registry.fill_from(live, raw_bs=n, padded_bs=B, raw_num_tokens=n,
+                                padded_num_tokens=B)
+        reg = self.registry
+        buffers = SimpleNamespace(mamba_track_indices=None, encoder_lens=None,
+                                  **{k: reg.get_slot(k).buffer for k in (
+                                      "input_ids", "positions", "req_pool_indices", "seq_lens",
+                                      "seq_lens_cpu")})
+        view = build_replay_fb_view(
+            forward_batch=live, buffers=buffers, bs=B, raw_bs=n, num_tokens=B,
+            global_num_tokens_cpu=None, seq_len_fill_value=self.fill_value,
+            capture_forward_mode=real_mode("DECODE"), is_encoder_decoder=False)
+        with _seams(dense_commit=False):
+            RealBackend.init_forward_metadata_out_graph(self.bk, view)
+
+    def after_replay(self) -> None:
+        """Nothing: a replay runs no host code (the window's ``prepared`` key stays)."""
+
+    def run(self, i: int, mode: ForwardMode, slots: list[int], seq: list[int], n: int
+            ) -> WinFwdObs:
+        self._cur = (self.bucket_for(n), n)  # read by the out-graph prep (load_batch)
+        return super().run(i, mode, slots, seq, n)

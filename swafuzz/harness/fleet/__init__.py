@@ -1,0 +1,1 @@
+"""Campaigns over many machines: Ray tasks, shards and their merge."""

@@ -1,0 +1,69 @@
+"""``swafuzz run --shard I/N``: a deterministic slice of a campaign's units, for CI matrix jobs.
+
+The units (:func:`swafuzz.harness.pipeline.runconfig.plan_units`) of a sharded run are planned as those
+of the whole fleet: ``N`` shards of ``--workers W`` each plan the units of one unsharded run with
+``--workers N*W`` (the same units as an unsharded run with any ``--workers`` whenever the
+campaign has at least ``N*W`` kind x target pairs, e.g. the default 30 kinds on up to 30 shards;
+with fewer, each kind is split into seed shards as for ``--workers``, so no shard sits idle).
+Shard ``I`` takes every ``N``-th unit of that plan, starting at the ``I``-th (round robin: each
+shard gets a mix of kinds and the ``--examples`` budget evenly). A unit's Cases depend only on
+the seed and the unit (its id, kind, seed and example budget), so the N shards together run
+exactly the units and Cases of that unsharded run, each once; ``swafuzz merge`` joins them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from swafuzz.harness.pipeline.runconfig import RunConfig, Unit, plan_units
+
+FORM = "I/N with whole numbers 1 <= I <= N (e.g. --shard 2/4)"
+
+
+class ShardSpecError(ValueError):
+    """A ``--shard`` value that is not ``I/N``; the message names the flag and the form."""
+
+
+def parse_shard(text: str) -> list[int]:
+    """``"2/4"`` -> ``[2, 4]``; :class:`ShardSpecError` naming ``--shard`` otherwise."""
+    parts = str(text).strip().split("/")
+    try:
+        if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+            raise ValueError
+        i, n = int(parts[0]), int(parts[1])
+    except ValueError:
+        raise ShardSpecError(f"--shard: {text!r} is not allowed; give {FORM}") from None
+    if not 1 <= i <= n:
+        raise ShardSpecError(f"--shard: {text!r} is not allowed; give {FORM}")
+    return [i, n]
+
+
+def label(shard) -> str | None:
+    """``[2, 4]`` -> ``"2/4"`` (None for an unsharded run)."""
+    return f"{shard[0]}/{shard[1]}" if shard else None
+
+
+def fleet_config(cfg: RunConfig) -> RunConfig:
+    """The unsharded run whose units the shards of ``cfg`` split (``cfg`` itself if unsharded)."""
+    if not cfg.shard:
+        return cfg
+    return dataclasses.replace(cfg, shard=None, workers=cfg.workers * cfg.shard[1])
+
+
+def full_plan(cfg: RunConfig) -> list[Unit]:
+    """Every unit of the campaign ``cfg`` is a shard of (all shards together)."""
+    return plan_units(fleet_config(cfg))
+
+
+def shard_of(index: int, count: int) -> int:
+    """The shard (1-based) that runs the unit at ``index`` of the full plan."""
+    return index % count + 1
+
+
+def shard_units(cfg: RunConfig) -> list[Unit]:
+    """The units this run executes: all of them unsharded, else shard ``I`` of ``N``'s slice."""
+    plan = full_plan(cfg)
+    if not cfg.shard:
+        return plan
+    i, n = cfg.shard
+    return [u for j, u in enumerate(plan) if shard_of(j, n) == i]

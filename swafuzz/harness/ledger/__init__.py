@@ -1,0 +1,1 @@
+"""The known-failure ledger: entries, their predicates, classification during a campaign, bisect over releases."""

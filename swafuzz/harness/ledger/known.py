@@ -1,0 +1,216 @@
+"""The known-failure ledger consulted *during* a campaign (``swafuzz run --ledger``).
+
+Without it, a unit (one hypothesis search of one scenario kind) ends at its first failing Case,
+known or not: on sglang 0.5.23 the ``ring`` unit stopped at its first Case, the ledgered page-size-1
+ring bug, and explored nothing more of that kind. With it, a failing Case is classified as it
+runs, by the rule ``swafuzz report`` applies to every failing row of ``cases.jsonl``: *known* when
+an entry of the ledger (:mod:`swafuzz.harness.ledger.entries`) matches it - target, releases, signature
+and the entry's ``when`` predicate over the Case as it ran (with the executors that ran it) -
+else *new*. What the campaign does with that (:class:`swafuzz.harness.pipeline.campaign.Campaign`):
+
+* the first Case of an entry in a unit is shrunk, within the entry (a shrinking candidate counts
+  as failing only if it fails as the same entry: the bundle's Case is that entry's, smallest
+  found), with at most :data:`KNOWN_SHRINK_BUDGET` cases (and never more than
+  ``--shrink-budget``): the entry's ``repro`` already is its small Case, and a run that
+  re-shrank every known bug spent 316 of its 336 cases doing so (issue 19); then written as
+  ``findings/<signature>.known-<entry id>.json`` with ``ledger_entry``;
+  then the unit starts a new hypothesis search (the next *round*, seed ``seed + 104729 * round``)
+  with what is left of its ``--examples`` budget. A restart, because hypothesis ends its run
+  after shrinking: it cannot shrink one failure and go on generating in the same run;
+* later Cases of an entry already shrunk in the unit are counted (per entry) and reported to
+  hypothesis as passing, so the search goes on without shrinking them again;
+* the hard cap, ``--known-cap N`` per entry and unit: after N Cases of one entry, the entry's
+  region is excluded: generated Cases its ``when`` predicate holds on are rejected before they
+  run (``hypothesis.reject``; counted as ``excluded``), so the rest of the budget goes to the
+  rest of the kind. An entry without ``when`` has no region to exclude: reaching the cap stops
+  the unit (``stopped: "known_cap:<id>"``);
+* a *new* failure ends the unit as before: it is shrunk with the known Cases counted as passing
+  (the shrinker cannot slide from a new bug into a known one and report it as known); a new
+  failure met while shrinking a known one takes over the shrink (new wins over known).
+
+The run's exit code counts new findings only (known-only: 0, as ``swafuzz report`` and
+``python -m swafuzz.harness.ledger.entries`` decide). ``--ledger auto`` (the default) consults the
+repository's ``ledger/known_failures.json`` when it has an entry for one of the run's targets at
+its installed version, else nothing; ``--ledger none`` turns it off (every failure ends its unit,
+as before); ``--ledger FILE`` uses that ledger.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from typing import Any
+
+from swafuzz import targets
+from swafuzz.harness.ledger.entries import DEFAULT_LEDGER, LedgerError, load_ledger
+
+#: seed stride between the rounds of a unit (a prime far from the shard stride 7919)
+ROUND_SEED_STRIDE = 104729
+DEFAULT_KNOWN_CAP = 50
+#: cases spent shrinking a ledger-known entry's first Case in a unit, at most (and never more
+#: than ``--shrink-budget``): the entry's own ``repro`` is already the small Case, so a campaign
+#: spends its budget on search, not on shrinking what the ledger knows
+KNOWN_SHRINK_BUDGET = 20
+
+
+def target_release(target: str) -> str | None:
+    """The version the ledger's ``releases`` / ``when.release`` are checked against: what the
+    target's ``version`` hook says (e.g. the installed release of the package it drives, as
+    recorded in its bundles); None for swafuzz's own targets (an entry's ``releases`` then do
+    not restrict it)."""
+    return targets.version(target)
+
+
+def load_entries(path: str) -> list:
+    """The ledger's entries (:class:`~swafuzz.harness.ledger.entries.LedgerError` naming the field)."""
+    return load_ledger(path)
+
+
+def resolve_ledger(spec: str | None, targets: list[str]) -> str | None:
+    """``--ledger`` -> the ledger file a run consults, or None. ``auto``: the repository ledger
+    if one of its entries applies to one of ``targets`` at its release; ``none``: None; else a
+    path, loaded here so a malformed ledger is refused before anything runs (LedgerError)."""
+    if spec is None or spec == "none":
+        return None
+    if spec == "auto":
+        if not os.path.isfile(DEFAULT_LEDGER):  # loud: without it every known bug would fail
+            raise LedgerError(f"auto: the ledger shipped with swafuzz is missing "
+                              f"({DEFAULT_LEDGER}; a broken install?); give --ledger FILE, "
+                              "or --ledger none to run without one")
+        entries = load_entries(DEFAULT_LEDGER)
+        if any(e.applies(t, target_release(t)) for e in entries for t in targets):
+            return DEFAULT_LEDGER
+        return None
+    load_entries(spec)
+    return os.path.abspath(spec)
+
+
+class KnownLedger:
+    """The entries of a ledger that apply to one unit's target (at its release), and the two
+    questions a campaign asks: which entry knows this failing Case (:meth:`classify`), and is
+    this Case in an entry's region (:meth:`excludes`, before it runs)."""
+
+    def __init__(self, entries: list, target: str, release: str | None,
+                 executors: list[str]):
+        self.target, self.release = target, release
+        self.executors = tuple(executors)
+        self.entries = [e for e in entries if e.applies(target, release)]
+        self.by_id = {e.id: e for e in self.entries}
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
+
+    def classify(self, case, verdict) -> str | None:
+        """The id of the first entry that knows ``verdict`` (a failing Verdict of ``case``):
+        signature and ``when`` over the Case, with this unit's executors; None: new."""
+        finding: dict[str, Any] = {"target": self.target, "signature": verdict.signature(),
+                                   "executor": "+".join(self.executors)}
+        e = next((e for e in self.entries if e.matches(finding, self.release, case)), None)
+        return e.id if e is not None else None
+
+    def can_exclude(self, eid: str) -> bool:
+        """An entry's region can be excluded before running only if it has a ``when``."""
+        return self.by_id[eid].when is not None
+
+    def excludes(self, eids, case) -> bool:
+        """Does the ``when`` predicate of one of the entries ``eids`` hold on ``case``?"""
+        return any(self.by_id[i].when.holds(case, self.release, self.executors) for i in eids
+                   if self.by_id[i].when is not None)
+
+
+def unit_ledger(path: str | None, target: str, executors: list[str] | None = None,
+                cls: type = None) -> KnownLedger | None:
+    """The ledger of a unit (``cls``: :class:`KnownLedger`, :class:`ServerKnownLedger`), or
+    None (no ledger, or no entry that classifies the target's findings at its release)."""
+    if path is None:
+        return None
+    led = (cls or KnownLedger)(load_entries(path), target, target_release(target),
+                               executors or [])
+    return led if led else None
+
+
+class ServerKnownLedger(KnownLedger):
+    """The entries with a server-level answer that classifies (``signatures``) and applies to
+    the unit's target at its release: an entry knows a failing server-level Case when the
+    failure's signature matches and the Case's config holds the answer's ``server_args``
+    (:func:`server_known`), the region ``--known-cap`` excludes."""
+
+    def __init__(self, entries: list, target: str, release: str | None,
+                 executors: list[str] | None = None):
+        super().__init__([e for e in entries if e.server is not None and e.server.signatures],
+                         target, release, executors or [])
+
+    def classify(self, case, verdict) -> str | None:
+        return server_known(self.entries, self.target, self.release,
+                            case.config.server_args(), verdict.signature())
+
+    def can_exclude(self, eid: str) -> bool:
+        return True  # a reachable answer always has server_args (ledger_server.parse_server)
+
+    def excludes(self, eids, case) -> bool:
+        args = case.config.server_args()
+        return any(holds_args(self.by_id[i].server, args) for i in eids)
+
+
+def server_known(entries: list, target: str, release: str | None, config: dict,
+                 signature: str) -> str | None:
+    """The id of the first ledger entry (``Entry`` objects with ``server``) that knows a
+    failing server-level Case (target and release, a signature its answer's ``signatures``
+    match, ``server_args`` held by the Case's ``config``, a ``ServerConfig.server_args()``
+    dict), or None: new."""
+    for e in entries:
+        a = e.server
+        if (a is not None and any(fnmatch.fnmatchcase(signature, p) for p in a.signatures)
+                and e.applies(target, release) and holds_args(a, config)):
+            return e.id
+    return None
+
+
+def holds_args(answer, config: dict) -> bool:
+    """Does a server config (``ServerConfig.server_args()``) hold every ``server_args`` value of
+    the answer (a bool is not an int here)?"""
+    return all(k in config and config[k] == v
+               and isinstance(config[k], bool) == isinstance(v, bool)
+               for k, v in answer.server_args.items())
+
+
+def known_summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Unit rows -> ``{entry id: {"signature", "cases", "shrunk", "bundle", "units"}}`` over
+    the run (``run.json``'s ``known``; what ``swafuzz run`` prints); ``shrunk``: cases spent
+    shrinking the entry's first Cases (at most :data:`KNOWN_SHRINK_BUDGET` per unit)."""
+    out: dict[str, dict[str, Any]] = {}
+
+    def entry(eid: str) -> dict[str, Any]:
+        return out.setdefault(eid, {"signature": None, "cases": 0, "shrunk": 0, "bundle": None,
+                                    "units": []})
+
+    for r in rows:
+        for eid, n in (r.get("known") or {}).items():
+            k = entry(eid)
+            k["cases"] += n
+            k["units"].append(r["unit"])
+        for eid, n in (r.get("shrunk_known") or {}).items():
+            entry(eid)["shrunk"] += n
+        for eid, f in (r.get("known_findings") or {}).items():
+            k = entry(eid)
+            k["signature"] = k["signature"] or f.get("signature")
+            k["bundle"] = k["bundle"] or f.get("bundle")
+    return out
+
+
+def print_known(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Print one ``KNOWN`` line per ledger entry the run met (Cases, units, bundle) and the
+    units stopped early; return :func:`known_summary`."""
+    known = known_summary(rows)
+    for eid, k in sorted(known.items()):
+        print(f"KNOWN {k['signature']}: ledger entry {eid}, {k['cases']} failing Cases in "
+              f"{len(k['units'])} unit(s), {k['shrunk']} cases shrinking (at most "
+              f"{KNOWN_SHRINK_BUDGET} per unit) (not a failure of this run)")
+        if k["bundle"] and os.path.exists(k["bundle"]):
+            print(f"  swafuzz repro {k['bundle']}")
+    for r in rows:
+        if r.get("stopped") or r.get("excluded"):
+            print(f"  unit {r['unit']}: {r.get('excluded') or 0} Cases skipped in capped "
+                  f"entries' regions" + (f", stopped: {r['stopped']}" if r.get("stopped")
+                                          else ""))
+    return known

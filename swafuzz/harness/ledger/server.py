@@ -1,0 +1,175 @@
+"""A ledger entry's answer at server level: which server arguments and requests reach the
+finding on its releases, or the guard that blocks it.
+
+An entry's optional ``server`` field (:mod:`swafuzz.harness.ledger.entries`)::
+
+    "server": {"status": "unreachable",                     # or "probable", "reachable"
+               "server_args": {"tp_size": 4, ...},           # ServerArgs field names
+               "env": {"SGLANG_...": "8192"},                # optional: deployment env
+               "stand_in": {"dspark_block_size": 4},         # optional: model config keys
+               "requests": "an extend of 1 token on ...",    # the request pattern
+               "guard": "pkg.module.function: the rule",     # what blocks it (unreachable)
+               "test": "tests/targets/test_x.py::test_y",    # the test that checks the answer
+               "bundle": null,                               # a server-level bundle (reachable)
+               "signatures": ["server:window_ring"],         # reachable: what its Cases fail with
+               "note": "..."}                                # optional
+
+* ``unreachable``: ``guard`` names the release's argument check, scheduler rule or model
+  shape that blocks every server path to the finding; ``test`` checks that the guard holds on
+  the entry's releases (``server_args``, when given, is the combination the test checks it
+  with: refused, or accepted with the blocking value forced).
+* ``probable``: the release's own argument checks accept ``server_args`` (checked by ``test``)
+  and ``requests`` describes the request pattern that reaches the path, from reading the
+  release; no server-level bundle reproduces it yet (``bundle`` must be null: "reachable
+  (arguments accepted), bundle pending").
+* ``reachable``: as probable, and ``bundle`` is a server-level bundle that reproduces it;
+  ``signatures`` (optional; ``fnmatch`` patterns of ``server:<check>``): what its server-level
+  Cases fail with. A server-level campaign (``swafuzz run --level server --ledger``) knows a
+  failing Case as this entry's (:func:`swafuzz.harness.ledger.known.server_known`) when the entry applies to the target and
+  release, the failure's signature matches one of them and the Case's config holds every
+  ``server_args`` value; an answer without ``signatures`` classifies nothing
+  (:class:`swafuzz.harness.ledger.known.ServerKnownLedger`).
+
+Plain Python (no torch, no SGLang): :func:`parse_server` validates the field, naming the field
+and the allowed values on error; :func:`server_text` is the one line the ledger CLI and
+``swafuzz report`` print; :func:`table` the per-entry table (``python -m swafuzz.harness.ledger.entries
+--server [--ledger FILE]``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from swafuzz.harness.ledger.when import LedgerError
+
+STATUSES = ("unreachable", "probable", "reachable")
+_KEYS = ("status", "server_args", "env", "stand_in", "requests", "guard", "test", "bundle",
+         "signatures", "note")
+_TEST = re.compile(r"^tests/[\w./-]+\.py::[A-Za-z_]\w*$")
+_SCALARS = (bool, int, float, str, type(None))
+
+
+@dataclass(frozen=True)
+class ServerAnswer:
+    status: str
+    test: str
+    server_args: dict[str, object] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    stand_in: dict[str, object] = field(default_factory=dict)
+    requests: str = ""
+    guard: str = ""
+    bundle: str | None = None
+    note: str = ""
+    signatures: tuple[str, ...] = ()
+
+
+def _text(obj: dict, key: str, at: str, required: bool) -> str:
+    value = obj.get(key, "")
+    if not isinstance(value, str) or (required and not value):
+        raise LedgerError(f"{at}: field '{key}' must be a non-empty string"
+                          + ("" if required else " when given"))
+    return value
+
+
+def parse_server(obj: object, at: str) -> ServerAnswer:
+    """Validate one entry's ``server`` field (``at``: where it is, for the message)."""
+    if not isinstance(obj, dict):
+        raise LedgerError(f"{at}: must be an object with 'status' and 'test'")
+    extra = set(obj) - set(_KEYS)
+    if extra:
+        raise LedgerError(f"{at}: unknown fields {sorted(extra)}; allowed: {sorted(_KEYS)}")
+    status = obj.get("status")
+    if status not in STATUSES:
+        raise LedgerError(f"{at}: field 'status' must be one of {list(STATUSES)} "
+                          f"(got {status!r})")
+    test = _text(obj, "test", at, True)
+    if not _TEST.match(test):
+        raise LedgerError(f"{at}: field 'test' must name a test as "
+                          f"'tests/PATH.py::test_name' (got {test!r})")
+    args = obj.get("server_args", {})
+    if not isinstance(args, dict) or not all(
+            isinstance(k, str) and k and (isinstance(v, _SCALARS) or (
+                isinstance(v, list) and all(isinstance(x, _SCALARS) for x in v)))
+            for k, v in args.items()):
+        raise LedgerError(f"{at}: field 'server_args' must map ServerArgs field names to "
+                          "JSON scalars or lists of them")
+    env = obj.get("env", {})
+    if not isinstance(env, dict) or not all(
+            isinstance(k, str) and k and isinstance(v, str) for k, v in env.items()):
+        raise LedgerError(f"{at}: field 'env' must map variable names to strings")
+    stand_in = obj.get("stand_in", {})
+    if not isinstance(stand_in, dict) or not all(isinstance(k, str) and k for k in stand_in):
+        raise LedgerError(f"{at}: field 'stand_in' must map the model stand-in's config.json "
+                          "keys to values")
+    requests = _text(obj, "requests", at, status != "unreachable")
+    guard = _text(obj, "guard", at, status == "unreachable")
+    note = _text(obj, "note", at, False)
+    bundle = obj.get("bundle")
+    if status == "reachable":
+        if not (isinstance(bundle, str) and bundle):
+            raise LedgerError(f"{at}: status 'reachable' needs field 'bundle' (the path of a "
+                              "server-level bundle that reproduces it)")
+    elif bundle is not None:
+        raise LedgerError(f"{at}: field 'bundle' is given only with status 'reachable' (got "
+                          f"status {status!r}: a bundle that reproduces it makes it reachable)")
+    sigs = obj.get("signatures", [])
+    if not isinstance(sigs, list) or not sigs and "signatures" in obj or not all(
+            isinstance(x, str) and x.startswith("server:") and len(x) > 7 for x in sigs):
+        raise LedgerError(f"{at}: field 'signatures' must be a non-empty list of server-level "
+                          f"signatures ('server:<check>', fnmatch patterns allowed), got "
+                          f"{sigs!r}")
+    if sigs and status != "reachable":
+        raise LedgerError(f"{at}: field 'signatures' is given only with status 'reachable' "
+                          f"(got status {status!r}: a server-level campaign classifies against "
+                          "a reproduced answer only)")
+    if status != "unreachable" and not args:
+        raise LedgerError(f"{at}: status {status!r} needs field 'server_args' (the arguments "
+                          "the release accepts)")
+    return ServerAnswer(status, test, dict(args), dict(env), dict(stand_in), requests, guard,
+                        bundle, note, tuple(sigs))
+
+
+def server_text(answer: ServerAnswer | None) -> str:
+    """One line: what the server-level answer is."""
+    if answer is None:
+        return "server: not answered"
+    if answer.status == "unreachable":
+        return f"server: unreachable (guard {answer.guard})"
+    if answer.status == "probable":
+        return "server: reachable (arguments accepted), bundle pending"
+    return f"server: reachable (bundle {answer.bundle}; repro: {repro_line(answer)})"
+
+
+def repro_line(answer: ServerAnswer) -> str:
+    """The command that replays a reachable answer's server-level bundle (from the repository
+    root, in an environment with one of the entry's releases)."""
+    return f"swafuzz repro {answer.bundle}"
+
+
+def _args_text(answer: ServerAnswer) -> str:
+    parts = [f"{k}={json.dumps(v)}" for k, v in answer.server_args.items()]
+    parts += [f"env {k}={v}" for k, v in answer.env.items()]
+    parts += [f"model config {k}={json.dumps(v)}" for k, v in answer.stand_in.items()]
+    return ", ".join(parts) or "-"
+
+
+def table(entries: list) -> str:
+    """Markdown: one row per ledger entry (``Entry`` objects with ``server``)."""
+    rows = ["| entry | releases | status | server args or guard | test |",
+            "|---|---|---|---|---|"]
+    for e in entries:
+        a = e.server
+        if a is None:
+            rows.append(f"| {e.id} | {', '.join(e.releases) or 'any'} | not answered | - | - |")
+            continue
+        what = (f"guard: {a.guard}" + (f" (checked with: {_args_text(a)})"
+                                         if a.server_args else "")
+                if a.status == "unreachable" else f"{_args_text(a)}; requests: {a.requests}"
+                + (f"; repro: `{repro_line(a)}`" if a.status == "reachable" else ""))
+        status = {"probable": "reachable (args accepted), bundle pending"}.get(a.status,
+                                                                                a.status)
+        rows.append(f"| {e.id} | {', '.join(e.releases) or 'any'} | {status} | "
+                    f"{what.replace('|', '/')} | `{a.test}` |")
+    return "\n".join(rows)

@@ -1,0 +1,281 @@
+"""Crash isolation: run Cases in a child process.
+
+The parent writes the in-flight Case to ``inflight.json`` before each case (so even a hard crash
+of the parent leaves it on disk), sends it to the child and waits. If the child dies (segfault,
+illegal memory access, abort) or runs past the timeout, the result is a Verdict with one
+``crash`` (or ``timeout``) failure, and the next case starts a fresh child.
+
+The child is a fresh interpreter (``python -m swafuzz.harness.pipeline.worker``), not a
+``multiprocessing`` spawn: it never re-imports the parent's ``__main__`` (an unguarded launcher
+script would otherwise start its campaign again in every child). It gets the target back from
+the parent's *recipe* (``swafuzz.targets.recipe``: the plugin modules loaded in the parent, the
+target's plugin record and its factory's module and qualified name). Messages are JSON lines:
+requests on the child's stdin, replies on a private pipe (the child's own stdout is sent to
+stderr, so a target that prints cannot corrupt the protocol).
+
+A sticky CUDA error leaves the child alive with a broken context: the child probes its device
+context after every case (:func:`device_context_error`) and, when it is broken, reports the case
+as a ``crash`` and exits, so the next case starts a fresh child too (the in-flight Case stays on
+disk).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import traceback
+from typing import Any
+
+import torch
+
+from swafuzz import targets
+from swafuzz.checks.base import Failure
+from swafuzz.features.validation import loads_case
+from swafuzz.harness.pipeline.coverage import ChildCoverage
+from swafuzz.harness.pipeline.execute import CaseRefused, InvalidCase, Verdict, execute
+from swafuzz.harness.pipeline.level_server import child_reply, crash_result, prepare
+from swafuzz.harness.pipeline.runlock import die_with_parent
+from swafuzz.reports.bundle import atomic_write_text
+from swafuzz.scenarios.case import Case
+from swafuzz.server.case import ServerCase
+from swafuzz.server.run import ServerResult
+from swafuzz.targets import plugins
+from swafuzz.targets.selftest import simulated_context_error
+
+
+class WorkerSetupError(RuntimeError):
+    """The child could not get the target (plugin missing there): a usage error, not a crash."""
+
+
+def device_context_error() -> str | None:
+    """Why this process's device context is unusable, or None. A sticky CUDA error (illegal
+    address, device-side assert) surfaces asynchronously and poisons every later call, so the
+    worker probes after every case: a device sync and a tiny kernel on a GPU; on CPU, the
+    simulated error of ``selftest:cuda_sticky``."""
+    sim = simulated_context_error()
+    if sim is not None:
+        return sim
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        try:
+            torch.cuda.synchronize()
+            torch.ones(1, device="cuda").add_(1).cpu()
+        except Exception as e:  # noqa: BLE001 - any failure means the context is gone
+            return f"{type(e).__name__}: {e}"
+    return None
+
+
+def _child_main(reply_fd: int, parent_pid: int | None = None) -> int:  # pragma: no cover
+    # runs in the child. A kill -9 of the parent kills it too (no orphan running on)
+    if parent_pid is not None:
+        die_with_parent(parent_pid)
+    # Ctrl-C in a terminal reaches the whole process group: the parent decides what stops
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    out = os.fdopen(reply_fd, "w", buffering=1)
+    if not torch.cuda.is_available():  # before Triton is first imported (by a Case)
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+
+    def send(obj: dict[str, Any]) -> None:
+        try:
+            out.write(json.dumps(obj) + "\n")
+            out.flush()
+        except BrokenPipeError:  # the parent is gone (stopped or killed): nothing to report to
+            os._exit(0)
+
+    cov = None  # harness.pipeline.coverage: this child's measurement (--coverage)
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if msg.get("setup"):
+            try:
+                for m in msg["setup"]["plugins"]:
+                    plugins.load_module(m)
+                targets.restore(msg["setup"]["recipe"])
+                if msg["setup"].get("coverage") and cov is None:  # what Cases run, not imports
+                    cov = ChildCoverage(**msg["setup"]["coverage"])
+                if msg["setup"].get("server"):  # server level: the target's pipeline, here
+                    prepare(msg["setup"]["recipe"]["name"])
+                send({"ready": True})
+            except Exception as e:  # noqa: BLE001 - reported to the parent as a setup error
+                send({"setup_error": f"{type(e).__name__}: {e}"})
+            continue
+        if "server_case" in msg:  # a server-level Case (harness.pipeline.level_server)
+            reply = child_reply(msg)
+        else:
+            reply = _component_reply(msg)
+        broken = device_context_error()
+        if broken is not None:  # this case broke the context: a crash; this child is done
+            send({"context_broken": broken})
+            return 0
+        if cov is not None:
+            reply["new_arcs"] = cov.after_case()
+        send(reply)
+    if cov is not None:
+        cov.stop()
+    return 0
+
+
+def _component_reply(msg: dict[str, Any]) -> dict[str, Any]:  # pragma: no cover - in the child
+    case = loads_case(msg["case"])
+    try:
+        only = set(msg["only"]) if msg.get("only") else None
+        v = execute(case, msg["target"], msg["impl"], msg["executors"], only)
+        return {"ok": v.to_json()}
+    except InvalidCase as e:
+        return {"invalid": str(e)}
+    except Exception as e:  # noqa: BLE001 - any harness exception is reported, not fatal
+        return {"harness_error": f"{type(e).__name__}: {e}\n{traceback.format_exc()}"}
+
+
+class CaseWorker:
+    """A child process that executes Cases; restarted after a crash."""
+
+    def __init__(self, target: str, impl: str, executors: list[str], out_dir: str | None = None,
+                 timeout_s: float = 600.0, inflight_name: str = "inflight.json",
+                 coverage: dict[str, Any] | None = None, server: bool = False,
+                 server_mutant: str | None = None):
+        self.target, self.impl, self.executors = target, impl, executors
+        #: server level: Cases are server-level Cases (:meth:`run_server`), run by the target's
+        #: server pipeline resolved in the child at start (a missing hop: WorkerSetupError)
+        self.server, self.server_mutant = server, server_mutant
+        self.out_dir = out_dir
+        self.inflight_name = inflight_name
+        self.timeout_s = timeout_s
+        # Fails here, in the parent, with a clear message when the child could not re-import it.
+        self._setup = {"plugins": plugins.loaded_modules(), "recipe": targets.recipe(target),
+                       "coverage": coverage,  # {data_dir, sources}: harness.pipeline.coverage
+                       "server": server}
+        self.new_arcs = 0  # with coverage: arcs the last Case reached first (in this child)
+        self._proc: subprocess.Popen | None = None
+        self._reply = None
+
+    def start(self) -> None:
+        """Start the child now (else at the first case); raises :class:`WorkerSetupError` if it
+        cannot load the target."""
+        if self._proc is None or self._proc.poll() is not None:
+            self._start()
+
+    def _start(self) -> None:
+        r, w = os.pipe()
+        env = dict(os.environ)
+        code = ("import os, sys; os.dup2(2, 1); from swafuzz.harness.pipeline.worker import _child_main; "
+                f"sys.exit(_child_main({w}, {os.getpid()}))")
+        self._proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                                      pass_fds=(w,), env=env, text=True)
+        os.close(w)
+        self._reply = os.fdopen(r, "r")
+        self._send({"setup": self._setup})
+        reply = self._recv(120.0)
+        if reply is None or "setup_error" in reply:
+            why = reply["setup_error"] if reply else "the worker process died while starting"
+            self.close(kill=True)
+            raise WorkerSetupError(f"--target {self.target}: the case worker cannot load it: "
+                                   f"{why}")
+
+    def _send(self, msg: dict[str, Any]) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        self._proc.stdin.write(json.dumps(msg) + "\n")
+        self._proc.stdin.flush()
+
+    def _recv(self, timeout: float) -> dict[str, Any] | None:
+        """The next reply; None if the child died first; raises TimeoutError past ``timeout``."""
+        ready, _, _ = select.select([self._reply], [], [], timeout)
+        if not ready:
+            raise TimeoutError
+        line = self._reply.readline()
+        return json.loads(line) if line else None
+
+    def _inflight_path(self) -> str | None:
+        return os.path.join(self.out_dir, self.inflight_name) if self.out_dir else None
+
+    def _exchange(self, msg: dict[str, Any], inflight: dict[str, Any]) -> dict[str, Any] | str:
+        """Send one Case, the in-flight record on disk first; the child's reply, or why the
+        child is gone: ``"crash: ..."`` / ``"timeout: ..."`` (a fresh child comes next)."""
+        if self._proc is None or self._proc.poll() is not None:
+            self._start()
+        path = self._inflight_path()
+        if path:
+            atomic_write_text(path, json.dumps(inflight) + "\n")
+        reply: dict[str, Any] | None = None
+        died = None
+        try:
+            self._send(msg)
+            reply = self._recv(self.timeout_s)
+        except TimeoutError:
+            died = f"timeout: the case ran past {self.timeout_s:.0f} s"
+        except (BrokenPipeError, OSError):
+            reply = None
+        if reply is None:
+            if died is None:
+                try:
+                    code = self._proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    code = None
+                name = ""
+                if code is not None and code < 0:
+                    try:
+                        name = f" ({signal.Signals(-code).name})"
+                    except ValueError:
+                        pass
+                died = f"crash: the worker process died with exit code {code}{name} inside " \
+                       "the case"
+            self.close(kill=True)
+            return died
+        if "context_broken" in reply:  # sticky device error: crash finding, fresh worker
+            self.close(kill=True)
+            return ("crash: the device context is broken after the case (sticky error): "
+                    f"{reply['context_broken']}")
+        if path and os.path.exists(path):
+            os.unlink(path)
+        self.new_arcs = reply.get("new_arcs", 0)
+        return reply
+
+    def run(self, case: Case, only: set[str] | None = None) -> Verdict:
+        reply = self._exchange(
+            {"case": case.dumps(), "target": self.target, "impl": self.impl,
+             "executors": self.executors, "only": sorted(only) if only else None},
+            {"case": case.to_json(), "target": self.target, "impl": self.impl})
+        if isinstance(reply, str):
+            check, died = reply.split(": ", 1)
+            return Verdict(case, [Failure(check, died if check == "crash" else reply, "crash")],
+                           0, 0.0)
+        if "ok" in reply:
+            return Verdict.from_json(case, reply["ok"])
+        if "invalid" in reply:
+            raise InvalidCase(reply["invalid"])
+        raise RuntimeError(f"harness error in the worker: {reply['harness_error']}")
+
+    def run_server(self, case: ServerCase) -> ServerResult:
+        """Run a server-level Case in the child (a worker started with ``server=True``);
+        :class:`~swafuzz.harness.pipeline.execute.CaseRefused` when the target does not run it."""
+        reply = self._exchange(
+            {"server_case": case.to_json(), "target": self.target, "impl": self.impl,
+             "executors": self.executors, "server_mutant": self.server_mutant},
+            {"level": "server", "case": case.to_json(), "target": self.target,
+             "impl": self.impl, "server_mutant": self.server_mutant})
+        if isinstance(reply, str):
+            check, died = reply.split(": ", 1)
+            return crash_result(case, check, died if check == "crash" else reply)
+        if "ok" in reply:
+            return ServerResult.from_json(case, reply["ok"])
+        if "refused" in reply:
+            raise CaseRefused(reply["refused"])
+        raise RuntimeError(f"harness error in the worker: {reply['harness_error']}")
+
+    def close(self, kill: bool = False) -> None:
+        if self._proc is not None:
+            try:
+                if kill:
+                    self._proc.kill()
+                else:
+                    self._proc.stdin.close()
+                self._proc.wait(5)
+            except (subprocess.TimeoutExpired, BrokenPipeError, OSError):
+                self._proc.kill()
+                self._proc.wait(5)
+        if self._reply is not None:
+            self._reply.close()
+        self._proc = None
+        self._reply = None

@@ -1,0 +1,1 @@
+"""``swafuzz report``: a run directory read back into plain data for the renderers of ``swafuzz.reports``."""

@@ -1,0 +1,1 @@
+"""``swafuzz zoo``: the kill matrix of the mutants and leave-one-out."""

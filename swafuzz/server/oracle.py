@@ -171,11 +171,14 @@ def contracts(obs: ServerObs) -> list[ServerFailure]:
 def retraction(st: _State, ev) -> str | None:
     """A retraction the plan cannot follow: requests that hold no KV, or every running request
     of a DECODE (the release keeps one)."""
-    if isinstance(ev, Retract):
-        stray = [r for r in ev.rids if r not in st.tokens]
-        return f"step {ev.step}: retracted {stray}, which hold no KV" if stray else None
-    if isinstance(ev, Forward) and ev.mode == "DECODE" and not ev.rids:
-        return f"step {ev.step}: the release retracted every running request (it keeps one)"
+    if not isinstance(ev, Retract):
+        return None
+    stray = [r for r in ev.rids if r not in st.tokens]
+    if stray:
+        return f"step {ev.step}: retracted {stray}, which hold no KV"
+    if not ev.kept:
+        return (f"step {ev.step}: the release retracted every running request {list(ev.rids)} "
+                "(it keeps one)")
     return None
 
 
@@ -258,15 +261,13 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False,
         return [ServerFailure("retraction", None, str(e))] if "retraction" not in disabled else []
     for ev in events:
         if isinstance(ev, (Release, Retract)):  # a retraction validated, then followed
-            if fail("retraction", None, retraction(st, ev)):
+            if isinstance(ev, Retract) and fail("retraction", None, retraction(st, ev)):
                 return out
             for rid in ev.rids:
                 st.tokens.pop(rid, None)
                 if win is not None:
                     win.release(rid)
             continue
-        if fail("retraction", ev.index, retraction(st, ev)):
-            return out
         rec = recs.get(ev.index)
         if rec is None and (obs.out_of_scope is not None or obs.error is not None):
             break  # the run stopped where the pipeline does not go (or raised): judge what ran

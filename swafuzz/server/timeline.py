@@ -83,10 +83,12 @@ def output_id(rid: int, k: int) -> int:
 class Retract:
     """Running requests the release's ``retract_decode`` sent back to the waiting queue at
     ``step`` (an observed choice, before that step's DECODE): their KV is freed and they are
-    prefilled again, prompt and generated tokens, by a later EXTEND."""
+    prefilled again, prompt and generated tokens, by a later EXTEND. ``kept``: the running
+    requests it kept; none kept, the scheduler runs no DECODE that step."""
 
     step: int
     rids: tuple[int, ...]
+    kept: tuple[int, ...] = ()
 
 
 class RetractionError(ValueError):
@@ -157,7 +159,9 @@ class Timeline:
                                           f"{self.running}, kept {list(kept)}")
                 self.running = list(kept)  # the release's order after its retraction
                 self.waiting = sorted(self.waiting + list(back))
-                out.append(Retract(t, tuple(back)))
+                out.append(Retract(t, tuple(back), tuple(kept)))
+                if not self.running:  # the scheduler's update_running_batch: nothing decodes
+                    return out
             n = self.case.config.speculative_num_draft_tokens or 1
             spans = tuple((self.fill(i) - 1, n) for i in self.running)
             acc = tuple(self.accept(i) for i in self.running) if n > 1 or \

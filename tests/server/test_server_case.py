@@ -172,7 +172,7 @@ def test_hop_table_lists_every_hop_and_mutant():
     assert "ForwardBatch.init_new" in text and "0.5.12: from the batch's get_model_worker_batch" \
         in " ".join(text.split())
     assert "  real      refused   MLP sync, data-parallel / attention-TP padding" in text
-    assert len(load_server()) == 21 and all(n in text for n in load_server())
+    assert len(load_server()) == 22 and all(n in text for n in load_server())
 
 
 def test_server_kind_without_the_level_names_the_flag(capsys, tmp_path):
@@ -248,6 +248,20 @@ def test_oracle_refuses_a_retraction_that_is_not_a_split():
     bad = judge(case, obs)
     assert bad and bad[0].check == "retraction"
 
+
+def test_plan_and_oracle_on_a_retraction_that_keeps_nothing():
+    """Every running request retracted: no DECODE that step (the scheduler's
+    update_running_batch), and the oracle names it (the release keeps one)."""
+    obj = json.loads(json.dumps(BASE))
+    obj["requests"] = [{"prompt_len": 2, "max_new_tokens": 3}]
+    case = parse(obj)
+    ev = plan(case, retractions={1: ((0,), ())})
+    assert [(type(e).__name__, getattr(e, "mode", None)) for e in ev[:3]] == [
+        ("Forward", "EXTEND"), ("Retract", None), ("Forward", "EXTEND")]
+    obs = _obs(case)
+    obs.retractions = {1: [[0], []]}
+    bad = judge(case, obs)
+    assert bad and bad[0].check == "retraction" and "keeps one" in bad[0].message
 
 def _draw_digest(kind: str) -> str:
     """sha256 prefix of 40 derandomized draws of ``kind`` (their JSON, in order)."""

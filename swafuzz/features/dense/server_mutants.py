@@ -41,6 +41,12 @@ mutant("server_graph_largest_bucket_eager", level="server", kinds=("server_graph
        source="spec §5.1 (a DECODE runs the smallest captured bucket holding it), in the "
               "release's decode graph runner's can-run decision (can_run_graph; 0.5.12 "
               "can_run): off by one at the largest bucket")
+mutant("server_retract_keeps_none", level="server", kinds=("server_decode", "server_mixed"),
+       patch=f"{_PIPE}.mutants:retract_keeps_none",
+       source="the release's ScheduleBatch.retract_decode without its guard 'Always keep at "
+              "least one request' (a lone running request retracted: an empty batch), reached "
+              "as under the scheduler's SGLANG_TEST_RETRACT mode (update_running_batch "
+              "retracts before every DECODE)")
 
 _SPEC = f"{_PIPE}.spec_mutants"
 _SPEC_MUTANTS = (

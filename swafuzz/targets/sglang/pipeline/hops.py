@@ -31,7 +31,8 @@ HOPS: tuple[tuple[str, str, str], ...] = (
     ("decode capacity gate and retraction (check_decode_mem, retract_decode)", "real",
      "before every DECODE; the requests the release retracts (an observed choice the oracle "
      "checks and follows) go back to waiting and are prefilled again, prompt and generated "
-     "tokens, through the release's Req; a retraction that aborts: out of scope"),
+     "tokens, through the release's Req; one that keeps nothing: no DECODE that step, as the "
+     "scheduler's update_running_batch; a retraction that aborts: out of scope"),
     ("Req, init_next_round_input", "real", "the release's Req with its prefix match against "
      "the tree cache"),
     ("tree cache (radix cache disabled)", "real",

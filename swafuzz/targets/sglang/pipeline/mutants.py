@@ -125,6 +125,34 @@ def graph_largest_bucket_eager() -> Iterator[None]:
         setattr(cls, name, real)
 
 
+@contextlib.contextmanager
+def retract_keeps_none() -> Iterator[None]:
+    """The release's ``ScheduleBatch.retract_decode`` without its guard "Always keep at least
+    one request": its loop's first pop takes the last running request too, the batch is empty
+    and the request is prefilled again. Reached as under the scheduler's retraction test mode
+    (``SGLANG_TEST_RETRACT``, interval 1): the scheduler's gate (``check_decode_mem()``, no
+    selection) refuses every DECODE; the retraction loop's own checks are the release's."""
+    real_gate, real = ScheduleBatch.check_decode_mem, ScheduleBatch.retract_decode
+    takes_args = "server_args" in inspect.signature(ScheduleBatch.release_req).parameters
+
+    def check_decode_mem(self, selected_indices=None, *args, **kwargs):
+        return selected_indices is not None and real_gate(self, selected_indices, *args, **kwargs)
+
+    def retract_decode(self, *args):
+        if len(self.reqs) != 1:  # the guard's only case under a gate that fits the rest
+            return real(self, *args)
+        req = self.reqs[0]
+        self.release_req(0, 0, *args[:1]) if takes_args else self.release_req(0, 0)
+        self.filter_batch(keep_indices=[])
+        return [req], 1.0, []
+
+    ScheduleBatch.check_decode_mem, ScheduleBatch.retract_decode = check_decode_mem, retract_decode
+    try:
+        yield
+    finally:
+        ScheduleBatch.check_decode_mem, ScheduleBatch.retract_decode = real_gate, real
+
+
 def patched(name: str | None):
     """The patch of server mutant ``name`` (None: nothing patched); only its module imported
     (it may import SGLang)."""

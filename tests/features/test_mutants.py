@@ -52,7 +52,7 @@ def test_its_feature_record_lists_its_module(name):
     spec = ZOO[name]
     mod = spec.engine.__module__
     assert mod in features.get(spec.feature).mutants, (name, mod, spec.feature)
-    assert mod == f"swafuzz.features.{spec.feature}.mutants"
+    assert mod.startswith("swafuzz.features.") and mod.endswith(f".{spec.feature}.mutants"), mod
 
 
 @pytest.mark.parametrize("feat", features.all_features(), ids=lambda f: f.name)

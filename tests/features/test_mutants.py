@@ -94,6 +94,10 @@ def test_unknown_kind_or_check_names_the_mutant_and_the_known_values():
                                           r"known checks: write_targets"):
         mutant("bad", ("decode",), "spec §1", expected=("nope",))
     assert "bad" not in load_all()
+    with pytest.raises(MutantError, match=r"server mutant 'bad': unknown server kind\(s\) "
+                                          r"decode; known: server_decode"):
+        mutant("bad", ("decode",), "spec §1", level="server", patch="swafuzz.x:y")
+    assert "bad" not in load_server()
 
 
 def test_the_package_lists_no_modules_and_every_module_is_small():

@@ -143,6 +143,10 @@ def _server_mutant(name: str, kinds: tuple[str, ...], source: str, patch: str):
     if not source or not kinds:
         raise MutantError(f"server mutant {name!r}: source (PR, issue or spec §) and kinds "
                           "(server kinds where it shows) must not be empty")
+    bad = [k for k in kinds if k not in features.kind_names("server")]
+    if bad:
+        raise MutantError(f"server mutant {name!r}: unknown server kind(s) {', '.join(bad)}; "
+                          f"known: {', '.join(features.kind_names('server'))}")
     module = inspect.currentframe().f_back.f_back.f_globals.get("__name__", "")
     _SERVER[name] = ServerMutant(name, patch, kinds, source, module)
     return lambda obj: obj

@@ -14,25 +14,23 @@ pytest_plugins = ["swafuzz.harness.pytest_plugin"]
 
 @pytest.fixture(autouse=True)
 def _plugin_state_restored():
-    """Each test leaves the target registry and the loaded plugins as it found them: a plugin
-    one test loads (``--plugin swafuzz_server_fixture``) would otherwise be asked by a later
-    test in the same process (a server zoo picking the fixture's segfaulting pipeline, a case
-    worker told to load a module its path lacks)."""
+    """Each test unloads the plugin modules it loaded (``--plugin swafuzz_server_fixture``) and
+    the targets they registered: otherwise a later test in the same process asks them (a
+    server zoo picking the fixture's segfaulting pipeline, a case worker told to load a module
+    its path lacks). Targets swafuzz registers itself (the zoo's mutants, loaded once) stay."""
     from swafuzz.targets import plugins, registry
 
-    saved = (dict(registry.TARGETS), dict(registry.ORIGINS), list(plugins._loaded_modules),
-             set(plugins._env_done), set(plugins._eps_loaded))
+    before = list(plugins._loaded_modules)
     yield
     import sys
 
-    for mod in set(plugins._loaded_modules) - set(saved[2]):
-        sys.modules.pop(mod, None)  # imported again (and its targets registered) when next asked
-    registry.TARGETS.clear()
-    registry.TARGETS.update(saved[0])
-    registry.ORIGINS.clear()
-    registry.ORIGINS.update(saved[1])
-    plugins._loaded_modules[:] = saved[2]
+    new = set(plugins._loaded_modules) - set(before)
+    if not new:
+        return
+    for name in [n for n, rec in registry.ORIGINS.items() if rec.get("module") in new]:
+        registry.TARGETS.pop(name, None)
+        registry.ORIGINS.pop(name, None)
+    for mod in new:
+        sys.modules.pop(mod, None)  # imported again (its targets registered) when next asked
+    plugins._loaded_modules[:] = before
     plugins._env_done.clear()
-    plugins._env_done.update(saved[3])
-    plugins._eps_loaded.clear()
-    plugins._eps_loaded.update(saved[4])

@@ -78,7 +78,7 @@ def single_implementer_points(records, points) -> list[str]:
 #: Hooks earn their place (issue 25): a point with one implementer is a typed slot of that
 #: feature's part (swafuzz/features/parts.py) or a direct import of the feature it builds on.
 #: The goal is at most 10; the bound is today's count: the server level's points (sglang.server_*,
-#: server.window_oracle, server.ranks_judge), being reworked with the Level protocol.
+#: server.window_oracle), being reworked with the Level protocol.
 MAX_SINGLE_IMPLEMENTER_POINTS = 10
 
 

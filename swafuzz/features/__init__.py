@@ -26,7 +26,7 @@ from swafuzz.features.parts import SIDES, fills
 from swafuzz.features.record import Feature, Kind, RecordError, Refusal, Since, load
 
 __all__ = ["Feature", "Kind", "RecordError", "Refusal", "Since", "all_features", "get",
-           "feature_of_kind", "refusal",
+           "feature_of_kind", "refusal", "refusals",
            "kind_names", "strategy", "load", "features_using", "ORDER", "HOOK_POINTS", "hook",
            "hooks", "parts", "slot", "first"]
 
@@ -54,8 +54,9 @@ HOOK_POINTS = {
                           "to the server-level hop table",
     "server.window_oracle": "server.oracle: (server case) -> the request window's shadow "
                             "(release, stores, forward) of a Case with encoder replay",
-    "server.ranks_judge": "server.run: (server case, observation, graphs) -> the failures of "
-                          "a Case with attention-DP ranks, judged per rank",
+    "oracle.server_judge": "server.run: (server case, observation, graphs, disabled) -> the "
+                           "failures of a Case the feature judges itself (attention-DP ranks, "
+                           "speculative decoding), or None; the first feature that answers",
     "sglang.server_ranks": "targets.sglang.pipeline.steps: (case, impl, executor, pipeline "
                            "class) -> the observation of a Case with attention-DP ranks (one "
                            "per rank)",
@@ -79,7 +80,7 @@ HOOK_POINTS = {
 
 #: Draw order of the features' kinds in the default campaign (features not named come after,
 #: by name). The base paths first, so a campaign's first units are the cheapest.
-ORDER = ("dense", "dp", "remap", "raw_metadata", "draft_extend_buffer", "padded_pages",
+ORDER = ("dense", "spec_decode", "dp", "remap", "raw_metadata", "draft_extend_buffer", "padded_pages",
          "dsv4_layout", "verify_reject", "prefix_share", "ring", "request_window", "late_tail",
          "encoder_replay", "window_graphs", "prefill_graphs", "tail_prefix", "tail_graphs",
          "dspark", "ring_draft")
@@ -196,20 +197,37 @@ def strategy(kind_name: str):
     return load(kind(kind_name).strategy)
 
 
+@lru_cache(maxsize=None)
+def refusals() -> tuple:
+    """Every record's :class:`Refusal` in the order they are asked: feature order, each with an
+    ``after`` moved right after the refusal it names."""
+    mine = [r for f in all_features() for r in f.refusals]
+    order = [r for r in mine if not r.after]
+    pending = [r for r in mine if r.after]
+    while pending:
+        names = [r.applies for r in order]
+        r = next((r for r in pending if r.after in names), None)
+        if r is None:
+            raise RecordError(f"refusal {pending[0].applies!r}: after {pending[0].after!r}, "
+                              "which is no record's refusal")
+        order.insert(names.index(r.after) + 1, r)
+        pending.remove(r)
+    return tuple(order)
+
+
 def refusal(level: str, config, version: str | None = None) -> str | None:
     """Why ``level`` does not run a Case with ``config``: the first record :class:`Refusal`
-    of that level that applies (feature order), or None. Without ``version``: the config
-    refusals; with it (the installed release's), the release refusals."""
-    for f in all_features():
-        for r in f.refusals:
-            if r.level != level or r.release != (version is not None):
-                continue
-            if r.release:
-                why = load(r.applies)(config, version)
-                if why:
-                    return why
-            elif load(r.applies)(config):
-                return r.why
+    of that level that applies (in :func:`refusals` order), or None. Without ``version``: the
+    config refusals; with it (the installed release's), the release refusals."""
+    for r in refusals():
+        if r.level != level or r.release != (version is not None):
+            continue
+        if r.release:
+            why = load(r.applies)(config, version)
+            if why:
+                return why
+        elif load(r.applies)(config):
+            return r.why
     return None
 
 

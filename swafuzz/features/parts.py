@@ -149,6 +149,12 @@ class OraclePart:
         """Whether an admit may run in a graph on that pool (any part)."""
         return False
 
+    @staticmethod
+    def server_pad(case, mode: str, rows: int, bs: int, exec_: str):
+        """(rows, batch size) a server-level forward runs with after the feature's padding
+        of the batch, or None (first part)."""
+        return None
+
 
 class CheckPart:
     """The checks' slots (``checks.runner`` / ``write_checks`` / ``contract_checks`` /

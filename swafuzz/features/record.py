@@ -87,12 +87,15 @@ class Refusal:
     the reason a user reads (naming the field and the allowed values). A release refusal's
     (``release=True``) takes the config under the release's ``ServerArgs`` names and the
     installed release's version and returns the reason or None (from the release's modules,
-    never its version); the target's own argument check asks these (``why`` unused)."""
+    never its version); the target's own argument check asks these (``why`` unused).
+    ``after``: the ``applies`` of the refusal (any record's) it is asked right after (empty:
+    in feature order), which fixes whose reason a Case several refusals concern reads."""
 
     level: str
     applies: str
     why: str = ""
     release: bool = False
+    after: str = ""
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ the backend's metadata), with the graph bucket and padding rules they share."""
 
 from __future__ import annotations
 
+from swafuzz import features as registry
 from swafuzz.features.record import check
 from swafuzz.server.case import ServerCase
 from swafuzz.server.timeline import Forward
@@ -25,22 +26,17 @@ def graph_bucket(case: ServerCase, mode: str, bs: int, graphs: bool) -> int | No
 SEQ_LEN_FILL = 1
 
 
-def attn_tp_rows(case: ServerCase, mode: str, rows: int, bs: int, exec_: str):
-    """The rows and batch size an eager forward runs with after the MLP sync's padding (spec
-    §5.4): with attention TP T > 1 the token count rounds up to a multiple of T, a DECODE's
-    batch size with it; None without padding."""
-    T = case.config.attn_tp_size()
-    if T == 1 or exec_ != "eager":
-        return None
-    padded = -(-rows // T) * T
-    return padded, (padded if mode == "DECODE" else bs)
+def sync_pad(case: ServerCase, mode: str, rows: int, bs: int, exec_: str):
+    """The rows and batch size a forward runs with after the MLP sync's padding (the features'
+    oracle part ``server_pad``: attention TP, ``features/dp/server_rules.py``), or None."""
+    return registry.first("oracle", "server_pad", case, mode, rows, bs, exec_)
 
 
 @check("batch_shape", level="server")
 def batch_shape(case: ServerCase, st, fwd: Forward, rec, pad=None) -> str | None:
     pos = [p for start, n in fwd.spans for p in range(start, start + n)]
     lens = [len(st.tokens[rid]) for rid in fwd.rids]
-    pad = pad or attn_tp_rows(case, fwd.mode, len(pos), len(lens), rec.exec)
+    pad = pad or sync_pad(case, fwd.mode, len(pos), len(lens), rec.exec)
     if pad is not None:  # padded rows at position 0, added requests at the fill length
         pos = pos + [0] * (pad[0] - len(pos))
         lens = lens + [SEQ_LEN_FILL] * (pad[1] - len(lens))

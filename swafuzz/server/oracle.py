@@ -13,7 +13,7 @@ mode does for component Cases), each validated before it is followed:
 * ``write_targets``: every layer's store received, row for row, the SWA slot chosen for the
   row's token;
 * ``batch_shape``: the ForwardBatch's positions are the plan's, its sequence lengths each
-  request's length after the forward; with attention TP T > 1 (:func:`attn_tp_rows`) the
+  request's length after the forward; with attention TP T > 1 (``dp``'s ``attn_tp_rows``) the
   eager rows padded to a multiple of T at position 0 (a DECODE's added requests at length
   ``SEQ_LEN_FILL``), and ``write_targets`` expects the padded rows at the dummy slot 0;
 * ``graph_fill``: a graph replay's buffers as the release's replay preparation filled them
@@ -42,12 +42,12 @@ from swafuzz.features.record import check
 from swafuzz.scenarios.case import POISON_BYTE
 from swafuzz.scenarios.payload import k_rows_bytes
 from swafuzz.server.case import ServerCase
-from swafuzz.server.graph_checks import (  # noqa: F401 - graph_bucket, attn_tp_rows: from here too
+from swafuzz.server.graph_checks import (  # noqa: F401 - graph_bucket: from here too
     SEQ_LEN_FILL,
-    attn_tp_rows,
     batch_shape,
     graph_bucket,
     graph_fill,
+    sync_pad,
 )
 from swafuzz.server.observation import ServerObs
 from swafuzz.server.timeline import Forward, Release, Retract, RetractionError, plan
@@ -291,8 +291,8 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False,
         fail("graph_fill", ev.index, [f"forward {ev.index}: {m}"
                                       for m in [graph_fill(case, st, ev, rec, bucket)] if m])
         padded = want + [0] * ((bucket or 0) - len(want))  # padded rows: the dummy slot 0
-        tp_pad = rank_pad[1:] if rank_pad else attn_tp_rows(case, ev.mode, len(want),
-                                                            len(ev.rids), rec.exec)
+        tp_pad = rank_pad[1:] if rank_pad else sync_pad(case, ev.mode, len(want), len(ev.rids),
+                                                        rec.exec)
         if tp_pad is not None:  # the MLP sync's padding: its rows write the dummy slot 0
             padded = want + [0] * (tp_pad[0] - len(want))
         total = len(padded) if tp_pad is not None else len(want)

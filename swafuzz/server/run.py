@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from swafuzz import features as registry
-from swafuzz.server import spec_oracle
 from swafuzz.server.case import ServerCase
 from swafuzz.server.observation import ServerObs
 from swafuzz.server.oracle import ServerFailure, judge
@@ -126,8 +125,8 @@ def judge_obs(case: ServerCase, obs: ServerObs, graphs: bool = False,
     """The server oracle's failures of ``obs`` (``graphs``: decode graphs replayed;
     ``disabled``: the server checks not run, by name: the zoo's leave-one-out judges the same
     observation again without one)."""
-    if obs.ranks:  # attention-DP ranks: each judged on its own observation
-        return registry.hook("server.ranks_judge")(case, obs, graphs, disabled)
-    if case.config.speculative_algorithm:
-        return spec_oracle.judge(case, obs, disabled)
+    for own in registry.hooks("oracle.server_judge"):  # attention-DP ranks, speculative, ...
+        found = own(case, obs, graphs, disabled)
+        if found is not None:
+            return found
     return judge(case, obs, graphs=graphs, disabled=disabled)

@@ -288,7 +288,9 @@ OLDER_DRAWS = {"server_decode": "8b0defa25ee04194", "server_mixed": "d90d6acaf0d
                # the feature kinds, recorded at ae41775 (before their move into the features'
                # folders: the move keeps their draws)
                "server_window": "6fec998d115cf3dd", "server_window_tail": "58b10af968e73242",
-               "server_dp": "1f6b5cf16edf0146"}
+               "server_dp": "1f6b5cf16edf0146",
+               # recorded at 848b6f8, before speculative decoding's move into its own feature
+               "server_spec": "730fda0fbb7c2706"}
 
 
 @pytest.mark.parametrize("kind", sorted(OLDER_DRAWS))

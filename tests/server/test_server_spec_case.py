@@ -10,12 +10,12 @@ import json
 import pytest
 from hypothesis import given, settings
 
+from swafuzz.features.spec_decode.server_oracle import judge, reserve
 from swafuzz.scenarios.case import POISON_BYTE
 from swafuzz.server.case import parse
 from swafuzz.server.observation import ForwardRec, ServerObs
 from swafuzz.server.oracle import rows
 from swafuzz.server.run import refusal
-from swafuzz.server.spec_oracle import judge, reserve
 from swafuzz.server.strategies import server_cases
 from swafuzz.server.timeline import Forward, Release, plan
 

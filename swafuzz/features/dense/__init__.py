@@ -71,15 +71,6 @@ FEATURE = Feature(
             'processes, padded rows to the dummy slot',
             level='server',
         ),
-        Kind(
-            'server_spec',
-            'swafuzz.server.spec_strategies:spec_cases',
-            'speculative decoding (EAGLE, topk 1, 1..3 steps, draft tokens steps + 1) with '
-            'staggered arrivals and drawn per-verify accept lengths: each DECODE the '
-            "release's spec-v2 reserve, verify prep, accept bookkeeping and draft-extend prep",
-            level='server',
-            opt_in=True,
-        ),
     ),
     fields='swafuzz.features.dense.fields:FIELDS',
     oracle=(
@@ -120,12 +111,10 @@ FEATURE = Feature(
         'contracts',
         'exec_path',
         'prepared',
-        # the server level's core checks (swafuzz.server.oracle's walk, the speculative one's)
+        # the server level's core checks (swafuzz.server.oracle's walk)
         'server:allocation', 'server:window_reads', 'server:contracts', 'server:retraction',
         'server:alloc_count', 'server:exec_path', 'server:write_targets', 'server:pool_bytes',
         'server:batch_shape', 'server:graph_fill',
-        'server:spec_alloc', 'server:draft_decode', 'server:verify_rows', 'server:draft_extend',
-        'server:spec_accept', 'server:spec_pool', 'server:spec_leak',
     ),
     check_modules=(
         'swafuzz.checks.write',
@@ -135,53 +124,24 @@ FEATURE = Feature(
         'swafuzz.checks.prep',
         'swafuzz.server.oracle',
         'swafuzz.server.graph_checks',
-        'swafuzz.server.spec_oracle',
     ),
     mutants=('swafuzz.features.dense.mutants', 'swafuzz.features.dense.server_mutants'),
     refusals=(
-        Refusal(
-            'server',
-            'swafuzz.features.dense.server_rules:spec_not_driven',
-            'config.speculative_algorithm: speculative decoding is driven at server level for '
-            'EAGLE with speculative_eagle_topk 1, speculative_num_draft_tokens = '
-            'speculative_num_steps + 1, one rank and disable_cuda_graph true (allowed: those, '
-            'or null)',
-        ),
-        Refusal(
-            'server',
-            'swafuzz.features.dense.server_rules:ranks_not_driven',
-            'config.tp_size and the data-parallel fields: one rank, attention TP 2, or two '
-            'data-parallel attention ranks (allowed: tp_size 1, dp_size 1, no data-parallel '
-            'attention; or tp_size 2 with moe_dense_tp_size 1, dp_size 1, no data-parallel '
-            "attention: both attention-TP ranks hold the batch, padded by the release's MLP "
-            'sync; or tp_size 2, dp_size 2 and data-parallel attention: one pipeline per rank, '
-            "each rank's batch padded by the release's MLP sync)",
-        ),
-        Refusal(
-            'server',
-            'swafuzz.features.dense.server_rules:spec_on_dp_ranks',
-            'config.speculative_algorithm: speculative decoding on data-parallel attention '
-            'ranks is not driven at server level yet (allowed: null with data-parallel '
-            'attention)',
-        ),
-        Refusal(
-            'server',
-            'swafuzz.features.dense.server_rules:graphs_on_tp_ranks',
-            'config.disable_cuda_graph: decode graphs with attention TP > 1 are not driven at '
-            'server level yet (allowed: true with tp_size 2)',
-        ),
+        # asked after the speculative and ranks refusals (spec_decode's, dp's)
         Refusal(
             'server',
             'swafuzz.features.dense.server_rules:graphs_without_sizes',
             'config.cuda_graph_bs_decode: the decode graph batch sizes must be given with '
             "disable_cuda_graph false (the release derives its default list from the GPU's "
             'memory; allowed: a list of batch sizes)',
+            after='swafuzz.features.dp.server_rules:graphs_on_tp_ranks',
         ),
         Refusal(
             'server',
             'swafuzz.features.dense.server_rules:radix_cache',
             'config.disable_radix_cache: prefix sharing through the radix cache is not driven '
             'at server level yet (allowed: true)',
+            after='swafuzz.features.dense.server_rules:graphs_without_sizes',
         ),
     ),
 )

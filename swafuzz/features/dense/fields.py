@@ -1,7 +1,7 @@
 """The server level's core Case fields (the dense base): the release's ``ServerArgs`` that shape
 every server Case, the model shape the harness needs and a request's timeline. The component
 level's base fields are the core's own (``scenarios.schema.BASE_FIELDS``). The speculative fields
-sit here until speculative decoding has a feature folder of its own."""
+are ``spec_decode``'s (``features/spec_decode/fields.py``), the data-parallel ones ``dp``'s."""
 
 from swafuzz.features.case_field import CaseField
 
@@ -23,12 +23,6 @@ def _r(name, type, default, doc, lo, hi):
 
 FIELDS = (
     _c("tp_size", "int", 1, "tensor-parallel ranks", lo=1, hi=8),
-    _c("speculative_algorithm", "str | None", None, "speculative decoding (null: none)",
-       choices=("EAGLE", "EAGLE3", "NEXTN")),
-    _c("speculative_num_steps", "int | None", None, "draft steps (with an algorithm)", lo=1, hi=8),
-    _c("speculative_eagle_topk", "int | None", None, "draft top-k (with an algorithm)", lo=1, hi=8),
-    _c("speculative_num_draft_tokens", "int | None", None, "draft tokens verified per step",
-       lo=1, hi=16),
     _c("page_size", "int", 1, "tokens per page", lo=1, hi=64, pow2=True),
     _c("cuda_graph_bs_decode", "tuple[int, ...] | None", None, "captured decode batch sizes",
        lo=1, hi=MAX_REQUESTS, increasing=True),
@@ -49,6 +43,4 @@ FIELDS = (
     _r("prefix_len", "int", 0, "the group's shared leading prompt tokens", 0, 512),
     _r("max_new_tokens", "int", 2, "tokens it generates at most", 1, 64),
     _r("abort_step", "int | None", None, "the step it is aborted at (null: never)", 0, MAX_STEPS),
-    _r("accept_lengths", "tuple[int, ...]", (), "speculative: tokens accepted at its i-th decode",
-       1, 16),
 )

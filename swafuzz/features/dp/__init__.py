@@ -1,6 +1,6 @@
 """Feature record: DP attention: DP-padded batches and the re-padding / EXTEND rewrite of speculative forwards; its contract: ``SEMANTICS.md`` beside this file."""
 
-from swafuzz.features.record import Feature, Kind
+from swafuzz.features.record import Feature, Kind, Refusal
 
 FEATURE = Feature(
     name='dp',
@@ -34,7 +34,7 @@ FEATURE = Feature(
     ),
     fields='swafuzz.features.dp.fields:FIELDS',
     validators=('swafuzz.features.dp.rules:validate',),
-    oracle=('swafuzz.features.dp.oracle',),
+    oracle=('swafuzz.features.dp.oracle', 'swafuzz.features.dp.server_rules'),
     engine=('swafuzz.features.dp.engine',),
     mutants=('swafuzz.features.dp.mutants',),
     hooks={
@@ -47,6 +47,27 @@ FEATURE = Feature(
         'engine.step_ops': 'swafuzz.features.dp.engine:STEP_OPS',
         'sglang.server_pad': 'swafuzz.features.dp.sglang_server_pad:pad',
         'sglang.server_ranks': 'swafuzz.features.dp.sglang_server_ranks:run',
-        'server.ranks_judge': 'swafuzz.features.dp.server_oracle:judge_ranks',
+        'oracle.server_judge': 'swafuzz.features.dp.server_oracle:server_judge',
     },
+    refusals=(
+        # asked between the speculative refusals (spec_decode's), before dense's
+        Refusal(
+            'server',
+            'swafuzz.features.dp.server_rules:ranks_not_driven',
+            'config.tp_size and the data-parallel fields: one rank, attention TP 2, or two '
+            'data-parallel attention ranks (allowed: tp_size 1, dp_size 1, no data-parallel '
+            'attention; or tp_size 2 with moe_dense_tp_size 1, dp_size 1, no data-parallel '
+            "attention: both attention-TP ranks hold the batch, padded by the release's MLP "
+            'sync; or tp_size 2, dp_size 2 and data-parallel attention: one pipeline per rank, '
+            "each rank's batch padded by the release's MLP sync)",
+            after='swafuzz.features.spec_decode.server_rules:spec_not_driven',
+        ),
+        Refusal(
+            'server',
+            'swafuzz.features.dp.server_rules:graphs_on_tp_ranks',
+            'config.disable_cuda_graph: decode graphs with attention TP > 1 are not driven at '
+            'server level yet (allowed: true with tp_size 2)',
+            after='swafuzz.features.spec_decode.server_rules:spec_on_dp_ranks',
+        ),
+    ),
 )

@@ -11,6 +11,7 @@ and what ``dp_decode`` does on the shadow and on the execution path (``oracle.st
 
 from __future__ import annotations
 
+from swafuzz.features.dp.server_rules import attn_tp_rows
 from swafuzz.features.parts import OraclePart
 from swafuzz.oracles.errors import CaseInfeasible
 
@@ -86,4 +87,5 @@ class DPOracle(OraclePart):
     step_check = staticmethod(step_check)
     rewrite = staticmethod(rewrite)
     batch_pad = staticmethod(batch_pad)
+    server_pad = staticmethod(attn_tp_rows)
     path_ops = PATH_OPS

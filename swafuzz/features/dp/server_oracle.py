@@ -1,4 +1,4 @@
-"""Attention-DP ranks at server level: what the oracle predicts (hook ``server.ranks_judge``;
+"""Attention-DP ranks at server level: what the oracle predicts (hook ``oracle.server_judge``;
 plain Python over the plan, never the code it judges).
 
 A Case with ``enable_dp_attention`` is ``dp_size`` one-rank servers (:func:`rank_case`: the
@@ -58,6 +58,11 @@ def expected_pads(case: ServerCase, plans: list[list[Forward]]) -> list[dict[int
             else:  # an EXTEND, or a DECODE relabelled a one-token-per-request EXTEND
                 out[r][f.index] = ("EXTEND", rows, len(f.rids))
     return out
+
+
+def server_judge(case: ServerCase, obs, graphs: bool, disabled) -> list[ServerFailure] | None:
+    """The failures of a Case with attention-DP ranks (``obs.ranks``), or None for another."""
+    return judge_ranks(case, obs, graphs, disabled) if obs.ranks else None
 
 
 def judge_ranks(case: ServerCase, obs, graphs: bool = False,

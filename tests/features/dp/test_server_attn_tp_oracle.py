@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from swafuzz.features.dp.server_rules import attn_tp_rows
 from swafuzz.server.case import parse
-from swafuzz.server.oracle import attn_tp_rows
 from swafuzz.server.run import refusal
 
 

@@ -74,6 +74,14 @@ class _Req:
         self.committed = 0
 
 
+def server_judge(case: ServerCase, obs: ServerObs, graphs: bool,
+                 disabled) -> list[ServerFailure] | None:
+    """The failures of a speculative Case (hook ``oracle.server_judge``), or None for another
+    (attention-DP ranks are ``dp``'s; the records refuse speculative decoding on them)."""
+    return judge(case, obs, disabled) if case.config.speculative_algorithm and not obs.ranks \
+        else None
+
+
 def judge(case: ServerCase, obs: ServerObs, disabled=frozenset()) -> list[ServerFailure]:
     """Every failure of a speculative Case's observation, earliest first (a run the pipeline
     stopped with an error: what it observed first, then ``contracts``; ``disabled``: server

@@ -1,6 +1,6 @@
 """Server mutants of the release's speculative-decoding code (imports SGLang), patched while a
 speculative server-level Case runs; each is declared with its source in
-:mod:`swafuzz.features.dense.server_mutants`."""
+:mod:`swafuzz.features.spec_decode.server_mutants`."""
 
 from __future__ import annotations
 

@@ -303,15 +303,8 @@ def cmd_repro(args) -> int:
         if args.no_isolate:
             v = execute(case, args.target, args.impl, executors)
         else:  # a crash inside the case is reported, not the end of this command
-            try:
-                w = CaseWorker(args.target, resolve_impl(args.impl), executors)
-                w.start()
-            except (ValueError, WorkerSetupError) as e:
-                raise UsageError(str(e)) from None
-            try:
-                v = w.run(case)
-            finally:
-                w.close()
+            v = _isolated(lambda: CaseWorker(args.target, resolve_impl(args.impl), executors),
+                          lambda w: w.run(case))
     except InvalidCase as e:
         raise UsageError(f"{args.file}: field 'case' cannot run: {e}") from None
     if v.failed:
@@ -322,6 +315,20 @@ def cmd_repro(args) -> int:
     print(f"PASS: {v.checks_run} checks clean on target {args.target} (impl {args.impl}, "
           f"executor {args.executor})")
     return EXIT_CLEAN
+
+
+def _isolated(make, run):
+    """``run(worker)`` in a case worker built by ``make()`` and started (a worker that cannot
+    be built or set up for the target: a usage error naming why), closed afterwards."""
+    try:
+        w = make()
+        w.start()
+    except (ValueError, WorkerSetupError) as e:
+        raise UsageError(str(e)) from None
+    try:
+        return run(w)
+    finally:
+        w.close()
 
 
 def _repro_server(args) -> int:
@@ -351,15 +358,8 @@ def _repro_server(args) -> int:
                 raise UsageError(str(e)) from None
             v = execute_server(case, pipe, executors, mutant, impl)
         else:  # a Case that crashes its process is reported, not the end of this command
-            w = CaseWorker(target, impl, executors, server=True, server_mutant=mutant)
-            try:
-                w.start()
-            except (ValueError, WorkerSetupError) as e:
-                raise UsageError(str(e)) from None
-            try:
-                v = w.run_server(case)
-            finally:
-                w.close()
+            v = _isolated(lambda: CaseWorker(target, impl, executors, server=True,
+                                             server_mutant=mutant), lambda w: w.run_server(case))
     except CaseRefused as e:
         raise UsageError(f"{args.file}: {e}") from None
     if v.failed:

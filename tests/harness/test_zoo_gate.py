@@ -3,7 +3,8 @@ rule holds: every check is the only check that kills at least one mutant (its ki
 rerun with that check disabled, passes), or it is listed as defence in depth
 (``defence=`` of its ``@check``, reason printed by the gate) and still fires on a mutant.
 
-Runs ``swafuzz zoo --budget ci`` (2 seeds, 60 cases per mutant and seed; engine-level mutants on
+Runs ``swafuzz zoo --budget ci`` (seed 0, 60 cases per mutant; the second seed is
+``tests/features/test_mutants.py``'s kill test; engine-level mutants on
 the torch path, kernel-level ones on the Triton interpreter) and reads its ``--json`` matrix.
 Reproduce: ``python -m swafuzz zoo --budget ci``; the full matrix: ``python -m swafuzz zoo``.
 """
@@ -81,11 +82,20 @@ def test_zoo_narrowed_then_ctrl_c_prints_the_partial_matrix(tmp_path):
     se = err_path.read_text()
     assert p.returncode == 130, out + se
     assert "Traceback" not in se + out and "None" not in se, se
-    assert "int64_store_locs: killed (2/2 seeds, cases to kill per seed: " in se, se
+    assert "int64_store_locs: killed (1/1 seeds, " in se and " cases to kill, " in se, se
     assert "interrupted: " in out and " of 4 mutants finished" in out, out
     done = [n for n in names if f"\n{n} " in out]
     assert done[:2] == names[:2] and len(done) < 4, out
     assert "mutant_int64_store_locs_contracts" in out  # the finished rows keep their repro
+
+
+def test_cases_to_kill_per_seed_reads_for_any_number_of_seeds():
+    from swafuzz.harness.zoo.matrix import cases_text
+
+    assert cases_text([12]) == "12 cases to kill"
+    assert cases_text([None]) == "no seed killed it"
+    assert cases_text([12, None]) == "cases to kill per seed: 12, -"
+    assert cases_text([3, 5, None, 9]) == "cases to kill per seed: 3, 5, -, 9 (median 5)"
 
 
 def test_zoo_repro_paths_are_relative_to_its_out_dir(tmp_path, capsys):

@@ -123,7 +123,7 @@ class _LayerCacheBackend(DSV4Backend):
 
 @mutant("layer_cache_no_reset", ("draft_extend", "multi_step_draft"),
         "spec §9.7 layer-0 rule, spec §2.8 (0.5.12 keys on start_layer; PR #25889)",
-        expected=("write_targets", "pool_bytes", "agreement"))
+        expected=("write_targets", "pool_bytes", "agreement", "contracts"))
 class LayerCacheNoReset(UnifiedEngine):
     """A layer-keyed location cache recomputed at global layer 0 only and never reset: a pool
     whose first storing layer is not 0 (the draft model) keeps its first batch's locations.
@@ -267,7 +267,7 @@ class _OnesDraftExtendRunner(DraftExtendGraphRunner):
 
 
 @mutant("draft_extend_buffer_ones", ("draft_extend",), "spec §5.2, §9.17",
-        expected=("pool_bytes", "write_set", "agreement"))
+        expected=("pool_bytes", "write_set", "agreement", "contracts"))
 class DraftExtendBufferOnes(UnifiedEngine):
     """The draft-extend static location buffer keeps its ones at capture: warm-up writes hit
     ``M[1]``, a live slot when P == 1."""

@@ -118,6 +118,7 @@ def all_features() -> tuple[Feature, ...]:
         if rec.name != name:
             raise RecordError(f"{folder}: FEATURE.name is {rec.name!r}; it must be the "
                               f"folder's name {name!r}")
+        rec = rec.rooted(f"{__name__}.{rel}")
         if rec.semantics == f"swafuzz/features/{rec.name}/SEMANTICS.md":
             rec = dataclasses.replace(rec, semantics=f"{folder}/SEMANTICS.md")
         rec.validate()

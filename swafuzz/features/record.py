@@ -9,16 +9,18 @@ the others, and where its semantics are written. Modelled on PyTorch's OpInfo (o
 operator, generic tests iterate the records, skips with reasons live in the record) and on
 syzkaller's per-subsystem descriptions.
 
-Module references are strings (``"pkg.mod"`` or ``"pkg.mod:attr"``): a record imports nothing,
-so reading the registry never drags a feature's engine, oracle or SGLang into a process that
-does not use them, and the core reaches feature code only through the registry.
+Module references are strings (``"pkg.mod"`` or ``"pkg.mod:attr"``; one starting with ``"."`` is
+relative to the feature's own package, made absolute by the registry, :meth:`Feature.rooted`):
+a record imports nothing, so reading the registry never drags a feature's engine, oracle or
+SGLang into a process that does not use them, and the core reaches feature code only through
+the registry.
 """
 
 from __future__ import annotations
 
 import importlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -149,6 +151,19 @@ class Feature:
         if not self.semantics:
             object.__setattr__(self, "semantics", f"swafuzz/features/{self.name}/SEMANTICS.md")
 
+    def rooted(self, package: str) -> Feature:
+        """The record with every reference starting with ``"."`` made absolute under
+        ``package`` (``".kinds:cases"`` -> ``"<package>.kinds:cases"``)."""
+        def a(ref: str) -> str:
+            return package + ref if ref.startswith(".") else ref
+
+        seqs = {n: tuple(map(a, getattr(self, n))) for n in (
+            "validators", "oracle", "engine", "sglang", "check_modules", "mutants")}
+        return replace(self, **seqs, fields=a(self.fields),
+                       kinds=tuple(replace(k, strategy=a(k.strategy)) for k in self.kinds),
+                       refusals=tuple(replace(r, applies=a(r.applies)) for r in self.refusals),
+                       hooks={p: a(r) for p, r in self.hooks.items()})
+
     def field_decls(self) -> tuple:
         """The feature's :class:`~swafuzz.features.case_field.CaseField` declarations."""
         return tuple(load(self.fields)) if self.fields else ()
@@ -254,14 +269,10 @@ class Check:
 _DEFINED: list[Check] = []
 
 
-LEVELS = ("component", "server")
-
-
 def check(name: str, defence: str | None = None, across: bool = False,
           level: str = "component") -> Callable:
-    """Register the decorated function as check ``name`` (see
-    :mod:`swafuzz.checks.registry`); the
-    function is returned unchanged."""
+    """Register the decorated function as check ``name`` (see :mod:`swafuzz.checks.registry`);
+    the function is returned unchanged."""
     if not _NAME.match(name):
         raise ValueError(f"check name {name!r} is not a lower-case identifier")
     if defence is not None and (not isinstance(defence, str) or not defence.strip()):

@@ -221,6 +221,21 @@ def _check_since(bad, where: str, since: dict[str, Since]) -> None:
             raise bad(where, f"{target!r}: the reason must not be empty")
 
 
+def place_after(order: list, pending: list, name: Callable, problem: Callable) -> list:
+    """``order`` with each entry of ``pending`` inserted right after the entry its ``after``
+    names (``name(entry)``), each as soon as that entry is placed; raises :class:`RecordError`
+    (``problem(entry)``) when an ``after`` names no entry."""
+    order, pending = list(order), list(pending)
+    while pending:
+        names = [name(x) for x in order]
+        d = next((d for d in pending if d.after in names), None)
+        if d is None:
+            raise RecordError(problem(pending[0]))
+        order.insert(names.index(d.after) + 1, d)
+        pending.remove(d)
+    return order
+
+
 def load(ref: str) -> Any:
     """Import a ``"module"`` or ``"module:attr"`` reference of a record."""
     mod, _, attr = ref.partition(":")

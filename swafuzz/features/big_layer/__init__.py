@@ -12,9 +12,8 @@ from swafuzz.features.record import Feature, Kind
 RAM_BYTES = 9_500_000_000
 
 FEATURE = Feature(
-    name='big_layer',
+    name='big_layer', source='issue 19 item 4; spec §4.6 (int32 store addressing), §9.8',
     title='SWA layers past 2^31 bytes, the Case\'s pages placed high by held low pages',
-    source='issue 19 item 4; spec §4.6 (int32 store addressing), §9.8',
     kinds=(Kind('bigaddr', '.kinds:bigaddr_cases', 'layers past 2^31 bytes, rows on both sides '
                 'of byte 2^31 (opt-in: GBs of RAM)', ram_bytes=RAM_BYTES),),
     fields='.fields:FIELDS', validators=('.rules:validate',), mutants=('.mutants',),

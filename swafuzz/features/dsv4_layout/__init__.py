@@ -3,9 +3,8 @@
 from swafuzz.features.record import Feature, Kind
 
 FEATURE = Feature(
-    name='dsv4_layout',
+    name='dsv4_layout', source='spec §4.6',
     title='the real DeepSeek-V4 SWA cache layout: quantizing store, 584-byte tokens',
-    source='spec §4.6',
     kinds=(Kind('dsv4_layout', '.kinds:dsv4_layout_cases',
                 'bf16 [rows, 512] K rows quantized into V4 pages'),),
     fields='.fields:FIELDS', validators=('.rules:validate',), oracle=('.oracle',),

@@ -3,9 +3,8 @@
 from swafuzz.features.record import Feature, Kind
 
 FEATURE = Feature(
-    name='remap',
+    name='remap', source='spec §2.8',
     title='mapping re-registration (HiCache load-back) between forwards',
-    source='spec §2.8',
     kinds=(Kind('remap', '.kinds:remap_cases',
                 'register_mapping with a new tensor between decode forwards'),),
     engine=('swafuzz.targets.allocator', '.engine'), mutants=('.mutants',),

@@ -3,9 +3,8 @@
 from swafuzz.features.record import Feature, Kind, Since
 
 FEATURE = Feature(
-    name='ring',
+    name='ring', source='addendum §2.1',
     title='the per-request SWA ring (pool.swa_ring)',
-    source='addendum §2.1',
     kinds=(Kind('ring', '.kinds:ring_strategy',
                 'decode / verify / draft-extend / IDLE / DP forwards on a ring, slot churn'),),
     fields='.fields:FIELDS', validators=('.rules:validate',), oracle=('.oracle',),

@@ -6,12 +6,11 @@ multi-step draft) are ``dense``'s kinds."""
 from swafuzz.features.record import Feature, Kind, Refusal
 
 FEATURE = Feature(
-    name='spec_decode',
+    name='spec_decode', source='spec §5, §9, §9.3; PR #22373 (spec-v2 over-allocation free)',
     title=(
         "speculative decoding at server level: the release's spec-v2 reserve, draft, verify "
         'prep, accept bookkeeping and draft-extend prep'
     ),
-    source='spec §5, §9, §9.3; PR #22373 (spec-v2 over-allocation free)',
     kinds=(
         Kind('server_spec', '.server_kind:spec_cases',
              'speculative decoding (EAGLE, topk 1, 1..3 steps, draft tokens steps + 1) with '

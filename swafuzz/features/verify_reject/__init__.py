@@ -3,9 +3,8 @@
 from swafuzz.features.record import Feature, Kind
 
 FEATURE = Feature(
-    name='verify_reject',
+    name='verify_reject', source='sglang issue #27789, spec §9.15',
     title='rejected draft tokens freed after a verify, their slots reused',
-    source='sglang issue #27789, spec §9.15',
     kinds=(Kind('verify_reject', '.kinds:verify_reject_cases',
                 'verify with accept lengths; frees and reuse'),),
     fields='.fields:FIELDS', mutants=('.mutants',),

@@ -3,9 +3,8 @@
 from swafuzz.features.record import Feature, Kind, Since
 
 FEATURE = Feature(
-    name='ring_draft',
+    name='ring_draft', source='addendum (issue12-ringdraft)',
     title='the DSpark draft block on a per-request SWA ring',
-    source='addendum (issue12-ringdraft)',
     kinds=(Kind('ring_draft', '.kinds:ring_draft_strategy',
                 'draft_block steps on a ring, eager and graph'),),
     validators=('.rules:validate',), oracle=('.oracle',), engine=('.engine',),

@@ -23,25 +23,19 @@ from swafuzz.checks.write import first_pool_diff
             "check that needs no oracle at all")
 def check_agreement(case, observations: list) -> list[Failure] | None:
     """Eager, tape and cudagraph observations agree with each other: real-row write targets and
-    pool bytes outside the dummy page after every step. (Each is also compared with the oracle
-    by the other checks, so this is defence in depth: reason in its ``@check``.) Fires on
-    ``host_baked_translation`` (PR #38137 class). The recapture reference is left out; None
-    (nothing to judge) when fewer than two observations remain."""
+    pool bytes outside the dummy page after every step (defence in depth: reason in its
+    ``@check``). Fires on ``host_baked_translation`` (PR #38137 class). The recapture reference
+    is left out; None (nothing to judge) when fewer than two observations remain."""
     observations = [o for o in observations if o.executor != RECAPTURE_EXECUTOR]
     if len(observations) < 2:
         return None
-    p, rb = case.pool.page_size, case.pool.row_bytes
-    fails = []
     base = observations[0]
     for other in observations[1:]:
-        first = first_pool_diff(base, other, rb, p)
-        if first:
-            step, pool, layer, diff = first
-            fails.append(Failure(
-                "agreement", f"after step {step}: {pool} layer {layer}: "
-                f"{base.executor} and {other.executor} differ at {len(diff)} slots; "
-                f"first slot {diff[0]}", "live", step))
-            return fails
+        fail = _pool_failure("agreement", base, other, case, "live", "after step {step}: {pool} "
+                             f"layer {{layer}}: {base.executor} and {other.executor} differ at "
+                             "{n} slots; first slot {first}")
+        if fail:
+            return [fail]
         fa = {(f.step, f.fwd): f for f in base.forwards}
         for fb in other.forwards:
             f = fa.get((fb.step, fb.fwd))
@@ -51,12 +45,23 @@ def check_agreement(case, observations: list) -> list[Failure] | None:
                 n = min(f.n_real, fb.n_real)
                 if sa.locs[:n] != sb.locs[:n]:
                     r = next(i for i in range(n) if sa.locs[i] != sb.locs[i])
-                    fails.append(Failure(
+                    return [Failure(
                         "agreement", f"{fwd_name(fb)} layer {sb.layer}: real row {r} resolved to "
                         f"{sa.locs[r]} under {base.executor} but {sb.locs[r]} under "
-                        f"{other.executor}", slot_class(sa.locs[r], sb.locs[r], p), fb.step, fb.fwd))
-                    return fails
-    return fails
+                        f"{other.executor}", slot_class(sa.locs[r], sb.locs[r],
+                                                        case.pool.page_size), fb.step, fb.fwd)]
+    return []
+
+
+def _pool_failure(name: str, a, b, case, cls: str, msg: str) -> Failure | None:
+    """The Failure for the first pool difference of observations ``a`` and ``b`` outside the
+    dummy page (``msg`` formatted with step, pool, layer, n slots, first slot), or None."""
+    first = first_pool_diff(a, b, case.pool.row_bytes, case.pool.page_size)
+    if not first:
+        return None
+    step, pool, layer, diff = first
+    return Failure(name, msg.format(step=step, pool=pool, layer=layer, n=len(diff),
+                                    first=diff[0]), cls, step)
 
 
 @check(
@@ -67,29 +72,23 @@ def check_agreement(case, observations: list) -> list[Failure] | None:
             "finding, and one that changes nothing cannot be seen")
 def check_capture_freeze(case, observations: list) -> list[Failure] | None:
     """No value is frozen at capture: every graph observation (tape, cudagraph) equals the
-    *recapture reference* - the same Case on the same graph runners, where the harness's
-    executor (:class:`harness.executors.tape.RecaptureTapeExecutor`) captures each forward
-    again on its live inputs right before replaying it - in every graph forward's resolved
-    locations (the translation) and in every pool byte after every step (the effect of every
-    other captured buffer: payload rows, the static loc buffer, seq_lens, metadata). A
-    divergence can only come from something computed when the graph was first captured and
-    reused since. Nothing the target reports about its capture is read (``ForwardObs.baked``
-    is ignored). ``harness.pipeline.execute.execute`` runs the reference only when a graph observation
-    disagrees with the eager one (else there is nothing graph-only to attribute).
-
-    Defence in depth (reason in its ``@check``): a frozen value that changes a write is also a
-    write_targets / pool_bytes / agreement finding; this check names the cause. Fires on
-    ``host_baked_translation`` (PR #38137 class) and the other graph-only mutants. None (nothing
-    to judge) without a reference."""
+    *recapture reference* (the same Case where the harness's
+    :class:`harness.executors.tape.RecaptureTapeExecutor` captures each forward again on its
+    live inputs right before replaying it) in every graph forward's resolved locations and in
+    every pool byte after every step (the effect of every other captured buffer). A divergence
+    can only come from something computed at the first capture and reused since; what the
+    target reports about its capture (``ForwardObs.baked``) is not read.
+    ``harness.pipeline.execute.execute`` runs the reference only when a graph observation
+    disagrees with the eager one. Defence in depth (reason in its ``@check``); fires on
+    ``host_baked_translation`` (PR #38137 class) and the other graph-only mutants. None
+    (nothing to judge) without a reference."""
     ref = next((o for o in observations if o.executor == RECAPTURE_EXECUTOR), None)
     if ref is None:
         return None
-    p, rb = case.pool.page_size, case.pool.row_bytes
-    fails = []
+    rf = {(f.step, f.fwd): f for f in ref.forwards}
     for obs in observations:
         if obs.executor not in GRAPH_EXECUTORS or obs.executor == RECAPTURE_EXECUTOR:
             continue
-        rf = {(f.step, f.fwd): f for f in ref.forwards}
         for o in obs.forwards:
             r = rf.get((o.step, o.fwd))
             if o.exec != "graph" or r is None:
@@ -99,22 +98,19 @@ def check_capture_freeze(case, observations: list) -> list[Failure] | None:
                     row = next((i for i, (a, b) in enumerate(zip(so.locs, sr.locs)) if a != b),
                                min(len(so.locs), len(sr.locs)))
                     n_bad = sum(1 for a, b in zip(so.locs, sr.locs) if a != b)
-                    fails.append(Failure(
+                    return [Failure(
                         "capture_freeze", f"[{obs.executor}] {fwd_name(o)} layer {so.layer}: "
                         f"the captured graph resolved {n_bad} of {len(so.locs)} rows differently "
                         f"from a graph recaptured on the live inputs; first row {row} "
                         f"({'real' if row < o.n_real else 'padded'}): replayed "
                         f"{so.locs[row] if row < len(so.locs) else None}, recaptured "
                         f"{sr.locs[row] if row < len(sr.locs) else None} (a translation frozen "
-                        f"at capture)", "stale", o.step, o.fwd))
-                    return fails
-        first = first_pool_diff(obs, ref, rb, p)
-        if first:
-            step, pool, layer, diff = first
-            fails.append(Failure(
-                "capture_freeze", f"[{obs.executor}] after step {step}: {pool} "
-                f"layer {layer}: {len(diff)} slots differ from the run whose graphs "
-                f"were recaptured on the live inputs; first slot {diff[0]} (a value "
-                f"frozen at capture: static buffer, payload or metadata)", "stale", step))
-            return fails
-    return fails
+                        f"at capture)", "stale", o.step, o.fwd)]
+        fail = _pool_failure("capture_freeze", obs, ref, case, "stale",
+                             f"[{obs.executor}] after step {{step}}: {{pool}} layer {{layer}}: "
+                             "{n} slots differ from the run whose graphs were recaptured on the "
+                             "live inputs; first slot {first} (a value frozen at capture: static "
+                             "buffer, payload or metadata)")
+        if fail:
+            return [fail]
+    return []

@@ -1,19 +1,10 @@
-"""Run the checks of DESIGN.md plus ``exec_path`` (issue 10) and the features' own checks over the
-Observations of one Case (what the target did under each executor) and the oracle's
-Expectation.
-
-The checks are registered with ``@check`` where they are defined and listed per feature
-(:mod:`checks.registry`; the dense path's in :mod:`checks.write`,
-:mod:`checks.invariants`, :mod:`checks.cross`, :mod:`checks.contracts`).
-Each returns a list of :class:`~checks.base.Failure`; an empty list means it passed.
-
-Every check is proven by a mutant it kills (``swafuzz zoo``); the mutant that proves each one is
-named in its docstring. Leave-one-out rule (issue 10): each check is the only check that kills at
-least one mutant, or carries the reason it cannot be in its ``@check(defence=...)``.
-Expectations about *how* a forward runs come from the Case (``oracles.paths``), never from the
-target's report about itself. Failures of one Case are returned earliest step / forward first.
-Messages name the step, forward, layer, row or slot, the expected and actual values, and how
-many of how many differ.
+"""Run the registered checks (:mod:`checks.registry`, which says what a check is and the
+leave-one-out rule of the zoo) over the Observations of one Case (what the target did under
+each executor) and the oracle's Expectation. Each check returns a list of
+:class:`~checks.base.Failure` (empty: it passed); expectations about *how* a forward runs come
+from the Case (``oracles.paths``), never from the target's report about itself. Messages name
+the step, forward, layer, row or slot, the expected and actual values, and how many of how many
+differ.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ import pkgutil
 from functools import lru_cache
 
 from swafuzz.features.parts import SIDES, fills
-from swafuzz.features.record import Feature, Kind, RecordError, Refusal, Since, load
+from swafuzz.features.record import Feature, Kind, RecordError, Refusal, Since, load, place_after
 
 __all__ = ["Feature", "Kind", "RecordError", "Refusal", "Since", "all_features", "get",
            "feature_of_kind", "refusal", "refusals",
@@ -118,6 +118,7 @@ def all_features() -> tuple[Feature, ...]:
         if rec.name != name:
             raise RecordError(f"{folder}: FEATURE.name is {rec.name!r}; it must be the "
                               f"folder's name {name!r}")
+        rec = rec.rooted(f"{__name__}.{rel}")
         if rec.semantics == f"swafuzz/features/{rec.name}/SEMANTICS.md":
             rec = dataclasses.replace(rec, semantics=f"{folder}/SEMANTICS.md")
         rec.validate()
@@ -202,17 +203,9 @@ def refusals() -> tuple:
     """Every record's :class:`Refusal` in the order they are asked: feature order, each with an
     ``after`` moved right after the refusal it names."""
     mine = [r for f in all_features() for r in f.refusals]
-    order = [r for r in mine if not r.after]
-    pending = [r for r in mine if r.after]
-    while pending:
-        names = [r.applies for r in order]
-        r = next((r for r in pending if r.after in names), None)
-        if r is None:
-            raise RecordError(f"refusal {pending[0].applies!r}: after {pending[0].after!r}, "
-                              "which is no record's refusal")
-        order.insert(names.index(r.after) + 1, r)
-        pending.remove(r)
-    return tuple(order)
+    return tuple(place_after(
+        [r for r in mine if not r.after], [r for r in mine if r.after], lambda r: r.applies,
+        lambda r: f"refusal {r.applies!r}: after {r.after!r}, which is no record's refusal"))
 
 
 def refusal(level: str, config, version: str | None = None) -> str | None:

@@ -9,16 +9,18 @@ the others, and where its semantics are written. Modelled on PyTorch's OpInfo (o
 operator, generic tests iterate the records, skips with reasons live in the record) and on
 syzkaller's per-subsystem descriptions.
 
-Module references are strings (``"pkg.mod"`` or ``"pkg.mod:attr"``): a record imports nothing,
-so reading the registry never drags a feature's engine, oracle or SGLang into a process that
-does not use them, and the core reaches feature code only through the registry.
+Module references are strings (``"pkg.mod"`` or ``"pkg.mod:attr"``; one starting with ``"."`` is
+relative to the feature's own package, made absolute by the registry, :meth:`Feature.rooted`):
+a record imports nothing, so reading the registry never drags a feature's engine, oracle or
+SGLang into a process that does not use them, and the core reaches feature code only through
+the registry.
 """
 
 from __future__ import annotations
 
 import importlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -48,20 +50,13 @@ class Since:
 class Kind:
     """A scenario kind: a named Hypothesis strategy of Cases.
 
-    ``strategy``: ``"module:callable"``; calling it returns a ``SearchStrategy[Case]`` whose Cases
-    carry ``kind == name``. ``since``: per-target overrides of the feature's :attr:`Feature.since`
-    (target name -> :class:`Since`).
-
-    ``ram_bytes``: the resource gate. 0 (the default): an ordinary kind, in the default campaign.
-    Above 0: the RAM one Case of this kind needs (for example a layer buffer past 2^31 bytes);
-    the kind is opt-in: left out of the default kinds (:func:`swafuzz.features.default_kind_names`),
-    run only when named with ``--scenario``, and refused there (exit 2, naming the kind and the
-    bytes) when the machine has less memory available.
-
-    ``level``: ``"component"`` (Cases of steps on the target's components) or ``"server"``
-    (server-level Cases through the target's server pipeline, ``swafuzz run --level server``).
-    ``opt_in``: left out of the level's default kinds, run only when named with ``--scenario``
-    (so that a new kind leaves the default campaign's draws as they were)."""
+    ``strategy``: ``"module:callable"`` returning a ``SearchStrategy[Case]`` whose Cases carry
+    ``kind == name``. ``since``: per-target overrides of :attr:`Feature.since`. ``level``:
+    ``"component"`` or ``"server"`` (``swafuzz run --level server``). ``opt_in``: left out of
+    the level's default kinds, run only when named with ``--scenario`` (so a new kind leaves the
+    default campaign's draws as they were). ``ram_bytes`` > 0: the RAM one Case needs (e.g. a
+    layer past 2^31 bytes): opt-in too, and refused there (exit 2, naming the kind and the
+    bytes) when the machine has less available."""
 
     name: str
     strategy: str
@@ -82,14 +77,13 @@ class Refusal:
     """Why a level does not run a Case the feature's rules concern: with :class:`Since`, the
     one place where support is decided (``swafuzz.features.refusal`` asks every record).
 
-    ``applies``: ``"module:function"``. A config refusal's function takes the Case's config
-    (a server-level Case's ``ServerConfig``) and says whether the refusal applies; ``why`` is
-    the reason a user reads (naming the field and the allowed values). A release refusal's
-    (``release=True``) takes the config under the release's ``ServerArgs`` names and the
-    installed release's version and returns the reason or None (from the release's modules,
-    never its version); the target's own argument check asks these (``why`` unused).
-    ``after``: the ``applies`` of the refusal (any record's) it is asked right after (empty:
-    in feature order), which fixes whose reason a Case several refusals concern reads."""
+    ``applies``: ``"module:function"``. A config refusal's takes the Case's config and says
+    whether it applies; ``why`` is the reason a user reads (naming the field and the allowed
+    values). A release refusal's (``release=True``) takes the config under the release's
+    ``ServerArgs`` names and the installed version and returns the reason or None (from the
+    release's modules, never its version). ``after``: the ``applies`` of the refusal it is
+    asked right after (empty: feature order), which fixes whose reason a Case several refusals
+    concern reads."""
 
     level: str
     applies: str
@@ -102,30 +96,21 @@ class Refusal:
 class Feature:
     """One path of the translation, described once.
 
-    Fields:
-
     * ``name`` / ``title`` / ``source``: identifier, one line, the spec sections and upstream
-      PRs/issues it follows.
-    * ``kinds``: its scenario kinds (a kind belongs to exactly one feature).
-    * ``fields``: ``"module:attr"`` of the Case fields it owns, a tuple of
-      :class:`~swafuzz.features.case_field.CaseField` (its ``fields.py``); ``case_fields`` names
-      them (``pool.x``, ``graph.x``, ``step.x``). A Case that sets one of them (away from its
-      default) uses the feature. ``validators``:
-      ``"module:function"`` references, each called with a Case and raising ``CaseError``
-      (naming the field and the allowed values) when the Case breaks the feature's rules.
+      PRs/issues it follows; ``kinds``: its scenario kinds (each belongs to one feature).
+    * ``fields``: ``"module:attr"`` of its Case fields, a tuple of
+      :class:`~swafuzz.features.case_field.CaseField`; a Case setting one away from its default
+      uses the feature. ``validators``: ``"module:function"``, each raising ``CaseError``
+      (naming the field and the allowed values) for a Case that breaks the feature's rules.
     * ``oracle`` / ``engine`` / ``sglang``: the modules of its oracle part (plain Python), its
       engine part of the ``unified`` target, and its seam of the ``sglang`` target.
-    * ``checks``: the checks it contributes (names), defined in ``check_modules``;
-      ``mutants``: the modules whose ``@mutant`` classes reintroduce its bugs.
-    * ``since``: per target, from which release it runs there (absent: every release the
-      target supports).
-    * ``semantics``: where its part of the Case contract is written (a repository path;
-      default: its folder's ``SEMANTICS.md``).
+    * ``checks``: the checks it contributes, defined in ``check_modules``; ``mutants``: the
+      modules declaring its mutants.
+    * ``since``: per target, from which release it runs there (absent: every release).
+    * ``semantics``: where its Case contract is written (default: its ``SEMANTICS.md``).
     * ``refusals``: the :class:`Refusal` entries of the Cases a level of it does not run.
-    * ``hooks``: extension point -> ``"module:attr"``: what the feature plugs into a point of the
-      core (the engine's window path, the oracle's shadow, ...; the points are listed in
-      :data:`swafuzz.features.HOOK_POINTS`). The core asks :func:`swafuzz.features.hook` /
-      :func:`swafuzz.features.hooks` instead of importing the feature.
+    * ``hooks``: extension point (:data:`swafuzz.features.HOOK_POINTS`) -> ``"module:attr"``,
+      what it plugs into the core, asked through :func:`swafuzz.features.hook` / ``hooks``.
     """
 
     name: str
@@ -148,6 +133,19 @@ class Feature:
     def __post_init__(self) -> None:
         if not self.semantics:
             object.__setattr__(self, "semantics", f"swafuzz/features/{self.name}/SEMANTICS.md")
+
+    def rooted(self, package: str) -> Feature:
+        """The record with every reference starting with ``"."`` made absolute under
+        ``package`` (``".kinds:cases"`` -> ``"<package>.kinds:cases"``)."""
+        def a(ref: str) -> str:
+            return package + ref if ref.startswith(".") else ref
+
+        seqs = {n: tuple(map(a, getattr(self, n))) for n in (
+            "validators", "oracle", "engine", "sglang", "check_modules", "mutants")}
+        return replace(self, **seqs, fields=a(self.fields),
+                       kinds=tuple(replace(k, strategy=a(k.strategy)) for k in self.kinds),
+                       refusals=tuple(replace(r, applies=a(r.applies)) for r in self.refusals),
+                       hooks={p: a(r) for p, r in self.hooks.items()})
 
     def field_decls(self) -> tuple:
         """The feature's :class:`~swafuzz.features.case_field.CaseField` declarations."""
@@ -223,6 +221,21 @@ def _check_since(bad, where: str, since: dict[str, Since]) -> None:
             raise bad(where, f"{target!r}: the reason must not be empty")
 
 
+def place_after(order: list, pending: list, name: Callable, problem: Callable) -> list:
+    """``order`` with each entry of ``pending`` inserted right after the entry its ``after``
+    names (``name(entry)``), each as soon as that entry is placed; raises :class:`RecordError`
+    (``problem(entry)``) when an ``after`` names no entry."""
+    order, pending = list(order), list(pending)
+    while pending:
+        names = [name(x) for x in order]
+        d = next((d for d in pending if d.after in names), None)
+        if d is None:
+            raise RecordError(problem(pending[0]))
+        order.insert(names.index(d.after) + 1, d)
+        pending.remove(d)
+    return order
+
+
 def load(ref: str) -> Any:
     """Import a ``"module"`` or ``"module:attr"`` reference of a record."""
     mod, _, attr = ref.partition(":")
@@ -254,14 +267,10 @@ class Check:
 _DEFINED: list[Check] = []
 
 
-LEVELS = ("component", "server")
-
-
 def check(name: str, defence: str | None = None, across: bool = False,
           level: str = "component") -> Callable:
-    """Register the decorated function as check ``name`` (see
-    :mod:`swafuzz.checks.registry`); the
-    function is returned unchanged."""
+    """Register the decorated function as check ``name`` (see :mod:`swafuzz.checks.registry`);
+    the function is returned unchanged."""
     if not _NAME.match(name):
         raise ValueError(f"check name {name!r} is not a lower-case identifier")
     if defence is not None and (not isinstance(defence, str) or not defence.strip()):

@@ -1,30 +1,18 @@
 """Engine oracle: what running a Case must have done, computed in plain Python.
 
 Independent of the code under test: this module never imports ``targets/``, ``kernels/`` or
-torch. It re-implements the step semantics written in ``features/*/SEMANTICS.md``
-(the contract) over Python ints, lists, sets and bytearrays:
+torch. It re-implements the step semantics written in ``features/*/SEMANTICS.md`` (the
+contract) over Python ints, lists, sets and bytearrays: the shadow allocator and mapping ``M``
+(:mod:`oracles.allocator`), the expected forwards, shadow SWA pool bytes and per-step states
+(:mod:`oracles.shadow`, types in :mod:`oracles.expectation`).
 
-* a shadow allocator (:mod:`oracles.allocator`: free page sets handing out the lowest page
-  first, per-request token lists and SWA eviction frontiers) and the full->SWA mapping ``M`` as
-  a list of ints of length ``full_pages*P + P + 1`` with ``M[-1] == -1``;
-* the expected forwards (:class:`ForwardExp`, :mod:`oracles.shadow`): pool, mode, real rows,
-  their full locations and SWA write targets ``M[loc]`` (after the step's allocation), the row
-  counts on the eager path and under a captured graph bucket;
-* the shadow SWA pools, rows only in slot order (page pads are canaries the contract keeps out
-  of the pool bytes; every byte starts at ``POISON_BYTE``; each real row's payload from
-  :func:`scenarios.payload.rows_bytes` is written at its target slot unless that slot is in the
-  dummy page 0, whose bytes are not meaningful; layout ``"dsv4"``: the row's quantized 584-byte
-  token from :mod:`features.dsv4_layout.oracle`);
-* the state after every step (:class:`StepExp`).
-
-This module is the entry point: :func:`expect` picks the shadow of the Case's path (the paged
-:class:`oracles.shadow.Shadow`, the per-request ring :class:`features.ring.oracle.RingShadow`, each with
-the window / tail path's shadow where the Case uses one) and runs it; it re-exports the
-expectation types (:mod:`oracles.expectation`) and the verdicts (:mod:`oracles.errors`).
-
-:func:`expect` is also the reference answer to "is this Case valid": it raises
-:class:`CaseInfeasible` for a step the contract cannot run (unknown or repeated request ids, not
-enough free pages, no graph bucket, accept out of range, ...).
+:func:`expect` is the entry point: it picks the shadow of the Case's path (the paged
+:class:`oracles.shadow.Shadow` or a feature's, e.g. the ring's ``RingShadow``, each with the
+window / tail path's shadow where the Case uses one) and runs it; this module re-exports the
+expectation types and the verdicts (:mod:`oracles.errors`). It is also the reference answer to
+"is this Case valid": it raises :class:`CaseInfeasible` for a step the contract cannot run
+(unknown or repeated request ids, not enough free pages, no graph bucket, accept out of range,
+...).
 """
 
 from __future__ import annotations
@@ -36,17 +24,8 @@ from swafuzz.oracles.shadow import Shadow
 from swafuzz.oracles.translation import translate as expected_translation
 from swafuzz.scenarios.case import Case
 
-__all__ = [
-    "AllocationRejected",
-    "CaseInfeasible",
-    "Expectation",
-    "ForwardExp",
-    "OracleError",
-    "StepExp",
-    "expect",
-    "expected_translation",
-    "window_shadow",
-]
+__all__ = ["AllocationRejected", "CaseInfeasible", "Expectation", "ForwardExp", "OracleError",
+           "StepExp", "expect", "expected_translation", "window_shadow"]
 
 
 def window_shadow(case: Case):
@@ -73,13 +52,13 @@ def expect(case: Case, *, pools_every_step: bool = True,
     ones get ``pools == {}``): each snapshot is ``(layers + draft_layers) * swa_slots *
     row_bytes`` bytes, which is large for big pools.
 
-    A Case with a per-request SWA ring (``pool.swa_ring > 0``) is answered by
-    :class:`features.ring.oracle.RingShadow` (addendum §2.1); ``observed_channels`` (per step, the
-    target's ``StepObs.channels``: the ring's exposed state among them) then supplies the
-    request-slot choices of an observed-allocation target.
+    A feature's shadow (slot ``OraclePart.shadow``: the per-request ring's ``RingShadow`` for
+    ``pool.swa_ring > 0``, addendum §2.1) answers a Case of its path; ``observed_channels`` (per
+    step, the target's ``StepObs.channels``) then supplies an observed-allocation target's
+    request-slot choices.
     """
     sh = features.first("oracle", "shadow", case, observed_alloc, observed_channels,
-                        window_shadow)  # e.g. the ring's RingShadow (addendum §2.1)
+                        window_shadow)
     if sh is None:
         sh = Shadow(case, observed_alloc, window_shadow)
     return sh.run(pools_every_step)

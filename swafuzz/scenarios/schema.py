@@ -19,6 +19,7 @@ from typing import Any
 
 from swafuzz import features
 from swafuzz.features.case_field import WHERE, CaseField
+from swafuzz.features.record import place_after
 from swafuzz.features.step_op import StepOp
 
 CASE_VERSION = 1
@@ -49,15 +50,13 @@ def _step_ops() -> tuple[dict[str, StepOp], tuple[str, ...]]:
         if d.name in BASE_OPS or d.name in byname:
             raise features.RecordError(f"step op {d.name!r} is declared twice")
         byname[d.name] = d
-    order, pending = list(BASE_OPS), list(decls)
-    while pending:
-        d = next((d for d in pending if d.after in order), None)
-        if d is None:
-            raise features.RecordError(f"step op {pending[0].name}: after {pending[0].after!r}, "
-                                       "which is no op")
-        order.insert(order.index(d.after) + 1, d.name)
-        pending.remove(d)
-    return byname, tuple(order)
+    order = place_after(BASE_OPS, decls, _name,
+                        lambda d: f"step op {d.name}: after {d.after!r}, which is no op")
+    return byname, tuple(map(_name, order))
+
+
+def _name(x: str | StepOp | CaseField) -> str:
+    return x if isinstance(x, str) else x.name
 
 
 #: the step ops the features declare (name -> :class:`~swafuzz.features.step_op.StepOp`)
@@ -209,18 +208,10 @@ def _field_order() -> dict[str, tuple[str | CaseField, ...]]:
     for where in WHERE:
         base = BASE_FIELDS.get(where, ())
         mine = [d for d in decls if d.where == where]
-        order: list[str | CaseField] = [name for name, _, _ in base]
-        order += [d for d in mine if not d.after]
-        pending = [d for d in mine if d.after]
-        while pending:
-            names = [x if isinstance(x, str) else x.name for x in order]
-            d = next((d for d in pending if d.after in names), None)
-            if d is None:
-                raise features.RecordError(f"{where}.{pending[0].name}: after "
-                                           f"{pending[0].after!r}, which is no {where} field")
-            order.insert(names.index(d.after) + 1, d)
-            pending.remove(d)
-        out[where] = tuple(order)
+        order = [name for name, _, _ in base] + [d for d in mine if not d.after]
+        out[where] = tuple(place_after(
+            order, [d for d in mine if d.after], _name,
+            lambda d, w=where: f"{w}.{d.name}: after {d.after!r}, which is no {w} field"))
     return out
 
 

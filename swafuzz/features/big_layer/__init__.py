@@ -12,21 +12,12 @@ from swafuzz.features.record import Feature, Kind
 RAM_BYTES = 9_500_000_000
 
 FEATURE = Feature(
-    name='big_layer',
+    name='big_layer', source='issue 19 item 4; spec §4.6 (int32 store addressing), §9.8',
     title='SWA layers past 2^31 bytes, the Case\'s pages placed high by held low pages',
-    source='issue 19 item 4; spec §4.6 (int32 store addressing), §9.8',
-    kinds=(
-        Kind(
-            'bigaddr',
-            'swafuzz.features.big_layer.kinds:bigaddr_cases',
-            'layers past 2^31 bytes, rows on both sides of byte 2^31 (opt-in: GBs of RAM)',
-            ram_bytes=RAM_BYTES,
-        ),
-    ),
-    fields='swafuzz.features.big_layer.fields:FIELDS',
-    validators=('swafuzz.features.big_layer.rules:validate',),
+    kinds=(Kind('bigaddr', '.kinds:bigaddr_cases', 'layers past 2^31 bytes, rows on both sides '
+                'of byte 2^31 (opt-in: GBs of RAM)', ram_bytes=RAM_BYTES),),
+    fields='.fields:FIELDS', validators=('.rules:validate',), mutants=('.mutants',),
     oracle=('swafuzz.oracles.allocator',),
     engine=('swafuzz.targets.allocator', 'swafuzz.targets.kv_pool'),
     sglang=('swafuzz.targets.sglang.allocator',),
-    mutants=('swafuzz.features.big_layer.mutants',),
 )

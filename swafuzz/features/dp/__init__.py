@@ -10,19 +10,11 @@ FEATURE = Feature(
     ),
     source='spec §5.4, §9.2',
     kinds=(
+        Kind('dp_padded', '.kinds:dp_padded_cases', 'DP-padded DECODE batches (MLP-sync MAX_LEN)'),
+        Kind('dp_spec', '.kinds:dp_spec_cases',
+             'DP re-padding of verify / draft-extend / multi-step draft and the rewrite to EXTEND'),
         Kind(
-            'dp_padded',
-            'swafuzz.features.dp.kinds:dp_padded_cases',
-            'DP-padded DECODE batches (MLP-sync MAX_LEN)',
-        ),
-        Kind(
-            'dp_spec',
-            'swafuzz.features.dp.kinds:dp_spec_cases',
-            'DP re-padding of verify / draft-extend / multi-step draft and the rewrite to EXTEND',
-        ),
-        Kind(
-            'server_dp',
-            'swafuzz.features.dp.server_kind:cases',
+            'server_dp', '.server_kind:cases',
             'staggered requests on two attention-DP ranks (tp_size 2, dp_size 2, '
             "enable_dp_attention; each request's rank drawn, shrinks to rank 0), the pplx "
             'all-to-all (MAX_LEN every step) and encoder replay drawn (shrink to off): one '
@@ -32,28 +24,21 @@ FEATURE = Feature(
             opt_in=True,
         ),
     ),
-    fields='swafuzz.features.dp.fields:FIELDS',
-    validators=('swafuzz.features.dp.rules:validate',),
-    oracle=('swafuzz.features.dp.oracle', 'swafuzz.features.dp.server_rules'),
-    engine=('swafuzz.features.dp.engine',),
+    fields='.fields:FIELDS', validators=('.rules:validate',), engine=('.engine',),
+    oracle=('.oracle', '.server_rules'),
     mutants=('swafuzz.features.dp.mutants',),
     hooks={
-        'scenario.part': 'swafuzz.features.dp.rules:DPScenario',
-        'oracle.part': 'swafuzz.features.dp.oracle:DPOracle',
-        'engine.part': 'swafuzz.features.dp.engine:DPEngine',
-        'scenario.step_ops': 'swafuzz.features.dp.fields:OPS',
-        'scenario.episode_rules': 'swafuzz.features.dp.kinds:EPISODE_RULES',
-        'oracle.step_ops': 'swafuzz.features.dp.oracle:STEP_OPS',
-        'engine.step_ops': 'swafuzz.features.dp.engine:STEP_OPS',
-        'sglang.server_pad': 'swafuzz.features.dp.sglang_server_pad:pad',
-        'sglang.server_ranks': 'swafuzz.features.dp.sglang_server_ranks:run',
-        'oracle.server_judge': 'swafuzz.features.dp.server_oracle:server_judge',
+        'scenario.part': '.rules:DPScenario', 'oracle.part': '.oracle:DPOracle',
+        'engine.part': '.engine:DPEngine', 'scenario.step_ops': '.fields:OPS',
+        'scenario.episode_rules': '.kinds:EPISODE_RULES', 'oracle.step_ops': '.oracle:STEP_OPS',
+        'engine.step_ops': '.engine:STEP_OPS', 'sglang.server_pad': '.sglang_server_pad:pad',
+        'sglang.server_ranks': '.sglang_server_ranks:run',
+        'oracle.server_judge': '.server_oracle:server_judge',
     },
     refusals=(
         # asked between the speculative refusals (spec_decode's), before dense's
         Refusal(
-            'server',
-            'swafuzz.features.dp.server_rules:ranks_not_driven',
+            'server', '.server_rules:ranks_not_driven',
             'config.tp_size and the data-parallel fields: one rank, attention TP 2, or two '
             'data-parallel attention ranks (allowed: tp_size 1, dp_size 1, no data-parallel '
             'attention; or tp_size 2 with moe_dense_tp_size 1, dp_size 1, no data-parallel '
@@ -63,8 +48,7 @@ FEATURE = Feature(
             after='swafuzz.features.spec_decode.server_rules:spec_not_driven',
         ),
         Refusal(
-            'server',
-            'swafuzz.features.dp.server_rules:graphs_on_tp_ranks',
+            'server', '.server_rules:graphs_on_tp_ranks',
             'config.disable_cuda_graph: decode graphs with attention TP > 1 are not driven at '
             'server level yet (allowed: true with tp_size 2)',
             after='swafuzz.features.spec_decode.server_rules:spec_on_dp_ranks',

@@ -1,24 +1,17 @@
-"""The release's MLP-sync and DP / attention-TP padding on real process groups (issue 18 item 2).
+"""The release's MLP-sync and DP / attention-TP padding on real process groups.
 
 :class:`DPSync` starts one process per TP rank (``tp_size`` of them, 2 by default; spawn), each
-bringing up SGLang's own parallel state on gloo over 127.0.0.1 (a free port):
-``ServerArgs`` -> ``publish`` -> ``init_parallel_runtime`` (``init_distributed_environment``,
-``initialize_model_parallel``, ``initialize_dp_attention``), see
-:mod:`swafuzz.features.dp.sglang_sync_worker`. :meth:`DPSync.step` hands every rank its batch
+bringing up SGLang's own parallel state on gloo over 127.0.0.1
+(:mod:`swafuzz.features.dp.sglang_sync_worker`). :meth:`DPSync.step` hands every rank its batch
 (:class:`RankInput`) and returns per rank what the release's padding made of it
-(:mod:`swafuzz.features.dp.sglang_sync_batch`): the scheduler's token-count gather over the real
-``tp_group.cpu_group``, ``ForwardBatch.init_mlp_sync_metadata``, the eager forward's
-``ModelRunner._prepare_eager_forward_batch`` (``prepare_mlp_sync_batch`` /
-``_pad_inputs_to_size``, or ``prepare_attn_tp_scatter_input`` without MLP sync) and
-``post_forward_mlp_sync_batch``.
+(:mod:`swafuzz.features.dp.sglang_sync_batch`, whose docstring lists the release's steps).
 
 The workers are always torn down (:meth:`DPSync.close`, also on an error, a timeout or Ctrl-C;
 each worker also ends itself when its parent dies). A rank that does not answer in time is a
 :class:`DPSyncError` naming the rank and the request, never a stuck caller.
 
-Imports no SGLang here (the workers do). Releases: 0.5.22 and 0.5.23 (the release's
-``runtime_context`` / ``distributed.bootstrap`` / ``scheduler_components.dp_attn``); older
-releases have another bring-up and are refused by :func:`check_release` (exit 2 at the CLI).
+Imports no SGLang here (the workers do). Releases: 0.5.22 and 0.5.23; older releases have
+another bring-up and are refused by :func:`check_release` (exit 2 at the CLI).
 """
 
 from __future__ import annotations

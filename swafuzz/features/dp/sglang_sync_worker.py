@@ -1,12 +1,10 @@
 """A ``sglang_sync`` worker process: one rank of the release's parallel state on gloo.
 
-Started (spawn) by :class:`swafuzz.features.dp.sglang_sync.DPSync`; imports SGLang. It builds the
-release's ``ServerArgs`` from the parent's server arguments (a tiny model config written by the
-parent; no weights), publishes them as a scheduler process does, runs the release's
-``init_parallel_runtime`` (``init_distributed_environment`` + ``initialize_model_parallel`` +
-``initialize_dp_attention``, then ``init_layer_runtime``: the DP gathered buffer) on gloo over 127.0.0.1, then answers the parent's requests over a
-pipe until told to stop (then it exits at once). A watchdog ends the process when its parent is gone. Every patched
-probe is listed in ``sglang_sync.PATCHED``.
+Started (spawn) by :class:`swafuzz.features.dp.sglang_sync.DPSync`; imports SGLang. It brings
+up the rank (:func:`bring_up`: a tiny model config written by the parent, no weights), then
+answers the parent's requests over a pipe until told to stop (then it exits at once). A
+watchdog ends the process when its parent is gone. Every patched probe is listed in
+``sglang_sync.PATCHED``.
 """
 
 from __future__ import annotations
@@ -30,12 +28,14 @@ def _watchdog(parent_pid: int) -> None:
 
 
 def bring_up(rank: int, port: int, server: dict, model_dir: str):
-    """The release's parallel state for ``rank``; returns (runner stand-in, facts)."""
+    """The release's parallel state for ``rank`` as a scheduler process builds it:
+    ``ServerArgs``, ``publish``, ``init_parallel_runtime`` (distributed environment, model
+    parallel, DP attention), ``init_layer_runtime`` (the DP gathered buffer); returns (runner
+    stand-in, facts)."""
     from sglang.srt.configs.model_config import ModelConfig
     from sglang.srt.distributed import bootstrap
     from sglang.srt.runtime_context import SpawnRanks, get_parallel, publish
     from sglang.srt.server_args import ServerArgs
-
 
     sa = ServerArgs(model_path=model_dir, skip_tokenizer_init=True, device="cpu",
                     dist_timeout=int(server.pop("dist_timeout")), **server)
@@ -58,14 +58,11 @@ def bring_up(rank: int, port: int, server: dict, model_dir: str):
     dp_on = getattr(p, "attn_dp_enabled", None)  # 0.5.21 names it enable_dp_attention
     facts = {"tp_size": p.tp_size, "attn_tp_size": p.attn_tp_size,
              "attn_tp_rank": p.attn_tp_rank, "attn_dp_size": p.attn_dp_size,
-             "attn_dp_rank": p.attn_dp_rank, "attn_dp_enabled": bool(p.enable_dp_attention if dp_on is None else dp_on),
+             "attn_dp_rank": p.attn_dp_rank,
+             "attn_dp_enabled": bool(p.enable_dp_attention if dp_on is None else dp_on),
              "require_mlp_sync": bool(require_mlp_sync()),
-             "tp_group_backend": _backend(p.tp_group.cpu_group)}
+             "tp_group_backend": str(dist.get_backend(p.tp_group.cpu_group))}
     return runner, facts
-
-
-def _backend(group) -> str:
-    return str(dist.get_backend(group))
 
 
 def scatter_guard(model_is_dsa: bool) -> dict:

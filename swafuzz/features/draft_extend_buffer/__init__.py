@@ -3,24 +3,12 @@
 from swafuzz.features.record import Feature, Kind
 
 FEATURE = Feature(
-    name='draft_extend_buffer',
+    name='draft_extend_buffer', source='PR #34890, spec §9.17',
     title="the draft-extend graph's pre-allocated SWA location buffer",
-    source='PR #34890, spec §9.17',
-    kinds=(
-        Kind(
-            'draft_extend_buffer',
-            'swafuzz.features.draft_extend_buffer.kinds:draft_extend_buffer_cases',
-            'draft-extend graphs with the pre-allocated buffer',
-        ),
-    ),
-    fields='swafuzz.features.draft_extend_buffer.fields:FIELDS',
-    engine=('swafuzz.features.draft_extend_buffer.engine', 'swafuzz.targets.backend'),
-    sglang=('swafuzz.targets.sglang.metadata',),
-    checks=('loc_buffer',),
-    check_modules=('swafuzz.features.draft_extend_buffer.checks',),
-    mutants=('swafuzz.features.draft_extend_buffer.mutants',),
-    hooks={
-        'engine.part': 'swafuzz.features.draft_extend_buffer.engine:DraftExtendBufferEngine',
-        'sglang.facts': 'swafuzz.features.draft_extend_buffer.sglang_facts:FACTS',
-    },
+    kinds=(Kind('draft_extend_buffer', '.kinds:draft_extend_buffer_cases',
+                'draft-extend graphs with the pre-allocated buffer'),),
+    checks=('loc_buffer',), check_modules=('.checks',), fields='.fields:FIELDS',
+    engine=('.engine', 'swafuzz.targets.backend'), sglang=('swafuzz.targets.sglang.metadata',),
+    mutants=('.mutants',),
+    hooks={'engine.part': '.engine:DraftExtendBufferEngine', 'sglang.facts': '.sglang_facts:FACTS'},
 )

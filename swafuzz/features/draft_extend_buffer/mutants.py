@@ -30,22 +30,16 @@ class DraftExtendBufferTailKept(UnifiedEngine):
     backend_cls = _TailKeptBackend
 
 
-class _PaddedRefillBackend(DSV4Backend):
+class _PaddedRefillBackend(_TailKeptBackend):
+    """The refill without ``buf[n:] = 0`` (entries past the bucket keep a larger replay's
+    slots) after the live locations are padded to the bucket's rows."""
+
     def out_graph_draft_extend(self, fb, bs, loc, seq_lens):
         """As sglang 0.5.23's prep: the live locations padded with 0 to the bucket's rows
         before the refill (so the refill covers every row the captured stores read)."""
         if loc is not None:
             loc = pad_loc(loc, bs * self.draft_extend_tokens_per_bs, "out_graph draft_extend")
         return super().out_graph_draft_extend(fb, bs, loc, seq_lens)
-
-    def refill_swa_loc_buffer(self, loc):
-        """The refill without ``buf[n:] = 0``: entries past the bucket keep a larger replay's
-        slots."""
-        buf, n = self.swa_loc_buffer, loc.numel()
-        if n > buf.numel():
-            return None
-        buf[:n] = self.translate(loc)
-        return buf[:n]
 
 
 @mutant("draft_extend_buffer_tail_unzeroed", ("draft_extend_buffer",), "sglang PR #34890 "

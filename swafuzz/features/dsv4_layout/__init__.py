@@ -3,28 +3,14 @@
 from swafuzz.features.record import Feature, Kind
 
 FEATURE = Feature(
-    name='dsv4_layout',
+    name='dsv4_layout', source='spec §4.6',
     title='the real DeepSeek-V4 SWA cache layout: quantizing store, 584-byte tokens',
-    source='spec §4.6',
-    kinds=(
-        Kind(
-            'dsv4_layout',
-            'swafuzz.features.dsv4_layout.kinds:dsv4_layout_cases',
-            'bf16 [rows, 512] K rows quantized into V4 pages',
-        ),
-    ),
-    fields='swafuzz.features.dsv4_layout.fields:FIELDS',
-    validators=('swafuzz.features.dsv4_layout.rules:validate',),
-    oracle=('swafuzz.features.dsv4_layout.oracle',),
-    engine=('swafuzz.features.dsv4_layout.engine', 'swafuzz.kernels.dsv4_store',
-            'swafuzz.targets.kv_pool'),
-    sglang=('swafuzz.features.dsv4_layout.sglang', 'swafuzz.targets.sglang.store'),
-    mutants=('swafuzz.features.dsv4_layout.mutants',),
-    hooks={
-        'oracle.part': 'swafuzz.features.dsv4_layout.oracle:DSV4LayoutOracle',
-        'check.part': 'swafuzz.features.dsv4_layout.oracle:DSV4LayoutChecks',
-        'engine.part': 'swafuzz.features.dsv4_layout.engine:DSV4LayoutEngine',
-        'sglang.part': 'swafuzz.features.dsv4_layout.engine:DSV4LayoutSGLang',
-        'sglang.facts': 'swafuzz.features.dsv4_layout.sglang_facts:FACTS',
-    },
+    kinds=(Kind('dsv4_layout', '.kinds:dsv4_layout_cases',
+                'bf16 [rows, 512] K rows quantized into V4 pages'),),
+    fields='.fields:FIELDS', validators=('.rules:validate',), oracle=('.oracle',),
+    engine=('.engine', 'swafuzz.kernels.dsv4_store', 'swafuzz.targets.kv_pool'),
+    sglang=('.sglang', 'swafuzz.targets.sglang.store'), mutants=('.mutants',),
+    hooks={'oracle.part': '.oracle:DSV4LayoutOracle', 'check.part': '.oracle:DSV4LayoutChecks',
+           'engine.part': '.engine:DSV4LayoutEngine', 'sglang.part': '.engine:DSV4LayoutSGLang',
+           'sglang.facts': '.sglang_facts:FACTS'},
 )

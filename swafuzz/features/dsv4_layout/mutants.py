@@ -1,23 +1,7 @@
 """Mutants of the DSV4 SWA cache layout store (pool layout ``"dsv4"``; spec §4.6), reached only by
 the ``dsv4_layout`` scenario kind (every other kind builds opaque-row pools, whose store is not
-the quantizing one).
-
-* ``dsv4_token_contiguous``: the store writes each token as one contiguous 584-byte record
-  (data row at ``offset * 584``, its scales right after it at ``+576``) instead of the pool's
-  split page (data rows at ``offset * 576``, the scale groups after all P data rows at
-  ``576 * P + offset * 8``). Identical at page size 1; from P = 2 on, data and scales of every
-  token past offset 0 land at the wrong bytes. Source: spec §4.6 (device-side addressing: "fp8
-  UE8M0 scales at page·PageBytes + 576·P + offset·8"; the upstream constant ``S_OFFSET = P *
-  576``).
-* ``dsv4_rope_quantized``: the rope tile is quantized like the nope tiles (fp8 codes in the
-  first 64 bytes of the rope region, its scale in the scale pad byte) instead of copied as bf16:
-  the upstream kernels' special tile 7 (``ROPE_TILE_ID``) lost. Source: spec §4.6 ("bf16 rope
-  at +448 within the 576-byte row"); 0.5.23 pool: "V4 keeps its 64 RoPE dims in bf16; the V4.1
-  layouts quantize them too" (a V4.1-style store on a V4 pool).
-* ``dsv4_dense_page_stride``: the store addresses page ``k`` at ``k * 584 * P`` bytes (tokens
-  dense) instead of the padded page stride ``ceil(584*P/576)*576``; the layout's own twin of
-  ``store_dense_page_stride``. Source: spec §4.6; the base spec's address-arithmetic class
-  (§9.13 as the zoo labels it).
+the quantizing one). Each quantizes as the pool's store does, then writes the token's 584 bytes
+elsewhere than the layout says: its class docstring says where, its decorator the source.
 """
 
 from __future__ import annotations

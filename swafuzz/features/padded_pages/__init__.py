@@ -3,18 +3,9 @@
 from swafuzz.features.record import Feature, Kind
 
 FEATURE = Feature(
-    name='padded_pages',
+    name='padded_pages', source='spec §4.6',
     title='SWA pages with a padded stride, the pads as canaries',
-    source='spec §4.6',
-    kinds=(
-        Kind(
-            'padded_pages',
-            'swafuzz.features.padded_pages.kinds:padded_pages_cases',
-            'pools whose page stride has a pad',
-        ),
-    ),
-    fields='swafuzz.features.padded_pages.fields:FIELDS',
-    validators=('swafuzz.features.padded_pages.rules:validate',),
+    kinds=(Kind('padded_pages', '.kinds:padded_pages_cases', 'pools whose page stride has a pad'),),
+    fields='.fields:FIELDS', validators=('.rules:validate',), mutants=('.mutants',),
     engine=('swafuzz.targets.kv_pool',),
-    mutants=('swafuzz.features.padded_pages.mutants',),
 )

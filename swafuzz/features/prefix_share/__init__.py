@@ -3,19 +3,10 @@
 from swafuzz.features.record import Feature, Kind
 
 FEATURE = Feature(
-    name='prefix_share',
+    name='prefix_share', source='PRs #38519 / #36637, spec §9.15',
     title='radix-cache prefix hits: requests sharing leading pages, refcounted finishes',
-    source='PRs #38519 / #36637, spec §9.15',
-    kinds=(
-        Kind(
-            'prefix_share',
-            'swafuzz.features.prefix_share.kinds:prefix_share_cases',
-            'admits with a prefix hit on a live request',
-        ),
-    ),
-    fields='swafuzz.features.prefix_share.fields:FIELDS',
-    validators=('swafuzz.features.prefix_share.rules:validate',),
-    oracle=('swafuzz.oracles.sharing',),
-    engine=('swafuzz.targets.sharing',),
-    mutants=('swafuzz.features.prefix_share.mutants',),
+    kinds=(Kind('prefix_share', '.kinds:prefix_share_cases',
+                'admits with a prefix hit on a live request'),),
+    fields='.fields:FIELDS', validators=('.rules:validate',), mutants=('.mutants',),
+    oracle=('swafuzz.oracles.sharing',), engine=('swafuzz.targets.sharing',),
 )

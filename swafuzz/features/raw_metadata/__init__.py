@@ -3,17 +3,8 @@
 from swafuzz.features.record import Feature, Kind
 
 FEATURE = Feature(
-    name='raw_metadata',
+    name='raw_metadata', source='spec §4.2',
     title='Raw metadata: the metadata prepared inside the graph (prep_in_graph)',
-    source='spec §4.2',
-    kinds=(
-        Kind(
-            'raw_metadata',
-            'swafuzz.features.raw_metadata.kinds:raw_metadata_cases',
-            'every forward with Raw metadata',
-        ),
-    ),
-    fields='swafuzz.features.raw_metadata.fields:FIELDS',
-    engine=('swafuzz.targets.backend',),
-    mutants=('swafuzz.features.raw_metadata.mutants',),
+    kinds=(Kind('raw_metadata', '.kinds:raw_metadata_cases', 'every forward with Raw metadata'),),
+    fields='.fields:FIELDS', engine=('swafuzz.targets.backend',), mutants=('.mutants',),
 )

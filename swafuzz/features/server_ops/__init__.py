@@ -12,26 +12,13 @@ FEATURE = Feature(
     source='spec §2.3 (allocator alloc / alloc_extend refusals, clear()), §2.4; the '
            'scheduler\'s flush_cache (refused unless idle)',
     kinds=(
-        Kind(
-            'idle_flush',
-            'swafuzz.features.server_ops.kinds:idle_flush_cases',
-            'cache flush while idle (and refused while requests run), then new admissions',
-        ),
-        Kind(
-            'swa_short',
-            'swafuzz.features.server_ops.kinds:swa_short_cases',
-            'admissions that fit the full pool but not the SWA pool: refused, state unchanged',
-        ),
+        Kind('idle_flush', '.kinds:idle_flush_cases',
+             'cache flush while idle (and refused while requests run), then new admissions'),
+        Kind('swa_short', '.kinds:swa_short_cases',
+             'admissions that fit the full pool but not the SWA pool: refused, state unchanged'),
     ),
-    validators=('swafuzz.features.server_ops.rules:validate',),
-    oracle=('swafuzz.features.server_ops.oracle',),
-    engine=('swafuzz.features.server_ops.engine',),
-    checks=('refusal',),
-    check_modules=('swafuzz.features.server_ops.checks',),
-    mutants=('swafuzz.features.server_ops.mutants',),
-    hooks={
-        'scenario.step_ops': 'swafuzz.features.server_ops.fields:OPS',
-        'oracle.step_ops': 'swafuzz.features.server_ops.oracle:STEP_OPS',
-        'engine.step_ops': 'swafuzz.features.server_ops.engine:STEP_OPS',
-    },
+    validators=('.rules:validate',), oracle=('.oracle',), engine=('.engine',),
+    checks=('refusal',), check_modules=('.checks',), mutants=('.mutants',),
+    hooks={'scenario.step_ops': '.fields:OPS', 'oracle.step_ops': '.oracle:STEP_OPS',
+           'engine.step_ops': '.engine:STEP_OPS'},
 )

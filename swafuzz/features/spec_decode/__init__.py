@@ -6,44 +6,33 @@ multi-step draft) are ``dense``'s kinds."""
 from swafuzz.features.record import Feature, Kind, Refusal
 
 FEATURE = Feature(
-    name='spec_decode',
+    name='spec_decode', source='spec §5, §9, §9.3; PR #22373 (spec-v2 over-allocation free)',
     title=(
         "speculative decoding at server level: the release's spec-v2 reserve, draft, verify "
         'prep, accept bookkeeping and draft-extend prep'
     ),
-    source='spec §5, §9, §9.3; PR #22373 (spec-v2 over-allocation free)',
     kinds=(
-        Kind(
-            'server_spec',
-            'swafuzz.features.spec_decode.server_kind:spec_cases',
-            'speculative decoding (EAGLE, topk 1, 1..3 steps, draft tokens steps + 1) with '
-            'staggered arrivals and drawn per-verify accept lengths: each DECODE the '
-            "release's spec-v2 reserve, verify prep, accept bookkeeping and draft-extend prep",
-            level='server',
-            opt_in=True,
-        ),
+        Kind('server_spec', '.server_kind:spec_cases',
+             'speculative decoding (EAGLE, topk 1, 1..3 steps, draft tokens steps + 1) with '
+             'staggered arrivals and drawn per-verify accept lengths: each DECODE the '
+             "release's spec-v2 reserve, verify prep, accept bookkeeping and draft-extend prep",
+             level='server', opt_in=True),
     ),
-    fields='swafuzz.features.spec_decode.fields:FIELDS',
-    oracle=('swafuzz.features.spec_decode.server_rules',),
-    checks=(
-        'server:spec_alloc', 'server:draft_decode', 'server:verify_rows', 'server:draft_extend',
-        'server:spec_accept', 'server:spec_pool', 'server:spec_leak',
-    ),
-    check_modules=('swafuzz.features.spec_decode.server_oracle',),
-    mutants=('swafuzz.features.spec_decode.server_mutants',),
-    hooks={'oracle.server_judge': 'swafuzz.features.spec_decode.server_oracle:server_judge'},
+    fields='.fields:FIELDS', oracle=('.server_rules',),
+    checks=('server:spec_alloc', 'server:draft_decode', 'server:verify_rows',
+            'server:draft_extend', 'server:spec_accept', 'server:spec_pool', 'server:spec_leak'),
+    check_modules=('.server_oracle',), mutants=('.server_mutants',),
+    hooks={'oracle.server_judge': '.server_oracle:server_judge'},
     refusals=(
         Refusal(
-            'server',
-            'swafuzz.features.spec_decode.server_rules:spec_not_driven',
+            'server', '.server_rules:spec_not_driven',
             'config.speculative_algorithm: speculative decoding is driven at server level for '
             'EAGLE with speculative_eagle_topk 1, speculative_num_draft_tokens = '
             'speculative_num_steps + 1, one rank and disable_cuda_graph true (allowed: those, '
             'or null)',
         ),
         Refusal(
-            'server',
-            'swafuzz.features.spec_decode.server_rules:spec_on_dp_ranks',
+            'server', '.server_rules:spec_on_dp_ranks',
             'config.speculative_algorithm: speculative decoding on data-parallel attention '
             'ranks is not driven at server level yet (allowed: null with data-parallel '
             'attention)',

@@ -3,15 +3,9 @@
 from swafuzz.features.record import Feature, Kind
 
 FEATURE = Feature(
-    name='spec_remap',
+    name='spec_remap', source='spec §2.1, §2.8, §9.16 (sglang PR #25889)',
     title='mapping re-registration between speculative forwards (draft and target pools)',
-    source='spec §2.1, §2.8, §9.16 (sglang PR #25889)',
-    kinds=(
-        Kind(
-            'spec_remap',
-            'swafuzz.features.spec_remap.kinds:spec_remap_cases',
-            'remap steps among verify, draft-extend and multi-step draft forwards',
-        ),
-    ),
-    mutants=('swafuzz.features.spec_remap.mutants',),
+    kinds=(Kind('spec_remap', '.kinds:spec_remap_cases',
+                'remap steps among verify, draft-extend and multi-step draft forwards'),),
+    mutants=('.mutants',),
 )

@@ -3,24 +3,12 @@
 from swafuzz.features.record import Feature, Kind, Since
 
 FEATURE = Feature(
-    name='ring_draft',
+    name='ring_draft', source='addendum (issue12-ringdraft)',
     title='the DSpark draft block on a per-request SWA ring',
-    source='addendum (issue12-ringdraft)',
-    kinds=(
-        Kind(
-            'ring_draft',
-            'swafuzz.features.ring.ring_draft.kinds:ring_draft_strategy',
-            'draft_block steps on a ring, eager and graph',
-        ),
-    ),
-    validators=('swafuzz.features.ring.ring_draft.rules:validate',),
-    oracle=('swafuzz.features.ring.ring_draft.oracle',),
-    engine=('swafuzz.features.ring.ring_draft.engine',),
-    sglang=('swafuzz.features.ring.ring_draft.sglang',),
-    mutants=('swafuzz.features.ring.ring_draft.mutants',),
+    kinds=(Kind('ring_draft', '.kinds:ring_draft_strategy',
+                'draft_block steps on a ring, eager and graph'),),
+    validators=('.rules:validate',), oracle=('.oracle',), engine=('.engine',),
+    sglang=('.sglang',), mutants=('.mutants',),
     since={'sglang': Since('0.5.23', 'DSpark draft block on a per-request SWA ring')},
-    hooks={
-        'engine.part': 'swafuzz.features.ring.ring_draft.engine:RingDraftEngine',
-        'sglang.part': 'swafuzz.features.ring.ring_draft.engine:RingDraftSGLang',
-    },
+    hooks={'engine.part': '.engine:RingDraftEngine', 'sglang.part': '.engine:RingDraftSGLang'},
 )

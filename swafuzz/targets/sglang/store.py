@@ -43,6 +43,7 @@ from swafuzz.kernels import contracts, dsv4_store
 from swafuzz.kernels.launch import launch
 from swafuzz.targets.protocol import TargetUnavailable
 from swafuzz.targets.sglang import release
+from swafuzz.targets.sglang.environ import set_attr
 
 VERSION, ADAPTER = release()
 
@@ -104,11 +105,8 @@ def rne_fp8_interpreter() -> Iterator[None]:
             return interp.TensorHandle(codes.numpy().reshape(src.data.shape), dst_type.scalar)
         return original(self, src, dst_type, rounding_mode)
 
-    builder.create_fp_to_fp = create_fp_to_fp
-    try:
+    with set_attr(builder, "create_fp_to_fp", create_fp_to_fp):
         yield
-    finally:
-        builder.create_fp_to_fp = original
 
 
 def _run_release_store(rows: torch.Tensor, cache: torch.Tensor, loc: torch.Tensor,

@@ -34,10 +34,8 @@ indexer and compressor metadata for compressed layers this harness does not buil
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 from types import SimpleNamespace
-from typing import Iterator
 
 import torch
 
@@ -110,17 +108,11 @@ def _release_backend(server, device):
     return bk
 
 
-@contextlib.contextmanager
-def no_flashmla_plan() -> Iterator[None]:
+def no_flashmla_plan():
     """The FlashMLA scheduling plan (``_create_flashmla_metadata``: the ``flash_mla`` CUDA
     extension's ``get_mla_metadata``) is None while the upgrade runs on the host (modelled:
     a read-side object of the attention kernel, which is not run)."""
-    real = backend_mod._create_flashmla_metadata
-    backend_mod._create_flashmla_metadata = lambda: None
-    try:
-        yield
-    finally:
-        backend_mod._create_flashmla_metadata = real
+    return seams.set_attr(backend_mod, "_create_flashmla_metadata", lambda: None)
 
 
 class GraphFill:
@@ -217,43 +209,40 @@ class GraphFill:
                                  rows("positions"))
 
 
-@contextlib.contextmanager
-def stale_out_cache_loc_tail() -> Iterator[None]:
-    """Spec §9.5 (padded rows not steered to the dummy slot, PR #24743): the runner's replay
-    preparation copies the live rows but leaves the ``out_cache_loc`` buffer's padded tail as
-    the previous replay wrote it, so a batch padded to its bucket after a larger one writes its
-    padded rows into the earlier batch's (live) slots."""
+def _patched_fill(after):
+    """The runner's replay preparation followed by ``after(runner, forward_batch, before)``
+    (``before``: a copy of the ``out_cache_loc`` buffer as the fill found it)."""
     real = getattr(RUNNER_CLS, FILL)
 
     def fill(self, forward_batch, *args, **kwargs):
         before = self.buffers.out_cache_loc.clone()
         out = real(self, forward_batch, *args, **kwargs)
-        n = forward_batch.out_cache_loc.numel()
-        self.buffers.out_cache_loc[n:self.bs] = before[n:self.bs]
+        after(self, forward_batch, before)
         return out
 
-    setattr(RUNNER_CLS, FILL, fill)
-    try:
-        yield
-    finally:
-        setattr(RUNNER_CLS, FILL, real)
+    return seams.set_attr(RUNNER_CLS, FILL, fill)
 
 
-@contextlib.contextmanager
-def seq_lens_pad_zero() -> Iterator[None]:
+def stale_out_cache_loc_tail():
+    """Spec §9.5 (padded rows not steered to the dummy slot, PR #24743): the runner's replay
+    preparation copies the live rows but leaves the ``out_cache_loc`` buffer's padded tail as
+    the previous replay wrote it, so a batch padded to its bucket after a larger one writes its
+    padded rows into the earlier batch's (live) slots."""
+
+    def keep_tail(r, fb, before):
+        n = fb.out_cache_loc.numel()
+        r.buffers.out_cache_loc[n:r.bs] = before[n:r.bs]
+
+    return _patched_fill(keep_tail)
+
+
+def seq_lens_pad_zero():
     """Spec §5.1 (the static ``seq_lens`` buffer's padded rows hold the backend's fill value,
     1 for DSV4): the runner's replay preparation zeroes the padded rows' ``seq_lens``. No store
     reads them (the padded rows write the dummy slot): only the prepared buffers show it, and
     an attention kernel reading a zero-length row is the consequence upstream."""
-    real = getattr(RUNNER_CLS, FILL)
 
-    def fill(self, forward_batch, *args, **kwargs):
-        out = real(self, forward_batch, *args, **kwargs)
-        self.buffers.seq_lens[forward_batch.out_cache_loc.numel():self.bs] = 0
-        return out
+    def zero(r, fb, before):
+        r.buffers.seq_lens[fb.out_cache_loc.numel():r.bs] = 0
 
-    setattr(RUNNER_CLS, FILL, fill)
-    try:
-        yield
-    finally:
-        setattr(RUNNER_CLS, FILL, real)
+    return _patched_fill(zero)

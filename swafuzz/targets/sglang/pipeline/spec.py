@@ -262,11 +262,8 @@ def kernels() -> Iterator[None]:
         real(tensor, scope)
         scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.item()))
 
-    interpreter._patch_lang_tensor = patch
-    try:
+    with seams.set_attr(interpreter, "_patch_lang_tensor", patch):
         yield
-    finally:
-        interpreter._patch_lang_tensor = real
 
 
 def run_case(case, impl: str = "torch", mutant: str | None = None, executor=None):

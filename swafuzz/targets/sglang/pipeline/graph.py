@@ -1,35 +1,27 @@
 """The release's decode graph runner's replay preparation at server level (imports SGLang).
 
 For a DECODE the release's can-run decision sends to a graph (:meth:`.steps.Pipeline.can_run_graph`),
-the release's own replay preparation fills the runner's static buffers from the release's
-``ForwardBatch``: 0.5.22 / 0.5.23 ``DecodeCudaGraphRunner.load_batch`` (the bucket by
-``_pad_to_bucket``, the buffer registry's ``fill_from`` with its per-slot padding policy, the
-replay view ``build_replay_fb_view`` and the attention backend's out-graph prep
-``init_forward_metadata_out_graph``); 0.5.12 ``CudaGraphRunner.replay_prepare`` (its
-``DecodeInputBuffers.populate_from_forward_batch`` and the backend's
+the release's own replay preparation fills the runner's static buffers from its
+``ForwardBatch``: 0.5.22 / 0.5.23 ``DecodeCudaGraphRunner.load_batch`` (``_pad_to_bucket``, the
+buffer registry's ``fill_from``, ``build_replay_fb_view``, the backend's
+``init_forward_metadata_out_graph``); 0.5.12 ``CudaGraphRunner.replay_prepare``
+(``DecodeInputBuffers.populate_from_forward_batch``,
 ``init_forward_metadata_replay_cuda_graph``). The runner is the can-run decision's instance
-(:func:`.seams.graph_runner`, built without its constructor), given the buffers its constructor
-would build, by the release's own ``DecodeInputBuffers.create`` (and, where it has one,
-``build_decode_registry`` over them), on the engine's device. Its attention backend is a
-``DeepseekV4AttnBackend`` built without its constructor over the engine's DSV4 pool, its
-graph state made by the release's ``init_cuda_graph_state``, and per captured batch size the
-release's capture-time prep run once at start-up (on the capture batch the runner's
-``capture_prepare`` would hand it: the buffers' first rows, mode DECODE).
+(:func:`.seams.graph_runner`), given the buffers its constructor would build (the release's
+``DecodeInputBuffers.create`` and, where it has one, ``build_decode_registry``); its attention
+backend a ``DeepseekV4AttnBackend`` built without its constructor over the engine's DSV4 pool,
+with the release's ``init_cuda_graph_state`` and, per captured batch size, its capture-time
+prep run once at start-up.
 
-Bypassed: the graph capture and ``graph.replay()``. The padded buffers (``out_cache_loc``,
-``seq_lens``, ``positions`` of the bucket's rows) become the batch the component engine's graph
-runner replays on the harness's executor: its stores write where the release's buffers say.
+Bypassed: the graph capture and ``graph.replay()``: the padded buffers (``out_cache_loc``,
+``seq_lens``, ``positions``) become the batch the component engine's graph runner replays, so
+its stores write where the release's buffers say. Where the release stamps SWA write locations
+in its in-graph init (0.5.22, 0.5.23), that init runs on the host over the captured batch and
+its write locations and read indices go to the oracle.
 
-After the fill, where the release stamps SWA write locations in its in-graph init (0.5.22,
-0.5.23), that init (``init_forward_metadata_in_graph``: the Raw -> full upgrade and the stamp)
-runs on the host over the captured batch (a GPU runs it inside the replay); its write
-locations and read indices go to the oracle.
-
-Modelled: the buffers are the runner's own (the constructor's ``share_buffers`` into the
-process-wide pool is not run); the FlashMLA plan of the upgrade (None); the stores resolve
-through the harness's metadata and the release's stamp on it (the engine's graph runner), not
-through the release's upgraded metadata; 0.5.12's in-graph upgrade is not run (it builds
-indexer and compressor metadata for compressed layers this harness does not build).
+Modelled: the buffers are the runner's own (no ``share_buffers``); the FlashMLA plan is None;
+the stores resolve through the harness's metadata, not the release's upgraded metadata;
+0.5.12's in-graph upgrade is not run (it builds compressed-layer metadata).
 """
 
 from __future__ import annotations

@@ -1,30 +1,27 @@
 """The int32 contracts of translate / store / translate_store, checked before any launch.
 
-Two kinds of checks, shared by every implementation (``torch_impl``, ``triton_impl``,
-``cuda_impl``):
+Shared by every implementation (``torch_impl``, ``triton_impl``, ``cuda_impl``):
 
-* **static** (``check_*_static``): dtype, rank, shape, contiguity, page size, device. They read
-  only tensor metadata, never device memory, so they always run, graph capture included.
+* **static** (``check_*_static``): dtype, rank, shape, contiguity, page size, device; tensor
+  metadata only, so they always run, graph capture included.
 * **value** (``*_values_validator``): no negative write location, every index inside its buffer,
   ids below 2^31, no two rows writing the same slot outside the dummy page 0. They read device
-  values (a device->host sync), so they are returned as closures and handed to
-  :func:`kernels.launch.launch` as ``validate=``: it runs them before an eager launch and skips
-  them while a graph is captured (the tape executor re-runs them before each replay).
+  values (a host sync), so they are closures handed to :func:`kernels.launch.launch` as
+  ``validate=``, skipped while a graph is captured.
 
-Every failure raises :class:`ContractError` whose message starts with the operation, names the
-argument and states the rule, e.g. ``store: loc must be int32 (got torch.int64); int64 locations
-are refused, never reinterpreted``.
+A failure raises :class:`ContractError` naming the operation, the argument and the rule, e.g.
+``store: loc must be int32 (got torch.int64); int64 locations are refused, never
+reinterpreted``.
 
 Shapes and dtypes (``N`` rows, ``D`` elements per row, ``P`` page size):
 
-* ``mapping``: int64 ``[S_full + P + 1]``, 1-D, contiguous (``mapping[-1] == -1`` by convention;
-  not checked here: it is an engine invariant, not a launch contract);
-* ``loc`` of translate / translate_store: int64 ``[N]``, 1-D, contiguous;
-* ``loc`` of store: int32 ``[N]``, 1-D, contiguous;
+* ``mapping``: int64 ``[S_full + P + 1]``, 1-D, contiguous (``mapping[-1] == -1``: an engine
+  invariant, not checked here);
+* ``loc``: int64 ``[N]`` for translate / translate_store, int32 ``[N]`` for store; 1-D,
+  contiguous;
 * ``cache``: ``[num_pages, P, D]`` bfloat16 or uint8, inner stride 1, row stride ``D``, page
-  stride ``>= P * D`` (a view into a larger redzoned buffer is fine);
-* ``rows``: ``[N, D]``, same dtype as ``cache``, contiguous;
-* ``out``: int32 ``[N]``, contiguous.
+  stride ``>= P * D``;
+* ``rows``: ``[N, D]``, the cache's dtype, contiguous; ``out``: int32 ``[N]``, contiguous.
 """
 
 from __future__ import annotations

@@ -152,15 +152,11 @@ class SGLangBackend(DSV4Backend):
             tail_forward_metadata=None)
 
     def init_forward_metadata_in_graph(self, fb) -> None:
-        if not UNIFIED_RESOLVER:
-            # 0.5.12 stamps no SWA write location (its store translates out_cache_loc); keep
-            # the modelled Raw upgrade only.
-            if isinstance(self.forward_metadata, RawDecodeMetadata):
-                self.forward_metadata = self.upgrade_raw(self.forward_metadata)
-            return
         md = self.forward_metadata
         if isinstance(md, RawDecodeMetadata):
             md = self.forward_metadata = self.upgrade_raw(md)
+        if not UNIFIED_RESOLVER:  # 0.5.12 stamps nothing (its store translates out_cache_loc)
+            return
         if isinstance(md, AttnMetadata):
             self.shim.forward_metadata = backend_mod.DSV4Metadata(
                 core_attn_metadata=_CoreView(md.core_attn_metadata), indexer_metadata=None)

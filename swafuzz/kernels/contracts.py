@@ -74,11 +74,8 @@ def _require_same_device(op: str, named: dict[str, torch.Tensor]) -> None:
 def log2_page_size(op: str, page_size: int) -> int:
     """``log2(page_size)``; raises unless ``page_size`` is a power of two in ``1..2^20``."""
     if page_size < 1 or page_size > MAX_PAGE_SIZE or page_size & (page_size - 1):
-        _fail(
-            op,
-            f"cache page size P = cache.shape[1] must be a power of two in 1..{MAX_PAGE_SIZE} "
-            f"(got {page_size})",
-        )
+        _fail(op, f"cache page size P = cache.shape[1] must be a power of two in "
+                  f"1..{MAX_PAGE_SIZE} (got {page_size})")
     return page_size.bit_length() - 1
 
 
@@ -107,10 +104,8 @@ def check_out_static(op: str, out: torch.Tensor | None, n: int, device: torch.de
         _fail(op, f"out must be on the same device as loc (got {out.device} vs {device})")
 
 
-def check_translate_static(
-    mapping: torch.Tensor, loc: torch.Tensor, out: torch.Tensor | None = None, *,
-    op: str = "translate",
-) -> None:
+def check_translate_static(mapping: torch.Tensor, loc: torch.Tensor,
+                           out: torch.Tensor | None = None, *, op: str = "translate") -> None:
     """mapping: int64 ``[M]`` 1-D contiguous, ``M >= 1``; loc: int64 ``[N]`` 1-D contiguous;
     out: optional int32 ``[N]``; all on one device."""
     _require_tensor(op, "mapping", mapping)
@@ -127,10 +122,8 @@ def check_translate_static(
     check_out_static(op, out, loc.numel(), loc.device)
 
 
-def check_store_static(
-    cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor, *, op: str = "store",
-    loc_dtype: torch.dtype = torch.int32,
-) -> int:
+def check_store_static(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor, *,
+                       op: str = "store", loc_dtype: torch.dtype = torch.int32) -> int:
     """Static contract of a store; returns ``log2(P)``.
 
     cache: ``[num_pages, P, D]`` bfloat16|uint8, stride ``(>= P*D, D, 1)``; loc: ``loc_dtype``
@@ -158,21 +151,16 @@ def check_store_static(
     if cache.stride(1) != d and page_size > 1:
         _fail(op, f"cache row stride must equal D = {d} (got strides {cache.stride()})")
     if cache.stride(0) < page_size * d and num_pages > 1:
-        _fail(
-            op,
-            f"cache page stride must be >= P*D = {page_size * d} (got strides {cache.stride()})",
-        )
+        _fail(op, f"cache page stride must be >= P*D = {page_size * d} (got strides "
+                  f"{cache.stride()})")
     if rows.dtype != cache.dtype:
         _fail(op, f"rows dtype must equal cache dtype {cache.dtype} (got {rows.dtype})")
     if rows.dim() != 2:
         _fail(op, f"rows must be 2-D [N, D] (got shape {tuple(rows.shape)})")
     n = loc.numel()
     if rows.shape[0] != n:
-        _fail(
-            op,
-            f"rows.shape[0] must equal loc.numel(): location count equals row count "
-            f"(got {rows.shape[0]} rows, {n} locations)",
-        )
+        _fail(op, f"rows.shape[0] must equal loc.numel(): location count equals row count "
+                  f"(got {rows.shape[0]} rows, {n} locations)")
     if rows.shape[1] != d:
         _fail(op, f"rows.shape[1] must equal cache row width D = {d} (got {rows.shape[1]})")
     if not rows.is_contiguous():
@@ -181,10 +169,9 @@ def check_store_static(
     return log2p
 
 
-def check_translate_store_static(
-    mapping: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor, cache: torch.Tensor,
-    out: torch.Tensor | None = None, *, op: str = "translate_store",
-) -> int:
+def check_translate_store_static(mapping: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor,
+                                 cache: torch.Tensor, out: torch.Tensor | None = None, *,
+                                 op: str = "translate_store") -> int:
     """Static contract of the fused path (int64 full ``loc``); returns ``log2(P)``."""
     check_translate_static(mapping, loc, out, op=op)
     log2p = check_store_static(cache, loc, rows, op=op, loc_dtype=torch.int64)
@@ -253,38 +240,26 @@ def check_store_values(cache: torch.Tensor, loc: torch.Tensor, *, op: str = "sto
     if bool(dup.any()):
         j = _first(dup)
         a, b = int(idx[order[j]]), int(idx[order[j + 1]])
-        _fail(
-            op,
-            f"{loc_name}[{a}] and {loc_name}[{b}] both write slot {int(svals[j])}: two rows may "
-            f"share a target only inside the dummy page 0 (slots < P = {page_size}); the kernel "
-            "gives no order among rows",
-        )
+        _fail(op, f"{loc_name}[{a}] and {loc_name}[{b}] both write slot {int(svals[j])}: two "
+                  f"rows may share a target only inside the dummy page 0 (slots < P = "
+                  f"{page_size}); the kernel gives no order among rows")
 
 
 def translate_values_validator(mapping: torch.Tensor, loc: torch.Tensor, *,
                                op: str = "translate") -> Callable[[], None]:
     """The value contract of translate as a closure for ``launch(validate=...)``."""
-
-    def validate() -> None:
-        check_translate_values(mapping, loc, op=op)
-
-    return validate
+    return lambda: check_translate_values(mapping, loc, op=op)
 
 
 def store_values_validator(cache: torch.Tensor, loc: torch.Tensor, *,
                            op: str = "store") -> Callable[[], None]:
     """The value contract of store as a closure for ``launch(validate=...)``."""
-
-    def validate() -> None:
-        check_store_values(cache, loc, op=op)
-
-    return validate
+    return lambda: check_store_values(cache, loc, op=op)
 
 
-def translate_store_values_validator(
-    mapping: torch.Tensor, loc: torch.Tensor, cache: torch.Tensor, *,
-    op: str = "translate_store",
-) -> Callable[[], None]:
+def translate_store_values_validator(mapping: torch.Tensor, loc: torch.Tensor,
+                                     cache: torch.Tensor, *, op: str = "translate_store"
+                                     ) -> Callable[[], None]:
     """Translate contract on ``loc``, then the store contract on the translated locations."""
 
     def validate() -> None:

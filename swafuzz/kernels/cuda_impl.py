@@ -115,15 +115,13 @@ def _require_cuda(op: str, named: dict[str, torch.Tensor]) -> None:
     for name, t in named.items():
         if t.device.type != "cuda":
             raise contracts.ContractError(
-                f"{op}: {name} must be a CUDA tensor for the cuda implementation (got {t.device})"
-            )
+                f"{op}: {name} must be a CUDA tensor for the cuda implementation (got {t.device})")
 
 
 def _require_int32(op: str, what: str, value: int) -> None:
     if value > contracts.INT32_MAX:
         raise contracts.ContractError(
-            f"{op}: {what} = {value} must fit int32 for the cuda implementation"
-        )
+            f"{op}: {what} = {value} must fit int32 for the cuda implementation")
 
 
 def _width(cache: torch.Tensor, rows: torch.Tensor) -> int:

@@ -1,8 +1,8 @@
 """Forward modes, graph buckets and the forward batch (spec §3, §4.3, §5).
 
-Models upstream's ``forward_batch_info`` module: the ``ForwardMode`` IntEnum with its predicates
-(the predicates swafuzz reads, plus the older ``DRAFT_EXTEND`` member and ``is_draft_extend``), the DSV4
-backend's ``_GraphBucket`` classification and ``_get_logical_forward_mode``, and a minimal
+Models upstream's ``forward_batch_info`` module: the ``ForwardMode`` IntEnum with the
+predicates swafuzz reads (plus the older ``DRAFT_EXTEND`` member and ``is_draft_extend``), the
+DSV4 backend's ``_GraphBucket`` classification and ``_get_logical_forward_mode``, and a minimal
 ``ForwardBatch`` carrying what the SWA write path reads.
 """
 

@@ -179,8 +179,7 @@ class GraphRunner:
         bs = self.bucket_for(fb.batch_size)
         assert bs is not None, (
             f"{type(self).__name__}.run: batch size {fb.batch_size} exceeds the largest "
-            f"bucket {self.max_bs}"
-        )
+            f"bucket {self.max_bs}")
         cap = self.captured.get(bs) or self.capture(bs)
         self.load_batch(fb, bs)
         self.load_rows(bs, rows_for)

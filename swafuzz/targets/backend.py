@@ -15,8 +15,8 @@
 * the resolver ``get_swa_out_cache_loc(fb)`` (§4.5) and ``store_cache(layer_id, rows, fb)``
   (§4.6) that writes one layer through the implementation's ``store``.
 
-Every decision point is its own small method so a mutant overrides exactly one (see
-``targets/__init__.py``). :class:`MultiStepBackend` (§4.8) holds one backend per speculative step.
+Every decision point is its own small method so a mutant overrides exactly one.
+:class:`MultiStepBackend` (§4.8) holds one backend per speculative step.
 """
 
 from __future__ import annotations

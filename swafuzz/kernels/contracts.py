@@ -1,30 +1,27 @@
 """The int32 contracts of translate / store / translate_store, checked before any launch.
 
-Two kinds of checks, shared by every implementation (``torch_impl``, ``triton_impl``,
-``cuda_impl``):
+Shared by every implementation (``torch_impl``, ``triton_impl``, ``cuda_impl``):
 
-* **static** (``check_*_static``): dtype, rank, shape, contiguity, page size, device. They read
-  only tensor metadata, never device memory, so they always run, graph capture included.
+* **static** (``check_*_static``): dtype, rank, shape, contiguity, page size, device; tensor
+  metadata only, so they always run, graph capture included.
 * **value** (``*_values_validator``): no negative write location, every index inside its buffer,
   ids below 2^31, no two rows writing the same slot outside the dummy page 0. They read device
-  values (a device->host sync), so they are returned as closures and handed to
-  :func:`kernels.launch.launch` as ``validate=``: it runs them before an eager launch and skips
-  them while a graph is captured (the tape executor re-runs them before each replay).
+  values (a host sync), so they are closures handed to :func:`kernels.launch.launch` as
+  ``validate=``, skipped while a graph is captured.
 
-Every failure raises :class:`ContractError` whose message starts with the operation, names the
-argument and states the rule, e.g. ``store: loc must be int32 (got torch.int64); int64 locations
-are refused, never reinterpreted``.
+A failure raises :class:`ContractError` naming the operation, the argument and the rule, e.g.
+``store: loc must be int32 (got torch.int64); int64 locations are refused, never
+reinterpreted``.
 
 Shapes and dtypes (``N`` rows, ``D`` elements per row, ``P`` page size):
 
-* ``mapping``: int64 ``[S_full + P + 1]``, 1-D, contiguous (``mapping[-1] == -1`` by convention;
-  not checked here: it is an engine invariant, not a launch contract);
-* ``loc`` of translate / translate_store: int64 ``[N]``, 1-D, contiguous;
-* ``loc`` of store: int32 ``[N]``, 1-D, contiguous;
+* ``mapping``: int64 ``[S_full + P + 1]``, 1-D, contiguous (``mapping[-1] == -1``: an engine
+  invariant, not checked here);
+* ``loc``: int64 ``[N]`` for translate / translate_store, int32 ``[N]`` for store; 1-D,
+  contiguous;
 * ``cache``: ``[num_pages, P, D]`` bfloat16 or uint8, inner stride 1, row stride ``D``, page
-  stride ``>= P * D`` (a view into a larger redzoned buffer is fine);
-* ``rows``: ``[N, D]``, same dtype as ``cache``, contiguous;
-* ``out``: int32 ``[N]``, contiguous.
+  stride ``>= P * D``;
+* ``rows``: ``[N, D]``, the cache's dtype, contiguous; ``out``: int32 ``[N]``, contiguous.
 """
 
 from __future__ import annotations
@@ -77,11 +74,8 @@ def _require_same_device(op: str, named: dict[str, torch.Tensor]) -> None:
 def log2_page_size(op: str, page_size: int) -> int:
     """``log2(page_size)``; raises unless ``page_size`` is a power of two in ``1..2^20``."""
     if page_size < 1 or page_size > MAX_PAGE_SIZE or page_size & (page_size - 1):
-        _fail(
-            op,
-            f"cache page size P = cache.shape[1] must be a power of two in 1..{MAX_PAGE_SIZE} "
-            f"(got {page_size})",
-        )
+        _fail(op, f"cache page size P = cache.shape[1] must be a power of two in "
+                  f"1..{MAX_PAGE_SIZE} (got {page_size})")
     return page_size.bit_length() - 1
 
 
@@ -110,10 +104,8 @@ def check_out_static(op: str, out: torch.Tensor | None, n: int, device: torch.de
         _fail(op, f"out must be on the same device as loc (got {out.device} vs {device})")
 
 
-def check_translate_static(
-    mapping: torch.Tensor, loc: torch.Tensor, out: torch.Tensor | None = None, *,
-    op: str = "translate",
-) -> None:
+def check_translate_static(mapping: torch.Tensor, loc: torch.Tensor,
+                           out: torch.Tensor | None = None, *, op: str = "translate") -> None:
     """mapping: int64 ``[M]`` 1-D contiguous, ``M >= 1``; loc: int64 ``[N]`` 1-D contiguous;
     out: optional int32 ``[N]``; all on one device."""
     _require_tensor(op, "mapping", mapping)
@@ -130,10 +122,8 @@ def check_translate_static(
     check_out_static(op, out, loc.numel(), loc.device)
 
 
-def check_store_static(
-    cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor, *, op: str = "store",
-    loc_dtype: torch.dtype = torch.int32,
-) -> int:
+def check_store_static(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor, *,
+                       op: str = "store", loc_dtype: torch.dtype = torch.int32) -> int:
     """Static contract of a store; returns ``log2(P)``.
 
     cache: ``[num_pages, P, D]`` bfloat16|uint8, stride ``(>= P*D, D, 1)``; loc: ``loc_dtype``
@@ -161,21 +151,16 @@ def check_store_static(
     if cache.stride(1) != d and page_size > 1:
         _fail(op, f"cache row stride must equal D = {d} (got strides {cache.stride()})")
     if cache.stride(0) < page_size * d and num_pages > 1:
-        _fail(
-            op,
-            f"cache page stride must be >= P*D = {page_size * d} (got strides {cache.stride()})",
-        )
+        _fail(op, f"cache page stride must be >= P*D = {page_size * d} (got strides "
+                  f"{cache.stride()})")
     if rows.dtype != cache.dtype:
         _fail(op, f"rows dtype must equal cache dtype {cache.dtype} (got {rows.dtype})")
     if rows.dim() != 2:
         _fail(op, f"rows must be 2-D [N, D] (got shape {tuple(rows.shape)})")
     n = loc.numel()
     if rows.shape[0] != n:
-        _fail(
-            op,
-            f"rows.shape[0] must equal loc.numel(): location count equals row count "
-            f"(got {rows.shape[0]} rows, {n} locations)",
-        )
+        _fail(op, f"rows.shape[0] must equal loc.numel(): location count equals row count "
+                  f"(got {rows.shape[0]} rows, {n} locations)")
     if rows.shape[1] != d:
         _fail(op, f"rows.shape[1] must equal cache row width D = {d} (got {rows.shape[1]})")
     if not rows.is_contiguous():
@@ -184,10 +169,9 @@ def check_store_static(
     return log2p
 
 
-def check_translate_store_static(
-    mapping: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor, cache: torch.Tensor,
-    out: torch.Tensor | None = None, *, op: str = "translate_store",
-) -> int:
+def check_translate_store_static(mapping: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor,
+                                 cache: torch.Tensor, out: torch.Tensor | None = None, *,
+                                 op: str = "translate_store") -> int:
     """Static contract of the fused path (int64 full ``loc``); returns ``log2(P)``."""
     check_translate_static(mapping, loc, out, op=op)
     log2p = check_store_static(cache, loc, rows, op=op, loc_dtype=torch.int64)
@@ -256,38 +240,26 @@ def check_store_values(cache: torch.Tensor, loc: torch.Tensor, *, op: str = "sto
     if bool(dup.any()):
         j = _first(dup)
         a, b = int(idx[order[j]]), int(idx[order[j + 1]])
-        _fail(
-            op,
-            f"{loc_name}[{a}] and {loc_name}[{b}] both write slot {int(svals[j])}: two rows may "
-            f"share a target only inside the dummy page 0 (slots < P = {page_size}); the kernel "
-            "gives no order among rows",
-        )
+        _fail(op, f"{loc_name}[{a}] and {loc_name}[{b}] both write slot {int(svals[j])}: two "
+                  f"rows may share a target only inside the dummy page 0 (slots < P = "
+                  f"{page_size}); the kernel gives no order among rows")
 
 
 def translate_values_validator(mapping: torch.Tensor, loc: torch.Tensor, *,
                                op: str = "translate") -> Callable[[], None]:
     """The value contract of translate as a closure for ``launch(validate=...)``."""
-
-    def validate() -> None:
-        check_translate_values(mapping, loc, op=op)
-
-    return validate
+    return lambda: check_translate_values(mapping, loc, op=op)
 
 
 def store_values_validator(cache: torch.Tensor, loc: torch.Tensor, *,
                            op: str = "store") -> Callable[[], None]:
     """The value contract of store as a closure for ``launch(validate=...)``."""
-
-    def validate() -> None:
-        check_store_values(cache, loc, op=op)
-
-    return validate
+    return lambda: check_store_values(cache, loc, op=op)
 
 
-def translate_store_values_validator(
-    mapping: torch.Tensor, loc: torch.Tensor, cache: torch.Tensor, *,
-    op: str = "translate_store",
-) -> Callable[[], None]:
+def translate_store_values_validator(mapping: torch.Tensor, loc: torch.Tensor,
+                                     cache: torch.Tensor, *, op: str = "translate_store"
+                                     ) -> Callable[[], None]:
     """Translate contract on ``loc``, then the store contract on the translated locations."""
 
     def validate() -> None:

@@ -115,15 +115,13 @@ def _require_cuda(op: str, named: dict[str, torch.Tensor]) -> None:
     for name, t in named.items():
         if t.device.type != "cuda":
             raise contracts.ContractError(
-                f"{op}: {name} must be a CUDA tensor for the cuda implementation (got {t.device})"
-            )
+                f"{op}: {name} must be a CUDA tensor for the cuda implementation (got {t.device})")
 
 
 def _require_int32(op: str, what: str, value: int) -> None:
     if value > contracts.INT32_MAX:
         raise contracts.ContractError(
-            f"{op}: {what} = {value} must fit int32 for the cuda implementation"
-        )
+            f"{op}: {what} = {value} must fit int32 for the cuda implementation")
 
 
 def _width(cache: torch.Tensor, rows: torch.Tensor) -> int:
@@ -174,18 +172,10 @@ def translate(mapping: torch.Tensor, loc: torch.Tensor, *,
     return out
 
 
-def store(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor) -> None:
-    """Write ``rows[i]`` to slot ``loc[i]`` (int32) of ``cache``; see :mod:`kernels.torch_impl`."""
-    _store(cache, loc, rows, checked=True)
-
-
-def store_unchecked(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor) -> None:
-    """:func:`store` with the static contract only: no value contract, ever (for mutants that
-    reproduce a missing host check). Bad locations write outside the cache."""
-    _store(cache, loc, rows, checked=False)
-
-
-def _store(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor, checked: bool) -> None:
+def store(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor, *,
+          checked: bool = True) -> None:
+    """Write ``rows[i]`` to slot ``loc[i]`` (int32) of ``cache``; see :mod:`kernels.torch_impl`
+    (``checked=False``: :func:`store_unchecked`)."""
     op = "store"
     log2p = contracts.check_store_static(cache, loc, rows)
     _require_cuda(op, {"cache": cache, "loc": loc, "rows": rows})
@@ -201,6 +191,12 @@ def _store(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor, checked: 
 
     launch("cuda.store", fn, (cache, loc, rows),
            contracts.store_values_validator(cache, loc) if checked else None)
+
+
+def store_unchecked(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor) -> None:
+    """:func:`store` with the static contract only: no value contract, ever (for mutants that
+    reproduce a missing host check). Bad locations write outside the cache."""
+    store(cache, loc, rows, checked=False)
 
 
 def translate_store(mapping: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor,

@@ -1,27 +1,24 @@
 """The DeepSeek-V4 SWA cache store as torch ops: quantize bf16 K rows into the paged 584-byte
-token layout (spec §4.6; the layout and its rounding are written down in
-``features/dsv4_layout/oracle.py``, which this module does not use).
+token layout (spec §4.6; written down independently in ``features/dsv4_layout/oracle.py``).
 
 Shapes and dtypes (``N`` rows, ``P`` page size, ``S = ceil(584*P/576)*576`` page stride):
 
 * ``store(cache, loc, rows, page_size)``: cache uint8 ``[num_pages, S]`` (row stride S, inner
-  stride 1; possibly a view into a larger redzoned buffer); loc int32 ``[N]``; rows bfloat16
-  ``[N, 512]`` contiguous. Row i goes to slot ``loc[i]``: page ``loc >> log2(P)``, offset
-  ``loc & (P-1)`` (int32 arithmetic, as upstream's stores): its 448 nope values as fp8 e4m3fn
-  codes at ``page*S + offset*576``, its 64 rope values as bf16 at ``+448``, its 7 UE8M0 tile
-  scales at ``page*S + 576*P + offset*8``. Byte 7 of each scale group and the page's pad are not
-  written.
-* ``store_unchecked``: the same without the value contract (a negative location then writes at
-  page -1, before the buffer, as the real kernels do; the redzones see it).
+  stride 1; possibly a view into a redzoned buffer); loc int32 ``[N]``; rows bfloat16
+  ``[N, 512]`` contiguous. Row i goes to slot ``loc[i]`` (page ``loc >> log2(P)``, offset
+  ``loc & (P-1)``, int32 as upstream): 448 nope values as fp8 e4m3fn codes at
+  ``page*S + offset*576``, 64 rope values as bf16 at ``+448``, 7 UE8M0 tile scales at
+  ``page*S + 576*P + offset*8``. Byte 7 of each scale group and the page's pad are not written.
+* ``store_unchecked``: without the value contract (a negative location writes at page -1,
+  before the buffer, as the real kernels do; the redzones see it).
 
-Quantizing a 64-value tile: ``amax = max|x|`` in fp32; ``scale = max(amax, 1e-8) / 448`` (one
-fp32 division); ``e`` = ceil(log2(scale)) read from the fp32 bits (exponent, plus one when a
-mantissa bit is set: the CUDA JIT store's ``cast_to_ue8m0``); values ``clamp(x * 2**-e, -448,
-448)`` cast to ``float8_e4m3fn`` (round to nearest even); scale byte ``e + 127``. The epsilon is
-the Triton V4 store's (``1e-8``; the CUDA JIT store uses ``1e-4``).
+Quantizing a 64-value tile: ``amax = max|x|`` in fp32; ``scale = max(amax, 1e-8) / 448``;
+``e`` = ceil(log2(scale)) from the fp32 bits (the CUDA JIT store's ``cast_to_ue8m0``); values
+``clamp(x * 2**-e, -448, 448)`` cast to ``float8_e4m3fn`` (round to nearest even); scale byte
+``e + 127``. The epsilon is the Triton V4 store's (the CUDA JIT store uses ``1e-4``).
 
-Every op is an aten op (no host sync in the launch itself), so the tape executor records it; the
-value contract is skipped while capturing, as in :mod:`kernels.torch_impl`.
+Every op is an aten op, so the tape executor records it; the value contract is skipped while
+capturing, as in :mod:`kernels.torch_impl`.
 """
 
 from __future__ import annotations

@@ -25,26 +25,16 @@ import torch
 
 
 class LaunchRecorder(Protocol):
-    def on_launch(
-        self,
-        name: str,
-        fn: Callable[..., Any],
-        args: tuple,
-        validate: Callable[[], None] | None,
-    ) -> None: ...
+    def on_launch(self, name: str, fn: Callable[..., Any], args: tuple,
+                  validate: Callable[[], None] | None) -> None: ...
 
 
 _recorder: contextvars.ContextVar[LaunchRecorder | None] = contextvars.ContextVar(
-    "swafuzz_launch_recorder", default=None
-)
+    "swafuzz_launch_recorder", default=None)
 
 
-def launch(
-    name: str,
-    fn: Callable[..., Any],
-    args: tuple,
-    validate: Callable[[], None] | None = None,
-) -> None:
+def launch(name: str, fn: Callable[..., Any], args: tuple,
+           validate: Callable[[], None] | None = None) -> None:
     """Run ``fn(*args)`` as one device launch named ``name``.
 
     ``validate`` (optional) raises :class:`kernels.contracts.ContractError` on bad values; it is

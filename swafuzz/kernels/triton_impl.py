@@ -165,20 +165,10 @@ def translate(mapping: torch.Tensor, loc: torch.Tensor, *,
     return out
 
 
-def store(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor) -> None:
-    """Write ``rows[i]`` to slot ``loc[i]`` (int32) of ``cache``; see :mod:`kernels.torch_impl`."""
-    _store(cache, loc, rows, checked=True)
-
-
-def store_unchecked(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor) -> None:
-    """:func:`store` with the static contract only: no value contract, ever (for mutants that
-    reproduce a missing host check). A negative or out-of-range location writes outside the
-    cache: under the interpreter that is undefined (garbage or a crash) unless the redzones
-    around the cache are at least one page stride wide."""
-    _store(cache, loc, rows, checked=False)
-
-
-def _store(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor, checked: bool) -> None:
+def store(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor, *,
+          checked: bool = True) -> None:
+    """Write ``rows[i]`` to slot ``loc[i]`` (int32) of ``cache``; see :mod:`kernels.torch_impl`
+    (``checked=False``: :func:`store_unchecked`)."""
     log2p = contracts.check_store_static(cache, loc, rows)
     _require_runnable("store", cache)
     n = loc.numel()
@@ -192,6 +182,14 @@ def _store(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor, checked: 
 
     launch("triton.store", fn, (cache, loc, rows),
            contracts.store_values_validator(cache, loc) if checked else None)
+
+
+def store_unchecked(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor) -> None:
+    """:func:`store` with the static contract only: no value contract, ever (for mutants that
+    reproduce a missing host check). A negative or out-of-range location writes outside the
+    cache: under the interpreter that is undefined (garbage or a crash) unless the redzones
+    around the cache are at least one page stride wide."""
+    store(cache, loc, rows, checked=False)
 
 
 def translate_store(mapping: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor,

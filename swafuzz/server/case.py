@@ -1,19 +1,17 @@
 """The server-level Case: the server arguments that shape the SWA path, the model/pool shape
 swafuzz needs, and a request timeline. Plain data, JSON round trip, validated field by field.
 
-Its fields are :class:`~swafuzz.features.case_field.CaseField` declarations of the features that
-own them (``where`` ``config`` / ``model`` / ``request``: the core's in
-``features/dense/fields.py``, DP attention's in ``features/dp/fields.py``, the window family's
-beside theirs); :class:`ServerConfig`, :class:`ModelShape` and :class:`Request` are assembled
-from them (:func:`swafuzz.scenarios.schema.assemble`) and parsed by the component level's parser
-(:func:`swafuzz.scenarios.validate.parse_object`). :class:`ServerConfig`'s field names are the
-release's ``ServerArgs`` field names (0.5.23: ``sglang/srt/arg_groups/fields/*.py``), so a
-config is handed to the release's own argument checks as it is
-(:func:`swafuzz.server.run.release_refusal`); :class:`ModelShape` holds what a server reads from
-the checkpoint or derives from its memory budget (not ``ServerArgs`` fields).
+Its fields are the owning features' :class:`~swafuzz.features.case_field.CaseField` declarations
+(``where`` ``config`` / ``model`` / ``request``: the core's in ``features/dense/fields.py``),
+assembled into :class:`ServerConfig`, :class:`ModelShape` and :class:`Request`
+(:func:`swafuzz.scenarios.schema.assemble`) and parsed by the component level's parser.
+:class:`ServerConfig`'s field names are the release's ``ServerArgs`` names, so a config goes to
+the release's own argument checks as it is (:func:`swafuzz.server.run.release_refusal`);
+:class:`ModelShape` holds what a server reads from the checkpoint or derives from its memory
+budget.
 
 A :class:`Request` arrives at a scheduling step with a prompt (``prompt_len`` tokens, the first
-``prefix_len`` of them shared by every request of its ``prefix_group``), generates up to
+``prefix_len`` shared by every request of its ``prefix_group``), generates up to
 ``max_new_tokens`` tokens, may be aborted at ``abort_step``, and with speculative decoding
 accepts ``accept_lengths[i]`` tokens at its i-th decode step. ``rank``: its DP rank.
 

@@ -236,9 +236,12 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False,
     ``disabled``: server checks not run)."""
     out: list[ServerFailure] = []
 
-    def fail(name: str, fwd: int | None, msgs) -> bool:
-        """Record check ``name``'s messages unless disabled; whether it failed (and is on)."""
+    def fail(name: str, fwd: int | None, msgs, prefix: bool = False) -> bool:
+        """Record check ``name``'s messages unless disabled (``prefix``: each led by
+        ``forward N:``); whether it failed (and is on)."""
         msgs = [m for m in ([msgs] if isinstance(msgs, str) else msgs or []) if m]
+        if prefix:
+            msgs = [f"forward {fwd}: {m}" for m in msgs]
         if name not in disabled:
             out.extend(ServerFailure(name, fwd, m) for m in msgs)
         return bool(msgs) and name not in disabled
@@ -281,15 +284,13 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False,
         if bad:  # the allocation cannot be followed (a disabled check stops the walk too)
             fail("alloc_count", ev.index, bad)
             return out
-        if fail("allocation", ev.index, [f"forward {ev.index}: {m}"
-                                         for m in [allocation(st, ev, rec.alloc)] if m]):
+        if fail("allocation", ev.index, allocation(st, ev, rec.alloc), prefix=True):
             return out
         st.take(ev, rec.alloc)
         want = [s for _, s in rec.alloc]
         bucket = graph_bucket(case, ev.mode, len(ev.rids), graphs)
         fail("exec_path", ev.index, exec_path(ev, rec, mode, bucket, graphs=True))
-        fail("graph_fill", ev.index, [f"forward {ev.index}: {m}"
-                                      for m in [graph_fill(case, st, ev, rec, bucket)] if m])
+        fail("graph_fill", ev.index, graph_fill(case, st, ev, rec, bucket), prefix=True)
         padded = want + [0] * ((bucket or 0) - len(want))  # padded rows: the dummy slot 0
         tp_pad = rank_pad[1:] if rank_pad else sync_pad(case, ev.mode, len(want), len(ev.rids),
                                                         rec.exec)
@@ -301,11 +302,10 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False,
         each = padded if rec.exec == "graph" or tp_pad is not None else want
         fail("write_targets", ev.index, write_targets(
             ev, rec, layers, per_layer if per_layer is not None else [each] * layers))
-        fail("batch_shape", ev.index, [f"forward {ev.index}: {m}" for m in [
-            batch_shape(case, st, ev, rec, tp_pad if rank_pad else None)] if m])
+        fail("batch_shape", ev.index,
+             batch_shape(case, st, ev, rec, tp_pad if rank_pad else None), prefix=True)
         if rec.mapping:
-            fail("window_reads", ev.index,
-                 [f"forward {ev.index}: {m}" for m in [window_reads(st, ev, rec)] if m])
+            fail("window_reads", ev.index, window_reads(st, ev, rec), prefix=True)
         if win is not None:
             for c, m in win.forward(wev, rec, total):
                 fail(c, ev.index, f"forward {ev.index}: {m}")

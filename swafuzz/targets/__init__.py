@@ -1,35 +1,19 @@
 """Targets: the code under test above the kernels, and the registry of engines.
 
-Registry
---------
-A target is a name bound to a factory ``factory(case, *, impl, executor, name) -> engine`` whose
-``engine.run()`` returns a :class:`swafuzz.targets.observation.Observation` (the protocol, with
-the engine seams a target may replace, is in :mod:`swafuzz.targets.protocol`).
+A target is a name bound to a factory (the protocol and the engine seams a target may replace:
+:mod:`swafuzz.targets.protocol`). Built in: ``unified``
+(:class:`swafuzz.targets.engine.UnifiedEngine`), the bug zoo ``mutant:<name>``
+(:func:`swafuzz.targets.mutants.load_all`), ``sglang`` (registered always, imports SGLang only
+when requested) and hidden self-test targets (``selftest:*``: runnable by name, never listed).
+Plugins: modules named by ``--plugin`` or ``SWAFUZZ_PLUGINS`` and the ``swafuzz.targets``
+entry-point group (:mod:`swafuzz.targets.plugins`); user code may call :func:`register` from
+any importable module.
 
-* built in: ``unified`` (:class:`swafuzz.targets.engine.UnifiedEngine`), the bug zoo
-  ``mutant:<name>`` (registered by :func:`swafuzz.targets.mutants.load_all`, which imports the
-  mutant modules the feature records list), and hidden self-test
-  targets (``selftest:*``: runnable by name, never listed);
-* plugins: modules named by ``--plugin`` or ``SWAFUZZ_PLUGINS``, and the ``swafuzz.targets``
-  entry-point group (:mod:`swafuzz.targets.plugins`);
-* user code: :func:`register` from any importable module.
-
-:func:`build_engine` is the one path from a name to a running engine; :func:`run_case` builds
-and runs it. :func:`origin` says where a target came from (recorded in every finding bundle), and
-:func:`recipe` how a fresh process (the case worker, ``repro``) gets the same target back.
-
-``sglang`` (SGLang's own code, :mod:`swafuzz.targets.sglang`) is registered always but imports
-SGLang only when requested, raising :class:`TargetUnavailable` when it cannot run here.
-
-What a target can run, describe and report is asked through its hooks (the protocol's
-"Target hooks"): :func:`supports`, :func:`describe`, :func:`versions`, :func:`version`; the
+:func:`build_engine` is the one path from a name to a running engine; :func:`origin` says where
+a target came from (recorded in every finding bundle), :func:`recipe` how a fresh process (the
+case worker, ``repro``) gets it back. What a target can run, describe and report is asked
+through its hooks (:func:`supports`, :func:`describe`, :func:`versions`, :func:`version`); the
 harness names no target.
-
-Engine modules: ``forward_mode`` (ForwardMode, GraphBucket, ForwardBatch), ``allocator`` (pages
-and ``M``), ``kv_pool`` (redzoned SWA buffers, translation), ``metadata`` (check-eq/copy/assign),
-``backend`` (eager / out-graph / in-graph init, resolver, store), ``runners`` (decode/verify,
-draft-extend, multi-step), ``dp`` (DP padding), ``model`` (per-layer store), ``engine`` (the
-engine: Case -> Observation).
 """
 
 from __future__ import annotations

@@ -154,8 +154,7 @@ class SWAAllocator(RequestBook):
         if pages > len(self.full_free) or pages > len(self.swa_free):
             raise AllocationError(
                 f"extend: the step needs {pages} fresh pages on each side but only "
-                f"{len(self.full_free)} full / {len(self.swa_free)} SWA pages are free"
-            )
+                f"{len(self.full_free)} full / {len(self.swa_free)} SWA pages are free")
         out: list[list[int]] = []
         full_new: list[int] = []
         swa_new: list[int] = []

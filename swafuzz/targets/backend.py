@@ -15,8 +15,8 @@
 * the resolver ``get_swa_out_cache_loc(fb)`` (§4.5) and ``store_cache(layer_id, rows, fb)``
   (§4.6) that writes one layer through the implementation's ``store``.
 
-Every decision point is its own small method so a mutant overrides exactly one (see
-``targets/__init__.py``). :class:`MultiStepBackend` (§4.8) holds one backend per speculative step.
+Every decision point is its own small method so a mutant overrides exactly one.
+:class:`MultiStepBackend` (§4.8) holds one backend per speculative step.
 """
 
 from __future__ import annotations
@@ -52,8 +52,7 @@ def per_step_draft_out_cache_loc(loc: torch.Tensor, bs: int, topk: int, steps: i
     ``[bs*topk*steps]`` laid out ``[bs, topk, steps]`` (spec §4.8)."""
     assert loc.dim() == 1 and loc.numel() == bs * topk * steps, (
         f"per_step_draft_out_cache_loc: loc must be 1-D of bs*topk*steps = {bs * topk * steps} "
-        f"entries (got shape {tuple(loc.shape)})"
-    )
+        f"entries (got shape {tuple(loc.shape)})")
     return loc.view(bs, topk, steps).permute(2, 0, 1).reshape(steps, bs * topk).contiguous()
 
 
@@ -61,9 +60,8 @@ def pad_loc(loc: torch.Tensor, n: int, what: str) -> torch.Tensor:
     """A new int tensor: ``loc`` followed by zeros up to ``n`` entries. Refuses ``len(loc) > n``
     (a negative functional pad would silently truncate, spec §9.11)."""
     assert loc.dim() == 1, f"{what}: out_cache_loc must be 1-D (got shape {tuple(loc.shape)})"
-    assert loc.numel() <= n, (
-        f"{what}: {loc.numel()} live locations do not fit the bucket's {n} rows"
-    )
+    assert loc.numel() <= n, (f"{what}: {loc.numel()} live locations do not fit the bucket's "
+                              f"{n} rows")
     return F.pad(loc, (0, n - loc.numel()), value=0)
 
 

@@ -334,18 +334,13 @@ class UnifiedEngine:
             redzones[name] = [RedzoneObs(*pool.redzone(k)) for k in range(pool.num_layers)]
         m = self.allocator.mapping
         return StepObs(
-            step=i,
-            mapping=m.tolist(),
-            free_full_pages=self.allocator.free_full_pages(),
-            free_swa_pages=self.allocator.free_swa_pages(),
-            pools=pools,
-            redzones=redzones,
+            step=i, mapping=m.tolist(), free_full_pages=self.allocator.free_full_pages(),
+            free_swa_pages=self.allocator.free_swa_pages(), pools=pools, redzones=redzones,
             draft_mapping_is_target=self.draft_pool.mapping is m and self.target_pool.mapping is m,
             requests={rid: (list(toks), self.allocator.evicted[rid])
                       for rid, toks in self.allocator.tokens.items()},
             alloc=self.allocator.take_alloc_log() if self.allocation == "observed" else None,
-            channels=self.allocator.step_channels(),
-        )
+            channels=self.allocator.step_channels())
 
     def new_observation(self) -> Observation:
         return Observation(target=self.name, impl=self.impl_name, executor=self.executor.name)

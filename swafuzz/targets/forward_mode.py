@@ -1,8 +1,8 @@
 """Forward modes, graph buckets and the forward batch (spec §3, §4.3, §5).
 
-Models upstream's ``forward_batch_info`` module: the ``ForwardMode`` IntEnum with its predicates
-(the newest predicates, plus the older ``DRAFT_EXTEND`` member and ``is_draft_extend``), the DSV4
-backend's ``_GraphBucket`` classification and ``_get_logical_forward_mode``, and a minimal
+Models upstream's ``forward_batch_info`` module: the ``ForwardMode`` IntEnum with the
+predicates swafuzz reads (plus the older ``DRAFT_EXTEND`` member and ``is_draft_extend``), the
+DSV4 backend's ``_GraphBucket`` classification and ``_get_logical_forward_mode``, and a minimal
 ``ForwardBatch`` carrying what the SWA write path reads.
 """
 
@@ -31,28 +31,20 @@ class ForwardMode(enum.IntEnum):
 
     # -- predicates (spec §3 table) ---------------------------------------------------------
     def is_extend(self, include_draft_extend_v2: bool = False) -> bool:
-        return self in (
-            ForwardMode.EXTEND,
-            ForwardMode.MIXED,
-            ForwardMode.TARGET_VERIFY,
-            ForwardMode.SPLIT_PREFILL,
-            ForwardMode.DLLM_EXTEND,
-            ForwardMode.DRAFT_EXTEND,
-        ) or (include_draft_extend_v2 and self == ForwardMode.DRAFT_EXTEND_V2)
+        M = ForwardMode
+        return self in (M.EXTEND, M.MIXED, M.TARGET_VERIFY, M.SPLIT_PREFILL, M.DLLM_EXTEND,
+                        M.DRAFT_EXTEND) or (include_draft_extend_v2 and self == M.DRAFT_EXTEND_V2)
 
     def is_prefill(self, include_draft_extend_v2: bool = False) -> bool:
         return self.is_extend(include_draft_extend_v2)
 
     def is_context_parallel_extend(self, include_draft_extend_v2: bool = False) -> bool:
-        return self in (ForwardMode.EXTEND, ForwardMode.MIXED) or (
-            include_draft_extend_v2 and self == ForwardMode.DRAFT_EXTEND_V2
-        )
+        M = ForwardMode
+        return self in (M.EXTEND, M.MIXED) or (include_draft_extend_v2
+                                               and self == M.DRAFT_EXTEND_V2)
 
     def is_decode(self) -> bool:
         return self == ForwardMode.DECODE
-
-    def is_mixed(self) -> bool:
-        return self == ForwardMode.MIXED
 
     def is_idle(self) -> bool:
         return self == ForwardMode.IDLE
@@ -64,47 +56,27 @@ class ForwardMode(enum.IntEnum):
         return self == ForwardMode.TARGET_VERIFY
 
     def is_draft_extend(self, include_v2: bool = False) -> bool:
-        return self == ForwardMode.DRAFT_EXTEND or (
-            include_v2 and self == ForwardMode.DRAFT_EXTEND_V2
-        )
+        return self == ForwardMode.DRAFT_EXTEND or (include_v2
+                                                    and self == ForwardMode.DRAFT_EXTEND_V2)
 
     def is_draft_extend_v2(self) -> bool:
         return self == ForwardMode.DRAFT_EXTEND_V2
 
     def is_extend_or_draft_extend_or_mixed(self, include_draft_extend_v2: bool = False) -> bool:
-        return self in (
-            ForwardMode.EXTEND,
-            ForwardMode.MIXED,
-            ForwardMode.SPLIT_PREFILL,
-            ForwardMode.DRAFT_EXTEND,
-        ) or (include_draft_extend_v2 and self == ForwardMode.DRAFT_EXTEND_V2)
+        M = ForwardMode
+        return self in (M.EXTEND, M.MIXED, M.SPLIT_PREFILL, M.DRAFT_EXTEND) or (
+            include_draft_extend_v2 and self == M.DRAFT_EXTEND_V2)
 
     def is_cuda_graph(self) -> bool:
-        return self in (
-            ForwardMode.DECODE,
-            ForwardMode.TARGET_VERIFY,
-            ForwardMode.IDLE,
-            ForwardMode.DLLM_EXTEND,
-        )
+        M = ForwardMode
+        return self in (M.DECODE, M.TARGET_VERIFY, M.IDLE, M.DLLM_EXTEND)
 
     def is_cpu_graph(self) -> bool:
         return self == ForwardMode.DECODE
 
-    def is_split_prefill(self) -> bool:
-        return self == ForwardMode.SPLIT_PREFILL
-
     def is_extend_without_speculative(self) -> bool:
-        return (
-            self.is_extend()
-            and self != ForwardMode.TARGET_VERIFY
-            and not self.is_draft_extend(include_v2=True)
-        )
-
-    def is_prebuilt(self) -> bool:
-        return self == ForwardMode.PREBUILT
-
-    def is_dllm_extend(self) -> bool:
-        return self == ForwardMode.DLLM_EXTEND
+        return (self.is_extend() and self != ForwardMode.TARGET_VERIFY
+                and not self.is_draft_extend(include_v2=True))
 
 
 class GraphBucket(enum.Enum):

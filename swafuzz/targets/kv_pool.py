@@ -2,29 +2,22 @@
 
 Per layer one raw ``uint8`` buffer ``[redzone | usable | redzone]``:
 
-* each redzone is at least one page of bytes (``P * row_bytes``, rounded up to 64), so a write at
-  page ``-1`` (a ``-1`` location that went through the store unchecked) lands inside the front
-  redzone, and a write one page past the end inside the back one; both are filled with
-  :data:`CANARY` repeated;
+* each redzone is at least one page of bytes (``P * row_bytes``, rounded up to 64), so a write
+  at page ``-1`` or one page past the end lands inside it; both are filled with :data:`CANARY`;
 * the usable part is ``(swa_pages + 1)`` pages of ``P * row_bytes + page_pad_bytes`` bytes (the
-  page stride; the pad after each page's rows is filled with :data:`CANARY` like a redzone, as
-  the real DSV4 pool pads its pages), the rows initially :data:`scenarios.case.POISON_BYTE`,
-  viewed as ``[swa_pages + 1, P, row_width]`` (with a per-request ring, ``pool.swa_ring``:
-  ``[swa_buffer_pages, P, row_width]``, the ring rows in pages of P) of the row dtype (``torch.uint8`` or
-  ``torch.bfloat16``) with the padded page stride: that view is what the store kernel writes.
+  pad after each page's rows is canaries, as the real DSV4 pool pads its pages), the rows
+  initially :data:`scenarios.case.POISON_BYTE`, viewed as ``[swa_pages + 1, P, row_width]``
+  (with a per-request ring, ``pool.swa_ring``: ``[swa_buffer_pages, P, row_width]``) of the row
+  dtype (uint8 or bfloat16) with the padded page stride: the view the store kernel writes.
 
-Layout ``"dsv4"`` (``PoolConfig.layout``, spec §4.6): the usable part is ``(swa_pages + 1)``
-pages of ``ceil(584*P/576)*576`` bytes, each holding its P tokens' 576-byte data rows, then their
-8-byte scale groups, then the pad (canaries); ``layer_cache`` is the ``[swa_pages + 1, stride]``
-uint8 page view the quantizing store writes (:mod:`kernels.dsv4_store`, through ``impl``: the
-implementation the hook ``engine.pool_impl`` gives a dsv4 pool), and
-``layer_bytes`` reassembles each slot's 584 bytes (data row, then scale group) in slot order.
+Layout ``"dsv4"`` (spec §4.6): pages of ``ceil(584*P/576)*576`` bytes, each holding its P
+tokens' 576-byte data rows, then their 8-byte scale groups, then the pad; ``layer_cache`` is
+the ``[swa_pages + 1, stride]`` uint8 page view the quantizing store writes (the implementation
+the hook ``engine.pool_impl`` gives), ``layer_bytes`` each slot's 584 bytes in slot order.
 
-The pool holds a *reference* to the allocator's mapping (``register_mapping``), never a copy; the
-draft model's pool registers the same tensor object (spec §2.1).
-
-``start_layer`` is the global id of the pool's first layer (the draft model's layers are numbered
-after the target's, as upstream numbers the MTP layer); ``layer_cache(layer_id)`` indexes
+The pool holds a *reference* to the allocator's mapping (``register_mapping``), the draft pool
+the same tensor object (spec §2.1). ``start_layer`` is the global id of the pool's first layer
+(the draft's layers follow the target's); ``layer_cache(layer_id)`` indexes
 ``layer_id - start_layer``.
 """
 

@@ -5,30 +5,27 @@ A *target* is a name bound to a **factory**. The harness calls it once per Case 
     engine = factory(case, impl=impl, executor=executor, name=name)
     obs = engine.run()
 
-* ``case`` - a :class:`swafuzz.scenarios.case.Case` (plain data; the contract for what every step means is in
+* ``case`` - a :class:`swafuzz.scenarios.case.Case` (plain data; what every step means:
   ``features/*/SEMANTICS.md``).
-* ``impl`` - the kernel implementation asked for: ``"torch"``, ``"triton"`` or ``"cuda"``
-  (already resolved; never ``"auto"``). ``swafuzz.kernels.get_impl(impl)`` returns the module.
-* ``executor`` - an object with ``name`` (``"eager"``, ``"tape"``, ``"cudagraph"``), ``graphs``
-  (False: run every forward eagerly), ``device`` and ``capture(fn) -> handle`` /
-  ``replay(handle)`` (see ``swafuzz.harness.executors.base``). A target must do all its device
-  work for graph-mode forwards through ``capture``/``replay`` so the tape and CUDA graphs see it.
-* ``name`` - the name the target was asked for (a factory may serve several names).
+* ``impl`` - the kernel implementation, already resolved: ``"torch"``, ``"triton"`` or
+  ``"cuda"`` (``swafuzz.kernels.get_impl(impl)`` returns the module).
+* ``executor`` - ``name`` (``"eager"``, ``"tape"``, ``"cudagraph"``), ``graphs`` (False: every
+  forward eager), ``device`` and ``capture(fn) -> handle`` / ``replay(handle)``
+  (``swafuzz.harness.executors.base``). A target does all device work of graph-mode forwards
+  through ``capture``/``replay`` so the tape and CUDA graphs see it.
+* ``name`` - the name the target was asked for (a factory may serve several).
 
-``run()`` returns a :class:`swafuzz.targets.observation.Observation`: per step the pools' bytes
-with redzones and the mapping, per forward how it ran and what it stored. It never raises for a
-bug in the code under test: an exception inside a step goes into ``Observation.error``. What the
-Case determines (graph or eager, rows, expected slots) the oracle computes itself; the
-Observation is only ever compared against it.
-
-Stateful episodes (``swafuzz.harness.pipeline.session``) also call ``new_observation()`` once and then
-``apply(obs, i, step) -> bool`` step by step on one engine; a target without those two methods
-is skipped by episodes (``swafuzz list`` says which targets support them).
+``run()`` returns a :class:`swafuzz.targets.observation.Observation` (per step the pools' bytes
+with redzones and the mapping, per forward how it ran and what it stored). It never raises for
+a bug in the code under test: an exception inside a step goes into ``Observation.error``. What
+the Case determines the oracle computes itself; the Observation is only compared against it.
+Stateful episodes (``swafuzz.harness.pipeline.session``) call ``new_observation()`` once, then
+``apply(obs, i, step) -> bool`` per step; a target without them is skipped by episodes.
 
 The engine seams
 ----------------
-The simplest external target is a subclass of :class:`swafuzz.targets.engine.UnifiedEngine`
-that replaces some of its component classes (each a class attribute), keeping the rest::
+The simplest external target subclasses :class:`swafuzz.targets.engine.UnifiedEngine` and
+replaces some of its component classes (class attributes), as the bug zoo does::
 
     allocator_cls         pages, the full->SWA mapping M, alloc/free/evict   (targets/allocator.py)
     pool_cls              the SWA KV pool: redzoned buffers, translation      (targets/kv_pool.py)
@@ -40,28 +37,26 @@ that replaces some of its component classes (each a class attribute), keeping th
     multistep_runner_cls  multi-step draft runner                             (targets/runners.py)
     rank_pad_cls          cross-rank batch padding (a feature's, via the registry)
 
-and the kernels through ``impl``. The bug zoo (``targets/mutants``) is built exactly this way.
 A plugin registers its factories when imported (:func:`swafuzz.targets.register`) or through
-the ``swafuzz.targets`` entry-point group; see ``swafuzz.targets.plugins``.
+the ``swafuzz.targets`` entry-point group (``swafuzz.targets.plugins``).
 
 Target hooks (optional attributes of the factory)
 -------------------------------------------------
-The harness asks a target, never a target's name, what it can do. A factory may carry these
-(a class factory as static or class methods):
+The harness asks a target, never a target's name, what it can do (a class factory: static or
+class methods):
 
-* ``supports(subject) -> None | str``: can this target run ``subject`` here - a feature record
-  (:class:`swafuzz.features.Feature`), a scenario kind's name, or a :class:`Case`? None: yes;
-  a string: why not (naming the feature or kind, the release and what it lacks). ``run`` leaves
-  refused kinds out (asked for by name: exit 2), ``repro`` and the ledger's replay refuse a
-  Case with it, ``zoo`` runs each mutant on the kinds it supports, and ``swafuzz list
-  --features`` prints the answers. Without the hook a target supports everything
-  (:func:`supports_everything`: ``unified``, the bug zoo, plugins that do not say otherwise).
-* ``check_available() -> None``: raise :class:`TargetUnavailable` when the target cannot run in this
-  process at all (a package missing, a release outside the supported range).
+* ``supports(subject) -> None | str``: can this target run ``subject`` here (a
+  :class:`swafuzz.features.Feature`, a scenario kind's name or a :class:`Case`)? None: yes; a
+  string: why not. ``run`` leaves refused kinds out (asked for by name: exit 2), ``repro`` and
+  the ledger's replay refuse such a Case, ``zoo`` runs each mutant on the kinds it supports,
+  ``swafuzz list --features`` prints the answers. Without the hook a target supports
+  everything (:func:`supports_everything`).
+* ``check_available() -> None``: raise :class:`TargetUnavailable` when the target cannot run in
+  this process (a package missing, a release outside the supported range).
 * ``describe() -> str``: what ``swafuzz list --target NAME`` prints about it.
-* ``versions() -> dict[str, str]``: the versions of the code it drives, merged into
-  ``run.json``'s ``versions``; ``version() -> str | None``: the one version a known-failure
-  ledger's ``releases`` and ``when.release`` are checked against.
+* ``versions() -> dict[str, str]``: the versions of the code it drives (``run.json``'s
+  ``versions``); ``version() -> str | None``: the one a known-failure ledger's ``releases`` and
+  ``when.release`` are checked against.
 
 :func:`swafuzz.targets.supports`, ``describe``, ``versions`` and ``version`` ask a target by its
 registered name, applying these defaults.

@@ -2,31 +2,25 @@
 
 A runner owns static buffers sized for its largest bucket: ``static_loc`` int64
 ``[max_bs * tokens_per_req]`` (the graph's ``out_cache_loc``), ``static_seq_lens`` int64
-``[max_bs]`` (fill value 1), ``static_positions`` int64 ``[max_rows]`` and, per forward of the
-graph and per layer, a payload buffer ``[rows_per_forward(max_bs), row_width]`` of the row dtype
-(the K rows the captured stores read).
+``[max_bs]`` (fill value 1), ``static_positions`` int64 ``[max_rows]`` and, per forward and
+layer, a payload buffer ``[rows_per_forward(max_bs), row_width]`` of the row dtype.
 
-Each bucket is captured lazily on first use: its static buffers are set to the synthetic capture
-state, the out-graph prep runs with ``in_capture=True``, and ``executor.capture(run_once)`` warms
-up and captures ``run_once`` (pure device work over the static buffers, plus host bookkeeping
-that a real capture also runs only once). Every use, the first included, then copies the live
-batch into the static buffers (``load_batch``), runs the out-graph prep on a replay view and
-replays the handle.
+A bucket is captured on first use: static buffers set to the synthetic capture state, the
+out-graph prep with ``in_capture=True``, then ``executor.capture(run_once)`` (device work over
+the static buffers). Every use then copies the live batch in (``load_batch``), runs the
+out-graph prep on a replay view and replays the handle.
 
-* :class:`DecodeGraphRunner` (decode/verify/IDLE, §5.1): raw bs padded up to the bucket; when
-  ``bs != raw_bs`` the whole loc buffer is zeroed before the real rows are copied; ``run_once`` =
-  in-graph init + model forward; the replay view carries the live (unpadded) ``out_cache_loc``.
-* :class:`DraftExtendGraphRunner` (EAGLE draft extend, §5.2): loc buffer initialised with ones and
-  zeroed when ``bs*width != num_tokens``; the replay view's loc is ``buffer[:num_tokens]``;
-  ``run_once`` does NOT call the in-graph init (PR era): the resolver's fallback translation is
-  recorded inside the graph, per layer.
-* :class:`MultiStepDraftRunner` (§5.3): one ``bs*topk*steps`` buffer; ``run_once`` = in-graph init
-  of every step backend, then for each step ``s < steps-1`` a forward whose ``out_cache_loc`` is
-  the step's slice.
+* :class:`DecodeGraphRunner` (decode/verify/IDLE, §5.1): raw bs padded up to the bucket, the
+  whole loc buffer zeroed first when ``bs != raw_bs``; ``run_once`` = in-graph init + model
+  forward; the replay view carries the live (unpadded) ``out_cache_loc``.
+* :class:`DraftExtendGraphRunner` (§5.2): loc buffer initialised with ones, zeroed when
+  ``bs*width != num_tokens``; the replay view's loc is ``buffer[:num_tokens]``; ``run_once``
+  does NOT call the in-graph init: the resolver's fallback translation is recorded per layer.
+* :class:`MultiStepDraftRunner` (§5.3): one ``bs*topk*steps`` buffer; ``run_once`` = in-graph
+  init of every step backend, then a forward per step ``s < steps-1`` over the step's slice.
 
-Store observation: each forward's ``StoreRecord`` list of a bucket is filled inside ``run_once``
-(the list object is the bucket's; ``run_once`` clears and refills it), so after a replay it holds
-the loc tensors the captured stores used, read by reference.
+Each forward's ``StoreRecord`` list is the bucket's, cleared and refilled inside ``run_once``:
+after a replay it holds the loc tensors the captured stores used, by reference.
 """
 
 from __future__ import annotations
@@ -185,8 +179,7 @@ class GraphRunner:
         bs = self.bucket_for(fb.batch_size)
         assert bs is not None, (
             f"{type(self).__name__}.run: batch size {fb.batch_size} exceeds the largest "
-            f"bucket {self.max_bs}"
-        )
+            f"bucket {self.max_bs}")
         cap = self.captured.get(bs) or self.capture(bs)
         self.load_batch(fb, bs)
         self.load_rows(bs, rows_for)

@@ -2,26 +2,25 @@
 
 A mutant is a subclass of :class:`targets.engine.UnifiedEngine` that swaps ONE component class
 for a subclass overriding one method (two where the bug needs a source and a missing guard), so
-the engine code is never copied. It is declared with :func:`mutant`, which records a
-:class:`MutantSpec` (the scenario kinds where the bug shows, the upstream PR/issue or spec § it
-reintroduces, the checks expected to kill it) and registers the target ``mutant:<name>``. The
-class docstring says the bug; :func:`mutant` appends the source and the expected checks to it.
+the engine code is never copied. :func:`mutant` declares it: it records a :class:`MutantSpec`
+(the kinds where the bug shows, the upstream PR/issue or spec § it reintroduces, the checks
+expected to kill it), appends the source and the checks to the class docstring (which says the
+bug) and registers the target ``mutant:<name>``.
 
-Where the mutants live: the module of the feature owning their kinds
-(``swafuzz/features/<feature>/mutants.py``; a mutant whose kinds span features lives with the
-feature of its first kind), and that feature's record lists the module in ``mutants=``. Nothing
-here names a module: :func:`load_all` imports what the records list, so a feature's mutants join
-the zoo by being in its record. Plugins (:mod:`targets.plugins`) may call :func:`mutant` too.
+Mutants live in the module of the feature owning their (first) kind
+(``swafuzz/features/<feature>/mutants.py``), listed in that feature's record (``mutants=``):
+:func:`load_all` imports what the records list. Plugins (:mod:`targets.plugins`) may call
+:func:`mutant` too.
 
     from swafuzz.targets.mutants import load_all
     zoo = load_all()                  # name -> MutantSpec, every feature's mutants
     zoo["ring_no_mod"].feature        # "ring"
 
-Server mutants (``level="server"``) are patches of the release's own code, applied while a
-server-level Case runs (``swafuzz run --level server --server-mutant NAME``, ``swafuzz zoo
---level server``): declared by a call in the owning feature's mutants module, naming the patch
-(``"module:attr"``, a context-manager factory in a module that may import SGLang) and the server
-kinds where the bug shows; :func:`load_server` returns them.
+Server mutants (``level="server"``, ``swafuzz run --level server --server-mutant NAME``,
+``swafuzz zoo --level server``) patch the release's own code while a server-level Case runs:
+declared in the owning feature's mutants module with the patch (``"module:attr"``, a
+context-manager factory in a module that may import SGLang) and the server kinds where the bug
+shows; :func:`load_server` returns them.
 """
 
 from __future__ import annotations

@@ -1,34 +1,24 @@
 """The ``sglang`` target: SGLang's own allocator, DSV4 pool translation, store path, resolver and
 in-graph metadata stamp, run under the harness in place of the engine model's twins.
 
-This package is imported only when the target is requested (``targets.get_target("sglang")``),
-so swafuzz works without SGLang installed. Importing :mod:`swafuzz.targets.sglang.engine`
-imports SGLang; :func:`release` only reads the installed distribution's metadata.
+Imported only when the target is requested (swafuzz works without SGLang installed); importing
+:mod:`swafuzz.targets.sglang.engine` imports SGLang, :func:`release` only reads the installed
+distribution's metadata.
 
-Supported releases: the range :data:`SUPPORTED_RANGE` (0.5.12 .. 0.5.23, both ends included).
-The adapter is chosen by feature, not by version pin: :mod:`swafuzz.targets.sglang.features`
-inspects the imported release (module paths, attributes, signatures) and picks the adapter
-family (0.5.12-style store-path ``cached_loc`` or the resolver ``get_swa_out_cache_loc`` of
-0.5.13+) and each seam, and refuses what the release lacks with a
-:class:`~swafuzz.targets.TargetUnavailable` naming the missing module or attribute.
-:data:`VERIFIED` lists the releases whose adapter tests and campaign passed in the release
-matrix (``scripts/upstream-matrix``: every release and post-release of the range, built, probed
-and checked one after the other; its records are :mod:`~swafuzz.targets.sglang.detected`).
-Every release of the range runs as itself; what a record says ran is labelled by the adapter
-family its probe detected (:func:`label`: ``0.5.13 (resolver family)``), never by the nearest
-version number. A release outside the range (a newer one, a checkout numbered otherwise) is
-refused naming the range (CLI exit 2), unless ``SWAFUZZ_SGLANG_ADAPTER`` names the release of
-the range whose records answer for it (an explicit, recorded choice: ``0.5.24 (adapter 0.5.23,
-resolver family)``).
+Supported releases: :data:`SUPPORTED_RANGE`, both ends included, each run as itself. The
+adapter is chosen by feature, not by version: :mod:`swafuzz.targets.sglang.features` inspects
+the imported release and picks the adapter family (0.5.12-style store-path ``cached_loc`` or
+the resolver ``get_swa_out_cache_loc`` of 0.5.13+) and each seam, refusing what the release
+lacks with a :class:`~swafuzz.targets.TargetUnavailable`. :data:`VERIFIED` lists the releases
+the release matrix (``scripts/upstream-matrix``, records in
+:mod:`~swafuzz.targets.sglang.detected`) checked; records label a run by its detected family
+(:func:`label`). A release outside the range is refused (CLI exit 2) unless
+``SWAFUZZ_SGLANG_ADAPTER`` names the release of the range whose records answer for it.
 
-What runs real and what stays modelled, per release: :data:`TABLE` (printed by
-``swafuzz list --target sglang``, :func:`swafuzz.targets.sglang.matrix.table_text`).
-:func:`swafuzz.targets.sglang.engine.probe` imports the adapter and runs one tiny Case.
-
-Which scenario kinds and features the target runs on which release is not listed here: each
-feature record says it (``since["sglang"]``, :mod:`swafuzz.features`), and the registered
-factory with its hooks (:mod:`swafuzz.targets.sglang.target`) answers ``supports`` from the
-records and the installed release (``swafuzz list --features`` prints every release's answer).
+What runs real and what stays modelled, per release: :data:`TABLE` (``swafuzz list --target
+sglang``). Which kinds and features run on which release: each feature record's
+``since["sglang"]``, answered by the factory's ``supports`` hook
+(:mod:`swafuzz.targets.sglang.target`; ``swafuzz list --features``).
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""The ``sglang`` target's allocator: SGLang's ``SWATokenToKVPoolAllocator`` (imports SGLang).
-
-:class:`SGLangAllocator` drives the release's allocator built around the target pool's DSV4
-pool object; it keeps only the per-request bookkeeping the Case contract needs (token lists,
-eviction frontiers) and records every token it allocated as ``[full slot, SWA slot]``
-(``alloc_log``), which the observation carries to the oracle: the oracle validates those
-choices instead of predicting SGLang's free-list order.
+"""The ``sglang`` target's allocator: SGLang's ``SWATokenToKVPoolAllocator`` with the Case
+contract's request bookkeeping (imports SGLang; its role: :mod:`.engine`'s module docstring).
 """
 
 from __future__ import annotations

@@ -30,12 +30,9 @@ DISTRIBUTION = {"cutlass": "nvidia-cutlass-dsl (the release's own pin, without i
                 "zmq": "pyzmq", "PIL": "pillow", "yaml": "pyyaml"}
 #: modules that no CPU environment of the range provides, with what to do instead of building
 #: again (a GPU-only dependency that a release imports at module level)
-GPU_ONLY = {
-    "flashinfer": "flashinfer is CUDA-only",
-    "deep_gemm": "deep_gemm is CUDA-only",
-    "sgl_kernel": "sgl_kernel ships CUDA wheels only",
-    "flash_mla": "flash_mla is CUDA-only",
-}
+GPU_ONLY = {"flashinfer": "flashinfer is CUDA-only", "deep_gemm": "deep_gemm is CUDA-only",
+            "sgl_kernel": "sgl_kernel ships CUDA wheels only",
+            "flash_mla": "flash_mla is CUDA-only"}
 
 
 def _origin(tb) -> str:

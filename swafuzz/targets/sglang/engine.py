@@ -1,22 +1,20 @@
 """:class:`SGLangEngine`: the engine with SGLang's own code swapped in as component classes.
 
-Importing this module imports SGLang (see :mod:`swafuzz.targets.sglang` for the supported
-releases and the real/modelled table). The seams:
+Importing this module imports SGLang (supported releases and the real/modelled table:
+:mod:`swafuzz.targets.sglang`). The seams:
 
 * :class:`SGLangAllocator` (``allocator_cls``) drives SGLang's ``SWATokenToKVPoolAllocator``
-  built around the target pool's DSV4 pool object; it keeps only the per-request bookkeeping the
-  Case contract needs (token lists, eviction frontiers) and records every token it allocated as
-  ``[full slot, SWA slot]`` (``alloc_log``), which the observation carries to the oracle: the
-  oracle validates those choices instead of predicting SGLang's free-list order.
+  around the target pool's DSV4 pool object, keeping only the Case contract's per-request
+  bookkeeping; each allocated token goes to ``alloc_log`` as ``[full slot, SWA slot]``, which
+  the oracle validates instead of predicting SGLang's free-list order.
 * :class:`SGLangPool` (``pool_cls``) keeps swafuzz's redzoned SWA buffers (modelled) and holds a
-  ``DeepSeekV4TokenToKVPool`` (``real``) whose own ``register_mapping`` and
-  ``translate_loc_from_full_to_swa`` (and, in 0.5.12, its layer-keyed ``cached_loc``) run; its
-  store entry point is tapped so the rows land in swafuzz's buffers through the selected store
-  kernel, at exactly the locations SGLang's code passes.
+  ``DeepSeekV4TokenToKVPool`` (``real``) whose ``register_mapping`` and
+  ``translate_loc_from_full_to_swa`` (0.5.12: also its layer-keyed ``cached_loc``) run; its
+  store entry point is tapped so the rows land in swafuzz's buffers, through the selected store
+  kernel, at the locations SGLang's code passes.
 * :class:`SGLangBackend` (``backend_cls``) runs SGLang's ``DeepseekV4AttnBackend.store_cache``
-  (0.5.23: with its resolver ``get_swa_out_cache_loc``) and, in 0.5.23, its
-  ``init_forward_metadata_in_graph`` stamp, on an instance built without ``__init__`` whose
-  ``forward_metadata`` is the harness's metadata (modelled lifecycle, see the table).
+  (0.5.23: with its resolver) and, in 0.5.23, its ``init_forward_metadata_in_graph`` stamp, on
+  an instance built without ``__init__`` whose ``forward_metadata`` is the harness's.
 
 ForwardMode is matched by name: the release's member with the model's member's name.
 """
@@ -154,15 +152,11 @@ class SGLangBackend(DSV4Backend):
             tail_forward_metadata=None)
 
     def init_forward_metadata_in_graph(self, fb) -> None:
-        if not UNIFIED_RESOLVER:
-            # 0.5.12 stamps no SWA write location (its store translates out_cache_loc); keep
-            # the modelled Raw upgrade only.
-            if isinstance(self.forward_metadata, RawDecodeMetadata):
-                self.forward_metadata = self.upgrade_raw(self.forward_metadata)
-            return
         md = self.forward_metadata
         if isinstance(md, RawDecodeMetadata):
             md = self.forward_metadata = self.upgrade_raw(md)
+        if not UNIFIED_RESOLVER:  # 0.5.12 stamps nothing (its store translates out_cache_loc)
+            return
         if isinstance(md, AttnMetadata):
             self.shim.forward_metadata = backend_mod.DSV4Metadata(
                 core_attn_metadata=_CoreView(md.core_attn_metadata), indexer_metadata=None)

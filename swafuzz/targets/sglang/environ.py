@@ -1,5 +1,6 @@
-"""Environment variables a release reads (its deployment's ``SGLANG_*`` settings), set for a
-block and restored after: a variable unset before is unset again (no SGLang import)."""
+"""Set for a block and restored after (no SGLang import): environment variables a release reads
+(its deployment's ``SGLANG_*`` settings; a variable unset before is unset again), and attributes
+of its modules and classes (the patches of the server mutants and the execution fixes)."""
 
 from __future__ import annotations
 
@@ -21,3 +22,14 @@ def environ(updates: Mapping[str, str]) -> Iterator[None]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@contextlib.contextmanager
+def set_attr(obj, name: str, value) -> Iterator[None]:
+    """``obj.name`` is ``value`` inside the block, restored after it (a patch of the release)."""
+    real = getattr(obj, name)
+    setattr(obj, name, value)
+    try:
+        yield
+    finally:
+        setattr(obj, name, real)

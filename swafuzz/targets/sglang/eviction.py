@@ -1,24 +1,19 @@
 """Window eviction and the cache flush as the release's server makes them (imports SGLang).
 
-* :class:`ReleaseRows`: the release's ``ReqToTokenPool`` (the request -> token-slot table the
-  scheduler's eviction reads its range from), a row per request taken with the pool's own
-  ``alloc_rows`` when the request is first evicted and given back with ``free_rows`` when it
-  finishes. The row's contents are written from the request's slots before each eviction
-  (modelled: the server writes them as it allocates).
-* :func:`evict_segment`: releases that have the scheduler's sliding-window eviction as a
-  function of its own (``features.SEGMENT_EVICT``, 0.5.22+): the scheduler's per-request
+* :class:`ReleaseRows`: the release's ``ReqToTokenPool`` (the table the scheduler's eviction
+  reads its range from), a row per request taken with ``alloc_rows`` at its first eviction and
+  given back with ``free_rows`` when it finishes; the row's contents are written from the
+  request's slots before each eviction (modelled).
+* :func:`evict_segment` (releases with ``features.SEGMENT_EVICT``, 0.5.22+): the scheduler's
   trigger (``ScheduleBatch._swa_eviction_trigger``, interval 1), then
-  ``free_swa_out_of_window_slots`` (no prefix sharing: a chunk cache's threshold
-  ``pre_len - window``, the Case contract's frontier) inside the allocator's free group, which
-  frees through ``free_swa_segment``. A prefix another live request shares is the request's
-  ``cache_protected_len`` (the radix tree owns it), so its pages stay mapped, as the contract
-  says. Releases without it (0.5.12) evict with ``free_swa`` (:mod:`.allocator`), which is what
-  their scheduler's ``_evict_swa`` calls.
-* :func:`flush`: the scheduler's ``flush_cache`` (where ``Scheduler`` imports here) on a stand-in
-  scheduler whose pools are the release's: it refuses while a request runs and otherwise resets
-  the tree cache (none here), the request table (``ReqToTokenPool.clear``) and the allocator
-  (``clear``). Where it does not import (0.5.12 needs ``sgl_kernel``) the same order runs with
-  the idle rule modelled.
+  ``free_swa_out_of_window_slots`` (chunk-cache threshold ``pre_len - window``, the Case
+  contract's frontier; a prefix another live request shares as ``cache_protected_len``) in the
+  allocator's free group. Older releases (0.5.12) evict with ``free_swa`` (:mod:`.allocator`),
+  as their ``_evict_swa`` does.
+* :func:`flush`: the scheduler's ``flush_cache`` on a stand-in scheduler over the release's
+  pools: refused while a request runs, else the tree cache (none), the request table and the
+  allocator are reset. Where ``Scheduler`` does not import (0.5.12 needs ``sgl_kernel``) the
+  same order runs with the idle rule modelled.
 """
 
 from __future__ import annotations

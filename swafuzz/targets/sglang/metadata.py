@@ -1,39 +1,29 @@
 """SGLang's own draft-extend metadata prep (0.5.23) and per-step draft location helper, driven
-on CPU tensors for :class:`~swafuzz.targets.sglang.engine.SGLangBackend`.
+on CPU tensors for :class:`~swafuzz.targets.sglang.engine.SGLangBackend` (imports SGLang).
 
-Importing this module imports SGLang (through :mod:`swafuzz.targets.sglang.engine`'s release
-detection). What runs real, on the backend's shim (a ``DeepseekV4AttnBackend`` built without
-``__init__``):
+Real, on the backend's shim (a ``DeepseekV4AttnBackend`` built without ``__init__``):
 
-* ``init_forward_metadata_out_graph`` for the DRAFT_EXTEND graph bucket (0.5.23): the release's
-  capture-time synthetic locations (none for this bucket), IDLE substitution, 0-padding of the
-  live locations to ``draft_extend_num_tokens_per_req * bs`` rows, and its call of
-* ``init_forward_metadata_draft_extend`` (0.5.23): the pre-allocated int32 SWA location buffer
-  refilled outside the graph by ``_fill_cuda_graph_swa_out_cache_loc`` (PR #34890) - zeros past
-  the live rows, ``int32(M[loc])`` in front, the ``[:n]`` view stamped as
-  ``swa_out_cache_loc`` - or, when the buffer is absent or too small, the eager-miss
-  translation; the synthetic zero locations when none are given; ``expand_extend_with_same_length``.
-  The eager path (``init_forward_metadata`` of a DRAFT_EXTEND_V2 batch) calls the same builder
-  with ``speculative_num_draft_tokens`` rows per request, then the release's in-graph stamp.
-* ``per_step_draft_out_cache_loc`` (0.5.23, ``sglang.srt.speculative.eagle_utils``): the layout
-  the EAGLE worker and the backend share for a multi-step draft decode's per-step write targets.
+* ``init_forward_metadata_out_graph`` for the DRAFT_EXTEND bucket: capture-time synthetic
+  locations (none for this bucket), IDLE substitution, 0-padding of the live locations to
+  ``draft_extend_num_tokens_per_req * bs`` rows, then
+* ``init_forward_metadata_draft_extend``: the pre-allocated int32 SWA location buffer refilled
+  outside the graph (``_fill_cuda_graph_swa_out_cache_loc``, PR #34890: zeros past the live
+  rows, ``int32(M[loc])`` in front, the ``[:n]`` view stamped as ``swa_out_cache_loc``), or the
+  eager-miss translation when the buffer is absent or too small. The eager path (a
+  DRAFT_EXTEND_V2 batch) calls the same builder with ``speculative_num_draft_tokens`` rows per
+  request, then the release's in-graph stamp;
+* ``per_step_draft_out_cache_loc`` (``sglang.srt.speculative.eagle_utils``): the multi-step
+  draft decode's per-step write targets.
 
-Replaced on the shim (adapter seams, see ``TABLE`` in :mod:`swafuzz.targets.sglang`):
+Replaced on the shim (the reasons: ``TABLE`` in :mod:`swafuzz.targets.sglang`):
+``make_core_attn_metadata`` returns the harness's :class:`CoreAttnMetadata` with the locations
+the release chose and the ``seq_lens`` of its causal expansion (the page table, SWA page
+indices and top-k lengths are read-side inputs); ``online_c128_mtp.prepare_forward`` is a
+no-op; ``replay_cuda_graph_metadata_from`` hands the metadata back to the harness, which keeps
+the bucket's persistent metadata with the release's ``DSV4AttnMetadata.copy_`` rules.
 
-* ``make_core_attn_metadata``: returns the harness's :class:`CoreAttnMetadata` with the
-  locations the release's code chose (``raw_out_loc``) and the per-request ``seq_lens`` read
-  back from the release's causal expansion; the page table, SWA page indices and top-k lengths
-  it would build are read-side inputs of the attention kernel (no write location), and the
-  release's builder needs a ``req_to_token`` table and page sizes that are multiples of 128;
-* ``online_c128_mtp.prepare_forward``: a no-op (no compressed layers are built here);
-* ``replay_cuda_graph_metadata_from``: hands the built metadata back to the harness, which keeps
-  the bucket's persistent metadata and refreshes it with the same check/copy/assign rules as
-  the release's ``DSV4AttnMetadata.copy_`` (``swa_out_cache_loc`` assigned).
-
-0.5.12 has none of this on the SWA write path: its draft-extend builder is the prefill builder
-(page tables, FlashMLA plans), its metadata carries no SWA write location (``store_cache``
-translates ``forward_batch.out_cache_loc``) and it has no per-step helper, so the model's prep
-keeps running there.
+0.5.12 has none of this on the SWA write path (its draft-extend builder is the prefill builder
+and its store translates ``forward_batch.out_cache_loc``): the model's prep runs there.
 """
 
 from __future__ import annotations

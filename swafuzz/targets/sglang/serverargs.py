@@ -2,28 +2,23 @@
 
     release_refusal({"tp_size": 2, "enable_dp_attention": True, ...}) -> None | "the message"
 
-:func:`check_server_args` builds the installed SGLang release's ``ServerArgs``
-(``sglang/srt/server_args.py``) from a dict of its field names and runs the release's whole
-resolution: the dataclass ``__post_init__`` of the 0.5.12-style record, or ``resolve_once`` (the
-resolution pipeline, with the DeepSeek-V4 defaults and the V4.1 feature validation of
-``arg_groups/deepseek_v4_hook.py``) of the 0.5.22-style record. Which of the two a release has,
-and whether it knows DeepSeek-V4.1, is detected from the release (:func:`release_shape`), not
-from its version number.
+:func:`check_server_args` builds the release's ``ServerArgs`` from a dict of its field names
+and runs its whole resolution: the dataclass ``__post_init__`` (0.5.12-style record) or
+``resolve_once`` (0.5.22-style, with the DeepSeek-V4 defaults and the V4.1 feature validation);
+which one, and whether it knows DeepSeek-V4.1, is detected (:func:`release_shape`).
 
-The model is a stand-in: a ``config.json`` (no weights, no tokenizer) that names the
-architecture the release checks (``DeepseekV4ForCausalLM``) with model type ``deepseek_v41``
-(the V4.1 flags need it) or ``deepseek_v4``, written into a temporary folder for the build.
-The machine is a GPU runner: ``device`` is ``cuda`` unless the dict says otherwise, and the
-release's environment probes answer as an H200 (or a B200) through
-:func:`swafuzz.targets.sglang.serverargs_probes.patched_probes`, whose table
-(:data:`~swafuzz.targets.sglang.serverargs_probes.PLATFORMS`) lists each replaced probe with
-its reason. No validation rule is replaced.
+The model is a stand-in ``config.json`` (no weights, no tokenizer) naming the architecture the
+release checks (``DeepseekV4ForCausalLM``) with model type ``deepseek_v41`` or
+``deepseek_v4``, in a temporary folder. The machine is a GPU runner: ``device`` is ``cuda``
+unless the dict says otherwise, and the release's environment probes answer as an H200 (or a
+B200) through :func:`~swafuzz.targets.sglang.serverargs_probes.patched_probes` (each replaced
+probe with its reason: :data:`~swafuzz.targets.sglang.serverargs_probes.PLATFORMS`). No
+validation rule is replaced.
 
 A refusal is what the release raises from its argument checks (``ValueError``,
-``AssertionError``, ``NotImplementedError``), returned with the release's own message; anything
-else the build raises is a :class:`ServerArgsBuildError` (the stand-in or this module failed,
-not the release refusing). The process environment (``os.environ``, which the release's
-defaults write to) is restored after each build.
+``AssertionError``, ``NotImplementedError``), with its own message; anything else is a
+:class:`ServerArgsBuildError` (the stand-in or this module failed). ``os.environ``, which the
+release's defaults write to, is restored after each build.
 """
 
 from __future__ import annotations
@@ -225,20 +220,16 @@ def built_server_args(config: Mapping[str, object], *, model_type: str | None = 
                       stand_in: Mapping[str, object] | None = None
                       ) -> Iterator[tuple[ArgsVerdict, object | None]]:
     """Build the installed release's ServerArgs from ``config`` and resolve it as the server
-    does; yields ``(verdict, record)`` (the record None when the release refuses) while the
-    stand-in's folder, the probes and ``env`` are still in place, so a caller can hand the
-    record to the release's own context (``runtime_context.create_context``) and evaluate a
-    release rule under it.
+    does; yields ``(verdict, record)`` (record None when the release refuses) while the
+    stand-in's folder, the probes and ``env`` are in place, so a caller can evaluate a release
+    rule under the release's own context (``runtime_context.create_context``).
 
-    Several release modules import GPU-only packages (sgl_kernel, flashinfer) at module level
-    when ``is_cuda()`` is true. When a build under the GPU answers meets one, the module it
-    was importing is imported as the CPU answers (outside the probes) and the build runs again
-    on a fresh record, at most :data:`MAX_PREIMPORTS` times.
-
-    ``env``: environment variables the deployment sets (the release reads some limits from
-    ``SGLANG_*`` variables), set for the build only. ``stand_in``: keys added to the model
-    stand-in's ``config.json`` (what a real checkpoint's config carries that the release reads,
-    e.g. the keys by which a checkpoint says it bundles a draft head)."""
+    Release modules that import GPU-only packages at module level when ``is_cuda()`` is true
+    are, when a build under the GPU answers meets one, imported as the CPU answers (outside
+    the probes) and the build runs again on a fresh record, at most :data:`MAX_PREIMPORTS`
+    times. ``env``: the deployment's ``SGLANG_*`` variables, set for the build only;
+    ``stand_in``: keys added to the stand-in's ``config.json`` (e.g. those by which a
+    checkpoint says it bundles a draft head)."""
     if platform not in PLATFORMS:
         raise ServerArgsConfigError(f"platform: {platform!r} is not one of {sorted(PLATFORMS)}")
     shape = release_shape()

@@ -1,33 +1,25 @@
 """The release's own Triton V4-layout SWA store, for pools of layout ``"dsv4"`` (spec §4.6).
 
-SGLang writes the DSV4 SWA cache with its CUDA JIT store (``fused_store_cache``; needs a GPU
-and a JIT build). Each release also ships a Triton store of the same V4 layout, which runs in
-the Triton interpreter on CPU and compiled on a GPU; the ``sglang`` target runs that one:
+SGLang writes the DSV4 SWA cache with its CUDA JIT store (``fused_store_cache``: a GPU and a
+JIT build). Each release also ships a Triton store of the same layout, which the ``sglang``
+target runs (interpreted on CPU, compiled on a GPU):
 
-* 0.5.23: ``triton_fused_store_flashmla`` (``kernels/ops/kvcache/triton_store_cache.py``, the
-  ROCm dispatch of ``fused_store_cache``): one launch quantizes and scatters;
+* 0.5.23: ``triton_fused_store_flashmla`` (``kernels/ops/kvcache/triton_store_cache.py``): one
+  launch quantizes and scatters;
 * 0.5.12: ``quant_to_nope_fp8_rope_bf16_pack_triton`` (``dsv4/quant_k_cache.py``) then
-  ``SetKAndS.triton`` (``dsv4/index_buf_accessor.py``): the backend's non-fused store path,
-  two launches (quantize into a pack, then scatter the pack).
+  ``SetKAndS.triton`` (``dsv4/index_buf_accessor.py``): two launches.
 
-Both go through :func:`kernels.launch.launch` (the tape executor records and replays them) after
-the host-side contract of :mod:`kernels.dsv4_store` (int32 locations, one per row, none negative
-or past the buffer).
+Both go through :func:`kernels.launch.launch` after the host-side contract of
+:mod:`kernels.dsv4_store`.
 
-Interpreter fp8 cast (an execution-environment fix, not a change to the kernel): the Triton
-3.6 interpreter converts fp32 to fp8 e4m3 (``float8e4nv``) with its own numpy code, which is not
-the round-to-nearest-even the compiled kernel gets from the hardware (``cvt.rn.satfinite``):
-it rounds ties away from zero (8.5 -> 9.0), loses the carry when the mantissa rounds up into
-an odd exponent (0.4863 -> 0.25) and truncates fp8 subnormals. Measured over every finite bf16
-value with ``|x| <= 448``: 1030 of 34754 codes differ from torch's cast. Known upstream:
-triton-lang/triton issue #8322 (interpreter fp8 casts differ from the compiled ones) and the open
-PR #11897 (rewrites ``_convert_float``: ties to even, the carry, single rounding of subnormals).
-While a store runs in
-the interpreter, :func:`rne_fp8_interpreter` routes exactly that conversion (fp32 ->
-float8e4nv, round to nearest even) to torch's cast, which rounds to nearest even and saturates
-like the hardware (``tests/features/dsv4_layout/test_dsv4_quant.py`` proves torch's cast equals the plain-
-Python encoder). Every other op of the kernel (loads, the tile max, the fp32 division, log2,
-ceil, exp2, clamp, the address arithmetic, the stores) runs as the interpreter runs it.
+Interpreter fp8 cast (an execution-environment fix, the kernel unchanged): the Triton 3.6
+interpreter's fp32 -> fp8 e4m3 conversion is not the hardware's round-to-nearest-even (ties
+away from zero, a lost carry into an odd exponent, truncated subnormals: 1030 of 34754 bf16
+codes with ``|x| <= 448`` differ; triton-lang/triton issue #8322, PR #11897). While a store runs
+in the interpreter, :func:`rne_fp8_interpreter` routes exactly that conversion to torch's cast,
+which rounds to nearest even and saturates like the hardware
+(``tests/features/dsv4_layout/test_dsv4_quant.py``); every other op runs as the interpreter
+runs it.
 """
 
 from __future__ import annotations
@@ -43,6 +35,7 @@ from swafuzz.kernels import contracts, dsv4_store
 from swafuzz.kernels.launch import launch
 from swafuzz.targets.protocol import TargetUnavailable
 from swafuzz.targets.sglang import release
+from swafuzz.targets.sglang.environ import set_attr
 
 VERSION, ADAPTER = release()
 
@@ -104,11 +97,8 @@ def rne_fp8_interpreter() -> Iterator[None]:
             return interp.TensorHandle(codes.numpy().reshape(src.data.shape), dst_type.scalar)
         return original(self, src, dst_type, rounding_mode)
 
-    builder.create_fp_to_fp = create_fp_to_fp
-    try:
+    with set_attr(builder, "create_fp_to_fp", create_fp_to_fp):
         yield
-    finally:
-        builder.create_fp_to_fp = original
 
 
 def _run_release_store(rows: torch.Tensor, cache: torch.Tensor, loc: torch.Tensor,

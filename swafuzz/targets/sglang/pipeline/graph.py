@@ -1,43 +1,33 @@
 """The release's decode graph runner's replay preparation at server level (imports SGLang).
 
 For a DECODE the release's can-run decision sends to a graph (:meth:`.steps.Pipeline.can_run_graph`),
-the release's own replay preparation fills the runner's static buffers from the release's
-``ForwardBatch``: 0.5.22 / 0.5.23 ``DecodeCudaGraphRunner.load_batch`` (the bucket by
-``_pad_to_bucket``, the buffer registry's ``fill_from`` with its per-slot padding policy, the
-replay view ``build_replay_fb_view`` and the attention backend's out-graph prep
-``init_forward_metadata_out_graph``); 0.5.12 ``CudaGraphRunner.replay_prepare`` (its
-``DecodeInputBuffers.populate_from_forward_batch`` and the backend's
+the release's own replay preparation fills the runner's static buffers from its
+``ForwardBatch``: 0.5.22 / 0.5.23 ``DecodeCudaGraphRunner.load_batch`` (``_pad_to_bucket``, the
+buffer registry's ``fill_from``, ``build_replay_fb_view``, the backend's
+``init_forward_metadata_out_graph``); 0.5.12 ``CudaGraphRunner.replay_prepare``
+(``DecodeInputBuffers.populate_from_forward_batch``,
 ``init_forward_metadata_replay_cuda_graph``). The runner is the can-run decision's instance
-(:func:`.seams.graph_runner`, built without its constructor), given the buffers its constructor
-would build, by the release's own ``DecodeInputBuffers.create`` (and, where it has one,
-``build_decode_registry`` over them), on the engine's device. Its attention backend is a
-``DeepseekV4AttnBackend`` built without its constructor over the engine's DSV4 pool, its
-graph state made by the release's ``init_cuda_graph_state``, and per captured batch size the
-release's capture-time prep run once at start-up (on the capture batch the runner's
-``capture_prepare`` would hand it: the buffers' first rows, mode DECODE).
+(:func:`.seams.graph_runner`), given the buffers its constructor would build (the release's
+``DecodeInputBuffers.create`` and, where it has one, ``build_decode_registry``); its attention
+backend a ``DeepseekV4AttnBackend`` built without its constructor over the engine's DSV4 pool,
+with the release's ``init_cuda_graph_state`` and, per captured batch size, its capture-time
+prep run once at start-up.
 
-Bypassed: the graph capture and ``graph.replay()``. The padded buffers (``out_cache_loc``,
-``seq_lens``, ``positions`` of the bucket's rows) become the batch the component engine's graph
-runner replays on the harness's executor: its stores write where the release's buffers say.
+Bypassed: the graph capture and ``graph.replay()``: the padded buffers (``out_cache_loc``,
+``seq_lens``, ``positions``) become the batch the component engine's graph runner replays, so
+its stores write where the release's buffers say. Where the release stamps SWA write locations
+in its in-graph init (0.5.22, 0.5.23), that init runs on the host over the captured batch and
+its write locations and read indices go to the oracle.
 
-After the fill, where the release stamps SWA write locations in its in-graph init (0.5.22,
-0.5.23), that init (``init_forward_metadata_in_graph``: the Raw -> full upgrade and the stamp)
-runs on the host over the captured batch (a GPU runs it inside the replay); its write
-locations and read indices go to the oracle.
-
-Modelled: the buffers are the runner's own (the constructor's ``share_buffers`` into the
-process-wide pool is not run); the FlashMLA plan of the upgrade (None); the stores resolve
-through the harness's metadata and the release's stamp on it (the engine's graph runner), not
-through the release's upgraded metadata; 0.5.12's in-graph upgrade is not run (it builds
-indexer and compressor metadata for compressed layers this harness does not build).
+Modelled: the buffers are the runner's own (no ``share_buffers``); the FlashMLA plan is None;
+the stores resolve through the harness's metadata, not the release's upgraded metadata;
+0.5.12's in-graph upgrade is not run (it builds compressed-layer metadata).
 """
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 from types import SimpleNamespace
-from typing import Iterator
 
 import torch
 
@@ -110,17 +100,11 @@ def _release_backend(server, device):
     return bk
 
 
-@contextlib.contextmanager
-def no_flashmla_plan() -> Iterator[None]:
+def no_flashmla_plan():
     """The FlashMLA scheduling plan (``_create_flashmla_metadata``: the ``flash_mla`` CUDA
     extension's ``get_mla_metadata``) is None while the upgrade runs on the host (modelled:
     a read-side object of the attention kernel, which is not run)."""
-    real = backend_mod._create_flashmla_metadata
-    backend_mod._create_flashmla_metadata = lambda: None
-    try:
-        yield
-    finally:
-        backend_mod._create_flashmla_metadata = real
+    return seams.set_attr(backend_mod, "_create_flashmla_metadata", lambda: None)
 
 
 class GraphFill:
@@ -217,43 +201,40 @@ class GraphFill:
                                  rows("positions"))
 
 
-@contextlib.contextmanager
-def stale_out_cache_loc_tail() -> Iterator[None]:
-    """Spec §9.5 (padded rows not steered to the dummy slot, PR #24743): the runner's replay
-    preparation copies the live rows but leaves the ``out_cache_loc`` buffer's padded tail as
-    the previous replay wrote it, so a batch padded to its bucket after a larger one writes its
-    padded rows into the earlier batch's (live) slots."""
+def _patched_fill(after):
+    """The runner's replay preparation followed by ``after(runner, forward_batch, before)``
+    (``before``: a copy of the ``out_cache_loc`` buffer as the fill found it)."""
     real = getattr(RUNNER_CLS, FILL)
 
     def fill(self, forward_batch, *args, **kwargs):
         before = self.buffers.out_cache_loc.clone()
         out = real(self, forward_batch, *args, **kwargs)
-        n = forward_batch.out_cache_loc.numel()
-        self.buffers.out_cache_loc[n:self.bs] = before[n:self.bs]
+        after(self, forward_batch, before)
         return out
 
-    setattr(RUNNER_CLS, FILL, fill)
-    try:
-        yield
-    finally:
-        setattr(RUNNER_CLS, FILL, real)
+    return seams.set_attr(RUNNER_CLS, FILL, fill)
 
 
-@contextlib.contextmanager
-def seq_lens_pad_zero() -> Iterator[None]:
+def stale_out_cache_loc_tail():
+    """Spec §9.5 (padded rows not steered to the dummy slot, PR #24743): the runner's replay
+    preparation copies the live rows but leaves the ``out_cache_loc`` buffer's padded tail as
+    the previous replay wrote it, so a batch padded to its bucket after a larger one writes its
+    padded rows into the earlier batch's (live) slots."""
+
+    def keep_tail(r, fb, before):
+        n = fb.out_cache_loc.numel()
+        r.buffers.out_cache_loc[n:r.bs] = before[n:r.bs]
+
+    return _patched_fill(keep_tail)
+
+
+def seq_lens_pad_zero():
     """Spec §5.1 (the static ``seq_lens`` buffer's padded rows hold the backend's fill value,
     1 for DSV4): the runner's replay preparation zeroes the padded rows' ``seq_lens``. No store
     reads them (the padded rows write the dummy slot): only the prepared buffers show it, and
     an attention kernel reading a zero-length row is the consequence upstream."""
-    real = getattr(RUNNER_CLS, FILL)
 
-    def fill(self, forward_batch, *args, **kwargs):
-        out = real(self, forward_batch, *args, **kwargs)
-        self.buffers.seq_lens[forward_batch.out_cache_loc.numel():self.bs] = 0
-        return out
+    def zero(r, fb, before):
+        r.buffers.seq_lens[fb.out_cache_loc.numel():r.bs] = 0
 
-    setattr(RUNNER_CLS, FILL, fill)
-    try:
-        yield
-    finally:
-        setattr(RUNNER_CLS, FILL, real)
+    return _patched_fill(zero)

@@ -18,8 +18,7 @@ from swafuzz.targets.mutants import load_server
 from swafuzz.targets.sglang.pipeline import seams
 
 
-@contextlib.contextmanager
-def decode_stale_out_cache_loc() -> Iterator[None]:
+def decode_stale_out_cache_loc():
     """Spec §9.3 (equal-length stale cache): ``ScheduleBatch.prepare_for_decode`` allocates
     the step's slots but the batch keeps the previous forward's ``out_cache_loc`` when it has
     as many rows, so the stores write into the previous batch's slots."""
@@ -31,15 +30,10 @@ def decode_stale_out_cache_loc() -> Iterator[None]:
         if old is not None and old.numel() == self.out_cache_loc.numel():
             self.out_cache_loc = old
 
-    ScheduleBatch.prepare_for_decode = prepare_for_decode
-    try:
-        yield
-    finally:
-        ScheduleBatch.prepare_for_decode = real
+    return seams.set_attr(ScheduleBatch, "prepare_for_decode", prepare_for_decode)
 
 
-@contextlib.contextmanager
-def evict_frontier_one_ahead() -> Iterator[None]:
+def evict_frontier_one_ahead():
     """Spec §9.15 (eviction frontier overtaking the window): the scheduler's SWA eviction
     (``ScheduleBatch._evict_swa``) passes the tree a length one token longer than the request's,
     so the oldest token still inside the sliding window loses its SWA slot, which the allocator
@@ -54,15 +48,10 @@ def evict_frontier_one_ahead() -> Iterator[None]:
         extra = self.tree_cache.page_size if keeps_page else 0
         return real(self, req, pre_len + 2 + extra, **kw)
 
-    ScheduleBatch._evict_swa = _evict_swa
-    try:
-        yield
-    finally:
-        ScheduleBatch._evict_swa = real
+    return seams.set_attr(ScheduleBatch, "_evict_swa", _evict_swa)
 
 
-@contextlib.contextmanager
-def decode_leaks_a_slot() -> Iterator[None]:
+def decode_leaks_a_slot():
     """Spec §9 (a slot leaked): the scheduler's decode allocation (``alloc_for_decode``, as
     ``ScheduleBatch.prepare_for_decode`` calls it) takes one slot more than the batch's rows
     from the allocator and never frees it (page size 1: the release's ``alloc`` path)."""
@@ -74,15 +63,10 @@ def decode_leaks_a_slot() -> Iterator[None]:
             batch.token_to_kv_pool_allocator.alloc(1)
         return out
 
-    sb.alloc_for_decode = alloc_for_decode
-    try:
-        yield
-    finally:
-        sb.alloc_for_decode = real
+    return seams.set_attr(sb, "alloc_for_decode", alloc_for_decode)
 
 
-@contextlib.contextmanager
-def swa_offset_rotated() -> Iterator[None]:
+def swa_offset_rotated():
     """Spec §4 (an SWA slot keeps its full slot's page offset): the hybrid allocator's
     ``set_full_to_swa_mapping`` maps each full slot to the next offset of its SWA page (page
     size > 1), the page itself unchanged."""
@@ -95,15 +79,10 @@ def swa_offset_rotated() -> Iterator[None]:
             swa_indices = swa_indices - swa_indices % P + (swa_indices + 1) % P
         return real(self, full_indices, swa_indices)
 
-    cls.set_full_to_swa_mapping = set_mapping
-    try:
-        yield
-    finally:
-        cls.set_full_to_swa_mapping = real
+    return seams.set_attr(cls, "set_full_to_swa_mapping", set_mapping)
 
 
-@contextlib.contextmanager
-def graph_largest_bucket_eager() -> Iterator[None]:
+def graph_largest_bucket_eager():
     """Spec §5.1 (a DECODE batch runs the smallest captured bucket holding it): the decode graph
     runner's can-run decision is off by one at the top, a batch of the largest captured size
     runs eagerly (``bs < max_bs``)."""
@@ -118,11 +97,7 @@ def graph_largest_bucket_eager() -> Iterator[None]:
         return forward_batch.batch_size < self.max_bs and real(self, forward_batch, *args,
                                                                 **kwargs)
 
-    setattr(cls, name, decide)
-    try:
-        yield
-    finally:
-        setattr(cls, name, real)
+    return seams.set_attr(cls, name, decide)
 
 
 @contextlib.contextmanager
@@ -146,11 +121,9 @@ def retract_keeps_none() -> Iterator[None]:
         self.filter_batch(keep_indices=[])
         return [req], 1.0, []
 
-    ScheduleBatch.check_decode_mem, ScheduleBatch.retract_decode = check_decode_mem, retract_decode
-    try:
+    with seams.set_attr(ScheduleBatch, "check_decode_mem", check_decode_mem), \
+            seams.set_attr(ScheduleBatch, "retract_decode", retract_decode):
         yield
-    finally:
-        ScheduleBatch.check_decode_mem, ScheduleBatch.retract_decode = real_gate, real
 
 
 def patched(name: str | None):

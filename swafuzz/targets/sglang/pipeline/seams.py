@@ -28,6 +28,7 @@ from types import SimpleNamespace
 from typing import Iterator
 
 from swafuzz.targets.protocol import TargetUnavailable
+from swafuzz.targets.sglang.environ import set_attr
 
 from sglang.srt.managers.schedule_batch import ScheduleBatch  # isort: skip
 from sglang.srt.mem_cache import common  # isort: skip
@@ -102,17 +103,6 @@ def one_rank_groups() -> Iterator[None]:
         return
     with set_attr(ps, "_MOE_EP", SimpleNamespace(world_size=1, rank_in_group=0)):
         yield
-
-
-@contextlib.contextmanager
-def set_attr(obj, name: str, value) -> Iterator[None]:
-    """``obj.name`` is ``value`` inside the block, restored after it (a patch of the release)."""
-    real = getattr(obj, name)
-    setattr(obj, name, value)
-    try:
-        yield
-    finally:
-        setattr(obj, name, real)
 
 
 #: filter_batch's keyword for the requests to leave out (0.5.12: the chunked ones)
@@ -234,14 +224,9 @@ def graph_runner(buckets):
         r.graphs = {}
         r.capture_hidden_mode = CaptureHiddenMode.NULL
         decide = r.can_run
-    r.capture_bs = list(buckets)
-    r.max_bs = max(buckets)
-    r.require_mlp_tp_gather = False
-    r.require_mlp_sync = False
-    r.enable_pdmux = False
-    r.record_nolora_graph = False
-    r.disable_padding = False
-    r.is_encoder_decoder = False
-    r.enable_two_batch_overlap = False
+    r.capture_bs, r.max_bs = list(buckets), max(buckets)
+    for name in ("require_mlp_tp_gather", "require_mlp_sync", "enable_pdmux", "record_nolora_graph",
+                 "disable_padding", "is_encoder_decoder", "enable_two_batch_overlap"):
+        setattr(r, name, False)
     r.model_runner = SimpleNamespace(spec_algorithm=SpeculativeAlgorithm.NONE)
     return decide

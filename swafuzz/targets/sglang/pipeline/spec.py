@@ -183,11 +183,9 @@ class SpecPipeline(steps.Pipeline):
         backend = eng.target_backend if pool == "target" else eng.draft_extend_backend
         fo = eng.eager_forward(fwd.index, pool, backend, hfb, loc.numel())
         layers = eng.target_pool.num_layers if pool == "target" else eng.draft_pool.num_layers
-        per_layer: list[list[int]] = [[] for _ in range(layers)]
-        for st in fo.stores:
-            per_layer[st.layer] += st.locs
         return {"mode": fb.forward_mode.name, "out_cache_loc": loc.tolist(),
-                "positions": pos.tolist(), "seq_lens": seq.tolist(), "stores": per_layer}
+                "positions": pos.tolist(), "seq_lens": seq.tolist(),
+                "stores": steps.layer_stores(fo, layers)}
 
     def commit(self, b, fwd: Forward, accept: torch.Tensor, new_seq_lens) -> None:
         """The accept as the release books it: ``_resolve_spec_v2_tokens`` (kv_committed_len)
@@ -262,11 +260,8 @@ def kernels() -> Iterator[None]:
         real(tensor, scope)
         scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.item()))
 
-    interpreter._patch_lang_tensor = patch
-    try:
+    with seams.set_attr(interpreter, "_patch_lang_tensor", patch):
         yield
-    finally:
-        interpreter._patch_lang_tensor = real
 
 
 def run_case(case, impl: str = "torch", mutant: str | None = None, executor=None):

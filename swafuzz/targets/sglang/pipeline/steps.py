@@ -77,6 +77,14 @@ class AllocTap:
         return log
 
 
+def layer_stores(fo, layers: int) -> list[list[int]]:
+    """Per layer of the pool, the locations forward ``fo``'s stores wrote (in store order)."""
+    out: list[list[int]] = [[] for _ in range(layers)]
+    for st in fo.stores:
+        out[st.layer] += st.locs
+    return out
+
+
 def make_req(case: ServerCase, rid: int) -> Req:
     sp = SamplingParams(max_new_tokens=case.requests[rid].max_new_tokens)
     sp.normalize(None)
@@ -209,10 +217,7 @@ class Pipeline:
                                        hfb.forward_mode.name)[0]
             else:
                 fo = eng.eager_forward(fwd.index, "target", eng.target_backend, hfb, n)
-            per_layer = [[] for _ in range(eng.target_pool.num_layers)]
-            for st in fo.stores:
-                per_layer[st.layer] += st.locs
-            exec_ = fo.exec
+            per_layer, exec_ = layer_stores(fo, eng.target_pool.num_layers), fo.exec
         W = self.case.model.sliding_window
         table = s.req_to_token_pool.req_to_token
         window_rows = [table[int(i), max(0, int(n) - W):int(n)].tolist()

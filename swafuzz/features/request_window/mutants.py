@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import torch
 
-from swafuzz.features.request_window.engine import RequestWindowModel, WindowPath
+from swafuzz.features.request_window.engine import WindowPath
+from swafuzz.features.request_window.window import RequestWindowModel
 from swafuzz.targets.engine import UnifiedEngine
 from swafuzz.targets.forward_mode import ForwardMode
 from swafuzz.targets.mutants import mutant

@@ -26,7 +26,7 @@ import torch
 
 from swafuzz.features.parts import EnginePart, SGLangPart, lazy
 from swafuzz.features.request_window.dspark.engine_graph import VerifyGraphRunner
-from swafuzz.features.request_window.window import LayoutT, WinFwdObs
+from swafuzz.features.request_window.window import LayoutT, WinFwdObs, with_padding
 from swafuzz.scenarios.case import Step
 from swafuzz.targets.forward_mode import ForwardMode
 
@@ -132,16 +132,7 @@ class DSparkPath:
         """The real rows' layout (:meth:`features.request_window.engine.WindowPath.layout`), then ``pad``
         padding rows: workspace rows ``groups * W + n + k``, commit false, in no run."""
         n = req.numel() - pad
-        lay = self.p.layout(req[:n], pos[:n], floor[:n], groups)
-        dev = req.device
-        extra = torch.arange(lay.size, lay.size + pad, dtype=torch.int32, device=dev)
-        zeros = torch.zeros(pad, dtype=torch.int64, device=dev)
-        return LayoutT(torch.cat([lay.req, zeros]), torch.cat([lay.pos, zeros]),
-                       torch.cat([lay.write_loc, extra]), lay.history_src, lay.history_pos,
-                       lay.history_valid,
-                       torch.cat([lay.commit_mask, torch.zeros(pad, dtype=torch.bool,
-                                                               device=dev)]),
-                       lay.size + pad)
+        return with_padding(self.p.layout(req[:n], pos[:n], floor[:n], groups), pad)
 
 
 class DSparkEngine(EnginePart):

@@ -26,10 +26,10 @@ from types import SimpleNamespace
 
 import torch
 
+from swafuzz.features.request_window import window as rw
 from swafuzz.features.request_window.window import LayoutTokens, WinFwdObs, tensor_bytes
 from swafuzz.features.request_window.window_graphs.engine import commit_dense
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
-from swafuzz.targets.observation import StoreObs
 
 
 class VerifyGraphRunner:
@@ -56,12 +56,9 @@ class VerifyGraphRunner:
         """``_install_early_verify_metadata``: the full metadata of the batch, built on the host;
         the first time it becomes the bucket's captured metadata, later it is copied into it."""
         p, dev = self.path, self.path.device
-
-        def t(v):
-            return torch.tensor(v, dtype=torch.int64, device=dev)
-
-        fb = ForwardBatch(ForwardMode.TARGET_VERIFY, B, t(locs), t([1] * B), t(pos))
-        lay = p.layout(t(req), t(pos), None, B)
+        fb = ForwardBatch(ForwardMode.TARGET_VERIFY, B, rw.i64(locs, dev), rw.i64([1] * B, dev),
+                          rw.i64(pos, dev))
+        lay = p.layout(rw.i64(req, dev), rw.i64(pos, dev), None, B)
         core = SimpleNamespace(request_window_layout=lay, swa_out_cache_loc=lay.write_loc)
         p.dspark().install_early_verify(fb, core)
         cap = self.captured.get(B)
@@ -81,9 +78,7 @@ class VerifyGraphRunner:
         if a.size != b.size:
             raise AssertionError(f"early verify metadata: layout size {b.size} != the captured "
                                  f"{a.size}")
-        for name in ("req", "pos", "write_loc", "history_src", "history_pos", "history_valid",
-                     "commit_mask"):
-            getattr(a, name).copy_(getattr(b, name))
+        rw.copy_layout(a, b)
         held = cap.swa_out_cache_loc
         if held is not None and fresh.swa_out_cache_loc is not None:
             held.copy_(fresh.swa_out_cache_loc)
@@ -135,11 +130,6 @@ class VerifyGraphRunner:
         self.executor.replay(self.handles[B])
         self.path.window.prepared = None  # the replay rewrote the workspace history (A5)
         lay = self.captured[B].request_window_layout
-        loc = self.locs[B]
-        stores = [StoreObs(layer=layer, loc_dtype=str(loc.dtype).removeprefix("torch."),
-                           locs=loc.tolist(), rows=B * self.T)
-                  for layer in range(self.path.cfg.layers)]
-        obs = WinFwdObs(i, 0, ForwardMode.TARGET_VERIFY.name, stores,
-                        [tensor_bytes(s) for s in self.snaps[B]])
-        obs.bucket, obs.layout_id, obs.layout_size = B, self.layout_token(lay), lay.size
-        return obs
+        return rw.graph_obs(i, ForwardMode.TARGET_VERIFY.name, self.locs[B], B * self.T,
+                            self.path.cfg.layers, [tensor_bytes(s) for s in self.snaps[B]], B,
+                            self.layout_token(lay), lay.size)

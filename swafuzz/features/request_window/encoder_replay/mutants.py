@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import torch
 
-from swafuzz.features.request_window.engine import RequestWindowModel, WindowPath
+from swafuzz.features.request_window.engine import WindowPath
 from swafuzz.features.request_window.tail_graphs.engine import TailGraphPath
+from swafuzz.features.request_window.window import RequestWindowModel, seq_after
 from swafuzz.targets.engine import UnifiedEngine
 from swafuzz.targets.forward_mode import ForwardMode
 from swafuzz.targets.mutants import mutant
@@ -110,11 +111,7 @@ class _TailEncoderFloorPath(WindowPath):
         tm = self.tail_metadata
         if self.skip_init(fb.forward_mode) or tm is None or not self.on:
             return
-        seq_after, k = [], 0
-        for n in per_req:
-            seq_after.append(int(fb.positions[k + n - 1]) + 1)
-            k += n
-        idx, _, tfloor = self.tail(per_req, seq_after)
+        idx, _, tfloor = self.tail(per_req, seq_after(per_req, fb.positions))
         enc = floor[idx]
         tm.core_attn_metadata.request_window_layout = self.layout(
             req[idx], fb.positions[idx], torch.where(enc > 0, enc, tfloor), groups)

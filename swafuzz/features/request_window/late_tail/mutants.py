@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from swafuzz.features.request_window.engine import WindowPath, tail_layout
+from swafuzz.features.request_window.engine import WindowPath
+from swafuzz.features.request_window.window import tail_layout
 from swafuzz.targets.engine import UnifiedEngine
 from swafuzz.targets.mutants import mutant
 

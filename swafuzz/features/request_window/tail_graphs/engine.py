@@ -48,8 +48,10 @@ from __future__ import annotations
 import torch
 
 from swafuzz.features.parts import EnginePart, SGLangPart, lazy
-from swafuzz.features.request_window.engine import WindowPath, WinFwdObs
+from swafuzz.features.request_window import window as rw
+from swafuzz.features.request_window.engine import WindowPath
 from swafuzz.features.request_window.rules import uses_window_path
+from swafuzz.features.request_window.window import WinFwdObs
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.observation import StoreObs
 
@@ -206,17 +208,8 @@ class TailGraphPath(WindowPath):
         if not te:
             return super().forward(i, mode, rows, locs, groups, per_req, fwd=fwd, replay=replay,
                                    low_ratio=low_ratio)
-        dev = self.device
-
-        def t(v):
-            return torch.tensor(v, dtype=torch.int64, device=dev)
-
-        req, pos, floor = t([r[0] for r in rows]), t([r[1] for r in rows]), t([r[2] for r in rows])
-        fb = ForwardBatch(mode, groups, t(locs), t([1] * groups), pos)
+        fb, comp = self.batch(mode, rows, locs, groups, per_req, replay, low_ratio)
         fb.num_non_padded = len(rows)
-        self.init_metadata(fb, req, floor, groups, per_req)
-        comp = (self.compressor_obs(fb, replay, low_ratio) if mode == ForwardMode.EXTEND
-                else None)
         idle_rank = mode.is_idle()
         tm = self.tail_metadata
         T = None
@@ -250,8 +243,7 @@ class TailGraphPath(WindowPath):
                 ks = {lay: self.e.rows_tensor(i, fwd, "target", lay, self.cap_rows)
                       for lay in range(layer, self.cfg.layers)}
                 for lay, loc in sorted(self.prefill_graph_block(fb, ks).items()):
-                    stores.append(StoreObs(layer=lay, loc_dtype=str(loc.dtype).removeprefix(
-                        "torch."), locs=loc.tolist(), rows=self.cap_rows))
+                    stores.append(rw.store_obs(lay, loc, self.cap_rows))
                 break
             if not late:
                 n = len(rows)
@@ -264,8 +256,7 @@ class TailGraphPath(WindowPath):
                 k = self.tail_graph.k_rows(layer, k, T)
             loc = self.store(layer, fb, k)
             self.commit(layer, fb)
-            stores.append(StoreObs(layer=layer, loc_dtype=str(loc.dtype).removeprefix("torch."),
-                                   locs=loc.tolist(), rows=k.shape[0]))
+            stores.append(rw.store_obs(layer, loc, k.shape[0]))
             if self.on:
                 ws.append(self.workspace_bytes())
         obs = WinFwdObs(i, fwd, mode.name, stores, ws, comp=comp)
@@ -273,7 +264,7 @@ class TailGraphPath(WindowPath):
         if saved is not None:
             self.exit_graph_tail(saved, fb)
             p = self.probe(fb)
-            info.update(probe_locs=p.tolist(), probe_dtype=str(p.dtype).removeprefix("torch."),
+            info.update(probe_locs=p.tolist(), probe_dtype=rw.dtype_name(p),
                         probe_count=fb.num_non_padded)
         obs.tail_graph = info
         return obs

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from swafuzz.features.parts import SGLangPart, lazy
+from swafuzz.features.request_window.window import dtype_name
 from swafuzz.targets.forward_mode import ForwardMode
 
 
@@ -101,8 +102,7 @@ class TailPrefixMixin:
                                 device=fb.out_cache_loc.device)
         loc = self.compressor_loc(fb.out_cache_loc, keep)
         c4 = self.c4_loc(loc, fb.positions)
-        return CompObs(loc.tolist(), str(loc.dtype).removeprefix("torch."), c4.tolist(),
-                       str(c4.dtype).removeprefix("torch."), low_ratio)
+        return CompObs(loc.tolist(), dtype_name(loc), c4.tolist(), dtype_name(c4), low_ratio)
 
     # -- E2: the separate replay forward ----------------------------------------------------------
     def reset_hits(self, per) -> None:

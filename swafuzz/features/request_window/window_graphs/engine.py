@@ -28,10 +28,10 @@ from __future__ import annotations
 import torch
 
 from swafuzz.features.parts import EnginePart, SGLangPart, lazy
+from swafuzz.features.request_window import window as rw
 from swafuzz.features.request_window.window import LayoutT, LayoutTokens, WinFwdObs, tensor_bytes
 from swafuzz.targets.forward_mode import ForwardMode
 from swafuzz.targets.kv_pool import DTYPES
-from swafuzz.targets.observation import StoreObs
 
 
 def run_bounds(req: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -72,20 +72,24 @@ def graph_layout(req: torch.Tensor, pos: torch.Tensor, groups: int, W: int, cap:
                    groups * W + n)
 
 
+def dense_commit(req, pos, write_loc, cap: int, ws, ring, tags) -> None:
+    """The masked commit without a mask (capture-safe): row ``i`` of a run ending at row ``l``
+    writes the bytes (``ws`` at ``write_loc``) and position of its run's committed row ``e = i +
+    cap * ((l - i) // cap)`` to ring row ``req * cap + pos % cap`` (``e``'s: positions of a run
+    are consecutive). Padded slot-0 rows share ring row 0 of slot 0 (which lands is open)."""
+    _, _, last = run_bounds(req)
+    idx = torch.arange(req.numel(), device=req.device)
+    e = idx + cap * torch.div(last - idx, cap, rounding_mode="floor")
+    dst = req * cap + pos % cap
+    ring[dst] = ws[write_loc.long()[e]]
+    tags[dst] = pos[e]
+
+
 def commit_dense(win, layer: int, lay: LayoutT) -> None:
-    """``RequestWindowModel.commit`` without a boolean mask (capture-safe): a row outside the
-    commit mask writes the ring row of the committed row ``cap`` rows (a multiple) after it in
-    its run, with that row's bytes and position, so every write to a ring row carries the
-    value the masked commit leaves there (a run's rows have consecutive positions). Several
-    padded rows of slot 0 (all position 0) share ring row 0 of slot 0: which one lands there is
-    left open (slot 0 is never read)."""
-    _, _, last = run_bounds(lay.req)
-    idx = torch.arange(lay.req.numel(), device=lay.req.device)
-    e = idx + win.cap * torch.div(last - idx, win.cap, rounding_mode="floor")
-    dst = lay.req * win.cap + lay.pos % win.cap
+    """``RequestWindowModel.commit`` of ``lay`` in ``layer``, capture-safe (:func:`dense_commit`)."""
     ws = win.rows_of(win.buffer(layer))
-    win.rows_of(win.state[layer])[dst] = ws[lay.write_loc.long()[e]]
-    win.tags[layer, dst] = lay.pos[e]
+    dense_commit(lay.req, lay.pos, lay.write_loc, win.cap, ws, win.rows_of(win.state[layer]),
+                 win.tags[layer])
 
 
 class WindowGraphRunner:
@@ -152,10 +156,9 @@ class WindowGraphRunner:
         self.static_seq.fill_(1)
         if mode == ForwardMode.IDLE:
             return
-        n = len(slots)
-        dev = self.static_req.device
-        self.static_req[:n].copy_(torch.tensor(slots, dtype=torch.int64, device=dev))
-        self.static_seq[:n].copy_(torch.tensor(seq, dtype=torch.int64, device=dev))
+        n, dev = len(slots), self.static_req.device
+        self.static_req[:n].copy_(rw.i64(slots, dev))
+        self.static_seq[:n].copy_(rw.i64(seq, dev))
 
     def after_replay(self) -> None:
         """The replay rewrote the workspace's history rows: the host's ``prepared`` key no
@@ -174,12 +177,9 @@ class WindowGraphRunner:
         self.executor.replay(self.handles[B])
         self.after_replay()
         lay = self.layouts[B]
-        stores = [StoreObs(layer=layer, loc_dtype=str(lay.write_loc.dtype).removeprefix("torch."),
-                           locs=lay.write_loc.tolist(), rows=B)
-                  for layer in range(self.path.cfg.layers)]
-        obs = WinFwdObs(i, 0, mode.name, stores, [tensor_bytes(s) for s in self.snaps[B]])
-        obs.bucket, obs.layout_id, obs.layout_size = B, self.layout_token(lay), lay.size
-        return obs
+        return rw.graph_obs(i, mode.name, lay.write_loc, B, self.path.cfg.layers,
+                            [tensor_bytes(s) for s in self.snaps[B]], B, self.layout_token(lay),
+                            lay.size)
 
 
 class WindowGraphsEngine(EnginePart):

@@ -66,7 +66,7 @@ from sglang.srt.model_executor.runner.decode_cuda_graph_runner import build_repl
 
 from swafuzz.features.request_window.sglang import HISTORY
 from swafuzz.features.request_window.window import WinFwdObs
-from swafuzz.features.request_window.window_graphs.engine import WindowGraphRunner, run_bounds
+from swafuzz.features.request_window.window_graphs.engine import WindowGraphRunner, dense_commit
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.sglang import features as release_features
 from swafuzz.targets.sglang.engine import RealBackend, real_mode
@@ -76,18 +76,11 @@ from swafuzz.targets.sglang.real import bare_backend
 
 def _commit_packed_rows_dense(workspace, state, tags, rows_layout, *, page_size, capacity,
                               layout=None):
-    """Modelled ``commit_packed_rows`` inside a captured forward (module docstring): no
-    boolean mask. Row ``i`` of a run whose last row is ``l`` takes the bytes and position of
-    row ``e = i + capacity * ((l - i) // capacity)`` (committed: ``l - e < capacity``) and writes
-    them to ring row ``req * capacity + pos[i] % capacity`` (= ``e``'s); its tag is ``pos[e]``."""
-    req, pos = rows_layout.req, rows_layout.pos
-    _, _, last = run_bounds(req)
-    idx = torch.arange(req.numel(), device=req.device)
-    e = idx + capacity * torch.div(last - idx, capacity, rounding_mode="floor")
-    dst = req * capacity + pos % capacity
+    """Modelled ``commit_packed_rows`` inside a captured forward (module docstring):
+    :func:`features.request_window.window_graphs.engine.dense_commit`."""
     w = workspace.shape[-1]
-    state.view(-1, w)[dst] = workspace.view(-1, w)[rows_layout.write_loc.long()[e]]
-    tags[dst] = pos[e]
+    dense_commit(rows_layout.req, rows_layout.pos, rows_layout.write_loc, capacity,
+                 workspace.view(-1, w), state.view(-1, w), tags)
 
 
 @contextlib.contextmanager

@@ -34,7 +34,7 @@ from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.hooks import PartSlot
 from swafuzz.targets.kv_pool import DTYPES
 
-__all__ = ["WindowPath"]
+__all__ = ["WindowPath", "path_with"]
 
 
 class WindowPath(TailPrefixMixin):
@@ -351,6 +351,11 @@ class WindowPath(TailPrefixMixin):
     def finish(self, rid: int) -> None:
         if rid in self.slot:
             self.free_slots.add(self.slot.pop(rid))
+
+
+def path_with(base: type, **slots) -> type:
+    """``base`` (a path or runner class) with ``slots`` set: a mutant's one changed piece."""
+    return type(f"_Path{next(iter(slots.values())).__name__}", (base,), slots)
 
 
 class RequestWindowSGLang(SGLangPart):

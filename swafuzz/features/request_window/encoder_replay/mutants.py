@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from swafuzz.features.request_window.engine import WindowPath
+from swafuzz.features.request_window.engine import WindowPath, path_with
 from swafuzz.features.request_window.tail_graphs.engine import TailGraphPath
 from swafuzz.features.request_window.window import RequestWindowModel, seq_after
 from swafuzz.targets.engine import UnifiedEngine
@@ -23,8 +23,6 @@ from swafuzz.targets.mutants import mutant
 
 class _ReplayAppendedPath(WindowPath):
     def fold(self, i, per):
-        """Replay rows appended after the whole extend (not in front of their request): a
-        replayed request's rows form two runs."""
         if not any(r for _, r, _ in per):
             return super().fold(i, per)
         al = self.e.allocator
@@ -56,12 +54,7 @@ class ReplayRowsAppended(UnifiedEngine):
 
 class _NoResetWindow(RequestWindowModel):
     def reset(self, slot):
-        """reset only forgets the prepared history; the slot's tags keep the old positions."""
         self.prepared = None
-
-
-class _NoResetPath(WindowPath):
-    window_cls = _NoResetWindow
 
 
 @mutant("replay_without_reset", ("encoder_replay",), "addendum §2.3 (reset(slot) clears the "
@@ -70,12 +63,11 @@ class ReplayWithoutReset(UnifiedEngine):
     """Encoder replay without ``reset(slot)`` first: the slot's tags keep the old positions
     (E2)."""
 
-    step_path_cls = _NoResetPath
+    step_path_cls = path_with(WindowPath, window_cls=_NoResetWindow)
 
 
 class _ReplayNotCommittedPath(WindowPath):
     def layout(self, req, pos, floor, groups):
-        """The replay rows (prepended by the fold) are left out of the commit mask."""
         lay = super().layout(req, pos, floor, groups)
         if self.replaying and self.replay_rows.numel() == req.numel():
             lay.commit_mask = lay.commit_mask & ~self.replay_rows
@@ -105,8 +97,6 @@ class ReplayRowsNotCommitted(UnifiedEngine):
 
 class _TailEncoderFloorPath(WindowPath):
     def init_metadata(self, fb, req, floor, groups, per_req):
-        """The late layers' read floor of a replayed request is its encoder floor ``Pq - r``
-        (the "or" of §2.4 read as "else") instead of ``max(0, seq - W)``."""
         super().init_metadata(fb, req, floor, groups, per_req)
         tm = self.tail_metadata
         if self.skip_init(fb.forward_mode) or tm is None or not self.on:
@@ -130,8 +120,6 @@ class TailEncoderFloor(UnifiedEngine):
 
 class _WrongSpanPath(TailGraphPath):
     def replay_span(self, rid, r, new):
-        """The span ends at the request's length after the step's allocation (its seq_lens)
-        instead of its cached prefix."""
         end = len(self.e.allocator.tokens[rid])
         return end - r, end
 

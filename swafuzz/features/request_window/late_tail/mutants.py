@@ -17,7 +17,6 @@ from swafuzz.targets.mutants import mutant
 
 class _TailFirstRowsPath(WindowPath):
     def tail(self, per_req, seq_after):
-        """Each request's first min(W, n) rows instead of its last."""
         idx, lens, floor = tail_layout(per_req, seq_after, self.W, self.device)
         first, start = [], 0
         for n in per_req:
@@ -37,8 +36,6 @@ class TailFirstRows(UnifiedEngine):
 
 class _TailLenUncheckedPath(WindowPath):
     def tail(self, per_req, seq_after):
-        """Tail length W for every request, unclamped by its extend length (the rows before a
-        short request's extend are taken from the previous request, or wrap)."""
         idx, start = [], 0
         for n in per_req:
             idx += range(start + n - self.W, start + n)

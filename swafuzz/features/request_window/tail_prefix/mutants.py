@@ -16,7 +16,6 @@ from swafuzz.targets.mutants import mutant
 
 class _NoReprefillPath(TailGraphPath):
     def prefix_hit(self, n, length):
-        """The whole matched prefix is reused: no late-layer re-prefill cap."""
         return n
 
 
@@ -35,7 +34,6 @@ class PrefixHitWithoutReprefill(UnifiedEngine):
 class _FoldCompressesPath(TailGraphPath):
     @staticmethod
     def compressor_loc(loc, keep):
-        """The compressors get ``out_cache_loc`` as is, replay rows included."""
         return loc
 
 

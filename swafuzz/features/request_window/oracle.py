@@ -26,9 +26,11 @@ layout does not fit the workspace is refused at (:attr:`WindowExp.refused`).
 
 from __future__ import annotations
 
+from itertools import accumulate
+
 from swafuzz.features.parts import OraclePart
 from swafuzz.features.request_window.dspark.oracle import run_step as dspark_step
-from swafuzz.features.request_window.late_tail.oracle import tail_rows
+from swafuzz.features.request_window.late_tail.oracle import tail_floors, tail_rows
 from swafuzz.features.request_window.oracle_layout import WinFwdExp, layout
 from swafuzz.features.request_window.oracle_state import WindowState
 from swafuzz.features.request_window.prefill_graphs.oracle import prefill_bucket, prefill_lane
@@ -191,18 +193,6 @@ class WindowShadow(WindowState):
         else:
             self.paged(sh, i, locs, per_req, comp=comp)
 
-    # ------------------------------------------------------------------ forwards
-    def _tail_rows(self, rows, per_req, seq_after):
-        """Tail rows (with their floors) of an EXTEND batch, and the tail lengths."""
-        idx, lens = tail_rows(per_req, self.W)
-        out, b_of = [], []
-        for b, n in enumerate(per_req):
-            b_of += [b] * n
-        for k in idx:
-            slot, pos, _ = rows[k]
-            out.append((slot, pos, max(0, seq_after[b_of[k]] - self.W)))
-        return idx, lens, out
-
     # ------------------------------------------------------------------ DECODE graphs
     def _bucket(self, i: int, s: Step, n: int) -> int | None:
         """The DECODE-graph bucket of a window step with ``exec == "graph"`` (None: eager, also
@@ -262,12 +252,9 @@ class WindowShadow(WindowState):
             return
         tail_layers, tail_lens, tail_lay, tail_n = [], [], None, 0
         if self.L and per_req is not None:
-            seq_after = []
-            k = 0
-            for n in per_req:  # the batch's rows of a request end at its new length
-                seq_after.append(rows[k + n - 1][1] + 1)
-                k += n
-            _, tail_lens, trows = self._tail_rows(rows, per_req, seq_after)
+            ends = [rows[k - 1][1] + 1 for k in accumulate(per_req)]  # each request's new length
+            idx, tail_lens, floors = tail_floors(per_req, ends, self.W)
+            trows = [(*rows[k][:2], f) for k, f in zip(idx, floors)]
             tail_lay = layout(trows, groups, self.W, self.cap, self.Z)
             tail_layers = list(range(self.L, self.cfg.layers))
             tail_n = len(trows)

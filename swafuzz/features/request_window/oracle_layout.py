@@ -7,6 +7,7 @@ shadow state:
 
 * :func:`layout`: runs, ``write_loc``, history rows with their source ring rows and validity,
   commit mask and size over ``(slot, position, floor)`` rows (:class:`Layout`);
+* :func:`padded_layout`: that layout followed by padding rows (DP padding, prefill graphs);
 * :func:`layout_indices`: what attention reads from that layout;
 * the expectation types: :class:`WinFwdExp` per window / tail forward, :class:`WinStepExp` per
   step, gathered in :class:`WindowExp` (with the refused forward, if any).
@@ -16,7 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Layout", "WinFwdExp", "WinStepExp", "WindowExp", "layout", "layout_indices"]
+__all__ = ["Layout", "WinFwdExp", "WinStepExp", "WindowExp", "layout", "layout_indices",
+           "padded_layout"]
 
 
 @dataclass
@@ -63,6 +65,17 @@ def layout(rows: list[tuple[int, int, int]], groups: int, W: int, cap: int, zero
         commit += [count - 1 - k < cap for k in range(count)]
     return Layout(groups, write_loc, src, hpos, valid, commit,
                   [(r[0], r[1], r[2]) for r in runs], groups * W + n)
+
+
+def padded_layout(rows: list[tuple[int, int, int]], pad: int, groups: int, W: int, cap: int,
+                  zero_row: int) -> Layout:
+    """The layout of ``rows`` followed by ``pad`` padding rows: padding row k writes workspace
+    row ``groups * W + len(rows) + k`` and is in no run (no history group, commit false)."""
+    lay = layout(rows, groups, W, cap, zero_row)
+    lay.write_loc += [lay.size + k for k in range(pad)]
+    lay.commit += [False] * pad
+    lay.size += pad
+    return lay
 
 
 @dataclass

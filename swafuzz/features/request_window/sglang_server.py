@@ -139,68 +139,51 @@ class ServerWindow:
 
 # -- server mutants (:mod:`.server_mutants` names and sources them) ------------------------------
 @contextlib.contextmanager
-def slot_reset_next() -> Iterator[None]:
+def _swapped(owner, name: str, make) -> Iterator[None]:
+    """``owner.name`` replaced by ``make(real)`` while the context runs."""
+    real = getattr(owner, name)
+    setattr(owner, name, make(real))
+    try:
+        yield
+    finally:
+        setattr(owner, name, real)
+
+
+def slot_reset_next():
     """``RequestWindow.reset`` clears the next slot's rows instead of the slot's."""
-    real = rw.RequestWindow.reset
-
-    def reset(self, slots):
-        return real(self, slots + 1)
-
-    rw.RequestWindow.reset = reset
-    try:
-        yield
-    finally:
-        rw.RequestWindow.reset = real
+    return _swapped(rw.RequestWindow, "reset",
+                    lambda real: lambda self, slots: real(self, slots + 1))
 
 
-@contextlib.contextmanager
-def layout_floor_own_row() -> Iterator[None]:
+def layout_floor_own_row():
     """``window_layout`` called with every row's floor at its own position (no history)."""
-    real = seam.real_window_layout
+    def make(real):
+        return lambda req, pos, **kw: real(req, pos, **{**kw, "floor": pos.clone()})
 
-    def window_layout(req, pos, **kw):
-        kw["floor"] = pos.clone()
-        return real(req, pos, **kw)
-
-    seam.real_window_layout = window_layout
-    try:
-        yield
-    finally:
-        seam.real_window_layout = real
+    return _swapped(seam, "real_window_layout", make)
 
 
-@contextlib.contextmanager
-def tail_floor_short() -> Iterator[None]:
+def tail_floor_short():
     """``late_layer_tail_layout``'s floor ``seq_len - tail_lens`` (0.5.21 / 0.5.22's) instead
     of ``max(0, seq_len - W)``."""
-    mod = release_features.tail_mod
-    real = mod.late_layer_tail_layout
+    def make(real):
+        def late_layer_tail_layout(*, extend_lens_cpu, seq_lens_cpu, tail_len, device, **kw):
+            idx, lens, floor = real(extend_lens_cpu=extend_lens_cpu, seq_lens_cpu=seq_lens_cpu,
+                                    tail_len=tail_len, device=device, **kw)
+            short = [s - t for s, t in zip(seq_lens_cpu, lens) for _ in range(t)]
+            return idx, lens, floor.new_tensor(short)
+        return late_layer_tail_layout
 
-    def late_layer_tail_layout(*, extend_lens_cpu, seq_lens_cpu, tail_len, device, **kw):
-        idx, lens, floor = real(extend_lens_cpu=extend_lens_cpu, seq_lens_cpu=seq_lens_cpu,
-                                tail_len=tail_len, device=device, **kw)
-        short = [s - t for s, t in zip(seq_lens_cpu, lens) for _ in range(t)]
-        return idx, lens, floor.new_tensor(short)
-
-    mod.late_layer_tail_layout = late_layer_tail_layout
-    try:
-        yield
-    finally:
-        mod.late_layer_tail_layout = real
+    return _swapped(release_features.tail_mod, "late_layer_tail_layout", make)
 
 
-@contextlib.contextmanager
-def padding_slot_handed_out() -> Iterator[None]:
+def padding_slot_handed_out():
     """``ReqToTokenPool``'s free list holds its padding row 0 (last, so it is handed out
     first): a request gets the slot padded batches default to."""
-    real = ReqToTokenPool.__init__
+    def make(real):
+        def __init__(self, *args, **kw):
+            real(self, *args, **kw)
+            self.free_slots.append(0)
+        return __init__
 
-    def __init__(self, *args, **kw):
-        real(self, *args, **kw)
-        self.free_slots.append(0)
-
-    ReqToTokenPool.__init__ = __init__
-    try:
-        yield
-    finally:
-        ReqToTokenPool.__init__ = real
+    return _swapped(ReqToTokenPool, "__init__", make)

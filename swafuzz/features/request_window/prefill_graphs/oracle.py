@@ -20,7 +20,7 @@ lane (the expectation of executors that capture graphs) runs such a step through
 
 from __future__ import annotations
 
-from swafuzz.features.request_window.oracle_layout import Layout, WinFwdExp, layout
+from swafuzz.features.request_window.oracle_layout import WinFwdExp, padded_layout
 from swafuzz.oracles.errors import CaseInfeasible
 from swafuzz.scenarios.case import Case, Step
 
@@ -64,12 +64,8 @@ def prefill_lane(sh, i: int, rows: list[tuple[int, int, int]], T: int) -> None:
         for tags in sh.tags:
             for p in range(max(0, T - sh.cap), T):
                 tags[p % sh.cap] = p
-    n = len(rows)
-    live = layout(rows, G, sh.W, sh.cap, sh.Z)
-    lay = Layout(G, [G * sh.W + k for k in range(T)], live.history_src, live.history_pos,
-                 live.history_valid, live.commit + [False] * (T - n), live.runs, G * sh.W + T)
-    padded = list(rows) + [(0, 0, 0)] * (T - n)
-    locs, wsb = sh.run_layers(i, lay, padded, T)
+    lay = padded_layout(rows, T - len(rows), G, sh.W, sh.cap, sh.Z)
+    locs, wsb = sh.run_layers(i, lay, list(rows) + [(0, 0, 0)] * (T - len(rows)), T)
     sh.exp.forwards.append(WinFwdExp(i, 0, "EXTEND", False, locs, [], [], wsb, list(lay.commit),
                                      list(lay.runs), T, lay.size))
 

@@ -1,36 +1,18 @@
-"""The request window at server level (issue 18 item 3; imports SGLang): the hop the server-level
-pipeline (:mod:`swafuzz.targets.sglang.pipeline.steps`, hook ``sglang.server_window``) runs per
-forward of a Case with ``enable_encoder_swa_bounded_replay``.
+"""The request window at server level (imports SGLang): the hop the server-level pipeline
+(:mod:`swafuzz.targets.sglang.pipeline.steps`, hook ``sglang.server_window``) runs per forward
+of a Case with ``enable_encoder_swa_bounded_replay``.
 
-Per EXTEND, before ``ForwardBatch.init_new``, the release's worker step does what its
-``TpModelWorker.forward_batch_generation`` does under encoder replay: the release's own
-``fold_encoder_swa_replay`` (0.5.23, a backend that folds) or ``run_encoder_swa_replay`` (a
-release without the fold), over a worker stand-in whose pool holds the real
-``RequestWindow``: every request that starts its window (a new request slot or a retraction,
-the release's ``encoder_swa_reset`` from ``prepare_for_extend``) has its slot reset. With the
-radix cache disabled no request has a cached prefix, so neither folds nor replays rows; one
-that would is out of scope (not driven).
-
-Per forward, after ``ForwardBatch.init_new`` and (attention TP 2) after the release's own
-MLP-sync padding, the rows go through the component adapter's window path
-(:class:`features.request_window.sglang.SGLangWindowPath`, imported, not copied): the request
-slot of each row is the release's ``req_pool_indices``, position and full location the padded
-batch's. An eager EXTEND is laid out as the release's eager ``init_forward_metadata`` ->
-``make_core_attn_metadata`` chain lays it out (``padded_num_tokens = out_cache_loc.shape[0]``,
-``num_groups`` = requests, no live rows: :class:`features.dspark.sglang.SGLangDSpark`'s
-``pad_layout`` over the release's ``expand_prefill_casually``); a DECODE has one group per row,
-padding rows in the dummy slot 0 (the adapter's DP-decode model). With the late-layer tail
-(``enable_decoder_swa_bounded_replay``, ``model.late_layer_start``) an EXTEND's late layers run
-the release's ``late_layer_tail_layout`` rows (per request the last ``min(W, rows)``, with its
-floor) through their own layout. Then per layer the store
-through the release's resolver and ``store_cache`` into the workspace and the release's
-``RequestWindow.commit``; after the forward the ring's tags and bytes are read.
-
-Modelled (the adapter's, listed in ``swafuzz list --target sglang``): the Triton copy / commit
-kernels and ``make_core_attn_metadata`` (CUDA); the allocator stays the server's SWA allocator
-(the release builds a full-only allocator under encoder replay: the SWA half is unused by the
-window's stores, the allocation of full slots is the release's).
-"""
+Per EXTEND, before ``ForwardBatch.init_new``: the release's own ``fold_encoder_swa_replay``
+(``run_encoder_swa_replay`` without the fold) over a worker stand-in holding the real
+``RequestWindow``, which resets the slot of every request that starts its window; a cached
+prefix that would fold rows is not driven (the radix cache is off). Per forward, after
+``init_new`` and the release's MLP-sync padding: the rows through
+:class:`features.request_window.sglang.SGLangWindowPath` (request slots the release's
+``req_pool_indices``; an eager EXTEND laid out as the release's eager metadata chain does, a
+DECODE one group per row with padding in slot 0; with the late-layer tail an EXTEND's late
+layers run ``late_layer_tail_layout``'s rows), then the store through the release's resolver
+and ``store_cache`` and ``RequestWindow.commit``; the ring's tags and bytes are read after it.
+What is real and modelled: :mod:`.server_hops` (``swafuzz list --target sglang``)."""
 
 from __future__ import annotations
 

@@ -1,22 +1,15 @@
-"""The V4.1 write path of the engine model: request window, encoder replay fold, late-layer tail.
+"""The V4.1 write path of the engine model (request window, encoder replay fold, late-layer tail):
+the section "Request window, encoder replay and late-layer tail" of ``SEMANTICS.md`` beside this
+file (addendum §2.2-§2.4, §3). :class:`targets.engine.UnifiedEngine` hands every step
+:meth:`WindowPath.handles` to :meth:`WindowPath.observe_run` and files
+:meth:`WindowPath.observe_step` after every step, in the channel the ``window`` / ``tail``
+checks read (:mod:`features.request_window.channel`).
 
-Implements the "Request window, encoder replay and late-layer tail" section of
-``features/request_window/SEMANTICS.md`` (addendum §2.2-§2.4, §3) for :class:`targets.engine.UnifiedEngine`, which
-hands every step the path claims (:meth:`WindowPath.handles`) to :meth:`WindowPath.observe_run`
-(:meth:`WindowPath.run`, its forwards filed in the path's channel :attr:`WindowPath.channel`) and
-after every step calls :meth:`WindowPath.observe_step`. The channel
-(:mod:`features.request_window.channel`) is what the ``window`` and ``tail`` checks read.
-
-Pieces (each decision is one method, so a mutant overrides exactly one): the window, its
-layouts and the observations are :mod:`features.request_window.window`'s (re-exported here);
-:class:`WindowPath` holds the slots, the fold of encoder replay rows, metadata init (eager IDLE
-with MTP skips it, spec §4), the resolver in 0.5.23's order (I, W, T, C, F), enter/exit of the
-tail metadata, and the per-layer store + commit. The paths built on it plug in through slots
-of their engine parts (:class:`targets.hooks.PartSlot`, :class:`features.parts.EnginePart`), so
-this module imports none of them: the DECODE-graph runner (``window_graph_runner``), the
-prefill-graph runner (``prefill_graph_runner``) and window verify / DP-padded EXTEND
-(``window_verify``).
-"""
+One decision per method (a mutant overrides one): slots, the encoder-replay fold, metadata init
+(skipped by an eager IDLE with MTP, spec §4), the resolver in 0.5.23's order (I, W, T, C, F),
+enter / exit of the tail, the per-layer store and commit. The window and layouts are
+:mod:`features.request_window.window`'s; DECODE graphs, prefill graphs and window verify plug in
+through part slots (``window_graph_runner``, ``prefill_graph_runner``, ``window_verify``)."""
 
 from __future__ import annotations
 

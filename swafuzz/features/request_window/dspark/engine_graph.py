@@ -1,24 +1,15 @@
-"""The DSpark TARGET_VERIFY graph under a request window, with early verify metadata (issue 12
-item 2; sglang 0.5.23 ``_install_early_verify_metadata``, addendum §4).
+"""The DSpark TARGET_VERIFY graph under a request window with early verify metadata (sglang
+0.5.23 ``_install_early_verify_metadata``, addendum §4), for
+:class:`features.request_window.dspark.engine.DSparkPath`: a graph ``verify`` whose batch equals
+a bucket runs through :class:`VerifyGraphRunner` under an executor that captures graphs.
 
-Implements the graph half of "DSpark target verify ..." in ``features/request_window/dspark/SEMANTICS.md``
-for :class:`features.dspark.engine.DSparkPath`: a ``verify`` with ``exec == "graph"`` whose batch
-equals a bucket runs through :class:`VerifyGraphRunner` when the executor captures graphs.
-
-Early metadata: the verify metadata is built in full *outside* the graph, on the host, before
-the capture and before every replay (the layout of the batch's ``B * T`` rows, ``G = B``), then
-copied in place into the metadata the bucket's graph was captured with (``WindowLayout.copy_``:
-every tensor refreshed, the size equal; a non-None ``swa_out_cache_loc`` refreshed in place
-too, the captured tensor kept). The graph itself runs no metadata init: its stores resolve
-through the window path's resolver (W: the captured layout's ``write_loc``), the history copy
-and the commit read the captured layout's tensors. Capture state: ``B`` requests of slot 0 at
-positions ``1..T`` (``seq_lens`` fill 1).
-
-Buffers: per target layer a K-row buffer ``[max_bucket * T, row_width]`` of the row dtype, per
-bucket and layer a workspace snapshot (copied in-graph after each layer's commit); per bucket
-the captured metadata (a namespace with ``request_window_layout``, a :class:`LayoutT`, and
-``swa_out_cache_loc``).
-"""
+The verify metadata (the layout of the ``B * T`` rows, ``G = B``) is built on the host before
+the capture and before every replay and copied in place into the bucket's captured metadata
+(``WindowLayout.copy_``; a non-None ``swa_out_cache_loc`` refreshed in place too). The graph
+runs no metadata init: its stores resolve through the path's resolver (W), history copy and
+commit read the captured layout. Capture state: ``B`` requests of slot 0 at positions ``1..T``.
+Buffers: per target layer K rows ``[max_bucket * T, row_width]``, per bucket and layer a
+workspace snapshot, per bucket the captured metadata."""
 
 from __future__ import annotations
 

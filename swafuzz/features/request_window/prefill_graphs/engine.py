@@ -1,43 +1,22 @@
-"""Breakable prefill graphs under a request window (issue 12; addendum §4 "Breakable prefill
-graphs", §5 W3/W6/W7).
+"""Breakable prefill graphs under a request window (addendum §4 "Breakable prefill graphs", §5
+W3/W6/W7): the section "Prefill graphs under a request window" of ``SEMANTICS.md`` beside this
+file, for :class:`features.request_window.engine.WindowPath`. An ``admit`` / ``extend`` with
+``exec == "graph"`` (window, no tail) whose ``n`` rows fit a token bucket ``T`` (smallest ``T >=
+n`` with ``T <= 2 * n``) runs through :class:`PrefillGraphRunner` under an executor that
+captures graphs; otherwise eagerly.
 
-Implements the "Prefill graphs under a request window" section of ``features/request_window/prefill_graphs/SEMANTICS.md``
-for :class:`features.request_window.engine.WindowPath`: an ``admit`` / ``extend`` with
-``exec == "graph"`` under a window (no late-layer tail) whose ``n`` rows fit a token bucket
-``T`` of ``graph.prefill_buckets`` (smallest ``T >= n``, and ``T <= 2 * n``: upstream's
-``_MAX_PREFILL_CUDA_GRAPH_PADDING_FACTOR``) runs through :class:`PrefillGraphRunner` when the
-executor captures graphs (``tape``, ``cudagraph``); otherwise eagerly
-(:meth:`features.request_window.engine.WindowPath.forward`).
+The pieces stand for 0.5.23's: :meth:`PrefillGraphRunner.expand` (``expand_prefill_causally``:
+padding rows repeat the last slot at position 0), :meth:`~PrefillGraphRunner.live_rows`
+(``request_window_live_rows``) and :meth:`~PrefillGraphRunner.build` (:func:`padded_layout`,
+``num_groups = min(S + 1, T)``); the capture (one request of slot 0 with ``T`` tokens) keeps
+its layout object per bucket; one captured :meth:`~PrefillGraphRunner.segment` per target layer
+(history copy and store) and an eager :meth:`~PrefillGraphRunner.brk` (the commit); a replay
+refreshes the bucket's layout object in place (:meth:`~PrefillGraphRunner.refresh`,
+``WindowLayout.copy_``, W7).
 
-How 0.5.23 does it, and what each piece here stands for:
-
-* Metadata (``init_forward_metadata_prefill`` with ``use_prefill_cuda_graph``): the batch is
-  expanded to ``T`` rows; padding rows repeat the last live row's request slot with
-  ``seq_lens_casual`` 1, i.e. position 0 (``expand_prefill_causally``); the layout is built
-  with ``num_groups = min(req slots, T)`` (``req_to_token`` has ``S + 1`` rows) and
-  ``request_window_live_rows = n``, so :func:`padded_layout` computes runs, history and commit
-  mask over the live rows only and appends ``T - n`` padding rows (slot 0, position 0, their
-  own workspace rows, never committed). :meth:`PrefillGraphRunner.expand` /
-  :meth:`PrefillGraphRunner.live_rows` / :meth:`PrefillGraphRunner.build` are those three steps.
-* Capture (``init_forward_metadata_for_breakable_cuda_graph_capture``): the capture batch is one
-  request of slot 0 with ``T`` tokens (``req_pool_indices = arange(bs)``); its layout object is
-  kept per bucket (:attr:`PrefillGraphRunner.layouts`) and activated. The breakable graph is
-  one captured segment per target layer (:meth:`PrefillGraphRunner.segment`: the window's
-  history copy and the SWA store of ``T`` K rows at ``write_loc``) and an eager break after it
-  (:meth:`PrefillGraphRunner.brk`: attention, modelled as nothing, and
-  ``DeepseekV4AttnBackend.forward``'s commit). The capture's warm-up runs each segment and
-  break once, so the capture batch commits into slot 0.
-* Replay (``prepare_forward_metadata_for_breakable_cuda_graph_replay``): a fresh layout of the
-  live batch is built and copied into the bucket's layout object in place
-  (:meth:`PrefillGraphRunner.refresh`, ``DSV4AttnMetadata.refresh_for_breakable_cuda_graph_replay_``
-  -> ``WindowLayout.copy_``, W7); the captured segments read its tensors by address. No SWA
-  location buffer is refilled under a window (``_prefill_graph_translates_swa_loc`` is False).
-
-Buffers (device of the engine): per target layer a K-row buffer ``[max bucket, row_width]`` of
-the row dtype; per bucket the layout object (``LayoutT``: int64 ``req`` / ``pos`` /
-``history_src`` / ``history_pos``, int32 ``write_loc``, bool ``history_valid`` /
-``commit_mask``, ``size = G * W + T``) and one captured handle per target layer.
-"""
+Buffers (engine device): per target layer a K-row buffer ``[max bucket, row_width]`` of the row
+dtype; per bucket the layout object (:class:`LayoutT`, ``size = G * W + T``) and one captured
+handle per target layer."""
 
 from __future__ import annotations
 

@@ -1,27 +1,18 @@
-"""DECODE graphs under a request window (issue 12; addendum §3 "I (window)", §4 "Decode bucket",
-§5 W6 graph half and W7).
+"""DECODE graphs under a request window (addendum §3 "I (window)", §4 "Decode bucket", §5 W6, W7):
+the paragraph of ``SEMANTICS.md`` beside this file, for
+:class:`features.request_window.engine.WindowPath`. A graph ``decode`` / ``idle`` /
+``dp_decode`` whose batch fits a bucket runs through :class:`WindowGraphRunner` under an
+executor that captures graphs; eagerly otherwise.
 
-Implements the "DECODE graphs under a request window" paragraph of ``features/request_window/window_graphs/SEMANTICS.md``
-for :class:`features.request_window.engine.WindowPath`: a ``decode`` / ``idle`` / ``dp_decode`` step
-with ``exec == "graph"`` whose batch fits a bucket runs through :class:`WindowGraphRunner` when
-the executor captures graphs (``tape``, ``cudagraph``); with the eager executor it runs eagerly.
+The decode bucket's metadata is Raw: the layout is built inside the captured forward from the
+static ``req`` / ``seq_lens`` buffers, one group per row (:func:`graph_layout`, tensor ops only,
+no host sync). Padded rows are slot 0 at position 0 and commit only into slot 0; an IDLE replay
+substitutes every row so, and the captured commit has no IDLE guard.
 
-The decode bucket's metadata is Raw: the layout is materialised *inside* the captured forward
-from the static ``req`` / ``seq_lens`` buffers, one group per row (``groups = bucket``), by
-:func:`graph_layout` (tensor ops only: no host sync, so it records under the tape). Padded rows
-(``bucket - bs``) carry request slot 0 and ``seq_lens`` fill 1 (position 0): they form a run of
-slot 0 and commit only into slot-0 ring rows. An IDLE step replays the DECODE graph with the
-out-graph IDLE substitution (every row slot 0, position 0); the captured commit has no IDLE
-guard (host code, ran at capture in DECODE mode), so it commits slot-0 rows only.
-
-Buffers (device of the engine): ``static_req`` int64 ``[max_bucket]`` (fill 0),
-``static_seq`` int64 ``[max_bucket]`` (fill 1), per target layer a K-row buffer
-``[max_bucket, row_width]`` of the row dtype, and per bucket and layer a workspace snapshot
-(the single-layer workspace after that layer's commit, copied in-graph so every layer's bytes
-are observable after a replay). The layout object of a bucket is the one its capture built
-(W7: identity and ``size`` constant per bucket); after every replay the host drops the window's
-``prepared`` key (the replay rewrote the workspace history, addendum §6 A5).
-"""
+Buffers (engine device): ``static_req`` int64 ``[max_bucket]`` (fill 0), ``static_seq`` int64
+(fill 1), per target layer a K-row buffer ``[max_bucket, row_width]``, per bucket and layer a
+workspace snapshot copied in-graph. A bucket's layout object is its capture's (W7); after every
+replay the host drops the window's ``prepared`` key (A5)."""
 
 from __future__ import annotations
 

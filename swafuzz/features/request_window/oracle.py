@@ -1,28 +1,18 @@
-"""Window oracle: the V4.1 request window, encoder replay and the late-layer tail, from the Case.
+"""Window oracle: the V4.1 request window, encoder replay and the late-layer tail, from the Case
+(plain Python; the section "Request window, encoder replay and late-layer tail" of
+``SEMANTICS.md`` beside this file, addendum §2.2-§2.4), over the engine oracle's shadow
+allocator (:class:`oracles.shadow.Shadow`, ``sh``: its allocator methods, ``M`` and pools).
 
-Plain Python over ints, lists and bytearrays (no torch, never imports ``targets/`` or
-``kernels/``). It implements the "Request window, encoder replay and late-layer tail" section
-of ``features/request_window/SEMANTICS.md`` (addendum §2.2-§2.4) on top of the engine oracle's shadow
-allocator (:class:`oracles.shadow.Shadow`, passed in as ``sh``; only its allocator methods,
-``M`` and shadow pools are used):
-
-* :class:`WindowShadow` runs the steps: :meth:`WindowShadow.run_step` takes the steps the
-  window / tail path claims and returns False for the others (the engine oracle runs them);
-  its state (request slots, per-layer ring bytes and tags, the single-layer workspace, the
-  graph and eager lanes) is :class:`features.request_window.oracle_state.WindowState`;
-* :func:`features.request_window.oracle_layout.layout` is the layout contract (runs, ``write_loc``, history
-  rows with their source ring rows and validity, commit mask, size) over ``(slot, position,
-  floor)`` rows, next to the expectation types;
-* :func:`features.late_tail.oracle.tail_rows` (its own module) picks the late layers' rows; verify and
-  DP-padded EXTENDs under a window are :mod:`features.dspark.oracle`, prefill graphs
-  :mod:`features.prefill_graphs.oracle`, prefix hits and the separate replay :mod:`features.tail_prefix.oracle`.
-
-What it predicts per window-path forward (:class:`WinFwdExp`): for every target layer the
-locations its store receives (window: workspace rows; paged tail: ``M[loc]`` of the rows that
-layer runs) and, under a window, the workspace bytes after that layer's commit; after every step
-(:class:`WinStepExp`) the tags and ring bytes of every layer; and the step a forward whose
-layout does not fit the workspace is refused at (:attr:`WindowExp.refused`).
-"""
+:class:`WindowShadow` runs the steps the window / tail path claims (False for the others) on
+the state of :class:`features.request_window.oracle_state.WindowState`, with the layout
+contract of :mod:`features.request_window.oracle_layout`; the late layers' rows are
+:mod:`features.request_window.late_tail.oracle`'s, verify and DP-padded EXTENDs
+:mod:`~features.request_window.dspark.oracle`'s, prefill graphs
+:mod:`~features.request_window.prefill_graphs.oracle`'s, prefix hits and the separate replay
+:mod:`~features.request_window.tail_prefix.oracle`'s. Per forward (:class:`WinFwdExp`) it
+predicts every target layer's store locations (workspace rows, or a paged tail's ``M[loc]``)
+and the workspace bytes after each commit; per step (:class:`WinStepExp`) tags and ring bytes;
+and the step whose layout overflows the workspace is refused at (:attr:`WindowExp.refused`)."""
 
 from __future__ import annotations
 

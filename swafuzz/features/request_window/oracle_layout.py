@@ -1,17 +1,8 @@
-"""The layout contract of a request-window forward, and what the window oracle predicts.
-
-Plain Python over ints and lists (a leaf of the oracle package: no torch, imports nothing of
-ours). It holds the parts of the "Request window, encoder replay and
-late-layer tail" section of ``features/request_window/SEMANTICS.md`` (addendum §2.2-§2.4) that do not need the
-shadow state:
-
-* :func:`layout`: runs, ``write_loc``, history rows with their source ring rows and validity,
-  commit mask and size over ``(slot, position, floor)`` rows (:class:`Layout`);
-* :func:`padded_layout`: that layout followed by padding rows (DP padding, prefill graphs);
-* :func:`layout_indices`: what attention reads from that layout;
-* the expectation types: :class:`WinFwdExp` per window / tail forward, :class:`WinStepExp` per
-  step, gathered in :class:`WindowExp` (with the refused forward, if any).
-"""
+"""The layout contract of a request-window forward and what the window oracle predicts (plain
+Python, imports nothing of ours): :func:`layout` (runs, ``write_loc``, history rows with their
+source ring rows and validity, commit mask, size over ``(slot, position, floor)`` rows),
+:func:`padded_layout` (with padding rows), :func:`layout_indices` (what attention reads), and the
+expectation types :class:`WinFwdExp`, :class:`WinStepExp` and :class:`WindowExp`."""
 
 from __future__ import annotations
 

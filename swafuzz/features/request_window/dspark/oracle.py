@@ -1,22 +1,11 @@
-"""DSpark target verify and DP-padded EXTEND under a request window: the oracle side.
-
-Plain Python over ints, lists and bytearrays (no torch; never imports ``targets/`` or
-``kernels/``). It implements the section "DSpark target verify and DP-padded EXTEND under a
-request window" of ``features/request_window/dspark/SEMANTICS.md`` on top of the window oracle
-(:class:`features.request_window.oracle.WindowShadow`, passed in as ``win``; its state of
-:class:`features.request_window.oracle_state.WindowState` is used: ring, tags, workspace, lanes, ``run_layers``)
-and the engine oracle's shadow allocator (``sh``):
-
-* :func:`run_step` claims ``verify`` under a window (eager, or through the TARGET_VERIFY graph
-  of a bucket equal to the batch: the graph lane gets the capture warm-up's slot-0 tags, the
-  eager lane the plain forward) and the DP-padded EXTENDs (``extend`` with ``rank_tokens``,
-  ``dp_decode`` with ``dp_extend``) and returns False for every other step;
-
-What it predicts is what the window oracle predicts for any window forward
-(:class:`features.request_window.oracle_layout.WinFwdExp` per forward,
-:class:`features.request_window.oracle_layout.WinStepExp` per step), so the ``window`` check judges these
-forwards unchanged.
-"""
+"""DSpark target verify and DP-padded EXTEND under a request window, the oracle side (plain
+Python; the section of ``SEMANTICS.md`` beside this file) on the window oracle's state
+(``win``: :class:`features.request_window.oracle.WindowShadow`) and the shadow allocator
+(``sh``). :func:`run_step` claims ``verify`` under a window (eager, or through the TARGET_VERIFY
+graph of a bucket equal to the batch: the graph lane gets the capture warm-up's slot-0 tags) and
+the DP-padded EXTENDs (``extend`` with ``rank_tokens``, ``dp_decode`` with ``dp_extend``: the
+layout of :func:`features.request_window.oracle_layout.padded_layout`). It predicts what the
+window oracle predicts for any window forward, so the ``window`` check judges them unchanged."""
 
 from __future__ import annotations
 

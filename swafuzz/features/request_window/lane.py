@@ -54,6 +54,14 @@ def first_row_diff(a: bytes, b: bytes, rb: int) -> tuple[int, int]:
     return (bad[0] if bad else -1), len(bad)
 
 
+def failed(fails: list, check: str, where: str, problem, step: int, fwd=None) -> bool:
+    """Append ``problem`` (``(message, slot class)``, or None) to ``fails`` as a ``check``
+    failure at ``where``; whether there was one."""
+    if problem:
+        fails.append(Failure(check, f"{where}: {problem[0]}", problem[1], step, fwd))
+    return bool(problem)
+
+
 class RequestWindowChecks(CheckPart):
     """The checks' part: the window's refusal the contract expects."""
 

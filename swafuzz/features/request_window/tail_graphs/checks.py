@@ -26,6 +26,7 @@ from __future__ import annotations
 from swafuzz.checks.base import Failure, pair_by_forward
 from swafuzz.checks.registry import check
 from swafuzz.features.request_window.channel import expected, observed
+from swafuzz.features.request_window.lane import failed
 
 
 def _where(e) -> str:
@@ -94,8 +95,6 @@ def check_tail_graph(case, obs, exp) -> list[Failure]:
                 problem = (f"after leaving the tail the batch's non-padded count is {pc}, "
                            f"expected the forward's {e.probe_count} rows (T4: saved counts "
                            "restored)", "count")
-        if problem:
-            fails.append(Failure("tail_graph", f"{where}: {problem[0]}", problem[1], e.step,
-                                 e.fwd))
+        if failed(fails, "tail_graph", where, problem, e.step, e.fwd):
             break
     return fails

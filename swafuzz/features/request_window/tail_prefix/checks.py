@@ -22,7 +22,13 @@ from __future__ import annotations
 from swafuzz.checks.base import Failure
 from swafuzz.checks.registry import check
 from swafuzz.features.request_window.channel import expected, observed
-from swafuzz.features.request_window.lane import fwd_label, window_pairs
+from swafuzz.features.request_window.lane import failed, fwd_label, window_pairs
+
+_REPREFILL_DEFENCE = (
+    "names the cause of a late-layer prefix hit that skips the re-prefill (T5 / A13): a hit longer "
+    "than the cap always allocates fewer tokens than the Case determines, which invariants "
+    "(request table), pool_bytes / tail (paged pool) or window (rows, workspace, ring) see too; "
+    "reprefill says which hit and why")
 
 
 def _first(a: list, b: list) -> int:
@@ -64,19 +70,11 @@ def check_compressor(case, obs, exp) -> list[Failure]:
             problem = (f"ratio-1/2 source compressors {'ran' if got.low_ratio else 'skipped'}, "
                        f"expected {'run' if want.low_ratio else 'skipped'} (a separate replay "
                        "forward skips them)", "low_ratio")
-        if problem:
-            fails.append(Failure("compressor", f"{fwd_label(o)}: {problem[0]}", problem[1], o.step,
-                                 o.fwd))
+        failed(fails, "compressor", fwd_label(o), problem, o.step, o.fwd)
     return fails
 
 
-@check(
-    "reprefill",
-    defence="names the cause of a late-layer prefix hit that skips the re-prefill (T5 / "
-            "A13): a hit longer than the cap always allocates fewer tokens than the Case "
-            "determines, which invariants (request table), pool_bytes / tail (paged "
-            "pool) or window (rows, workspace, ring) see too; reprefill says which hit "
-            "and why")
+@check("reprefill", defence=_REPREFILL_DEFENCE)
 def check_reprefill(case, obs, exp) -> list[Failure]:
     """See the module docstring. Fires on ``prefix_hit_without_reprefill`` (A13 / T5); defence
     in depth (reason in its ``@check``)."""

@@ -20,10 +20,9 @@ class _NoReprefillPath(TailGraphPath):
 
 
 @mutant("prefix_hit_without_reprefill", ("tail_prefix",), "addendum §5 T5 and §6 A13 (a radix "
-        "hit must re-prefill the last 128 tokens under decoder SWA bounded replay: sglang "
-        "0.5.23 UnifiedRadixCache.swa_reprefill_tail_tokens, applied by "
-        "mem_cache/common.py _req_radix_key)",
-        expected=("reprefill", "tail", "compressor", "invariants", "pool_bytes"))
+        "hit must re-prefill the last 128 tokens under decoder SWA bounded replay: sglang 0.5.23 "
+        "UnifiedRadixCache.swa_reprefill_tail_tokens, applied by mem_cache/common.py "
+        "_req_radix_key)", expected=("reprefill", "tail", "compressor", "invariants", "pool_bytes"))
 class PrefixHitWithoutReprefill(UnifiedEngine):
     """A radix hit on a pool with a late-layer tail keeps the whole matched prefix: no ``length
     - W`` cap, so the late layers read SWA rows they never wrote (T5, A13)."""
@@ -47,7 +46,3 @@ class FoldCompressesReplayRows(UnifiedEngine):
     ``encoder_replay``; it lives with the first."""
 
     step_path_cls = _FoldCompressesPath
-
-
-
-

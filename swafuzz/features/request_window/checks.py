@@ -1,18 +1,12 @@
-"""The ``window`` check (issue 12; addendum §5 W1-W8, E1-E2).
-
-It compares the target's window-path channel (its forwards and steps, see
-:mod:`features.request_window.channel` and :mod:`features.request_window.engine`) with the window
-oracle's (:mod:`features.request_window.oracle`), which predicts everything from the Case alone.
-
-``window`` (request-window pools): per forward and layer outside the late layers, the store
-got int32 workspace rows ``G * W + i`` (W1), one per K row (W2), below the workspace size; per
-layer the workspace bytes after the commit (history rows copied from the right ring rows or the
-zero row: W5's validity, and the written rows) byte-exactly; after every step every layer's
-tags and ring bytes (commit mask and commit rows, W4; IDLE commits nothing, W6; replayed rows
-committed after their slot's reset, E1-E2); a forward whose layout exceeds the workspace is
-refused at its step (A7), and no window forward runs that the Case does not determine (W3/W8
-show as wrong rows or an error). The late layers' tail is :mod:`features.late_tail.checks`'.
-"""
+"""The ``window`` check (addendum §5 W1-W8, E1-E2): the target's window-path channel
+(:mod:`features.request_window.channel`) against the window oracle's, on request-window pools.
+Per forward and layer outside the late layers: int32 workspace rows ``G * W + i`` (W1), one per
+K row (W2), inside the workspace; the workspace bytes after each commit byte-exactly (history
+rows from the right ring rows or the zero row, W5's validity; written rows); after every step
+every layer's tags and ring bytes (commit mask and rows, W4; IDLE commits nothing, W6; replayed
+rows committed after their slot's reset, E1-E2); a layout that overflows the workspace refused
+at its step (A7); no window forward the Case does not determine. The late layers' tail:
+:mod:`features.request_window.late_tail.checks`."""
 
 from __future__ import annotations
 

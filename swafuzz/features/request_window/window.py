@@ -1,24 +1,14 @@
-"""The request window's data of the engine model: observations, layouts and the window itself.
-
-The leaf of the V4.1 write path (``features/request_window/SEMANTICS.md``, addendum §2.2-§2.4):
-:mod:`features.request_window.engine` (the path) and the paths built on it (DSpark, prefill and
-DECODE graphs) import these; this module imports none of them.
-
-* :class:`WinFwdObs` / :class:`WinStepObs`: what a forward / a step of the window path reports
-  (the forwards / steps of the channel, :mod:`features.request_window.channel`);
-* :class:`LayoutT` and :func:`build_layout` (torch, int64/int32 tensors, one group per request):
-  ``write_loc``, history sources/positions/validity, commit mask, size; :func:`tail_layout`:
-  the late layers' row indices, tail lengths and floors;
-* :class:`RequestWindowModel`: the ring (``[(S+1)*cap + P, row]`` per target layer, the last
-  page zeros), ``tags`` int64 ``[layers, ring rows]`` (-1 empty) and the single-layer
-  workspace ``[WS, row]``; ``reset(slot)``, ``activate(layout)`` (refuses a layout larger than
-  the workspace), ``activate_idle(n)``, ``buffer(layer)`` (history copy once per activation and
-  layer), ``commit(layer)``. Buffers are viewed ``[rows // P, P, row_width]`` of the row dtype,
-  so the kernel implementation's ``store`` writes them;
-* :func:`tensor_bytes`: a buffer's bytes, as the observations carry them; :func:`store_obs` /
-  :func:`graph_obs`: a store's and a graph runner's forward's observation; :func:`i64`,
-  :func:`with_padding`, :func:`copy_layout`: the tensor helpers the paths share.
-"""
+"""The request window's data in the engine model (the leaf of the V4.1 write path; ``SEMANTICS.md``
+beside this file, addendum §2.2-§2.4; imports none of the paths built on it):
+:class:`WinFwdObs` / :class:`WinStepObs` (what a forward / a step reports in the channel),
+:class:`LayoutT` and :func:`build_layout` (int64/int32 tensors, one group per request: write
+rows, history sources / positions / validity, commit mask, size), :func:`tail_layout` (the late
+layers' rows, lengths and floors), :class:`RequestWindowModel` (the ring ``[(S+1)*cap + P,
+row]`` per target layer, the last page zeros; ``tags`` int64 ``[layers, ring rows]``, -1 empty;
+the single-layer workspace ``[WS, row]``; buffers viewed ``[rows // P, P, row_width]`` of the
+row dtype so the store kernel writes them), and the helpers the paths share
+(:func:`tensor_bytes`, :func:`store_obs`, :func:`graph_obs`, :func:`i64`, :func:`with_padding`,
+:func:`copy_layout`)."""
 
 from __future__ import annotations
 

@@ -1,21 +1,12 @@
-"""The ``compressor`` and ``reprefill`` checks (issue 12; addendum §5 E1, T5, §6 A13).
+"""The ``compressor`` and ``reprefill`` checks (addendum §5 E1, T5, §6 A13): the target's
+window-path forwards against the window oracle's.
 
-Both compare the target's window-path channel (its forwards, see
-:mod:`features.request_window.channel`, :mod:`features.request_window.engine` /
-:mod:`features.tail_prefix.engine`) with the window oracle's (:mod:`features.request_window.oracle`,
-:mod:`features.tail_prefix.oracle`), which predicts everything from the Case alone.
-
-``compressor`` (E1): on every EXTEND forward of the window / tail path, the compressors' write
-locations (int64, one per row of the forward): 0 for the replay rows the fold prepends, the
-row's full location otherwise (the separate replay forward: its cached full locations); the
-ratio-4 compressor's slots (``loc // 4`` where ``(pos + 1) % 4 == 0``, else 0); and whether the
-ratio-1/2 source compressors ran (not on a separate replay forward).
-
-``reprefill`` (T5 / A13): every ``admit`` with a prefix hit on a pool with a late-layer tail
-computes the rows the Case determines after the radix cap (the last ``min(W, length)`` tokens at
-least are re-prefilled, so the late layers never read SWA rows they did not write); reported
-with the hit the target used.
-"""
+``compressor`` (E1), per EXTEND forward of the window / tail path: the compressors' int64 write
+locations (0 for a folded replay row, else the row's full location), the ratio-4 slots
+(``loc // 4`` where ``(pos + 1) % 4 == 0``, else 0), and whether the ratio-1/2 source
+compressors ran (not on a separate replay forward). ``reprefill`` (T5 / A13): every prefix
+``admit`` on a pool with a late-layer tail computes the rows the Case determines after the radix
+cap (at least the last ``min(W, length)`` tokens), reported with the hit the target used."""
 
 from __future__ import annotations
 

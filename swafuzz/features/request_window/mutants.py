@@ -1,11 +1,11 @@
-"""Mutants of the V4.1 request window (feature ``request_window``: the per-request window
-workspace, its layout, commit and resolver order; addendum §2.2, §3, §5 W1-W8, §6).
+"""Mutants of the V4.1 request window (feature ``request_window``: the window workspace, its
+layout, commit and resolver order; addendum §2.2, §3, §5 W1-W8, §6; kind ``request_window``).
 
-Each is a :class:`targets.engine.UnifiedEngine` whose ``step_path_cls`` is a
-:class:`features.request_window.engine.WindowPath` (or whose window class is a
-:class:`features.request_window.engine.RequestWindowModel`) subclass overriding one method; only the
-``request_window`` kind reaches them.
-"""
+Here and in every mutants module of the family, a mutant is a
+:class:`targets.engine.UnifiedEngine` whose window path (``step_path_cls``: a
+:class:`features.request_window.engine.WindowPath` subclass, or one made by
+:func:`~features.request_window.engine.path_with` with one runner, verify or window class
+swapped) overrides one method; the engine's docstring says the bug."""
 
 from __future__ import annotations
 

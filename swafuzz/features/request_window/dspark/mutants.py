@@ -1,11 +1,7 @@
-"""Mutants of the window verify and the DP-padded EXTEND (feature ``dspark``: DSpark early verify
-metadata, the verify graph, MLP-sync padding of an EXTEND under a window; addendum §3-§6).
-
-Each is a :class:`targets.engine.UnifiedEngine` whose ``step_path_cls`` is a
-:class:`features.request_window.engine.WindowPath` subclass with a :class:`features.dspark.engine.DSparkPath`
-subclass overriding one method (``verify_early_stamped_loc`` also lets the resolver read what
-that method stamps: the bug needs a source and a missing guard).
-"""
+"""Mutants of the window verify and the DP-padded EXTEND (feature ``dspark``: early verify
+metadata, the verify graph, MLP-sync padding under a window; addendum §3-§6), built as
+:mod:`features.request_window.mutants` says (``verify_early_stamped_loc`` also lets the
+resolver read what its method stamps: the bug needs a source and a missing guard)."""
 
 from __future__ import annotations
 

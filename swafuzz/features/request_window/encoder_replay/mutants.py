@@ -1,13 +1,8 @@
-"""Mutants of encoder replay (feature ``encoder_replay``: the fold of replay rows into an EXTEND,
-its late-layer tail, and the separate replay forward; addendum §2.3, §2.4, §5 E1/E2/W3/W5, §6
-A8).
-
-Each is a :class:`targets.engine.UnifiedEngine` whose window path (a
-:class:`features.request_window.engine.WindowPath`, or the engine's own
-:class:`features.tail_graphs.engine.TailGraphPath` where the bug is in its prefix / replay half) or window
-model overrides one method. Kinds: ``encoder_replay``, ``replay_tail`` and ``replay_separate``,
-named per mutant.
-"""
+"""Mutants of encoder replay (feature ``encoder_replay``: the fold, its late-layer tail, the
+separate replay forward; addendum §2.3, §2.4, §5 E1/E2/W3/W5, §6 A8), built as
+:mod:`features.request_window.mutants` says (on the engine's own
+:class:`~features.request_window.tail_graphs.engine.TailGraphPath` where the bug is in its
+prefix / replay half); kinds named per mutant."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Mutants of the late-layer tail (feature ``late_tail``: late layers run each request's last
-min(W, extend_len) rows; addendum §2.4, §5 T1/T3, §6 A3).
-
-Each is a :class:`targets.engine.UnifiedEngine` whose ``step_path_cls`` overrides
-:meth:`features.request_window.engine.WindowPath.tail`; only the ``late_tail`` kind reaches them.
-"""
+"""Mutants of the late-layer tail (feature ``late_tail``: the late layers run each request's last
+min(W, extend_len) rows; addendum §2.4, §5 T1/T3, §6 A3): :meth:`WindowPath.tail` overridden
+(:mod:`features.request_window.mutants`); kind ``late_tail``."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""Mutants of breakable prefill graphs under a request window (feature ``prefill_graphs``;
-addendum §4 "Breakable prefill graphs", §5 W3/W6/W7).
-
-Each is a :class:`targets.engine.UnifiedEngine` whose window path uses a
-:class:`features.prefill_graphs.engine.PrefillGraphRunner` subclass overriding one method. All are
-reached only by the ``prefill_graphs`` kind (the only kind with ``exec: "graph"`` on ``admit``
-/ ``extend``).
-"""
+"""Mutants of breakable prefill graphs under a request window (feature ``prefill_graphs``; addendum
+§4, §5 W3/W6/W7): one :class:`PrefillGraphRunner` method overridden
+(:mod:`features.request_window.mutants`); kind ``prefill_graphs``, the only one with ``exec:
+"graph"`` on ``admit`` / ``extend``."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
 """Mutants of the late-layer tail under graphs (feature ``tail_graphs``; addendum §5 T1/T4, §6
-A3/A9).
-
-Each is a :class:`targets.engine.UnifiedEngine` whose V4.1 path is a
-:class:`features.tail_graphs.engine.TailGraphPath` subclass (or uses a
-:class:`features.tail_graphs.engine.TailBucketRunner` subclass) overriding one method. All are reached
-only by the ``tail_graphs`` kind (the only kind with ``tail_exec`` steps).
-"""
+A3/A9): one :class:`TailGraphPath` or :class:`TailBucketRunner` method overridden
+(:mod:`features.request_window.mutants`); kind ``tail_graphs``, the only one with ``tail_exec``."""
 
 from __future__ import annotations
 

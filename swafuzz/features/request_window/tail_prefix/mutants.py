@@ -1,11 +1,8 @@
-"""Mutants of prefix hits under a late-layer tail and of the compressor side of encoder replay
-(feature ``tail_prefix``; addendum §2.3, §2.4, §5 T5 / E1, §6 A13).
-
-Each is a :class:`targets.engine.UnifiedEngine` whose ``step_path_cls`` is a
-:class:`features.tail_graphs.engine.TailGraphPath` subclass (the engine's window path) overriding one
-method of :class:`features.tail_prefix.engine.TailPrefixMixin`. The separate replay forward's mutants
-are the ``encoder_replay`` feature's (:mod:`features.encoder_replay.mutants`).
-"""
+"""Mutants of prefix hits under a late-layer tail and of the fold's compressor locations (feature
+``tail_prefix``; addendum §2.3, §2.4, §5 T5 / E1, §6 A13): one
+:class:`~features.request_window.tail_prefix.engine.TailPrefixMixin` method overridden on the
+engine's :class:`TailGraphPath` (:mod:`features.request_window.mutants`). The separate replay
+forward's mutants are :mod:`features.request_window.encoder_replay.mutants`'."""
 
 from __future__ import annotations
 

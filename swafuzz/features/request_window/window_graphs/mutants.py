@@ -1,16 +1,11 @@
-"""Mutants of DECODE graphs under a request window (feature ``window_graphs``; addendum §3
-"I (window)", §4 "Decode bucket" and DP, §5 W1/W3/W6/W7, §6 A5).
+"""Mutants of DECODE graphs under a request window (feature ``window_graphs``; addendum §3 "I
+(window)", §4, §5 W1/W3/W6/W7, §6 A5): one :class:`WindowGraphRunner` or ``WindowPath`` method
+overridden (:mod:`features.request_window.mutants`); kind ``window_graphs``.
 
-Each is a :class:`targets.engine.UnifiedEngine` whose window path uses a
-:class:`features.window_graphs.engine.WindowGraphRunner` subclass (or overrides one
-:class:`features.request_window.engine.WindowPath` method). All are reached only by the ``window_graphs`` kind
-(the only kind with graph steps under a window).
-
-Also here, outside the zoo: ``mutant:switch_idle_loc_process_memo``
-(:class:`IdleLocProcessMemo`), a leak between two engine instances that only the stateful
-switch machine (``tests/harness/test_switch_machine.py``) can reach: no per-Case kind runs two
-engine instances, so it is registered as a target, not declared with ``@mutant``.
-"""
+Outside the zoo: ``mutant:switch_idle_loc_process_memo`` (:class:`IdleLocProcessMemo`), a leak
+between two engine instances that only the switch machine
+(``tests/harness/test_switch_machine.py``) reaches, so it is registered as a target, not with
+``@mutant``."""
 
 from __future__ import annotations
 

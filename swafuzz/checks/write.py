@@ -22,7 +22,8 @@ _REDZONES_DEFENCE = (
     "the only check that sees writes outside the rows (before or after a buffer, or into a padded "
     "page's pad) when the store's address arithmetic (not the reported locations) is wrong; every "
     "such bug the zoo models today also reports a bad location (contracts, write_targets) or "
-    "misses its own slot (pool_bytes: store_dense_page_stride leaves the real slot poisoned)")
+    "misses its own slot "
+    "(pool_bytes: store_dense_page_stride leaves the real slot poisoned)")
 
 
 def pair_forwards(obs, exp) -> tuple[list[tuple[Any, Any]], list[Failure]]:

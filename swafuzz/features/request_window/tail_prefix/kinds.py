@@ -28,13 +28,21 @@ from swafuzz.features.request_window.kinds import (
     extend,
     window_pool,
 )
-from swafuzz.features.request_window.tail_prefix.oracle import prefix_hit
 from swafuzz.scenarios.case import GraphConfig, Step
 from swafuzz.scenarios.episode import Action, EpisodeKind, action, has_live
 
 
 def _can_hit(pl: WindowPlanner) -> bool:
     return pl.free_slots >= 1 and any(pl.reqs[r][0] >= pl.pool.page_size for r in pl.live())
+
+
+def _hit(n: int, length: int, pool) -> int:
+    """The hit the contract keeps (the late-layer cap, ``SEMANTICS.md``), for page counting
+    (kinds import no oracle)."""
+    if not pool.late_layer_start:
+        return n
+    limit = length - pool.window if length > pool.window else 0
+    return min(n, limit // pool.page_size * pool.page_size)
 
 
 @action(_can_hit)
@@ -44,7 +52,7 @@ def prefix_admit(draw, pl: WindowPlanner) -> None:
     src = draw(st.sampled_from([r for r in pl.live() if pl.reqs[r][0] >= P]))
     n = P * draw(st.integers(1, pl.reqs[src][0] // P))
     length = n + draw(st.integers(1, 2 * W + 2))
-    h = prefix_hit(n, length, W, P, bool(pl.pool.late_layer_start))  # the hit the contract keeps
+    h = _hit(n, length, pl.pool)
     if pl.pool.request_window and h % 2:
         return  # an odd replay boundary: the release refuses it
     cost = -(-length // P) - h // P

@@ -18,6 +18,13 @@ from swafuzz.checks.registry import check
 from swafuzz.scenarios.case import POISON_BYTE
 from swafuzz.scenarios.paged import PagedBytes, poison_like, slot_diffs
 
+_REDZONES_DEFENCE = (
+    "the only check that sees writes outside the rows (before or after a buffer, or into a padded "
+    "page's pad) when the store's address arithmetic (not the reported locations) is wrong; every "
+    "such bug the zoo models today also reports a bad location (contracts, write_targets) or "
+    "misses its own slot "
+    "(pool_bytes: store_dense_page_stride leaves the real slot poisoned)")
+
 
 def pair_forwards(obs, exp) -> tuple[list[tuple[Any, Any]], list[Failure]]:
     """The (observed, expected) forward pairs up to the target's error, and a
@@ -157,13 +164,7 @@ def check_write_set(case, obs, exp) -> list[Failure]:
     return fails
 
 
-@check(
-    "redzones",
-    defence="the only check that sees writes outside the rows (before or after a buffer, "
-            "or into a padded page's pad) when the store's address arithmetic (not the "
-            "reported locations) is wrong; every such bug the zoo models today also "
-            "reports a bad location (contracts, write_targets) or misses its own slot "
-            "(pool_bytes: store_dense_page_stride leaves the real slot poisoned)")
+@check("redzones", defence=_REDZONES_DEFENCE)
 def check_redzones(case, obs, exp) -> list[Failure]:
     """Canary bytes before and after every pool buffer, and in every page's pad of a pool with a
     padded page stride, stay intact (negative, out-of-range and wrong-stride writes). Fires on ``negative_loc_wraps`` (spec §9.9) on the Triton path; defence in depth

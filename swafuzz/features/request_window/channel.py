@@ -1,17 +1,8 @@
-"""The request window's channel (issue 12): what the window / late-layer tail path files under
-the feature's name in an Observation and an Expectation, and the accessors that read it.
-
-Pure Python (the oracle side, the target side and the checks all import it):
-
-* :data:`CHANNEL`: the key, the feature's name;
-* :class:`WindowChannel`: the observed data, the path's forwards
-  (:class:`features.request_window.window.WinFwdObs`, per layer the store locations and the
-  workspace bytes) and after every step the window's tags and ring bytes
-  (:class:`features.request_window.window.WinStepObs`); filled by
-  :meth:`features.request_window.engine.WindowPath.observe_run` / ``observe_step``;
-* :func:`observed` / :func:`expected`: an Observation's channel (empty for a Case without the
-  path) and an Expectation's (the window oracle's ``WindowExp``; None without the path).
-"""
+"""The request window's channel: what the window / late-layer tail path files under the feature's
+name (:data:`CHANNEL`) in an Observation (:class:`WindowChannel`: the path's forwards,
+:class:`features.request_window.window.WinFwdObs`, and the window's tags and ring bytes after
+every step) and an Expectation (the window oracle's ``WindowExp``), and the accessors
+:func:`observed` / :func:`expected`. Pure Python: the oracle, the target and the checks import it."""
 
 from __future__ import annotations
 

@@ -1,32 +1,26 @@
-"""The ``window`` check (issue 12; addendum §5 W1-W8, E1-E2).
-
-It compares the target's window-path channel (its forwards and steps, see
-:mod:`features.request_window.channel` and :mod:`features.request_window.engine`) with the window
-oracle's (:mod:`features.request_window.oracle`), which predicts everything from the Case alone.
-
-``window`` (request-window pools): per forward and layer outside the late layers, the store
-got int32 workspace rows ``G * W + i`` (W1), one per K row (W2), below the workspace size; per
-layer the workspace bytes after the commit (history rows copied from the right ring rows or the
-zero row: W5's validity, and the written rows) byte-exactly; after every step every layer's
-tags and ring bytes (commit mask and commit rows, W4; IDLE commits nothing, W6; replayed rows
-committed after their slot's reset, E1-E2); a forward whose layout exceeds the workspace is
-refused at its step (A7), and no window forward runs that the Case does not determine (W3/W8
-show as wrong rows or an error). The late layers' tail is :mod:`features.late_tail.checks`'.
-"""
+"""The ``window`` check (addendum §5 W1-W8, E1-E2): the target's window-path channel
+(:mod:`features.request_window.channel`) against the window oracle's, on request-window pools.
+Per forward and layer outside the late layers: int32 workspace rows ``G * W + i`` (W1), one per
+K row (W2), inside the workspace; the workspace bytes after each commit byte-exactly (history
+rows from the right ring rows or the zero row, W5's validity; written rows); after every step
+every layer's tags and ring bytes (commit mask and rows, W4; IDLE commits nothing, W6; replayed
+rows committed after their slot's reset, E1-E2); a layout that overflows the workspace refused
+at its step (A7); no window forward the Case does not determine. The late layers' tail:
+:mod:`features.request_window.late_tail.checks`."""
 
 from __future__ import annotations
 
 from swafuzz.checks.base import Failure
 from swafuzz.checks.registry import check
+from swafuzz.features.request_window import lane as wl
 from swafuzz.features.request_window.channel import expected, observed
-from swafuzz.features.request_window.lane import first_row_diff, fwd_label, lane, window_pairs
 
 
 @check("window")
 def check_window(case, obs, exp) -> list[Failure]:
     """See the module docstring. Proven by: ``window_before_idle`` (A2) and
     ``workspace_overflow_unchecked`` (A7), this check alone."""
-    w = lane(obs, exp) if expected(exp) is not None else None
+    w = wl.lane(obs, exp) if expected(exp) is not None else None
     if w is None:
         if observed(obs).forwards:
             return [Failure("window", "the target ran window-path forwards for a Case without a "
@@ -40,7 +34,7 @@ def check_window(case, obs, exp) -> list[Failure]:
                    f"stopped earlier at step {obs.error['step']}")
             fails.append(Failure("window", f"step {step}: the Case determines a refusal ({why}); "
                                  f"the target {got}", "refusal", step))
-    pairs, more = window_pairs(obs, exp, "window")
+    pairs, more = wl.window_pairs(obs, exp, "window")
     fails += more
     rb = case.pool.row_bytes
     for o, e in pairs:
@@ -66,21 +60,19 @@ def check_window(case, obs, exp) -> list[Failure]:
             elif any(v >= w.workspace_rows or v < 0 for v in s.locs):
                 problem = (f"a location outside the workspace of {w.workspace_rows} rows",
                            "outside")
-            if problem:
-                fails.append(Failure("window", f"{fwd_label(o)} layer {layer}: {problem[0]}",
-                                     problem[1], o.step, o.fwd))
+            if wl.failed(fails, "window", f"{wl.fwd_label(o)} layer {layer}", problem, o.step,
+                         o.fwd):
                 break
         if e.workspace is not None:
             for layer, (a, b) in enumerate(zip(o.workspace, e.workspace)):
                 if a != b:
-                    r, n = first_row_diff(a, b, rb)
+                    r, n = wl.first_row_diff(a, b, rb)
                     hist = case.pool.window * (len(e.runs) if e.mode != "IDLE" else 1)
                     what = "history row" if r < hist else "written row"
-                    fails.append(Failure("window", f"{fwd_label(o)} layer {layer}: workspace bytes "
-                                         f"differ at {n} rows; first row {r} ({what}): expected "
-                                         f"{b[r * rb:(r + 1) * rb].hex()} got "
-                                         f"{a[r * rb:(r + 1) * rb].hex()}", "workspace",
-                                         o.step, o.fwd))
+                    wl.failed(fails, "window", f"{wl.fwd_label(o)} layer {layer}", (
+                        f"workspace bytes differ at {n} rows; first row {r} ({what}): expected "
+                        f"{b[r * rb:(r + 1) * rb].hex()} got {a[r * rb:(r + 1) * rb].hex()}",
+                        "workspace"), o.step, o.fwd)
                     break
     got_steps = {s.step: s for s in observed(obs).steps}
     for se in w.steps:
@@ -104,7 +96,7 @@ def check_window(case, obs, exp) -> list[Failure]:
             # are compared above
             a, b = a[cap * rb:], b[cap * rb:]
             if a != b:
-                r, n = first_row_diff(a, b, rb)
+                r, n = wl.first_row_diff(a, b, rb)
                 k = r
                 r += cap
                 fails.append(Failure("window", f"{where}: layer {layer} ring bytes differ at {n} "

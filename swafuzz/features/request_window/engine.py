@@ -1,22 +1,15 @@
-"""The V4.1 write path of the engine model: request window, encoder replay fold, late-layer tail.
+"""The V4.1 write path of the engine model (request window, encoder replay fold, late-layer tail):
+the section "Request window, encoder replay and late-layer tail" of ``SEMANTICS.md`` beside this
+file (addendum §2.2-§2.4, §3). :class:`targets.engine.UnifiedEngine` hands every step
+:meth:`WindowPath.handles` to :meth:`WindowPath.observe_run` and files
+:meth:`WindowPath.observe_step` after every step, in the channel the ``window`` / ``tail``
+checks read (:mod:`features.request_window.channel`).
 
-Implements the "Request window, encoder replay and late-layer tail" section of
-``features/request_window/SEMANTICS.md`` (addendum §2.2-§2.4, §3) for :class:`targets.engine.UnifiedEngine`, which
-hands every step the path claims (:meth:`WindowPath.handles`) to :meth:`WindowPath.observe_run`
-(:meth:`WindowPath.run`, its forwards filed in the path's channel :attr:`WindowPath.channel`) and
-after every step calls :meth:`WindowPath.observe_step`. The channel
-(:mod:`features.request_window.channel`) is what the ``window`` and ``tail`` checks read.
-
-Pieces (each decision is one method, so a mutant overrides exactly one): the window, its
-layouts and the observations are :mod:`features.request_window.window`'s (re-exported here);
-:class:`WindowPath` holds the slots, the fold of encoder replay rows, metadata init (eager IDLE
-with MTP skips it, spec §4), the resolver in 0.5.23's order (I, W, T, C, F), enter/exit of the
-tail metadata, and the per-layer store + commit. The paths built on it plug in through slots
-of their engine parts (:class:`targets.hooks.PartSlot`, :class:`features.parts.EnginePart`), so
-this module imports none of them: the DECODE-graph runner (``window_graph_runner``), the
-prefill-graph runner (``prefill_graph_runner``) and window verify / DP-padded EXTEND
-(``window_verify``).
-"""
+One decision per method (a mutant overrides one): slots, the encoder-replay fold, metadata init
+(skipped by an eager IDLE with MTP, spec §4), the resolver in 0.5.23's order (I, W, T, C, F),
+enter / exit of the tail, the per-layer store and commit. The window and layouts are
+:mod:`features.request_window.window`'s; DECODE graphs, prefill graphs and window verify plug in
+through part slots (``window_graph_runner``, ``prefill_graph_runner``, ``window_verify``)."""
 
 from __future__ import annotations
 
@@ -25,32 +18,23 @@ from types import SimpleNamespace
 import torch
 
 from swafuzz.features.parts import SGLangPart
+from swafuzz.features.request_window import window as rw
 from swafuzz.features.request_window.channel import CHANNEL, WindowChannel
 from swafuzz.features.request_window.tail_prefix.engine import TailPrefixMixin
-from swafuzz.features.request_window.window import (
-    LayoutT,
-    RequestWindowModel,
-    WinFwdObs,
-    WinStepObs,
-    build_layout,
-    tail_layout,
-    tensor_bytes,
-)
+from swafuzz.features.request_window.window import LayoutT, WinFwdObs
 from swafuzz.scenarios.case import Step
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.hooks import PartSlot
 from swafuzz.targets.kv_pool import DTYPES
-from swafuzz.targets.observation import StoreObs
 
-__all__ = ["LayoutT", "RequestWindowModel", "WinFwdObs", "WinStepObs", "WindowPath",
-           "build_layout", "tail_layout"]
+__all__ = ["WindowPath", "path_with"]
 
 
 class WindowPath(TailPrefixMixin):
     """The engine's V4.1 path for one Case (module docstring; prefix hits, compressor
     locations and the separate replay forward: :mod:`features.tail_prefix.engine`)."""
 
-    window_cls = RequestWindowModel
+    window_cls = rw.RequestWindowModel
     #: the Observation channel this path fills (:mod:`features.request_window.channel`)
     channel = CHANNEL
 
@@ -216,10 +200,10 @@ class WindowPath(TailPrefixMixin):
         return self.topk > 0 and mode.is_idle()
 
     def layout(self, req, pos, floor, groups: int) -> LayoutT:
-        return build_layout(req, pos, floor, groups, self.W, self.cap, self.window.zero_row)
+        return rw.build_layout(req, pos, floor, groups, self.W, self.cap, self.window.zero_row)
 
     def tail(self, per_req: list[int], seq_after: list[int]):
-        return tail_layout(per_req, seq_after, self.W, self.device)
+        return rw.tail_layout(per_req, seq_after, self.W, self.device)
 
     def init_metadata(self, fb: ForwardBatch, req, floor, groups: int, per_req) -> None:
         if self.skip_init(fb.forward_mode):
@@ -235,11 +219,7 @@ class WindowPath(TailPrefixMixin):
         self.forward_metadata = SimpleNamespace(core_attn_metadata=core, late_layer_tail=None)
         self.tail_metadata = None
         if self.L and per_req is not None and fb.forward_mode == ForwardMode.EXTEND:
-            seq_after, k = [], 0
-            for n in per_req:
-                seq_after.append(int(fb.positions[k + n - 1]) + 1)
-                k += n
-            idx, lens, tfloor = self.tail(per_req, seq_after)
+            idx, lens, tfloor = self.tail(per_req, rw.seq_after(per_req, fb.positions))
             tcore = SimpleNamespace(request_window_layout=None, swa_out_cache_loc=None)
             if self.on:
                 tcore.request_window_layout = self.layout(req[idx], fb.positions[idx], tfloor,
@@ -302,17 +282,7 @@ class WindowPath(TailPrefixMixin):
         """``fwd``: the forward's index in its step (payload key); ``replay``: per row, a
         replay row folded into this EXTEND (compressor location 0); ``low_ratio``: the ratio-1/2
         source compressors run (False: a separate replay forward)."""
-        dev = self.device
-
-        def t(v):
-            return torch.tensor(v, dtype=torch.int64, device=dev)
-
-        req, pos, floor = t([r[0] for r in rows]), t([r[1] for r in rows]), t([r[2] for r in rows])
-        seq = t([1] * groups)
-        fb = ForwardBatch(mode, groups, t(locs), seq, pos)
-        self.init_metadata(fb, req, floor, groups, per_req)
-        comp = (self.compressor_obs(fb, replay, low_ratio) if mode == ForwardMode.EXTEND
-                else None)
+        fb, comp = self.batch(mode, rows, locs, groups, per_req, replay, low_ratio)
         stores, ws, htags = [], [], []
         late_from = self.L if (self.L and self.tail_metadata is not None) else None
         for layer in range(self.cfg.layers):
@@ -326,12 +296,22 @@ class WindowPath(TailPrefixMixin):
             self.commit(layer, fb)
             if late:
                 self.exit_tail(saved)
-            stores.append(StoreObs(layer=layer, loc_dtype=str(loc.dtype).removeprefix("torch."),
-                                   locs=loc.tolist(), rows=k.shape[0]))
+            stores.append(rw.store_obs(layer, loc, k.shape[0]))
             if self.on:
                 ws.append(self.workspace_bytes())
         return WinFwdObs(i, fwd, mode.name, stores, ws, comp=comp,
                          history_tags=htags if self.on else None)
+
+    def batch(self, mode: ForwardMode, rows, locs: list[int], groups: int, per_req,
+              replay: list[bool] | None, low_ratio: bool):
+        """The forward batch of ``rows`` (``(slot, position, floor)``) at full locations ``locs``
+        with its metadata initialised, and an EXTEND's compressor observation (else None)."""
+        dev = self.device
+        req, pos, floor = (rw.i64([r[k] for r in rows], dev) for k in range(3))
+        fb = ForwardBatch(mode, groups, rw.i64(locs, dev), rw.i64([1] * groups, dev), pos)
+        self.init_metadata(fb, req, floor, groups, per_req)
+        return fb, (self.compressor_obs(fb, replay, low_ratio) if mode == ForwardMode.EXTEND
+                    else None)
 
     # -- observation ---------------------------------------------------------------------------
     def history_tags(self, layer: int) -> list[int]:
@@ -342,10 +322,10 @@ class WindowPath(TailPrefixMixin):
         return w.tags[layer][w.layout.history_src.long()].tolist()
 
     def workspace_bytes(self) -> bytes:
-        return tensor_bytes(self.window.workspace)
+        return rw.tensor_bytes(self.window.workspace)
 
     def ring_bytes(self) -> list[bytes]:
-        return [tensor_bytes(s) for s in self.window.state]
+        return [rw.tensor_bytes(s) for s in self.window.state]
 
     def observe_run(self, obs, i: int, s: Step) -> None:
         """Run step ``i`` (:meth:`run`) and file its forwards in ``obs``'s channel."""
@@ -356,14 +336,19 @@ class WindowPath(TailPrefixMixin):
         """File the state after step ``i`` (:meth:`step_obs`) in ``obs``'s channel."""
         obs.channels.setdefault(self.channel, WindowChannel()).steps.append(self.step_obs(i))
 
-    def step_obs(self, i: int) -> WinStepObs:
+    def step_obs(self, i: int) -> rw.WinStepObs:
         if not self.on:
-            return WinStepObs(i, None, None)
-        return WinStepObs(i, self.window.tags.tolist(), self.ring_bytes())
+            return rw.WinStepObs(i, None, None)
+        return rw.WinStepObs(i, self.window.tags.tolist(), self.ring_bytes())
 
     def finish(self, rid: int) -> None:
         if rid in self.slot:
             self.free_slots.add(self.slot.pop(rid))
+
+
+def path_with(base: type, **slots) -> type:
+    """``base`` (a path or runner class) with ``slots`` set: a mutant's one changed piece."""
+    return type(f"_Path{next(iter(slots.values())).__name__}", (base,), slots)
 
 
 class RequestWindowSGLang(SGLangPart):

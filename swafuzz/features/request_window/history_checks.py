@@ -1,33 +1,14 @@
-"""The ``history`` check (issue 12; addendum §5 W5 at use).
-
-W5: a history row of a window forward is valid iff its position ``p >= 0`` and ``p >=`` the
-run's floor, and when a valid row is used the ring row it is copied from must hold that
-position: ``tags[layer, history_src] == p`` (upstream ``RequestWindow.buffer`` asserts the same
-as its strict invariant ``dsv41.swa_history_present``). The ``window`` check compares the bytes
-the copy produced with the oracle's, which copies the ring row the Case names without asking
-what that row holds; a target whose ring row says "position 7" while it serves as position 3's
-history agrees with such an oracle whenever the bytes do. This check compares instead what the
-target's ring said at the moment of use with what the Case says the row stands for.
-
-Inputs, per window-path forward and target layer:
-
-* target (``WinFwdObs.history_tags``, :mod:`features.request_window.engine`): the window's tags at the history
-  source rows of the layout that layer's store used, read after the history copy and before the
-  layer's commit (ints, one per history row, ``groups * W`` of them; -1 for an empty ring row
-  or the zero row). What the target observably did, not its claim about validity: its own
-  ``history_valid`` / ``history_pos`` are never read.
-* oracle (``WinFwdExp.history``, :mod:`features.request_window.oracle`): per history row the position the Case
-  determines (the run's first position ``- W + j``) when valid, else -1.
-
-A valid row must read tag ``p``; an invalid row must read -1 (the zero row, or an empty row).
-Forwards where either side recorded nothing (graph runners; the DSpark verify graph lane) are
-skipped, and so is a layer whose layout has another number of history rows than the Case's (a
-wrong group count): a missing forward, a wrong layout shape or location and a wrong byte are the
-``window`` check's findings.
-
-Proven by ``tags_deferred_to_step_end`` (:mod:`features.encoder_replay.mutants`): killed by this
-check alone (kind ``replay_separate``).
-"""
+"""The ``history`` check (addendum §5 W5 at use): when a window forward uses a valid history row
+(position ``p >= 0`` and ``>=`` its run's floor), the ring row it is copied from holds ``p``:
+``tags[layer, history_src] == p`` (upstream ``RequestWindow.buffer``'s strict invariant
+``dsv41.swa_history_present``); an invalid row reads -1 (the zero row or an empty row). The
+``window`` check compares bytes with an oracle that copies the row the Case names without
+asking what it holds; this one compares what the target's ring said at the moment of use
+(``WinFwdObs.history_tags``, read after the history copy and before the commit; never the
+target's own ``history_valid`` / ``history_pos``) with the Case's positions
+(``WinFwdExp.history``). Forwards where either side recorded nothing (graph runners, the verify
+graph lane) and layers with another history row count are skipped (the ``window`` check's
+findings). Proven by ``tags_deferred_to_step_end`` (kind ``replay_separate``), this check alone."""
 
 from __future__ import annotations
 

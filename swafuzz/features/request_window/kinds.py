@@ -1,23 +1,16 @@
-"""Scenario kind ``request_window`` (issue 12), and the request-window pool, planner, actions and
-:func:`window_kind` that the other V4.1 kinds build on (``late_tail`` and ``encoder_replay``,
-``replay_tail``: their features' ``kinds.py``; the window-graph, prefill, tail and DSpark kinds).
+"""Scenario kind ``request_window``, and the request-window pool, planner, actions and
+:func:`window_kind` the other V4.1 kinds build on (their features' ``kinds.py``).
 
-Every strategy builds only valid Cases (the window oracle, :mod:`features.request_window.oracle`, is the
-reference): request slots are tracked (a request takes a slot at ``admit``, frees it at
-``finish``), encoder replay is asked only for requests of even length >= 2 whose replayed tokens
-are still SWA-mapped, and pages are counted by :class:`scenarios.planner.Planner`. Draw order
-shrinks towards page size 1, the smallest window, one layer (two for the tail), one slot, one
-request, one short step.
+Every strategy builds only valid Cases (the window oracle is the reference): request slots are
+tracked (taken at ``admit``, freed at ``finish``), encoder replay is asked only for requests of
+even length >= 2 whose replayed tokens are still SWA-mapped, and pages are counted by
+:class:`scenarios.planner.Planner`. Draw order shrinks towards page size 1, the smallest
+window, one layer (two for the tail), one slot, one request, one short step.
 
-* ``request_window``: a request-window pool (no tail): admits, multi-request extends, eager
-  decodes, eager IDLE forwards and idle DP ranks (with and without MTP: ``topk`` 0 or 1, so an
-  IDLE may skip its metadata init), finishes that recycle slots, evictions; a small
-  ``window_chunk`` makes some layouts overflow the workspace (a refusal, A7).
-* ``late_tail``: a late-layer tail on a paged pool or on a request-window pool: EXTENDs with
-  requests longer and shorter than the window, decodes between them (no IDLE, no replay).
-* ``encoder_replay``: a request-window pool where extends replay the last ``min(Pq, W)`` cached
-  tokens of some requests (0.5.23 fold: prepended rows, floor, window reset); no IDLE, no tail.
-"""
+``request_window``: a request-window pool (no tail): admits, multi-request extends, eager
+decodes, eager IDLE forwards and idle DP ranks (``topk`` 0 or 1: an IDLE with MTP may skip its
+metadata init), finishes that recycle slots, evictions; a small ``window_chunk`` makes some
+layouts overflow the workspace (a refusal, A7)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The window-path lane the window checks share (issue 12; :mod:`features.request_window.checks`,
-:mod:`features.late_tail.checks`, :mod:`features.window_graphs.checks`, :mod:`features.request_window.history_checks`,
-:mod:`features.tail_prefix.checks`): which window expectation an observation is judged against,
-the pairing of its window-path forwards with the oracle's, the refusal the window oracle
-predicts (A7), and how a window-path forward is named in messages.
-"""
+"""What the window family's checks share: the window expectation an observation is judged against
+(:func:`lane`), the pairing of window-path forwards (:func:`window_pairs`), the refusal the
+window oracle predicts (A7), a forward's name in messages and a problem's failure."""
 
 from __future__ import annotations
 
@@ -52,6 +49,14 @@ def first_row_diff(a: bytes, b: bytes, rb: int) -> tuple[int, int]:
     n = min(len(a), len(b)) // rb
     bad = [r for r in range(n) if a[r * rb:(r + 1) * rb] != b[r * rb:(r + 1) * rb]]
     return (bad[0] if bad else -1), len(bad)
+
+
+def failed(fails: list, check: str, where: str, problem, step: int, fwd=None) -> bool:
+    """Append ``problem`` (``(message, slot class)``, or None) to ``fails`` as a ``check``
+    failure at ``where``; whether there was one."""
+    if problem:
+        fails.append(Failure(check, f"{where}: {problem[0]}", problem[1], step, fwd))
+    return bool(problem)
 
 
 class RequestWindowChecks(CheckPart):

@@ -1,17 +1,18 @@
-"""Mutants of the V4.1 request window (feature ``request_window``: the per-request window
-workspace, its layout, commit and resolver order; addendum §2.2, §3, §5 W1-W8, §6).
+"""Mutants of the V4.1 request window (feature ``request_window``: the window workspace, its
+layout, commit and resolver order; addendum §2.2, §3, §5 W1-W8, §6; kind ``request_window``).
 
-Each is a :class:`targets.engine.UnifiedEngine` whose ``step_path_cls`` is a
-:class:`features.request_window.engine.WindowPath` (or whose window class is a
-:class:`features.request_window.engine.RequestWindowModel`) subclass overriding one method; only the
-``request_window`` kind reaches them.
-"""
+Here and in every mutants module of the family, a mutant is a
+:class:`targets.engine.UnifiedEngine` whose window path (``step_path_cls``: a
+:class:`features.request_window.engine.WindowPath` subclass, or one made by
+:func:`~features.request_window.engine.path_with` with one runner, verify or window class
+swapped) overrides one method; the engine's docstring says the bug."""
 
 from __future__ import annotations
 
 import torch
 
-from swafuzz.features.request_window.engine import RequestWindowModel, WindowPath
+from swafuzz.features.request_window.engine import WindowPath, path_with
+from swafuzz.features.request_window.window import RequestWindowModel
 from swafuzz.targets.engine import UnifiedEngine
 from swafuzz.targets.forward_mode import ForwardMode
 from swafuzz.targets.mutants import mutant
@@ -19,8 +20,6 @@ from swafuzz.targets.mutants import mutant
 
 class _WindowBeforeIdlePath(WindowPath):
     def resolve(self, fb):
-        """0.5.21-0.5.22 resolver order: W (and T) before any IDLE test: an IDLE forward
-        activates whatever layout the metadata holds (a stale one when MTP skipped the init)."""
         if self.on:
             lay = self.forward_metadata.core_attn_metadata.request_window_layout
             self.window.activate(lay)
@@ -40,8 +39,6 @@ class WindowBeforeIdle(UnifiedEngine):
 
 class _GrowingWindow(RequestWindowModel):
     def check_size(self, layout):
-        """A layout larger than the workspace reallocates it (rows kept) instead of refusing:
-        captured graphs would keep the old address (A7)."""
         if layout.size > self.ws_rows:
             old = self.rows_of(self.workspace)
             rows = -(-layout.size // self.P) * self.P
@@ -51,10 +48,6 @@ class _GrowingWindow(RequestWindowModel):
             self.workspace = new.view(rows // self.P, self.P, self.row_width)
 
 
-class _GrowingPath(WindowPath):
-    window_cls = _GrowingWindow
-
-
 @mutant("workspace_overflow_unchecked", ("request_window",), "addendum §2.2 (the workspace is "
         "sized once; activate raises when a later layout is larger) and §6 A7",
         expected=("window", "pool_bytes"))
@@ -62,12 +55,11 @@ class WorkspaceOverflowUnchecked(UnifiedEngine):
     """A layout larger than the workspace grows it instead of being refused: captured graphs
     would keep the old address."""
 
-    step_path_cls = _GrowingPath
+    step_path_cls = path_with(WindowPath, window_cls=_GrowingWindow)
 
 
 class _CommitFirstPath(WindowPath):
     def layout(self, req, pos, floor, groups):
-        """Commit mask of the first min(cap, run) rows of each run instead of the last."""
         lay = super().layout(req, pos, floor, groups)
         n = req.numel()
         idx = torch.arange(n, device=req.device)
@@ -88,8 +80,6 @@ class CommitFirstRows(UnifiedEngine):
 
 class _IdleCommitsPath(WindowPath):
     def commit(self, layer, fb):
-        """The forward's IDLE guard around ``commit`` is lost (A9: an IDLE batch relabelled
-        EXTEND): an IDLE forward commits its idle layout into slot 0."""
         if self.on:
             self.window.commit(layer)
 
@@ -105,9 +95,6 @@ class IdleCommits(UnifiedEngine):
 
 class _PagedFallbackPath(WindowPath):
     def resolve(self, fb):
-        """Under a window the W branch is taken only for EXTEND; a DECODE falls through to F,
-        the fresh translation ``M[out_cache_loc]`` of a mapping the window pool still holds
-        (paged SWA slots written into the workspace)."""
         if self.on and fb.forward_mode == ForwardMode.DECODE:
             return self.e.target_pool.translate_loc_from_full_to_swa(
                 fb.out_cache_loc).to(torch.int32)

@@ -1,34 +1,26 @@
-"""Window oracle: the V4.1 request window, encoder replay and the late-layer tail, from the Case.
+"""Window oracle: the V4.1 request window, encoder replay and the late-layer tail, from the Case
+(plain Python; the section "Request window, encoder replay and late-layer tail" of
+``SEMANTICS.md`` beside this file, addendum §2.2-§2.4), over the engine oracle's shadow
+allocator (:class:`oracles.shadow.Shadow`, ``sh``: its allocator methods, ``M`` and pools).
 
-Plain Python over ints, lists and bytearrays (no torch, never imports ``targets/`` or
-``kernels/``). It implements the "Request window, encoder replay and late-layer tail" section
-of ``features/request_window/SEMANTICS.md`` (addendum §2.2-§2.4) on top of the engine oracle's shadow
-allocator (:class:`oracles.shadow.Shadow`, passed in as ``sh``; only its allocator methods,
-``M`` and shadow pools are used):
-
-* :class:`WindowShadow` runs the steps: :meth:`WindowShadow.run_step` takes the steps the
-  window / tail path claims and returns False for the others (the engine oracle runs them);
-  its state (request slots, per-layer ring bytes and tags, the single-layer workspace, the
-  graph and eager lanes) is :class:`features.request_window.oracle_state.WindowState`;
-* :func:`features.request_window.oracle_layout.layout` is the layout contract (runs, ``write_loc``, history
-  rows with their source ring rows and validity, commit mask, size) over ``(slot, position,
-  floor)`` rows, next to the expectation types;
-* :func:`features.late_tail.oracle.tail_rows` (its own module) picks the late layers' rows; verify and
-  DP-padded EXTENDs under a window are :mod:`features.dspark.oracle`, prefill graphs
-  :mod:`features.prefill_graphs.oracle`, prefix hits and the separate replay :mod:`features.tail_prefix.oracle`.
-
-What it predicts per window-path forward (:class:`WinFwdExp`): for every target layer the
-locations its store receives (window: workspace rows; paged tail: ``M[loc]`` of the rows that
-layer runs) and, under a window, the workspace bytes after that layer's commit; after every step
-(:class:`WinStepExp`) the tags and ring bytes of every layer; and the step a forward whose
-layout does not fit the workspace is refused at (:attr:`WindowExp.refused`).
-"""
+:class:`WindowShadow` runs the steps the window / tail path claims (False for the others) on
+the state of :class:`features.request_window.oracle_state.WindowState`, with the layout
+contract of :mod:`features.request_window.oracle_layout`; the late layers' rows are
+:mod:`features.request_window.late_tail.oracle`'s, verify and DP-padded EXTENDs
+:mod:`~features.request_window.dspark.oracle`'s, prefill graphs
+:mod:`~features.request_window.prefill_graphs.oracle`'s, prefix hits and the separate replay
+:mod:`~features.request_window.tail_prefix.oracle`'s. Per forward (:class:`WinFwdExp`) it
+predicts every target layer's store locations (workspace rows, or a paged tail's ``M[loc]``)
+and the workspace bytes after each commit; per step (:class:`WinStepExp`) tags and ring bytes;
+and the step whose layout overflows the workspace is refused at (:attr:`WindowExp.refused`)."""
 
 from __future__ import annotations
 
+from itertools import accumulate
+
 from swafuzz.features.parts import OraclePart
 from swafuzz.features.request_window.dspark.oracle import run_step as dspark_step
-from swafuzz.features.request_window.late_tail.oracle import tail_rows
+from swafuzz.features.request_window.late_tail.oracle import tail_floors, tail_rows
 from swafuzz.features.request_window.oracle_layout import WinFwdExp, layout
 from swafuzz.features.request_window.oracle_state import WindowState
 from swafuzz.features.request_window.prefill_graphs.oracle import prefill_bucket, prefill_lane
@@ -191,18 +183,6 @@ class WindowShadow(WindowState):
         else:
             self.paged(sh, i, locs, per_req, comp=comp)
 
-    # ------------------------------------------------------------------ forwards
-    def _tail_rows(self, rows, per_req, seq_after):
-        """Tail rows (with their floors) of an EXTEND batch, and the tail lengths."""
-        idx, lens = tail_rows(per_req, self.W)
-        out, b_of = [], []
-        for b, n in enumerate(per_req):
-            b_of += [b] * n
-        for k in idx:
-            slot, pos, _ = rows[k]
-            out.append((slot, pos, max(0, seq_after[b_of[k]] - self.W)))
-        return idx, lens, out
-
     # ------------------------------------------------------------------ DECODE graphs
     def _bucket(self, i: int, s: Step, n: int) -> int | None:
         """The DECODE-graph bucket of a window step with ``exec == "graph"`` (None: eager, also
@@ -262,12 +242,9 @@ class WindowShadow(WindowState):
             return
         tail_layers, tail_lens, tail_lay, tail_n = [], [], None, 0
         if self.L and per_req is not None:
-            seq_after = []
-            k = 0
-            for n in per_req:  # the batch's rows of a request end at its new length
-                seq_after.append(rows[k + n - 1][1] + 1)
-                k += n
-            _, tail_lens, trows = self._tail_rows(rows, per_req, seq_after)
+            ends = [rows[k - 1][1] + 1 for k in accumulate(per_req)]  # each request's new length
+            idx, tail_lens, floors = tail_floors(per_req, ends, self.W)
+            trows = [(*rows[k][:2], f) for k, f in zip(idx, floors)]
             tail_lay = layout(trows, groups, self.W, self.cap, self.Z)
             tail_layers = list(range(self.L, self.cfg.layers))
             tail_n = len(trows)

@@ -1,22 +1,15 @@
-"""The layout contract of a request-window forward, and what the window oracle predicts.
-
-Plain Python over ints and lists (a leaf of the oracle package: no torch, imports nothing of
-ours). It holds the parts of the "Request window, encoder replay and
-late-layer tail" section of ``features/request_window/SEMANTICS.md`` (addendum §2.2-§2.4) that do not need the
-shadow state:
-
-* :func:`layout`: runs, ``write_loc``, history rows with their source ring rows and validity,
-  commit mask and size over ``(slot, position, floor)`` rows (:class:`Layout`);
-* :func:`layout_indices`: what attention reads from that layout;
-* the expectation types: :class:`WinFwdExp` per window / tail forward, :class:`WinStepExp` per
-  step, gathered in :class:`WindowExp` (with the refused forward, if any).
-"""
+"""The layout contract of a request-window forward and what the window oracle predicts (plain
+Python, imports nothing of ours): :func:`layout` (runs, ``write_loc``, history rows with their
+source ring rows and validity, commit mask, size over ``(slot, position, floor)`` rows),
+:func:`padded_layout` (with padding rows), :func:`layout_indices` (what attention reads), and the
+expectation types :class:`WinFwdExp`, :class:`WinStepExp` and :class:`WindowExp`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Layout", "WinFwdExp", "WinStepExp", "WindowExp", "layout", "layout_indices"]
+__all__ = ["Layout", "WinFwdExp", "WinStepExp", "WindowExp", "layout", "layout_indices",
+           "padded_layout"]
 
 
 @dataclass
@@ -63,6 +56,17 @@ def layout(rows: list[tuple[int, int, int]], groups: int, W: int, cap: int, zero
         commit += [count - 1 - k < cap for k in range(count)]
     return Layout(groups, write_loc, src, hpos, valid, commit,
                   [(r[0], r[1], r[2]) for r in runs], groups * W + n)
+
+
+def padded_layout(rows: list[tuple[int, int, int]], pad: int, groups: int, W: int, cap: int,
+                  zero_row: int) -> Layout:
+    """The layout of ``rows`` followed by ``pad`` padding rows: padding row k writes workspace
+    row ``groups * W + len(rows) + k`` and is in no run (no history group, commit false)."""
+    lay = layout(rows, groups, W, cap, zero_row)
+    lay.write_loc += [lay.size + k for k in range(pad)]
+    lay.commit += [False] * pad
+    lay.size += pad
+    return lay
 
 
 @dataclass

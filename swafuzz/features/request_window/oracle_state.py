@@ -1,18 +1,10 @@
-"""The window oracle's shadow state: ring bytes and tags per layer, the workspace, the lanes.
-
-Plain Python over ints, lists and bytearrays (no torch; never imports ``targets/`` or
-``kernels/``). :class:`WindowState` is the state part of the window / tail shadow
-(:class:`features.request_window.oracle.WindowShadow` adds the step semantics; :mod:`features.dspark.oracle`,
-:mod:`features.prefill_graphs.oracle` and :mod:`features.tail_prefix.oracle` work on it too):
-
-* the configuration checks of a request window (ring capacity, slots, workspace rows);
-* per target layer the ring bytes and tags, the single-layer workspace, the free request slots;
-* the lanes: the graph lane (the expectation of executors that capture graphs) and, from the
-  first graph step on, the eager lane (a copy of the state at that step, run every step
-  eagerly), with :meth:`WindowState.each_lane` to run a forward on each;
-* one layer of a window forward (:meth:`WindowState.run_layer`: history copy, workspace writes,
-  commit into the ring), the workspace refusal and the per-step snapshot.
-"""
+"""The window oracle's shadow state (plain Python): :class:`WindowState` holds the request
+window's configuration checks, per target layer the ring bytes and tags, the single-layer
+workspace, the free request slots, and the lanes: the graph lane (executors that capture
+graphs) and, from the first graph step on, the eager lane (:meth:`WindowState.fork_eager`,
+:meth:`WindowState.each_lane`). :meth:`WindowState.run_layer` is one layer of a window forward
+(history copy, workspace writes, commit); the workspace refusal and the per-step snapshot are
+here too. :class:`features.request_window.oracle.WindowShadow` adds the step semantics."""
 
 from __future__ import annotations
 

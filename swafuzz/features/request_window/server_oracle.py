@@ -1,32 +1,21 @@
-"""The request window at server level: what the server-level oracle predicts (hook
-``server.window_oracle``; plain Python over ints, lists and bytes, never the code it judges).
+"""The request window at server level, what the server-level oracle predicts (hook
+``server.window_oracle``; plain Python) for a Case with ``enable_encoder_swa_bounded_replay``,
+from the plan (:mod:`swafuzz.server.timeline`) and the request slots the release chose
+(observed, validated before they are followed); addendum §2.2, ``SEMANTICS.md`` beside this file:
 
-From the plan (:mod:`swafuzz.server.timeline`: per forward the requests, their positions) and
-what the release chose (the request slot of each request, observed like the allocation and
-validated before it is followed), for a Case with ``enable_encoder_swa_bounded_replay``
-(addendum §2.2; ``features/request_window/SEMANTICS.md``):
-
-* ``window_slots``: every request of a forward holds a slot >= 1 no other live request holds,
-  and keeps it while it lives; a request whose prefill starts at position 0 (a new one, or a
-  retracted one computed again) starts its window: the slot's ring tags are -1;
-* ``write_targets`` (the core check, fed here): each layer stores the forward's rows, padding
-  included, at workspace rows ``groups * W + k`` (``groups``: an EXTEND's requests; a DECODE's
-  rows, padding included);
-* ``window_history``: per layer, the history each group reads: for its first position ``f``
-  and ``j < W`` the position ``f - W + j`` holds that tag when it is >= 0, the zero row (tag -1)
-  otherwise; a DECODE's padding groups read none;
-* ``window_ring``: after the forward, every ring row of a request slot holds the tag and the
-  stub model's bytes of the last position committed there: the last ``capacity`` rows of each
-  request's run commit (padding rows never commit to a request's slot); the zero row keeps tag
-  -1.
+* ``window_slots``: each request of a forward holds a slot >= 1 no other live request holds and
+  keeps it while it lives; a prefill from position 0 (new or retracted) resets the slot's tags;
+* ``write_targets`` (fed here): each layer stores the rows, padding included, at workspace rows
+  ``groups * W + k`` (``groups``: an EXTEND's requests, a DECODE's rows);
+* ``window_history``: group ``g``'s history for its first position ``f``: ``f - W + j`` where
+  >= 0, else the zero row (tag -1); a DECODE's padding groups read none;
+* ``window_ring``: after the forward every ring row of a request slot holds the tag and stub
+  bytes of the last position committed there (each run's last ``capacity`` rows; padding never
+  commits to a request's slot); the zero row keeps tag -1.
 
 With the late-layer tail (``model.late_layer_start`` L > 0) an EXTEND's layers from L run each
-request's last ``t = min(W, rows)`` rows only (addendum §2.4; 0.5.23's floor, the fixed one):
-their stores are workspace rows ``groups * W + k`` over the tail rows, their history starts at
-the first tail row's position down to the floor ``max(0, seq_len - W)`` (a tail shorter than W
-reads the rows the request wrote before this extend: ledger ``short-tail-floor``), they commit
-every tail row, and the stub model's rows are the tail's (``k`` over the tail rows).
-"""
+request's last ``min(W, rows)`` rows only (addendum §2.4, 0.5.23's floor ``max(0, seq_len -
+W)``: ledger ``short-tail-floor``), commit every tail row, and the stub rows are the tail's."""
 
 from __future__ import annotations
 

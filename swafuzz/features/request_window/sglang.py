@@ -1,34 +1,17 @@
-"""The ``sglang`` target's V4.1 write path (issue 12; 0.5.23 only): SGLang's own request window,
-layout, tail layout and resolver in place of the engine model's (:mod:`features.request_window.engine`).
+"""The ``sglang`` target's V4.1 write path (0.5.21+): SGLang's own request window, layout, tail
+layout and resolver in place of the engine model's (:mod:`features.request_window.engine`).
 
-Real (the release's code runs):
-
-* ``window_layout`` (``srt/mem_cache/dsv41_request_window.py``): its torch branch, which every
-  CPU (and HIP) device takes;
-* ``RequestWindow``: ``reset``, ``activate`` (its workspace-size refusal), ``activate_idle``,
-  ``buffer`` (the once-per-``(layer, phase)`` history copy and its ``prepared`` key) and
-  ``commit``, built with a pool factory of swafuzz buffers (``[rows // P, P, row]`` of the row
-  dtype; the ring's last page zeros, the rest poison);
-* ``late_layer_tail_layout`` (``kernels/ops/attention/dsv4/attn_metadata_kernels.py``) and the
-  ``LateLayerTail`` / ``DSV4Metadata`` records;
-* the resolver ``DeepseekV4AttnBackend.get_swa_out_cache_loc`` (J, I, W, T, C, F) through the
-  backend's ``store_cache``, on an instance built without ``__init__``; the pool it sees is a
-  ``DeepSeekV4TokenToKVPool`` without ``__init__`` whose ``request_window`` is the real window
-  and (window mode) whose mapping is None, as under a CUDA window (W8); the release's
-  ``get_swa_raw_buffer`` picks the workspace;
-* ``_activate_request_window`` at the end of every eager metadata init (as the release's
-  ``init_forward_metadata`` ends; skipped with the init itself for an eager IDLE under MTP);
-* the DECODE graph under a window: :mod:`features.window_graphs.sglang` (the decode bucket's Raw
-  metadata, registry padding and in-graph upgrade).
-
-Modelled (the engine model's, see the TABLE in :mod:`targets.sglang`): the two Triton kernels
-``copy_packed_rows`` / ``commit_packed_rows`` (CUDA-only; replaced in the module's namespace by
-row copies with the contract of addendum §2.2), the store kernel (swafuzz's ``store`` at the
-locations SGLang hands it), metadata construction (``make_core_attn_metadata`` needs CUDA; this
-module calls ``window_layout`` with the arguments it passes: ``num_groups`` = requests, floors of
-the fold), the fold itself (``fold_encoder_swa_replay`` needs a ScheduleBatch), ``enter/exit``
-of the tail (plain swaps of ``forward_metadata``), and the IDLE guard of ``forward``'s commit.
-"""
+Real: ``window_layout`` (its torch branch), ``RequestWindow`` (``reset``, ``activate`` with its
+workspace refusal, ``activate_idle``, ``buffer``'s once-per-layer history copy, ``commit``) on
+swafuzz buffers, ``late_layer_tail_layout`` and the ``LateLayerTail`` / ``DSV4Metadata``
+records, the resolver ``get_swa_out_cache_loc`` through the backend's ``store_cache`` (a pool
+without a mapping under a window, W8), and ``_activate_request_window`` after every eager
+metadata init. Modelled: the Triton copy / commit kernels (row copies with addendum §2.2's
+contract), the store kernel, ``make_core_attn_metadata`` (CUDA; ``window_layout`` is called
+with the arguments it passes), the fold, enter / exit of the tail (plain swaps) and the IDLE
+guard of ``forward``'s commit. Per release: the ``table`` of ``sglang_facts.json`` beside this
+file. The paths built on it (DECODE and prefill graphs, verify, prefix hits) are their
+features' sglang seams."""
 
 from __future__ import annotations
 
@@ -108,12 +91,8 @@ else:
     _rw.copy_packed_tokens = _copy_packed_tokens
 
 # The release's history length is the constant 128 (``window_layout``'s default, which
-# ``RequestWindow.activate_idle`` relies on). Cases scale it down to ``pool.window``: the
-# module's ``window_layout`` name defaults ``window`` to the running Case's value (set by
-# :meth:`SGLangWindowPath.resolve` before the release's code runs); every other argument and
-# the body are the release's. ``real_window_layout``: the release's own function;
-# ``HISTORY["window"]``: the running Case's history length (the paths built on this one set it
-# before the release's code runs, as :meth:`SGLangWindowPath.resolve` does).
+# ``activate_idle`` relies on); the module's ``window_layout`` defaults it to the running
+# Case's ``HISTORY["window"]`` (set before the release's code runs); the rest is the release's.
 real_window_layout = _rw.window_layout
 #: ``window_layout`` takes the ring's ``zero_row`` (required from 0.5.23; earlier releases keep
 #: it on the window and use it in ``buffer``)

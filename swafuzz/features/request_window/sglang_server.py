@@ -1,36 +1,18 @@
-"""The request window at server level (issue 18 item 3; imports SGLang): the hop the server-level
-pipeline (:mod:`swafuzz.targets.sglang.pipeline.steps`, hook ``sglang.server_window``) runs per
-forward of a Case with ``enable_encoder_swa_bounded_replay``.
+"""The request window at server level (imports SGLang): the hop the server-level pipeline
+(:mod:`swafuzz.targets.sglang.pipeline.steps`, hook ``sglang.server_window``) runs per forward
+of a Case with ``enable_encoder_swa_bounded_replay``.
 
-Per EXTEND, before ``ForwardBatch.init_new``, the release's worker step does what its
-``TpModelWorker.forward_batch_generation`` does under encoder replay: the release's own
-``fold_encoder_swa_replay`` (0.5.23, a backend that folds) or ``run_encoder_swa_replay`` (a
-release without the fold), over a worker stand-in whose pool holds the real
-``RequestWindow``: every request that starts its window (a new request slot or a retraction,
-the release's ``encoder_swa_reset`` from ``prepare_for_extend``) has its slot reset. With the
-radix cache disabled no request has a cached prefix, so neither folds nor replays rows; one
-that would is out of scope (not driven).
-
-Per forward, after ``ForwardBatch.init_new`` and (attention TP 2) after the release's own
-MLP-sync padding, the rows go through the component adapter's window path
-(:class:`features.request_window.sglang.SGLangWindowPath`, imported, not copied): the request
-slot of each row is the release's ``req_pool_indices``, position and full location the padded
-batch's. An eager EXTEND is laid out as the release's eager ``init_forward_metadata`` ->
-``make_core_attn_metadata`` chain lays it out (``padded_num_tokens = out_cache_loc.shape[0]``,
-``num_groups`` = requests, no live rows: :class:`features.dspark.sglang.SGLangDSpark`'s
-``pad_layout`` over the release's ``expand_prefill_casually``); a DECODE has one group per row,
-padding rows in the dummy slot 0 (the adapter's DP-decode model). With the late-layer tail
-(``enable_decoder_swa_bounded_replay``, ``model.late_layer_start``) an EXTEND's late layers run
-the release's ``late_layer_tail_layout`` rows (per request the last ``min(W, rows)``, with its
-floor) through their own layout. Then per layer the store
-through the release's resolver and ``store_cache`` into the workspace and the release's
-``RequestWindow.commit``; after the forward the ring's tags and bytes are read.
-
-Modelled (the adapter's, listed in ``swafuzz list --target sglang``): the Triton copy / commit
-kernels and ``make_core_attn_metadata`` (CUDA); the allocator stays the server's SWA allocator
-(the release builds a full-only allocator under encoder replay: the SWA half is unused by the
-window's stores, the allocation of full slots is the release's).
-"""
+Per EXTEND, before ``ForwardBatch.init_new``: the release's own ``fold_encoder_swa_replay``
+(``run_encoder_swa_replay`` without the fold) over a worker stand-in holding the real
+``RequestWindow``, which resets the slot of every request that starts its window; a cached
+prefix that would fold rows is not driven (the radix cache is off). Per forward, after
+``init_new`` and the release's MLP-sync padding: the rows through
+:class:`features.request_window.sglang.SGLangWindowPath` (request slots the release's
+``req_pool_indices``; an eager EXTEND laid out as the release's eager metadata chain does, a
+DECODE one group per row with padding in slot 0; with the late-layer tail an EXTEND's late
+layers run ``late_layer_tail_layout``'s rows), then the store through the release's resolver
+and ``store_cache`` and ``RequestWindow.commit``; the ring's tags and bytes are read after it.
+What is real and modelled: :mod:`.server_hops` (``swafuzz list --target sglang``)."""
 
 from __future__ import annotations
 
@@ -139,68 +121,51 @@ class ServerWindow:
 
 # -- server mutants (:mod:`.server_mutants` names and sources them) ------------------------------
 @contextlib.contextmanager
-def slot_reset_next() -> Iterator[None]:
+def _swapped(owner, name: str, make) -> Iterator[None]:
+    """``owner.name`` replaced by ``make(real)`` while the context runs."""
+    real = getattr(owner, name)
+    setattr(owner, name, make(real))
+    try:
+        yield
+    finally:
+        setattr(owner, name, real)
+
+
+def slot_reset_next():
     """``RequestWindow.reset`` clears the next slot's rows instead of the slot's."""
-    real = rw.RequestWindow.reset
-
-    def reset(self, slots):
-        return real(self, slots + 1)
-
-    rw.RequestWindow.reset = reset
-    try:
-        yield
-    finally:
-        rw.RequestWindow.reset = real
+    return _swapped(rw.RequestWindow, "reset",
+                    lambda real: lambda self, slots: real(self, slots + 1))
 
 
-@contextlib.contextmanager
-def layout_floor_own_row() -> Iterator[None]:
+def layout_floor_own_row():
     """``window_layout`` called with every row's floor at its own position (no history)."""
-    real = seam.real_window_layout
+    def make(real):
+        return lambda req, pos, **kw: real(req, pos, **{**kw, "floor": pos.clone()})
 
-    def window_layout(req, pos, **kw):
-        kw["floor"] = pos.clone()
-        return real(req, pos, **kw)
-
-    seam.real_window_layout = window_layout
-    try:
-        yield
-    finally:
-        seam.real_window_layout = real
+    return _swapped(seam, "real_window_layout", make)
 
 
-@contextlib.contextmanager
-def tail_floor_short() -> Iterator[None]:
+def tail_floor_short():
     """``late_layer_tail_layout``'s floor ``seq_len - tail_lens`` (0.5.21 / 0.5.22's) instead
     of ``max(0, seq_len - W)``."""
-    mod = release_features.tail_mod
-    real = mod.late_layer_tail_layout
+    def make(real):
+        def late_layer_tail_layout(*, extend_lens_cpu, seq_lens_cpu, tail_len, device, **kw):
+            idx, lens, floor = real(extend_lens_cpu=extend_lens_cpu, seq_lens_cpu=seq_lens_cpu,
+                                    tail_len=tail_len, device=device, **kw)
+            short = [s - t for s, t in zip(seq_lens_cpu, lens) for _ in range(t)]
+            return idx, lens, floor.new_tensor(short)
+        return late_layer_tail_layout
 
-    def late_layer_tail_layout(*, extend_lens_cpu, seq_lens_cpu, tail_len, device, **kw):
-        idx, lens, floor = real(extend_lens_cpu=extend_lens_cpu, seq_lens_cpu=seq_lens_cpu,
-                                tail_len=tail_len, device=device, **kw)
-        short = [s - t for s, t in zip(seq_lens_cpu, lens) for _ in range(t)]
-        return idx, lens, floor.new_tensor(short)
-
-    mod.late_layer_tail_layout = late_layer_tail_layout
-    try:
-        yield
-    finally:
-        mod.late_layer_tail_layout = real
+    return _swapped(release_features.tail_mod, "late_layer_tail_layout", make)
 
 
-@contextlib.contextmanager
-def padding_slot_handed_out() -> Iterator[None]:
+def padding_slot_handed_out():
     """``ReqToTokenPool``'s free list holds its padding row 0 (last, so it is handed out
     first): a request gets the slot padded batches default to."""
-    real = ReqToTokenPool.__init__
+    def make(real):
+        def __init__(self, *args, **kw):
+            real(self, *args, **kw)
+            self.free_slots.append(0)
+        return __init__
 
-    def __init__(self, *args, **kw):
-        real(self, *args, **kw)
-        self.free_slots.append(0)
-
-    ReqToTokenPool.__init__ = __init__
-    try:
-        yield
-    finally:
-        ReqToTokenPool.__init__ = real
+    return _swapped(ReqToTokenPool, "__init__", make)

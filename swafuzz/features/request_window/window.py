@@ -1,22 +1,14 @@
-"""The request window's data of the engine model: observations, layouts and the window itself.
-
-The leaf of the V4.1 write path (``features/request_window/SEMANTICS.md``, addendum §2.2-§2.4):
-:mod:`features.request_window.engine` (the path) and the paths built on it (DSpark, prefill and
-DECODE graphs) import these; this module imports none of them.
-
-* :class:`WinFwdObs` / :class:`WinStepObs`: what a forward / a step of the window path reports
-  (the forwards / steps of the channel, :mod:`features.request_window.channel`);
-* :class:`LayoutT` and :func:`build_layout` (torch, int64/int32 tensors, one group per request):
-  ``write_loc``, history sources/positions/validity, commit mask, size; :func:`tail_layout`:
-  the late layers' row indices, tail lengths and floors;
-* :class:`RequestWindowModel`: the ring (``[(S+1)*cap + P, row]`` per target layer, the last
-  page zeros), ``tags`` int64 ``[layers, ring rows]`` (-1 empty) and the single-layer
-  workspace ``[WS, row]``; ``reset(slot)``, ``activate(layout)`` (refuses a layout larger than
-  the workspace), ``activate_idle(n)``, ``buffer(layer)`` (history copy once per activation and
-  layer), ``commit(layer)``. Buffers are viewed ``[rows // P, P, row_width]`` of the row dtype,
-  so the kernel implementation's ``store`` writes them;
-* :func:`tensor_bytes`: a buffer's bytes, as the observations carry them.
-"""
+"""The request window's data in the engine model (the leaf of the V4.1 write path; ``SEMANTICS.md``
+beside this file, addendum §2.2-§2.4; imports none of the paths built on it):
+:class:`WinFwdObs` / :class:`WinStepObs` (what a forward / a step reports in the channel),
+:class:`LayoutT` and :func:`build_layout` (int64/int32 tensors, one group per request: write
+rows, history sources / positions / validity, commit mask, size), :func:`tail_layout` (the late
+layers' rows, lengths and floors), :class:`RequestWindowModel` (the ring ``[(S+1)*cap + P,
+row]`` per target layer, the last page zeros; ``tags`` int64 ``[layers, ring rows]``, -1 empty;
+the single-layer workspace ``[WS, row]``; buffers viewed ``[rows // P, P, row_width]`` of the
+row dtype so the store kernel writes them), and the helpers the paths share
+(:func:`tensor_bytes`, :func:`store_obs`, :func:`graph_obs`, :func:`i64`, :func:`with_padding`,
+:func:`copy_layout`)."""
 
 from __future__ import annotations
 
@@ -61,6 +53,39 @@ class WinStepObs:
     ring: list[bytes] | None
 
 
+def dtype_name(t: torch.Tensor) -> str:
+    """``t``'s dtype as observations name it (``"int32"``)."""
+    return str(t.dtype).removeprefix("torch.")
+
+
+def store_obs(layer: int, loc: torch.Tensor, rows: int) -> StoreObs:
+    """The store of ``layer``: the locations ``loc`` it was handed, ``rows`` K rows."""
+    return StoreObs(layer=layer, loc_dtype=dtype_name(loc), locs=loc.tolist(), rows=rows)
+
+
+def graph_obs(i: int, mode: str, loc: torch.Tensor, rows: int, layers: int, workspace,
+              bucket: int, token: int, size: int) -> WinFwdObs:
+    """A graph runner's forward (index 0): every layer stored ``rows`` K rows at ``loc``;
+    ``workspace`` per layer, the bucket, the layout's token (W7) and size."""
+    return WinFwdObs(i, 0, mode, [store_obs(layer, loc, rows) for layer in range(layers)],
+                     workspace, bucket, token, size)
+
+
+def i64(v, device) -> torch.Tensor:
+    """``v`` as an int64 tensor on ``device``."""
+    return torch.tensor(v, dtype=torch.int64, device=device)
+
+
+def seq_after(per_req: list[int], positions) -> list[int]:
+    """Each request's length after a forward whose rows (``per_req`` per request, batch order)
+    sit at ``positions``: its last row's position + 1."""
+    out, k = [], 0
+    for n in per_req:
+        out.append(int(positions[k + n - 1]) + 1)
+        k += n
+    return out
+
+
 @dataclass
 class LayoutT:
     """A window layout as tensors: ``req``/``pos`` int64 [n], ``write_loc`` int32 [n],
@@ -75,6 +100,31 @@ class LayoutT:
     history_valid: torch.Tensor
     commit_mask: torch.Tensor
     size: int
+
+
+#: the tensors of a :class:`LayoutT` (``WindowLayout.copy_`` refreshes each in place)
+LAYOUT_FIELDS = ("req", "pos", "write_loc", "history_src", "history_pos", "history_valid",
+                 "commit_mask")
+
+
+def copy_layout(held: LayoutT, fresh: LayoutT) -> None:
+    """``WindowLayout.copy_``: every tensor of ``held`` refreshed in place from ``fresh`` (sizes
+    equal: captured graphs hold the addresses)."""
+    for f in LAYOUT_FIELDS:
+        getattr(held, f).copy_(getattr(fresh, f))
+
+
+def with_padding(lay: LayoutT, pad: int) -> LayoutT:
+    """``lay`` followed by ``pad`` padding rows: slot 0, position 0, workspace rows ``lay.size
+    ..``, never committed, in no run (no history group)."""
+    dev = lay.req.device
+    z = torch.zeros(pad, dtype=torch.int64, device=dev)
+    return LayoutT(torch.cat([lay.req, z]), torch.cat([lay.pos, z]),
+                   torch.cat([lay.write_loc, torch.arange(lay.size, lay.size + pad,
+                                                          dtype=torch.int32, device=dev)]),
+                   lay.history_src, lay.history_pos, lay.history_valid,
+                   torch.cat([lay.commit_mask, torch.zeros(pad, dtype=torch.bool, device=dev)]),
+                   lay.size + pad)
 
 
 def build_layout(req: torch.Tensor, pos: torch.Tensor, floor: torch.Tensor | None, groups: int,

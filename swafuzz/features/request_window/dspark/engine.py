@@ -1,24 +1,12 @@
-"""DSpark target verify and DP-padded EXTEND under a request window (issue 12 item 2).
-
-Implements the section "DSpark target verify and DP-padded EXTEND under a request window" of
-``features/request_window/dspark/SEMANTICS.md`` for :class:`features.request_window.engine.WindowPath`, which hands the steps
-:meth:`DSparkPath.claims` names to :meth:`DSparkPath.run` and asks :meth:`DSparkPath.metadata`
-to finish the metadata of those forwards. Each decision is one method, so a mutant
-(:mod:`features.dspark.mutants`) overrides exactly one:
-
-* :meth:`DSparkPath.verify_groups`: the verify layout's group count (sglang 0.5.23
-  ``make_forward_metadata_from_raw_verify``: ``num_groups = bs``, one group and one run per
-  request of ``num_draft_tokens`` rows);
-* :meth:`DSparkPath.install_early_verify`: what the verify metadata carries as
-  ``swa_out_cache_loc`` (``_install_early_verify_metadata``: ``None`` under a window or a
-  ring, so the resolver's W branch answers with the layout's workspace rows);
-* :meth:`DSparkPath.pad_layout`: the layout of a DP-padded EXTEND (MLP-sync MAX_LEN padding
-  rows after the real ones): the real rows' layout, then padding rows with workspace rows of
-  their own, no history, no commit (what sglang's ``window_layout(padded_rows=...)`` does for
-  its prefill graph).
-
-Tensors: ``req`` / ``pos`` / ``floor`` int64 ``[rows]``, layouts as :class:`LayoutT`.
-"""
+"""DSpark target verify and DP-padded EXTEND under a request window: the section of
+``SEMANTICS.md`` beside this file, for :class:`features.request_window.engine.WindowPath`, which
+hands the steps :meth:`DSparkPath.claims` to :meth:`DSparkPath.run` and asks
+:meth:`DSparkPath.metadata` to finish their metadata. One decision per method (a mutant
+overrides one): :meth:`~DSparkPath.verify_groups` (``num_groups = bs``, one run per request of
+``num_draft_tokens`` rows), :meth:`~DSparkPath.install_early_verify` (no ``swa_out_cache_loc``
+under a window: the W branch answers) and :meth:`~DSparkPath.pad_layout` (a DP-padded EXTEND:
+the real rows' layout, then padding rows with their own workspace rows, no history, no commit).
+Tensors: ``req`` / ``pos`` / ``floor`` int64 ``[rows]``, layouts :class:`LayoutT`."""
 
 from __future__ import annotations
 
@@ -26,7 +14,7 @@ import torch
 
 from swafuzz.features.parts import EnginePart, SGLangPart, lazy
 from swafuzz.features.request_window.dspark.engine_graph import VerifyGraphRunner
-from swafuzz.features.request_window.window import LayoutT, WinFwdObs
+from swafuzz.features.request_window.window import LayoutT, WinFwdObs, with_padding
 from swafuzz.scenarios.case import Step
 from swafuzz.targets.forward_mode import ForwardMode
 
@@ -132,16 +120,7 @@ class DSparkPath:
         """The real rows' layout (:meth:`features.request_window.engine.WindowPath.layout`), then ``pad``
         padding rows: workspace rows ``groups * W + n + k``, commit false, in no run."""
         n = req.numel() - pad
-        lay = self.p.layout(req[:n], pos[:n], floor[:n], groups)
-        dev = req.device
-        extra = torch.arange(lay.size, lay.size + pad, dtype=torch.int32, device=dev)
-        zeros = torch.zeros(pad, dtype=torch.int64, device=dev)
-        return LayoutT(torch.cat([lay.req, zeros]), torch.cat([lay.pos, zeros]),
-                       torch.cat([lay.write_loc, extra]), lay.history_src, lay.history_pos,
-                       lay.history_valid,
-                       torch.cat([lay.commit_mask, torch.zeros(pad, dtype=torch.bool,
-                                                               device=dev)]),
-                       lay.size + pad)
+        return with_padding(self.p.layout(req[:n], pos[:n], floor[:n], groups), pad)
 
 
 class DSparkEngine(EnginePart):

@@ -1,24 +1,15 @@
-"""The DSpark TARGET_VERIFY graph under a request window, with early verify metadata (issue 12
-item 2; sglang 0.5.23 ``_install_early_verify_metadata``, addendum §4).
+"""The DSpark TARGET_VERIFY graph under a request window with early verify metadata (sglang
+0.5.23 ``_install_early_verify_metadata``, addendum §4), for
+:class:`features.request_window.dspark.engine.DSparkPath`: a graph ``verify`` whose batch equals
+a bucket runs through :class:`VerifyGraphRunner` under an executor that captures graphs.
 
-Implements the graph half of "DSpark target verify ..." in ``features/request_window/dspark/SEMANTICS.md``
-for :class:`features.dspark.engine.DSparkPath`: a ``verify`` with ``exec == "graph"`` whose batch
-equals a bucket runs through :class:`VerifyGraphRunner` when the executor captures graphs.
-
-Early metadata: the verify metadata is built in full *outside* the graph, on the host, before
-the capture and before every replay (the layout of the batch's ``B * T`` rows, ``G = B``), then
-copied in place into the metadata the bucket's graph was captured with (``WindowLayout.copy_``:
-every tensor refreshed, the size equal; a non-None ``swa_out_cache_loc`` refreshed in place
-too, the captured tensor kept). The graph itself runs no metadata init: its stores resolve
-through the window path's resolver (W: the captured layout's ``write_loc``), the history copy
-and the commit read the captured layout's tensors. Capture state: ``B`` requests of slot 0 at
-positions ``1..T`` (``seq_lens`` fill 1).
-
-Buffers: per target layer a K-row buffer ``[max_bucket * T, row_width]`` of the row dtype, per
-bucket and layer a workspace snapshot (copied in-graph after each layer's commit); per bucket
-the captured metadata (a namespace with ``request_window_layout``, a :class:`LayoutT`, and
-``swa_out_cache_loc``).
-"""
+The verify metadata (the layout of the ``B * T`` rows, ``G = B``) is built on the host before
+the capture and before every replay and copied in place into the bucket's captured metadata
+(``WindowLayout.copy_``; a non-None ``swa_out_cache_loc`` refreshed in place too). The graph
+runs no metadata init: its stores resolve through the path's resolver (W), history copy and
+commit read the captured layout. Capture state: ``B`` requests of slot 0 at positions ``1..T``.
+Buffers: per target layer K rows ``[max_bucket * T, row_width]``, per bucket and layer a
+workspace snapshot, per bucket the captured metadata."""
 
 from __future__ import annotations
 
@@ -26,10 +17,10 @@ from types import SimpleNamespace
 
 import torch
 
+from swafuzz.features.request_window import window as rw
 from swafuzz.features.request_window.window import LayoutTokens, WinFwdObs, tensor_bytes
 from swafuzz.features.request_window.window_graphs.engine import commit_dense
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
-from swafuzz.targets.observation import StoreObs
 
 
 class VerifyGraphRunner:
@@ -56,12 +47,9 @@ class VerifyGraphRunner:
         """``_install_early_verify_metadata``: the full metadata of the batch, built on the host;
         the first time it becomes the bucket's captured metadata, later it is copied into it."""
         p, dev = self.path, self.path.device
-
-        def t(v):
-            return torch.tensor(v, dtype=torch.int64, device=dev)
-
-        fb = ForwardBatch(ForwardMode.TARGET_VERIFY, B, t(locs), t([1] * B), t(pos))
-        lay = p.layout(t(req), t(pos), None, B)
+        fb = ForwardBatch(ForwardMode.TARGET_VERIFY, B, rw.i64(locs, dev), rw.i64([1] * B, dev),
+                          rw.i64(pos, dev))
+        lay = p.layout(rw.i64(req, dev), rw.i64(pos, dev), None, B)
         core = SimpleNamespace(request_window_layout=lay, swa_out_cache_loc=lay.write_loc)
         p.dspark().install_early_verify(fb, core)
         cap = self.captured.get(B)
@@ -81,9 +69,7 @@ class VerifyGraphRunner:
         if a.size != b.size:
             raise AssertionError(f"early verify metadata: layout size {b.size} != the captured "
                                  f"{a.size}")
-        for name in ("req", "pos", "write_loc", "history_src", "history_pos", "history_valid",
-                     "commit_mask"):
-            getattr(a, name).copy_(getattr(b, name))
+        rw.copy_layout(a, b)
         held = cap.swa_out_cache_loc
         if held is not None and fresh.swa_out_cache_loc is not None:
             held.copy_(fresh.swa_out_cache_loc)
@@ -135,11 +121,6 @@ class VerifyGraphRunner:
         self.executor.replay(self.handles[B])
         self.path.window.prepared = None  # the replay rewrote the workspace history (A5)
         lay = self.captured[B].request_window_layout
-        loc = self.locs[B]
-        stores = [StoreObs(layer=layer, loc_dtype=str(loc.dtype).removeprefix("torch."),
-                           locs=loc.tolist(), rows=B * self.T)
-                  for layer in range(self.path.cfg.layers)]
-        obs = WinFwdObs(i, 0, ForwardMode.TARGET_VERIFY.name, stores,
-                        [tensor_bytes(s) for s in self.snaps[B]])
-        obs.bucket, obs.layout_id, obs.layout_size = B, self.layout_token(lay), lay.size
-        return obs
+        return rw.graph_obs(i, ForwardMode.TARGET_VERIFY.name, self.locs[B], B * self.T,
+                            self.path.cfg.layers, [tensor_bytes(s) for s in self.snaps[B]], B,
+                            self.layout_token(lay), lay.size)

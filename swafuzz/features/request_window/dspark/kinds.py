@@ -1,29 +1,17 @@
-"""Scenario kinds ``dspark_verify``, ``dspark_verify_graph`` and ``window_dp_extend`` (issue 12
-item 2): target verify (eager and through the verify graph) and DP-padded EXTENDs on a
-request-window pool. Semantics: ``features/request_window/dspark/SEMANTICS.md``, section
-"DSpark target verify and DP-padded EXTEND under a request window"; reference:
-:mod:`features.dspark.oracle`.
+"""Scenario kinds ``dspark_verify``, ``dspark_verify_graph`` and ``window_dp_extend``: target
+verify (eager and through the verify graph) and DP-padded EXTENDs on the request-window pools
+of :mod:`features.request_window.kinds` (no tail); semantics: ``SEMANTICS.md`` beside this
+file, reference :mod:`features.request_window.dspark.oracle`. Draw order shrinks towards page
+size 1, the smallest window, one layer, one slot, one request, one short step.
 
-Pools are the request-window pools of :mod:`features.request_window.kinds` (page size 1, 2 or 4,
-window 1..6, 1..3 request slots, no tail). Draw order shrinks towards page size 1, the smallest
-window, one layer, one slot, one request, one short step.
-
-* ``dspark_verify``: ``num_draft_tokens`` 1..4 (shrinks to 1), the ring capacity raised to
-  ``window + num_draft_tokens`` when smaller (sglang's sizing); eager target verifies of 1..3
-  live requests with and without ``accept`` (rejected draft tokens freed after the forward),
-  between admits, extends, decodes, finishes and evictions. Shrinks towards one verify of one
-  request, every draft accepted.
-* ``dspark_verify_graph``: buckets from (1,), (1, 2), (1, 2, 3), (2, 3), (1, 3) (shrinks to
-  (1,)); verifies with ``exec: "graph"`` of a batch equal to a bucket (the TARGET_VERIFY graph
-  with DSpark's early metadata under a graph executor; eagerly under the eager executor), eager
-  verifies, decodes, admits, finishes, evictions. Shrinks towards one graph verify of one
-  request.
-* ``window_dp_extend``: DP-padded EXTENDs (MAX_LEN): ``extend`` with ``rank_tokens`` (some
-  with encoder replay of an even-length request) and ``dp_decode`` with ``dp_extend`` (a
-  decode rank rewritten to EXTEND); other ranks' counts 0..3W+6 (shrink to 0: no padding), so
-  some layouts exceed a small workspace (a refusal, A7); plain extends, decodes, finishes and
-  evictions between them.
-"""
+* ``dspark_verify``: ``num_draft_tokens`` 1..4, the ring raised to ``window +
+  num_draft_tokens`` (sglang's sizing); eager verifies of 1..3 requests with and without
+  ``accept`` among admits, extends, decodes, finishes and evictions.
+* ``dspark_verify_graph``: buckets from :data:`BUCKET_SETS`; verifies with ``exec: "graph"`` of
+  a batch equal to a bucket (eagerly under the eager executor) and eager ones.
+* ``window_dp_extend``: ``extend`` with ``rank_tokens`` (some replaying an even-length request)
+  and ``dp_decode`` with ``dp_extend``; other ranks' counts 0..3W+6, so some layouts overflow a
+  small workspace (a refusal, A7)."""
 
 from __future__ import annotations
 

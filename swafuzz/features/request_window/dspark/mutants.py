@@ -1,11 +1,7 @@
-"""Mutants of the window verify and the DP-padded EXTEND (feature ``dspark``: DSpark early verify
-metadata, the verify graph, MLP-sync padding of an EXTEND under a window; addendum §3-§6).
-
-Each is a :class:`targets.engine.UnifiedEngine` whose ``step_path_cls`` is a
-:class:`features.request_window.engine.WindowPath` subclass with a :class:`features.dspark.engine.DSparkPath`
-subclass overriding one method (``verify_early_stamped_loc`` also lets the resolver read what
-that method stamps: the bug needs a source and a missing guard).
-"""
+"""Mutants of the window verify and the DP-padded EXTEND (feature ``dspark``: early verify
+metadata, the verify graph, MLP-sync padding under a window; addendum §3-§6), built as
+:mod:`features.request_window.mutants` says (``verify_early_stamped_loc`` also lets the
+resolver read what its method stamps: the bug needs a source and a missing guard)."""
 
 from __future__ import annotations
 
@@ -13,14 +9,13 @@ import torch
 
 from swafuzz.features.request_window.dspark.engine import DSparkPath
 from swafuzz.features.request_window.dspark.engine_graph import VerifyGraphRunner
-from swafuzz.features.request_window.engine import WindowPath
+from swafuzz.features.request_window.engine import WindowPath, path_with
 from swafuzz.targets.engine import UnifiedEngine
 from swafuzz.targets.mutants import mutant
 
 
 class _StampedDSpark(DSparkPath):
     def install_early_verify(self, fb, core):
-        """The full early build keeps its stamped translation (no window / ring test)."""
         core.early_verify = True
         core.swa_out_cache_loc = self.p.e.target_pool.translate_loc_from_full_to_swa(
             fb.out_cache_loc).to(torch.int32)
@@ -30,8 +25,6 @@ class _StampedPath(WindowPath):
     dspark_cls = _StampedDSpark
 
     def resolve(self, fb):
-        """Early verify metadata is trusted as complete: its stamped location (C) answers
-        before the W branch when its length matches."""
         core = getattr(self.forward_metadata, "core_attn_metadata", None)
         loc = getattr(core, "swa_out_cache_loc", None)
         if getattr(core, "early_verify", False) and loc is not None and \
@@ -53,12 +46,7 @@ class VerifyEarlyStampedLoc(UnifiedEngine):
 
 class _GroupPerRow(DSparkPath):
     def verify_groups(self, bs, rows):
-        """The decode bucket's rule (one group per row) applied to a verify batch."""
         return rows
-
-
-class _GroupPerRowPath(WindowPath):
-    dspark_cls = _GroupPerRow
 
 
 @mutant("verify_group_per_row", ("dspark_verify", "dspark_verify_graph"), "addendum §4 (DSpark target verify / "
@@ -69,23 +57,17 @@ class VerifyGroupPerRow(UnifiedEngine):
     instead of one per request: workspace rows and history groups shift (rows land at the
     wrong workspace rows; on some Cases the engine raises, a target error)."""
 
-    step_path_cls = _GroupPerRowPath
+    step_path_cls = path_with(WindowPath, dspark_cls=_GroupPerRow)
 
 
 class _PadJoins(DSparkPath):
     def pad_layout(self, req, pos, floor, groups, pad):
-        """Padding rows carry the last real row's slot and position 0 (floor 0) and are laid
-        out with the real rows: the last real run grows by ``pad`` rows."""
         n = req.numel() - pad
         req2, pos2, floor2 = req.clone(), pos.clone(), floor.clone()
         req2[n:] = req[n - 1]
         pos2[n:] = 0
         floor2[n:] = 0
         return self.p.layout(req2, pos2, floor2, groups)
-
-
-class _PadJoinsPath(WindowPath):
-    dspark_cls = _PadJoins
 
 
 @mutant("dp_extend_pad_joins_run", ("window_dp_extend",), "addendum §5 W3 (no padding row may "
@@ -100,7 +82,7 @@ class DpExtendPadJoinsRun(UnifiedEngine):
     ``req_pool_indices_repeated`` with its last entry, ``seq_lens_casual`` with 1, and
     ``init_forward_metadata`` passes no ``request_window_live_rows``."""
 
-    step_path_cls = _PadJoinsPath
+    step_path_cls = path_with(WindowPath, dspark_cls=_PadJoins)
 
 
 class _ReboundRunner(VerifyGraphRunner):
@@ -108,14 +90,6 @@ class _ReboundRunner(VerifyGraphRunner):
     def copy_into(cap, fresh):
         """Nothing copied: the replay's metadata lives only in the fresh object, which the
         captured graph never reads."""
-
-
-class _ReboundDSpark(DSparkPath):
-    graph_runner_cls = _ReboundRunner
-
-
-class _ReboundPath(WindowPath):
-    dspark_cls = _ReboundDSpark
 
 
 @mutant("verify_early_metadata_rebound", ("dspark_verify_graph",), "sglang 0.5.23 "
@@ -127,4 +101,5 @@ class VerifyEarlyMetadataRebound(UnifiedEngine):
     into the captured one: the verify graph keeps reading the layout of its capture (slot 0), so
     the batch's rows are stored and committed with the capture state's history and slots."""
 
-    step_path_cls = _ReboundPath
+    step_path_cls = path_with(WindowPath, dspark_cls=path_with(DSparkPath,
+                                                                graph_runner_cls=_ReboundRunner))

@@ -1,46 +1,19 @@
-"""DSpark target verify and DP-padded EXTEND under a request window: the oracle side.
-
-Plain Python over ints, lists and bytearrays (no torch; never imports ``targets/`` or
-``kernels/``). It implements the section "DSpark target verify and DP-padded EXTEND under a
-request window" of ``features/request_window/dspark/SEMANTICS.md`` on top of the window oracle
-(:class:`features.request_window.oracle.WindowShadow`, passed in as ``win``; its state of
-:class:`features.request_window.oracle_state.WindowState` is used: ring, tags, workspace, lanes, ``run_layers``)
-and the engine oracle's shadow allocator (``sh``):
-
-* :func:`run_step` claims ``verify`` under a window (eager, or through the TARGET_VERIFY graph
-  of a bucket equal to the batch: the graph lane gets the capture warm-up's slot-0 tags, the
-  eager lane the plain forward) and the DP-padded EXTENDs (``extend`` with ``rank_tokens``,
-  ``dp_decode`` with ``dp_extend``) and returns False for every other step;
-* :func:`padded_layout` is the layout contract with padding rows: the real rows' layout
-  (:func:`features.request_window.oracle_layout.layout`) followed by padding rows that own workspace rows
-  past the real ones, no run, no history, no commit.
-
-What it predicts is what the window oracle predicts for any window forward
-(:class:`features.request_window.oracle_layout.WinFwdExp` per forward,
-:class:`features.request_window.oracle_layout.WinStepExp` per step), so the ``window`` check judges these
-forwards unchanged.
-"""
+"""DSpark target verify and DP-padded EXTEND under a request window, the oracle side (plain
+Python; the section of ``SEMANTICS.md`` beside this file) on the window oracle's state
+(``win``: :class:`features.request_window.oracle.WindowShadow`) and the shadow allocator
+(``sh``). :func:`run_step` claims ``verify`` under a window (eager, or through the TARGET_VERIFY
+graph of a bucket equal to the batch: the graph lane gets the capture warm-up's slot-0 tags) and
+the DP-padded EXTENDs (``extend`` with ``rank_tokens``, ``dp_decode`` with ``dp_extend``: the
+layout of :func:`features.request_window.oracle_layout.padded_layout`). It predicts what the
+window oracle predicts for any window forward, so the ``window`` check judges them unchanged."""
 
 from __future__ import annotations
 
-from swafuzz.features.request_window.oracle_layout import Layout, WinFwdExp, layout
+from swafuzz.features.request_window.oracle_layout import WinFwdExp, padded_layout
 from swafuzz.oracles.errors import CaseInfeasible
 from swafuzz.scenarios.case import Step
 
-__all__ = ["padded_layout", "run_step"]
-
-
-def padded_layout(rows: list[tuple[int, int, int]], pad: int, groups: int, W: int, cap: int,
-                  zero_row: int) -> Layout:
-    """The layout of ``rows`` (``(slot, position, floor)``, batch order) followed by ``pad``
-    padding rows: padding row k writes workspace row ``groups * W + len(rows) + k`` and is in
-    no run (no history group, commit false); ``size = groups * W + len(rows) + pad``."""
-    lay = layout(rows, groups, W, cap, zero_row)
-    n = len(rows)
-    lay.write_loc += [groups * W + n + k for k in range(pad)]
-    lay.commit += [False] * pad
-    lay.size += pad
-    return lay
+__all__ = ["run_step"]
 
 
 def claims(win, s: Step) -> bool:

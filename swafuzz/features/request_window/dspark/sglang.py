@@ -1,28 +1,15 @@
-"""The ``sglang`` target's window verify and DP-padded EXTEND (issue 12 item 2; 0.5.23 only).
+"""The ``sglang`` target's window verify and DP-padded EXTEND (0.5.23 only): :class:`SGLangDSpark`
+replaces :class:`features.request_window.dspark.engine.DSparkPath` on
+:class:`features.request_window.sglang.SGLangWindowPath`.
 
-:class:`SGLangDSpark` replaces :class:`features.dspark.engine.DSparkPath` on
-:class:`features.request_window.sglang.SGLangWindowPath`. Real (the release's code runs, CPU torch
-branches):
-
-* target verify: the rows' request slots and positions come from the backend's
-  ``expand_extend_with_same_length`` (``seq_lens + T`` expanded per request, positions =
-  ``seq_lens_casual - 1``) and the layout from ``window_layout`` with ``num_groups = bs``, as
-  ``make_forward_metadata_from_raw_verify`` passes them;
-* DP-padded EXTEND: the eager EXTEND's row expansion, the backend's ``expand_prefill_casually``
-  (``ExpandPrefillCausally``'s torch branch) with ``padded_num_tokens`` = the MLP-sync padded
-  row count, the floors padded by the backend's ``_pad_rows``, and ``window_layout`` with
-  ``num_groups`` = requests and no ``padded_rows`` (the eager extend passes no
-  ``request_window_live_rows``): every argument as sglang 0.5.23's eager
-  ``init_forward_metadata`` -> ``init_forward_metadata_prefill`` -> ``make_core_attn_metadata``
-  chain builds them.
-
-Modelled: ``_install_early_verify_metadata`` (its full build, ``make_forward_metadata_from_raw
-_verify``, runs CUDA metadata kernels): the verify metadata's ``swa_out_cache_loc`` is set to
-None under the window, the value the release's installer leaves there; the MLP-sync padding
-itself (``prepare_mlp_sync_batch`` / ``_pad_inputs_to_size`` need a model runner and DP
-groups): padding rows have full location 0 and position 0, as ``_pad_tensor_to_size`` leaves
-them.
-"""
+Real (CPU torch branches): a verify's rows from ``expand_extend_with_same_length`` and its
+layout from ``window_layout`` with ``num_groups = bs`` (as
+``make_forward_metadata_from_raw_verify`` passes them); a DP-padded EXTEND's rows from
+``expand_prefill_casually`` (``padded_num_tokens`` the padded count), floors padded by
+``_pad_rows``, ``window_layout`` with ``num_groups`` = requests and no ``padded_rows`` (sglang
+0.5.23's eager ``init_forward_metadata`` chain). Modelled: ``_install_early_verify_metadata``
+(``swa_out_cache_loc`` None under the window) and the MLP-sync padding itself (full location 0,
+position 0). Per release: ``sglang_facts.json`` beside this file."""
 
 from __future__ import annotations
 

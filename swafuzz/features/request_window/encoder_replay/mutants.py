@@ -1,20 +1,16 @@
-"""Mutants of encoder replay (feature ``encoder_replay``: the fold of replay rows into an EXTEND,
-its late-layer tail, and the separate replay forward; addendum §2.3, §2.4, §5 E1/E2/W3/W5, §6
-A8).
-
-Each is a :class:`targets.engine.UnifiedEngine` whose window path (a
-:class:`features.request_window.engine.WindowPath`, or the engine's own
-:class:`features.tail_graphs.engine.TailGraphPath` where the bug is in its prefix / replay half) or window
-model overrides one method. Kinds: ``encoder_replay``, ``replay_tail`` and ``replay_separate``,
-named per mutant.
-"""
+"""Mutants of encoder replay (feature ``encoder_replay``: the fold, its late-layer tail, the
+separate replay forward; addendum §2.3, §2.4, §5 E1/E2/W3/W5, §6 A8), built as
+:mod:`features.request_window.mutants` says (on the engine's own
+:class:`~features.request_window.tail_graphs.engine.TailGraphPath` where the bug is in its
+prefix / replay half); kinds named per mutant."""
 
 from __future__ import annotations
 
 import torch
 
-from swafuzz.features.request_window.engine import RequestWindowModel, WindowPath
+from swafuzz.features.request_window.engine import WindowPath, path_with
 from swafuzz.features.request_window.tail_graphs.engine import TailGraphPath
+from swafuzz.features.request_window.window import RequestWindowModel, seq_after
 from swafuzz.targets.engine import UnifiedEngine
 from swafuzz.targets.forward_mode import ForwardMode
 from swafuzz.targets.mutants import mutant
@@ -22,8 +18,6 @@ from swafuzz.targets.mutants import mutant
 
 class _ReplayAppendedPath(WindowPath):
     def fold(self, i, per):
-        """Replay rows appended after the whole extend (not in front of their request): a
-        replayed request's rows form two runs."""
         if not any(r for _, r, _ in per):
             return super().fold(i, per)
         al = self.e.allocator
@@ -55,12 +49,7 @@ class ReplayRowsAppended(UnifiedEngine):
 
 class _NoResetWindow(RequestWindowModel):
     def reset(self, slot):
-        """reset only forgets the prepared history; the slot's tags keep the old positions."""
         self.prepared = None
-
-
-class _NoResetPath(WindowPath):
-    window_cls = _NoResetWindow
 
 
 @mutant("replay_without_reset", ("encoder_replay",), "addendum §2.3 (reset(slot) clears the "
@@ -69,12 +58,11 @@ class ReplayWithoutReset(UnifiedEngine):
     """Encoder replay without ``reset(slot)`` first: the slot's tags keep the old positions
     (E2)."""
 
-    step_path_cls = _NoResetPath
+    step_path_cls = path_with(WindowPath, window_cls=_NoResetWindow)
 
 
 class _ReplayNotCommittedPath(WindowPath):
     def layout(self, req, pos, floor, groups):
-        """The replay rows (prepended by the fold) are left out of the commit mask."""
         lay = super().layout(req, pos, floor, groups)
         if self.replaying and self.replay_rows.numel() == req.numel():
             lay.commit_mask = lay.commit_mask & ~self.replay_rows
@@ -104,17 +92,11 @@ class ReplayRowsNotCommitted(UnifiedEngine):
 
 class _TailEncoderFloorPath(WindowPath):
     def init_metadata(self, fb, req, floor, groups, per_req):
-        """The late layers' read floor of a replayed request is its encoder floor ``Pq - r``
-        (the "or" of §2.4 read as "else") instead of ``max(0, seq - W)``."""
         super().init_metadata(fb, req, floor, groups, per_req)
         tm = self.tail_metadata
         if self.skip_init(fb.forward_mode) or tm is None or not self.on:
             return
-        seq_after, k = [], 0
-        for n in per_req:
-            seq_after.append(int(fb.positions[k + n - 1]) + 1)
-            k += n
-        idx, _, tfloor = self.tail(per_req, seq_after)
+        idx, _, tfloor = self.tail(per_req, seq_after(per_req, fb.positions))
         enc = floor[idx]
         tm.core_attn_metadata.request_window_layout = self.layout(
             req[idx], fb.positions[idx], torch.where(enc > 0, enc, tfloor), groups)
@@ -133,8 +115,6 @@ class TailEncoderFloor(UnifiedEngine):
 
 class _WrongSpanPath(TailGraphPath):
     def replay_span(self, rid, r, new):
-        """The span ends at the request's length after the step's allocation (its seq_lens)
-        instead of its cached prefix."""
         end = len(self.e.allocator.tokens[rid])
         return end - r, end
 

@@ -10,16 +10,14 @@ from __future__ import annotations
 from swafuzz.checks.base import Failure
 from swafuzz.checks.registry import check
 from swafuzz.features.request_window.channel import expected
-from swafuzz.features.request_window.lane import fwd_label, window_pairs
+from swafuzz.features.request_window.lane import failed, fwd_label, window_pairs
 
 
-@check(
-    "tail",
-    defence="names the late-layer tail's rows and count (addendum T1-T3); a wrong tail row "
-            "always also changes bytes that pool_bytes (paged pool) or window (workspace, "
-            "ring, tags) audit, a wrong tail length hits the store's own row/location "
-            "contract (contracts), and under a window the tail's write_loc values do not "
-            "depend on which rows are the tail")
+@check("tail", defence=(
+    "names the late-layer tail's rows and count (addendum T1-T3); a wrong tail row always also "
+    "changes bytes that pool_bytes (paged pool) or window (workspace, ring, tags) audit, a wrong "
+    "tail length hits the store's own row/location contract (contracts), and under a window the "
+    "tail's write_loc values do not depend on which rows are the tail"))
 def check_tail(case, obs, exp) -> list[Failure]:
     """T1-T3 on every late layer of an EXTEND forward (module docstring). Fires on
     ``tail_first_rows`` (T3) and ``tail_len_unchecked`` (A3 / T1); defence in depth (reason in
@@ -36,7 +34,7 @@ def check_tail(case, obs, exp) -> list[Failure]:
                                      "count", o.step, o.fwd))
                 break
             s, want = o.stores[layer], e.locs[layer]
-            # a prefill-graph tail's stores take the whole capacity block (features.tail_graphs.oracle)
+            # a prefill-graph tail's stores take the whole capacity block (tail_graphs.oracle)
             total = getattr(e, "tail_capacity", 0) or sum(e.tail_lens)
             problem = None
             if s.loc_dtype != "int32":
@@ -50,8 +48,6 @@ def check_tail(case, obs, exp) -> list[Failure]:
                 problem = (f"{len(bad)} of {total} tail rows differ; first tail row {bad[0]}: "
                            f"expected {kind} {want[bad[0]]}, got {s.locs[bad[0]]} (T2/T3: each "
                            f"request's last min(W, n) rows)", "tail")
-            if problem:
-                fails.append(Failure("tail", f"{fwd_label(o)} late layer {layer}: {problem[0]}",
-                                     problem[1], o.step, o.fwd))
+            if failed(fails, "tail", f"{fwd_label(o)} late layer {layer}", problem, o.step, o.fwd):
                 break
     return fails

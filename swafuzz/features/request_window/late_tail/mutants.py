@@ -1,22 +1,19 @@
-"""Mutants of the late-layer tail (feature ``late_tail``: late layers run each request's last
-min(W, extend_len) rows; addendum §2.4, §5 T1/T3, §6 A3).
-
-Each is a :class:`targets.engine.UnifiedEngine` whose ``step_path_cls`` overrides
-:meth:`features.request_window.engine.WindowPath.tail`; only the ``late_tail`` kind reaches them.
-"""
+"""Mutants of the late-layer tail (feature ``late_tail``: the late layers run each request's last
+min(W, extend_len) rows; addendum §2.4, §5 T1/T3, §6 A3): :meth:`WindowPath.tail` overridden
+(:mod:`features.request_window.mutants`); kind ``late_tail``."""
 
 from __future__ import annotations
 
 import torch
 
-from swafuzz.features.request_window.engine import WindowPath, tail_layout
+from swafuzz.features.request_window.engine import WindowPath
+from swafuzz.features.request_window.window import tail_layout
 from swafuzz.targets.engine import UnifiedEngine
 from swafuzz.targets.mutants import mutant
 
 
 class _TailFirstRowsPath(WindowPath):
     def tail(self, per_req, seq_after):
-        """Each request's first min(W, n) rows instead of its last."""
         idx, lens, floor = tail_layout(per_req, seq_after, self.W, self.device)
         first, start = [], 0
         for n in per_req:
@@ -36,8 +33,6 @@ class TailFirstRows(UnifiedEngine):
 
 class _TailLenUncheckedPath(WindowPath):
     def tail(self, per_req, seq_after):
-        """Tail length W for every request, unclamped by its extend length (the rows before a
-        short request's extend are taken from the previous request, or wrap)."""
         idx, start = [], 0
         for n in per_req:
             idx += range(start + n - self.W, start + n)

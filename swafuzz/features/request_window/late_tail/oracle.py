@@ -12,15 +12,7 @@ def tail_rows(per_req: list[int], W: int) -> tuple[list[int], list[int]]:
     """``per_req``: rows of each request in the forward, batch order (each request's rows are
     consecutive). Returns (indices into the forward's rows of every tail row, in order; tail
     length per request): each request's last ``min(W, n)`` rows."""
-    idx: list[int] = []
-    lens: list[int] = []
-    start = 0
-    for n in per_req:
-        t = min(W, n)
-        idx += range(start + n - t, start + n)
-        lens.append(t)
-        start += n
-    return idx, lens
+    return tail_floors(per_req, [0] * len(per_req), W)[:2]
 
 
 def tail_floors(per_req: list[int], seq_after: list[int], W: int,

@@ -1,80 +1,47 @@
-"""Breakable prefill graphs under a request window (issue 12; addendum §4 "Breakable prefill
-graphs", §5 W3/W6/W7).
+"""Breakable prefill graphs under a request window (addendum §4 "Breakable prefill graphs", §5
+W3/W6/W7): the section "Prefill graphs under a request window" of ``SEMANTICS.md`` beside this
+file, for :class:`features.request_window.engine.WindowPath`. An ``admit`` / ``extend`` with
+``exec == "graph"`` (window, no tail) whose ``n`` rows fit a token bucket ``T`` (smallest ``T >=
+n`` with ``T <= 2 * n``) runs through :class:`PrefillGraphRunner` under an executor that
+captures graphs; otherwise eagerly.
 
-Implements the "Prefill graphs under a request window" section of ``features/request_window/prefill_graphs/SEMANTICS.md``
-for :class:`features.request_window.engine.WindowPath`: an ``admit`` / ``extend`` with
-``exec == "graph"`` under a window (no late-layer tail) whose ``n`` rows fit a token bucket
-``T`` of ``graph.prefill_buckets`` (smallest ``T >= n``, and ``T <= 2 * n``: upstream's
-``_MAX_PREFILL_CUDA_GRAPH_PADDING_FACTOR``) runs through :class:`PrefillGraphRunner` when the
-executor captures graphs (``tape``, ``cudagraph``); otherwise eagerly
-(:meth:`features.request_window.engine.WindowPath.forward`).
+The pieces stand for 0.5.23's: :meth:`PrefillGraphRunner.expand` (``expand_prefill_causally``:
+padding rows repeat the last slot at position 0), :meth:`~PrefillGraphRunner.live_rows`
+(``request_window_live_rows``) and :meth:`~PrefillGraphRunner.build` (:func:`padded_layout`,
+``num_groups = min(S + 1, T)``); the capture (one request of slot 0 with ``T`` tokens) keeps
+its layout object per bucket; one captured :meth:`~PrefillGraphRunner.segment` per target layer
+(history copy and store) and an eager :meth:`~PrefillGraphRunner.brk` (the commit); a replay
+refreshes the bucket's layout object in place (:meth:`~PrefillGraphRunner.refresh`,
+``WindowLayout.copy_``, W7).
 
-How 0.5.23 does it, and what each piece here stands for:
-
-* Metadata (``init_forward_metadata_prefill`` with ``use_prefill_cuda_graph``): the batch is
-  expanded to ``T`` rows; padding rows repeat the last live row's request slot with
-  ``seq_lens_casual`` 1, i.e. position 0 (``expand_prefill_causally``); the layout is built
-  with ``num_groups = min(req slots, T)`` (``req_to_token`` has ``S + 1`` rows) and
-  ``request_window_live_rows = n``, so :func:`padded_layout` computes runs, history and commit
-  mask over the live rows only and appends ``T - n`` padding rows (slot 0, position 0, their
-  own workspace rows, never committed). :meth:`PrefillGraphRunner.expand` /
-  :meth:`PrefillGraphRunner.live_rows` / :meth:`PrefillGraphRunner.build` are those three steps.
-* Capture (``init_forward_metadata_for_breakable_cuda_graph_capture``): the capture batch is one
-  request of slot 0 with ``T`` tokens (``req_pool_indices = arange(bs)``); its layout object is
-  kept per bucket (:attr:`PrefillGraphRunner.layouts`) and activated. The breakable graph is
-  one captured segment per target layer (:meth:`PrefillGraphRunner.segment`: the window's
-  history copy and the SWA store of ``T`` K rows at ``write_loc``) and an eager break after it
-  (:meth:`PrefillGraphRunner.brk`: attention, modelled as nothing, and
-  ``DeepseekV4AttnBackend.forward``'s commit). The capture's warm-up runs each segment and
-  break once, so the capture batch commits into slot 0.
-* Replay (``prepare_forward_metadata_for_breakable_cuda_graph_replay``): a fresh layout of the
-  live batch is built and copied into the bucket's layout object in place
-  (:meth:`PrefillGraphRunner.refresh`, ``DSV4AttnMetadata.refresh_for_breakable_cuda_graph_replay_``
-  -> ``WindowLayout.copy_``, W7); the captured segments read its tensors by address. No SWA
-  location buffer is refilled under a window (``_prefill_graph_translates_swa_loc`` is False).
-
-Buffers (device of the engine): per target layer a K-row buffer ``[max bucket, row_width]`` of
-the row dtype; per bucket the layout object (``LayoutT``: int64 ``req`` / ``pos`` /
-``history_src`` / ``history_pos``, int32 ``write_loc``, bool ``history_valid`` /
-``commit_mask``, ``size = G * W + T``) and one captured handle per target layer.
-"""
+Buffers (engine device): per target layer a K-row buffer ``[max bucket, row_width]`` of the row
+dtype; per bucket the layout object (:class:`LayoutT`, ``size = G * W + T``) and one captured
+handle per target layer."""
 
 from __future__ import annotations
 
 import torch
 
 from swafuzz.features.parts import EnginePart, SGLangPart, lazy
+from swafuzz.features.request_window import window as rw
 from swafuzz.features.request_window.window import LayoutT, LayoutTokens, WinFwdObs, build_layout
 from swafuzz.targets.kv_pool import DTYPES
-from swafuzz.targets.observation import StoreObs
 
 #: upstream ``_MAX_PREFILL_CUDA_GRAPH_PADDING_FACTOR`` (0.5.23 ``prefill_cuda_graph_runner``):
 #: a batch whose bucket is more than this many times its rows runs eagerly
 MAX_PADDING_FACTOR = 2
-
-_FIELDS = ("req", "pos", "write_loc", "history_src", "history_pos", "history_valid",
-           "commit_mask")
 
 
 def padded_layout(req: torch.Tensor, pos: torch.Tensor, floor: torch.Tensor, live: int | None,
                   groups: int, W: int, cap: int, zero_row: int) -> LayoutT:
     """``window_layout(req[:live], pos[:live], floor=floor[:live], num_groups=groups,
     padded_rows=T)`` (``T = req.numel()``): the layout of the live rows, then ``T - live``
-    padding rows with slot 0, position 0, workspace rows ``groups * W + live .. groups * W + T
-    - 1`` and no commit. ``live`` None: every row is live (no padding mask)."""
-    T = req.numel()
-    if live is None or live >= T:
+    padding rows (:func:`features.request_window.window.with_padding`). ``live`` None: every
+    row is live (no padding mask)."""
+    if live is None or live >= req.numel():
         return build_layout(req, pos, floor, groups, W, cap, zero_row)
-    lay = build_layout(req[:live], pos[:live], floor[:live], groups, W, cap, zero_row)
-    pad = T - live
-    z = torch.zeros(pad, dtype=torch.int64, device=req.device)
-    wl = torch.arange(groups * W + live, groups * W + T, dtype=torch.int32, device=req.device)
-    return LayoutT(torch.cat([lay.req, z]), torch.cat([lay.pos, z]),
-                   torch.cat([lay.write_loc, wl]), lay.history_src, lay.history_pos,
-                   lay.history_valid,
-                   torch.cat([lay.commit_mask, torch.zeros(pad, dtype=torch.bool,
-                                                           device=req.device)]),
-                   groups * W + T)
+    return rw.with_padding(build_layout(req[:live], pos[:live], floor[:live], groups, W, cap,
+                                     zero_row), req.numel() - live)
 
 
 class PrefillGraphRunner:
@@ -115,15 +82,9 @@ class PrefillGraphRunner:
         """``(req, pos, floor)`` int64 ``[T]`` of the padded batch: padding rows repeat the last
         live row's slot (``req_pool_indices_repeated[-1:]``) with position 0 (seq fill 1) and
         floor 0 (``_pad_rows``)."""
-        pad = T - len(rows)
-        last = rows[-1][0]
-        dev = self.path.device
-
-        def t(v):
-            return torch.tensor(v, dtype=torch.int64, device=dev)
-
-        return (t([r[0] for r in rows] + [last] * pad), t([r[1] for r in rows] + [0] * pad),
-                t([r[2] for r in rows] + [0] * pad))
+        pad, dev = T - len(rows), self.path.device
+        fill = (rows[-1][0], 0, 0)
+        return tuple(rw.i64([r[k] for r in rows] + [fill[k]] * pad, dev) for k in range(3))
 
     def build(self, rows: list[tuple[int, int, int]], T: int):
         """The layout of a (capture or live) batch padded to bucket ``T``."""
@@ -136,8 +97,7 @@ class PrefillGraphRunner:
         """``WindowLayout.copy_``: every tensor of the bucket's layout object refreshed in place
         (sizes must match: the captured segments hold their addresses)."""
         assert held.size == fresh.size, (held.size, fresh.size)
-        for f in _FIELDS:
-            getattr(held, f).copy_(getattr(fresh, f))
+        rw.copy_layout(held, fresh)
 
     def layout_for_replay(self, T: int, fresh):
         """The layout object the replay activates: the one the capture built (W7)."""
@@ -188,12 +148,8 @@ class PrefillGraphRunner:
             self.executor.replay(self.handles[T][layer])
             self.brk(layer)
             ws.append(self.path.workspace_bytes())
-        loc = self.layouts[T].write_loc
-        stores = [StoreObs(layer=layer, loc_dtype=str(loc.dtype).removeprefix("torch."),
-                           locs=loc.tolist(), rows=T) for layer in range(self.path.cfg.layers)]
-        obs = WinFwdObs(i, 0, "EXTEND", stores, ws)
-        obs.bucket, obs.layout_id, obs.layout_size = T, self.layout_token(lay), lay.size
-        return obs
+        return rw.graph_obs(i, "EXTEND", self.layouts[T].write_loc, T, self.path.cfg.layers, ws,
+                            T, self.layout_token(lay), lay.size)
 
 
 class PrefillGraphsEngine(EnginePart):

@@ -1,21 +1,13 @@
-"""Scenario kind ``prefill_graphs``: ``admit`` / ``extend`` through breakable prefill graphs
-under a request window (issue 12; the "Prefill graphs under a request window" section of
-``features/request_window/prefill_graphs/SEMANTICS.md``).
-
-A request-window pool (no tail; one or two layers) with ``graph.prefill_buckets`` drawn from a
-few token-bucket ladders (``(4,)``, ``(2, 4, 8)``, ``(4, 8, 16)``, ``(8, 16, 32, 64)``,
-``(1, 2, 4, 8, 16, 32, 64)``) and ``window_chunk`` at least the largest bucket (so every
-bucket's layout ``min(S + 1, T) * W + T`` fits the workspace and every graph step is feasible;
-eager extends larger than the chunk may still be refused, A7). Steps: admits (any length up to
-``3 * W + 2``, even ones so encoder replay is possible), multi-request extends with and without
-folded encoder replay rows, mostly with ``exec: "graph"`` (a batch above every bucket, or with
-more than twice its rows of padding, runs eagerly), eager decodes, finishes that recycle
-slots. The same buckets are replayed many times with different live batches (the in-place
-refresh, W7) and most batches are padded (padding rows must not commit, W3/W6).
-
-Shrinks towards page size 1, window 1, one layer, one slot, the first bucket ladder, one admit
-and one step; each step's ``exec`` shrinks towards ``"graph"`` (the drawn index 0).
-"""
+"""Scenario kind ``prefill_graphs``: ``admit`` / ``extend`` through breakable prefill graphs under a
+request window (``SEMANTICS.md`` beside this file). A window pool (no tail; one or two layers)
+with ``graph.prefill_buckets`` from :data:`LADDERS` and ``window_chunk`` at least the largest
+bucket (every bucket's layout fits; eager extends past the chunk may still be refused, A7).
+Steps: admits (even half of the time, so replay is possible), multi-request extends with and
+without folded replay rows, mostly ``exec: "graph"`` (above every bucket, or padded more than
+2x: eager), eager decodes, finishes. Buckets are replayed with many live batches (the in-place
+refresh, W7), most of them padded (padding must not commit, W3/W6). Shrinks towards page size
+1, window 1, one layer, one slot, the first ladder, one admit and one step, ``exec`` towards
+``"graph"``."""
 
 from __future__ import annotations
 

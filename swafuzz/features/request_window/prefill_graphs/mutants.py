@@ -1,15 +1,11 @@
-"""Mutants of breakable prefill graphs under a request window (feature ``prefill_graphs``;
-addendum §4 "Breakable prefill graphs", §5 W3/W6/W7).
-
-Each is a :class:`targets.engine.UnifiedEngine` whose window path uses a
-:class:`features.prefill_graphs.engine.PrefillGraphRunner` subclass overriding one method. All are
-reached only by the ``prefill_graphs`` kind (the only kind with ``exec: "graph"`` on ``admit``
-/ ``extend``).
-"""
+"""Mutants of breakable prefill graphs under a request window (feature ``prefill_graphs``; addendum
+§4, §5 W3/W6/W7): one :class:`PrefillGraphRunner` method overridden
+(:mod:`features.request_window.mutants`); kind ``prefill_graphs``, the only one with ``exec:
+"graph"`` on ``admit`` / ``extend``."""
 
 from __future__ import annotations
 
-from swafuzz.features.request_window.engine import WindowPath
+from swafuzz.features.request_window.engine import WindowPath, path_with
 from swafuzz.features.request_window.prefill_graphs.engine import PrefillGraphRunner
 from swafuzz.targets.engine import UnifiedEngine
 from swafuzz.targets.mutants import mutant
@@ -17,13 +13,8 @@ from swafuzz.targets.mutants import mutant
 KIND = ("prefill_graphs",)
 
 
-def _path(runner_cls):
-    return type(f"_Path{runner_cls.__name__}", (WindowPath,), {"prefill_runner_cls": runner_cls})
-
-
 class _PadRowsCommit(PrefillGraphRunner):
     def live_rows(self, n, T):
-        """No live-row count: the layout covers every padded row as a live one."""
         return None
 
 
@@ -35,7 +26,7 @@ class PrefillGraphPadRowsCommit(UnifiedEngine):
     passed): padding rows repeat the last request's slot at position 0, extend its run and
     commit into its ring (tag 0), and shift its commit mask."""
 
-    step_path_cls = _path(_PadRowsCommit)
+    step_path_cls = path_with(WindowPath, prefill_runner_cls=_PadRowsCommit)
 
 
 class _RefreshSkipped(PrefillGraphRunner):
@@ -52,12 +43,11 @@ class PrefillGraphRefreshSkipped(UnifiedEngine):
     ``refresh_for_breakable_cuda_graph_replay_`` ignores the layout), so every replay commits
     the capture batch's slot-0 rows."""
 
-    step_path_cls = _path(_RefreshSkipped)
+    step_path_cls = path_with(WindowPath, prefill_runner_cls=_RefreshSkipped)
 
 
 class _LayoutRebound(PrefillGraphRunner):
     def layout_for_replay(self, T, fresh):
-        """The fresh layout object is activated; the captured one is left as it was."""
         return fresh
 
 
@@ -69,4 +59,4 @@ class PrefillGraphLayoutRebound(UnifiedEngine):
     place (``copy_`` vs rebinding): the eager commit uses the live layout, the captured history
     copy the stale one."""
 
-    step_path_cls = _path(_LayoutRebound)
+    step_path_cls = path_with(WindowPath, prefill_runner_cls=_LayoutRebound)

@@ -1,26 +1,13 @@
 """Prefill-graph oracle: ``admit`` / ``extend`` through a breakable prefill graph under a request
-window (issue 12), from the Case alone.
-
-Plain Python over ints, lists and bytearrays (no torch; never imports ``targets/`` or
-``kernels/``). Implements the "Prefill graphs under a request window" section of
-``features/request_window/prefill_graphs/SEMANTICS.md`` on top of :class:`features.request_window.oracle.WindowShadow`, whose graph
-lane (the expectation of executors that capture graphs) runs such a step through
-:func:`prefill_lane`; its eager lane runs it as any window EXTEND.
-
-* :func:`prefill_bucket`: the token bucket of a step (its own search over
-  ``graph.prefill_buckets``; the padding factor 2), and the capture's workspace bound (a bucket
-  whose layout ``min(S + 1, T) * W + T`` exceeds the workspace makes the Case infeasible);
-* :func:`prefill_lane`: the capture's warm-up (slot 0 tags of positions ``max(0, T - cap) ..
-  T - 1``, first use of a bucket only), then per layer the history rows, the ``T`` written
-  workspace rows (K rows ``rows_bytes(seed, step, 0, "target", layer, T)``) and the commit of
-  the live committed rows; padding rows never commit;
-* :func:`expected_prefill_graph_use`: the captures and replays a graph executor must count
-  (one segment per target layer).
-"""
+window, from the Case (plain Python; the section of ``SEMANTICS.md`` beside this file), on
+:class:`features.request_window.oracle.WindowShadow`, whose graph lane runs such a step through
+:func:`prefill_lane` (its eager lane as any window EXTEND). :func:`prefill_bucket`: a step's
+token bucket (padding factor 2; a bucket whose layout overflows the workspace is infeasible);
+:func:`expected_prefill_graph_use`: the captures and replays (one segment per target layer)."""
 
 from __future__ import annotations
 
-from swafuzz.features.request_window.oracle_layout import Layout, WinFwdExp, layout
+from swafuzz.features.request_window.oracle_layout import WinFwdExp, padded_layout
 from swafuzz.oracles.errors import CaseInfeasible
 from swafuzz.scenarios.case import Case, Step
 
@@ -55,7 +42,9 @@ def prefill_bucket(sh, i: int, s: Step, n: int) -> int | None:
 
 def prefill_lane(sh, i: int, rows: list[tuple[int, int, int]], T: int) -> None:
     """The graph lane of a prefill-graph forward of ``rows`` (``(slot, position, floor)``) in
-    bucket ``T`` (module docstring)."""
+    bucket ``T``: the capture's warm-up on first use (slot-0 tags of positions ``max(0, T -
+    cap) .. T - 1``), then per layer the history rows, the ``T`` written rows and the commit of
+    the live committed rows (padding rows never commit)."""
     if sh.exp.refused is not None:
         return
     G = min(sh.cfg.window_slots + 1, T)
@@ -64,12 +53,8 @@ def prefill_lane(sh, i: int, rows: list[tuple[int, int, int]], T: int) -> None:
         for tags in sh.tags:
             for p in range(max(0, T - sh.cap), T):
                 tags[p % sh.cap] = p
-    n = len(rows)
-    live = layout(rows, G, sh.W, sh.cap, sh.Z)
-    lay = Layout(G, [G * sh.W + k for k in range(T)], live.history_src, live.history_pos,
-                 live.history_valid, live.commit + [False] * (T - n), live.runs, G * sh.W + T)
-    padded = list(rows) + [(0, 0, 0)] * (T - n)
-    locs, wsb = sh.run_layers(i, lay, padded, T)
+    lay = padded_layout(rows, T - len(rows), G, sh.W, sh.cap, sh.Z)
+    locs, wsb = sh.run_layers(i, lay, list(rows) + [(0, 0, 0)] * (T - len(rows)), T)
     sh.exp.forwards.append(WinFwdExp(i, 0, "EXTEND", False, locs, [], [], wsb, list(lay.commit),
                                      list(lay.runs), T, lay.size))
 

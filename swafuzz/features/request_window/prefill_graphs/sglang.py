@@ -1,28 +1,15 @@
-"""The ``sglang`` target's breakable prefill graphs under a request window (issue 12; 0.5.23
-only): :class:`features.prefill_graphs.engine.PrefillGraphRunner` with the release's pieces where they
-run on CPU.
+"""The ``sglang`` target's breakable prefill graphs under a request window (0.5.23 only):
+:class:`features.request_window.prefill_graphs.engine.PrefillGraphRunner` with the release's
+pieces where they run on CPU.
 
-Real (the release's code runs):
-
-* ``expand_prefill_causally`` (``kernels/ops/attention/dsv4/attn_metadata_kernels.py``, torch
-  branch): the per-row request slots and ``seq_lens_casual`` of the batch padded to the bucket
-  (padding rows repeat the last request, seq 1);
-* ``window_layout(req[:live], pos[:live], floor=, num_groups=min(S + 1, T), padded_rows=T)``
-  (torch branch), called with the arguments 0.5.23's ``make_core_attn_metadata`` passes under
-  ``use_prefill_cuda_graph`` (``request_window_live_rows`` = the live rows);
-* ``DSV4AttnMetadata.refresh_for_breakable_cuda_graph_replay_`` on the bucket's captured core
-  metadata (a stand-in record holding the layout, every other field None) and with it
-  ``WindowLayout.copy_`` (the in-place refresh, W7, with its size assert);
-* ``RequestWindow.activate`` / ``buffer`` / ``commit`` and the resolver's W branch through
-  ``store_cache`` inside the captured segments (:class:`features.request_window.sglang.SGLangWindowPath`),
-  with the release's ``model_capture_mode`` flag set while a bucket is captured (so ``buffer``
-  keys its history copy with the capture phase and skips its host-synchronising W5 check).
-
-Modelled: the prefill-graph runner itself (capture batch, segments and breaks, replay order:
-``PrefillCudaGraphRunner`` needs a model runner), the floors of padding rows (``_pad_rows``:
-0), and the history copy of every captured segment (``prepared`` dropped before each, the
-runner's capture scope; see the module docstring of :mod:`features.prefill_graphs.engine`).
-"""
+Real: ``expand_prefill_causally`` (torch branch), ``window_layout(req[:live], ...,
+num_groups=min(S + 1, T), padded_rows=T)`` as ``make_core_attn_metadata`` calls it under
+``use_prefill_cuda_graph``, ``DSV4AttnMetadata.refresh_for_breakable_cuda_graph_replay_`` (and
+``WindowLayout.copy_``, W7) on a stand-in core metadata, and ``RequestWindow`` with the
+resolver's W branch through ``store_cache`` inside the captured segments, under the release's
+``model_capture_mode`` while capturing. Modelled: the runner (capture batch, segments, breaks,
+replay order), padding rows' floors (0) and the history copy of every captured segment. Per
+release: ``sglang_facts.json`` beside this file."""
 
 from __future__ import annotations
 

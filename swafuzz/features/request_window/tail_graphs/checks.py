@@ -1,31 +1,19 @@
-"""The ``tail_graph`` check (issue 12; addendum §5 T1 and T4, §6 A3): the late-layer tail under
-graphs, comparing the window-path forwards the target reports (``WinFwdObs`` with its
-``tail_graph`` dict, :mod:`features.tail_graphs.engine`) with the tail-graph oracle
-(the window channel's ``tail_graph``, :mod:`features.tail_graphs.oracle`), which predicts from the
-Case alone.
-
-Per forward with ``tail_exec``:
-
-* the path: the row bucket the late layers replayed is the Case's (smallest tail bucket >= the
-  tail's rows; an IDLE DP rank: >= ``max(rank_tokens)``; None: eager fallback);
-* A3: every late-layer store got as many K rows as locations (the store break slices K to the
-  real rows, never to the bucket); an IDLE rank's late layers store nothing;
-* T1 (prefill-graph tail): every late-layer store got exactly ``tail_capacity`` int32
-  locations, zero at every row from ``real_rows_count`` on;
-* T4: after the tail is left, a store resolves the forward's own locations again (not the
-  tail's) and the batch's non-padded count is the forward's row count again.
-
-Which slots the real tail rows hit (T2/T3) stays the ``tail`` check's; the bytes they leave
-stay ``pool_bytes`` / ``window``'s. Proven by ``tail_graph_exit_keeps_tail`` (T4) and
-``tail_graph_dp_own_bucket`` (the DP bucket), each killed by this check alone; it also fires on
-``tail_capacity_not_zeroed`` (T1).
-"""
+"""The ``tail_graph`` check (addendum §5 T1, T4, §6 A3): per forward with ``tail_exec``, the
+target's ``WinFwdObs.tail_graph`` (:mod:`features.request_window.tail_graphs.engine`) against
+the tail-graph oracle's: the row bucket the late layers replayed (an IDLE DP rank's from
+``max(rank_tokens)``; None: eager); A3: every late-layer store got as many K rows as locations
+(an IDLE rank's none); T1 (prefill-graph tail): ``tail_capacity`` int32 locations, zero from
+``real_rows_count`` on; T4: after the tail a store resolves the forward's own locations and the
+non-padded count is the forward's again. Which slots the tail hits (T2/T3) and their bytes are
+the ``tail`` / ``pool_bytes`` / ``window`` checks'. Proven by ``tail_graph_exit_keeps_tail``
+and ``tail_graph_dp_own_bucket`` (this check alone); fires on ``tail_capacity_not_zeroed``."""
 
 from __future__ import annotations
 
 from swafuzz.checks.base import Failure, pair_by_forward
 from swafuzz.checks.registry import check
 from swafuzz.features.request_window.channel import expected, observed
+from swafuzz.features.request_window.lane import failed
 
 
 def _where(e) -> str:
@@ -94,8 +82,6 @@ def check_tail_graph(case, obs, exp) -> list[Failure]:
                 problem = (f"after leaving the tail the batch's non-padded count is {pc}, "
                            f"expected the forward's {e.probe_count} rows (T4: saved counts "
                            "restored)", "count")
-        if problem:
-            fails.append(Failure("tail_graph", f"{where}: {problem[0]}", problem[1], e.step,
-                                 e.fwd))
+        if failed(fails, "tail_graph", where, problem, e.step, e.fwd):
             break
     return fails

@@ -1,55 +1,37 @@
-"""The late-layer tail under graphs (issue 12; addendum §2.4, §3 T, §4, §5 T1/T4, §6 A3/A9).
+"""The late-layer tail under graphs (addendum §2.4, §3 T, §4, §5 T1/T4, §6 A3/A9): the paragraph
+"Late-layer tail under graphs" of ``SEMANTICS.md`` beside this file. :class:`TailGraphPath` is
+:class:`features.request_window.engine.WindowPath` plus the steps with ``tail_exec`` (upstream
+0.5.23 ``DecoderReplayTail`` row-bucket graphs, whose SWA store is an eager break, and 0.5.22's
+prefill-graph tail over a capacity-sized block of persistent buffers).
 
-Implements the "Late-layer tail under graphs" paragraph of ``features/request_window/tail_graphs/SEMANTICS.md`` for the
-engine's V4.1 path: :class:`TailGraphPath` is :class:`features.request_window.engine.WindowPath` plus the
-steps with ``tail_exec`` (everything else is the parent's, unchanged). Upstream (sglang 0.5.23):
-``DecoderReplayTail`` (``srt/models/deepseek_v4_replay_tail.py``) runs the late layers from
-row-bucket graphs (``RowBucketGraphRunner``) whose SWA store is an eager break
-(``_tail_kv_store``) slicing K to ``global_num_token_non_padded_cpu``; the 0.5.22 prefill-graph
-tail (``DeepseekV4AttnBackend._build_late_layer_tail_metadata(for_prefill_graph=True)``) runs
-them inside the prefill graph over a capacity-sized block of persistent buffers.
+* :class:`TailBucketRunner`: the bucket choice (:meth:`~TailBucketRunner.bucket_from`: under DP
+  the largest rank's rows), per late layer a static K buffer of the largest bucket's rows, and
+  the store break's K sliced to the real rows (:meth:`~TailBucketRunner.k_rows`, A3). The store
+  is an eager break upstream, so the body runs host-side under every executor.
+* the prefill-graph tail (paged pools): an int64 full-location and an int32 SWA-location buffer
+  of ``graph.tail_capacity`` rows, refilled in place per forward (real rows first, zeros after:
+  :meth:`TailGraphPath.fill_capacity`); under a graph executor the late layers' stores are one
+  captured block (:meth:`TailGraphPath.prefill_graph_block`); entering the tail sets the batch's
+  non-padded count to ``real_rows_count``, leaving restores it.
+* the IDLE DP rank (window pools) replays the peer's bucket with no rows: no store, and no
+  commit although the graph relabels its batch EXTEND (:meth:`TailBucketRunner.commit_allowed`,
+  A9).
+* T4: after :meth:`TailGraphPath.exit_graph_tail` the path resolves what a store would get now
+  (:meth:`TailGraphPath.probe`) and reads the batch's non-padded count.
 
-What is modelled, and what is not:
-
-* :class:`TailBucketRunner`: the bucket choice (smallest ``graph.tail_buckets`` entry >= the
-  tail's rows, under DP >= the largest rank's: :meth:`TailBucketRunner.bucket_from`; none: the
-  tail runs eagerly), per late layer a static K buffer of the largest
-  bucket's rows (the graph's static input: padding rows keep what earlier replays left), and
-  the store break: K sliced to the real rows (:meth:`TailBucketRunner.k_rows`). The store is an
-  eager break upstream, so no device work of the store is captured; the model runs the body
-  host-side under every executor (the tape executor is not involved; a captured segment
-  without a store would record nothing this harness observes).
-* the prefill-graph tail (paged pools): a persistent int64 full-location buffer and an int32
-  SWA-location buffer of ``graph.tail_capacity`` rows; each forward refills them in place (real
-  rows first, every entry past ``real_rows_count`` zeroed: :meth:`TailGraphPath.fill_capacity`),
-  the tail metadata carries the whole int32 buffer, and the late layers' stores take
-  ``tail_capacity`` K rows. Under a graph executor (tape, cudagraph) the late layers' stores
-  are one captured block (:meth:`TailGraphPath.prefill_graph_block`: captured at the first
-  prefill-graph tail with both buffers zero, replayed per forward), as upstream's stores run
-  inside the prefill graph's captured segments and read the persistent buffer; eager: stored
-  directly. Entering the tail sets the batch's non-padded count to
-  ``real_rows_count``; leaving restores it.
-* the IDLE DP rank (request-window pools): ``DecoderReplayTail.run_idle`` replays the peer's
-  bucket with zero rows of its own: no store; the batch is relabelled EXTEND inside the graph
-  (A9), and the commit must still be skipped (:meth:`TailBucketRunner.commit_allowed` keeps
-  the rank's IDLE flag; upstream's ``forward`` guards on the relabelled mode only).
-* T4 made observable: after leaving the graph tail (:meth:`TailGraphPath.exit_graph_tail`), the
-  path resolves what a store would get now (:meth:`TailGraphPath.probe`, no side effect on
-  the window) and reads the batch's non-padded count; both go into ``WinFwdObs.tail_graph``.
-
-Observation (``WinFwdObs.tail_graph``, a dict; absent on forwards without ``tail_exec``):
-``exec`` ("bucket" / "prefill"), ``bucket`` (the row bucket replayed; None: eager fallback or
-prefill), ``capacity`` (prefill: the buffer's rows), ``probe_locs`` / ``probe_dtype`` (what a
-store after exit resolves), ``probe_count`` (the batch's non-padded rows after exit).
-"""
+``WinFwdObs.tail_graph`` (a dict, on forwards with ``tail_exec``): ``exec``, ``bucket`` (None:
+eager fallback or prefill), ``capacity`` (prefill), ``probe_locs`` / ``probe_dtype`` /
+``probe_count`` (after exit)."""
 
 from __future__ import annotations
 
 import torch
 
 from swafuzz.features.parts import EnginePart, SGLangPart, lazy
-from swafuzz.features.request_window.engine import WindowPath, WinFwdObs
+from swafuzz.features.request_window import window as rw
+from swafuzz.features.request_window.engine import WindowPath
 from swafuzz.features.request_window.rules import uses_window_path
+from swafuzz.features.request_window.window import WinFwdObs
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.observation import StoreObs
 
@@ -206,17 +188,8 @@ class TailGraphPath(WindowPath):
         if not te:
             return super().forward(i, mode, rows, locs, groups, per_req, fwd=fwd, replay=replay,
                                    low_ratio=low_ratio)
-        dev = self.device
-
-        def t(v):
-            return torch.tensor(v, dtype=torch.int64, device=dev)
-
-        req, pos, floor = t([r[0] for r in rows]), t([r[1] for r in rows]), t([r[2] for r in rows])
-        fb = ForwardBatch(mode, groups, t(locs), t([1] * groups), pos)
+        fb, comp = self.batch(mode, rows, locs, groups, per_req, replay, low_ratio)
         fb.num_non_padded = len(rows)
-        self.init_metadata(fb, req, floor, groups, per_req)
-        comp = (self.compressor_obs(fb, replay, low_ratio) if mode == ForwardMode.EXTEND
-                else None)
         idle_rank = mode.is_idle()
         tm = self.tail_metadata
         T = None
@@ -250,8 +223,7 @@ class TailGraphPath(WindowPath):
                 ks = {lay: self.e.rows_tensor(i, fwd, "target", lay, self.cap_rows)
                       for lay in range(layer, self.cfg.layers)}
                 for lay, loc in sorted(self.prefill_graph_block(fb, ks).items()):
-                    stores.append(StoreObs(layer=lay, loc_dtype=str(loc.dtype).removeprefix(
-                        "torch."), locs=loc.tolist(), rows=self.cap_rows))
+                    stores.append(rw.store_obs(lay, loc, self.cap_rows))
                 break
             if not late:
                 n = len(rows)
@@ -264,8 +236,7 @@ class TailGraphPath(WindowPath):
                 k = self.tail_graph.k_rows(layer, k, T)
             loc = self.store(layer, fb, k)
             self.commit(layer, fb)
-            stores.append(StoreObs(layer=layer, loc_dtype=str(loc.dtype).removeprefix("torch."),
-                                   locs=loc.tolist(), rows=k.shape[0]))
+            stores.append(rw.store_obs(layer, loc, k.shape[0]))
             if self.on:
                 ws.append(self.workspace_bytes())
         obs = WinFwdObs(i, fwd, mode.name, stores, ws, comp=comp)
@@ -273,7 +244,7 @@ class TailGraphPath(WindowPath):
         if saved is not None:
             self.exit_graph_tail(saved, fb)
             p = self.probe(fb)
-            info.update(probe_locs=p.tolist(), probe_dtype=str(p.dtype).removeprefix("torch."),
+            info.update(probe_locs=p.tolist(), probe_dtype=rw.dtype_name(p),
                         probe_count=fb.num_non_padded)
         obs.tail_graph = info
         return obs

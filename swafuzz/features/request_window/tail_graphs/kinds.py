@@ -1,21 +1,13 @@
-"""Scenario kind ``tail_graphs``: the late-layer tail under graphs (issue 12; addendum §2.4,
-§5 T1/T4, §6 A3/A9).
-
-A pool with a late-layer tail (two or three layers), paged or with a request window (paged
-first: shrinks towards it), row buckets ``graph.tail_buckets`` = the first 1..3 multiples of the
-window (upstream: multiples of the 128-row window, ``SGLANG_DSV4_DECODER_TAIL_GRAPH_MAX_ROWS``),
-on a paged pool a prefill-graph tail capacity ``graph.tail_capacity`` of ``W..3W+2`` rows, and
-``topk`` 0 or 1 (an IDLE rank with MTP skips its metadata init). Steps: admits (eager tails),
-extends of 1..3 requests whose late layers run through a row-bucket graph (a tail above every
-bucket falls back to eager), the prefill-graph tail (paged; only when the tail fits the
-capacity) or eagerly (a third of the row-bucket extends are DP ranks: ``rank_tokens`` 0..3W+1
-other ranks' tail rows pick the shared bucket); pairs of prefill-graph extends, the first with the larger tail (the
-buffer rows the second must zero); decodes; finishes; and, under a window, IDLE DP ranks that
-replay a peer's tail bucket (``dp_decode`` with no rids, ``rank_tokens`` 1..3W+1: some above
-every bucket). Every Case is valid (the tail-graph oracle, :mod:`features.tail_graphs.oracle`, is the
-reference). Shrinks towards a paged pool, page size 1, window 1, one bucket, one admit and one
-extend.
-"""
+"""Scenario kind ``tail_graphs``: the late-layer tail under graphs (addendum §2.4, §5 T1/T4, §6
+A3/A9). A tail pool (two or three layers), paged first (shrinks towards it) or windowed, row
+buckets the first 1..3 multiples of the window (upstream: of 128 rows), on a paged pool a
+prefill-graph tail capacity of ``W..3W+2`` rows, ``topk`` 0 or 1. Steps: admits; extends of
+1..3 requests whose tail runs through a row-bucket graph (above every bucket: eager), the
+prefill-graph tail (paged, when it fits) or eagerly, a third of the row-bucket ones DP ranks
+(``rank_tokens`` 0..3W+1 pick the shared bucket); pairs of prefill-graph extends, the first
+with the larger tail; decodes; finishes; under a window, IDLE DP ranks replaying a peer's tail
+bucket. Valid Cases only (reference: :mod:`features.request_window.tail_graphs.oracle`).
+Shrinks towards a paged pool, page size 1, window 1, one bucket, one admit and one extend."""
 
 from __future__ import annotations
 

@@ -1,29 +1,19 @@
 """Mutants of the late-layer tail under graphs (feature ``tail_graphs``; addendum §5 T1/T4, §6
-A3/A9).
-
-Each is a :class:`targets.engine.UnifiedEngine` whose V4.1 path is a
-:class:`features.tail_graphs.engine.TailGraphPath` subclass (or uses a
-:class:`features.tail_graphs.engine.TailBucketRunner` subclass) overriding one method. All are reached
-only by the ``tail_graphs`` kind (the only kind with ``tail_exec`` steps).
-"""
+A3/A9): one :class:`TailGraphPath` or :class:`TailBucketRunner` method overridden
+(:mod:`features.request_window.mutants`); kind ``tail_graphs``, the only one with ``tail_exec``."""
 
 from __future__ import annotations
 
 import torch
 
+from swafuzz.features.request_window.engine import path_with
 from swafuzz.features.request_window.tail_graphs.engine import TailBucketRunner, TailGraphPath
 from swafuzz.targets.engine import UnifiedEngine
 from swafuzz.targets.mutants import mutant
 
 
-def _runner_path(runner_cls):
-    return type(f"_Path{runner_cls.__name__}", (TailGraphPath,), {"tail_runner_cls": runner_cls})
-
-
 class _BucketRows(TailBucketRunner):
     def k_rows(self, layer, live, T):
-        """The store break takes the bucket's rows: the live rows, then the padding rows the
-        static buffer holds."""
         static = self.static_rows[layer]
         static[:live.shape[0]].copy_(live)
         return static[:T]
@@ -36,7 +26,7 @@ class TailGraphKBucketRows(UnifiedEngine):
     """The row-bucket graph's store break hands the store the bucket's padded K rows instead of
     slicing them to ``global_num_token_non_padded_cpu``: more K rows than tail locations."""
 
-    step_path_cls = _runner_path(_BucketRows)
+    step_path_cls = path_with(TailGraphPath, tail_runner_cls=_BucketRows)
 
 
 class _CapacityKeptPath(TailGraphPath):
@@ -75,7 +65,6 @@ class TailGraphExitKeepsTail(UnifiedEngine):
 
 class _Relabelled(TailBucketRunner):
     def commit_allowed(self, fb, idle_rank):
-        """Upstream's guard: the (relabelled) batch mode only."""
         return not fb.forward_mode.is_idle()
 
 
@@ -86,12 +75,11 @@ class TailGraphIdleRelabelled(UnifiedEngine):
     """An IDLE DP rank replaying a peer's tail bucket commits its active (idle) layout in every
     late layer: the graph relabels its batch EXTEND, which defeats the commit's IDLE guard."""
 
-    step_path_cls = _runner_path(_Relabelled)
+    step_path_cls = path_with(TailGraphPath, tail_runner_cls=_Relabelled)
 
 
 class _OwnBucket(TailBucketRunner):
     def bucket_from(self, own, peers):
-        """The rank's own tail rows pick the bucket (``bucket_from`` not passed)."""
         return own
 
 
@@ -103,13 +91,11 @@ class TailGraphDpOwnBucket(UnifiedEngine):
     """A DP rank replays the bucket of its own tail rows, not the largest rank's (every rank
     must replay the same bucket for the collectives)."""
 
-    step_path_cls = _runner_path(_OwnBucket)
+    step_path_cls = path_with(TailGraphPath, tail_runner_cls=_OwnBucket)
 
 
 class _ReboundPath(TailGraphPath):
     def fill_capacity(self, fb):
-        """A fresh location buffer per forward (rebinding, not an in-place refill): eager stores
-        read the new one, a captured prefill graph keeps reading the one it captured."""
         self.cap_swa = torch.empty_like(self.cap_swa)
         super().fill_capacity(fb)
 

@@ -1,27 +1,12 @@
-"""Tail-graph oracle: the late-layer tail under graphs, from the Case (issue 12; addendum §2.4,
-§5 T1/T4, §6 A3/A9).
-
-Plain Python over ints, lists and bytearrays (no torch; never imports ``targets/`` or
-``kernels/``). :class:`TailGraphShadow` is :class:`features.request_window.oracle.WindowShadow` plus the steps
-with ``tail_exec`` (the "Late-layer tail under graphs" paragraph of ``features/request_window/tail_graphs/SEMANTICS.md``);
-without them it is the window shadow unchanged. Per tail-graph forward it predicts
-(:class:`TailGraphExp`, in ``WindowExp.tail_graph``):
-
-* ``bucket``: the row bucket replayed (smallest ``graph.tail_buckets`` entry >= the tail's
-  rows, under DP >= ``max(rows, *rank_tokens)``, for an IDLE DP rank >= ``max(rank_tokens)``;
-  None: no bucket fits, the tail runs eagerly); None for a prefill-graph tail;
-* ``real_rows`` / ``capacity``: the tail's rows, and for a prefill-graph tail the rows of the
-  location buffer every late-layer store receives (real rows' SWA slots, then zeros: T1);
-* ``probe_locs`` / ``probe_count`` (T4): after the tail is left, a store resolves the forward's
-  own locations (window: the full layout's ``write_loc``, ``groups * W + i``; paged:
-  ``M[loc]`` of every row) and the batch's non-padded count is the forward's rows; None for an
-  IDLE rank (it never enters a tail).
-
-The window / paged expectations (``WinFwdExp``) of those forwards are extended the same way: a
-prefill-graph tail's late layers receive ``tail_capacity`` locations and K rows (padding rows to
-slot 0, the dummy page); an IDLE rank's late layers store nothing and commit nothing (their
-``locs`` are empty, the workspace and ring stay as the early layers left them).
-"""
+"""Tail-graph oracle: the late-layer tail under graphs, from the Case (plain Python; the paragraph
+"Late-layer tail under graphs" of ``SEMANTICS.md`` beside this file). :class:`TailGraphShadow`
+is :class:`features.request_window.oracle.WindowShadow` plus the steps with ``tail_exec``. Per
+tail-graph forward (:class:`TailGraphExp`, in ``WindowExp.tail_graph``): the row ``bucket``
+replayed (None: eager, or a prefill-graph tail), ``real_rows`` / ``capacity`` (a prefill-graph
+tail's location buffer: real SWA slots, then zeros, T1) and ``probe_locs`` / ``probe_count``
+(T4: after the tail the forward's own locations and row count; None for an IDLE rank). The
+forwards' ``WinFwdExp`` follow: a prefill-graph tail's late layers take ``tail_capacity`` rows
+(padding to the dummy page); an IDLE rank's late layers store and commit nothing."""
 
 from __future__ import annotations
 

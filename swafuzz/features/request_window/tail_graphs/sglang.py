@@ -1,25 +1,13 @@
-"""The ``sglang`` target's late-layer tail under graphs (issue 12; 0.5.23 adapter only): the
-engine model's :class:`features.tail_graphs.engine.TailGraphPath` on top of SGLang's V4.1 path
-(:class:`features.request_window.sglang.SGLangWindowPath`).
+"""The ``sglang`` target's late-layer tail under graphs (0.5.23 adapter only): the engine model's
+:class:`features.request_window.tail_graphs.engine.TailGraphPath` on top of
+:class:`features.request_window.sglang.SGLangWindowPath`.
 
-Real (the release's code runs): ``DeepseekV4AttnBackend.enter_late_layer_tail`` and
-``exit_late_layer_tail`` (the swap of ``forward_metadata``, the saved and restored non-padded
-counts, ``real_rows_count`` of a prefill-graph tail, the request window's activation of the
-tail layout) on the adapter's backend instance built without ``__init__``, with a forward
-batch carrying the count fields they read; the ``LateLayerTail`` record of a prefill-graph tail
-(capacity-sized ``token_indices`` / ``positions``, ``scatter_indices``, ``real_rows_count``,
-the int32 location buffer); the resolver and store path of :mod:`features.request_window.sglang`;
-``late_layer_tail_layout``; the translation through the release's pool.
-
-Modelled (see the TABLE in :mod:`targets.sglang`): the row-bucket runner
-(``DecoderReplayTail`` / ``RowBucketGraphRunner`` are CUDA only: ``_flatten_state`` asserts CUDA
-tensors, capture reads ``torch.cuda.mem_get_info``, the breaks need a piecewise forward
-context), so the bucket choice, its static K rows and the store break's slice are the engine
-model's; the refill of the prefill-graph tail's persistent buffers (upstream inside
-``_build_late_layer_tail_metadata(for_prefill_graph=True)``, which also builds the prefill
-attention metadata through ``init_forward_metadata_prefill``: FlashMLA plans, page tables, a
-model runner); the IDLE rank's commit guard.
-"""
+Real: ``enter_late_layer_tail`` / ``exit_late_layer_tail`` (metadata swap, saved non-padded
+counts, ``real_rows_count``, the tail layout's activation) on the adapter's bare backend, the
+prefill-graph tail's ``LateLayerTail`` record, and the window path's resolver, store, tail
+layout and translation. Modelled: the row-bucket runner (``DecoderReplayTail`` /
+``RowBucketGraphRunner`` are CUDA only), the refill of the prefill-graph tail's buffers and the
+IDLE rank's commit guard. Per release: ``sglang_facts.json`` beside this file."""
 
 from __future__ import annotations
 

@@ -1,28 +1,25 @@
-"""The ``compressor`` and ``reprefill`` checks (issue 12; addendum §5 E1, T5, §6 A13).
+"""The ``compressor`` and ``reprefill`` checks (addendum §5 E1, T5, §6 A13): the target's
+window-path forwards against the window oracle's.
 
-Both compare the target's window-path channel (its forwards, see
-:mod:`features.request_window.channel`, :mod:`features.request_window.engine` /
-:mod:`features.tail_prefix.engine`) with the window oracle's (:mod:`features.request_window.oracle`,
-:mod:`features.tail_prefix.oracle`), which predicts everything from the Case alone.
-
-``compressor`` (E1): on every EXTEND forward of the window / tail path, the compressors' write
-locations (int64, one per row of the forward): 0 for the replay rows the fold prepends, the
-row's full location otherwise (the separate replay forward: its cached full locations); the
-ratio-4 compressor's slots (``loc // 4`` where ``(pos + 1) % 4 == 0``, else 0); and whether the
-ratio-1/2 source compressors ran (not on a separate replay forward).
-
-``reprefill`` (T5 / A13): every ``admit`` with a prefix hit on a pool with a late-layer tail
-computes the rows the Case determines after the radix cap (the last ``min(W, length)`` tokens at
-least are re-prefilled, so the late layers never read SWA rows they did not write); reported
-with the hit the target used.
-"""
+``compressor`` (E1), per EXTEND forward of the window / tail path: the compressors' int64 write
+locations (0 for a folded replay row, else the row's full location), the ratio-4 slots
+(``loc // 4`` where ``(pos + 1) % 4 == 0``, else 0), and whether the ratio-1/2 source
+compressors ran (not on a separate replay forward). ``reprefill`` (T5 / A13): every prefix
+``admit`` on a pool with a late-layer tail computes the rows the Case determines after the radix
+cap (at least the last ``min(W, length)`` tokens), reported with the hit the target used."""
 
 from __future__ import annotations
 
 from swafuzz.checks.base import Failure
 from swafuzz.checks.registry import check
 from swafuzz.features.request_window.channel import expected, observed
-from swafuzz.features.request_window.lane import fwd_label, window_pairs
+from swafuzz.features.request_window.lane import failed, fwd_label, window_pairs
+
+_REPREFILL_DEFENCE = (
+    "names the cause of a late-layer prefix hit that skips the re-prefill (T5 / A13): a hit longer "
+    "than the cap always allocates fewer tokens than the Case determines, which invariants "
+    "(request table), pool_bytes / tail (paged pool) or window (rows, workspace, ring) see too; "
+    "reprefill says which hit and why")
 
 
 def _first(a: list, b: list) -> int:
@@ -64,19 +61,11 @@ def check_compressor(case, obs, exp) -> list[Failure]:
             problem = (f"ratio-1/2 source compressors {'ran' if got.low_ratio else 'skipped'}, "
                        f"expected {'run' if want.low_ratio else 'skipped'} (a separate replay "
                        "forward skips them)", "low_ratio")
-        if problem:
-            fails.append(Failure("compressor", f"{fwd_label(o)}: {problem[0]}", problem[1], o.step,
-                                 o.fwd))
+        failed(fails, "compressor", fwd_label(o), problem, o.step, o.fwd)
     return fails
 
 
-@check(
-    "reprefill",
-    defence="names the cause of a late-layer prefix hit that skips the re-prefill (T5 / "
-            "A13): a hit longer than the cap always allocates fewer tokens than the Case "
-            "determines, which invariants (request table), pool_bytes / tail (paged "
-            "pool) or window (rows, workspace, ring) see too; reprefill says which hit "
-            "and why")
+@check("reprefill", defence=_REPREFILL_DEFENCE)
 def check_reprefill(case, obs, exp) -> list[Failure]:
     """See the module docstring. Fires on ``prefix_hit_without_reprefill`` (A13 / T5); defence
     in depth (reason in its ``@check``)."""

@@ -1,24 +1,13 @@
-"""Prefix hits on the V4.1 path, compressor write locations and the separate encoder-replay
-forward, for the engine model's window / tail path (:class:`features.request_window.engine.WindowPath`, whose
-base class :class:`TailPrefixMixin` is). Implements the section "Prefix hits on the V4.1 path,
-compressor locations, separate replay" of ``features/request_window/tail_prefix/SEMANTICS.md`` (addendum §2.3, §2.4, §5 T5 /
-E1 / E2, §6 A13).
-
-One decision per method, so a mutant overrides exactly one:
-
-* :meth:`TailPrefixMixin.prefix_hit`: the radix hit after the late-layer cap (sglang 0.5.23
-  ``UnifiedRadixCache.swa_reprefill_tail_tokens`` through ``_req_radix_key``);
-* :meth:`TailPrefixMixin.admit_prefix`: a prefix admit (shared tokens, a fresh slot, the hit's
-  replay rows folded in front or run by the separate forward);
-* :meth:`TailPrefixMixin.compressor_loc` / :meth:`TailPrefixMixin.c4_loc`: the compressors'
-  write locations of an EXTEND forward (0.5.23 ``_compressor_out_loc``,
-  ``init_compression_metadata``), int64 tensors ``[rows]``;
-* :meth:`TailPrefixMixin.reset_hits`, :meth:`TailPrefixMixin.replay_span`,
-  :meth:`TailPrefixMixin.separate`: 0.5.21/0.5.22 (and 0.5.23 ROCm)
-  ``run_encoder_swa_replay``: reset the hit slots, one EXTEND forward over
-  ``req_to_token[slot, Pq - r:Pq]`` with the ratio-1/2 source compressors skipped, then the
-  scheduled extend.
-"""
+"""Prefix hits, compressor write locations and the separate encoder-replay forward of the engine
+model's window / tail path (the base :class:`TailPrefixMixin` of
+:class:`features.request_window.engine.WindowPath`): the section of ``SEMANTICS.md`` beside this
+file (addendum §2.3, §2.4, §5 T5 / E1 / E2, §6 A13). One decision per method (a mutant overrides
+one): :meth:`~TailPrefixMixin.prefix_hit` (the late-layer cap on a radix hit),
+:meth:`~TailPrefixMixin.admit_prefix`, :meth:`~TailPrefixMixin.compressor_loc` /
+:meth:`~TailPrefixMixin.c4_loc` (int64 ``[rows]``), and :meth:`~TailPrefixMixin.reset_hits`,
+:meth:`~TailPrefixMixin.replay_span`, :meth:`~TailPrefixMixin.separate` (0.5.21/0.5.22
+``run_encoder_swa_replay``: reset the hit slots, one replay EXTEND over ``req_to_token[slot, Pq
+- r:Pq]`` without the ratio-1/2 source compressors, then the scheduled extend)."""
 
 from __future__ import annotations
 
@@ -27,6 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from swafuzz.features.parts import SGLangPart, lazy
+from swafuzz.features.request_window.window import dtype_name
 from swafuzz.targets.forward_mode import ForwardMode
 
 
@@ -101,8 +91,7 @@ class TailPrefixMixin:
                                 device=fb.out_cache_loc.device)
         loc = self.compressor_loc(fb.out_cache_loc, keep)
         c4 = self.c4_loc(loc, fb.positions)
-        return CompObs(loc.tolist(), str(loc.dtype).removeprefix("torch."), c4.tolist(),
-                       str(c4.dtype).removeprefix("torch."), low_ratio)
+        return CompObs(loc.tolist(), dtype_name(loc), c4.tolist(), dtype_name(c4), low_ratio)
 
     # -- E2: the separate replay forward ----------------------------------------------------------
     def reset_hits(self, per) -> None:

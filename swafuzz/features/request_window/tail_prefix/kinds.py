@@ -1,24 +1,18 @@
 """Scenario kind ``tail_prefix``, and :func:`prefix_kind`, whose episode ``replay_separate``
-(:mod:`features.encoder_replay.kinds`) shares (issue 12; addendum §2.3, §2.4, §5
-T5 / E1 / E2, §6 A13).
+(:mod:`features.request_window.encoder_replay.kinds`) shares (addendum §2.3, §2.4, §5 T5 / E1 /
+E2, §6 A13).
 
 * ``tail_prefix``: a late-layer tail (two or three layers) on a paged pool (two times in three)
-  or a request-window pool (fold replay); requests are admitted plain or as radix prefix hits
-  on a live request (``prefix_rid`` / ``prefix_len``, whole pages), with lengths around
-  ``prefix_len + W`` so the re-prefill cap sometimes cuts the hit, sometimes removes it and
-  sometimes leaves it whole; extends (under a window with encoder replay of some requests) and
-  eager decodes between them.
-* ``replay_separate``: a request-window pool with ``separate_replay = 1`` (the 0.5.21/0.5.22
-  separate replay forward), with or without a tail: extends replaying some requests, prefix
-  admits (each a replay hit), decodes.
+  or a request-window pool; admits plain or as radix prefix hits on a live request (whole
+  pages), lengths around ``prefix_len + W`` so the re-prefill cap sometimes cuts the hit,
+  removes it or leaves it whole; extends (replaying some requests under a window) and decodes.
+* ``replay_separate``: a request-window pool with ``separate_replay = 1``, with or without a
+  tail: replaying extends, prefix admits, decodes.
 
-Both build only valid Cases (the oracles are the reference): no finish and no eviction (so
-shared pages never need the sharing-aware free accounting of the planner), a request slot per
-admitted request, an even hit under a window (the release refuses an odd boundary), pages
-counted as the contract allocates them (a hit's new tokens start a fresh page). Draw order
-shrinks towards page size 1, the smallest window, two layers, one slot, a paged pool (
-``tail_prefix``), one prefix admit.
-"""
+Valid Cases only: no finish and no eviction (shared pages never need sharing-aware freeing), a
+slot per admitted request, an even hit under a window, pages counted as the contract allocates
+them. Shrinks towards page size 1, the smallest window, two layers, one slot, a paged pool, one
+prefix admit."""
 
 from __future__ import annotations
 
@@ -38,16 +32,17 @@ from swafuzz.scenarios.case import GraphConfig, Step
 from swafuzz.scenarios.episode import Action, EpisodeKind, action, has_live
 
 
+def _can_hit(pl: WindowPlanner) -> bool:
+    return pl.free_slots >= 1 and any(pl.reqs[r][0] >= pl.pool.page_size for r in pl.live())
+
+
 def _hit(n: int, length: int, pool) -> int:
-    """The hit the contract keeps (features/request_window/tail_prefix/SEMANTICS.md: the late-layer cap), for page counting."""
+    """The hit the contract keeps (the late-layer cap, ``SEMANTICS.md``), for page counting
+    (kinds import no oracle)."""
     if not pool.late_layer_start:
         return n
     limit = length - pool.window if length > pool.window else 0
     return min(n, limit // pool.page_size * pool.page_size)
-
-
-def _can_hit(pl: WindowPlanner) -> bool:
-    return pl.free_slots >= 1 and any(pl.reqs[r][0] >= pl.pool.page_size for r in pl.live())
 
 
 @action(_can_hit)

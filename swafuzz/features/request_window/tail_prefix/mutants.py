@@ -1,11 +1,8 @@
-"""Mutants of prefix hits under a late-layer tail and of the compressor side of encoder replay
-(feature ``tail_prefix``; addendum §2.3, §2.4, §5 T5 / E1, §6 A13).
-
-Each is a :class:`targets.engine.UnifiedEngine` whose ``step_path_cls`` is a
-:class:`features.tail_graphs.engine.TailGraphPath` subclass (the engine's window path) overriding one
-method of :class:`features.tail_prefix.engine.TailPrefixMixin`. The separate replay forward's mutants
-are the ``encoder_replay`` feature's (:mod:`features.encoder_replay.mutants`).
-"""
+"""Mutants of prefix hits under a late-layer tail and of the fold's compressor locations (feature
+``tail_prefix``; addendum §2.3, §2.4, §5 T5 / E1, §6 A13): one
+:class:`~features.request_window.tail_prefix.engine.TailPrefixMixin` method overridden on the
+engine's :class:`TailGraphPath` (:mod:`features.request_window.mutants`). The separate replay
+forward's mutants are :mod:`features.request_window.encoder_replay.mutants`'."""
 
 from __future__ import annotations
 
@@ -16,15 +13,13 @@ from swafuzz.targets.mutants import mutant
 
 class _NoReprefillPath(TailGraphPath):
     def prefix_hit(self, n, length):
-        """The whole matched prefix is reused: no late-layer re-prefill cap."""
         return n
 
 
 @mutant("prefix_hit_without_reprefill", ("tail_prefix",), "addendum §5 T5 and §6 A13 (a radix "
-        "hit must re-prefill the last 128 tokens under decoder SWA bounded replay: sglang "
-        "0.5.23 UnifiedRadixCache.swa_reprefill_tail_tokens, applied by "
-        "mem_cache/common.py _req_radix_key)",
-        expected=("reprefill", "tail", "compressor", "invariants", "pool_bytes"))
+        "hit must re-prefill the last 128 tokens under decoder SWA bounded replay: sglang 0.5.23 "
+        "UnifiedRadixCache.swa_reprefill_tail_tokens, applied by mem_cache/common.py "
+        "_req_radix_key)", expected=("reprefill", "tail", "compressor", "invariants", "pool_bytes"))
 class PrefixHitWithoutReprefill(UnifiedEngine):
     """A radix hit on a pool with a late-layer tail keeps the whole matched prefix: no ``length
     - W`` cap, so the late layers read SWA rows they never wrote (T5, A13)."""
@@ -35,7 +30,6 @@ class PrefixHitWithoutReprefill(UnifiedEngine):
 class _FoldCompressesPath(TailGraphPath):
     @staticmethod
     def compressor_loc(loc, keep):
-        """The compressors get ``out_cache_loc`` as is, replay rows included."""
         return loc
 
 
@@ -49,7 +43,3 @@ class FoldCompressesReplayRows(UnifiedEngine):
     ``encoder_replay``; it lives with the first."""
 
     step_path_cls = _FoldCompressesPath
-
-
-
-

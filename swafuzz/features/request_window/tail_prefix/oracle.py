@@ -1,16 +1,8 @@
 """Oracle of prefix hits on the V4.1 path, compressor write locations and the separate replay
-forward (addendum §2.3, §2.4, §5 T5 / E1 / E2, §6 A13; ``features/request_window/tail_prefix/SEMANTICS.md``, section "Prefix
-hits on the V4.1 path, compressor locations, separate replay").
-
-Plain Python over ints and lists; never imports ``targets/`` or ``kernels/``. The window oracle
-(:class:`features.request_window.oracle.WindowShadow`) calls these helpers:
-
-* :func:`prefix_hit`: the radix hit after the late-layer re-prefill cap (T5);
-* :func:`compressor`: the compressor locations of one EXTEND forward (E1);
-* :func:`admit_prefix`: a prefix admit on the window / tail path (paged tail or window, fold
-  or separate replay);
-* :func:`run_separate`: the separate replay forward of a step's hits (E2).
-"""
+forward (plain Python; the section of ``SEMANTICS.md`` beside this file, addendum §2.3, §2.4,
+§5 T5 / E1 / E2, §6 A13), called by :class:`features.request_window.oracle.WindowShadow`:
+:func:`prefix_hit` (T5), :func:`compressor` (E1), :func:`admit_prefix` and :func:`run_separate`
+(E2)."""
 
 from __future__ import annotations
 

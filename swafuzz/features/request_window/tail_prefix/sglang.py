@@ -1,28 +1,15 @@
 """The ``sglang`` target's prefix hits under a late-layer tail, fold and separate encoder replay
-and compressor locations (issue 12; 0.5.23 only): SGLang's own code in place of the engine
-model's (:mod:`features.tail_prefix.engine`), on top of :class:`features.request_window.sglang.SGLangWindowPath`.
+and compressor locations (0.5.23 only): SGLang's code in place of
+:mod:`features.request_window.tail_prefix.engine`'s, on top of
+:class:`features.request_window.sglang.SGLangWindowPath`.
 
-Real (the release's code runs, on CPU):
-
-* ``UnifiedRadixCache.swa_reprefill_tail_tokens`` (``srt/mem_cache/unified_radix_cache.py``) on
-  a cache built without ``__init__`` (an SWA component with the Case's window, decoder SWA
-  bounded replay on iff the pool has a tail, no session lending a record), and
-  ``mem_cache/common.py::_req_radix_key``, whose key limit caps the match;
-* ``encoder_swa_replay._reset_windows_and_collect_hits`` (it resets the hit slots of the real
-  ``RequestWindow``), ``_fold_batch`` (folded ``out_cache_loc``, ``row_floor``,
-  ``keep_rows``) and ``_build_replay_batch`` (the separate forward's ``out_cache_loc =
-  req_to_token[slot, P - r:P]``, prefix and sequence lengths), on a ScheduleBatch stand-in
-  (plain namespaces: the fields those functions read) and a ``req_to_token`` table built from
-  the allocator's tokens;
-* ``DeepseekV4AttnBackend._compressor_out_loc`` (static);
-* ``kernels/ops/attention/dsv4/metadata_kernel.py::init_compression_metadata`` (Triton; its c4
-  output) when Triton can run here (the interpreter, ``TRITON_INTERPRET=1``, or a GPU).
-
-Modelled (see the TABLE in :mod:`targets.sglang`): the radix tree's page-aligned match of the
-capped key (the Case names the matched length), ``replay_len``'s constant 128 (scaled to the
-Case's window as ``window_layout``'s is), the replay forward's per-run floor (computed inside
-``make_core_attn_metadata``, CUDA-only), which source compressors run (a flag).
-"""
+Real: ``UnifiedRadixCache.swa_reprefill_tail_tokens`` through ``_req_radix_key`` (a cache built
+without ``__init__``), ``encoder_swa_replay``'s ``_reset_windows_and_collect_hits``,
+``_fold_batch`` and ``_build_replay_batch`` on a ScheduleBatch stand-in and a ``req_to_token``
+table of the allocator's tokens, ``_compressor_out_loc`` and (where Triton runs here)
+``init_compression_metadata``'s c4 output. Modelled: the radix tree's page-aligned match,
+``replay_len``'s constant 128 (scaled to the Case's window), the replay forward's per-run floor
+and which source compressors run. Per release: ``sglang_facts.json`` beside this file."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The ``window_graph`` check (issue 12; addendum §4, §5 W7): DECODE and prefill graphs under
-a request window ran in the Case's bucket with the layout size it determines, and every replay of
-one graph key used the layout object its capture built. It compares the target's window-path
-channel with the window oracle's (:mod:`features.request_window.channel`), like
-:mod:`features.request_window.checks`.
-"""
+"""The ``window_graph`` check (addendum §4, §5 W7): DECODE and prefill graphs under a request
+window, the target's window-path channel against the window oracle's (:func:`check_window_graph`)."""
 
 from __future__ import annotations
 
@@ -15,16 +11,13 @@ from swafuzz.features.request_window.lane import fwd_label, window_pairs
 
 @check("window_graph")
 def check_window_graph(case, obs, exp) -> list[Failure]:
-    """W7 and the decode bucket's shape (addendum §4, §5 W7): every DECODE-graph forward under a
-    window (graph executors) ran in its bucket ``B`` (the Case's smallest bucket >= the batch)
-    with a layout of size ``B * W + B`` (one group per row), and every replay of one bucket used
-    the same layout object (the one its capture built; the target hands a token per object, the
-    check only compares tokens of one bucket). A graph forward the Case does not determine, or
-    a graph step run eagerly, is also reported. Prefill graphs under a window (EXTEND forwards,
-    :mod:`features.prefill_graphs.oracle`) the same: bucket ``T`` (token bucket), layout size
-    ``min(S + 1, T) * W + T``, one layout object per prefill bucket (keyed apart from the DECODE
-    buckets). Proven by ``window_graph_layout_rebuilt`` and, for prefill graphs,
-    ``prefill_graph_layout_rebound`` (this check alone)."""
+    """W7 and the buckets' shapes: every DECODE-graph forward under a window (graph executors) ran in
+    its bucket ``B`` (the smallest >= the batch) with layout size ``B * W + B``, every prefill
+    graph in its token bucket ``T`` with ``min(S + 1, T) * W + T``, and every replay of one graph
+    key (decode and prefill keyed apart) used the layout object its capture built (tokens
+    compared per key); a graph forward the Case does not determine, or one run eagerly, too.
+    Proven by ``window_graph_layout_rebuilt`` and ``prefill_graph_layout_rebound`` (this check
+    alone)."""
     if expected(exp) is None:
         return []
     pairs, _ = window_pairs(obs, exp, "window_graph")  # missing / extra forwards: window's

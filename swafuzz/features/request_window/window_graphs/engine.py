@@ -1,37 +1,28 @@
-"""DECODE graphs under a request window (issue 12; addendum §3 "I (window)", §4 "Decode bucket",
-§5 W6 graph half and W7).
+"""DECODE graphs under a request window (addendum §3 "I (window)", §4 "Decode bucket", §5 W6, W7):
+the paragraph of ``SEMANTICS.md`` beside this file, for
+:class:`features.request_window.engine.WindowPath`. A graph ``decode`` / ``idle`` /
+``dp_decode`` whose batch fits a bucket runs through :class:`WindowGraphRunner` under an
+executor that captures graphs; eagerly otherwise.
 
-Implements the "DECODE graphs under a request window" paragraph of ``features/request_window/window_graphs/SEMANTICS.md``
-for :class:`features.request_window.engine.WindowPath`: a ``decode`` / ``idle`` / ``dp_decode`` step
-with ``exec == "graph"`` whose batch fits a bucket runs through :class:`WindowGraphRunner` when
-the executor captures graphs (``tape``, ``cudagraph``); with the eager executor it runs eagerly.
+The decode bucket's metadata is Raw: the layout is built inside the captured forward from the
+static ``req`` / ``seq_lens`` buffers, one group per row (:func:`graph_layout`, tensor ops only,
+no host sync). Padded rows are slot 0 at position 0 and commit only into slot 0; an IDLE replay
+substitutes every row so, and the captured commit has no IDLE guard.
 
-The decode bucket's metadata is Raw: the layout is materialised *inside* the captured forward
-from the static ``req`` / ``seq_lens`` buffers, one group per row (``groups = bucket``), by
-:func:`graph_layout` (tensor ops only: no host sync, so it records under the tape). Padded rows
-(``bucket - bs``) carry request slot 0 and ``seq_lens`` fill 1 (position 0): they form a run of
-slot 0 and commit only into slot-0 ring rows. An IDLE step replays the DECODE graph with the
-out-graph IDLE substitution (every row slot 0, position 0); the captured commit has no IDLE
-guard (host code, ran at capture in DECODE mode), so it commits slot-0 rows only.
-
-Buffers (device of the engine): ``static_req`` int64 ``[max_bucket]`` (fill 0),
-``static_seq`` int64 ``[max_bucket]`` (fill 1), per target layer a K-row buffer
-``[max_bucket, row_width]`` of the row dtype, and per bucket and layer a workspace snapshot
-(the single-layer workspace after that layer's commit, copied in-graph so every layer's bytes
-are observable after a replay). The layout object of a bucket is the one its capture built
-(W7: identity and ``size`` constant per bucket); after every replay the host drops the window's
-``prepared`` key (the replay rewrote the workspace history, addendum §6 A5).
-"""
+Buffers (engine device): ``static_req`` int64 ``[max_bucket]`` (fill 0), ``static_seq`` int64
+(fill 1), per target layer a K-row buffer ``[max_bucket, row_width]``, per bucket and layer a
+workspace snapshot copied in-graph. A bucket's layout object is its capture's (W7); after every
+replay the host drops the window's ``prepared`` key (A5)."""
 
 from __future__ import annotations
 
 import torch
 
 from swafuzz.features.parts import EnginePart, SGLangPart, lazy
+from swafuzz.features.request_window import window as rw
 from swafuzz.features.request_window.window import LayoutT, LayoutTokens, WinFwdObs, tensor_bytes
 from swafuzz.targets.forward_mode import ForwardMode
 from swafuzz.targets.kv_pool import DTYPES
-from swafuzz.targets.observation import StoreObs
 
 
 def run_bounds(req: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -72,20 +63,24 @@ def graph_layout(req: torch.Tensor, pos: torch.Tensor, groups: int, W: int, cap:
                    groups * W + n)
 
 
+def dense_commit(req, pos, write_loc, cap: int, ws, ring, tags) -> None:
+    """The masked commit without a mask (capture-safe): row ``i`` of a run ending at row ``l``
+    writes the bytes (``ws`` at ``write_loc``) and position of its run's committed row ``e = i +
+    cap * ((l - i) // cap)`` to ring row ``req * cap + pos % cap`` (``e``'s: positions of a run
+    are consecutive). Padded slot-0 rows share ring row 0 of slot 0 (which lands is open)."""
+    _, _, last = run_bounds(req)
+    idx = torch.arange(req.numel(), device=req.device)
+    e = idx + cap * torch.div(last - idx, cap, rounding_mode="floor")
+    dst = req * cap + pos % cap
+    ring[dst] = ws[write_loc.long()[e]]
+    tags[dst] = pos[e]
+
+
 def commit_dense(win, layer: int, lay: LayoutT) -> None:
-    """``RequestWindowModel.commit`` without a boolean mask (capture-safe): a row outside the
-    commit mask writes the ring row of the committed row ``cap`` rows (a multiple) after it in
-    its run, with that row's bytes and position, so every write to a ring row carries the
-    value the masked commit leaves there (a run's rows have consecutive positions). Several
-    padded rows of slot 0 (all position 0) share ring row 0 of slot 0: which one lands there is
-    left open (slot 0 is never read)."""
-    _, _, last = run_bounds(lay.req)
-    idx = torch.arange(lay.req.numel(), device=lay.req.device)
-    e = idx + win.cap * torch.div(last - idx, win.cap, rounding_mode="floor")
-    dst = lay.req * win.cap + lay.pos % win.cap
+    """``RequestWindowModel.commit`` of ``lay`` in ``layer``, capture-safe (:func:`dense_commit`)."""
     ws = win.rows_of(win.buffer(layer))
-    win.rows_of(win.state[layer])[dst] = ws[lay.write_loc.long()[e]]
-    win.tags[layer, dst] = lay.pos[e]
+    dense_commit(lay.req, lay.pos, lay.write_loc, win.cap, ws, win.rows_of(win.state[layer]),
+                 win.tags[layer])
 
 
 class WindowGraphRunner:
@@ -152,10 +147,9 @@ class WindowGraphRunner:
         self.static_seq.fill_(1)
         if mode == ForwardMode.IDLE:
             return
-        n = len(slots)
-        dev = self.static_req.device
-        self.static_req[:n].copy_(torch.tensor(slots, dtype=torch.int64, device=dev))
-        self.static_seq[:n].copy_(torch.tensor(seq, dtype=torch.int64, device=dev))
+        n, dev = len(slots), self.static_req.device
+        self.static_req[:n].copy_(rw.i64(slots, dev))
+        self.static_seq[:n].copy_(rw.i64(seq, dev))
 
     def after_replay(self) -> None:
         """The replay rewrote the workspace's history rows: the host's ``prepared`` key no
@@ -174,12 +168,9 @@ class WindowGraphRunner:
         self.executor.replay(self.handles[B])
         self.after_replay()
         lay = self.layouts[B]
-        stores = [StoreObs(layer=layer, loc_dtype=str(lay.write_loc.dtype).removeprefix("torch."),
-                           locs=lay.write_loc.tolist(), rows=B)
-                  for layer in range(self.path.cfg.layers)]
-        obs = WinFwdObs(i, 0, mode.name, stores, [tensor_bytes(s) for s in self.snaps[B]])
-        obs.bucket, obs.layout_id, obs.layout_size = B, self.layout_token(lay), lay.size
-        return obs
+        return rw.graph_obs(i, mode.name, lay.write_loc, B, self.path.cfg.layers,
+                            [tensor_bytes(s) for s in self.snaps[B]], B, self.layout_token(lay),
+                            lay.size)
 
 
 class WindowGraphsEngine(EnginePart):

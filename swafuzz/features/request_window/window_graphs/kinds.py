@@ -1,27 +1,13 @@
-"""Scenario kind ``window_graphs`` (DECODE graphs under a request window), issue 12. (The module
-docstring's ``replay_tail`` paragraph describes the kind now in
-:mod:`features.encoder_replay.kinds`.)
-
-``replay_tail``: a request-window pool with a late-layer tail (two or three layers), even
-admits, extends that replay the last ``min(Pq, W)`` cached tokens of some requests (folded in
-front of their rows, floor ``Pq - r``) while the late layers run each request's last
-``min(W, n)`` rows with floor ``max(0, seq - W)`` (which is never below the encoder floor), and
-decodes; shrinks as ``encoder_replay`` does.
-
-``window_graphs``:
-
-A request-window pool (no tail, one or two layers: one SWA layer reaches addendum §6 A5) with
-captured buckets (a strictly increasing subset of 1, 2, 4; ``window_chunk`` at least what the
-largest bucket's layout ``B * W + B`` needs beyond ``(S + 1) * W``, so graph steps are always
-feasible). Steps: admits (slots tracked, at most ``window_slots`` live), decodes of 1..4 live
-requests mostly with ``exec: graph`` (padded up to the bucket; a batch above every bucket runs
-eagerly), IDLE steps with 1..3 rows eager or through the DECODE graph (few distinct row counts,
-so an eager IDLE re-activates its cached layout after a graph replay), the sequence graph
-decode, eager IDLE n, graph decode of the same size, eager IDLE n (A5), idle DP ranks eager or
-through the graph, DP ranks with 1..3 requests padded by the other ranks' token counts
-(MAX_LEN: padding rows of slot 0) eager or through the graph, finishes that recycle slots; ``topk`` 0 or 1. Shrinks towards page size 1, window
-1, one layer, one slot, bucket set (1,), one admit and one step.
-"""
+"""Scenario kind ``window_graphs``: DECODE graphs under a request window (no tail; one or two
+layers: one SWA layer reaches addendum §6 A5) with captured buckets (a strictly increasing
+subset of 1, 2, 4; ``window_chunk`` raised so the largest bucket's layout ``B * W + B`` fits,
+so graph steps are always feasible). Steps: admits (slots tracked), decodes of 1..4 requests
+mostly through the graph (padded to the bucket; above every bucket: eager), IDLEs of 1..3 rows
+eager or through the graph, graph decode / eager IDLE n / graph decode of the same size / eager
+IDLE n (A5), idle DP ranks and DP ranks with 1..3 requests padded by the others' token counts
+(MAX_LEN padding rows of slot 0), eager or through the graph, finishes; ``topk`` 0 or 1.
+Shrinks towards page size 1, window 1, one layer, one slot, buckets (1,), one admit and one
+step."""
 
 from __future__ import annotations
 

@@ -1,22 +1,17 @@
-"""Mutants of DECODE graphs under a request window (feature ``window_graphs``; addendum §3
-"I (window)", §4 "Decode bucket" and DP, §5 W1/W3/W6/W7, §6 A5).
+"""Mutants of DECODE graphs under a request window (feature ``window_graphs``; addendum §3 "I
+(window)", §4, §5 W1/W3/W6/W7, §6 A5): one :class:`WindowGraphRunner` or ``WindowPath`` method
+overridden (:mod:`features.request_window.mutants`); kind ``window_graphs``.
 
-Each is a :class:`targets.engine.UnifiedEngine` whose window path uses a
-:class:`features.window_graphs.engine.WindowGraphRunner` subclass (or overrides one
-:class:`features.request_window.engine.WindowPath` method). All are reached only by the ``window_graphs`` kind
-(the only kind with graph steps under a window).
-
-Also here, outside the zoo: ``mutant:switch_idle_loc_process_memo``
-(:class:`IdleLocProcessMemo`), a leak between two engine instances that only the stateful
-switch machine (``tests/harness/test_switch_machine.py``) can reach: no per-Case kind runs two
-engine instances, so it is registered as a target, not declared with ``@mutant``.
-"""
+Outside the zoo: ``mutant:switch_idle_loc_process_memo`` (:class:`IdleLocProcessMemo`), a leak
+between two engine instances that only the switch machine
+(``tests/harness/test_switch_machine.py``) reaches, so it is registered as a target, not with
+``@mutant``."""
 
 from __future__ import annotations
 
 import torch
 
-from swafuzz.features.request_window.engine import WindowPath
+from swafuzz.features.request_window.engine import WindowPath, path_with
 from swafuzz.features.request_window.window_graphs.engine import WindowGraphRunner, graph_layout
 from swafuzz.targets import register
 from swafuzz.targets.backend import DSV4Backend
@@ -25,13 +20,8 @@ from swafuzz.targets.forward_mode import ForwardMode
 from swafuzz.targets.mutants import mutant
 
 
-def _path(runner_cls):
-    return type(f"_Path{runner_cls.__name__}", (WindowPath,), {"graph_runner_cls": runner_cls})
-
-
 class _PadRepeatsLast(WindowGraphRunner):
     def load_batch(self, mode, slots, seq):
-        """Padding policy 'repeat last' for req: padded rows take the last real row's slot."""
         super().load_batch(mode, slots, seq)
         if mode != ForwardMode.IDLE and slots:
             self.static_req[len(slots):].fill_(slots[-1])
@@ -43,12 +33,11 @@ class WindowGraphPadRepeatsLast(UnifiedEngine):
     """Padded rows of the decode bucket repeat the last real row's request slot instead of slot
     0 (padding policy ZERO): a padding row extends a real run and commits into its ring (W3)."""
 
-    step_path_cls = _path(_PadRepeatsLast)
+    step_path_cls = path_with(WindowPath, graph_runner_cls=_PadRepeatsLast)
 
 
 class _IdleKeepsBatch(WindowGraphRunner):
     def load_batch(self, mode, slots, seq):
-        """No out-graph IDLE substitution: an IDLE replay leaves the static batch as it was."""
         if mode == ForwardMode.IDLE:
             return
         super().load_batch(mode, slots, seq)
@@ -61,13 +50,11 @@ class WindowGraphIdleKeepsBatch(UnifiedEngine):
     """An IDLE replay of the DECODE graph keeps the previous replay's req / seq_lens instead of
     the out-graph IDLE substitution (the graph half of I (window) and W6)."""
 
-    step_path_cls = _path(_IdleKeepsBatch)
+    step_path_cls = path_with(WindowPath, graph_runner_cls=_IdleKeepsBatch)
 
 
 class _LayoutRebuilt(WindowGraphRunner):
     def after_replay(self):
-        """Out-graph metadata: a fresh layout of the live rows is built and activated after the
-        replay (the captured graph used its own)."""
         super().after_replay()
         B = max(self.layouts)
         for b in self.layouts:
@@ -95,7 +82,7 @@ class WindowGraphLayoutRebuilt(UnifiedEngine):
     bucket padding) while the captured graph keeps its own (the decode bucket's layout is
     materialised in-graph; W7)."""
 
-    step_path_cls = _path(_LayoutRebuilt)
+    step_path_cls = path_with(WindowPath, graph_runner_cls=_LayoutRebuilt)
 
 
 class _KeepsPrepared(WindowGraphRunner):
@@ -111,15 +98,11 @@ class WindowGraphReplayKeepsPrepared(UnifiedEngine):
     activating the cached idle layout skips the history copy with one SWA layer (A5: re-
     activation of the same layout object)."""
 
-    step_path_cls = _path(_KeepsPrepared)
-
-
+    step_path_cls = path_with(WindowPath, graph_runner_cls=_KeepsPrepared)
 
 
 class _DpPadDroppedPath(WindowPath):
     def dp_decode(self, i, s):
-        """The DP rank's MAX_LEN padding rows never reach the window layout: the layout (one
-        group per row) and the store cover the real rows only."""
         al = self.e.allocator
         new = al.extend([(rid, 1) for rid in s.rids])
         rows = [(self.slot[rid], len(al.tokens[rid]) - 1, 0) for rid in s.rids]
@@ -144,7 +127,6 @@ _IDLE_LOC_MEMO: dict[tuple[int, int], torch.Tensor] = {}
 
 class _MemoBackend(DSV4Backend):
     def get_swa_out_cache_loc(self, fb):
-        """V4.0 half of the resolver's I branch, memoised process-wide by (rows, window)."""
         if fb.forward_mode.is_idle():
             key = (fb.out_cache_loc.shape[0], self.memo_window)
             if key not in _IDLE_LOC_MEMO:
@@ -155,8 +137,6 @@ class _MemoBackend(DSV4Backend):
 
 class _MemoWindowPath(WindowPath):
     def resolve(self, fb):
-        """V4.1 half of the I branch: the idle layout is activated, but its locations come from
-        the same process-wide memo keyed by (rows, window), which a V4.0 instance filled."""
         if self.on and fb.forward_mode.is_idle():
             loc = self.window.activate_idle(fb.out_cache_loc.numel())
             key = (fb.out_cache_loc.numel(), self.W)

@@ -1,59 +1,21 @@
-"""The ``sglang`` target's DECODE graphs under a request window (issue 12; 0.5.23 only):
-:class:`features.window_graphs.engine.WindowGraphRunner` with the release's decode-bucket code where it
-runs on CPU.
+"""The ``sglang`` target's DECODE graphs under a request window (0.5.23 only):
+:class:`features.request_window.window_graphs.engine.WindowGraphRunner` with the release's
+decode-bucket code where it runs on CPU.
 
-Real (the release's code runs):
+Real: the decode runner's buffer registry (``build_decode_registry``, its ``fill_from`` before
+each replay and ``reset_padding`` before a capture), ``build_replay_fb_view``,
+``init_forward_metadata_out_graph`` for the DECODE_OR_IDLE bucket at capture and before every
+replay (the IDLE substitution, the Raw metadata copied into the captured one) and, inside the
+captured function, ``init_forward_metadata_in_graph`` (the Raw->full upgrade down to
+``window_layout`` with one group per row), the resolver's W branch through ``store_cache``,
+``RequestWindow`` activate / buffer / commit and ``on_after_cuda_graph_warmup``.
 
-* the decode runner's static input buffers: ``build_decode_registry``
-  (``srt/model_executor/cuda_graph_buffer_registry.py``) on the engine's device, its
-  ``fill_from`` before each replay (padding policy ZERO for ``req_pool_indices``,
-  ``positions`` and ``out_cache_loc``; FILL_SENTINEL with the backend's
-  ``get_cuda_graph_seq_len_fill_value()`` = 1 for ``seq_lens``), and ``reset_padding`` over the
-  whole buffer before a capture (the state the runner captures from at start-up);
-* ``build_replay_fb_view`` (``srt/model_executor/runner/decode_cuda_graph_runner.py``): the
-  replay view over the registry's buffers (capture mode DECODE, live mode as
-  ``actual_forward_mode``, the live unpadded ``out_cache_loc``);
-* ``DeepseekV4AttnBackend.init_forward_metadata_out_graph`` for the DECODE_OR_IDLE bucket, at
-  capture (``in_capture=True``: synthetic zero locations) and before every replay (the IDLE
-  substitution: ``seq_lens`` ones, ``req_pool_indices`` zeros, for every one of the bucket's
-  rows), with ``init_forward_metadata_decode`` (the Raw metadata), the bucket dictionary of
-  ``replay_cuda_graph_metadata_from`` and ``DSV4RawDecodeMetadata.copy_`` into the captured
-  Raw metadata (whose tensors are the registry's buffers);
-* inside the captured function: ``init_forward_metadata_in_graph`` -> the Raw->full upgrade
-  ``make_forward_metadata_from_raw_decode`` -> ``make_core_attn_metadata`` (torch
-  ``build_page_table_positions``: positions = seq_lens - 1; the request-window branch:
-  ``window_layout`` over all the bucket's rows, ``num_groups=None`` = one group per row, no
-  floor, torch branch; ``DSV4AttnMetadata`` with ``init_compression_metadata`` /
-  ``init_flashmla_related``), then per target layer the resolver's W branch through
-  ``store_cache`` (``RequestWindow.activate`` of the captured layout, ``write_loc``) and
-  ``RequestWindow.buffer`` / ``commit`` (:class:`features.request_window.sglang.SGLangWindowPath`), the
-  IDLE guard of ``forward`` evaluated at capture (DECODE), with the release's
-  ``model_capture_mode`` flag set for the whole capture;
-* ``on_after_cuda_graph_warmup`` after each run of the captured function (it puts the Raw
-  metadata back, so the recorded pass upgrades inside the graph again).
-
-Modelled (adapter seams, see ``TABLE`` in :mod:`swafuzz.targets.sglang`):
-
-* the decode runner itself (``DecodeCudaGraphRunner`` needs a model runner): bucket choice,
-  lazy capture on first use (upstream captures every bucket at start-up, before any request:
-  this runner's graph backend is a separate instance whose per-forward state is the
-  constructor's, ``encoder_replay`` False and ``encoder_row_floor`` None), the capture batch
-  (``capture_prepare``'s: the registry's slices in mode DECODE), the live batch's fields the
-  view copies (no CPU lengths, LoRA, spec info or KV plan), the live ``out_cache_loc`` (zeros:
-  under a window no SWA write reads it, W8);
-* ``_create_flashmla_metadata`` -> None while the runner drives the release (FlashMLA's
-  scheduling plan, a read-side object of the ``flash_mla`` CUDA extension);
-* ``commit_packed_rows`` inside the captured function: a mask-free row copy (the Triton kernel
-  skips uncommitted rows on the device; a boolean mask would be a host sync): every row writes
-  the ring row of the committed row of its run at the same residue (rows of a run have
-  consecutive positions, or, for the padding run of slot 0, all position 0), so each write
-  carries the masked commit's value; eager forwards keep the masked one;
-* ``req_to_token``: a zero table of ``[S + 1, full_pages * P]`` int32 (only the read-side page
-  table is gathered from it).
-
-After a replay nothing runs on the host (as on a GPU): the window's ``layout`` and
-``prepared`` key stay as the host last left them (:meth:`SGLangWindowGraphRunner.after_replay`).
-"""
+Modelled: the runner itself (bucket choice, lazy capture on a graph backend in its
+constructor's state, the capture batch, zero live ``out_cache_loc``: W8), FlashMLA's plan
+(None), a mask-free ``commit_packed_rows`` inside the graph
+(:func:`features.request_window.window_graphs.engine.dense_commit`) and a zero ``req_to_token``
+table. Per release: the ``table`` of ``sglang_facts.json`` beside this file. After a replay no
+host code runs (as on a GPU): the window's ``layout`` and ``prepared`` key stay."""
 
 from __future__ import annotations
 
@@ -66,7 +28,7 @@ from sglang.srt.model_executor.runner.decode_cuda_graph_runner import build_repl
 
 from swafuzz.features.request_window.sglang import HISTORY
 from swafuzz.features.request_window.window import WinFwdObs
-from swafuzz.features.request_window.window_graphs.engine import WindowGraphRunner, run_bounds
+from swafuzz.features.request_window.window_graphs.engine import WindowGraphRunner, dense_commit
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.sglang import features as release_features
 from swafuzz.targets.sglang.engine import RealBackend, real_mode
@@ -76,18 +38,11 @@ from swafuzz.targets.sglang.real import bare_backend
 
 def _commit_packed_rows_dense(workspace, state, tags, rows_layout, *, page_size, capacity,
                               layout=None):
-    """Modelled ``commit_packed_rows`` inside a captured forward (module docstring): no
-    boolean mask. Row ``i`` of a run whose last row is ``l`` takes the bytes and position of
-    row ``e = i + capacity * ((l - i) // capacity)`` (committed: ``l - e < capacity``) and writes
-    them to ring row ``req * capacity + pos[i] % capacity`` (= ``e``'s); its tag is ``pos[e]``."""
-    req, pos = rows_layout.req, rows_layout.pos
-    _, _, last = run_bounds(req)
-    idx = torch.arange(req.numel(), device=req.device)
-    e = idx + capacity * torch.div(last - idx, capacity, rounding_mode="floor")
-    dst = req * capacity + pos % capacity
+    """Modelled ``commit_packed_rows`` inside a captured forward (module docstring):
+    :func:`features.request_window.window_graphs.engine.dense_commit`."""
     w = workspace.shape[-1]
-    state.view(-1, w)[dst] = workspace.view(-1, w)[rows_layout.write_loc.long()[e]]
-    tags[dst] = pos[e]
+    dense_commit(rows_layout.req, rows_layout.pos, rows_layout.write_loc, capacity,
+                 workspace.view(-1, w), state.view(-1, w), tags)
 
 
 @contextlib.contextmanager

@@ -1,21 +1,12 @@
 """Stateful episodes that switch between V4.0 (paged SWA pool) and V4.1 (request-window pool)
-engine instances in one process (issue 12, deliverable 2).
-
-A server runs one model type, so its pool kind never changes while it runs; what does switch is
-the engine instance: a process (a CI worker, a test session, an offline engine user) builds a
-V4.0 engine, drops it, builds a V4.1 one, and so on. State that survives an engine instance
-(module-level caches, class attributes) is what such a switch exposes. This machine models
-exactly that: one live engine instance at a time (a fresh :class:`harness.pipeline.session.Session`,
-i.e. one engine per executor, checked after every step against the oracle of the instance's
-own Case so far); the ``switch`` rule ends it and starts a new instance of the other family
-with a freshly drawn pool, in the same process. Steps: ``admit``, eager ``decode``, eager
-``idle`` (1..2 rows, so equal row counts recur across instances), ``finish``, and on V4.1 the
-multi-request ``extend``. Windows are drawn from 1..3 (they recur too).
-
-Subclasses implement :meth:`start` and :meth:`run_step` (scenarios never run anything; see
-``tests/harness/test_switch_machine.py``). Shrinking removes rules: a failure shrinks towards
-the fewest switches and steps.
-"""
+engine instances in one process: a server never changes its pool kind, but a process (CI worker,
+test session, offline user) builds and drops engines of both families, which exposes state that
+outlives an instance (module caches, class attributes). One live instance at a time, checked
+after every step against its own Case's oracle; ``switch`` starts one of the other family with a
+fresh pool. Steps: ``admit``, eager ``decode``, eager ``idle`` (1..2 rows, so counts recur),
+``finish``, on V4.1 multi-request ``extend``; windows 1..3. Subclasses implement :meth:`start`
+and :meth:`run_step` (``tests/harness/test_switch_machine.py``); failures shrink towards the
+fewest switches and steps."""
 
 from __future__ import annotations
 

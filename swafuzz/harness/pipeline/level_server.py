@@ -4,7 +4,7 @@ server pipeline, in the component level's run pipeline, units, case worker, camp
 budget, resume and reports.
 
 What differs is here: Cases drawn by the records' server kinds
-(:func:`swafuzz.server.strategies.server_cases`), run in the case worker (:func:`child_reply`)
+(:func:`swafuzz.server.strategies.server_cases`), run in the case worker (:mod:`.worker`)
 or in the unit's process (``--no-isolate``) under each executor (:func:`run_all`); a Case the
 release refuses is not run nor counted (its reason is the unit row's ``refused``); a Case that
 takes its worker down is a ``server:crash`` / ``server:timeout`` failure; the ledger's
@@ -25,7 +25,6 @@ import json
 import os
 import sys
 import time
-import traceback
 from typing import Any, Callable
 
 from swafuzz import features, targets
@@ -58,7 +57,6 @@ from swafuzz.reports.bundle import atomic_write_json, atomic_write_text, smaller
 from swafuzz.reports.junit import write_server_reports
 from swafuzz.reports.summary import server_kinds
 from swafuzz.server.case import ServerCase, parse
-from swafuzz.server.oracle import ServerFailure
 from swafuzz.server.run import Pipeline, ServerRefused, ServerResult, case_size, execute
 from swafuzz.server.strategies import server_cases
 from swafuzz.targets import plugins
@@ -129,12 +127,6 @@ def execute_server(case: ServerCase, pipeline: Pipeline, executors: list[str],
         raise CaseRefused(str(e)) from None
 
 
-def crash_result(case: ServerCase, check: str, message: str) -> ServerResult:
-    """The verdict of a Case that took its case worker down (``crash``) or ran past its
-    timeout (``timeout``)."""
-    return ServerResult(case, [ServerFailure(check, None, message)])
-
-
 def bundle_of(v: ServerResult, target: str, mutant: str | None = None) -> dict:
     """The finding bundle of a failing :class:`ServerResult`."""
     return {"bundle_version": 1, "level": "server", "target": target,
@@ -157,21 +149,6 @@ def prepare(target: str) -> Pipeline:
     if target not in _PIPELINES:
         _PIPELINES[target] = pipeline_of(target)
     return _PIPELINES[target]
-
-
-def child_reply(msg: dict[str, Any]) -> dict[str, Any]:
-    """A case worker's answer to a server-level Case message (``server_case``, ``target``,
-    ``impl``, ``executors``, ``server_mutant``): ``ok`` (the result), ``refused`` (the
-    target does not run it: the reason) or ``harness_error``."""
-    try:
-        case = parse(msg["server_case"])
-        res = execute_server(case, prepare(msg["target"]), msg["executors"],
-                             msg.get("server_mutant"), msg["impl"])
-        return {"ok": res.to_json()}
-    except CaseRefused as e:
-        return {"refused": str(e)}
-    except Exception as e:  # noqa: BLE001 - any harness exception is reported, not fatal
-        return {"harness_error": f"{type(e).__name__}: {e}\n{traceback.format_exc()}"}
 
 
 # --------------------------------------------------------------------- the level

@@ -33,7 +33,7 @@ from swafuzz.harness.cli.common import UsageError
 from swafuzz.harness.fleet.task import unit_stream
 from swafuzz.harness.pipeline.caselog import CaseLog, read_log
 from swafuzz.harness.pipeline.level import case_size
-from swafuzz.harness.pipeline.runconfig import RunConfig, Unit
+from swafuzz.harness.pipeline.runconfig import RunConfig, Unit, crash_row
 from swafuzz.harness.pipeline.unit import STOP
 from swafuzz.reports.bundle import atomic_write_text
 
@@ -243,7 +243,7 @@ def run_fleet(cfg: RunConfig, units: list[Unit], budget: tuple[float, float] | N
                     except RayTaskError as e:  # the unit's own error: a finding, as in a pool
                         gens.pop(g)
                         cause = getattr(e, "cause", None) or e
-                        rows.append(_crash_row(cfg, u, f"{type(cause).__name__}: {cause}"))
+                        rows.append(crash_row(cfg, u, f"{type(cause).__name__}: {cause}"))
                         log.write(rows[-1])
                         unit_done(rows[-1])
                         continue
@@ -273,7 +273,7 @@ def run_fleet(cfg: RunConfig, units: list[Unit], budget: tuple[float, float] | N
                                "error": why, "cases_recorded": n})
                     strikes[u.id] = 0 if n > before else strikes[u.id] + 1
                     if strikes[u.id] >= STRIKES:
-                        rows.append(_crash_row(cfg, u, f"its Ray task died {STRIKES} times "
+                        rows.append(crash_row(cfg, u, f"its Ray task died {STRIKES} times "
                                                f"without recording a Case (last: {why})"))
                         log.write(rows[-1])
                         unit_done(rows[-1])
@@ -292,11 +292,3 @@ def run_fleet(cfg: RunConfig, units: list[Unit], budget: tuple[float, float] | N
         return rows
     finally:
         ray.shutdown()
-
-
-def _crash_row(cfg: RunConfig, u: Unit, why: str) -> dict[str, Any]:
-    prefix = f"{u.target}:" if len(cfg.targets) > 1 else ""
-    return {"unit": u.id, "event": "unit_done", "target": u.target, "kind": u.kind,
-            "seed": u.seed, "cases": 0, "generated": 0, "shrunk": 0, "replayed": 0,
-            "checks": 0, "seconds": 0.0, "finding": f"{prefix}crash/{u.kind}/unit",
-            "message": why, "out_of_time": False}

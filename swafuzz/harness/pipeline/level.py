@@ -106,12 +106,9 @@ class ComponentLevel:
 
     @staticmethod
     def finding(cfg: RunConfig, unit: Unit, v) -> dict[str, Any]:
-        """The bundle record; with several targets in one run the signature starts with the
-        target (findings are deduplicated per target)."""
-        prefix = f"{unit.target}:" if len(cfg.targets) > 1 else ""
-        # executors: what ran (``executor`` is the label asked for): the ledger's forwards view
-        return {**v.finding(unit.target, cfg.impl, cfg.executor_label, prefix=prefix),
-                "executors": list(cfg.executors)}
+        """The bundle record (``executors``: what ran; ``executor`` is the label asked for)."""
+        rec = v.finding(unit.target, cfg.impl, cfg.executor_label, cfg.prefix(unit.target))
+        return {**rec, "executors": list(cfg.executors)}
 
     @staticmethod
     def write(out: str, rec: dict[str, Any], suffix: str, smallest: bool) -> str:

@@ -77,7 +77,7 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
     first_path: list[str] = []
 
     fwd = [0]
-    sig_prefix = f"{unit.target}:" if len(cfg.targets) > 1 else ""
+    sig_prefix = cfg.prefix(unit.target)
 
     def on_case(case, v, phase):
         extra = lv.row_extra(cfg, case, v)

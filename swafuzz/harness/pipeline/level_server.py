@@ -40,10 +40,9 @@ from swafuzz.harness.cli.common import (
     prepare_out,
 )
 from swafuzz.harness.executors import get_executor
-from swafuzz.harness.ledger.entries import DEFAULT_LEDGER, LedgerError
+from swafuzz.harness.ledger.entries import DEFAULT_LEDGER, LedgerError, load_ledger
 from swafuzz.harness.ledger.known import (
     ServerKnownLedger,
-    load_entries,
     print_known,
     resolve_ledger,
     server_known,
@@ -369,7 +368,7 @@ class ServerLevel:
     def repro_known(target: str, case: ServerCase, v: ServerResult) -> str | None:
         """The repository ledger's entry knowing a failing Case on the installed release."""
         try:
-            entries = load_entries(DEFAULT_LEDGER)
+            entries = load_ledger(DEFAULT_LEDGER)
         except (OSError, LedgerError) as e:
             raise UsageError(f"ledger {DEFAULT_LEDGER}: {e}") from None
         return server_known(entries, target, target_release(target),

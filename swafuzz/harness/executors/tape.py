@@ -51,19 +51,8 @@ from typing import Callable
 import torch
 
 from swafuzz.harness.executors.base import Executor
-from swafuzz.harness.executors.tape_record import (
-    ACTIVE,
-    HostSyncInCapture,
-    Recorder,
-    Tape,
-    TapeReplayError,
-    poison_value,
-    refuse_host_reads,
-)
+from swafuzz.harness.executors.tape_record import ACTIVE, Recorder, Tape, refuse_host_reads
 from swafuzz.kernels import launch as _launch
-
-__all__ = ["TapeExecutor", "RecaptureTapeExecutor", "Tape", "HostSyncInCapture",
-           "TapeReplayError", "poison_value"]
 
 
 class TapeExecutor(Executor):
@@ -93,10 +82,8 @@ class TapeExecutor(Executor):
 
     def replay(self, handle: object) -> None:
         if not isinstance(handle, Tape):
-            raise TypeError(
-                f"replay(handle): handle must come from TapeExecutor.capture, "
-                f"got {type(handle).__name__}"
-            )
+            raise TypeError("replay(handle): handle must come from TapeExecutor.capture, "
+                            f"got {type(handle).__name__}")
         with torch.inference_mode():
             for op in handle.ops:
                 op.replay()
@@ -129,9 +116,7 @@ class RecaptureTapeExecutor(TapeExecutor):
 
     def replay(self, handle: object) -> None:
         if not isinstance(handle, _Recaptured):
-            raise TypeError(
-                f"replay(handle): handle must come from RecaptureTapeExecutor.capture, "
-                f"got {type(handle).__name__}"
-            )
+            raise TypeError("replay(handle): handle must come from "
+                            f"RecaptureTapeExecutor.capture, got {type(handle).__name__}")
         handle.tape = super().capture(handle.fn)
         super().replay(handle.tape)

@@ -33,12 +33,13 @@ from swafuzz.checks.registry import check_names, defence_in_depth
 from swafuzz.harness.cli.common import EXIT_INTERRUPTED
 from swafuzz.harness.pipeline.campaign import Campaign
 from swafuzz.harness.pipeline.execute import execute, resolve_executors
+from swafuzz.harness.pipeline.unit import load_plugins
 from swafuzz.harness.report.inputs import write_run_meta
 from swafuzz.harness.zoo.select import control_of, default_zoo, not_here, selected
 from swafuzz.reports.bundle import atomic_write_text, write_bundle
 from swafuzz.reports.summary import kill_matrix
 from swafuzz.targets.mutants import load_all
-from swafuzz.targets.plugins import load_env, load_module, loaded_modules
+from swafuzz.targets.plugins import loaded_modules
 
 BUDGETS = {
     # examples per mutant+seed, seeds, control examples per kind, shrink budget
@@ -95,7 +96,7 @@ def zoo_mutant(name: str, examples: int, seeds: int, impl: str, executors: list[
     spec = load_all()[name]
     target = f"mutant:{name}"
     tm = time.perf_counter()
-    counts, kills, first = [], 0, None
+    counts, first = [], None
     # the kinds where the bug shows that the mutant target runs (targets.supports): none left,
     # no seed can kill it
     kinds = [k for k in spec.kinds if targets.supports(target, k) is None]
@@ -104,15 +105,10 @@ def zoo_mutant(name: str, examples: int, seeds: int, impl: str, executors: list[
             target, kinds, examples, s, shrink=(s == 0), impl=impl, executors=executors,
             shrink_budget=shrink_budget)
         counts.append(used if v is not None else None)
-        if v is not None:
-            kills += 1
-            first = first or v
-    row = {"name": name, "source": spec.source, "impl": impl, "killed": kills == seeds,
-           "kills": f"{kills}/{seeds}", "seconds": time.perf_counter() - tm,
-           "cases_to_kill": _median(counts), "cases_per_seed": counts, "check": None,
-           "checks": [], "shrunk": None, "repro": None,  # no kind runs: the target's reasons
-           "unreachable": None if kinds else "; ".join(
-               dict.fromkeys(str(targets.supports(target, k)) for k in spec.kinds))}
+        first = first or v
+    row = kill_row(name, spec, impl, counts, tm, _median(counts),  # no kind runs: why
+                   None if kinds else "; ".join(
+                       dict.fromkeys(str(targets.supports(target, k)) for k in spec.kinds)))
     if first is not None:
         row.update(check=first.failures[0].check,
                    checks=sorted({f.check for f in first.failures}),
@@ -121,6 +117,17 @@ def zoo_mutant(name: str, examples: int, seeds: int, impl: str, executors: list[
         row["repro"] = f"swafuzz repro {os.path.relpath(path, out)}"  # from the out dir
         row.update(ablation(first, target, impl, executors))
     return row
+
+
+def kill_row(name: str, spec, impl: str, counts: list, t0: float, cases_to_kill,
+             unreachable: str | None) -> dict:
+    """A mutant's kill-matrix row before its killing Case is read (``counts``: cases to kill
+    per seed, None where the seed did not kill; ``t0``: its start, ``time.perf_counter``)."""
+    kills = sum(c is not None for c in counts)
+    return {"name": name, "source": spec.source, "impl": impl, "killed": kills == len(counts),
+            "kills": f"{kills}/{len(counts)}", "seconds": time.perf_counter() - t0,
+            "cases_to_kill": cases_to_kill, "cases_per_seed": counts, "check": None,
+            "checks": [], "shrunk": None, "repro": None, "unreachable": unreachable}
 
 
 def ablation(verdict, target: str, impl: str, executors: list[str]) -> dict:
@@ -349,14 +356,7 @@ def _pool_init(modules: list[str]) -> None:
     """Pool initializer: Ctrl-C reaches the whole process group, the parent decides what stops
     (it prints the partial matrix and terminates the pool); the parent's plugins loaded."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _load_plugins(modules)
-
-
-def _load_plugins(modules: list[str]) -> None:
-    """Pool initializer: the parent's ``--plugin`` modules (their mutants join the zoo)."""
-    for m in modules:
-        load_module(m)
-    load_env()
+    load_plugins(modules)
 
 
 def _row_line(row: dict) -> str:

@@ -27,7 +27,7 @@ from swafuzz.harness.cli.common import UsageError
 from swafuzz.harness.executors import get_executor
 from swafuzz.harness.pipeline.execute import resolve_executors
 from swafuzz.harness.pipeline.level_server import bundle_of, pipeline_of, server_targets
-from swafuzz.harness.zoo.matrix import cases_text, finish
+from swafuzz.harness.zoo.matrix import cases_text, finish, kill_row
 from swafuzz.reports.bundle import atomic_write_text
 from swafuzz.server.run import ServerRefused, execute, judge_obs
 from swafuzz.server.strategies import server_cases
@@ -116,12 +116,9 @@ def mutant_row(name: str, spec, pipeline, examples: int, seeds: int, executors: 
         counts.append(used if found else None)
         refused, ran = refused + why, ran + used
         first = first or found
-    kills = sum(c is not None for c in counts)
-    row = {"name": name, "source": spec.source, "impl": "torch", "killed": kills == seeds,
-           "kills": f"{kills}/{seeds}", "seconds": time.perf_counter() - tm,
-           "cases_to_kill": next((c for c in counts if c is not None), None),
-           "cases_per_seed": counts, "check": None, "checks": [], "shrunk": None, "repro": None,
-           "unreachable": f"every Case refused: {refused[0]}" if refused and not ran else None}
+    row = kill_row(name, spec, "torch", counts, tm,
+                   next((c for c in counts if c is not None), None),
+                   f"every Case refused: {refused[0]}" if refused and not ran else None)
     if first is not None:
         v = first["verdict"]
         row.update(check=v.failures[0].check, checks=sorted({f.check for f in v.failures}),

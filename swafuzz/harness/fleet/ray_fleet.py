@@ -1,24 +1,17 @@
 """Fleet runs: ``swafuzz run --ray ADDRESS|auto`` runs the units of a campaign as Ray tasks on
 the nodes of a Ray cluster (``pip install 'swafuzz[ray]'``; docs/FLEET.md).
 
-Each unit (:mod:`swafuzz.harness.pipeline.driver`) is one streaming-generator task
-(:func:`swafuzz.harness.fleet.task.unit_stream`) asking for one CPU, and one GPU where the run
-needs one (:func:`unit_resources`). The task runs the ordinary unit function in a scratch
-directory of its node and yields its case rows, bundles and in-flight Case as they appear; this
-driver process alone writes them into the run directory (``cases.jsonl``, ``findings/``,
-``inflight/``), plus ``fleet.jsonl``: one row per attempt (``start``: the node, host and worker
-pid; ``died``: why and how many of the unit's Cases were recorded; ``reads``: what the unit read
-from the corpus, so a retry reads the same).
+Each unit is one streaming-generator task (:func:`swafuzz.harness.fleet.task.unit_stream`) asking
+for one CPU, and one GPU where the run needs one (:func:`unit_resources`). The task yields its
+case rows, bundles and in-flight Case as they appear; this driver process alone writes them into
+the run directory, plus ``fleet.jsonl``: one row per attempt (``start``: node, host, pid;
+``died``: why, Cases recorded; ``reads``: the unit's corpus reads, so a retry reads the same).
 
 A worker or node that dies costs at most the Case it was running: the unit is submitted again
-with the case rows already recorded, which it answers from its log instead of running them
-(its Hypothesis search is the same for the same seed), so nothing recorded is lost and nothing
-recorded runs twice. An attempt that dies without recording a new Case counts as a strike;
-after :data:`STRIKES` of them in a row the unit is a ``crash`` finding (a Case that kills its
-worker process, with ``--no-isolate``), as in a local pool.
-
-The corpus stays where ``--db`` puts it: ``redis://HOST:PORT[/N]`` shared by every node;
-``none`` (the default with ``--ray``: a directory database would be one per node).
+with its recorded case rows, answered from its log, so nothing recorded is lost or runs twice.
+After :data:`STRIKES` attempts in a row that die without recording a new Case, the unit is a
+``crash`` finding, as in a local pool. The corpus: ``--db redis://...`` shared by every node, or
+``none`` (the default with ``--ray``).
 """
 
 from __future__ import annotations

@@ -1,21 +1,15 @@
 """The server level (:class:`ServerLevel`, the :class:`swafuzz.harness.pipeline.level.Level` of
 ``swafuzz run --level server``): server-level Cases (:mod:`swafuzz.server`) through the target's
-server pipeline, in the component level's run pipeline, units, case worker, campaign, case log,
-budget, resume and reports.
+server pipeline, in the component level's run pipeline.
 
-What differs is here: Cases drawn by the records' server kinds
-(:func:`swafuzz.server.strategies.server_cases`), run in the case worker (:mod:`.worker`)
-or in the unit's process (``--no-isolate``) under each executor (:func:`run_all`); a Case the
-release refuses is not run nor counted (its reason is the unit row's ``refused``); a Case that
-takes its worker down is a ``server:crash`` / ``server:timeout`` failure; the ledger's
-server-level answers classify (:class:`swafuzz.harness.ledger.known.ServerKnownLedger`); bundles are
-``findings/server-<check>.<kind>.json`` (:func:`bundle_path`; a known entry's
-``findings/server-<check>.<kind>.known-<entry>.json``), one per signature and kind, the
-smallest Case of the units of that kind.
-
-Case rows add ``out_of_scope`` (why the pipeline stopped the Case early, or null); unit rows
-add ``bundle`` (the finding's bundle, relative to the run directory), ``stopped_out_of_scope``
-and ``refused`` (the release's reason for the Cases it did not run, or null).
+What differs is here: Cases drawn by the records' server kinds, run under each executor
+(:func:`run_all`) in the case worker or in the unit's process; a Case the release refuses is not
+run nor counted (its reason is the unit row's ``refused``); a Case that takes its worker down is
+a ``server:crash`` / ``server:timeout`` failure; the ledger's server-level answers classify
+(:class:`swafuzz.harness.ledger.known.ServerKnownLedger`); bundles are
+``findings/server-<check>.<kind>[.known-<entry>].json`` (:func:`bundle_path`), the smallest Case
+per signature and kind. Case rows add ``out_of_scope``; unit rows add ``bundle``,
+``stopped_out_of_scope`` and ``refused``.
 """
 
 from __future__ import annotations

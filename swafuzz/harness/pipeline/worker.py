@@ -1,22 +1,17 @@
 """Crash isolation: run Cases in a child process.
 
-The parent writes the in-flight Case to ``inflight.json`` before each case (so even a hard crash
-of the parent leaves it on disk), sends it to the child and waits. If the child dies (segfault,
-illegal memory access, abort) or runs past the timeout, the result is a Verdict with one
-``crash`` (or ``timeout``) failure, and the next case starts a fresh child.
+The parent writes the in-flight Case to ``inflight.json`` before each case (a hard crash of the
+parent leaves it on disk), sends it to the child and waits. If the child dies (segfault, illegal
+memory access, abort) or runs past the timeout, the result is one ``crash`` (or ``timeout``)
+failure, and the next case starts a fresh child.
 
-The child is a fresh interpreter (``python -m swafuzz.harness.pipeline.worker``), not a
-``multiprocessing`` spawn: it never re-imports the parent's ``__main__`` (an unguarded launcher
-script would otherwise start its campaign again in every child). It gets the target back from
-the parent's *recipe* (``swafuzz.targets.recipe``: the plugin modules loaded in the parent, the
-target's plugin record and its factory's module and qualified name). Messages are JSON lines:
-requests on the child's stdin, replies on a private pipe (the child's own stdout is sent to
-stderr, so a target that prints cannot corrupt the protocol).
-
-A sticky CUDA error leaves the child alive with a broken context: the child probes its device
-context after every case (:func:`device_context_error`) and, when it is broken, reports the case
-as a ``crash`` and exits, so the next case starts a fresh child too (the in-flight Case stays on
-disk).
+The child is a fresh interpreter, not a ``multiprocessing`` spawn (it never re-imports the
+parent's ``__main__``); it gets the target back from the parent's recipe
+(``swafuzz.targets.recipe``). Messages are JSON lines: requests on the child's stdin, replies on
+a private pipe (the child's stdout goes to stderr, so a target that prints cannot corrupt the
+protocol). A sticky CUDA error leaves the child alive with a broken context: the child probes
+its device after every case (:func:`device_context_error`) and, when broken, reports a
+``crash`` and exits.
 """
 
 from __future__ import annotations

@@ -310,13 +310,18 @@ def cmd_repro(args) -> int:
     except InvalidCase as e:
         raise UsageError(f"{args.file}: field 'case' cannot run: {e}") from None
     if v.failed:
-        print(f"FAIL {v.signature()} ({len(v.failures)} failures, {v.checks_run} checks)")
-        for f in v.failures:
-            print(f"  {f.check}: {f.message}")
-        return EXIT_FINDINGS
+        return _failed(v, f", {v.checks_run} checks")
     print(f"PASS: {v.checks_run} checks clean on target {args.target} (impl {args.impl}, "
           f"executor {args.executor})")
     return EXIT_CLEAN
+
+
+def _failed(v, more: str) -> int:
+    """A replayed Case's failures, printed (``more``: after the count); exit 1."""
+    print(f"FAIL {v.signature()} ({len(v.failures)} failures{more})")
+    for f in v.failures:
+        print(f"  {f.check}: {f.message}")
+    return EXIT_FINDINGS
 
 
 def _isolated(make, run):
@@ -366,11 +371,7 @@ def _repro_server(args) -> int:
         raise UsageError(f"{args.file}: {e}") from None
     if v.failed:
         eid = lv.repro_known(target, case, v)
-        print(f"FAIL {v.signature()} ({len(v.failures)} failures"
-              + (f"; known: ledger entry {eid}" if eid else "") + ")")
-        for fl in v.failures:
-            print(f"  {fl.check}: {fl.message}")
-        return EXIT_FINDINGS
+        return _failed(v, f"; known: ledger entry {eid}" if eid else "")
     stop = f"; the run stopped out of scope: {v.out_of_scope}" if v.out_of_scope else ""
     print(f"PASS: server-level Case clean on target {target} ({v.target_version}){stop}")
     return EXIT_CLEAN

@@ -1,13 +1,11 @@
 """The levels a campaign runs at, one protocol (:class:`Level`) with two implementations:
 ``component`` (:class:`ComponentLevel`: Cases of steps on the target's components) and
-``server`` (:class:`swafuzz.harness.pipeline.level_server.ServerLevel`: server arguments + requests through
-the target's server pipeline). The level is a property of the run (``RunConfig.level``, the
-``level`` of ``run.json`` and of a bundle), as a FoundationDB workload's cluster is: the run
-pipeline, units, case worker, campaign, case log, ledger classification, resume, budget and
-Ctrl-C are the same code at both levels (:mod:`swafuzz.harness.pipeline.driver`, :mod:`.unit`,
-:mod:`.worker`, :mod:`.campaign`, :mod:`swafuzz.harness.cli.run`), which ask the level object
-where the levels differ. Its kinds are the feature records' ``Kind`` entries of its level
-(``features.kind_names(level)``).
+``server`` (:class:`swafuzz.harness.pipeline.level_server.ServerLevel`: server arguments +
+requests through the target's server pipeline). The level is a property of the run
+(``RunConfig.level``, the ``level`` of ``run.json`` and of a bundle): the run pipeline, units,
+case worker, campaign, case log, ledger, resume, budget and Ctrl-C are the same code at both
+levels and ask the level object where they differ. Its kinds are the feature records' ``Kind``
+entries of its level (``features.kind_names(level)``).
 """
 
 from __future__ import annotations

@@ -1,19 +1,16 @@
 """``swafuzz zoo``: run every mutant of the bug zoo, and ``unified`` as the control; print the
 kill matrix and its single-check ablation.
 
-Per mutant and seed a campaign runs over the mutant's scenario kinds (each mutant names where its
-bug lives) until the first finding or the case budget. The first seed shrinks the killing Case
-(bounded) and writes its bundle; the other seeds only count cases to kill. A mutant is killed when
-every seed kills it. The control must be clean on every kind. Exit 0 iff every mutant is killed,
-the control is clean, and the leave-one-out rule holds: every check is the only check that kills
-at least one mutant (its killing Case, rerun with that check disabled and every other check
-on, passes: see :func:`ablation`), or carries a defence-in-depth reason in its ``@check`` (printed)
-and fires on at least one mutant.
+Per mutant and seed a campaign runs over the mutant's scenario kinds until the first finding or
+the case budget; the first seed shrinks the killing Case and writes its bundle. A mutant is
+killed when every seed kills it; the control must be clean on every kind. Exit 0 iff every
+mutant is killed, the control is clean, and the leave-one-out rule holds: every check is the only
+check that kills at least one mutant (:func:`ablation`), or carries a defence-in-depth reason in
+its ``@check`` and fires on at least one mutant.
 
-``--mutant NAME`` (repeatable) narrows the zoo to those mutants: the control (the release's
-target for its mutants) runs over their kinds only; leave-one-out is not enforced. Mutants of a
-release not installed here are left out of a whole-zoo run, named; one whose release lacks the
-faulty code is "not reachable here". Ctrl-C (or SIGTERM) prints the partial matrix, exit 130.
+``--mutant NAME`` (repeatable) narrows the zoo (the control runs over their kinds only; the rule
+is not enforced). Mutants of a release not installed here are left out of a whole-zoo run, named.
+Ctrl-C (or SIGTERM) prints the partial matrix, exit 130.
 """
 
 from __future__ import annotations

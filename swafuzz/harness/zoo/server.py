@@ -1,15 +1,12 @@
-"""``swafuzz zoo --level server``: the bug zoo over the server mutants (``mutant(level="server")``
-of the feature records: patches of the release's own code) on the installed release of the
-target with a server level.
+"""``swafuzz zoo --level server``: the bug zoo over the server mutants (patches of the release's
+own code) on the installed release of the target with a server level.
 
 The same matrix, ablation and leave-one-out rule as the component zoo (:func:`zoo.finish` over
-the server checks): per mutant and seed, Cases of the mutant's server kinds are drawn
-(Hypothesis, derandomized by the seed, no shrinking) and run through the target's server
-pipeline with the mutant's patch until the first failing Case; the control is the unpatched
-pipeline over the same kinds. Leave-one-out judges the killing Case's observation again with
-that one check disabled (:func:`swafuzz.server.run.judge_obs`): checks are pure functions of
-the observation, so this is the rerun without the check. Without the release: exit 2 with the
-target's own message (for SGLang: the ``sglang`` extra, ``scripts/upstream-env``).
+the server checks): per mutant and seed, Cases of its server kinds (Hypothesis, derandomized by
+the seed, no shrinking) run through the patched pipeline until the first failing Case; the
+control is the unpatched pipeline over the same kinds. Leave-one-out judges the killing Case's
+observation again without that one check (:func:`swafuzz.server.run.judge_obs`; checks are pure
+functions of the observation). Without the release: exit 2 with the target's own message.
 """
 
 from __future__ import annotations

@@ -313,13 +313,11 @@ def source_constants():
 @contextmanager
 def same_draws_in_any_process() -> Iterator[None]:
     """Hypothesis (6.131+) sometimes draws a literal found in the source of the *local* modules
-    loaded in the process (``providers._get_local_constants``: every module in ``sys.modules``
-    outside site-packages). Which modules are loaded differs between a fresh run and a resumed
-    one, a pool process and the parent, a checkout and a wheel (site-packages: none), a plugin
-    and none - so the same seed drew other Cases (issue 19: 1 vs 2 workers, kill -9 then
-    resume). Inside this block the pool is fixed: the literals of swafuzz's own source
-    (:func:`source_constants`), so the draws depend on the seed, the strategy and swafuzz's
-    source alone. A Hypothesis without the pool is left as it is."""
+    loaded in the process, and which modules are loaded differs between a fresh run and a
+    resumed one, a pool process and the parent, a checkout and a wheel. Inside this block the
+    pool is fixed to the literals of swafuzz's own source (:func:`source_constants`), so the
+    draws depend on the seed, the strategy and swafuzz's source alone. A Hypothesis without the
+    pool is left as it is."""
     get = getattr(hypothesis_providers, "_get_local_constants", None)
     cache = getattr(hypothesis_providers, "CONSTANTS_CACHE", None)
     if get is None or cache is None or not hasattr(constants_ast, "_constants_from_source"):

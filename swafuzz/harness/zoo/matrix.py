@@ -128,16 +128,11 @@ def kill_row(name: str, spec, impl: str, counts: list, t0: float, cases_to_kill,
 
 
 def ablation(verdict, target: str, impl: str, executors: list[str]) -> dict:
-    """Single-check ablation of a mutant's killing Case.
-
-    ``alone``: the checks that kill the Case when each runs alone. Checks are pure functions of
-    the same Observations and Expectation and never read each other's results, so running the
-    Case once with every check and reading which checks failed is the same as running it once
-    per check with only that check enabled (``tests/harness/test_zoo_gate.py`` checks this
-    equivalence on one mutant by rerunning).
-    ``sole``: the check that is the only one to kill it, proven by leave-one-out: the Case is
-    rerun with every check except that one and must pass (no failure at all, target errors
-    included). None when several checks (or a target error) kill it.
+    """Single-check ablation of a mutant's killing Case. ``alone``: the checks that kill it
+    each alone (checks are pure functions of the same observations, so the checks that failed
+    in one run with all of them; ``tests/harness/test_zoo_gate.py`` checks this by rerunning).
+    ``sole``: the only check that kills it, proven by leave-one-out (the Case rerun with every
+    other check passes, target errors included); None when several checks or an error kill it.
     """
     alone = sorted({f.check for f in verdict.failures} & set(check_names()))
     other = sorted({f.check for f in verdict.failures} - set(check_names()))  # error, crash, timeout

@@ -5,23 +5,13 @@
 
     python -m swafuzz.bench.fleet --out bench-out --examples 400 --impl torch
 
-Every row runs the same campaign (target ``unified``, the ``--scenario`` kinds or every kind,
-``--examples`` cases, the same seed, no corpus, no ledger) through the real CLI, so it counts
-what a user waits for. ``wall s`` runs from starting the command to its exit, its start-up
-included; for the shard row from starting both shards to the end of the merge (``merge s``).
-``steps/s`` is the run's checked forward steps over ``wall s``; ``ratio`` is that over the
-``--workers 1`` row's. A Ray cluster's own start (``ray start``) is not counted: a fleet is
-started once for many runs. The Ray rows need ray in this Python (``swafuzz[ray]``,
-``python3 bootstrap.py fleet-tier`` builds ``.venv-fleet``); without it they are reported as
-not run.
-
-Start-up is measured and reported, not subtracted: ``start s`` is each command's time from its
-start to its first case row (interpreter and imports, the case-worker and pool start-up, the
-first Case), and the ``start-up`` section times each piece alone (the CLI to its ``run.json``,
-a case worker's start, a ``spawn`` pool process's start). ``--budget`` counts the same
-start-up: it is the wall time of the whole command (docs/RUNS.md). ``cpu s`` is the CPU time of
-the command's whole process tree; ``--profile`` splits it by role (the CLI, pool processes,
-case workers, Ray workers) by sampling ``/proc``. Writes ``fleet-bench.md`` and
+Every row runs the same campaign (target ``unified``, the same kinds, examples and seed, no
+corpus, no ledger) through the real CLI, so it counts what a user waits for: ``wall s`` from
+starting the command to its exit (start-up included; the Ray cluster's own start is not). The
+Ray rows need ray in this Python (``swafuzz[ray]``); without it they are reported as not run.
+Start-up is measured, not subtracted: the ``start-up`` section times each piece alone, and
+``--profile`` splits the CPU time by process role (sampling ``/proc``); the table's notes
+(:func:`swafuzz.bench.fleet_parts.render`) define every column. Writes ``fleet-bench.md`` and
 ``fleet-bench.json`` into ``--out`` and keeps each row's run directory under ``OUT/runs``.
 """
 

@@ -3,15 +3,12 @@ campaign, for 1 and N worker processes, in one run.
 
     python -m swafuzz.bench.harness --workers 1,2 --examples 48 --impl torch
 
-Each worker is an independent process that runs its own campaign (every scenario kind, no
-shrinking: ``unified`` is clean) over its own hypothesis seed (worker i of a round uses seed
-``--seed + i``: disjoint seeds), with ``--examples`` cases per worker, so N workers do N times the
-work of one. Workers import and warm up first (one case each), then start together at a barrier;
-a round's time runs from the barrier to the last worker's end. A *checked forward step* is one
-forward of a Case run by one executor and checked against the oracle (``forward_count(case) *
-executors``). The ratio column is throughput over the 1-worker round's throughput: on a machine
-with N free cores it approaches N; other load on the machine lowers it, and the table says how
-many cores the machine has.
+Each worker process runs its own campaign (every kind, no shrinking) over its own seed
+(``--seed + i``) with ``--examples`` cases, so N workers do N times the work of one. Workers warm
+up first (one case each) and start together at a barrier; a round's time runs from the barrier to
+the last worker's end. A *checked forward step* is one forward of a Case run by one executor and
+checked against the oracle. The ratio column (over the 1-worker round) approaches N on a machine
+with N free cores.
 """
 
 from __future__ import annotations

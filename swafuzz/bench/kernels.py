@@ -5,28 +5,20 @@ Usage::
     python bench/kernels.py [--sizes 64,4096,1048576,16777216] [--d 576]
                             [--impls torch,triton,cuda] [--json FILE] [--tune]
 
-For every size N and operation it reports the time per call (µs, median), the speed-up over the
-torch path (torch µs / impl µs), the effective bandwidth and its fraction of a copy ceiling
-measured in the same run (a large device-to-device ``copy_``, bytes read + written; ~4.3 TB/s on
-an H200). Bytes are counted explicitly, per call:
+For every size N and operation: the time per call (µs, median), the speed-up over the torch
+path, the effective bandwidth and its fraction of a copy ceiling measured in the same run (a
+large device-to-device ``copy_``, bytes read + written). Bytes per call:
 
 * translate: reads ``N*8`` (loc) + ``N*8`` (gathered mapping entries), writes ``N*4``;
 * store: reads ``N*4`` (int32 loc) + ``N*D*es`` (rows), writes ``N*D*es`` (es = 2 for bf16);
-* translate_store: what the fused kernel must move: ``20*N + 2*N*D*es`` (the int32 locations are
-  written once and not re-read).
+* translate_store: ``20*N + 2*N*D*es`` (the int32 locations are written once, not re-read).
 
-Setup: page size 256, bfloat16 rows of width D, a pool with ``ceil(N/256) + 1`` pages, a mapping
-that sends N distinct full slots to N distinct SWA slots in random order (scattered writes, as in
-serving). Only device work is timed: host value contracts (a device->host sync each) are switched
-off by running under a pass-through launch recorder (static checks still run, so Python wrapper
-overhead is included for every implementation).
-
-On GPU the timings use ``triton.testing.do_bench`` (CUDA events, warm-up, median). Without a GPU
-the Triton interpreter is used and timings are ``time.perf_counter`` medians over a few calls
-(default sizes 64 and 4096; a smoke test, not a measurement).
-
-``--tune`` (GPU) also sweeps a few Triton store configurations for translate_store at the
-largest size and prints them (the best is used for the table).
+Setup: page size 256, bfloat16 rows of width D, ``ceil(N/256) + 1`` pages, N distinct full slots
+sent to N distinct SWA slots in random order. Only device work is timed: host value contracts are
+switched off by a pass-through launch recorder (static checks still run). On GPU the timings use
+``triton.testing.do_bench``; without one, the Triton interpreter and ``time.perf_counter``
+medians (default sizes 64 and 4096: a smoke test, not a measurement). ``--tune`` (GPU) also
+sweeps a few Triton store configurations for translate_store at the largest size.
 """
 
 from __future__ import annotations

@@ -1,22 +1,16 @@
 """pytest plugin: the ``swafuzz_check`` fixture (run a Case, fail with the one-line repro
 command), ``--swafuzz-plugin`` for target plugins, and swafuzz's markers.
 
-Loaded into a host suite (``-p swafuzz.harness.pytest_plugin`` or ``pytest_plugins =
-["swafuzz.harness.pytest_plugin"]``) it has no side effects: it registers its markers' help
-texts and the ``--swafuzz-*`` options, and nothing else - the host's Hypothesis settings, its
-environment (``TRITON_INTERPRET``) and which of its tests run are left as they are. On a machine
-without CUDA, a host that runs Cases on the Triton path sets ``TRITON_INTERPRET=1`` itself before
-Triton is first imported (or passes ``impl="torch"``).
+Loaded into a host suite (``-p swafuzz.harness.pytest_plugin``) it has no side effects beyond
+its markers' help texts and the ``--swafuzz-*`` options: the host's Hypothesis settings,
+environment and test selection are left as they are (a host running Cases on the Triton path
+without CUDA sets ``TRITON_INTERPRET=1`` itself, or passes ``impl="torch"``).
 
-swafuzz's own test suite opts in to its policy with ``swafuzz_suite = true`` (ini; the
-repository's ``pyproject.toml``) or ``--swafuzz-suite``: the Hypothesis profiles ``dev``
-(default), ``ci`` (derandomized, no deadline, no example database; chosen when ``CI`` is set)
-and ``nightly`` (long exploration), ``HYPOTHESIS_PROFILE`` overriding the choice; and the skips
-of tests marked ``gpu`` / ``cudagraph`` (no CUDA here), ``nightly`` and ``bigmem`` (unless
-selected with ``-m``).
-
-Target plugins: ``--swafuzz-plugin MODULE``, ``SWAFUZZ_PLUGINS`` or the ``swafuzz.targets``
-entry points (``swafuzz.targets.plugins``); ``check_case`` runs any registered target.
+swafuzz's own suite opts in to its policy with ``swafuzz_suite = true`` (ini) or
+``--swafuzz-suite``: the Hypothesis profiles ``dev`` (default), ``ci`` (derandomized, no
+deadline, no database; when ``CI`` is set) and ``nightly``, ``HYPOTHESIS_PROFILE`` overriding;
+and the skips of tests marked ``gpu`` / ``cudagraph`` (no CUDA), ``nightly`` and ``bigmem``
+(unless selected with ``-m``).
 """
 
 from __future__ import annotations

@@ -93,16 +93,10 @@ def atomic_write_json(path: str, obj: dict[str, Any]) -> None:
 
 
 def write_bundle(out_dir: str, finding: dict[str, Any], suffix: str = "") -> str:
-    """Write ``finding`` (must hold ``signature`` and ``case``) under ``out_dir/findings/``
-    as ``<signature><suffix>.json``.
-
-    Returns the path. The ``command`` field is filled in with the repro command, its path
-    relative to ``out_dir`` (``swafuzz repro findings/<name>.json``, run from the run directory:
-    it stays true when the directory is copied or downloaded as a CI artefact). A finding on
-    the ``sglang`` target also records the installed sglang version under ``versions``, and
-    what the target ran (``target_version``, e.g. ``sglang 0.5.17 (adapter 0.5.23)``) when the
-    finding carries it.
-    """
+    """Write ``finding`` (must hold ``signature`` and ``case``) as
+    ``out_dir/findings/<signature><suffix>.json``; return the path. ``command`` is the repro
+    command relative to ``out_dir`` (true wherever the run directory is copied); a finding on
+    ``sglang`` also records the installed sglang version under ``versions``."""
     path = os.path.join(out_dir, "findings",
                         signature_filename(finding["signature"]) + suffix + ".json")
     vers = versions()

@@ -1,21 +1,13 @@
 """Deduplication of findings by signature.
 
-Inputs are plain records: the rows of ``cases.jsonl`` (one per executed case; failing rows carry
-``signature`` and the ``case``; rows written since this module exist carry ``t``, the Unix time)
-and the bundles of ``findings/``. A :class:`FindingGroup` per signature holds
-
-* ``count``: failing cases logged with that signature (shrinking runs included: a campaign shrinks
-  each new failure, so one bug is usually logged many times);
-* ``first_seen`` / ``last_seen``: the row numbers (1-based, in log order) and, where logged,
-  the times of the first and last of them;
-* ``case``: the smallest Case with that signature among the log rows and the bundles (fewest
-  steps, then fewest requests, then shortest JSON);
-* ``bundles``: every bundle of that signature, ``(path, bundle)`` in path order (one signature
-  can have several: one per ledger entry that knows it, ``<signature>.known-<entry>.json``), and
-  ``bundle`` / ``bundle_path``, the one holding the smallest Case among them (the first on a
-  tie), so a report that names one bundle names the Case it sizes;
-* ``reliability``: ``(k, n)``, k of n reruns of that Case failed with the same signature, when
-  the caller measured it (``swafuzz report --reruns N``), else None.
+Inputs are plain records: the rows of ``cases.jsonl`` (failing rows carry ``signature``, the
+``case`` and, where logged, ``t``) and the bundles of ``findings/``. A :class:`FindingGroup` per
+signature holds ``count`` (failing cases logged with it, shrinking runs included),
+``first_seen`` / ``last_seen`` (1-based row numbers and times), ``case`` (the smallest Case among
+the rows and bundles: fewest steps, then requests, then shortest JSON), ``bundles`` (every bundle
+of the signature, in path order: one per ledger entry that knows it, ``.known-<entry>``) with
+``bundle`` / ``bundle_path`` the one holding the smallest Case, and ``reliability`` (``(k, n)``
+reruns failing the same way, when measured by ``swafuzz report --reruns N``).
 """
 
 from __future__ import annotations

@@ -1,25 +1,18 @@
 """``summary.html``: one self-contained page (inline CSS and SVG, no script, nothing fetched) with,
 per finding, a picture of the SWA pool.
 
-The picture is drawn from plain data (``harness.report.findings.pool_picture`` builds it from the
-bundle's Case by re-running the oracle, and from the observed side the bundle carries):
+The picture is plain data (``harness.report.findings.pool_picture``, from the bundle's Case
+through the oracle and the observed side the bundle carries):
 
 ``picture = {"page_size": P, "swa_slots": S, "note": str, "pools": {pool: [layer, ...]}}`` with
 ``layer = {"expected": [slots], "dummy_expected": bool, "observed": [obs, ...]}`` and
 ``obs = {"executor", "written", "changed", "differs", "redzones": {"before", "after"}}``.
 
-Each layer shows an *expected* strip (the oracle's write targets; the dummy page when padded or
-IDLE rows must land there) and one *actual* strip per executor, coloured against the expectation:
-written as expected, expected but not written, written but not expected, wrong bytes; the dummy
-page (page 0) shaded, and a redzone bar at each end of the buffer (light green when intact,
-black when canaries were overwritten or a location fell outside the buffer). Every colour drawn
-is in the legend, each meaning with its own colour; each row of a strip is labelled with its
-first slot's number, and hovering a slot names its page and slots (and, for a slot that is not
-quiet, the slot and what happened there).
-
-Per finding, every bundle of its signature has a block of its own: its path, status (with the
-ledger entry that knows it), Case, repro line (relative to the run directory), every failing
-check it recorded, the Case's steps, and its pool picture.
+Each layer shows an *expected* strip (the oracle's write targets) and one *actual* strip per
+executor, coloured against it (as expected, missing, unexpected, wrong bytes), the dummy page
+shaded and a redzone bar at each end (black when canaries were overwritten); every colour is in
+the legend and hovering a slot names its page. Every bundle of a finding's signature has its own
+block: path, status, Case, repro line, failing checks, steps and pool picture.
 """
 
 from __future__ import annotations

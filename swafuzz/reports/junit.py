@@ -1,15 +1,13 @@
 """``junit.xml`` for CI: one ``<testcase>`` per scenario kind that ran (``campaign.<kind>``,
 passing, with its case count) and one per finding signature (``finding.<signature>``: a
-``<failure>`` of type ``new`` or ``known``; a signature fixed since the baseline passes; a
-signature known by the known-failure ledger is ``<skipped>`` with the message ``known: ledger
-entry ID (CITE)`` and a ``ledger_entry`` property per entry, so it does not fail CI). Names are
-the signatures themselves, so they are stable from night to night. Written once, from the run
-directory, after the workers are done (nothing to merge between xdist or worker processes).
+``<failure>`` of type ``new`` or ``known``; a signature fixed since the baseline passes; one
+known by the ledger is ``<skipped>``, message ``known: ledger entry ID (CITE)`` and a
+``ledger_entry`` property per entry, so it does not fail CI). Names are the signatures, stable
+from night to night.
 
 A server-level run's ``summary.md`` and ``junit.xml`` (:func:`write_server_reports`) come from
-its ``run.json`` (``target``, ``versions``, ``seed``, ``executors``, ``server_mutant``,
-``cases``, ``seconds``, ``kinds``, ``findings``: the new findings' bundles relative to the run
-directory, ``known``: ledger entry id -> ``{"signature", "cases", "bundle"}``) and bundles.
+its ``run.json`` (``kinds``, ``findings``: the new findings' bundles relative to the run
+directory, ``known``: entry id -> ``{"signature", "cases", "bundle"}``, ...) and bundles.
 """
 
 from __future__ import annotations

@@ -28,28 +28,21 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], markdown: bool 
 def campaign_table(stats: dict[str, dict[str, Any]], markdown: bool = False) -> str:
     """``stats[kind] = {"cases", "checks", "findings", "seconds"}`` -> closing table; with
     ``"generated"`` in every row, the cases are split into generated and shrinking."""
-    if stats and all("generated" in s for s in stats.values()):
-        rows = []
-        tot = {"cases": 0, "generated": 0, "checks": 0, "findings": 0, "seconds": 0.0}
-        for kind in sorted(stats):
-            s = stats[kind]
-            rows.append([kind, s["cases"], s["generated"], s["cases"] - s["generated"],
-                         s["checks"], s["findings"], f"{s['seconds']:.1f}"])
-            for k in tot:
-                tot[k] += s[k]
-        rows.append(["total", tot["cases"], tot["generated"], tot["cases"] - tot["generated"],
-                     tot["checks"], tot["findings"], f"{tot['seconds']:.1f}"])
-        return table(["scenario kind", "cases run", "generated", "shrinking", "checks run",
-                      "findings", "seconds"], rows, markdown)
+    split = bool(stats) and all("generated" in s for s in stats.values())
+    tot = dict.fromkeys(["cases", "checks", "findings", "seconds"] + ["generated"] * split, 0)
+
+    def row(name: str, s: dict[str, Any]) -> list[Any]:
+        mid = [s["generated"], s["cases"] - s["generated"]] if split else []
+        return [name, s["cases"], *mid, s["checks"], s["findings"], f"{s['seconds']:.1f}"]
+
     rows = []
-    tot = {"cases": 0, "checks": 0, "findings": 0, "seconds": 0.0}
     for kind in sorted(stats):
-        s = stats[kind]
-        rows.append([kind, s["cases"], s["checks"], s["findings"], f"{s['seconds']:.1f}"])
+        rows.append(row(kind, stats[kind]))
         for k in tot:
-            tot[k] += s[k]
-    rows.append(["total", tot["cases"], tot["checks"], tot["findings"], f"{tot['seconds']:.1f}"])
-    return table(["scenario kind", "cases", "checks run", "findings", "seconds"], rows, markdown)
+            tot[k] += stats[kind][k]
+    rows.append(row("total", tot))
+    head = ["cases run", "generated", "shrinking"] if split else ["cases"]
+    return table(["scenario kind", *head, "checks run", "findings", "seconds"], rows, markdown)
 
 
 def kill_matrix(result: dict[str, Any], markdown: bool = False) -> str:

@@ -11,6 +11,7 @@ import shutil
 import pytest
 
 from swafuzz.harness.ledger import entries as ledger
+from swafuzz.harness.ledger.when import case_forwards
 from swafuzz.harness.ledger.entries import (
     DEFAULT_LEDGER,
     LedgerError,
@@ -273,8 +274,7 @@ def test_forwards_predicate_follows_the_executors():
     assert classify([_dp_graph_finding("eager+tape")], entries, "sglang").known
     assert classify([_dp_graph_finding(None)], entries, "sglang").new
     assert classify([_dp_graph_finding("tape", dp_extend=True)], entries, "sglang").known
-    fw = ledger.case_forwards(ledger.finding_case(_dp_graph_finding("eager+tape")),
-                              ("eager", "tape"))
+    fw = case_forwards(ledger.finding_case(_dp_graph_finding("eager+tape")), ("eager", "tape"))
     assert [(f["executor"], f["mode"], f["exec"], f["n_real"], f["rows"], f["padded"])
             for f in fw] == [("eager", "EXTEND", "eager", 1, 1, False),
                              ("eager", "DECODE", "eager", 1, 3, True),

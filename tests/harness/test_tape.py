@@ -20,13 +20,11 @@ import torch.nn.functional as F
 from swafuzz.harness.executors import (
     EXECUTOR_NAMES,
     EagerExecutor,
-    HostSyncInCapture,
     TapeExecutor,
-    TapeReplayError,
     available_executors,
     get_executor,
 )
-from swafuzz.harness.executors.tape import poison_value
+from swafuzz.harness.executors.tape_record import HostSyncInCapture, TapeReplayError, poison_value
 from swafuzz.kernels.launch import launch
 
 try:

@@ -1,15 +1,12 @@
 """``swafuzz`` (also ``python -m swafuzz``): run, zoo, repro, list, report, merge, bisect, bench.
 
-Exit codes: 0 clean, 1 findings, 2 usage or input error (with a message naming the field and the
-allowed values, and nothing written), 3 tool failure (one line on stderr, the traceback in
-``swafuzz-error-<pid>.log`` under the output directory or the temp directory), 130 interrupted
-(Ctrl-C / SIGTERM; ``run`` prints its table and how to ``--resume``).
+Exit codes: 0 clean, 1 findings, 2 usage or input error (a message naming the field and the
+allowed values, nothing written), 3 tool failure (one line on stderr, the traceback in a log
+file), 130 interrupted (Ctrl-C / SIGTERM).
 
-This module holds ``main`` and the small commands; the parser (torch-free: ``--help`` and
-``--version`` answer before this module loads, see :mod:`swafuzz.__main__`) is in
-:mod:`swafuzz.harness.cli.parser`, ``run`` and ``repro`` in :mod:`swafuzz.harness.cli.run`, the
-shared checks in :mod:`swafuzz.harness.cli.common`, the listings in
-:mod:`swafuzz.harness.cli.listing`.
+This module holds ``main`` and the small commands; the torch-free parser is
+:mod:`swafuzz.harness.cli.parser`, ``run`` and ``repro`` :mod:`swafuzz.harness.cli.run`, the
+shared checks :mod:`swafuzz.harness.cli.common`, the listings :mod:`swafuzz.harness.cli.listing`.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from swafuzz.features.validation import load_case
 from swafuzz.harness.cli.common import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
+    EXIT_INTERRUPTED,
     UsageError,
     available_ram,
     check_choice,
@@ -31,9 +32,9 @@ from swafuzz.harness.fleet.shard import label as shard_label
 from swafuzz.harness.ledger.entries import LedgerError
 from swafuzz.harness.ledger.known import print_known, resolve_ledger
 from swafuzz.harness.pipeline import coverage, level, resume
-from swafuzz.harness.pipeline import driver as pipeline
-from swafuzz.harness.pipeline.caselog import checked_steps
+from swafuzz.harness.pipeline.caselog import checked_steps, per_kind, read_log
 from swafuzz.harness.pipeline.corpus import DatabaseSpecError, check_spec, open_database
+from swafuzz.harness.pipeline.driver import run as run_campaign
 from swafuzz.harness.pipeline.execute import (
     CaseRefused,
     InvalidCase,
@@ -47,8 +48,9 @@ from swafuzz.harness.pipeline.level_server import (
     pipeline_of,
     server_targets,
 )
-from swafuzz.harness.pipeline.runconfig import RunConfig, read_run_config
+from swafuzz.harness.pipeline.runconfig import RunConfig, read_run_config, write_run_meta
 from swafuzz.harness.pipeline.runlock import RunDirBusy, RunLock
+from swafuzz.harness.pipeline.unit import case_worker, close_workers
 from swafuzz.harness.pipeline.worker import CaseWorker, WorkerSetupError
 from swafuzz.reports.bundle import read_bundle, signature_filename
 from swafuzz.reports.summary import campaign_table
@@ -182,9 +184,9 @@ def cmd_run(args) -> int:
         _check_target(args, cfg, lock, lv)
         if hasattr(lv, "report"):
             lv.start_meta(cfg)  # what --resume continues, from the first Case on
-            res = pipeline.run(cfg, say=_say(args), session_start=COMMAND_START)
+            res = run_campaign(cfg, say=_say(args), session_start=COMMAND_START)
             return lv.report(args, cfg, res)
-        return _locked_run(args, cfg, pipeline)
+        return _locked_run(args, cfg)
     finally:
         lock.release()
 
@@ -203,7 +205,7 @@ def _check_target(args, cfg, lock, lv) -> None:
     try:
         if cfg.isolate:
             for t in cfg.targets:
-                pipeline.case_worker(cfg, t).start()
+                case_worker(cfg, t).start()
         elif hasattr(lv, "check_target"):
             lv.check_target(cfg)
     except (ValueError, WorkerSetupError, targets.TargetUnavailable) as e:
@@ -216,10 +218,10 @@ def _check_target(args, cfg, lock, lv) -> None:
         raise UsageError(str(e)) from None
 
 
-def _locked_run(args, cfg, pipeline) -> int:
-    pipeline.write_run_meta(cfg)
-    res = pipeline.run(cfg, say=_say(args), session_start=COMMAND_START)
-    stats = pipeline.per_kind(res.rows)
+def _locked_run(args, cfg) -> int:
+    write_run_meta(cfg)
+    res = run_campaign(cfg, say=_say(args), session_start=COMMAND_START)
+    stats = per_kind(res.rows)
     print()
     print(campaign_table(stats))
     seen: dict[str, dict] = {}
@@ -234,7 +236,7 @@ def _locked_run(args, cfg, pipeline) -> int:
             print(f"  swafuzz repro {rel}")
     known = print_known(res.rows)
     if cfg.coverage:  # harness.pipeline.coverage: the children's data (saved as they stop) merged
-        pipeline.close_workers()
+        close_workers()
         cov = coverage.combine(cfg.out)
         t = cov["total"] if cov else None
         print(f"coverage: {t['covered_lines']}/{t['lines']} lines, {t['covered_branches']}/"
@@ -248,10 +250,10 @@ def _locked_run(args, cfg, pipeline) -> int:
                 + (f", shard {shard_label(cfg.shard)}" if cfg.shard else "") + "\n\n"
                 f"{campaign_table(stats, markdown=True)}\n")
     # the whole run, every session of it (--resume): steps of every logged case, all wall time
-    log_rows = pipeline.read_log(os.path.join(cfg.out, "cases.jsonl"))
+    log_rows = read_log(os.path.join(cfg.out, "cases.jsonl"))
     steps = checked_steps(log_rows, res.rows)
     seconds = res.prior_seconds + res.seconds
-    pipeline.write_run_meta(cfg, seconds=round(seconds, 3), forward_steps=steps, stats=stats,
+    write_run_meta(cfg, seconds=round(seconds, 3), forward_steps=steps, stats=stats,
                             interrupted=res.interrupted, known=known)
     print(f"{generated} cases generated, {shrunk} run while shrinking, {len(seen)} distinct "
           f"findings; {steps} forward steps checked in {seconds:.1f} s "
@@ -266,7 +268,7 @@ def _locked_run(args, cfg, pipeline) -> int:
         logged = sum(1 for r in log_rows if "case" in r)
         print(f"interrupted: {logged} cases are recorded in {cfg.out}/cases.jsonl (the table "
               f"counts finished units only); continue with: swafuzz run --resume {cfg.out}")
-        return pipeline.EXIT_INTERRUPTED
+        return EXIT_INTERRUPTED
     return EXIT_FINDINGS if seen else EXIT_CLEAN
 
 
@@ -308,13 +310,18 @@ def cmd_repro(args) -> int:
     except InvalidCase as e:
         raise UsageError(f"{args.file}: field 'case' cannot run: {e}") from None
     if v.failed:
-        print(f"FAIL {v.signature()} ({len(v.failures)} failures, {v.checks_run} checks)")
-        for f in v.failures:
-            print(f"  {f.check}: {f.message}")
-        return EXIT_FINDINGS
+        return _failed(v, f", {v.checks_run} checks")
     print(f"PASS: {v.checks_run} checks clean on target {args.target} (impl {args.impl}, "
           f"executor {args.executor})")
     return EXIT_CLEAN
+
+
+def _failed(v, more: str) -> int:
+    """A replayed Case's failures, printed (``more``: after the count); exit 1."""
+    print(f"FAIL {v.signature()} ({len(v.failures)} failures{more})")
+    for f in v.failures:
+        print(f"  {f.check}: {f.message}")
+    return EXIT_FINDINGS
 
 
 def _isolated(make, run):
@@ -364,11 +371,7 @@ def _repro_server(args) -> int:
         raise UsageError(f"{args.file}: {e}") from None
     if v.failed:
         eid = lv.repro_known(target, case, v)
-        print(f"FAIL {v.signature()} ({len(v.failures)} failures"
-              + (f"; known: ledger entry {eid}" if eid else "") + ")")
-        for fl in v.failures:
-            print(f"  {fl.check}: {fl.message}")
-        return EXIT_FINDINGS
+        return _failed(v, f"; known: ledger entry {eid}" if eid else "")
     stop = f"; the run stopped out of scope: {v.out_of_scope}" if v.out_of_scope else ""
     print(f"PASS: server-level Case clean on target {target} ({v.target_version}){stop}")
     return EXIT_CLEAN

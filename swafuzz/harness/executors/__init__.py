@@ -11,32 +11,12 @@ from __future__ import annotations
 
 import torch
 
-from swafuzz.harness.executors.base import Executor, default_device
+from swafuzz.harness.executors.base import Executor
 from swafuzz.harness.executors.cudagraph import CudaGraphExecutor
 from swafuzz.harness.executors.eager import EagerExecutor
-from swafuzz.harness.executors.tape import (
-    HostSyncInCapture,
-    RecaptureTapeExecutor,
-    Tape,
-    TapeExecutor,
-    TapeReplayError,
-)
+from swafuzz.harness.executors.tape import RecaptureTapeExecutor, TapeExecutor
 
 EXECUTOR_NAMES = ("eager", "tape", "cudagraph", "auto", "tape_recapture")
-
-__all__ = [
-    "EXECUTOR_NAMES",
-    "EagerExecutor",
-    "Executor",
-    "HostSyncInCapture",
-    "RecaptureTapeExecutor",
-    "Tape",
-    "TapeExecutor",
-    "TapeReplayError",
-    "available_executors",
-    "default_device",
-    "get_executor",
-]
 
 
 def available_executors() -> list[str]:
@@ -63,7 +43,5 @@ def get_executor(name: str, device: torch.device | str | None = None) -> Executo
         return RecaptureTapeExecutor(device)
     if name == "cudagraph":
         return CudaGraphExecutor(device)
-    raise ValueError(
-        f"get_executor(name={name!r}): unknown executor; allowed values are "
-        + ", ".join(repr(n) for n in EXECUTOR_NAMES)
-    )
+    raise ValueError(f"get_executor(name={name!r}): unknown executor; allowed values are "
+                     + ", ".join(repr(n) for n in EXECUTOR_NAMES))

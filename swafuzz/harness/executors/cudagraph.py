@@ -37,10 +37,9 @@ class CudaGraphExecutor(Executor):
 
     def __init__(self, device: torch.device | str | None = None) -> None:
         if not torch.cuda.is_available():
-            raise RuntimeError(
-                "executor 'cudagraph' needs a CUDA device and none is available here; "
-                "use executor 'tape' (the CPU emulation of CUDA-graph semantics)"
-            )
+            raise RuntimeError("executor 'cudagraph' needs a CUDA device and none is available "
+                               "here; use executor 'tape' (the CPU emulation of CUDA-graph "
+                               "semantics)")
         super().__init__(device if device is not None else "cuda")
         if self.device.type != "cuda":
             raise ValueError(f"CudaGraphExecutor(device={str(self.device)!r}): device must be cuda")
@@ -68,10 +67,8 @@ class CudaGraphExecutor(Executor):
 
     def replay(self, handle: object) -> None:
         if not isinstance(handle, CudaGraphHandle):
-            raise TypeError(
-                f"replay(handle): handle must come from CudaGraphExecutor.capture, "
-                f"got {type(handle).__name__}"
-            )
+            raise TypeError("replay(handle): handle must come from CudaGraphExecutor.capture, "
+                            f"got {type(handle).__name__}")
         with torch.cuda.device(self.device):
             handle.graph.replay()
             torch.cuda.synchronize()

@@ -21,8 +21,6 @@ class EagerExecutor(Executor):
 
     def replay(self, handle: object) -> None:
         if not callable(handle):
-            raise TypeError(
-                f"replay(handle): handle must be the callable returned by "
-                f"EagerExecutor.capture, got {type(handle).__name__}"
-            )
+            raise TypeError("replay(handle): handle must be the callable returned by "
+                            f"EagerExecutor.capture, got {type(handle).__name__}")
         handle()

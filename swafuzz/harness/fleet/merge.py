@@ -2,25 +2,19 @@
 (``swafuzz run --shard I/N``, :mod:`swafuzz.harness.fleet.shard`) joined into one run directory, as the
 unsharded run would have left it.
 
-* The inputs must be the shards of one run: the same configuration (targets, kinds, impl,
-  executors, seed, ``--examples``, ``--budget``, shrink budget, known cap, corpus, plugins) and
-  the same unit plan; only ``--out``, ``--shard``, ``--no-isolate`` and the ledger's path (the
-  checkout's place on each runner) may differ. Each shard once; all N of them, and each with
-  every unit of its slice finished (``partial=True``: what is there, the rest listed in
-  ``run.json`` as ``missing_shards`` / ``missing_units``). A single unsharded run merges to a
-  copy of itself.
-* ``cases.jsonl``: every shard's rows, each with ``"shard": "I/N"``, in the unit order of the
-  unsharded plan (a ``--workers 1`` run's order).
-* ``findings/``: one bundle per file name (signature, plus ``.known-<entry>`` / ``.unshrunk``),
-  the smallest Case among the shards (fewest steps, then requests, then JSON length; a tie goes
-  to the lower shard), with ``"shard"`` (the shard whose bundle it is), ``"found_by_shards"``
-  (every shard that had one) and its repro command pointing into the merged directory.
-* ``run.json``: the unsharded run's configuration (``--workers`` of the fleet: N x W), the
-  shards' versions and commit (the first shard's; a difference is a warning), ``seconds`` the
-  longest shard's wall time, ``forward_steps`` and ``stats`` summed, ``merged_from`` per shard.
+* The inputs must be the shards of one run: the same configuration and unit plan; only the
+  :data:`FREE_FIELDS` may differ. Each shard once, all N of them, every unit finished
+  (``partial=True``: what is there, the rest listed in ``run.json`` as ``missing_shards`` /
+  ``missing_units``). A single unsharded run merges to a copy of itself.
+* ``cases.jsonl``: every shard's rows, each with ``"shard": "I/N"``, in the unsharded plan's
+  unit order.
+* ``findings/``: one bundle per file name, the smallest Case among the shards (a tie goes to the
+  lower shard), with ``"shard"``, ``"found_by_shards"`` and its repro command.
+* ``run.json``: the unsharded run's configuration (``--workers``: N x W), the first shard's
+  versions and commit (a difference is a warning), ``seconds`` the longest shard's,
+  ``forward_steps`` and ``stats`` summed, ``merged_from`` per shard.
 
-Nothing is written into ``out`` until the merged directory is complete: it is built in a
-temporary directory beside ``out`` and renamed into place (see :func:`merge`).
+The merged directory is built beside ``out`` and renamed into place when complete.
 """
 
 from __future__ import annotations

@@ -1,24 +1,17 @@
 """Fleet runs: ``swafuzz run --ray ADDRESS|auto`` runs the units of a campaign as Ray tasks on
 the nodes of a Ray cluster (``pip install 'swafuzz[ray]'``; docs/FLEET.md).
 
-Each unit (:mod:`swafuzz.harness.pipeline.driver`) is one streaming-generator task
-(:func:`swafuzz.harness.fleet.task.unit_stream`) asking for one CPU, and one GPU where the run
-needs one (:func:`unit_resources`). The task runs the ordinary unit function in a scratch
-directory of its node and yields its case rows, bundles and in-flight Case as they appear; this
-driver process alone writes them into the run directory (``cases.jsonl``, ``findings/``,
-``inflight/``), plus ``fleet.jsonl``: one row per attempt (``start``: the node, host and worker
-pid; ``died``: why and how many of the unit's Cases were recorded; ``reads``: what the unit read
-from the corpus, so a retry reads the same).
+Each unit is one streaming-generator task (:func:`swafuzz.harness.fleet.task.unit_stream`) asking
+for one CPU, and one GPU where the run needs one (:func:`unit_resources`). The task yields its
+case rows, bundles and in-flight Case as they appear; this driver process alone writes them into
+the run directory, plus ``fleet.jsonl``: one row per attempt (``start``: node, host, pid;
+``died``: why, Cases recorded; ``reads``: the unit's corpus reads, so a retry reads the same).
 
 A worker or node that dies costs at most the Case it was running: the unit is submitted again
-with the case rows already recorded, which it answers from its log instead of running them
-(its Hypothesis search is the same for the same seed), so nothing recorded is lost and nothing
-recorded runs twice. An attempt that dies without recording a new Case counts as a strike;
-after :data:`STRIKES` of them in a row the unit is a ``crash`` finding (a Case that kills its
-worker process, with ``--no-isolate``), as in a local pool.
-
-The corpus stays where ``--db`` puts it: ``redis://HOST:PORT[/N]`` shared by every node;
-``none`` (the default with ``--ray``: a directory database would be one per node).
+with its recorded case rows, answered from its log, so nothing recorded is lost or runs twice.
+After :data:`STRIKES` attempts in a row that die without recording a new Case, the unit is a
+``crash`` finding, as in a local pool. The corpus: ``--db redis://...`` shared by every node, or
+``none`` (the default with ``--ray``).
 """
 
 from __future__ import annotations
@@ -33,7 +26,7 @@ from swafuzz.harness.cli.common import UsageError
 from swafuzz.harness.fleet.task import unit_stream
 from swafuzz.harness.pipeline.caselog import CaseLog, read_log
 from swafuzz.harness.pipeline.level import case_size
-from swafuzz.harness.pipeline.runconfig import RunConfig, Unit
+from swafuzz.harness.pipeline.runconfig import RunConfig, Unit, crash_row
 from swafuzz.harness.pipeline.unit import STOP
 from swafuzz.reports.bundle import atomic_write_text
 
@@ -243,7 +236,7 @@ def run_fleet(cfg: RunConfig, units: list[Unit], budget: tuple[float, float] | N
                     except RayTaskError as e:  # the unit's own error: a finding, as in a pool
                         gens.pop(g)
                         cause = getattr(e, "cause", None) or e
-                        rows.append(_crash_row(cfg, u, f"{type(cause).__name__}: {cause}"))
+                        rows.append(crash_row(cfg, u, f"{type(cause).__name__}: {cause}"))
                         log.write(rows[-1])
                         unit_done(rows[-1])
                         continue
@@ -273,7 +266,7 @@ def run_fleet(cfg: RunConfig, units: list[Unit], budget: tuple[float, float] | N
                                "error": why, "cases_recorded": n})
                     strikes[u.id] = 0 if n > before else strikes[u.id] + 1
                     if strikes[u.id] >= STRIKES:
-                        rows.append(_crash_row(cfg, u, f"its Ray task died {STRIKES} times "
+                        rows.append(crash_row(cfg, u, f"its Ray task died {STRIKES} times "
                                                f"without recording a Case (last: {why})"))
                         log.write(rows[-1])
                         unit_done(rows[-1])
@@ -292,11 +285,3 @@ def run_fleet(cfg: RunConfig, units: list[Unit], budget: tuple[float, float] | N
         return rows
     finally:
         ray.shutdown()
-
-
-def _crash_row(cfg: RunConfig, u: Unit, why: str) -> dict[str, Any]:
-    prefix = f"{u.target}:" if len(cfg.targets) > 1 else ""
-    return {"unit": u.id, "event": "unit_done", "target": u.target, "kind": u.kind,
-            "seed": u.seed, "cases": 0, "generated": 0, "shrunk": 0, "replayed": 0,
-            "checks": 0, "seconds": 0.0, "finding": f"{prefix}crash/{u.kind}/unit",
-            "message": why, "out_of_time": False}

@@ -1,14 +1,11 @@
 """``swafuzz run --shard I/N``: a deterministic slice of a campaign's units, for CI matrix jobs.
 
-The units (:func:`swafuzz.harness.pipeline.runconfig.plan_units`) of a sharded run are planned as those
-of the whole fleet: ``N`` shards of ``--workers W`` each plan the units of one unsharded run with
-``--workers N*W`` (the same units as an unsharded run with any ``--workers`` whenever the
-campaign has at least ``N*W`` kind x target pairs, e.g. the default 30 kinds on up to 30 shards;
-with fewer, each kind is split into seed shards as for ``--workers``, so no shard sits idle).
-Shard ``I`` takes every ``N``-th unit of that plan, starting at the ``I``-th (round robin: each
-shard gets a mix of kinds and the ``--examples`` budget evenly). A unit's Cases depend only on
-the seed and the unit (its id, kind, seed and example budget), so the N shards together run
-exactly the units and Cases of that unsharded run, each once; ``swafuzz merge`` joins them.
+``N`` shards of ``--workers W`` each plan the units of one unsharded run with ``--workers N*W``
+(:func:`swafuzz.harness.pipeline.runconfig.plan_units`: with fewer kind x target pairs than that,
+kinds split into seed shards, so no shard sits idle). Shard ``I`` takes every ``N``-th unit of
+that plan, starting at the ``I``-th. A unit's Cases depend only on the unit (id, kind, seed,
+example budget), so the N shards together run exactly the units and Cases of that unsharded run,
+each once; ``swafuzz merge`` joins them.
 """
 
 from __future__ import annotations

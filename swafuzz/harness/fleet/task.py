@@ -1,18 +1,13 @@
 """The worker side of a fleet run (``swafuzz run --ray``, :mod:`swafuzz.harness.fleet.ray_fleet`): one
 unit as a Ray streaming-generator task.
 
-The task runs the ordinary unit function (:func:`swafuzz.harness.pipeline.unit.run_unit`) with the run
-directory replaced by a private scratch directory on the worker's node, pre-filled with the
-unit's case rows the driver already recorded (so a retried unit answers them from its log and
-runs none of them again). While the unit runs, the task yields what appears in the scratch
-directory - new case-log rows, finding bundles written or removed, the in-flight Case - in small
-batches; the driver alone writes them into the run directory. Nothing in this module writes
-outside the scratch directory, which is removed when the task ends.
-
-The example database (``--db redis://...``, the shared corpus) is wrapped so that the keys
-Hypothesis reads are recorded and sent to the driver (:class:`RecordedReads`): a retried unit
-reads the corpus as its first attempt did (not the failures that attempt saved since), so it
-draws the same Cases as an uninterrupted unit.
+The task runs :func:`swafuzz.harness.pipeline.unit.run_unit` in a private scratch directory on
+its node, pre-filled with the unit's case rows the driver already recorded (a retried unit
+answers them from its log), and yields what appears there - case-log rows, bundles written or
+removed, the in-flight Case - in small batches; the driver alone writes the run directory. The
+example database is wrapped so the keys Hypothesis reads are recorded and sent to the driver
+(:func:`recorded_reads_db`): a retried unit reads the corpus as its first attempt did, so it
+draws the same Cases.
 """
 
 from __future__ import annotations

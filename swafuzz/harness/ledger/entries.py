@@ -7,37 +7,26 @@ A ledger is a JSON file (``ledger/known_failures.json``)::
                   "target": "sglang",                      # the target the finding is on
                   "releases": ["0.5.12"],                  # optional: target versions affected
                   "signature": "write_targets/decode/*",   # fnmatch pattern over signatures
-                  "when": {"pool": {"page_size": 1}},      # optional (new entries: required
-                                                           # in practice): the trigger, below
+                  "when": {"pool": {"page_size": 1}},      # optional: the trigger (ledger.when)
                   "cite": "https://github.com/.../pull/N", # the upstream PR/issue
                   "note": "what it is, why it is known",
                   "repro": "ledger/repros/short-name.json",  # optional: a bundle to replay
-                  "server": {"status": "unreachable", ...}}]}  # optional: server level, below
+                  "server": {"status": "unreachable", ...}}]}  # optional: ledger.server
 
 A finding is *known* when an entry's target, releases and signature match it AND its ``when``
-predicate holds on the finding's (shrunk) Case, the ``case`` of its bundle. One signature can
-stand for several bugs (``write_targets/ring/dummy`` is any real row sent to the dummy page), so
-an entry without ``when`` would classify a new bug with the same signature as known: it is
-still accepted (older ledgers), and the CLI and ``swafuzz report`` warn that it is imprecise.
+predicate (:mod:`swafuzz.harness.ledger.when`) holds on the finding's (shrunk) Case; a finding
+without a Case this checkout parses matches no entry that has a predicate. One signature can
+stand for several bugs, so an entry without ``when`` is accepted but warned about as imprecise.
 
-The ``when`` predicate (its keys, the forms of a constraint, how it is validated and evaluated)
-is :mod:`swafuzz.harness.ledger.when`; this module holds the ledger file's format, the
-classification of findings and the replay of entries. A finding without a Case this checkout
-parses matches no entry that has a predicate.
-
-:func:`classify` sorts a run's findings into *known* and *new*, and lists the entries that
-apply to the run but matched nothing. An entry with a ``repro`` bundle can be replayed
-(:func:`replay_entries`): an entry whose Case no longer fails is reported so it can be
-removed; :func:`repro_mismatches` reports an entry whose own repro falls outside its
-signature or predicate (no target needed).
-
-The ``server`` field answers "which server arguments and requests reach it?" (or names the
-guard that blocks it): :mod:`swafuzz.harness.ledger.server`.
+:func:`classify` sorts a run's findings into *known* and *new* and lists the entries that apply
+but matched nothing; :func:`replay_entries` replays entries' ``repro`` bundles (one that no
+longer fails can be removed); :func:`repro_mismatches` reports an entry whose own repro falls
+outside its signature or predicate.
 
 ``python -m swafuzz.harness.ledger.entries RUN_DIR [--ledger FILE] [--target T] [--release V]
-[--replay]`` prints the three lists (``--server``, no RUN_DIR: each entry's server answer) (and, on stderr, a warning per imprecise entry); exit 0
-when every finding is known, 1 when any is new, 2 for a malformed ledger or run directory (the
-message names the field). ``swafuzz report DIR`` consults the same ledger (``--ledger``).
+[--replay]`` prints the three lists (``--server``, no RUN_DIR: each entry's server answer) and a
+warning per imprecise entry on stderr; exit 0 when every finding is known, 1 when any is new, 2
+for a malformed ledger or run directory. ``swafuzz report DIR`` consults the same ledger.
 """
 
 from __future__ import annotations
@@ -57,30 +46,11 @@ from dataclasses import dataclass, field  # noqa: E402
 
 from swafuzz import targets  # noqa: E402
 from swafuzz.features.validation import load_case  # noqa: E402
-from swafuzz.harness.ledger.server import (  # noqa: E402
-    ServerAnswer,
-    parse_server,
-    server_text,
-    table,
-)
-from swafuzz.harness.ledger.when import (  # noqa: E402
-    FORWARD_MODES,
-    LedgerError,
-    When,
-    case_forwards,
-    parse_when,
-    release_of,
-)
+from swafuzz.harness.ledger.server import ServerAnswer, parse_server, server_text, table  # noqa: E402
+from swafuzz.harness.ledger.when import LedgerError, When, parse_when, release_of  # noqa: E402
 from swafuzz.harness.pipeline.execute import execute, resolve_executors  # noqa: E402
 from swafuzz.reports.bundle import read_bundle  # noqa: E402
 from swafuzz.scenarios.case import CaseError  # noqa: E402
-
-# the ledger's API, the names of its `when` predicate (ledger_when) included
-__all__ = ["DEFAULT_LEDGER", "FORWARD_MODES", "LEDGER_VERSION", "Classified", "Entry",
-           "LedgerError", "When", "case_forwards", "classify", "finding_case",
-           "finding_executors", "finding_release", "imprecise", "load_ledger", "main",
-           "parse_ledger", "parse_when", "read_run_findings", "release_matches", "release_of",
-           "replay_entries", "repro_mismatches", "server_text"]
 
 LEDGER_VERSION = 1
 _UNPARSED = object()  # Entry.matches: the finding's Case not parsed yet

@@ -1,38 +1,26 @@
 """The known-failure ledger consulted *during* a campaign (``swafuzz run --ledger``).
 
-Without it, a unit (one hypothesis search of one scenario kind) ends at its first failing Case,
-known or not: on sglang 0.5.23 the ``ring`` unit stopped at its first Case, the ledgered page-size-1
-ring bug, and explored nothing more of that kind. With it, a failing Case is classified as it
-runs, by the rule ``swafuzz report`` applies to every failing row of ``cases.jsonl``: *known* when
-an entry of the ledger (:mod:`swafuzz.harness.ledger.entries`) matches it - target, releases, signature
-and the entry's ``when`` predicate over the Case as it ran (with the executors that ran it) -
-else *new*. What the campaign does with that (:class:`swafuzz.harness.pipeline.campaign.Campaign`):
+Without it a unit (one hypothesis search of one kind) ends at its first failing Case, known or
+not. With it, a failing Case is classified as it runs, by the rule ``swafuzz report`` applies:
+*known* when an entry of the ledger (:mod:`swafuzz.harness.ledger.entries`) matches it - target,
+releases, signature and ``when`` over the Case with the executors that ran it - else *new*. The
+campaign (:class:`swafuzz.harness.pipeline.campaign.Campaign`) then:
 
-* the first Case of an entry in a unit is shrunk, within the entry (a shrinking candidate counts
-  as failing only if it fails as the same entry: the bundle's Case is that entry's, smallest
-  found), with at most :data:`KNOWN_SHRINK_BUDGET` cases (and never more than
-  ``--shrink-budget``): the entry's ``repro`` already is its small Case, and a run that
-  re-shrank every known bug spent 316 of its 336 cases doing so (issue 19); then written as
-  ``findings/<signature>.known-<entry id>.json`` with ``ledger_entry``;
-  then the unit starts a new hypothesis search (the next *round*, seed ``seed + 104729 * round``)
-  with what is left of its ``--examples`` budget. A restart, because hypothesis ends its run
-  after shrinking: it cannot shrink one failure and go on generating in the same run;
-* later Cases of an entry already shrunk in the unit are counted (per entry) and reported to
-  hypothesis as passing, so the search goes on without shrinking them again;
-* the hard cap, ``--known-cap N`` per entry and unit: after N Cases of one entry, the entry's
-  region is excluded: generated Cases its ``when`` predicate holds on are rejected before they
-  run (``hypothesis.reject``; counted as ``excluded``), so the rest of the budget goes to the
-  rest of the kind. An entry without ``when`` has no region to exclude: reaching the cap stops
-  the unit (``stopped: "known_cap:<id>"``);
-* a *new* failure ends the unit as before: it is shrunk with the known Cases counted as passing
-  (the shrinker cannot slide from a new bug into a known one and report it as known); a new
-  failure met while shrinking a known one takes over the shrink (new wins over known).
+* shrinks the first Case of an entry in a unit within the entry, with at most
+  :data:`KNOWN_SHRINK_BUDGET` cases (the entry's ``repro`` already is its small Case), writes it
+  as ``findings/<signature>.known-<entry id>.json`` with ``ledger_entry``, and starts a new
+  hypothesis search (the next *round*, seed ``seed + ROUND_SEED_STRIDE * round``) with what is
+  left of its ``--examples`` budget (hypothesis cannot go on generating after a shrink);
+* counts later Cases of an entry already shrunk in the unit and reports them as passing;
+* after ``--known-cap N`` Cases of one entry, rejects generated Cases its ``when`` holds on
+  before they run (``excluded``); an entry without ``when`` has no region, so the cap stops the
+  unit (``stopped: "known_cap:<id>"``);
+* ends the unit at a *new* failure, shrunk with known Cases counted as passing; a new failure
+  met while shrinking a known one takes over.
 
-The run's exit code counts new findings only (known-only: 0, as ``swafuzz report`` and
-``python -m swafuzz.harness.ledger.entries`` decide). ``--ledger auto`` (the default) consults the
+The run's exit code counts new findings only. ``--ledger auto`` (the default) consults the
 repository's ``ledger/known_failures.json`` when it has an entry for one of the run's targets at
-its installed version, else nothing; ``--ledger none`` turns it off (every failure ends its unit,
-as before); ``--ledger FILE`` uses that ledger.
+its installed version; ``--ledger none`` turns it off; ``--ledger FILE`` uses that ledger.
 """
 
 from __future__ import annotations
@@ -46,10 +34,8 @@ from swafuzz.harness.ledger.entries import DEFAULT_LEDGER, LedgerError, load_led
 
 #: seed stride between the rounds of a unit (a prime far from the shard stride 7919)
 ROUND_SEED_STRIDE = 104729
-DEFAULT_KNOWN_CAP = 50
 #: cases spent shrinking a ledger-known entry's first Case in a unit, at most (and never more
-#: than ``--shrink-budget``): the entry's own ``repro`` is already the small Case, so a campaign
-#: spends its budget on search, not on shrinking what the ledger knows
+#: than ``--shrink-budget``)
 KNOWN_SHRINK_BUDGET = 20
 
 
@@ -59,11 +45,6 @@ def target_release(target: str) -> str | None:
     recorded in its bundles); None for swafuzz's own targets (an entry's ``releases`` then do
     not restrict it)."""
     return targets.version(target)
-
-
-def load_entries(path: str) -> list:
-    """The ledger's entries (:class:`~swafuzz.harness.ledger.entries.LedgerError` naming the field)."""
-    return load_ledger(path)
 
 
 def resolve_ledger(spec: str | None, targets: list[str]) -> str | None:
@@ -77,11 +58,11 @@ def resolve_ledger(spec: str | None, targets: list[str]) -> str | None:
             raise LedgerError(f"auto: the ledger shipped with swafuzz is missing "
                               f"({DEFAULT_LEDGER}; a broken install?); give --ledger FILE, "
                               "or --ledger none to run without one")
-        entries = load_entries(DEFAULT_LEDGER)
+        entries = load_ledger(DEFAULT_LEDGER)
         if any(e.applies(t, target_release(t)) for e in entries for t in targets):
             return DEFAULT_LEDGER
         return None
-    load_entries(spec)
+    load_ledger(spec)
     return os.path.abspath(spec)
 
 
@@ -124,7 +105,7 @@ def unit_ledger(path: str | None, target: str, executors: list[str] | None = Non
     None (no ledger, or no entry that classifies the target's findings at its release)."""
     if path is None:
         return None
-    led = (cls or KnownLedger)(load_entries(path), target, target_release(target),
+    led = (cls or KnownLedger)(load_ledger(path), target, target_release(target),
                                executors or [])
     return led if led else None
 

@@ -14,26 +14,19 @@ An entry's optional ``server`` field (:mod:`swafuzz.harness.ledger.entries`)::
                "signatures": ["server:window_ring"],         # reachable: what its Cases fail with
                "note": "..."}                                # optional
 
-* ``unreachable``: ``guard`` names the release's argument check, scheduler rule or model
-  shape that blocks every server path to the finding; ``test`` checks that the guard holds on
-  the entry's releases (``server_args``, when given, is the combination the test checks it
-  with: refused, or accepted with the blocking value forced).
-* ``probable``: the release's own argument checks accept ``server_args`` (checked by ``test``)
-  and ``requests`` describes the request pattern that reaches the path, from reading the
-  release; no server-level bundle reproduces it yet (``bundle`` must be null: "reachable
-  (arguments accepted), bundle pending").
-* ``reachable``: as probable, and ``bundle`` is a server-level bundle that reproduces it;
-  ``signatures`` (optional; ``fnmatch`` patterns of ``server:<check>``): what its server-level
-  Cases fail with. A server-level campaign (``swafuzz run --level server --ledger``) knows a
-  failing Case as this entry's (:func:`swafuzz.harness.ledger.known.server_known`) when the entry applies to the target and
-  release, the failure's signature matches one of them and the Case's config holds every
-  ``server_args`` value; an answer without ``signatures`` classifies nothing
-  (:class:`swafuzz.harness.ledger.known.ServerKnownLedger`).
+* ``unreachable``: ``guard`` names the release's check or shape that blocks every server path
+  to the finding; ``test`` checks that it holds on the entry's releases (with ``server_args``
+  when given).
+* ``probable``: the release's argument checks accept ``server_args`` (checked by ``test``) and
+  ``requests`` describes the pattern that reaches the path; no bundle yet (``bundle`` null).
+* ``reachable``: as probable, and ``bundle`` reproduces it; ``signatures`` (``fnmatch``
+  patterns of ``server:<check>``) let a server-level campaign know a failing Case as this
+  entry's (:func:`swafuzz.harness.ledger.known.server_known`): target and release apply, the
+  signature matches and the Case's config holds every ``server_args`` value.
 
-Plain Python (no torch, no SGLang): :func:`parse_server` validates the field, naming the field
-and the allowed values on error; :func:`server_text` is the one line the ledger CLI and
-``swafuzz report`` print; :func:`table` the per-entry table (``python -m swafuzz.harness.ledger.entries
---server [--ledger FILE]``).
+Plain Python: :func:`parse_server` validates the field (naming the field and the allowed
+values); :func:`server_text` is the line the ledger CLI and ``swafuzz report`` print;
+:func:`table` the per-entry table (``python -m swafuzz.harness.ledger.entries --server``).
 """
 
 from __future__ import annotations

@@ -3,33 +3,22 @@ validation (:func:`parse_when`) and its evaluation on a parsed Case (:meth:`When
 
 A ``when`` is an object with any of these keys, all of which must hold
 
-* ``"kind"``: a constraint on the Case's scenario kind (``case.kind``);
+* ``"kind"``: a constraint on the Case's scenario kind;
 * ``"release"``: a constraint on the target version (``--release``, else the finding's recorded
-  ``versions[target]``; an unknown version fails it); versions compare numerically
-  (``{"min": "0.5.20", "max": "0.5.23"}``);
-* ``"pool"`` / ``"graph"``: ``{field: constraint}`` over ``case.pool`` / ``case.graph`` (the
-  fields of ``PoolConfig`` / ``GraphConfig`` in ``scenarios/case.py``, defaults included, e.g.
-  ``{"page_size": 1, "swa_ring": {"min": 1}}``);
-* ``"steps"``: a list of step patterns, each ``{field: constraint}`` over the fields of a
-  ``Step`` (``op``, ``exec``, ``rank_tokens``, ``accept``, ``rids``, ...); every pattern must be
-  matched by at least one step of the Case (``[{"op": "draft_extend", "exec": "graph"}]``);
-* ``"forwards"``: a list of forward patterns over the forwards the oracle expects for the Case
-  as the finding's executors (its ``executor`` field) ran them (:func:`case_forwards`:
-  ``executor``, ``pool`` target/draft, ``mode`` one of :data:`FORWARD_MODES`, ``exec`` as the
-  forward ran, ``n_real``, ``rows`` written, ``padded`` = rows > n_real); each pattern must be
-  matched by some forward. A step says what was asked, a forward how it ran: the eager
-  executor runs graph steps eagerly, a DP step with ``dp_extend`` runs as an eager EXTEND;
-  ``[{"exec": "eager", "padded": true, "n_real": {"min": 1}}]`` is "a forward run eagerly with
-  padding rows after real ones" (DP padding), whatever step asked for it.
+  ``versions[target]``; unknown fails it), compared numerically (``{"min": "0.5.20"}``);
+* ``"pool"`` / ``"graph"``: ``{field: constraint}`` over the fields of ``PoolConfig`` /
+  ``GraphConfig``, defaults included (``{"page_size": 1, "swa_ring": {"min": 1}}``);
+* ``"steps"``: step patterns ``{field: constraint}`` over ``Step`` fields, each matched by at
+  least one step (``[{"op": "draft_extend", "exec": "graph"}]``);
+* ``"forwards"``: forward patterns over the forwards the oracle expects for the Case as the
+  finding's executors ran them (:func:`case_forwards`), each matched by some forward. A step
+  says what was asked, a forward how it ran (the eager executor runs graph steps eagerly):
+  ``[{"exec": "eager", "padded": true, "n_real": {"min": 1}}]`` is DP padding run eagerly.
 
-A constraint is one of: a value (equality: ``1``, ``"eager"``, ``true``); a list of allowed
-values (``["dp_decode", "verify"]``); ``{"min": A, "max": B}`` (inclusive, either bound
-optional; integer and version fields); ``{"present": true|false}`` for list fields
-(non-empty) and optional fields (not null). Everything is checked when the ledger is loaded:
-an unknown key or field, a value of the wrong type or outside the allowed values (``op``,
-``exec``, ``row_dtype``) is a :class:`LedgerError` naming the JSON path
-(``entries[2].when.steps[0].exec``) and what is allowed. Evaluation is plain Python over the
-parsed Case (:meth:`When.holds`).
+A constraint is a value (equality), a list of allowed values, ``{"min": A, "max": B}``
+(inclusive, integer and version fields) or ``{"present": true|false}`` (list and optional
+fields). Everything is checked when the ledger is loaded: a :class:`LedgerError` names the JSON
+path (``entries[2].when.steps[0].exec``) and what is allowed.
 """
 
 from __future__ import annotations

@@ -2,23 +2,18 @@
 are shrunk, deduplicated by signature and written as bundles before the next case runs.
 
 Search: for each kind, ``@given(strategy)`` with ``max_examples`` and a fixed ``seed`` (the same
-seed gives the same Cases). On the first failure hypothesis shrinks; shrinking is bounded by
-``shrink_budget`` executions (Cases past the budget are reported as passing without running, and
-outcomes are memoised so hypothesis's final replay of the smallest failing Case is consistent).
-The smallest failing Case seen is the finding, and it fails the same way as the first one
-(``Verdict.identity``: the signature and, for an exception raised by the code under test, where
-it was raised); a Case failing another way counts as passing while shrinking.
+seed gives the same Cases). On the first failure hypothesis shrinks, bounded by
+``shrink_budget`` executions (outcomes are memoised so hypothesis's final replay of the smallest
+failing Case is consistent). The smallest failing Case seen that fails the same way as the first
+one (``Verdict.identity``: the signature and, for an exception raised by the code under test,
+where it was raised) is the finding; a Case failing another way counts as passing while
+shrinking.
 
-Known failures (``known``: a :class:`swafuzz.harness.ledger.known.KnownLedger`; None: off, the search
-ends at its first failure as above): a failing Case the ledger knows does not end the search.
-The first Case of an entry is shrunk within the entry, with at most ``known_shrink_budget``
-cases (the ledger already holds the entry's small repro: the budget goes to search, not to
-re-shrinking what is known; counted per entry in ``KindResult.shrunk_known``), and handed to
-``on_known``; the search then
-restarts (a new *round*, seed ``seed + ROUND_SEED_STRIDE * round``, the rest of the budget),
-and later Cases of that entry pass (counted per entry in ``KindResult.known``); after
-``known_cap`` of them the entry's region is rejected before running. A new failure ends the
-search, shrunk with known Cases counted as passing. :mod:`swafuzz.harness.ledger.known` has the why.
+Known failures (``known``: a :class:`swafuzz.harness.ledger.known.KnownLedger`; None: off): a
+failing Case the ledger knows does not end the search; its entry's first Case is shrunk with at
+most ``known_shrink_budget`` cases and handed to ``on_known``, the search restarts (a new
+*round*, the rest of the budget), later Cases of that entry pass, and after ``known_cap`` of them
+the entry's region is rejected before running. :mod:`swafuzz.harness.ledger.known` has the rules.
 """
 
 from __future__ import annotations
@@ -318,13 +313,11 @@ def source_constants():
 @contextmanager
 def same_draws_in_any_process() -> Iterator[None]:
     """Hypothesis (6.131+) sometimes draws a literal found in the source of the *local* modules
-    loaded in the process (``providers._get_local_constants``: every module in ``sys.modules``
-    outside site-packages). Which modules are loaded differs between a fresh run and a resumed
-    one, a pool process and the parent, a checkout and a wheel (site-packages: none), a plugin
-    and none - so the same seed drew other Cases (issue 19: 1 vs 2 workers, kill -9 then
-    resume). Inside this block the pool is fixed: the literals of swafuzz's own source
-    (:func:`source_constants`), so the draws depend on the seed, the strategy and swafuzz's
-    source alone. A Hypothesis without the pool is left as it is."""
+    loaded in the process, and which modules are loaded differs between a fresh run and a
+    resumed one, a pool process and the parent, a checkout and a wheel. Inside this block the
+    pool is fixed to the literals of swafuzz's own source (:func:`source_constants`), so the
+    draws depend on the seed, the strategy and swafuzz's source alone. A Hypothesis without the
+    pool is left as it is."""
     get = getattr(hypothesis_providers, "_get_local_constants", None)
     cache = getattr(hypothesis_providers, "CONSTANTS_CACHE", None)
     if get is None or cache is None or not hasattr(constants_ast, "_constants_from_source"):

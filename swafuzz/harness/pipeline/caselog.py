@@ -3,16 +3,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from typing import Any
 
 LOG_VERSION = 1
-
-
-def case_key(case_json: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(case_json, sort_keys=True).encode()).hexdigest()
 
 
 class CaseLog:

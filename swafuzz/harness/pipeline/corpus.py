@@ -1,19 +1,12 @@
 """The shared corpus: Hypothesis's example database for ``swafuzz run``.
 
-``--db`` (see :func:`open_database`):
-
-* not given: a directory database at ``OUT/.hypothesis-db`` (the run's output directory), so a
-  later campaign into the same ``--out`` replays what an earlier one found;
-* ``DIR`` (any path): a directory database there, e.g. ``.swafuzz/db`` shared by every nightly
-  on one machine (one directory may be shared by concurrent campaigns: Hypothesis writes each
-  example as its own file);
-* ``redis://HOST:PORT[/DB]``: a Redis database (``hypothesis.extra.redis.RedisExampleDatabase``;
-  needs the ``redis`` package: ``pip install 'swafuzz[redis]'``), shared by campaigns on
-  several machines;
-* ``none``: off.
+``--db`` (see :func:`open_database`): not given, ``OUT/.hypothesis-db`` (a later campaign into
+the same ``--out`` replays what an earlier one found); ``DIR``, a directory database there (it
+may be shared by concurrent campaigns on one machine); ``redis://HOST:PORT[/DB]``, a Redis
+database shared by several machines (``pip install 'swafuzz[redis]'``); ``none``, off.
 
 Failing Cases are stored under ``swafuzz:<target>:<scenario kind>`` (``Campaign.db_key``) and
-replayed first, before any new generation, by the next campaign of the same target and kind.
+replayed first by the next campaign of the same target and kind.
 """
 
 from __future__ import annotations

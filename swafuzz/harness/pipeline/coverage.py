@@ -1,20 +1,14 @@
 """Coverage of the code under test (``swafuzz run --coverage``; coverage.py, the
 ``swafuzz[coverage]`` extra).
 
-Each case worker child (:mod:`swafuzz.harness.pipeline.worker`) measures line and branch coverage of the
-target's packages (:func:`sources_for`) with its own data file under ``OUT/coverage/`` (one per
-child process, so parallel units and restarted children never share one). After every Case the
-child flushes its data (a crash loses at most that Case's arcs) and reports how many arcs no
-earlier Case of that child reached: ``--coverage-bias`` hands that number to Hypothesis as a
-``target()`` score, so the search favours Cases near those that reached new branches.
-
-Measurement starts once the child has loaded the target, so it sees what Cases run, not what
-importing did. At the end of the run :func:`combine` merges the data files into
-``OUT/coverage.json`` and ``OUT/coverage.md``: per *driven* module (one with at least one
-function that a Case called) the lines and branches covered *inside its functions* (module-level
-code, which runs at import, is left out), and per function what was never reached, as
-coverage.py's JSON report gives them per function region. ``swafuzz report``
-shows ``coverage.md`` as it is (it needs no coverage.py).
+Each case worker child measures line and branch coverage of the target's packages
+(:func:`sources_for`) into its own data file under ``OUT/coverage/``, starting once the target
+is loaded (what Cases run, not what importing did). After every Case the child flushes its data
+and reports how many arcs no earlier Case of it reached: ``--coverage-bias`` hands that to
+Hypothesis as a ``target()`` score. At the end :func:`combine` writes ``OUT/coverage.json`` and
+``OUT/coverage.md``: per *driven* module (one with a function a Case called) the lines and
+branches covered inside its functions, and per function what was never reached.
+``swafuzz report`` shows ``coverage.md`` as it is.
 """
 
 from __future__ import annotations

@@ -3,55 +3,42 @@ processes, and one findings sink. ``swafuzz run`` only parses flags into a RunCo
 
 Units
 -----
-A campaign is split into *units*: ``(kind, seed, examples)``, one hypothesis search each. With
-``--workers 1`` there is one unit per scenario kind (seed ``--seed``). With N workers and fewer
-kinds than N, each kind is split into shards with seeds ``seed + 7919 * shard`` and the
-``--examples`` budget divided between them, so every worker has work. Units run in a pool of N
-processes (``concurrent.futures.ProcessPoolExecutor``: no state shared with the CLI's process,
-no shared hypothesis state; pytest-xdist is a test runner, not a campaign scheduler), forked by a
-``forkserver`` that imported the harness once (``spawn`` where there is none:
-:func:`~swafuzz.harness.pipeline.unit.pool_context`).
-With ``--shard I/N`` a run executes its slice of the units of the whole fleet of shards
-(:mod:`swafuzz.harness.fleet.shard`); ``swafuzz merge`` joins the shards (:mod:`swafuzz.harness.fleet.merge`).
-Each unit process owns a crash-isolating :class:`~swafuzz.harness.pipeline.worker.CaseWorker`, so a crash
-inside a case is a ``crash`` finding and the case worker is replaced; a unit process that dies
-itself becomes a ``crash`` finding of that unit and the pool is rebuilt.
+A campaign is split into *units* ``(kind, seed, examples)``, one hypothesis search each: one per
+scenario kind with ``--workers 1``; with N workers and fewer kinds than N, each kind is split
+into shards with seeds ``seed + 7919 * shard`` and the ``--examples`` budget divided between
+them. Units run in a pool of N processes (no state shared with the CLI's process), forked by a
+``forkserver`` that imported the harness once (:func:`~swafuzz.harness.pipeline.unit.pool_context`).
+``--shard I/N`` runs a slice of the fleet's units (:mod:`swafuzz.harness.fleet.shard`). Each unit
+process owns a crash-isolating :class:`~swafuzz.harness.pipeline.worker.CaseWorker`; a unit
+process that dies itself becomes a ``crash`` finding of that unit and the pool is rebuilt.
 
 The case log (``OUT/cases.jsonl``, schema version 1; one JSON object per line, appended with
 one ``write`` each, so concurrent units never interleave lines):
 
 * a case row - ``{"v": 1, "unit": "decode.0", "kind", "seed", "phase": "generate"|"shrink",
   "failed": bool, "signature": str, "checks": int, "seconds": float, "case": {...},
-  "verdict": {...} (failures; failed rows only)}``. Every row carries its Case, so any case,
-  passing or not, replays with ``swafuzz repro`` on a bundle made from it;
+  "verdict": {...} (failures; failed rows only)}``: every case, passing or not, replays;
 * a unit row - ``{"v": 1, "unit", "event": "unit_done", "kind", "cases", "generated",
   "shrunk", "replayed", "checks", "seconds", "finding": signature|null, "out_of_time"}``.
 
-With a ledger consulted during the run (``RunConfig.ledger``, :mod:`swafuzz.harness.ledger.known`),
-failing case rows add ``"known": entry id|null`` and ``"executor"`` (the executors that ran,
-``eager+tape``), and unit rows ``"known": {entry id: Cases}``, ``"known_findings": {entry id:
-{"signature", "bundle"}}``, ``"excluded"``, ``"stopped"`` and ``"rounds"``; ``finding`` stays
-the new finding only (known ones do not fail the run).
+With a ledger consulted during the run (:mod:`swafuzz.harness.ledger.known`), failing case rows
+add ``"known": entry id|null`` and ``"executor"`` (``eager+tape``), and unit rows ``"known":
+{entry id: Cases}``, ``"known_findings": {entry id: {"signature", "bundle"}}``, ``"excluded"``,
+``"stopped"`` and ``"rounds"``; ``finding`` stays the new finding only.
 
 ``OUT/run.json`` holds the RunConfig (what ``--resume`` continues); ``OUT/inflight/<unit>.json``
-is the Case a unit is executing right now (kept if the process is killed: the Case that was
-running at the time; it is re-run on resume).
+is the Case a unit is executing (kept if the process is killed; re-run on resume).
 
 Resume and interrupts
 ---------------------
-``--resume OUT`` reloads ``run.json``, skips units with a ``unit_done`` row and re-runs the others:
-generation is deterministic for a unit's seed, and every Case already in the log is answered
-from its row instead of being executed again (so nothing is lost or run twice, and the budget
-counts what already ran). Ctrl-C and SIGTERM stop the units, print the table of what finished
-and the resume command, and exit 130. A torn last log line (kill -9 mid-write) is cut off first
-(:func:`~swafuzz.harness.pipeline.caselog.repair_log`); the CLI holds ``OUT/run.lock`` for the whole run
-(:mod:`swafuzz.harness.pipeline.runlock`), and pool processes and case workers die with their parent.
-With ``--budget`` each unit takes its fair share of the time left when it starts
-(:func:`unit_budgets`, :func:`swafuzz.harness.pipeline.unit.unit_slice`); docs/RUNS.md has the rules.
-
-Exit codes: 0 clean, 1 findings, 2 usage or input error, 3 tool failure, 130 interrupted.
+``--resume OUT`` reloads ``run.json``, skips units with a ``unit_done`` row and re-runs the
+others: generation is deterministic for a unit's seed, and every Case already in the log is
+answered from its row, not executed again. Ctrl-C and SIGTERM stop the units, print the table
+and the resume command, and exit 130. A torn last log line is cut off first
+(:func:`~swafuzz.harness.pipeline.caselog.repair_log`); the CLI holds ``OUT/run.lock``
+(:mod:`swafuzz.harness.pipeline.runlock`). With ``--budget`` each unit takes its fair share of
+the time left when it starts (:func:`unit_budgets`; docs/RUNS.md).
 """
-
 
 from __future__ import annotations
 
@@ -66,23 +53,9 @@ from typing import Any, Callable
 
 from swafuzz.harness.fleet.ray_fleet import run_fleet
 from swafuzz.harness.fleet.shard import shard_units
-from swafuzz.harness.pipeline.caselog import CaseLog, per_kind, read_log, repair_log
-from swafuzz.harness.pipeline.runconfig import RunConfig, Unit, read_run_config, write_run_meta
-from swafuzz.harness.pipeline.unit import (
-    STOP,
-    case_worker,
-    close_workers,
-    pool_context,
-    pool_init,
-    run_unit,
-)
-
-#: the pipeline's API for the CLI (its pieces live in runconfig, caselog and unit)
-__all__ = ["run", "RunResult", "RunConfig", "read_run_config", "write_run_meta", "read_log",
-           "per_kind", "case_worker", "EXIT_CLEAN", "EXIT_FINDINGS", "EXIT_USAGE", "EXIT_TOOL",
-           "EXIT_INTERRUPTED"]
-
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_TOOL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+from swafuzz.harness.pipeline.caselog import CaseLog, read_log, repair_log
+from swafuzz.harness.pipeline.runconfig import RunConfig, Unit, crash_row
+from swafuzz.harness.pipeline.unit import STOP, close_workers, pool_context, pool_init, run_unit
 
 
 # --------------------------------------------------------------------------- the run
@@ -224,10 +197,7 @@ def unit_budgets(budget: tuple[float, float] | None, units: list[Unit],
 
 
 def _unit_crash(cfg: RunConfig, u: Unit, why: str) -> dict[str, Any]:
-    row = {"unit": u.id, "event": "unit_done", "target": u.target, "kind": u.kind,
-           "seed": u.seed, "cases": 0,
-           "generated": 0, "shrunk": 0, "replayed": 0, "checks": 0, "seconds": 0.0,
-           "finding": (f"{u.target}:" if len(cfg.targets) > 1 else "") + f"crash/{u.kind}/unit", "message": why, "out_of_time": False}
+    row = crash_row(cfg, u, why)
     log = CaseLog(os.path.join(cfg.out, "cases.jsonl"))
     log.write(row)
     log.close()

@@ -120,30 +120,30 @@ def execute(case: Case, target: str = "unified", impl: str = "auto",
         exp = expect(case)
     except CaseInfeasible as e:
         raise InvalidCase(str(e)) from None
-    observations = []
-    for name in executors or resolve_executors("auto"):
-        ex = CountingExecutor(get_executor(name))
-        obs = run_case(case, target=target, impl=resolve_impl(impl), executor=ex)
-        obs.executor = ex.name  # what the harness ran, whatever the target wrote
-        obs.graph_use = ex.counts()  # measured by the harness (issue 10: no self-report)
-        observations.append(obs)
+    observations = [_observe(case, target, impl, name)
+                    for name in executors or resolve_executors("auto")]
     if getattr(get_target(target), "allocation", "exact") == "observed":
         exp, fails = _observed_expectation(case, observations)
         if fails:
             return Verdict(case, fails, 1, time.perf_counter() - t0,
                            target_version=_target_version(observations))
     if needs_recapture_reference(case, observations, only):
-        ex = CountingExecutor(get_executor("tape_recapture"))
-        ref = run_case(case, target=target, impl=resolve_impl(impl), executor=ex)
-        ref.executor = ex.name
-        ref.graph_use = ex.counts()
-        observations.append(ref)
+        observations.append(_observe(case, target, impl, "tape_recapture"))
     fails, n = run_checks(case, observations, exp, only)
     observed = None
     if fails:
         observed = summarize_all(case, observations, exp)
     return Verdict(case, fails, n, time.perf_counter() - t0, observed,
                    _target_version(observations))
+
+
+def _observe(case: Case, target: str, impl: str, executor: str):
+    """``case`` run on ``target`` under ``executor``: its Observation, with the executor that
+    ran and its graph use as the harness measured them (no self-report)."""
+    ex = CountingExecutor(get_executor(executor))
+    obs = run_case(case, target=target, impl=resolve_impl(impl), executor=ex)
+    obs.executor, obs.graph_use = ex.name, ex.counts()
+    return obs
 
 
 def _target_version(observations: list) -> str | None:

@@ -1,13 +1,11 @@
 """The levels a campaign runs at, one protocol (:class:`Level`) with two implementations:
 ``component`` (:class:`ComponentLevel`: Cases of steps on the target's components) and
-``server`` (:class:`swafuzz.harness.pipeline.level_server.ServerLevel`: server arguments + requests through
-the target's server pipeline). The level is a property of the run (``RunConfig.level``, the
-``level`` of ``run.json`` and of a bundle), as a FoundationDB workload's cluster is: the run
-pipeline, units, case worker, campaign, case log, ledger classification, resume, budget and
-Ctrl-C are the same code at both levels (:mod:`swafuzz.harness.pipeline.driver`, :mod:`.unit`,
-:mod:`.worker`, :mod:`.campaign`, :mod:`swafuzz.harness.cli.run`), which ask the level object
-where the levels differ. Its kinds are the feature records' ``Kind`` entries of its level
-(``features.kind_names(level)``).
+``server`` (:class:`swafuzz.harness.pipeline.level_server.ServerLevel`: server arguments +
+requests through the target's server pipeline). The level is a property of the run
+(``RunConfig.level``, the ``level`` of ``run.json`` and of a bundle): the run pipeline, units,
+case worker, campaign, case log, ledger, resume, budget and Ctrl-C are the same code at both
+levels and ask the level object where they differ. Its kinds are the feature records' ``Kind``
+entries of its level (``features.kind_names(level)``).
 """
 
 from __future__ import annotations
@@ -106,12 +104,9 @@ class ComponentLevel:
 
     @staticmethod
     def finding(cfg: RunConfig, unit: Unit, v) -> dict[str, Any]:
-        """The bundle record; with several targets in one run the signature starts with the
-        target (findings are deduplicated per target)."""
-        prefix = f"{unit.target}:" if len(cfg.targets) > 1 else ""
-        # executors: what ran (``executor`` is the label asked for): the ledger's forwards view
-        return {**v.finding(unit.target, cfg.impl, cfg.executor_label, prefix=prefix),
-                "executors": list(cfg.executors)}
+        """The bundle record (``executors``: what ran; ``executor`` is the label asked for)."""
+        rec = v.finding(unit.target, cfg.impl, cfg.executor_label, cfg.prefix(unit.target))
+        return {**rec, "executors": list(cfg.executors)}
 
     @staticmethod
     def write(out: str, rec: dict[str, Any], suffix: str, smallest: bool) -> str:

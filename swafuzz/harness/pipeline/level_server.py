@@ -1,21 +1,15 @@
 """The server level (:class:`ServerLevel`, the :class:`swafuzz.harness.pipeline.level.Level` of
 ``swafuzz run --level server``): server-level Cases (:mod:`swafuzz.server`) through the target's
-server pipeline, in the component level's run pipeline, units, case worker, campaign, case log,
-budget, resume and reports.
+server pipeline, in the component level's run pipeline.
 
-What differs is here: Cases drawn by the records' server kinds
-(:func:`swafuzz.server.strategies.server_cases`), run in the case worker (:func:`child_reply`)
-or in the unit's process (``--no-isolate``) under each executor (:func:`run_all`); a Case the
-release refuses is not run nor counted (its reason is the unit row's ``refused``); a Case that
-takes its worker down is a ``server:crash`` / ``server:timeout`` failure; the ledger's
-server-level answers classify (:class:`swafuzz.harness.ledger.known.ServerKnownLedger`); bundles are
-``findings/server-<check>.<kind>.json`` (:func:`bundle_path`; a known entry's
-``findings/server-<check>.<kind>.known-<entry>.json``), one per signature and kind, the
-smallest Case of the units of that kind.
-
-Case rows add ``out_of_scope`` (why the pipeline stopped the Case early, or null); unit rows
-add ``bundle`` (the finding's bundle, relative to the run directory), ``stopped_out_of_scope``
-and ``refused`` (the release's reason for the Cases it did not run, or null).
+What differs is here: Cases drawn by the records' server kinds, run under each executor
+(:func:`run_all`) in the case worker or in the unit's process; a Case the release refuses is not
+run nor counted (its reason is the unit row's ``refused``); a Case that takes its worker down is
+a ``server:crash`` / ``server:timeout`` failure; the ledger's server-level answers classify
+(:class:`swafuzz.harness.ledger.known.ServerKnownLedger`); bundles are
+``findings/server-<check>.<kind>[.known-<entry>].json`` (:func:`bundle_path`), the smallest Case
+per signature and kind. Case rows add ``out_of_scope``; unit rows add ``bundle``,
+``stopped_out_of_scope`` and ``refused``.
 """
 
 from __future__ import annotations
@@ -25,7 +19,6 @@ import json
 import os
 import sys
 import time
-import traceback
 from typing import Any, Callable
 
 from swafuzz import features, targets
@@ -41,10 +34,9 @@ from swafuzz.harness.cli.common import (
     prepare_out,
 )
 from swafuzz.harness.executors import get_executor
-from swafuzz.harness.ledger.entries import DEFAULT_LEDGER, LedgerError
+from swafuzz.harness.ledger.entries import DEFAULT_LEDGER, LedgerError, load_ledger
 from swafuzz.harness.ledger.known import (
     ServerKnownLedger,
-    load_entries,
     print_known,
     resolve_ledger,
     server_known,
@@ -58,7 +50,6 @@ from swafuzz.reports.bundle import atomic_write_json, atomic_write_text, smaller
 from swafuzz.reports.junit import write_server_reports
 from swafuzz.reports.summary import server_kinds
 from swafuzz.server.case import ServerCase, parse
-from swafuzz.server.oracle import ServerFailure
 from swafuzz.server.run import Pipeline, ServerRefused, ServerResult, case_size, execute
 from swafuzz.server.strategies import server_cases
 from swafuzz.targets import plugins
@@ -129,12 +120,6 @@ def execute_server(case: ServerCase, pipeline: Pipeline, executors: list[str],
         raise CaseRefused(str(e)) from None
 
 
-def crash_result(case: ServerCase, check: str, message: str) -> ServerResult:
-    """The verdict of a Case that took its case worker down (``crash``) or ran past its
-    timeout (``timeout``)."""
-    return ServerResult(case, [ServerFailure(check, None, message)])
-
-
 def bundle_of(v: ServerResult, target: str, mutant: str | None = None) -> dict:
     """The finding bundle of a failing :class:`ServerResult`."""
     return {"bundle_version": 1, "level": "server", "target": target,
@@ -157,21 +142,6 @@ def prepare(target: str) -> Pipeline:
     if target not in _PIPELINES:
         _PIPELINES[target] = pipeline_of(target)
     return _PIPELINES[target]
-
-
-def child_reply(msg: dict[str, Any]) -> dict[str, Any]:
-    """A case worker's answer to a server-level Case message (``server_case``, ``target``,
-    ``impl``, ``executors``, ``server_mutant``): ``ok`` (the result), ``refused`` (the
-    target does not run it: the reason) or ``harness_error``."""
-    try:
-        case = parse(msg["server_case"])
-        res = execute_server(case, prepare(msg["target"]), msg["executors"],
-                             msg.get("server_mutant"), msg["impl"])
-        return {"ok": res.to_json()}
-    except CaseRefused as e:
-        return {"refused": str(e)}
-    except Exception as e:  # noqa: BLE001 - any harness exception is reported, not fatal
-        return {"harness_error": f"{type(e).__name__}: {e}\n{traceback.format_exc()}"}
 
 
 # --------------------------------------------------------------------- the level
@@ -392,7 +362,7 @@ class ServerLevel:
     def repro_known(target: str, case: ServerCase, v: ServerResult) -> str | None:
         """The repository ledger's entry knowing a failing Case on the installed release."""
         try:
-            entries = load_entries(DEFAULT_LEDGER)
+            entries = load_ledger(DEFAULT_LEDGER)
         except (OSError, LedgerError) as e:
             raise UsageError(f"ledger {DEFAULT_LEDGER}: {e}") from None
         return server_known(entries, target, target_release(target),

@@ -2,21 +2,12 @@
 
 A resume continues the run as it was configured (``DIR/run.json``): its units, seeds and budgets
 must stay those of the run, or the Cases already logged would no longer be the ones the units
-draw, and ``--out`` cannot move the run elsewhere. So a flag that would change the run is
-refused (exit 2, every such flag named with the run's own value) instead of being silently
-ignored, which is what a CI job expects from a command line it got wrong. Accepted:
-
-* ``--quiet`` (how the run talks, not what it runs);
-* any flag that repeats the run's own value (``--out DIR`` with ``--resume DIR``, the same
-  ``--seed``): a CI step may re-issue its first command line with ``--resume`` added;
-* ``--ray ADDRESS`` (the rest of the run's units go to that cluster);
-* ``--shard I/N`` only when it is the run's own shard;
-* ``--workers N`` when the run's units stay the same (with fewer kinds than workers, the
-  worker count decides the seed shards, and then it is refused too).
-
-A flag is "given" when its value is not the flag's default (``cli.build_parser``): an explicit
-default value (``--seed 0``) is not told from an absent one, and is refused only when it
-differs from the run's value.
+draw. A flag that would change the run is refused (exit 2, every such flag named with the run's
+own value), not silently ignored. Accepted: ``--quiet``; any flag that repeats the run's own
+value (a CI step may re-issue its first command line with ``--resume`` added); ``--ray ADDRESS``;
+``--shard I/N`` when it is the run's own shard; ``--workers N`` when the run's units stay the
+same. A flag is "given" when its value is not the parser's default, so an explicit default
+(``--seed 0``) is refused only when it differs from the run's value.
 """
 
 from __future__ import annotations

@@ -48,6 +48,11 @@ class RunConfig:
         self.targets = list(self.targets) or [self.target]
         self.target = self.targets[0]
 
+    def prefix(self, target: str) -> str:
+        """What a finding's signature starts with: ``target:`` in a run of several targets
+        (findings are deduplicated per target), else nothing."""
+        return f"{target}:" if len(self.targets) > 1 else ""
+
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -80,6 +85,14 @@ def plan_units(cfg: RunConfig) -> list[Unit]:
                   base + (1 if i < extra else 0), t)
              for i, (t, k, s) in enumerate(slots)]
     return [u for u in units if u.examples > 0]
+
+
+def crash_row(cfg: RunConfig, u: Unit, why: str) -> dict[str, Any]:
+    """The unit row of a unit whose process (or Ray task) died outside its case worker."""
+    return {"unit": u.id, "event": "unit_done", "target": u.target, "kind": u.kind,
+            "seed": u.seed, "cases": 0, "generated": 0, "shrunk": 0, "replayed": 0,
+            "checks": 0, "seconds": 0.0, "finding": f"{cfg.prefix(u.target)}crash/{u.kind}/unit",
+            "message": why, "out_of_time": False}
 
 
 def write_run_meta(cfg: RunConfig, **extra: Any) -> None:

@@ -1,17 +1,14 @@
 """One live campaign per run directory, and no process that outlives the campaign it works for.
 
 :class:`RunLock`: ``OUT/run.lock`` holds the pid (and host) of the ``swafuzz run`` that owns the
-directory, and that process holds an exclusive ``flock`` on it for as long as it lives. A second
-``run --resume OUT`` (or a fresh run into the same new ``--out``) while the owner is alive is
-refused with :class:`RunDirBusy` (the CLI: exit 2 naming the owner's pid). The kernel drops the
-lock when the owner dies, however it dies (kill -9 included), so a stale file never blocks a
-resume; the file itself is left in place (removing it would let two processes lock two files).
+directory, which holds an exclusive ``flock`` on it while it lives; a second run into it is
+refused with :class:`RunDirBusy` (exit 2 naming the owner). The kernel drops the lock however
+the owner dies, so a stale file never blocks a resume (the file stays: removing it would let two
+processes lock two files).
 
-:func:`die_with_parent`: the pool processes of ``--workers N`` and the case-worker children
-call it first thing, so a kill -9 of the process that started them kills them too (Linux:
-``PR_SET_PDEATHSIG`` through ctypes; elsewhere, and as a second net, a thread that watches
-the parent's pid). Without it the orphans of a killed run went on running their Case, writing
-to the case log, and held about 1.2 GB.
+:func:`die_with_parent`: pool processes and case-worker children call it first, so a kill -9 of
+their parent kills them too (Linux ``PR_SET_PDEATHSIG``; elsewhere, and as a second net, a thread
+watching the parent's pid).
 """
 
 from __future__ import annotations

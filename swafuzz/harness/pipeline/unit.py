@@ -77,7 +77,7 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
     first_path: list[str] = []
 
     fwd = [0]
-    sig_prefix = f"{unit.target}:" if len(cfg.targets) > 1 else ""
+    sig_prefix = cfg.prefix(unit.target)
 
     def on_case(case, v, phase):
         extra = lv.row_extra(cfg, case, v)
@@ -98,6 +98,12 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
     def on_first_failure(v):  # the unshrunk Case reaches disk before any shrinking run
         first_path.append(lv.write(out, lv.finding(cfg, unit, v), ".unshrunk", smallest=False))
 
+    def superseded(path: str) -> None:  # the unshrunk bundle, once the shrunk one is written
+        for p in first_path:
+            if p != path and os.path.exists(p):
+                os.unlink(p)
+        first_path.clear()
+
     deadline, spent = 0.0, []  # spent: wall seconds of each Case run (--budget)
     if budget is not None:
         deadline = time.monotonic() + unit_slice(budget)
@@ -107,10 +113,7 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
     def on_known(v, eid):  # an entry's first Case, shrunk: its bundle, the unshrunk one gone
         rec = {**lv.finding(cfg, unit, v), "ledger_entry": eid}
         known_paths[eid] = lv.write(out, rec, f".known-{eid}", smallest=True)
-        for p in first_path:
-            if p != known_paths[eid] and os.path.exists(p):
-                os.unlink(p)
-        first_path.clear()
+        superseded(known_paths[eid])
 
     # with --budget the deadline is set after the first Case ran (run_case): every unit, so
     # every kind, runs at least one Case however late its turn comes
@@ -128,9 +131,7 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
         rec = lv.finding(cfg, unit, res.finding)
         finding = rec["signature"]
         path = lv.write(out, rec, "", smallest=True)
-        for p in first_path:
-            if p != path and os.path.exists(p):
-                os.unlink(p)  # superseded by the shrunk Case
+        superseded(path)
     row = {"unit": unit.id, "event": "unit_done", "target": unit.target, "kind": unit.kind,
            "seed": unit.seed,
            "cases": res.cases, "generated": res.generated, "shrunk": res.shrunk,

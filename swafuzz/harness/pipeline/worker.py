@@ -1,22 +1,17 @@
 """Crash isolation: run Cases in a child process.
 
-The parent writes the in-flight Case to ``inflight.json`` before each case (so even a hard crash
-of the parent leaves it on disk), sends it to the child and waits. If the child dies (segfault,
-illegal memory access, abort) or runs past the timeout, the result is a Verdict with one
-``crash`` (or ``timeout``) failure, and the next case starts a fresh child.
+The parent writes the in-flight Case to ``inflight.json`` before each case (a hard crash of the
+parent leaves it on disk), sends it to the child and waits. If the child dies (segfault, illegal
+memory access, abort) or runs past the timeout, the result is one ``crash`` (or ``timeout``)
+failure, and the next case starts a fresh child.
 
-The child is a fresh interpreter (``python -m swafuzz.harness.pipeline.worker``), not a
-``multiprocessing`` spawn: it never re-imports the parent's ``__main__`` (an unguarded launcher
-script would otherwise start its campaign again in every child). It gets the target back from
-the parent's *recipe* (``swafuzz.targets.recipe``: the plugin modules loaded in the parent, the
-target's plugin record and its factory's module and qualified name). Messages are JSON lines:
-requests on the child's stdin, replies on a private pipe (the child's own stdout is sent to
-stderr, so a target that prints cannot corrupt the protocol).
-
-A sticky CUDA error leaves the child alive with a broken context: the child probes its device
-context after every case (:func:`device_context_error`) and, when it is broken, reports the case
-as a ``crash`` and exits, so the next case starts a fresh child too (the in-flight Case stays on
-disk).
+The child is a fresh interpreter, not a ``multiprocessing`` spawn (it never re-imports the
+parent's ``__main__``); it gets the target back from the parent's recipe
+(``swafuzz.targets.recipe``). Messages are JSON lines: requests on the child's stdin, replies on
+a private pipe (the child's stdout goes to stderr, so a target that prints cannot corrupt the
+protocol). A sticky CUDA error leaves the child alive with a broken context: the child probes
+its device after every case (:func:`device_context_error`) and, when broken, reports a
+``crash`` and exits.
 """
 
 from __future__ import annotations
@@ -37,11 +32,12 @@ from swafuzz.checks.base import Failure
 from swafuzz.features.validation import loads_case
 from swafuzz.harness.pipeline.coverage import ChildCoverage
 from swafuzz.harness.pipeline.execute import CaseRefused, InvalidCase, Verdict, execute
-from swafuzz.harness.pipeline.level_server import child_reply, crash_result, prepare
+from swafuzz.harness.pipeline.level_server import execute_server, prepare
 from swafuzz.harness.pipeline.runlock import die_with_parent
 from swafuzz.reports.bundle import atomic_write_text
 from swafuzz.scenarios.case import Case
-from swafuzz.server.case import ServerCase
+from swafuzz.server.case import ServerCase, parse
+from swafuzz.server.oracle import ServerFailure
 from swafuzz.server.run import ServerResult
 from swafuzz.targets import plugins
 from swafuzz.targets.selftest import simulated_context_error
@@ -101,10 +97,7 @@ def _child_main(reply_fd: int, parent_pid: int | None = None) -> int:  # pragma:
             except Exception as e:  # noqa: BLE001 - reported to the parent as a setup error
                 send({"setup_error": f"{type(e).__name__}: {e}"})
             continue
-        if "server_case" in msg:  # a server-level Case (harness.pipeline.level_server)
-            reply = child_reply(msg)
-        else:
-            reply = _component_reply(msg)
+        reply = _reply(msg)
         broken = device_context_error()
         if broken is not None:  # this case broke the context: a crash; this child is done
             send({"context_broken": broken})
@@ -117,14 +110,23 @@ def _child_main(reply_fd: int, parent_pid: int | None = None) -> int:  # pragma:
     return 0
 
 
-def _component_reply(msg: dict[str, Any]) -> dict[str, Any]:  # pragma: no cover - in the child
-    case = loads_case(msg["case"])
+def _reply(msg: dict[str, Any]) -> dict[str, Any]:  # pragma: no cover - in the child
+    """The answer to one Case message: ``ok`` (its verdict), ``invalid`` (the oracle refuses a
+    component-level Case), ``refused`` (the target does not run a server-level Case: why) or
+    ``harness_error``."""
+    case = None if "server_case" in msg else loads_case(msg["case"])
     try:
-        only = set(msg["only"]) if msg.get("only") else None
-        v = execute(case, msg["target"], msg["impl"], msg["executors"], only)
+        if case is None:  # a server-level Case (harness.pipeline.level_server)
+            v = execute_server(parse(msg["server_case"]), prepare(msg["target"]),
+                               msg["executors"], msg.get("server_mutant"), msg["impl"])
+        else:
+            v = execute(case, msg["target"], msg["impl"], msg["executors"],
+                        set(msg["only"]) if msg.get("only") else None)
         return {"ok": v.to_json()}
     except InvalidCase as e:
         return {"invalid": str(e)}
+    except CaseRefused as e:
+        return {"refused": str(e)}
     except Exception as e:  # noqa: BLE001 - any harness exception is reported, not fatal
         return {"harness_error": f"{type(e).__name__}: {e}\n{traceback.format_exc()}"}
 
@@ -190,9 +192,10 @@ class CaseWorker:
     def _inflight_path(self) -> str | None:
         return os.path.join(self.out_dir, self.inflight_name) if self.out_dir else None
 
-    def _exchange(self, msg: dict[str, Any], inflight: dict[str, Any]) -> dict[str, Any] | str:
+    def _exchange(self, msg: dict[str, Any], inflight: dict[str, Any]) -> dict[str, Any]:
         """Send one Case, the in-flight record on disk first; the child's reply, or why the
-        child is gone: ``"crash: ..."`` / ``"timeout: ..."`` (a fresh child comes next)."""
+        child is gone: ``{"died": (check, message)}``, check ``crash`` / ``timeout`` (a fresh
+        child comes next)."""
         if self._proc is None or self._proc.poll() is not None:
             self._start()
         path = self._inflight_path()
@@ -204,7 +207,7 @@ class CaseWorker:
             self._send(msg)
             reply = self._recv(self.timeout_s)
         except TimeoutError:
-            died = f"timeout: the case ran past {self.timeout_s:.0f} s"
+            died = ("timeout", f"timeout: the case ran past {self.timeout_s:.0f} s")
         except (BrokenPipeError, OSError):
             reply = None
         if reply is None:
@@ -219,14 +222,14 @@ class CaseWorker:
                         name = f" ({signal.Signals(-code).name})"
                     except ValueError:
                         pass
-                died = f"crash: the worker process died with exit code {code}{name} inside " \
-                       "the case"
+                died = ("crash", f"the worker process died with exit code {code}{name} "
+                                 "inside the case")
             self.close(kill=True)
-            return died
+            return {"died": died}
         if "context_broken" in reply:  # sticky device error: crash finding, fresh worker
             self.close(kill=True)
-            return ("crash: the device context is broken after the case (sticky error): "
-                    f"{reply['context_broken']}")
+            return {"died": ("crash", "the device context is broken after the case (sticky "
+                                      f"error): {reply['context_broken']}")}
         if path and os.path.exists(path):
             os.unlink(path)
         self.new_arcs = reply.get("new_arcs", 0)
@@ -237,15 +240,9 @@ class CaseWorker:
             {"case": case.dumps(), "target": self.target, "impl": self.impl,
              "executors": self.executors, "only": sorted(only) if only else None},
             {"case": case.to_json(), "target": self.target, "impl": self.impl})
-        if isinstance(reply, str):
-            check, died = reply.split(": ", 1)
-            return Verdict(case, [Failure(check, died if check == "crash" else reply, "crash")],
-                           0, 0.0)
-        if "ok" in reply:
-            return Verdict.from_json(case, reply["ok"])
-        if "invalid" in reply:
-            raise InvalidCase(reply["invalid"])
-        raise RuntimeError(f"harness error in the worker: {reply['harness_error']}")
+        if "died" in reply:
+            return Verdict(case, [Failure(*reply["died"], "crash")], 0, 0.0)
+        return Verdict.from_json(case, _ok(reply))
 
     def run_server(self, case: ServerCase) -> ServerResult:
         """Run a server-level Case in the child (a worker started with ``server=True``);
@@ -255,14 +252,10 @@ class CaseWorker:
              "executors": self.executors, "server_mutant": self.server_mutant},
             {"level": "server", "case": case.to_json(), "target": self.target,
              "impl": self.impl, "server_mutant": self.server_mutant})
-        if isinstance(reply, str):
-            check, died = reply.split(": ", 1)
-            return crash_result(case, check, died if check == "crash" else reply)
-        if "ok" in reply:
-            return ServerResult.from_json(case, reply["ok"])
-        if "refused" in reply:
-            raise CaseRefused(reply["refused"])
-        raise RuntimeError(f"harness error in the worker: {reply['harness_error']}")
+        if "died" in reply:
+            check, message = reply["died"]
+            return ServerResult(case, [ServerFailure(check, None, message)])
+        return ServerResult.from_json(case, _ok(reply))
 
     def close(self, kill: bool = False) -> None:
         if self._proc is not None:
@@ -279,3 +272,14 @@ class CaseWorker:
             self._reply.close()
         self._proc = None
         self._reply = None
+
+
+def _ok(reply: dict[str, Any]) -> dict[str, Any]:
+    """The verdict (JSON) of a child's reply; its refusal or harness error raised here."""
+    if "ok" in reply:
+        return reply["ok"]
+    if "invalid" in reply:
+        raise InvalidCase(reply["invalid"])
+    if "refused" in reply:
+        raise CaseRefused(reply["refused"])
+    raise RuntimeError(f"harness error in the worker: {reply['harness_error']}")

@@ -1,28 +1,18 @@
 """``swafuzz report DIR``: ``summary.md``, ``junit.xml`` and ``summary.html`` for a run directory.
 
-Reads what ``swafuzz run`` (or ``zoo``) left in DIR: ``run.json`` (the run's metadata, written at
-the end of a run), ``cases.jsonl`` (one row per executed case), ``findings/*.json`` (bundles) and
-``kill-matrix.md`` (zoo). Findings are grouped by signature (:mod:`swafuzz.reports.dedup`); each
-group's smallest Case is re-run through the oracle (plain data, no target code) to draw the
-expected SWA pool; the observed side is drawn from the bundle's ``observed`` record (written for
-every failing verdict since the report exists; older bundles and crash findings have none).
-``--reruns N`` replays each group's smallest Case N times in an isolated worker to measure its
-reliability (k of N failed with the same signature). ``--baseline PREV_DIR`` splits findings
-into new / known / fixed against a previous run directory.
+Reads what ``swafuzz run`` (or ``zoo``) left in DIR (:mod:`swafuzz.harness.report.inputs`):
+``run.json``, ``cases.jsonl``, ``findings/*.json`` and ``kill-matrix.md``. Findings are grouped
+by signature (:mod:`swafuzz.reports.dedup`); each group's pools are drawn from its Case (the
+oracle) and its bundle's ``observed`` record (:mod:`swafuzz.harness.report.findings`).
+``--reruns N`` replays each group's smallest Case N times in an isolated worker (reliability k
+of N); ``--baseline PREV_DIR`` splits findings into new / known / fixed.
 
-The known-failure ledger (:mod:`swafuzz.harness.ledger.entries`; ``--ledger FILE``, default the
-repository's ``ledger/known_failures.json``; ``--no-ledger`` to skip it) is consulted too: a
-finding group is *known by the ledger* when every failing Case of the group (its bundle's Case
-and every failing ``cases.jsonl`` row's Case) matches an entry, signature AND ``when``
-predicate; one Case outside every entry keeps the group new (a new bug under a known signature).
-Ledger-known groups show as ``known (ledger: ID; server: ...)`` in summary.md (the entry's
-server-level answer, :mod:`swafuzz.harness.ledger.server`) and as ``<skipped>`` test cases
-in junit.xml (message ``known: ledger entry ID (CITE)``, plus a ``ledger_entry`` property), so
-CI stays green on them; the CLI exits 1 only when some group is not known by the ledger.
-
-This module builds the reports (:func:`build`) from what :mod:`swafuzz.harness.report.inputs` reads
-and what :mod:`swafuzz.harness.report.findings` draws per finding group, as plain data; the
-renderers in ``reports/`` only format it.
+The known-failure ledger (``--ledger FILE``, default the repository's; ``--no-ledger``): a
+group is *known by the ledger* when every failing Case of it (bundles and failing log rows)
+matches an entry, signature AND ``when``; it shows as ``known (ledger: ID; server: ...)`` in
+summary.md and as a ``<skipped>`` test case in junit.xml, so CI stays green on it. The CLI
+exits 1 only when some group is not known by the ledger. The renderers in ``reports/`` only
+format the plain data built here (:func:`build`).
 """
 
 from __future__ import annotations

@@ -1,19 +1,16 @@
 """``swafuzz zoo``: run every mutant of the bug zoo, and ``unified`` as the control; print the
 kill matrix and its single-check ablation.
 
-Per mutant and seed a campaign runs over the mutant's scenario kinds (each mutant names where its
-bug lives) until the first finding or the case budget. The first seed shrinks the killing Case
-(bounded) and writes its bundle; the other seeds only count cases to kill. A mutant is killed when
-every seed kills it. The control must be clean on every kind. Exit 0 iff every mutant is killed,
-the control is clean, and the leave-one-out rule holds: every check is the only check that kills
-at least one mutant (its killing Case, rerun with that check disabled and every other check
-on, passes: see :func:`ablation`), or carries a defence-in-depth reason in its ``@check`` (printed)
-and fires on at least one mutant.
+Per mutant and seed a campaign runs over the mutant's scenario kinds until the first finding or
+the case budget; the first seed shrinks the killing Case and writes its bundle. A mutant is
+killed when every seed kills it; the control must be clean on every kind. Exit 0 iff every
+mutant is killed, the control is clean, and the leave-one-out rule holds: every check is the only
+check that kills at least one mutant (:func:`ablation`), or carries a defence-in-depth reason in
+its ``@check`` and fires on at least one mutant.
 
-``--mutant NAME`` (repeatable) narrows the zoo to those mutants: the control (the release's
-target for its mutants) runs over their kinds only; leave-one-out is not enforced. Mutants of a
-release not installed here are left out of a whole-zoo run, named; one whose release lacks the
-faulty code is "not reachable here". Ctrl-C (or SIGTERM) prints the partial matrix, exit 130.
+``--mutant NAME`` (repeatable) narrows the zoo (the control runs over their kinds only; the rule
+is not enforced). Mutants of a release not installed here are left out of a whole-zoo run, named.
+Ctrl-C (or SIGTERM) prints the partial matrix, exit 130.
 """
 
 from __future__ import annotations
@@ -33,12 +30,13 @@ from swafuzz.checks.registry import check_names, defence_in_depth
 from swafuzz.harness.cli.common import EXIT_INTERRUPTED
 from swafuzz.harness.pipeline.campaign import Campaign
 from swafuzz.harness.pipeline.execute import execute, resolve_executors
+from swafuzz.harness.pipeline.unit import load_plugins
 from swafuzz.harness.report.inputs import write_run_meta
 from swafuzz.harness.zoo.select import control_of, default_zoo, not_here, selected
 from swafuzz.reports.bundle import atomic_write_text, write_bundle
 from swafuzz.reports.summary import kill_matrix
 from swafuzz.targets.mutants import load_all
-from swafuzz.targets.plugins import load_env, load_module, loaded_modules
+from swafuzz.targets.plugins import loaded_modules
 
 BUDGETS = {
     # examples per mutant+seed, seeds, control examples per kind, shrink budget; CI's second
@@ -96,7 +94,7 @@ def zoo_mutant(name: str, examples: int, seeds: int, impl: str, executors: list[
     spec = load_all()[name]
     target = f"mutant:{name}"
     tm = time.perf_counter()
-    counts, kills, first = [], 0, None
+    counts, first = [], None
     # the kinds where the bug shows that the mutant target runs (targets.supports): none left,
     # no seed can kill it
     kinds = [k for k in spec.kinds if targets.supports(target, k) is None]
@@ -105,15 +103,10 @@ def zoo_mutant(name: str, examples: int, seeds: int, impl: str, executors: list[
             target, kinds, examples, s, shrink=(s == 0), impl=impl, executors=executors,
             shrink_budget=shrink_budget)
         counts.append(used if v is not None else None)
-        if v is not None:
-            kills += 1
-            first = first or v
-    row = {"name": name, "source": spec.source, "impl": impl, "killed": kills == seeds,
-           "kills": f"{kills}/{seeds}", "seconds": time.perf_counter() - tm,
-           "cases_to_kill": _median(counts), "cases_per_seed": counts, "check": None,
-           "checks": [], "shrunk": None, "repro": None,  # no kind runs: the target's reasons
-           "unreachable": None if kinds else "; ".join(
-               dict.fromkeys(str(targets.supports(target, k)) for k in spec.kinds))}
+        first = first or v
+    row = kill_row(name, spec, impl, counts, tm, _median(counts),  # no kind runs: why
+                   None if kinds else "; ".join(
+                       dict.fromkeys(str(targets.supports(target, k)) for k in spec.kinds)))
     if first is not None:
         row.update(check=first.failures[0].check,
                    checks=sorted({f.check for f in first.failures}),
@@ -124,17 +117,23 @@ def zoo_mutant(name: str, examples: int, seeds: int, impl: str, executors: list[
     return row
 
 
-def ablation(verdict, target: str, impl: str, executors: list[str]) -> dict:
-    """Single-check ablation of a mutant's killing Case.
+def kill_row(name: str, spec, impl: str, counts: list, t0: float, cases_to_kill,
+             unreachable: str | None) -> dict:
+    """A mutant's kill-matrix row before its killing Case is read (``counts``: cases to kill
+    per seed, None where the seed did not kill; ``t0``: its start, ``time.perf_counter``)."""
+    kills = sum(c is not None for c in counts)
+    return {"name": name, "source": spec.source, "impl": impl, "killed": kills == len(counts),
+            "kills": f"{kills}/{len(counts)}", "seconds": time.perf_counter() - t0,
+            "cases_to_kill": cases_to_kill, "cases_per_seed": counts, "check": None,
+            "checks": [], "shrunk": None, "repro": None, "unreachable": unreachable}
 
-    ``alone``: the checks that kill the Case when each runs alone. Checks are pure functions of
-    the same Observations and Expectation and never read each other's results, so running the
-    Case once with every check and reading which checks failed is the same as running it once
-    per check with only that check enabled (``tests/harness/test_zoo_gate.py`` checks this
-    equivalence on one mutant by rerunning).
-    ``sole``: the check that is the only one to kill it, proven by leave-one-out: the Case is
-    rerun with every check except that one and must pass (no failure at all, target errors
-    included). None when several checks (or a target error) kill it.
+
+def ablation(verdict, target: str, impl: str, executors: list[str]) -> dict:
+    """Single-check ablation of a mutant's killing Case. ``alone``: the checks that kill it
+    each alone (checks are pure functions of the same observations, so the checks that failed
+    in one run with all of them; ``tests/harness/test_zoo_gate.py`` checks this by rerunning).
+    ``sole``: the only check that kills it, proven by leave-one-out (the Case rerun with every
+    other check passes, target errors included); None when several checks or an error kill it.
     """
     alone = sorted({f.check for f in verdict.failures} & set(check_names()))
     other = sorted({f.check for f in verdict.failures} - set(check_names()))  # error, crash, timeout
@@ -350,14 +349,7 @@ def _pool_init(modules: list[str]) -> None:
     """Pool initializer: Ctrl-C reaches the whole process group, the parent decides what stops
     (it prints the partial matrix and terminates the pool); the parent's plugins loaded."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _load_plugins(modules)
-
-
-def _load_plugins(modules: list[str]) -> None:
-    """Pool initializer: the parent's ``--plugin`` modules (their mutants join the zoo)."""
-    for m in modules:
-        load_module(m)
-    load_env()
+    load_plugins(modules)
 
 
 def _row_line(row: dict) -> str:

@@ -1,15 +1,12 @@
-"""``swafuzz zoo --level server``: the bug zoo over the server mutants (``mutant(level="server")``
-of the feature records: patches of the release's own code) on the installed release of the
-target with a server level.
+"""``swafuzz zoo --level server``: the bug zoo over the server mutants (patches of the release's
+own code) on the installed release of the target with a server level.
 
 The same matrix, ablation and leave-one-out rule as the component zoo (:func:`zoo.finish` over
-the server checks): per mutant and seed, Cases of the mutant's server kinds are drawn
-(Hypothesis, derandomized by the seed, no shrinking) and run through the target's server
-pipeline with the mutant's patch until the first failing Case; the control is the unpatched
-pipeline over the same kinds. Leave-one-out judges the killing Case's observation again with
-that one check disabled (:func:`swafuzz.server.run.judge_obs`): checks are pure functions of
-the observation, so this is the rerun without the check. Without the release: exit 2 with the
-target's own message (for SGLang: the ``sglang`` extra, ``scripts/upstream-env``).
+the server checks): per mutant and seed, Cases of its server kinds (Hypothesis, derandomized by
+the seed, no shrinking) run through the patched pipeline until the first failing Case; the
+control is the unpatched pipeline over the same kinds. Leave-one-out judges the killing Case's
+observation again without that one check (:func:`swafuzz.server.run.judge_obs`; checks are pure
+functions of the observation). Without the release: exit 2 with the target's own message.
 """
 
 from __future__ import annotations
@@ -27,7 +24,7 @@ from swafuzz.harness.cli.common import UsageError
 from swafuzz.harness.executors import get_executor
 from swafuzz.harness.pipeline.execute import resolve_executors
 from swafuzz.harness.pipeline.level_server import bundle_of, pipeline_of, server_targets
-from swafuzz.harness.zoo.matrix import cases_text, finish
+from swafuzz.harness.zoo.matrix import cases_text, finish, kill_row
 from swafuzz.reports.bundle import atomic_write_text
 from swafuzz.server.run import ServerRefused, execute, judge_obs
 from swafuzz.server.strategies import server_cases
@@ -116,12 +113,9 @@ def mutant_row(name: str, spec, pipeline, examples: int, seeds: int, executors: 
         counts.append(used if found else None)
         refused, ran = refused + why, ran + used
         first = first or found
-    kills = sum(c is not None for c in counts)
-    row = {"name": name, "source": spec.source, "impl": "torch", "killed": kills == seeds,
-           "kills": f"{kills}/{seeds}", "seconds": time.perf_counter() - tm,
-           "cases_to_kill": next((c for c in counts if c is not None), None),
-           "cases_per_seed": counts, "check": None, "checks": [], "shrunk": None, "repro": None,
-           "unreachable": f"every Case refused: {refused[0]}" if refused and not ran else None}
+    row = kill_row(name, spec, "torch", counts, tm,
+                   next((c for c in counts if c is not None), None),
+                   f"every Case refused: {refused[0]}" if refused and not ran else None)
     if first is not None:
         v = first["verdict"]
         row.update(check=v.failures[0].check, checks=sorted({f.check for f in v.failures}),

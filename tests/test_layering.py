@@ -58,7 +58,7 @@ VIOLATIONS = {
     "oracles_relative_in_function": ("swafuzz/oracles/translation.py",
                                      "\n\ndef _sneak():\n    from ..targets import engine\n"),
     # third-party rule: reports import no torch
-    "reports_torch": ("swafuzz/reports/log.py", "\nimport torch  # noqa\n"),
+    "reports_torch": ("swafuzz/reports/dedup.py", "\nimport torch  # noqa\n"),
     # scenarios import no torch device code
     "scenarios_torch_cuda": ("swafuzz/scenarios/payload.py", "\nimport torch.cuda  # noqa\n"),
     # nothing imports the harness except its own CLI

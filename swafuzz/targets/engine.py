@@ -37,7 +37,7 @@ from swafuzz.targets.runners import (
 
 class _NoGraphExecutor:
     """Stand-in when no executor is given: eager, on CUDA when available else CPU (as
-    ``harness.executors.default_device``; targets never import harness)."""
+    ``harness.executors.base.default_device``; targets never import harness)."""
 
     name = "eager"
     graphs = False

@@ -11,7 +11,6 @@ import shutil
 import pytest
 
 from swafuzz.harness.ledger import entries as ledger
-from swafuzz.harness.ledger.when import case_forwards
 from swafuzz.harness.ledger.entries import (
     DEFAULT_LEDGER,
     LedgerError,
@@ -20,6 +19,7 @@ from swafuzz.harness.ledger.entries import (
     parse_ledger,
     replay_entries,
 )
+from swafuzz.harness.ledger.when import case_forwards
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "bundles")
 

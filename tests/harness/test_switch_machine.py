@@ -73,7 +73,7 @@ def test_one_family_never_reaches_the_leak(family):
 
 def test_sglang_switch_episodes_are_clean():
     pytest.importorskip("sglang")
-    from swafuzz.targets.sglang.engine import ADAPTER
+    from swafuzz.targets.sglang.real import ADAPTER
 
     if ADAPTER != "0.5.23":
         pytest.skip("V4.1 pools are driven on the 0.5.23 adapter only")

@@ -29,14 +29,8 @@ from swafuzz.targets.hooks import PartSlot
 from swafuzz.targets.kv_pool import DTYPES
 from swafuzz.targets.protocol import TargetUnavailable
 from swafuzz.targets.sglang import features
-from swafuzz.targets.sglang.engine import (
-    ADAPTER,
-    VERSION,
-    RealBackend,
-    build_real_pool,
-    real_batch,
-)
-from swafuzz.targets.sglang.real import bare_backend
+from swafuzz.targets.sglang.engine import build_real_pool
+from swafuzz.targets.sglang.real import ADAPTER, VERSION, RealBackend, bare_backend, real_batch
 
 if features.WINDOW_MISSING:  # pragma: no cover - depends on the installed release
     raise TargetUnavailable(

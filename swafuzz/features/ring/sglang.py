@@ -33,11 +33,8 @@ from swafuzz.features.ring.engine import RingTables, slot_positions
 from swafuzz.targets import TargetUnavailable
 from swafuzz.targets.allocator import AllocationError
 from swafuzz.targets.sglang import features
-from swafuzz.targets.sglang.engine import (
-    VERSION,
-    SGLangAllocator,
-    SWATokenToKVPoolAllocator,
-)
+from swafuzz.targets.sglang.engine import SGLangAllocator
+from swafuzz.targets.sglang.real import VERSION, SWATokenToKVPoolAllocator
 
 if features.RING_MISSING:  # pragma: no cover - depends on the environment
     raise TargetUnavailable(f"target sglang: sglang {VERSION} has no per-request SWA ring "

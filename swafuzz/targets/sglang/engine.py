@@ -36,26 +36,17 @@ from swafuzz.targets.sglang import features
 from swafuzz.targets.sglang import metadata as release_metadata
 from swafuzz.targets.sglang.allocator import SGLangAllocator
 from swafuzz.targets.sglang.real import (
-    ADAPTER,
     STORE_PATH,
     TARGET_VERSION,
     UNIFIED_RESOLVER,
-    VERSION,
     RealBackend,
     RealPool,
-    SWATokenToKVPoolAllocator,
     backend_mod,
     bare_backend,
     pool_mod,
     real_batch,
-    real_mode,
 )
 from swafuzz.targets.sglang.target import TARGET
-
-__all__ = ["VERSION", "ADAPTER", "TARGET_VERSION", "UNIFIED_RESOLVER", "STORE_PATH",
-           "RealBackend", "RealPool", "SWATokenToKVPoolAllocator", "real_mode", "real_batch",
-           "SGLangAllocator", "SGLangPool", "SGLangBackend", "SGLangEngine", "build_real_pool",
-           "probe"]
 
 
 # ----------------------------------------------------------------------------- pool

@@ -106,7 +106,7 @@ def test_real_code_is_what_runs():
     e = SGLangEngine(HAND["replay"] if _fold() else HAND["tail_window"])
     assert type(e.step_path.window) is rw.RequestWindow
     obs = e.run()
-    from swafuzz.targets.sglang.engine import VERSION
+    from swafuzz.targets.sglang.real import VERSION
 
     assert obs.error is None and obs.target_version.startswith(f"sglang {VERSION}")
     assert e.step_path.real_pool.full_to_swa_index_mapping is None  # W8: no M under a window

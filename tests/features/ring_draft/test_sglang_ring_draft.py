@@ -77,7 +77,7 @@ def test_block_rows_come_from_the_release(monkeypatch):
     draft blocks fail, so its rows are the release's, not the model's."""
     _need_0_5_23()
     from swafuzz.harness.pipeline.execute import execute
-    from swafuzz.targets.sglang.engine import RealBackend
+    from swafuzz.targets.sglang.real import RealBackend
 
     real = RealBackend._dspark_swa_ring_out_cache_loc
 

@@ -224,7 +224,7 @@ def test_sglang_release_table():
 @pytest.mark.parametrize("d", [PAGED, WINDOW], ids=["paged", "window"])
 def test_sglang_0523_runs_the_release_enter_exit(d):
     pytest.importorskip("sglang")
-    from swafuzz.targets.sglang.engine import ADAPTER
+    from swafuzz.targets.sglang.real import ADAPTER
 
     if ADAPTER != "0.5.23":
         pytest.skip("the 0.5.23 adapter drives the tail")

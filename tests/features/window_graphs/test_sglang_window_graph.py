@@ -151,7 +151,7 @@ def test_ledger_a5_replays_and_is_precise():
     two = dataclasses.replace(case, pool=dataclasses.replace(case.pool, layers=2))
     for c in (no_mtp, two):
         assert not execute(c, "sglang", "torch", EX).failed
-    from swafuzz.harness.ledger.entries import parse_when
+    from swafuzz.harness.ledger.when import parse_when
 
     w = parse_when(e["when"], "when")
     assert w.holds(case, "0.5.23", ("tape",))
@@ -162,7 +162,7 @@ def test_eager_init_activation_keeps_idle_without_mtp_clean(monkeypatch):
     """Without the release's ``_activate_request_window`` at the end of the eager init, an eager
     IDLE (no MTP) after a DECODE replay would re-activate the cached idle layout and skip its
     history copy like the A5 entry: the adapter's eager init must run it."""
-    from swafuzz.targets.sglang.engine import RealBackend
+    from swafuzz.targets.sglang.real import RealBackend
 
     _, _, case = _a5()
     no_mtp = dataclasses.replace(case, graph=dataclasses.replace(case.graph, topk=0))

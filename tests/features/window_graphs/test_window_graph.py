@@ -139,7 +139,7 @@ def test_a6_assign_copy_split_on_0_5_23():
 
     import torch
 
-    from swafuzz.targets.sglang.engine import ADAPTER
+    from swafuzz.targets.sglang.real import ADAPTER
 
     if ADAPTER != "0.5.23":
         pytest.skip("request window first in 0.5.21; the adapter for it is 0.5.23")
@@ -210,7 +210,7 @@ def test_tail_encoder_floor_is_killed_by_window_alone():
 
 def test_replay_tail_on_sglang_0_5_23():
     pytest.importorskip("sglang")
-    from swafuzz.targets.sglang.engine import ADAPTER
+    from swafuzz.targets.sglang.real import ADAPTER
 
     if ADAPTER != "0.5.23":
         pytest.skip("the request window is driven on the 0.5.23 adapter only")
@@ -249,7 +249,7 @@ def test_dp_rank_with_requests_under_a_window():
 
 def test_dp_rank_with_requests_on_sglang_0_5_23():
     pytest.importorskip("sglang")
-    from swafuzz.targets.sglang.engine import ADAPTER
+    from swafuzz.targets.sglang.real import ADAPTER
 
     if ADAPTER != "0.5.23":
         pytest.skip("the request window is driven on the 0.5.23 adapter only")

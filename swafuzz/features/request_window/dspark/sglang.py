@@ -18,7 +18,7 @@ import torch
 from swafuzz.features.request_window.dspark.engine import DSparkPath
 from swafuzz.targets.forward_mode import ForwardMode
 from swafuzz.targets.sglang import features as release_features
-from swafuzz.targets.sglang.engine import RealBackend
+from swafuzz.targets.sglang.real import RealBackend
 
 
 def _runs(req: torch.Tensor) -> list[tuple[int, int]]:

@@ -20,7 +20,7 @@ from swafuzz import features as registry
 from swafuzz.features.request_window.sglang import SGLangWindowPath
 from swafuzz.features.request_window.tail_graphs.engine import TailGraphPath
 from swafuzz.targets.sglang import features as release_features
-from swafuzz.targets.sglang.engine import RealBackend
+from swafuzz.targets.sglang.real import RealBackend
 
 
 class SGLangTailGraphPath(TailGraphPath, SGLangWindowPath):

@@ -31,9 +31,8 @@ from swafuzz.features.request_window.window import WinFwdObs
 from swafuzz.features.request_window.window_graphs.engine import WindowGraphRunner, dense_commit
 from swafuzz.targets.forward_mode import ForwardBatch, ForwardMode
 from swafuzz.targets.sglang import features as release_features
-from swafuzz.targets.sglang.engine import RealBackend, real_mode
 from swafuzz.targets.sglang.metadata import NoC128MTP
-from swafuzz.targets.sglang.real import bare_backend
+from swafuzz.targets.sglang.real import RealBackend, bare_backend, real_mode
 
 
 def _commit_packed_rows_dense(workspace, state, tags, rows_layout, *, page_size, capacity,

@@ -19,7 +19,7 @@ import torch
 
 from swafuzz.features.ring.ring_draft.engine import DraftBlockMixin
 from swafuzz.targets import TargetUnavailable
-from swafuzz.targets.sglang.engine import ADAPTER, VERSION, RealBackend
+from swafuzz.targets.sglang.real import ADAPTER, VERSION, RealBackend
 
 _MISSING = [n for n in ("_dspark_seq_lens_casual", "_dspark_swa_ring_out_cache_loc")
             if not hasattr(RealBackend, n)]

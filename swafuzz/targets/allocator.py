@@ -1,24 +1,15 @@
 """The paired full/SWA page allocator and the full->SWA mapping (spec §2.1, §2.3-§2.5).
 
-Follows the allocation policy of ``features/dense/SEMANTICS.md`` exactly: both sides hand out the lowest
-free page (pages ``1..full_pages`` / ``1..swa_pages``; page 0 is the dummy page), a request owns
-its pages, a token at position ``p`` with ``p % P != 0`` continues the request's last page on both
-sides (so ``full % P == swa % P``), and ``M[full] = swa``.
-
-State:
-
-* ``mapping`` (``M``): int64 ``[full_pages*P + P + 1]`` on ``device``; ``M[f] == 0`` means unmapped,
-  ``M[-1] == -1`` is the sentinel. Every mutation is a torch op on this one tensor (the KV pools
-  hold a reference to it, never a copy: ``register_mapping``).
-* free page sets (host side), per request the ordered full slots ``tokens[rid]`` and the SWA
-  eviction frontier ``evicted[rid]`` (a multiple of P).
-
-:class:`RequestBook` is the per-request bookkeeping (admission, eviction frontier, rejected
-draft tokens) this allocator shares with the ``sglang`` target's.
-
-Like upstream's ``alloc_extend``, the SWA slot that continues a partly filled page is found by
-translating the request's last full location through ``M`` (``-1`` for a new request, which the
-sentinel maps to ``-1``).
+The policy of ``features/dense/SEMANTICS.md``: both sides hand out the lowest free page (``1..
+full_pages`` / ``1..swa_pages``; page 0 is the dummy), a request owns its pages, a token at
+``p % P != 0`` continues the request's last page on both sides (``full % P == swa % P``),
+``M[full] = swa``. State: ``mapping`` (``M``) int64 ``[full_pages*P + P + 1]`` on ``device``
+(``M[f] == 0`` unmapped, ``M[-1] == -1`` sentinel), mutated only by torch ops on this one tensor
+(pools hold a reference: ``register_mapping``); host-side free page sets, per request the full
+slots ``tokens[rid]`` and the SWA eviction frontier ``evicted[rid]`` (a multiple of P).
+:class:`RequestBook` (admission, frontier, rejected draft tokens) is shared with the ``sglang``
+target. As upstream's ``alloc_extend``, the SWA slot continuing a partial page is the request's
+last full location translated through ``M`` (``-1`` for a new request, via the sentinel).
 """
 
 from __future__ import annotations

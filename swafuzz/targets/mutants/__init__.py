@@ -1,26 +1,17 @@
 """The bug zoo: documented mutants of the ``unified`` target, one module per feature.
 
-A mutant is a subclass of :class:`targets.engine.UnifiedEngine` that swaps ONE component class
-for a subclass overriding one method (two where the bug needs a source and a missing guard), so
-the engine code is never copied. :func:`mutant` declares it: it records a :class:`MutantSpec`
-(the kinds where the bug shows, the upstream PR/issue or spec § it reintroduces, the checks
-expected to kill it), appends the source and the checks to the class docstring (which says the
-bug) and registers the target ``mutant:<name>``.
+A mutant subclasses :class:`targets.engine.UnifiedEngine`, swapping ONE component class for a
+subclass overriding one method (two where the bug needs a source and a missing guard).
+:func:`mutant` records its :class:`MutantSpec` (kinds where the bug shows, the PR/issue or spec §
+it reintroduces, checks expected to kill it), appends source and checks to the class docstring
+and registers ``mutant:<name>``. Mutants live in ``swafuzz/features/<feature>/mutants.py`` of
+the feature owning their (first) kind, listed in its record (``mutants=``); :func:`load_all`
+imports them (name -> MutantSpec). Plugins may call :func:`mutant` too.
 
-Mutants live in the module of the feature owning their (first) kind
-(``swafuzz/features/<feature>/mutants.py``), listed in that feature's record (``mutants=``):
-:func:`load_all` imports what the records list. Plugins (:mod:`targets.plugins`) may call
-:func:`mutant` too.
-
-    from swafuzz.targets.mutants import load_all
-    zoo = load_all()                  # name -> MutantSpec, every feature's mutants
-    zoo["ring_no_mod"].feature        # "ring"
-
-Server mutants (``level="server"``, ``swafuzz run --level server --server-mutant NAME``,
-``swafuzz zoo --level server``) patch the release's own code while a server-level Case runs:
-declared in the owning feature's mutants module with the patch (``"module:attr"``, a
-context-manager factory in a module that may import SGLang) and the server kinds where the bug
-shows; :func:`load_server` returns them.
+Server mutants (``level="server"``; ``run --level server --server-mutant NAME``, ``zoo --level
+server``) patch the release's code while a server-level Case runs: the patch is a
+``"module:attr"`` context-manager factory (may import SGLang), with the server kinds where the
+bug shows; :func:`load_server` returns them.
 """
 
 from __future__ import annotations

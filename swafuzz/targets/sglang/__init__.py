@@ -1,24 +1,17 @@
 """The ``sglang`` target: SGLang's own allocator, DSV4 pool translation, store path, resolver and
 in-graph metadata stamp, run under the harness in place of the engine model's twins.
 
-Imported only when the target is requested (swafuzz works without SGLang installed); importing
-:mod:`swafuzz.targets.sglang.engine` imports SGLang, :func:`release` only reads the installed
-distribution's metadata.
+Imported only when requested (swafuzz works without SGLang); :mod:`.engine` imports SGLang,
+:func:`release` only reads the installed distribution's metadata. Supported: :data:`SUPPORTED_RANGE`
+(both ends included). The adapter is chosen by feature, not version: :mod:`.features` picks the
+family (0.5.12-style store-path ``cached_loc`` or 0.5.13+ resolver ``get_swa_out_cache_loc``)
+and each seam, refusing what is missing with :class:`~swafuzz.targets.TargetUnavailable`.
+:data:`VERIFIED`: the releases ``scripts/upstream-matrix`` checked (records in :mod:`.detected`,
+labelled by :func:`label`). A release outside the range is refused (exit 2) unless
+``SWAFUZZ_SGLANG_ADAPTER`` names the in-range release whose records answer for it.
 
-Supported releases: :data:`SUPPORTED_RANGE`, both ends included, each run as itself. The
-adapter is chosen by feature, not by version: :mod:`swafuzz.targets.sglang.features` inspects
-the imported release and picks the adapter family (0.5.12-style store-path ``cached_loc`` or
-the resolver ``get_swa_out_cache_loc`` of 0.5.13+) and each seam, refusing what the release
-lacks with a :class:`~swafuzz.targets.TargetUnavailable`. :data:`VERIFIED` lists the releases
-the release matrix (``scripts/upstream-matrix``, records in
-:mod:`~swafuzz.targets.sglang.detected`) checked; records label a run by its detected family
-(:func:`label`). A release outside the range is refused (CLI exit 2) unless
-``SWAFUZZ_SGLANG_ADAPTER`` names the release of the range whose records answer for it.
-
-What runs real and what stays modelled, per release: :data:`TABLE` (``swafuzz list --target
-sglang``). Which kinds and features run on which release: each feature record's
-``since["sglang"]``, answered by the factory's ``supports`` hook
-(:mod:`swafuzz.targets.sglang.target`; ``swafuzz list --features``).
+What runs real vs modelled: :data:`TABLE` (``swafuzz list --target sglang``); which kinds run
+where: each feature record's ``since["sglang"]`` via the ``supports`` hook (:mod:`.target`).
 """
 
 from __future__ import annotations

@@ -2,23 +2,18 @@
 
     release_refusal({"tp_size": 2, "enable_dp_attention": True, ...}) -> None | "the message"
 
-:func:`check_server_args` builds the release's ``ServerArgs`` from a dict of its field names
-and runs its whole resolution: the dataclass ``__post_init__`` (0.5.12-style record) or
-``resolve_once`` (0.5.22-style, with the DeepSeek-V4 defaults and the V4.1 feature validation);
-which one, and whether it knows DeepSeek-V4.1, is detected (:func:`release_shape`).
+:func:`check_server_args` builds the release's ``ServerArgs`` from a dict of its field names and
+runs its whole resolution (``__post_init__`` 0.5.12-style or ``resolve_once`` 0.5.22-style with
+the V4 defaults and V4.1 validation; detected by :func:`release_shape`). The model is a stand-in
+``config.json`` (no weights or tokenizer; ``DeepseekV4ForCausalLM``, type ``deepseek_v41`` or
+``deepseek_v4``) in a temporary folder; ``device`` is ``cuda`` unless given and the release's
+environment probes answer as an H200 (or B200) via
+:func:`~swafuzz.targets.sglang.serverargs_probes.patched_probes` (reasons:
+:data:`~swafuzz.targets.sglang.serverargs_probes.PLATFORMS`). No validation rule is replaced.
 
-The model is a stand-in ``config.json`` (no weights, no tokenizer) naming the architecture the
-release checks (``DeepseekV4ForCausalLM``) with model type ``deepseek_v41`` or
-``deepseek_v4``, in a temporary folder. The machine is a GPU runner: ``device`` is ``cuda``
-unless the dict says otherwise, and the release's environment probes answer as an H200 (or a
-B200) through :func:`~swafuzz.targets.sglang.serverargs_probes.patched_probes` (each replaced
-probe with its reason: :data:`~swafuzz.targets.sglang.serverargs_probes.PLATFORMS`). No
-validation rule is replaced.
-
-A refusal is what the release raises from its argument checks (``ValueError``,
-``AssertionError``, ``NotImplementedError``), with its own message; anything else is a
-:class:`ServerArgsBuildError` (the stand-in or this module failed). ``os.environ``, which the
-release's defaults write to, is restored after each build.
+A refusal is the release's own ``ValueError`` / ``AssertionError`` / ``NotImplementedError``
+message; anything else is a :class:`ServerArgsBuildError`. ``os.environ`` is restored after each
+build.
 """
 
 from __future__ import annotations

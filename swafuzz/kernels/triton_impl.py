@@ -1,23 +1,19 @@
 """Triton kernels for translate, store and the fused translate_store.
 
-Same signatures, shapes and dtypes as :mod:`kernels.torch_impl` (see its docstring); every launch
-goes through :func:`kernels.launch.launch` with the value contract as ``validate``.
+Signatures, shapes and dtypes: :mod:`kernels.torch_impl`. Every launch goes through
+:func:`kernels.launch.launch` with the value contract as ``validate``; ``N == 0`` launches nothing.
 
-* ``translate``: one program per ``BLOCK_N`` locations; negative locations wrap by
-  ``len(mapping)`` like torch indexing; the gathered int64 is cast to int32.
-* ``store``: one program per ``BLOCK_R`` rows, looping over the row in ``BLOCK_D`` columns; the
-  destination is ``page * page_stride + offset * D`` with ``page = loc >> log2(P)`` and
-  ``offset = loc & (P-1)`` computed in int32 as upstream's store kernels do (a negative location
-  is *not* guarded on the device: it lands before the buffer, which the redzone check sees when
-  the host contract was skipped). bfloat16 is moved as int16 so every bit pattern survives.
-* ``translate_store``: both in one launch; the translated int32 locations are also written out.
+* ``translate``: a program per ``BLOCK_N`` locations; negative locations wrap by ``len(mapping)``;
+  int64 cast to int32.
+* ``store``: a program per ``BLOCK_R`` rows, ``BLOCK_D`` columns at a time, to ``page *
+  page_stride + offset * D`` (``page``/``offset`` in int32 as upstream; a negative location is
+  unguarded on device and lands in the redzone); bf16 moved as int16, so every bit survives.
+* ``translate_store``: both in one launch, also writing the int32 locations out.
 
-On a machine without CUDA the kernels run in the Triton interpreter (``TRITON_INTERPRET=1`` must be
-set before triton is imported; ``tests/conftest.py`` and ``bench/kernels.py`` do it), which costs
-~1.5 ms per launch plus ~0.45 ms per program and has no bounds checks: block sizes are large
-there so grids stay tiny, and the host contracts keep every index inside its buffer.
-``N == 0`` launches nothing. The row width ``D`` is a compile-time constant of the store kernels
-(one compiled variant per width on GPU; the interpreter cannot loop over a runtime bound).
+Without CUDA they run in the Triton interpreter (``TRITON_INTERPRET=1`` set before import, as
+``tests/conftest.py`` and ``bench/kernels.py`` do; ~1.5 ms per launch + ~0.45 ms per program, no
+bounds checks): block sizes are large so grids stay tiny, and the host contracts keep indices in
+bounds. ``D`` is a compile-time constant (the interpreter cannot loop to a runtime bound).
 """
 
 from __future__ import annotations

@@ -2,20 +2,17 @@
 
 :class:`DSV4Backend` (one per model pool and role):
 
-* eager ``init_forward_metadata(fb)`` (§4.3): with MTP (``topk > 0``) and a logically IDLE batch
-  it returns early, leaving ``forward_metadata`` as the previous forward left it; otherwise it
-  builds metadata and runs the in-graph init;
-* ``init_forward_metadata_out_graph(fb, in_capture)`` (§4.4): host prep per graph bucket before
-  capture and before every replay: synthetic capture locations (zeros / int32 zeros / none),
-  IDLE substitution, 0-padding to the bucket width, then ``replay_cuda_graph_metadata_from``
-  (first time: store as the bucket's persistent metadata; later: ``persistent.copy_(temp)``);
-* ``init_forward_metadata_in_graph(fb)`` (§4.3): upgrades Raw metadata, selects the speculative
-  step's slice for multi-step draft decode, and sets ``core.swa_out_cache_loc`` = int32(M[loc])
-  through the kernel implementation's ``translate`` (recorded inside a captured graph);
-* the resolver ``get_swa_out_cache_loc(fb)`` (§4.5) and ``store_cache(layer_id, rows, fb)``
-  (§4.6) that writes one layer through the implementation's ``store``.
+* ``init_forward_metadata(fb)`` (§4.3, eager): with MTP (``topk > 0``) and a logically IDLE
+  batch returns early (``forward_metadata`` stays the previous forward's); else builds metadata
+  and runs the in-graph init;
+* ``init_forward_metadata_out_graph(fb, in_capture)`` (§4.4): host prep per bucket before capture
+  and each replay: synthetic capture locations, IDLE substitution, 0-padding to the bucket,
+  ``replay_cuda_graph_metadata_from`` (first: kept as persistent; later ``persistent.copy_(temp)``);
+* ``init_forward_metadata_in_graph(fb)`` (§4.3): upgrades Raw metadata, selects the multi-step
+  draft's slice, sets ``core.swa_out_cache_loc = int32(M[loc])`` via the impl's ``translate``;
+* resolver ``get_swa_out_cache_loc(fb)`` (§4.5); ``store_cache(layer_id, rows, fb)`` (§4.6).
 
-Every decision point is its own small method so a mutant overrides exactly one.
+Each decision point is its own method so a mutant overrides exactly one.
 :class:`MultiStepBackend` (§4.8) holds one backend per speculative step.
 """
 

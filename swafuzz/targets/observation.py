@@ -1,23 +1,16 @@
 """The Observation: what a target did while running a Case. Plain data (ints, strings, bytes).
 
-Shapes
-------
-* ``Observation.forwards``: one :class:`ForwardObs` per forward of the Case, in execution order
-  (step index, then forward index within the step; multi-step draft decode has one forward per
-  speculative step that writes, i.e. ``num_steps - 1``).
-* ``ForwardObs.stores``: one :class:`StoreObs` per layer of the written pool, in layer order; the
-  resolved write locations exactly as handed to the store kernel (values and dtype name).
-* ``Observation.steps``: one :class:`StepObs` after every step: the mapping ``M`` (all of it, the
-  sentinel included), the free page lists of both allocators, the bytes of every SWA layer buffer
-  (``[swa_slots * row_bytes]`` each, dummy page included) and the redzone bytes around each.
-* ``Observation.error``: set when the target raised (e.g. a ContractError) or crashed; the run
-  stops at that step. ``{"step", "type", "message", "where"}`` (:func:`error_record`): ``where``
-  is the raising location inside the code under test, ``{"module", "function", "line"}`` of the
-  innermost frame outside the libraries it calls (None when there is none).
-* ``Observation.channels`` / ``StepObs.channels``: per-feature channels, feature name -> that
-  feature's own data (types its folder defines, e.g. the request window path's forwards and
-  steps, the ring's exposed state after a step). The core neither fills nor reads them: the
-  feature's target side fills its channel, its checks read it through :meth:`channel`.
+* ``forwards``: a :class:`ForwardObs` per forward, in execution order (multi-step draft decode:
+  one per writing step, ``num_steps - 1``); its ``stores``: a :class:`StoreObs` per layer of the
+  written pool, the write locations exactly as handed to the store kernel (values, dtype name).
+* ``steps``: a :class:`StepObs` after every step: all of ``M`` (sentinel included), both
+  allocators' free page lists, every SWA layer's bytes (``[swa_slots * row_bytes]``, dummy page
+  included) and its redzone bytes.
+* ``error``: set when the target raised or crashed (the run stops there): ``{"step", "type",
+  "message", "where"}`` (:func:`error_record`), ``where`` = ``{"module", "function", "line"}`` of
+  the innermost frame outside the libraries called, or None.
+* ``channels`` (here and on StepObs): feature name -> that feature's own data, filled by its
+  target side and read by its checks via :meth:`channel`; the core never touches them.
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
 """What the installed SGLang release has on the SWA write path, found by inspection (module
 paths, attributes, signatures), not by its version number.
 
-Importing this module imports SGLang. Every seam of the ``sglang`` target
-(:mod:`~swafuzz.targets.sglang.engine`, ``metadata``, ``ring``, ``window``, ``store``) asks the
-flags below instead of comparing release strings, so a release between two verified ones
-(:data:`swafuzz.targets.sglang.VERIFIED`) runs with whatever it actually has, and a release that
-lacks a needed piece is refused with a :class:`~swafuzz.targets.TargetUnavailable` naming it.
-
-Adapter family (:data:`FAMILY`):
-
-* ``"store-path"`` (0.5.12): the backend has no resolver; the pool's
-  ``set_swa_key_buffer_radix_fused`` translates ``out_cache_loc`` itself through its
-  layer-keyed ``cached_loc`` and hands the rows to its ``swa_kv_pool``;
-* ``"resolver"`` (0.5.13+ per addendum §3): ``DeepseekV4AttnBackend.get_swa_out_cache_loc``
-  chooses the SWA locations and the pool's ``set_swa_key_buffer_radix_fused`` only stores.
-
-Flags are plain bools / modules; :func:`describe` lists them (``swafuzz list --target sglang``
-prints it when a release is installed).
+Imports SGLang. Every seam of the ``sglang`` target asks these flags rather than release
+strings, so a release between verified ones runs with what it has and one lacking a needed
+piece is refused with a :class:`~swafuzz.targets.TargetUnavailable` naming it. Family
+(:data:`FAMILY`): ``"store-path"`` (0.5.12: no resolver; the pool's
+``set_swa_key_buffer_radix_fused`` translates ``out_cache_loc`` through its layer-keyed
+``cached_loc``) or ``"resolver"`` (0.5.13+, addendum §3: ``get_swa_out_cache_loc`` chooses,
+the pool only stores). :func:`describe` lists the flags (``swafuzz list --target sglang``).
 """
 
 from __future__ import annotations

@@ -1,19 +1,13 @@
 """Targets: the code under test above the kernels, and the registry of engines.
 
-A target is a name bound to a factory (the protocol and the engine seams a target may replace:
-:mod:`swafuzz.targets.protocol`). Built in: ``unified``
-(:class:`swafuzz.targets.engine.UnifiedEngine`), the bug zoo ``mutant:<name>``
-(:func:`swafuzz.targets.mutants.load_all`), ``sglang`` (registered always, imports SGLang only
-when requested) and hidden self-test targets (``selftest:*``: runnable by name, never listed).
-Plugins: modules named by ``--plugin`` or ``SWAFUZZ_PLUGINS`` and the ``swafuzz.targets``
-entry-point group (:mod:`swafuzz.targets.plugins`); user code may call :func:`register` from
-any importable module.
-
-:func:`build_engine` is the one path from a name to a running engine; :func:`origin` says where
-a target came from (recorded in every finding bundle), :func:`recipe` how a fresh process (the
-case worker, ``repro``) gets it back. What a target can run, describe and report is asked
-through its hooks (:func:`supports`, :func:`describe`, :func:`versions`, :func:`version`); the
-harness names no target.
+Protocol and engine seams: :mod:`swafuzz.targets.protocol`. Built in: ``unified``
+(:class:`~swafuzz.targets.engine.UnifiedEngine`), the bug zoo ``mutant:<name>``
+(:func:`~swafuzz.targets.mutants.load_all`), ``sglang`` (imports SGLang only when requested) and
+hidden ``selftest:*`` (runnable, never listed). Plugins: :mod:`swafuzz.targets.plugins`, or any
+module calling :func:`register`. :func:`build_engine` is the one path from a name to an engine;
+:func:`origin` says where a target came from (in every finding bundle), :func:`recipe` how a
+fresh process gets it back; :func:`supports`, :func:`describe`, :func:`versions`,
+:func:`version` ask its hooks (the harness names no target).
 """
 
 from __future__ import annotations

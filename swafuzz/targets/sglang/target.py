@@ -1,15 +1,11 @@
-"""The ``sglang`` target as the registry holds it: the factory and its hooks (the protocol's
-"Target hooks").
+"""The ``sglang`` target as the registry holds it: the factory and its hooks (the protocol's).
 
-Nothing here imports SGLang until an engine is built (``TARGET(case, ...)``) or the target's
-availability is checked (:meth:`SGLangTarget.check_available`). What the target can run comes
-from the feature records (:mod:`swafuzz.features`): a feature's or kind's ``since["sglang"]``
-(:class:`~swafuzz.features.Since`) names the first release whose code the adapter drives for
-it (``None``: no release), compared with the installed release (:func:`~swafuzz.targets.sglang.
-release`); a Case is then also checked against what the installed release actually has
-(:func:`swafuzz.targets.sglang.features.case_missing`, by inspection).
+Imports no SGLang until an engine is built or :meth:`SGLangTarget.check_available` runs. What
+it can run: a feature's or kind's ``since["sglang"]`` (:class:`~swafuzz.features.Since`, the
+first release the adapter drives for it; ``None``: none) against the installed
+:func:`~swafuzz.targets.sglang.release`, then a Case against what the release has
+(:func:`swafuzz.targets.sglang.features.case_missing`).
 
-    from swafuzz.targets.sglang.target import TARGET, supports_at
     TARGET.supports("ring")             # the installed release's answer (None: it runs)
     supports_at("ring", "0.5.20")       # any release's, from the records only
 """

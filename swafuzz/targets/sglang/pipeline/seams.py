@@ -1,21 +1,16 @@
 """Where the server-level pipeline meets a release whose scheduler API differs (imports SGLang).
 
-Each seam is chosen by what the installed release has (a module, a method, a parameter),
-never by its version number. The two shapes in the range:
+Each seam is chosen by what the release has (a module, method, parameter), never its version:
 
-* the runtime-context shape (0.5.22, 0.5.23): ``sglang.srt.runtime_context`` holds the server
-  arguments, ``KVIndexTranslator`` binds a KV-location plan, the disabled radix cache is the
-  registry's ``UnifiedRadixCache``, ``ForwardBatch.init_new`` takes the ``ScheduleBatch``, the
-  decode graph runner decides with ``DecodeCudaGraphRunner.can_run_graph``, a chunk is stashed by
-  ``checkpoint_kv_cache``;
-* the global-server-args shape (0.5.12): ``set_global_server_args_for_scheduler`` holds them,
-  no translator (``ForwardBatch.init_new`` translates ``out_cache_loc`` through the allocator
-  itself), the scheduler's rule in ``init_cache_with_memory_pool`` picks ``SWAChunkCache`` for a
-  disabled radix cache with chunked prefill on and ``SWARadixCache(disable=True)`` otherwise,
-  ``ForwardBatch.init_new`` takes the batch's ``ModelWorkerBatch``, the graph runner decides
-  with ``CudaGraphRunner.can_run``, a chunk is stashed by ``maybe_cache_unfinished_req(...,
-  chunked=True)`` (the scheduler's ``stash_chunked_request``), ``retract_decode`` takes the
-  server arguments.
+* runtime-context shape (0.5.22, 0.5.23): ``sglang.srt.runtime_context`` holds the server args,
+  ``KVIndexTranslator`` binds a KV-location plan, the disabled radix cache is the registry's
+  ``UnifiedRadixCache``, ``ForwardBatch.init_new`` takes the ``ScheduleBatch``, the can-run
+  decision is ``DecodeCudaGraphRunner.can_run_graph``, a chunk is stashed by ``checkpoint_kv_cache``;
+* global-server-args shape (0.5.12): ``set_global_server_args_for_scheduler``; no translator
+  (``init_new`` translates via the allocator and takes the ``ModelWorkerBatch``);
+  ``init_cache_with_memory_pool``'s rule picks ``SWAChunkCache`` (disabled radix + chunked
+  prefill) else ``SWARadixCache(disable=True)``; ``CudaGraphRunner.can_run``; a chunk is stashed
+  by ``maybe_cache_unfinished_req(..., chunked=True)``; ``retract_decode`` takes the server args.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """One server-level Case: refused or run through a target's pipeline and judged.
 
-A target with a server level offers hooks (its ``server_pipeline``, ``server_refusal`` and
-``server_mutants``, :mod:`swafuzz.targets.protocol` style, resolved by the harness into a
-:class:`Pipeline`). :func:`refusal` decides whether a Case runs: the feature records'
-``Refusal`` entries of the server level, then :func:`release_refusal`, the seam for the release's own argument checks
-(``ServerArgs`` post-init and the DeepSeek-V4/V4.1 feature validation; the ``sglang`` target's
-``server_refusal`` names ``swafuzz/targets/sglang/serverargs.py``): it returns the release's
-refusal message, or None. Where the target has no such check (or its module is absent) every
-config the Case validator accepts is let through.
+A target with a server level offers ``server_pipeline``, ``server_refusal`` and
+``server_mutants`` (resolved by the harness into a :class:`Pipeline`). :func:`refusal`: the
+feature records' server-level ``Refusal`` entries, then :func:`release_refusal` (the release's
+own argument checks, e.g. ``swafuzz/targets/sglang/serverargs.py``: its message or None; no
+such check: every valid config passes).
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """The unified engine: runs one Case and returns its Observation (docs/ARCHITECTURE.md).
 
-:class:`UnifiedEngine` wires the pieces for one Case (allocator, target and draft pools sharing
-``M``, backends, runners, DP) and executes every step with the semantics of ``features/*/SEMANTICS.md``.
-Component classes are class attributes, so a mutant is a subclass replacing one of them with a
-subclass that overrides one method (see ``targets/__init__.py``).
-
-Execution: with ``executor.graphs`` False every forward runs eagerly; otherwise steps with
-``exec == "graph"`` run through the runners (a batch larger than every bucket falls back to the
-eager path, as upstream's ``can_run`` does; ``ForwardObs.exec`` says how it ran).
+:class:`UnifiedEngine` wires allocator, target and draft pools sharing ``M``, backends, runners
+and DP, and executes every step per ``features/*/SEMANTICS.md``. Component classes are class
+attributes (the seams: :mod:`swafuzz.targets.protocol`). Without ``executor.graphs`` every
+forward is eager; else ``exec == "graph"`` steps go through the runners (a batch above every
+bucket falls back to eager, as upstream's ``can_run``; ``ForwardObs.exec`` says how it ran).
 """
 
 from __future__ import annotations

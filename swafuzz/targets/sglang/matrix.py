@@ -1,13 +1,10 @@
 """Per-release answers of the ``sglang`` target's real/modelled table, for the releases between
 the two the :data:`~swafuzz.targets.sglang.TABLE` columns name (0.5.12, 0.5.23).
 
-Reads no sglang. Where a row says how (:data:`DERIVE`, the features' ``derive``) and the
-release's probe is recorded (:mod:`~swafuzz.targets.sglang.detected`, written by
-``scripts/upstream-matrix`` from what :mod:`~swafuzz.targets.sglang.features` found in that
-release's environment), the answer is generated from the detection; otherwise it is the
-release ranges of :data:`RANGES` (the core's and each feature's). A TABLE row listed in
-neither has the same answer in every release of the range as in its 0.5.23 column (0.5.13+) -
-or, for rows whose 0.5.12 and 0.5.23 answers agree, everywhere.
+Reads no sglang. A row with a derivation (:data:`DERIVE`, the features' ``derive``) is generated
+from the release's recorded probe (:mod:`~swafuzz.targets.sglang.detected`); else from
+:data:`RANGES`; a row in neither answers as its 0.5.23 column (0.5.13+), or everywhere where
+0.5.12 and 0.5.23 agree.
 
     python -m swafuzz.targets.sglang.matrix 0.5.16 0.5.21   # the table's column per release
 

@@ -63,20 +63,12 @@ def pad_loc(loc: torch.Tensor, n: int, what: str) -> torch.Tensor:
 
 
 class DSV4Backend:
-    """SWA write path of one attention backend (see module docstring).
-
-    Args:
-        pool: the SWA KV pool this backend's model writes (holds ``M`` and the kernel impl).
-        topk: speculative top-k (0 = no MTP).
-        num_steps, step_id: multi-step draft decode: this backend serves speculative step
-            ``step_id`` of ``num_steps`` (``num_steps == 1``: no per-step slicing).
-        decode_tokens_per_bs: rows per request of a DECODE_OR_IDLE bucket (1; ``topk*num_steps``
-            for the multi-step draft backends, whose graph batch carries every step's rows).
-        draft_extend_tokens_per_bs: rows per request of a DRAFT_EXTEND bucket.
-        prep_in_graph: build Raw metadata (``SGLANG_PREP_IN_CUDA_GRAPH``), upgraded in-graph.
-        swa_loc_buffer_rows: > 0: the draft-extend backend's pre-allocated int32 SWA location
-            buffer of that many entries (PR #34890, spec §4.7), refilled by the out-graph prep.
-    """
+    """SWA write path of one attention backend over ``pool`` (holds ``M`` and the kernel impl).
+    ``topk``: speculative top-k (0: no MTP); serves step ``step_id`` of ``num_steps`` (1: no
+    per-step slicing); ``decode_tokens_per_bs`` / ``draft_extend_tokens_per_bs``: rows per request
+    of those buckets (multi-step draft: ``topk*num_steps``); ``prep_in_graph``: Raw metadata
+    (``SGLANG_PREP_IN_CUDA_GRAPH``); ``swa_loc_buffer_rows > 0``: the draft-extend int32 SWA
+    location buffer (PR #34890, spec §4.7), refilled by the out-graph prep."""
 
     def __init__(self, pool: SWAKVPool, *, topk: int = 0, num_steps: int = 1, step_id: int = 0,
                  decode_tokens_per_bs: int = 1, draft_extend_tokens_per_bs: int = 1,
@@ -263,12 +255,10 @@ class DSV4Backend:
 
     # -- what the preparation built (ForwardObs.prepared) ----------------------------------------
     def prepared(self) -> dict[str, list[int]]:
-        """The metadata the last preparation left on this backend, as plain lists: ``out_loc``
-        (the full locations it was built from), ``seq_lens`` and ``positions`` (the batch it
-        was built for: under a graph the runner's static buffers), ``swa_loc`` (the stamped SWA write locations,
-        absent while None) and ``loc_buffer`` (the whole pre-allocated SWA location buffer, when
-        the stamp is a view of it: the preparation refilled it, PR #34890). Read outside any
-        capture (host values)."""
+        """The last preparation's metadata as lists (host values, outside capture): ``out_loc``
+        (full locations it was built from), ``seq_lens``, ``positions`` (graph: the static
+        buffers), ``swa_loc`` (the stamp, absent while None), ``loc_buffer`` (the whole SWA
+        location buffer when the stamp is a view of it, PR #34890)."""
         md = self.forward_metadata
         out: dict[str, list[int]] = {}
         if isinstance(md, RawDecodeMetadata):

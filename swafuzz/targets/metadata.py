@@ -19,16 +19,10 @@ import torch
 
 def copy_metadata(src, dst, check_eq: tuple[str, ...], copy: tuple[str, ...],
                   assign: tuple[str, ...]) -> None:
-    """Refresh ``dst`` (persistent) from ``src`` (freshly built), field by field.
-
-    1. check-eq: ``src.f == dst.f`` is asserted;
-    2. copy: skipped when both are None; otherwise both must be tensors and ``dst.f.copy_(src.f)``
-       writes in place (the address a captured graph reads is kept);
-    3. assign: ``dst.f = src.f`` (rebinding the Python reference).
-
-    Raises AssertionError naming the field when a rule is broken, or when a dataclass field is
-    missing from, or repeated in, the three lists.
-    """
+    """Refresh ``dst`` (persistent) from ``src`` (fresh): check-eq fields asserted equal; copy
+    fields ``dst.f.copy_(src.f)`` in place (both tensors, or both None: skipped); assign fields
+    rebound. AssertionError names the field on a broken rule, or a dataclass field missing from
+    or repeated in the three lists."""
     names = [f.name for f in dataclasses.fields(dst)]
     listed = list(check_eq) + list(copy) + list(assign)
     for n in names:

@@ -74,20 +74,12 @@ class ForwardObs:
     n_real: int
     rows: int  # rows of the forward as run (bucket rows under a graph)
     stores: list[StoreObs] = field(default_factory=list)
-    # Host values baked at graph capture for this forward's bucket, by name. Known names:
-    # "rows" -> [rows of the captured bucket]; "swa_out_cache_loc" -> a translation baked on the
-    # host (only buggy targets have it). Empty for eager forwards. Diagnostic only: no check
-    # reads it (a target's report about itself is not evidence; capture_freeze replays instead).
+    # Host values baked at capture for this bucket: "rows", "swa_out_cache_loc" (buggy targets
+    # only); empty when eager. Diagnostic only, no check reads it (capture_freeze replays instead).
     baked: dict[str, list[int]] = field(default_factory=dict)
-    # The metadata the forward's preparation built, read after the preparation and before the
-    # stores (eager: after the eager init; graph: after the replay's out-graph prep, before the
-    # replay), by name: "out_loc" -> the full locations it was built from (``raw_out_loc``, or a
-    # Raw metadata's ``out_cache_loc``); "seq_lens", "positions" -> the batch it was built for
-    # (under a graph: the runner's static buffers the replay view reads); "swa_loc" -> the stamped SWA write locations
-    # (``swa_out_cache_loc``; absent while None); "loc_buffer" -> the whole pre-allocated SWA
-    # location buffer, when the stamp is a view of it (the preparation refilled it). Empty when the preparation did not run (an
-    # eager MTP IDLE forward keeps the previous metadata) or a path records none. Judged by the
-    # ``prepared`` check against the oracle (:mod:`checks.prep`).
+    # What the forward's preparation built, read before the stores (graph: after the replay's
+    # out-graph prep), keys as :meth:`targets.backend.DSV4Backend.prepared`; empty when none ran
+    # (an eager MTP IDLE forward) or a path records none. Judged by ``prepared`` (checks.prep).
     prepared: dict[str, list[int]] = field(default_factory=dict)
 
 

@@ -26,14 +26,10 @@ def _free_page_ids(alloc) -> list[int]:
 
 
 class SGLangAllocator(RequestBook):
-    """SGLang's ``SWATokenToKVPoolAllocator`` with the Case contract's request bookkeeping.
-
-    Built by :meth:`SGLangEngine.make_allocator` with the target pool: the real allocator
-    registers its mapping into that pool's DSV4 pool object at construction. ``admit`` with
-    ``prefix_rid`` (a radix-cache prefix hit, :meth:`RequestBook.admit`): the adapter holds the
-    lock reference the radix tree would, and ``alloc_extend`` runs with ``prefix_lens =
-    prefix_len`` and the prefix's last slot as ``last_loc`` (page size 1: ``alloc``).
-    """
+    """SGLang's ``SWATokenToKVPoolAllocator`` (registering its mapping into the target pool's
+    DSV4 pool object) with the Case contract's request bookkeeping. ``admit`` with ``prefix_rid``:
+    the adapter holds the radix tree's lock reference; ``alloc_extend`` gets ``prefix_lens =
+    prefix_len`` and the prefix's last slot as ``last_loc`` (page size 1: ``alloc``)."""
 
     def __init__(self, pool: PoolConfig, device, kvcache: SWAKVPool):
         """``kvcache``: the target pool, an :class:`~swafuzz.targets.sglang.engine.SGLangPool`

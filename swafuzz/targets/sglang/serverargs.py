@@ -214,17 +214,12 @@ def built_server_args(config: Mapping[str, object], *, model_type: str | None = 
                       platform: str = "h200", env: Mapping[str, str] | None = None,
                       stand_in: Mapping[str, object] | None = None
                       ) -> Iterator[tuple[ArgsVerdict, object | None]]:
-    """Build the installed release's ServerArgs from ``config`` and resolve it as the server
-    does; yields ``(verdict, record)`` (record None when the release refuses) while the
-    stand-in's folder, the probes and ``env`` are in place, so a caller can evaluate a release
-    rule under the release's own context (``runtime_context.create_context``).
-
-    Release modules that import GPU-only packages at module level when ``is_cuda()`` is true
-    are, when a build under the GPU answers meets one, imported as the CPU answers (outside
-    the probes) and the build runs again on a fresh record, at most :data:`MAX_PREIMPORTS`
-    times. ``env``: the deployment's ``SGLANG_*`` variables, set for the build only;
-    ``stand_in``: keys added to the stand-in's ``config.json`` (e.g. those by which a
-    checkpoint says it bundles a draft head)."""
+    """Build and resolve the release's ServerArgs from ``config``; yields ``(verdict, record)``
+    (record None if refused) while the stand-in, probes and ``env`` (``SGLANG_*``, build only)
+    are in place (for rules evaluated under ``runtime_context.create_context``). A module that
+    imports GPU-only packages under ``is_cuda()`` is pre-imported as the CPU answers and the
+    build retried, at most :data:`MAX_PREIMPORTS` times. ``stand_in``: extra ``config.json``
+    keys (e.g. a bundled draft head)."""
     if platform not in PLATFORMS:
         raise ServerArgsConfigError(f"platform: {platform!r} is not one of {sorted(PLATFORMS)}")
     shape = release_shape()

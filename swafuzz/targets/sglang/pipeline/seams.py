@@ -67,14 +67,10 @@ def token_ids(ids):
 
 @contextlib.contextmanager
 def cpu_platform() -> Iterator[None]:
-    """The run as on a CPU platform. A release whose ``support_triton`` asks only about the
-    attention backend (0.5.12: no platform capability) says yes on this CPU process, and its
-    ``write_cache_indices`` and ``compute_position`` would launch Triton kernels that the
-    Triton interpreter cannot run (pointers loaded from a uint64 tensor); a release that asks
-    the platform (0.5.23) says no and takes its own torch branches. For the run, the former's
-    modules on the pipeline's path get the latter's answer, so the release's own torch branches
-    run (``req_to_token_pool.write``, ``compute_position_torch``). And the one-rank groups
-    (:func:`one_rank_groups`)."""
+    """The run as on a CPU platform, with :func:`one_rank_groups`. 0.5.12's ``support_triton``
+    (no platform check) says yes here, so ``write_cache_indices`` / ``compute_position`` would
+    launch Triton kernels the interpreter cannot run (pointers from a uint64 tensor); its modules
+    get 0.5.23's answer (no), so the release's torch branches run."""
     from sglang.srt.model_executor import forward_batch_info
     from sglang.srt.utils import common as utils
     with contextlib.ExitStack() as stack:

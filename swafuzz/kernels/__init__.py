@@ -28,12 +28,8 @@ def get_impl(name: str) -> ModuleType:
 
 
 def available_impls() -> list[str]:
-    """The implementations usable on this machine, in :data:`IMPLS` order.
-
-    ``torch`` always; ``triton`` when installed and either a CUDA device is present or the
-    Triton interpreter is enabled (``TRITON_INTERPRET=1``, set before triton is imported);
-    ``cuda`` only when ``torch.cuda.is_available()``.
-    """
+    """The implementations usable here, in :data:`IMPLS` order: ``torch``; ``triton`` if
+    installed with CUDA or ``TRITON_INTERPRET=1`` (set before import); ``cuda`` with CUDA."""
     import torch.cuda  # the device probe only (importing this package stays free of torch)
 
     gpu = torch.cuda.is_available()

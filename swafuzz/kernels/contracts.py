@@ -116,11 +116,8 @@ def check_translate_static(mapping: torch.Tensor, loc: torch.Tensor,
 
 def check_store_static(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor, *,
                        op: str = "store", loc_dtype: torch.dtype = torch.int32) -> int:
-    """Static contract of a store; returns ``log2(P)``.
-
-    cache: ``[num_pages, P, D]`` bfloat16|uint8, stride ``(>= P*D, D, 1)``; loc: ``loc_dtype``
-    ``[N]`` 1-D contiguous (int32 for store); rows: ``[N, D]`` contiguous, dtype of cache.
-    """
+    """Static contract of a store (shapes: module docstring; ``loc_dtype`` int32 for store);
+    returns ``log2(P)``."""
     _require_tensor(op, "cache", cache)
     _require_tensor(op, "loc", loc)
     _require_tensor(op, "rows", rows)
@@ -188,11 +185,8 @@ def _refuse_any(op: str, mask: torch.Tensor, message: Callable[[int], str]) -> N
 
 def check_translate_values(mapping: torch.Tensor, loc: torch.Tensor, *,
                            op: str = "translate") -> torch.Tensor | None:
-    """Every loc in ``[-len(mapping), len(mapping))``; every translated value fits int32.
-
-    Returns the translated values (int64 ``[N]``, same device) for callers that check more, or
-    None when ``N == 0``.
-    """
+    """Every loc in ``[-len(mapping), len(mapping))``, every translated value fits int32;
+    returns the translated values (int64 ``[N]``, same device), None when ``N == 0``."""
     if loc.numel() == 0:
         return None
     m = mapping.numel()

@@ -31,11 +31,8 @@ _recorder: contextvars.ContextVar[LaunchRecorder | None] = contextvars.ContextVa
 
 def launch(name: str, fn: Callable[..., Any], args: tuple,
            validate: Callable[[], None] | None = None) -> None:
-    """Run ``fn(*args)`` as one device launch named ``name``.
-
-    ``validate`` (optional) raises :class:`kernels.contracts.ContractError` on bad values; it is
-    run before the launch unless a graph is being captured.
-    """
+    """Run ``fn(*args)`` as one device launch named ``name``, after ``validate`` (raising
+    :class:`kernels.contracts.ContractError` on bad values) unless a graph is being captured."""
     rec = _recorder.get()
     if rec is not None:
         rec.on_launch(name, fn, args, validate)

@@ -148,11 +148,9 @@ def origin(name: str) -> dict[str, Any] | None:
 
 
 def recipe(name: str) -> dict[str, Any]:
-    """How another process gets target ``name`` back: its plugin record and the importable
-    ``module``/``qualname`` of its factory. Raises ValueError when the factory cannot be
-    re-imported (defined in ``__main__`` or inside a function). Whether the target can run
-    here is the other process's question (its :func:`restore`): asking it here would import
-    what the target drives (SGLang) into a process that never runs it."""
+    """How another process gets target ``name`` back: its plugin record and its factory's
+    ``module``/``qualname`` (ValueError if not re-importable: ``__main__`` or local). Whether it
+    can run is asked there (:func:`restore`), not here (that would import SGLang)."""
     f = find_target(name)
     mod = getattr(f, "__module__", None)
     qual = getattr(f, "__qualname__", None)

@@ -30,13 +30,10 @@ ERROR = "error"
 
 @dataclass(frozen=True)
 class MutantSpec:
-    """One registered mutant.
-
-    ``engine``: the mutant's engine class; ``kinds``: scenario kinds where the bug shows (the
-    zoo fuzzes those); ``source``: the upstream PR/issue or spec § it reintroduces;
-    ``expected``: the checks expected to kill it (a killing Case fails at least one of them;
-    ``"error"``: a target error); ``kernel_level``: the bug is in what reaches the kernel
-    (address arithmetic, dtypes), so the CI zoo runs it on Triton even on CPU."""
+    """One registered mutant: ``engine`` class; ``kinds`` where the bug shows (the zoo fuzzes
+    those); ``source`` (PR/issue or spec §); ``expected`` checks (a killing Case fails one;
+    ``"error"``: a target error); ``kernel_level``: the bug reaches the kernel (addresses,
+    dtypes), so the CI zoo runs it on Triton even on CPU."""
 
     engine: type
     kinds: tuple[str, ...]
@@ -90,12 +87,9 @@ def known_checks() -> tuple[str, ...]:
 
 def mutant(name: str, kinds: tuple[str, ...], source: str, expected: tuple[str, ...] = (),
            kernel_level: bool = False, level: str = "component", patch: str = ""):
-    """Class decorator: register the engine class as mutant ``name`` (target ``mutant:<name>``).
-
-    ``kinds`` are checked against the feature registry and ``expected`` against the records'
-    checks: an unknown one raises :class:`MutantError` naming the mutant and the known values.
-    ``level="server"``: a server mutant (module docstring), registered by the call itself (the
-    decorator it returns changes nothing); ``patch`` names it."""
+    """Class decorator: register the engine class as mutant ``name`` (``mutant:<name>``).
+    Unknown ``kinds`` / ``expected`` checks raise :class:`MutantError` naming the known values.
+    ``level="server"``: a server mutant named by ``patch``, registered by the call itself."""
     kinds, expected = tuple(kinds), tuple(expected)
     if level == "server":
         return _server_mutant(name, kinds, source, patch)

@@ -29,13 +29,10 @@ from swafuzz.targets.sglang.detected import DETECTED
 SUPPORTED_RANGE = ("0.5.12", "0.5.23")
 ADAPTER_ENV = "SWAFUZZ_SGLANG_ADAPTER"
 
-#: (component, 0.5.12, 0.5.23, why). "real": SGLang's code executes; "modelled": swafuzz's
-#: engine model runs it; "absent": the release has no such code on the SWA write path;
-#: "refused" (per-release answers of :mod:`targets.sglang.matrix` only): the release has the
-#: code but the adapter does not drive that release's form of it, so the kind is refused.
-#: The core's rows are the cross-feature components (allocator, pool, store, resolver, stamp,
-#: metadata, buffers); each feature's own rows live in its folder (``sglang_facts.py``, the
-#: record's hook ``sglang.facts``) and follow, in registry order.
+#: (component, 0.5.12, 0.5.23, why): "real" (SGLang's code runs), "modelled" (the engine
+#: model's), "absent" (no such code on the SWA path), "refused" (matrix answers only: the
+#: adapter does not drive that form). Cross-feature rows here; each feature's follow from its
+#: ``sglang_facts.py`` (hook ``sglang.facts``), in registry order.
 CORE_TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("ForwardMode", "real", "real",
      "the release's member of the same name is handed to its code (values differ)"),
@@ -151,12 +148,9 @@ def installed_version() -> str | None:
 
 
 def release() -> tuple[str, str]:
-    """``(installed version, adapter release)``: the adapter release is the installed one when
-    it lies in :data:`SUPPORTED_RANGE` (post-releases included: every release of the range is
-    driven as itself, by detection, and checked by ``scripts/upstream-matrix``), else the one
-    ``SWAFUZZ_SGLANG_ADAPTER`` names (a release of the range whose records answer for it).
-    Raises :class:`TargetUnavailable` naming the range when sglang is missing, or outside the
-    range with no adapter named."""
+    """``(installed version, adapter release)``: the installed one inside
+    :data:`SUPPORTED_RANGE` (post-releases included), else ``SWAFUZZ_SGLANG_ADAPTER``'s.
+    :class:`TargetUnavailable` naming the range if sglang is missing or out of range unforced."""
     v = installed_version()
     rng = f"{SUPPORTED_RANGE[0]} .. {SUPPORTED_RANGE[1]}"
     if v is None:

@@ -57,11 +57,10 @@ def _kind_refusal(owner: Feature, kind: str, release: str, label: str) -> str | 
 
 
 def supports_at(subject: Subject, release: str, label: str | None = None) -> str | None:
-    """The records' answer for ``subject`` (a Feature, a scenario kind's name or a Case) on
-    ``release``: None when the adapter drives it there, else the reason naming the feature or
-    kind, ``label`` (default ``sglang RELEASE``) and what it lacks. A feature runs where one of
-    its kinds does; a Case needs its kind and every feature whose Case fields it sets (all
-    their reasons, joined)."""
+    """The records' answer for ``subject`` (Feature, kind name or Case) on ``release``: None, or
+    why not (naming it, ``label`` - default ``sglang RELEASE`` - and what it lacks). A feature
+    runs where one of its kinds does; a Case needs its kind and every feature whose fields it
+    sets (reasons joined)."""
     label = label or f"sglang {release}"
     if isinstance(subject, Feature):
         why = _refusal(f"feature {subject.name}", subject.since_for(NAME), release, label)
@@ -116,12 +115,9 @@ class SGLangTarget:
 
     @staticmethod
     def supports(subject: Subject) -> str | None:
-        """The installed release's answer (see :func:`supports_at`; a release between two
-        verified ones answers for itself, a forced adapter outside the range for the adapter's
-        release), and for a Case also what the release lacks on inspection
-        (:func:`~swafuzz.targets.sglang.features.case_missing`, naming the missing attributes;
-        not asked when sglang does not import and the records already refuse). sglang missing
-        or outside the range: that refusal's message."""
+        """:func:`supports_at` for the installed release (a forced adapter: the adapter's), and
+        for a Case what it lacks on inspection (:func:`.features.case_missing`; skipped if the
+        records already refuse). Unavailable: that message."""
         try:
             v, adapter = sg.release()
         except TargetUnavailable as e:

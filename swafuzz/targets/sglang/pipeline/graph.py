@@ -164,11 +164,9 @@ class GraphFill:
         return out
 
     def in_graph(self, bs: int) -> dict:
-        """The release's in-graph init (``init_forward_metadata_in_graph``: the Raw -> full
-        upgrade ``make_forward_metadata_from_raw_decode`` and the SWA write-location stamp) on
-        the captured batch (the buffers' first ``bs`` rows), run on the host where a GPU replays
-        it inside the graph: its SWA write locations, and per row its SWA read indices (newest
-        first, as many as its read length)."""
+        """The release's ``init_forward_metadata_in_graph`` (Raw upgrade, SWA stamp) on the
+        captured batch (first ``bs`` rows), on the host: its SWA write locations, and per row
+        its SWA read indices (newest first, read length many)."""
         b = self.runner.buffers
         view = SimpleNamespace(forward_mode=self.runner.capture_forward_mode, batch_size=bs,
                                out_cache_loc=b.out_cache_loc[:bs], positions=b.positions[:bs],

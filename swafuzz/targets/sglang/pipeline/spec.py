@@ -137,11 +137,8 @@ class SpecPipeline(steps.Pipeline):
         return rec
 
     def draft(self, fwd: Forward, b, draft_tokens: torch.Tensor):
-        """The draft's batch: the release's ``prepare_for_draft`` (the draft-write locations
-        from ``req_to_token``, and with the target's translator the iteration's window plan),
-        then the stub draft model's ``steps - 1`` decode forwards, each storing its column
-        (the release's ``per_step_draft_out_cache_loc``) through the engine's multi-step
-        backend. Returns per step what it stored, and the plan."""
+        """The draft (module docstring): ``prepare_for_draft``, then ``steps - 1`` stub decode
+        forwards through the multi-step backend. Returns per step what it stored, and the plan."""
         s, eng, bs = self.srv, self.srv.engine, len(b.reqs)
         first = draft_tokens.view(bs, self.num_draft)[:, :1]
         b.spec_info = EagleDraftInput(topk_p=torch.ones(bs, 1), topk_index=first,
@@ -238,11 +235,10 @@ class SpecPipeline(steps.Pipeline):
 
 @contextlib.contextmanager
 def kernels() -> Iterator[None]:
-    """The release's Triton helpers on this path (``assign_req_to_token_pool``,
-    ``assign_draft_cache_locs_contiguous``) run in the Triton interpreter, whose scalar
-    ``__index__`` (a loop bound from ``tl.cdiv``) converts a one-element array with ``int()``,
-    which numpy 2.4 refuses: for the run, it takes the element (``.item()``) instead. The
-    kernels are the release's, unchanged; without the interpreter (a GPU) nothing is patched."""
+    """The release's Triton helpers here (``assign_req_to_token_pool``,
+    ``assign_draft_cache_locs_contiguous``) under the interpreter: its scalar ``__index__``
+    calls ``int()`` on a one-element array (refused by numpy 2.4); it takes ``.item()`` for the
+    run. Kernels unchanged; without the interpreter nothing is patched."""
     try:
         from triton.runtime import interpreter
     except ImportError:  # pragma: no cover - no Triton: nothing to patch

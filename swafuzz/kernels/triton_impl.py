@@ -181,10 +181,8 @@ def store(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor, *,
 
 
 def store_unchecked(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor) -> None:
-    """:func:`store` with the static contract only: no value contract, ever (for mutants that
-    reproduce a missing host check). A negative or out-of-range location writes outside the
-    cache: under the interpreter that is undefined (garbage or a crash) unless the redzones
-    around the cache are at least one page stride wide."""
+    """:func:`store` without the value contract (mutants of a missing host check); a bad location
+    writes outside the cache (interpreter: undefined unless redzones span a page stride)."""
     store(cache, loc, rows, checked=False)
 
 

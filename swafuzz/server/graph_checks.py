@@ -76,10 +76,8 @@ def graph_fill(case: ServerCase, st, fwd: Forward, rec, bucket: int | None
 
 
 def _in_graph(st, fwd: Forward, rec, ig: dict | None, pad: int) -> str | None:
-    """The backend's in-graph metadata built from the filled buffers: the SWA write locations
-    the forward's allocated SWA slots, padded rows 0; per request its read indices begin with
-    the SWA slots of its last ``sliding_window`` tokens, newest first (older entries, up to
-    the release's own window constant, are not the Case's)."""
+    """In-graph metadata from the filled buffers: SWA write locations = the allocated SWA slots
+    (padded rows 0); each request's read indices begin with its window's SWA slots, newest first."""
     if not ig:
         return None
     exp = [s for _, s in rec.alloc] + [0] * pad

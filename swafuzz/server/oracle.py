@@ -223,10 +223,8 @@ def write_targets(ev: Forward, rec, layers: int, expected: list[list[int]]) -> l
 
 def judge(case: ServerCase, obs: ServerObs, graphs: bool = False,
           pads: dict | None = None, disabled=frozenset()) -> list[ServerFailure]:
-    """Every failure of ``obs`` against the Case, earliest forward first (``graphs``: the
-    executor replays graphs; ``pads``: forward index -> ``(mode, rows, batch size)`` the
-    forward runs with after another padding than attention TP's: an attention-DP rank's;
-    ``disabled``: server checks not run)."""
+    """Every failure of ``obs``, earliest forward first; ``pads``: forward -> ``(mode, rows,
+    batch size)`` after an attention-DP rank's padding; ``disabled``: checks not run."""
     out: list[ServerFailure] = []
 
     def fail(name: str, fwd: int | None, msgs, prefix: bool = False) -> bool:

@@ -73,10 +73,8 @@ def output_id(rid: int, k: int) -> int:
 
 @dataclass(frozen=True)
 class Retract:
-    """Running requests the release's ``retract_decode`` sent back to the waiting queue at
-    ``step`` (an observed choice, before that step's DECODE): their KV is freed and they are
-    prefilled again, prompt and generated tokens, by a later EXTEND. ``kept``: the running
-    requests it kept; none kept, the scheduler runs no DECODE that step."""
+    """Requests ``retract_decode`` sent back at ``step`` (observed, before its DECODE): KV freed,
+    refilled later; ``kept``: those it kept (none: no DECODE that step)."""
 
     step: int
     rids: tuple[int, ...]

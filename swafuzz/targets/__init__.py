@@ -56,10 +56,8 @@ def _load_zoo() -> None:
 
 
 def get_target(name: str) -> Callable[..., Any]:
-    """The factory registered as ``name``, looking in the built-ins, the bug zoo and the plugins
-    (``SWAFUZZ_PLUGINS`` modules, the ``swafuzz.targets`` entry points) in that order; raises
-    :class:`UnknownTarget` listing the known names, and :class:`TargetUnavailable` when the
-    target's ``check_available`` hook says it cannot run here."""
+    """The factory registered as ``name`` (built-ins, bug zoo, then plugins); raises
+    :class:`UnknownTarget` listing known names, :class:`TargetUnavailable` per ``check_available``."""
     f = find_target(name)
     check = getattr(f, "check_available", None)
     if callable(check):

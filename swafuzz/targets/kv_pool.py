@@ -152,10 +152,9 @@ class SWAKVPool:
         return out
 
     def changed_pages(self, view: torch.Tensor, clean: bytes) -> list[int]:
-        """Indices of the pages (rows of ``view``, ``[n, w]`` uint8) whose bytes are not
-        ``clean`` (one byte repeated: the poison; or ``w`` bytes: a pad's canary pattern),
-        scanned :data:`SCAN_BYTES` at a time, as int64 words where the view allows. For one
-        repeated byte a page is clean when its minimum and maximum word are the clean word."""
+        """Indices of the pages (rows of ``view``, ``[n, w]`` uint8) not all ``clean`` (one byte:
+        poison; ``w`` bytes: a pad's canary), scanned :data:`SCAN_BYTES` at a time (int64 words
+        where possible: clean when the min and max word are the clean word)."""
         uniform = len(set(clean)) == 1
         clean = clean * view.shape[1] if uniform else clean
         words = view

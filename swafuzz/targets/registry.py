@@ -36,10 +36,8 @@ def loading(rec: dict[str, Any]) -> Iterator[None]:
 
 
 def register(name: str, factory: Callable[..., Any]) -> None:
-    """Register ``factory(case, *, impl, executor, name) -> engine`` under ``name``.
-
-    Called at import time by a plugin module, or from user code. The origin (which plugin) is
-    recorded while :mod:`swafuzz.targets.plugins` loads a plugin (:func:`loading`)."""
+    """Register ``factory(case, *, impl, executor, name) -> engine`` under ``name`` (its plugin
+    origin recorded while :func:`loading`)."""
     if not name or not isinstance(name, str):
         raise ValueError(f"register(name={name!r}): name must be a non-empty string")
     if not callable(factory):

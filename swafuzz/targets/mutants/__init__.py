@@ -145,10 +145,8 @@ def load_server() -> dict[str, ServerMutant]:
 
 
 def load_all() -> dict[str, MutantSpec]:
-    """Every mutant: imports the modules the feature records list (``Feature.mutants``), once,
-    and returns name -> :class:`MutantSpec` (the records' mutants and any a plugin
-    registered), in feature order and, within a feature, in the order they were
-    declared. The dict is a copy: registering goes through :func:`mutant`."""
+    """Imports the modules the records list (``Feature.mutants``) once; returns a copy of name
+    -> :class:`MutantSpec` (plugins' included), in feature then declaration order."""
     global _loaded
     if not _loaded:
         for f in features.all_features():

@@ -122,10 +122,8 @@ SUPPORTED = VERIFIED
 
 
 def family_of(v: str) -> str | None:
-    """The adapter family detected for release ``v`` (``"store-path"`` or ``"resolver"``), from
-    the matrix's records (:mod:`~swafuzz.targets.sglang.detected`; a post-release not recorded
-    answers as its release); None when no probe of it is recorded. Reads no SGLang: at run time
-    :mod:`~swafuzz.targets.sglang.features` detects the family itself."""
+    """The family (``"store-path"`` / ``"resolver"``) the records (:mod:`.detected`) hold for
+    release ``v`` (an unrecorded post-release: its release's), or None. Reads no SGLang."""
     rec = DETECTED.get(v) or DETECTED.get(v.split(".post")[0]) or {}
     return rec.get("family")
 

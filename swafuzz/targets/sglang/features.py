@@ -158,10 +158,8 @@ for _facts in FACTS:
 
 
 def case_missing(case) -> str | None:
-    """What ``case`` needs that the installed release lacks, found by inspection (None: the
-    release has it); the ``sglang`` target's ``supports`` asks this after the records said yes
-    (a release inside the range may still lack a piece its verified neighbours have). Each
-    feature's facts answer for the Case fields it owns, in registry order."""
+    """What ``case`` needs that the installed release lacks, by inspection (None: nothing), asked
+    after the records said yes; each feature's facts answer for its own fields, in registry order."""
     here = sys.modules[__name__]
     for f in FACTS:
         why = f.refusal(case, here) if f.refusal is not None else None

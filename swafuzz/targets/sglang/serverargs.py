@@ -277,10 +277,9 @@ def built_server_args(config: Mapping[str, object], *, model_type: str | None = 
 
 @contextmanager
 def release_context(args: object, *, world_rank: int = 0) -> Iterator[object]:
-    """The release's own runtime context built from a resolved record (``runtime_context.
-    create_context`` with the ``test`` role, rank ``world_rank``), active for the duration
-    (``use_context``: the process's context is restored after). Releases without a scoped
-    context (0.5.12-style globals) raise :class:`ServerArgsBuildError`."""
+    """The release's ``runtime_context.create_context`` (role ``test``, rank ``world_rank``) from a
+    resolved record, active for the duration (``use_context``); 0.5.12-style globals raise
+    :class:`ServerArgsBuildError`."""
     from sglang.srt import runtime_context as rc
 
     if not all(hasattr(rc, n) for n in ("create_context", "use_context", "SpawnRanks")):

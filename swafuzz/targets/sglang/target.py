@@ -154,10 +154,8 @@ class SGLangTarget:
 
     @staticmethod
     def versions() -> dict[str, str]:
-        """``{"sglang": ...}``: ``0.5.17 (resolver family)`` (:func:`~swafuzz.targets.sglang.
-        label`: the family the release's recorded probe detected), ``0.5.24 (adapter 0.5.23,
-        resolver family)`` when an adapter is forced, or the refusal's reason (``not
-        installed``, ``X (unsupported)``); reads metadata only."""
+        """``{"sglang": label}`` (:func:`~swafuzz.targets.sglang.label`, e.g. ``0.5.24 (adapter
+        0.5.23, resolver family)``) or the refusal's reason; reads metadata only."""
         try:
             v, adapter = sg.release()
         except TargetUnavailable:

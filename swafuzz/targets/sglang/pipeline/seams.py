@@ -84,10 +84,8 @@ def cpu_platform() -> Iterator[None]:
 
 @contextlib.contextmanager
 def one_rank_groups() -> Iterator[None]:
-    """Where the release's ``ForwardBatch.init_new`` asks the process's expert-parallel group
-    for its size (0.5.12: ``enable_num_token_non_padded``) and this process has none, a group
-    of one rank answers (the one-rank server the pipeline drives); a release that reads its
-    runtime context (0.5.23) asks no group."""
+    """A one-rank expert-parallel group where 0.5.12's ``ForwardBatch.init_new`` asks for its
+    size (``enable_num_token_non_padded``) and the process has none."""
     from sglang.srt.distributed import parallel_state as ps
     if getattr(ps, "_MOE_EP", "absent") is not None:
         yield

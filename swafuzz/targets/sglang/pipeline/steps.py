@@ -41,10 +41,8 @@ EVICTION_ENV = "SGLANG_SWA_EVICTION_INTERVAL"
 
 
 class OutOfScope(Exception):
-    """A step the server would not run as the plan says: the release's capacity gate refused
-    a decode (the scheduler would retract requests), or an EXTEND does not fit the pools' free
-    tokens (the PrefillAdder would defer admission). Neither is driven: the run stops there and
-    the Case is out of scope, not a finding."""
+    """A step the server would not run as planned (a refused decode, an EXTEND beyond the free
+    tokens): the run stops and the Case is out of scope, not a finding."""
 
 
 class AllocTap:

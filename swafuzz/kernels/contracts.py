@@ -71,9 +71,7 @@ def log2_page_size(op: str, page_size: int) -> int:
     return page_size.bit_length() - 1
 
 
-# ---------------------------------------------------------------------------------------------
-# static checks
-# ---------------------------------------------------------------------------------------------
+# -- static checks ----------------------------------------------------------------------------------
 
 
 def int32_out(loc: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
@@ -168,9 +166,7 @@ def check_translate_store_static(mapping: torch.Tensor, loc: torch.Tensor, rows:
     return log2p
 
 
-# ---------------------------------------------------------------------------------------------
-# value checks (host sync; run through launch(validate=...))
-# ---------------------------------------------------------------------------------------------
+# -- value checks (host sync; run through launch(validate=...)) -------------------------------------
 
 
 def _first(mask: torch.Tensor) -> int:

@@ -25,9 +25,7 @@ import triton.language as tl
 from swafuzz.kernels import contracts
 from swafuzz.kernels.launch import launch
 
-# ---------------------------------------------------------------------------------------------
-# kernels
-# ---------------------------------------------------------------------------------------------
+# -- kernels ----------------------------------------------------------------------------------------
 
 
 @triton.jit
@@ -77,9 +75,7 @@ def _translate_store_kernel(mapping_ptr, loc_ptr, out_ptr, cache_ptr, rows_ptr, 
     _scatter_rows(cache_ptr, rows_ptr, swa, r, rmask, page_stride, log2p, page_mask, d, BLOCK_D)
 
 
-# ---------------------------------------------------------------------------------------------
-# launch configuration
-# ---------------------------------------------------------------------------------------------
+# -- launch configuration ---------------------------------------------------------------------------
 
 #: Overrides for the GPU store configuration (set by ``bench/kernels.py --tune``):
 #: keys ``block_r``, ``block_d``, ``num_warps``.
@@ -135,9 +131,7 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
     return t.view(torch.int16) if t.dtype == torch.bfloat16 else t
 
 
-# ---------------------------------------------------------------------------------------------
-# public API
-# ---------------------------------------------------------------------------------------------
+# -- public API -------------------------------------------------------------------------------------
 
 
 def translate(mapping: torch.Tensor, loc: torch.Tensor, *,

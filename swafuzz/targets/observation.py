@@ -100,15 +100,11 @@ class StepObs:
     pools: dict[str, list[bytes]]  # "target"/"draft" -> per layer buffer bytes
     redzones: dict[str, list[RedzoneObs]]
     draft_mapping_is_target: bool = True  # draft pool's mapping is the allocator's tensor
-    # The engine's own request table: rid -> (full slot per position, SWA eviction frontier).
-    # None when a target does not expose it (the invariants check then skips the table rules).
+    # rid -> (full slot per position, SWA frontier); None: not exposed (table rules skipped)
     requests: dict[int, tuple[list[int], int]] | None = None
-    # Targets whose allocator chooses pages itself (``allocation = "observed"``): every token
-    # this step allocated, in the contract's order, as [full slot, SWA slot]; None otherwise.
+    # ``allocation = "observed"``: this step's tokens as [full slot, SWA slot]; else None
     alloc: list[list[int]] | None = None
-    # Per-feature channels after this step (feature name -> that feature's data), e.g. the
-    # per-request SWA ring's exposed state (features.ring.channel); empty when none applies.
-    channels: dict[str, Any] = field(default_factory=dict)
+    channels: dict[str, Any] = field(default_factory=dict)  # per feature (module docstring)
 
     def channel(self, name: str, empty: Callable[[], Any] | None = None) -> Any:
         """Feature ``name``'s data after this step; absent: ``empty()`` (not stored), or None."""
@@ -123,13 +119,9 @@ class Observation:
     forwards: list[ForwardObs] = field(default_factory=list)
     steps: list[StepObs] = field(default_factory=list)
     error: dict | None = None  # error_record(): {"step", "type", "message", "where"}
-    # Filled by the harness from the executor it handed the target, never by the target:
-    # {"replays": n, "captures": n} (graph executors count every capture/replay call).
-    graph_use: dict | None = None
+    graph_use: dict | None = None  # {"replays", "captures"}: the harness's, from its executor
     target_version: str | None = None  # what the target ran, e.g. "sglang 0.5.23"; None: ours
-    # Per-feature channels of the whole run (feature name -> that feature's data), e.g. the
-    # request window / late-layer tail path's forwards and steps (features.request_window.channel).
-    channels: dict[str, Any] = field(default_factory=dict)
+    channels: dict[str, Any] = field(default_factory=dict)  # per feature (module docstring)
 
     def channel(self, name: str, empty: Callable[[], Any] | None = None) -> Any:
         """Feature ``name``'s data; absent: ``empty()`` (not stored), or None."""

@@ -146,9 +146,8 @@ def window_reads(st: _State, fwd: Forward, rec) -> str | None:
 
 
 def observed_plan(case: ServerCase, obs: ServerObs) -> list:
-    """The Case's plan (:func:`~swafuzz.server.timeline.plan`) with the retractions and
-    admissions the release decided as observed (raises ``RetractionError`` on an impossible
-    one)."""
+    """The Case's plan (:func:`~swafuzz.server.timeline.plan`) with the retractions and admissions
+    the release decided as observed (raises ``RetractionError`` on an impossible one)."""
     return plan(case, {int(k): (tuple(v[0]), tuple(v[1])) for k, v in obs.retractions.items()},
                 {int(k): v for k, v in obs.admissions.items()})
 

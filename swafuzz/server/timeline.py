@@ -202,9 +202,8 @@ class Timeline:
 
 def plan(case: ServerCase, retractions: dict | None = None,
          admissions: dict[int, int] | None = None) -> list[Forward | Release | Retract]:
-    """The Case's schedule (module docstring), with the observed ``retractions`` and, per step
-    where the adder admitted fewer than it was offered, how many it admitted
-    (``admissions``)."""
+    """The Case's schedule (module docstring), with the observed ``retractions`` and, per step where
+    the adder admitted fewer than it was offered, how many it admitted (``admissions``)."""
     tl, out = Timeline(case, retractions, admissions), []
     for t in range(MAX_STEPS + MAX_STEPS):
         if tl.done():

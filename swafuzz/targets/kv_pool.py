@@ -98,9 +98,8 @@ class SWAKVPool:
         return self.impl.translate(self.mapping, loc)
 
     def store_impl(self, pool: PoolConfig, impl):
-        """The implementation the pool stores through: the first feature's answer for the
-        pool's cache layout (slot ``pool_impl`` of the :attr:`impl_side` parts), else ``impl``
-        itself."""
+        """The implementation the pool stores through: the first feature's answer for the pool's
+        cache layout (slot ``pool_impl`` of the :attr:`impl_side` parts), else ``impl`` itself."""
         got = features.first(self.impl_side, "pool_impl", pool, impl)
         return impl if got is None else got
 
@@ -176,11 +175,10 @@ class SWAKVPool:
         return out
 
     def redzone(self, i: int) -> tuple[bytes, bytes, bytes, bytes]:
-        """(canary, bytes before, bytes after, every page's pad bytes in page order) of local
-        layer ``i``; each pad is filled with the canary pattern from its start. For a layer
-        snapshotted sparsely (:meth:`layer_snapshot`) the pads are a
-        :class:`scenarios.paged.PagedBytes` of pad-sized pages, the canary pattern its fill,
-        holding the pads that differ from it."""
+        """(canary, bytes before, bytes after, every page's pad bytes in page order) of local layer
+        ``i``; each pad is filled with the canary pattern from its start. For a layer snapshotted
+        sparsely (:meth:`layer_snapshot`) the pads are a :class:`scenarios.paged.PagedBytes` of
+        pad-sized pages, the canary pattern its fill, holding the pads that differ from it."""
         rz, us = self.redzone_bytes, self.usable_bytes
         raw = self.raw[i]
         pads = b""

@@ -143,8 +143,7 @@ class SGLangTarget:
 
     @staticmethod
     def describe() -> str:
-        """The installed release and the real/modelled table (``swafuzz list --target
-        sglang``)."""
+        """The installed release and the real/modelled table (``swafuzz list --target sglang``)."""
         try:
             v, a = sg.release()
             head = f"target sglang: installed sglang {sg.label(v, a)}"

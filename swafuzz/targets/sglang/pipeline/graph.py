@@ -69,9 +69,8 @@ def _create_buffers(device, max_bs: int, fill_value: int):
 
 
 def _release_backend(server, device):
-    """The release's DSV4 backend built without its constructor, holding what its graph prep
-    reads: one rank, no speculative decoding, no compressed layers, capture length of the
-    full pool."""
+    """The release's DSV4 backend built without its constructor, holding what its graph prep reads:
+    one rank, no speculative decoding, no compressed layers, capture length of the full pool."""
     bk = bare_backend(server.engine.target_pool.real)
     bk.device = device
     bk.needs_cpu_seq_lens = False

@@ -12,9 +12,8 @@ from swafuzz.server.timeline import Forward
 
 
 def graph_bucket(case: ServerCase, mode: str, bs: int, graphs: bool) -> int | None:
-    """The decode graph bucket a forward replays (None: eager): graphs captured
-    (``disable_cuda_graph`` false, batch sizes given), an executor with graphs, a DECODE batch,
-    and the smallest captured batch size that holds it."""
+    """The smallest captured batch size holding a DECODE batch when graphs are captured
+    (``disable_cuda_graph`` false, sizes given) and the executor replays them; None: eager."""
     c = case.config
     if not graphs or c.disable_cuda_graph or not c.cuda_graph_bs_decode or mode != "DECODE":
         return None

@@ -45,9 +45,8 @@ def release_refusal(config: dict, check: Callable[[dict], str | None] | None,
 
 
 def refusal(case: ServerCase, check: Callable[[dict], str | None] | None = None) -> str | None:
-    """Why ``case`` is not run, decided in one place: the feature records' server-level
-    refusals (``Refusal``: what the pipeline does not drive), then the release's own checks
-    (the target's ``server_refusal``, which asks the records' release refusals)."""
+    """Why ``case`` is not run: the records' server-level ``Refusal`` entries, then the target's
+    ``server_refusal`` (the release's own checks)."""
     why = registry.refusal("server", case.config)
     if why:
         return why
@@ -119,9 +118,8 @@ def execute(case: ServerCase, pipeline: Pipeline, impl: str = "torch",
 
 def judge_obs(case: ServerCase, obs: ServerObs, graphs: bool = False,
               disabled=frozenset()) -> list[ServerFailure]:
-    """The server oracle's failures of ``obs`` (``graphs``: decode graphs replayed;
-    ``disabled``: the server checks not run, by name: the zoo's leave-one-out judges the same
-    observation again without one)."""
+    """The server oracle's failures of ``obs`` (``disabled``: checks not run, for the zoo's
+    leave-one-out)."""
     for own in registry.hooks("oracle.server_judge"):  # attention-DP ranks, speculative, ...
         found = own(case, obs, graphs, disabled)
         if found is not None:

@@ -86,9 +86,8 @@ class RetractionError(ValueError):
 
 
 class Timeline:
-    """The schedule, step by step (module docstring). ``retractions`` (step -> (retracted,
-    kept in the release's new batch order)): the release's observed retractions, each taken
-    before that step's DECODE."""
+    """The schedule, step by step (module docstring); ``retractions``: step -> (retracted, kept
+    in the new batch order), observed, taken before that step's DECODE."""
 
     def __init__(self, case: ServerCase, retractions=None, admissions=None):
         self.case, self.reqs = case, case.requests

@@ -81,9 +81,8 @@ def find_target(name: str) -> Callable[..., Any]:
 
 
 def supports(name: str, subject: Subject) -> str | None:
-    """Can target ``name`` run ``subject`` (a :class:`~swafuzz.features.Feature`, a scenario
-    kind's name or a Case) here? None: yes; else the reason (its ``supports`` hook; a target
-    without one supports everything)."""
+    """Can target ``name`` run ``subject`` (Feature, kind name or Case) here? None: yes; else why
+    (its ``supports`` hook, default: everything)."""
     hook = getattr(find_target(name), "supports", None)
     return (hook if callable(hook) else supports_everything)(subject)
 
@@ -105,9 +104,8 @@ def describe(name: str) -> str:
 
 
 def versions(name: str) -> dict[str, str]:
-    """The versions of the code target ``name`` drives (``run.json``), from its ``versions``
-    hook; {} for swafuzz's own targets and for a name no loaded target has (no plugin is
-    loaded to answer)."""
+    """Its ``versions`` hook's answer (``run.json``); {} for swafuzz's own targets and names no
+    loaded target has."""
     _ensure_builtin()
     hook = getattr(TARGETS.get(name), "versions", None)
     return dict(hook()) if callable(hook) else {}

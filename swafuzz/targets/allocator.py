@@ -41,9 +41,8 @@ class RequestBook(ABC):
 
     def admit(self, rid: int, length: int, prefix_rid: int | None = None,
               prefix_len: int = 0) -> list[int]:
-        """A new request with ``length`` tokens; returns the full slots of the tokens it
-        allocated. With ``prefix_rid``: its first ``prefix_len`` tokens are that request's
-        slots (a radix-cache prefix hit), and its frontier starts at that request's."""
+        """A new request of ``length`` tokens; returns the full slots allocated. ``prefix_rid``:
+        its first ``prefix_len`` tokens (and frontier) are that request's (a prefix hit)."""
         if rid in self.tokens:
             raise AllocationError(f"admit: request {rid} already exists")
         self.tokens[rid], self.evicted[rid] = [], 0
@@ -73,9 +72,8 @@ class RequestBook(ABC):
 
     def drop_rejected(self, plan: list[tuple[int, int, int]], num_draft_tokens: int
                       ) -> list[int]:
-        """After a verify forward: for each ``(rid, length_before, accepted)`` drop the
-        rejected draft tokens from the request; returns the slots to free (those past the
-        page of the last accepted token)."""
+        """After a verify, drop each ``(rid, length_before, accepted)``'s rejected draft tokens;
+        returns the slots to free (past the last accepted token's page)."""
         freed: list[int] = []
         for rid, before, accepted in plan:
             keep, first = rejected_split(before, accepted, num_draft_tokens, self.page_size)
@@ -175,9 +173,8 @@ class SWAAllocator(RequestBook):
         return out
 
     def flush(self) -> bool:
-        """The cache flush (the scheduler's ``flush_cache``, spec §2.3 ``clear()``): refused
-        (False, nothing changes) while a request is live; else both free sets hold every page
-        again and ``M[:-1] = 0`` (in place). The SWA buffers keep their bytes."""
+        """``flush_cache`` (spec §2.3 ``clear()``): False while a request is live; else every page
+        free again and ``M[:-1] = 0`` in place (the SWA buffers keep their bytes)."""
         if self.tokens:
             return False
         self.full_free = set(range(1, self.pool.full_pages + 1))

@@ -186,9 +186,8 @@ class DSV4Backend:
 
     def out_graph_draft_extend(self, fb: ForwardBatch, bs: int, loc: torch.Tensor | None,
                                seq_lens: torch.Tensor):
-        """DRAFT_EXTEND bucket: raw locations only (capture: synthesised zeros; replay: the real
-        locations padded with 0). ``swa_out_cache_loc`` is NOT stamped here (the #27091 review
-        fix): the store falls back to the live translation."""
+        """DRAFT_EXTEND bucket: raw locations only (capture: zeros; replay: padded with 0); no
+        stamp (the #27091 review fix) unless the buffer refill applies: the store translates live."""
         rows = bs * self.draft_extend_tokens_per_bs
         if loc is None:
             loc = seq_lens.new_zeros(rows)
@@ -199,9 +198,8 @@ class DSV4Backend:
         return md
 
     def refill_swa_loc_buffer(self, loc: torch.Tensor) -> torch.Tensor | None:
-        """PR #34890 (spec §4.7): refill the pre-allocated buffer outside the graph:
-        ``buf[n:] = 0``, ``buf[:n] = int32(M[loc])``; returns ``buf[:n]`` (None when the buffer
-        is too small: the store then falls back to the live translation)."""
+        """PR #34890 (spec §4.7): ``buf[n:] = 0``, ``buf[:n] = int32(M[loc])`` outside the graph;
+        returns ``buf[:n]`` (None if too small: the store then translates live)."""
         buf, n = self.swa_loc_buffer, loc.numel()
         if n > buf.numel():
             return None

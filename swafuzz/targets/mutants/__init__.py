@@ -49,9 +49,8 @@ class MutantSpec:
 
 @dataclass(frozen=True)
 class ServerMutant:
-    """One server mutant: ``patch`` (``"module:attr"``: a context-manager factory patching the
-    release's code), ``kinds`` (server kinds where the bug shows), ``source`` (the upstream
-    PR/issue or spec §), ``module`` (the feature mutants module declaring it)."""
+    """One server mutant: ``patch`` (``"module:attr"`` context-manager factory), ``kinds``,
+    ``source`` (PR/issue or spec §), ``module`` (the feature mutants module declaring it)."""
 
     name: str
     patch: str

@@ -129,9 +129,8 @@ def family_of(v: str) -> str | None:
 
 
 def label(v: str, adapter: str | None = None) -> str:
-    """What a record says ran: ``0.5.13 (resolver family)``; with a forced ``adapter``
-    release outside the range, ``0.5.24 (adapter 0.5.23, resolver family)``; a release with
-    no recorded probe, ``0.5.13 (family not recorded)``."""
+    """What a record says ran: ``0.5.13 (resolver family)``, ``0.5.24 (adapter 0.5.23, resolver
+    family)`` (forced), ``0.5.13 (family not recorded)`` (no probe recorded)."""
     fam = family_of(adapter or v)
     what = f"{fam} family" if fam else "family not recorded"
     return f"{v} ({'' if adapter in (None, v) else f'adapter {adapter}, '}{what})"

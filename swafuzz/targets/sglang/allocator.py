@@ -69,9 +69,8 @@ class SGLangAllocator(RequestBook):
                                   f"not hand out SWA pages 1..{n} (slots {P}..{(n + 1) * P - 1})")
 
     def rebuild_mapping(self) -> torch.Tensor:
-        """The Case's ``remap`` (HiCache load-back / commit): the release's mapping tensor is
-        rewritten in place with the same contents; the engine then registers it with every pool
-        through the release's own ``register_mapping``."""
+        """The Case's ``remap`` (HiCache load-back / commit): the release's mapping rewritten in
+        place, same contents (the engine re-registers it through ``register_mapping``)."""
         self.mapping.copy_(self.mapping.clone())
         return self.mapping
 
@@ -125,9 +124,8 @@ class SGLangAllocator(RequestBook):
 
     def admit(self, rid: int, length: int, prefix_rid: int | None = None,
               prefix_len: int = 0) -> list[int]:
-        """An admission allocates as the server's prefill does: ``alloc`` (page size 1) or
-        ``alloc_extend``, never ``alloc_decode`` (a one-token prompt included), so a refusal
-        is the one those make: before anything is taken."""
+        """Allocates as prefill does: ``alloc`` (page size 1) or ``alloc_extend``, never
+        ``alloc_decode`` (even for one token), so a refusal comes before anything is taken."""
         self.prefill = True
         try:
             return super().admit(rid, length, prefix_rid, prefix_len)

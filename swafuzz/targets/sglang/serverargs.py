@@ -135,9 +135,8 @@ def validate_config(config: Mapping[str, object], shape: ReleaseShape) -> dict[s
 
 def write_stand_in(folder: str, model_type: str,
                    extra: Mapping[str, object] | None = None) -> str:
-    """Write the model stand-in's ``config.json`` into ``folder`` (``extra``: keys a real
-    checkpoint's config adds, e.g. the keys that say it bundles a draft head); returns
-    ``folder``."""
+    """Write the stand-in's ``config.json`` into ``folder`` (``extra``: a checkpoint's added keys,
+    e.g. a bundled draft head); returns ``folder``."""
     if model_type not in MODEL_TYPES:
         raise ServerArgsConfigError(f"model_type: {model_type!r} is not one of {MODEL_TYPES}")
     values = {**_BASE_CONFIG, **dict(extra or {}), "model_type": model_type}

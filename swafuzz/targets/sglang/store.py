@@ -32,9 +32,8 @@ from swafuzz.targets.sglang.environ import set_attr
 VERSION, ADAPTER = release()
 
 def _find_fused_store():
-    """The release's Triton V4-layout fused store, found by module path: ``sglang.kernels.ops.
-    kvcache.triton_store_cache`` (0.5.20+) or ``sglang.jit_kernel.triton_store_cache``
-    (0.5.16 and earlier resolver releases); None when neither has it (0.5.12)."""
+    """The release's Triton V4-layout fused store (0.5.20+ ``kernels.ops``, earlier resolver
+    releases ``jit_kernel``); None when neither has it (0.5.12)."""
     for name in ("sglang.kernels.ops.kvcache.triton_store_cache",
                  "sglang.jit_kernel.triton_store_cache"):
         try:

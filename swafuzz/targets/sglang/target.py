@@ -83,9 +83,8 @@ def supports_at(subject: Subject, release: str, label: str | None = None) -> str
 
 
 class SGLangTarget:
-    """The ``sglang`` factory: ``TARGET(case, impl=..., executor=..., name=...)`` builds an
-    :class:`~swafuzz.targets.sglang.engine.SGLangEngine` (importing SGLang); the hooks answer
-    without it where they can."""
+    """The ``sglang`` factory: ``TARGET(case, ...)`` builds an :class:`SGLangEngine` (importing
+    SGLang); the hooks answer without it where they can."""
 
     #: the oracle validates this target's allocation choices instead of predicting them
     allocation = "observed"

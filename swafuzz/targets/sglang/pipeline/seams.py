@@ -114,9 +114,8 @@ def prefix_len(req) -> int:
 
 
 def chunk_end(req, end: int) -> None:
-    """The adder's chunk: the request's extend stops at token ``end`` (a release with
-    ``extend_end`` sets it, 0.5.21 its ``extend_range``; 0.5.12 truncates ``fill_ids`` and sets the extend length, as its
-    adder's truncation does)."""
+    """The adder's chunk: the extend stops at token ``end`` (``extend_end``, 0.5.21's
+    ``extend_range``; 0.5.12 truncates ``fill_ids`` and sets the extend length, as its adder)."""
     if hasattr(req, "extend_end"):
         req.extend_end = end
     elif hasattr(req, "set_extend_range"):  # 0.5.21: the round's [prefix, end) as a Range
@@ -195,9 +194,8 @@ def release(req, tree) -> None:
 
 
 def graph_runner(buckets):
-    """The release's decode graph runner built without its constructor (which captures graphs
-    on a GPU), holding the attributes its can-run decision reads for a one-rank,
-    non-speculative, non-LoRA decode server, and that decision as a bound method."""
+    """A constructor-less decode graph runner with what its can-run decision reads (one rank, no
+    spec, no LoRA), and that decision as a bound method."""
     if DECODE_RUNNER_MOD is not None:
         r = object.__new__(DECODE_RUNNER_MOD.DecodeCudaGraphRunner)
         r.ragged_verify_mode = False

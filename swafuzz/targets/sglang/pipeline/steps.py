@@ -225,9 +225,8 @@ class Pipeline:
                           window_rows=window_rows, graph=filled, window=win)
 
     def can_run_graph(self, fb: ForwardBatch) -> bool:
-        """The model runner's choice: a graph-capable mode, a decode graph runner, and the
-        release's graph runner's decision (:func:`.seams.graph_runner`); an executor without graphs runs
-        every forward eagerly."""
+        """A graph-capable mode, a decode graph runner and its decision (:func:`.seams.graph_runner`);
+        an executor without graphs runs every forward eagerly."""
         r = self.srv.graph_runner
         if r is None or not fb.forward_mode.is_cuda_graph():
             return False

@@ -1,12 +1,9 @@
 """The real int32 kernels under test: translate, store, translate_store.
 
-Three implementations with one signature each (see ``docs/ARCHITECTURE.md`` and the docstrings of
-:mod:`kernels.torch_impl`): ``torch`` (the index + cast / index_put path upstream uses),
-``triton`` (compiled on GPU, interpreted on CPU), ``cuda`` (CUDA C++ twins compiled with NVRTC;
-GPU only). Every non-aten launch goes through :func:`kernels.launch.launch`. Contracts live in
-:mod:`kernels.contracts`. This package knows nothing about forward modes or graphs.
-
-Implementation modules are imported lazily (importing ``kernels`` does not import triton).
+One signature (:mod:`kernels.torch_impl`), three implementations: ``torch`` (upstream's index +
+cast / index_put), ``triton`` (compiled on GPU, interpreted on CPU), ``cuda`` (NVRTC, GPU only),
+imported lazily. Launches: :func:`kernels.launch.launch`; contracts: :mod:`kernels.contracts`.
+No forward modes or graphs here.
 """
 
 from __future__ import annotations
@@ -31,12 +28,8 @@ def get_impl(name: str) -> ModuleType:
 
 
 def available_impls() -> list[str]:
-    """The implementations usable on this machine, in :data:`IMPLS` order.
-
-    ``torch`` always; ``triton`` when installed and either a CUDA device is present or the
-    Triton interpreter is enabled (``TRITON_INTERPRET=1``, set before triton is imported);
-    ``cuda`` only when ``torch.cuda.is_available()``.
-    """
+    """The implementations usable here, in :data:`IMPLS` order: ``torch``; ``triton`` if
+    installed with CUDA or ``TRITON_INTERPRET=1`` (set before import); ``cuda`` with CUDA."""
     import torch.cuda  # the device probe only (importing this package stays free of torch)
 
     gpu = torch.cuda.is_available()

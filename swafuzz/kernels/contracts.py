@@ -1,27 +1,19 @@
-"""The int32 contracts of translate / store / translate_store, checked before any launch.
+"""The int32 contracts of translate / store / translate_store, checked before any launch by
+every implementation (``torch_impl``, ``triton_impl``, ``cuda_impl``).
 
-Shared by every implementation (``torch_impl``, ``triton_impl``, ``cuda_impl``):
+* **static** (``check_*_static``): dtype, rank, shape, contiguity, page size, device; metadata
+  only, so they always run, graph capture included.
+* **value** (``*_values_validator``): no negative write location, every index in its buffer,
+  ids below 2^31, no two rows writing one slot outside dummy page 0. They sync the host, so they
+  are ``validate=`` closures for :func:`kernels.launch.launch`, skipped during capture.
 
-* **static** (``check_*_static``): dtype, rank, shape, contiguity, page size, device; tensor
-  metadata only, so they always run, graph capture included.
-* **value** (``*_values_validator``): no negative write location, every index inside its buffer,
-  ids below 2^31, no two rows writing the same slot outside the dummy page 0. They read device
-  values (a host sync), so they are closures handed to :func:`kernels.launch.launch` as
-  ``validate=``, skipped while a graph is captured.
-
-A failure raises :class:`ContractError` naming the operation, the argument and the rule, e.g.
-``store: loc must be int32 (got torch.int64); int64 locations are refused, never
-reinterpreted``.
-
-Shapes and dtypes (``N`` rows, ``D`` elements per row, ``P`` page size):
-
-* ``mapping``: int64 ``[S_full + P + 1]``, 1-D, contiguous (``mapping[-1] == -1``: an engine
-  invariant, not checked here);
-* ``loc``: int64 ``[N]`` for translate / translate_store, int32 ``[N]`` for store; 1-D,
-  contiguous;
-* ``cache``: ``[num_pages, P, D]`` bfloat16 or uint8, inner stride 1, row stride ``D``, page
-  stride ``>= P * D``;
-* ``rows``: ``[N, D]``, the cache's dtype, contiguous; ``out``: int32 ``[N]``, contiguous.
+A failure raises :class:`ContractError` naming operation, argument and rule. Shapes (``N`` rows,
+``D`` elements per row, ``P`` page size): ``mapping`` int64 ``[S_full + P + 1]``, 1-D,
+contiguous (``mapping[-1] == -1`` is an engine invariant, unchecked); ``loc`` 1-D contiguous,
+int64 ``[N]`` for translate / translate_store, int32 ``[N]`` for store; ``cache``
+``[num_pages, P, D]`` bfloat16 or uint8, inner stride 1, row stride ``D``, page stride
+``>= P * D``; ``rows`` ``[N, D]`` of the cache's dtype, contiguous; ``out`` int32 ``[N]``,
+contiguous.
 """
 
 from __future__ import annotations
@@ -79,9 +71,7 @@ def log2_page_size(op: str, page_size: int) -> int:
     return page_size.bit_length() - 1
 
 
-# ---------------------------------------------------------------------------------------------
-# static checks
-# ---------------------------------------------------------------------------------------------
+# -- static checks ----------------------------------------------------------------------------------
 
 
 def int32_out(loc: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
@@ -124,11 +114,8 @@ def check_translate_static(mapping: torch.Tensor, loc: torch.Tensor,
 
 def check_store_static(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor, *,
                        op: str = "store", loc_dtype: torch.dtype = torch.int32) -> int:
-    """Static contract of a store; returns ``log2(P)``.
-
-    cache: ``[num_pages, P, D]`` bfloat16|uint8, stride ``(>= P*D, D, 1)``; loc: ``loc_dtype``
-    ``[N]`` 1-D contiguous (int32 for store); rows: ``[N, D]`` contiguous, dtype of cache.
-    """
+    """Static contract of a store (shapes: module docstring; ``loc_dtype`` int32 for store);
+    returns ``log2(P)``."""
     _require_tensor(op, "cache", cache)
     _require_tensor(op, "loc", loc)
     _require_tensor(op, "rows", rows)
@@ -179,9 +166,7 @@ def check_translate_store_static(mapping: torch.Tensor, loc: torch.Tensor, rows:
     return log2p
 
 
-# ---------------------------------------------------------------------------------------------
-# value checks (host sync; run through launch(validate=...))
-# ---------------------------------------------------------------------------------------------
+# -- value checks (host sync; run through launch(validate=...)) -------------------------------------
 
 
 def _first(mask: torch.Tensor) -> int:
@@ -196,11 +181,8 @@ def _refuse_any(op: str, mask: torch.Tensor, message: Callable[[int], str]) -> N
 
 def check_translate_values(mapping: torch.Tensor, loc: torch.Tensor, *,
                            op: str = "translate") -> torch.Tensor | None:
-    """Every loc in ``[-len(mapping), len(mapping))``; every translated value fits int32.
-
-    Returns the translated values (int64 ``[N]``, same device) for callers that check more, or
-    None when ``N == 0``.
-    """
+    """Every loc in ``[-len(mapping), len(mapping))``, every translated value fits int32;
+    returns the translated values (int64 ``[N]``, same device), None when ``N == 0``."""
     if loc.numel() == 0:
         return None
     m = mapping.numel()

@@ -1,24 +1,18 @@
 """CUDA C++ twins of the Triton kernels, compiled at run time with NVRTC (GPU only).
 
-Same signatures, shapes and dtypes as :mod:`kernels.torch_impl`. The source below is compiled with
-``torch.cuda._compile_kernel`` (NVRTC, ~1 s per kernel) the first time each kernel is needed and
-cached for the process; importing this module never touches CUDA, so it is safe on a CPU-only
-machine (calling it there raises :class:`kernels.contracts.ContractError`).
+Same signatures, shapes and dtypes as :mod:`kernels.torch_impl`. Each kernel is compiled with
+``torch.cuda._compile_kernel`` (~1 s) on first use and cached; importing never touches CUDA
+(calling on a CPU machine raises :class:`kernels.contracts.ContractError`).
 
-Kernels (deliberately simple):
+* ``swafuzz_translate``: a thread per location, grid-stride; negative locations wrap by
+  ``len(mapping)``; int64 cast to int32.
+* ``swafuzz_store_<W>``: a warp-row per location (``threadIdx.y`` row, ``threadIdx.x`` walks
+  ``W``-byte chunks, W in 16/8/4/2/1 from row width, page stride and alignment); raw bytes, so
+  bf16 NaN payloads survive; ``page``/``offset`` in int32 as upstream; negative locations
+  unguarded on device (the host contract refuses them before an eager launch).
+* ``swafuzz_translate_store_<W>``: both in one launch; lane 0 writes the int32 SWA location.
 
-* ``swafuzz_translate``: one thread per location, grid-stride loop; negative locations wrap by
-  ``len(mapping)``; the int64 value is cast to int32.
-* ``swafuzz_store_<W>``: one warp-row per location (``threadIdx.y`` picks the row, ``threadIdx.x``
-  walks the row in ``W``-byte chunks, W in 16/8/4/2/1 chosen on the host from the row width, the
-  page stride and the pointer alignment). The row is moved as raw bytes, so bfloat16 NaN payloads
-  survive. ``page = loc >> log2(P)``, ``offset = loc & (P-1)`` in int32, as upstream; a negative
-  location is not guarded on the device (the host contract refuses it before an eager launch).
-* ``swafuzz_translate_store_<W>``: both in one launch; lane 0 of each row writes the int32 SWA
-  location to ``out``.
-
-Scalar kernel arguments are passed as C ``int`` (what ``_compile_kernel``'s launcher does with a
-Python int), so every scalar is checked to fit int32 on the host.
+Scalars are passed as C ``int``, so each is checked on the host to fit int32.
 """
 
 from __future__ import annotations

@@ -1,24 +1,18 @@
 """The DeepSeek-V4 SWA cache store as torch ops: quantize bf16 K rows into the paged 584-byte
-token layout (spec §4.6; written down independently in ``features/dsv4_layout/oracle.py``).
+token layout (spec §4.6; written independently in ``features/dsv4_layout/oracle.py``).
 
-Shapes and dtypes (``N`` rows, ``P`` page size, ``S = ceil(584*P/576)*576`` page stride):
+``store(cache, loc, rows, page_size)``: cache uint8 ``[num_pages, S]`` (``S =
+ceil(584*P/576)*576``, inner stride 1, maybe a view into a redzoned buffer); loc int32 ``[N]``;
+rows bfloat16 ``[N, 512]`` contiguous. Row i goes to slot ``loc[i]`` (page ``loc >> log2(P)``,
+offset ``loc & (P-1)``, int32): 448 nope values as fp8 e4m3fn at ``page*S + offset*576``, 64
+rope values as bf16 at ``+448``, 7 UE8M0 tile scales at ``page*S + 576*P + offset*8`` (scale
+byte 7 and the page pad unwritten). ``store_unchecked`` skips the value contract (a negative
+location writes at page -1, as the real kernels; the redzones see it).
 
-* ``store(cache, loc, rows, page_size)``: cache uint8 ``[num_pages, S]`` (row stride S, inner
-  stride 1; possibly a view into a redzoned buffer); loc int32 ``[N]``; rows bfloat16
-  ``[N, 512]`` contiguous. Row i goes to slot ``loc[i]`` (page ``loc >> log2(P)``, offset
-  ``loc & (P-1)``, int32 as upstream): 448 nope values as fp8 e4m3fn codes at
-  ``page*S + offset*576``, 64 rope values as bf16 at ``+448``, 7 UE8M0 tile scales at
-  ``page*S + 576*P + offset*8``. Byte 7 of each scale group and the page's pad are not written.
-* ``store_unchecked``: without the value contract (a negative location writes at page -1,
-  before the buffer, as the real kernels do; the redzones see it).
-
-Quantizing a 64-value tile: ``amax = max|x|`` in fp32; ``scale = max(amax, 1e-8) / 448``;
-``e`` = ceil(log2(scale)) from the fp32 bits (the CUDA JIT store's ``cast_to_ue8m0``); values
-``clamp(x * 2**-e, -448, 448)`` cast to ``float8_e4m3fn`` (round to nearest even); scale byte
-``e + 127``. The epsilon is the Triton V4 store's (the CUDA JIT store uses ``1e-4``).
-
-Every op is an aten op, so the tape executor records it; the value contract is skipped while
-capturing, as in :mod:`kernels.torch_impl`.
+Per 64-value tile: ``amax = max|x|`` (fp32), ``scale = max(amax, 1e-8) / 448`` (the Triton V4
+store's epsilon; CUDA JIT uses ``1e-4``), ``e = ceil(log2(scale))`` from the fp32 bits (CUDA's
+``cast_to_ue8m0``), values ``clamp(x * 2**-e, -448, 448)`` cast RNE to ``float8_e4m3fn``, scale
+byte ``e + 127``. All aten ops (the tape records them); value contract skipped while capturing.
 """
 
 from __future__ import annotations

@@ -1,18 +1,14 @@
 """The single door every device launch of a non-aten kernel goes through.
 
-Triton kernels and CUDA C++ twins are opaque to torch's dispatcher, so a CPU graph emulator (the
-``tape`` executor in ``harness/executors``) cannot see them through a ``TorchDispatchMode``. Every
-launch wrapper in ``kernels/`` therefore calls :func:`launch` instead of launching directly. With
-no recorder installed the launch simply runs (after its host-side value checks). A recorder
-(installed with :func:`recording`) takes over: during a tape "capture" it records the launch
-together with the tensors it touches and runs it with torch dispatch modes disabled; on replay it
-re-runs the recorded launches on the same tensors.
+Triton and CUDA C++ kernels are opaque to torch's dispatcher, so the ``tape`` executor
+(``harness/executors``) cannot see them through a ``TorchDispatchMode``; every launch wrapper in
+``kernels/`` calls :func:`launch` instead. Without a recorder the launch just runs (after its
+value checks); a recorder (:func:`recording`) records it with the tensors it touches during a
+tape capture (running it with dispatch modes off) and re-runs it on replay.
 
-``validate`` is the host-side value contract of a launch (no negative location, every index
-inside its buffer, ...). Such checks need a device->host sync, which is illegal inside a real CUDA
-graph capture and meaningless there (capture data are synthetic), so they are skipped while
-capturing. The tape recorder re-runs them before each replayed launch: on CPU the Triton
-interpreter has no bounds checks, and a bad index must become a clear error, not a segfault.
+``validate`` is the host-side value contract (a device->host sync): skipped while capturing
+(illegal in a CUDA capture, meaningless on synthetic data); the tape re-runs it before each
+replayed launch, since the CPU interpreter has no bounds checks (a clear error, not a segfault).
 """
 
 from __future__ import annotations
@@ -35,11 +31,8 @@ _recorder: contextvars.ContextVar[LaunchRecorder | None] = contextvars.ContextVa
 
 def launch(name: str, fn: Callable[..., Any], args: tuple,
            validate: Callable[[], None] | None = None) -> None:
-    """Run ``fn(*args)`` as one device launch named ``name``.
-
-    ``validate`` (optional) raises :class:`kernels.contracts.ContractError` on bad values; it is
-    run before the launch unless a graph is being captured.
-    """
+    """Run ``fn(*args)`` as one device launch named ``name``, after ``validate`` (raising
+    :class:`kernels.contracts.ContractError` on bad values) unless a graph is being captured."""
     rec = _recorder.get()
     if rec is not None:
         rec.on_launch(name, fn, args, validate)

@@ -1,23 +1,17 @@
 """The torch-op path: translate and store as plain aten ops, as upstream's Python code does.
 
-Shapes and dtypes (``N`` rows, ``D`` elements per row, ``P`` page size):
+Shapes (``N`` rows, ``D`` elements per row, ``P`` page size; all rules: :mod:`kernels.contracts`):
 
-* ``translate(mapping, loc, *, out=None) -> out``: mapping int64 ``[S_full + P + 1]`` with
-  ``mapping[-1] == -1``; loc int64 ``[N]``; returns int32 ``[N]`` = ``int32(mapping[loc])``.
-  Negative ``loc`` wraps Python-style (``loc + len(mapping)``; ``-1`` gives the sentinel ``-1``),
-  as torch advanced indexing does. ``out`` (optional, int32 ``[N]``) is written in place and
-  returned, so a captured graph keeps one output buffer.
-* ``store(cache, loc, rows) -> None``: cache ``[num_pages, P, D]`` bfloat16|uint8 (possibly a view
-  into a larger redzoned buffer, page stride ``cache.stride(0) >= P*D``); loc int32 ``[N]``; rows
-  ``[N, D]`` of the cache dtype. Writes ``rows[i]`` into slot ``loc[i]``, i.e.
-  ``cache[loc[i] >> log2(P), loc[i] & (P-1)]``, bytes exactly (bfloat16 is moved as int16 bit
-  patterns, so NaN payloads survive).
-* ``translate_store(mapping, loc, rows, cache, *, out=None) -> out``: translate then store (two
-  ops here; one launch in the Triton / CUDA twins); returns the int32 SWA locations.
+* ``translate(mapping, loc, *, out=None) -> out``: int32 ``[N]`` = ``int32(mapping[loc])``;
+  negative ``loc`` wraps as torch indexing does (``-1`` gives the sentinel ``-1``); ``out``
+  (int32 ``[N]``) is written in place, so a captured graph keeps one buffer.
+* ``store(cache, loc, rows) -> None``: ``rows[i]`` into ``cache[loc[i] >> log2(P), loc[i] &
+  (P-1)]``, bytes exactly (bf16 moved as int16, NaN payloads survive).
+* ``translate_store(mapping, loc, rows, cache, *, out=None) -> out``: both (one launch in the
+  Triton / CUDA twins); returns the int32 SWA locations.
 
-Static contracts always run; value contracts (a host sync) only when
-``not kernels.launch.capturing()``: under a tape recording the aten ops are recorded by a dispatch
-mode and under a CUDA graph capture a sync is illegal.
+Static contracts always run; value contracts (a host sync) only when not
+``kernels.launch.capturing()`` (a tape records aten ops; a CUDA graph capture forbids syncs).
 """
 
 from __future__ import annotations

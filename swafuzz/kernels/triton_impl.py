@@ -1,23 +1,19 @@
 """Triton kernels for translate, store and the fused translate_store.
 
-Same signatures, shapes and dtypes as :mod:`kernels.torch_impl` (see its docstring); every launch
-goes through :func:`kernels.launch.launch` with the value contract as ``validate``.
+Signatures, shapes and dtypes: :mod:`kernels.torch_impl`. Every launch goes through
+:func:`kernels.launch.launch` with the value contract as ``validate``; ``N == 0`` launches nothing.
 
-* ``translate``: one program per ``BLOCK_N`` locations; negative locations wrap by
-  ``len(mapping)`` like torch indexing; the gathered int64 is cast to int32.
-* ``store``: one program per ``BLOCK_R`` rows, looping over the row in ``BLOCK_D`` columns; the
-  destination is ``page * page_stride + offset * D`` with ``page = loc >> log2(P)`` and
-  ``offset = loc & (P-1)`` computed in int32 as upstream's store kernels do (a negative location
-  is *not* guarded on the device: it lands before the buffer, which the redzone check sees when
-  the host contract was skipped). bfloat16 is moved as int16 so every bit pattern survives.
-* ``translate_store``: both in one launch; the translated int32 locations are also written out.
+* ``translate``: a program per ``BLOCK_N`` locations; negative locations wrap by ``len(mapping)``;
+  int64 cast to int32.
+* ``store``: a program per ``BLOCK_R`` rows, ``BLOCK_D`` columns at a time, to ``page *
+  page_stride + offset * D`` (``page``/``offset`` in int32 as upstream; a negative location is
+  unguarded on device and lands in the redzone); bf16 moved as int16, so every bit survives.
+* ``translate_store``: both in one launch, also writing the int32 locations out.
 
-On a machine without CUDA the kernels run in the Triton interpreter (``TRITON_INTERPRET=1`` must be
-set before triton is imported; ``tests/conftest.py`` and ``bench/kernels.py`` do it), which costs
-~1.5 ms per launch plus ~0.45 ms per program and has no bounds checks: block sizes are large
-there so grids stay tiny, and the host contracts keep every index inside its buffer.
-``N == 0`` launches nothing. The row width ``D`` is a compile-time constant of the store kernels
-(one compiled variant per width on GPU; the interpreter cannot loop over a runtime bound).
+Without CUDA they run in the Triton interpreter (``TRITON_INTERPRET=1`` set before import, as
+``tests/conftest.py`` and ``bench/kernels.py`` do; ~1.5 ms per launch + ~0.45 ms per program, no
+bounds checks): block sizes are large so grids stay tiny, and the host contracts keep indices in
+bounds. ``D`` is a compile-time constant (the interpreter cannot loop to a runtime bound).
 """
 
 from __future__ import annotations
@@ -29,9 +25,7 @@ import triton.language as tl
 from swafuzz.kernels import contracts
 from swafuzz.kernels.launch import launch
 
-# ---------------------------------------------------------------------------------------------
-# kernels
-# ---------------------------------------------------------------------------------------------
+# -- kernels ----------------------------------------------------------------------------------------
 
 
 @triton.jit
@@ -81,9 +75,7 @@ def _translate_store_kernel(mapping_ptr, loc_ptr, out_ptr, cache_ptr, rows_ptr, 
     _scatter_rows(cache_ptr, rows_ptr, swa, r, rmask, page_stride, log2p, page_mask, d, BLOCK_D)
 
 
-# ---------------------------------------------------------------------------------------------
-# launch configuration
-# ---------------------------------------------------------------------------------------------
+# -- launch configuration ---------------------------------------------------------------------------
 
 #: Overrides for the GPU store configuration (set by ``bench/kernels.py --tune``):
 #: keys ``block_r``, ``block_d``, ``num_warps``.
@@ -139,9 +131,7 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
     return t.view(torch.int16) if t.dtype == torch.bfloat16 else t
 
 
-# ---------------------------------------------------------------------------------------------
-# public API
-# ---------------------------------------------------------------------------------------------
+# -- public API -------------------------------------------------------------------------------------
 
 
 def translate(mapping: torch.Tensor, loc: torch.Tensor, *,
@@ -185,10 +175,8 @@ def store(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor, *,
 
 
 def store_unchecked(cache: torch.Tensor, loc: torch.Tensor, rows: torch.Tensor) -> None:
-    """:func:`store` with the static contract only: no value contract, ever (for mutants that
-    reproduce a missing host check). A negative or out-of-range location writes outside the
-    cache: under the interpreter that is undefined (garbage or a crash) unless the redzones
-    around the cache are at least one page stride wide."""
+    """:func:`store` without the value contract (mutants of a missing host check); a bad location
+    writes outside the cache (interpreter: undefined unless redzones span a page stride)."""
     store(cache, loc, rows, checked=False)
 
 

@@ -1,22 +1,15 @@
 """The server-level Case: the server arguments that shape the SWA path, the model/pool shape
 swafuzz needs, and a request timeline. Plain data, JSON round trip, validated field by field.
 
-Its fields are the owning features' :class:`~swafuzz.features.case_field.CaseField` declarations
-(``where`` ``config`` / ``model`` / ``request``: the core's in ``features/dense/fields.py``),
-assembled into :class:`ServerConfig`, :class:`ModelShape` and :class:`Request`
-(:func:`swafuzz.scenarios.schema.assemble`) and parsed by the component level's parser.
-:class:`ServerConfig`'s field names are the release's ``ServerArgs`` names, so a config goes to
-the release's own argument checks as it is (:func:`swafuzz.server.run.release_refusal`);
-:class:`ModelShape` holds what a server reads from the checkpoint or derives from its memory
-budget.
-
-A :class:`Request` arrives at a scheduling step with a prompt (``prompt_len`` tokens, the first
-``prefix_len`` shared by every request of its ``prefix_group``), generates up to
-``max_new_tokens`` tokens, may be aborted at ``abort_step``, and with speculative decoding
-accepts ``accept_lengths[i]`` tokens at its i-th decode step. ``rank``: its DP rank.
-
-Bad input raises :class:`~swafuzz.scenarios.schema.CaseError` naming the JSON path and the
-allowed values (the CLI exits 2 with it).
+Fields are the owning features' :class:`~swafuzz.features.case_field.CaseField` declarations
+(``where`` ``config`` / ``model`` / ``request``; the core's in ``features/dense/fields.py``),
+assembled (:func:`swafuzz.scenarios.schema.assemble`) into :class:`ServerConfig` (the release's
+``ServerArgs`` names, checked as is by :func:`swafuzz.server.run.release_refusal`),
+:class:`ModelShape` (what a server reads from the checkpoint or memory budget) and
+:class:`Request`: arrives at a step with ``prompt_len`` tokens (the first ``prefix_len`` shared
+within its ``prefix_group``), generates up to ``max_new_tokens``, may abort at ``abort_step``,
+accepts ``accept_lengths[i]`` at its i-th speculative decode, runs on DP ``rank``. Bad input
+raises :class:`~swafuzz.scenarios.schema.CaseError` naming the JSON path and allowed values.
 """
 
 from __future__ import annotations

@@ -12,9 +12,8 @@ from swafuzz.server.timeline import Forward
 
 
 def graph_bucket(case: ServerCase, mode: str, bs: int, graphs: bool) -> int | None:
-    """The decode graph bucket a forward replays (None: eager): graphs captured
-    (``disable_cuda_graph`` false, batch sizes given), an executor with graphs, a DECODE batch,
-    and the smallest captured batch size that holds it."""
+    """The smallest captured batch size holding a DECODE batch when graphs are captured
+    (``disable_cuda_graph`` false, sizes given) and the executor replays them; None: eager."""
     c = case.config
     if not graphs or c.disable_cuda_graph or not c.cuda_graph_bs_decode or mode != "DECODE":
         return None
@@ -76,10 +75,8 @@ def graph_fill(case: ServerCase, st, fwd: Forward, rec, bucket: int | None
 
 
 def _in_graph(st, fwd: Forward, rec, ig: dict | None, pad: int) -> str | None:
-    """The backend's in-graph metadata built from the filled buffers: the SWA write locations
-    the forward's allocated SWA slots, padded rows 0; per request its read indices begin with
-    the SWA slots of its last ``sliding_window`` tokens, newest first (older entries, up to
-    the release's own window constant, are not the Case's)."""
+    """In-graph metadata from the filled buffers: SWA write locations = the allocated SWA slots
+    (padded rows 0); each request's read indices begin with its window's SWA slots, newest first."""
     if not ig:
         return None
     exp = [s for _, s in rec.alloc] + [0] * pad

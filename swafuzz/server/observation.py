@@ -28,15 +28,13 @@ class ForwardRec:
     #: per request of the batch (batch order), the full slots its req_to_token row holds for
     #: its last ``sliding_window`` positions (what its attention gathers)
     window_rows: list[list[int]] = field(default_factory=list)
-    #: a graph replay's buffers as the release's replay preparation filled them: ``bucket``,
-    #: ``raw_bs``, the bucket's rows of ``out_cache_loc`` / ``seq_lens`` / ``positions`` /
-    #: ``req_pool_indices``, the batch's ``live_req_pool_indices``, and the Raw decode
-    #: ``metadata`` its attention backend's prep left; empty for an eager forward
+    #: a graph replay's filled buffers: ``bucket``, ``raw_bs``, ``out_cache_loc`` /
+    #: ``seq_lens`` / ``positions`` / ``req_pool_indices`` rows, ``live_req_pool_indices``, the
+    #: Raw decode ``metadata`` the prep left; empty when eager
     graph: dict = field(default_factory=dict)
-    #: with encoder replay, the request window's record of the forward: the release's request
-    #: ``slots`` (batch order), ``groups``, per layer the ``history_tags`` its history copy
-    #: read, the ring's ``ring_tags`` / ``bytes_after`` (bytes) after the commits, ``zero_row``,
-    #: ``capacity``, ``rows`` (padding in); None without a window
+    #: encoder replay's window record: request ``slots`` (batch order), ``groups``, per layer
+    #: ``history_tags``, the ring's ``ring_tags`` / ``bytes_after`` after the commits,
+    #: ``zero_row``, ``capacity``, ``rows`` (padding in); None without a window
     window: dict | None = None
 
 

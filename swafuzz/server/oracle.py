@@ -1,36 +1,29 @@
 """The server-level oracle: plain Python over the Case's plan and the observed allocation.
 
-From the plan (:mod:`swafuzz.server.timeline`) it knows, per forward, which tokens of which
-requests write KV; from the observation only the allocator's choices flow in (as ``observed``
-mode does for component Cases), each validated before it is followed:
+The plan (:mod:`swafuzz.server.timeline`) says which requests' tokens write KV at each forward;
+only the allocator's choices come from the observation (like ``observed`` mode), each validated
+before it is followed. Checks:
 
-* ``alloc_count``: one allocated token per row the forward writes;
-* ``allocation``: a full slot no live token holds, outside page 0; an SWA slot outside page 0,
-  in the same page offset as its full slot, not held by a token the batch still attends to
-  (inside the sliding window of a live request); with pages > 1 a request's next token
-  continues its last page (full slot + 1) unless that page is full, and a fresh page starts at
-  offset 0;
-* ``write_targets``: every layer's store received, row for row, the SWA slot chosen for the
-  row's token;
-* ``batch_shape``: the ForwardBatch's positions are the plan's, its sequence lengths each
-  request's length after the forward; with attention TP T > 1 (``dp``'s ``attn_tp_rows``) the
-  eager rows padded to a multiple of T at position 0 (a DECODE's added requests at length
-  ``SEQ_LEN_FILL``), and ``write_targets`` expects the padded rows at the dummy slot 0;
-* ``graph_fill``: a graph replay's buffers as the release's replay preparation filled them
-  (spec §5.1): the bucket is the smallest captured batch size holding the batch; the rows of
-  ``out_cache_loc`` are the forward's allocated full slots, its padded rows 0 (the dummy slot,
-  §9.5); ``seq_lens`` the requests' lengths, padded rows ``SEQ_LEN_FILL``; ``positions`` and
-  ``req_pool_indices`` the batch's in its real rows (their padded rows are not fixed by the
-  spec); the Raw decode metadata the backend's prep built holds the same locations, lengths
-  and request rows (§4.4: the live locations padded with 0 to the bucket); where the target
-  reports the backend's in-graph metadata: its SWA write locations are the allocated SWA
-  slots, padded rows 0, and each request's read indices start with its window's SWA slots;
-* ``window_reads``: at every forward, each token its requests' attention reads (the last
-  ``sliding_window`` positions of each request in the batch) is the full slot allocated for
-  it in the request's ``req_to_token`` row and still mapped to the SWA slot it was stored at
-  (spec §9.15: an eviction frontier inside the window leaves reads of slot 0);
-* ``pool_bytes``: after the run every SWA slot of every layer holds, byte for byte, the payload
-  of the last row stored there (:func:`scenarios.payload.k_rows_bytes`), or the poison byte.
+* ``alloc_count``: one allocated token per row written;
+* ``allocation``: full slot held by no live token, outside page 0; SWA slot outside page 0, at
+  its full slot's page offset, not held by a token still inside a live request's window; with
+  pages > 1 a request's next token continues its last page (full slot + 1) unless full, and a
+  fresh page starts at offset 0;
+* ``write_targets``: each layer's store got, row for row, the SWA slot of the row's token;
+* ``batch_shape``: positions are the plan's, seq lens each request's length after the forward;
+  with attention TP T > 1 (``dp``'s ``attn_tp_rows``) eager rows are padded to a multiple of T
+  at position 0 (a DECODE's added requests at ``SEQ_LEN_FILL``, written at dummy slot 0);
+* ``graph_fill`` (spec §5.1): bucket = smallest captured batch size holding the batch;
+  ``out_cache_loc`` rows the allocated full slots, padded rows 0 (§9.5); ``seq_lens`` the
+  lengths, padded ``SEQ_LEN_FILL``; ``positions`` / ``req_pool_indices`` the batch's in real
+  rows; the Raw decode metadata holds the same (§4.4: live locations padded with 0); reported
+  in-graph metadata: SWA write locations the allocated SWA slots (padded 0), each request's
+  read indices start with its window's SWA slots;
+* ``window_reads``: each token in a request's last ``sliding_window`` positions is the full slot
+  in its ``req_to_token`` row, still mapped to the SWA slot it was stored at (§9.15: a frontier
+  inside the window leaves reads of slot 0);
+* ``pool_bytes``: after the run every SWA slot of every layer holds the payload of the last row
+  stored there (:func:`scenarios.payload.k_rows_bytes`) or the poison byte.
 """
 
 from __future__ import annotations
@@ -153,9 +146,8 @@ def window_reads(st: _State, fwd: Forward, rec) -> str | None:
 
 
 def observed_plan(case: ServerCase, obs: ServerObs) -> list:
-    """The Case's plan (:func:`~swafuzz.server.timeline.plan`) with the retractions and
-    admissions the release decided as observed (raises ``RetractionError`` on an impossible
-    one)."""
+    """The Case's plan (:func:`~swafuzz.server.timeline.plan`) with the retractions and admissions
+    the release decided as observed (raises ``RetractionError`` on an impossible one)."""
     return plan(case, {int(k): (tuple(v[0]), tuple(v[1])) for k, v in obs.retractions.items()},
                 {int(k): v for k, v in obs.admissions.items()})
 
@@ -230,10 +222,8 @@ def write_targets(ev: Forward, rec, layers: int, expected: list[list[int]]) -> l
 
 def judge(case: ServerCase, obs: ServerObs, graphs: bool = False,
           pads: dict | None = None, disabled=frozenset()) -> list[ServerFailure]:
-    """Every failure of ``obs`` against the Case, earliest forward first (``graphs``: the
-    executor replays graphs; ``pads``: forward index -> ``(mode, rows, batch size)`` the
-    forward runs with after another padding than attention TP's: an attention-DP rank's;
-    ``disabled``: server checks not run)."""
+    """Every failure of ``obs``, earliest forward first; ``pads``: forward -> ``(mode, rows,
+    batch size)`` after an attention-DP rank's padding; ``disabled``: checks not run."""
     out: list[ServerFailure] = []
 
     def fail(name: str, fwd: int | None, msgs, prefix: bool = False) -> bool:

@@ -1,13 +1,10 @@
 """One server-level Case: refused or run through a target's pipeline and judged.
 
-A target with a server level offers hooks (its ``server_pipeline``, ``server_refusal`` and
-``server_mutants``, :mod:`swafuzz.targets.protocol` style, resolved by the harness into a
-:class:`Pipeline`). :func:`refusal` decides whether a Case runs: the feature records'
-``Refusal`` entries of the server level, then :func:`release_refusal`, the seam for the release's own argument checks
-(``ServerArgs`` post-init and the DeepSeek-V4/V4.1 feature validation; the ``sglang`` target's
-``server_refusal`` names ``swafuzz/targets/sglang/serverargs.py``): it returns the release's
-refusal message, or None. Where the target has no such check (or its module is absent) every
-config the Case validator accepts is let through.
+A target with a server level offers ``server_pipeline``, ``server_refusal`` and
+``server_mutants`` (resolved by the harness into a :class:`Pipeline`). :func:`refusal`: the
+feature records' server-level ``Refusal`` entries, then :func:`release_refusal` (the release's
+own argument checks, e.g. ``swafuzz/targets/sglang/serverargs.py``: its message or None; no
+such check: every valid config passes).
 """
 
 from __future__ import annotations
@@ -48,9 +45,8 @@ def release_refusal(config: dict, check: Callable[[dict], str | None] | None,
 
 
 def refusal(case: ServerCase, check: Callable[[dict], str | None] | None = None) -> str | None:
-    """Why ``case`` is not run, decided in one place: the feature records' server-level
-    refusals (``Refusal``: what the pipeline does not drive), then the release's own checks
-    (the target's ``server_refusal``, which asks the records' release refusals)."""
+    """Why ``case`` is not run: the records' server-level ``Refusal`` entries, then the target's
+    ``server_refusal`` (the release's own checks)."""
     why = registry.refusal("server", case.config)
     if why:
         return why
@@ -122,9 +118,8 @@ def execute(case: ServerCase, pipeline: Pipeline, impl: str = "torch",
 
 def judge_obs(case: ServerCase, obs: ServerObs, graphs: bool = False,
               disabled=frozenset()) -> list[ServerFailure]:
-    """The server oracle's failures of ``obs`` (``graphs``: decode graphs replayed;
-    ``disabled``: the server checks not run, by name: the zoo's leave-one-out judges the same
-    observation again without one)."""
+    """The server oracle's failures of ``obs`` (``disabled``: checks not run, for the zoo's
+    leave-one-out)."""
     for own in registry.hooks("oracle.server_judge"):  # attention-DP ranks, speculative, ...
         found = own(case, obs, graphs, disabled)
         if found is not None:

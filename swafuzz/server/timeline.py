@@ -1,29 +1,21 @@
 """The scheduling plan of a server-level Case: which batch runs at each scheduling step.
 
-This is the Case's semantics (like a component Case's ``steps``), read by the target's pipeline
-and by the oracle alike. It models the scheduler's choice of batch (the release's ``Scheduler``
-and ``PrefillAdder`` need a server process), not what the release does with the batch:
+The Case's semantics, read by the target's pipeline and the oracle alike. It models the
+scheduler's choice of batch (``Scheduler`` / ``PrefillAdder`` need a server process). At step t:
 
-* at step ``t`` first every request whose ``abort_step`` is ``t`` leaves (a running or
-  chunked one is released; one still waiting is dropped), then every running request that has produced
-  ``max_new_tokens`` tokens is released;
-* then, if a prompt is being chunked or requests have arrived and wait, one EXTEND batch of
-  the first of them the adder admits (observed: its budget reads the release allocator's free
-  tokens; none admitted: the running requests decode instead): the
-  chunked request's next chunk first, then the waiting requests in arrival order (index order
-  on ties), while ``chunked_prefill_size`` tokens remain; a prompt that does not fit is
-  truncated to what remains and goes on in the next prefill (the PrefillAdder's chunking); a
-  request whose whole prompt is in produces its first output token and joins the running
-  ones;
-* else, if requests run, one DECODE batch of every running request (admission order) writes the
-  KV of each one's last output token and produces the next one; when the release's capacity
-  gate refuses it, the requests the release's ``retract_decode`` chose (observed, like the
-  allocation) go back to the waiting queue first, and a later prefill computes their prompt and
-  generated tokens again;
-* with speculative decoding a DECODE is one verify: each request writes
-  ``speculative_num_draft_tokens`` tokens from its last output's position on and produces its
-  next ``accept_lengths`` entry's tokens (1 once they run out);
-* else the step is idle. The plan ends when every request has left.
+* requests whose ``abort_step`` is t leave (running or chunked: released; waiting: dropped),
+  then running requests with ``max_new_tokens`` produced are released;
+* if a prompt is being chunked or requests wait: one EXTEND of what the adder admits (observed:
+  its budget reads the release allocator's free tokens; none admitted: DECODE instead) - the
+  chunked request's next chunk, then waiting requests in arrival (then index) order, while
+  ``chunked_prefill_size`` tokens remain; a prompt that does not fit is truncated and continues
+  next prefill; a request whose whole prompt is in produces its first token and runs;
+* else if requests run: one DECODE of all running requests (admission order), writing each
+  one's last output token's KV; if the capacity gate refuses, the requests ``retract_decode``
+  chose (observed) go back to waiting and are recomputed (prompt + generated) by a later prefill;
+  with speculative decoding a DECODE is one verify writing ``speculative_num_draft_tokens``
+  tokens from the last output's position, producing the next ``accept_lengths`` entry (1 after);
+* else idle. The plan ends when every request has left.
 """
 
 from __future__ import annotations
@@ -81,10 +73,8 @@ def output_id(rid: int, k: int) -> int:
 
 @dataclass(frozen=True)
 class Retract:
-    """Running requests the release's ``retract_decode`` sent back to the waiting queue at
-    ``step`` (an observed choice, before that step's DECODE): their KV is freed and they are
-    prefilled again, prompt and generated tokens, by a later EXTEND. ``kept``: the running
-    requests it kept; none kept, the scheduler runs no DECODE that step."""
+    """Requests ``retract_decode`` sent back at ``step`` (observed, before its DECODE): KV freed,
+    refilled later; ``kept``: those it kept (none: no DECODE that step)."""
 
     step: int
     rids: tuple[int, ...]
@@ -96,9 +86,8 @@ class RetractionError(ValueError):
 
 
 class Timeline:
-    """The schedule, step by step (module docstring). ``retractions`` (step -> (retracted,
-    kept in the release's new batch order)): the release's observed retractions, each taken
-    before that step's DECODE."""
+    """The schedule, step by step (module docstring); ``retractions``: step -> (retracted, kept
+    in the new batch order), observed, taken before that step's DECODE."""
 
     def __init__(self, case: ServerCase, retractions=None, admissions=None):
         self.case, self.reqs = case, case.requests
@@ -212,9 +201,8 @@ class Timeline:
 
 def plan(case: ServerCase, retractions: dict | None = None,
          admissions: dict[int, int] | None = None) -> list[Forward | Release | Retract]:
-    """The Case's schedule (module docstring), with the observed ``retractions`` and, per step
-    where the adder admitted fewer than it was offered, how many it admitted
-    (``admissions``)."""
+    """The Case's schedule (module docstring), with the observed ``retractions`` and, per step where
+    the adder admitted fewer than it was offered, how many it admitted (``admissions``)."""
     tl, out = Timeline(case, retractions, admissions), []
     for t in range(MAX_STEPS + MAX_STEPS):
         if tl.done():

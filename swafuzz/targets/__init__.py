@@ -1,19 +1,13 @@
 """Targets: the code under test above the kernels, and the registry of engines.
 
-A target is a name bound to a factory (the protocol and the engine seams a target may replace:
-:mod:`swafuzz.targets.protocol`). Built in: ``unified``
-(:class:`swafuzz.targets.engine.UnifiedEngine`), the bug zoo ``mutant:<name>``
-(:func:`swafuzz.targets.mutants.load_all`), ``sglang`` (registered always, imports SGLang only
-when requested) and hidden self-test targets (``selftest:*``: runnable by name, never listed).
-Plugins: modules named by ``--plugin`` or ``SWAFUZZ_PLUGINS`` and the ``swafuzz.targets``
-entry-point group (:mod:`swafuzz.targets.plugins`); user code may call :func:`register` from
-any importable module.
-
-:func:`build_engine` is the one path from a name to a running engine; :func:`origin` says where
-a target came from (recorded in every finding bundle), :func:`recipe` how a fresh process (the
-case worker, ``repro``) gets it back. What a target can run, describe and report is asked
-through its hooks (:func:`supports`, :func:`describe`, :func:`versions`, :func:`version`); the
-harness names no target.
+Protocol and engine seams: :mod:`swafuzz.targets.protocol`. Built in: ``unified``
+(:class:`~swafuzz.targets.engine.UnifiedEngine`), the bug zoo ``mutant:<name>``
+(:func:`~swafuzz.targets.mutants.load_all`), ``sglang`` (imports SGLang only when requested) and
+hidden ``selftest:*`` (runnable, never listed). Plugins: :mod:`swafuzz.targets.plugins`, or any
+module calling :func:`register`. :func:`build_engine` is the one path from a name to an engine;
+:func:`origin` says where a target came from (in every finding bundle), :func:`recipe` how a
+fresh process gets it back; :func:`supports`, :func:`describe`, :func:`versions`,
+:func:`version` ask its hooks (the harness names no target).
 """
 
 from __future__ import annotations
@@ -62,10 +56,8 @@ def _load_zoo() -> None:
 
 
 def get_target(name: str) -> Callable[..., Any]:
-    """The factory registered as ``name``, looking in the built-ins, the bug zoo and the plugins
-    (``SWAFUZZ_PLUGINS`` modules, the ``swafuzz.targets`` entry points) in that order; raises
-    :class:`UnknownTarget` listing the known names, and :class:`TargetUnavailable` when the
-    target's ``check_available`` hook says it cannot run here."""
+    """The factory registered as ``name`` (built-ins, bug zoo, then plugins); raises
+    :class:`UnknownTarget` listing known names, :class:`TargetUnavailable` per ``check_available``."""
     f = find_target(name)
     check = getattr(f, "check_available", None)
     if callable(check):
@@ -89,9 +81,8 @@ def find_target(name: str) -> Callable[..., Any]:
 
 
 def supports(name: str, subject: Subject) -> str | None:
-    """Can target ``name`` run ``subject`` (a :class:`~swafuzz.features.Feature`, a scenario
-    kind's name or a Case) here? None: yes; else the reason (its ``supports`` hook; a target
-    without one supports everything)."""
+    """Can target ``name`` run ``subject`` (Feature, kind name or Case) here? None: yes; else why
+    (its ``supports`` hook, default: everything)."""
     hook = getattr(find_target(name), "supports", None)
     return (hook if callable(hook) else supports_everything)(subject)
 
@@ -113,9 +104,8 @@ def describe(name: str) -> str:
 
 
 def versions(name: str) -> dict[str, str]:
-    """The versions of the code target ``name`` drives (``run.json``), from its ``versions``
-    hook; {} for swafuzz's own targets and for a name no loaded target has (no plugin is
-    loaded to answer)."""
+    """Its ``versions`` hook's answer (``run.json``); {} for swafuzz's own targets and names no
+    loaded target has."""
     _ensure_builtin()
     hook = getattr(TARGETS.get(name), "versions", None)
     return dict(hook()) if callable(hook) else {}
@@ -154,11 +144,9 @@ def origin(name: str) -> dict[str, Any] | None:
 
 
 def recipe(name: str) -> dict[str, Any]:
-    """How another process gets target ``name`` back: its plugin record and the importable
-    ``module``/``qualname`` of its factory. Raises ValueError when the factory cannot be
-    re-imported (defined in ``__main__`` or inside a function). Whether the target can run
-    here is the other process's question (its :func:`restore`): asking it here would import
-    what the target drives (SGLang) into a process that never runs it."""
+    """How another process gets target ``name`` back: its plugin record and its factory's
+    ``module``/``qualname`` (ValueError if not re-importable: ``__main__`` or local). Whether it
+    can run is asked there (:func:`restore`), not here (that would import SGLang)."""
     f = find_target(name)
     mod = getattr(f, "__module__", None)
     qual = getattr(f, "__qualname__", None)

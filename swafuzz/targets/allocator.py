@@ -1,24 +1,15 @@
 """The paired full/SWA page allocator and the full->SWA mapping (spec §2.1, §2.3-§2.5).
 
-Follows the allocation policy of ``features/dense/SEMANTICS.md`` exactly: both sides hand out the lowest
-free page (pages ``1..full_pages`` / ``1..swa_pages``; page 0 is the dummy page), a request owns
-its pages, a token at position ``p`` with ``p % P != 0`` continues the request's last page on both
-sides (so ``full % P == swa % P``), and ``M[full] = swa``.
-
-State:
-
-* ``mapping`` (``M``): int64 ``[full_pages*P + P + 1]`` on ``device``; ``M[f] == 0`` means unmapped,
-  ``M[-1] == -1`` is the sentinel. Every mutation is a torch op on this one tensor (the KV pools
-  hold a reference to it, never a copy: ``register_mapping``).
-* free page sets (host side), per request the ordered full slots ``tokens[rid]`` and the SWA
-  eviction frontier ``evicted[rid]`` (a multiple of P).
-
-:class:`RequestBook` is the per-request bookkeeping (admission, eviction frontier, rejected
-draft tokens) this allocator shares with the ``sglang`` target's.
-
-Like upstream's ``alloc_extend``, the SWA slot that continues a partly filled page is found by
-translating the request's last full location through ``M`` (``-1`` for a new request, which the
-sentinel maps to ``-1``).
+The policy of ``features/dense/SEMANTICS.md``: both sides hand out the lowest free page (``1..
+full_pages`` / ``1..swa_pages``; page 0 is the dummy), a request owns its pages, a token at
+``p % P != 0`` continues the request's last page on both sides (``full % P == swa % P``),
+``M[full] = swa``. State: ``mapping`` (``M``) int64 ``[full_pages*P + P + 1]`` on ``device``
+(``M[f] == 0`` unmapped, ``M[-1] == -1`` sentinel), mutated only by torch ops on this one tensor
+(pools hold a reference: ``register_mapping``); host-side free page sets, per request the full
+slots ``tokens[rid]`` and the SWA eviction frontier ``evicted[rid]`` (a multiple of P).
+:class:`RequestBook` (admission, frontier, rejected draft tokens) is shared with the ``sglang``
+target. As upstream's ``alloc_extend``, the SWA slot continuing a partial page is the request's
+last full location translated through ``M`` (``-1`` for a new request, via the sentinel).
 """
 
 from __future__ import annotations
@@ -50,9 +41,8 @@ class RequestBook(ABC):
 
     def admit(self, rid: int, length: int, prefix_rid: int | None = None,
               prefix_len: int = 0) -> list[int]:
-        """A new request with ``length`` tokens; returns the full slots of the tokens it
-        allocated. With ``prefix_rid``: its first ``prefix_len`` tokens are that request's
-        slots (a radix-cache prefix hit), and its frontier starts at that request's."""
+        """A new request of ``length`` tokens; returns the full slots allocated. ``prefix_rid``:
+        its first ``prefix_len`` tokens (and frontier) are that request's (a prefix hit)."""
         if rid in self.tokens:
             raise AllocationError(f"admit: request {rid} already exists")
         self.tokens[rid], self.evicted[rid] = [], 0
@@ -82,9 +72,8 @@ class RequestBook(ABC):
 
     def drop_rejected(self, plan: list[tuple[int, int, int]], num_draft_tokens: int
                       ) -> list[int]:
-        """After a verify forward: for each ``(rid, length_before, accepted)`` drop the
-        rejected draft tokens from the request; returns the slots to free (those past the
-        page of the last accepted token)."""
+        """After a verify, drop each ``(rid, length_before, accepted)``'s rejected draft tokens;
+        returns the slots to free (past the last accepted token's page)."""
         freed: list[int] = []
         for rid, before, accepted in plan:
             keep, first = rejected_split(before, accepted, num_draft_tokens, self.page_size)
@@ -184,9 +173,8 @@ class SWAAllocator(RequestBook):
         return out
 
     def flush(self) -> bool:
-        """The cache flush (the scheduler's ``flush_cache``, spec §2.3 ``clear()``): refused
-        (False, nothing changes) while a request is live; else both free sets hold every page
-        again and ``M[:-1] = 0`` (in place). The SWA buffers keep their bytes."""
+        """``flush_cache`` (spec §2.3 ``clear()``): False while a request is live; else every page
+        free again and ``M[:-1] = 0`` in place (the SWA buffers keep their bytes)."""
         if self.tokens:
             return False
         self.full_free = set(range(1, self.pool.full_pages + 1))

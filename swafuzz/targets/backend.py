@@ -2,20 +2,17 @@
 
 :class:`DSV4Backend` (one per model pool and role):
 
-* eager ``init_forward_metadata(fb)`` (§4.3): with MTP (``topk > 0``) and a logically IDLE batch
-  it returns early, leaving ``forward_metadata`` as the previous forward left it; otherwise it
-  builds metadata and runs the in-graph init;
-* ``init_forward_metadata_out_graph(fb, in_capture)`` (§4.4): host prep per graph bucket before
-  capture and before every replay: synthetic capture locations (zeros / int32 zeros / none),
-  IDLE substitution, 0-padding to the bucket width, then ``replay_cuda_graph_metadata_from``
-  (first time: store as the bucket's persistent metadata; later: ``persistent.copy_(temp)``);
-* ``init_forward_metadata_in_graph(fb)`` (§4.3): upgrades Raw metadata, selects the speculative
-  step's slice for multi-step draft decode, and sets ``core.swa_out_cache_loc`` = int32(M[loc])
-  through the kernel implementation's ``translate`` (recorded inside a captured graph);
-* the resolver ``get_swa_out_cache_loc(fb)`` (§4.5) and ``store_cache(layer_id, rows, fb)``
-  (§4.6) that writes one layer through the implementation's ``store``.
+* ``init_forward_metadata(fb)`` (§4.3, eager): with MTP (``topk > 0``) and a logically IDLE
+  batch returns early (``forward_metadata`` stays the previous forward's); else builds metadata
+  and runs the in-graph init;
+* ``init_forward_metadata_out_graph(fb, in_capture)`` (§4.4): host prep per bucket before capture
+  and each replay: synthetic capture locations, IDLE substitution, 0-padding to the bucket,
+  ``replay_cuda_graph_metadata_from`` (first: kept as persistent; later ``persistent.copy_(temp)``);
+* ``init_forward_metadata_in_graph(fb)`` (§4.3): upgrades Raw metadata, selects the multi-step
+  draft's slice, sets ``core.swa_out_cache_loc = int32(M[loc])`` via the impl's ``translate``;
+* resolver ``get_swa_out_cache_loc(fb)`` (§4.5); ``store_cache(layer_id, rows, fb)`` (§4.6).
 
-Every decision point is its own small method so a mutant overrides exactly one.
+Each decision point is its own method so a mutant overrides exactly one.
 :class:`MultiStepBackend` (§4.8) holds one backend per speculative step.
 """
 
@@ -66,20 +63,12 @@ def pad_loc(loc: torch.Tensor, n: int, what: str) -> torch.Tensor:
 
 
 class DSV4Backend:
-    """SWA write path of one attention backend (see module docstring).
-
-    Args:
-        pool: the SWA KV pool this backend's model writes (holds ``M`` and the kernel impl).
-        topk: speculative top-k (0 = no MTP).
-        num_steps, step_id: multi-step draft decode: this backend serves speculative step
-            ``step_id`` of ``num_steps`` (``num_steps == 1``: no per-step slicing).
-        decode_tokens_per_bs: rows per request of a DECODE_OR_IDLE bucket (1; ``topk*num_steps``
-            for the multi-step draft backends, whose graph batch carries every step's rows).
-        draft_extend_tokens_per_bs: rows per request of a DRAFT_EXTEND bucket.
-        prep_in_graph: build Raw metadata (``SGLANG_PREP_IN_CUDA_GRAPH``), upgraded in-graph.
-        swa_loc_buffer_rows: > 0: the draft-extend backend's pre-allocated int32 SWA location
-            buffer of that many entries (PR #34890, spec §4.7), refilled by the out-graph prep.
-    """
+    """SWA write path of one attention backend over ``pool`` (holds ``M`` and the kernel impl).
+    ``topk``: speculative top-k (0: no MTP); serves step ``step_id`` of ``num_steps`` (1: no
+    per-step slicing); ``decode_tokens_per_bs`` / ``draft_extend_tokens_per_bs``: rows per request
+    of those buckets (multi-step draft: ``topk*num_steps``); ``prep_in_graph``: Raw metadata
+    (``SGLANG_PREP_IN_CUDA_GRAPH``); ``swa_loc_buffer_rows > 0``: the draft-extend int32 SWA
+    location buffer (PR #34890, spec §4.7), refilled by the out-graph prep."""
 
     def __init__(self, pool: SWAKVPool, *, topk: int = 0, num_steps: int = 1, step_id: int = 0,
                  decode_tokens_per_bs: int = 1, draft_extend_tokens_per_bs: int = 1,
@@ -197,9 +186,8 @@ class DSV4Backend:
 
     def out_graph_draft_extend(self, fb: ForwardBatch, bs: int, loc: torch.Tensor | None,
                                seq_lens: torch.Tensor):
-        """DRAFT_EXTEND bucket: raw locations only (capture: synthesised zeros; replay: the real
-        locations padded with 0). ``swa_out_cache_loc`` is NOT stamped here (the #27091 review
-        fix): the store falls back to the live translation."""
+        """DRAFT_EXTEND bucket: raw locations only (capture: zeros; replay: padded with 0); no
+        stamp (the #27091 review fix) unless the buffer refill applies: the store translates live."""
         rows = bs * self.draft_extend_tokens_per_bs
         if loc is None:
             loc = seq_lens.new_zeros(rows)
@@ -210,9 +198,8 @@ class DSV4Backend:
         return md
 
     def refill_swa_loc_buffer(self, loc: torch.Tensor) -> torch.Tensor | None:
-        """PR #34890 (spec §4.7): refill the pre-allocated buffer outside the graph:
-        ``buf[n:] = 0``, ``buf[:n] = int32(M[loc])``; returns ``buf[:n]`` (None when the buffer
-        is too small: the store then falls back to the live translation)."""
+        """PR #34890 (spec §4.7): ``buf[n:] = 0``, ``buf[:n] = int32(M[loc])`` outside the graph;
+        returns ``buf[:n]`` (None if too small: the store then translates live)."""
         buf, n = self.swa_loc_buffer, loc.numel()
         if n > buf.numel():
             return None
@@ -266,12 +253,10 @@ class DSV4Backend:
 
     # -- what the preparation built (ForwardObs.prepared) ----------------------------------------
     def prepared(self) -> dict[str, list[int]]:
-        """The metadata the last preparation left on this backend, as plain lists: ``out_loc``
-        (the full locations it was built from), ``seq_lens`` and ``positions`` (the batch it
-        was built for: under a graph the runner's static buffers), ``swa_loc`` (the stamped SWA write locations,
-        absent while None) and ``loc_buffer`` (the whole pre-allocated SWA location buffer, when
-        the stamp is a view of it: the preparation refilled it, PR #34890). Read outside any
-        capture (host values)."""
+        """The last preparation's metadata as lists (host values, outside capture): ``out_loc``
+        (full locations it was built from), ``seq_lens``, ``positions`` (graph: the static
+        buffers), ``swa_loc`` (the stamp, absent while None), ``loc_buffer`` (the whole SWA
+        location buffer when the stamp is a view of it, PR #34890)."""
         md = self.forward_metadata
         out: dict[str, list[int]] = {}
         if isinstance(md, RawDecodeMetadata):

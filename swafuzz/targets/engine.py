@@ -1,13 +1,10 @@
 """The unified engine: runs one Case and returns its Observation (docs/ARCHITECTURE.md).
 
-:class:`UnifiedEngine` wires the pieces for one Case (allocator, target and draft pools sharing
-``M``, backends, runners, DP) and executes every step with the semantics of ``features/*/SEMANTICS.md``.
-Component classes are class attributes, so a mutant is a subclass replacing one of them with a
-subclass that overrides one method (see ``targets/__init__.py``).
-
-Execution: with ``executor.graphs`` False every forward runs eagerly; otherwise steps with
-``exec == "graph"`` run through the runners (a batch larger than every bucket falls back to the
-eager path, as upstream's ``can_run`` does; ``ForwardObs.exec`` says how it ran).
+:class:`UnifiedEngine` wires allocator, target and draft pools sharing ``M``, backends, runners
+and DP, and executes every step per ``features/*/SEMANTICS.md``. Component classes are class
+attributes (the seams: :mod:`swafuzz.targets.protocol`). Without ``executor.graphs`` every
+forward is eager; else ``exec == "graph"`` steps go through the runners (a batch above every
+bucket falls back to eager, as upstream's ``can_run``; ``ForwardObs.exec`` says how it ran).
 """
 
 from __future__ import annotations
@@ -60,15 +57,13 @@ class UnifiedEngine:
     per_step_loc = staticmethod(per_step_draft_out_cache_loc)
     #: the cross-rank batch padding (DP attention's, features/dp/engine.py): built per engine
     rank_pad_cls = PartSlot("engine", "rank_pad")
-    #: "exact": the oracle predicts every allocation (the Case contract's lowest-free policy);
-    #: "observed": the target's allocator chooses, each StepObs reports the choices (``alloc``)
-    #: and the oracle validates them (the ``sglang`` target)
+    #: "exact": the oracle predicts every allocation (lowest free); "observed": StepObs.alloc
+    #: reports the target allocator's choices and the oracle validates them (``sglang``)
     allocation = "exact"
-    #: the step path (slot ``EnginePart.step_path``) of a Case a part's ``uses_step_path`` claims
+    #: feature slots: the step path / allocator of a Case a part's ``uses_step_path`` /
+    #: ``uses_allocator`` claims, the ``draft_block`` step's backend mixin
     step_path_cls = PartSlot("engine", "step_path")
-    #: the allocator (slot ``EnginePart.allocator``) of a Case a part's ``uses_allocator`` claims
     own_allocator_cls = PartSlot("engine", "allocator")
-    #: the backend mixin of the ``draft_block`` step (slot ``EnginePart.draft_block_mixin``)
     draft_block_mixin = PartSlot("engine", "draft_block_mixin")
 
     def __init__(self, case: Case, impl: str = "torch", executor=None, name: str = "unified"):
@@ -112,8 +107,7 @@ class UnifiedEngine:
                 b.row_tables = self.allocator.tables
 
     def make_allocator(self):
-        """The allocator (built after the pools; the sglang target passes its pool). A Case's
-        own allocator keeps the tables (``tables``) that give the rows every store writes."""
+        """The allocator (after the pools); a Case's own allocator keeps the store-row ``tables``."""
         if self.own_allocator:
             return self.own_allocator_cls(self.cfg, self.device)
         return self.allocator_cls(self.cfg, self.device)
@@ -300,8 +294,7 @@ class UnifiedEngine:
         return []
 
     def mapping_consumers(self) -> list[SWAKVPool]:
-        """The pools that must be re-registered with a rebuilt mapping: both, since draft and
-        target share one ``M`` (spec §2.1)."""
+        """The pools re-registered with a rebuilt mapping: both share ``M`` (spec §2.1)."""
         return [self.target_pool, self.draft_pool]
 
     def reregister_mapping(self) -> None:

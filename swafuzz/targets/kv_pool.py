@@ -1,24 +1,20 @@
 """The SWA KV pool: one redzoned buffer per layer, and the full->SWA translation (spec §2.2, §4.6).
 
-Per layer one raw ``uint8`` buffer ``[redzone | usable | redzone]``:
+Per layer one raw ``uint8`` buffer ``[redzone | usable | redzone]``; each redzone is at least a
+page of bytes (``P * row_bytes`` rounded up to 64, so page ``-1`` or one past the end lands in
+it), filled with :data:`CANARY`. The usable part is ``swa_pages + 1`` pages of ``P * row_bytes
++ page_pad_bytes`` (the pad is canaries, as in the DSV4 pool), rows initially
+:data:`scenarios.case.POISON_BYTE`, viewed as ``[swa_pages + 1, P, row_width]`` (per-request
+ring ``pool.swa_ring``: ``[swa_buffer_pages, P, row_width]``) of the row dtype (uint8 or
+bfloat16) with the padded page stride - the view the store writes.
 
-* each redzone is at least one page of bytes (``P * row_bytes``, rounded up to 64), so a write
-  at page ``-1`` or one page past the end lands inside it; both are filled with :data:`CANARY`;
-* the usable part is ``(swa_pages + 1)`` pages of ``P * row_bytes + page_pad_bytes`` bytes (the
-  pad after each page's rows is canaries, as the real DSV4 pool pads its pages), the rows
-  initially :data:`scenarios.case.POISON_BYTE`, viewed as ``[swa_pages + 1, P, row_width]``
-  (with a per-request ring, ``pool.swa_ring``: ``[swa_buffer_pages, P, row_width]``) of the row
-  dtype (uint8 or bfloat16) with the padded page stride: the view the store kernel writes.
+Layout ``"dsv4"`` (§4.6): pages of ``ceil(584*P/576)*576`` bytes - P 576-byte data rows, their
+8-byte scale groups, pad; ``layer_cache`` is the ``[swa_pages + 1, stride]`` uint8 view the
+quantizing store (``engine.pool_impl``) writes, ``layer_bytes`` each slot's 584 bytes in order.
 
-Layout ``"dsv4"`` (spec §4.6): pages of ``ceil(584*P/576)*576`` bytes, each holding its P
-tokens' 576-byte data rows, then their 8-byte scale groups, then the pad; ``layer_cache`` is
-the ``[swa_pages + 1, stride]`` uint8 page view the quantizing store writes (the implementation
-the hook ``engine.pool_impl`` gives), ``layer_bytes`` each slot's 584 bytes in slot order.
-
-The pool holds a *reference* to the allocator's mapping (``register_mapping``), the draft pool
-the same tensor object (spec §2.1). ``start_layer`` is the global id of the pool's first layer
-(the draft's layers follow the target's); ``layer_cache(layer_id)`` indexes
-``layer_id - start_layer``.
+The pool holds a *reference* to the allocator's mapping (``register_mapping``; the draft pool
+the same tensor, §2.1). ``layer_cache(layer_id)`` indexes ``layer_id - start_layer`` (the
+draft's layers follow the target's).
 """
 
 from __future__ import annotations
@@ -102,9 +98,8 @@ class SWAKVPool:
         return self.impl.translate(self.mapping, loc)
 
     def store_impl(self, pool: PoolConfig, impl):
-        """The implementation the pool stores through: the first feature's answer for the
-        pool's cache layout (slot ``pool_impl`` of the :attr:`impl_side` parts), else ``impl``
-        itself."""
+        """The implementation the pool stores through: the first feature's answer for the pool's
+        cache layout (slot ``pool_impl`` of the :attr:`impl_side` parts), else ``impl`` itself."""
         got = features.first(self.impl_side, "pool_impl", pool, impl)
         return impl if got is None else got
 
@@ -156,10 +151,9 @@ class SWAKVPool:
         return out
 
     def changed_pages(self, view: torch.Tensor, clean: bytes) -> list[int]:
-        """Indices of the pages (rows of ``view``, ``[n, w]`` uint8) whose bytes are not
-        ``clean`` (one byte repeated: the poison; or ``w`` bytes: a pad's canary pattern),
-        scanned :data:`SCAN_BYTES` at a time, as int64 words where the view allows. For one
-        repeated byte a page is clean when its minimum and maximum word are the clean word."""
+        """Indices of the pages (rows of ``view``, ``[n, w]`` uint8) not all ``clean`` (one byte:
+        poison; ``w`` bytes: a pad's canary), scanned :data:`SCAN_BYTES` at a time (int64 words
+        where possible: clean when the min and max word are the clean word)."""
         uniform = len(set(clean)) == 1
         clean = clean * view.shape[1] if uniform else clean
         words = view
@@ -181,11 +175,10 @@ class SWAKVPool:
         return out
 
     def redzone(self, i: int) -> tuple[bytes, bytes, bytes, bytes]:
-        """(canary, bytes before, bytes after, every page's pad bytes in page order) of local
-        layer ``i``; each pad is filled with the canary pattern from its start. For a layer
-        snapshotted sparsely (:meth:`layer_snapshot`) the pads are a
-        :class:`scenarios.paged.PagedBytes` of pad-sized pages, the canary pattern its fill,
-        holding the pads that differ from it."""
+        """(canary, bytes before, bytes after, every page's pad bytes in page order) of local layer
+        ``i``; each pad is filled with the canary pattern from its start. For a layer snapshotted
+        sparsely (:meth:`layer_snapshot`) the pads are a :class:`scenarios.paged.PagedBytes` of
+        pad-sized pages, the canary pattern its fill, holding the pads that differ from it."""
         rz, us = self.redzone_bytes, self.usable_bytes
         raw = self.raw[i]
         pads = b""

@@ -1,15 +1,12 @@
 """Attention metadata and its copy/assign semantics across graph replays (spec §4.1, §4.2).
 
-* :class:`CoreAttnMetadata` models ``DSV4AttnMetadata`` (only the fields the SWA write path and
-  the graph bookkeeping need): ``page_size`` (check-eq), ``raw_out_loc`` int64 ``[rows]`` /
-  ``seq_lens`` int64 ``[bs]`` / ``positions`` int64 ``[rows]`` (copy: in place, the captured
-  graph keeps reading the persistent tensors), ``swa_out_cache_loc`` int32 ``[rows]`` or None
-  (assign: rebinding, never copied; the recorded in-graph op recomputes it every replay).
-* :class:`AttnMetadata` models ``DSV4Metadata``: a ``core_attn_metadata`` holder.
-* :class:`RawDecodeMetadata` models ``DSV4RawDecodeMetadata``: the raw inputs only, with **no**
-  ``core_attn_metadata`` attribute; the in-graph init upgrades it.
-* :func:`copy_metadata` is the generic field copier (check-eq / copy / assign), asserting every
-  dataclass field appears exactly once in the three lists.
+* :class:`CoreAttnMetadata` models ``DSV4AttnMetadata``'s write-path fields: ``page_size``
+  (check-eq); ``raw_out_loc`` int64 ``[rows]``, ``seq_lens`` int64 ``[bs]``, ``positions`` int64
+  ``[rows]`` (copied in place: the graph reads the persistent tensors); ``swa_out_cache_loc``
+  int32 ``[rows]`` or None (assigned, never copied: the in-graph op recomputes it each replay).
+* :class:`AttnMetadata` (``DSV4Metadata``): a ``core_attn_metadata`` holder;
+  :class:`RawDecodeMetadata` (``DSV4RawDecodeMetadata``): raw inputs, **no**
+  ``core_attn_metadata``; the in-graph init upgrades it. :func:`copy_metadata`: the field copier.
 """
 
 from __future__ import annotations
@@ -22,16 +19,10 @@ import torch
 
 def copy_metadata(src, dst, check_eq: tuple[str, ...], copy: tuple[str, ...],
                   assign: tuple[str, ...]) -> None:
-    """Refresh ``dst`` (persistent) from ``src`` (freshly built), field by field.
-
-    1. check-eq: ``src.f == dst.f`` is asserted;
-    2. copy: skipped when both are None; otherwise both must be tensors and ``dst.f.copy_(src.f)``
-       writes in place (the address a captured graph reads is kept);
-    3. assign: ``dst.f = src.f`` (rebinding the Python reference).
-
-    Raises AssertionError naming the field when a rule is broken, or when a dataclass field is
-    missing from, or repeated in, the three lists.
-    """
+    """Refresh ``dst`` (persistent) from ``src`` (fresh): check-eq fields asserted equal; copy
+    fields ``dst.f.copy_(src.f)`` in place (both tensors, or both None: skipped); assign fields
+    rebound. AssertionError names the field on a broken rule, or a dataclass field missing from
+    or repeated in the three lists."""
     names = [f.name for f in dataclasses.fields(dst)]
     listed = list(check_eq) + list(copy) + list(assign)
     for n in names:

@@ -1,11 +1,8 @@
 """The model side of the write path: a stack of SWA layers, each storing its K rows (spec §4.6).
 
-A real DSV4 layer computes its SWA K row per query token and hands it to the backend's
-``store_cache`` (or the fused norm-rope store with the resolver's locations). Here the K rows are
-given (payload bytes derived from the Case), so a layer's forward is exactly that store call.
-Layer ids are global: the target model's layers are ``0..layers-1``, the draft model's start at
-``layers`` (upstream numbers the MTP layer after the target's layers); the pool maps a global id
-to its local buffer.
+K rows are given (payload bytes from the Case), so a layer's forward is its ``store_cache``
+call. Layer ids are global: target ``0..layers-1``, draft from ``layers`` (as upstream numbers
+the MTP layer); the pool maps a global id to its buffer.
 """
 
 from __future__ import annotations

@@ -1,23 +1,16 @@
 """The Observation: what a target did while running a Case. Plain data (ints, strings, bytes).
 
-Shapes
-------
-* ``Observation.forwards``: one :class:`ForwardObs` per forward of the Case, in execution order
-  (step index, then forward index within the step; multi-step draft decode has one forward per
-  speculative step that writes, i.e. ``num_steps - 1``).
-* ``ForwardObs.stores``: one :class:`StoreObs` per layer of the written pool, in layer order; the
-  resolved write locations exactly as handed to the store kernel (values and dtype name).
-* ``Observation.steps``: one :class:`StepObs` after every step: the mapping ``M`` (all of it, the
-  sentinel included), the free page lists of both allocators, the bytes of every SWA layer buffer
-  (``[swa_slots * row_bytes]`` each, dummy page included) and the redzone bytes around each.
-* ``Observation.error``: set when the target raised (e.g. a ContractError) or crashed; the run
-  stops at that step. ``{"step", "type", "message", "where"}`` (:func:`error_record`): ``where``
-  is the raising location inside the code under test, ``{"module", "function", "line"}`` of the
-  innermost frame outside the libraries it calls (None when there is none).
-* ``Observation.channels`` / ``StepObs.channels``: per-feature channels, feature name -> that
-  feature's own data (types its folder defines, e.g. the request window path's forwards and
-  steps, the ring's exposed state after a step). The core neither fills nor reads them: the
-  feature's target side fills its channel, its checks read it through :meth:`channel`.
+* ``forwards``: a :class:`ForwardObs` per forward, in execution order (multi-step draft decode:
+  one per writing step, ``num_steps - 1``); its ``stores``: a :class:`StoreObs` per layer of the
+  written pool, the write locations exactly as handed to the store kernel (values, dtype name).
+* ``steps``: a :class:`StepObs` after every step: all of ``M`` (sentinel included), both
+  allocators' free page lists, every SWA layer's bytes (``[swa_slots * row_bytes]``, dummy page
+  included) and its redzone bytes.
+* ``error``: set when the target raised or crashed (the run stops there): ``{"step", "type",
+  "message", "where"}`` (:func:`error_record`), ``where`` = ``{"module", "function", "line"}`` of
+  the innermost frame outside the libraries called, or None.
+* ``channels`` (here and on StepObs): feature name -> that feature's own data, filled by its
+  target side and read by its checks via :meth:`channel`; the core never touches them.
 """
 
 from __future__ import annotations
@@ -81,20 +74,12 @@ class ForwardObs:
     n_real: int
     rows: int  # rows of the forward as run (bucket rows under a graph)
     stores: list[StoreObs] = field(default_factory=list)
-    # Host values baked at graph capture for this forward's bucket, by name. Known names:
-    # "rows" -> [rows of the captured bucket]; "swa_out_cache_loc" -> a translation baked on the
-    # host (only buggy targets have it). Empty for eager forwards. Diagnostic only: no check
-    # reads it (a target's report about itself is not evidence; capture_freeze replays instead).
+    # Host values baked at capture for this bucket: "rows", "swa_out_cache_loc" (buggy targets
+    # only); empty when eager. Diagnostic only, no check reads it (capture_freeze replays instead).
     baked: dict[str, list[int]] = field(default_factory=dict)
-    # The metadata the forward's preparation built, read after the preparation and before the
-    # stores (eager: after the eager init; graph: after the replay's out-graph prep, before the
-    # replay), by name: "out_loc" -> the full locations it was built from (``raw_out_loc``, or a
-    # Raw metadata's ``out_cache_loc``); "seq_lens", "positions" -> the batch it was built for
-    # (under a graph: the runner's static buffers the replay view reads); "swa_loc" -> the stamped SWA write locations
-    # (``swa_out_cache_loc``; absent while None); "loc_buffer" -> the whole pre-allocated SWA
-    # location buffer, when the stamp is a view of it (the preparation refilled it). Empty when the preparation did not run (an
-    # eager MTP IDLE forward keeps the previous metadata) or a path records none. Judged by the
-    # ``prepared`` check against the oracle (:mod:`checks.prep`).
+    # What the forward's preparation built, read before the stores (graph: after the replay's
+    # out-graph prep), keys as :meth:`targets.backend.DSV4Backend.prepared`; empty when none ran
+    # (an eager MTP IDLE forward) or a path records none. Judged by ``prepared`` (checks.prep).
     prepared: dict[str, list[int]] = field(default_factory=dict)
 
 
@@ -115,15 +100,11 @@ class StepObs:
     pools: dict[str, list[bytes]]  # "target"/"draft" -> per layer buffer bytes
     redzones: dict[str, list[RedzoneObs]]
     draft_mapping_is_target: bool = True  # draft pool's mapping is the allocator's tensor
-    # The engine's own request table: rid -> (full slot per position, SWA eviction frontier).
-    # None when a target does not expose it (the invariants check then skips the table rules).
+    # rid -> (full slot per position, SWA frontier); None: not exposed (table rules skipped)
     requests: dict[int, tuple[list[int], int]] | None = None
-    # Targets whose allocator chooses pages itself (``allocation = "observed"``): every token
-    # this step allocated, in the contract's order, as [full slot, SWA slot]; None otherwise.
+    # ``allocation = "observed"``: this step's tokens as [full slot, SWA slot]; else None
     alloc: list[list[int]] | None = None
-    # Per-feature channels after this step (feature name -> that feature's data), e.g. the
-    # per-request SWA ring's exposed state (features.ring.channel); empty when none applies.
-    channels: dict[str, Any] = field(default_factory=dict)
+    channels: dict[str, Any] = field(default_factory=dict)  # per feature (module docstring)
 
     def channel(self, name: str, empty: Callable[[], Any] | None = None) -> Any:
         """Feature ``name``'s data after this step; absent: ``empty()`` (not stored), or None."""
@@ -138,13 +119,9 @@ class Observation:
     forwards: list[ForwardObs] = field(default_factory=list)
     steps: list[StepObs] = field(default_factory=list)
     error: dict | None = None  # error_record(): {"step", "type", "message", "where"}
-    # Filled by the harness from the executor it handed the target, never by the target:
-    # {"replays": n, "captures": n} (graph executors count every capture/replay call).
-    graph_use: dict | None = None
+    graph_use: dict | None = None  # {"replays", "captures"}: the harness's, from its executor
     target_version: str | None = None  # what the target ran, e.g. "sglang 0.5.23"; None: ours
-    # Per-feature channels of the whole run (feature name -> that feature's data), e.g. the
-    # request window / late-layer tail path's forwards and steps (features.request_window.channel).
-    channels: dict[str, Any] = field(default_factory=dict)
+    channels: dict[str, Any] = field(default_factory=dict)  # per feature (module docstring)
 
     def channel(self, name: str, empty: Callable[[], Any] | None = None) -> Any:
         """Feature ``name``'s data; absent: ``empty()`` (not stored), or None."""

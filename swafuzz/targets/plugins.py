@@ -1,24 +1,20 @@
 """Target plugins: where external targets come from, and how a bundle names the one it needs.
 
-Three ways in, all honoured alike by ``run``, ``repro``, ``zoo``, ``list``, the case worker and
-the pytest plugin:
+Three ways in, honoured alike by ``run``, ``repro``, ``zoo``, ``list``, the case worker and the
+pytest plugin:
 
-1. **Entry points** - a distribution declares, in its ``pyproject.toml``::
+1. **Entry points** (imported only when the name is asked for, or by ``swafuzz list``)::
 
        [project.entry-points."swafuzz.targets"]
        mytarget = "mypkg.swafuzz_target:MyEngine"     # a factory: registered as "mytarget"
        more = "mypkg.more_targets"                    # a module: it calls register() itself
 
-   Nothing is imported until a target of that name is asked for (or ``swafuzz list`` lists all).
-2. **``--plugin MODULE``** (repeatable, any command) - the module is imported and registers its
-   targets with :func:`swafuzz.targets.register`.
-3. **``SWAFUZZ_PLUGINS``** - a comma-separated list of modules, loaded like ``--plugin`` (for
-   code that is on ``sys.path`` but not packaged, and for processes swafuzz does not start).
+2. **``--plugin MODULE``** (repeatable): imported; it calls :func:`swafuzz.targets.register`.
+3. **``SWAFUZZ_PLUGINS``**: comma-separated modules, loaded like ``--plugin``.
 
-Every target registered while a plugin loads gets an origin record ``{"module", "dist",
-"version"[, "entry_point"]}``; finding bundles store it, and ``repro`` of a bundle whose plugin
-cannot be loaded exits 2 naming it. Case workers are fresh processes: they receive the parent's
-plugin modules and each target's factory location, never the parent's ``__main__``.
+A target registered while a plugin loads gets an origin ``{"module", "dist", "version"[,
+"entry_point"]}``, stored in finding bundles; ``repro`` exits 2 naming a plugin it cannot load.
+Case workers get the parent's plugin modules and factory locations, never its ``__main__``.
 """
 
 from __future__ import annotations

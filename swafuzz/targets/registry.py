@@ -1,13 +1,9 @@
 """The target registry's state: names bound to factories, and where plugin targets came from.
 
-A leaf (it imports nothing of swafuzz), so :mod:`swafuzz.targets` (lookup, hooks, recipes) and
-:mod:`swafuzz.targets.plugins` (loading plugin modules and entry points) both import it and
-neither imports the other back.
-
-* :data:`TARGETS`: name -> ``factory(case, *, impl, executor, name) -> engine``;
-* :data:`ORIGINS`: name -> plugin record (``{"module", "dist", "version", "entry_point"?}``);
-  absent: built in;
-* :func:`register`: bind a name (the origin recorded while a plugin loads, :func:`loading`).
+A leaf (imports nothing of swafuzz), so :mod:`swafuzz.targets` and :mod:`.plugins` both import
+it without a cycle. :data:`TARGETS`: name -> factory; :data:`ORIGINS`: name -> plugin record
+(absent: built in); :func:`register` binds a name (origin recorded while a plugin loads,
+:func:`loading`).
 """
 
 from __future__ import annotations
@@ -40,10 +36,8 @@ def loading(rec: dict[str, Any]) -> Iterator[None]:
 
 
 def register(name: str, factory: Callable[..., Any]) -> None:
-    """Register ``factory(case, *, impl, executor, name) -> engine`` under ``name``.
-
-    Called at import time by a plugin module, or from user code. The origin (which plugin) is
-    recorded while :mod:`swafuzz.targets.plugins` loads a plugin (:func:`loading`)."""
+    """Register ``factory(case, *, impl, executor, name) -> engine`` under ``name`` (its plugin
+    origin recorded while :func:`loading`)."""
     if not name or not isinstance(name, str):
         raise ValueError(f"register(name={name!r}): name must be a non-empty string")
     if not callable(factory):

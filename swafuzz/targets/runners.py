@@ -1,26 +1,24 @@
 """Graph runners: captured buckets over static buffers (spec §5.1-§5.3).
 
-A runner owns static buffers sized for its largest bucket: ``static_loc`` int64
-``[max_bs * tokens_per_req]`` (the graph's ``out_cache_loc``), ``static_seq_lens`` int64
-``[max_bs]`` (fill value 1), ``static_positions`` int64 ``[max_rows]`` and, per forward and
-layer, a payload buffer ``[rows_per_forward(max_bs), row_width]`` of the row dtype.
+Static buffers are sized for the largest bucket: ``static_loc`` int64 ``[max_bs *
+tokens_per_req]`` (the graph's ``out_cache_loc``), ``static_seq_lens`` int64 ``[max_bs]`` (fill
+1), ``static_positions`` int64 ``[max_rows]``, and per forward and layer a payload buffer
+``[rows_per_forward(max_bs), row_width]`` of the row dtype. A bucket is captured on first use
+(synthetic capture state, out-graph prep with ``in_capture=True``, ``executor.capture(run_once)``);
+each use copies the live batch in (``load_batch``), runs the out-graph prep on a replay view and
+replays.
 
-A bucket is captured on first use: static buffers set to the synthetic capture state, the
-out-graph prep with ``in_capture=True``, then ``executor.capture(run_once)`` (device work over
-the static buffers). Every use then copies the live batch in (``load_batch``), runs the
-out-graph prep on a replay view and replays the handle.
-
-* :class:`DecodeGraphRunner` (decode/verify/IDLE, §5.1): raw bs padded up to the bucket, the
-  whole loc buffer zeroed first when ``bs != raw_bs``; ``run_once`` = in-graph init + model
-  forward; the replay view carries the live (unpadded) ``out_cache_loc``.
-* :class:`DraftExtendGraphRunner` (§5.2): loc buffer initialised with ones, zeroed when
-  ``bs*width != num_tokens``; the replay view's loc is ``buffer[:num_tokens]``; ``run_once``
-  does NOT call the in-graph init: the resolver's fallback translation is recorded per layer.
+* :class:`DecodeGraphRunner` (decode/verify/IDLE, §5.1): raw bs padded to the bucket, loc
+  buffer zeroed first when ``bs != raw_bs``; ``run_once`` = in-graph init + forward; the replay
+  view carries the live ``out_cache_loc``.
+* :class:`DraftExtendGraphRunner` (§5.2): loc buffer of ones, zeroed when ``bs*width !=
+  num_tokens``; replay loc ``buffer[:num_tokens]``; ``run_once`` skips the in-graph init (the
+  resolver's fallback translation is recorded per layer).
 * :class:`MultiStepDraftRunner` (§5.3): one ``bs*topk*steps`` buffer; ``run_once`` = in-graph
-  init of every step backend, then a forward per step ``s < steps-1`` over the step's slice.
+  init of every step backend, then a forward per step ``s < steps-1`` over its slice.
 
-Each forward's ``StoreRecord`` list is the bucket's, cleared and refilled inside ``run_once``:
-after a replay it holds the loc tensors the captured stores used, by reference.
+A forward's ``StoreRecord`` list is refilled inside ``run_once``; after a replay it holds, by
+reference, the loc tensors the captured stores used.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """Harness self-test targets (not mutants of the engine): they prove the run loop's promises.
 
-``selftest:segfault`` runs the unified engine and then dereferences a null pointer inside the
-case, as a kernel with an illegal memory access would take the process down. The campaign must
-record it as a ``crash`` finding on disk and go on with the next case.
-
-``selftest:cuda_sticky`` simulates a *sticky* CUDA error (an illegal address or a device-side
-assert): the case itself returns normally (CUDA reports the error asynchronously), but the
-process's device context is broken from then on and every later device call raises
-``RuntimeError: CUDA error: ...``. The worker must notice after the case (its context probe,
-:func:`simulated_context_error` on CPU, a device sync on a GPU), record a ``crash`` finding for
-that case and replace itself, instead of failing the next case with a harness error.
+``selftest:segfault`` runs the unified engine, then dereferences a null pointer (as an illegal
+memory access would): the campaign must record a ``crash`` finding and go on.
+``selftest:cuda_sticky`` simulates a sticky CUDA error: the case returns normally, but every
+later device call raises ``RuntimeError: CUDA error: ...``. The worker must notice after the
+case (:func:`simulated_context_error` on CPU, a device sync on GPU), record a ``crash`` for that
+case and replace itself, rather than fail the next case with a harness error.
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
-"""Engine side of the two allocator triggers of issue 10 item 4 (the target's own code; the
-oracle's is ``oracles/sharing.py``). Semantics: ``features/verify_reject/SEMANTICS.md`` and ``features/prefix_share/SEMANTICS.md`` (verify with ``accept``,
-admit with ``prefix_rid`` / ``prefix_len``, "Prefix sharing").
+"""Engine side of the two allocator triggers (the oracle's: ``oracles/sharing.py``; semantics:
+``features/verify_reject/SEMANTICS.md``, ``features/prefix_share/SEMANTICS.md``).
 
-* Rejected draft tokens after a TARGET_VERIFY forward (sglang 0.5.12
-  ``EagleVerifyInput.verify``, chain drafts): page size 1 frees every rejected slot; page size
-  P > 1 keeps the page of the last accepted token (``align_evict_mask_to_page_size``) and frees
-  only the rejected slots on later pages, which are whole pages of the request.
-* Prefix sharing (radix-cache hit, sglang ``SWARadixCache``): a full page is held by every live
-  request with a token on it (the tree's lock reference); it is released, and its SWA slots
-  freed, only when no other live request holds it.
+* Rejected draft tokens after TARGET_VERIFY (0.5.12 ``EagleVerifyInput.verify``, chain drafts):
+  page size 1 frees every rejected slot; P > 1 keeps the last accepted token's page
+  (``align_evict_mask_to_page_size``) and frees only rejected slots on later (whole) pages.
+* Prefix sharing (``SWARadixCache`` hit): a full page is held by every live request with a
+  token on it and released (SWA slots freed) only when no other live request holds it.
 """
 
 from __future__ import annotations

@@ -1,26 +1,17 @@
 """The bug zoo: documented mutants of the ``unified`` target, one module per feature.
 
-A mutant is a subclass of :class:`targets.engine.UnifiedEngine` that swaps ONE component class
-for a subclass overriding one method (two where the bug needs a source and a missing guard), so
-the engine code is never copied. :func:`mutant` declares it: it records a :class:`MutantSpec`
-(the kinds where the bug shows, the upstream PR/issue or spec § it reintroduces, the checks
-expected to kill it), appends the source and the checks to the class docstring (which says the
-bug) and registers the target ``mutant:<name>``.
+A mutant subclasses :class:`targets.engine.UnifiedEngine`, swapping ONE component class for a
+subclass overriding one method (two where the bug needs a source and a missing guard).
+:func:`mutant` records its :class:`MutantSpec` (kinds where the bug shows, the PR/issue or spec §
+it reintroduces, checks expected to kill it), appends source and checks to the class docstring
+and registers ``mutant:<name>``. Mutants live in ``swafuzz/features/<feature>/mutants.py`` of
+the feature owning their (first) kind, listed in its record (``mutants=``); :func:`load_all`
+imports them (name -> MutantSpec). Plugins may call :func:`mutant` too.
 
-Mutants live in the module of the feature owning their (first) kind
-(``swafuzz/features/<feature>/mutants.py``), listed in that feature's record (``mutants=``):
-:func:`load_all` imports what the records list. Plugins (:mod:`targets.plugins`) may call
-:func:`mutant` too.
-
-    from swafuzz.targets.mutants import load_all
-    zoo = load_all()                  # name -> MutantSpec, every feature's mutants
-    zoo["ring_no_mod"].feature        # "ring"
-
-Server mutants (``level="server"``, ``swafuzz run --level server --server-mutant NAME``,
-``swafuzz zoo --level server``) patch the release's own code while a server-level Case runs:
-declared in the owning feature's mutants module with the patch (``"module:attr"``, a
-context-manager factory in a module that may import SGLang) and the server kinds where the bug
-shows; :func:`load_server` returns them.
+Server mutants (``level="server"``; ``run --level server --server-mutant NAME``, ``zoo --level
+server``) patch the release's code while a server-level Case runs: the patch is a
+``"module:attr"`` context-manager factory (may import SGLang), with the server kinds where the
+bug shows; :func:`load_server` returns them.
 """
 
 from __future__ import annotations
@@ -39,13 +30,10 @@ ERROR = "error"
 
 @dataclass(frozen=True)
 class MutantSpec:
-    """One registered mutant.
-
-    ``engine``: the mutant's engine class; ``kinds``: scenario kinds where the bug shows (the
-    zoo fuzzes those); ``source``: the upstream PR/issue or spec § it reintroduces;
-    ``expected``: the checks expected to kill it (a killing Case fails at least one of them;
-    ``"error"``: a target error); ``kernel_level``: the bug is in what reaches the kernel
-    (address arithmetic, dtypes), so the CI zoo runs it on Triton even on CPU."""
+    """One registered mutant: ``engine`` class; ``kinds`` where the bug shows (the zoo fuzzes
+    those); ``source`` (PR/issue or spec §); ``expected`` checks (a killing Case fails one;
+    ``"error"``: a target error); ``kernel_level``: the bug reaches the kernel (addresses,
+    dtypes), so the CI zoo runs it on Triton even on CPU."""
 
     engine: type
     kinds: tuple[str, ...]
@@ -61,9 +49,8 @@ class MutantSpec:
 
 @dataclass(frozen=True)
 class ServerMutant:
-    """One server mutant: ``patch`` (``"module:attr"``: a context-manager factory patching the
-    release's code), ``kinds`` (server kinds where the bug shows), ``source`` (the upstream
-    PR/issue or spec §), ``module`` (the feature mutants module declaring it)."""
+    """One server mutant: ``patch`` (``"module:attr"`` context-manager factory), ``kinds``,
+    ``source`` (PR/issue or spec §), ``module`` (the feature mutants module declaring it)."""
 
     name: str
     patch: str
@@ -99,12 +86,9 @@ def known_checks() -> tuple[str, ...]:
 
 def mutant(name: str, kinds: tuple[str, ...], source: str, expected: tuple[str, ...] = (),
            kernel_level: bool = False, level: str = "component", patch: str = ""):
-    """Class decorator: register the engine class as mutant ``name`` (target ``mutant:<name>``).
-
-    ``kinds`` are checked against the feature registry and ``expected`` against the records'
-    checks: an unknown one raises :class:`MutantError` naming the mutant and the known values.
-    ``level="server"``: a server mutant (module docstring), registered by the call itself (the
-    decorator it returns changes nothing); ``patch`` names it."""
+    """Class decorator: register the engine class as mutant ``name`` (``mutant:<name>``).
+    Unknown ``kinds`` / ``expected`` checks raise :class:`MutantError` naming the known values.
+    ``level="server"``: a server mutant named by ``patch``, registered by the call itself."""
     kinds, expected = tuple(kinds), tuple(expected)
     if level == "server":
         return _server_mutant(name, kinds, source, patch)
@@ -160,10 +144,8 @@ def load_server() -> dict[str, ServerMutant]:
 
 
 def load_all() -> dict[str, MutantSpec]:
-    """Every mutant: imports the modules the feature records list (``Feature.mutants``), once,
-    and returns name -> :class:`MutantSpec` (the records' mutants and any a plugin
-    registered), in feature order and, within a feature, in the order they were
-    declared. The dict is a copy: registering goes through :func:`mutant`."""
+    """Imports the modules the records list (``Feature.mutants``) once; returns a copy of name
+    -> :class:`MutantSpec` (plugins' included), in feature then declaration order."""
     global _loaded
     if not _loaded:
         for f in features.all_features():

@@ -1,24 +1,17 @@
 """The ``sglang`` target: SGLang's own allocator, DSV4 pool translation, store path, resolver and
 in-graph metadata stamp, run under the harness in place of the engine model's twins.
 
-Imported only when the target is requested (swafuzz works without SGLang installed); importing
-:mod:`swafuzz.targets.sglang.engine` imports SGLang, :func:`release` only reads the installed
-distribution's metadata.
+Imported only when requested (swafuzz works without SGLang); :mod:`.engine` imports SGLang,
+:func:`release` only reads the installed distribution's metadata. Supported: :data:`SUPPORTED_RANGE`
+(both ends included). The adapter is chosen by feature, not version: :mod:`.features` picks the
+family (0.5.12-style store-path ``cached_loc`` or 0.5.13+ resolver ``get_swa_out_cache_loc``)
+and each seam, refusing what is missing with :class:`~swafuzz.targets.TargetUnavailable`.
+:data:`VERIFIED`: the releases ``scripts/upstream-matrix`` checked (records in :mod:`.detected`,
+labelled by :func:`label`). A release outside the range is refused (exit 2) unless
+``SWAFUZZ_SGLANG_ADAPTER`` names the in-range release whose records answer for it.
 
-Supported releases: :data:`SUPPORTED_RANGE`, both ends included, each run as itself. The
-adapter is chosen by feature, not by version: :mod:`swafuzz.targets.sglang.features` inspects
-the imported release and picks the adapter family (0.5.12-style store-path ``cached_loc`` or
-the resolver ``get_swa_out_cache_loc`` of 0.5.13+) and each seam, refusing what the release
-lacks with a :class:`~swafuzz.targets.TargetUnavailable`. :data:`VERIFIED` lists the releases
-the release matrix (``scripts/upstream-matrix``, records in
-:mod:`~swafuzz.targets.sglang.detected`) checked; records label a run by its detected family
-(:func:`label`). A release outside the range is refused (CLI exit 2) unless
-``SWAFUZZ_SGLANG_ADAPTER`` names the release of the range whose records answer for it.
-
-What runs real and what stays modelled, per release: :data:`TABLE` (``swafuzz list --target
-sglang``). Which kinds and features run on which release: each feature record's
-``since["sglang"]``, answered by the factory's ``supports`` hook
-(:mod:`swafuzz.targets.sglang.target`; ``swafuzz list --features``).
+What runs real vs modelled: :data:`TABLE` (``swafuzz list --target sglang``); which kinds run
+where: each feature record's ``since["sglang"]`` via the ``supports`` hook (:mod:`.target`).
 """
 
 from __future__ import annotations
@@ -36,13 +29,10 @@ from swafuzz.targets.sglang.detected import DETECTED
 SUPPORTED_RANGE = ("0.5.12", "0.5.23")
 ADAPTER_ENV = "SWAFUZZ_SGLANG_ADAPTER"
 
-#: (component, 0.5.12, 0.5.23, why). "real": SGLang's code executes; "modelled": swafuzz's
-#: engine model runs it; "absent": the release has no such code on the SWA write path;
-#: "refused" (per-release answers of :mod:`targets.sglang.matrix` only): the release has the
-#: code but the adapter does not drive that release's form of it, so the kind is refused.
-#: The core's rows are the cross-feature components (allocator, pool, store, resolver, stamp,
-#: metadata, buffers); each feature's own rows live in its folder (``sglang_facts.py``, the
-#: record's hook ``sglang.facts``) and follow, in registry order.
+#: (component, 0.5.12, 0.5.23, why): "real" (SGLang's code runs), "modelled" (the engine
+#: model's), "absent" (no such code on the SWA path), "refused" (matrix answers only: the
+#: adapter does not drive that form). Cross-feature rows here; each feature's follow from its
+#: ``sglang_facts.py`` (hook ``sglang.facts``), in registry order.
 CORE_TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("ForwardMode", "real", "real",
      "the release's member of the same name is handed to its code (values differ)"),
@@ -132,18 +122,15 @@ SUPPORTED = VERIFIED
 
 
 def family_of(v: str) -> str | None:
-    """The adapter family detected for release ``v`` (``"store-path"`` or ``"resolver"``), from
-    the matrix's records (:mod:`~swafuzz.targets.sglang.detected`; a post-release not recorded
-    answers as its release); None when no probe of it is recorded. Reads no SGLang: at run time
-    :mod:`~swafuzz.targets.sglang.features` detects the family itself."""
+    """The family (``"store-path"`` / ``"resolver"``) the records (:mod:`.detected`) hold for
+    release ``v`` (an unrecorded post-release: its release's), or None. Reads no SGLang."""
     rec = DETECTED.get(v) or DETECTED.get(v.split(".post")[0]) or {}
     return rec.get("family")
 
 
 def label(v: str, adapter: str | None = None) -> str:
-    """What a record says ran: ``0.5.13 (resolver family)``; with a forced ``adapter``
-    release outside the range, ``0.5.24 (adapter 0.5.23, resolver family)``; a release with
-    no recorded probe, ``0.5.13 (family not recorded)``."""
+    """What a record says ran: ``0.5.13 (resolver family)``, ``0.5.24 (adapter 0.5.23, resolver
+    family)`` (forced), ``0.5.13 (family not recorded)`` (no probe recorded)."""
     fam = family_of(adapter or v)
     what = f"{fam} family" if fam else "family not recorded"
     return f"{v} ({'' if adapter in (None, v) else f'adapter {adapter}, '}{what})"
@@ -158,12 +145,9 @@ def installed_version() -> str | None:
 
 
 def release() -> tuple[str, str]:
-    """``(installed version, adapter release)``: the adapter release is the installed one when
-    it lies in :data:`SUPPORTED_RANGE` (post-releases included: every release of the range is
-    driven as itself, by detection, and checked by ``scripts/upstream-matrix``), else the one
-    ``SWAFUZZ_SGLANG_ADAPTER`` names (a release of the range whose records answer for it).
-    Raises :class:`TargetUnavailable` naming the range when sglang is missing, or outside the
-    range with no adapter named."""
+    """``(installed version, adapter release)``: the installed one inside
+    :data:`SUPPORTED_RANGE` (post-releases included), else ``SWAFUZZ_SGLANG_ADAPTER``'s.
+    :class:`TargetUnavailable` naming the range if sglang is missing or out of range unforced."""
     v = installed_version()
     rng = f"{SUPPORTED_RANGE[0]} .. {SUPPORTED_RANGE[1]}"
     if v is None:

@@ -26,14 +26,10 @@ def _free_page_ids(alloc) -> list[int]:
 
 
 class SGLangAllocator(RequestBook):
-    """SGLang's ``SWATokenToKVPoolAllocator`` with the Case contract's request bookkeeping.
-
-    Built by :meth:`SGLangEngine.make_allocator` with the target pool: the real allocator
-    registers its mapping into that pool's DSV4 pool object at construction. ``admit`` with
-    ``prefix_rid`` (a radix-cache prefix hit, :meth:`RequestBook.admit`): the adapter holds the
-    lock reference the radix tree would, and ``alloc_extend`` runs with ``prefix_lens =
-    prefix_len`` and the prefix's last slot as ``last_loc`` (page size 1: ``alloc``).
-    """
+    """SGLang's ``SWATokenToKVPoolAllocator`` (registering its mapping into the target pool's
+    DSV4 pool object) with the Case contract's request bookkeeping. ``admit`` with ``prefix_rid``:
+    the adapter holds the radix tree's lock reference; ``alloc_extend`` gets ``prefix_lens =
+    prefix_len`` and the prefix's last slot as ``last_loc`` (page size 1: ``alloc``)."""
 
     def __init__(self, pool: PoolConfig, device, kvcache: SWAKVPool):
         """``kvcache``: the target pool, an :class:`~swafuzz.targets.sglang.engine.SGLangPool`
@@ -73,9 +69,8 @@ class SGLangAllocator(RequestBook):
                                   f"not hand out SWA pages 1..{n} (slots {P}..{(n + 1) * P - 1})")
 
     def rebuild_mapping(self) -> torch.Tensor:
-        """The Case's ``remap`` (HiCache load-back / commit): the release's mapping tensor is
-        rewritten in place with the same contents; the engine then registers it with every pool
-        through the release's own ``register_mapping``."""
+        """The Case's ``remap`` (HiCache load-back / commit): the release's mapping rewritten in
+        place, same contents (the engine re-registers it through ``register_mapping``)."""
         self.mapping.copy_(self.mapping.clone())
         return self.mapping
 
@@ -129,9 +124,8 @@ class SGLangAllocator(RequestBook):
 
     def admit(self, rid: int, length: int, prefix_rid: int | None = None,
               prefix_len: int = 0) -> list[int]:
-        """An admission allocates as the server's prefill does: ``alloc`` (page size 1) or
-        ``alloc_extend``, never ``alloc_decode`` (a one-token prompt included), so a refusal
-        is the one those make: before anything is taken."""
+        """Allocates as prefill does: ``alloc`` (page size 1) or ``alloc_extend``, never
+        ``alloc_decode`` (even for one token), so a refusal comes before anything is taken."""
         self.prefill = True
         try:
             return super().admit(rid, length, prefix_rid, prefix_len)

@@ -1,17 +1,14 @@
 """Probe an environment for the ``sglang`` target: does it import the modules the adapter
-drives, and what does the installed release have (its adapter family, its seams)?
+drives, and what does the installed release have?
 
     python -m swafuzz.targets.sglang.detect [--expect VERSION]
 
-Prints one JSON object on stdout: ``version``, ``ok``, and either ``family`` with ``found`` (the
-core's inspection rows, :func:`swafuzz.targets.sglang.features.describe`) and
-``features_found`` (the features' rows, their facts' ``describe``), or ``cause`` (the module
-that did not import, the release file that imported it, the exception) and ``advice``. Exit 0
-when the adapter imports; 3 when it does not (the environment cannot drive the release); 2 when
-``--expect`` names another version than the one installed (the wrong environment). Reads the
-release through the adapter's own import (:mod:`swafuzz.targets.sglang.features`), so what the
-probe says is what a run will meet. ``scripts/upstream-env`` runs it on every environment it
-builds or reuses.
+Prints one JSON object: ``version``, ``ok``, and either ``family``, ``found``
+(:func:`swafuzz.targets.sglang.features.describe`) and ``features_found`` (the features' facts),
+or ``cause`` (the module that failed, the release file importing it, the exception) and
+``advice``. Exit 0 when the adapter imports, 3 when not, 2 when ``--expect`` names another
+version. It reads the release through the adapter's own import, so it says what a run will meet
+(``scripts/upstream-env`` runs it on every environment).
 """
 
 from __future__ import annotations

@@ -1,22 +1,17 @@
-""":class:`SGLangEngine`: the engine with SGLang's own code swapped in as component classes.
+""":class:`SGLangEngine`: the engine with SGLang's own code swapped in as component classes
+(imports SGLang; releases and the real/modelled table: :mod:`swafuzz.targets.sglang`).
 
-Importing this module imports SGLang (supported releases and the real/modelled table:
-:mod:`swafuzz.targets.sglang`). The seams:
+* :class:`SGLangAllocator` drives ``SWATokenToKVPoolAllocator`` around the pool's DSV4 object,
+  keeping the Case contract's bookkeeping; ``alloc_log`` gets ``[full slot, SWA slot]`` per
+  token, which the oracle validates instead of predicting the free-list order.
+* :class:`SGLangPool` keeps swafuzz's redzoned buffers (modelled) around a
+  ``DeepSeekV4TokenToKVPool`` (``real``) whose ``register_mapping`` and translation (0.5.12:
+  also ``cached_loc``) run; its store entry point is tapped so SGLang's locations land in
+  swafuzz's buffers through the selected store kernel.
+* :class:`SGLangBackend` runs ``DeepseekV4AttnBackend.store_cache`` (0.5.23: with its resolver
+  and in-graph stamp) on a constructor-less instance whose ``forward_metadata`` is the harness's.
 
-* :class:`SGLangAllocator` (``allocator_cls``) drives SGLang's ``SWATokenToKVPoolAllocator``
-  around the target pool's DSV4 pool object, keeping only the Case contract's per-request
-  bookkeeping; each allocated token goes to ``alloc_log`` as ``[full slot, SWA slot]``, which
-  the oracle validates instead of predicting SGLang's free-list order.
-* :class:`SGLangPool` (``pool_cls``) keeps swafuzz's redzoned SWA buffers (modelled) and holds a
-  ``DeepSeekV4TokenToKVPool`` (``real``) whose ``register_mapping`` and
-  ``translate_loc_from_full_to_swa`` (0.5.12: also its layer-keyed ``cached_loc``) run; its
-  store entry point is tapped so the rows land in swafuzz's buffers, through the selected store
-  kernel, at the locations SGLang's code passes.
-* :class:`SGLangBackend` (``backend_cls``) runs SGLang's ``DeepseekV4AttnBackend.store_cache``
-  (0.5.23: with its resolver) and, in 0.5.23, its ``init_forward_metadata_in_graph`` stamp, on
-  an instance built without ``__init__`` whose ``forward_metadata`` is the harness's.
-
-ForwardMode is matched by name: the release's member with the model's member's name.
+ForwardMode is matched by name.
 """
 
 from __future__ import annotations

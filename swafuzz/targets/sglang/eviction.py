@@ -1,19 +1,15 @@
 """Window eviction and the cache flush as the release's server makes them (imports SGLang).
 
-* :class:`ReleaseRows`: the release's ``ReqToTokenPool`` (the table the scheduler's eviction
-  reads its range from), a row per request taken with ``alloc_rows`` at its first eviction and
-  given back with ``free_rows`` when it finishes; the row's contents are written from the
-  request's slots before each eviction (modelled).
-* :func:`evict_segment` (releases with ``features.SEGMENT_EVICT``, 0.5.22+): the scheduler's
-  trigger (``ScheduleBatch._swa_eviction_trigger``, interval 1), then
-  ``free_swa_out_of_window_slots`` (chunk-cache threshold ``pre_len - window``, the Case
-  contract's frontier; a prefix another live request shares as ``cache_protected_len``) in the
-  allocator's free group. Older releases (0.5.12) evict with ``free_swa`` (:mod:`.allocator`),
-  as their ``_evict_swa`` does.
-* :func:`flush`: the scheduler's ``flush_cache`` on a stand-in scheduler over the release's
-  pools: refused while a request runs, else the tree cache (none), the request table and the
-  allocator are reset. Where ``Scheduler`` does not import (0.5.12 needs ``sgl_kernel``) the
-  same order runs with the idle rule modelled.
+* :class:`ReleaseRows`: the release's ``ReqToTokenPool`` (where the scheduler's eviction reads
+  its range), a row per request from ``alloc_rows`` at its first eviction, ``free_rows`` at its
+  end; contents written from the request's slots before each eviction (modelled).
+* :func:`evict_segment` (``features.SEGMENT_EVICT``, 0.5.22+): ``_swa_eviction_trigger``
+  (interval 1), then ``free_swa_out_of_window_slots`` (threshold ``pre_len - window``; a prefix
+  shared with another live request as ``cache_protected_len``) in the allocator's free group.
+  0.5.12 evicts with ``free_swa`` (:mod:`.allocator`), as its ``_evict_swa``.
+* :func:`flush`: ``flush_cache`` on a stand-in scheduler over the release's pools: refused
+  while a request runs, else tree cache (none), request table and allocator reset; without an
+  importable ``Scheduler`` (0.5.12 needs ``sgl_kernel``) the same order with the idle rule modelled.
 """
 
 from __future__ import annotations

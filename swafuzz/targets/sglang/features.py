@@ -1,22 +1,13 @@
 """What the installed SGLang release has on the SWA write path, found by inspection (module
 paths, attributes, signatures), not by its version number.
 
-Importing this module imports SGLang. Every seam of the ``sglang`` target
-(:mod:`~swafuzz.targets.sglang.engine`, ``metadata``, ``ring``, ``window``, ``store``) asks the
-flags below instead of comparing release strings, so a release between two verified ones
-(:data:`swafuzz.targets.sglang.VERIFIED`) runs with whatever it actually has, and a release that
-lacks a needed piece is refused with a :class:`~swafuzz.targets.TargetUnavailable` naming it.
-
-Adapter family (:data:`FAMILY`):
-
-* ``"store-path"`` (0.5.12): the backend has no resolver; the pool's
-  ``set_swa_key_buffer_radix_fused`` translates ``out_cache_loc`` itself through its
-  layer-keyed ``cached_loc`` and hands the rows to its ``swa_kv_pool``;
-* ``"resolver"`` (0.5.13+ per addendum §3): ``DeepseekV4AttnBackend.get_swa_out_cache_loc``
-  chooses the SWA locations and the pool's ``set_swa_key_buffer_radix_fused`` only stores.
-
-Flags are plain bools / modules; :func:`describe` lists them (``swafuzz list --target sglang``
-prints it when a release is installed).
+Imports SGLang. Every seam of the ``sglang`` target asks these flags rather than release
+strings, so a release between verified ones runs with what it has and one lacking a needed
+piece is refused with a :class:`~swafuzz.targets.TargetUnavailable` naming it. Family
+(:data:`FAMILY`): ``"store-path"`` (0.5.12: no resolver; the pool's
+``set_swa_key_buffer_radix_fused`` translates ``out_cache_loc`` through its layer-keyed
+``cached_loc``) or ``"resolver"`` (0.5.13+, addendum §3: ``get_swa_out_cache_loc`` chooses,
+the pool only stores). :func:`describe` lists the flags (``swafuzz list --target sglang``).
 """
 
 from __future__ import annotations
@@ -32,9 +23,7 @@ from swafuzz.targets.sglang import release
 
 VERSION, ADAPTER = release()
 
-# The fused store path (default on in both releases) is the one whose locations matter; pin it
-# (before any release module is imported) so an environment setting cannot route 0.5.12
-# through its Triton quantizer instead.
+# pin the fused store path (whose locations matter) before any release module is imported
 os.environ.setdefault("SGLANG_OPT_USE_FUSED_STORE_CACHE", "1")
 
 
@@ -118,9 +107,8 @@ else:  # pragma: no cover - no such release known
 
 #: the in-graph stamp ``init_forward_metadata_in_graph`` (resolver family)
 IN_GRAPH = hasattr(RealBackend, "init_forward_metadata_in_graph")
-#: the paged allocator's own CPU switch (``use_triton_kernels``, 0.5.23): its torch reference
-#: allocators run; without it the Triton ``alloc_extend_kernel`` is routed to the module's
-#: ``alloc_extend_naive`` and decodes go through ``alloc_extend`` (no naive ``alloc_decode``)
+#: the paged allocator's CPU switch (``use_triton_kernels``, 0.5.23); without it
+#: ``alloc_extend_kernel`` is routed to ``alloc_extend_naive``, decodes to ``alloc_extend``
 NAIVE_SWITCH = source_has(paged_mod, "use_triton_kernels")
 EXTEND_NAIVE = hasattr(paged_mod, "alloc_extend_naive") and hasattr(paged_mod, "alloc_extend_kernel")
 if not NAIVE_SWITCH and not EXTEND_NAIVE:  # pragma: no cover
@@ -128,11 +116,8 @@ if not NAIVE_SWITCH and not EXTEND_NAIVE:  # pragma: no cover
                   "alloc_extend_naive)")
 #: ``SWATokenToKVPoolAllocator.free_full`` (0.5.20+): its ``free`` then insists on SWA peers
 FREE_FULL = hasattr(SWATokenToKVPoolAllocator, "free_full")
-#: the scheduler's sliding-window eviction as a function of its own
-#: (``mem_cache.common.free_swa_out_of_window_slots``, with ``eviction_interval``) over the
-#: allocator's segment free ``free_swa_segment`` and the request's KV record ``ReqKvInfo``
-#: (0.5.22+): the ``evict`` step frees through them; without them (0.5.12, whose
-#: ``ScheduleBatch._evict_swa`` calls ``free_swa``) it calls ``free_swa`` itself
+#: 0.5.22+ segment eviction (``free_swa_out_of_window_slots`` with ``eviction_interval``,
+#: ``free_swa_segment``, ``ReqKvInfo``), which ``evict`` frees through; else ``free_swa``
 common_mod = first_module("sglang.srt.mem_cache.common")
 _batch_mod = first_module("sglang.srt.managers.schedule_batch")
 ReqKvInfo = getattr(_batch_mod, "ReqKvInfo", None)
@@ -141,8 +126,7 @@ SEGMENT_EVICT = (hasattr(common_mod, "free_swa_out_of_window_slots")
                  and ReqKvInfo is not None and hasattr(ReqKvInfo, "swa_dead_lo")
                  and {"eviction_interval", "supports_prefix_sharing"} <= set(
                      _params(getattr(common_mod, "free_swa_out_of_window_slots", None))))
-#: the scheduler's per-request eviction trigger ``ScheduleBatch._swa_eviction_trigger``
-#: (0.5.22+), asked before the eviction on the segment path
+#: ``ScheduleBatch._swa_eviction_trigger`` (0.5.22+), asked before a segment eviction
 EVICTION_TRIGGER = getattr(getattr(_batch_mod, "ScheduleBatch", None), "_swa_eviction_trigger",
                            None) if SEGMENT_EVICT else None
 #: ``ForwardMode.DRAFT_EXTEND`` (0.5.12, 0.5.13; removed in 0.5.14)
@@ -151,9 +135,8 @@ HAS_DRAFT_EXTEND_MODE = "DRAFT_EXTEND" in RealForwardMode.__members__
 _eagle = first_module("sglang.srt.speculative.eagle_utils")
 #: ``eagle_utils.per_step_draft_out_cache_loc``: the per-step draft write targets
 PER_STEP = RESOLVER and hasattr(_eagle, "per_step_draft_out_cache_loc")
-#: the CUDA backend's draft-extend prep with its buffer refill (PR #34890) and the
-#: ``init_forward_metadata_draft_extend(req_pool_indices, seq_lens, num_tokens_per_req,
-#: out_cache_loc)`` signature (0.5.16+) the adapter calls
+#: the draft-extend prep with its buffer refill (PR #34890) and the signature the adapter
+#: calls (0.5.16+)
 DRAFT_EXTEND_PREP = (RESOLVER and hasattr(RealBackend, "_fill_cuda_graph_swa_out_cache_loc")
                      and hasattr(RealBackend, "init_forward_metadata_out_graph")
                      and _params(getattr(RealBackend, "init_forward_metadata_draft_extend",
@@ -166,9 +149,8 @@ STORE_MODULE = next((n for n in ("sglang.kernels.ops.kvcache.triton_store_cache"
                                  "sglang.jit_kernel.triton_store_cache")
                      if hasattr(first_module(n), "triton_fused_store_flashmla")), None)
 
-#: each feature's probe of the release (its ``sglang_facts.py``, the record's hook
-#: ``sglang.facts``), in registry order: what it finds becomes a name of this module (the
-#: feature's seams read it here; a later probe reads an earlier one's)
+#: each feature's probe (its ``sglang_facts.py``, hook ``sglang.facts``), in registry order:
+#: what it finds becomes a name of this module (a later probe reads an earlier one's)
 FACTS = facts()
 for _facts in FACTS:
     if _facts.probe is not None:
@@ -176,10 +158,8 @@ for _facts in FACTS:
 
 
 def case_missing(case) -> str | None:
-    """What ``case`` needs that the installed release lacks, found by inspection (None: the
-    release has it); the ``sglang`` target's ``supports`` asks this after the records said yes
-    (a release inside the range may still lack a piece its verified neighbours have). Each
-    feature's facts answer for the Case fields it owns, in registry order."""
+    """What ``case`` needs that the installed release lacks, by inspection (None: nothing), asked
+    after the records said yes; each feature's facts answer for its own fields, in registry order."""
     here = sys.modules[__name__]
     for f in FACTS:
         why = f.refusal(case, here) if f.refusal is not None else None

@@ -1,13 +1,10 @@
 """Per-release answers of the ``sglang`` target's real/modelled table, for the releases between
 the two the :data:`~swafuzz.targets.sglang.TABLE` columns name (0.5.12, 0.5.23).
 
-Reads no sglang. Where a row says how (:data:`DERIVE`, the features' ``derive``) and the
-release's probe is recorded (:mod:`~swafuzz.targets.sglang.detected`, written by
-``scripts/upstream-matrix`` from what :mod:`~swafuzz.targets.sglang.features` found in that
-release's environment), the answer is generated from the detection; otherwise it is the
-release ranges of :data:`RANGES` (the core's and each feature's). A TABLE row listed in
-neither has the same answer in every release of the range as in its 0.5.23 column (0.5.13+) -
-or, for rows whose 0.5.12 and 0.5.23 answers agree, everywhere.
+Reads no sglang. A row with a derivation (:data:`DERIVE`, the features' ``derive``) is generated
+from the release's recorded probe (:mod:`~swafuzz.targets.sglang.detected`); else from
+:data:`RANGES`; a row in neither answers as its 0.5.23 column (0.5.13+), or everywhere where
+0.5.12 and 0.5.23 agree.
 
     python -m swafuzz.targets.sglang.matrix 0.5.16 0.5.21   # the table's column per release
 
@@ -23,10 +20,9 @@ import swafuzz.targets.sglang as sg
 from swafuzz.features.sglang_facts import facts
 from swafuzz.targets.sglang import SUPPORTED_RANGE, TABLE, in_range, version_key
 
-#: TABLE component (its leading words, as ``str.startswith``; the longest key a component starts
-#: with answers) -> ``(first, last, answer, why)`` for the releases ``first .. last``
-#: (inclusive) whose answer differs from the 0.5.23 column (0.5.12 keeps its own column): the
-#: core's cross-feature rows here, each feature's in its folder (``sglang_facts.py``)
+#: TABLE component prefix (longest match answers) -> ``(first, last, answer, why)`` for the
+#: releases ``first .. last`` (inclusive) differing from the 0.5.23 column; features' rows in
+#: their ``sglang_facts.py``
 CORE_RANGES: dict[str, tuple[tuple[str, str, str, str], ...]] = {
     "allocator (alloc": (
         ("0.5.13", "0.5.22", "real",
@@ -76,9 +72,8 @@ def _derive_eviction(found: dict[str, str]) -> tuple[str, str] | None:
     return None if how.startswith("free_swa_out_of_window_slots") else ("real", how)
 
 
-#: component prefix -> how a release's recorded probe (:mod:`~swafuzz.targets.sglang.detected`)
-#: answers the row (None: the 0.5.23 column's answer): the core's rows here, each feature's in
-#: its facts (``derive``). Where a release's probe is recorded these rows are generated from it.
+#: component prefix -> how a release's recorded probe (:mod:`.detected`) answers the row (None:
+#: the 0.5.23 column's); features' in their facts (``derive``)
 DERIVE = {"allocator (alloc": _derive_allocator,
           "multi-step draft per-step write targets": _derive_per_step,
           "window eviction": _derive_eviction,

@@ -1,29 +1,21 @@
-"""SGLang's own draft-extend metadata prep (0.5.23) and per-step draft location helper, driven
-on CPU tensors for :class:`~swafuzz.targets.sglang.engine.SGLangBackend` (imports SGLang).
+"""SGLang's draft-extend metadata prep (0.5.23) and per-step draft location helper, driven on
+CPU tensors for :class:`~swafuzz.targets.sglang.engine.SGLangBackend` (imports SGLang).
 
 Real, on the backend's shim (a ``DeepseekV4AttnBackend`` built without ``__init__``):
+``init_forward_metadata_out_graph`` for the DRAFT_EXTEND bucket (no synthetic locations, IDLE
+substitution, 0-padding to ``draft_extend_num_tokens_per_req * bs`` rows), then
+``init_forward_metadata_draft_extend`` (PR #34890: the int32 SWA buffer refilled out of graph by
+``_fill_cuda_graph_swa_out_cache_loc`` - ``int32(M[loc])`` in front, zeros after, the ``[:n]``
+view stamped as ``swa_out_cache_loc`` - or the eager-miss translation when the buffer is absent
+or too small; eager DRAFT_EXTEND_V2 uses ``speculative_num_draft_tokens`` rows per request, then
+the in-graph stamp); ``per_step_draft_out_cache_loc`` (``speculative.eagle_utils``).
 
-* ``init_forward_metadata_out_graph`` for the DRAFT_EXTEND bucket: capture-time synthetic
-  locations (none for this bucket), IDLE substitution, 0-padding of the live locations to
-  ``draft_extend_num_tokens_per_req * bs`` rows, then
-* ``init_forward_metadata_draft_extend``: the pre-allocated int32 SWA location buffer refilled
-  outside the graph (``_fill_cuda_graph_swa_out_cache_loc``, PR #34890: zeros past the live
-  rows, ``int32(M[loc])`` in front, the ``[:n]`` view stamped as ``swa_out_cache_loc``), or the
-  eager-miss translation when the buffer is absent or too small. The eager path (a
-  DRAFT_EXTEND_V2 batch) calls the same builder with ``speculative_num_draft_tokens`` rows per
-  request, then the release's in-graph stamp;
-* ``per_step_draft_out_cache_loc`` (``sglang.srt.speculative.eagle_utils``): the multi-step
-  draft decode's per-step write targets.
-
-Replaced on the shim (the reasons: ``TABLE`` in :mod:`swafuzz.targets.sglang`):
-``make_core_attn_metadata`` returns the harness's :class:`CoreAttnMetadata` with the locations
-the release chose and the ``seq_lens`` of its causal expansion (the page table, SWA page
-indices and top-k lengths are read-side inputs); ``online_c128_mtp.prepare_forward`` is a
-no-op; ``replay_cuda_graph_metadata_from`` hands the metadata back to the harness, which keeps
-the bucket's persistent metadata with the release's ``DSV4AttnMetadata.copy_`` rules.
-
-0.5.12 has none of this on the SWA write path (its draft-extend builder is the prefill builder
-and its store translates ``forward_batch.out_cache_loc``): the model's prep runs there.
+Replaced on the shim (reasons: ``TABLE`` in :mod:`swafuzz.targets.sglang`):
+``make_core_attn_metadata`` returns :class:`CoreAttnMetadata` with the release's locations and
+causal ``seq_lens``; ``online_c128_mtp.prepare_forward`` is a no-op;
+``replay_cuda_graph_metadata_from`` hands the metadata back (the harness keeps the bucket's
+with ``DSV4AttnMetadata.copy_`` rules). 0.5.12 has none of this on the SWA write path: the
+model's prep runs there.
 """
 
 from __future__ import annotations

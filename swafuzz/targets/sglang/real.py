@@ -53,10 +53,8 @@ def real_batch(fb) -> SimpleNamespace:
 
 
 def bare_backend(real_pool, **attrs):
-    """A ``RealBackend`` built without its constructor (which needs a model runner) over
-    ``real_pool``: no forward metadata or store hook, the features' attributes (hook
-    ``sglang.bare_backend``), then ``attrs`` set on it;
-    the adapter's seams call the release's methods with it as ``self``."""
+    """A constructor-less ``RealBackend`` over ``real_pool`` (the features' attributes, hook
+    ``sglang.bare_backend``, then ``attrs``): ``self`` for the release's methods."""
     sh = object.__new__(RealBackend)
     sh.token_to_kv_pool = real_pool
     sh.forward_metadata = None

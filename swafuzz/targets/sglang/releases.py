@@ -7,9 +7,8 @@ Markdown table of them, and the detection module they generate.
     python -m swafuzz.targets.sglang.releases detected DIR    # swafuzz/targets/sglang/detected.json
     python -m swafuzz.targets.sglang.releases status DIR docs/STATUS.md [--check]
 
-Reads no SGLang: the probe's JSON (``python -m swafuzz.targets.sglang.detect``, run by
-``scripts/upstream-env`` in the release's environment) says what the release has; the run
-directory of ``scripts/upstream-check`` gives the campaign's cases and findings.
+Reads no SGLang: the probe's JSON (:mod:`.detect`) says what the release has; the run directory
+of ``scripts/upstream-check`` gives the campaign's cases and findings.
 """
 
 from __future__ import annotations

@@ -2,23 +2,18 @@
 
     release_refusal({"tp_size": 2, "enable_dp_attention": True, ...}) -> None | "the message"
 
-:func:`check_server_args` builds the release's ``ServerArgs`` from a dict of its field names
-and runs its whole resolution: the dataclass ``__post_init__`` (0.5.12-style record) or
-``resolve_once`` (0.5.22-style, with the DeepSeek-V4 defaults and the V4.1 feature validation);
-which one, and whether it knows DeepSeek-V4.1, is detected (:func:`release_shape`).
+:func:`check_server_args` builds the release's ``ServerArgs`` from a dict of its field names and
+runs its whole resolution (``__post_init__`` 0.5.12-style or ``resolve_once`` 0.5.22-style with
+the V4 defaults and V4.1 validation; detected by :func:`release_shape`). The model is a stand-in
+``config.json`` (no weights or tokenizer; ``DeepseekV4ForCausalLM``, type ``deepseek_v41`` or
+``deepseek_v4``) in a temporary folder; ``device`` is ``cuda`` unless given and the release's
+environment probes answer as an H200 (or B200) via
+:func:`~swafuzz.targets.sglang.serverargs_probes.patched_probes` (reasons:
+:data:`~swafuzz.targets.sglang.serverargs_probes.PLATFORMS`). No validation rule is replaced.
 
-The model is a stand-in ``config.json`` (no weights, no tokenizer) naming the architecture the
-release checks (``DeepseekV4ForCausalLM``) with model type ``deepseek_v41`` or
-``deepseek_v4``, in a temporary folder. The machine is a GPU runner: ``device`` is ``cuda``
-unless the dict says otherwise, and the release's environment probes answer as an H200 (or a
-B200) through :func:`~swafuzz.targets.sglang.serverargs_probes.patched_probes` (each replaced
-probe with its reason: :data:`~swafuzz.targets.sglang.serverargs_probes.PLATFORMS`). No
-validation rule is replaced.
-
-A refusal is what the release raises from its argument checks (``ValueError``,
-``AssertionError``, ``NotImplementedError``), with its own message; anything else is a
-:class:`ServerArgsBuildError` (the stand-in or this module failed). ``os.environ``, which the
-release's defaults write to, is restored after each build.
+A refusal is the release's own ``ValueError`` / ``AssertionError`` / ``NotImplementedError``
+message; anything else is a :class:`ServerArgsBuildError`. ``os.environ`` is restored after each
+build.
 """
 
 from __future__ import annotations
@@ -140,9 +135,8 @@ def validate_config(config: Mapping[str, object], shape: ReleaseShape) -> dict[s
 
 def write_stand_in(folder: str, model_type: str,
                    extra: Mapping[str, object] | None = None) -> str:
-    """Write the model stand-in's ``config.json`` into ``folder`` (``extra``: keys a real
-    checkpoint's config adds, e.g. the keys that say it bundles a draft head); returns
-    ``folder``."""
+    """Write the stand-in's ``config.json`` into ``folder`` (``extra``: a checkpoint's added keys,
+    e.g. a bundled draft head); returns ``folder``."""
     if model_type not in MODEL_TYPES:
         raise ServerArgsConfigError(f"model_type: {model_type!r} is not one of {MODEL_TYPES}")
     values = {**_BASE_CONFIG, **dict(extra or {}), "model_type": model_type}
@@ -219,17 +213,12 @@ def built_server_args(config: Mapping[str, object], *, model_type: str | None = 
                       platform: str = "h200", env: Mapping[str, str] | None = None,
                       stand_in: Mapping[str, object] | None = None
                       ) -> Iterator[tuple[ArgsVerdict, object | None]]:
-    """Build the installed release's ServerArgs from ``config`` and resolve it as the server
-    does; yields ``(verdict, record)`` (record None when the release refuses) while the
-    stand-in's folder, the probes and ``env`` are in place, so a caller can evaluate a release
-    rule under the release's own context (``runtime_context.create_context``).
-
-    Release modules that import GPU-only packages at module level when ``is_cuda()`` is true
-    are, when a build under the GPU answers meets one, imported as the CPU answers (outside
-    the probes) and the build runs again on a fresh record, at most :data:`MAX_PREIMPORTS`
-    times. ``env``: the deployment's ``SGLANG_*`` variables, set for the build only;
-    ``stand_in``: keys added to the stand-in's ``config.json`` (e.g. those by which a
-    checkpoint says it bundles a draft head)."""
+    """Build and resolve the release's ServerArgs from ``config``; yields ``(verdict, record)``
+    (record None if refused) while the stand-in, probes and ``env`` (``SGLANG_*``, build only)
+    are in place (for rules evaluated under ``runtime_context.create_context``). A module that
+    imports GPU-only packages under ``is_cuda()`` is pre-imported as the CPU answers and the
+    build retried, at most :data:`MAX_PREIMPORTS` times. ``stand_in``: extra ``config.json``
+    keys (e.g. a bundled draft head)."""
     if platform not in PLATFORMS:
         raise ServerArgsConfigError(f"platform: {platform!r} is not one of {sorted(PLATFORMS)}")
     shape = release_shape()
@@ -287,10 +276,9 @@ def built_server_args(config: Mapping[str, object], *, model_type: str | None = 
 
 @contextmanager
 def release_context(args: object, *, world_rank: int = 0) -> Iterator[object]:
-    """The release's own runtime context built from a resolved record (``runtime_context.
-    create_context`` with the ``test`` role, rank ``world_rank``), active for the duration
-    (``use_context``: the process's context is restored after). Releases without a scoped
-    context (0.5.12-style globals) raise :class:`ServerArgsBuildError`."""
+    """The release's ``runtime_context.create_context`` (role ``test``, rank ``world_rank``) from a
+    resolved record, active for the duration (``use_context``); 0.5.12-style globals raise
+    :class:`ServerArgsBuildError`."""
     from sglang.srt import runtime_context as rc
 
     if not all(hasattr(rc, n) for n in ("create_context", "use_context", "SpawnRanks")):

@@ -1,18 +1,12 @@
-"""The environment probes :mod:`swafuzz.targets.sglang.serverargs` answers for the release
-while it builds a ``ServerArgs`` on a CPU machine, as a GPU runner (an H200, or a B200 when
-asked) would answer them.
+"""The environment probes :mod:`swafuzz.targets.sglang.serverargs` answers, while a
+``ServerArgs`` is built on a CPU machine, as a GPU runner (H200, or B200 when asked) would.
 
-Only probes are replaced, never a validation rule: a function of the release's
-``sglang.srt.utils.common`` that asks the machine what it is (``is_cuda``, the SM level, the
-GPU's memory), and torch's own capability query. Each is swapped, for the duration of one
-build, in ``utils.common`` and in every loaded ``sglang`` module that imported it by name
-(``from ... import is_cuda``), then put back; a module imported during the build finds the
-replacement in ``utils.common``. The release's 0.5.22+ ``get_platform()`` reads its facts
-through ``utils.common`` at call time, so it answers through the same replacements.
-
-Not replaced (limitation, listed by :data:`NOT_PATCHED`): values a module computed from a
-probe when it was imported (``_is_cuda = is_cuda()`` at module level): they hold the CPU's
-answer. The DeepSeek-V4 argument checks read here call their probes at validation time.
+Only probes are replaced, never a validation rule: functions of ``sglang.srt.utils.common`` that
+ask what the machine is (``is_cuda``, SM level, GPU memory) and torch's capability query. Each
+is swapped for one build in ``utils.common`` and every loaded ``sglang`` module that imported it
+by name, then restored (0.5.22+ ``get_platform()`` reads through ``utils.common``, so it follows).
+Not replaced (:data:`NOT_PATCHED`): values computed from a probe at import time (``_is_cuda =
+is_cuda()``) keep the CPU's answer; the V4 argument checks call their probes at validation time.
 """
 
 from __future__ import annotations

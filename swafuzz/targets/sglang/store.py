@@ -1,25 +1,17 @@
 """The release's own Triton V4-layout SWA store, for pools of layout ``"dsv4"`` (spec §4.6).
 
-SGLang writes the DSV4 SWA cache with its CUDA JIT store (``fused_store_cache``: a GPU and a
-JIT build). Each release also ships a Triton store of the same layout, which the ``sglang``
-target runs (interpreted on CPU, compiled on a GPU):
+SGLang's CUDA JIT store (``fused_store_cache``) needs a GPU; each release also ships a Triton
+store of the same layout, which the ``sglang`` target runs (interpreted on CPU): 0.5.23
+``triton_fused_store_flashmla`` (``kernels/ops/kvcache/triton_store_cache.py``, one launch);
+0.5.12 ``quant_to_nope_fp8_rope_bf16_pack_triton`` (``dsv4/quant_k_cache.py``) then
+``SetKAndS.triton`` (``dsv4/index_buf_accessor.py``). Both go through
+:func:`kernels.launch.launch` after :mod:`kernels.dsv4_store`'s host-side contract.
 
-* 0.5.23: ``triton_fused_store_flashmla`` (``kernels/ops/kvcache/triton_store_cache.py``): one
-  launch quantizes and scatters;
-* 0.5.12: ``quant_to_nope_fp8_rope_bf16_pack_triton`` (``dsv4/quant_k_cache.py``) then
-  ``SetKAndS.triton`` (``dsv4/index_buf_accessor.py``): two launches.
-
-Both go through :func:`kernels.launch.launch` after the host-side contract of
-:mod:`kernels.dsv4_store`.
-
-Interpreter fp8 cast (an execution-environment fix, the kernel unchanged): the Triton 3.6
-interpreter's fp32 -> fp8 e4m3 conversion is not the hardware's round-to-nearest-even (ties
-away from zero, a lost carry into an odd exponent, truncated subnormals: 1030 of 34754 bf16
-codes with ``|x| <= 448`` differ; triton-lang/triton issue #8322, PR #11897). While a store runs
-in the interpreter, :func:`rne_fp8_interpreter` routes exactly that conversion to torch's cast,
-which rounds to nearest even and saturates like the hardware
-(``tests/features/dsv4_layout/test_dsv4_quant.py``); every other op runs as the interpreter
-runs it.
+Interpreter fp8 cast: the Triton 3.6 interpreter's fp32 -> fp8 e4m3 conversion is not
+round-to-nearest-even (1030 of 34754 bf16 codes with ``|x| <= 448`` differ; triton-lang/triton
+issue #8322, PR #11897). While a store is interpreted, :func:`rne_fp8_interpreter` routes that
+conversion alone to torch's cast (RNE, saturating like hardware;
+``tests/features/dsv4_layout/test_dsv4_quant.py``); the kernel is unchanged.
 """
 
 from __future__ import annotations
@@ -40,9 +32,8 @@ from swafuzz.targets.sglang.environ import set_attr
 VERSION, ADAPTER = release()
 
 def _find_fused_store():
-    """The release's Triton V4-layout fused store, found by module path: ``sglang.kernels.ops.
-    kvcache.triton_store_cache`` (0.5.20+) or ``sglang.jit_kernel.triton_store_cache``
-    (0.5.16 and earlier resolver releases); None when neither has it (0.5.12)."""
+    """The release's Triton V4-layout fused store (0.5.20+ ``kernels.ops``, earlier resolver
+    releases ``jit_kernel``); None when neither has it (0.5.12)."""
     for name in ("sglang.kernels.ops.kvcache.triton_store_cache",
                  "sglang.jit_kernel.triton_store_cache"):
         try:

@@ -1,15 +1,11 @@
-"""The ``sglang`` target as the registry holds it: the factory and its hooks (the protocol's
-"Target hooks").
+"""The ``sglang`` target as the registry holds it: the factory and its hooks (the protocol's).
 
-Nothing here imports SGLang until an engine is built (``TARGET(case, ...)``) or the target's
-availability is checked (:meth:`SGLangTarget.check_available`). What the target can run comes
-from the feature records (:mod:`swafuzz.features`): a feature's or kind's ``since["sglang"]``
-(:class:`~swafuzz.features.Since`) names the first release whose code the adapter drives for
-it (``None``: no release), compared with the installed release (:func:`~swafuzz.targets.sglang.
-release`); a Case is then also checked against what the installed release actually has
-(:func:`swafuzz.targets.sglang.features.case_missing`, by inspection).
+Imports no SGLang until an engine is built or :meth:`SGLangTarget.check_available` runs. What
+it can run: a feature's or kind's ``since["sglang"]`` (:class:`~swafuzz.features.Since`, the
+first release the adapter drives for it; ``None``: none) against the installed
+:func:`~swafuzz.targets.sglang.release`, then a Case against what the release has
+(:func:`swafuzz.targets.sglang.features.case_missing`).
 
-    from swafuzz.targets.sglang.target import TARGET, supports_at
     TARGET.supports("ring")             # the installed release's answer (None: it runs)
     supports_at("ring", "0.5.20")       # any release's, from the records only
 """
@@ -61,11 +57,10 @@ def _kind_refusal(owner: Feature, kind: str, release: str, label: str) -> str | 
 
 
 def supports_at(subject: Subject, release: str, label: str | None = None) -> str | None:
-    """The records' answer for ``subject`` (a Feature, a scenario kind's name or a Case) on
-    ``release``: None when the adapter drives it there, else the reason naming the feature or
-    kind, ``label`` (default ``sglang RELEASE``) and what it lacks. A feature runs where one of
-    its kinds does; a Case needs its kind and every feature whose Case fields it sets (all
-    their reasons, joined)."""
+    """The records' answer for ``subject`` (Feature, kind name or Case) on ``release``: None, or
+    why not (naming it, ``label`` - default ``sglang RELEASE`` - and what it lacks). A feature
+    runs where one of its kinds does; a Case needs its kind and every feature whose fields it
+    sets (reasons joined)."""
     label = label or f"sglang {release}"
     if isinstance(subject, Feature):
         why = _refusal(f"feature {subject.name}", subject.since_for(NAME), release, label)
@@ -88,9 +83,8 @@ def supports_at(subject: Subject, release: str, label: str | None = None) -> str
 
 
 class SGLangTarget:
-    """The ``sglang`` factory: ``TARGET(case, impl=..., executor=..., name=...)`` builds an
-    :class:`~swafuzz.targets.sglang.engine.SGLangEngine` (importing SGLang); the hooks answer
-    without it where they can."""
+    """The ``sglang`` factory: ``TARGET(case, ...)`` builds an :class:`SGLangEngine` (importing
+    SGLang); the hooks answer without it where they can."""
 
     #: the oracle validates this target's allocation choices instead of predicting them
     allocation = "observed"
@@ -120,12 +114,9 @@ class SGLangTarget:
 
     @staticmethod
     def supports(subject: Subject) -> str | None:
-        """The installed release's answer (see :func:`supports_at`; a release between two
-        verified ones answers for itself, a forced adapter outside the range for the adapter's
-        release), and for a Case also what the release lacks on inspection
-        (:func:`~swafuzz.targets.sglang.features.case_missing`, naming the missing attributes;
-        not asked when sglang does not import and the records already refuse). sglang missing
-        or outside the range: that refusal's message."""
+        """:func:`supports_at` for the installed release (a forced adapter: the adapter's), and
+        for a Case what it lacks on inspection (:func:`.features.case_missing`; skipped if the
+        records already refuse). Unavailable: that message."""
         try:
             v, adapter = sg.release()
         except TargetUnavailable as e:
@@ -151,8 +142,7 @@ class SGLangTarget:
 
     @staticmethod
     def describe() -> str:
-        """The installed release and the real/modelled table (``swafuzz list --target
-        sglang``)."""
+        """The installed release and the real/modelled table (``swafuzz list --target sglang``)."""
         try:
             v, a = sg.release()
             head = f"target sglang: installed sglang {sg.label(v, a)}"
@@ -162,10 +152,8 @@ class SGLangTarget:
 
     @staticmethod
     def versions() -> dict[str, str]:
-        """``{"sglang": ...}``: ``0.5.17 (resolver family)`` (:func:`~swafuzz.targets.sglang.
-        label`: the family the release's recorded probe detected), ``0.5.24 (adapter 0.5.23,
-        resolver family)`` when an adapter is forced, or the refusal's reason (``not
-        installed``, ``X (unsupported)``); reads metadata only."""
+        """``{"sglang": label}`` (:func:`~swafuzz.targets.sglang.label`, e.g. ``0.5.24 (adapter
+        0.5.23, resolver family)``) or the refusal's reason; reads metadata only."""
         try:
             v, adapter = sg.release()
         except TargetUnavailable:

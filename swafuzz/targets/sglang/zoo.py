@@ -1,12 +1,8 @@
-"""Mutants of the ``sglang`` target: a fault put into the release's own code on the objects the
-adapter builds (one method of one instance), registered in the bug zoo like the engine model's
-mutants (:func:`swafuzz.targets.mutants.mutant`) but run against the installed release.
-
-:class:`SGLangMutant` is the registered factory: nothing is imported from SGLang until an
-engine is built; ``build`` names (``"module:attr"``) the mutant's engine class, a subclass of
-:class:`~swafuzz.targets.sglang.engine.SGLangEngine` in a module that imports the adapter. Its
-hooks answer as the ``sglang`` target does (``supports``, ``check_available``, ``versions``);
-``control`` names the unmutated target the zoo runs as the control for it.
+"""Mutants of the ``sglang`` target: a fault in the release's own code on the objects the
+adapter builds (one method of one instance), registered like the engine model's mutants
+(:func:`swafuzz.targets.mutants.mutant`). :class:`SGLangMutant` is the factory (no SGLang import
+until built): ``build`` names (``"module:attr"``) its :class:`SGLangEngine` subclass; its hooks
+answer as the ``sglang`` target's; ``control`` names the unmutated target the zoo compares with.
 """
 
 from __future__ import annotations

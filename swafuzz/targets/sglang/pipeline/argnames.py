@@ -1,14 +1,11 @@
 """The Case's server arguments under the installed release's ``ServerArgs`` names.
 
-A server-level Case names its fields as 0.5.23's ``ServerArgs`` does. A field an older release
-calls otherwise is renamed where the release lacks the Case's name and has the older one
-(detected from the release's fields, never by version): 0.5.12's ``cuda_graph_bs`` is 0.5.23's
-``cuda_graph_bs_decode`` (the decode graph batch sizes). The release's own argument checks and
-the pipeline's ``ServerArgs`` both receive the renamed config. A field the release has under
-no name (0.5.12: the V4.1 bounded-replay flags) is left out while it holds the Case's default
-(the release behaves as without the flag); set otherwise, the Case is refused naming it.
-Attention TP above 1 is refused where the release lacks the runtime context whose process
-bring-up the padding hop drives (0.5.12).
+Case fields use 0.5.23's names; one an older release calls otherwise is renamed where the
+release lacks the Case's name and has the older (detected, never by version): 0.5.12's
+``cuda_graph_bs`` is ``cuda_graph_bs_decode``. The argument checks and the pipeline both get the
+renamed config. A field the release lacks entirely (0.5.12: the V4.1 bounded-replay flags) is
+dropped while at the Case's default, else the Case is refused naming it. Attention TP > 1 is
+refused without the runtime context the padding hop drives (0.5.12).
 """
 
 from __future__ import annotations

@@ -1,27 +1,21 @@
 """The release's decode graph runner's replay preparation at server level (imports SGLang).
 
-For a DECODE the release's can-run decision sends to a graph (:meth:`.steps.Pipeline.can_run_graph`),
-the release's own replay preparation fills the runner's static buffers from its
-``ForwardBatch``: 0.5.22 / 0.5.23 ``DecodeCudaGraphRunner.load_batch`` (``_pad_to_bucket``, the
-buffer registry's ``fill_from``, ``build_replay_fb_view``, the backend's
-``init_forward_metadata_out_graph``); 0.5.12 ``CudaGraphRunner.replay_prepare``
-(``DecodeInputBuffers.populate_from_forward_batch``,
-``init_forward_metadata_replay_cuda_graph``). The runner is the can-run decision's instance
-(:func:`.seams.graph_runner`), given the buffers its constructor would build (the release's
-``DecodeInputBuffers.create`` and, where it has one, ``build_decode_registry``); its attention
-backend a ``DeepseekV4AttnBackend`` built without its constructor over the engine's DSV4 pool,
-with the release's ``init_cuda_graph_state`` and, per captured batch size, its capture-time
-prep run once at start-up.
+For a DECODE sent to a graph (:meth:`.steps.Pipeline.can_run_graph`) the release fills the
+runner's static buffers from its ``ForwardBatch``: 0.5.22 / 0.5.23
+``DecodeCudaGraphRunner.load_batch`` (``_pad_to_bucket``, ``fill_from``,
+``build_replay_fb_view``, ``init_forward_metadata_out_graph``); 0.5.12
+``CudaGraphRunner.replay_prepare`` (``populate_from_forward_batch``,
+``init_forward_metadata_replay_cuda_graph``). The runner is the can-run decision's
+(:func:`.seams.graph_runner`) with the buffers of ``DecodeInputBuffers.create`` (and
+``build_decode_registry`` where present); its backend a constructor-less
+``DeepseekV4AttnBackend`` over the engine's DSV4 pool, with ``init_cuda_graph_state`` and each
+bucket's capture-time prep run once.
 
-Bypassed: the graph capture and ``graph.replay()``: the padded buffers (``out_cache_loc``,
-``seq_lens``, ``positions``) become the batch the component engine's graph runner replays, so
-its stores write where the release's buffers say. Where the release stamps SWA write locations
-in its in-graph init (0.5.22, 0.5.23), that init runs on the host over the captured batch and
-its write locations and read indices go to the oracle.
-
-Modelled: the buffers are the runner's own (no ``share_buffers``); the FlashMLA plan is None;
-the stores resolve through the harness's metadata, not the release's upgraded metadata;
-0.5.12's in-graph upgrade is not run (it builds compressed-layer metadata).
+Bypassed: capture and ``graph.replay()``; the padded ``out_cache_loc`` / ``seq_lens`` /
+``positions`` become the batch the component graph runner replays. Where the release stamps SWA
+write locations in-graph (0.5.22, 0.5.23) that init runs on the host and its write locations and
+read indices go to the oracle. Modelled: own buffers (no ``share_buffers``), FlashMLA plan None,
+stores resolve through the harness's metadata; 0.5.12's in-graph upgrade is not run.
 """
 
 from __future__ import annotations
@@ -75,9 +69,8 @@ def _create_buffers(device, max_bs: int, fill_value: int):
 
 
 def _release_backend(server, device):
-    """The release's DSV4 backend built without its constructor, holding what its graph prep
-    reads: one rank, no speculative decoding, no compressed layers, capture length of the
-    full pool."""
+    """The release's DSV4 backend built without its constructor, holding what its graph prep reads:
+    one rank, no speculative decoding, no compressed layers, capture length of the full pool."""
     bk = bare_backend(server.engine.target_pool.real)
     bk.device = device
     bk.needs_cpu_seq_lens = False
@@ -170,11 +163,9 @@ class GraphFill:
         return out
 
     def in_graph(self, bs: int) -> dict:
-        """The release's in-graph init (``init_forward_metadata_in_graph``: the Raw -> full
-        upgrade ``make_forward_metadata_from_raw_decode`` and the SWA write-location stamp) on
-        the captured batch (the buffers' first ``bs`` rows), run on the host where a GPU replays
-        it inside the graph: its SWA write locations, and per row its SWA read indices (newest
-        first, as many as its read length)."""
+        """The release's ``init_forward_metadata_in_graph`` (Raw upgrade, SWA stamp) on the
+        captured batch (first ``bs`` rows), on the host: its SWA write locations, and per row
+        its SWA read indices (newest first, read length many)."""
         b = self.runner.buffers
         view = SimpleNamespace(forward_mode=self.runner.capture_forward_mode, batch_size=bs,
                                out_cache_loc=b.out_cache_loc[:bs], positions=b.positions[:bs],

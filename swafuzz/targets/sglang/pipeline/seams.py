@@ -1,21 +1,16 @@
 """Where the server-level pipeline meets a release whose scheduler API differs (imports SGLang).
 
-Each seam is chosen by what the installed release has (a module, a method, a parameter),
-never by its version number. The two shapes in the range:
+Each seam is chosen by what the release has (a module, method, parameter), never its version:
 
-* the runtime-context shape (0.5.22, 0.5.23): ``sglang.srt.runtime_context`` holds the server
-  arguments, ``KVIndexTranslator`` binds a KV-location plan, the disabled radix cache is the
-  registry's ``UnifiedRadixCache``, ``ForwardBatch.init_new`` takes the ``ScheduleBatch``, the
-  decode graph runner decides with ``DecodeCudaGraphRunner.can_run_graph``, a chunk is stashed by
-  ``checkpoint_kv_cache``;
-* the global-server-args shape (0.5.12): ``set_global_server_args_for_scheduler`` holds them,
-  no translator (``ForwardBatch.init_new`` translates ``out_cache_loc`` through the allocator
-  itself), the scheduler's rule in ``init_cache_with_memory_pool`` picks ``SWAChunkCache`` for a
-  disabled radix cache with chunked prefill on and ``SWARadixCache(disable=True)`` otherwise,
-  ``ForwardBatch.init_new`` takes the batch's ``ModelWorkerBatch``, the graph runner decides
-  with ``CudaGraphRunner.can_run``, a chunk is stashed by ``maybe_cache_unfinished_req(...,
-  chunked=True)`` (the scheduler's ``stash_chunked_request``), ``retract_decode`` takes the
-  server arguments.
+* runtime-context shape (0.5.22, 0.5.23): ``sglang.srt.runtime_context`` holds the server args,
+  ``KVIndexTranslator`` binds a KV-location plan, the disabled radix cache is the registry's
+  ``UnifiedRadixCache``, ``ForwardBatch.init_new`` takes the ``ScheduleBatch``, the can-run
+  decision is ``DecodeCudaGraphRunner.can_run_graph``, a chunk is stashed by ``checkpoint_kv_cache``;
+* global-server-args shape (0.5.12): ``set_global_server_args_for_scheduler``; no translator
+  (``init_new`` translates via the allocator and takes the ``ModelWorkerBatch``);
+  ``init_cache_with_memory_pool``'s rule picks ``SWAChunkCache`` (disabled radix + chunked
+  prefill) else ``SWARadixCache(disable=True)``; ``CudaGraphRunner.can_run``; a chunk is stashed
+  by ``maybe_cache_unfinished_req(..., chunked=True)``; ``retract_decode`` takes the server args.
 """
 
 from __future__ import annotations
@@ -72,14 +67,10 @@ def token_ids(ids):
 
 @contextlib.contextmanager
 def cpu_platform() -> Iterator[None]:
-    """The run as on a CPU platform. A release whose ``support_triton`` asks only about the
-    attention backend (0.5.12: no platform capability) says yes on this CPU process, and its
-    ``write_cache_indices`` and ``compute_position`` would launch Triton kernels that the
-    Triton interpreter cannot run (pointers loaded from a uint64 tensor); a release that asks
-    the platform (0.5.23) says no and takes its own torch branches. For the run, the former's
-    modules on the pipeline's path get the latter's answer, so the release's own torch branches
-    run (``req_to_token_pool.write``, ``compute_position_torch``). And the one-rank groups
-    (:func:`one_rank_groups`)."""
+    """The run as on a CPU platform, with :func:`one_rank_groups`. 0.5.12's ``support_triton``
+    (no platform check) says yes here, so ``write_cache_indices`` / ``compute_position`` would
+    launch Triton kernels the interpreter cannot run (pointers from a uint64 tensor); its modules
+    get 0.5.23's answer (no), so the release's torch branches run."""
     from sglang.srt.model_executor import forward_batch_info
     from sglang.srt.utils import common as utils
     with contextlib.ExitStack() as stack:
@@ -93,10 +84,8 @@ def cpu_platform() -> Iterator[None]:
 
 @contextlib.contextmanager
 def one_rank_groups() -> Iterator[None]:
-    """Where the release's ``ForwardBatch.init_new`` asks the process's expert-parallel group
-    for its size (0.5.12: ``enable_num_token_non_padded``) and this process has none, a group
-    of one rank answers (the one-rank server the pipeline drives); a release that reads its
-    runtime context (0.5.23) asks no group."""
+    """A one-rank expert-parallel group where 0.5.12's ``ForwardBatch.init_new`` asks for its
+    size (``enable_num_token_non_padded``) and the process has none."""
     from sglang.srt.distributed import parallel_state as ps
     if getattr(ps, "_MOE_EP", "absent") is not None:
         yield
@@ -125,9 +114,8 @@ def prefix_len(req) -> int:
 
 
 def chunk_end(req, end: int) -> None:
-    """The adder's chunk: the request's extend stops at token ``end`` (a release with
-    ``extend_end`` sets it, 0.5.21 its ``extend_range``; 0.5.12 truncates ``fill_ids`` and sets the extend length, as its
-    adder's truncation does)."""
+    """The adder's chunk: the extend stops at token ``end`` (``extend_end``, 0.5.21's
+    ``extend_range``; 0.5.12 truncates ``fill_ids`` and sets the extend length, as its adder)."""
     if hasattr(req, "extend_end"):
         req.extend_end = end
     elif hasattr(req, "set_extend_range"):  # 0.5.21: the round's [prefix, end) as a Range
@@ -206,9 +194,8 @@ def release(req, tree) -> None:
 
 
 def graph_runner(buckets):
-    """The release's decode graph runner built without its constructor (which captures graphs
-    on a GPU), holding the attributes its can-run decision reads for a one-rank,
-    non-speculative, non-LoRA decode server, and that decision as a bound method."""
+    """A constructor-less decode graph runner with what its can-run decision reads (one rank, no
+    spec, no LoRA), and that decision as a bound method."""
     if DECODE_RUNNER_MOD is not None:
         r = object.__new__(DECODE_RUNNER_MOD.DecodeCudaGraphRunner)
         r.ragged_verify_mode = False

@@ -67,10 +67,8 @@ def install_server_args(case: ServerCase) -> object:
 
 
 class ModelRunnerStandIn:
-    """Exactly the attributes the release's ``ForwardBatch.init_new`` reads from its model
-    runner on this path (no model, no LoRA, no n-gram embedding): on the runtime-context shape
-    the translator, on the global-server-args shape the pools, allocator and server arguments
-    (it translates ``out_cache_loc`` to SWA slots through the allocator itself)."""
+    """What ``ForwardBatch.init_new`` reads from its model runner here: the translator
+    (runtime-context shape), or the pools, allocator and server args (global-server-args)."""
 
     def __init__(self, translator, device: str, server=None):
         self.is_draft_worker = False

@@ -1,30 +1,24 @@
-"""Speculative decoding (EAGLE, top-k 1) at server level through the release's own spec-v2
-code (imports SGLang; what stays modelled: :mod:`.hops`).
+"""Speculative decoding (EAGLE, top-k 1) at server level through the release's spec-v2 code
+(imports SGLang; what stays modelled: :mod:`.hops`). A speculative DECODE is one EAGLE v2
+iteration:
 
-A DECODE of a speculative Case is one iteration of the release's EAGLE v2 worker:
-
-* the scheduler's ``ScheduleBatch.prepare_for_decode``, which hands the iteration to the
-  release's ``eagle_prepare_for_decode`` (SWA eviction, the per-decode KV reserve
-  ``get_alloc_reserve_per_decode``, ``alloc_for_spec_decode`` writing ``req_to_token``,
+* prepare: ``ScheduleBatch.prepare_for_decode`` -> ``eagle_prepare_for_decode`` (SWA eviction,
+  ``get_alloc_reserve_per_decode``, ``alloc_for_spec_decode`` writing ``req_to_token`` and
   ``kv_allocated_len``);
-* the draft: the release's ``prepare_for_draft`` (the draft-write locations gathered from
-  ``req_to_token`` by its ``assign_draft_cache_locs_contiguous`` Triton kernel; with the
-  target's ``KVIndexTranslator`` the iteration's window plan, ``KVLocPlan``, that the verify and
-  the draft extend then write), and ``steps - 1`` draft decode forwards, each storing its column
-  (the release's ``per_step_draft_out_cache_loc``) through the engine's multi-step backend;
-  the draft tokens are the timeline's (the draft model's proposals need its weights);
-* the verify: an ``EagleVerifyInput`` holding those draft tokens and the draft's plan, handed to
-  the release's ``eagle_prepare_for_verify`` (TARGET_VERIFY ``ForwardBatch.init_new`` over the
-  planned window); the stub model stores every target layer through ``store_cache``;
-* the accept: the Case's accept lengths stand in for ``eagle_sample``; the release's
-  ``_resolve_spec_v2_tokens`` commits them (``kv_committed_len``), the scheduler's non-overlap
-  tail sets ``seq_lens`` to the verify's ``seq_lens + accept_lens``;
-* the draft extend after verify: the release's ``prepare_for_draft_extend`` with an
-  ``EagleDraftExtendInput`` (DRAFT_EXTEND_V2 over the verify window) and ``ForwardBatch.init_new``
-  for a draft model runner; the stub draft model stores its layer through ``store_cache``.
+* draft: ``prepare_for_draft`` (write locations gathered by ``assign_draft_cache_locs_contiguous``;
+  with the target's ``KVIndexTranslator`` the window plan ``KVLocPlan`` that verify and draft
+  extend then write), then ``steps - 1`` draft decodes, each storing its column
+  (``per_step_draft_out_cache_loc``) through the multi-step backend; draft tokens are the
+  timeline's (proposals need weights);
+* verify: an ``EagleVerifyInput`` (those tokens, the draft's plan) -> ``eagle_prepare_for_verify``
+  (TARGET_VERIFY ``ForwardBatch.init_new``); the stub model stores every layer via ``store_cache``;
+* accept: the Case's accept lengths stand in for ``eagle_sample``; ``_resolve_spec_v2_tokens``
+  commits them (``kv_committed_len``); ``seq_lens`` becomes the verify's ``seq_lens + accept_lens``;
+* draft extend: ``prepare_for_draft_extend`` with an ``EagleDraftExtendInput`` (DRAFT_EXTEND_V2
+  over the verify window), ``init_new`` for a draft runner; the stub draft stores its layer.
 
-Per iteration a :class:`SpecRec` is appended to ``ServerObs.spec``; after the run the release
-allocator's free full / SWA slots (``free``) let the oracle check that nothing leaked.
+Each iteration appends a :class:`SpecRec` to ``ServerObs.spec``; after the run the release
+allocator's free full / SWA slots (``free``) let the oracle check for leaks.
 """
 
 from __future__ import annotations
@@ -143,11 +137,8 @@ class SpecPipeline(steps.Pipeline):
         return rec
 
     def draft(self, fwd: Forward, b, draft_tokens: torch.Tensor):
-        """The draft's batch: the release's ``prepare_for_draft`` (the draft-write locations
-        from ``req_to_token``, and with the target's translator the iteration's window plan),
-        then the stub draft model's ``steps - 1`` decode forwards, each storing its column
-        (the release's ``per_step_draft_out_cache_loc``) through the engine's multi-step
-        backend. Returns per step what it stored, and the plan."""
+        """The draft (module docstring): ``prepare_for_draft``, then ``steps - 1`` stub decode
+        forwards through the multi-step backend. Returns per step what it stored, and the plan."""
         s, eng, bs = self.srv, self.srv.engine, len(b.reqs)
         first = draft_tokens.view(bs, self.num_draft)[:, :1]
         b.spec_info = EagleDraftInput(topk_p=torch.ones(bs, 1), topk_index=first,
@@ -244,11 +235,10 @@ class SpecPipeline(steps.Pipeline):
 
 @contextlib.contextmanager
 def kernels() -> Iterator[None]:
-    """The release's Triton helpers on this path (``assign_req_to_token_pool``,
-    ``assign_draft_cache_locs_contiguous``) run in the Triton interpreter, whose scalar
-    ``__index__`` (a loop bound from ``tl.cdiv``) converts a one-element array with ``int()``,
-    which numpy 2.4 refuses: for the run, it takes the element (``.item()``) instead. The
-    kernels are the release's, unchanged; without the interpreter (a GPU) nothing is patched."""
+    """The release's Triton helpers here (``assign_req_to_token_pool``,
+    ``assign_draft_cache_locs_contiguous``) under the interpreter: its scalar ``__index__``
+    calls ``int()`` on a one-element array (refused by numpy 2.4); it takes ``.item()`` for the
+    run. Kernels unchanged; without the interpreter nothing is patched."""
     try:
         from triton.runtime import interpreter
     except ImportError:  # pragma: no cover - no Triton: nothing to patch

@@ -1,13 +1,11 @@
-"""One server-level run, scheduling step by scheduling step, through the release's own batch
-pipeline (imports SGLang; the hops and what stays modelled: :mod:`.hops`).
+"""One server-level run, step by step, through the release's own batch pipeline (imports
+SGLang; hops and what stays modelled: :mod:`.hops`).
 
-Per forward of the plan (:mod:`swafuzz.server.timeline`): EXTEND builds the release's ``Req``
-objects, matches them against the tree cache, builds a ``ScheduleBatch`` (``init_new``,
-``prepare_for_extend``) and merges it into the running batch (``merge_batch``); DECODE runs the
-running batch's ``prepare_for_decode``. Then the release's ``ForwardBatch.init_new`` and the stub
-model: per layer one store of deterministic rows through the release's ``store_cache``. A
-release frees the leaving requests (``release_kv_cache``) and filters the running batch
-(``filter_batch``). Every allocation the release's allocator makes is logged as it returns.
+Per forward of the plan (:mod:`swafuzz.server.timeline`): EXTEND builds ``Req`` objects, matches
+the tree cache, builds a ``ScheduleBatch`` (``init_new``, ``prepare_for_extend``) and
+``merge_batch``-es it; DECODE runs ``prepare_for_decode``. Then ``ForwardBatch.init_new`` and the
+stub model (per layer one ``store_cache`` of deterministic rows); leaving requests are freed
+(``release_kv_cache``, ``filter_batch``). Every allocation is logged as it returns.
 """
 
 from __future__ import annotations
@@ -43,10 +41,8 @@ EVICTION_ENV = "SGLANG_SWA_EVICTION_INTERVAL"
 
 
 class OutOfScope(Exception):
-    """A step the server would not run as the plan says: the release's capacity gate refused
-    a decode (the scheduler would retract requests), or an EXTEND does not fit the pools' free
-    tokens (the PrefillAdder would defer admission). Neither is driven: the run stops there and
-    the Case is out of scope, not a finding."""
+    """A step the server would not run as planned (a refused decode, an EXTEND beyond the free
+    tokens): the run stops and the Case is out of scope, not a finding."""
 
 
 class AllocTap:
@@ -229,9 +225,8 @@ class Pipeline:
                           window_rows=window_rows, graph=filled, window=win)
 
     def can_run_graph(self, fb: ForwardBatch) -> bool:
-        """The model runner's choice: a graph-capable mode, a decode graph runner, and the
-        release's graph runner's decision (:func:`.seams.graph_runner`); an executor without graphs runs
-        every forward eagerly."""
+        """A graph-capable mode, a decode graph runner and its decision (:func:`.seams.graph_runner`);
+        an executor without graphs runs every forward eagerly."""
         r = self.srv.graph_runner
         if r is None or not fb.forward_mode.is_cuda_graph():
             return False

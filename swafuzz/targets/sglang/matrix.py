@@ -143,7 +143,8 @@ def table_text(width: int = 100) -> str:
 
 def main(argv: list[str]) -> int:
     if not argv:
-        print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
+        usage = next(x for x in __doc__.splitlines() if "python -m" in x)
+        print("usage: " + usage.split("#")[0].strip(), file=sys.stderr)
         return 2
     for v in argv:
         try:

@@ -67,8 +67,11 @@ def _collect(tmp_path, cuda: bool) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "PYTEST_ADDOPTS")}
     env.update(SIM_CUDA="1" if cuda else "0", SIM_OUT=str(out), CI="1",
                PYTHONPATH=os.pathsep.join([ROOT, str(tmp_path)]))
+    # --assert=plain: what is selected and skipped does not depend on assertion rewriting,
+    # which is most of a collection's time
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only", "-p",
-                        "simcuda_plugin", "-p", "no:cacheprovider", "-m", expr, "tests"],
+                        "simcuda_plugin", "-p", "no:cacheprovider", "--assert=plain", "-m", expr,
+                        "tests"],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     return json.loads(out.read_text())

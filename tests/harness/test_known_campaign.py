@@ -3,8 +3,9 @@ failure is counted and bundled and the unit goes on; a new one still ends it and
 
 Target ``fixture:ring_known_and_new`` (``tests/data/known_plugin``): the ring kind with a
 page-size-1 bug (mutant 46's, the model of ledger entry ``ring-p1-alloc-writes-mapping``) and
-an unguarded store at page size > 1 (mutant 44's). Temporary ledgers; the CLI in a subprocess on
-the torch path, seeds fixed (hypothesis is seeded: the same Cases every run).
+an unguarded store at page size > 1 (mutant 44's). Temporary ledgers; campaigns run the CLI in a
+subprocess on the torch path, seeds fixed (hypothesis is seeded: the same Cases every run); usage
+errors and the report call the CLI in-process.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
+from support.runcli import cli_caller
 
 PLUGIN_DIR = Path(__file__).resolve().parents[1] / "data" / "known_plugin"
 TARGET = "fixture:ring_known_and_new"
@@ -42,14 +46,24 @@ def _ledger(tmp_path, *entries):
 
 
 def _args(out, ledger, examples=40, *extra):
+    # a small shrink budget: the known entries' first Cases shrink within it (one Case for
+    # fixture-p1), and no assertion here reads how far the new finding shrank
     return ["run", "--plugin", "swafuzz_known_fixture", "--target", TARGET, "--scenario", "ring",
             "--impl", "torch", "--examples", str(examples), "--seed", "0", "--shrink-budget",
-            "40", "--db", "none", "--out", str(out), "--ledger", str(ledger), *map(str, extra)]
+            "8", "--db", "none", "--out", str(out), "--ledger", str(ledger), *map(str, extra)]
 
 
 def swafuzz(*args, timeout=600):
     return subprocess.run([sys.executable, "-m", "swafuzz", *args], capture_output=True,
                           text=True, timeout=timeout, env=_env())
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """``cli(*args) -> (exit code, stdout, stderr)``: the CLI in-process (no interpreter and
+    torch import per call), the fixture plugin importable."""
+    monkeypatch.syspath_prepend(str(PLUGIN_DIR))
+    return cli_caller(capsys, monkeypatch)
 
 
 def rows(out):
@@ -61,7 +75,7 @@ def unit_rows(out):
     return [r for r in rows(out) if r.get("event") == "unit_done"]
 
 
-def test_known_bug_passed_new_bug_found_in_the_same_unit(tmp_path):
+def test_known_bug_passed_new_bug_found_in_the_same_unit(tmp_path, cli):
     led = _ledger(tmp_path, P1)
     out = tmp_path / "on"
     r = swafuzz(*_args(out, led))
@@ -90,14 +104,15 @@ def test_known_bug_passed_new_bug_found_in_the_same_unit(tmp_path):
     assert meta["known"]["fixture-p1"]["cases"] == u["known"]["fixture-p1"]
     assert meta["config"]["ledger"] == str(led)
     # the report agrees: the known group is known by the same ledger, the new one new
-    rep = swafuzz("report", str(out), "--ledger", str(led))
-    assert rep.returncode == 1, rep.stdout + rep.stderr
-    assert "known invariants/ring/ring-r4 (ledger: fixture-p1)" in rep.stdout
-    assert "NEW   contracts/ring/refused" in rep.stdout
+    code, so, se = cli("report", out, "--ledger", led)
+    assert code == 1, so + se
+    assert "known invariants/ring/ring-r4 (ledger: fixture-p1)" in so
+    assert "NEW   contracts/ring/refused" in so
 
-    # without the ledger the same unit ends at its first Case, the known bug
+    # without the ledger the same unit ends at its first Case, the known bug (in-process
+    # cases: what is shown is the campaign's, the isolated path ran above)
     off = tmp_path / "off"
-    r = swafuzz(*_args(off, "none"))
+    r = swafuzz(*_args(off, "none"), "--no-isolate")
     assert r.returncode == 1
     (u,) = unit_rows(off)
     assert u["finding"] == "invariants/ring/ring-r4" and u["generated"] == 1
@@ -130,31 +145,32 @@ def test_known_only_run_exits_0_and_the_cap_holds(tmp_path):
     assert "stopped: known_cap:fixture-store" in r.stdout
 
 
-def test_bad_ledger_is_a_usage_error(tmp_path):
+def test_bad_ledger_is_a_usage_error(tmp_path, cli):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"ledger_version": 1, "entries": [{**P1, "when": {"pool": {
         "page_sise": 1}}}]}))
     out = tmp_path / "o"
-    r = swafuzz(*_args(out, bad))
-    assert r.returncode == 2
-    assert "--ledger" in r.stderr and "entries[0].when.pool.page_sise" in r.stderr
+    code, _, err = cli(*_args(out, bad))
+    assert code == 2
+    assert "--ledger" in err and "entries[0].when.pool.page_sise" in err
     assert not out.exists()
-    r = swafuzz(*_args(out, tmp_path / "missing.json"))
-    assert r.returncode == 2 and "cannot read ledger" in r.stderr and not out.exists()
+    code, _, err = cli(*_args(out, tmp_path / "missing.json"))
+    assert code == 2 and "cannot read ledger" in err and not out.exists()
 
 
 def test_sigint_after_a_known_finding_leaves_a_consistent_run(tmp_path):
     led = _ledger(tmp_path, P1, {**STORE, "when": {"pool": {"page_size": {"min": 2}}}})
     out = tmp_path / "o"
-    p = subprocess.Popen([sys.executable, "-m", "swafuzz", *_args(out, led, 150, "--known-cap",
-                                                                   "1000", "--quiet")],
+    p = subprocess.Popen([sys.executable, "-m", "swafuzz", *_args(out, led, 60, "--known-cap",
+                                                                  "1000", "--quiet")],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
                          start_new_session=True)
     deadline = time.time() + 300
     known = out / "findings" / "invariants_ring_ring-r4.known-fixture-p1.json"
-    while time.time() < deadline and not known.exists():
+    # the bundle, then some known Cases counted after it
+    while time.time() < deadline and not (known.exists() and sum(
+            x.get("known") == "fixture-p1" for x in rows(out)) >= 3):
         time.sleep(0.2)
-    time.sleep(1.0)  # some known Cases counted after the bundle
     os.killpg(p.pid, signal.SIGINT)
     so, se = p.communicate(timeout=120)
     assert p.returncode == 130, so + se
@@ -172,7 +188,7 @@ def test_sigint_after_a_known_finding_leaves_a_consistent_run(tmp_path):
     assert max(keys.values()) == 1  # nothing ran twice
     (u,) = unit_rows(out)
     assert u["known"]["fixture-p1"] >= 1 and u["known"]["fixture-store"] >= 1
-    assert u["generated"] == 150 and u["finding"] is None  # the whole budget, restarts and all
+    assert u["generated"] == 60 and u["finding"] is None  # the whole budget, restarts and all
 
 
 def test_bundles_record_the_executors_the_ledger_reads():

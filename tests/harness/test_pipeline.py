@@ -191,7 +191,7 @@ def test_tool_failure_exits_3_with_traceback_file(tmp_path):
 def test_time_budget_stops_generation(tmp_path):
     out = tmp_path / "o"
     t0 = time.time()
-    r = swafuzz("run", "--budget", "6s", "--scenario", "decode", "--scenario", "idle",
+    r = swafuzz("run", "--budget", "2s", "--scenario", "decode", "--scenario", "idle",
                 "--impl", "torch", "--quiet", "--out", out)
     assert r.returncode == 0, r.stdout + r.stderr
     units = [x for x in rows(out) if x.get("event") == "unit_done"]

@@ -48,7 +48,7 @@ def test_campaign_records_crash_findings_and_goes_on(tmp_path):
     out = tmp_path / "run"
     r = subprocess.run([sys.executable, "-m", "swafuzz", "run", "--examples", "2", "--quiet",
                         "--impl", "torch", "--target", "selftest:cuda_sticky", "--scenario",
-                        "decode", "--scenario", "idle", "--shrink-budget", "1", "--out",
+                        "decode", "--scenario", "idle", "--shrink-budget", "0", "--out",
                         str(out)], capture_output=True, text=True, cwd=ROOT, timeout=600,
                        env=dict(os.environ, PYTHONPATH=ROOT))
     assert r.returncode == 1, r.stdout + r.stderr

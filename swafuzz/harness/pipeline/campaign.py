@@ -244,9 +244,7 @@ class Campaign:
                     best[:] = [v]
                 raise _Found(v.signature())
 
-        phases = None
-        if not self.shrink:
-            phases = [Phase.explicit, Phase.reuse, Phase.generate]
+        phases = None if self.shrink else [Phase.explicit, Phase.reuse, Phase.generate]
         # a restarted round's hypothesis counts the Cases it draws again (its first draw is
         # the simplest Case, often one already run): _Spent ends it at the unit's budget
         budget = 2 * (examples - res.generated) + 10 if rnd else examples
@@ -267,14 +265,10 @@ class Campaign:
         try:
             with same_draws_in_any_process():
                 prop()
-        except _Found:
-            pass
+        except (_Found, _ShrinkSpent, _Capped, _Spent):
+            pass  # best holds the smallest failing Case seen; res.stopped says why it stopped
         except _OutOfTime:
             res.out_of_time = True
-        except _ShrinkSpent:
-            pass  # best holds the smallest failing Case seen
-        except (_Capped, _Spent):
-            pass  # res.stopped says why / the budget is spent
         except Unsatisfiable:  # every Case hypothesis drew was in an excluded region
             if not best:
                 res.stopped = res.stopped or "all_excluded"

@@ -267,8 +267,7 @@ class ServerLevel:
         if args.examples is not None and args.examples < 1:
             raise UsageError(f"--examples: must be >= 1 (got {args.examples})")
         positive("--workers", args.workers)
-        if args.shrink_budget < 0:
-            raise UsageError(f"--shrink-budget: must be >= 0 (got {args.shrink_budget})")
+        positive("--shrink-budget", args.shrink_budget, 0)
         budget_s = parse_duration("--budget", args.budget) if args.budget else None
         positive("--known-cap", args.known_cap)
         try:

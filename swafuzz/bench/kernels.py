@@ -71,11 +71,8 @@ def copy_ceiling_gbps(device: torch.device, gpu: bool) -> float:
 
 def op_bytes(op: str, n: int, d: int, es: int) -> int:
     """Bytes an operation must move (see the module docstring)."""
-    if op == "translate":
-        return 20 * n
-    if op == "store":
-        return 4 * n + 2 * n * d * es
-    return 20 * n + 2 * n * d * es
+    rows = 2 * n * d * es
+    return {"translate": 20 * n, "store": 4 * n + rows}.get(op, 20 * n + rows)
 
 
 def make_inputs(n: int, d: int, device: torch.device, seed: int = 0) -> dict:
@@ -89,14 +86,9 @@ def make_inputs(n: int, d: int, device: torch.device, seed: int = 0) -> dict:
     mapping, loc = mapping.to(device), loc.to(device)
     rows = torch.empty(n, d, dtype=torch.bfloat16, device=device)
     rows.view(torch.int16).random_(-(2**15), 2**15 - 1)
-    return {
-        "mapping": mapping,
-        "loc": loc,
-        "swa": mapping[loc].to(torch.int32),
-        "rows": rows,
-        "cache": torch.zeros(num_pages, PAGE, d, dtype=torch.bfloat16, device=device),
-        "out": torch.empty(n, dtype=torch.int32, device=device),
-    }
+    return {"mapping": mapping, "loc": loc, "swa": mapping[loc].to(torch.int32), "rows": rows,
+            "cache": torch.zeros(num_pages, PAGE, d, dtype=torch.bfloat16, device=device),
+            "out": torch.empty(n, dtype=torch.int32, device=device)}
 
 
 def _call(impl, op: str, x: dict):

@@ -32,8 +32,7 @@ STRIKES = 3
 
 
 class FleetError(UsageError):
-    """``--ray`` cannot be used as given (exit 2); the message names the flag and what is
-    allowed."""
+    """``--ray`` cannot be used as given (exit 2; the message names the flag and the allowed)."""
 
 
 def check_ray(spec: str) -> None:
@@ -54,10 +53,8 @@ PROBE_S = 5.0
 
 
 def check_reachable(spec: str, timeout: float = PROBE_S) -> None:
-    """A ``--ray HOST:PORT`` (or ``ray://HOST:PORT``; ``auto`` when ``RAY_ADDRESS`` names one)
-    whose head does not accept a TCP connection is refused before anything is written, instead
-    of after Ray's own connection timeout with a run directory half made. ``auto`` without
-    ``RAY_ADDRESS`` is left to Ray (it finds a cluster started on this machine)."""
+    """Refuse, before anything is written, a ``--ray HOST:PORT`` / ``ray://HOST:PORT`` (``auto``:
+    ``RAY_ADDRESS``, else left to Ray) whose head accepts no TCP connection."""
     addr = os.environ.get("RAY_ADDRESS", "") if spec == "auto" else spec
     if not addr or addr == "auto":
         return

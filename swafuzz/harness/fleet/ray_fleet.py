@@ -32,7 +32,7 @@ STRIKES = 3
 
 
 class FleetError(UsageError):
-    """``--ray`` cannot be used as given (exit 2; the message names the flag and the allowed)."""
+    """``--ray`` cannot be used as given (exit 2; the message names the flag, what is allowed)."""
 
 
 def check_ray(spec: str) -> None:

@@ -1,18 +1,15 @@
-"""Fleet throughput, side by side in one run: checked forward steps per second of one
-``swafuzz run`` campaign with ``--workers 1`` (the base of every ratio), ``--workers 2``,
-``--ray`` on a Ray cluster of this machine with 1 and 2 worker nodes, and ``--shard 1/2`` +
-``--shard 2/2`` run at the same time then ``swafuzz merge``d.
+"""Fleet throughput in one run: checked forward steps per second of one ``swafuzz run`` campaign
+with ``--workers 1`` (the base of every ratio), ``--workers 2``, ``--ray`` on a local Ray cluster
+with 1 and 2 worker nodes, and ``--shard 1/2`` + ``--shard 2/2`` at once then ``swafuzz merge``.
 
     python -m swafuzz.bench.fleet --out bench-out --examples 400 --impl torch
 
-Every row runs the same campaign (target ``unified``, the same kinds, examples and seed, no
-corpus, no ledger) through the real CLI, so it counts what a user waits for: ``wall s`` from
-starting the command to its exit (start-up included; the Ray cluster's own start is not). The
-Ray rows need ray in this Python (``swafuzz[ray]``); without it they are reported as not run.
-Start-up is measured, not subtracted: the ``start-up`` section times each piece alone, and
-``--profile`` splits the CPU time by process role (sampling ``/proc``); the table's notes
-(:func:`swafuzz.bench.fleet_parts.render`) define every column. Writes ``fleet-bench.md`` and
-``fleet-bench.json`` into ``--out`` and keeps each row's run directory under ``OUT/runs``.
+Every row runs the same campaign (``unified``, same kinds, examples and seed, no corpus, no
+ledger) through the real CLI, start-up included (not the Ray cluster's). Ray rows need
+``swafuzz[ray]``, else are reported as not run. The ``start-up`` section times each piece alone;
+``--profile`` splits CPU time by process role (``/proc`` sampling); the columns are defined in
+the table's notes (:func:`swafuzz.bench.fleet_parts.render`). Writes ``fleet-bench.md`` and
+``fleet-bench.json`` into ``--out``, each row's run directory under ``OUT/runs``.
 """
 
 from __future__ import annotations

@@ -1,14 +1,12 @@
-"""Harness throughput: cases per second and checked forward steps per second of a ``unified``
-campaign, for 1 and N worker processes, in one run.
+"""Harness throughput: cases and checked forward steps (one forward of a Case by one executor,
+checked against the oracle) per second of a ``unified`` campaign, for 1 and N worker processes.
 
     python -m swafuzz.bench.harness --workers 1,2 --examples 48 --impl torch
 
-Each worker process runs its own campaign (every kind, no shrinking) over its own seed
-(``--seed + i``) with ``--examples`` cases, so N workers do N times the work of one. Workers warm
-up first (one case each) and start together at a barrier; a round's time runs from the barrier to
-the last worker's end. A *checked forward step* is one forward of a Case run by one executor and
-checked against the oracle. The ratio column (over the 1-worker round) approaches N on a machine
-with N free cores.
+Each worker runs its own campaign (every kind, no shrinking, seed ``--seed + i``, ``--examples``
+cases: N workers do N times one's work), warmed up by one case, started at a barrier; a round
+lasts from the barrier to the last worker's end. The ratio (over 1 worker) approaches N with N
+free cores.
 """
 
 from __future__ import annotations

@@ -1,24 +1,19 @@
 """Kernel benchmark: translate, store and translate_store per implementation.
 
-Usage::
-
     python bench/kernels.py [--sizes 64,4096,1048576,16777216] [--d 576]
                             [--impls torch,triton,cuda] [--json FILE] [--tune]
 
-For every size N and operation: the time per call (µs, median), the speed-up over the torch
-path, the effective bandwidth and its fraction of a copy ceiling measured in the same run (a
-large device-to-device ``copy_``, bytes read + written). Bytes per call:
+Per size N and operation: µs per call (median), speed-up over torch, effective bandwidth and its
+fraction of a copy ceiling measured in the same run (a large device-to-device ``copy_``). Bytes
+per call: translate reads ``N*8`` (loc) + ``N*8`` (mapping), writes ``N*4``; store reads ``N*4``
+(int32 loc) + ``N*D*es`` (rows), writes ``N*D*es`` (es = 2 for bf16); translate_store
+``20*N + 2*N*D*es``.
 
-* translate: reads ``N*8`` (loc) + ``N*8`` (gathered mapping entries), writes ``N*4``;
-* store: reads ``N*4`` (int32 loc) + ``N*D*es`` (rows), writes ``N*D*es`` (es = 2 for bf16);
-* translate_store: ``20*N + 2*N*D*es`` (the int32 locations are written once, not re-read).
-
-Setup: page size 256, bfloat16 rows of width D, ``ceil(N/256) + 1`` pages, N distinct full slots
-sent to N distinct SWA slots in random order. Only device work is timed: host value contracts are
-switched off by a pass-through launch recorder (static checks still run). On GPU the timings use
-``triton.testing.do_bench``; without one, the Triton interpreter and ``time.perf_counter``
-medians (default sizes 64 and 4096: a smoke test, not a measurement). ``--tune`` (GPU) also
-sweeps a few Triton store configurations for translate_store at the largest size.
+Setup: page size 256, bf16 rows of width D, ``ceil(N/256) + 1`` pages, N distinct full slots sent
+to N distinct SWA slots in random order; only device work is timed (host value contracts off via
+a pass-through launch recorder). GPU: ``triton.testing.do_bench``; CPU: the Triton interpreter
+and ``time.perf_counter`` medians (default sizes 64, 4096: a smoke test). ``--tune`` (GPU) sweeps
+a few Triton store configurations for translate_store at the largest size.
 """
 
 from __future__ import annotations
@@ -76,11 +71,8 @@ def copy_ceiling_gbps(device: torch.device, gpu: bool) -> float:
 
 def op_bytes(op: str, n: int, d: int, es: int) -> int:
     """Bytes an operation must move (see the module docstring)."""
-    if op == "translate":
-        return 20 * n
-    if op == "store":
-        return 4 * n + 2 * n * d * es
-    return 20 * n + 2 * n * d * es
+    rows = 2 * n * d * es
+    return {"translate": 20 * n, "store": 4 * n + rows}.get(op, 20 * n + rows)
 
 
 def make_inputs(n: int, d: int, device: torch.device, seed: int = 0) -> dict:
@@ -94,14 +86,9 @@ def make_inputs(n: int, d: int, device: torch.device, seed: int = 0) -> dict:
     mapping, loc = mapping.to(device), loc.to(device)
     rows = torch.empty(n, d, dtype=torch.bfloat16, device=device)
     rows.view(torch.int16).random_(-(2**15), 2**15 - 1)
-    return {
-        "mapping": mapping,
-        "loc": loc,
-        "swa": mapping[loc].to(torch.int32),
-        "rows": rows,
-        "cache": torch.zeros(num_pages, PAGE, d, dtype=torch.bfloat16, device=device),
-        "out": torch.empty(n, dtype=torch.int32, device=device),
-    }
+    return {"mapping": mapping, "loc": loc, "swa": mapping[loc].to(torch.int32), "rows": rows,
+            "cache": torch.zeros(num_pages, PAGE, d, dtype=torch.bfloat16, device=device),
+            "out": torch.empty(n, dtype=torch.int32, device=device)}
 
 
 def _call(impl, op: str, x: dict):

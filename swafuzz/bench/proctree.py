@@ -1,10 +1,8 @@
-"""Where a benchmarked command's CPU time goes: a thread that samples the process trees below
-some root pids (Linux ``/proc``) and sums each process's user + system CPU time by its role in
-a campaign (the CLI, a pool process of ``--workers N``, a case worker, a Ray worker, ...).
-
-A process's time is its last sample, so a process that ends between two samples loses at most
-one interval of CPU time (``every``); the exact total of a local run is ``resource.getrusage``
-of its reaped children (:mod:`swafuzz.bench.fleet` reports both).
+"""Where a benchmarked command's CPU time goes: a thread sampling the process trees below some
+root pids (Linux ``/proc``) and summing user + system CPU time by role in a campaign (the CLI, a
+``--workers N`` pool process, a case worker, a Ray worker, ...). A process that ends between two
+samples loses at most one interval (``every``); the exact total of a local run is
+``resource.getrusage`` of its reaped children (:mod:`swafuzz.bench.fleet` reports both).
 """
 
 from __future__ import annotations

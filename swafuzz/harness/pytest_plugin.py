@@ -1,16 +1,13 @@
 """pytest plugin: the ``swafuzz_check`` fixture (run a Case, fail with the one-line repro
 command), ``--swafuzz-plugin`` for target plugins, and swafuzz's markers.
 
-Loaded into a host suite (``-p swafuzz.harness.pytest_plugin``) it has no side effects beyond
-its markers' help texts and the ``--swafuzz-*`` options: the host's Hypothesis settings,
-environment and test selection are left as they are (a host running Cases on the Triton path
-without CUDA sets ``TRITON_INTERPRET=1`` itself, or passes ``impl="torch"``).
-
-swafuzz's own suite opts in to its policy with ``swafuzz_suite = true`` (ini) or
-``--swafuzz-suite``: the Hypothesis profiles ``dev`` (default), ``ci`` (derandomized, no
-deadline, no database; when ``CI`` is set) and ``nightly``, ``HYPOTHESIS_PROFILE`` overriding;
-and the skips of tests marked ``gpu`` / ``cudagraph`` (no CUDA), ``nightly`` and ``bigmem``
-(unless selected with ``-m``).
+In a host suite (``-p swafuzz.harness.pytest_plugin``) it adds only its markers and
+``--swafuzz-*`` options; Hypothesis settings, environment and selection stay the host's (Cases on
+the Triton path without CUDA need ``TRITON_INTERPRET=1`` or ``impl="torch"``). swafuzz's own
+suite opts in (``swafuzz_suite = true`` ini or ``--swafuzz-suite``) to the Hypothesis profiles
+``dev`` (default), ``ci`` (derandomized, no deadline, no database; when ``CI`` is set) and
+``nightly`` (``HYPOTHESIS_PROFILE`` overrides), and to skipping tests marked ``gpu`` /
+``cudagraph`` (no CUDA), ``nightly`` and ``bigmem`` (unless selected with ``-m``).
 """
 
 from __future__ import annotations

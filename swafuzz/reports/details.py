@@ -1,11 +1,9 @@
-"""What a report shows of one finding bundle, as plain text shared by summary.md, summary.html and
-junit.xml: its repro line (relative to the run directory), its Case's pool and steps, and every
-failing check it recorded.
+"""What summary.md, summary.html and junit.xml show of one finding bundle, as plain text.
 
 ``view(rel_path, bundle, ledger_ids)`` -> ``{"path", "repro", "ledger", "shrunk", "kind", "pool",
-"steps", "steps_left_out", "failures", "failures_left_out", "check", "message"}``, plain data; the
-Case's steps and the failing checks are capped (:data:`MAX_STEPS`, :data:`MAX_FAILURES`), the
-number left out said, so one huge unshrunk bundle cannot crowd the others out of a report.
+"steps", "steps_left_out", "failures", "failures_left_out", "check", "message"}``; ``repro`` is
+relative to the run directory; steps and failing checks are capped (:data:`MAX_STEPS`,
+:data:`MAX_FAILURES`, the number left out said) so one huge bundle cannot crowd out the others.
 """
 
 from __future__ import annotations
@@ -17,12 +15,6 @@ from swafuzz.reports.dedup import case_size
 
 MAX_STEPS = 60
 MAX_FAILURES = 40
-
-
-def repro_line(rel_path: str) -> str:
-    """The repro command of a bundle at ``rel_path`` (relative to the run directory, ``/``
-    separators): what a CI user runs from the run directory, wherever it was copied."""
-    return f"swafuzz repro {rel_path}"
 
 
 def repro_text(v: dict[str, Any]) -> str:
@@ -55,10 +47,9 @@ def failure_text(f: Any) -> str:
     """``'write_targets (step 1, fwd 0, dummy): message'``."""
     if not isinstance(f, dict):
         return str(f)
-    where = [f"step {f['step']}" if f.get("step") is not None else "",
-             f"fwd {f['fwd']}" if f.get("fwd") is not None else "",
-             str(f.get("slot_class") or "")]
-    where = [w for w in where if w]
+    where = [w for w in (f"step {f['step']}" if f.get("step") is not None else "",
+                         f"fwd {f['fwd']}" if f.get("fwd") is not None else "",
+                         str(f.get("slot_class") or "")) if w]
     return f"{f.get('check', '?')}" + (f" ({', '.join(where)})" if where else "") \
         + f": {f.get('message', '')}"
 
@@ -70,7 +61,7 @@ def view(rel_path: str, bundle: dict[str, Any], ledger_ids: list[str]) -> dict[s
     if not isinstance(fails, list) or not fails:  # a bundle of before 'failures': its first
         fails = [{"check": bundle.get("check") or "?", "message": bundle.get("message") or ""}]
     n_steps, n_requests, _ = case_size({**case, "steps": steps})
-    return {"path": rel_path, "repro": repro_line(rel_path), "ledger": list(ledger_ids),
+    return {"path": rel_path, "repro": f"swafuzz repro {rel_path}", "ledger": list(ledger_ids),
             "shrunk": {"steps": n_steps, "requests": n_requests},
             "kind": case.get("kind") or "?", "pool": pool_text(case),
             "steps": [step_text(i, s) for i, s in enumerate(steps[:MAX_STEPS])],

@@ -1,23 +1,21 @@
-"""``summary.html``: one self-contained page (inline CSS and SVG, no script, nothing fetched) with,
-per finding, a picture of the SWA pool.
-
-The picture is plain data (``harness.report.findings.pool_picture``, from the bundle's Case
-through the oracle and the observed side the bundle carries):
+"""``summary.html``: one self-contained page (inline CSS and SVG, no script, nothing fetched); per
+bundle of each finding a block (path, status, Case, repro line, failing checks, steps) with a
+picture of the SWA pool, drawn from plain data (``harness.report.findings.pool_picture``):
 
 ``picture = {"page_size": P, "swa_slots": S, "note": str, "pools": {pool: [layer, ...]}}`` with
 ``layer = {"expected": [slots], "dummy_expected": bool, "observed": [obs, ...]}`` and
 ``obs = {"executor", "written", "changed", "differs", "redzones": {"before", "after"}}``.
 
-Each layer shows an *expected* strip (the oracle's write targets) and one *actual* strip per
-executor, coloured against it (as expected, missing, unexpected, wrong bytes), the dummy page
-shaded and a redzone bar at each end (black when canaries were overwritten); every colour is in
-the legend and hovering a slot names its page. Every bundle of a finding's signature has its own
-block: path, status, Case, repro line, failing checks, steps and pool picture.
+Per layer: an *expected* strip (the oracle's write targets) and one *actual* strip per executor
+coloured against it (as expected, missing, unexpected, wrong bytes), the dummy page shaded, a
+redzone bar at each end (black when canaries were overwritten); a legend names every colour and
+hovering a slot names its page.
 """
 
 from __future__ import annotations
 
 import html
+from collections import Counter
 from typing import Any
 
 from swafuzz.reports.details import repro_text
@@ -25,18 +23,9 @@ from swafuzz.reports.summary import bundle_status, seen_text, shrunk_text
 
 CELL, GAP, PER_ROW = 10, 2, 64
 LABEL_W = 30  # the slot-number column left of each strip
-COLORS = {
-    "untouched": "#eeeeee",
-    "dummy": "#c8c8c8",
-    "dummy_written": "#7f7f7f",
-    "expected": "#2e9d4f",
-    "ok": "#2e9d4f",
-    "missing": "#f39c12",
-    "stray": "#d62728",
-    "wrong": "#8e44ad",
-    "rz_ok": "#9fd4ae",
-    "rz_bad": "#111111",
-}
+COLORS = {"untouched": "#eeeeee", "dummy": "#c8c8c8", "dummy_written": "#7f7f7f",
+          "expected": "#2e9d4f", "ok": "#2e9d4f", "missing": "#f39c12", "stray": "#d62728",
+          "wrong": "#8e44ad", "rz_ok": "#9fd4ae", "rz_bad": "#111111"}
 QUIET = ("untouched", "dummy")
 LEGEND = [  # one colour per meaning; 'expected' (the oracle strip's writes) is 'ok''s green
     ("ok", "written, as expected (expected strip: the oracle writes here)"),
@@ -185,9 +174,7 @@ def render_picture(picture: dict[str, Any]) -> str:
                          f"negative locations: {neg[:8]}")
                 tip_a = (f"redzone after: {rz.get('after', 0)} canary bytes overwritten; "
                          f"locations past the buffer: {big[:8]}")
-                counts = {}
-                for k, _ in cells:
-                    counts[k] = counts.get(k, 0) + 1
+                counts = Counter(k for k, _ in cells)
                 bad = {k: counts[k] for k in ("missing", "stray", "wrong") if counts.get(k)}
                 summary = ", ".join(f"{v} {k}" for k, v in bad.items()) or "slots as expected"
                 if bad_b or bad_a:

@@ -1,13 +1,11 @@
-"""``junit.xml`` for CI: one ``<testcase>`` per scenario kind that ran (``campaign.<kind>``,
-passing, with its case count) and one per finding signature (``finding.<signature>``: a
-``<failure>`` of type ``new`` or ``known``; a signature fixed since the baseline passes; one
-known by the ledger is ``<skipped>``, message ``known: ledger entry ID (CITE)`` and a
-``ledger_entry`` property per entry, so it does not fail CI). Names are the signatures, stable
-from night to night.
-
-A server-level run's ``summary.md`` and ``junit.xml`` (:func:`write_server_reports`) come from
-its ``run.json`` (``kinds``, ``findings``: the new findings' bundles relative to the run
-directory, ``known``: entry id -> ``{"signature", "cases", "bundle"}``, ...) and bundles.
+"""``junit.xml`` for CI: a passing ``<testcase>`` per scenario kind that ran (``campaign.<kind>``,
+its case count) and one per finding signature (``finding.<signature>``, stable night to night):
+a ``<failure>`` of type ``new`` or ``known``; passing when fixed since the baseline;
+``<skipped>`` when known by the ledger (message ``known: ledger entry ID (CITE)``, a
+``ledger_entry`` property per entry). :func:`write_server_reports`: a server-level run's
+``summary.md`` and ``junit.xml`` from its ``run.json`` (``kinds``, ``findings``: new findings'
+bundles relative to the run directory, ``known``: entry id -> ``{"signature", "cases",
+"bundle"}``) and bundles.
 """
 
 from __future__ import annotations
@@ -17,6 +15,7 @@ import os
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from swafuzz.reports.bundle import atomic_write_text
 from swafuzz.reports.details import repro_text
 from swafuzz.reports.summary import server_finding_lines, server_markdown, shrunk_text
 
@@ -118,20 +117,13 @@ def server_junit(run: dict[str, Any], bundles: dict[str, dict[str, Any]]) -> str
     return ET.tostring(suite, encoding="unicode") + "\n"
 
 
-def write_server_reports(out: str, write=None) -> None:
-    """Write ``OUT/summary.md`` and ``OUT/junit.xml`` from ``OUT/run.json`` and its bundles
-    (``write(path, text)``: an atomic writer; default a plain one)."""
+def write_server_reports(out: str) -> None:
+    """Write ``OUT/summary.md`` and ``OUT/junit.xml`` from ``OUT/run.json`` and its bundles."""
     with open(os.path.join(out, "run.json"), encoding="utf-8") as f:
         run = json.load(f)
     bundles = {}
     for rel in run.get("findings") or []:
         with open(os.path.join(out, rel), encoding="utf-8") as f:
             bundles[rel] = json.load(f)
-    write = write or _plain_write
-    write(os.path.join(out, "summary.md"), server_markdown(run, bundles))
-    write(os.path.join(out, "junit.xml"), server_junit(run, bundles))
-
-
-def _plain_write(path: str, text: str) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
+    atomic_write_text(os.path.join(out, "summary.md"), server_markdown(run, bundles))
+    atomic_write_text(os.path.join(out, "junit.xml"), server_junit(run, bundles))

@@ -93,9 +93,9 @@ def parse_duration(field: str, text: str) -> float:
     return v
 
 
-def positive(field: str, value: int) -> None:
-    if value is None or value < 1:
-        raise UsageError(f"{field}: must be >= 1 (got {value})")
+def positive(field: str, value: int, low: int = 1) -> None:
+    if value is None or value < low:
+        raise UsageError(f"{field}: must be >= {low} (got {value})")
 
 
 def prepare_out(out: str, resume: bool) -> None:

@@ -1,9 +1,7 @@
-"""Tool failures (exit 3) and the output-path checks that keep them from happening late.
-
-A tool failure is an exception that is not a finding and not bad input: a bug in swafuzz, a
-full disk, a dependency that broke. :func:`report_tool_failure` writes the traceback to
-``swafuzz-error.log`` in the command's output directory (the temporary directory when there is
-none, or it cannot be written) and returns the one line the CLI prints.
+"""Tool failures (exit 3: not a finding, not bad input: a swafuzz bug, a full disk, a broken
+dependency) and the output-path checks that keep them from happening late.
+:func:`report_tool_failure` writes the traceback to ``swafuzz-error.log`` in the command's output
+directory (else the temporary directory) and returns the one line the CLI prints.
 """
 
 from __future__ import annotations

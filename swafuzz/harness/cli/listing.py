@@ -1,11 +1,7 @@
-"""``swafuzz list``: what is available here, and ``swafuzz list --features``: every feature
-record with its kinds, the Case fields it owns, its checks, its mutants and, per target, whether
-the target runs it.
-
-The support columns ask each offered target (the bug zoo's ``mutant:*`` left out: they are
-``unified`` with one bug each) through ``targets.supports``; a target that answers for other
-releases than the installed one (the ``releases`` and ``supports_at`` hooks, e.g. ``sglang``)
-also gets a per-release table computed from the records (nothing of the target is imported).
+"""``swafuzz list``: what is available here; ``--features``: every feature record with its kinds,
+Case fields, checks, mutants and, per target (``targets.supports``; the ``mutant:*`` zoo left
+out), whether it runs them. A target with ``releases`` / ``supports_at`` hooks (``sglang``) also
+gets a per-release table computed from the records, importing nothing of the target.
 """
 
 from __future__ import annotations

@@ -106,8 +106,7 @@ def run_config(args, lv=None):
     why = features.ram_refusal(kinds, available_ram(), 1 if args.ray else args.workers)
     if why:
         raise UsageError(why)
-    if args.shrink_budget < 0:
-        raise UsageError(f"--shrink-budget: must be >= 0 (got {args.shrink_budget})")
+    positive("--shrink-budget", args.shrink_budget, 0)
     budget_s = parse_duration("--budget", args.budget) if args.budget else None
     cov = check_coverage(args)
     if args.ray is not None:  # a fleet run (harness.fleet.ray_fleet): ray importable, a shared corpus

@@ -21,27 +21,18 @@ EXECUTOR_NAMES = ("eager", "tape", "cudagraph", "auto", "tape_recapture")
 
 def available_executors() -> list[str]:
     """Executor names usable on this machine (``cudagraph`` only with a CUDA device)."""
-    names = ["eager", "tape"]
-    if torch.cuda.is_available():
-        names.append("cudagraph")
-    return names
+    return ["eager", "tape"] + ["cudagraph"] * torch.cuda.is_available()
 
 
 def get_executor(name: str, device: torch.device | str | None = None) -> Executor:
-    """Build the executor called ``name`` (one of :data:`EXECUTOR_NAMES`).
-
-    ``device`` defaults to ``cuda`` when available, else ``cpu``. Raises ``ValueError`` for an
-    unknown name, ``RuntimeError`` for ``cudagraph`` without a CUDA device.
-    """
+    """Build the executor called ``name`` (one of :data:`EXECUTOR_NAMES`) on ``device`` (default
+    ``cuda`` when available, else ``cpu``). ValueError for an unknown name, RuntimeError for
+    ``cudagraph`` without a CUDA device."""
     if name == "auto":
         name = "cudagraph" if torch.cuda.is_available() else "tape"
-    if name == "eager":
-        return EagerExecutor(device)
-    if name == "tape":
-        return TapeExecutor(device)
-    if name == "tape_recapture":
-        return RecaptureTapeExecutor(device)
-    if name == "cudagraph":
-        return CudaGraphExecutor(device)
-    raise ValueError(f"get_executor(name={name!r}): unknown executor; allowed values are "
-                     + ", ".join(repr(n) for n in EXECUTOR_NAMES))
+    cls = {"eager": EagerExecutor, "tape": TapeExecutor, "tape_recapture": RecaptureTapeExecutor,
+           "cudagraph": CudaGraphExecutor}.get(name)
+    if cls is None:
+        raise ValueError(f"get_executor(name={name!r}): unknown executor; allowed values are "
+                         + ", ".join(repr(n) for n in EXECUTOR_NAMES))
+    return cls(device)

@@ -1,15 +1,10 @@
 """The executor interface: how a captured forward is run (see ``docs/ARCHITECTURE.md``).
 
-A forward is a zero-argument callable ``fn`` that reads static input buffers and writes static
-output buffers (the engine's graph-stable tensors). An executor runs it in two phases, as a
-serving engine does with CUDA graphs:
-
-* ``capture(fn)`` runs ``fn()`` once for real (warm-up), then captures it and returns a handle;
-* ``replay(handle)`` runs the captured work again on the current contents of the same buffers.
-
-What "captured" means differs: ``eager`` re-runs the host code on every replay, ``cudagraph``
-replays a real ``torch.cuda.CUDAGraph`` (host code ran once, at capture), ``tape`` emulates the
-latter on any device.
+A forward is a zero-argument callable ``fn`` reading and writing static (graph-stable) buffers.
+``capture(fn)`` runs ``fn()`` once for real (warm-up), captures it and returns a handle;
+``replay(handle)`` runs the captured work again on the buffers' current contents. ``eager``
+re-runs the host code on every replay, ``cudagraph`` replays a real ``torch.cuda.CUDAGraph`` (host
+code ran once, at capture), ``tape`` emulates the latter on any device.
 """
 
 from __future__ import annotations
@@ -26,13 +21,9 @@ def default_device() -> torch.device:
 
 
 class Executor(abc.ABC):
-    """Runs a forward ``fn`` eagerly or as a captured graph.
-
-    Attributes:
-        name: ``"eager"``, ``"tape"`` or ``"cudagraph"``.
-        graphs: False for ``eager`` (the driver then runs every step on the eager path).
-        device: the device the buffers of captured forwards should live on.
-    """
+    """Runs a forward ``fn`` eagerly or as a captured graph. ``name``: ``"eager"``, ``"tape"``
+    or ``"cudagraph"``; ``graphs``: False for ``eager`` (the driver then runs every step eagerly);
+    ``device``: where the buffers of captured forwards should live."""
 
     name: str = ""
     graphs: bool = False
@@ -53,10 +44,9 @@ class Executor(abc.ABC):
 
 
 class CountingExecutor:
-    """The harness's wrapper around the executor it hands a target: it counts every
-    ``capture`` and ``replay`` call, so whether (and how often) a target used graphs is measured
-    by the harness, not reported by the target (``Observation.graph_use``). Everything else is
-    delegated to the wrapped executor."""
+    """The executor the harness hands a target: delegates to ``inner`` and counts ``capture`` /
+    ``replay`` calls, so graph use is measured, not reported by the target
+    (``Observation.graph_use``)."""
 
     def __init__(self, inner: Executor) -> None:
         self._inner = inner

@@ -35,28 +35,21 @@ _SYNC_OPS = {
     "aten::unique_consecutive": "unique_consecutive (data-dependent shape)",
     "aten::unique_dim_consecutive": "unique_consecutive (data-dependent shape)",
 }
-_ALLOC_ONLY = {
-    "aten::empty",
-    "aten::empty_like",
-    "aten::empty_strided",
-    "aten::new_empty",
-    "aten::new_empty_strided",
-}
+_ALLOC_ONLY = {"aten::empty", "aten::empty_like", "aten::empty_strided", "aten::new_empty",
+               "aten::new_empty_strided"}
 _INDEX_OPS = {"aten::index", "aten::index_put", "aten::index_put_", "aten::_index_put_impl_"}
 _CAPTURE_MSG = "operation not permitted when stream is capturing"
 
 # True while the user's captured function runs (not while our recorder or a launch runs).
 _HOST_READS_REFUSED: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "swafuzz_tape_host_reads_refused", default=False
-)
+    "swafuzz_tape_host_reads_refused", default=False)
 ACTIVE: contextvars.ContextVar[bool] = contextvars.ContextVar("swafuzz_tape_active", default=False)
 
 
 def _sync_error(what: str) -> HostSyncInCapture:
     return HostSyncInCapture(
         f"{_CAPTURE_MSG}: {what} reads device values on the host during tape capture; "
-        "a CUDA graph capture cannot do that (compute it before capture or keep it on the device)"
-    )
+        "a CUDA graph capture cannot do that (compute it before capture or keep it on the device)")
 
 
 def _key(t: torch.Tensor) -> tuple | None:
@@ -90,12 +83,10 @@ def _check_sync(name: str, args: tuple, kwargs: dict) -> None:
     if name in _SYNC_OPS:
         raise _sync_error(f"{name} ({_SYNC_OPS[name]})")
     if name == "aten::repeat_interleave" and kwargs.get("output_size") is None and (
-        len(args) < 4 or args[3] is None
-    ):
+            len(args) < 4 or args[3] is None):
         raise _sync_error("aten::repeat_interleave without output_size (data-dependent shape)")
     if name in _INDEX_OPS and len(args) > 1 and any(
-        isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in args[1]
-    ):
+            isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in args[1]):
         raise _sync_error(f"{name} with a boolean mask (data-dependent shape)")
     if name == "aten::_to_copy" and kwargs.get("device") is not None and args:
         src, dst = args[0].device.type, torch.device(kwargs["device"]).type
@@ -131,8 +122,7 @@ class _AtenOp:
                 raise TapeReplayError(
                     f"tape replay of {self.func}: output {i} is {src.dtype}{list(src.shape)} but "
                     f"the captured output is {dst.dtype}{list(dst.shape)}; a replayed op must "
-                    "produce the shape it produced at capture"
-                )
+                    "produce the shape it produced at capture")
             dst.copy_(src)
 
 
@@ -248,8 +238,7 @@ def _upload_error(what: str) -> HostSyncInCapture:
     return HostSyncInCapture(
         f"{_CAPTURE_MSG}: {what} copies host data to the device during tape capture; a CUDA "
         "graph capture cannot (a synchronous upload from pageable memory), and the value would "
-        "be frozen into the graph (build the tensor before capture and copy into it)"
-    )
+        "be frozen into the graph (build the tensor before capture and copy into it)")
 
 
 @contextlib.contextmanager
@@ -268,7 +257,6 @@ def refuse_host_reads() -> Iterator[None]:
             if _HOST_READS_REFUSED.get():
                 raise _sync_error(f"Tensor.{method}()")
             return original(self, *args, **kwargs)
-
         return guarded
 
     def guard_upload(name: str):
@@ -278,7 +266,6 @@ def refuse_host_reads() -> Iterator[None]:
             if _HOST_READS_REFUSED.get() and not isinstance(data, torch.Tensor):
                 raise _upload_error(f"torch.{name}({type(data).__name__})")
             return original(data, *args, **kwargs)
-
         return guarded
 
     for m in saved:

@@ -1,20 +1,16 @@
-"""``swafuzz merge DIR... --out DIR``: the run directories of the shards of one campaign
-(``swafuzz run --shard I/N``, :mod:`swafuzz.harness.fleet.shard`) joined into one run directory, as the
-unsharded run would have left it.
+"""``swafuzz merge DIR... --out DIR``: the shard run directories of one campaign (``swafuzz run
+--shard I/N``, :mod:`swafuzz.harness.fleet.shard`) joined into the directory the unsharded run
+would have left (built beside ``out``, renamed into place when complete).
 
-* The inputs must be the shards of one run: the same configuration and unit plan; only the
-  :data:`FREE_FIELDS` may differ. Each shard once, all N of them, every unit finished
-  (``partial=True``: what is there, the rest listed in ``run.json`` as ``missing_shards`` /
-  ``missing_units``). A single unsharded run merges to a copy of itself.
-* ``cases.jsonl``: every shard's rows, each with ``"shard": "I/N"``, in the unsharded plan's
-  unit order.
-* ``findings/``: one bundle per file name, the smallest Case among the shards (a tie goes to the
-  lower shard), with ``"shard"``, ``"found_by_shards"`` and its repro command.
-* ``run.json``: the unsharded run's configuration (``--workers``: N x W), the first shard's
-  versions and commit (a difference is a warning), ``seconds`` the longest shard's,
-  ``forward_steps`` and ``stats`` summed, ``merged_from`` per shard.
-
-The merged directory is built beside ``out`` and renamed into place when complete.
+* Inputs: the shards of one run (same configuration and unit plan but :data:`FREE_FIELDS`), each
+  once, all N, every unit finished (``partial=True``: what is there; ``run.json`` lists
+  ``missing_shards`` / ``missing_units``). One unsharded run merges to a copy of itself.
+* ``cases.jsonl``: every row with ``"shard": "I/N"``, in the unsharded plan's unit order.
+* ``findings/``: per file name the smallest Case among the shards (tie: lower shard), with
+  ``"shard"``, ``"found_by_shards"`` and its repro command.
+* ``run.json``: the unsharded configuration (``--workers``: N x W), the first shard's versions
+  and commit (a difference warns), the longest shard's ``seconds``, ``forward_steps`` and
+  ``stats`` summed, ``merged_from`` per shard.
 """
 
 from __future__ import annotations

@@ -1,17 +1,14 @@
-"""Fleet runs: ``swafuzz run --ray ADDRESS|auto`` runs the units of a campaign as Ray tasks on
-the nodes of a Ray cluster (``pip install 'swafuzz[ray]'``; docs/FLEET.md).
+"""Fleet runs: ``swafuzz run --ray ADDRESS|auto`` runs a campaign's units as Ray tasks on a Ray
+cluster (``pip install 'swafuzz[ray]'``; docs/FLEET.md).
 
-Each unit is one streaming-generator task (:func:`swafuzz.harness.fleet.task.unit_stream`) asking
-for one CPU, and one GPU where the run needs one (:func:`unit_resources`). The task yields its
-case rows, bundles and in-flight Case as they appear; this driver process alone writes them into
-the run directory, plus ``fleet.jsonl``: one row per attempt (``start``: node, host, pid;
-``died``: why, Cases recorded; ``reads``: the unit's corpus reads, so a retry reads the same).
-
-A worker or node that dies costs at most the Case it was running: the unit is submitted again
-with its recorded case rows, answered from its log, so nothing recorded is lost or runs twice.
-After :data:`STRIKES` attempts in a row that die without recording a new Case, the unit is a
-``crash`` finding, as in a local pool. The corpus: ``--db redis://...`` shared by every node, or
-``none`` (the default with ``--ray``).
+A unit is one streaming-generator task (:func:`swafuzz.harness.fleet.task.unit_stream`; one CPU,
+one GPU where the run needs one: :func:`unit_resources`) yielding its case rows, bundles and
+in-flight Case; only this driver writes them into the run directory, plus ``fleet.jsonl``: one
+row per attempt (``start``: node, host, pid; ``died``: why, Cases recorded; ``reads``: the unit's
+corpus reads, so a retry reads the same). A dead worker or node costs at most its running Case:
+the unit is resubmitted with its recorded rows, answered from its log. After :data:`STRIKES`
+attempts in a row that die without a new Case, the unit is a ``crash`` finding. Corpus:
+``--db redis://...`` shared by every node, or ``none`` (the default with ``--ray``).
 """
 
 from __future__ import annotations
@@ -35,8 +32,7 @@ STRIKES = 3
 
 
 class FleetError(UsageError):
-    """``--ray`` cannot be used as given (exit 2); the message names the flag and what is
-    allowed."""
+    """``--ray`` cannot be used as given (exit 2; the message names the flag, what is allowed)."""
 
 
 def check_ray(spec: str) -> None:
@@ -57,10 +53,8 @@ PROBE_S = 5.0
 
 
 def check_reachable(spec: str, timeout: float = PROBE_S) -> None:
-    """A ``--ray HOST:PORT`` (or ``ray://HOST:PORT``; ``auto`` when ``RAY_ADDRESS`` names one)
-    whose head does not accept a TCP connection is refused before anything is written, instead
-    of after Ray's own connection timeout with a run directory half made. ``auto`` without
-    ``RAY_ADDRESS`` is left to Ray (it finds a cluster started on this machine)."""
+    """Refuse, before anything is written, a ``--ray HOST:PORT`` / ``ray://HOST:PORT`` (``auto``:
+    ``RAY_ADDRESS``, else left to Ray) whose head accepts no TCP connection."""
     addr = os.environ.get("RAY_ADDRESS", "") if spec == "auto" else spec
     if not addr or addr == "auto":
         return

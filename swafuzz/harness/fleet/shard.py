@@ -1,11 +1,9 @@
 """``swafuzz run --shard I/N``: a deterministic slice of a campaign's units, for CI matrix jobs.
 
-``N`` shards of ``--workers W`` each plan the units of one unsharded run with ``--workers N*W``
-(:func:`swafuzz.harness.pipeline.runconfig.plan_units`: with fewer kind x target pairs than that,
-kinds split into seed shards, so no shard sits idle). Shard ``I`` takes every ``N``-th unit of
-that plan, starting at the ``I``-th. A unit's Cases depend only on the unit (id, kind, seed,
-example budget), so the N shards together run exactly the units and Cases of that unsharded run,
-each once; ``swafuzz merge`` joins them.
+N shards of ``--workers W`` plan the units of one unsharded ``--workers N*W`` run
+(:func:`swafuzz.harness.pipeline.runconfig.plan_units`); shard ``I`` takes every ``N``-th unit
+from the ``I``-th. A unit's Cases depend only on the unit (id, kind, seed, budget), so the shards
+together run that run's units and Cases, each once; ``swafuzz merge`` joins them.
 """
 
 from __future__ import annotations

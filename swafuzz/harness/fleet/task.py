@@ -1,13 +1,11 @@
-"""The worker side of a fleet run (``swafuzz run --ray``, :mod:`swafuzz.harness.fleet.ray_fleet`): one
-unit as a Ray streaming-generator task.
+"""The worker side of a fleet run (``swafuzz run --ray``, :mod:`swafuzz.harness.fleet.ray_fleet`):
+one unit as a Ray streaming-generator task.
 
-The task runs :func:`swafuzz.harness.pipeline.unit.run_unit` in a private scratch directory on
-its node, pre-filled with the unit's case rows the driver already recorded (a retried unit
-answers them from its log), and yields what appears there - case-log rows, bundles written or
-removed, the in-flight Case - in small batches; the driver alone writes the run directory. The
-example database is wrapped so the keys Hypothesis reads are recorded and sent to the driver
-(:func:`recorded_reads_db`): a retried unit reads the corpus as its first attempt did, so it
-draws the same Cases.
+It runs :func:`swafuzz.harness.pipeline.unit.run_unit` in a scratch directory on its node,
+pre-filled with the case rows the driver already recorded (answered from the log on a retry), and
+yields in small batches what appears there (case rows, bundles written or removed, the in-flight
+Case); the driver alone writes the run directory. The corpus keys Hypothesis reads are recorded
+for the driver (:func:`recorded_reads_db`), so a retry reads and draws as the first attempt did.
 """
 
 from __future__ import annotations
@@ -79,13 +77,11 @@ class _Scratch:
         self.seen: dict[str, tuple[int, int]] = {}
 
     def changes(self) -> dict[str, Any]:
-        rows: list[dict[str, Any]] = []
         with open(os.path.join(self.root, "cases.jsonl"), "rb") as f:
             f.seek(self.offset)
             data = f.read()
         end = data.rfind(b"\n") + 1  # whole lines only: a row being written comes next time
-        for line in data[:end].splitlines():
-            rows.append(json.loads(line))
+        rows = [json.loads(line) for line in data[:end].splitlines()]
         self.offset += end
         files: dict[str, str] = {}
         now: dict[str, tuple[int, int]] = {}
@@ -114,9 +110,8 @@ def unit_stream(cfg_json: dict[str, Any], unit_json: dict[str, Any], recorded: l
     """Run one unit (``recorded``: its case rows already in the driver's log) and yield
     ``{"start": {...}}`` first, then batches ``{"rows", "files", "gone", "reads"}`` (``reads``:
     new corpus reads, with their index) as they happen, the last one after the unit ended."""
-    # One scratch directory per worker process, emptied for each unit: the same path keeps the
-    # process's case worker (harness.pipeline.unit.case_worker, keyed by it) for the next unit, so a unit
-    # does not pay a new case-worker interpreter (torch import) each time.
+    # one scratch directory per worker process, emptied per unit: the same path keeps the
+    # process's case worker (unit.case_worker is keyed by it) for the next unit
     scratch = os.path.join(tempfile.gettempdir(), f"swafuzz-fleet-{os.getpid()}")
     shutil.rmtree(scratch, ignore_errors=True)
     os.makedirs(scratch)

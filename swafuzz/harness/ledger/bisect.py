@@ -1,20 +1,15 @@
 """``swafuzz bisect BUNDLE [--releases A..B]``: where across a target's releases a finding
 bundle fails.
 
-The bundle (``swafuzz repro``'s input) is replayed on every release of the range, each in its
-own environment (``scripts/upstream-env RELEASE``: built or reused, and probed), with
-``swafuzz repro`` run by that environment's python. Every release is replayed, not a binary
-search: the range is a dozen releases, a finding may come and go, and a release the adapter
-cannot drive must be reported, not skipped. Prints one line per release and the summary: first
-bad, last bad, fixed-in (the first release after the last bad one that replays clean), and the
-releases that could not be driven (with the reason).
-
     swafuzz bisect tests/data/bundles/sglang/short_tail_floor.json --releases 0.5.12..0.5.23
     swafuzz bisect BUNDLE --releases 0.5.13,0.5.13.post1 --json out.json
 
-The logic (:func:`bisect`, :func:`summary`) takes any per-release runner; the real one is
-:func:`env_runner`. Exit: 0 when the bundle replays clean everywhere it could run, 1 when it
-fails on some release, 2 on a usage error (no such bundle, a release outside the target's).
+Every release of the range is replayed (no binary search: a finding may come and go, and a
+release the adapter cannot drive must be reported), each by ``swafuzz repro`` in its own
+environment (``scripts/upstream-env RELEASE``). Prints a line per release and the summary: first
+bad, last bad, fixed-in (the first clean release after the last bad one), the releases not
+driven (why). :func:`bisect` / :func:`summary` take any per-release runner (real one:
+:func:`env_runner`). Exit 0: clean wherever it ran; 1: fails on some release; 2: usage error.
 """
 
 from __future__ import annotations

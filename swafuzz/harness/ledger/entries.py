@@ -14,19 +14,15 @@ A ledger is a JSON file (``ledger/known_failures.json``)::
                   "server": {"status": "unreachable", ...}}]}  # optional: ledger.server
 
 A finding is *known* when an entry's target, releases and signature match it AND its ``when``
-predicate (:mod:`swafuzz.harness.ledger.when`) holds on the finding's (shrunk) Case; a finding
-without a Case this checkout parses matches no entry that has a predicate. One signature can
-stand for several bugs, so an entry without ``when`` is accepted but warned about as imprecise.
-
-:func:`classify` sorts a run's findings into *known* and *new* and lists the entries that apply
-but matched nothing; :func:`replay_entries` replays entries' ``repro`` bundles (one that no
-longer fails can be removed); :func:`repro_mismatches` reports an entry whose own repro falls
-outside its signature or predicate.
+(:mod:`swafuzz.harness.ledger.when`) holds on its (shrunk) Case; a finding without a parseable
+Case matches no entry with a ``when``. An entry without ``when`` is accepted, warned about as
+imprecise (one signature can stand for several bugs).
 
 ``python -m swafuzz.harness.ledger.entries RUN_DIR [--ledger FILE] [--target T] [--release V]
-[--replay]`` prints the three lists (``--server``, no RUN_DIR: each entry's server answer) and a
-warning per imprecise entry on stderr; exit 0 when every finding is known, 1 when any is new, 2
-for a malformed ledger or run directory. ``swafuzz report DIR`` consults the same ledger.
+[--replay]`` prints known / new / unseen findings (:func:`classify`), with ``--replay`` the
+entries' ``repro`` bundles replayed (:func:`replay_entries`, :func:`repro_mismatches`), and a
+warning per imprecise entry on stderr; ``--server`` (no RUN_DIR): each entry's server answer.
+Exit 0 when every finding is known, 1 when any is new, 2 for a malformed ledger or run dir.
 """
 
 from __future__ import annotations
@@ -54,9 +50,8 @@ from swafuzz.scenarios.case import CaseError  # noqa: E402
 
 LEDGER_VERSION = 1
 _UNPARSED = object()  # Entry.matches: the finding's Case not parsed yet
-# the ledger swafuzz ships: swafuzz/ledger/known_failures.json, package data (this file is
-# swafuzz/harness/ledger/entries.py). In a checkout it is a link to <repo>/ledger/known_failures.json,
-# resolved here, so the entries' repro paths stay relative to the repository; in a wheel, the file
+# swafuzz/ledger/known_failures.json (package data); in a checkout a link to
+# <repo>/ledger/known_failures.json, resolved so repro paths stay relative to the repository
 DEFAULT_LEDGER = os.path.realpath(os.path.join(
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "ledger", "known_failures.json"))
 _FIELDS = {"id": str, "target": str, "signature": str, "cite": str, "note": str}

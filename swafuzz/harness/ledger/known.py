@@ -1,26 +1,23 @@
 """The known-failure ledger consulted *during* a campaign (``swafuzz run --ledger``).
 
-Without it a unit (one hypothesis search of one kind) ends at its first failing Case, known or
-not. With it, a failing Case is classified as it runs, by the rule ``swafuzz report`` applies:
-*known* when an entry of the ledger (:mod:`swafuzz.harness.ledger.entries`) matches it - target,
-releases, signature and ``when`` over the Case with the executors that ran it - else *new*. The
-campaign (:class:`swafuzz.harness.pipeline.campaign.Campaign`) then:
+Without it a unit (one hypothesis search of one kind) ends at its first failing Case. With it,
+each failing Case is classified by ``swafuzz report``'s rule (:mod:`swafuzz.harness.ledger.entries`:
+target, releases, signature, ``when`` with the executors that ran it) and the campaign
+(:class:`swafuzz.harness.pipeline.campaign.Campaign`):
 
-* shrinks the first Case of an entry in a unit within the entry, with at most
-  :data:`KNOWN_SHRINK_BUDGET` cases (the entry's ``repro`` already is its small Case), writes it
-  as ``findings/<signature>.known-<entry id>.json`` with ``ledger_entry``, and starts a new
-  hypothesis search (the next *round*, seed ``seed + ROUND_SEED_STRIDE * round``) with what is
-  left of its ``--examples`` budget (hypothesis cannot go on generating after a shrink);
-* counts later Cases of an entry already shrunk in the unit and reports them as passing;
+* shrinks an entry's first Case in a unit within the entry (at most :data:`KNOWN_SHRINK_BUDGET`
+  cases), writes ``findings/<signature>.known-<entry id>.json`` with ``ledger_entry``, and starts
+  the next *round* (seed ``seed + ROUND_SEED_STRIDE * round``) with the ``--examples`` left;
+* counts later Cases of that entry in the unit as passing;
 * after ``--known-cap N`` Cases of one entry, rejects generated Cases its ``when`` holds on
-  before they run (``excluded``); an entry without ``when`` has no region, so the cap stops the
-  unit (``stopped: "known_cap:<id>"``);
-* ends the unit at a *new* failure, shrunk with known Cases counted as passing; a new failure
-  met while shrinking a known one takes over.
+  before they run (``excluded``); without ``when`` the cap stops the unit
+  (``stopped: "known_cap:<id>"``);
+* ends the unit at a *new* failure (shrunk with known Cases passing; one met while shrinking a
+  known one takes over).
 
-The run's exit code counts new findings only. ``--ledger auto`` (the default) consults the
-repository's ``ledger/known_failures.json`` when it has an entry for one of the run's targets at
-its installed version; ``--ledger none`` turns it off; ``--ledger FILE`` uses that ledger.
+The exit code counts new findings only. ``--ledger auto`` (default): the repository's
+``ledger/known_failures.json`` when it has an entry for a run target at its installed version;
+``none``: off; ``FILE``: that ledger.
 """
 
 from __future__ import annotations

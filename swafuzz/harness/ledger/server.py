@@ -14,19 +14,14 @@ An entry's optional ``server`` field (:mod:`swafuzz.harness.ledger.entries`)::
                "signatures": ["server:window_ring"],         # reachable: what its Cases fail with
                "note": "..."}                                # optional
 
-* ``unreachable``: ``guard`` names the release's check or shape that blocks every server path
-  to the finding; ``test`` checks that it holds on the entry's releases (with ``server_args``
-  when given).
-* ``probable``: the release's argument checks accept ``server_args`` (checked by ``test``) and
-  ``requests`` describes the pattern that reaches the path; no bundle yet (``bundle`` null).
-* ``reachable``: as probable, and ``bundle`` reproduces it; ``signatures`` (``fnmatch``
-  patterns of ``server:<check>``) let a server-level campaign know a failing Case as this
-  entry's (:func:`swafuzz.harness.ledger.known.server_known`): target and release apply, the
-  signature matches and the Case's config holds every ``server_args`` value.
-
-Plain Python: :func:`parse_server` validates the field (naming the field and the allowed
-values); :func:`server_text` is the line the ledger CLI and ``swafuzz report`` print;
-:func:`table` the per-entry table (``python -m swafuzz.harness.ledger.entries --server``).
+* ``unreachable``: ``guard`` names the release's check or shape that blocks every server path;
+  ``test`` checks it holds on the entry's releases (with ``server_args`` when given).
+* ``probable``: ``test`` checks the release accepts ``server_args``; ``requests`` is the pattern
+  that reaches the path; ``bundle`` null.
+* ``reachable``: as probable, and ``bundle`` reproduces it; a server-level campaign knows a
+  failing Case as this entry's (:func:`swafuzz.harness.ledger.known.server_known`) when target
+  and release apply, a ``signatures`` pattern (``server:<check>``) matches and the Case's config
+  holds every ``server_args`` value.
 """
 
 from __future__ import annotations
@@ -132,13 +127,7 @@ def server_text(answer: ServerAnswer | None) -> str:
         return f"server: unreachable (guard {answer.guard})"
     if answer.status == "probable":
         return "server: reachable (arguments accepted), bundle pending"
-    return f"server: reachable (bundle {answer.bundle}; repro: {repro_line(answer)})"
-
-
-def repro_line(answer: ServerAnswer) -> str:
-    """The command that replays a reachable answer's server-level bundle (from the repository
-    root, in an environment with one of the entry's releases)."""
-    return f"swafuzz repro {answer.bundle}"
+    return f"server: reachable (bundle {answer.bundle}; repro: swafuzz repro {answer.bundle})"
 
 
 def _args_text(answer: ServerAnswer) -> str:
@@ -160,7 +149,7 @@ def table(entries: list) -> str:
         what = (f"guard: {a.guard}" + (f" (checked with: {_args_text(a)})"
                                          if a.server_args else "")
                 if a.status == "unreachable" else f"{_args_text(a)}; requests: {a.requests}"
-                + (f"; repro: `{repro_line(a)}`" if a.status == "reachable" else ""))
+                + (f"; repro: `swafuzz repro {a.bundle}`" if a.status == "reachable" else ""))
         status = {"probable": "reachable (args accepted), bundle pending"}.get(a.status,
                                                                                 a.status)
         rows.append(f"| {e.id} | {', '.join(e.releases) or 'any'} | {status} | "

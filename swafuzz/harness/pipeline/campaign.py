@@ -1,19 +1,14 @@
 """Campaigns: hypothesis generates Cases per scenario kind, a runner executes them, failing Cases
 are shrunk, deduplicated by signature and written as bundles before the next case runs.
 
-Search: for each kind, ``@given(strategy)`` with ``max_examples`` and a fixed ``seed`` (the same
-seed gives the same Cases). On the first failure hypothesis shrinks, bounded by
-``shrink_budget`` executions (outcomes are memoised so hypothesis's final replay of the smallest
-failing Case is consistent). The smallest failing Case seen that fails the same way as the first
-one (``Verdict.identity``: the signature and, for an exception raised by the code under test,
-where it was raised) is the finding; a Case failing another way counts as passing while
-shrinking.
+Per kind, ``@given(strategy)`` with ``max_examples`` and a fixed ``seed`` (same seed, same
+Cases). The first failure is shrunk within ``shrink_budget`` executions (outcomes memoised, so
+hypothesis's final replay agrees); the finding is the smallest Case failing the same way
+(``Verdict.identity``: signature and, for an exception from the code under test, where it was
+raised); a Case failing another way passes while shrinking.
 
-Known failures (``known``: a :class:`swafuzz.harness.ledger.known.KnownLedger`; None: off): a
-failing Case the ledger knows does not end the search; its entry's first Case is shrunk with at
-most ``known_shrink_budget`` cases and handed to ``on_known``, the search restarts (a new
-*round*, the rest of the budget), later Cases of that entry pass, and after ``known_cap`` of them
-the entry's region is rejected before running. :mod:`swafuzz.harness.ledger.known` has the rules.
+``known`` (a :class:`swafuzz.harness.ledger.known.KnownLedger`; None: off): a known failing Case
+does not end the search; the rules are in :mod:`swafuzz.harness.ledger.known`.
 """
 
 from __future__ import annotations
@@ -249,9 +244,7 @@ class Campaign:
                     best[:] = [v]
                 raise _Found(v.signature())
 
-        phases = None
-        if not self.shrink:
-            phases = [Phase.explicit, Phase.reuse, Phase.generate]
+        phases = None if self.shrink else [Phase.explicit, Phase.reuse, Phase.generate]
         # a restarted round's hypothesis counts the Cases it draws again (its first draw is
         # the simplest Case, often one already run): _Spent ends it at the unit's budget
         budget = 2 * (examples - res.generated) + 10 if rnd else examples
@@ -272,14 +265,10 @@ class Campaign:
         try:
             with same_draws_in_any_process():
                 prop()
-        except _Found:
-            pass
+        except (_Found, _ShrinkSpent, _Capped, _Spent):
+            pass  # best holds the smallest failing Case seen; res.stopped says why it stopped
         except _OutOfTime:
             res.out_of_time = True
-        except _ShrinkSpent:
-            pass  # best holds the smallest failing Case seen
-        except (_Capped, _Spent):
-            pass  # res.stopped says why / the budget is spent
         except Unsatisfiable:  # every Case hypothesis drew was in an excluded region
             if not best:
                 res.stopped = res.stopped or "all_excluded"

@@ -1,12 +1,9 @@
 """The shared corpus: Hypothesis's example database for ``swafuzz run``.
 
-``--db`` (see :func:`open_database`): not given, ``OUT/.hypothesis-db`` (a later campaign into
-the same ``--out`` replays what an earlier one found); ``DIR``, a directory database there (it
-may be shared by concurrent campaigns on one machine); ``redis://HOST:PORT[/DB]``, a Redis
-database shared by several machines (``pip install 'swafuzz[redis]'``); ``none``, off.
-
-Failing Cases are stored under ``swafuzz:<target>:<scenario kind>`` (``Campaign.db_key``) and
-replayed first by the next campaign of the same target and kind.
+``--db`` (:func:`open_database`): default ``OUT/.hypothesis-db``; ``DIR``, a directory database
+(shareable on one machine); ``redis://HOST:PORT[/DB]``, shared by several machines (``pip install
+'swafuzz[redis]'``); ``none``, off. Failing Cases are stored under ``swafuzz:<target>:<kind>``
+(``Campaign.db_key``) and replayed first by the next campaign of the same target and kind.
 """
 
 from __future__ import annotations

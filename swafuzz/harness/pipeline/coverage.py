@@ -1,14 +1,12 @@
-"""Coverage of the code under test (``swafuzz run --coverage``; coverage.py, the
-``swafuzz[coverage]`` extra).
+"""Coverage of the code under test (``swafuzz run --coverage``; coverage.py, ``swafuzz[coverage]``).
 
 Each case worker child measures line and branch coverage of the target's packages
-(:func:`sources_for`) into its own data file under ``OUT/coverage/``, starting once the target
-is loaded (what Cases run, not what importing did). After every Case the child flushes its data
-and reports how many arcs no earlier Case of it reached: ``--coverage-bias`` hands that to
-Hypothesis as a ``target()`` score. At the end :func:`combine` writes ``OUT/coverage.json`` and
-``OUT/coverage.md``: per *driven* module (one with a function a Case called) the lines and
-branches covered inside its functions, and per function what was never reached.
-``swafuzz report`` shows ``coverage.md`` as it is.
+(:func:`sources_for`) into its own file under ``OUT/coverage/``, from once the target is loaded.
+After every Case it flushes and reports how many arcs no earlier Case reached (``--coverage-bias``:
+a Hypothesis ``target()`` score). :func:`combine` writes ``OUT/coverage.json`` and
+``OUT/coverage.md``: per *driven* module (a Case called one of its functions) the lines and
+branches covered inside its functions, and per function what was never reached; ``swafuzz
+report`` appends ``coverage.md`` as it is.
 """
 
 from __future__ import annotations

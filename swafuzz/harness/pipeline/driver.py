@@ -1,43 +1,34 @@
-"""One run pipeline: a :class:`RunConfig` resolved once, units of work spread over worker
-processes, and one findings sink. ``swafuzz run`` only parses flags into a RunConfig and prints.
+"""One run pipeline: a :class:`RunConfig` resolved once, units spread over worker processes,
+one findings sink. ``swafuzz run`` only parses flags into a RunConfig and prints.
 
-Units
------
-A campaign is split into *units* ``(kind, seed, examples)``, one hypothesis search each: one per
-scenario kind with ``--workers 1``; with N workers and fewer kinds than N, each kind is split
-into shards with seeds ``seed + 7919 * shard`` and the ``--examples`` budget divided between
-them. Units run in a pool of N processes (no state shared with the CLI's process), forked by a
-``forkserver`` that imported the harness once (:func:`~swafuzz.harness.pipeline.unit.pool_context`).
-``--shard I/N`` runs a slice of the fleet's units (:mod:`swafuzz.harness.fleet.shard`). Each unit
-process owns a crash-isolating :class:`~swafuzz.harness.pipeline.worker.CaseWorker`; a unit
-process that dies itself becomes a ``crash`` finding of that unit and the pool is rebuilt.
+A *unit* ``(kind, seed, examples)`` is one hypothesis search: one per kind with ``--workers
+1``; with N workers and fewer kinds than N, kinds split into shards (seed ``seed + 7919 *
+shard``, ``--examples`` divided). Units run in a pool of N processes forked by a ``forkserver``
+that imported the harness once (:func:`~swafuzz.harness.pipeline.unit.pool_context`); ``--shard
+I/N`` runs a slice (:mod:`swafuzz.harness.fleet.shard`). Each unit process owns a
+:class:`~swafuzz.harness.pipeline.worker.CaseWorker`; a unit process that dies becomes a
+``crash`` finding and the pool is rebuilt.
 
-The case log (``OUT/cases.jsonl``, schema version 1; one JSON object per line, appended with
-one ``write`` each, so concurrent units never interleave lines):
+``OUT/cases.jsonl`` (schema version 1; one JSON object per line, one ``write`` each):
 
-* a case row - ``{"v": 1, "unit": "decode.0", "kind", "seed", "phase": "generate"|"shrink",
+* case row - ``{"v": 1, "unit": "decode.0", "kind", "seed", "phase": "generate"|"shrink",
   "failed": bool, "signature": str, "checks": int, "seconds": float, "case": {...},
   "verdict": {...} (failures; failed rows only)}``: every case, passing or not, replays;
-* a unit row - ``{"v": 1, "unit", "event": "unit_done", "kind", "cases", "generated",
+* unit row - ``{"v": 1, "unit", "event": "unit_done", "kind", "cases", "generated",
   "shrunk", "replayed", "checks", "seconds", "finding": signature|null, "out_of_time"}``.
 
-With a ledger consulted during the run (:mod:`swafuzz.harness.ledger.known`), failing case rows
-add ``"known": entry id|null`` and ``"executor"`` (``eager+tape``), and unit rows ``"known":
-{entry id: Cases}``, ``"known_findings": {entry id: {"signature", "bundle"}}``, ``"excluded"``,
-``"stopped"`` and ``"rounds"``; ``finding`` stays the new finding only.
+With a ledger (:mod:`swafuzz.harness.ledger.known`) failing case rows add ``"known": entry
+id|null`` and ``"executor"`` (``eager+tape``); unit rows add ``"known": {entry id: Cases}``,
+``"known_findings": {entry id: {"signature", "bundle"}}``, ``"excluded"``, ``"stopped"``,
+``"rounds"`` (``finding``: the new finding only). ``OUT/run.json`` holds the RunConfig;
+``OUT/inflight/<unit>.json`` the Case a unit is executing (re-run on resume).
 
-``OUT/run.json`` holds the RunConfig (what ``--resume`` continues); ``OUT/inflight/<unit>.json``
-is the Case a unit is executing (kept if the process is killed; re-run on resume).
-
-Resume and interrupts
----------------------
-``--resume OUT`` reloads ``run.json``, skips units with a ``unit_done`` row and re-runs the
-others: generation is deterministic for a unit's seed, and every Case already in the log is
-answered from its row, not executed again. Ctrl-C and SIGTERM stop the units, print the table
-and the resume command, and exit 130. A torn last log line is cut off first
-(:func:`~swafuzz.harness.pipeline.caselog.repair_log`); the CLI holds ``OUT/run.lock``
-(:mod:`swafuzz.harness.pipeline.runlock`). With ``--budget`` each unit takes its fair share of
-the time left when it starts (:func:`unit_budgets`; docs/RUNS.md).
+``--resume OUT`` skips units with a ``unit_done`` row and re-runs the others (generation is
+deterministic per seed; logged Cases are answered from their rows). A torn last log line is cut
+first (:func:`~swafuzz.harness.pipeline.caselog.repair_log`); the CLI holds ``OUT/run.lock``.
+Ctrl-C / SIGTERM stop the units, print the table and the resume command, exit 130. With
+``--budget`` each unit takes its fair share of the time left when it starts (:func:`unit_budgets`;
+docs/RUNS.md).
 """
 
 from __future__ import annotations

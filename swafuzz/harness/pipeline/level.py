@@ -1,11 +1,8 @@
-"""The levels a campaign runs at, one protocol (:class:`Level`) with two implementations:
-``component`` (:class:`ComponentLevel`: Cases of steps on the target's components) and
-``server`` (:class:`swafuzz.harness.pipeline.level_server.ServerLevel`: server arguments +
-requests through the target's server pipeline). The level is a property of the run
-(``RunConfig.level``, the ``level`` of ``run.json`` and of a bundle): the run pipeline, units,
-case worker, campaign, case log, ledger, resume, budget and Ctrl-C are the same code at both
-levels and ask the level object where they differ. Its kinds are the feature records' ``Kind``
-entries of its level (``features.kind_names(level)``).
+"""The levels a campaign runs at, one protocol (:class:`Level`): ``component``
+(:class:`ComponentLevel`: Cases of steps on the target's components) and ``server``
+(:class:`swafuzz.harness.pipeline.level_server.ServerLevel`: server arguments + requests through
+the target's server pipeline). The level (``RunConfig.level``, ``level`` of ``run.json`` and of a
+bundle) is asked where the shared run pipeline differs; its kinds: ``features.kind_names(level)``.
 """
 
 from __future__ import annotations

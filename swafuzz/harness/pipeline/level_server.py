@@ -46,7 +46,7 @@ from swafuzz.harness.ledger.known import (
 from swafuzz.harness.pipeline.caselog import read_log
 from swafuzz.harness.pipeline.execute import CaseRefused, resolve_executors, resolve_impl
 from swafuzz.harness.pipeline.runconfig import RunConfig
-from swafuzz.reports.bundle import atomic_write_json, atomic_write_text, smaller_there
+from swafuzz.reports.bundle import atomic_write_json, smaller_there
 from swafuzz.reports.junit import write_server_reports
 from swafuzz.reports.summary import server_kinds
 from swafuzz.server.case import ServerCase, parse
@@ -267,8 +267,7 @@ class ServerLevel:
         if args.examples is not None and args.examples < 1:
             raise UsageError(f"--examples: must be >= 1 (got {args.examples})")
         positive("--workers", args.workers)
-        if args.shrink_budget < 0:
-            raise UsageError(f"--shrink-budget: must be >= 0 (got {args.shrink_budget})")
+        positive("--shrink-budget", args.shrink_budget, 0)
         budget_s = parse_duration("--budget", args.budget) if args.budget else None
         positive("--known-cap", args.known_cap)
         try:
@@ -335,7 +334,7 @@ class ServerLevel:
                      "findings": [r["bundle"] for r in findings if r.get("bundle")],
                      "ledger": cfg.ledger, "known": known, "interrupted": res.interrupted})
         atomic_write_json(os.path.join(cfg.out, "run.json"), meta)
-        write_server_reports(cfg.out, atomic_write_text)
+        write_server_reports(cfg.out)
         for kind, k in per_kind.items():
             if k.get("refused"):
                 print(f"{kind}: {k['cases']} cases run; the release refused the others: "

@@ -1,13 +1,10 @@
 """``swafuzz run --resume DIR`` and the other flags of ``run``.
 
-A resume continues the run as it was configured (``DIR/run.json``): its units, seeds and budgets
-must stay those of the run, or the Cases already logged would no longer be the ones the units
-draw. A flag that would change the run is refused (exit 2, every such flag named with the run's
-own value), not silently ignored. Accepted: ``--quiet``; any flag that repeats the run's own
-value (a CI step may re-issue its first command line with ``--resume`` added); ``--ray ADDRESS``;
-``--shard I/N`` when it is the run's own shard; ``--workers N`` when the run's units stay the
-same. A flag is "given" when its value is not the parser's default, so an explicit default
-(``--seed 0``) is refused only when it differs from the run's value.
+A resume continues the run as configured (``DIR/run.json``), so its units draw the Cases already
+logged: a flag that would change the run is refused (exit 2, each named with the run's value).
+Accepted: ``--quiet``; a flag repeating the run's own value (a flag is "given" when it is not the
+parser's default); ``--ray ADDRESS``; the run's own ``--shard I/N``; ``--workers N`` when the
+run's units stay the same.
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
 """One live campaign per run directory, and no process that outlives the campaign it works for.
 
-:class:`RunLock`: ``OUT/run.lock`` holds the pid (and host) of the ``swafuzz run`` that owns the
-directory, which holds an exclusive ``flock`` on it while it lives; a second run into it is
-refused with :class:`RunDirBusy` (exit 2 naming the owner). The kernel drops the lock however
-the owner dies, so a stale file never blocks a resume (the file stays: removing it would let two
-processes lock two files).
-
-:func:`die_with_parent`: pool processes and case-worker children call it first, so a kill -9 of
-their parent kills them too (Linux ``PR_SET_PDEATHSIG``; elsewhere, and as a second net, a thread
-watching the parent's pid).
+:class:`RunLock`: the owning ``swafuzz run`` holds an exclusive ``flock`` on ``OUT/run.lock``
+(which names its pid and host); a second run into it gets :class:`RunDirBusy` (exit 2 naming the
+owner). The kernel drops the lock however the owner dies, so the file (never removed: that would
+let two processes lock two files) does not block a resume. :func:`die_with_parent`: pool
+processes and case-worker children call it first, so a kill -9 of the parent kills them too
+(``PR_SET_PDEATHSIG`` on Linux, plus a thread watching the parent's pid).
 """
 
 from __future__ import annotations

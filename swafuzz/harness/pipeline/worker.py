@@ -1,17 +1,13 @@
 """Crash isolation: run Cases in a child process.
 
-The parent writes the in-flight Case to ``inflight.json`` before each case (a hard crash of the
-parent leaves it on disk), sends it to the child and waits. If the child dies (segfault, illegal
-memory access, abort) or runs past the timeout, the result is one ``crash`` (or ``timeout``)
-failure, and the next case starts a fresh child.
-
-The child is a fresh interpreter, not a ``multiprocessing`` spawn (it never re-imports the
-parent's ``__main__``); it gets the target back from the parent's recipe
-(``swafuzz.targets.recipe``). Messages are JSON lines: requests on the child's stdin, replies on
-a private pipe (the child's stdout goes to stderr, so a target that prints cannot corrupt the
-protocol). A sticky CUDA error leaves the child alive with a broken context: the child probes
-its device after every case (:func:`device_context_error`) and, when broken, reports a
-``crash`` and exits.
+The parent writes the in-flight Case to ``inflight.json`` before each case, sends it to the child
+and waits; a child that dies (segfault, illegal memory access, abort) or runs past the timeout
+gives one ``crash`` (or ``timeout``) failure, and the next case starts a fresh child. The child is
+a fresh interpreter (not a ``multiprocessing`` spawn) that rebuilds the target from the parent's
+recipe (``swafuzz.targets.recipe``). Messages are JSON lines: requests on its stdin, replies on a
+private pipe (its stdout goes to stderr: a printing target cannot corrupt the protocol). After
+every case the child probes its device (:func:`device_context_error`); a sticky CUDA error is
+reported as a ``crash`` and the child exits.
 """
 
 from __future__ import annotations

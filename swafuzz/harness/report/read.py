@@ -1,18 +1,14 @@
 """``swafuzz report DIR``: ``summary.md``, ``junit.xml`` and ``summary.html`` for a run directory.
 
-Reads what ``swafuzz run`` (or ``zoo``) left in DIR (:mod:`swafuzz.harness.report.inputs`):
-``run.json``, ``cases.jsonl``, ``findings/*.json`` and ``kill-matrix.md``. Findings are grouped
-by signature (:mod:`swafuzz.reports.dedup`); each group's pools are drawn from its Case (the
-oracle) and its bundle's ``observed`` record (:mod:`swafuzz.harness.report.findings`).
-``--reruns N`` replays each group's smallest Case N times in an isolated worker (reliability k
-of N); ``--baseline PREV_DIR`` splits findings into new / known / fixed.
-
-The known-failure ledger (``--ledger FILE``, default the repository's; ``--no-ledger``): a
-group is *known by the ledger* when every failing Case of it (bundles and failing log rows)
-matches an entry, signature AND ``when``; it shows as ``known (ledger: ID; server: ...)`` in
-summary.md and as a ``<skipped>`` test case in junit.xml, so CI stays green on it. The CLI
-exits 1 only when some group is not known by the ledger. The renderers in ``reports/`` only
-format the plain data built here (:func:`build`).
+Reads DIR's ``run.json``, ``cases.jsonl``, ``findings/*.json`` and ``kill-matrix.md``
+(:mod:`swafuzz.harness.report.inputs`), groups findings by signature (:mod:`swafuzz.reports.dedup`)
+and draws each group's pools (:mod:`swafuzz.harness.report.findings`). ``--reruns N`` replays each
+group's smallest Case N times in an isolated worker; ``--baseline PREV_DIR`` splits findings into
+new / known / fixed. With a ledger (``--ledger FILE``, default the repository's; ``--no-ledger``)
+a group is *known by the ledger* when every failing Case of it (bundles and failing log rows)
+matches an entry, signature AND ``when``: ``known (ledger: ID; server: ...)`` in summary.md, a
+``<skipped>`` test case in junit.xml. The CLI exits 1 only when some group is not known by the
+ledger. The renderers in ``reports/`` only format what :func:`build` returns.
 """
 
 from __future__ import annotations

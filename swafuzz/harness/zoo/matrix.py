@@ -1,16 +1,13 @@
 """``swafuzz zoo``: run every mutant of the bug zoo, and ``unified`` as the control; print the
 kill matrix and its single-check ablation.
 
-Per mutant and seed a campaign runs over the mutant's scenario kinds until the first finding or
-the case budget; the first seed shrinks the killing Case and writes its bundle. A mutant is
-killed when every seed kills it; the control must be clean on every kind. Exit 0 iff every
-mutant is killed, the control is clean, and the leave-one-out rule holds: every check is the only
-check that kills at least one mutant (:func:`ablation`), or carries a defence-in-depth reason in
-its ``@check`` and fires on at least one mutant.
-
-``--mutant NAME`` (repeatable) narrows the zoo (the control runs over their kinds only; the rule
-is not enforced). Mutants of a release not installed here are left out of a whole-zoo run, named.
-Ctrl-C (or SIGTERM) prints the partial matrix, exit 130.
+Per mutant and seed a campaign runs over the mutant's kinds until the first finding or the case
+budget (the first seed shrinks the killing Case and writes its bundle); a mutant is killed when
+every seed kills it. Exit 0 iff every mutant is killed, the control is clean on every kind, and
+every check is the only killer of some mutant (:func:`ablation`) or has a defence-in-depth reason
+in its ``@check`` and fires on some mutant. ``--mutant NAME`` (repeatable) narrows the zoo (the
+control runs its kinds only; the rule is not enforced); a whole-zoo run leaves out, named, the
+mutants of a release not installed here. Ctrl-C (or SIGTERM) prints the partial matrix, exit 130.
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
 """``swafuzz zoo --level server``: the bug zoo over the server mutants (patches of the release's
-own code) on the installed release of the target with a server level.
+own code) on the installed release of a target with a server level.
 
-The same matrix, ablation and leave-one-out rule as the component zoo (:func:`zoo.finish` over
-the server checks): per mutant and seed, Cases of its server kinds (Hypothesis, derandomized by
-the seed, no shrinking) run through the patched pipeline until the first failing Case; the
-control is the unpatched pipeline over the same kinds. Leave-one-out judges the killing Case's
-observation again without that one check (:func:`swafuzz.server.run.judge_obs`; checks are pure
-functions of the observation). Without the release: exit 2 with the target's own message.
+The component zoo's matrix, ablation and leave-one-out rule (:func:`zoo.finish` over the server
+checks): per mutant and seed, Cases of its server kinds (derandomized by the seed, no shrinking)
+through the patched pipeline until the first failure; the control is the unpatched pipeline.
+Leave-one-out re-judges the killing observation without the check
+(:func:`swafuzz.server.run.judge_obs`). Without the release: exit 2, the target's message.
 """
 
 from __future__ import annotations

@@ -1,17 +1,15 @@
 """Oracle side of the two allocator triggers of issue 10 item 4 (plain Python, no torch).
 
-* Rejected draft tokens freed after a TARGET_VERIFY forward (``verify`` with ``accept``;
-  sglang 0.5.12 ``EagleVerifyInput.verify`` with ``align_evict_mask_to_page_size``):
-  :func:`reject_cut` says which positions stay reserved and which are freed.
-* Prefix sharing between live requests (``admit`` with ``prefix_rid`` / ``prefix_len``; sglang
-  ``SWARadixCache``): :func:`pages_held_by_others` is the lock reference of a full page.
-* :func:`effective_prefix`: the tokens an ``admit`` shares after the features' caps.
-* :func:`expected_layout`: from the Case alone (no page choices), after every step, each live
-  request's token count, eviction frontier, reserved verify slots past its last token, and the
-  leading tokens it shares with each other live request. The ``invariants`` check compares the
-  engine's request table and mapping with it (:func:`sharing_invariants`).
+* :func:`reject_cut`: the positions a ``verify`` with ``accept`` keeps reserved and frees
+  (sglang 0.5.12 ``EagleVerifyInput.verify``, ``align_evict_mask_to_page_size``);
+* :func:`pages_held_by_others`: the lock reference of a full page under prefix sharing (``admit``
+  with ``prefix_rid`` / ``prefix_len``; ``SWARadixCache``); :func:`effective_prefix`: the tokens
+  an ``admit`` shares after the features' caps;
+* :func:`expected_layout`: from the Case alone, after every step, each live request's token
+  count, eviction frontier, reserved verify slots and shared leading tokens, which
+  :func:`sharing_invariants` compares with the engine's request table and mapping.
 
-Semantics: ``features/{dense,verify_reject,prefix_share}/SEMANTICS.md`` (verify, admit, evict, finish, "Prefix sharing").
+Semantics: ``features/{dense,verify_reject,prefix_share}/SEMANTICS.md``.
 """
 
 from __future__ import annotations

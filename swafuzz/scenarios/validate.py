@@ -1,14 +1,11 @@
-"""Parse a Case from JSON-like data and check the rules every Case obeys. Every error is a
+"""Parse a Case from JSON-like data and check the rules every Case obeys; every error is a
 :class:`CaseError` naming the dotted field and what is allowed.
 
-The rules here are the common ones: the type and range of every field (a feature's fields by
-their declarations, ``CaseField`` in the feature's ``fields.py``: :func:`parse_declared`), the
-fields each op takes, the shape of a step (request ids, one ``accept`` / ``lengths`` entry per request,
-``replay`` drawn from ``rids``, 1..7 DP ranks) and the resource budget of one Case. The rules
-that tie a feature's fields to the rest of the Case (a ring's sizes, what a prefill graph or a
-tail graph needs, ...) are that feature's ``validators`` (``swafuzz/features/<name>/rules.py``, run through
-the registry by :func:`swafuzz.features.validation.validate_case`). Whether a Case is feasible
-(enough pages, known request ids, a bucket for every graph step) is answered by the oracle
+Common rules: each field's type and range (a feature's by its ``CaseField`` declarations:
+:func:`parse_declared`), the fields each op takes, a step's shape (request ids, one ``accept`` /
+``lengths`` per request, ``replay`` from ``rids``, 1..7 DP ranks) and one Case's resource budget.
+Rules tying a feature's fields to the rest are its ``validators`` (``features/<name>/rules.py``,
+via :func:`swafuzz.features.validation.validate_case`); feasibility is the oracle's
 (``oracles.engine.expect`` raises ``CaseInfeasible``).
 """
 

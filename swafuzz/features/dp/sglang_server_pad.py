@@ -1,17 +1,14 @@
-"""The attention-TP padding hop of the server-level pipeline (issue 18 item 2; imports no SGLang
-here, the ranks do).
+"""The attention-TP padding hop of the server-level pipeline (issue 18 item 2; imports no SGLang,
+the ranks do).
 
-A server-level Case with attention TP > 1 (``tp_size=2, moe_dense_tp_size=1``, no DP attention:
-both attention-TP ranks hold the same batch) runs its pipeline in the calling process for
-rank 0; per forward :func:`pad` hands that batch to every rank of a :class:`DPSync` (the
-release's own MLP sync: the token-count gather over gloo, ``prepare_mlp_sync_batch`` with its
+A server Case with attention TP > 1 (``tp_size=2, moe_dense_tp_size=1``, no DP attention: both
+ranks hold the same batch) runs rank 0's pipeline here; per forward :func:`pad` hands the batch to
+every rank of a :class:`DPSync` (the release's token-count gather, ``prepare_mlp_sync_batch``'s
 ``ceil_align(num_tokens, attn_tp_size)``, ``_pad_inputs_to_size``) and returns rank 0's padded
-``out_cache_loc`` / ``positions`` / ``seq_lens``, which the pipeline hands the store.
-
-One :class:`DPSync` per process and server shape, started at the first padded forward and
-closed at exit (:func:`close_all`, registered with ``atexit``; each rank also ends itself when
-its parent dies). Server mutants of the release's padding (:data:`SERVER_RELEASE_MUTANTS`) are
-applied in the ranks, for the forwards of one Case (:func:`release_mutant`).
+``out_cache_loc`` / ``positions`` / ``seq_lens`` for the store. One :class:`DPSync` per process and
+server shape, started at the first padded forward, closed at exit (:func:`close_all`, ``atexit``).
+:data:`SERVER_RELEASE_MUTANTS` are applied in the ranks for one Case's forwards
+(:func:`release_mutant`).
 """
 
 from __future__ import annotations

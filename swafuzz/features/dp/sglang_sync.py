@@ -1,17 +1,12 @@
 """The release's MLP-sync and DP / attention-TP padding on real process groups.
 
-:class:`DPSync` starts one process per TP rank (``tp_size`` of them, 2 by default; spawn), each
-bringing up SGLang's own parallel state on gloo over 127.0.0.1
-(:mod:`swafuzz.features.dp.sglang_sync_worker`). :meth:`DPSync.step` hands every rank its batch
-(:class:`RankInput`) and returns per rank what the release's padding made of it
-(:mod:`swafuzz.features.dp.sglang_sync_batch`, whose docstring lists the release's steps).
-
-The workers are always torn down (:meth:`DPSync.close`, also on an error, a timeout or Ctrl-C;
-each worker also ends itself when its parent dies). A rank that does not answer in time is a
-:class:`DPSyncError` naming the rank and the request, never a stuck caller.
-
-Imports no SGLang here (the workers do). Releases: 0.5.22 and 0.5.23; older releases have
-another bring-up and are refused by :func:`check_release` (exit 2 at the CLI).
+:class:`DPSync` spawns one process per TP rank (``tp_size``, default 2), each bringing up SGLang's
+parallel state on gloo over 127.0.0.1 (:mod:`.sglang_sync_worker`); :meth:`DPSync.step` hands
+every rank its :class:`RankInput` and returns what the release's padding made of it
+(:mod:`.sglang_sync_batch`). Workers are always torn down (:meth:`DPSync.close`, also on error,
+timeout or Ctrl-C; each ends itself when its parent dies); a rank that does not answer in time is
+a :class:`DPSyncError` naming rank and request. Imports no SGLang (the workers do). Releases
+0.5.22 and 0.5.23; others are refused by :func:`check_release` (exit 2 at the CLI).
 """
 
 from __future__ import annotations

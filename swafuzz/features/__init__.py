@@ -1,17 +1,9 @@
 """The feature registry: every path swafuzz fuzzes, one record each (:mod:`.record`).
 
 Each feature is a folder ``swafuzz/features/<name>/`` whose ``__init__.py`` holds its record,
-``FEATURE`` (and nothing that imports engine, oracle, torch or SGLang code). The registry finds
-them by walking this package, so adding a feature is adding a folder: nothing in the core lists
-features. Everything that needs "all kinds", "all mutants", "all checks" or "can target T run
-this" iterates the records through the functions below.
-
-    from swafuzz import features
-    features.all_features()            # tuple of Feature, in name order
-    features.get("ring")               # one record (KeyError naming the known ones)
-    features.feature_of_kind("ring_draft").name
-    features.kind_names()              # every scenario kind, feature by feature
-    features.strategy("ring")()        # the kind's SearchStrategy[Case]
+``FEATURE`` (importing no engine, oracle, torch or SGLang code). The registry walks this package,
+so adding a feature is adding a folder; everything needing "all kinds / mutants / checks" or "can
+target T run this" iterates the records through the functions below.
 """
 
 from __future__ import annotations

@@ -27,17 +27,14 @@ def rows_bytes(seed: int, step: int, fwd: int, pool: str, layer: int, n_rows: in
 
 
 def dsv4_rows_bytes(seed: int, step: int, fwd: int, pool: str, layer: int, n_rows: int) -> bytes:
-    """K rows of a layout-``"dsv4"`` pool: ``n_rows * 1024`` bytes, row r being 512 little-endian
-    bf16 values (448 nope, then 64 rope), all finite, keyed like :func:`rows_bytes` (plus
-    ``:dsv4``) and independent of ``n_rows``.
+    """K rows of a layout-``"dsv4"`` pool: ``n_rows * 1024`` bytes, row r 512 little-endian finite
+    bf16 values (448 nope, 64 rope), keyed like :func:`rows_bytes` (plus ``:dsv4``), independent of
+    ``n_rows``.
 
-    Each 64-value tile (7 nope tiles, then the rope tile) draws a kind: 1/8 all zeros (signed),
-    1/8 tiny (top exponent 2**-126..2**-87, bf16 subnormals included), 1/8 huge (2**73..2**127),
-    else around 1 (2**-17..2**13); each value then has a random sign, an exponent 0..9 below the
-    tile's top (never below the subnormal range) and a random 7-bit mantissa. So tiles exercise
-    every scale exponent, ties of the fp8 rounding (a bf16 mantissa has 4 bits below the fp8
-    ones) and fp8 subnormals.
-    """
+    Each 64-value tile draws a kind: 1/8 signed zeros, 1/8 tiny (top exponent 2**-126..2**-87,
+    subnormals included), 1/8 huge (2**73..2**127), else 2**-17..2**13; each value a random sign, an
+    exponent 0..9 below the tile's top (not below subnormals) and a random 7-bit mantissa: every scale
+    exponent, fp8 rounding ties and fp8 subnormals are exercised."""
     out = bytearray()
     for r in range(n_rows):
         rng = random.Random(f"{seed}:{step}:{fwd}:{pool}:{layer}:{r}:dsv4")

@@ -1,11 +1,8 @@
-"""Mutants of the DSpark draft block on a per-request SWA ring (feature ``ring_draft``; Case op
-``draft_block``, features/ring/ring_draft/SEMANTICS.md "DSpark draft block on a ring"; addendum §2.1, §3, §5 R1/R4,
-§6 A4).
+"""Mutants of the DSpark draft block on a per-request SWA ring (feature ``ring_draft``, op
+``draft_block``; addendum §2.1, §3, §5 R1/R4, §6 A4).
 
-Each swaps the engine's :attr:`targets.engine.UnifiedEngine.draft_block_mixin` for a subclass
-overriding one method of :class:`features.ring_draft.engine.DraftBlockMixin` (or its block graph
-runner); only a ``draft_block`` step runs that mixin, so only the ``ring_draft`` scenario kind
-reaches them.
+Each replaces :attr:`targets.engine.UnifiedEngine.draft_block_mixin` with a subclass overriding
+one method of ``DraftBlockMixin`` (or its graph runner); only the ``ring_draft`` kind reaches them.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 one engine (same captured graphs), with allocator churn and window eviction.
 
 Each rule plans one valid step (:class:`scenarios.planner.Planner`) for
-:meth:`EpisodeMachine.run_step`, which a subclass implements (``tests/harness/
-test_episode_machine.py`` runs it on live engines). Shrinks towards the shortest breaking sequence.
+:meth:`EpisodeMachine.run_step`, which a subclass implements
+(``tests/harness/test_episode_machine.py`` runs it on live engines). Shrinks towards the shortest
+breaking sequence.
 """
 
 from __future__ import annotations

@@ -240,16 +240,19 @@ class DPSync:
             c.send(p)
         return self._collect(what, self.step_timeout)
 
+    def _check_call(self, ranks: list, mutant: str | None, mutants) -> None:
+        if mutant is not None and mutant not in mutants:
+            raise DPSyncInputError(f"mutant {mutant!r} not one of {', '.join(mutants)}")
+        if len(ranks) != self.shape.tp_size:
+            raise DPSyncInputError(f"ranks: {len(ranks)} inputs for {self.shape.tp_size} ranks")
+
     def step(self, ranks: list[RankInput], force_scatter: bool = False,
              mutant: str | None = None, cuda_graph: bool = False) -> list[dict]:
         """Every rank's batch through the release's padding; per rank the result of
         ``sglang_sync_batch.run_rank`` (``force_scatter``: see PATCHED; ``mutant``: one of
         RELEASE_MUTANTS, for this step only; ``cuda_graph``: the ranks vote for the CUDA
         graphs, as with them on)."""
-        if mutant is not None and mutant not in RELEASE_MUTANTS:
-            raise DPSyncInputError(f"mutant {mutant!r} not one of {', '.join(RELEASE_MUTANTS)}")
-        if len(ranks) != self.shape.tp_size:
-            raise DPSyncInputError(f"ranks: {len(ranks)} inputs for {self.shape.tp_size} ranks")
+        self._check_call(ranks, mutant, RELEASE_MUTANTS)
         for i, r in enumerate(ranks):
             r.check(i)
         opts = {"force_scatter": force_scatter, "mutant": mutant, "cuda_graph": cuda_graph}
@@ -263,10 +266,7 @@ class DPSync:
         model-runner order; per rank the record of ``sglang_sync_draft.run_draft_block``
         (``coordinate``: a coordinated step; ``moe_draft``: False for a dense draft;
         ``force_scatter``: see PATCHED; ``mutant``: None or one of its MUTANTS)."""
-        if mutant is not None and mutant not in DRAFT_MUTANTS:
-            raise DPSyncInputError(f"mutant {mutant!r} not one of {', '.join(DRAFT_MUTANTS)}")
-        if len(ranks) != self.shape.tp_size:
-            raise DPSyncInputError(f"ranks: {len(ranks)} inputs for {self.shape.tp_size} ranks")
+        self._check_call(ranks, mutant, DRAFT_MUTANTS)
         for i, r in enumerate(ranks):
             if r.mode == "decode" and len(r.out_cache_loc) != qtn * len(r.seq_lens):
                 raise DPSyncInputError(f"rank {i}: a draft block's decode rank has {qtn} "

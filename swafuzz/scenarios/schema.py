@@ -161,10 +161,7 @@ class GraphMethods:
     __slots__ = ()
 
     def bucket_for(self, n: int) -> int | None:
-        for b in self.buckets:
-            if b >= n:
-                return b
-        return None
+        return next((b for b in self.buckets if b >= n), None)
 
 
 class StepMethods:

@@ -48,16 +48,9 @@ PAGE_SIZE = CaseField("pool", "page_size", "int", 1, "tokens per page", lo=1, hi
                       pow2=True)
 #: the base fields each op takes; the features' step fields add theirs (``CaseField.ops``)
 _BASE_STEP_FIELDS = {
-    "admit": {"rid", "length", "exec"},
-    "decode": {"rids", "exec"},
-    "verify": {"rids", "exec"},
-    "draft_extend": {"rids", "exec"},
-    "draft_decode": {"rids", "exec"},
-    "idle": {"tokens", "exec"},
-    "evict": {"rid"},
-    "finish": {"rid"},
-    "extend": {"rids", "exec"},
-    "draft_block": {"rids", "exec"},
+    "admit": {"rid", "length", "exec"}, "idle": {"tokens", "exec"}, "evict": {"rid"},
+    "finish": {"rid"}, **{op: {"rids", "exec"} for op in (
+        "decode", "verify", "draft_extend", "draft_decode", "extend", "draft_block")},
     **{op: set(d.fields) for op, d in STEP_OPS.items()},
 }
 _STEP_FIELDS = {op: names | {d.name for d in DECLARED["step"] if op in d.ops}
@@ -83,10 +76,7 @@ def _int_list(obj: dict, key: str, path: str, lo: int, hi: int | None = None) ->
     v = obj.get(key, [])
     if not isinstance(v, list):
         raise CaseError(f"{path}.{key}", f"must be a list of integers (got {v!r})")
-    out = []
-    for i, x in enumerate(v):
-        out.append(int_field({"x": x}, "x", f"{path}.{key}[{i}]", lo, hi))
-    return tuple(out)
+    return tuple(int_field({"x": x}, "x", f"{path}.{key}[{i}]", lo, hi) for i, x in enumerate(v))
 
 
 def object_fields(obj: Any, path: str, allowed: set[str]) -> dict:

@@ -31,14 +31,11 @@ class ForwardExp:
     #: issue 12 (draft_block): padded row k (k = r - n_real) resolves to ``pad_cycle[k % len]``
     #: (all in page 0); empty: every padded row resolves to 0
     pad_cycle: tuple[int, ...] = ()
-    #: the full locations the forward's metadata is prepared from, in batch order, when they are
-    #: not its own rows ``full_locs``: a multi-step draft decode step's metadata is built from
-    #: the whole ``[bs, topk, steps]`` batch (spec §4.8), each step then stamping its slice
+    #: the full locations the metadata is prepared from when not ``full_locs``: a multi-step
+    #: draft decode's whole ``[bs, topk, steps]`` batch (spec §4.8), each step stamping a slice
     prep_locs: list[int] | None = None
-    #: the batch the metadata is prepared for: each request's length after the step's
-    #: allocation (``seq_lens``, batch order) and each prepared row's token position; padded
-    #: requests and rows follow (fill value 1 and position 0, spec §5.1, §5.4). None: not
-    #: predicted (ops a feature owns)
+    #: the prepared batch: request lengths after the step's allocation and row positions, padding
+    #: after them (fill 1, position 0, spec §5.1, §5.4); None: not predicted (feature ops)
     seq_lens: list[int] | None = None
     positions: list[int] | None = None
 

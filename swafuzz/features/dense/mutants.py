@@ -1,9 +1,6 @@
 """Mutants of the dense path (feature ``dense``: paged SWA pool, eager and graph decode, target
-verify, draft extend, multi-step draft, IDLE; spec §2, §4, §5, §9).
-
-Each swaps one component class of :class:`targets.engine.UnifiedEngine` (backend, pool,
-allocator, runner) for a subclass overriding one method; the class docstring says the bug, the
-decorator its source and the checks expected to kill it.
+verify, draft extend, multi-step draft, IDLE; spec §2, §4, §5, §9). Each swaps one component class
+of :class:`targets.engine.UnifiedEngine` for a subclass overriding one method.
 """
 
 from __future__ import annotations
@@ -128,11 +125,9 @@ class LayerCacheNoReset(UnifiedEngine):
     """A layer-keyed location cache recomputed at global layer 0 only and never reset: a pool
     whose first storing layer is not 0 (the draft model) keeps its first batch's locations.
 
-    Not what sglang 0.5.12 ships: its ``DeepSeekV4TokenToKVPool`` recomputes at the pool's
-    ``start_layer`` (every forward of every pool), and its bug (``register_mapping`` not
-    clearing ``cached_loc``, fixed by PR #25889 / #26079) needs a mapping rebuilt between
-    forwards, which no Case step does; ``--target sglang`` runs that shipped code for real.
-    This keeps the layer-0 variant, the form of the bug class the scenarios can reach."""
+    Not 0.5.12's form (it recomputes at the pool's ``start_layer``; its ``register_mapping`` bug,
+    PR #25889 / #26079, needs a mapping rebuilt between forwards, which no Case step does, and
+    ``--target sglang`` runs that code for real): the variant of the class the scenarios reach."""
 
     backend_cls = _LayerCacheBackend
 

@@ -1,8 +1,7 @@
-"""Mutants of DP attention (feature ``dp``: MLP-sync MAX_LEN re-padding of decode and
-speculative batches, the EXTEND rewrite; spec §5.4, §6, PR #27091).
-
-Each swaps the engine's :class:`features.dp.engine.DPAttention` (the engine's ``rank_pad_cls``) or the resolver's length check, or
-overrides one engine method (``can_run``); reached only by the ``dp_padded`` / ``dp_spec`` kinds.
+"""Mutants of DP attention (feature ``dp``: MLP-sync MAX_LEN re-padding of decode and speculative
+batches, the EXTEND rewrite; spec §5.4, §6, PR #27091). Each swaps the engine's
+:class:`features.dp.engine.DPAttention`, the resolver's length check, or ``can_run``; reached
+only by the ``dp_padded`` / ``dp_spec`` kinds.
 """
 
 from __future__ import annotations

@@ -28,12 +28,10 @@ _ACTIVE: list[str | None] = [None]
 
 
 def rank_shape(config) -> tuple[ServerShape, dict[str, str]]:
-    """The ranks' server arguments for a server-level ``config`` (the fields that shape the
-    padding: TP / DP sizes, DP attention, the dense MoE TP size, the MoE all-to-all backend and
-    the prefill graph switch, as set) and the deployment's environment they start with. The
-    bounded-replay flags stay off on the ranks: the release's token count reads encoder replay
-    only through the rows it folds from a cached prefix (none without the radix cache, which
-    the server level keeps disabled), and the ranks' model stand-in is no DeepSeek-V4.1."""
+    """The ranks' server arguments for a server-level ``config`` (TP / DP sizes, DP attention, dense
+    MoE TP size, MoE all-to-all backend, prefill graph switch, as set) and the deployment's
+    environment. Bounded replay stays off on the ranks: their token count reads encoder replay only
+    through rows folded from a cached prefix (no radix cache at server level)."""
     extra = {k: getattr(config, k) for k in ("moe_a2a_backend", "disable_prefill_cuda_graph")
              if getattr(config, k) != getattr(type(config)(), k)}
     shape = ServerShape(tp_size=config.tp_size, dp_size=config.dp_size,

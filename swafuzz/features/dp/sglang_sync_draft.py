@@ -67,12 +67,11 @@ def _stamp_prefill(be, log):
 
 
 def draft_backend(runner, log):
-    """The release's DeepSeek-V4 backend (no ``__init__``) as the draft's: the padding's fill
-    value (``sglang_sync_batch.dsv4_backend``), its ``init_forward_metadata`` (the in-graph
-    ring restamp included) and the resolver; ``_build_forward_metadata`` is the stand-in: a
-    DSpark block goes to the release's ``init_forward_metadata_dspark_draft_block``, any other
-    mode (a relabelled block) to the prefill metadata, which stamps nothing on a ring pool
-    without a request window (``make_core_attn_metadata``'s last branch)."""
+    """The release's DeepSeek-V4 backend (no ``__init__``) as the draft's: fill value, its
+    ``init_forward_metadata`` (in-graph ring restamp included) and the resolver;
+    ``_build_forward_metadata`` is the stand-in: a DSpark block to
+    ``init_forward_metadata_dspark_draft_block``, any other mode (a relabelled block) to the prefill
+    metadata, which stamps nothing on a ring pool without a request window."""
     from sglang.srt.layers.attention.deepseek_v4_backend import DeepseekV4AttnBackend as B
     from sglang.srt.layers.attention.deepseek_v4_backend import (
         DSV4Metadata,
@@ -236,13 +235,11 @@ def run_draft_block(rank_in: dict, runner, opts: dict) -> dict:
 
 
 def draft_block_step(rank_in: dict, runner, opts: dict) -> dict:
-    """One DSpark draft block on a decode rank (module docstring); an extend or idle rank only
-    takes part in the gather. ``opts``: ``qtn`` (tokens per request), ``coordinate`` (the
-    release's ``DPSpecPrefillCoordinationPlan`` applied for the draft phase, as
-    ``_forward_decode`` does when a peer prefills; SGLANG_ENABLE_DP_SPEC_PREFILL_COORDINATION
-    is set for the gather only, ``sglang_sync.PATCHED``), ``moe_draft`` (default True: the
-    DeepSeek-V4 MoE draft, which ``DSparkWorkerV2`` gives ``dp_moe_sync`` under DP attention;
-    False: a dense draft, never MLP-sync padded), ``mutant`` (None or one of MUTANTS)."""
+    """One DSpark draft block on a decode rank (module docstring); extend and idle ranks only gather.
+    ``opts``: ``qtn`` (tokens per request), ``coordinate`` (``DPSpecPrefillCoordinationPlan`` for the
+    draft phase, as when a peer prefills; the env switch set for the gather only), ``moe_draft``
+    (default True: ``dp_moe_sync`` under DP attention; False: a dense draft, never MLP-sync padded),
+    ``mutant`` (None or one of MUTANTS)."""
     from sglang.srt.environ import envs
     from sglang.srt.model_executor.model_runner import ModelRunner
     from sglang.srt.runtime_context import get_parallel

@@ -1,7 +1,6 @@
 """Mutants of the DSV4 SWA cache layout store (pool layout ``"dsv4"``; spec §4.6), reached only by
-the ``dsv4_layout`` scenario kind (every other kind builds opaque-row pools, whose store is not
-the quantizing one). Each quantizes as the pool's store does, then writes the token's 584 bytes
-elsewhere than the layout says: its class docstring says where, its decorator the source.
+the ``dsv4_layout`` kind: each quantizes as the store does, then writes the token's 584 bytes
+where the layout does not say.
 """
 
 from __future__ import annotations

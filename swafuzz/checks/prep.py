@@ -85,14 +85,9 @@ def prepared_failures(o, e) -> list[Failure]:
 
 @check("prepared")
 def check_prepared(case, obs, exp) -> list[Failure]:
-    """The metadata every forward's preparation built equals what the Case determines (module
-    docstring): the full locations it was built from, the batch's lengths and positions and,
-    when stamped, the SWA write locations. Only killer of ``draft_extend_prep_drops_live_loc``
-    (a draft-extend prep building its metadata from synthetic zeros while the stores fall back
-    to the live translation; PR #27091 review, spec §9.1), ``graph_swa_loc_kept`` (a replay's
-    metadata keeping the capture's stamped tensor instead of assigning the fresh value; spec
-    §4.2, §9.12) and ``graph_pad_seq_lens_stale`` (a padded graph's requests keeping a larger
-    batch's lengths; spec §5.1)."""
+    """Each forward's prepared metadata equals the Case's (module docstring). Only killer of
+    ``draft_extend_prep_drops_live_loc`` (PR #27091 review, spec §9.1), ``graph_swa_loc_kept``
+    (spec §4.2, §9.12) and ``graph_pad_seq_lens_stale`` (spec §5.1)."""
     pairs, _, _ = pair_by_forward(obs.forwards, exp.forwards, obs.error)
     fails: list[Failure] = []
     for o, e in pairs:

@@ -1,9 +1,6 @@
-"""What the engine oracle predicts for a Case: the expected forwards and per-step states.
-
-Plain data (a leaf module): :class:`ForwardExp` per forward, :class:`StepExp` per step, gathered
-in an :class:`Expectation` (see :mod:`oracles.engine` for what each field means), with the
-per-feature channels (feature name -> that feature's own expectation, e.g. the request window
-oracle's; a feature's shadow fills its channel, its checks read it).
+"""What the engine oracle predicts for a Case (plain data, a leaf): :class:`ForwardExp` per forward,
+:class:`StepExp` per step, in an :class:`Expectation` with per-feature channels (feature name ->
+its own expectation, filled by its shadow, read by its checks).
 """
 
 from __future__ import annotations

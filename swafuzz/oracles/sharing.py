@@ -123,17 +123,12 @@ def expected_layout(case: Case) -> list[dict[int, ReqLayout]]:
 
 def sharing_invariants(mapping: list[int], requests: dict[int, tuple[list[int], int]],
                        layout: dict[int, ReqLayout], page_size: int) -> list[str]:
-    """Rules over the new bookkeeping, one message per violation (rule name first):
-
-    * ``shared``: a request's first k tokens are the very full slots of every request the
-      Case says it shares k leading tokens with (a prefix hit reuses slots, never copies);
-    * ``token-dup``: a full slot two live requests hold is inside their shared prefix;
-    * ``evicted``: a position below the frontier is unmapped unless another live request
-      holds its page;
-    * ``reserved``: the reserved verify slots after a request's last token are mapped at the
-      next offsets of its last page on both sides (same full and SWA page);
-    * ``orphan``: every mapped full slot is a live request's token or reserved slot.
-    """
+    """Rules over the new bookkeeping, one message per violation (rule name first): ``shared`` (a
+    request's first k tokens are the very full slots of each request it shares k with), ``token-dup``
+    (a slot two requests hold lies in their shared prefix), ``evicted`` (below the frontier unmapped
+    unless another live request holds the page), ``reserved`` (reserved verify slots mapped at the
+    next offsets of the last page, both sides), ``orphan`` (every mapped full slot is a live token or
+    reserved slot)."""
     P, M, out = page_size, mapping, []
     holders: dict[int, set[int]] = {}
     for rid, (toks, _) in requests.items():

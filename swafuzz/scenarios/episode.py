@@ -82,13 +82,10 @@ def run_episode(draw: Draw, pl: Planner, actions: tuple[Action, ...], max_steps:
 
 @dataclass(frozen=True)
 class EpisodeKind:
-    """A scenario kind drawn by :func:`run_episode`.
-
-    ``planner(draw)``: a fresh planner on drawn pool and graph configs; ``first``: actions run
-    once, in order, before the episode (the admission, a kind's trigger: so short Cases carry
-    it), each only when it applies; ``actions`` / ``max_steps`` / ``refill``: the episode;
-    ``finish(draw, case)``: an optional last touch on the Case (a config flag, a drawn
-    field), drawn after the payload seed."""
+    """A scenario kind drawn by :func:`run_episode`: ``planner(draw)`` (fresh planner on drawn configs),
+    ``first`` (actions run once, in order, each when it applies, so short Cases carry the trigger),
+    ``actions`` / ``max_steps`` / ``refill``, ``finish(draw, case)`` (optional, drawn after the
+    payload seed)."""
 
     kind: str
     planner: Callable[[Draw], Planner]

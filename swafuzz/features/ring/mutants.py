@@ -1,9 +1,6 @@
 """Mutants of the per-request SWA ring (feature ``ring``; addendum §2.1, §3, §5 R1-R5, §6
-A4/A11/A12; Case field ``pool.swa_ring``).
-
-Each swaps one component class of :class:`targets.engine.UnifiedEngine` for a subclass
-overriding one method; none changes anything on a paged pool, so only the ``ring`` scenario
-kind reaches them.
+A4/A11/A12): each swaps one component class of the engine for a subclass overriding one method,
+changing nothing on a paged pool, so only the ``ring`` kind reaches them.
 """
 
 from __future__ import annotations

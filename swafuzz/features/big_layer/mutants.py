@@ -22,9 +22,9 @@ def int32_wrap(x: torch.Tensor) -> torch.Tensor:
 
 class _Int32AddressBackend(DSV4Backend):
     def _store(self, cache, loc, rows):
-        """Slot ``s``'s byte address ``page * stride + offset * row bytes`` computed in int32 (wrapping
-        at 2^31); a negative address indexes from the byte view's end, as torch does (a kernel would
-        write before the buffer). The rest is the unified store's; the DSV4 store is left as it is."""
+        """Slot ``s``'s byte address ``page * stride + offset * row bytes`` in int32 (wrapping at
+        2^31); a negative address indexes from the byte view's end, as torch does (a kernel would write
+        before the buffer). The rest is the unified store's; the DSV4 store is left as it is."""
         if cache.dim() != 3:
             return super()._store(cache, loc, rows)
         if self.row_tables is not None:  # as the unified store: -1 rows skipped first

@@ -23,8 +23,6 @@ def _static(backend: DSV4Backend, cache, loc, rows) -> bool:
 
 class _TokenContiguousBackend(DSV4Backend):
     def _store(self, cache, loc, rows):
-        """Quantize as the pool's store does, then scatter with the token as one 584-byte
-        record: scales at ``offset * 584 + 576``."""
         if not _static(self, cache, loc, rows):
             return super()._store(cache, loc, rows)
         data, scales = dsv4_store.quantize(rows)
@@ -34,8 +32,6 @@ class _TokenContiguousBackend(DSV4Backend):
 
 class _RopeQuantizedBackend(DSV4Backend):
     def _store(self, cache, loc, rows):
-        """All 8 tiles quantized: the rope tile's fp8 codes over the first 64 rope bytes, its
-        scale in byte 7 of the scale group."""
         if not _static(self, cache, loc, rows):
             return super()._store(cache, loc, rows)
         data, scales = dsv4_store.quantize(rows)
@@ -50,7 +46,6 @@ class _RopeQuantizedBackend(DSV4Backend):
 
 class _DenseTokenStrideBackend(DSV4Backend):
     def _store(self, cache, loc, rows):
-        """Pages addressed at ``page * 584 * P`` (no page padding)."""
         if not _static(self, cache, loc, rows):
             return super()._store(cache, loc, rows)
         data, scales = dsv4_store.quantize(rows)

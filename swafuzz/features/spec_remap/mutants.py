@@ -12,8 +12,6 @@ from swafuzz.targets.mutants import mutant
 
 class _RebuildingAllocator(SWAAllocator):
     def rebuild_mapping(self):
-        """Load-back builds the mapping anew (same contents, a new tensor) and allocates into it
-        from then on."""
         self.mapping = self.mapping.clone()
         return self.mapping
 

@@ -20,7 +20,6 @@ KINDS = ("ring_draft",)
 
 class _ViaMapping(DraftBlockMixin):
     def block_rows(self, fb):
-        """The paged stamp: ``int32(M[out_cache_loc])`` (M is never written under a ring)."""
         return self.translate(fb.out_cache_loc)
 
 
@@ -37,7 +36,6 @@ class RingDraftBlockViaMapping(UnifiedEngine):
 
 class _NoMod(DraftBlockMixin):
     def block_rows(self, fb):
-        """``slot*R + pos`` without ``mod R``."""
         rep = self.repeat_slots(self.block_slots(fb))
         pos = block_seq_lens_causal(fb.seq_lens, self.gamma) - 1
         return (rep * self.row_tables.ring + pos).to(torch.int32)
@@ -54,7 +52,6 @@ class RingDraftBlockNoMod(UnifiedEngine):
 
 class _SeqLens(DraftBlockMixin):
     def block_rows(self, fb):
-        """Position ``seq_lens_casual`` (one past the row's position)."""
         rep = self.repeat_slots(self.block_slots(fb))
         pos = block_seq_lens_causal(fb.seq_lens, self.gamma)
         R = self.row_tables.ring
@@ -73,7 +70,6 @@ class RingDraftBlockSeqLens(UnifiedEngine):
 
 class _Tiled(DraftBlockMixin):
     def repeat_slots(self, slots):
-        """``slots.repeat(gamma)``: request-minor order."""
         return slots.repeat(self.gamma)
 
 
@@ -89,8 +85,6 @@ class RingDraftBlockTiledSlots(UnifiedEngine):
 
 class _HostBaked(DraftBlockMixin):
     def block_rows(self, fb):
-        """Rows computed on the host when not capturing (the warm-up) and the constant reused
-        inside the captured graph."""
         if capturing() and getattr(self, "_host_const", None) is not None:
             return self._host_const
         vals = super().block_rows(fb).tolist()
@@ -113,7 +107,6 @@ class RingDraftBlockHostBaked(UnifiedEngine):
 
 class _PadFillZeroRunner(DecodeGraphRunner):
     def load_batch(self, fb, bs):
-        """Padded requests get seq_lens 0 (not the DSV4 backend's fill value 1)."""
         super().load_batch(fb, bs)
         self.static_seq_lens[fb.batch_size:bs].fill_(0)
 

@@ -1,11 +1,9 @@
 """Whose bytes and whose slot: the names the checks put in their messages (issue 10, item 6).
 
-``attribute`` says whose bytes one row is (poison, or which step / forward / pool / layer / row
-of the Case's payload, with its request and position, or a padded row); ``slot_owner`` says
-whose slot a wrong write hit (the dummy page, a live request's position, or an unmapped slot;
-a feature with its own pool rules answers through the hook ``check.slot_owner``, which
-``loc_owner`` asks first). Read-only over the Case and the oracle's
-Expectation; used by the checks (:mod:`checks.write`).
+``attribute``: whose bytes one row is (poison, a padded row, or the step / forward / pool / layer
+/ row of the payload with its request and position); ``slot_owner``: whose slot a wrong write hit
+(dummy page, a live request's position, unmapped; ``loc_owner`` asks hook ``check.slot_owner``
+first). Read-only over the Case and the Expectation; used by :mod:`checks.write`.
 """
 
 from __future__ import annotations

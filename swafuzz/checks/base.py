@@ -1,10 +1,7 @@
-"""What every check builds on: the :class:`Failure` a check returns, the slot class of a
-divergent row or slot, how a forward is named in messages, and the executor names checks tell
-apart.
-
-Signatures ``(check, scenario kind, slot class)`` deduplicate findings; the slot class says what
-the first divergent row/slot hit: ``dummy`` (page 0 instead of a live slot), ``live`` (another
-live slot), ``negative``, ``outside`` (past the buffer), ``dtype``, ``count``, ``stale``, ...
+"""What every check builds on: :class:`Failure`, the slot class of a divergent row or slot, forward
+names in messages, and the executor names. Signatures ``(check, kind, slot class)`` deduplicate
+findings; slot classes: ``dummy`` (page 0 instead of a live slot), ``live``, ``negative``,
+``outside`` (past the buffer), ``dtype``, ``count``, ``stale``, ...
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""How the target ran each forward (DESIGN.md check 8 and issue 10's ``exec_path``):
-``contracts`` (every store call got int32 locations, one per row, none negative, all below
-2^31; no valid Case refused with a contract error) and ``exec_path`` (every forward ran the way
-the Case determines: graph or eager, ForwardMode, rows, and the graph executor's captures and
-replays as the harness counted them, never as the target reports them).
+"""How the target ran each forward (DESIGN.md check 8, issue 10): ``contracts`` (store locations
+int32, one per row, non-negative, < 2^31; no valid Case refused) and ``exec_path`` (graph or
+eager, ForwardMode, rows, captures and replays as the harness counted them).
 """
 
 from __future__ import annotations
@@ -53,14 +51,10 @@ def check_contracts(case, obs, exp) -> list[Failure]:
 
 @check("exec_path")
 def check_exec_path(case, obs, exp) -> list[Failure]:
-    """Every forward ran the way the Case determines (:func:`oracles.paths.expected_paths`,
-    computed without the target): graph or eager, ForwardMode, real rows, and the rows every
-    layer's store received (bucket rows under a graph, the DP MAX_LEN count on the eager DP
-    path, spec §5.1, §5.4); and the graph executor, counted by the harness (not reported by the
-    target, ``Observation.graph_use``), saw one replay per graph step and one capture per
-    (runner, bucket). ``exp`` is unused.
-    Proven by: ``graph_less`` (spec §5.1: every graph step run eagerly) and ``dp_never_pads``
-    (spec §5.4 (4)), each killed by this check alone."""
+    """Every forward ran as :func:`oracles.paths.expected_paths` says (without the target): graph or
+    eager, ForwardMode, real rows, rows each store received (bucket rows, DP MAX_LEN; spec §5.1,
+    §5.4), and the harness-counted ``Observation.graph_use``: one replay per graph step, one capture
+    per (runner, bucket). ``exp`` unused. Sole killer of ``graph_less`` and ``dp_never_pads``."""
     graphs = obs.executor in GRAPH_EXECUTORS
     paths = expected_paths(case, graphs)
     pairs, _, _ = pair_by_forward(obs.forwards, paths, obs.error)  # missing: write_targets'

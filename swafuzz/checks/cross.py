@@ -71,17 +71,12 @@ def _pool_failure(name: str, a, b, case, cls: str, msg: str) -> Failure | None:
             "changes a write is always also a write_targets / pool_bytes / agreement "
             "finding, and one that changes nothing cannot be seen")
 def check_capture_freeze(case, observations: list) -> list[Failure] | None:
-    """No value is frozen at capture: every graph observation (tape, cudagraph) equals the
-    *recapture reference* (the same Case where the harness's
-    :class:`harness.executors.tape.RecaptureTapeExecutor` captures each forward again on its
-    live inputs right before replaying it) in every graph forward's resolved locations and in
-    every pool byte after every step (the effect of every other captured buffer). A divergence
-    can only come from something computed at the first capture and reused since; what the
-    target reports about its capture (``ForwardObs.baked``) is not read.
-    ``harness.pipeline.execute.execute`` runs the reference only when a graph observation
-    disagrees with the eager one. Defence in depth (reason in its ``@check``); fires on
-    ``host_baked_translation`` (PR #38137 class) and the other graph-only mutants. None
-    (nothing to judge) without a reference."""
+    """No value is frozen at capture: every graph observation equals the *recapture reference*
+    (:class:`harness.executors.tape.RecaptureTapeExecutor` captures each forward again on its live
+    inputs before replaying) in every graph forward's resolved locations and every pool byte after
+    every step; ``ForwardObs.baked`` is not read. The reference runs only when a graph observation
+    disagrees with the eager one; None without it. Defence in depth; fires on
+    ``host_baked_translation`` (PR #38137 class) and the other graph-only mutants."""
     ref = next((o for o in observations if o.executor == RECAPTURE_EXECUTOR), None)
     if ref is None:
         return None

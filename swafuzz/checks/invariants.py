@@ -19,19 +19,13 @@ def check_invariants(case, obs, exp) -> list[Failure]:
     """Mapping sentinel, page 0 never allocated, unique mapped SWA slots, in-window positions
     mapped, evicted positions unmapped, no leaked or double-free pages, draft shares the mapping.
 
-    Judged only from what the engine exposes (its mapping, free lists and request table) and the
-    Case (which requests are live after each step, with how many tokens and which eviction
-    frontier: :func:`oracles.paths.expected_requests`, arithmetic without page choices); never
-    from the oracle's allocator. ``exp`` is unused. A target that exposes no request table
-    (``StepObs.requests is None``) gets the rules that need none.
-    Cases with prefix sharing or rejected-draft frees (:func:`oracles.sharing.uses_triggers`)
-    swap the token-dup / evicted / orphan rules for their sharing-aware versions
-    (:func:`oracles.sharing.sharing_invariants`: shared prefixes, held pages, reserved slots).
-    Proven by: ``evict_keeps_mapping`` (spec §9.15, PR #38519 class), its only killer;
-    ``verify_reject_keeps_swa`` and ``finish_frees_shared_prefix`` for the sharing rules.
-    A feature whose pool has rules of its own (slot ``CheckPart.invariants``: the per-request SWA
-    ring, ``pool.swa_ring > 0``: R4 mapping never written, R5 accounting, request slots) judges
-    each step in place of the paged rules."""
+    Judged only from the engine's exposure (mapping, free lists, request table; without a request
+    table, the rules that need none) and the Case (:func:`oracles.paths.expected_requests`), never
+    the oracle's allocator; ``exp`` is unused. Cases with sharing triggers
+    (:func:`oracles.sharing.uses_triggers`) use :func:`oracles.sharing.sharing_invariants` for
+    token-dup / evicted / orphan; a pool with rules of its own (slot ``CheckPart.invariants``: the
+    ring) replaces the paged rules. Proven by ``evict_keeps_mapping`` (spec §9.15, PR #38519 class),
+    its only killer; ``verify_reject_keeps_swa`` and ``finish_frees_shared_prefix`` for sharing."""
     pc = case.pool
     want_all = expected_requests(case)
     layouts = expected_layout(case) if uses_triggers(case) else None

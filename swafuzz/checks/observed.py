@@ -1,17 +1,11 @@
 """The observed side of a failing Case, as compact plain data for the bundle and the HTML report.
 
-For each executor's :class:`~swafuzz.targets.observation.Observation` of a failing Case, per pool
-(``target``/``draft``) and layer, over the whole Case:
-
-* ``written``: SWA slots the store kernel was handed (resolved locations, every row, padding
-  included; negative and out-of-range ones too);
-* ``changed``: slots whose bytes changed in some step (the first step against the poison fill);
-* ``differs``: slots outside the dummy page whose bytes differ from the oracle's shadow pool after
-  some step;
-* ``redzones``: the most canary bytes found overwritten before / after the buffer in any step.
-
-Each slot list is sorted and capped at :data:`CAP` entries (``truncated`` says so). Built only
-for failing verdicts, so passing cases pay nothing.
+Per executor's Observation, pool (``target``/``draft``) and layer, over the whole Case:
+``written`` (SWA slots the store was handed, padding, negative and out-of-range included),
+``changed`` (slots whose bytes changed in some step; the first against the poison fill),
+``differs`` (slots outside the dummy page differing from the shadow pool after some step),
+``redzones`` (most canary bytes overwritten before / after the buffer in a step). Slot lists are
+sorted and capped at :data:`CAP` (``truncated``). Built only for failing verdicts.
 """
 
 from __future__ import annotations

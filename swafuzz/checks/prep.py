@@ -1,31 +1,21 @@
 """The ``prepared`` check (issue 18, item 6): the metadata a forward's preparation built, compared
-exactly with what the Case determines, before any store reads it.
+exactly with the Case before any store reads it (a wrong metadata the stores never read passes
+them: the resolver falls back to a live translation, spec §4.5). Reads ``ForwardObs.prepared``
+(after the eager init, or after a replay's out-graph prep), per forward:
 
-The stores judge only the locations they were handed; a preparation that builds wrong metadata
-the stores never read (the resolver falls back to a live translation when the cached SWA
-locations are missing or have another length, spec §4.5) passes them. This check reads what the
-target recorded after the preparation (``ForwardObs.prepared``: after the eager init, or after a
-replay's out-graph prep and before the replay) and compares, per forward:
+* ``out_loc`` (``raw_out_loc``): real rows are ``ForwardExp.full_locs`` (or ``prep_locs`` where
+  the metadata covers more rows than written: a multi-step draft decode), the rest 0 (spec §4.4);
+* ``seq_lens`` (under a graph the runner's static buffer): the request lengths after the step's
+  allocation, padded requests the fill value 1 (spec §5.1);
+* ``positions``: the real rows' token positions (padded rows not judged: a draft-extend bucket
+  keeps a longer replay's positions);
+* ``swa_loc`` (the stamped ``swa_out_cache_loc``): real rows ``M[loc]``, the rest the padding
+  target (0 or ``pad_cycle``), as ``write_targets`` expects.
 
-* ``out_loc`` (the full locations the metadata was built from, ``raw_out_loc``): the forward's
-  real rows are the Case's full locations (``ForwardExp.full_locs``, or ``prep_locs`` where the
-  metadata is built from more rows than the forward writes: a multi-step draft decode step),
-  every row after them is the padding location 0 (spec §4.4: out-graph prep pads with 0);
-* ``seq_lens`` (the batch's per-request lengths; under a graph the runner's static buffer):
-  the Case's request lengths after the step's allocation, every padded request the fill value
-  1 (spec §5.1: "seq_lens filled with the fill value" when the batch is padded);
-* ``positions`` (per row; under a graph the runner's static buffer): the real rows' token
-  positions (padded rows are not judged: a draft-extend bucket keeps a longer replay's
-  positions past its live rows);
-* ``swa_loc`` (the stamped ``swa_out_cache_loc``, when one is stamped): the forward's real rows
-  are the oracle's write targets ``M[loc]``, every row after them the padding target (0, or the
-  forward's ``pad_cycle``), as ``write_targets`` expects of the stores.
-
-Which preparations stamp is the path's (and the release's) choice, not the Case's: a graph's
-out-graph prep assigns the fresh metadata's None (spec §4.2), 0.5.23's draft-extend prep stamps
-its buffer or an eager-miss translation; so a missing stamp is not judged, a present one is. An
-eager MTP IDLE forward keeps the previous metadata (spec §4.3): the target records nothing for it.
-The ``loc_buffer`` entry is judged by the draft-extend buffer's own check.
+Whether a preparation stamps is the path's and release's choice (a graph's out-graph prep assigns
+None, spec §4.2; 0.5.23's draft-extend prep stamps its buffer or an eager-miss translation): a
+missing stamp is not judged, a present one is. An eager MTP IDLE keeps the previous metadata (spec
+§4.3) and records nothing. ``loc_buffer`` is the draft-extend buffer's own check's.
 """
 
 from __future__ import annotations
@@ -95,14 +85,9 @@ def prepared_failures(o, e) -> list[Failure]:
 
 @check("prepared")
 def check_prepared(case, obs, exp) -> list[Failure]:
-    """The metadata every forward's preparation built equals what the Case determines (module
-    docstring): the full locations it was built from, the batch's lengths and positions and,
-    when stamped, the SWA write locations. Only killer of ``draft_extend_prep_drops_live_loc``
-    (a draft-extend prep building its metadata from synthetic zeros while the stores fall back
-    to the live translation; PR #27091 review, spec §9.1), ``graph_swa_loc_kept`` (a replay's
-    metadata keeping the capture's stamped tensor instead of assigning the fresh value; spec
-    §4.2, §9.12) and ``graph_pad_seq_lens_stale`` (a padded graph's requests keeping a larger
-    batch's lengths; spec §5.1)."""
+    """Each forward's prepared metadata equals the Case's (module docstring). Only killer of
+    ``draft_extend_prep_drops_live_loc`` (PR #27091 review, spec §9.1), ``graph_swa_loc_kept``
+    (spec §4.2, §9.12) and ``graph_pad_seq_lens_stale`` (spec §5.1)."""
     pairs, _, _ = pair_by_forward(obs.forwards, exp.forwards, obs.error)
     fails: list[Failure] = []
     for o, e in pairs:

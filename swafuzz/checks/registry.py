@@ -1,35 +1,21 @@
-"""The check registry: ``@check`` declares a check where it is defined; the feature records say
-which modules hold them.
+"""The check registry: ``@check`` (:func:`swafuzz.features.record.check`, beside the records so the
+server level's plain-Python oracle declares checks without the harness) marks a check where it is
+defined; the feature records' ``check_modules`` say which modules hold them.
 
-A check is a pure function over what a target did (an Observation) and what the Case determines
-(the oracle's Expectation, or the Case itself). Two shapes:
+A check is a pure function over what a target did (an Observation) and what the Case determines:
 
-* per observation (``across=False``): ``fn(case, obs, exp) -> list[Failure]``, run once for
-  every observation of a Case (eager, tape, cudagraph);
-* across observations (``across=True``): ``fn(case, observations) -> list[Failure] | None``,
-  run once per Case over all of them (the recapture reference included: the check picks what
-  it compares); ``None`` means there is nothing to judge (one observation, no reference) and the
-  check does not count as run.
+* ``across=False``: ``fn(case, obs, exp) -> list[Failure]``, once per observation (eager, tape,
+  cudagraph);
+* ``across=True``: ``fn(case, observations) -> list[Failure] | None``, once per Case over all of
+  them (the recapture reference included); ``None``: nothing to judge, not counted as run;
+* ``level="server"``: a check the server-level oracle's judge (:mod:`swafuzz.server.oracle`) calls
+  at its point of the walk, skipped when disabled by name; a record names it ``"server:<name>"``.
 
-``level``: the level whose Cases the check judges (``"component"``, the default: the two shapes
-above; ``"server"``: a check of the server-level oracle, :mod:`swafuzz.server.oracle`, whose
-judge calls it at its point of the plan's walk and skips it when disabled by name). A record
-names a server check ``"server:<name>"`` (the same name may be a check at both levels).
-
-``defence`` is the defence-in-depth reason: no mutant is killed by this check alone, by
-construction, and the zoo gate accepts that for exactly these checks, printing the reason. Every
-other check must be the only check that kills at least one mutant (``swafuzz zoo`` ablation).
-
-The registry is built by importing the modules the feature records list in ``check_modules``
-(:mod:`swafuzz.features`): checks are ordered feature by feature (the registry's order), then
-module by module as the record lists them, then in definition order. A record's ``checks`` must
-name exactly the checks its modules define, and a check belongs to one feature.
-
-    from swafuzz.checks.registry import all_checks, check_names, defence_in_depth
-
-The declaration (:func:`check`, :class:`Check`) is :mod:`swafuzz.features.record`'s, beside the
-other entries of a record, so that the server level's plain-Python oracle declares its checks
-without importing the harness.
+``defence``: the defence-in-depth reason why no mutant is killed by this check alone, which the
+zoo gate accepts and prints; every other check must be the sole killer of at least one mutant
+(``swafuzz zoo`` ablation). Order: feature by feature, module by module as the record lists them,
+then definition order. A record's ``checks`` name exactly its modules' checks; a check belongs to
+one feature.
 """
 
 from __future__ import annotations

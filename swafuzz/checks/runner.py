@@ -1,10 +1,8 @@
-"""Run the registered checks (:mod:`checks.registry`, which says what a check is and the
-leave-one-out rule of the zoo) over the Observations of one Case (what the target did under
-each executor) and the oracle's Expectation. Each check returns a list of
-:class:`~checks.base.Failure` (empty: it passed); expectations about *how* a forward runs come
-from the Case (``oracles.paths``), never from the target's report about itself. Messages name
-the step, forward, layer, row or slot, the expected and actual values, and how many of how many
-differ.
+"""Run the registered checks (:mod:`checks.registry`) over one Case's Observations (one per
+executor) and the oracle's Expectation; each returns a list of :class:`~checks.base.Failure`
+(empty: passed). How a forward must run comes from the Case (``oracles.paths``), never from the
+target's report. Messages name step, forward, layer, row or slot, expected and actual values, and
+how many of how many differ.
 """
 
 from __future__ import annotations

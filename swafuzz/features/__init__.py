@@ -1,17 +1,9 @@
 """The feature registry: every path swafuzz fuzzes, one record each (:mod:`.record`).
 
 Each feature is a folder ``swafuzz/features/<name>/`` whose ``__init__.py`` holds its record,
-``FEATURE`` (and nothing that imports engine, oracle, torch or SGLang code). The registry finds
-them by walking this package, so adding a feature is adding a folder: nothing in the core lists
-features. Everything that needs "all kinds", "all mutants", "all checks" or "can target T run
-this" iterates the records through the functions below.
-
-    from swafuzz import features
-    features.all_features()            # tuple of Feature, in name order
-    features.get("ring")               # one record (KeyError naming the known ones)
-    features.feature_of_kind("ring_draft").name
-    features.kind_names()              # every scenario kind, feature by feature
-    features.strategy("ring")()        # the kind's SearchStrategy[Case]
+``FEATURE`` (importing no engine, oracle, torch or SGLang code). The registry walks this package,
+so adding a feature is adding a folder; everything needing "all kinds / mutants / checks" or "can
+target T run this" iterates the records through the functions below.
 """
 
 from __future__ import annotations
@@ -33,49 +25,43 @@ __all__ = ["Feature", "Kind", "RecordError", "Refusal", "Since", "all_features",
 #: The core's extension points (``Feature.hooks`` keys) and what a hook there is. Each is asked
 #: by the core module named; a record naming another point is an error.
 HOOK_POINTS = {
-    "engine.part": "targets.engine / backend / kv_pool: the feature's features.parts.EnginePart "
-                   "(its typed slots: step path, allocator, store rows, pool store, ...)",
-    "sglang.part": "targets.sglang: the feature's features.parts.SGLangPart (the release's "
-                   "twins of the engine slots, the attributes its release code reads)",
-    "oracle.part": "oracles.engine / shadow / paths / sharing: the feature's "
-                   "features.parts.OraclePart (its shadow, slot bytes, prefix cap, batch pad, ...)",
-    "check.part": "harness checks: the feature's features.parts.CheckPart (expected refusal, "
-                  "slot owner, skipped locations, invariants, slot difference)",
-    "scenario.part": "scenarios.validate / schema: the feature's features.parts.ScenarioPart "
-                     "(step shape rules, SWA buffer pages)",
-    "oracle.graph_use": "checks.contracts: (case, graphs) -> (replays, captures) the "
-                        "feature's graphs add to what the graph executor counts",
+    "engine.part": "targets.engine / backend / kv_pool: a features.parts.EnginePart (step path, "
+                   "allocator, store rows, pool store, ...)",
+    "sglang.part": "targets.sglang: a features.parts.SGLangPart (the release's twins of the engine "
+                   "slots, the attributes its release code reads)",
+    "oracle.part": "oracles.engine / shadow / paths / sharing: a features.parts.OraclePart "
+                   "(shadow, slot bytes, prefix cap, batch pad, ...)",
+    "check.part": "harness checks: a features.parts.CheckPart (expected refusal, slot owner, "
+                  "skipped locations, invariants, slot difference)",
+    "scenario.part": "scenarios.validate / schema: a features.parts.ScenarioPart (step shape "
+                     "rules, SWA buffer pages)",
+    "oracle.graph_use": "checks.contracts: (case, graphs) -> (replays, captures) the feature's "
+                        "graphs add to the graph executor's counts",
     "sglang.server_pad": "targets.sglang.pipeline.steps: (config, mode, seq_lens, extend_lens, "
-                         "out_cache_loc) -> rank 0's batch after the release's MLP-sync padding "
-                         "(attention TP > 1)",
+                         "out_cache_loc) -> rank 0's batch after MLP-sync padding (attn TP > 1)",
     "sglang.server_window": "targets.sglang.pipeline.steps: (pipeline) -> the request-window hop "
-                            "of a server-level run with encoder replay (before_forward, forward)",
-    "sglang.server_hops": "targets.sglang.pipeline.hops: (rows, 0.5.12 column) a feature adds "
-                          "to the server-level hop table",
+                            "of a server run with encoder replay (before_forward, forward)",
+    "sglang.server_hops": "targets.sglang.pipeline.hops: (rows, 0.5.12 column) added to the "
+                          "server-level hop table",
     "server.window_oracle": "server.oracle: (server case) -> the request window's shadow "
                             "(release, stores, forward) of a Case with encoder replay",
     "oracle.server_judge": "server.run: (server case, observation, graphs, disabled) -> the "
-                           "failures of a Case the feature judges itself (attention-DP ranks, "
-                           "speculative decoding), or None; the first feature that answers",
+                           "failures of a Case the feature judges itself, or None; first answer",
     "sglang.server_ranks": "targets.sglang.pipeline.steps: (case, impl, executor, pipeline "
-                           "class) -> the observation of a Case with attention-DP ranks (one "
-                           "per rank)",
-    "sglang.facts": "targets.sglang (TABLE, matrix.RANGES, features): the feature's facts about "
-                    "the sglang target, a swafuzz.features.sglang_facts.SGLangFacts (its rows of "
-                    "the real/modelled table, per-release answers, probe of the release)",
-    "scenario.step_ops": "scenarios.schema: the step ops the feature owns, a tuple of "
-                         "features.step_op.StepOp (what each takes, writes and grows)",
+                           "class) -> the observation of a Case with attention-DP ranks",
+    "sglang.facts": "targets.sglang (TABLE, matrix.RANGES, features): a "
+                    "features.sglang_facts.SGLangFacts (real/modelled rows, per-release answers, "
+                    "probe)",
+    "scenario.step_ops": "scenarios.schema: a tuple of features.step_op.StepOp (the ops the "
+                         "feature owns: what each takes, writes and grows)",
     "scenario.episode_rules": "scenarios.episode_machine: {rule name: function(machine[, "
-                              "data])} the stateful episode machine gains as rules",
-    "oracle.step_ops": "oracles.shadow: {op: (shadow, i, step, exec) -> None}: what each op "
-                       "the feature owns does on the shadow (an op without one changes "
-                       "nothing the contract observes)",
-    "engine.step_ops": "targets.engine: {op: (engine, i, step) -> [ForwardObs]}: how the "
-                       "unified engine runs each op the feature owns (an engine method "
-                       "step_<op> overrides it)",
-    "oracle.step_path_ops": "oracles.paths: (case) -> the ops whose forwards the feature's step "
-                            "path (features' engine.step_path) runs, or None; the first feature "
-                            "that answers",
+                              "data])}, rules of the stateful episode machine",
+    "oracle.step_ops": "oracles.shadow: {op: (shadow, i, step, exec) -> None} for the feature's "
+                       "ops (none: the op changes nothing the contract observes)",
+    "engine.step_ops": "targets.engine: {op: (engine, i, step) -> [ForwardObs]} for the "
+                       "feature's ops (an engine method step_<op> overrides it)",
+    "oracle.step_path_ops": "oracles.paths: (case) -> the ops the feature's step path runs, or "
+                            "None; the first answer",
 }
 
 #: Draw order of the features' kinds in the default campaign (features not named come after,

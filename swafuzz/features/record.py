@@ -1,19 +1,15 @@
 """The feature record: one declarative description per path of the full->SWA translation.
 
-A :class:`Feature` says, for one path (dense rows, the DSV4 layout, the per-request ring, the
-request window, ...), everything the generic machinery needs to fuzz it: its scenario kinds
-(each a Hypothesis strategy of Cases), the Case fields it owns, the modules that implement it
-on each side (engine part of the ``unified`` target, plain-Python oracle part, the ``sglang``
-seam), the checks and mutants it contributes, which releases of a target can run it and why not
-the others, and where its semantics are written. Modelled on PyTorch's OpInfo (one record per
-operator, generic tests iterate the records, skips with reasons live in the record) and on
-syzkaller's per-subsystem descriptions.
+A :class:`Feature` says, for one path (dense rows, the DSV4 layout, the ring, the request window,
+...), all the generic machinery needs to fuzz it: scenario kinds, owned Case fields, the modules
+of each side (``unified`` engine part, plain-Python oracle part, ``sglang`` seam), checks,
+mutants, which releases run it and why not the others, and where its semantics are written
+(after PyTorch's OpInfo and syzkaller's per-subsystem descriptions).
 
-Module references are strings (``"pkg.mod"`` or ``"pkg.mod:attr"``; one starting with ``"."`` is
-relative to the feature's own package, made absolute by the registry, :meth:`Feature.rooted`):
-a record imports nothing, so reading the registry never drags a feature's engine, oracle or
-SGLang into a process that does not use them, and the core reaches feature code only through
-the registry.
+References are strings (``"pkg.mod"`` / ``"pkg.mod:attr"``; a leading ``"."`` is relative to the
+feature's package, :meth:`Feature.rooted`): a record imports nothing, so reading the registry
+never drags a feature's engine, oracle or SGLang in, and the core reaches feature code only
+through the registry.
 """
 
 from __future__ import annotations
@@ -48,15 +44,13 @@ class Since:
 
 @dataclass(frozen=True)
 class Kind:
-    """A scenario kind: a named Hypothesis strategy of Cases.
+    """A scenario kind: ``strategy`` (``"module:callable"``) returns a ``SearchStrategy[Case]`` of
+    Cases with ``kind == name``.
 
-    ``strategy``: ``"module:callable"`` returning a ``SearchStrategy[Case]`` whose Cases carry
-    ``kind == name``. ``since``: per-target overrides of :attr:`Feature.since`. ``level``:
-    ``"component"`` or ``"server"`` (``swafuzz run --level server``). ``opt_in``: left out of
-    the level's default kinds, run only when named with ``--scenario`` (so a new kind leaves the
-    default campaign's draws as they were). ``ram_bytes`` > 0: the RAM one Case needs (e.g. a
-    layer past 2^31 bytes): opt-in too, and refused there (exit 2, naming the kind and the
-    bytes) when the machine has less available."""
+    ``since``: per-target overrides of :attr:`Feature.since`; ``level``: ``"component"`` or
+    ``"server"``; ``opt_in``: run only when named with ``--scenario`` (a new kind leaves the default
+    draws as they were); ``ram_bytes`` > 0: RAM one Case needs, opt-in too, refused (exit 2) on a
+    machine with less available."""
 
     name: str
     strategy: str
@@ -74,16 +68,15 @@ class Kind:
 
 @dataclass(frozen=True)
 class Refusal:
-    """Why a level does not run a Case the feature's rules concern: with :class:`Since`, the
-    one place where support is decided (``swafuzz.features.refusal`` asks every record).
+    """Why a level does not run a Case the feature's rules concern; with :class:`Since`, the one place
+    support is decided (``swafuzz.features.refusal`` asks every record).
 
-    ``applies``: ``"module:function"``. A config refusal's takes the Case's config and says
-    whether it applies; ``why`` is the reason a user reads (naming the field and the allowed
-    values). A release refusal's (``release=True``) takes the config under the release's
-    ``ServerArgs`` names and the installed version and returns the reason or None (from the
-    release's modules, never its version). ``after``: the ``applies`` of the refusal it is
-    asked right after (empty: feature order), which fixes whose reason a Case several refusals
-    concern reads."""
+    ``applies`` (``"module:function"``): a config refusal's takes the Case's config and says whether
+    it applies, ``why`` the reason (naming field and allowed values); a release refusal's
+    (``release=True``) takes the config under the release's ``ServerArgs`` names and the installed
+    version and returns the reason or None (from the release's modules, never its version).
+    ``after``: the ``applies`` asked right before it (empty: feature order), so it fixes whose reason
+    a Case several refusals concern reads."""
 
     level: str
     applies: str
@@ -96,22 +89,14 @@ class Refusal:
 class Feature:
     """One path of the translation, described once.
 
-    * ``name`` / ``title`` / ``source``: identifier, one line, the spec sections and upstream
-      PRs/issues it follows; ``kinds``: its scenario kinds (each belongs to one feature).
-    * ``fields``: ``"module:attr"`` of its Case fields, a tuple of
-      :class:`~swafuzz.features.case_field.CaseField`; a Case setting one away from its default
-      uses the feature. ``validators``: ``"module:function"``, each raising ``CaseError``
-      (naming the field and the allowed values) for a Case that breaks the feature's rules.
-    * ``oracle`` / ``engine`` / ``sglang``: the modules of its oracle part (plain Python), its
-      engine part of the ``unified`` target, and its seam of the ``sglang`` target.
-    * ``checks``: the checks it contributes, defined in ``check_modules``; ``mutants``: the
-      modules declaring its mutants.
-    * ``since``: per target, from which release it runs there (absent: every release).
-    * ``semantics``: where its Case contract is written (default: its ``SEMANTICS.md``).
-    * ``refusals``: the :class:`Refusal` entries of the Cases a level of it does not run.
-    * ``hooks``: extension point (:data:`swafuzz.features.HOOK_POINTS`) -> ``"module:attr"``,
-      what it plugs into the core, asked through :func:`swafuzz.features.hook` / ``hooks``.
-    """
+    ``name`` / ``title`` / ``source`` (spec sections, upstream PRs); ``kinds`` (each in one feature);
+    ``fields``: ``"module:attr"`` of its :class:`~swafuzz.features.case_field.CaseField` tuple (a
+    Case setting one off its default uses the feature); ``validators``: ``"module:function"``s raising
+    ``CaseError``; ``oracle`` / ``engine`` / ``sglang``: its modules on each side; ``checks`` (defined
+    in ``check_modules``), ``mutants`` (declaring modules); ``since``: per target, the first release
+    running it (absent: all); ``semantics`` (default its ``SEMANTICS.md``); ``refusals``
+    (:class:`Refusal`); ``hooks``: extension point (:data:`swafuzz.features.HOOK_POINTS`) ->
+    ``"module:attr"``, asked through :func:`swafuzz.features.hook` / ``hooks``."""
 
     name: str
     title: str

@@ -1,12 +1,10 @@
 """The engine oracle's shadow allocator: pages, tokens, the full->SWA mapping and the SWA pools.
 
-Plain Python over ints, lists, sets and bytearrays (no torch; never imports ``targets/`` or
-``kernels/``). :class:`Allocator` holds the state of one Case and the allocation rules of
-``features/dense/SEMANTICS.md`` (the contract): free page sets handing out the lowest page first (or, in
-observed mode, validating and following the target's choices), per-request token lists and SWA
-eviction frontiers, the mapping ``M`` (a list of ints of length ``full_pages*P + P + 1`` with
-``M[-1] == -1``), prefix sharing, rejected draft tokens and deferred evictions. The forwards
-and step semantics on top of it are :class:`oracles.shadow.Shadow`.
+Plain Python (never torch, ``targets/`` or ``kernels/``). :class:`Allocator` holds one Case's
+state under ``features/dense/SEMANTICS.md``: free page sets (lowest first, or in observed mode the
+target's validated choices), per-request tokens and SWA frontiers, ``M`` (length ``full_pages*P
++ P + 1``, ``M[-1] == -1``), prefix sharing, rejected draft tokens, deferred evictions. Forwards
+and step semantics: :class:`oracles.shadow.Shadow`.
 """
 
 from __future__ import annotations

@@ -1,18 +1,12 @@
-"""Engine oracle: what running a Case must have done, computed in plain Python.
+"""Engine oracle: what running a Case must have done, in plain Python (never ``targets/``,
+``kernels/`` or torch), re-implementing ``features/*/SEMANTICS.md`` over ints, lists, sets and
+bytearrays: the shadow allocator and ``M`` (:mod:`oracles.allocator`), the expected forwards, pool
+bytes and step states (:mod:`oracles.shadow`, types in :mod:`oracles.expectation`).
 
-Independent of the code under test: this module never imports ``targets/``, ``kernels/`` or
-torch. It re-implements the step semantics written in ``features/*/SEMANTICS.md`` (the
-contract) over Python ints, lists, sets and bytearrays: the shadow allocator and mapping ``M``
-(:mod:`oracles.allocator`), the expected forwards, shadow SWA pool bytes and per-step states
-(:mod:`oracles.shadow`, types in :mod:`oracles.expectation`).
-
-:func:`expect` is the entry point: it picks the shadow of the Case's path (the paged
-:class:`oracles.shadow.Shadow` or a feature's, e.g. the ring's ``RingShadow``, each with the
-window / tail path's shadow where the Case uses one) and runs it; this module re-exports the
-expectation types and the verdicts (:mod:`oracles.errors`). It is also the reference answer to
-"is this Case valid": it raises :class:`CaseInfeasible` for a step the contract cannot run
-(unknown or repeated request ids, not enough free pages, no graph bucket, accept out of range,
-...).
+:func:`expect` runs the shadow of the Case's path (the paged Shadow or a feature's, e.g.
+``RingShadow``); it is also the reference for "is this Case valid", raising
+:class:`CaseInfeasible` for a step the contract cannot run. Re-exports the expectation types and
+verdicts (:mod:`oracles.errors`).
 """
 
 from __future__ import annotations
@@ -39,24 +33,13 @@ def expect(case: Case, *, pools_every_step: bool = True,
            observed_channels: list[dict] | None = None) -> Expectation:
     """Run ``case`` on the shadow engine. Raises :class:`CaseInfeasible` for an invalid step.
 
-    ``observed_alloc`` (observed-allocation mode, for targets whose allocator picks pages
-    itself): ``observed_alloc[i]`` lists the ``[full slot, SWA slot]`` of every token step ``i``
-    allocated, in the contract's order. Each choice is validated (a fresh page was free, is not
-    page 0, no live slot maps into it; a continuing token sits at the next offset of its
-    request's last page on both sides) and then followed; the expected writes, mapping, free
-    lists and pool bytes follow from the validated choices. An invalid choice raises
-    :class:`AllocationRejected`. Steps past the end of the list use the exact policy. Nothing
-    else is taken from the target.
-
-    ``pools_every_step=False`` keeps the pool bytes only in the last :class:`StepExp` (earlier
-    ones get ``pools == {}``): each snapshot is ``(layers + draft_layers) * swa_slots *
-    row_bytes`` bytes, which is large for big pools.
-
-    A feature's shadow (slot ``OraclePart.shadow``: the per-request ring's ``RingShadow`` for
-    ``pool.swa_ring > 0``, addendum §2.1) answers a Case of its path; ``observed_channels`` (per
-    step, the target's ``StepObs.channels``) then supplies an observed-allocation target's
-    request-slot choices.
-    """
+    ``observed_alloc[i]`` (targets whose allocator picks pages): the ``[full slot, SWA slot]`` of
+    each token step ``i`` allocated, in contract order. Each choice is validated (fresh page free,
+    not page 0, unmapped; a continuing token at the next offset of its request's last page on both
+    sides; else :class:`AllocationRejected`) and followed; later steps use the exact policy.
+    ``observed_channels`` (per step ``StepObs.channels``) supplies a feature shadow's choices (the
+    ring's request slots). ``pools_every_step=False`` keeps pool bytes only in the last
+    :class:`StepExp` (each snapshot is ``(layers + draft_layers) * swa_slots * row_bytes``)."""
     sh = features.first("oracle", "shadow", case, observed_alloc, observed_channels,
                         window_shadow)
     if sh is None:

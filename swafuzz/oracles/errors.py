@@ -1,7 +1,5 @@
-"""The oracle's verdicts on a Case it cannot run (plain Python, imports nothing).
-
-A leaf module: every oracle part (the shadow allocator, the ring, the window / tail path, ...)
-raises these, and :mod:`oracles.engine` re-exports them for the harness.
+"""The oracle's verdicts on a Case it cannot run (a leaf: imports nothing; every oracle part raises
+these, :mod:`oracles.engine` re-exports them).
 
 * :class:`CaseInfeasible`: the contract cannot run a step (or the configuration);
 * :class:`AllocationRejected`: an observed allocation no valid allocator could have made;

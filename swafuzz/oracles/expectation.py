@@ -1,9 +1,6 @@
-"""What the engine oracle predicts for a Case: the expected forwards and per-step states.
-
-Plain data (a leaf module): :class:`ForwardExp` per forward, :class:`StepExp` per step, gathered
-in an :class:`Expectation` (see :mod:`oracles.engine` for what each field means), with the
-per-feature channels (feature name -> that feature's own expectation, e.g. the request window
-oracle's; a feature's shadow fills its channel, its checks read it).
+"""What the engine oracle predicts for a Case (plain data, a leaf): :class:`ForwardExp` per forward,
+:class:`StepExp` per step, in an :class:`Expectation` with per-feature channels (feature name ->
+its own expectation, filled by its shadow, read by its checks).
 """
 
 from __future__ import annotations
@@ -31,14 +28,11 @@ class ForwardExp:
     #: issue 12 (draft_block): padded row k (k = r - n_real) resolves to ``pad_cycle[k % len]``
     #: (all in page 0); empty: every padded row resolves to 0
     pad_cycle: tuple[int, ...] = ()
-    #: the full locations the forward's metadata is prepared from, in batch order, when they are
-    #: not its own rows ``full_locs``: a multi-step draft decode step's metadata is built from
-    #: the whole ``[bs, topk, steps]`` batch (spec §4.8), each step then stamping its slice
+    #: the full locations the metadata is prepared from when not ``full_locs``: a multi-step
+    #: draft decode's whole ``[bs, topk, steps]`` batch (spec §4.8), each step stamping a slice
     prep_locs: list[int] | None = None
-    #: the batch the metadata is prepared for: each request's length after the step's
-    #: allocation (``seq_lens``, batch order) and each prepared row's token position; padded
-    #: requests and rows follow (fill value 1 and position 0, spec §5.1, §5.4). None: not
-    #: predicted (ops a feature owns)
+    #: the prepared batch: request lengths after the step's allocation and row positions, padding
+    #: after them (fill 1, position 0, spec §5.1, §5.4); None: not predicted (feature ops)
     seq_lens: list[int] | None = None
     positions: list[int] | None = None
 

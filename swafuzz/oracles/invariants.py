@@ -1,29 +1,20 @@
-"""Pool / allocator invariants over plain lists (no expectation needed, no torch).
+"""Pool / allocator invariants over plain lists (no expectation, no torch).
 
-:func:`pool_invariants` judges one snapshot of an SWA allocator state: the full->SWA mapping
-``M`` (sentinel included), the two free page lists and the live requests. It returns one
-human-readable message per violation (empty list: all rules hold). Every message starts with the
-rule name, then names the slot/page and the values involved.
+:func:`pool_invariants` judges one snapshot of an SWA allocator state (``M`` with sentinel, the two
+free page lists, the live requests): one message per violation, rule name first, then the
+slot/page and values. P = page_size; SWA slots in ``[0, (swa_pages+1)*P)``, page 0 the dummy.
 
-Rules (P = page_size; SWA slots live in ``[0, (swa_pages+1)*P)``, page 0 is the dummy page):
-
-* ``length``: ``len(M) == full_pages*P + P + 1``.
-* ``sentinel``: ``M[-1] == -1``.
-* ``slot0``: ``M[0] == 0``.
-* ``range``: every other value is 0 or in ``[P, (swa_pages+1)*P)``.
-* ``unique``: no two full slots map to the same SWA slot.
-* ``offset``: ``f % P == M[f] % P`` for every mapped f.
-* ``free-page0`` / ``free-range`` / ``free-dup``: page 0 never free; free pages in range; no page
-  listed twice.
-* ``free-in-use``: no free full page holds a live token; no free SWA page holds a mapped slot.
+* ``length`` ``len(M) == full_pages*P + P + 1``; ``sentinel`` ``M[-1] == -1``; ``slot0``
+  ``M[0] == 0``; ``range`` others 0 or in ``[P, (swa_pages+1)*P)``; ``unique`` no SWA slot
+  mapped twice; ``offset`` ``f % P == M[f] % P``.
+* ``free-page0`` / ``free-range`` / ``free-dup``: page 0 never free, free pages in range, none
+  twice; ``free-in-use``: no free page holds a live token / mapped slot.
 * ``token-range`` / ``token-dup``: live tokens are real full slots (not page 0) owned once.
-* ``frontier``: ``0 <= evicted <= len(tokens)`` and a multiple of P.
-* ``in-window``: positions ``[evicted, len)`` of a live request are mapped (``M > 0``).
-* ``evicted``: positions below the frontier are unmapped (``M == 0``).
-* ``orphan``: every mapped full slot belongs to a live request.
-* ``held``: the SWA pages ``1..swa_held`` (``pool.swa_held_pages``) are neither free nor
-  mapped.
-* ``accounting``: free pages + pages in use (+ held SWA pages) == all pages, on each side.
+* ``frontier`` ``0 <= evicted <= len(tokens)``, a multiple of P; ``in-window`` positions
+  ``[evicted, len)`` mapped; ``evicted`` positions below unmapped; ``orphan`` every mapped full
+  slot a live request's.
+* ``held``: SWA pages ``1..swa_held`` (``pool.swa_held_pages``) neither free nor mapped;
+  ``accounting``: free + in use (+ held) == all pages, each side.
 """
 
 from __future__ import annotations

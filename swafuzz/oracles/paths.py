@@ -1,33 +1,24 @@
 """Execution-path oracle: how every forward of a Case must run, decided from the Case alone.
 
-Plain Python over ints (no torch, no ``targets/``, no allocator): the path of a forward depends
-only on the step's op, its request count, ``accept`` / ``tokens`` / ``rank_tokens``, the step's
-``exec`` and the :class:`scenarios.case.GraphConfig` - never on slot ids. This module is separate
-from the allocator shadow in :mod:`oracles.allocator` on purpose (its page prediction may become an
-observed input for real allocators; the path never does).
+Plain Python over ints (no torch, ``targets/`` or allocator): a forward's path depends only on the
+step's op, request count, ``accept`` / ``tokens`` / ``rank_tokens``, ``exec`` and the
+:class:`scenarios.case.GraphConfig`, never on slot ids (kept apart from :mod:`oracles.allocator`,
+whose pages may become observed; the path never does). Per forward (:class:`PathExp`):
 
-For every forward (:class:`PathExp`):
+* ``exec``: ``"graph"`` iff the executor captures graphs and the step says so (a valid Case's
+  graph step always fits a bucket; spec §5.1 ``can_run``);
+* ``bucket``: smallest captured batch size >= the batch (computed here, not by
+  ``GraphConfig.bucket_for``), None eagerly;
+* ``rows``: rows each layer's store receives (bucket rows under a graph; real rows eagerly, the
+  padded count for a batch a feature pads, dummy rows for IDLE); ``n_real``: rows with a real
+  token (the rest pad at full location 0); ``pad_to``: hook ``oracle.batch_pad`` (DP's MAX_LEN,
+  features/dp/SEMANTICS.md), else None;
+* a step a feature rewrites (hook ``oracle.rewrite``) runs eagerly in the mode it names.
 
-* ``exec``: ``"graph"`` iff the executor captures graphs and the step says ``exec == "graph"``
-  (a graph step always has a fitting bucket in a valid Case; an eager executor runs everything
-  eagerly, spec §5.1 ``can_run``);
-* ``bucket``: the captured batch size (smallest bucket >= the batch, computed here, not by
-  ``GraphConfig.bucket_for`` which the target calls), None on the eager path;
-* ``rows``: the rows every layer's store receives (bucket rows under a graph; real rows eagerly,
-  except a batch a feature pads: the padded count, and IDLE: its dummy rows);
-* ``n_real``: rows that carry a real token (the rest are padding at full location 0);
-* ``pad_to``: the row count a feature pads the batch to (hook ``oracle.batch_pad``: DP's
-  MAX_LEN over the ranks, features/dp/SEMANTICS.md), None when nothing pads it;
-* a step a feature rewrites (hook ``oracle.rewrite``: DP's EXTEND rewrite) runs eagerly, in the
-  mode the feature names.
-
-:func:`expected_graph_use` adds what the graph executor itself must have seen, counted by the
-harness (not reported by the target): one replay per graph step and one capture per distinct
-(runner, bucket) pair (decode, IDLE and the decode-like ops features add share the decode
-runner, spec §5.1).
-
-:func:`expected_requests` gives, after every step, the live requests with their token count and
-SWA eviction frontier (spec §2.5): arithmetic over the Case's steps, no page choices.
+:func:`expected_graph_use`: the replays (one per graph step) and captures (one per (runner,
+bucket); decode-like ops share the decode runner, spec §5.1) the harness counts.
+:func:`expected_requests`: after every step, the live requests' token counts and SWA eviction
+frontiers (spec §2.5).
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
 """The engine oracle's step semantics: forwards, pool writes and state snapshots of one Case.
 
-Plain Python (no torch; never imports ``targets/`` or ``kernels/``). :class:`Shadow` is the
-shadow allocator of :mod:`oracles.allocator` plus what every op of ``features/dense/SEMANTICS.md`` (the
-contract) does on it: the expected forwards (:class:`oracles.expectation.ForwardExp`: pool,
-mode, real rows, their full locations and write targets ``M[loc]`` after the step's
-allocation, the row counts eagerly and under a captured bucket, DP padding), the shadow SWA
-pool bytes those forwards leave (:func:`slot_rows`), and the state after every step
-(:class:`oracles.expectation.StepExp`). Steps the Case's window / tail path claims go to that
-path's shadow (``self.win``) first. :meth:`Shadow.run` runs a whole Case.
-
-Subclasses (:class:`features.ring.oracle.RingShadow`) change the allocator rules and
-:meth:`Shadow.targets_of` / :meth:`Shadow.payload`; the forward loop stays this one.
+Plain Python (never torch, ``targets/`` or ``kernels/``). :class:`Shadow` is the allocator of
+:mod:`oracles.allocator` plus what each op of ``features/dense/SEMANTICS.md`` does on it: the
+expected forwards (:class:`oracles.expectation.ForwardExp`), the SWA pool bytes they leave
+(:func:`slot_rows`) and the state after every step (:class:`oracles.expectation.StepExp`). Steps
+the window / tail path claims go to its shadow (``self.win``) first; :meth:`Shadow.run` runs a
+Case. Subclasses (``RingShadow``) change the allocator rules, :meth:`Shadow.targets_of` and
+:meth:`Shadow.payload`, not the forward loop.
 """
 
 from __future__ import annotations

@@ -1,17 +1,15 @@
 """Oracle side of the two allocator triggers of issue 10 item 4 (plain Python, no torch).
 
-* Rejected draft tokens freed after a TARGET_VERIFY forward (``verify`` with ``accept``;
-  sglang 0.5.12 ``EagleVerifyInput.verify`` with ``align_evict_mask_to_page_size``):
-  :func:`reject_cut` says which positions stay reserved and which are freed.
-* Prefix sharing between live requests (``admit`` with ``prefix_rid`` / ``prefix_len``; sglang
-  ``SWARadixCache``): :func:`pages_held_by_others` is the lock reference of a full page.
-* :func:`effective_prefix`: the tokens an ``admit`` shares after the features' caps.
-* :func:`expected_layout`: from the Case alone (no page choices), after every step, each live
-  request's token count, eviction frontier, reserved verify slots past its last token, and the
-  leading tokens it shares with each other live request. The ``invariants`` check compares the
-  engine's request table and mapping with it (:func:`sharing_invariants`).
+* :func:`reject_cut`: the positions a ``verify`` with ``accept`` keeps reserved and frees
+  (sglang 0.5.12 ``EagleVerifyInput.verify``, ``align_evict_mask_to_page_size``);
+* :func:`pages_held_by_others`: the lock reference of a full page under prefix sharing (``admit``
+  with ``prefix_rid`` / ``prefix_len``; ``SWARadixCache``); :func:`effective_prefix`: the tokens
+  an ``admit`` shares after the features' caps;
+* :func:`expected_layout`: from the Case alone, after every step, each live request's token
+  count, eviction frontier, reserved verify slots and shared leading tokens, which
+  :func:`sharing_invariants` compares with the engine's request table and mapping.
 
-Semantics: ``features/{dense,verify_reject,prefix_share}/SEMANTICS.md`` (verify, admit, evict, finish, "Prefix sharing").
+Semantics: ``features/{dense,verify_reject,prefix_share}/SEMANTICS.md``.
 """
 
 from __future__ import annotations
@@ -125,17 +123,12 @@ def expected_layout(case: Case) -> list[dict[int, ReqLayout]]:
 
 def sharing_invariants(mapping: list[int], requests: dict[int, tuple[list[int], int]],
                        layout: dict[int, ReqLayout], page_size: int) -> list[str]:
-    """Rules over the new bookkeeping, one message per violation (rule name first):
-
-    * ``shared``: a request's first k tokens are the very full slots of every request the
-      Case says it shares k leading tokens with (a prefix hit reuses slots, never copies);
-    * ``token-dup``: a full slot two live requests hold is inside their shared prefix;
-    * ``evicted``: a position below the frontier is unmapped unless another live request
-      holds its page;
-    * ``reserved``: the reserved verify slots after a request's last token are mapped at the
-      next offsets of its last page on both sides (same full and SWA page);
-    * ``orphan``: every mapped full slot is a live request's token or reserved slot.
-    """
+    """Rules over the new bookkeeping, one message per violation (rule name first): ``shared`` (a
+    request's first k tokens are the very full slots of each request it shares k with), ``token-dup``
+    (a slot two requests hold lies in their shared prefix), ``evicted`` (below the frontier unmapped
+    unless another live request holds the page), ``reserved`` (reserved verify slots mapped at the
+    next offsets of the last page, both sides), ``orphan`` (every mapped full slot is a live token or
+    reserved slot)."""
     P, M, out = page_size, mapping, []
     holders: dict[int, set[int]] = {}
     for rid, (toks, _) in requests.items():

@@ -1,15 +1,10 @@
 """Shadow store: the expected bytes of one paged KV buffer after store launches, in plain Python.
 
-Model (``P`` page size, ``R`` bytes per row, ``num_pages`` pages, page stride ``S >= P*R`` bytes):
-the buffer is ``num_pages * S`` bytes; slot ``s`` (``0 <= s < num_pages*P``) occupies the ``R``
-bytes at ``(s // P) * S + (s % P) * R``; bytes between the end of a page's rows and the next page
-(page padding, when ``S > P*R``) belong to no slot and must never change.
-
-One call of :meth:`ShadowStore.store` models one launch: a list of ``(loc, row_bytes)`` writes.
-Contract (same as the kernels' host checks): every ``loc`` in ``[0, num_pages*P)``; two writes
-may share a slot only inside the dummy page 0 (``loc < P``), where upstream gives no order among
-rows. So the bytes of page 0 are undefined after a write there and are excluded from comparison;
-every other slot has exactly one expected value.
+Buffer of ``num_pages * S`` bytes (page stride ``S >= P*R``, ``R`` bytes per row); slot ``s`` in
+``[0, num_pages*P)`` is the ``R`` bytes at ``(s // P) * S + (s % P) * R``; page padding belongs
+to no slot and never changes. :meth:`ShadowStore.store` models one launch, a list of ``(loc,
+row_bytes)``: every ``loc`` in range (the kernels' host checks); two writes may share a slot only
+in dummy page 0, whose bytes are then undefined (no upstream row order) and not compared.
 
 Never imports torch, ``kernels`` or ``targets``.
 """

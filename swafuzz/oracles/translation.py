@@ -1,16 +1,10 @@
-"""Translation oracle: full slot ids -> SWA slot ids, in plain Python (spec sections 2.1-2.2).
+"""Translation oracle: full slot ids -> SWA slot ids, in plain Python (spec §2.1-2.2).
 
-The mapping ``M`` is a list of ints of length ``S_full + P + 1``: ``M[f] > 0`` is the SWA slot of
-full slot ``f``, ``M[f] == 0`` means unmapped (a write goes to the dummy slot 0), and the last
-element is the sentinel ``-1``. Translating is an element-wise gather with the rules of torch
-advanced indexing, which upstream relies on:
-
-* a location ``l`` in ``[0, len(M))`` gives ``M[l]``;
-* a negative location wraps once: ``M[l + len(M)]`` for ``l`` in ``[-len(M), 0)``, so ``-1`` gives
-  the sentinel ``-1`` (by design) and ``-2`` gives ``M[len(M) - 2]`` (an aliasing hazard the
-  harness watches for);
-* anything else is out of range (:class:`TranslationError`);
-* the result is cast to int32 explicitly: a value that does not fit is an error, never wrapped.
+``M`` has length ``S_full + P + 1``: ``M[f] > 0`` the SWA slot of ``f``, ``0`` unmapped (writes
+go to dummy slot 0), last element the sentinel ``-1``. Translating is a gather with torch's
+advanced-indexing rules, which upstream relies on: ``l`` in ``[0, len(M))`` gives ``M[l]``; ``l``
+in ``[-len(M), 0)`` wraps once (``-1`` the sentinel by design, ``-2`` ``M[len(M) - 2]``, an
+aliasing hazard); anything else is :class:`TranslationError`; the int32 cast never wraps.
 
 Never imports torch, ``kernels`` or ``targets``.
 """

@@ -1,11 +1,9 @@
-"""Pool and graph draws and the planner actions of the paged kinds (dense rows, the DSV4 layout,
-the ring, the sharing triggers): each action an :class:`scenarios.episode.Action`. A feature's
-own actions live in its ``kinds.py``.
+"""Pool and graph draws and the planner actions (:class:`scenarios.episode.Action`) of the paged
+kinds (dense rows, DSV4 layout, ring, sharing triggers); a feature's own live in its ``kinds.py``.
 
-Every action plans only steps that fit (:class:`scenarios.planner.Planner`). Draw order is
-chosen so that shrinking moves towards the smallest interesting Case: page size 1 (then 16, 64,
-256), the fewest pages, one layer, one request, graph execution before eager (graph bugs are
-the point), the smallest bucket list.
+Actions plan only steps that fit (:class:`scenarios.planner.Planner`). Shrinks towards page size
+1 (then 16, 64, 256), the fewest pages, one layer, one request, graph before eager, the smallest
+bucket list.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """The Case: swafuzz's input language. Plain data, JSON-serialisable, no tensors.
 
-A Case is a pool configuration, a graph/speculative configuration, a payload seed and a list of
-steps. Everything else (slot ids, mapping contents, payload bytes, expected pool bytes) is derived
-from it deterministically, so a Case is its own repro bundle on any machine.
-
-Semantics: the contract both ``targets/`` and ``oracles/`` implement, independently, is written
-one part per feature, next to the feature's record: ``swafuzz/features/<feature>/SEMANTICS.md``.
-The common part (the pool, the allocation policy, the steps, the payload, the graph
-configuration) is ``swafuzz/features/dense/SEMANTICS.md``, which also lists where every other
-part is written (the request window in ``request_window/``, the per-request ring in ``ring/``,
-DP attention in ``dp/``, ...).
+A pool configuration, a graph/speculative configuration, a payload seed and a list of steps;
+everything else (slot ids, mapping, payload and expected pool bytes) derives from it
+deterministically, so a Case is its own repro bundle. The contract ``targets/`` and ``oracles/``
+implement independently is ``swafuzz/features/<feature>/SEMANTICS.md``; the common part (pool,
+allocation policy, steps, payload, graphs) is ``features/dense/SEMANTICS.md``, which indexes the
+others.
 """
 
 from __future__ import annotations

@@ -1,22 +1,17 @@
-"""The one episode driver every scenario kind draws its Cases with.
+"""The one episode driver every scenario kind draws its Cases with: a Hypothesis-drawn sequence of
+planner actions (like stateful ``@rule`` / ``@precondition``) inside one ``@st.composite``, so a
+kind stays a plain ``SearchStrategy[Case]``.
 
-An episode is a Hypothesis-drawn sequence of planner actions, in the spirit of Hypothesis's
-stateful testing (``@rule`` / ``@precondition``) but drawn inside one ``@st.composite`` so that
-a kind stays a plain ``SearchStrategy[Case]`` (the campaign, the zoo and the bench draw from it).
+* :class:`Action`: a name, a precondition over the planner state (``None``: always) and
+  ``apply(draw, planner)`` planning zero or more steps.
+* :class:`EpisodeKind`: planner draw (pool, graph), first actions, actions, max steps, the refill
+  run when nothing is live, an optional finishing touch; :meth:`EpisodeKind.strategy`.
+* :func:`run_episode`: draws the step count (1..max, shrinking to 1); per step runs the refill
+  when nothing is live, stops when still nothing is or no action applies, else draws an
+  applicable action (duplicates weight it; shrinking moves to the first).
 
-* :class:`Action`: a name, a precondition (a function of the planner state; ``None``: always)
-  and a draw-and-apply function ``apply(draw, planner)`` that plans zero or more steps.
-* :class:`EpisodeKind`: a kind declared as (planner draw: pool and graph configs, first
-  actions run once, the action list, max steps, the refill run when nothing is live, an
-  optional finishing touch on the Case). :meth:`EpisodeKind.strategy` is its strategy.
-* :func:`run_episode`: the loop. It draws the number of steps (1..max, shrinking to 1); before
-  each step, when no request is live, it runs the refill (if any); it stops when still nothing
-  is live or no action applies; else it draws one of the applicable actions (duplicates in
-  the list weight an action; the first entry is what shrinking moves towards) and applies it.
-
-Draw order of every Case: the planner (pool, graph), the first actions, the episode, the
-payload seed, then the finishing touch. Shrinking therefore moves towards the smallest pool
-and graph, the first actions alone, one step of the first action in the list.
+Draw order: planner, first actions, episode, payload seed, finishing touch. Shrinks towards the
+smallest pool and graph, the first actions alone, one step of the first action.
 """
 
 from __future__ import annotations
@@ -87,13 +82,10 @@ def run_episode(draw: Draw, pl: Planner, actions: tuple[Action, ...], max_steps:
 
 @dataclass(frozen=True)
 class EpisodeKind:
-    """A scenario kind drawn by :func:`run_episode`.
-
-    ``planner(draw)``: a fresh planner on drawn pool and graph configs; ``first``: actions run
-    once, in order, before the episode (the admission, a kind's trigger: so short Cases carry
-    it), each only when it applies; ``actions`` / ``max_steps`` / ``refill``: the episode;
-    ``finish(draw, case)``: an optional last touch on the Case (a config flag, a drawn
-    field), drawn after the payload seed."""
+    """A scenario kind drawn by :func:`run_episode`: ``planner(draw)`` (fresh planner on drawn configs),
+    ``first`` (actions run once, in order, each when it applies, so short Cases carry the trigger),
+    ``actions`` / ``max_steps`` / ``refill``, ``finish(draw, case)`` (optional, drawn after the
+    payload seed)."""
 
     kind: str
     planner: Callable[[Draw], Planner]

@@ -1,11 +1,10 @@
-"""Stateful episodes: a hypothesis ``RuleBasedStateMachine`` that moves between every forward
-kind on the same engine (the same captured graphs), with allocator churn and window eviction.
+"""Stateful episodes: a hypothesis ``RuleBasedStateMachine`` moving between every forward kind on
+one engine (same captured graphs), with allocator churn and window eviction.
 
-Each rule plans one valid step with :class:`scenarios.planner.Planner` and hands it to
-:meth:`EpisodeMachine.run_step`, which a subclass implements (scenarios never run anything; the
-harness's ``tests/harness/test_episode_machine.py`` runs the step on live engines and checks
-every invariant after it). Shrinking removes rules, so a failure shrinks towards the shortest
-sequence of steps that still breaks.
+Each rule plans one valid step (:class:`scenarios.planner.Planner`) for
+:meth:`EpisodeMachine.run_step`, which a subclass implements
+(``tests/harness/test_episode_machine.py`` runs it on live engines). Shrinks towards the shortest
+breaking sequence.
 """
 
 from __future__ import annotations

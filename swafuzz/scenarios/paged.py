@@ -1,22 +1,12 @@
-"""Sparse SWA layer snapshots: the bytes of one layer held page by page (issue 19 item 4).
+"""Sparse SWA layer snapshots: one layer's bytes held page by page (issue 19 item 4).
 
-A layer's bytes (``swa_slots * row_bytes``, slot order, page pads excluded: what
-``StepObs.pools`` and the oracle's ``StepExp.pools`` hold per layer) are, for a layer of
-2 GiB, too many to copy and compare after every step. :class:`PagedBytes` holds them as pages
-of ``P * row_bytes`` bytes: a page that is not stored is ``fill`` (the poison byte) throughout.
-Both sides build it the same way, so a comparison is bit for bit:
-
-* the target side stores every page whose bytes differ from the fill, found by scanning the
-  whole buffer after each step (``targets.kv_pool.SWAKVPool.layer_pages``): a write anywhere,
-  at a reported location or a wild address, makes its page stored;
-* the oracle side stores every page it writes (:meth:`PagedBytes.__setitem__`).
-
-Two ``PagedBytes`` are equal exactly when their dense bytes are: a page stored on one side and
-not the other compares with the fill (a stored page may hold fill bytes only). A layer is
-snapshotted this way when it holds at least :data:`SPARSE_LAYER_BYTES` bytes
-(:func:`sparse_layer`), read at call time so tests can lower it and run small Cases sparsely.
-
-Plain Python (no torch): the oracles and the checks use it as they use ``bytes``.
+A layer's bytes (``swa_slots * row_bytes``, slot order, no page pads: ``StepObs.pools`` /
+``StepExp.pools`` per layer) are too many to copy per step at 2 GiB. :class:`PagedBytes` holds
+pages of ``P * row_bytes``; a page not stored is ``fill`` (the poison byte) throughout. The target
+stores every page differing from the fill after a full scan (``SWAKVPool.layer_pages``: a wild
+write marks its page too); the oracle stores every page it writes. Two are equal exactly when
+their dense bytes are. Used for layers of at least :data:`SPARSE_LAYER_BYTES`
+(:func:`sparse_layer`, read at call time so tests can lower it). Plain Python, used like ``bytes``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Payload rows: the K bytes each forward writes, derived from the Case alone.
-
-Plain Python (``random.Random`` seeded with a string, which CPython hashes with SHA-512, so the
-stream is the same on every machine and Python version >= 3.2). Both the target (which turns the
-bytes into a tensor) and the oracle (which keeps them as bytes) call this: it defines the input,
-not the logic under test.
+"""Payload rows: the K bytes each forward writes, derived from the Case alone. ``random.Random``
+seeded with a string (SHA-512 hashed), so the stream is the same on every machine and Python >=
+3.2. Target and oracle both call it: it defines the input, not the logic under test.
 """
 
 from __future__ import annotations
@@ -13,13 +10,10 @@ import random
 
 def rows_bytes(seed: int, step: int, fwd: int, pool: str, layer: int, n_rows: int,
                row_bytes: int) -> bytes:
-    """``n_rows * row_bytes`` bytes: row r is ``out[r*row_bytes:(r+1)*row_bytes]``.
-
-    ``step`` is the step index in the Case, ``fwd`` the forward index within the step (0 except
-    for multi-step draft decode, where it is the speculative step id), ``pool`` is ``"target"``
-    or ``"draft"``. Rows are independent of ``n_rows``: the first rows of a padded block equal the
-    rows of the unpadded block (so eager and graph executions write identical real rows).
-    """
+    """``n_rows * row_bytes`` bytes, row r at ``out[r*row_bytes:(r+1)*row_bytes]``; ``fwd`` is the
+    forward within step ``step`` (the speculative step id of a multi-step draft decode, else 0),
+    ``pool`` ``"target"`` / ``"draft"``. Independent of ``n_rows`` (a padded block's first rows equal
+    the unpadded block's, so eager and graph write identical real rows)."""
     out = bytearray()
     for r in range(n_rows):
         out += random.Random(f"{seed}:{step}:{fwd}:{pool}:{layer}:{r}").randbytes(row_bytes)
@@ -27,17 +21,14 @@ def rows_bytes(seed: int, step: int, fwd: int, pool: str, layer: int, n_rows: in
 
 
 def dsv4_rows_bytes(seed: int, step: int, fwd: int, pool: str, layer: int, n_rows: int) -> bytes:
-    """K rows of a layout-``"dsv4"`` pool: ``n_rows * 1024`` bytes, row r being 512 little-endian
-    bf16 values (448 nope, then 64 rope), all finite, keyed like :func:`rows_bytes` (plus
-    ``:dsv4``) and independent of ``n_rows``.
+    """K rows of a layout-``"dsv4"`` pool: ``n_rows * 1024`` bytes, row r 512 little-endian finite
+    bf16 values (448 nope, 64 rope), keyed like :func:`rows_bytes` (plus ``:dsv4``), independent of
+    ``n_rows``.
 
-    Each 64-value tile (7 nope tiles, then the rope tile) draws a kind: 1/8 all zeros (signed),
-    1/8 tiny (top exponent 2**-126..2**-87, bf16 subnormals included), 1/8 huge (2**73..2**127),
-    else around 1 (2**-17..2**13); each value then has a random sign, an exponent 0..9 below the
-    tile's top (never below the subnormal range) and a random 7-bit mantissa. So tiles exercise
-    every scale exponent, ties of the fp8 rounding (a bf16 mantissa has 4 bits below the fp8
-    ones) and fp8 subnormals.
-    """
+    Each 64-value tile draws a kind: 1/8 signed zeros, 1/8 tiny (top exponent 2**-126..2**-87,
+    subnormals included), 1/8 huge (2**73..2**127), else 2**-17..2**13; each value a random sign, an
+    exponent 0..9 below the tile's top (not below subnormals) and a random 7-bit mantissa: every scale
+    exponent, fp8 rounding ties and fp8 subnormals are exercised."""
     out = bytearray()
     for r in range(n_rows):
         rng = random.Random(f"{seed}:{step}:{fwd}:{pool}:{layer}:{r}:dsv4")

@@ -1,9 +1,7 @@
-"""Capacity bookkeeping for scenario generation: plain arithmetic, no slot ids.
-
-Strategies only generate steps that fit (pages on both allocators, a captured bucket for every
-graph step). The planner tracks request lengths, eviction frontiers and free page counts with the
-allocation rules of ``features/dense/SEMANTICS.md``; the oracle (``oracles.engine``) is the reference for
-feasibility, and a disagreement between the two is a harness bug, reported as such.
+"""Capacity bookkeeping for scenario generation: plain arithmetic, no slot ids. Strategies generate
+only steps that fit (pages on both allocators, a bucket per graph step), tracking lengths,
+frontiers and free page counts under ``features/dense/SEMANTICS.md``; the oracle is the reference
+for feasibility, and a disagreement is reported as a harness bug.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
-"""The Case's types and constants: the pool and graph configurations, the step, the error a
-malformed Case raises, and the one rule that writes a config dataclass as JSON.
+"""The Case's types and constants: pool and graph configurations, the step, the error a malformed
+Case raises, and the one rule writing a config dataclass as JSON.
 
-``PoolConfig``, ``GraphConfig`` and ``Step`` are assembled here from the registry: the dense base
-fields (:data:`BASE_FIELDS`) plus the fields each feature declares in its folder (its record's
-``fields``, a tuple of :class:`~swafuzz.features.case_field.CaseField` in ``fields.py``), as
-frozen dataclasses whose base classes (:class:`PoolMethods`, ...) hold what they derive.
-:mod:`scenarios.case` builds the :class:`Case` from them and re-exports every public name here,
-so ``from swafuzz.scenarios.case import PoolConfig`` keeps working; :mod:`scenarios.validate`
-(the parser) and the per-feature rules (``swafuzz/features/<name>/rules.py``) import them from
-here, so none of them imports the Case module back. What the fields mean:
-``swafuzz/features/*/SEMANTICS.md``.
+``PoolConfig``, ``GraphConfig`` and ``Step`` are frozen dataclasses assembled from the dense base
+fields (:data:`BASE_FIELDS`) plus each feature's declared ``CaseField`` s (its record's
+``fields``), over base classes (:class:`PoolMethods`, ...) holding what they derive.
+:mod:`scenarios.case` re-exports them; the parser and feature rules import them from here, so none
+imports the Case module back. Meanings: ``swafuzz/features/*/SEMANTICS.md``.
 """
 
 from __future__ import annotations
@@ -165,10 +161,7 @@ class GraphMethods:
     __slots__ = ()
 
     def bucket_for(self, n: int) -> int | None:
-        for b in self.buckets:
-            if b >= n:
-                return b
-        return None
+        return next((b for b in self.buckets if b >= n), None)
 
 
 class StepMethods:

@@ -1,13 +1,11 @@
 """Capacity bookkeeping for the sharing triggers (rejected draft tokens, prefix sharing).
 
-:class:`SharingPlanner` extends :class:`scenarios.planner.Planner` with abstract pages (ids
-from a counter, no slot ids): which live requests hold each full page (a shared prefix is held
-by several) and whether its SWA page is still taken. That is what the two triggers need to stay
-feasible: a verify with ``accept`` gives back the pages past the last accepted token's page,
-``finish`` gives back only the pages no other live request holds, ``evict`` skips shared pages,
-and a finish lets the survivors' shared pages below their frontier give back their SWA pages.
-The semantics are those of ``features/{dense,verify_reject,prefix_share}/SEMANTICS.md`` (verify, admit, evict, finish, "Prefix sharing");
-the oracle stays the reference for feasibility.
+:class:`SharingPlanner` extends :class:`scenarios.planner.Planner` with abstract pages (counter
+ids): which live requests hold each full page and whether its SWA page is taken, so the triggers
+stay feasible: a verify with ``accept`` gives back pages past the last accepted token's,
+``finish`` only pages no other live request holds, ``evict`` skips shared pages, and a finish lets
+survivors' shared pages below their frontier give back SWA pages. Semantics:
+``features/{dense,verify_reject,prefix_share}/SEMANTICS.md``; the oracle decides feasibility.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""The toolkit of the sharing kinds (``verify_reject``, ``prefix_share``: their modules are
-``swafuzz/features/<name>/kinds.py``): :func:`sharing_kind`, an episode on a
-:class:`scenarios.sharing.SharingPlanner` (abstract pages with holders) whose trigger action runs
-once before the episode so short Cases carry it.
+"""The sharing kinds' toolkit (``verify_reject``, ``prefix_share``): :func:`sharing_kind`, an
+episode on a :class:`scenarios.sharing.SharingPlanner` whose trigger runs once first.
 """
 
 from __future__ import annotations

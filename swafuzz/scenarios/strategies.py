@@ -1,7 +1,6 @@
-"""The paged-pool kind toolkit: :func:`paged_planner` (a pool and graph draw) and
-:func:`paged_kind` (admit 1..max_bs requests, then an episode of :mod:`scenarios.actions` on a
-:class:`scenarios.episode.EpisodeKind`). The kinds themselves live with their features
-(``swafuzz/features/<name>/kinds.py``); the records name them.
+"""The paged-pool kind toolkit: :func:`paged_planner` (pool and graph draw) and :func:`paged_kind`
+(admit 1..max_bs requests, then an episode of :mod:`scenarios.actions`); the kinds live in
+``swafuzz/features/<name>/kinds.py``.
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
-"""Parse a Case from JSON-like data and check the rules every Case obeys. Every error is a
+"""Parse a Case from JSON-like data and check the rules every Case obeys; every error is a
 :class:`CaseError` naming the dotted field and what is allowed.
 
-The rules here are the common ones: the type and range of every field (a feature's fields by
-their declarations, ``CaseField`` in the feature's ``fields.py``: :func:`parse_declared`), the
-fields each op takes, the shape of a step (request ids, one ``accept`` / ``lengths`` entry per request,
-``replay`` drawn from ``rids``, 1..7 DP ranks) and the resource budget of one Case. The rules
-that tie a feature's fields to the rest of the Case (a ring's sizes, what a prefill graph or a
-tail graph needs, ...) are that feature's ``validators`` (``swafuzz/features/<name>/rules.py``, run through
-the registry by :func:`swafuzz.features.validation.validate_case`). Whether a Case is feasible
-(enough pages, known request ids, a bucket for every graph step) is answered by the oracle
+Common rules: each field's type and range (a feature's by its ``CaseField`` declarations:
+:func:`parse_declared`), the fields each op takes, a step's shape (request ids, one ``accept`` /
+``lengths`` per request, ``replay`` from ``rids``, 1..7 DP ranks) and one Case's resource budget.
+Rules tying a feature's fields to the rest are its ``validators`` (``features/<name>/rules.py``,
+via :func:`swafuzz.features.validation.validate_case`); feasibility is the oracle's
 (``oracles.engine.expect`` raises ``CaseInfeasible``).
 """
 
@@ -51,16 +48,9 @@ PAGE_SIZE = CaseField("pool", "page_size", "int", 1, "tokens per page", lo=1, hi
                       pow2=True)
 #: the base fields each op takes; the features' step fields add theirs (``CaseField.ops``)
 _BASE_STEP_FIELDS = {
-    "admit": {"rid", "length", "exec"},
-    "decode": {"rids", "exec"},
-    "verify": {"rids", "exec"},
-    "draft_extend": {"rids", "exec"},
-    "draft_decode": {"rids", "exec"},
-    "idle": {"tokens", "exec"},
-    "evict": {"rid"},
-    "finish": {"rid"},
-    "extend": {"rids", "exec"},
-    "draft_block": {"rids", "exec"},
+    "admit": {"rid", "length", "exec"}, "idle": {"tokens", "exec"}, "evict": {"rid"},
+    "finish": {"rid"}, **{op: {"rids", "exec"} for op in (
+        "decode", "verify", "draft_extend", "draft_decode", "extend", "draft_block")},
     **{op: set(d.fields) for op, d in STEP_OPS.items()},
 }
 _STEP_FIELDS = {op: names | {d.name for d in DECLARED["step"] if op in d.ops}
@@ -86,10 +76,7 @@ def _int_list(obj: dict, key: str, path: str, lo: int, hi: int | None = None) ->
     v = obj.get(key, [])
     if not isinstance(v, list):
         raise CaseError(f"{path}.{key}", f"must be a list of integers (got {v!r})")
-    out = []
-    for i, x in enumerate(v):
-        out.append(int_field({"x": x}, "x", f"{path}.{key}[{i}]", lo, hi))
-    return tuple(out)
+    return tuple(int_field({"x": x}, "x", f"{path}.{key}[{i}]", lo, hi) for i, x in enumerate(v))
 
 
 def object_fields(obj: Any, path: str, allowed: set[str]) -> dict:

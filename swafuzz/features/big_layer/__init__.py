@@ -3,12 +3,9 @@ its contract: ``SEMANTICS.md`` beside this file."""
 
 from swafuzz.features.record import Feature, Kind
 
-#: RAM one Case of the kind needs: its two layers past 2^31 bytes (target and draft), the tape
-#: executor's saved copy of a layer it writes in place, the process; the most measured (peak RSS
-#: of one Case): unified, eager + tape, torch or the Triton interpreter, 6.9 GB; the sglang
-#: target (0.5.23) eager 5.1 GB. Not covered: the sglang target's DSV4 Cases under the tape
-#: executor peaked at 21.8 GB (the tape snapshots whole storages at capture): run the sglang
-#: target with ``--executor eager`` (SEMANTICS.md)
+#: RAM one Case needs (two layers past 2^31 bytes, the tape's copy of one, the process); peak RSS
+#: measured: unified eager + tape 6.9 GB, sglang 0.5.23 eager 5.1 GB. Not covered: sglang DSV4
+#: Cases under the tape (21.8 GB, whole storages snapshotted): use ``--executor eager``
 RAM_BYTES = 9_500_000_000
 
 FEATURE = Feature(

@@ -1,14 +1,12 @@
 """Scenario kind ``bigaddr``: layer buffers past 2^31 bytes with the Case's pages placed high.
 
-Every Case has one target and one draft layer just past 2^31 bytes: the rows layout's
-``2051 pages * 256 rows * 4096 bytes`` (2051 MiB: page 2048 starts at byte 2^31; uint8 or bf16
-rows), or the DSV4 layout's 57,361 pages of 64 tokens (37,440-byte pages: page 57,358 holds byte
-2^31; the quantizing store, on the ``sglang`` target the release's own Triton store). The SWA
-pages below the one holding byte 2^31 are held from the start (``pool.swa_held_pages``: all but
-the last 1..3 of them), so the Case's first SWA pages sit just below byte 2^31 and the next ones
-past it, without running half a million tokens first. Then an episode of decode, target verify,
-draft extend (the draft layer), eviction and churn, eager and in graphs. Shrinks towards the
-rows layout, uint8 rows, the first free page at byte 2^31, one request of one token.
+One target and one draft layer just past 2^31 bytes: rows layout ``2051 pages * 256 rows * 4096
+bytes`` (page 2048 starts at 2^31; uint8 or bf16), or DSV4 layout 57,361 pages of 64 tokens
+(37,440-byte pages, page 57,358 holds byte 2^31; on ``sglang`` the release's Triton store). The
+SWA pages below byte 2^31's are held (``pool.swa_held_pages``: all but the last 1..3), so the
+first pages sit just below it and the next past it. Then decode, target verify, draft extend,
+eviction and churn, eager and in graphs. Shrinks towards the rows layout, uint8, the first free
+page at byte 2^31, one request of one token.
 """
 
 from __future__ import annotations

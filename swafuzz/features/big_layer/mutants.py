@@ -22,12 +22,9 @@ def int32_wrap(x: torch.Tensor) -> torch.Tensor:
 
 class _Int32AddressBackend(DSV4Backend):
     def _store(self, cache, loc, rows):
-        """The store computes slot ``s``'s byte address ``page * page stride + offset * row
-        bytes`` in int32 (wrapping at 2^31), then writes the row's bytes there in the layer's
-        byte view; a wrapped (negative) address indexes from the view's end, as torch indexing
-        does (a device kernel would write before the buffer). Everything else is the unified
-        store's: the ``-1`` skip with row tables, the host contract checks; the DSV4 layout's
-        quantizing store (a ``[pages, stride]`` cache) is left as it is."""
+        """Slot ``s``'s byte address ``page * stride + offset * row bytes`` in int32 (wrapping at
+        2^31); a negative address indexes from the byte view's end, as torch does (a kernel would write
+        before the buffer). The rest is the unified store's; the DSV4 store is left as it is."""
         if cache.dim() != 3:
             return super()._store(cache, loc, rows)
         if self.row_tables is not None:  # as the unified store: -1 rows skipped first

@@ -1,9 +1,6 @@
 """Mutants of the dense path (feature ``dense``: paged SWA pool, eager and graph decode, target
-verify, draft extend, multi-step draft, IDLE; spec §2, §4, §5, §9).
-
-Each swaps one component class of :class:`targets.engine.UnifiedEngine` (backend, pool,
-allocator, runner) for a subclass overriding one method; the class docstring says the bug, the
-decorator its source and the checks expected to kill it.
+verify, draft extend, multi-step draft, IDLE; spec §2, §4, §5, §9). Each swaps one component class
+of :class:`targets.engine.UnifiedEngine` for a subclass overriding one method.
 """
 
 from __future__ import annotations
@@ -24,8 +21,6 @@ from swafuzz.targets.sglang.zoo import SGLangMutant
 
 class _ZeroDraftExtendBackend(DSV4Backend):
     def out_graph_draft_extend(self, fb, bs, loc, seq_lens):
-        """PR-review era: built without the real out_cache_loc (the prep synthesises zeros), and
-        the metadata's swa_out_cache_loc stamped from them; the resolver then trusts it."""
         md = super().out_graph_draft_extend(fb, bs, None, seq_lens)
         core = md.core_attn_metadata
         core.swa_out_cache_loc = self.translate(core.raw_out_loc)
@@ -57,7 +52,6 @@ class IdleUsesCache(UnifiedEngine):
 
 class _NoZeroDecodeRunner(DecodeGraphRunner):
     def fill_static_loc(self, live_loc, rows):
-        """Copies the real rows only: padded rows keep the previous batch's locations."""
         self.static_loc[:live_loc.numel()].copy_(live_loc)
 
 
@@ -71,9 +65,6 @@ class PadRowsNotZeroed(UnifiedEngine):
 
 
 class _MemoPool(SWAKVPool):
-    """The PR #25824 memo: ``key = (pointer, numel)``; nothing else is compared and nothing
-    invalidates it."""
-
     def _memo_key(self, loc: torch.Tensor):
         return (loc.data_ptr(), loc.numel())
 
@@ -111,10 +102,6 @@ class MemoStoragePtr(UnifiedEngine):
 
 class _LayerCacheBackend(DSV4Backend):
     def get_store_loc(self, layer_id: int, fb: ForwardBatch):
-        """A layer-keyed cache under the layer-0 rule of spec §9.7: recompute the pool's
-        ``cached_loc`` when the *global* ``layer_id == 0`` (or when unset), else reuse it. The
-        draft pool's layers start after the target's, so its cache is computed once and never
-        again (nothing resets it)."""
         pool = self.pool
         if layer_id == 0 or getattr(pool, "cached_loc", None) is None:
             pool.cached_loc = self.get_swa_out_cache_loc(fb)
@@ -128,18 +115,15 @@ class LayerCacheNoReset(UnifiedEngine):
     """A layer-keyed location cache recomputed at global layer 0 only and never reset: a pool
     whose first storing layer is not 0 (the draft model) keeps its first batch's locations.
 
-    Not what sglang 0.5.12 ships: its ``DeepSeekV4TokenToKVPool`` recomputes at the pool's
-    ``start_layer`` (every forward of every pool), and its bug (``register_mapping`` not
-    clearing ``cached_loc``, fixed by PR #25889 / #26079) needs a mapping rebuilt between
-    forwards, which no Case step does; ``--target sglang`` runs that shipped code for real.
-    This keeps the layer-0 variant, the form of the bug class the scenarios can reach."""
+    Not 0.5.12's form (it recomputes at the pool's ``start_layer``; its ``register_mapping`` bug,
+    PR #25889 / #26079, needs a mapping rebuilt between forwards, which no Case step does, and
+    ``--target sglang`` runs that code for real): the variant of the class the scenarios reach."""
 
     backend_cls = _LayerCacheBackend
 
 
 class _Int64Backend(DSV4Backend):
     def translate(self, loc):
-        """The newest pool's raw gather: int64, the ``.to(int32)`` cast missing."""
         return self.pool.mapping[loc]
 
 
@@ -153,8 +137,6 @@ class Int64StoreLocs(UnifiedEngine):
 
 class _HostBakedBackend(DSV4Backend):
     def translate_in_graph(self, loc):
-        """Translation done on the host when not capturing (warm-up), and the resulting constant
-        reused inside the captured graph: replays write the warm-up batch's slots."""
         if capturing() and getattr(self, "_host_const", None) is not None:
             return self._host_const
         vals = self.translate(loc).tolist()
@@ -174,14 +156,12 @@ class HostBakedTranslation(UnifiedEngine):
 
 class _MinusOneRunner(DecodeGraphRunner):
     def fill_static_loc(self, live_loc, rows):
-        """Pads with -1 (an uninitialised / ``last_loc = -1`` style buffer) instead of 0."""
         super().fill_static_loc(live_loc, rows)
         self.static_loc[live_loc.numel():rows].fill_(-1)
 
 
 class _UncheckedStoreBackend(DSV4Backend):
     def _store(self, cache, loc, rows):
-        """The store launched without its value contract."""
         self.pool.impl.store_unchecked(cache, loc, rows)
 
 
@@ -213,7 +193,6 @@ class MultiStepWrongSlice(UnifiedEngine):
 
 class _EvictKeepsMapping(SWAAllocator):
     def free_swa_out_of_window(self, full_slots):
-        """Releases the SWA pages but leaves ``M`` pointing at them (aliasing once reused)."""
         self.release_swa_pages(full_slots)
 
 
@@ -228,7 +207,6 @@ class EvictKeepsMapping(UnifiedEngine):
 
 class _CopyFieldBackend(DSV4Backend):
     def copy_graph_metadata(self, persistent, temp):
-        """``swa_out_cache_loc`` in the copy list instead of the assign list."""
         if not isinstance(persistent.__dict__.get("core_attn_metadata"), CoreAttnMetadata):
             return super().copy_graph_metadata(persistent, temp)
         copy_metadata(temp.core_attn_metadata, persistent.core_attn_metadata,
@@ -246,7 +224,6 @@ class SwaLocCopyField(UnifiedEngine):
 
 class _CopyingPool(SWAKVPool):
     def register_mapping(self, mapping):
-        """Keeps a snapshot of ``M`` instead of a reference: later allocations never reach it."""
         super().register_mapping(mapping.clone())
 
 
@@ -261,7 +238,6 @@ class MappingCopied(UnifiedEngine):
 
 class _OnesDraftExtendRunner(DraftExtendGraphRunner):
     def prepare_capture_buffers(self):
-        """Capture state with the loc buffer left at its initial ones (not zeroed)."""
         super().prepare_capture_buffers()
         self.static_loc.fill_(self.static_loc_init)
 
@@ -288,8 +264,6 @@ class GraphLess(UnifiedEngine):
 
 class _MisalignedRowsBackend(DSV4Backend):
     def _store(self, cache, loc, rows):
-        """The K rows reach the store shifted by one row against their locations (rows
-        re-indexed apart from the loc: CP / piecewise narrowing)."""
         super()._store(cache, loc, rows.roll(1, 0))
 
 
@@ -305,9 +279,6 @@ class RowsMisaligned(UnifiedEngine):
 
 class _DropsLiveLocBackend(DSV4Backend):
     def out_graph_draft_extend(self, fb, bs, loc, seq_lens):
-        """Builds the bucket's metadata from the synthetic zeros on every replay too (the live
-        locations dropped, as the review-era prep called its builder without them); the buffer,
-        where there is one, is still refilled from the live locations and stamped."""
         md = super().out_graph_draft_extend(fb, bs, None, seq_lens)
         if self.swa_loc_buffer is not None and loc is not None and isinstance(md, AttnMetadata):
             md.core_attn_metadata.swa_out_cache_loc = self.refill_swa_loc_buffer(loc)
@@ -330,9 +301,6 @@ class DraftExtendPrepDropsLiveLoc(UnifiedEngine):
 
 class _KeptStampBackend(DSV4Backend):
     def copy_graph_metadata(self, persistent, temp):
-        """Refreshes the bucket's persistent metadata but keeps its stamped
-        ``swa_out_cache_loc`` (the tensor the capture's in-graph op wrote) instead of assigning
-        the fresh metadata's value."""
         core = getattr(persistent, "core_attn_metadata", None)
         kept = core.swa_out_cache_loc if core is not None else None
         super().copy_graph_metadata(persistent, temp)
@@ -354,8 +322,6 @@ class GraphSwaLocKept(UnifiedEngine):
 
 class _StaleSeqLensRunner(DecodeGraphRunner):
     def load_batch(self, fb, bs):
-        """Padded requests' ``seq_lens`` not refilled with the fill value: they keep the
-        lengths a larger batch of the bucket left."""
         kept = self.static_seq_lens.clone()
         super().load_batch(fb, bs)
         self.static_seq_lens[fb.batch_size:bs].copy_(kept[fb.batch_size:bs])

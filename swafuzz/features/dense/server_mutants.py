@@ -1,10 +1,7 @@
-"""Server mutants of the core path at server level: patches of the release's own pipeline code
-(``swafuzz run --level server --server-mutant NAME``, ``swafuzz zoo --level server``), declared
-here (this module imports nothing of SGLang); the patches live in
-:mod:`swafuzz.targets.sglang.pipeline.mutants` and :mod:`~swafuzz.targets.sglang.pipeline.graph`
-(speculative decoding's: ``features/spec_decode/server_mutants.py``). Component-level Cases
-never run these hops (the component engine builds no ScheduleBatch), so only server-level Cases
-can kill them.
+"""Server mutants of the core path: patches of the release's pipeline code (``--level server
+--server-mutant NAME``, ``swafuzz zoo --level server``), declared here without SGLang, patched in
+:mod:`swafuzz.targets.sglang.pipeline.mutants` / ``.graph``. Only server-level Cases reach these
+hops (the component engine builds no ScheduleBatch).
 """
 
 from __future__ import annotations

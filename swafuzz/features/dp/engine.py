@@ -1,17 +1,12 @@
 """DP attention's part of the unified engine: data-parallel attention padding (spec §5.4).
 
-Every rank forwards the same number of token rows. A rank with fewer requests pads its batch
-(``_pad_inputs_to_size``): ``out_cache_loc`` is **rebound** to a new tensor padded with the full
-location 0 (the dummy slot), positions padded with 0, ``seq_lens`` padded with the fill value 1;
-``batch_size`` becomes the padded count (decode: one row per request). A rank with no request
-runs IDLE with only dummy rows. Metadata built before the rebinding keeps the unpadded
-``swa_out_cache_loc``; the resolver's length check then falls back to translating the live,
-padded tensor (its tail maps to slot 0).
-
-The engine reaches it through the registry: :class:`DPAttention` is its ``rank_pad_cls`` (hook
-``engine.rank_pad``; a mutant replaces it with a subclass), which pads the verify / draft-extend
-/ multi-step draft batches of a step with ``rank_tokens``; :func:`step_dp_decode` runs the
-``dp_decode`` op (hook ``engine.step_ops``).
+Every rank forwards the same row count. A rank with fewer requests pads (``_pad_inputs_to_size``):
+``out_cache_loc`` is **rebound** to a new tensor padded with full location 0, positions with 0,
+``seq_lens`` with fill value 1, ``batch_size`` the padded count; a rank with no request runs IDLE
+on dummy rows. Metadata built before the rebinding keeps the unpadded ``swa_out_cache_loc``, so the
+resolver's length check falls back to translating the padded tensor (tail -> slot 0).
+:class:`DPAttention` (slot ``rank_pad``; mutants subclass it) pads a step's verify / draft-extend
+/ multi-step draft batches to ``rank_tokens``; :func:`step_dp_decode` runs ``dp_decode``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
-"""Mutants of DP attention (feature ``dp``: MLP-sync MAX_LEN re-padding of decode and
-speculative batches, the EXTEND rewrite; spec §5.4, §6, PR #27091).
-
-Each swaps the engine's :class:`features.dp.engine.DPAttention` (the engine's ``rank_pad_cls``) or the resolver's length check, or
-overrides one engine method (``can_run``); reached only by the ``dp_padded`` / ``dp_spec`` kinds.
+"""Mutants of DP attention (feature ``dp``: MLP-sync MAX_LEN re-padding of decode and speculative
+batches, the EXTEND rewrite; spec §5.4, §6, PR #27091). Each swaps the engine's
+:class:`features.dp.engine.DPAttention`, the resolver's length check, or ``can_run``; reached
+only by the ``dp_padded`` / ``dp_spec`` kinds.
 """
 
 from __future__ import annotations
@@ -30,8 +29,6 @@ class NoLengthCheck(UnifiedEngine):
 
 class _NeverPadDP(DPAttention):
     def pad_inputs_to_size(self, fb, num_tokens, batch_size=None):
-        """``_pad_inputs_to_size`` skipped: the rank forwards its own rows only, while every
-        other rank forwards ``num_tokens`` (the collectives of DP attention would mismatch)."""
         return None
 
 
@@ -45,8 +42,6 @@ class DPNeverPads(UnifiedEngine):
 
 class _VerifyNotReboundDP(DPAttention):
     def pad_inputs_to_size(self, fb, num_tokens, batch_size=None):
-        """Re-padding of a TARGET_VERIFY batch pads ``seq_lens`` / ``positions`` and the batch
-        size but forgets to rebind ``out_cache_loc``: the stores write only this rank's rows."""
         if fb.forward_mode != ForwardMode.TARGET_VERIFY:
             return super().pad_inputs_to_size(fb, num_tokens, batch_size)
         loc = fb.out_cache_loc
@@ -72,8 +67,6 @@ class DPExtendReplaysGraph(UnifiedEngine):
     decode/verify graph."""
 
     def can_run_graph(self, step, fb, n):
-        """``can_run`` without the extend-in-batch guard: the rewritten EXTEND batch replays
-        the graph its original mode would use."""
         return self.use_graph(step, n)
 
 

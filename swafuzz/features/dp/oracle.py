@@ -1,12 +1,9 @@
 """DP attention's part of the engine oracle (features/dp/SEMANTICS.md, spec §5.4): plain Python.
 
-Every DP rank forwards the same number of rows (MAX_LEN): a rank pads its batch to the maximum
-over the ranks (``Step.rank_tokens``: the other ranks' counts), a fixed-width speculative batch
-(target verify, multi-step draft) to whole requests; a rank whose peer extends runs its batch
-as EXTEND, eagerly (``Step.dp_extend``). Reached through the registry: the step rules
-(``oracle.step_check``), the padding and the rewrite (``oracle.batch_pad``, ``oracle.rewrite``),
-and what ``dp_decode`` does on the shadow and on the execution path (``oracle.step_ops``,
-``oracle.path_ops``).
+Every rank forwards the same rows (MAX_LEN): a batch pads to the maximum over the ranks
+(``Step.rank_tokens``), a fixed-width speculative batch (target verify, multi-step draft) to whole
+requests; a rank whose peer extends runs EXTEND, eagerly (``Step.dp_extend``). Slots:
+``step_check``, ``batch_pad``, ``rewrite``, and ``dp_decode``'s ``step_ops`` / ``path_ops``.
 """
 
 from __future__ import annotations

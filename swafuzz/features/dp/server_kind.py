@@ -1,11 +1,9 @@
-"""The server-level kind of attention-DP ranks (an opt-in ``Kind`` of the dp record: a run
-draws it only when named with ``--scenario``).
+"""The server-level kind of attention-DP ranks (opt-in: drawn only when named with ``--scenario``).
 
-Staggered requests (arrivals, prompts, new tokens, aborts) on two attention-DP ranks (tp_size 2,
-dp_size 2, enable_dp_attention), each request's rank drawn; the pplx all-to-all (MAX_LEN every
-step, with the deployment's dispatch budget and the prefill graph off) and encoder replay drawn.
-Page size 1, pools that hold every token. Draws shrink towards one request on rank 0, no pplx
-and no encoder replay.
+Staggered requests (arrivals, prompts, new tokens, aborts) on two attention-DP ranks (tp 2, dp 2),
+each request's rank drawn; pplx all-to-all (MAX_LEN every step, prefill graph off) and encoder
+replay drawn. Page size 1, pools holding every token. Shrinks towards one request on rank 0, no
+pplx, no encoder replay.
 """
 
 from __future__ import annotations

@@ -1,21 +1,18 @@
-"""Attention-DP ranks at server level: what the oracle predicts (hook ``oracle.server_judge``;
-plain Python over the plan, never the code it judges).
+"""Attention-DP ranks at server level: what the oracle predicts (hook ``oracle.server_judge``; plain
+Python over the plan, never the code it judges).
 
 A Case with ``enable_dp_attention`` is ``dp_size`` one-rank servers (:func:`rank_case`: the
-requests whose ``rank`` is that rank, in their order), each judged by the server oracle
-(:func:`swafuzz.server.oracle.judge`, the request window's shadow included) on its own
-observation, with the padding the MLP sync gives each forward (spec §5.4;
-``features/dp/SEMANTICS.md``): per scheduling step where some rank runs a forward, the ranks'
-token counts (an EXTEND's rows, a DECODE's requests, 0 for an idle rank) are
+requests of that ``rank``, in order), each judged by :func:`swafuzz.server.oracle.judge` on its
+own observation with the MLP sync's padding (spec §5.4, ``features/dp/SEMANTICS.md``). Per step
+where some rank forwards, over the ranks' token counts (EXTEND rows, DECODE requests, 0 idle):
 
-* MAX_LEN when no rank extends, or always under the pplx all-to-all (``moe_a2a_backend
-  pplx``): every running rank pads its rows to the largest count, the padding rows at the
-  dummy slot 0 and position 0; a DECODE's batch size grows with its rows (added requests at the
-  backend's fill length), and, when some rank extends, a DECODE runs as a one-token-per-request
-  EXTEND (its batch size its own);
-* SUM_LEN otherwise: no padding, the modes unchanged.
+* MAX_LEN when no rank extends, or always under pplx (``moe_a2a_backend pplx``): every running
+  rank pads to the largest count (dummy slot 0, position 0); a DECODE's batch grows with its rows
+  (added requests at the fill length), and when some rank extends a DECODE runs as a
+  one-token-per-request EXTEND (batch size its own);
+* SUM_LEN otherwise: no padding, modes unchanged.
 
-Attention TP per DP rank is ``tp_size / dp_size`` = 1 here: no attention-TP alignment.
+Attention TP per DP rank is ``tp_size / dp_size`` = 1: no attention-TP alignment.
 """
 
 from __future__ import annotations

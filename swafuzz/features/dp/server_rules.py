@@ -1,8 +1,7 @@
-"""The attention-TP rules at server level: the ranks the server-level pipeline drives (attention
-TP, data-parallel attention), as the ``dp`` record's config refusals (``Refusal(level="server",
-...)``; the reasons, naming the field, are in the record; each function takes a server-level
-Case's ``ServerConfig``), and the padding the MLP sync gives a batch on attention-TP ranks (the
-oracle part's ``server_pad``). Plain Python."""
+"""The attention-TP rules at server level (plain Python): the ``dp`` record's config refusals (each
+takes a ``ServerConfig``; the reasons are in the record) and the padding the MLP sync gives a
+batch on attention-TP ranks (the oracle part's ``server_pad``).
+"""
 
 from __future__ import annotations
 

@@ -1,17 +1,14 @@
-"""The attention-TP padding hop of the server-level pipeline (issue 18 item 2; imports no SGLang
-here, the ranks do).
+"""The attention-TP padding hop of the server-level pipeline (issue 18 item 2; imports no SGLang,
+the ranks do).
 
-A server-level Case with attention TP > 1 (``tp_size=2, moe_dense_tp_size=1``, no DP attention:
-both attention-TP ranks hold the same batch) runs its pipeline in the calling process for
-rank 0; per forward :func:`pad` hands that batch to every rank of a :class:`DPSync` (the
-release's own MLP sync: the token-count gather over gloo, ``prepare_mlp_sync_batch`` with its
+A server Case with attention TP > 1 (``tp_size=2, moe_dense_tp_size=1``, no DP attention: both
+ranks hold the same batch) runs rank 0's pipeline here; per forward :func:`pad` hands the batch to
+every rank of a :class:`DPSync` (the release's token-count gather, ``prepare_mlp_sync_batch``'s
 ``ceil_align(num_tokens, attn_tp_size)``, ``_pad_inputs_to_size``) and returns rank 0's padded
-``out_cache_loc`` / ``positions`` / ``seq_lens``, which the pipeline hands the store.
-
-One :class:`DPSync` per process and server shape, started at the first padded forward and
-closed at exit (:func:`close_all`, registered with ``atexit``; each rank also ends itself when
-its parent dies). Server mutants of the release's padding (:data:`SERVER_RELEASE_MUTANTS`) are
-applied in the ranks, for the forwards of one Case (:func:`release_mutant`).
+``out_cache_loc`` / ``positions`` / ``seq_lens`` for the store. One :class:`DPSync` per process and
+server shape, started at the first padded forward, closed at exit (:func:`close_all`, ``atexit``).
+:data:`SERVER_RELEASE_MUTANTS` are applied in the ranks for one Case's forwards
+(:func:`release_mutant`).
 """
 
 from __future__ import annotations
@@ -31,12 +28,10 @@ _ACTIVE: list[str | None] = [None]
 
 
 def rank_shape(config) -> tuple[ServerShape, dict[str, str]]:
-    """The ranks' server arguments for a server-level ``config`` (the fields that shape the
-    padding: TP / DP sizes, DP attention, the dense MoE TP size, the MoE all-to-all backend and
-    the prefill graph switch, as set) and the deployment's environment they start with. The
-    bounded-replay flags stay off on the ranks: the release's token count reads encoder replay
-    only through the rows it folds from a cached prefix (none without the radix cache, which
-    the server level keeps disabled), and the ranks' model stand-in is no DeepSeek-V4.1."""
+    """The ranks' server arguments for a server-level ``config`` (TP / DP sizes, DP attention, dense
+    MoE TP size, MoE all-to-all backend, prefill graph switch, as set) and the deployment's
+    environment. Bounded replay stays off on the ranks: their token count reads encoder replay only
+    through rows folded from a cached prefix (no radix cache at server level)."""
     extra = {k: getattr(config, k) for k in ("moe_a2a_backend", "disable_prefill_cuda_graph")
              if getattr(config, k) != getattr(type(config)(), k)}
     shape = ServerShape(tp_size=config.tp_size, dp_size=config.dp_size,

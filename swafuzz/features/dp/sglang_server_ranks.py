@@ -1,20 +1,15 @@
 """Attention-DP ranks at server level (issue 18 item 2; hook ``sglang.server_dp``): a Case with
 ``enable_dp_attention`` runs one server-level pipeline per attention-DP rank, in this process.
 
-Each rank has its own scheduler state, pools, tree cache and (encoder replay) request window:
-a :class:`~swafuzz.targets.sglang.pipeline.steps.Pipeline` over :func:`rank_case` (the Case's
-requests whose ``rank`` is that rank, in their order). Per scheduling step every rank leaves and
-schedules by its own timeline; when some rank runs a forward, every rank's batch (EXTEND,
-DECODE, or IDLE when it has none) goes through the release's MLP sync on the DPSync ranks
-(:func:`.sglang_server_pad.sync_for`: 2 gloo processes holding the Case's server arguments and
-deployment environment), and each rank that runs stores its own padded batch
-(``out_cache_loc`` / positions / seq_lens, and the forward mode: a DECODE the release relabels
-EXTEND stores as that EXTEND). The observation is one :class:`ServerObs` per rank
-(``ServerObs.ranks``), judged per rank (:mod:`.server_oracle`).
-
-Driven: dp_size 2 on tp_size 2 (one attention-TP rank per DP rank); encoder replay on the
-pipelines' window hop while the DPSync ranks run without it (the release's token count reads
-it only through rows folded from a cached prefix: none with the radix cache disabled).
+Each rank is a :class:`~swafuzz.targets.sglang.pipeline.steps.Pipeline` over :func:`rank_case`
+(own scheduler state, pools, tree cache, request window), leaving and scheduling by its own
+timeline. When some rank forwards, every rank's batch (EXTEND, DECODE or IDLE) goes through the
+release's MLP sync on the DPSync ranks (:func:`.sglang_server_pad.sync_for`), and each running
+rank stores its own padded batch and mode (a DECODE relabelled EXTEND stores as that EXTEND).
+Observation: one :class:`ServerObs` per rank (``ServerObs.ranks``), judged per rank
+(:mod:`.server_oracle`). Driven: dp_size 2 on tp_size 2; encoder replay on the pipelines'
+window hop only (the DPSync token count reads it only through rows folded from a cached prefix:
+none with the radix cache disabled).
 """
 
 from __future__ import annotations

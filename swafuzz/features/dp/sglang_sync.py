@@ -1,17 +1,12 @@
 """The release's MLP-sync and DP / attention-TP padding on real process groups.
 
-:class:`DPSync` starts one process per TP rank (``tp_size`` of them, 2 by default; spawn), each
-bringing up SGLang's own parallel state on gloo over 127.0.0.1
-(:mod:`swafuzz.features.dp.sglang_sync_worker`). :meth:`DPSync.step` hands every rank its batch
-(:class:`RankInput`) and returns per rank what the release's padding made of it
-(:mod:`swafuzz.features.dp.sglang_sync_batch`, whose docstring lists the release's steps).
-
-The workers are always torn down (:meth:`DPSync.close`, also on an error, a timeout or Ctrl-C;
-each worker also ends itself when its parent dies). A rank that does not answer in time is a
-:class:`DPSyncError` naming the rank and the request, never a stuck caller.
-
-Imports no SGLang here (the workers do). Releases: 0.5.22 and 0.5.23; older releases have
-another bring-up and are refused by :func:`check_release` (exit 2 at the CLI).
+:class:`DPSync` spawns one process per TP rank (``tp_size``, default 2), each bringing up SGLang's
+parallel state on gloo over 127.0.0.1 (:mod:`.sglang_sync_worker`); :meth:`DPSync.step` hands
+every rank its :class:`RankInput` and returns what the release's padding made of it
+(:mod:`.sglang_sync_batch`). Workers are always torn down (:meth:`DPSync.close`, also on error,
+timeout or Ctrl-C; each ends itself when its parent dies); a rank that does not answer in time is
+a :class:`DPSyncError` naming rank and request. Imports no SGLang (the workers do). Releases
+0.5.22 and 0.5.23; others are refused by :func:`check_release` (exit 2 at the CLI).
 """
 
 from __future__ import annotations
@@ -245,16 +240,19 @@ class DPSync:
             c.send(p)
         return self._collect(what, self.step_timeout)
 
+    def _check_call(self, ranks: list, mutant: str | None, mutants) -> None:
+        if mutant is not None and mutant not in mutants:
+            raise DPSyncInputError(f"mutant {mutant!r} not one of {', '.join(mutants)}")
+        if len(ranks) != self.shape.tp_size:
+            raise DPSyncInputError(f"ranks: {len(ranks)} inputs for {self.shape.tp_size} ranks")
+
     def step(self, ranks: list[RankInput], force_scatter: bool = False,
              mutant: str | None = None, cuda_graph: bool = False) -> list[dict]:
         """Every rank's batch through the release's padding; per rank the result of
         ``sglang_sync_batch.run_rank`` (``force_scatter``: see PATCHED; ``mutant``: one of
         RELEASE_MUTANTS, for this step only; ``cuda_graph``: the ranks vote for the CUDA
         graphs, as with them on)."""
-        if mutant is not None and mutant not in RELEASE_MUTANTS:
-            raise DPSyncInputError(f"mutant {mutant!r} not one of {', '.join(RELEASE_MUTANTS)}")
-        if len(ranks) != self.shape.tp_size:
-            raise DPSyncInputError(f"ranks: {len(ranks)} inputs for {self.shape.tp_size} ranks")
+        self._check_call(ranks, mutant, RELEASE_MUTANTS)
         for i, r in enumerate(ranks):
             r.check(i)
         opts = {"force_scatter": force_scatter, "mutant": mutant, "cuda_graph": cuda_graph}
@@ -268,10 +266,7 @@ class DPSync:
         model-runner order; per rank the record of ``sglang_sync_draft.run_draft_block``
         (``coordinate``: a coordinated step; ``moe_draft``: False for a dense draft;
         ``force_scatter``: see PATCHED; ``mutant``: None or one of its MUTANTS)."""
-        if mutant is not None and mutant not in DRAFT_MUTANTS:
-            raise DPSyncInputError(f"mutant {mutant!r} not one of {', '.join(DRAFT_MUTANTS)}")
-        if len(ranks) != self.shape.tp_size:
-            raise DPSyncInputError(f"ranks: {len(ranks)} inputs for {self.shape.tp_size} ranks")
+        self._check_call(ranks, mutant, DRAFT_MUTANTS)
         for i, r in enumerate(ranks):
             if r.mode == "decode" and len(r.out_cache_loc) != qtn * len(r.seq_lens):
                 raise DPSyncInputError(f"rank {i}: a draft block's decode rank has {qtn} "

@@ -1,24 +1,18 @@
-"""One rank's batch through the release's MLP-sync padding (runs inside a ``sglang_sync`` worker).
+"""One rank's batch through the release's MLP-sync padding (imports SGLang: runs only in a worker
+process of :mod:`swafuzz.features.dp.sglang_sync`). Per step, release code:
 
-Imports SGLang (it runs only in a worker process started by :mod:`swafuzz.features.dp.sglang_sync`).
-Per step, with the release's own code:
+1. ``prepare_mlp_sync_batch_raw``: the rank's token count and votes gathered over the real gloo
+   ``tp_group.cpu_group``, onto the scheduler batch;
+2. the release's ``ForwardBatch`` and its ``init_mlp_sync_metadata``;
+3. ``ModelRunner._prepare_eager_forward_batch`` on a model-runner stand-in
+   (``prepare_mlp_sync_batch`` when counts are set, else ``prepare_attn_tp_scatter_input``);
+4. ``post_forward_mlp_sync_batch``.
 
-1. ``prepare_mlp_sync_batch_raw`` (the scheduler's DP-attention gather): the rank's token count
-   and votes, exchanged across the ranks over the real gloo ``tp_group.cpu_group``, written onto
-   the scheduler batch;
-2. ``ForwardBatch`` (the release's dataclass, built with the fields the worker batch hands it)
-   and its ``init_mlp_sync_metadata`` (the gathered counts onto the forward batch);
-3. ``ModelRunner._prepare_eager_forward_batch`` (the eager forward's padding: MLP-sync
-   ``prepare_mlp_sync_batch`` when the counts are set, ``prepare_attn_tp_scatter_input``
-   otherwise), called on a model-runner stand-in;
-4. ``post_forward_mlp_sync_batch`` (what the forward's epilogue undoes).
-
-Stand-ins (the hop's boundary, each one object of plain attributes): the scheduler batch (the
-attributes ``prepare_mlp_sync_batch_raw`` reads: mode, counts, extend and logprob lengths; no
-requests, no pools), the model runner (no model, no weights; its ``attn_tp_sequence_sharded``
-is the release's method), the attention backend (the release's DeepSeek-V4 backend class built
-without ``__init__``: its seq-len fill value, ``late_layer_num_tokens`` with decoder bounded
-replay off and ``folds_encoder_swa_replay``), the logits output of the forward (``None`` fields).
+Stand-ins, plain-attribute objects: the scheduler batch (mode, counts, extend and logprob
+lengths; no requests or pools), the model runner (no model; the release's
+``attn_tp_sequence_sharded``), the attention backend (the release's DeepSeek-V4 class without
+``__init__``: fill value, ``late_layer_num_tokens`` with bounded replay off,
+``folds_encoder_swa_replay``), the logits output (``None`` fields).
 """
 
 from __future__ import annotations

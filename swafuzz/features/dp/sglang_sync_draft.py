@@ -1,44 +1,26 @@
 """A DSpark draft block's eager forward through the release's own model-runner order (runs inside a
 ``sglang_sync`` worker; ledger entry ``ring-a4-resolver-fallback-dp-eager``, issue 18 item 3).
 
-The question: does a DP-padded eager DSpark draft forward reach the ring resolver
-(``DeepseekV4AttnBackend.get_swa_out_cache_loc``) with ``out_cache_loc`` rebound to the padded
-length *after* its metadata (and so its stamped ``swa_out_cache_loc``) was built on the
-unpadded batch? Per step, with the release's own code:
+Question: does a DP-padded eager draft forward reach the ring resolver
+(``DeepseekV4AttnBackend.get_swa_out_cache_loc``) with ``out_cache_loc`` padded *after* its
+metadata (its stamped ``swa_out_cache_loc``) was built on the unpadded batch? Per step, release
+code throughout: the gather (``sglang_sync_batch.gather``) as DECODE (or IDLE); the block's
+``ForwardBatch`` as ``DraftBlockProposer._run_forward`` builds it, ``_fill_dp_moe_sync_metadata``
+scaling the counts to draft tokens; ``ModelRunner._forward_raw`` on a draft-runner stand-in with
+no decode graph runner (``EagerRunner``); ``init_forward_metadata``, whose
+``_build_forward_metadata`` stand-in (:func:`draft_backend`) answers the block's
+``init_forward_metadata_prefill`` with the first stamp alone (``expand_prefill_casually``,
+``padded_num_tokens = out_cache_loc.shape[0]``), then ``init_forward_metadata_in_graph``'s ring
+restamp over ``bs * block`` rows; per layer the resolver on that metadata, ``M`` answering -1.
 
-1. the scheduler's gather (``sglang_sync_batch.gather``: ``prepare_mlp_sync_batch_raw`` over
-   gloo) of this rank's request count, as a DECODE rank (or IDLE);
-2. the draft block's ``ForwardBatch`` as ``DraftBlockProposer._run_forward`` builds it
-   (TARGET_VERIFY, the release's ``make_draft_block_spec_info``), then the release's
-   ``DraftBlockProposer._fill_dp_moe_sync_metadata`` (the MoE draft under DP attention:
-   ``dp_moe_sync``) scaling the gathered counts into draft-token units;
-3. the release's ``ModelRunner._forward_raw`` on a draft-runner stand-in (no decode graph
-   runner: the eager path), whose ``eager_runner`` is the release's ``EagerRunner`` (its
-   ``BaseRunner`` constructor and eager input registry; ``execute`` -> ``load_batch`` ->
-   ``_execute_extend``);
-4. the backend's ``init_forward_metadata`` (the release's: ``_build_forward_metadata``, then
-   ``init_forward_metadata_in_graph``, whose ring restamp ``_dspark_seq_lens_casual`` /
-   ``_dspark_swa_ring_out_cache_loc`` over the batch's ``bs * block`` rows is the stamp the
-   resolver sees). ``_build_forward_metadata`` is the stand-in (:func:`draft_backend`): a block
-   goes to the release's ``init_forward_metadata_dspark_draft_block``, whose call of
-   ``init_forward_metadata_prefill`` is answered by the first stamp alone (the release's
-   ``expand_prefill_casually`` with ``padded_num_tokens = out_cache_loc.shape[0]``, as that
-   method starts, and ``_dspark_swa_ring_out_cache_loc``);
-5. the stub model: per layer the release's resolver ``get_swa_out_cache_loc`` on that metadata,
-   with a full->SWA translation that answers -1 (the ring never writes ``M``): which branch ran.
-
-Recorded: the order of padding and metadata init, the lengths each saw, the mode the padding
-left, and the resolver's branch per layer. A coordinated step (a peer prefilling, the release's
-``DPSpecPrefillCoordinationPlan`` applied for the draft phase) is the one way a draft block
-carries ``is_extend_in_batch``; a dense draft (``moe_draft=False``) gets no MLP-sync counts and
-takes ``prepare_attn_tp_scatter_input``. :data:`MUTANTS` each undo one guard, to show the record
-can fail: ``pad_after_metadata`` moves the release's eager padding after the metadata init (the
-A4 premise; what ``_forward_raw``'s order rules out), ``coordination_keeps_max_len`` takes the
-coordinated step's SUM_LEN rule out of ``prepare_mlp_sync_batch`` (MAX_LEN, e.g. pplx, then
-relabels the block EXTEND, whose prefill metadata stamps nothing), ``scatter_verify`` lets
-``use_input_scattered`` pad a block's tokens (its batch size kept, so the restamp is short).
-Modelled: page tables, compression, indexer and FlashMLA metadata (CUDA), the draft model's
-arithmetic; the pinned host copy of ``_move_to_device`` is a plain one (no pinned memory here).
+Recorded: the order of padding and metadata init, the lengths each saw, the mode the padding left,
+the resolver's branch per layer. Only a coordinated step (``DPSpecPrefillCoordinationPlan``)
+carries ``is_extend_in_batch``; a dense draft (``moe_draft=False``) gets no MLP-sync counts.
+:data:`MUTANTS` each undo one guard: ``pad_after_metadata`` (the A4 premise),
+``coordination_keeps_max_len`` (MAX_LEN for a coordinated step, relabelled EXTEND, stamps
+nothing), ``scatter_verify`` (``use_input_scattered`` pads a block's tokens, so the restamp is
+short). Modelled: page tables, compression, indexer and FlashMLA metadata, the draft model's
+arithmetic, ``_move_to_device``'s pinned copy.
 """
 
 from __future__ import annotations
@@ -85,12 +67,11 @@ def _stamp_prefill(be, log):
 
 
 def draft_backend(runner, log):
-    """The release's DeepSeek-V4 backend (no ``__init__``) as the draft's: the padding's fill
-    value (``sglang_sync_batch.dsv4_backend``), its ``init_forward_metadata`` (the in-graph
-    ring restamp included) and the resolver; ``_build_forward_metadata`` is the stand-in: a
-    DSpark block goes to the release's ``init_forward_metadata_dspark_draft_block``, any other
-    mode (a relabelled block) to the prefill metadata, which stamps nothing on a ring pool
-    without a request window (``make_core_attn_metadata``'s last branch)."""
+    """The release's DeepSeek-V4 backend (no ``__init__``) as the draft's: fill value, its
+    ``init_forward_metadata`` (in-graph ring restamp included) and the resolver;
+    ``_build_forward_metadata`` is the stand-in: a DSpark block to
+    ``init_forward_metadata_dspark_draft_block``, any other mode (a relabelled block) to the prefill
+    metadata, which stamps nothing on a ring pool without a request window."""
     from sglang.srt.layers.attention.deepseek_v4_backend import DeepseekV4AttnBackend as B
     from sglang.srt.layers.attention.deepseek_v4_backend import (
         DSV4Metadata,
@@ -254,13 +235,11 @@ def run_draft_block(rank_in: dict, runner, opts: dict) -> dict:
 
 
 def draft_block_step(rank_in: dict, runner, opts: dict) -> dict:
-    """One DSpark draft block on a decode rank (module docstring); an extend or idle rank only
-    takes part in the gather. ``opts``: ``qtn`` (tokens per request), ``coordinate`` (the
-    release's ``DPSpecPrefillCoordinationPlan`` applied for the draft phase, as
-    ``_forward_decode`` does when a peer prefills; SGLANG_ENABLE_DP_SPEC_PREFILL_COORDINATION
-    is set for the gather only, ``sglang_sync.PATCHED``), ``moe_draft`` (default True: the
-    DeepSeek-V4 MoE draft, which ``DSparkWorkerV2`` gives ``dp_moe_sync`` under DP attention;
-    False: a dense draft, never MLP-sync padded), ``mutant`` (None or one of MUTANTS)."""
+    """One DSpark draft block on a decode rank (module docstring); extend and idle ranks only gather.
+    ``opts``: ``qtn`` (tokens per request), ``coordinate`` (``DPSpecPrefillCoordinationPlan`` for the
+    draft phase, as when a peer prefills; the env switch set for the gather only), ``moe_draft``
+    (default True: ``dp_moe_sync`` under DP attention; False: a dense draft, never MLP-sync padded),
+    ``mutant`` (None or one of MUTANTS)."""
     from sglang.srt.environ import envs
     from sglang.srt.model_executor.model_runner import ModelRunner
     from sglang.srt.runtime_context import get_parallel

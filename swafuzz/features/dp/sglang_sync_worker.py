@@ -1,10 +1,7 @@
-"""A ``sglang_sync`` worker process: one rank of the release's parallel state on gloo.
-
-Started (spawn) by :class:`swafuzz.features.dp.sglang_sync.DPSync`; imports SGLang. It brings
-up the rank (:func:`bring_up`: a tiny model config written by the parent, no weights), then
-answers the parent's requests over a pipe until told to stop (then it exits at once). A
-watchdog ends the process when its parent is gone. Every patched probe is listed in
-``sglang_sync.PATCHED``.
+"""A ``sglang_sync`` worker process (spawned by ``DPSync``; imports SGLang): one rank of the
+release's parallel state on gloo. :func:`bring_up` (a tiny model config, no weights), then it
+answers the parent's pipe until told to stop; a watchdog ends it when the parent is gone. Patched
+probes: ``sglang_sync.PATCHED``.
 """
 
 from __future__ import annotations

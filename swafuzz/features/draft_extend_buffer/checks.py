@@ -1,12 +1,8 @@
 """The ``loc_buffer`` check (issue 18, item 6; sglang PR #34890, spec §4.7): the draft-extend
-backend's pre-allocated SWA location buffer, as the preparation that refilled it left it, equals
-what the Case determines: the forward's write targets ``M[loc]`` in front, 0 in every entry
-after them (padded rows translate the padding location 0, and the refill zeroes the rest).
-
-The target records the whole buffer (``ForwardObs.prepared["loc_buffer"]``) when the forward's
-stamped ``swa_out_cache_loc`` is a view of it, i.e. the preparation refilled it: the unified
-engine's graph draft-extends, and 0.5.23's draft-extend prep, graph or eager, whenever the
-locations fit. The stamp itself is judged by the core ``prepared`` check.
+backend's SWA location buffer, as the refilling preparation left it, is the forward's write
+targets ``M[loc]`` then 0 everywhere after. Recorded (``ForwardObs.prepared["loc_buffer"]``) when
+the stamped ``swa_out_cache_loc`` is a view of it (the unified engine's graph draft-extends,
+0.5.23's draft-extend prep whenever the locations fit); the stamp is the ``prepared`` check's.
 """
 
 from __future__ import annotations

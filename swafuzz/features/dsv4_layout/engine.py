@@ -1,9 +1,6 @@
-"""The DSV4 cache layout on the engine side: the store implementation of a layout-``"dsv4"``
-pool (spec §4.6), which :class:`targets.kv_pool.SWAKVPool` takes through the hook
-``engine.pool_impl`` (and the ``sglang`` target's pool through ``sglang.pool_impl``).
-
-The quantizing store itself is the kernel :mod:`kernels.dsv4_store`; this module only binds it to
-a pool's page size in front of the selected implementation's translation.
+"""The DSV4 cache layout on the engine side (spec §4.6): binds the quantizing store kernel
+(:mod:`kernels.dsv4_store`) to a layout-``"dsv4"`` pool's page size, in front of the selected
+implementation's translation (slot ``pool_impl`` of the engine and ``sglang`` parts).
 """
 
 from __future__ import annotations

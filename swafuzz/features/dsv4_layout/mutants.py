@@ -1,7 +1,6 @@
 """Mutants of the DSV4 SWA cache layout store (pool layout ``"dsv4"``; spec §4.6), reached only by
-the ``dsv4_layout`` scenario kind (every other kind builds opaque-row pools, whose store is not
-the quantizing one). Each quantizes as the pool's store does, then writes the token's 584 bytes
-elsewhere than the layout says: its class docstring says where, its decorator the source.
+the ``dsv4_layout`` kind: each quantizes as the store does, then writes the token's 584 bytes
+where the layout does not say.
 """
 
 from __future__ import annotations
@@ -24,8 +23,6 @@ def _static(backend: DSV4Backend, cache, loc, rows) -> bool:
 
 class _TokenContiguousBackend(DSV4Backend):
     def _store(self, cache, loc, rows):
-        """Quantize as the pool's store does, then scatter with the token as one 584-byte
-        record: scales at ``offset * 584 + 576``."""
         if not _static(self, cache, loc, rows):
             return super()._store(cache, loc, rows)
         data, scales = dsv4_store.quantize(rows)
@@ -35,8 +32,6 @@ class _TokenContiguousBackend(DSV4Backend):
 
 class _RopeQuantizedBackend(DSV4Backend):
     def _store(self, cache, loc, rows):
-        """All 8 tiles quantized: the rope tile's fp8 codes over the first 64 rope bytes, its
-        scale in byte 7 of the scale group."""
         if not _static(self, cache, loc, rows):
             return super()._store(cache, loc, rows)
         data, scales = dsv4_store.quantize(rows)
@@ -51,7 +46,6 @@ class _RopeQuantizedBackend(DSV4Backend):
 
 class _DenseTokenStrideBackend(DSV4Backend):
     def _store(self, cache, loc, rows):
-        """Pages addressed at ``page * 584 * P`` (no page padding)."""
         if not _static(self, cache, loc, rows):
             return super()._store(cache, loc, rows)
         data, scales = dsv4_store.quantize(rows)

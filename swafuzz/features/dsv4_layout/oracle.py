@@ -1,47 +1,34 @@
 """Reference quantizer of the DeepSeek-V4 SWA cache layout, in plain Python (ints and lists).
 
-What one token is (read from SGLang's DSV4 pool and its V4-layout stores, both releases
-0.5.12 and 0.5.23; spec §4.6). The store's input row is 512 bf16 values: elements ``0..447``
-are the "nope" part, ``448..511`` the rope part. The pool keeps 584 bytes per token, split in
-two regions of its page:
+One token (SGLang's DSV4 pool and V4-layout stores, releases 0.5.12 and 0.5.23; spec §4.6): the
+store's input row is 512 bf16 values, ``0..447`` "nope", ``448..511`` rope. The pool keeps 584
+bytes per token in two regions of its page:
 
-* a 576-byte data row at ``page * stride + offset * 576``: bytes ``0..447`` are the nope part
-  as fp8 e4m3fn codes, in 7 tiles of 64 elements, each scaled by its tile's power-of-two scale;
-  bytes ``448..575`` are the 64 rope values, copied unchanged as little-endian bf16;
-* 8 scale bytes at ``page * stride + 576 * P + offset * 8``: bytes ``0..6`` are the 7 tiles'
-  scales in UE8M0 (an unsigned biased exponent ``e + 127``, the scale being ``2**e``); byte 7 is
-  the pool's scale pad, which no store writes.
+* a 576-byte data row at ``page * stride + offset * 576``: bytes ``0..447`` the nope part as fp8
+  e4m3fn codes in 7 tiles of 64, each scaled by its tile's power-of-two scale; bytes ``448..575``
+  the 64 rope values unchanged (little-endian bf16);
+* 8 scale bytes at ``page * stride + 576 * P + offset * 8``: bytes ``0..6`` the tiles' UE8M0
+  scales (``e + 127`` for scale ``2**e``); byte 7 the scale pad, which no store writes.
 
-A page of ``P`` tokens holds ``576 * P`` data bytes, then ``8 * P`` scale bytes, then a pad up to
-the page stride ``ceil(584 * P / 576) * 576`` bytes (:func:`page_stride`).
+A page of ``P`` tokens: ``576 * P`` data bytes, ``8 * P`` scale bytes, pad up to the stride
+``ceil(584 * P / 576) * 576`` (:func:`page_stride`).
 
-Quantizing one nope tile ``x[0..63]`` (the Triton V4 store; every step below is exact in
-Python, see the notes):
+Quantizing one nope tile ``x[0..63]`` (the Triton V4 store; every step exact in Python):
+1. ``amax = max |x|``;
+2. ``scale = fp32(max(amax, EPS) / 448)``, one fp32 division, round to nearest even
+   (:func:`f32_div`; ``EPS`` = :data:`EPS_TRITON`, fp32 nearest ``1e-8``);
+3. ``e = ceil(log2(scale))`` from the fp32 bits;
+4. each element ``fp8_e4m3fn(clamp(x * 2**-e, -448, 448))``, ties to even (:func:`e4m3fn_code`;
+   ``x * 2**-e`` is exact, or underflows to a signed zero either way);
+5. scale byte ``(e + 127) & 0xFF``.
 
-1. ``amax = max |x|`` (bf16 values are exact in fp32 and in Python floats);
-2. ``scale = fp32(max(amax, EPS) / 448)``: one IEEE fp32 division, round to nearest even
-   (:func:`f32_div`); ``EPS`` is the fp32 value nearest to ``1e-8`` (:data:`EPS_TRITON`);
-3. ``e = ceil(log2(scale))``, taken from the fp32 bits (exponent, plus one if any mantissa bit
-   is set), so ``2**e`` is the smallest power of two ``>= scale``;
-4. each element: ``fp8_e4m3fn(clamp(x * 2**-e, -448, 448))`` with round to nearest, ties to
-   even (:func:`e4m3fn_code`); ``x * 2**-e`` is exact (a power-of-two multiple of a bf16 value;
-   where fp32 would underflow the result is below half the smallest fp8 subnormal, so it rounds
-   to a signed zero either way);
-5. the scale byte is ``(e + 127) & 0xFF``.
-
-Where the kernel's float ops round differently from this model (the proof is in
-``tests/features/dsv4_layout/test_dsv4_quant.py``):
-
-* Step 3 in the kernel is ``ceil(log2f(scale))``: an fp32 log2 can round ``log2(scale)`` down to
-  an integer when ``scale`` lies a few ulps above a power of two, where the exact ceiling is one
-  higher. For bf16 inputs this never happens: ``scale`` is either exactly a power of two or at
-  least ``2**-8`` (relative) away from one, checked exhaustively over every finite bf16 ``amax``
-  against numpy's fp32 log2 (what the Triton interpreter executes).
-* The CUDA JIT V4 store (``fused_store_flashmla_cache``, the NVIDIA default) takes the same
-  layout and steps 3-5 by bit arithmetic (``cast_to_ue8m0``) but clamps ``amax`` at ``1e-4``,
-  not ``1e-8``: for a tile with ``amax < 1e-4`` its scale byte is ``105`` (``2**-22``) where
-  the Triton store writes ``ceil(log2(max(amax, 1e-8) / 448)) + 127`` (``92`` for a zero tile),
-  and tiny elements may round differently. ``eps`` selects the variant (:data:`EPS_CUDA`).
+Where the kernels differ (proofs in ``tests/features/dsv4_layout/test_dsv4_quant.py``): the
+Triton kernel's ``ceil(log2f(scale))`` could undershoot a few ulps above a power of two, which no
+bf16 ``amax`` reaches (checked exhaustively against numpy's fp32 log2). The CUDA JIT store
+(``fused_store_flashmla_cache``, NVIDIA default) clamps ``amax`` at ``1e-4``: a tile with ``amax <
+1e-4`` gets scale byte ``105`` where Triton writes ``ceil(log2(max(amax, 1e-8) / 448)) + 127``
+(``92`` for a zero tile), and tiny elements may round differently; ``eps`` selects it
+(:data:`EPS_CUDA`).
 
 Never imports torch, ``kernels`` or ``targets``.
 """

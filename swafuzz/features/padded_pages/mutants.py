@@ -10,8 +10,6 @@ from swafuzz.targets.mutants import mutant
 
 class _DenseStrideBackend(DSV4Backend):
     def _store(self, cache, loc, rows):
-        """The store handed a dense re-view of the cache (page stride ``P * D``): slot ``s``
-        lands at element ``s * D`` from the buffer start, ignoring the padded page stride."""
         pages, p, d = cache.shape
         super()._store(cache.as_strided(cache.shape, (p * d, d, 1)), loc, rows)
 

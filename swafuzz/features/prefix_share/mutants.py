@@ -11,8 +11,6 @@ from swafuzz.targets.mutants import mutant
 
 class _FinishFreesShared(SWAAllocator):
     def pages_alone(self, rid, slots):
-        """Ignores the other holders: a finishing request frees every page it has a token on,
-        shared prefix pages included (no lock reference)."""
         return sorted({f // self.page_size for f in slots})
 
 

@@ -10,8 +10,6 @@ from swafuzz.targets.mutants import mutant
 
 class _CoreAssumedBackend(DSV4Backend):
     def get_swa_out_cache_loc(self, fb):
-        """Resolver that guards None metadata but reads ``core_attn_metadata`` off anything
-        else: Raw metadata (SGLANG_PREP_IN_CUDA_GRAPH) has no such attribute."""
         n = fb.out_cache_loc.shape[0]
         md = self.forward_metadata
         cached = md.core_attn_metadata.swa_out_cache_loc if md is not None else None

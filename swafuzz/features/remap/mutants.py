@@ -10,9 +10,6 @@ from swafuzz.targets.mutants import mutant
 
 class _NewTensorRemapAllocator(SWAAllocator):
     def rebuild_mapping(self):
-        """Load-back builds a fresh ``M`` tensor (same contents) instead of rewriting it in
-        place; the pools are re-registered with it, but every graph captured before still reads
-        the old tensor, which no longer sees allocations."""
         self.mapping = self.mapping.clone()
         return self.mapping
 

@@ -1,8 +1,6 @@
-"""The ring's part of the ``invariants`` check (:mod:`checks.invariants`; addendum §2.1):
-on a Case with a per-request SWA ring the paged allocator rules give way to the ring rules of
-:func:`features.ring.oracle.ring_invariants` (R4 mapping never written, R5 accounting, request
-slots), judged from what the engine exposes and the Case alone. Plugged in through the hook
-point ``check.invariants``; it defines no check of its own.
+"""The ring's part of the ``invariants`` check (addendum §2.1, hook ``check.invariants``; no check
+of its own): on a ring Case the paged rules give way to
+:func:`features.ring.oracle.ring_invariants`, judged from the engine's exposure and the Case.
 """
 
 from __future__ import annotations

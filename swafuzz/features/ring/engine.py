@@ -1,28 +1,21 @@
 """The per-request SWA ring of the engine model (addendum §1, §2.1; Case: ``pool.swa_ring``).
 
-With a ring, SWA KV is addressed by request slot, not through ``M``: request slot ``s`` owns ring
-rows ``[s*R, (s+1)*R)`` and position ``p`` lives at row ``s*R + p mod R`` (sglang 0.5.20+
-``swa_req_ring_size``, ``swa_ring_rows``). The pieces here, wired by
+SWA KV is addressed by request slot, not ``M``: slot ``s`` owns rows ``[s*R, (s+1)*R)``,
+position ``p`` at ``s*R + p mod R`` (sglang 0.5.20+ ``swa_req_ring_size``). Wired by
 :class:`targets.engine.UnifiedEngine` when ``pool.swa_ring > 0``:
 
-* :class:`RingAllocator`: the paged allocator's full side (lowest free page, as the Case
-  contract), request slots ``1..req_slots`` (slot 0 is the ``ReqToTokenPool`` padding row; the
-  lowest free slot is handed out), ``M`` never written, ``free_swa`` a no-op, and the ring-mode
-  accounting of sglang's ``SWATokenToKVPoolAllocator``: ``available_size`` = full side,
-  ``swa_available_size`` = free slots * ``ceil(R/P)*P``, the paged SWA side never drawn from.
-  It keeps two device tables the write path reads (updated in place, so captured graphs read the
-  live values): ``slot_of_full`` int64 ``[mapping_len]`` (the request slot owning each full slot;
-  0 for none: padding rows), ``len_of_slot`` int64 ``[req_slots + 1]`` (the length of the
-  request in each slot, 0 when free). They stand in for upstream's per-row
-  ``req_pool_indices`` and ``seq_lens`` of a batch.
-* :func:`ring_rows`: int32 ``[N]`` ring rows of ``N`` full locations with their positions, with
-  the ``-1`` window rule of the DSpark injection (``_ring_inject_loc``): a row whose position is
-  at or before ``len - 1 - window`` of its request is ``-1`` (skipped). Padding rows (slot 0)
-  resolve to row 0 (position treated as 0, the padding policy ZERO). Device ops only (no host
-  sync): recorded inside a captured graph and re-run on every replay.
-* :func:`skip_negative_rows`: the store's skip guard for ``-1`` rows (the fused norm-rope store
-  skips ``out_loc < 0`` since sglang 0.5.16): modelled without a host sync by sending those rows
-  to ring row 0, the padding row no check compares.
+* :class:`RingAllocator`: the paged full side (lowest free page), request slots
+  ``1..req_slots`` (0 is the ``ReqToTokenPool`` padding row; lowest free first), ``M`` never
+  written, ``free_swa`` a no-op; ring accounting of ``SWATokenToKVPoolAllocator``
+  (``available_size`` = full side, ``swa_available_size`` = free slots * ``ceil(R/P)*P``).
+  Device tables, updated in place so graphs read live values, standing in for a batch's
+  ``req_pool_indices`` / ``seq_lens``: ``slot_of_full`` int64 ``[mapping_len]`` (0: padding),
+  ``len_of_slot`` int64 ``[req_slots + 1]`` (0: free).
+* :func:`ring_rows`: int32 ``[N]`` rows of ``N`` full locations, ``-1`` for a position at or
+  before ``len - 1 - window`` (``_ring_inject_loc``); padding rows (slot 0) -> row 0. Device
+  ops only (replayed inside graphs).
+* :func:`skip_negative_rows`: the store's ``out_loc < 0`` skip (sglang 0.5.16+) without a host
+  sync: those rows go to ring row 0, which no check compares.
 """
 
 from __future__ import annotations

@@ -1,14 +1,12 @@
-"""The ``ring`` scenario kind: Cases with a per-request SWA ring (``pool.swa_ring``, addendum
-§2.1; semantics in ``features/ring/SEMANTICS.md``, "Per-request SWA ring").
+"""The ``ring`` scenario kind: Cases with a per-request SWA ring (``pool.swa_ring``, addendum §2.1;
+``features/ring/SEMANTICS.md``).
 
-Pools: page size 1, 4, 16 or 64 (shrinks to 1); window ``1..2P+2``; ring ``R = max(window, P)
-+ extra`` (extra shrinks to 0), rounded up to a page multiple half the time (the DSpark draft
-ring ``ceil((window + draft)/P)*P``); 1..6 request slots (shrinks to 1). Steps: admissions
-longer than the window (the ``-1`` window rule), decode (graph buckets shrinking inside one
-bucket), target verify, draft-extend, IDLE, DP-padded decode / verify / draft-extend and the DP
-rewrite to EXTEND (eager padding after metadata init: the resolver's length check misses),
-eviction (a no-op on the ring), churn (request slots reused). Shrinks towards one request in
-one slot, one graph decode.
+Pools: page size 1, 4, 16 or 64 (shrinks to 1); window ``1..2P+2``; ring ``R = max(window, P) +
+extra`` (shrinks to 0), half the time rounded up to a page multiple; 1..6 request slots (shrinks
+to 1). Steps: admissions longer than the window (the ``-1`` rule), decode, target verify,
+draft-extend, IDLE, DP-padded decode / verify / draft-extend and the DP rewrite to EXTEND (the
+resolver's length check misses), eviction (a no-op), churn. Shrinks towards one request in one
+slot, one graph decode.
 """
 
 from __future__ import annotations

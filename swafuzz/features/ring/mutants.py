@@ -1,9 +1,6 @@
 """Mutants of the per-request SWA ring (feature ``ring``; addendum §2.1, §3, §5 R1-R5, §6
-A4/A11/A12; Case field ``pool.swa_ring``).
-
-Each swaps one component class of :class:`targets.engine.UnifiedEngine` for a subclass
-overriding one method; none changes anything on a paged pool, so only the ``ring`` scenario
-kind reaches them.
+A4/A11/A12): each swaps one component class of the engine for a subclass overriding one method,
+changing nothing on a paged pool, so only the ``ring`` kind reaches them.
 """
 
 from __future__ import annotations
@@ -18,7 +15,6 @@ from swafuzz.targets.mutants import mutant
 
 class _FallbackTranslateBackend(DSV4Backend):
     def table_rows_fallback(self, fb):
-        """Pre-ring resolver: the fresh translation ``int32(M[loc])`` (M is all 0 here)."""
         return self.translate(fb.out_cache_loc)
 
 
@@ -33,8 +29,6 @@ class RingFallbackTranslate(UnifiedEngine):
 
 class _DriftAllocator(RingAllocator):
     def free_swa(self, full_slots):
-        """Before #38571: the paged SWA pages of the freed slots go back to the paged allocator
-        although the ring never took them."""
         pages = {f // self.page_size for f in full_slots}
         self.swa_paged_available += len(pages) * self.page_size
 
@@ -50,7 +44,6 @@ class RingAccountingDrift(UnifiedEngine):
 
 class _NoModBackend(DSV4Backend):
     def table_rows(self, loc, fb):
-        """``slot*R + pos`` (no ``mod R``), the window rule kept."""
         t = self.row_tables
         slot, pos = slot_positions(t, loc, fb.positions)
         keep = pos > t.len_of_slot[slot] - 1 - t.window
@@ -68,7 +61,6 @@ class RingNoMod(UnifiedEngine):
 
 class _SlotZeroAllocator(RingAllocator):
     def take_slot(self, rid):
-        """Slots 0..S-1: the padding row 0 is handed to the first request."""
         used = set(self.req_slot.values())
         s = min(set(range(0, self.pool.req_slots)) - used)
         self.free_slots.discard(s)
@@ -86,7 +78,6 @@ class RingSlotZero(UnifiedEngine):
 
 class _UnguardedBackend(DSV4Backend):
     def store_skip_guard(self, loc):
-        """fused_store_cache: no ``out_loc < 0`` skip."""
         return loc
 
 
@@ -101,7 +92,6 @@ class RingUnguardedStore(UnifiedEngine):
 
 class _NoWindowSkipBackend(DSV4Backend):
     def table_rows(self, loc, fb):
-        """``slot*R + pos mod R`` for every row: no ``-1`` outside the window."""
         t = self.row_tables
         slot, pos = slot_positions(t, loc, fb.positions)
         return (slot * t.ring + pos % t.ring).to(torch.int32)
@@ -118,8 +108,6 @@ class RingNoWindowSkip(UnifiedEngine):
 
 class _WritesMappingAllocator(RingAllocator):
     def extend(self, plan):
-        """Also take a paged SWA page per fresh full page and write ``M[full] = swa`` (the
-        ring rows never read it, so only the exposed state shows it)."""
         out = super().extend(plan)
         P = self.page_size
         for new in out:

@@ -1,22 +1,20 @@
 """Ring oracle: what a Case with a per-request SWA ring (``pool.swa_ring > 0``) must have done.
 
-Plain Python over ints, lists, sets and bytearrays; never imports ``targets/``, ``kernels/`` or
-torch. It implements the ring rules of ``features/ring/SEMANTICS.md`` ("Per-request SWA ring",
-addendum §1, §2.1, §5 R1-R5) on top of the paged shadow of :mod:`oracles.shadow` (which it
-extends: same forwards, same row counts), replacing what the ring changes:
+Plain Python (never ``targets/``, ``kernels/`` or torch): the rules of
+``features/ring/SEMANTICS.md`` (addendum §1, §2.1, §5 R1-R5) over the paged shadow of
+:mod:`oracles.shadow` (same forwards and row counts), replacing what the ring changes:
 
-* request slots ``1..req_slots`` (slot 0 is padding): exact mode hands out the lowest free slot
-  at ``admit``; observed mode (``observed_ring``: the target's exposed slot table per step)
-  validates the target's choice (free, in range, never 0) and follows it; ``finish`` frees it;
-* allocation pages the full side only; ``M`` is never written (an observed allocation whose SWA
-  peer is not 0 is rejected: R4, the allocator wrote ``M``); ``evict`` / ``free_swa`` free nothing;
-* the write row of a real row of request ``rid`` (slot ``s``) at position ``p`` is ``-1`` when
-  ``p <= len(tokens[rid]) - 1 - window`` (skipped, R3) else ``s * R + p % R`` (R1); the shadow
-  ring storage is ``swa_slots`` rows (``ceil((S+1)*R/P)`` pages of P) written where the row is
-  ``>= P`` (rows below P are page 0, never compared).
+* request slots ``1..req_slots``: exact mode hands out the lowest free at ``admit``; observed
+  mode (``observed_ring``) validates the target's (free, in range, never 0) and follows it;
+  ``finish`` frees it;
+* allocation pages the full side only; ``M`` is never written (a nonzero observed SWA peer is
+  R4); ``evict`` / ``free_swa`` free nothing;
+* the write row of request ``rid`` (slot ``s``) at position ``p`` is ``-1`` when ``p <=
+  len(tokens[rid]) - 1 - window`` (R3) else ``s * R + p % R`` (R1); the ring storage is
+  ``swa_slots`` rows (``ceil((S+1)*R/P)`` pages), rows below P (page 0) never compared.
 
-:func:`ring_invariants` is the rule set the ``invariants`` check applies to a ring engine's
-exposed state (R4, R5 and the slot rules of R1), judged from the exposure and the Case only.
+:func:`ring_invariants`: the ``invariants`` check's rules (R4, R5, R1's slot rules) over a ring
+engine's exposed state and the Case.
 """
 
 from __future__ import annotations
@@ -173,14 +171,11 @@ def ring_invariants(case: Case, ring: dict | None, mapping: list[int],
                     live: dict[int, tuple[int, int]]) -> list[str]:
     """Violations of the ring rules in a ring engine's exposed state after one step.
 
-    ``ring``: ``{"slots": {rid: slot}, "free_slots": [..], "available": int, "swa_available":
-    int, "swa_paged_available": int, "swa_paged_size": int}`` (a ``StepObs``'s ring channel,
-    :mod:`features.ring.channel`); ``live``: the Case's live requests after the step
-    (``oracles.paths.expected_requests``). Rules: ``R4`` the mapping is never written (all 0, sentinel -1); ``slot`` every live request holds one slot in
-    ``1..req_slots`` (never the padding slot 0), no two share one, free and held slots partition
-    ``1..req_slots``; ``R5`` ``available == free full pages * P``, ``swa_available == free slots
-    * ceil(R/P)*P``, the paged SWA counter never exceeds its size (sglang #38571) and the paged
-    SWA allocator is never drawn from."""
+    ``ring``: a ``StepObs``'s ring channel (:mod:`features.ring.channel`); ``live``:
+    ``oracles.paths.expected_requests`` after the step. ``R4``: the mapping is all 0 (sentinel -1);
+    ``slot``: each live request holds one slot in ``1..req_slots``, none shared, free and held
+    partition the range; ``R5``: ``available == free full pages * P``, ``swa_available == free slots
+    * ceil(R/P)*P``, the paged SWA counter within its size (sglang #38571) and never drawn from."""
     pc = case.pool
     P, S = pc.page_size, pc.req_slots
     out = []

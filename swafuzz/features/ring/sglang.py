@@ -1,27 +1,18 @@
-"""The per-request SWA ring on the ``sglang`` target (sglang 0.5.23; 0.5.12 has no ring and
-refuses ring Cases). Imports SGLang.
+"""The per-request SWA ring on the ``sglang`` target (sglang 0.5.23; 0.5.12 has none and refuses
+ring Cases). Imports SGLang. Real vs modelled: :data:`targets.sglang.TABLE`.
 
-What runs real (see :data:`targets.sglang.TABLE`):
-
-* :class:`SGLangRingAllocator`: the release's ``SWATokenToKVPoolAllocator`` in ring mode - built
-  around the DSV4 pool object whose ``swa_req_ring_size`` is the Case's ring, with a real
-  ``ReqToTokenPool`` of ``req_slots`` slots (its padding slot 0, its tail-first slot order) -
-  so ``alloc`` / ``alloc_extend`` / ``alloc_decode``, ``free_swa`` (a no-op under the ring),
-  ``free_full``, ``available_size`` and ``swa_available_size`` are the release's. The request
-  slot of each request comes from ``ReqToTokenPool.alloc_rows`` and goes back through
-  ``free_rows``. The harness keeps the Case's request bookkeeping and the two device tables of
-  :class:`features.ring.engine.RingTables` (slot per full location, length per slot: the per-row
-  ``req_pool_indices`` / ``seq_lens`` stand-ins the ring rows are computed from; modelled).
-* :func:`stamp_ring_rows`: the ring rows stamped into the metadata as ``swa_out_cache_loc`` by
-  the release's ``TargetHiddenKvInjector._ring_inject_loc`` (``swa_ring_rows`` plus its ``-1``
-  window rule), called after the release's in-graph op (which, under a ring, stamps no
-  translation). Which forwards upstream stamps this way is modelled: upstream stamps DSpark draft
-  blocks (``_dspark_swa_ring_out_cache_loc``) and the target-hidden injection; the harness
-  stamps every forward whose metadata it builds.
-* The resolver ``get_swa_out_cache_loc`` is the release's: a stamped tensor of the live length is
-  returned (C); a miss (DP padding rebinding ``out_cache_loc`` after metadata init, the
-  draft-extend graph whose prep stamps nothing) falls through to its fresh translation through
-  ``M`` (F), which the ring allocator never writes (addendum §3, class A4).
+* :class:`SGLangRingAllocator`: the release's ``SWATokenToKVPoolAllocator`` in ring mode around
+  the DSV4 pool (``swa_req_ring_size`` = the Case's ring) and a real ``ReqToTokenPool`` of
+  ``req_slots`` (padding slot 0, tail-first order; slots from ``alloc_rows`` / ``free_rows``): its
+  alloc / free / available counters are the release's. The harness keeps the request bookkeeping
+  and :class:`features.ring.engine.RingTables` (modelled).
+* :func:`stamp_ring_rows`: the rows ``TargetHiddenKvInjector._ring_inject_loc`` stamps as
+  ``swa_out_cache_loc`` (``swa_ring_rows`` plus the ``-1`` window rule), after the release's
+  in-graph op (which stamps nothing under a ring). Modelled: the harness stamps every forward it
+  builds metadata for (upstream: DSpark draft blocks and the target-hidden injection).
+* The resolver ``get_swa_out_cache_loc`` is the release's: a stamp of the live length is returned
+  (C); a miss (DP padding rebinding ``out_cache_loc``, a draft-extend graph) falls to translating
+  through ``M`` (F), which the ring never writes (addendum §3, A4).
 """
 
 from __future__ import annotations

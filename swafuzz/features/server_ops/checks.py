@@ -1,8 +1,6 @@
-"""The ``refusal`` check: the server's refused state changes leave the state as it was, and a
-flush while idle leaves the clean state (``features/server_ops/SEMANTICS.md``).
-
-Judged from the observation and the Case alone (which requests the Case has live before each
-step: :func:`oracles.paths.expected_requests`), never from the oracle's allocator.
+"""The ``refusal`` check: refused state changes leave the state as it was, a flush while idle leaves
+the clean state (``features/server_ops/SEMANTICS.md``). Judged from the observation and the Case
+(:func:`oracles.paths.expected_requests`), never the oracle's allocator.
 """
 
 from __future__ import annotations

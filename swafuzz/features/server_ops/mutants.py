@@ -11,7 +11,6 @@ from swafuzz.targets.sglang.zoo import SGLangMutant
 
 class _FlushWhileRunning(SWAAllocator):
     def flush(self) -> bool:
-        """Clears the allocator without the scheduler's idle test."""
         self.full_free = set(range(1, self.pool.full_pages + 1))
         self.swa_free = set(range(1, self.pool.swa_pages + 1))
         self.mapping[:-1] = 0
@@ -30,7 +29,6 @@ class FlushWhileRunning(UnifiedEngine):
 
 class _FlushSeedsPageZero(SWAAllocator):
     def flush(self) -> bool:
-        """clear() seeds the free pages from 0: the dummy page is handed out next."""
         ok = super().flush()
         if ok:
             self.full_free.add(0)
@@ -50,8 +48,6 @@ class FlushSeedsPageZero(UnifiedEngine):
 
 class _RefusalTakesFullPages(SWAAllocator):
     def extend(self, plan):
-        """Takes the full side's fresh pages before asking the SWA side (the shape of 0.5.23's
-        alloc_decode: full side first, None when the SWA side fails): a refusal leaks them."""
         need = self.fresh_pages(plan)
         if need > len(self.swa_free) and need <= len(self.full_free):
             for _ in range(need):

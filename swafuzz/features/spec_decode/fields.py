@@ -1,8 +1,7 @@
-"""The Case fields of speculative decoding (feature ``spec_decode``) at server level: the
-release's ``ServerArgs`` speculative settings and a request's accept lengths; their contract:
-``SEMANTICS.md`` beside this file, their cross-field rules: ``swafuzz.server.case.validate``.
-The component level's speculative configuration is the core ``GraphConfig``'s (``topk``,
-``num_steps``, ``num_draft_tokens``)."""
+"""The server-level Case fields of speculative decoding: the release's ``ServerArgs`` speculative
+settings and a request's accept lengths (contract: ``SEMANTICS.md`` here; cross-field rules:
+``swafuzz.server.case.validate``; the component level's are ``GraphConfig``'s).
+"""
 
 from swafuzz.features.case_field import CaseField
 

@@ -1,11 +1,9 @@
 """Hypothesis strategy of speculative server-level Cases (kind ``server_spec``).
 
-EAGLE with top-k 1 (DeepSeek-V4's multi-token-prediction draft as the release names it),
-``speculative_num_steps`` drawn in 1..3 and ``speculative_num_draft_tokens`` one more (the
-chain the release's top-k-1 verify checks), staggered arrivals and aborts, and per request an
-accept length per verify (1..num_draft_tokens). The pools hold every request's tokens and the
-release's per-decode reserve (twice the draft tokens), so the capacity gate does not refuse.
-Draws shrink towards one request, one step, short prompts and accepting one token.
+EAGLE top-k 1 (DeepSeek-V4's MTP draft), ``speculative_num_steps`` 1..3 and
+``speculative_num_draft_tokens`` one more, staggered arrivals and aborts, per request an accept
+length per verify (1..num_draft_tokens); pools hold every token plus the per-decode reserve, so
+the capacity gate never refuses. Shrinks towards one request, one step, short prompts, accept 1.
 """
 
 from __future__ import annotations

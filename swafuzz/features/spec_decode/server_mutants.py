@@ -1,8 +1,7 @@
-"""Server mutants of speculative decoding at server level: patches of the release's own
-spec-v2 code (``swafuzz run --level server --server-mutant NAME``, ``swafuzz zoo --level
-server``), declared here (this module imports nothing of SGLang); the patches live in
-:mod:`swafuzz.features.spec_decode.sglang_server_mutants`. Only server-level Cases of kind
-``server_spec`` run them."""
+"""Server mutants of speculative decoding: patches of the release's spec-v2 code (``--level server
+--server-mutant NAME``), declared here without SGLang, patched in
+:mod:`swafuzz.features.spec_decode.sglang_server_mutants`; only ``server_spec`` Cases run them.
+"""
 
 from __future__ import annotations
 

@@ -1,45 +1,35 @@
-"""The oracle of speculative server-level Cases (EAGLE, top-k 1): plain Python over the Case's
-plan and the observed allocation, never the code it judges.
+"""The oracle of speculative server-level Cases (EAGLE, top-k 1): plain Python over the Case's plan
+and the observed allocation, never the code it judges.
 
-The release's spec-v2 bookkeeping (0.5.22 / 0.5.23), as the oracle predicts it per request:
-``committed`` (the KV whose tokens are accepted) and ``allocated`` (the KV slots it holds). A
-prefill allocates and commits the prompt. Each DECODE is one iteration:
+The release's spec-v2 bookkeeping (0.5.22 / 0.5.23) per request: ``committed`` (KV of accepted
+tokens) and ``allocated`` (KV slots held). A prefill allocates and commits the prompt. Each DECODE
+is one iteration, each bullet the check of that name:
 
-* ``spec_alloc``: before the verify the scheduler reserves ``nxt - allocated`` fresh slots,
-  ``nxt = max(allocated, ceil_page(committed + 2 * R))`` with ``R = max(steps * topk,
-  num_draft_tokens)`` (the release's double-buffered per-decode reserve), handed out request
-  by request in batch order at positions ``allocated..nxt-1``; each full slot outside page 0
-  and held by no live request;
-* ``draft_decode``: the draft's ``steps - 1`` decode forwards (its last step only samples):
-  step ``k`` writes each request's position ``committed + k`` through its full slot and that
-  token's SWA slot, never the dummy slot 0 (spec §9: draft tokens written to the dummy slot);
-* ``verify_rows``: the verify batch has ``num_draft_tokens`` rows per request, at positions
-  ``committed..committed+N-1``, over the full slots the request holds there, ``seq_lens`` the
-  committed lengths;
-* ``write_targets``: every target layer stores those rows at their SWA slots (never the dummy
-  slot 0 for a real row, spec §9.5);
-* ``draft_extend``: the draft extend after verify rewrites the verify window (spec §5 on
-  DRAFT_EXTEND_V2: the iteration's window, all N rows, the rows past the accepted ones
-  overwritten by the next verify) through the same full and SWA slots, positions as the verify,
-  never slot 0 for a real row (spec §9: draft tokens written to the dummy slot);
-* ``spec_accept``: after the accept ``committed`` grows by the accept length, ``seq_lens``
-  with it, ``allocated`` is ``nxt``, and the request's ``req_to_token`` row holds its slots for
-  positions ``0..allocated-1`` (the rejected tokens' slots stay reserved: spec v2 frees
-  nothing at accept and rewrites them next verify);
-* ``window_reads``: each token the verify attends to inside the sliding window is still mapped
-  to the SWA slot it was stored at;
-* ``spec_pool``: after each iteration the full pool's free tokens are the run's start less the
-  live requests' slots (page-rounded), and no free list holds a page twice (nothing freed
-  twice);
-* ``spec_leak``: after the run (every request released: its committed and reserved slots
-  freed) the allocator's free full and SWA tokens are what they were before it;
+* ``spec_alloc``: before the verify, ``nxt - allocated`` fresh slots, ``nxt = max(allocated,
+  ceil_page(committed + 2 * R))``, ``R = max(steps * topk, num_draft_tokens)``, handed out in
+  batch order at positions ``allocated..nxt-1``, each outside page 0 and held by no live request;
+* ``draft_decode``: the draft's ``steps - 1`` decode forwards: step ``k`` writes position
+  ``committed + k`` through its full slot and that token's SWA slot, never dummy slot 0 (spec §9);
+* ``verify_rows``: ``num_draft_tokens`` rows per request at positions ``committed..committed+N-1``
+  over its full slots, ``seq_lens`` the committed lengths;
+* ``write_targets``: every target layer stores those rows at their SWA slots (never slot 0 for a
+  real row, spec §9.5);
+* ``draft_extend``: the draft extend rewrites the verify window (all N rows, spec §5
+  DRAFT_EXTEND_V2) through the same slots and positions, never slot 0 for a real row;
+* ``spec_accept``: ``committed`` and ``seq_lens`` grow by the accept length, ``allocated`` is
+  ``nxt``, ``req_to_token`` maps positions ``0..allocated-1`` (rejected tokens' slots stay
+  reserved: spec v2 frees nothing at accept);
+* ``window_reads``: each token the verify attends to in the window still maps to its SWA slot;
+* ``spec_pool``: after each iteration free full tokens = start less the live requests' slots
+  (page-rounded), no page twice in a free list;
+* ``spec_leak``: after the run (every request released) free full and SWA tokens are back to
+  their start;
 * ``pool_bytes``: every SWA slot of every target layer holds the last row stored there.
 
-EXTEND forwards: one allocated token per row (``alloc_count``), stores at their SWA slots.
-
-The checks of its own are ``@check(level="server")`` methods of :class:`_Judge` (the core's,
-``alloc_count`` ... ``pool_bytes``, are :mod:`swafuzz.server.oracle`'s); ``disabled`` names the
-ones not run (a disabled check that would stop the walk lets it go on).
+EXTEND forwards: one allocated token per row (``alloc_count``), stores at their SWA slots. Its own
+checks are ``@check(level="server")`` methods of :class:`_Judge` (the core's are
+:mod:`swafuzz.server.oracle`'s); ``disabled`` names those not run (one that
+would stop the walk lets it go on).
 """
 
 from __future__ import annotations

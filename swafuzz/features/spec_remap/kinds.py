@@ -1,10 +1,7 @@
-"""Scenario kind ``spec_remap``: mapping re-registration (``remap``) among speculative forwards
-on the same captured graphs - target verify, draft-extend, multi-step draft and decode - so that
-both the target pool and the draft pool translate tokens allocated after the remap.
-
-What it shrinks towards: one request, one remap, then one draft-extend (eager or graph) whose
-tokens were allocated after the remap; topk 1, two draft steps, one draft token (the paged
-toolkit's draws, :func:`scenarios.strategies.paged_kind`).
+"""Scenario kind ``spec_remap``: mapping re-registration (``remap``) among speculative forwards on
+the same captured graphs, so both target and draft pools translate tokens allocated after it.
+Shrinks towards one request, one remap, then one draft-extend of post-remap tokens; topk 1, two
+draft steps, one draft token (:func:`scenarios.strategies.paged_kind`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Mutant of the mapping re-registration between speculative forwards (feature
-``spec_remap``; spec §2.1, §2.8, §9.16; sglang PR #25889).
-
-The re-registration after a HiCache load-back reaches the target model's pool but not the draft
-model's: the draft pool keeps translating through the mapping it held before the remap, while
-the allocator writes every later allocation into the rebuilt one.
+"""Mutant of the mapping re-registration between speculative forwards (feature ``spec_remap``; spec
+§2.1, §2.8, §9.16; sglang PR #25889): the re-registration after a HiCache load-back reaches the
+target pool but not the draft's, which keeps translating through its old mapping.
 """
 
 from __future__ import annotations
@@ -15,8 +12,6 @@ from swafuzz.targets.mutants import mutant
 
 class _RebuildingAllocator(SWAAllocator):
     def rebuild_mapping(self):
-        """Load-back builds the mapping anew (same contents, a new tensor) and allocates into it
-        from then on."""
         self.mapping = self.mapping.clone()
         return self.mapping
 

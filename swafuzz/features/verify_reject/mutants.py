@@ -11,8 +11,6 @@ from swafuzz.targets.mutants import mutant
 
 class _RejectKeepsSWA(SWAAllocator):
     def free_rejected(self, full_slots):
-        """Frees the rejected draft slots' full pages only: their SWA pages are never
-        returned and ``M`` keeps pointing at them (a leaked SWA page per rejected page)."""
         self.full_free.update({f // self.page_size for f in full_slots})
 
 

@@ -1,27 +1,23 @@
 """The DSpark draft block on a per-request SWA ring (issue 12; Case op ``draft_block``,
-features/ring/ring_draft/SEMANTICS.md "DSpark draft block on a ring"; addendum §2.1, §4).
+features/ring/ring_draft/SEMANTICS.md; addendum §2.1, §4).
 
-sglang 0.5.23 gives a draft model a ring only under DSpark (``uses_draft_swa_ring``); that draft
-runs one *draft block* per round: a TARGET_VERIFY-mode forward whose SWA write rows are
-``swa_ring_rows(req_pool_indices.repeat_interleave(gamma), seq_lens_casual - 1, R)`` with
-``seq_lens_casual = seq_lens + 1..gamma`` (``_dspark_swa_ring_out_cache_loc``,
-``build_block_seq_lens_causal``), stamped on the metadata as ``swa_out_cache_loc`` and read back by
-the resolver's cached branch. The pieces, wired by :meth:`targets.engine.UnifiedEngine.step_draft_block`:
+sglang 0.5.23 gives a draft model a ring only under DSpark (``uses_draft_swa_ring``), which runs
+one TARGET_VERIFY-mode *draft block* per round whose SWA rows are
+``swa_ring_rows(req_pool_indices.repeat_interleave(gamma), seq_lens_casual - 1, R)``,
+``seq_lens_casual = seq_lens + 1..gamma`` (``_dspark_swa_ring_out_cache_loc``), stamped as
+``swa_out_cache_loc`` and read by the resolver's cached branch. Wired by
+:meth:`targets.engine.UnifiedEngine.step_draft_block`:
 
 * :func:`block_seq_lens_causal`: int64 ``[bs * gamma]`` = ``seq_lens[b] + i + 1``;
-* :func:`draft_block_rows`: int32 ``[bs * gamma]`` ring rows ``slot*R + (seq_lens_casual - 1) mod
-  R`` (no ``-1`` rule: every block row is ahead of the committed window);
-* :class:`DraftBlockMixin`: a backend mixin whose in-graph op stamps those rows (the request slot
-  of each request read from the ring tables through the block's anchor location, the model's
-  stand-in for upstream's ``req_pool_indices``); :func:`run_draft_block`: the step.
+* :func:`draft_block_rows`: int32 ``[bs * gamma]`` ``slot*R + (seq_lens_casual - 1) mod R`` (no
+  ``-1`` rule: block rows are ahead of the window);
+* :class:`DraftBlockMixin`: the in-graph op stamping those rows (slot read from the ring tables
+  through the anchor location, for ``req_pool_indices``); :func:`run_draft_block`: the step.
 
-The block batch (one row per block token, in ``rids`` order): ``out_cache_loc`` int64 the anchor
-(the request's last full slot) repeated ``gamma`` times, ``seq_lens`` int64 ``[bs]`` the request
-lengths ``L``, ``positions`` int64 ``L + i``. Device ops only (no host sync), so the stamp is
-recorded in a captured graph: ``exec: "graph"`` runs the block through a TARGET_VERIFY
-:class:`targets.runners.DecodeGraphRunner` of ``gamma`` rows per request on the draft model
-(upstream: the draft model's ``decode_cuda_graph_runner``); padded requests (loc 0, seq_lens
-fill 1) resolve to slot 0 at positions ``1..gamma``.
+The block batch (``rids`` order): ``out_cache_loc`` int64 the anchor (last full slot) ``gamma``
+times, ``seq_lens`` int64 ``[bs]`` = ``L``, ``positions`` int64 ``L + i``. Device ops only, so
+``exec: "graph"`` records the stamp in a TARGET_VERIFY :class:`targets.runners.DecodeGraphRunner`
+of ``gamma`` rows per request; padded requests (loc 0, seq_lens 1) resolve to slot 0.
 """
 
 from __future__ import annotations

@@ -1,19 +1,15 @@
 """The ``ring_draft`` scenario kind: the DSpark draft block on a per-request SWA ring (issue 12;
-Case op ``draft_block``, features/ring/ring_draft/SEMANTICS.md "DSpark draft block on a ring"; addendum §2.1, §4).
+op ``draft_block``, features/ring/ring_draft/SEMANTICS.md; addendum §2.1, §4).
 
-Pools: as :func:`features.ring.kinds.ring_pool_configs` but with page size 2, 4, 16 or 64
-(shrinking to 2: page size 1 under a ring is the ``ring`` kind's, where sglang 0.5.23's
-page-size-1 ``alloc`` writes ``M``, ledger ``ring-p1-alloc-writes-mapping``, which would end
-every ``sglang`` campaign of this kind at its first Case; DSV4 pages are 128 or 256 tokens);
-window ``1..2P+2``; 1..6 request slots, shrinking to 1; a draft ring ``R = max(window + gamma,
-P) + extra`` (extra shrinks to 0), rounded up to a page multiple half the time (sglang's
-``get_draft_swa_ring_size = ceil((window + draft tokens) / P) * P``). Graph: ``num_draft_tokens``
-2..5 (block size ``gamma = num_draft_tokens - 1``, shrinks to 2), no MTP topk. Steps: draft
-blocks over 1..max_bs live requests (weighted: three of the ten actions; eager or through the
-block's TARGET_VERIFY graph when ``gamma < P``, shrinking to eager), decode (graph buckets
-shrinking inside one bucket), target verify, IDLE, admissions longer than the ring (blocks that
-wrap past the ring's end), eviction (a no-op on the ring) and churn (request slots reused).
-Shrinks towards one request in one slot with one draft block.
+Pools: :func:`features.ring.kinds.ring_pool_configs` with page size 2, 4, 16 or 64 (shrinking to
+2; page size 1 is the ``ring`` kind's, whose 0.5.23 ``alloc`` writes ``M``, ledger
+``ring-p1-alloc-writes-mapping``); window ``1..2P+2``; 1..6 request slots (shrinking to 1); draft
+ring ``R = max(window + gamma, P) + extra`` (extra shrinks to 0), half the time rounded up to a
+page multiple (``get_draft_swa_ring_size``). Graph: ``num_draft_tokens`` 2..5 (``gamma`` =
+that - 1, shrinks to 2), no MTP topk. Steps: draft blocks (three of ten actions; eager, or a
+TARGET_VERIFY graph when ``gamma < P``, shrinking to eager), decode, target verify, IDLE,
+admissions longer than the ring, eviction (a no-op) and churn. Shrinks towards one request in
+one slot with one draft block.
 """
 
 from __future__ import annotations

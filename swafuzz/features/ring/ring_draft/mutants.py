@@ -1,11 +1,8 @@
-"""Mutants of the DSpark draft block on a per-request SWA ring (feature ``ring_draft``; Case op
-``draft_block``, features/ring/ring_draft/SEMANTICS.md "DSpark draft block on a ring"; addendum §2.1, §3, §5 R1/R4,
-§6 A4).
+"""Mutants of the DSpark draft block on a per-request SWA ring (feature ``ring_draft``, op
+``draft_block``; addendum §2.1, §3, §5 R1/R4, §6 A4).
 
-Each swaps the engine's :attr:`targets.engine.UnifiedEngine.draft_block_mixin` for a subclass
-overriding one method of :class:`features.ring_draft.engine.DraftBlockMixin` (or its block graph
-runner); only a ``draft_block`` step runs that mixin, so only the ``ring_draft`` scenario kind
-reaches them.
+Each replaces :attr:`targets.engine.UnifiedEngine.draft_block_mixin` with a subclass overriding
+one method of ``DraftBlockMixin`` (or its graph runner); only the ``ring_draft`` kind reaches them.
 """
 
 from __future__ import annotations
@@ -23,7 +20,6 @@ KINDS = ("ring_draft",)
 
 class _ViaMapping(DraftBlockMixin):
     def block_rows(self, fb):
-        """The paged stamp: ``int32(M[out_cache_loc])`` (M is never written under a ring)."""
         return self.translate(fb.out_cache_loc)
 
 
@@ -40,7 +36,6 @@ class RingDraftBlockViaMapping(UnifiedEngine):
 
 class _NoMod(DraftBlockMixin):
     def block_rows(self, fb):
-        """``slot*R + pos`` without ``mod R``."""
         rep = self.repeat_slots(self.block_slots(fb))
         pos = block_seq_lens_causal(fb.seq_lens, self.gamma) - 1
         return (rep * self.row_tables.ring + pos).to(torch.int32)
@@ -57,7 +52,6 @@ class RingDraftBlockNoMod(UnifiedEngine):
 
 class _SeqLens(DraftBlockMixin):
     def block_rows(self, fb):
-        """Position ``seq_lens_casual`` (one past the row's position)."""
         rep = self.repeat_slots(self.block_slots(fb))
         pos = block_seq_lens_causal(fb.seq_lens, self.gamma)
         R = self.row_tables.ring
@@ -76,7 +70,6 @@ class RingDraftBlockSeqLens(UnifiedEngine):
 
 class _Tiled(DraftBlockMixin):
     def repeat_slots(self, slots):
-        """``slots.repeat(gamma)``: request-minor order."""
         return slots.repeat(self.gamma)
 
 
@@ -92,8 +85,6 @@ class RingDraftBlockTiledSlots(UnifiedEngine):
 
 class _HostBaked(DraftBlockMixin):
     def block_rows(self, fb):
-        """Rows computed on the host when not capturing (the warm-up) and the constant reused
-        inside the captured graph."""
         if capturing() and getattr(self, "_host_const", None) is not None:
             return self._host_const
         vals = super().block_rows(fb).tolist()
@@ -116,7 +107,6 @@ class RingDraftBlockHostBaked(UnifiedEngine):
 
 class _PadFillZeroRunner(DecodeGraphRunner):
     def load_batch(self, fb, bs):
-        """Padded requests get seq_lens 0 (not the DSV4 backend's fill value 1)."""
         super().load_batch(fb, bs)
         self.static_seq_lens[fb.batch_size:bs].fill_(0)
 

@@ -1,14 +1,11 @@
-"""Ring draft oracle: what a ``draft_block`` step (DSpark draft block on a per-request SWA ring,
-features/ring/ring_draft/SEMANTICS.md "DSpark draft block on a ring") must have written.
+"""Ring draft oracle: what a ``draft_block`` step (features/ring/ring_draft/SEMANTICS.md) must have
+written. Plain Python; never ``targets/``, ``kernels/`` or torch.
 
-Plain Python over ints, lists and bytearrays; never imports ``targets/``, ``kernels/`` or torch.
-:func:`draft_block_forward` is called by :class:`features.ring.oracle.RingShadow` for the step: it checks
-the step against the Case contract (ring, block size, ring size, eager, live requests), computes
-the ring row of every block row (R1: ``slot*R + (L + i) mod R``, no ``-1`` rule, slot >= 1),
-asserts the rows are unique (R2), writes the draft shadow (``sh.store``: every row of a
-block is ``>= P`` since its slot is >= 1) and records the forward. A graph
-block (bucket ``B >= len(rids)``, ``B * gamma`` rows) pads with requests of slot 0 and length 1
-whose rows land in page 0 (``gamma < page_size``), never compared.
+:func:`draft_block_forward`, called by ``RingShadow``, checks the step against the contract, maps
+each block row to ``slot*R + (L + i) mod R`` (R1, no ``-1`` rule, slot >= 1, so every row is
+``>= P``), asserts them unique (R2), writes the draft shadow and records the forward. A graph
+block (bucket ``B >= len(rids)``, ``B * gamma`` rows) pads with slot-0 requests of length 1 whose
+rows stay in page 0 (``gamma < page_size``), never compared.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
-"""Rules of ``draft_block`` steps (``features/ring/ring_draft/SEMANTICS.md``, "DSpark draft block on
-a ring").
+"""Rules of ``draft_block`` steps (``features/ring/ring_draft/SEMANTICS.md``).
 
-:func:`validate` raises :class:`scenarios.schema.CaseError` naming the dotted field and what is
-allowed: a ``draft_block`` step needs a ring (``pool.swa_ring > 0``),
-``graph.num_draft_tokens >= 2`` (block size ``gamma = num_draft_tokens - 1``),
-``pool.swa_ring >= window + gamma``; ``exec == "graph"`` also needs ``gamma < page_size`` (the
-padded requests' block rows, slot 0 at positions ``1..gamma``, stay in page 0).
+:func:`validate` raises ``CaseError`` naming the field: a ``draft_block`` needs a ring, ``graph.
+num_draft_tokens >= 2`` (``gamma = num_draft_tokens - 1``), ``pool.swa_ring >= window + gamma``;
+``exec == "graph"`` also ``gamma < page_size`` (padded requests' rows, slot 0 at positions
+``1..gamma``, stay in page 0).
 """
 
 from __future__ import annotations

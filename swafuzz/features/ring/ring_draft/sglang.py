@@ -1,16 +1,12 @@
-"""The DSpark draft block on a ring on the ``sglang`` target (0.5.23; Case op ``draft_block``).
-Imports SGLang.
+"""The DSpark draft block on a ring on the ``sglang`` target (0.5.23; op ``draft_block``). Imports
+SGLang.
 
-Real: the block's ring rows are computed by the release's own
-``DeepseekV4AttnBackend._dspark_seq_lens_casual`` (``BuildBlockSeqLensCausal`` ->
-``build_block_seq_lens_causal``, its torch branch on CPU) and
-``DeepseekV4AttnBackend._dspark_swa_ring_out_cache_loc`` (``swa_ring_rows``), called on the
-backend's shim with the draft pool's ``swa_req_ring_size``; the stores then go through the
-release's ``store_cache`` and resolver (its cached branch returns the stamped rows). Modelled:
-the per-request slots (upstream ``req_pool_indices.repeat_interleave(block_size)``) come from
-the harness's ring tables, and a graph block runs through the model's TARGET_VERIFY runner on
-the draft model (the release's ``decode_cuda_graph_runner`` needs a model runner); the two
-release helpers above are recorded in the captured graph and re-run on every replay.
+Real: the ring rows from the release's ``DeepseekV4AttnBackend._dspark_seq_lens_casual`` (torch
+branch on CPU) and ``_dspark_swa_ring_out_cache_loc`` on the backend's shim with the draft pool's
+``swa_req_ring_size`` (recorded in the captured graph, re-run per replay); the release's
+``store_cache`` and resolver (cached branch). Modelled: per-request slots (upstream
+``req_pool_indices.repeat_interleave``) from the harness's ring tables, and a graph block on the
+model's TARGET_VERIFY runner (``decode_cuda_graph_runner`` needs a model runner).
 """
 
 from __future__ import annotations

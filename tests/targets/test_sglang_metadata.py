@@ -45,8 +45,7 @@ MULTI = Case(
 
 @pytest.fixture
 def release():
-    from swafuzz.targets.sglang import metadata
-    from swafuzz.targets.sglang import engine, real
+    from swafuzz.targets.sglang import engine, metadata, real
 
     if not metadata.REAL_DRAFT_EXTEND:
         pytest.skip(f"sglang {real.VERSION}: no draft-extend SWA location prep (0.5.23 only)")

@@ -7,9 +7,9 @@ FEATURE = Feature(
     title='DECODE graphs under a request window',
     kinds=(Kind('window_graphs', '.kinds:window_graph_cases',
                 'DECODE / IDLE / DP graph replays under a window'),),
-    oracle=('swafuzz.features.request_window.oracle', '.oracle'), engine=('.engine',),
-    sglang=('.sglang',), checks=('window_graph',), check_modules=('.checks',),
-    mutants=('.mutants',),
+    engine=('.engine',), sglang=('.sglang',),
+    oracle=('swafuzz.features.request_window.oracle', '.oracle'), mutants=('.mutants',),
+    checks=('window_graph',), check_modules=('.checks',),
     since={'sglang': Since('0.5.23', 'request window DECODE-graph code the adapter drives '
                            '(commit_packed_rows, the buffer registry; the request window exists '
                            'from 0.5.21)')},

@@ -82,14 +82,7 @@ class WindowPath(TailPrefixMixin):
                 self.reset_slot(sl)
             return self.extend_forward(i, [(s.rid, 0, slots)])
         if s.op == "extend":
-            pre = {rid: len(al.tokens[rid]) for rid in s.rids}
-            new = al.extend(list(zip(s.rids, s.lengths)))
-            per = []
-            for rid, slots in zip(s.rids, new):
-                r = min(pre[rid], self.W) if rid in s.replay else 0
-                if r and not self.cfg.separate_replay:
-                    self.reset_slot(self.slot[rid])
-                per.append((rid, r, slots))
+            per = self.extend_per(s, reset=not self.cfg.separate_replay)
             if self.cfg.separate_replay and any(r for _, r, _ in per):
                 return self.separate(i, per)
             return self.fold(i, per)
@@ -160,19 +153,37 @@ class WindowPath(TailPrefixMixin):
         its rows."""
         return self.extend_forward(i, per)
 
-    def extend_forward(self, i: int, per: list[tuple[int, int, list[int]]]) -> list[WinFwdObs]:
+    def extend_per(self, s: Step, reset: bool = True) -> list[tuple[int, int, list[int]]]:
+        """Allocate ``s``'s extend: per rid ``(rid, r, new slots)``, ``r`` its replayed rows
+        (``min(Pq, W)`` if in ``s.replay``, else 0); ``reset``: a replay resets its slot."""
+        al = self.e.allocator
+        pre = {rid: len(al.tokens[rid]) for rid in s.rids}
+        per = []
+        for rid, slots in zip(s.rids, al.extend(list(zip(s.rids, s.lengths)))):
+            r = min(pre[rid], self.W) if rid in s.replay else 0
+            if r and reset:
+                self.reset_slot(self.slot[rid])
+            per.append((rid, r, slots))
+        return per
+
+    def extend_rows(self, per: list[tuple[int, int, list[int]]]):
+        """An EXTEND over ``per``: rows ``(slot, position, floor)`` (each request's last ``r``
+        cached rows, floor ``Pq - r``, then its new rows), full locations, rows per request and
+        per-row replay flags."""
         al = self.e.allocator
         rows, locs, per_req, replay = [], [], [], []
         for rid, r, new in per:
             toks = al.tokens[rid]
-            n0 = len(toks) - len(new)  # length before the step
-            start = n0 - r
-            floor = start if r else 0
+            start = len(toks) - len(new) - r
             sl = self.slot.get(rid, 0)
-            rows += [(sl, p, floor) for p in range(start, len(toks))]
+            rows += [(sl, p, start if r else 0) for p in range(start, len(toks))]
             locs += toks[start:]
             per_req.append(len(toks) - start)
             replay += [True] * r + [False] * len(new)
+        return rows, locs, per_req, replay
+
+    def extend_forward(self, i: int, per: list[tuple[int, int, list[int]]]) -> list[WinFwdObs]:
+        rows, locs, per_req, replay = self.extend_rows(per)
         g = self.prefill_step(i, rows)
         if g is not None:
             return [g]

@@ -154,6 +154,21 @@ class WindowShadow(WindowState):
     def run_extend(self, sh, i: int, s: Step) -> None:
         self.check_extend(sh, i, s)
         sep = bool(self.cfg.separate_replay)
+        rows, locs, per_req, pos, rp, hits = self.extend_rows(sh, s, sep)
+        comp = compressor(locs, pos, rp)
+        if sep and hits:
+            run_separate(self, i, hits, sh.tokens)
+            self.forward(i, "EXTEND", rows, len(s.rids), per_req, fwd=1, comp=comp)
+        elif self.on:
+            self.forward(i, "EXTEND", rows, len(s.rids), per_req,
+                         prefill_bucket(self, i, s, len(rows)), comp=comp)
+        else:
+            self.paged(sh, i, locs, per_req, comp=comp)
+
+    def extend_rows(self, sh, s: Step, sep: bool = False):
+        """Allocate a checked ``extend``: its rows ``(slot, position, floor)`` (window pools),
+        full locations, rows per request, positions, per-row replay flags and the replay hits
+        ``(rid, Pq, r)`` (each reset; ``sep``: their rows left to the separate forward)."""
         rows, locs, per_req, pos, rp, hits = [], [], [], [], [], []
         for rid, n in zip(s.rids, s.lengths):
             pq = len(sh.tokens[rid])
@@ -173,15 +188,7 @@ class WindowShadow(WindowState):
             if self.on:
                 rows += [(self.slot[rid], p, floor) for p in range(pq - r, pq + n)]
             per_req.append(r + n)
-        comp = compressor(locs, pos, rp)
-        if sep and hits:
-            run_separate(self, i, hits, sh.tokens)
-            self.forward(i, "EXTEND", rows, len(s.rids), per_req, fwd=1, comp=comp)
-        elif self.on:
-            self.forward(i, "EXTEND", rows, len(s.rids), per_req,
-                         prefill_bucket(self, i, s, len(rows)), comp=comp)
-        else:
-            self.paged(sh, i, locs, per_req, comp=comp)
+        return rows, locs, per_req, pos, rp, hits
 
     # ------------------------------------------------------------------ DECODE graphs
     def _bucket(self, i: int, s: Step, n: int) -> int | None:

@@ -36,7 +36,7 @@ class CompObs:
 class TailPrefixMixin:
     """Base of :class:`features.request_window.engine.WindowPath` (module docstring). Uses the path's ``e``
     (engine), ``cfg``, ``W``, ``P``, ``L``, ``on``, ``slot``, ``free_slots``,
-    ``reset_slot``, ``forward`` and ``extend_forward``."""
+    ``reset_slot``, ``forward``, ``extend_rows`` and ``extend_forward``."""
 
     # -- T5: the radix hit ----------------------------------------------------------------------
     def prefix_hit(self, n: int, length: int) -> int:
@@ -123,15 +123,9 @@ class TailPrefixMixin:
             hits += 1
         out = [self.forward(i, ForwardMode.EXTEND, rows, locs, hits, per_req, fwd=0,
                             replay=None, low_ratio=False)]
-        rows, locs, per_req = [], [], []
-        for rid, _r, new in per:
-            n0 = len(al.tokens[rid]) - len(new)
-            sl = self.slot.get(rid, 0)
-            rows += [(sl, p, 0) for p in range(n0, len(al.tokens[rid]))]
-            locs += new
-            per_req.append(len(new))
+        rows, locs, per_req, replay = self.extend_rows([(rid, 0, new) for rid, _r, new in per])
         out.append(self.forward(i, ForwardMode.EXTEND, rows, locs, len(per), per_req, fwd=1,
-                                replay=[False] * len(rows)))
+                                replay=replay))
         return out
 
 

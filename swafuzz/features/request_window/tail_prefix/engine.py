@@ -123,10 +123,13 @@ class TailPrefixMixin:
             hits += 1
         out = [self.forward(i, ForwardMode.EXTEND, rows, locs, hits, per_req, fwd=0,
                             replay=None, low_ratio=False)]
+        return out + [self.scheduled_forward(i, per)]
+
+    def scheduled_forward(self, i: int, per):
+        """The separate replay's scheduled extend (index 1): the new rows only, floor 0."""
         rows, locs, per_req, replay = self.extend_rows([(rid, 0, new) for rid, _r, new in per])
-        out.append(self.forward(i, ForwardMode.EXTEND, rows, locs, len(per), per_req, fwd=1,
-                                replay=replay))
-        return out
+        return self.forward(i, ForwardMode.EXTEND, rows, locs, len(per), per_req, fwd=1,
+                            replay=replay)
 
 
 class TailPrefixSGLang(SGLangPart):

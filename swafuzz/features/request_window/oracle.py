@@ -1,18 +1,14 @@
 """Window oracle: the V4.1 request window, encoder replay and the late-layer tail, from the Case
-(plain Python; the section "Request window, encoder replay and late-layer tail" of
-``SEMANTICS.md`` beside this file, addendum §2.2-§2.4), over the engine oracle's shadow
-allocator (:class:`oracles.shadow.Shadow`, ``sh``: its allocator methods, ``M`` and pools).
-
-:class:`WindowShadow` runs the steps the window / tail path claims (False for the others) on
-the state of :class:`features.request_window.oracle_state.WindowState`, with the layout
-contract of :mod:`features.request_window.oracle_layout`; the late layers' rows are
-:mod:`features.request_window.late_tail.oracle`'s, verify and DP-padded EXTENDs
-:mod:`~features.request_window.dspark.oracle`'s, prefill graphs
-:mod:`~features.request_window.prefill_graphs.oracle`'s, prefix hits and the separate replay
-:mod:`~features.request_window.tail_prefix.oracle`'s. Per forward (:class:`WinFwdExp`) it
-predicts every target layer's store locations (workspace rows, or a paged tail's ``M[loc]``)
-and the workspace bytes after each commit; per step (:class:`WinStepExp`) tags and ring bytes;
-and the step whose layout overflows the workspace is refused at (:attr:`WindowExp.refused`)."""
+(plain Python; "Request window, encoder replay and late-layer tail" in ``SEMANTICS.md`` beside
+this file, addendum §2.2-§2.4), over the engine oracle's shadow allocator
+(:class:`oracles.shadow.Shadow`, ``sh``). :class:`WindowShadow` runs the steps the window /
+tail path claims on :class:`features.request_window.oracle_state.WindowState` with the layouts
+of :mod:`features.request_window.oracle_layout`; late-layer rows, verify / DP-padded EXTENDs,
+prefill graphs, prefix hits and the separate replay are their features' oracles'. It predicts
+per forward (:class:`WinFwdExp`) every target layer's store locations (workspace rows, or a
+paged tail's ``M[loc]``) and the workspace bytes after each commit, per step
+(:class:`WinStepExp`) tags and ring bytes, and the step refused for a workspace overflow
+(:attr:`WindowExp.refused`)."""
 
 from __future__ import annotations
 

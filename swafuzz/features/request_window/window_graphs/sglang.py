@@ -1,21 +1,16 @@
 """The ``sglang`` target's DECODE graphs under a request window (0.5.23 only):
 :class:`features.request_window.window_graphs.engine.WindowGraphRunner` with the release's
-decode-bucket code where it runs on CPU.
-
-Real: the decode runner's buffer registry (``build_decode_registry``, its ``fill_from`` before
-each replay and ``reset_padding`` before a capture), ``build_replay_fb_view``,
+decode-bucket code where it runs on CPU. Real: the buffer registry (``build_decode_registry``,
+``fill_from`` before each replay, ``reset_padding`` before a capture), ``build_replay_fb_view``,
 ``init_forward_metadata_out_graph`` for the DECODE_OR_IDLE bucket at capture and before every
-replay (the IDLE substitution, the Raw metadata copied into the captured one) and, inside the
-captured function, ``init_forward_metadata_in_graph`` (the Raw->full upgrade down to
-``window_layout`` with one group per row), the resolver's W branch through ``store_cache``,
-``RequestWindow`` activate / buffer / commit and ``on_after_cuda_graph_warmup``.
-
-Modelled: the runner itself (bucket choice, lazy capture on a graph backend in its
-constructor's state, the capture batch, zero live ``out_cache_loc``: W8), FlashMLA's plan
-(None), a mask-free ``commit_packed_rows`` inside the graph
-(:func:`features.request_window.window_graphs.engine.dense_commit`) and a zero ``req_to_token``
-table. Per release: the ``table`` of ``sglang_facts.json`` beside this file. After a replay no
-host code runs (as on a GPU): the window's ``layout`` and ``prepared`` key stay."""
+replay (IDLE substitution, Raw metadata copied into the captured one), in the captured function
+``init_forward_metadata_in_graph`` (Raw->full down to ``window_layout``, one group per row), the
+resolver's W branch through ``store_cache``, ``RequestWindow`` activate / buffer / commit and
+``on_after_cuda_graph_warmup``. Modelled: the runner (bucket choice, lazy capture, the capture
+batch, zero live ``out_cache_loc``: W8), FlashMLA's plan (None), a mask-free
+``commit_packed_rows`` in the graph (:func:`~features.request_window.window_graphs.engine.dense_commit`)
+and a zero ``req_to_token``; per release: ``sglang_facts.json`` beside this file. No host code
+runs after a replay (as on a GPU): the window's ``layout`` and ``prepared`` key stay."""
 
 from __future__ import annotations
 

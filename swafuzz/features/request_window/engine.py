@@ -1,15 +1,14 @@
-"""The V4.1 write path of the engine model (request window, encoder replay fold, late-layer tail):
-the section "Request window, encoder replay and late-layer tail" of ``SEMANTICS.md`` beside this
-file (addendum §2.2-§2.4, §3). :class:`targets.engine.UnifiedEngine` hands every step
+"""The V4.1 write path of the engine model (request window, encoder replay fold, late-layer tail;
+"Request window, encoder replay and late-layer tail" in ``SEMANTICS.md`` beside this file,
+addendum §2.2-§2.4, §3). :class:`targets.engine.UnifiedEngine` hands every step
 :meth:`WindowPath.handles` to :meth:`WindowPath.observe_run` and files
-:meth:`WindowPath.observe_step` after every step, in the channel the ``window`` / ``tail``
-checks read (:mod:`features.request_window.channel`).
-
-One decision per method (a mutant overrides one): slots, the encoder-replay fold, metadata init
-(skipped by an eager IDLE with MTP, spec §4), the resolver in 0.5.23's order (I, W, T, C, F),
-enter / exit of the tail, the per-layer store and commit. The window and layouts are
-:mod:`features.request_window.window`'s; DECODE graphs, prefill graphs and window verify plug in
-through part slots (``window_graph_runner``, ``prefill_graph_runner``, ``window_verify``)."""
+:meth:`WindowPath.observe_step` after every step, in the ``window`` / ``tail`` checks' channel
+(:mod:`features.request_window.channel`). One decision per method (a mutant overrides one):
+slots, the encoder-replay fold, metadata init (skipped by an eager IDLE with MTP, spec §4), the
+resolver in 0.5.23's order (I, W, T, C, F), enter / exit of the tail, the per-layer store and
+commit. Window and layouts: :mod:`features.request_window.window`; DECODE graphs, prefill graphs
+and window verify plug in through part slots (``window_graph_runner``, ``prefill_graph_runner``,
+``window_verify``)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
-"""Prefix hits, compressor write locations and the separate encoder-replay forward of the engine
-model's window / tail path (the base :class:`TailPrefixMixin` of
-:class:`features.request_window.engine.WindowPath`): the section of ``SEMANTICS.md`` beside this
-file (addendum §2.3, §2.4, §5 T5 / E1 / E2, §6 A13). One decision per method (a mutant overrides
-one): :meth:`~TailPrefixMixin.prefix_hit` (the late-layer cap on a radix hit),
-:meth:`~TailPrefixMixin.admit_prefix`, :meth:`~TailPrefixMixin.compressor_loc` /
-:meth:`~TailPrefixMixin.c4_loc` (int64 ``[rows]``), and :meth:`~TailPrefixMixin.reset_hits`,
+"""Prefix hits, compressor write locations and the separate encoder-replay forward of the window /
+tail path (:class:`TailPrefixMixin`, a base of :class:`features.request_window.engine.WindowPath`;
+``SEMANTICS.md`` beside this file, addendum §2.3, §2.4, §5 T5 / E1 / E2, §6 A13). One decision
+per method (a mutant overrides one): :meth:`~TailPrefixMixin.prefix_hit` (the late-layer cap on
+a radix hit), :meth:`~TailPrefixMixin.admit_prefix`, :meth:`~TailPrefixMixin.compressor_loc` /
+:meth:`~TailPrefixMixin.c4_loc` (int64 ``[rows]``), :meth:`~TailPrefixMixin.reset_hits`,
 :meth:`~TailPrefixMixin.replay_span`, :meth:`~TailPrefixMixin.separate` (0.5.21/0.5.22
 ``run_encoder_swa_replay``: reset the hit slots, one replay EXTEND over ``req_to_token[slot, Pq
 - r:Pq]`` without the ratio-1/2 source compressors, then the scheduled extend)."""

@@ -139,8 +139,7 @@ class WindowGraphRunner:
     def load_batch(self, mode: ForwardMode, slots: list[int], seq: list[int]) -> None:
         """Padded rows: slot 0, seq fill 1 (padding policy ZERO). IDLE: the out-graph IDLE
         substitution leaves every row so."""
-        self.static_req.zero_()
-        self.static_seq.fill_(1)
+        WindowGraphRunner.load_capture_state(self)
         if mode == ForwardMode.IDLE:
             return
         n, dev = len(slots), self.static_req.device

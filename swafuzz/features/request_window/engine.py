@@ -1,15 +1,14 @@
-"""The V4.1 write path of the engine model (request window, encoder replay fold, late-layer tail):
-the section "Request window, encoder replay and late-layer tail" of ``SEMANTICS.md`` beside this
-file (addendum §2.2-§2.4, §3). :class:`targets.engine.UnifiedEngine` hands every step
+"""The V4.1 write path of the engine model (request window, encoder replay fold, late-layer tail;
+"Request window, encoder replay and late-layer tail" in ``SEMANTICS.md`` beside this file,
+addendum §2.2-§2.4, §3). :class:`targets.engine.UnifiedEngine` hands every step
 :meth:`WindowPath.handles` to :meth:`WindowPath.observe_run` and files
-:meth:`WindowPath.observe_step` after every step, in the channel the ``window`` / ``tail``
-checks read (:mod:`features.request_window.channel`).
-
-One decision per method (a mutant overrides one): slots, the encoder-replay fold, metadata init
-(skipped by an eager IDLE with MTP, spec §4), the resolver in 0.5.23's order (I, W, T, C, F),
-enter / exit of the tail, the per-layer store and commit. The window and layouts are
-:mod:`features.request_window.window`'s; DECODE graphs, prefill graphs and window verify plug in
-through part slots (``window_graph_runner``, ``prefill_graph_runner``, ``window_verify``)."""
+:meth:`WindowPath.observe_step` after every step, in the ``window`` / ``tail`` checks' channel
+(:mod:`features.request_window.channel`). One decision per method (a mutant overrides one):
+slots, the encoder-replay fold, metadata init (skipped by an eager IDLE with MTP, spec §4), the
+resolver in 0.5.23's order (I, W, T, C, F), enter / exit of the tail, the per-layer store and
+commit. Window and layouts: :mod:`features.request_window.window`; DECODE graphs, prefill graphs
+and window verify plug in through part slots (``window_graph_runner``, ``prefill_graph_runner``,
+``window_verify``)."""
 
 from __future__ import annotations
 
@@ -82,14 +81,7 @@ class WindowPath(TailPrefixMixin):
                 self.reset_slot(sl)
             return self.extend_forward(i, [(s.rid, 0, slots)])
         if s.op == "extend":
-            pre = {rid: len(al.tokens[rid]) for rid in s.rids}
-            new = al.extend(list(zip(s.rids, s.lengths)))
-            per = []
-            for rid, slots in zip(s.rids, new):
-                r = min(pre[rid], self.W) if rid in s.replay else 0
-                if r and not self.cfg.separate_replay:
-                    self.reset_slot(self.slot[rid])
-                per.append((rid, r, slots))
+            per = self.extend_per(s, reset=not self.cfg.separate_replay)
             if self.cfg.separate_replay and any(r for _, r, _ in per):
                 return self.separate(i, per)
             return self.fold(i, per)
@@ -160,19 +152,37 @@ class WindowPath(TailPrefixMixin):
         its rows."""
         return self.extend_forward(i, per)
 
-    def extend_forward(self, i: int, per: list[tuple[int, int, list[int]]]) -> list[WinFwdObs]:
+    def extend_per(self, s: Step, reset: bool = True) -> list[tuple[int, int, list[int]]]:
+        """Allocate ``s``'s extend: per rid ``(rid, r, new slots)``, ``r`` its replayed rows
+        (``min(Pq, W)`` if in ``s.replay``, else 0); ``reset``: a replay resets its slot."""
+        al = self.e.allocator
+        pre = {rid: len(al.tokens[rid]) for rid in s.rids}
+        per = []
+        for rid, slots in zip(s.rids, al.extend(list(zip(s.rids, s.lengths)))):
+            r = min(pre[rid], self.W) if rid in s.replay else 0
+            if r and reset:
+                self.reset_slot(self.slot[rid])
+            per.append((rid, r, slots))
+        return per
+
+    def extend_rows(self, per: list[tuple[int, int, list[int]]]):
+        """An EXTEND over ``per``: rows ``(slot, position, floor)`` (each request's last ``r``
+        cached rows, floor ``Pq - r``, then its new rows), full locations, rows per request and
+        per-row replay flags."""
         al = self.e.allocator
         rows, locs, per_req, replay = [], [], [], []
         for rid, r, new in per:
             toks = al.tokens[rid]
-            n0 = len(toks) - len(new)  # length before the step
-            start = n0 - r
-            floor = start if r else 0
+            start = len(toks) - len(new) - r
             sl = self.slot.get(rid, 0)
-            rows += [(sl, p, floor) for p in range(start, len(toks))]
+            rows += [(sl, p, start if r else 0) for p in range(start, len(toks))]
             locs += toks[start:]
             per_req.append(len(toks) - start)
             replay += [True] * r + [False] * len(new)
+        return rows, locs, per_req, replay
+
+    def extend_forward(self, i: int, per: list[tuple[int, int, list[int]]]) -> list[WinFwdObs]:
+        rows, locs, per_req, replay = self.extend_rows(per)
         g = self.prefill_step(i, rows)
         if g is not None:
             return [g]

@@ -1,14 +1,13 @@
-"""The ``history`` check (addendum §5 W5 at use): when a window forward uses a valid history row
-(position ``p >= 0`` and ``>=`` its run's floor), the ring row it is copied from holds ``p``:
-``tags[layer, history_src] == p`` (upstream ``RequestWindow.buffer``'s strict invariant
-``dsv41.swa_history_present``); an invalid row reads -1 (the zero row or an empty row). The
-``window`` check compares bytes with an oracle that copies the row the Case names without
-asking what it holds; this one compares what the target's ring said at the moment of use
-(``WinFwdObs.history_tags``, read after the history copy and before the commit; never the
-target's own ``history_valid`` / ``history_pos``) with the Case's positions
-(``WinFwdExp.history``). Forwards where either side recorded nothing (graph runners, the verify
-graph lane) and layers with another history row count are skipped (the ``window`` check's
-findings). Proven by ``tags_deferred_to_step_end`` (kind ``replay_separate``), this check alone."""
+"""The ``history`` check (addendum §5 W5 at use): a window forward's valid history row (position
+``p >= 0`` and ``>=`` its run's floor) is copied from a ring row holding ``p``: ``tags[layer,
+history_src] == p`` (upstream ``RequestWindow.buffer``'s strict ``dsv41.swa_history_present``);
+an invalid row reads -1 (zero or empty row). Unlike the ``window`` check (bytes against an
+oracle that copies the row the Case names), it compares the target's ring at use
+(``WinFwdObs.history_tags``, after the history copy, before the commit; never the target's own
+``history_valid`` / ``history_pos``) with the Case's positions (``WinFwdExp.history``); forwards
+where a side recorded nothing (graph runners, the verify graph lane) and layers with another
+history row count are skipped. Proven by ``tags_deferred_to_step_end`` (kind
+``replay_separate``), this check alone."""
 
 from __future__ import annotations
 

@@ -1,16 +1,12 @@
 """Scenario kind ``request_window``, and the request-window pool, planner, actions and
-:func:`window_kind` the other V4.1 kinds build on (their features' ``kinds.py``).
-
-Every strategy builds only valid Cases (the window oracle is the reference): request slots are
-tracked (taken at ``admit``, freed at ``finish``), encoder replay is asked only for requests of
-even length >= 2 whose replayed tokens are still SWA-mapped, and pages are counted by
-:class:`scenarios.planner.Planner`. Draw order shrinks towards page size 1, the smallest
-window, one layer (two for the tail), one slot, one request, one short step.
-
-``request_window``: a request-window pool (no tail): admits, multi-request extends, eager
-decodes, eager IDLE forwards and idle DP ranks (``topk`` 0 or 1: an IDLE with MTP may skip its
-metadata init), finishes that recycle slots, evictions; a small ``window_chunk`` makes some
-layouts overflow the workspace (a refusal, A7)."""
+:func:`window_kind` the other V4.1 kinds build on. Strategies build valid Cases only (reference:
+the window oracle): slots taken at ``admit`` and freed at ``finish``, encoder replay only for
+requests of even length >= 2 whose replayed tokens are still SWA-mapped, pages counted by
+:class:`scenarios.planner.Planner`. ``request_window``: a window pool (no tail): admits,
+multi-request extends, eager decodes, eager IDLE forwards and idle DP ranks (``topk`` 0 or 1:
+an IDLE with MTP may skip its metadata init), finishes recycling slots, evictions; a small
+``window_chunk`` makes some layouts overflow the workspace (a refusal, A7). Shrinks towards page
+size 1, the smallest window, one layer (two for the tail), one slot, one request, one short step."""
 
 from __future__ import annotations
 

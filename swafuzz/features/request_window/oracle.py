@@ -1,18 +1,14 @@
 """Window oracle: the V4.1 request window, encoder replay and the late-layer tail, from the Case
-(plain Python; the section "Request window, encoder replay and late-layer tail" of
-``SEMANTICS.md`` beside this file, addendum §2.2-§2.4), over the engine oracle's shadow
-allocator (:class:`oracles.shadow.Shadow`, ``sh``: its allocator methods, ``M`` and pools).
-
-:class:`WindowShadow` runs the steps the window / tail path claims (False for the others) on
-the state of :class:`features.request_window.oracle_state.WindowState`, with the layout
-contract of :mod:`features.request_window.oracle_layout`; the late layers' rows are
-:mod:`features.request_window.late_tail.oracle`'s, verify and DP-padded EXTENDs
-:mod:`~features.request_window.dspark.oracle`'s, prefill graphs
-:mod:`~features.request_window.prefill_graphs.oracle`'s, prefix hits and the separate replay
-:mod:`~features.request_window.tail_prefix.oracle`'s. Per forward (:class:`WinFwdExp`) it
-predicts every target layer's store locations (workspace rows, or a paged tail's ``M[loc]``)
-and the workspace bytes after each commit; per step (:class:`WinStepExp`) tags and ring bytes;
-and the step whose layout overflows the workspace is refused at (:attr:`WindowExp.refused`)."""
+(plain Python; "Request window, encoder replay and late-layer tail" in ``SEMANTICS.md`` beside
+this file, addendum §2.2-§2.4), over the engine oracle's shadow allocator
+(:class:`oracles.shadow.Shadow`, ``sh``). :class:`WindowShadow` runs the steps the window /
+tail path claims on :class:`features.request_window.oracle_state.WindowState` with the layouts
+of :mod:`features.request_window.oracle_layout`; late-layer rows, verify / DP-padded EXTENDs,
+prefill graphs, prefix hits and the separate replay are their features' oracles'. It predicts
+per forward (:class:`WinFwdExp`) every target layer's store locations (workspace rows, or a
+paged tail's ``M[loc]``) and the workspace bytes after each commit, per step
+(:class:`WinStepExp`) tags and ring bytes, and the step refused for a workspace overflow
+(:attr:`WindowExp.refused`)."""
 
 from __future__ import annotations
 
@@ -154,6 +150,21 @@ class WindowShadow(WindowState):
     def run_extend(self, sh, i: int, s: Step) -> None:
         self.check_extend(sh, i, s)
         sep = bool(self.cfg.separate_replay)
+        rows, locs, per_req, pos, rp, hits = self.extend_rows(sh, s, sep)
+        comp = compressor(locs, pos, rp)
+        if sep and hits:
+            run_separate(self, i, hits, sh.tokens)
+            self.forward(i, "EXTEND", rows, len(s.rids), per_req, fwd=1, comp=comp)
+        elif self.on:
+            self.forward(i, "EXTEND", rows, len(s.rids), per_req,
+                         prefill_bucket(self, i, s, len(rows)), comp=comp)
+        else:
+            self.paged(sh, i, locs, per_req, comp=comp)
+
+    def extend_rows(self, sh, s: Step, sep: bool = False):
+        """Allocate a checked ``extend``: its rows ``(slot, position, floor)`` (window pools),
+        full locations, rows per request, positions, per-row replay flags and the replay hits
+        ``(rid, Pq, r)`` (each reset; ``sep``: their rows left to the separate forward)."""
         rows, locs, per_req, pos, rp, hits = [], [], [], [], [], []
         for rid, n in zip(s.rids, s.lengths):
             pq = len(sh.tokens[rid])
@@ -173,15 +184,7 @@ class WindowShadow(WindowState):
             if self.on:
                 rows += [(self.slot[rid], p, floor) for p in range(pq - r, pq + n)]
             per_req.append(r + n)
-        comp = compressor(locs, pos, rp)
-        if sep and hits:
-            run_separate(self, i, hits, sh.tokens)
-            self.forward(i, "EXTEND", rows, len(s.rids), per_req, fwd=1, comp=comp)
-        elif self.on:
-            self.forward(i, "EXTEND", rows, len(s.rids), per_req,
-                         prefill_bucket(self, i, s, len(rows)), comp=comp)
-        else:
-            self.paged(sh, i, locs, per_req, comp=comp)
+        return rows, locs, per_req, pos, rp, hits
 
     # ------------------------------------------------------------------ DECODE graphs
     def _bucket(self, i: int, s: Step, n: int) -> int | None:

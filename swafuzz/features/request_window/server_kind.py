@@ -1,14 +1,11 @@
-"""The request window's server-level kinds (opt-in ``Kind`` entries of the
-request_window record: a run draws them only when named with ``--scenario``).
-
+"""The request window's server-level kinds (opt-in: drawn only when named with ``--scenario``).
 ``server_window``: the core kinds' staggered draw (:func:`swafuzz.server.base_strategies.base_cases`)
 with ``enable_encoder_swa_bounded_replay`` and attention TP 1 or 2 drawn last (shrinks to 1),
 the sliding window rounded up to whole pages (the ring's capacity). ``server_window_tail``: one
 or two requests with the late-layer tail on one rank, chunked prefill 384 (the release's minimum
 with the window) and prompts just past it, so the last chunk's tail is shorter than the sliding
 window. Both shrink towards one request; on 0.5.23 / 0.5.22 they meet the known ledger entries
-``window-dp-extend-pad-joins-run`` / ``short-tail-floor``.
-"""
+``window-dp-extend-pad-joins-run`` / ``short-tail-floor``."""
 
 from __future__ import annotations
 

@@ -1,21 +1,17 @@
-"""The request window at server level, what the server-level oracle predicts (hook
-``server.window_oracle``; plain Python) for a Case with ``enable_encoder_swa_bounded_replay``,
-from the plan (:mod:`swafuzz.server.timeline`) and the request slots the release chose
-(observed, validated before they are followed); addendum §2.2, ``SEMANTICS.md`` beside this file:
-
-* ``window_slots``: each request of a forward holds a slot >= 1 no other live request holds and
-  keeps it while it lives; a prefill from position 0 (new or retracted) resets the slot's tags;
-* ``write_targets`` (fed here): each layer stores the rows, padding included, at workspace rows
-  ``groups * W + k`` (``groups``: an EXTEND's requests, a DECODE's rows);
-* ``window_history``: group ``g``'s history for its first position ``f``: ``f - W + j`` where
-  >= 0, else the zero row (tag -1); a DECODE's padding groups read none;
-* ``window_ring``: after the forward every ring row of a request slot holds the tag and stub
-  bytes of the last position committed there (each run's last ``capacity`` rows; padding never
-  commits to a request's slot); the zero row keeps tag -1.
-
-With the late-layer tail (``model.late_layer_start`` L > 0) an EXTEND's layers from L run each
-request's last ``min(W, rows)`` rows only (addendum §2.4, 0.5.23's floor ``max(0, seq_len -
-W)``: ledger ``short-tail-floor``), commit every tail row, and the stub rows are the tail's."""
+"""The request window at server level: what the server-level oracle (hook
+``server.window_oracle``; plain Python) predicts for a Case with
+``enable_encoder_swa_bounded_replay`` from the plan (:mod:`swafuzz.server.timeline`) and the
+request slots the release chose (observed, validated first); addendum §2.2, ``SEMANTICS.md``:
+``window_slots`` (each request of a forward holds a slot >= 1 no other live request holds, for
+its life; a prefill from position 0 resets the slot's tags), ``write_targets`` (fed here: rows,
+padding included, at workspace rows ``groups * W + k``; ``groups``: an EXTEND's requests, a
+DECODE's rows), ``window_history`` (group ``g``'s history for first position ``f``: ``f - W +
+j`` where >= 0, else the zero row, tag -1; a DECODE's padding groups read none), ``window_ring``
+(every ring row of a request slot holds tag and stub bytes of the last position committed there,
+each run's last ``capacity`` rows; padding never commits to a request's slot; the zero row keeps
+tag -1). With the late-layer tail (L > 0) an EXTEND's layers from L run each request's last
+``min(W, rows)`` rows (floor ``max(0, seq_len - W)``, ledger ``short-tail-floor``) and commit
+them all; the stub rows are the tail's."""
 
 from __future__ import annotations
 

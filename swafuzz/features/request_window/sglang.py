@@ -1,17 +1,14 @@
 """The ``sglang`` target's V4.1 write path (0.5.21+): SGLang's own request window, layout, tail
 layout and resolver in place of the engine model's (:mod:`features.request_window.engine`).
-
-Real: ``window_layout`` (its torch branch), ``RequestWindow`` (``reset``, ``activate`` with its
+Real: ``window_layout`` (torch branch), ``RequestWindow`` (``reset``, ``activate`` with its
 workspace refusal, ``activate_idle``, ``buffer``'s once-per-layer history copy, ``commit``) on
-swafuzz buffers, ``late_layer_tail_layout`` and the ``LateLayerTail`` / ``DSV4Metadata``
-records, the resolver ``get_swa_out_cache_loc`` through the backend's ``store_cache`` (a pool
-without a mapping under a window, W8), and ``_activate_request_window`` after every eager
-metadata init. Modelled: the Triton copy / commit kernels (row copies with addendum §2.2's
-contract), the store kernel, ``make_core_attn_metadata`` (CUDA; ``window_layout`` is called
-with the arguments it passes), the fold, enter / exit of the tail (plain swaps) and the IDLE
-guard of ``forward``'s commit. Per release: the ``table`` of ``sglang_facts.json`` beside this
-file. The paths built on it (DECODE and prefill graphs, verify, prefix hits) are their
-features' sglang seams."""
+swafuzz buffers, ``late_layer_tail_layout``, the ``LateLayerTail`` / ``DSV4Metadata`` records,
+the resolver ``get_swa_out_cache_loc`` through ``store_cache`` (no mapping under a window, W8)
+and ``_activate_request_window`` after every eager metadata init. Modelled: the Triton copy /
+commit kernels (row copies, addendum §2.2), the store kernel, ``make_core_attn_metadata``
+(CUDA; ``window_layout`` gets its arguments), the fold, the tail's enter / exit (plain swaps)
+and ``forward``'s IDLE guard on the commit. Per release: ``sglang_facts.json`` beside this
+file; the paths built on it are their features' sglang seams."""
 
 from __future__ import annotations
 
@@ -109,11 +106,9 @@ class _Pool(SimpleNamespace):
 
 
 class SGLangWindowPath(WindowPath):
-    """:class:`features.request_window.engine.WindowPath` with SGLang 0.5.23's window, layouts and resolver.
-
-    The paths built on it are the features' sglang seams, through hook points: prefill graphs
-    (``sglang.prefill_graph_runner``), window verify / DP-padded EXTEND
-    (``sglang.window_verify``) and DECODE graphs (``sglang.window_graph_runner``)."""
+    """:class:`features.request_window.engine.WindowPath` with SGLang 0.5.23's window, layouts and
+    resolver; prefill graphs, window verify / DP-padded EXTEND and DECODE graphs come from the part
+    slots ``prefill_graph_runner``, ``window_verify`` and ``window_graph_runner``."""
 
     prefill_runner_cls = PartSlot("sglang", "prefill_graph_runner", optional=True)
     dspark_cls = PartSlot("sglang", "window_verify")
@@ -149,10 +144,9 @@ class SGLangWindowPath(WindowPath):
         dtype, width, P = DTYPES[c.row_dtype], c.row_width, self.P
 
         made = []
-        # 0.5.21 / 0.5.22 commit every row, the unmasked ones to ``sink_row`` = zero_row + 1,
-        # a row of the ring's last page when the page holds two rows or more (the server's
-        # SWA page is 256 tokens). A Case at page size 1 has no such row: the adapter gives
-        # the ring (and the release's tag table) one extra row there, as a wider page would.
+        # 0.5.21 / 0.5.22 commit unmasked rows to ``sink_row`` = zero_row + 1, in the ring's
+        # last page when it holds two rows or more: at page size 1 the ring (and tag table)
+        # gets one extra row, as a wider page would.
         sink_pad = 1 if P == 1 and features.WINDOW_COPY == "copy_packed_tokens" else 0
 
         def factory(rows: int, layers: int) -> _Pool:
@@ -190,9 +184,8 @@ class SGLangWindowPath(WindowPath):
         return idx.long(), list(lens), floor.long()
 
     def init_metadata(self, fb, req, floor, groups, per_req) -> None:
-        """The engine model's metadata, rebuilt as the release's records: ``DSV4Metadata``
-        holding the core (with ``request_window_layout``) and, for the tail, a
-        ``LateLayerTail``."""
+        """The engine model's metadata as the release's records (``DSV4Metadata``, the tail's
+        ``LateLayerTail``)."""
         super().init_metadata(fb, req, floor, groups, per_req)
         if self.skip_init(fb.forward_mode):
             return
@@ -271,10 +264,9 @@ class SGLangWindowPath(WindowPath):
             self.window.commit(self.real_pool._swa_local_layer_id(layer))
 
     def history_tags(self, layer):
-        """The release's ``RequestWindow.tags`` of the layer's window-local id at the rows the
-        active layout's history copy read (read after the copy, before the commit): 0.5.23's
-        ``WindowLayout.history_src``; 0.5.21 / 0.5.22 compute them in
-        ``RequestWindow._history_src(layout)`` (the layout has no such field)."""
+        """The release's ``RequestWindow.tags`` (the layer's window-local id) at the rows the active
+        layout's history copy read: 0.5.23's ``WindowLayout.history_src``, 0.5.21 / 0.5.22's
+        ``RequestWindow._history_src(layout)``."""
         w = self.window
         src = getattr(w.layout, "history_src", None)
         if src is None:
@@ -288,12 +280,10 @@ class SGLangWindowPath(WindowPath):
         return [tensor_bytes(b) for b in self.window.state.kv_buffer]
 
     def step_obs(self, i: int):
-        """The ring and its tags as the Case's window holds them (``rows + P`` rows). 0.5.21 /
-        0.5.22 (``copy_packed_tokens`` family): every unmasked row of a commit goes to the
-        release's ``sink_row`` (zero_row + 1), a row of the zero page that no read path uses
-        (an invalid history slot reads ``zero_row``); its bytes and tag are reported as the
-        zero page holds them before any commit (zeros, -1), and the adapter's extra row at
-        page size 1 is cut off. ``zero_row`` itself is reported as it is."""
+        """The ring and tags as the Case's window holds them (``rows + P`` rows). 0.5.21 / 0.5.22
+        (``copy_packed_tokens``) commit every unmasked row to ``sink_row`` (zero_row + 1), a zero-page
+        row no read path uses: it is reported as before any commit (zeros, tag -1) and the adapter's
+        extra row at page size 1 cut off; ``zero_row`` is reported as it is."""
         if not self.on or features.WINDOW_COPY != "copy_packed_tokens":
             return super().step_obs(i)
         w = self.window

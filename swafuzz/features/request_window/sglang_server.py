@@ -1,18 +1,15 @@
 """The request window at server level (imports SGLang): the hop the server-level pipeline
 (:mod:`swafuzz.targets.sglang.pipeline.steps`, hook ``sglang.server_window``) runs per forward
-of a Case with ``enable_encoder_swa_bounded_replay``.
-
-Per EXTEND, before ``ForwardBatch.init_new``: the release's own ``fold_encoder_swa_replay``
-(``run_encoder_swa_replay`` without the fold) over a worker stand-in holding the real
-``RequestWindow``, which resets the slot of every request that starts its window; a cached
-prefix that would fold rows is not driven (the radix cache is off). Per forward, after
-``init_new`` and the release's MLP-sync padding: the rows through
-:class:`features.request_window.sglang.SGLangWindowPath` (request slots the release's
+of a Case with ``enable_encoder_swa_bounded_replay``. Per EXTEND, before
+``ForwardBatch.init_new``: the release's ``fold_encoder_swa_replay`` (``run_encoder_swa_replay``
+without the fold) over a worker stand-in holding the real ``RequestWindow``, resetting the slot
+of every request that starts its window (a cached prefix that would fold rows is not driven:
+the radix cache is off). Per forward, after ``init_new`` and the MLP-sync padding: the rows
+through :class:`features.request_window.sglang.SGLangWindowPath` (slots the release's
 ``req_pool_indices``; an eager EXTEND laid out as the release's eager metadata chain does, a
-DECODE one group per row with padding in slot 0; with the late-layer tail an EXTEND's late
-layers run ``late_layer_tail_layout``'s rows), then the store through the release's resolver
-and ``store_cache`` and ``RequestWindow.commit``; the ring's tags and bytes are read after it.
-What is real and modelled: :mod:`.server_hops` (``swafuzz list --target sglang``)."""
+DECODE one group per row with padding in slot 0; the tail's late layers on
+``late_layer_tail_layout``'s rows), the release's resolver, ``store_cache`` and
+``RequestWindow.commit``, then the ring's tags and bytes. Real and modelled: :mod:`.server_hops`."""
 
 from __future__ import annotations
 

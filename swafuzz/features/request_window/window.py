@@ -1,14 +1,12 @@
-"""The request window's data in the engine model (the leaf of the V4.1 write path; ``SEMANTICS.md``
-beside this file, addendum §2.2-§2.4; imports none of the paths built on it):
-:class:`WinFwdObs` / :class:`WinStepObs` (what a forward / a step reports in the channel),
-:class:`LayoutT` and :func:`build_layout` (int64/int32 tensors, one group per request: write
-rows, history sources / positions / validity, commit mask, size), :func:`tail_layout` (the late
-layers' rows, lengths and floors), :class:`RequestWindowModel` (the ring ``[(S+1)*cap + P,
-row]`` per target layer, the last page zeros; ``tags`` int64 ``[layers, ring rows]``, -1 empty;
-the single-layer workspace ``[WS, row]``; buffers viewed ``[rows // P, P, row_width]`` of the
-row dtype so the store kernel writes them), and the helpers the paths share
-(:func:`tensor_bytes`, :func:`store_obs`, :func:`graph_obs`, :func:`i64`, :func:`with_padding`,
-:func:`copy_layout`)."""
+"""The request window's data in the engine model (the leaf of the V4.1 write path, importing none
+of the paths built on it; ``SEMANTICS.md`` beside this file, addendum §2.2-§2.4): what a forward
+/ step reports (:class:`WinFwdObs` / :class:`WinStepObs`), :class:`LayoutT` and
+:func:`build_layout` (int64/int32 tensors, one group per request: write rows, history sources /
+positions / validity, commit mask, size), :func:`tail_layout` (late layers' rows, lengths,
+floors), :class:`RequestWindowModel` (per target layer the ring ``[(S+1)*cap + P, row]``, last
+page zeros; ``tags`` int64 ``[layers, ring rows]``, -1 empty; the one-layer workspace ``[WS,
+row]``; all viewed ``[rows // P, P, row_width]`` of the row dtype for the store kernel) and the
+paths' shared helpers."""
 
 from __future__ import annotations
 

@@ -66,18 +66,7 @@ class DSparkPath:
     def padded_extend(self, i: int, s: Step) -> WinFwdObs:
         """``extend`` with ``rank_tokens``: the plain extend's rows (replay fold included),
         then ``max(rows, *rank_tokens) - rows`` padding rows (full location 0)."""
-        p, al = self.p, self.p.e.allocator
-        pre = {rid: len(al.tokens[rid]) for rid in s.rids}
-        al.extend(list(zip(s.rids, s.lengths)))
-        rows, locs = [], []
-        for rid in s.rids:
-            r = min(pre[rid], p.W) if rid in s.replay else 0
-            if r:
-                p.reset_slot(p.slot[rid])
-            toks = al.tokens[rid]
-            start = pre[rid] - r
-            rows += [(p.slot[rid], q, start if r else 0) for q in range(start, len(toks))]
-            locs += toks[start:]
+        rows, locs, _, _ = self.p.extend_rows(self.p.extend_per(s))
         return self.padded_forward(i, rows, locs, len(s.rids), s.rank_tokens)
 
     def padded_decode(self, i: int, s: Step) -> WinFwdObs:

@@ -1,15 +1,13 @@
 """The DSpark TARGET_VERIFY graph under a request window with early verify metadata (sglang
 0.5.23 ``_install_early_verify_metadata``, addendum §4), for
 :class:`features.request_window.dspark.engine.DSparkPath`: a graph ``verify`` whose batch equals
-a bucket runs through :class:`VerifyGraphRunner` under an executor that captures graphs.
-
-The verify metadata (the layout of the ``B * T`` rows, ``G = B``) is built on the host before
-the capture and before every replay and copied in place into the bucket's captured metadata
-(``WindowLayout.copy_``; a non-None ``swa_out_cache_loc`` refreshed in place too). The graph
-runs no metadata init: its stores resolve through the path's resolver (W), history copy and
-commit read the captured layout. Capture state: ``B`` requests of slot 0 at positions ``1..T``.
-Buffers: per target layer K rows ``[max_bucket * T, row_width]``, per bucket and layer a
-workspace snapshot, per bucket the captured metadata."""
+a bucket runs through :class:`VerifyGraphRunner` under a capturing executor. The verify
+metadata (layout of the ``B * T`` rows, ``G = B``) is built on the host before the capture and
+every replay and copied in place into the bucket's captured one (``WindowLayout.copy_``; a
+non-None ``swa_out_cache_loc`` too). The graph runs no metadata init: stores resolve through the
+path's resolver (W), history copy and commit read the captured layout. Capture state: ``B``
+requests of slot 0 at positions ``1..T``. Buffers: per target layer K rows ``[max_bucket * T,
+row_width]``, per bucket and layer a workspace snapshot, per bucket the captured metadata."""
 
 from __future__ import annotations
 

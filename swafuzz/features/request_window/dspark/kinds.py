@@ -1,17 +1,14 @@
 """Scenario kinds ``dspark_verify``, ``dspark_verify_graph`` and ``window_dp_extend``: target
-verify (eager and through the verify graph) and DP-padded EXTENDs on the request-window pools
-of :mod:`features.request_window.kinds` (no tail); semantics: ``SEMANTICS.md`` beside this
-file, reference :mod:`features.request_window.dspark.oracle`. Draw order shrinks towards page
-size 1, the smallest window, one layer, one slot, one request, one short step.
-
-* ``dspark_verify``: ``num_draft_tokens`` 1..4, the ring raised to ``window +
-  num_draft_tokens`` (sglang's sizing); eager verifies of 1..3 requests with and without
-  ``accept`` among admits, extends, decodes, finishes and evictions.
-* ``dspark_verify_graph``: buckets from :data:`BUCKET_SETS`; verifies with ``exec: "graph"`` of
-  a batch equal to a bucket (eagerly under the eager executor) and eager ones.
-* ``window_dp_extend``: ``extend`` with ``rank_tokens`` (some replaying an even-length request)
-  and ``dp_decode`` with ``dp_extend``; other ranks' counts 0..3W+6, so some layouts overflow a
-  small workspace (a refusal, A7)."""
+verify (eager and through the verify graph) and DP-padded EXTENDs on the request-window pools of
+:mod:`features.request_window.kinds` (no tail; ``SEMANTICS.md`` beside this file, reference
+:mod:`features.request_window.dspark.oracle`). ``dspark_verify``: ``num_draft_tokens`` 1..4,
+the ring raised to ``window + num_draft_tokens`` (sglang's sizing); eager verifies of 1..3
+requests with and without ``accept`` among admits, extends, decodes, finishes, evictions. ``dspark_verify_graph``: buckets from
+:data:`BUCKET_SETS`; graph verifies of a batch equal to a bucket, and eager ones.
+``window_dp_extend``: ``extend`` with ``rank_tokens`` (some replaying an even-length request)
+and ``dp_decode`` with ``dp_extend``; other ranks' counts 0..3W+6, so some layouts overflow a
+small workspace (a refusal, A7). Shrinks towards page size 1, the smallest window, one layer,
+one slot, one request, one short step."""
 
 from __future__ import annotations
 

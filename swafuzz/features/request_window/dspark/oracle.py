@@ -104,14 +104,7 @@ def _padded_extend(win, sh, i: int, s: Step) -> None:
     """``extend`` with ``rank_tokens``: the plain extend's rows (replay fold included), then
     MAX_LEN padding rows."""
     win.check_extend(sh, i, s)
-    rows = []
-    for rid, n in zip(s.rids, s.lengths):
-        pq = len(sh.tokens[rid])
-        r = min(pq, win.W) if rid in s.replay else 0
-        if r:
-            win.reset_slot(win.slot[rid])
-        sh.extend(rid, n)
-        rows += [(win.slot[rid], p, pq - r if r else 0) for p in range(pq - r, pq + n)]
+    rows = win.extend_rows(sh, s)[0]
     _forward(win, i, "EXTEND", rows, _pad_of(i, s, len(rows)), len(s.rids))
 
 

@@ -1,14 +1,12 @@
-"""A DP-padded EXTEND under a request window whose padding is the release's own (issue 18 item 2).
+"""A DP-padded EXTEND under a request window whose padding is the release's own.
 
 :class:`ReleasePaddedDSpark` is :class:`features.dspark.sglang.SGLangDSpark` whose padded forward
-takes its ``out_cache_loc`` and ``positions`` from a **padder**: a callable handed this rank's
-batch (per request its sequence length and extend length, and the real rows' full locations)
-that returns the padded ``out_cache_loc`` and ``positions`` the release's MLP-sync padding made
-of it (:meth:`features.dp.sglang_sync.DPSync.step`, on real process groups). The real rows must
-come back unchanged and first; every padding row then enters the window path (layout, store,
-commit) with the release's location and position, and the forward's row count is the release's.
-Without a padder it is the plain seam (padding from the Case's ``rank_tokens``).
-"""
+takes ``out_cache_loc`` and ``positions`` from a **padder**: a callable handed this rank's batch
+(per request its sequence and extend length, the real rows' full locations) returning what the
+release's MLP-sync padding made of it (:meth:`features.dp.sglang_sync.DPSync.step`, on real
+process groups). The real rows must come back unchanged and first; each padding row enters the
+window path (layout, store, commit) with the release's location and position, and the forward's
+row count is the release's. Without a padder: the plain seam (``rank_tokens`` padding)."""
 
 from __future__ import annotations
 

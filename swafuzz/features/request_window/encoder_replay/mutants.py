@@ -181,9 +181,7 @@ class _DeferredTagPath(UnifiedEngine.step_path_cls):  # the engine's path (tail 
 class TagsDeferredToStepEnd(UnifiedEngine):
     """The commit writes the ring rows but stamps their tags only when the step ends: a second
     forward of the same step (the separate encoder replay forward, then the extend) uses rows
-    whose tags still say 'empty' (W5, E1). Bytes are untouched and every tag is right again when
-    the step ends, so the ``window`` check (workspace bytes per layer, tags and ring bytes after
-    every step) passes; only the ``history`` check (:mod:`features.request_window.history_checks`), which reads
-    the tags at the moment of use, sees it."""
+    whose tags still say 'empty' (W5, E1). Bytes and end-of-step tags are right, so only the
+    ``history`` check (tags at use) sees it."""
 
     step_path_cls = _DeferredTagPath

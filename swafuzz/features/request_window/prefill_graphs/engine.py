@@ -1,22 +1,16 @@
-"""Breakable prefill graphs under a request window (addendum §4 "Breakable prefill graphs", §5
-W3/W6/W7): the section "Prefill graphs under a request window" of ``SEMANTICS.md`` beside this
-file, for :class:`features.request_window.engine.WindowPath`. An ``admit`` / ``extend`` with
-``exec == "graph"`` (window, no tail) whose ``n`` rows fit a token bucket ``T`` (smallest ``T >=
-n`` with ``T <= 2 * n``) runs through :class:`PrefillGraphRunner` under an executor that
-captures graphs; otherwise eagerly.
-
-The pieces stand for 0.5.23's: :meth:`PrefillGraphRunner.expand` (``expand_prefill_causally``:
-padding rows repeat the last slot at position 0), :meth:`~PrefillGraphRunner.live_rows`
-(``request_window_live_rows``) and :meth:`~PrefillGraphRunner.build` (:func:`padded_layout`,
-``num_groups = min(S + 1, T)``); the capture (one request of slot 0 with ``T`` tokens) keeps
-its layout object per bucket; one captured :meth:`~PrefillGraphRunner.segment` per target layer
-(history copy and store) and an eager :meth:`~PrefillGraphRunner.brk` (the commit); a replay
-refreshes the bucket's layout object in place (:meth:`~PrefillGraphRunner.refresh`,
-``WindowLayout.copy_``, W7).
-
-Buffers (engine device): per target layer a K-row buffer ``[max bucket, row_width]`` of the row
-dtype; per bucket the layout object (:class:`LayoutT`, ``size = G * W + T``) and one captured
-handle per target layer."""
+"""Breakable prefill graphs under a request window (addendum §4, §5 W3/W6/W7; "Prefill graphs
+under a request window" in ``SEMANTICS.md`` beside this file), for
+:class:`features.request_window.engine.WindowPath`: an ``admit`` / ``extend`` with ``exec ==
+"graph"`` (window, no tail) whose ``n`` rows fit a token bucket (smallest ``T >= n``, ``T <= 2 *
+n``) runs through :class:`PrefillGraphRunner` under a capturing executor, else eagerly. 0.5.23's
+pieces: :meth:`~PrefillGraphRunner.expand` (``expand_prefill_causally``: padding rows repeat the
+last slot at position 0), :meth:`~PrefillGraphRunner.live_rows` (``request_window_live_rows``),
+:meth:`~PrefillGraphRunner.build` (:func:`padded_layout`, ``num_groups = min(S + 1, T)``); per
+target layer one captured :meth:`~PrefillGraphRunner.segment` (history copy, store) and an eager
+:meth:`~PrefillGraphRunner.brk` (commit); a replay refreshes the bucket's layout object in place
+(:meth:`~PrefillGraphRunner.refresh`, ``WindowLayout.copy_``, W7). Buffers: per target layer K
+rows ``[max bucket, row_width]`` of the row dtype; per bucket the capture's layout object (one
+request of slot 0, ``T`` tokens; :class:`LayoutT`, ``size = G * W + T``) and a handle per layer."""
 
 from __future__ import annotations
 

@@ -1,27 +1,15 @@
-"""The late-layer tail under graphs (addendum §2.4, §3 T, §4, §5 T1/T4, §6 A3/A9): the paragraph
-"Late-layer tail under graphs" of ``SEMANTICS.md`` beside this file. :class:`TailGraphPath` is
-:class:`features.request_window.engine.WindowPath` plus the steps with ``tail_exec`` (upstream
-0.5.23 ``DecoderReplayTail`` row-bucket graphs, whose SWA store is an eager break, and 0.5.22's
-prefill-graph tail over a capacity-sized block of persistent buffers).
-
-* :class:`TailBucketRunner`: the bucket choice (:meth:`~TailBucketRunner.bucket_from`: under DP
-  the largest rank's rows), per late layer a static K buffer of the largest bucket's rows, and
-  the store break's K sliced to the real rows (:meth:`~TailBucketRunner.k_rows`, A3). The store
-  is an eager break upstream, so the body runs host-side under every executor.
-* the prefill-graph tail (paged pools): an int64 full-location and an int32 SWA-location buffer
-  of ``graph.tail_capacity`` rows, refilled in place per forward (real rows first, zeros after:
-  :meth:`TailGraphPath.fill_capacity`); under a graph executor the late layers' stores are one
-  captured block (:meth:`TailGraphPath.prefill_graph_block`); entering the tail sets the batch's
-  non-padded count to ``real_rows_count``, leaving restores it.
-* the IDLE DP rank (window pools) replays the peer's bucket with no rows: no store, and no
-  commit although the graph relabels its batch EXTEND (:meth:`TailBucketRunner.commit_allowed`,
-  A9).
-* T4: after :meth:`TailGraphPath.exit_graph_tail` the path resolves what a store would get now
-  (:meth:`TailGraphPath.probe`) and reads the batch's non-padded count.
-
-``WinFwdObs.tail_graph`` (a dict, on forwards with ``tail_exec``): ``exec``, ``bucket`` (None:
-eager fallback or prefill), ``capacity`` (prefill), ``probe_locs`` / ``probe_dtype`` /
-``probe_count`` (after exit)."""
+"""The late-layer tail under graphs (addendum §2.4, §3 T, §4, §5 T1/T4, §6 A3/A9; "Late-layer tail
+under graphs" in ``SEMANTICS.md`` beside this file): :class:`TailGraphPath` is
+:class:`features.request_window.engine.WindowPath` plus the steps with ``tail_exec``. 0.5.23's
+``DecoderReplayTail`` row-bucket graphs (:class:`TailBucketRunner`): the bucket from the largest
+DP rank's rows, per late layer a static K buffer of the largest bucket's rows, the store an eager
+break (host-side under every executor) fed the real rows (A3); an IDLE DP rank replays the peer's
+bucket with no store and no commit (A9). 0.5.22's prefill-graph tail (paged pools): an int64
+full- and an int32 SWA-location buffer of ``graph.tail_capacity`` rows refilled in place (real
+rows, then zeros), the late layers' stores one captured block under graph executors, the batch's
+non-padded count ``real_rows_count`` inside the tail. T4: after the exit, ``WinFwdObs.tail_graph``
+(a dict) records ``exec``, ``bucket`` (None: eager fallback or prefill), ``capacity`` (prefill)
+and what a store would resolve now (``probe_locs`` / ``probe_dtype`` / ``probe_count``)."""
 
 from __future__ import annotations
 
@@ -133,8 +121,7 @@ class TailGraphPath(WindowPath):
 
     # -- prefill-graph tail ----------------------------------------------------------------------
     def fill_capacity(self, fb: ForwardBatch) -> None:
-        """Refill the persistent buffers for this forward's tail: real rows first, zeros after;
-        the tail metadata then carries the whole int32 buffer and ``real_rows_count``."""
+        """Refill the persistent buffers for this forward's tail: real rows first, zeros after."""
         idx = self.tail_metadata.late_layer_tail.token_indices
         n = idx.numel()
         if n > self.cap_rows:

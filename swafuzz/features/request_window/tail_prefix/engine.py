@@ -1,10 +1,9 @@
-"""Prefix hits, compressor write locations and the separate encoder-replay forward of the engine
-model's window / tail path (the base :class:`TailPrefixMixin` of
-:class:`features.request_window.engine.WindowPath`): the section of ``SEMANTICS.md`` beside this
-file (addendum §2.3, §2.4, §5 T5 / E1 / E2, §6 A13). One decision per method (a mutant overrides
-one): :meth:`~TailPrefixMixin.prefix_hit` (the late-layer cap on a radix hit),
-:meth:`~TailPrefixMixin.admit_prefix`, :meth:`~TailPrefixMixin.compressor_loc` /
-:meth:`~TailPrefixMixin.c4_loc` (int64 ``[rows]``), and :meth:`~TailPrefixMixin.reset_hits`,
+"""Prefix hits, compressor write locations and the separate encoder-replay forward of the window /
+tail path (:class:`TailPrefixMixin`, a base of :class:`features.request_window.engine.WindowPath`;
+``SEMANTICS.md`` beside this file, addendum §2.3, §2.4, §5 T5 / E1 / E2, §6 A13). One decision
+per method (a mutant overrides one): :meth:`~TailPrefixMixin.prefix_hit` (the late-layer cap on
+a radix hit), :meth:`~TailPrefixMixin.admit_prefix`, :meth:`~TailPrefixMixin.compressor_loc` /
+:meth:`~TailPrefixMixin.c4_loc` (int64 ``[rows]``), :meth:`~TailPrefixMixin.reset_hits`,
 :meth:`~TailPrefixMixin.replay_span`, :meth:`~TailPrefixMixin.separate` (0.5.21/0.5.22
 ``run_encoder_swa_replay``: reset the hit slots, one replay EXTEND over ``req_to_token[slot, Pq
 - r:Pq]`` without the ratio-1/2 source compressors, then the scheduled extend)."""
@@ -36,7 +35,7 @@ class CompObs:
 class TailPrefixMixin:
     """Base of :class:`features.request_window.engine.WindowPath` (module docstring). Uses the path's ``e``
     (engine), ``cfg``, ``W``, ``P``, ``L``, ``on``, ``slot``, ``free_slots``,
-    ``reset_slot``, ``forward`` and ``extend_forward``."""
+    ``reset_slot``, ``forward``, ``extend_rows`` and ``extend_forward``."""
 
     # -- T5: the radix hit ----------------------------------------------------------------------
     def prefix_hit(self, n: int, length: int) -> int:
@@ -123,16 +122,13 @@ class TailPrefixMixin:
             hits += 1
         out = [self.forward(i, ForwardMode.EXTEND, rows, locs, hits, per_req, fwd=0,
                             replay=None, low_ratio=False)]
-        rows, locs, per_req = [], [], []
-        for rid, _r, new in per:
-            n0 = len(al.tokens[rid]) - len(new)
-            sl = self.slot.get(rid, 0)
-            rows += [(sl, p, 0) for p in range(n0, len(al.tokens[rid]))]
-            locs += new
-            per_req.append(len(new))
-        out.append(self.forward(i, ForwardMode.EXTEND, rows, locs, len(per), per_req, fwd=1,
-                                replay=[False] * len(rows)))
-        return out
+        return out + [self.scheduled_forward(i, per)]
+
+    def scheduled_forward(self, i: int, per):
+        """The separate replay's scheduled extend (index 1): the new rows only, floor 0."""
+        rows, locs, per_req, replay = self.extend_rows([(rid, 0, new) for rid, _r, new in per])
+        return self.forward(i, ForwardMode.EXTEND, rows, locs, len(per), per_req, fwd=1,
+                            replay=replay)
 
 
 class TailPrefixSGLang(SGLangPart):

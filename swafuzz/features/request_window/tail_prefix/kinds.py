@@ -1,17 +1,13 @@
-"""Scenario kind ``tail_prefix``, and :func:`prefix_kind`, whose episode ``replay_separate``
+"""Scenario kind ``tail_prefix``, and :func:`prefix_kind`, which ``replay_separate``
 (:mod:`features.request_window.encoder_replay.kinds`) shares (addendum §2.3, §2.4, §5 T5 / E1 /
-E2, §6 A13).
-
-* ``tail_prefix``: a late-layer tail (two or three layers) on a paged pool (two times in three)
-  or a request-window pool; admits plain or as radix prefix hits on a live request (whole
-  pages), lengths around ``prefix_len + W`` so the re-prefill cap sometimes cuts the hit,
-  removes it or leaves it whole; extends (replaying some requests under a window) and decodes.
-* ``replay_separate``: a request-window pool with ``separate_replay = 1``, with or without a
-  tail: replaying extends, prefix admits, decodes.
-
-Valid Cases only: no finish and no eviction (shared pages never need sharing-aware freeing), a
-slot per admitted request, an even hit under a window, pages counted as the contract allocates
-them. Shrinks towards page size 1, the smallest window, two layers, one slot, a paged pool, one
+E2, §6 A13). ``tail_prefix``: a late-layer tail (two or three layers) on a paged pool (two times
+in three) or a request-window pool; admits plain or as whole-page radix prefix hits on a live
+request, lengths around ``prefix_len + W`` so the re-prefill cap cuts, removes or keeps the
+hit; extends (replaying some requests under a window), decodes. ``replay_separate``: a window
+pool with ``separate_replay = 1``, tail or not: replaying extends, prefix admits, decodes.
+Valid Cases only: no finish or eviction (shared pages never need sharing-aware freeing), a slot
+per admitted request, an even hit under a window, pages counted as the contract allocates them.
+Shrinks towards page size 1, the smallest window, two layers, one slot, a paged pool, one
 prefix admit."""
 
 from __future__ import annotations

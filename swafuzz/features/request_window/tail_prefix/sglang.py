@@ -144,13 +144,4 @@ class SGLangTailPrefixPath(SGLangWindowPath):
             rows += [(self.slot[rid], p, start) for p in range(start, int(rep.seq_lens_cpu[b]))]
         out = [self.forward(i, ForwardMode.EXTEND, rows, rep.out_cache_loc.tolist(), len(hits),
                             list(rep.extend_lens), fwd=0, replay=None, low_ratio=False)]
-        al = self.e.allocator
-        rows, locs = [], []
-        for rid, _r, new in per:
-            n0 = len(al.tokens[rid]) - len(new)
-            rows += [(self.slot[rid], p, 0) for p in range(n0, len(al.tokens[rid]))]
-            locs += new
-        out.append(self.forward(i, ForwardMode.EXTEND, rows, locs, len(per),
-                                [len(new) for _, _, new in per], fwd=1,
-                                replay=[False] * len(rows)))
-        return out
+        return out + [self.scheduled_forward(i, per)]

@@ -1,18 +1,14 @@
-"""DECODE graphs under a request window (addendum §3 "I (window)", §4 "Decode bucket", §5 W6, W7):
-the paragraph of ``SEMANTICS.md`` beside this file, for
-:class:`features.request_window.engine.WindowPath`. A graph ``decode`` / ``idle`` /
-``dp_decode`` whose batch fits a bucket runs through :class:`WindowGraphRunner` under an
-executor that captures graphs; eagerly otherwise.
-
-The decode bucket's metadata is Raw: the layout is built inside the captured forward from the
-static ``req`` / ``seq_lens`` buffers, one group per row (:func:`graph_layout`, tensor ops only,
-no host sync). Padded rows are slot 0 at position 0 and commit only into slot 0; an IDLE replay
-substitutes every row so, and the captured commit has no IDLE guard.
-
-Buffers (engine device): ``static_req`` int64 ``[max_bucket]`` (fill 0), ``static_seq`` int64
-(fill 1), per target layer a K-row buffer ``[max_bucket, row_width]``, per bucket and layer a
-workspace snapshot copied in-graph. A bucket's layout object is its capture's (W7); after every
-replay the host drops the window's ``prepared`` key (A5)."""
+"""DECODE graphs under a request window (addendum §3 "I (window)", §4 "Decode bucket", §5 W6, W7;
+``SEMANTICS.md`` beside this file), for :class:`features.request_window.engine.WindowPath`: a
+graph ``decode`` / ``idle`` / ``dp_decode`` whose batch fits a bucket runs through
+:class:`WindowGraphRunner` under a capturing executor, else eagerly. The bucket's metadata is
+Raw: the captured forward builds the layout from the static buffers, one group per row
+(:func:`graph_layout`, tensor ops, no host sync); padded rows are slot 0 at position 0 and
+commit only into slot 0; an IDLE replay substitutes every row so, and the captured commit has
+no IDLE guard. Buffers: ``static_req`` int64 ``[max_bucket]`` (fill 0), ``static_seq`` int64
+(fill 1), per target layer K rows ``[max_bucket, row_width]``, per bucket and layer an in-graph
+workspace snapshot; a bucket's layout object is its capture's (W7); after every replay the host
+drops the window's ``prepared`` key (A5)."""
 
 from __future__ import annotations
 
@@ -143,8 +139,7 @@ class WindowGraphRunner:
     def load_batch(self, mode: ForwardMode, slots: list[int], seq: list[int]) -> None:
         """Padded rows: slot 0, seq fill 1 (padding policy ZERO). IDLE: the out-graph IDLE
         substitution leaves every row so."""
-        self.static_req.zero_()
-        self.static_seq.fill_(1)
+        WindowGraphRunner.load_capture_state(self)
         if mode == ForwardMode.IDLE:
             return
         n, dev = len(slots), self.static_req.device

@@ -15,12 +15,7 @@ from dataclasses import replace
 
 from hypothesis import strategies as st
 
-from swafuzz.features.request_window.kinds import (
-    WindowPlanner,
-    admit,
-    finish,
-    window_kind,
-)
+from swafuzz.features.request_window.kinds import WindowPlanner, admit, finish, window_kind
 from swafuzz.scenarios.case import GraphConfig, Step
 from swafuzz.scenarios.episode import action, has_live
 

@@ -149,10 +149,9 @@ class _MemoWindowPath(WindowPath):
 class IdleLocProcessMemo(UnifiedEngine):
     """Addendum §3 I (window): upstream caches the idle layout per ``RequestWindow`` keyed by
     the row count only; here the IDLE branch's locations (both halves of I: ``int32(M[loc])`` on
-    a paged pool, the idle layout's ``write_loc`` under a window) are memoised for the whole
-    process, keyed by (rows, window): within one pool family the memo always holds the right
-    values; across a V4.0 -> V4.1 (or back) switch of engine instances it hands one family's
-    locations to the other."""
+    a paged pool, the idle layout's ``write_loc`` under a window) are memoised per process,
+    keyed by (rows, window): right within one pool family, but a V4.0 <-> V4.1 switch of engine
+    instances hands one family's locations to the other."""
 
     mutant_name = "mutant:switch_idle_loc_process_memo"
     backend_cls = _MemoBackend

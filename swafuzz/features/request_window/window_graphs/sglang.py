@@ -1,21 +1,16 @@
 """The ``sglang`` target's DECODE graphs under a request window (0.5.23 only):
 :class:`features.request_window.window_graphs.engine.WindowGraphRunner` with the release's
-decode-bucket code where it runs on CPU.
-
-Real: the decode runner's buffer registry (``build_decode_registry``, its ``fill_from`` before
-each replay and ``reset_padding`` before a capture), ``build_replay_fb_view``,
+decode-bucket code where it runs on CPU. Real: the buffer registry (``build_decode_registry``,
+``fill_from`` before each replay, ``reset_padding`` before a capture), ``build_replay_fb_view``,
 ``init_forward_metadata_out_graph`` for the DECODE_OR_IDLE bucket at capture and before every
-replay (the IDLE substitution, the Raw metadata copied into the captured one) and, inside the
-captured function, ``init_forward_metadata_in_graph`` (the Raw->full upgrade down to
-``window_layout`` with one group per row), the resolver's W branch through ``store_cache``,
-``RequestWindow`` activate / buffer / commit and ``on_after_cuda_graph_warmup``.
-
-Modelled: the runner itself (bucket choice, lazy capture on a graph backend in its
-constructor's state, the capture batch, zero live ``out_cache_loc``: W8), FlashMLA's plan
-(None), a mask-free ``commit_packed_rows`` inside the graph
-(:func:`features.request_window.window_graphs.engine.dense_commit`) and a zero ``req_to_token``
-table. Per release: the ``table`` of ``sglang_facts.json`` beside this file. After a replay no
-host code runs (as on a GPU): the window's ``layout`` and ``prepared`` key stay."""
+replay (IDLE substitution, Raw metadata copied into the captured one), in the captured function
+``init_forward_metadata_in_graph`` (Raw->full down to ``window_layout``, one group per row), the
+resolver's W branch through ``store_cache``, ``RequestWindow`` activate / buffer / commit and
+``on_after_cuda_graph_warmup``. Modelled: the runner (bucket choice, lazy capture, the capture
+batch, zero live ``out_cache_loc``: W8), FlashMLA's plan (None), a mask-free
+``commit_packed_rows`` in the graph (:func:`~features.request_window.window_graphs.engine.dense_commit`)
+and a zero ``req_to_token``; per release: ``sglang_facts.json`` beside this file. No host code
+runs after a replay (as on a GPU): the window's ``layout`` and ``prepared`` key stay."""
 
 from __future__ import annotations
 
@@ -67,24 +62,21 @@ class SGLangWindowGraphRunner(WindowGraphRunner):
         dev, cfg = path.device, path.cfg
         mx = max(self.buckets)
         bk = self.bk = bare_backend(path.real_pool)
-        bk.tail_forward_metadata = None
-        bk.needs_cpu_seq_lens = False
-        bk.mtp_enabled = False
-        bk.topk, bk.speculative_num_steps = 0, 1
-        bk._early_verify_metadata_ids = set()
-        bk.cuda_graph_metadata_of_bucket_and_bs = {b: {} for b in release_features.backend_mod._GraphBucket}
-        bk.online_c128_mtp = NoC128MTP()
-        bk.page_size = path.P
-        bk.cuda_int32_kwargs = {"dtype": torch.int32, "device": dev}
-        bk.present_ratios, bk.low_ratios = (), ()
-        bk.has_c4 = bk.has_c128 = False
-        bk.index_topk = 512
-        bk.trtllm_attn = False
-        # the constructor's per-forward state (upstream captures at start-up)
-        bk.encoder_replay, bk.encoder_row_floor = False, None
-        bk.MAX_SEQ_LEN_FOR_CAPTURE = cfg.full_pages * cfg.page_size
-        bk.req_to_token = torch.zeros(cfg.window_slots + 1, bk.MAX_SEQ_LEN_FOR_CAPTURE,
-                                      dtype=torch.int32, device=dev)
+        # the constructor's state (upstream captures at start-up): no MTP, no compressed layers,
+        # no encoder replay, a zero request table
+        cap_len = cfg.full_pages * cfg.page_size
+        for k, v in dict(
+                tail_forward_metadata=None, needs_cpu_seq_lens=False, mtp_enabled=False, topk=0,
+                speculative_num_steps=1, _early_verify_metadata_ids=set(),
+                cuda_graph_metadata_of_bucket_and_bs={
+                    b: {} for b in release_features.backend_mod._GraphBucket},
+                online_c128_mtp=NoC128MTP(), page_size=path.P,
+                cuda_int32_kwargs={"dtype": torch.int32, "device": dev}, present_ratios=(),
+                low_ratios=(), has_c4=False, has_c128=False, index_topk=512, trtllm_attn=False,
+                encoder_replay=False, encoder_row_floor=None, MAX_SEQ_LEN_FOR_CAPTURE=cap_len,
+                req_to_token=torch.zeros(cfg.window_slots + 1, cap_len, dtype=torch.int32,
+                                         device=dev)).items():
+            setattr(bk, k, v)
         self.fill_value = RealBackend.get_cuda_graph_seq_len_fill_value(bk)
         self.registry = build_decode_registry(
             device=torch.device(dev), max_bs=mx, max_num_token=mx,

@@ -101,7 +101,8 @@ def cmd_zoo(args) -> int:
                  if v is not None]
         if given:
             raise UsageError(f"{given[0]}: not allowed with --budget ci (its budget is fixed: 1 "
-                             "seed, 60 cases); use --budget full with --examples and --seeds")
+                             "seed, 60 cases, 6 shrink cases); use --budget full with --examples "
+                             "and --seeds")
     args.examples = 200 if args.examples is None else args.examples
     args.seeds = 5 if args.seeds is None else args.seeds
     bad = (args.json and check_out_file("--json", args.json)) or check_out_dir("--out", args.out)

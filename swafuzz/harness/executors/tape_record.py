@@ -158,6 +158,13 @@ class Tape:
 class Recorder(TorchDispatchMode):
     """Records aten ops (dispatch mode) and launches (``kernels.launch`` recorder)."""
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # nothing under the tape is compiled: without torch's dynamo-disable wrap of
+        # __torch_dispatch__, the first dispatch does not import torch._dynamo (~1.3 s CPU in
+        # every process that records)
+        return False
+
     def __init__(self) -> None:
         super().__init__()
         self.ops: list = []

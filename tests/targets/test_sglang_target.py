@@ -115,12 +115,12 @@ def test_real_code_passes_every_check(i):
 @pytest.mark.upstream
 @needs_sglang
 def test_observation_records_release_and_allocations():
-    from swafuzz.targets.sglang import engine
+    from swafuzz.targets.sglang import engine, real
 
     case = _cases()[0]
     obs = engine.SGLangEngine(case, impl="torch").run()
     assert obs.error is None, obs.error
-    assert obs.target_version.startswith(f"sglang {engine.VERSION}")
+    assert obs.target_version.startswith(f"sglang {real.VERSION}")
     assert all(s.alloc is not None for s in obs.steps)
     # page size 1: after finish(1), admit(2) does not take the lowest free slots (SGLang keeps
     # released slots aside until its free list runs short): the oracle must follow its choices
@@ -151,10 +151,10 @@ def test_the_resolver_comes_from_sglang(monkeypatch):
     """0.5.23: a resolver that ignores its IDLE guard (the PR #15227 class) is caught on the
     real backend class; 0.5.12 has no resolver (skip)."""
     from swafuzz.harness.pipeline.execute import execute
-    from swafuzz.targets.sglang import engine
+    from swafuzz.targets.sglang import engine, real
 
     if not engine.UNIFIED_RESOLVER:
-        pytest.skip(f"sglang {engine.VERSION} has no get_swa_out_cache_loc")
+        pytest.skip(f"sglang {real.VERSION} has no get_swa_out_cache_loc")
 
     def always_cached(self, fb):
         core = getattr(self.forward_metadata, "core_attn_metadata", None)
@@ -182,10 +182,10 @@ def test_0_5_12_layer_cache_runs_for_real(monkeypatch):
     catches (here: the stale 2-row translation reaches the 1-row decode store, refused by the
     store contract); with the true start_layer such Cases pass (tests above)."""
     from swafuzz.harness.pipeline.execute import execute
-    from swafuzz.targets.sglang import engine
+    from swafuzz.targets.sglang import engine, real
 
     if engine.UNIFIED_RESOLVER:
-        pytest.skip(f"sglang {engine.VERSION} has no layer-keyed cached translation")
+        pytest.skip(f"sglang {real.VERSION} has no layer-keyed cached translation")
     build = engine.build_real_pool
 
     def shifted(owner):

@@ -13,15 +13,14 @@ DECODE one group per row with padding in slot 0; the tail's late layers on
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from types import SimpleNamespace
-from typing import Iterator
 
 from swafuzz.features.request_window import sglang as seam
 from swafuzz.features.request_window.sglang import SGLangWindowPath
 from swafuzz.targets.forward_mode import ForwardMode
 from swafuzz.targets.sglang import features as release_features
+from swafuzz.targets.sglang.environ import set_attr
 
 from sglang.srt.mem_cache import dsv41_request_window as rw  # noqa: E402  # isort: skip
 from sglang.srt.mem_cache.memory_pool import ReqToTokenPool  # noqa: E402  # isort: skip
@@ -117,15 +116,9 @@ class ServerWindow:
 
 
 # -- server mutants (:mod:`.server_mutants` names and sources them) ------------------------------
-@contextlib.contextmanager
-def _swapped(owner, name: str, make) -> Iterator[None]:
+def _swapped(owner, name: str, make):
     """``owner.name`` replaced by ``make(real)`` while the context runs."""
-    real = getattr(owner, name)
-    setattr(owner, name, make(real))
-    try:
-        yield
-    finally:
-        setattr(owner, name, real)
+    return set_attr(owner, name, make(getattr(owner, name)))
 
 
 def slot_reset_next():

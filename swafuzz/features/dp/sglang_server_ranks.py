@@ -17,6 +17,7 @@ from __future__ import annotations
 from swafuzz.features.dp.server_oracle import rank_case, ranks
 from swafuzz.features.dp.sglang_server_pad import active_mutant, sync_for
 from swafuzz.features.dp.sglang_sync import DPSyncError, RankInput
+from swafuzz.machinery import HarnessError
 from swafuzz.server.case import MAX_STEPS, ServerCase
 from swafuzz.server.observation import ServerObs
 
@@ -63,6 +64,8 @@ def run(case: ServerCase, impl: str, executor, pipeline_cls) -> ServerObs:
                 p.obs.forwards.append(p.store(ev, fb, res[r]["padded"]))
                 p.after_forward(ev, batch)
                 cur = None
+    except (HarnessError, MemoryError):  # the harness's process group: exit 3, not a finding
+        raise
     except Exception as e:  # noqa: BLE001 - the observations record the failure
         _stopped(pipes, cur, e, obs)
     obs.ranks = [p.finish() if p is not None and getattr(p, "obs", None) is not None

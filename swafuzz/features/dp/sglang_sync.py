@@ -4,8 +4,12 @@
 parallel state on gloo over 127.0.0.1 (:mod:`.sglang_sync_worker`); :meth:`DPSync.step` hands
 every rank its :class:`RankInput` and returns what the release's padding made of it
 (:mod:`.sglang_sync_batch`). Workers are always torn down (:meth:`DPSync.close`, also on error,
-timeout or Ctrl-C; each ends itself when its parent dies); a rank that does not answer in time is
-a :class:`DPSyncError` naming rank and request. Imports no SGLang (the workers do). Releases
+timeout or Ctrl-C; each ends itself when its parent dies). Start-up has no fixed deadline: a rank
+beats while it imports and brings up (:mod:`swafuzz.machinery`), and is given up only after
+``--start-timeout`` seconds without progress; a step waits while the ranks live, up to that limit.
+A rank that does not start, dies or does not answer is a :class:`DPSyncHarnessError` (the
+harness's process group: exit 3, never a finding); a rank whose release code raises in a step
+is a :class:`DPSyncError` naming rank and request. Imports no SGLang (the workers do). Releases
 0.5.22 and 0.5.23; others are refused by :func:`check_release` (exit 2 at the CLI).
 """
 
@@ -17,10 +21,13 @@ import os
 import shutil
 import socket
 import tempfile
+import time
 from dataclasses import asdict, dataclass, field
 
 from swafuzz.features.dp import sglang_sync_worker
 from swafuzz.features.dp.sglang_sync_draft import MUTANTS as DRAFT_MUTANTS
+from swafuzz.machinery import BEAT_S, HarnessError, StartTimeout, StartWatch
+from swafuzz.machinery import start_timeout as default_start_timeout
 from swafuzz.targets.sglang.environ import environ
 
 #: every probe of the release the workers change, with the reason (the component table's row)
@@ -84,7 +91,11 @@ _MODEL = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_
 
 
 class DPSyncError(RuntimeError):
-    """A worker failed, refused, or did not answer in time (the message names the rank)."""
+    """A worker's release code failed or refused a request (the message names the rank)."""
+
+
+class DPSyncHarnessError(HarnessError, DPSyncError):
+    """A rank did not start, died, or did not answer: the process group, not the release."""
 
 
 class DPSyncInputError(ValueError):
@@ -170,16 +181,22 @@ def _free_port() -> int:
 class DPSync:
     """``tp_size`` ranks of the release's parallel state; use as a context manager."""
 
-    def __init__(self, shape: ServerShape = ServerShape(), *, start_timeout: float = 180.0,
-                 step_timeout: float = 30.0, env: dict[str, str] | None = None):
+    def __init__(self, shape: ServerShape = ServerShape(), *, start_timeout: float | None = None,
+                 step_timeout: float | None = None, env: dict[str, str] | None = None):
         """``env``: the deployment's environment variables the ranks start with (the release
-        reads some limits from ``SGLANG_*`` variables, e.g. the pplx dispatch budget)."""
+        reads some limits from ``SGLANG_*`` variables, e.g. the pplx dispatch budget).
+        ``start_timeout``: seconds a rank's start-up may go without progress; ``step_timeout``:
+        seconds a step may take while every rank lives (both default to ``--start-timeout``)."""
         import sglang
         check_release(os.path.dirname(os.path.dirname(sglang.__file__)))
         self.shape = shape
         self.env = dict(env or {})
-        self.server = dict(shape.server_args(), dist_timeout=max(10, int(step_timeout)))
-        self.start_timeout, self.step_timeout = start_timeout, step_timeout
+        limit = default_start_timeout()
+        self.start_timeout = limit if start_timeout is None else start_timeout
+        self.step_timeout = limit if step_timeout is None else step_timeout
+        # gloo's own limit: never shorter than the parent's wait (a rank that dies is seen first)
+        self.server = dict(shape.server_args(),
+                           dist_timeout=max(10, int(max(self.start_timeout, self.step_timeout))))
         self.procs: list = []
         self.conns: list = []
         self.facts: list[dict] = []
@@ -203,7 +220,7 @@ class DPSync:
         port = _free_port()
         with environ(self.env):  # a spawned rank starts with the parent's environment
             self._spawn(ctx, port)
-        self.facts = self._collect("start-up", self.start_timeout)
+        self.facts = self._collect("start-up", self.start_timeout, start=True)
 
     def _spawn(self, ctx, port: int) -> None:
         for rank in range(self.shape.tp_size):
@@ -215,27 +232,54 @@ class DPSync:
             self.procs.append(p)
             self.conns.append(a)
 
-    def _collect(self, what: str, timeout: float) -> list:
-        out = []
-        for rank, c in enumerate(self.conns):
-            if not c.poll(timeout):
-                self.close()
-                raise DPSyncError(f"rank {rank} did not answer {what} within {timeout:g} s "
-                                  "(workers stopped)")
-            try:
-                status, value = c.recv()
-            except (EOFError, OSError) as e:
-                self.close()
-                raise DPSyncError(f"rank {rank} died during {what} ({e!r})") from e
-            if status != "ok":
-                self.close()
-                raise DPSyncError(f"rank {rank} failed {what}:\n{value[-3000:]}")
-            out.append(value)
+    def _collect(self, what: str, timeout: float, start: bool = False) -> list:
+        """Every rank's answer to ``what``. ``start``: the ranks beat while they start and
+        each is given up after ``timeout`` s without progress; else ``timeout`` s in all. A
+        rank that dies, does not answer, or fails its start-up: :class:`DPSyncHarnessError`
+        (the workers stopped); a rank that fails a request: :class:`DPSyncError`."""
+        from multiprocessing.connection import wait
+
+        out: list = [None] * len(self.conns)
+        pending = dict(enumerate(self.conns))
+        # one watch for the group: a rank waiting in the rendezvous for a slower peer makes no
+        # progress of its own while the peer does
+        watch = StartWatch("", timeout)
+        marks: dict[int, object] = {}
+        t0 = time.monotonic()
+        try:
+            while pending:
+                ready = wait(list(pending.values()), timeout=min(4 * BEAT_S, timeout))
+                for r, c in list(pending.items()):
+                    if c not in ready:
+                        if not start and time.monotonic() - t0 > timeout:
+                            raise DPSyncHarnessError(f"rank {r} did not answer {what} within "
+                                                     f"{timeout:g} s (--start-timeout; workers "
+                                                     "stopped)")
+                        continue
+                    try:
+                        status, value = c.recv()
+                    except (EOFError, OSError) as e:
+                        raise DPSyncHarnessError(f"rank {r} died during {what} ({e!r})") from e
+                    if status == "starting":
+                        marks[r] = value
+                        continue
+                    if status != "ok":
+                        err = DPSyncHarnessError if start else DPSyncError
+                        raise err(f"rank {r} failed {what}:\n{value[-3000:]}")
+                    out[r] = value
+                    del pending[r]
+                if start and pending:  # progress: a rank's mark moved, or a rank answered
+                    watch.what = (f"process-group rank(s) {', '.join(map(str, pending))} of "
+                                  f"{len(self.conns)} (the DP padding hop's SGLang ranks)")
+                    watch.beat(repr((sorted(marks.items()), sorted(pending))))
+        except (DPSyncError, StartTimeout):
+            self.close()
+            raise
         return out
 
     def _ask(self, what: str, payloads: list) -> list:
         if not self.conns:
-            raise DPSyncError("DPSync is not running (closed or never started)")
+            raise DPSyncHarnessError("DPSync is not running (closed or never started)")
         for c, p in zip(self.conns, payloads):
             c.send(p)
         return self._collect(what, self.step_timeout)

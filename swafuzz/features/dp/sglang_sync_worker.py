@@ -1,7 +1,9 @@
 """A ``sglang_sync`` worker process (spawned by ``DPSync``; imports SGLang): one rank of the
 release's parallel state on gloo. :func:`bring_up` (a tiny model config, no weights), then it
-answers the parent's pipe until told to stop; a watchdog ends it when the parent is gone. Patched
-probes: ``sglang_sync.PATCHED``.
+answers the parent's pipe until told to stop; a watchdog ends it when the parent is gone. Until
+it is up it beats on the pipe (``("starting", mark)``, :mod:`swafuzz.machinery`), so its heavy
+imports come after the beat starts (inside the functions). Patched probes:
+``sglang_sync.PATCHED``.
 """
 
 from __future__ import annotations
@@ -11,10 +13,7 @@ import threading
 import time
 import traceback
 
-import torch.distributed as dist
-
-from swafuzz.features.dp.sglang_sync_batch import model_runner, run_rank
-from swafuzz.features.dp.sglang_sync_draft import run_draft_block
+from swafuzz.machinery import Heartbeat, start_fault
 
 
 def _watchdog(parent_pid: int) -> None:
@@ -29,10 +28,13 @@ def bring_up(rank: int, port: int, server: dict, model_dir: str):
     ``ServerArgs``, ``publish``, ``init_parallel_runtime`` (distributed environment, model
     parallel, DP attention), ``init_layer_runtime`` (the DP gathered buffer); returns (runner
     stand-in, facts)."""
+    import torch.distributed as dist
     from sglang.srt.configs.model_config import ModelConfig
     from sglang.srt.distributed import bootstrap
     from sglang.srt.runtime_context import SpawnRanks, get_parallel, publish
     from sglang.srt.server_args import ServerArgs
+
+    from swafuzz.features.dp.sglang_sync_batch import model_runner
 
     sa = ServerArgs(model_path=model_dir, skip_tokenizer_init=True, device="cpu",
                     dist_timeout=int(server.pop("dist_timeout")), **server)
@@ -82,10 +84,16 @@ def main(rank: int, port: int, server: dict, model_dir: str, conn, parent_pid: i
     threading.Thread(target=_watchdog, args=(parent_pid,), daemon=True).start()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    hb = Heartbeat(lambda mark: conn.send(("starting", mark))).start()
     try:
+        start_fault("rank", hb)  # SWAFUZZ_FAULTS=slow-rank-start=SECONDS
         runner, facts = bring_up(rank, port, dict(server), model_dir)
+        from swafuzz.features.dp.sglang_sync_batch import run_rank
+        from swafuzz.features.dp.sglang_sync_draft import run_draft_block
+        hb.stop()
         conn.send(("ok", facts))
     except BaseException:  # noqa: BLE001 - reported to the parent, which raises
+        hb.stop()
         conn.send(("err", traceback.format_exc()))
         os._exit(1)
     try:

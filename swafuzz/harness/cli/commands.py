@@ -18,7 +18,7 @@ import sys
 
 import torch
 
-from swafuzz import features, targets
+from swafuzz import features, machinery, targets
 from swafuzz.harness.cli import listing
 from swafuzz.harness.cli import parser as cli_parser
 from swafuzz.harness.cli.common import (
@@ -55,6 +55,17 @@ def _prepare_env() -> None:
     """No CUDA: Triton's interpreter, set before Triton is first imported (by a Case)."""
     if not torch.cuda.is_available():
         os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+def _machinery_env(args) -> None:
+    """``SWAFUZZ_FAULTS`` checked (a usage error naming the entry); ``--start-timeout`` passed
+    down to every process the command starts (swafuzz.machinery)."""
+    try:
+        machinery.faults()
+    except machinery.FaultSpecError as e:
+        raise UsageError(str(e)) from None
+    if getattr(args, "start_timeout", None) is not None:  # (main restores it: in-process calls)
+        os.environ[machinery.START_TIMEOUT_ENV] = repr(args.start_timeout)
 
 
 # --------------------------------------------------------------------------- list
@@ -164,7 +175,9 @@ def main(argv: list[str] | None = None) -> int:
         args.examples_given = args.examples is not None
         if args.examples is None:
             args.examples = 300
+    saved = os.environ.get(machinery.START_TIMEOUT_ENV)
     try:
+        _machinery_env(args)  # --start-timeout, SWAFUZZ_FAULTS: for every process started
         _prepare_env()  # after parsing (--help and usage errors load no torch), before plugins
         load_plugins(args)
         return args.fn(args)
@@ -179,6 +192,11 @@ def main(argv: list[str] | None = None) -> int:
                or getattr(args, "dir", None))
         print(report_tool_failure(args.cmd, e, out), file=sys.stderr)
         return EXIT_TOOL
+    finally:
+        if saved is None:
+            os.environ.pop(machinery.START_TIMEOUT_ENV, None)
+        else:
+            os.environ[machinery.START_TIMEOUT_ENV] = saved
 
 
 if __name__ == "__main__":

@@ -1,11 +1,14 @@
 """Tool failures (exit 3: not a finding, not bad input: a swafuzz bug, a full disk, a broken
 dependency) and the output-path checks that keep them from happening late.
 :func:`report_tool_failure` writes the traceback to ``swafuzz-error.log`` in the command's output
-directory (else the temporary directory) and returns the one line the CLI prints.
+directory, else to a file of its own per user and run (:func:`private_log_path`:
+``$XDG_STATE_HOME/swafuzz/error-<pid>-<UTC time>.log``, else ``<tmp>/swafuzz-<user>/...``), and
+returns the one line the CLI prints.
 """
 
 from __future__ import annotations
 
+import getpass
 import importlib
 import os
 import sys
@@ -16,16 +19,38 @@ import traceback
 LOG_NAME = "swafuzz-error.log"
 
 
+def private_log_path() -> str | None:
+    """A new error log of this user and this process (None if none can be made): under
+    ``$XDG_STATE_HOME/swafuzz``, else ``<system temp>/swafuzz-<user>`` (mode 0700, owned by
+    this user); never a file another run or user shares."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid())
+    state = os.environ.get("XDG_STATE_HOME")
+    d = (os.path.join(state, "swafuzz") if state
+         else os.path.join(tempfile.gettempdir(), f"swafuzz-{user}"))
+    try:
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        st = os.lstat(d)
+        if not os.path.isdir(d) or os.path.islink(d) or st.st_uid != os.getuid():
+            return None
+    except OSError:
+        return None
+    return os.path.join(d, f"error-{os.getpid()}-"
+                           f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}.log")
+
+
 def report_tool_failure(cmd: str, exc: BaseException, out_dir: str | None) -> str:
     text = (f"swafuzz {cmd}: tool failure at "
             f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}\n"
             + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
     path = None
-    for d in ([out_dir] if out_dir else []) + [tempfile.gettempdir()]:
+    where_to = [os.path.join(out_dir, LOG_NAME)] if out_dir and os.path.isdir(out_dir) else []
+    for p in where_to + [private_log_path()]:
+        if p is None:
+            continue
         try:
-            if not os.path.isdir(d):
-                continue
-            p = os.path.join(d, LOG_NAME)
             with open(p, "a") as f:
                 f.write(text + "\n")
             path = p

@@ -43,6 +43,24 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+def _seconds(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not 0 < v < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; give a number of seconds > 0")
+    return v
+
+
+def _start_timeout(sp) -> None:
+    """``--start-timeout`` (swafuzz.machinery: the start-up limit of case workers, process-group
+    ranks and Ray tasks; the CLI passes it down as SWAFUZZ_START_TIMEOUT)."""
+    sp.add_argument("--start-timeout", type=_seconds, default=None, metavar="SECONDS",
+                    help="give a starting case worker or process-group rank up after SECONDS "
+                         "without progress (exit 3; default 1800, or SWAFUZZ_START_TIMEOUT)")
+
+
 def build_parser(commands: dict[str, Callable] | None = None) -> argparse.ArgumentParser:
     """The ``swafuzz`` parser; ``commands`` (name -> function) sets each command's ``fn``."""
     fmt = _HelpFormatter
@@ -77,6 +95,7 @@ def build_parser(commands: dict[str, Callable] | None = None) -> argparse.Argume
                         help="torch | triton | cuda | auto (triton)")
         sp.add_argument("--executor", default="auto",
                         help="eager | tape | cudagraph | auto (eager + this machine's graphs) | all")
+        _start_timeout(sp)
 
     r = sub.add_parser("run", formatter_class=fmt, help="fuzz a target: scenarios x checks")
     common(r, many=True)
@@ -198,6 +217,7 @@ def build_parser(commands: dict[str, Callable] | None = None) -> argparse.Argume
     z.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                    help="worker processes (mutants run in parallel)")
     z.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    _start_timeout(z)
     z.add_argument("--level", default="component",
                    help="component | server (the server mutants on the installed SGLang)")
     z.set_defaults(**_bound(commands, "zoo"))

@@ -52,6 +52,7 @@ from swafuzz.harness.pipeline.runconfig import RunConfig, read_run_config, write
 from swafuzz.harness.pipeline.runlock import RunDirBusy, RunLock
 from swafuzz.harness.pipeline.unit import case_worker, close_workers
 from swafuzz.harness.pipeline.worker import CaseWorker, WorkerSetupError
+from swafuzz.machinery import HarnessError
 from swafuzz.reports.bundle import read_bundle, signature_filename
 from swafuzz.reports.summary import campaign_table
 from swafuzz.scenarios.case import CaseError
@@ -207,13 +208,15 @@ def _check_target(args, cfg, lock, lv) -> None:
                 case_worker(cfg, t).start()
         elif hasattr(lv, "check_target"):
             lv.check_target(cfg)
-    except (ValueError, WorkerSetupError, targets.TargetUnavailable) as e:
-        if not args.resume:  # a new directory: nothing of it is left behind
+    except (ValueError, WorkerSetupError, targets.TargetUnavailable, HarnessError) as e:
+        if not args.resume:  # a new directory: nothing of it is left behind (--out reusable)
             lock.release()
             os.unlink(lock.path)
             for d in (os.path.join(cfg.out, "findings"), cfg.out):
                 if os.path.isdir(d) and not os.listdir(d):
                     os.rmdir(d)
+        if isinstance(e, HarnessError):  # a worker that did not start: exit 3, not a usage error
+            raise
         raise UsageError(str(e)) from None
 
 

@@ -7,7 +7,8 @@ in-flight Case; only this driver writes them into the run directory, plus ``flee
 row per attempt (``start``: node, host, pid; ``died``: why, Cases recorded; ``reads``: the unit's
 corpus reads, so a retry reads the same). A dead worker or node costs at most its running Case:
 the unit is resubmitted with its recorded rows, answered from its log. After :data:`STRIKES`
-attempts in a row that die without a new Case, the unit is a ``crash`` finding. Corpus:
+attempts in a row that die without a new Case, the run ends in a tool failure (exit 3; a
+:class:`~swafuzz.machinery.HarnessError`, as a unit's own HarnessError), never a finding. Corpus:
 ``--db redis://...`` shared by every node, or ``none`` (the default with ``--ray``).
 """
 
@@ -25,6 +26,7 @@ from swafuzz.harness.pipeline.caselog import CaseLog, read_log
 from swafuzz.harness.pipeline.level import case_size
 from swafuzz.harness.pipeline.runconfig import RunConfig, Unit, crash_row
 from swafuzz.harness.pipeline.unit import STOP
+from swafuzz.machinery import FAULTS_ENV, START_TIMEOUT_ENV, HarnessError
 from swafuzz.reports.bundle import atomic_write_text
 
 #: attempts in a row that die without recording a Case before the unit is a crash finding
@@ -191,7 +193,9 @@ def run_fleet(cfg: RunConfig, units: list[Unit], budget: tuple[float, float] | N
         say(f"fleet: {len(units)} units on {cfg.ray} ({res.get('CPU', 0):g} CPUs, "
             f"{res.get('GPU', 0):g} GPUs; {opts['num_cpus']} CPU, {opts['num_gpus']} GPU a unit; "
             f"corpus: {check_db(cfg.db)})")
-        task = ray.remote(unit_stream).options(max_retries=0, **opts)
+        env = {k: os.environ[k] for k in (START_TIMEOUT_ENV, FAULTS_ENV) if k in os.environ}
+        task = ray.remote(unit_stream).options(  # --start-timeout, SWAFUZZ_FAULTS: to the tasks
+            max_retries=0, **opts, **({"runtime_env": {"env_vars": env}} if env else {}))
         ledger_text = None
         if cfg.ledger:
             with open(cfg.ledger) as f:
@@ -230,6 +234,8 @@ def run_fleet(cfg: RunConfig, units: list[Unit], budget: tuple[float, float] | N
                     except RayTaskError as e:  # the unit's own error: a finding, as in a pool
                         gens.pop(g)
                         cause = getattr(e, "cause", None) or e
+                        if isinstance(cause, HarnessError):  # the machinery: exit 3, as in a pool
+                            raise cause from None
                         rows.append(crash_row(cfg, u, f"{type(cause).__name__}: {cause}"))
                         log.write(rows[-1])
                         unit_done(rows[-1])
@@ -259,12 +265,9 @@ def run_fleet(cfg: RunConfig, units: list[Unit], budget: tuple[float, float] | N
                     att.write({"unit": u.id, "event": "died", "attempt": att.attempts[u.id],
                                "error": why, "cases_recorded": n})
                     strikes[u.id] = 0 if n > before else strikes[u.id] + 1
-                    if strikes[u.id] >= STRIKES:
-                        rows.append(crash_row(cfg, u, f"its Ray task died {STRIKES} times "
-                                               f"without recording a Case (last: {why})"))
-                        log.write(rows[-1])
-                        unit_done(rows[-1])
-                        continue
+                    if strikes[u.id] >= STRIKES:  # the fleet's machinery, not the code under test
+                        raise HarnessError(f"unit {u.id}: its Ray task died {STRIKES} times "
+                                           f"without recording a Case (last: {why})")
                     say(f"fleet: unit {u.id} lost its worker ({why}); retrying from its log "
                         f"({n} Cases recorded)")
                     gens[submit(u)] = (u, n)

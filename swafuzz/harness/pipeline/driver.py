@@ -47,6 +47,7 @@ from swafuzz.harness.fleet.shard import shard_units
 from swafuzz.harness.pipeline.caselog import CaseLog, read_log, repair_log
 from swafuzz.harness.pipeline.runconfig import RunConfig, Unit, crash_row
 from swafuzz.harness.pipeline.unit import STOP, close_workers, pool_context, pool_init, run_unit
+from swafuzz.machinery import HarnessError
 
 
 # --------------------------------------------------------------------------- the run
@@ -159,15 +160,21 @@ def _run_pool(cfg: RunConfig, units: list[Unit], budget: tuple[float, float] | N
                         ticker.unit_done(rows[-1])
                     except BrokenProcessPool:
                         broke[u.id] = broke.get(u.id, 0) + 1
+                        if broke[u.id] >= 2 and cfg.isolate:  # no code under test ran there
+                            raise HarnessError(f"unit {u.id}: its pool process died twice "
+                                               "(outside the case worker: out of memory, or "
+                                               "killed from outside)") from None
                         if broke[u.id] >= 2:  # broke two pools: it is the one that dies
                             rows.append(_unit_crash(cfg, u, "the unit's process died twice "
                                                     "(outside the case worker)"))
                         else:
                             pending.append(u)  # maybe collateral: retried in a new pool
+                    except HarnessError:  # the machinery, not the code under test: exit 3
+                        raise
                     except Exception as e:  # noqa: BLE001 - a unit's harness error is a finding
                         rows.append(_unit_crash(cfg, u, f"{type(e).__name__}: {e}"))
                 ticker.tick()
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, HarnessError):
             for p in list(getattr(pool, "_processes", {}).values()):
                 p.terminate()
             pool.shutdown(wait=False, cancel_futures=True)

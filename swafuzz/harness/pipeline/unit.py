@@ -24,12 +24,18 @@ from swafuzz.harness.pipeline.coverage import COVERAGE_DIR, sources_for
 from swafuzz.harness.pipeline.runconfig import RunConfig, Unit
 from swafuzz.harness.pipeline.runlock import die_with, die_with_parent
 from swafuzz.harness.pipeline.worker import CaseWorker
+from swafuzz.machinery import HarnessError
 from swafuzz.targets.plugins import load_env, load_module
 
 #: set by SIGINT/SIGTERM during a run (:mod:`swafuzz.harness.pipeline.driver`); checked before every
 #: case and in the pool loop. The handler does not raise: an exception raised from a signal
 #: handler can land in a gc callback or a ``finally`` and be swallowed.
 STOP = {"flag": False}
+
+
+class _HarnessAbort(BaseException):
+    """A :class:`~swafuzz.machinery.HarnessError` carried out through Hypothesis (which would
+    shrink on an ``Exception``): the unit stops at once, the error reaches the CLI (exit 3)."""
 
 
 # --------------------------------------------------------------------------- one unit
@@ -64,7 +70,10 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
         if STOP["flag"]:  # Ctrl-C / SIGTERM: stop at this safe point, before the next case
             raise KeyboardInterrupt
         t = time.monotonic()
-        v = run_one(case)
+        try:
+            v = run_one(case)
+        except HarnessError as e:
+            raise _HarnessAbort(e) from None
         if cfg.coverage == "bias" and cfg.isolate:  # harness.pipeline.coverage: towards new branches
             hypothesis_target(float(worker.new_arcs), label="new arcs of the code under test")
         if budget is not None:  # --budget: after the unit's first Case, its slice counts,
@@ -124,7 +133,11 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
                     known=known, known_cap=cfg.known_cap, on_known=on_known,
                     strategy=lv.strategy, size=lv.size)
     t0 = time.perf_counter()
-    res = camp.run_kind(unit.kind, unit.examples)  # (campaign pins Hypothesis's literals pool)
+    try:
+        res = camp.run_kind(unit.kind, unit.examples)  # (campaign pins Hypothesis's literals pool)
+    except _HarnessAbort as e:  # nothing of this unit is judged: no unit row, no bundle
+        log.close()
+        raise e.args[0] from None
     finding = None
     path = None
     if res.finding is not None:
@@ -199,7 +212,7 @@ def pool_context():
     else ``spawn``. Either way a pool process shares no state with the CLI's process."""
     if "forkserver" in mp.get_all_start_methods():
         ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload([__name__])
+        ctx.set_forkserver_preload([__name__, "swafuzz.harness.pipeline.serverwatch"])
         return ctx
     return mp.get_context("spawn")
 

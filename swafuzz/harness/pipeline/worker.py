@@ -7,7 +7,12 @@ a fresh interpreter (not a ``multiprocessing`` spawn) that rebuilds the target f
 recipe (``swafuzz.targets.recipe``). Messages are JSON lines: requests on its stdin, replies on a
 private pipe (its stdout goes to stderr: a printing target cannot corrupt the protocol). After
 every case the child probes its device (:func:`device_context_error`); a sticky CUDA error is
-reported as a ``crash`` and the child exits.
+reported as a ``crash`` and the child exits. Start-up has no fixed deadline: the child beats
+while it imports and sets up (:mod:`swafuzz.machinery`), and the parent gives up only after
+``--start-timeout`` seconds without progress (a :class:`~swafuzz.machinery.StartTimeout`); a
+child killed from outside (SIGKILL: the out-of-memory killer, ``SWAFUZZ_FAULTS=kill-worker=N``)
+and a harness exception in the child are :class:`~swafuzz.machinery.HarnessError` (exit 3), not
+findings.
 """
 
 from __future__ import annotations
@@ -29,7 +34,14 @@ from swafuzz.features.validation import loads_case
 from swafuzz.harness.pipeline.coverage import ChildCoverage
 from swafuzz.harness.pipeline.execute import CaseRefused, InvalidCase, Verdict, execute
 from swafuzz.harness.pipeline.level_server import execute_server, prepare
-from swafuzz.harness.pipeline.runlock import die_with_parent
+from swafuzz.machinery import (
+    BEAT_S,
+    HarnessError,
+    Heartbeat,
+    StartTimeout,
+    StartWatch,
+    kill_fault,
+)
 from swafuzz.reports.bundle import atomic_write_text
 from swafuzz.scenarios.case import Case
 from swafuzz.server.case import ServerCase, parse
@@ -60,23 +72,23 @@ def device_context_error() -> str | None:
     return None
 
 
-def _child_main(reply_fd: int, parent_pid: int | None = None) -> int:  # pragma: no cover
-    # runs in the child. A kill -9 of the parent kills it too (no orphan running on)
-    if parent_pid is not None:
-        die_with_parent(parent_pid)
+def _child_main(out, hb: Heartbeat) -> int:  # pragma: no cover
+    # runs in the child, started by the -c line of CaseWorker._start: it already dies with its
+    # parent (runlock.die_with_parent) and beats on ``out`` (machinery.child_boot) until ready.
     # Ctrl-C in a terminal reaches the whole process group: the parent decides what stops
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    out = os.fdopen(reply_fd, "w", buffering=1)
     if not torch.cuda.is_available():  # before Triton is first imported (by a Case)
         os.environ.setdefault("TRITON_INTERPRET", "1")
 
     def send(obj: dict[str, Any]) -> None:
+        hb.stop()  # the first reply ends the start-up: no beat after it
         try:
             out.write(json.dumps(obj) + "\n")
             out.flush()
         except BrokenPipeError:  # the parent is gone (stopped or killed): nothing to report to
             os._exit(0)
 
+    cases = 0
     cov = None  # harness.pipeline.coverage: this child's measurement (--coverage)
     for line in sys.stdin:
         msg = json.loads(line)
@@ -93,6 +105,8 @@ def _child_main(reply_fd: int, parent_pid: int | None = None) -> int:  # pragma:
             except Exception as e:  # noqa: BLE001 - reported to the parent as a setup error
                 send({"setup_error": f"{type(e).__name__}: {e}"})
             continue
+        cases += 1
+        kill_fault(cases)  # SWAFUZZ_FAULTS=kill-worker=N
         reply = _reply(msg)
         broken = device_context_error()
         if broken is not None:  # this case broke the context: a crash; this child is done
@@ -158,19 +172,43 @@ class CaseWorker:
     def _start(self) -> None:
         r, w = os.pipe()
         env = dict(os.environ)
-        code = ("import os, sys; os.dup2(2, 1); from swafuzz.harness.pipeline.worker import _child_main; "
-                f"sys.exit(_child_main({w}, {os.getpid()}))")
+        code = ("import os, sys; os.dup2(2, 1); from swafuzz.harness.pipeline.runlock import die_with_parent; "
+                f"die_with_parent({os.getpid()}); from swafuzz.machinery import child_boot; "
+                f"out, hb = child_boot({w}); from swafuzz.harness.pipeline.worker import "
+                f"_child_main; sys.exit(_child_main(out, hb))")
         self._proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
                                       pass_fds=(w,), env=env, text=True)
         os.close(w)
         self._reply = os.fdopen(r, "r")
         self._send({"setup": self._setup})
-        reply = self._recv(120.0)
-        if reply is None or "setup_error" in reply:
-            why = reply["setup_error"] if reply else "the worker process died while starting"
+        try:
+            reply = self._await_started()
+        except StartTimeout:
+            self.close(kill=True)
+            raise
+        if reply is None:
+            code = self._proc.wait()
+            self.close(kill=True)
+            raise HarnessError(f"the case worker for --target {self.target} died while "
+                               f"starting (exit code {code})")
+        if "setup_error" in reply:
             self.close(kill=True)
             raise WorkerSetupError(f"--target {self.target}: the case worker cannot load it: "
-                                   f"{why}")
+                                   f"{reply['setup_error']}")
+
+    def _await_started(self) -> dict[str, Any] | None:
+        """The child's first reply after its beats (None: it died); StartTimeout once its
+        beats stop moving for the start-up limit (:class:`swafuzz.machinery.StartWatch`)."""
+        watch = StartWatch(f"the case worker for --target {self.target}")
+        while True:
+            try:
+                reply = self._recv(4 * BEAT_S)
+            except TimeoutError:
+                watch.beat(None)
+                continue
+            if reply is None or "starting" not in reply:
+                return reply
+            watch.beat(reply["starting"])
 
     def _send(self, msg: dict[str, Any]) -> None:
         assert self._proc is not None and self._proc.stdin is not None
@@ -218,6 +256,11 @@ class CaseWorker:
                         name = f" ({signal.Signals(-code).name})"
                     except ValueError:
                         pass
+                if code == -signal.SIGKILL:  # not the Case: the OOM killer, a user, a fault
+                    self.close(kill=True)
+                    raise HarnessError(f"the case worker for --target {self.target} was killed "
+                                       "(SIGKILL: out of memory, or killed from outside) inside "
+                                       "a case; nothing was judged (resume the run)")
                 died = ("crash", f"the worker process died with exit code {code}{name} "
                                  "inside the case")
             self.close(kill=True)
@@ -278,4 +321,4 @@ def _ok(reply: dict[str, Any]) -> dict[str, Any]:
         raise InvalidCase(reply["invalid"])
     if "refused" in reply:
         raise CaseRefused(reply["refused"])
-    raise RuntimeError(f"harness error in the worker: {reply['harness_error']}")
+    raise HarnessError(f"harness error in the worker: {reply['harness_error']}")

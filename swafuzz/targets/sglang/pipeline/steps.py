@@ -15,6 +15,7 @@ import traceback
 import torch
 
 from swafuzz import features as registry
+from swafuzz.machinery import HarnessError
 from swafuzz.server.case import MAX_STEPS, ServerCase
 from swafuzz.server.observation import ForwardRec, ServerObs
 from swafuzz.server.timeline import Forward, Release, Retract, Timeline, output_id, prompt_ids
@@ -318,6 +319,8 @@ class Pipeline:
                 for ev, batch in self.batches(t):
                     self.obs.forwards.append(self.forward(ev, batch))
                     self.after_forward(ev, batch)
+        except (HarnessError, MemoryError):  # the harness's machinery: exit 3, not a finding
+            raise
         except Exception as e:  # noqa: BLE001 - the observation records any failure
             self.failed(e)
         return self.finish()

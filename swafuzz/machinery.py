@@ -16,6 +16,7 @@ imports this before torch, so its heartbeat covers the long imports.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -35,6 +36,7 @@ FAULTS = {
     "slow-worker-start": ("SECONDS", "each case worker starts SECONDS later, beating meanwhile"),
     "stuck-worker-start": (None, "each case worker hangs at start-up without progress"),
     "slow-rank-start": ("SECONDS", "each process-group rank starts SECONDS later, beating"),
+    "stuck-rank-start": (None, "each process-group rank hangs at start-up without progress"),
     "kill-worker": ("N", "a case worker is killed (SIGKILL) as its N-th Case arrives"),
 }
 
@@ -125,7 +127,7 @@ def start_fault(which: str, hb: Heartbeat | None) -> None:
     """In a starting ``which`` (``worker`` or ``rank``): the start-up faults asked for. A slow
     start ticks ``hb`` (progress); a stuck one never returns and never ticks."""
     f = faults()
-    if which == "worker" and "stuck-worker-start" in f:
+    if f"stuck-{which}-start" in f:
         while True:
             time.sleep(3600)
     secs = f.get(f"slow-{which}-start")
@@ -168,8 +170,6 @@ def child_boot(reply_fd: int) -> tuple[Any, Heartbeat]:
     """First thing in a case-worker child, before its heavy imports: its reply pipe (a line
     buffered text file) and its started :class:`Heartbeat` (``{"starting": mark}`` lines), then
     the start-up faults asked for."""
-    import json
-
     out = os.fdopen(reply_fd, "w", buffering=1)
 
     def send(mark: Any) -> None:

@@ -44,7 +44,7 @@ def test_faults_parse_and_bad_entries_name_the_entry_and_the_allowed_values():
         "slow-worker-start": 2.5, "stuck-worker-start": None, "kill-worker": 3}
     assert parse_faults("") == {} and parse_faults(None) == {}
     for bad, says in (("slow-start=1", "allowed: slow-worker-start=SECONDS, stuck-worker-start,"
-                                       " slow-rank-start=SECONDS, kill-worker=N"),
+                                       " slow-rank-start=SECONDS, stuck-rank-start, kill-worker=N"),
                       ("kill-worker=0", "integer >= 1"), ("kill-worker=x", "integer >= 1"),
                       ("slow-rank-start=-1", "seconds >= 0"), ("slow-rank-start=inf", ">= 0"),
                       ("stuck-worker-start=1", "takes no value")):

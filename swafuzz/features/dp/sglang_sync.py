@@ -1,8 +1,8 @@
 """The release's MLP-sync and DP / attention-TP padding on real process groups.
 
 :class:`DPSync` spawns one process per TP rank (``tp_size``, default 2), each bringing up SGLang's
-parallel state on gloo over 127.0.0.1 (:mod:`.sglang_sync_worker`); :meth:`DPSync.step` hands
-every rank its :class:`RankInput` and returns what the release's padding made of it
+parallel state on gloo over 127.0.0.1 (:mod:`.sglang_sync_rank`, then :mod:`.sglang_sync_worker`);
+:meth:`DPSync.step` hands every rank its :class:`RankInput` and returns what the release's padding made of it
 (:mod:`.sglang_sync_batch`). Workers are always torn down (:meth:`DPSync.close`, also on error,
 timeout or Ctrl-C; each ends itself when its parent dies). Start-up has no fixed deadline: a rank
 beats while it imports and brings up (:mod:`swafuzz.machinery`), and is given up only after
@@ -23,8 +23,9 @@ import socket
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
+from multiprocessing.connection import wait
 
-from swafuzz.features.dp import sglang_sync_worker
+from swafuzz.features.dp import sglang_sync_rank
 from swafuzz.features.dp.sglang_sync_draft import MUTANTS as DRAFT_MUTANTS
 from swafuzz.machinery import BEAT_S, HarnessError, StartTimeout, StartWatch
 from swafuzz.machinery import start_timeout as default_start_timeout
@@ -225,7 +226,7 @@ class DPSync:
     def _spawn(self, ctx, port: int) -> None:
         for rank in range(self.shape.tp_size):
             a, b = ctx.Pipe()
-            p = ctx.Process(target=sglang_sync_worker.main, daemon=True,
+            p = ctx.Process(target=sglang_sync_rank.main, daemon=True,
                             args=(rank, port, self.server, self._dir, b, os.getpid()))
             p.start()
             b.close()
@@ -237,8 +238,6 @@ class DPSync:
         each is given up after ``timeout`` s without progress; else ``timeout`` s in all. A
         rank that dies, does not answer, or fails its start-up: :class:`DPSyncHarnessError`
         (the workers stopped); a rank that fails a request: :class:`DPSyncError`."""
-        from multiprocessing.connection import wait
-
         out: list = [None] * len(self.conns)
         pending = dict(enumerate(self.conns))
         # one watch for the group: a rank waiting in the rendezvous for a slower peer makes no

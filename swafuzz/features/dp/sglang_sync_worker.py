@@ -1,26 +1,20 @@
-"""A ``sglang_sync`` worker process (spawned by ``DPSync``; imports SGLang): one rank of the
-release's parallel state on gloo. :func:`bring_up` (a tiny model config, no weights), then it
-answers the parent's pipe until told to stop; a watchdog ends it when the parent is gone. Until
-it is up it beats on the pipe (``("starting", mark)``, :mod:`swafuzz.machinery`), so its heavy
-imports come after the beat starts (inside the functions). Patched probes:
+"""A ``sglang_sync`` worker process (spawned by ``DPSync`` through :mod:`.sglang_sync_rank`, which
+beats on the pipe while this module and SGLang import, and ends the rank when its parent is gone;
+imports SGLang): one rank of the release's parallel state on gloo. :func:`bring_up` (a tiny model
+config, no weights), then it answers the parent's pipe until told to stop. Patched probes:
 ``sglang_sync.PATCHED``.
 """
 
 from __future__ import annotations
 
 import os
-import threading
-import time
 import traceback
 
-from swafuzz.machinery import Heartbeat, start_fault
+import torch.distributed as dist
 
-
-def _watchdog(parent_pid: int) -> None:
-    while True:
-        if os.getppid() != parent_pid:
-            os._exit(3)
-        time.sleep(0.5)
+from swafuzz.features.dp.sglang_sync_batch import model_runner, run_rank
+from swafuzz.features.dp.sglang_sync_draft import run_draft_block
+from swafuzz.machinery import Heartbeat
 
 
 def bring_up(rank: int, port: int, server: dict, model_dir: str):
@@ -28,13 +22,10 @@ def bring_up(rank: int, port: int, server: dict, model_dir: str):
     ``ServerArgs``, ``publish``, ``init_parallel_runtime`` (distributed environment, model
     parallel, DP attention), ``init_layer_runtime`` (the DP gathered buffer); returns (runner
     stand-in, facts)."""
-    import torch.distributed as dist
     from sglang.srt.configs.model_config import ModelConfig
     from sglang.srt.distributed import bootstrap
     from sglang.srt.runtime_context import SpawnRanks, get_parallel, publish
     from sglang.srt.server_args import ServerArgs
-
-    from swafuzz.features.dp.sglang_sync_batch import model_runner
 
     sa = ServerArgs(model_path=model_dir, skip_tokenizer_init=True, device="cpu",
                     dist_timeout=int(server.pop("dist_timeout")), **server)
@@ -79,17 +70,11 @@ def scatter_guard(model_is_dsa: bool) -> dict:
         adapter._is_cuda = saved
 
 
-def main(rank: int, port: int, server: dict, model_dir: str, conn, parent_pid: int) -> None:
-    """Worker entry point (spawned)."""
-    threading.Thread(target=_watchdog, args=(parent_pid,), daemon=True).start()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    hb = Heartbeat(lambda mark: conn.send(("starting", mark))).start()
+def main(rank: int, port: int, server: dict, model_dir: str, conn, hb: Heartbeat) -> None:
+    """The rank, after :func:`.sglang_sync_rank.main` started its beat ``hb``: brought up,
+    the beat stopped, the facts (or the error) sent."""
     try:
-        start_fault("rank", hb)  # SWAFUZZ_FAULTS=slow-rank-start=SECONDS
         runner, facts = bring_up(rank, port, dict(server), model_dir)
-        from swafuzz.features.dp.sglang_sync_batch import run_rank
-        from swafuzz.features.dp.sglang_sync_draft import run_draft_block
         hb.stop()
         conn.send(("ok", facts))
     except BaseException:  # noqa: BLE001 - reported to the parent, which raises

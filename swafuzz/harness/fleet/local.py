@@ -16,6 +16,8 @@ import sys
 import tempfile
 import time
 
+from swafuzz.machinery import start_timeout
+
 RAY = os.path.join(os.path.dirname(sys.executable), "ray")
 #: the folder holding this swafuzz package: the nodes' PYTHONPATH
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -96,7 +98,10 @@ class Cluster:
         with open(os.path.join(self.tmp, f"{name}.log")) as f:
             return f.read()
 
-    def start(self, timeout: float = 90.0) -> None:
+    def start(self, timeout: float | None = None) -> None:
+        """Start the nodes; each gets ``timeout`` seconds (default: ``--start-timeout``'s,
+        swafuzz.machinery) to say it started."""
+        timeout = start_timeout() if timeout is None else timeout
         if self.with_redis:
             self._start_redis()
         self._start("head", ["--head", f"--port={self.port}", "--num-cpus=0",

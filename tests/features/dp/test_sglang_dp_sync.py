@@ -33,7 +33,28 @@ def _sync(shape):
     site = os.path.dirname(os.path.dirname(sglang.__file__))
     if not all(os.path.exists(os.path.join(site, n)) for n in NEEDS):
         pytest.skip("the release has no runtime_context / bootstrap bring-up (before 0.5.22)")
-    return DPSync(shape, start_timeout=300, step_timeout=30)
+    return DPSync(shape)  # no fixed limit: --start-timeout's default (swafuzz.machinery)
+
+
+def test_a_stuck_rank_start_is_the_harness_not_the_release(monkeypatch):
+    """Issue 27: ranks that never progress at start-up (SWAFUZZ_FAULTS=stuck-rank-start) end in
+    a StartTimeout naming them, a HarnessError (exit 3), never a DPSyncError finding; the ranks
+    are stopped. A stuck rank never beats, so no load makes this pass or fail by the clock."""
+    import multiprocessing
+
+    from swafuzz.features.dp.sglang_sync import DPSync, DPSyncError, ServerShape
+    from swafuzz.machinery import HarnessError, StartTimeout
+
+    monkeypatch.setenv("SWAFUZZ_FAULTS", "stuck-rank-start")
+    before = set(multiprocessing.active_children())
+    try:
+        d = DPSync(ServerShape(tp_size=2, dp_size=2, enable_dp_attention=True), start_timeout=2)
+    except DPSyncError as e:  # a release without the bring-up (0.5.12)
+        pytest.skip(str(e))
+    with pytest.raises(StartTimeout, match=r"rank\(s\) 0, 1 of 2 .* no progress for 2 s") as e:
+        d.__enter__()
+    assert isinstance(e.value, HarnessError) and not d.procs
+    assert not [p for p in multiprocessing.active_children() if p not in before]
 
 
 @pytest.fixture(scope="module")

@@ -3,14 +3,14 @@
 :class:`DPSync` spawns one process per TP rank (``tp_size``, default 2), each bringing up SGLang's
 parallel state on gloo over 127.0.0.1 (:mod:`.sglang_sync_rank`, then :mod:`.sglang_sync_worker`);
 :meth:`DPSync.step` hands every rank its :class:`RankInput` and returns what the release's padding
-made of it (:mod:`.sglang_sync_batch`). Workers are always torn down (:meth:`DPSync.close`, also on error,
-timeout or Ctrl-C; each ends itself when its parent dies). Start-up has no fixed deadline: a rank
-beats while it imports and brings up (:mod:`swafuzz.machinery`), and is given up only after
+made of it (:mod:`.sglang_sync_batch`). Workers are always torn down (:meth:`DPSync.close`, also on
+error, timeout or Ctrl-C; each ends itself when its parent dies). Start-up has no fixed deadline: a
+rank beats while it imports and brings up (:mod:`swafuzz.machinery`), and is given up only after
 ``--start-timeout`` seconds without progress; a step waits while the ranks live, up to that limit.
-A rank that does not start, dies or does not answer is a :class:`DPSyncHarnessError` (the
-harness's process group: exit 3, never a finding); a rank whose release code raises in a step
-is a :class:`DPSyncError` naming rank and request. Imports no SGLang (the workers do). Releases
-0.5.22 and 0.5.23; others are refused by :func:`check_release` (exit 2 at the CLI).
+A rank that does not start, dies or does not answer is a :class:`DPSyncHarnessError` (the harness's
+process group: exit 3, never a finding); a rank whose release code raises in a step is a
+:class:`DPSyncError` naming rank and request. Imports no SGLang (the workers do). Releases 0.5.22
+and 0.5.23; others are refused by :func:`check_release` (exit 2 at the CLI).
 """
 
 from __future__ import annotations

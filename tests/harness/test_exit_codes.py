@@ -75,7 +75,7 @@ def _broken_feature_folder_fails(tmp_path, cmd: str, code: str) -> None:
     (tmp_path / "zz_broken" / "__init__.py").write_text("X = 1\n")
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     r = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
-                       text=True, env=env, timeout=120)
+                       text=True, env=env, timeout=3600)
     err = r.stderr.strip()
     assert r.returncode == 3, err
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err

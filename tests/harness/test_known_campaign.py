@@ -16,11 +16,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from support.runcli import cli_caller
+from support.runcli import HANG_S, cli_caller, wait_until
 
 PLUGIN_DIR = Path(__file__).resolve().parents[1] / "data" / "known_plugin"
 TARGET = "fixture:ring_known_and_new"
@@ -165,14 +164,12 @@ def test_sigint_after_a_known_finding_leaves_a_consistent_run(tmp_path):
                                                                   "1000", "--quiet")],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
                          start_new_session=True)
-    deadline = time.time() + 300
     known = out / "findings" / "invariants_ring_ring-r4.known-fixture-p1.json"
     # the bundle, then some known Cases counted after it
-    while time.time() < deadline and not (known.exists() and sum(
-            x.get("known") == "fixture-p1" for x in rows(out)) >= 3):
-        time.sleep(0.2)
+    wait_until(lambda: known.exists() and sum(
+        x.get("known") == "fixture-p1" for x in rows(out)) >= 3, p)
     os.killpg(p.pid, signal.SIGINT)
-    so, se = p.communicate(timeout=120)
+    so, se = p.communicate(timeout=HANG_S)
     assert p.returncode == 130, so + se
     assert "swafuzz run --resume" in so
     assert not unit_rows(out)  # the unit did not finish

@@ -129,7 +129,7 @@ def screenshot(html_path, png_path, size="1000,900"):
                             "--disable-component-update", "--disable-sync",
                             f"--user-data-dir={profile}", f"--window-size={size}",
                             f"--screenshot={png_path}", f"file://{html_path}"],
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=3600)
     assert os.path.exists(png_path), r.stderr[-2000:]
 
 

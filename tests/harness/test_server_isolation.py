@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.runcli import case_rows, cases_by_unit
+from support.runcli import HANG_S, case_rows, cases_by_unit, wait_until
 
 PLUGIN_DIR = Path(__file__).resolve().parents[1] / "data" / "server_plugin"
 KINDS = ["--scenario", "server_decode", "--scenario", "server_mixed"]
@@ -113,13 +113,9 @@ def test_ctrl_c_leaves_partial_results_and_resume_finishes(cli, tmp_path):
     p = subprocess.Popen(list(map(str, args)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, env=env)  # (env: the fixture's PYTHONPATH)
     log = out / "cases.jsonl"
-    end = time.monotonic() + 60
-    while time.monotonic() < end and p.poll() is None:
-        if log.exists() and len(log.read_text().splitlines()) >= 3:
-            break
-        time.sleep(0.1)
+    wait_until(lambda: log.exists() and len(log.read_text().splitlines()) >= 3, p, 0.1)
     p.send_signal(signal.SIGINT)
-    stdout, err = p.communicate(timeout=60)
+    stdout, err = p.communicate(timeout=HANG_S)
     assert p.returncode == 130, stdout + err
     run = _run(out)
     assert run["interrupted"] is True and (out / "summary.md").exists()

@@ -14,9 +14,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
+from support.runcli import HANG_S, wait_until
 
 from swafuzz.checks.registry import check_names, defence_in_depth
 
@@ -72,13 +72,9 @@ def test_zoo_narrowed_then_ctrl_c_prints_the_partial_matrix(tmp_path):
                               *[a for n in names for a in ("--mutant", n)]],
                              stdout=subprocess.PIPE, stderr=err, text=True, cwd=ROOT,
                              env=dict(os.environ, PYTHONPATH=ROOT))
-        deadline = time.time() + 300
-        while time.time() < deadline and p.poll() is None:
-            time.sleep(0.2)
-            if "host_baked_translation: " in err_path.read_text():
-                break
+        wait_until(lambda: "host_baked_translation: " in err_path.read_text(), p)
         p.send_signal(signal.SIGINT)
-        out, _ = p.communicate(timeout=120)
+        out, _ = p.communicate(timeout=HANG_S)
     se = err_path.read_text()
     assert p.returncode == 130, out + se
     assert "Traceback" not in se + out and "None" not in se, se

@@ -12,8 +12,13 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 from swafuzz.harness.cli.commands import main
+
+#: a hang guard for a subprocess a test waits on: far beyond any working run however loaded the
+#: machine, so that no test passes or fails by the clock (issue 27)
+HANG_S = 3600
 
 #: the environment of a CLI subprocess: this one's without SWAFUZZ_PLUGINS
 ENV = {k: v for k, v in os.environ.items() if k != "SWAFUZZ_PLUGINS"}
@@ -36,6 +41,14 @@ def swafuzz(*args, timeout=600):
     """``python -m swafuzz ARGS`` in a subprocess (``ENV``)."""
     return subprocess.run([sys.executable, "-m", "swafuzz", *map(str, args)], capture_output=True,
                           text=True, timeout=timeout, env=ENV)
+
+
+def wait_until(cond, proc, poll_s: float = 0.2) -> None:
+    """Poll ``cond()`` until it holds or ``proc`` has ended (then the test's own assertions say
+    why); no wall-clock limit but the hang guard :data:`HANG_S`."""
+    end = time.monotonic() + HANG_S
+    while proc.poll() is None and not cond() and time.monotonic() < end:
+        time.sleep(poll_s)
 
 
 def log_rows(out):

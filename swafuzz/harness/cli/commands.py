@@ -37,6 +37,7 @@ from swafuzz.harness.cli.common import (
 )
 from swafuzz.harness.cli.failures import check_out_dir, check_out_file, report_tool_failure
 from swafuzz.harness.cli.merge import cmd_merge
+from swafuzz.harness.cli.precheck import precheck
 from swafuzz.harness.cli.run import cmd_repro, cmd_run
 from swafuzz.harness.ledger import bisect
 from swafuzz.harness.ledger.entries import DEFAULT_LEDGER
@@ -165,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.examples is None:
             args.examples = 300
     try:
+        precheck(args)  # as swafuzz.__main__ does (main() called directly: the same answers)
         _prepare_env()  # after parsing (--help and usage errors load no torch), before plugins
         load_plugins(args)
         return args.fn(args)

@@ -69,6 +69,12 @@ def cmd_list(args) -> int:
         check_choice("--target", args.target, target_names())
         print(targets.describe(args.target))
         return EXIT_CLEAN
+    if getattr(args, "mutants", False):
+        if args.features:
+            raise UsageError("--mutants: not with --features (the feature table names each "
+                             "feature's mutants)")
+        print(listing.mutants_text())
+        return EXIT_CLEAN
     if args.features:
         data = listing.feature_rows()
         print(listing.features_json(data) if args.json else listing.features_text(data))

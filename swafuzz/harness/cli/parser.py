@@ -140,6 +140,8 @@ def build_parser(commands: dict[str, Callable] | None = None) -> argparse.Argume
                     help="every feature record: kinds, case fields, checks, mutants, and which "
                          "target (and release) runs it")
     ls.add_argument("--json", action="store_true", help="with --features: as JSON")
+    ls.add_argument("--mutants", action="store_true",
+                    help="the bug zoo's mutant targets and the server mutants, a row each")
     ls.set_defaults(**_bound(commands, "list"))
 
     rep = sub.add_parser("report", formatter_class=fmt, help="summarise a run directory")

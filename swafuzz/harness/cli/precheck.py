@@ -153,7 +153,10 @@ def _zoo(args) -> None:
 def _list(args) -> None:
     if args.json and not args.features:
         raise UsageError("--json: only with --features (the feature table as JSON)")
-    if args.target is not None and (args.features or getattr(args, "mutants", False)):
+    if args.mutants and args.features:
+        raise UsageError("--mutants: not with --features (the feature table names each "
+                         "feature's mutants)")
+    if args.target is not None and (args.features or args.mutants):
         raise UsageError(f"{'--features' if args.features else '--mutants'}: not with --target "
                          "(--target T prints T's description)")
     if args.target is not None:

@@ -5,8 +5,13 @@ import sys
 
 from swafuzz.harness.cli.failures import report_tool_failure
 from swafuzz.harness.cli.parser import build_parser
-from swafuzz.harness.cli.precheck import precheck
 from swafuzz.harness.cli.usage import UsageError
+
+try:  # the light checks read the feature records: a broken feature folder fails here, and is
+    from swafuzz.harness.cli.precheck import precheck  # reported by entry() as a tool failure
+    _LOAD_ERROR = None
+except Exception as e:  # noqa: BLE001 - (after --help / --version, which need no records)
+    _LOAD_ERROR = e
 
 
 def entry() -> int:
@@ -22,6 +27,8 @@ def entry() -> int:
     except SystemExit as e:  # --help, --version: 0; a usage error: 2 (argparse printed it)
         return int(e.code or 0)
     try:  # every value these light checks can judge: exit 2 before torch or a target loads
+        if _LOAD_ERROR is not None:
+            raise _LOAD_ERROR
         precheck(args)
     except UsageError as e:
         print(f"swafuzz {args.cmd}: error: {e}", file=sys.stderr)

@@ -170,6 +170,9 @@ def _file(field: str, path: str) -> None:
             data = json.load(f)
     except OSError as e:
         raise UsageError(f"{field}: cannot read {path!r} ({e.strerror or e})") from None
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{field}: {path!r} is not UTF-8 text, so not a JSON bundle "
+                         f"(byte {e.start})") from None
     except ValueError as e:
         raise UsageError(f"{field}: {path!r} is not a JSON bundle ({e})") from None
     if not isinstance(data, dict):

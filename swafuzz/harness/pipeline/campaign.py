@@ -2,7 +2,9 @@
 are shrunk, deduplicated by signature and written as bundles before the next case runs.
 
 Per kind, ``@given(strategy)`` with ``max_examples`` and a fixed ``seed`` (same seed, same
-Cases). The first failure is shrunk within ``shrink_budget`` executions (outcomes memoised, so
+Cases); exactly ``examples`` Cases are generated: a search that ends short (its draws repeated
+Cases already run, answered from the memo) is followed by another with the next round's seed,
+until a whole round adds no new Case (``KindResult.short`` then says so). The first failure is shrunk within ``shrink_budget`` executions (outcomes memoised, so
 hypothesis's final replay agrees); the finding is the smallest Case failing the same way
 (``Verdict.identity``: signature and, for an exception from the code under test, where it was
 raised); a Case failing another way passes while shrinking.

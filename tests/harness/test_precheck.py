@@ -43,6 +43,7 @@ BAD = [
     (["run", "--out", "{full}"], "--out"),
     (["run", "--resume", "{empty}"], "--resume"),
     (["zoo", "--mutant", "nope"], "--mutant"),
+    (["zoo", "--level", "server", "--mutant", "ring_no_mod"], "--mutant"),
     (["zoo", "--examples", "0"], "--examples"),
     (["zoo", "--budget", "huge"], "--budget"),
     (["zoo", "--budget", "ci", "--seeds", "2"], "--seeds"),
@@ -114,6 +115,7 @@ def test_bad_input_exits_2_naming_the_field_without_heavy_imports(tmp_path):
     ["run", "--level", "server", "--scenario", "server_decode",
      "--server-mutant", "server_decode_stale_loc"],
     ["zoo", "--mutant", "ring_no_mod", "--budget", "ci"], ["zoo", "--level", "server"],
+    ["zoo", "--level", "server", "--mutant", "server_decode_stale_loc"],
     ["list"], ["list", "--target", "sglang"], ["list", "--features", "--json"],
 ])
 def test_good_input_passes_the_light_checks(argv, tmp_path, monkeypatch):

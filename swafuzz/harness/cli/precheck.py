@@ -146,8 +146,8 @@ def _zoo(args) -> None:
     bad = (args.json and check_out_file("--json", args.json)) or check_out_dir("--out", args.out)
     if bad:
         raise UsageError(bad)
-    if args.level == "component" and not getattr(args, "plugin", None):
-        _mutants("--mutant", args.mutant, "component")
+    if not getattr(args, "plugin", None):  # (a plugin may declare mutants of its own)
+        _mutants("--mutant", args.mutant, args.level)
 
 
 def _list(args) -> None:

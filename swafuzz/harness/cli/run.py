@@ -272,7 +272,8 @@ def _locked_run(args, cfg) -> int:
         part = sum(1 for r in res.rows if r.get("partial"))
         print(f"interrupted: {logged} cases are recorded in {cfg.out}/cases.jsonl (the table "
               f"counts {len(res.rows) - part} finished units and the cases of {part} "
-              f"unfinished ones); continue with: swafuzz run --resume {cfg.out}")
+              f"unfinished one{'s' if part != 1 else ''}); continue with: swafuzz run "
+              f"--resume {cfg.out}")
         return EXIT_INTERRUPTED
     return EXIT_FINDINGS if seen else EXIT_CLEAN
 

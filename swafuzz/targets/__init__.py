@@ -40,13 +40,15 @@ ZOO_LOADER = "swafuzz.targets.mutants:load_all"
 BUILTIN = {"unified": "swafuzz.targets.engine:UnifiedEngine",
            "selftest:segfault": "swafuzz.targets.selftest:SegfaultEngine",
            "selftest:cuda_sticky": "swafuzz.targets.selftest:StickyCudaErrorEngine"}
+#: the release target's name (its factory object, which imports SGLang only when asked)
+SGLANG_NAME = "sglang"
 
 
 def _ensure_builtin() -> None:
     if "unified" not in TARGETS:
         for name, ref in BUILTIN.items():
             TARGETS[name] = load(ref)
-        TARGETS["sglang"] = SGLANG_TARGET
+        TARGETS[SGLANG_NAME] = SGLANG_TARGET
 
 
 def _load_zoo() -> None:

@@ -46,8 +46,15 @@ def test_usage_errors_exit_2_and_write_nothing(tmp_path, capsys, args, field):
 def test_list():
     r = swafuzz("list")
     assert r.returncode == 0
-    for word in ("unified", "mutant:pad_rows_not_zeroed", "dp_padded", "redzones", "tape"):
+    for word in ("unified", "mutant:NAME", "dp_padded", "redzones", "tape", "server_decode"):
         assert word in r.stdout
+    assert max(len(line) for line in r.stdout.splitlines()) <= 120  # a table, not one line
+    assert "mutant:pad_rows_not_zeroed" not in r.stdout  # the zoo: --mutants
+    r = swafuzz("list", "--mutants")
+    assert r.returncode == 0
+    for word in ("mutant:pad_rows_not_zeroed", "PR #24743", "server_decode_stale_loc"):
+        assert word in r.stdout
+    assert max(len(line) for line in r.stdout.splitlines()) <= 120
 
 
 def test_run_clean_then_finding_then_repro(tmp_path, capsys):

@@ -105,8 +105,12 @@ def test_fresh_run_into_non_empty_out_is_refused(tmp_path, cli):
     out.mkdir()
     (out / "something").write_text("x")
     code, _, err = cli("run", "--examples", "1", "--out", out)
-    assert code == 2 and "--resume" in err
+    assert code == 2 and "not empty" in err and "--resume" not in err  # not a run: no resume
     assert sorted(os.listdir(out)) == ["something"]
+    (out / "run.json").write_text("{}")  # a run directory: continued with --resume
+    code, _, err = cli("run", "--examples", "1", "--out", out)
+    assert code == 2 and f"--resume {out}" in err
+    assert sorted(os.listdir(out)) == ["run.json", "something"]
 
 
 @pytest.mark.parametrize("args,field", [

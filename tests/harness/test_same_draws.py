@@ -2,7 +2,7 @@
 resumed run drawing other Cases once ``harness.report.read`` was imported at the CLI's start).
 
 The cause: Hypothesis sometimes draws a literal from the source of any local module in
-``sys.modules``; :func:`swafuzz.harness.pipeline.campaign.same_draws_in_any_process` empties that pool."""
+``sys.modules``; :func:`swafuzz.harness.pipeline.hypothesis_env.same_draws_in_any_process` empties that pool."""
 
 import importlib
 import sys

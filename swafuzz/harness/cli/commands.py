@@ -37,6 +37,7 @@ from swafuzz.harness.cli.common import (
 )
 from swafuzz.harness.cli.failures import check_out_dir, check_out_file, report_tool_failure
 from swafuzz.harness.cli.merge import cmd_merge
+from swafuzz.harness.cli.precheck import precheck
 from swafuzz.harness.cli.run import cmd_repro, cmd_run
 from swafuzz.harness.ledger import bisect
 from swafuzz.harness.ledger.entries import DEFAULT_LEDGER
@@ -78,6 +79,12 @@ def cmd_list(args) -> int:
     if args.target is not None:
         check_choice("--target", args.target, target_names())
         print(targets.describe(args.target))
+        return EXIT_CLEAN
+    if getattr(args, "mutants", False):
+        if args.features:
+            raise UsageError("--mutants: not with --features (the feature table names each "
+                             "feature's mutants)")
+        print(listing.mutants_text())
         return EXIT_CLEAN
     if args.features:
         data = listing.feature_rows()
@@ -177,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             args.examples = 300
     saved = os.environ.get(machinery.START_TIMEOUT_ENV)
     try:
+        precheck(args)  # as swafuzz.__main__ does (main() called directly: the same answers)
         _machinery_env(args)  # --start-timeout, SWAFUZZ_FAULTS: for every process started
         _prepare_env()  # after parsing (--help and usage errors load no torch), before plugins
         load_plugins(args)

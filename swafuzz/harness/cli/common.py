@@ -5,40 +5,25 @@ and the allowed values, before anything is written).
 
 from __future__ import annotations
 
-import os
 import sys
 
 from swafuzz import targets
-from swafuzz.harness.cli.failures import check_out_dir
+from swafuzz.harness.cli.usage import (  # noqa: F401 - the commands import them from here
+    EXIT_CLEAN,
+    EXIT_FINDINGS,
+    EXIT_INTERRUPTED,
+    EXIT_TOOL,
+    EXIT_USAGE,
+    UsageError,
+    available_ram,
+    check_choice,
+    parse_duration,
+    positive,
+    prepare_out,
+)
 from swafuzz.harness.executors import available_executors
 from swafuzz.kernels import IMPLS, available_impls
 from swafuzz.targets import plugins
-
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_TOOL = 0, 1, 2, 3
-EXIT_INTERRUPTED = 130  # Ctrl-C / SIGTERM
-
-
-class UsageError(Exception):
-    pass
-
-
-def check_choice(field: str, value: str, allowed) -> None:
-    if value not in allowed:
-        raise UsageError(f"{field}: {value!r} is not allowed; choose one of: "
-                         f"{', '.join(sorted(allowed))}")
-
-
-def available_ram() -> int | None:
-    """Bytes of memory available for new work (``MemAvailable`` of /proc/meminfo), or None
-    where the platform does not say."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
 
 
 def target_names() -> list[str]:
@@ -75,47 +60,6 @@ def check_impl_executor(args) -> None:
     if args.executor == "cudagraph" and "cudagraph" not in available_executors():
         raise UsageError("--executor: 'cudagraph' needs a CUDA GPU; available here: "
                          f"{', '.join(['auto', 'all'] + available_executors())}")
-
-
-def parse_duration(field: str, text: str) -> float:
-    """``90s``, ``30m``, ``2h`` or plain seconds -> seconds (> 0)."""
-    units = {"s": 1, "m": 60, "h": 3600}
-    t = text.strip().lower()
-    mult = units.get(t[-1:], None)
-    num = t[:-1] if mult else t
-    try:
-        v = float(num) * (mult or 1)
-    except ValueError:
-        v = -1
-    if not v > 0:
-        raise UsageError(f"{field}: {text!r} is not allowed; give a positive duration like "
-                         "90s, 30m or 2h")
-    return v
-
-
-def positive(field: str, value: int, low: int = 1) -> None:
-    if value is None or value < low:
-        raise UsageError(f"{field}: must be >= {low} (got {value})")
-
-
-def prepare_out(out: str, resume: bool) -> None:
-    """``--out``: a new or empty directory that can be created (or a run to ``--resume``);
-    usage errors otherwise, before anything is written."""
-    field = "--resume" if resume else "--out"
-    if not out:
-        raise UsageError(f"{field}: an empty path is not allowed; give a directory")
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise UsageError(f"{field}: {out!r} exists and is not a directory")
-    if resume:
-        if not os.path.isfile(os.path.join(out, "run.json")):
-            raise UsageError(f"--resume: {out!r} holds no run to resume (no run.json)")
-        return
-    if os.path.isdir(out) and os.listdir(out):
-        raise UsageError(f"--out: {out!r} is not empty; continue that run with --resume {out} "
-                         "or choose a new directory")
-    bad = check_out_dir("--out", out)
-    if bad:
-        raise UsageError(bad)
 
 
 def check_target_kinds(names, kinds: list[str], explicit: bool) -> list[str]:

@@ -86,7 +86,10 @@ def check_out_dir(field: str, path: str) -> str | None:
     parent = os.path.abspath(path)
     while not os.path.exists(parent):
         parent = os.path.dirname(parent)
-    if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
+    if not os.path.isdir(parent):  # a file where a folder of the path should be
+        return (f"{field}: {parent!r} is a file, not a directory, so {path!r} cannot be "
+                "created; choose another path")
+    if not os.access(parent, os.W_OK | os.X_OK):
         return f"{field}: cannot write under {parent!r} (permission denied)"
     if parent == os.path.abspath(path):
         return None  # an existing directory, writable

@@ -11,7 +11,7 @@ import textwrap
 from typing import Any
 
 from swafuzz import features, targets
-from swafuzz.checks.registry import check_names, every_check
+from swafuzz.checks.registry import every_check
 from swafuzz.harness.executors import available_executors
 from swafuzz.kernels import available_impls
 from swafuzz.targets.mutants import load_all, load_server
@@ -141,20 +141,59 @@ def features_json(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=1, sort_keys=True)
 
 
-def summary_text() -> str:
-    """Plain ``swafuzz list``: targets (plugin origins), kinds, checks, kernels, executors."""
+def summary_text(width: int = 100) -> str:
+    """Plain ``swafuzz list``: a table of the targets (where each comes from; the bug zoo
+    counted, listed by ``--mutants``), a table of the scenario kinds (level, feature, whether
+    a campaign runs it by default), the checks by level, the kernels and executors here."""
     names = sorted(targets.available_targets())
-    lines = ["targets:        " + ", ".join(names)]
-    for n in names:
+    zoo = [n for n in names if n.startswith("mutant:")]
+    lines = ["targets (details: swafuzz list --target NAME)"]
+    for n in [n for n in names if not n.startswith("mutant:")]:
         o = targets.origin(n)
+        where = "built in"
         if o:
             dist = f" ({o['dist']} {o.get('version') or ''})".rstrip() if o.get("dist") else ""
-            lines.append(f"  plugin target {n}: module {o['module']}{dist}"
-                         + (f", entry point {o['entry_point']!r}" if o.get("entry_point")
-                            else ""))
-    lines += ["scenario kinds: " + ", ".join(features.kind_names()),
-              "server kinds:   " + ", ".join(features.kind_names("server")) + " (swafuzz run --level server)",
-              "checks:         " + ", ".join(check_names()),
-              "implementations:" + " " + ", ".join(available_impls()),
-              "executors:      " + ", ".join(available_executors())]
+            where = f"plugin target: module {o['module']}{dist}" + (
+                f", entry point {o['entry_point']!r}" if o.get("entry_point") else "")
+        lines.append(f"  {n:<24}{where}")
+    lines.append(f"  {'mutant:NAME':<24}the bug zoo: {len(zoo)} mutant targets "
+                 "(swafuzz list --mutants)")
+    rows = [(k.name, k.level, f.name, "default" if k.level == "component" and k.default
+             else "when named") for f in features.all_features() for k in f.kinds]
+    kw = max(len(r[0]) for r in rows) + 2
+    fw = max(len(r[2]) for r in rows) + 2
+    lines += ["", "scenario kinds (swafuzz run --scenario KIND; server level: --level server)",
+              f"  {'kind':<{kw}}{'level':<11}{'feature':<{fw}}runs",
+              *(f"  {k:<{kw}}{lv:<11}{fn:<{fw}}{d}" for k, lv, fn, d in rows)]
+    levels: dict[str, list[str]] = {}
+    for c in every_check():
+        levels.setdefault(c.level, []).append(c.name)
+    lines += ["", "checks (swafuzz list --features: which feature holds each)"]
+    for lv, cs in levels.items():
+        lines += textwrap.wrap(", ".join(cs), width, initial_indent=f"  {lv + ':':<11}",
+                               subsequent_indent=" " * 13)
+    lines += ["", f"implementations: {', '.join(available_impls())}",
+              f"executors:       {', '.join(available_executors())}"]
+    return "\n".join(lines)
+
+
+def mutants_text(width: int = 100) -> str:
+    """``swafuzz list --mutants``: the bug zoo (``--target mutant:NAME``, ``swafuzz zoo``) and
+    the server mutants (``--level server --server-mutant NAME``), a row each: the feature, the
+    kinds where the bug shows, and the source it reintroduces."""
+    rows = [(f"mutant:{n}", "component", m.feature, ", ".join(m.kinds), m.source)
+            for n, m in load_all().items()]
+    rows += [(n, "server", m.feature, ", ".join(m.kinds), m.source)
+             for n, m in load_server().items()]
+    nw = max(len(r[0]) for r in rows) + 2
+    fw = max(len(r[2]) for r in rows) + 2
+    lines = textwrap.wrap(f"{len(rows)} mutants: component ones are targets (swafuzz run "
+                          "--target mutant:NAME, swafuzz zoo); server ones patch the release "
+                          "(swafuzz run --level server --server-mutant NAME, swafuzz zoo "
+                          "--level server)", width)
+    lines += [f"{'mutant':<{nw}}{'level':<11}{'feature':<{fw}}kinds: source"]
+    for name, lv, feat, kinds, src in rows:
+        lines += textwrap.wrap(f"{kinds}: {src}", max(width, nw + 11 + fw + 40),
+                               initial_indent=f"{name:<{nw}}{lv:<11}{feat:<{fw}}",
+                               subsequent_indent=" " * (nw + 11 + fw))
     return "\n".join(lines)

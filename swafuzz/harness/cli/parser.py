@@ -101,8 +101,8 @@ def build_parser(commands: dict[str, Callable] | None = None) -> argparse.Argume
     common(r, many=True)
     r.add_argument("--scenario", action="append", help="scenario kind (repeatable; default all)")
     r.add_argument("--examples", type=int, default=None,
-                   help="generated cases in all, split over kinds and workers (default: 300; "
-                        "with --budget: no cap)")
+                   help="generated cases in all, split exactly over kinds and workers "
+                        "(default: 300; with --budget: no cap)")
     r.add_argument("--budget", default=None,
                    help="wall-clock budget, e.g. 90s, 30m, 2h (no new case after it)")
     r.add_argument("--workers", type=int, default=1, help="unit processes running in parallel")
@@ -116,7 +116,7 @@ def build_parser(commands: dict[str, Callable] | None = None) -> argparse.Argume
     r.add_argument("--resume", default=None, metavar="DIR",
                    help="continue the run in DIR (after Ctrl-C, SIGTERM or kill -9)")
     r.add_argument("--shrink-budget", type=int, default=150,
-                   help="cases run to shrink each first failure")
+                   help="cases run to shrink each first failure (a count, never wall time)")
     r.add_argument("--db", default=None, help=DB_HELP)
     r.add_argument("--no-isolate", action="store_true", help="run cases in this process")
     r.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -159,6 +159,8 @@ def build_parser(commands: dict[str, Callable] | None = None) -> argparse.Argume
                     help="every feature record: kinds, case fields, checks, mutants, and which "
                          "target (and release) runs it")
     ls.add_argument("--json", action="store_true", help="with --features: as JSON")
+    ls.add_argument("--mutants", action="store_true",
+                    help="the bug zoo's mutant targets and the server mutants, a row each")
     ls.set_defaults(**_bound(commands, "list"))
 
     rep = sub.add_parser("report", formatter_class=fmt, help="summarise a run directory")

@@ -32,7 +32,7 @@ from swafuzz.harness.fleet.shard import label as shard_label
 from swafuzz.harness.ledger.entries import LedgerError
 from swafuzz.harness.ledger.known import print_known, resolve_ledger
 from swafuzz.harness.pipeline import coverage, level, resume
-from swafuzz.harness.pipeline.caselog import checked_steps, per_kind, read_log
+from swafuzz.harness.pipeline.caselog import checked_steps, examples_note, per_kind, read_log
 from swafuzz.harness.pipeline.corpus import DatabaseSpecError, check_spec, open_database
 from swafuzz.harness.pipeline.driver import run as run_campaign
 from swafuzz.harness.pipeline.execute import (
@@ -262,14 +262,21 @@ def _locked_run(args, cfg) -> int:
           f"({steps / max(seconds, 1e-9):.1f} steps/s"
           + (f"; over every session of the run, this one {res.seconds:.1f} s)"
              if res.prior_seconds else ")"))
+    short = examples_note(None if cfg.examples >= 10**6 else sum(
+        u.examples for u in shard_units(cfg)), res.rows, generated)
+    if short:
+        print(short)
     if cfg.budget_s and seconds > cfg.budget_s + 1:
         print(f"budget: the run took {seconds:.0f} s of its --budget {cfg.budget_s:g}s: every "
               "scenario kind runs at least one Case, and a Case is not stopped once started")
     print(f"results: {os.path.abspath(cfg.out)} (swafuzz report {cfg.out})")
     if res.interrupted:
         logged = sum(1 for r in log_rows if "case" in r)
+        part = sum(1 for r in res.rows if r.get("partial"))
         print(f"interrupted: {logged} cases are recorded in {cfg.out}/cases.jsonl (the table "
-              f"counts finished units only); continue with: swafuzz run --resume {cfg.out}")
+              f"counts {len(res.rows) - part} finished units and the cases of {part} "
+              f"unfinished one{'s' if part != 1 else ''}); continue with: swafuzz run "
+              f"--resume {cfg.out}")
         return EXIT_INTERRUPTED
     return EXIT_FINDINGS if seen else EXIT_CLEAN
 

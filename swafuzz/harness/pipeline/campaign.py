@@ -2,7 +2,9 @@
 are shrunk, deduplicated by signature and written as bundles before the next case runs.
 
 Per kind, ``@given(strategy)`` with ``max_examples`` and a fixed ``seed`` (same seed, same
-Cases). The first failure is shrunk within ``shrink_budget`` executions (outcomes memoised, so
+Cases); exactly ``examples`` Cases are generated: a search that ends short (its draws repeated
+Cases already run, answered from the memo) is followed by another with the next round's seed,
+until a whole round adds no new Case (``KindResult.short`` then says so). The first failure is shrunk within ``shrink_budget`` executions (outcomes memoised, so
 hypothesis's final replay agrees); the finding is the smallest Case failing the same way
 (``Verdict.identity``: signature and, for an exception from the code under test, where it was
 raised); a Case failing another way passes while shrinking.
@@ -13,30 +15,25 @@ does not end the search; the rules are in :mod:`swafuzz.harness.ledger.known`.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import pickle
-import sys
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Callable, Iterator
+from typing import Callable
 
-import hypothesis
 from hypothesis import HealthCheck, Phase, given, reject, settings
 from hypothesis import seed as hseed
 from hypothesis.errors import Unsatisfiable
-from hypothesis.internal import constants_ast
-from hypothesis.internal.conjecture import providers as hypothesis_providers
-from hypothesis.internal.floats import float_to_int
-from sortedcontainers import SortedSet
 
-import swafuzz
 from swafuzz import features
 from swafuzz.harness.ledger.known import KNOWN_SHRINK_BUDGET, ROUND_SEED_STRIDE
 from swafuzz.harness.pipeline.execute import CaseRefused, Verdict
+from swafuzz.harness.pipeline.hypothesis_env import (
+    hypothesis_in_our_words,
+    same_draws_in_any_process,
+)
 from swafuzz.scenarios.case import Case
+
+#: hypothesis searches (rounds) one unit may start to generate its ``examples`` Cases
+MAX_ROUNDS = 64
 
 
 class _Found(Exception):
@@ -82,6 +79,11 @@ class KindResult:
     stopped: str | None = None
     shrunk_known: dict[str, int] = field(default_factory=dict)  # shrinking cases per entry
     rounds: int = 1
+    #: why fewer than ``examples`` Cases were generated though nothing ended the search (no
+    #: finding, deadline or cap): Hypothesis drew no new distinct valid Case in a whole round
+    short: str | None = None
+    #: Hypothesis's own messages (health, slow shrinking, flakiness), in the run's words
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -126,10 +128,24 @@ class Campaign:
         # the next rounds go on and normally find and shrink it; if not, it is the finding as is
         pending: Verdict | None = None
         while True:
+            before = res.generated
             best, target, new = self._round(kind, examples, rnd, res, memo, klass, counted,
                                             excluded)
             if not best:
-                break
+                # no failure: a round that drew Cases already run (distinct choice sequences,
+                # same Case) or refused ends short of ``examples``; the next round (another
+                # seed) draws the rest, until one adds nothing new (then say why)
+                if res.stopped or res.out_of_time or res.generated >= examples:
+                    break
+                if res.generated == before or rnd + 1 >= MAX_ROUNDS:
+                    res.short = (f"Hypothesis drew no further distinct valid Case of kind {kind} "
+                                 f"({res.generated} of {examples} generated in {rnd + 1} "
+                                 f"round{'s' if rnd else ''}: the kind's Cases are exhausted "
+                                 "or refused)")
+                    break
+                rnd += 1
+                res.rounds = rnd + 1
+                continue
             if target is None:  # a new finding ends the search
                 res.finding = best[0]
                 break
@@ -183,8 +199,8 @@ class Campaign:
             else:
                 if not best and self.deadline is not None and time.monotonic() > self.deadline:
                     raise _OutOfTime
-                if not best and rnd and res.generated >= examples:
-                    raise _Spent
+                if not best and res.generated >= examples:
+                    raise _Spent  # exactly ``examples`` generated Cases, whatever the round
                 replayed = self.replay is not None and key in self.replay
                 if replayed:
                     v = self.replay[key]
@@ -266,7 +282,7 @@ class Campaign:
             prop._hypothesis_internal_database_key = (
                 f"swafuzz:{self.db_key}:{kind}".encode())
         try:
-            with same_draws_in_any_process():
+            with same_draws_in_any_process(), hypothesis_in_our_words(res.notes, kind):
                 prop()
         except (_Found, _ShrinkSpent, _Capped, _Spent):
             pass  # best holds the smallest failing Case seen; res.stopped says why it stopped
@@ -278,74 +294,10 @@ class Campaign:
         except Exception as e:  # noqa: BLE001 - hypothesis wraps errors; keep the finding
             if not best:
                 raise
-            print(f"note: hypothesis ended with {type(e).__name__}", file=sys.stderr)
+            res.notes.append(f"kind {kind}: Hypothesis ended the shrink with {type(e).__name__}"
+                             " (the Case's outcome changed between runs); the smallest failing"
+                             " Case seen so far is the finding")
         return best, state["target"], state["new_seen"]
-
-
-@lru_cache(maxsize=1)
-def source_constants():
-    """The literals of swafuzz's own source files (read from the files, loaded or not, in a
-    checkout or in site-packages): the pool Hypothesis draws "local" constants from while a
-    campaign draws (see :func:`same_draws_in_any_process`). Parsing them costs ~0.6 s CPU, so
-    the literals are kept in the user's cache (``$XDG_CACHE_HOME/swafuzz``), keyed by the
-    sources' and Hypothesis's bytes; an unreadable or unwritable cache only costs the parse."""
-    root = os.path.dirname(os.path.abspath(swafuzz.__file__))
-    sources = []
-    for d, dirs, files in os.walk(root):
-        dirs.sort()
-        sources += [os.path.join(d, n) for n in sorted(files) if n.endswith(".py")]
-    blobs = []
-    for path in sources:
-        with open(path, "rb") as f:
-            blobs.append(f.read())
-    key = hashlib.sha256(repr((hypothesis.__version__, blobs)).encode()).hexdigest()[:32]
-    cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
-                         "swafuzz", f"constants-{key}.pickle")
-    try:
-        with open(cache, "rb") as f:
-            ints, floats, bytes_, strings = pickle.load(f)
-    except Exception:  # noqa: BLE001 - no usable cache: parse the sources
-        pool = hypothesis_providers.Constants(integers=SortedSet(), floats=SortedSet(
-            key=float_to_int), bytes=SortedSet(), strings=SortedSet())
-        for blob in blobs:
-            try:
-                pool |= constants_ast._constants_from_source(blob, limit=True)
-            except Exception:  # noqa: BLE001 - a file Hypothesis cannot parse adds nothing
-                pass
-        try:
-            os.makedirs(os.path.dirname(cache), exist_ok=True)
-            tmp = f"{cache}.{os.getpid()}"
-            with open(tmp, "wb") as f:
-                pickle.dump((list(pool.integers), list(pool.floats), list(pool.bytes),
-                             list(pool.strings)), f)
-            os.replace(tmp, cache)
-        except OSError:
-            pass
-        return pool
-    return hypothesis_providers.Constants(integers=SortedSet(ints), floats=SortedSet(
-        floats, key=float_to_int), bytes=SortedSet(bytes_), strings=SortedSet(strings))
-
-
-@contextmanager
-def same_draws_in_any_process() -> Iterator[None]:
-    """Hypothesis (6.131+) sometimes draws a literal found in the source of the *local* modules
-    loaded in the process, and which modules are loaded differs between a fresh run and a
-    resumed one, a pool process and the parent, a checkout and a wheel. Inside this block the
-    pool is fixed to the literals of swafuzz's own source (:func:`source_constants`), so the
-    draws depend on the seed, the strategy and swafuzz's source alone. A Hypothesis without the
-    pool is left as it is."""
-    get = getattr(hypothesis_providers, "_get_local_constants", None)
-    cache = getattr(hypothesis_providers, "CONSTANTS_CACHE", None)
-    if get is None or cache is None or not hasattr(constants_ast, "_constants_from_source"):
-        yield
-        return
-    hypothesis_providers._get_local_constants = source_constants
-    cache.cache.clear()  # (choice type, constraints) -> permitted constants, local ones included
-    try:
-        yield
-    finally:
-        hypothesis_providers._get_local_constants = get
-        cache.cache.clear()
 
 
 def _size(case: Case) -> tuple[int, int, int]:

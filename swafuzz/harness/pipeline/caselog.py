@@ -66,6 +66,33 @@ def read_log(path: str) -> list[dict[str, Any]]:
     return rows
 
 
+def unit_rows(log_rows: list[dict[str, Any]],
+              known: list[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+    """Every unit's row as far as the log (and ``known``, rows this process holds that the log
+    may lack) tells: a finished unit's own row, and for a unit with logged Cases but no row yet
+    (interrupted, or running on another machine) a row summing its case rows, marked
+    ``"partial": true`` (no finding: its search did not end)."""
+    done: dict[str, dict[str, Any]] = {}
+    for r in list(log_rows) + list(known):
+        if r.get("event") == "unit_done" and "unit" in r:
+            done[r["unit"]] = r
+    part: dict[str, dict[str, Any]] = {}
+    for r in log_rows:
+        if "case" not in r or r.get("unit") in done:
+            continue
+        u = part.setdefault(r["unit"], {
+            "unit": r["unit"], "event": "unit_done", "partial": True, "target": r.get("target"),
+            "kind": r.get("kind"), "seed": r.get("seed"), "cases": 0, "generated": 0,
+            "shrunk": 0, "replayed": 0, "checks": 0, "forward_steps": 0, "seconds": 0.0,
+            "finding": None, "out_of_time": False})
+        u["cases"] += 1
+        u["shrunk" if r.get("phase") == "shrink" else "generated"] += 1
+        u["checks"] += r.get("checks") or 0
+        u["forward_steps"] += r.get("forward_steps") or 0
+        u["seconds"] = round(u["seconds"] + (r.get("seconds") or 0.0), 4)
+    return list(done.values()) + list(part.values())
+
+
 def checked_steps(log_rows: list[dict[str, Any]], unit_rows: list[dict[str, Any]]) -> int:
     """Forward steps checked by every session of a run: the sum over the case rows (each
     executed Case is logged once, whichever session ran it); for a log whose case rows do not
@@ -92,3 +119,23 @@ def per_kind(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         s["cases"] += (r.get("generated") or 0) + (r.get("shrunk") or 0)  # replayed included
         s["findings"] += 1 if r.get("finding") else 0
     return stats
+
+
+
+def examples_note(asked: int | None, rows: list[dict[str, Any]], generated: int) -> str | None:
+    """Why a run generated fewer Cases than the ``asked`` its units were given (None: exactly
+    that many, no cap (``--budget``), or an interrupted run): the units a finding, the
+    budget or the ledger's cap ended early, and the kinds Hypothesis could not draw enough
+    distinct valid Cases of."""
+    if asked is None or generated >= asked or any(r.get("partial") for r in rows):
+        return None
+    why = []
+    for label, hit in (("a finding ends its unit's search", lambda r: r.get("finding")),
+                       ("--budget ran out", lambda r: r.get("out_of_time")),
+                       ("the ledger's --known-cap", lambda r: r.get("stopped"))):
+        n = sum(1 for r in rows if hit(r))
+        if n:
+            why.append(f"{label} ({n} unit{'s' if n > 1 else ''})")
+    why += [r["short"] for r in rows if r.get("short")]
+    return (f"examples: {generated} of {asked} Cases generated: "
+            + ("; ".join(why) or "units did not run (see above)"))

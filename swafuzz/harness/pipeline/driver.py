@@ -37,6 +37,7 @@ import concurrent.futures as cf
 import json
 import os
 import signal
+import threading
 import time
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass
@@ -44,7 +45,7 @@ from typing import Any, Callable
 
 from swafuzz.harness.fleet.ray_fleet import run_fleet
 from swafuzz.harness.fleet.shard import shard_units
-from swafuzz.harness.pipeline.caselog import CaseLog, read_log, repair_log
+from swafuzz.harness.pipeline.caselog import CaseLog, read_log, repair_log, unit_rows
 from swafuzz.harness.pipeline.runconfig import RunConfig, Unit, crash_row
 from swafuzz.harness.pipeline.unit import STOP, close_workers, pool_context, pool_init, run_unit
 from swafuzz.machinery import HarnessError
@@ -105,10 +106,12 @@ def run(cfg: RunConfig, *, say: Callable[[str], None] = print,
                 rows.append(run_unit(cfg.to_json(), asdict(u), turns.get(u.id)))
                 ticker.unit_done(rows[-1])
         else:
-            rows += _run_pool(cfg, units, budget, ticker)
+            _run_pool(cfg, units, budget, ticker, rows)
     except KeyboardInterrupt:
-        interrupted = True
+        interrupted = True  # every finished unit, and the logged Cases of the unfinished ones
+        rows = unit_rows(read_log(log_path), rows)
     finally:
+        ticker.stop()
         for s, h in prev.items():
             signal.signal(s, h)
         close_workers()
@@ -134,8 +137,9 @@ def _spent_seconds(cfg: RunConfig, log_path: str) -> float:
 
 
 def _run_pool(cfg: RunConfig, units: list[Unit], budget: tuple[float, float] | None,
-              ticker: _Ticker) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
+              ticker: _Ticker, rows: list[dict[str, Any]]) -> None:
+    """The units in a pool of ``cfg.workers`` processes, their rows appended to ``rows`` as
+    they finish (kept when Ctrl-C ends the pool)."""
     pending = list(units)
     broke: dict[str, int] = {}  # unit id -> pools it was in when they broke
     while pending:
@@ -180,7 +184,6 @@ def _run_pool(cfg: RunConfig, units: list[Unit], budget: tuple[float, float] | N
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown(wait=True, cancel_futures=True)
-    return rows
 
 
 def unit_budgets(budget: tuple[float, float] | None, units: list[Unit],
@@ -203,7 +206,8 @@ def _unit_crash(cfg: RunConfig, u: Unit, why: str) -> dict[str, Any]:
 
 
 class _Ticker:
-    """Progress lines every ``every`` seconds (cases logged so far), for logs without a TTY."""
+    """Progress lines every ``every`` seconds (cases logged so far), for logs without a TTY:
+    from a thread of its own, so a long unit (one worker, one kind) reports inside it too."""
 
     def __init__(self, log_path: str, say: Callable[[str], None], every: float, units: int):
         self.log_path, self.say, self.every, self.units = log_path, say, every, units
@@ -211,6 +215,18 @@ class _Ticker:
         self.t0 = self.t
         self.done = 0
         self.start = self._cases()
+        self.lock = threading.Lock()
+        self.ended = threading.Event()
+        self.thread = threading.Thread(target=self._beat, name="swafuzz-progress", daemon=True)
+        self.thread.start()
+
+    def _beat(self) -> None:
+        while not self.ended.wait(max(0.5, self.every / 5)):
+            self.tick()
+
+    def stop(self) -> None:
+        self.ended.set()
+        self.thread.join()
 
     def _cases(self) -> int:
         if not os.path.exists(self.log_path):
@@ -219,10 +235,11 @@ class _Ticker:
             return sum(1 for line in f if '"event"' not in line)
 
     def tick(self) -> None:
-        now = time.monotonic()
-        if now - self.t < self.every:
-            return
-        self.t = now
+        with self.lock:
+            now = time.monotonic()
+            if now - self.t < self.every:
+                return
+            self.t = now
         self.say(f"progress: {self._cases() - self.start} cases run, {self.done}/{self.units} "
                  f"units done, {now - self.t0:.0f} s")
 
@@ -235,4 +252,8 @@ class _Ticker:
                  + (f"{known} known ({', '.join(sorted(row['known']))}), " if known else "")
                  + (f"stopped: {row['stopped']}, " if row.get("stopped") else "") +
                  f"{row['seconds']:.1f} s")
+        for note in row.get("notes") or ():  # Hypothesis's messages, in the run's words
+            self.say(f"note: {row['unit']}: {note}")
+        if row.get("short"):
+            self.say(f"note: {row['unit']}: {row['short']}")
         self.tick()

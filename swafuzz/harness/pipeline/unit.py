@@ -151,7 +151,9 @@ def run_unit(cfg_json: dict[str, Any], unit_json: dict[str, Any],
            "replayed": res.replayed, "checks": res.checks, "forward_steps": fwd[0],
            "seconds": round(time.perf_counter() - t0, 3), "finding": finding,
            "message": res.finding.failures[0].message if res.finding else None,
-           "out_of_time": res.out_of_time, **lv.unit_extra(out, unit, path, res)}
+           "out_of_time": res.out_of_time, **lv.unit_extra(out, unit, path, res),
+           **({"short": res.short} if res.short else {}),
+           **({"notes": res.notes} if res.notes else {})}
     if known is not None:  # harness.ledger.known: Cases per entry, the entries' bundles, the rest
         row.update({"known": dict(res.known),
                     "known_findings": {e: {"signature": sig_prefix + v.signature(),

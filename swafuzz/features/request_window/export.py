@@ -98,7 +98,8 @@ def recipe(case, bundle) -> Recipe | None:
               f"EXTEND of {n} rows padded to {total})",
         functions=FUNCTIONS, culprit=CULPRIT, rows=table,
         test_name="test_request_window_eager_padding.py", test_source=src, fix=FIX,
-        notes=("Expected values: swafuzz's window oracle (features/request_window/oracle_layout."
+        notes=("Model: encoder / decoder SWA bounded replay need a DeepSeek-V4.1 checkpoint.",
+               "Expected values: swafuzz's window oracle (features/request_window/oracle_layout."
                "padded_layout) over the Case's rows at window 128 / capacity 128, hard-coded.",
                "Inputs from the release's run (bundle 'observed'): request slots, locations, "
                "the padded row count."))

@@ -19,6 +19,8 @@ from dataclasses import asdict
 from swafuzz import features, targets
 from swafuzz.harness.cli.common import EXIT_CLEAN, UsageError
 from swafuzz.harness.export import text
+from swafuzz.harness.ledger.entries import DEFAULT_LEDGER, LedgerError, load_ledger
+from swafuzz.harness.ledger.known import server_known
 from swafuzz.reports.bundle import read_bundle
 from swafuzz.scenarios.case import CaseError
 from swafuzz.server.case import ServerCase
@@ -86,9 +88,6 @@ def _bisect(path: str | None) -> dict | None:
 def _ledger_entry(ledger: str | None, b: dict, case: ServerCase):
     """The ledger entry that knows the finding (server answer: target, release, server args,
     signature), or None."""
-    from swafuzz.harness.ledger.entries import DEFAULT_LEDGER, LedgerError, load_ledger
-    from swafuzz.harness.ledger.known import server_known
-
     try:
         entries = load_ledger(ledger or DEFAULT_LEDGER)
     except LedgerError as e:
@@ -118,8 +117,8 @@ def cmd_export(args) -> int:
     rec = recipe_of(case, b)
     if rec is None:
         raise UsageError(f"{args.file}: field 'signature': no feature has an SGLang test recipe "
-                         f"for {b['signature']!r} on this Case (recipes: the request window's "
-                         "padded eager EXTEND, the late-layer tail's short extend)")
+                         f"for {b['signature']!r} on this Case (no feature's "
+                         "export.sglang_test hook answers for it)")
     files = text.render(args.file, b, case, entry, bis, rec)
     os.makedirs(args.out, exist_ok=True)
     for name, body in files.items():

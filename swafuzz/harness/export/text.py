@@ -105,8 +105,8 @@ def _readme(path, b, case, entry, rel, lau, sched, rec) -> str:
     if lau["left_false"]:
         L += [f"Set false (pass `--no-...` where the release's CLI offers it): "
               f"{', '.join(lau['left_false'])}.", ""]
-    L += [f"MODEL: swafuzz drives a stub model of shape {case.model}; on a GPU any checkpoint "
-          "whose architecture takes these arguments (the request window needs DeepSeek-V4.1).",
+    L += [f"MODEL: swafuzz drives a stub model of shape {case.model}; on a GPU, a checkpoint "
+          "whose architecture takes these arguments (see the notes below).",
           "", "## Requests", "", "| request | rank | arrives at step | prompt | max_new_tokens |",
           "|---|---|---|---|---|"]
     for i, r in enumerate(case.requests):

@@ -59,7 +59,8 @@ def recipe(case, bundle) -> Recipe | None:
               f"seq_len {seq})",
         functions=FUNCTIONS, culprit=CULPRIT, rows=tuple(rows),
         test_name="test_late_layer_tail_floor.py", test_source=src,
-        notes=("Expected values: swafuzz's tail oracle (features/request_window/late_tail/"
+        notes=("Model: encoder / decoder SWA bounded replay need a DeepSeek-V4.1 checkpoint.",
+               "Expected values: swafuzz's tail oracle (features/request_window/late_tail/"
                "oracle.tail_floors) at window 128, hard-coded.",))
 
 

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 from swafuzz.harness.ledger.when import release_of
 from swafuzz.server.case import ServerCase
 from swafuzz.server.timeline import Forward, plan
 
 PROJECT = "sglang"
+#: the head of a bisect record's cannot-drive reason (``swafuzz repro: error: /abs/path: ``)
+_REPRO_ERROR = re.compile(r"^swafuzz repro: error: \S+: ")
 
 
 def release_of_bundle(b: dict) -> str:
@@ -34,7 +37,9 @@ def releases(b: dict, entry, bis: dict | None) -> dict:
         ran = [o["release"] for o in bis["outcomes"] if o.get("state") != "cannot-drive"]
         out.update(first_bad=bis.get("first_bad"), fixed_in=bis.get("fixed_in"),
                    source=f"swafuzz bisect over {', '.join(ran) or 'no release'}",
-                   cannot_drive=dict(bis.get("cannot_drive") or {}))
+                   cannot_drive={k: _REPRO_ERROR.sub("", str(v)) for k, v in
+                                 sorted((bis.get("cannot_drive") or {}).items(), key=lambda kv:
+                                        _vkey(kv[0]))})
     elif entry is not None and entry.releases:
         out.update(first_bad=min(entry.releases, key=_vkey), fixed_in=None,
                    source="the ledger entry's releases (no bisect record given)")
@@ -86,6 +91,12 @@ def schedules(case: ServerCase) -> list[list[str]]:
     return out
 
 
+def _unfixed(rel: dict) -> str:
+    if rel["source"].startswith("swafuzz bisect"):
+        return "none bisected (no release after the last bad one replays clean)"
+    return "not known (no bisect record given)"
+
+
 def _readme(path, b, case, entry, rel, lau, sched, rec) -> str:
     L = [f"# {rec.title}", "",
          f"Found by swafuzz on sglang {rel['release']} (bundle `{path}`, signature "
@@ -94,7 +105,7 @@ def _readme(path, b, case, entry, rel, lau, sched, rec) -> str:
          "## Releases", "",
          f"* failing release: {rel['release']}",
          f"* first bad release: {rel['first_bad']} ({rel['source']})",
-         f"* fixed in: {rel['fixed_in'] or 'no release checked'}"]
+         f"* fixed in: {rel['fixed_in'] or _unfixed(rel)}"]
     if rel.get("cannot_drive"):
         L.append(f"* not driven: {', '.join(f'{k} ({v})' for k, v in rel['cannot_drive'].items())}")
     if rel["ledger_releases"]:

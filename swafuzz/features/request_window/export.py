@@ -94,8 +94,10 @@ def recipe(case, bundle) -> Recipe | None:
     return Recipe(
         title="Eager EXTEND padded by the MLP sync under a request window: the padding rows "
               "join the last request's run in window_layout (commit and history)",
-        where=f"attention-DP rank {rank}, forward {index} (planned {fwd.mode}, run as an eager "
-              f"EXTEND of {n} rows padded to {total})",
+        where=(f"attention-DP rank {rank}, " if (bundle.get("observed") or {}).get("ranks")
+               else "") + f"forward {index} (planned {fwd.mode}, run as an eager EXTEND of {n} "
+              f"rows padded to {total} by the MLP sync; attention TP "
+              f"{_attn_tp(case.config)})",
         functions=FUNCTIONS, culprit=CULPRIT, rows=table,
         test_name="test_request_window_eager_padding.py", test_source=src, fix=FIX,
         notes=("Model: encoder / decoder SWA bounded replay need a DeepSeek-V4.1 checkpoint.",
@@ -136,6 +138,11 @@ def _table(case, bundle, rank, fwd, fo, slots, lay, history, n, pad) -> tuple[Ro
                         f"history row {h} (group {g}) holds position {p} (ring row {src})",
                         seen))
     return tuple(rows)
+
+
+def _attn_tp(cfg) -> int:
+    """Attention TP: ``tp_size``, divided by ``dp_size`` under DP attention."""
+    return cfg.tp_size // cfg.dp_size if cfg.enable_dp_attention else cfg.tp_size
 
 
 def _rank_obs(bundle, rank):

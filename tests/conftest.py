@@ -10,6 +10,9 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 pytest_plugins = ["swafuzz.harness.pytest_plugin"]
+# the stored exports' SGLang tests (``swafuzz export``) import sglang only: run by
+# tests/harness/test_export_upstream.py in the release's environment, never collected here
+collect_ignore_glob = ["data/exports/*"]
 
 
 @pytest.fixture(autouse=True)

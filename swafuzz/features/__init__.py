@@ -62,6 +62,10 @@ HOOK_POINTS = {
                        "feature's ops (an engine method step_<op> overrides it)",
     "oracle.step_path_ops": "oracles.paths: (case) -> the ops the feature's step path runs, or "
                             "None; the first answer",
+    "export.sglang_test": "harness.export: (server case, bundle) -> the maintainer's recipe of a "
+                          "finding on the feature's path (harness.export.recipe.Recipe: SGLang "
+                          "functions, expected vs observed, a standalone SGLang test), or None; "
+                          "the first answer",
 }
 
 #: Draw order of the features' kinds in the default campaign (features not named come after,

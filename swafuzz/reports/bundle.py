@@ -95,17 +95,13 @@ def atomic_write_json(path: str, obj: dict[str, Any]) -> None:
 def write_bundle(out_dir: str, finding: dict[str, Any], suffix: str = "") -> str:
     """Write ``finding`` (must hold ``signature`` and ``case``) as
     ``out_dir/findings/<signature><suffix>.json``; return the path. ``command`` is the repro
-    command relative to ``out_dir`` (true wherever the run directory is copied); a finding on
-    ``sglang`` also records the installed sglang version under ``versions``."""
+    command relative to ``out_dir`` (true wherever the run directory is copied); ``versions``
+    are swafuzz's own plus the finding's (what its target's ``versions`` hook answered: the
+    caller asks the target, this module never names one)."""
     path = os.path.join(out_dir, "findings",
                         signature_filename(finding["signature"]) + suffix + ".json")
-    vers = versions()
-    if finding.get("target") == "sglang":
-        try:
-            vers["sglang"] = metadata.version("sglang")
-        except metadata.PackageNotFoundError:
-            vers["sglang"] = "not installed"
-    bundle = {"bundle_version": BUNDLE_VERSION, "versions": vers, **finding}
+    vers = {**versions(), **(finding.get("versions") or {})}
+    bundle = {"bundle_version": BUNDLE_VERSION, **finding, "versions": vers}
     bundle["command"] = "swafuzz repro " + "/".join(("findings", os.path.basename(path)))
     atomic_write_text(path, json.dumps(bundle, indent=1, sort_keys=True) + "\n")
     return path

@@ -7,7 +7,7 @@ hidden ``selftest:*`` (runnable, never listed). Plugins: :mod:`swafuzz.targets.p
 module calling :func:`register`. :func:`build_engine` is the one path from a name to an engine;
 :func:`origin` says where a target came from (in every finding bundle), :func:`recipe` how a
 fresh process gets it back; :func:`supports`, :func:`describe`, :func:`versions`,
-:func:`version` ask its hooks (the harness names no target).
+:func:`version`, :func:`release` ask its hooks (the harness names no target).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["TARGETS", "ORIGINS", "UnknownTarget", "TargetUnavailable", "register",
            "get_target", "available_targets", "origin", "recipe", "restore", "build_engine",
-           "run_case", "supports", "describe", "versions", "version"]
+           "run_case", "supports", "describe", "versions", "version", "release"]
 
 #: names that run when asked for but are not offered (``swafuzz list``, ``available_targets``)
 HIDDEN_PREFIXES = ("selftest:",)
@@ -119,6 +119,21 @@ def version(name: str) -> str | None:
     _ensure_builtin()
     hook = getattr(TARGETS.get(name), "version", None)
     return hook() if callable(hook) else None
+
+
+def release(name: str) -> dict[str, str | None]:
+    """The code under test of target ``name``: ``{"project": P, "version": V}`` from its
+    ``release`` hook (a plugin wrapping ``sglang``'s answers ``sglang`` and the installed
+    release); default ``{"project": name, "version": version(name)}``. A known-failure ledger's
+    entry names the project in its ``target``; bundles record it under ``release``."""
+    _ensure_builtin()
+    if name not in TARGETS:
+        plugins.discover(name)
+    hook = getattr(TARGETS.get(name), "release", None)
+    if callable(hook):
+        got = hook()
+        return {"project": str(got.get("project") or name), "version": got.get("version")}
+    return {"project": name, "version": version(name)}
 
 
 def available_targets() -> list[str]:

@@ -34,7 +34,9 @@ Optional hooks of a factory (static or class methods; the harness asks these, ne
 * ``check_available() -> None``: raise :class:`TargetUnavailable` if it cannot run here.
 * ``describe() -> str``: what ``swafuzz list --target NAME`` prints.
 * ``versions() -> dict[str, str]`` (``run.json``'s ``versions``); ``version() -> str | None``
-  (checked against a ledger's ``releases`` / ``when.release``).
+  (checked against a ledger's ``releases`` / ``when.release``); ``release() -> {"project": str,
+  "version": str | None}`` (the code under test: a ledger entry's ``target`` names the project,
+  a bundle records it; default: the target's own name and ``version()``).
 
 :func:`swafuzz.targets.supports`, ``describe``, ``versions`` and ``version`` apply these defaults.
 """

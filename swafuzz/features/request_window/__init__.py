@@ -47,5 +47,6 @@ FEATURE = Feature(
         'sglang.server_window': '.sglang_server:ServerWindow',
         'server.window_oracle': '.server_oracle:ServerWindowOracle',
         'sglang.server_hops': '.server_hops:HOPS',
+        'export.sglang_test': '.export:recipe',
     },
 )

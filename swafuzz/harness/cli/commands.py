@@ -39,6 +39,7 @@ from swafuzz.harness.cli.failures import check_out_dir, check_out_file, report_t
 from swafuzz.harness.cli.merge import cmd_merge
 from swafuzz.harness.cli.precheck import precheck
 from swafuzz.harness.cli.run import cmd_repro, cmd_run
+from swafuzz.harness.export.command import cmd_export
 from swafuzz.harness.ledger import bisect
 from swafuzz.harness.ledger.entries import DEFAULT_LEDGER
 from swafuzz.harness.report import read as report
@@ -166,7 +167,8 @@ def build_parser():
     """The parser of :mod:`swafuzz.harness.cli.parser`, each command bound to its function."""
     return cli_parser.build_parser({"run": cmd_run, "repro": cmd_repro, "list": cmd_list,
                                     "report": cmd_report, "zoo": cmd_zoo, "bench": cmd_bench,
-                                     "merge": cmd_merge, "bisect": bisect.cmd_bisect})
+                                     "merge": cmd_merge, "bisect": bisect.cmd_bisect,
+                                     "export": cmd_export})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from swafuzz.reports.bundle import version_text
 
 DESCRIPTION = ("``swafuzz`` (also ``python -m swafuzz``): run, zoo, repro, list, report, merge, "
-               "bisect, bench.")
+               "bisect, export, bench.")
 
 DB_HELP = ("Hypothesis example database (the corpus replayed first): DIR, "
            "redis://HOST:PORT[/N] or none; default: OUT/.hypothesis-db")
@@ -202,6 +202,17 @@ def build_parser(commands: dict[str, Callable] | None = None) -> argparse.Argume
     bi.add_argument("--executor", default=None, help="passed to swafuzz repro")
     bi.add_argument("--json", default=None, metavar="PATH", help="write the outcomes as JSON")
     bi.set_defaults(**_bound(commands, "bisect"))
+
+    ex = sub.add_parser("export", formatter_class=fmt,
+                        help="write a server-level finding as an SGLang maintainer takes it: "
+                             "launch command, requests, releases, functions, a standalone test")
+    ex.add_argument("file", metavar="BUNDLE")
+    ex.add_argument("--out", required=True, help="a new or empty directory")
+    ex.add_argument("--ledger", default=None, help="known-failure ledger naming the entry "
+                    "(default: the checkout's ledger/known_failures.json)")
+    ex.add_argument("--bisect", default=None, metavar="JSON",
+                    help="a 'swafuzz bisect --json' record of the bundle: first bad, fixed in")
+    ex.set_defaults(**_bound(commands, "export"))
 
     z = sub.add_parser("zoo", formatter_class=fmt, help="run every mutant; print the kill matrix")
     z.add_argument("--examples", type=int, default=None,

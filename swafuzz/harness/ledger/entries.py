@@ -4,7 +4,7 @@ A ledger is a JSON file (``ledger/known_failures.json``)::
 
     {"ledger_version": 1,
      "entries": [{"id": "short-name",
-                  "target": "sglang",                      # the target the finding is on
+                  "target": "sglang",   # the project the target drives (its release hook)
                   "releases": ["0.5.12"],                  # optional: target versions affected
                   "signature": "write_targets/decode/*",   # fnmatch pattern over signatures
                   "when": {"pool": {"page_size": 1}},      # optional: the trigger (ledger.when)
@@ -71,7 +71,9 @@ class Entry:
     server: ServerAnswer | None = None  # the server-level answer (ledger_server)
 
     def applies(self, target: str, release: str | None) -> bool:
-        if self.target != target:
+        """Does the entry apply to target ``target`` (a name: compared through the project its
+        ``release`` hook names, :func:`project_of`) at ``release``?"""
+        if self.target != project_of(target):
             return False
         return not self.releases or release is None or any(
             release_matches(r, release) for r in self.releases)
@@ -80,7 +82,7 @@ class Entry:
         """Signature (and target / releases) match, and the ``when`` predicate holds on the
         finding's Case (``case``: the parsed Case, or None when the finding has none that
         parses; parsed here when not given). A predicate never holds without a Case."""
-        if not (self.applies(finding.get("target", ""), release)
+        if not (self.applies(finding_project(finding), release)
                 and fnmatch.fnmatchcase(str(finding.get("signature", "")), self.signature)):
             return False
         if self.when is None:
@@ -89,6 +91,33 @@ class Entry:
             case = finding_case(finding)
         return case is not None and self.when.holds(case, finding_release(finding, release),
                                                     finding_executors(finding))
+
+
+def project_of(target: str) -> str:
+    """The project whose releases target ``target`` drives (its ``release`` hook,
+    :func:`swafuzz.targets.release`; a plugin wrapping ``sglang``'s answers ``sglang``): what a
+    ledger entry's ``target`` names. A name no loaded target has stands for itself."""
+    if target in _PROJECTS:
+        return _PROJECTS[target]
+    try:
+        project = targets.release(target)["project"]
+    except Exception:  # noqa: BLE001 - an unloadable plugin: the name is all there is
+        return target
+    if target in targets.TARGETS:  # a loaded target's answer does not change
+        _PROJECTS[target] = project
+    return project
+
+
+_PROJECTS: dict[str, str] = {}
+
+
+def finding_project(finding: dict) -> str:
+    """The project of a finding: the ``release`` its bundle recorded (the target's hook when it
+    was written), else :func:`project_of` its target's name."""
+    rel = finding.get("release")
+    if isinstance(rel, dict) and isinstance(rel.get("project"), str):
+        return rel["project"]
+    return project_of(str(finding.get("target", "")))
 
 
 def finding_case(finding: dict):
@@ -116,10 +145,15 @@ def release_matches(listed: str, version: str) -> bool:
 
 def finding_release(finding: dict, release: str | None) -> str | None:
     """The target version a ``when.release`` constraint is checked against: ``release`` (the
-    CLI's ``--release``) if given, else the finding's recorded ``versions[target]``."""
+    CLI's ``--release``) if given, else the finding's recorded ``release`` version (its
+    target's hook), else ``versions[project]`` (bundles written before the hook)."""
     if release is not None:
         return release
-    v = (finding.get("versions") or {}).get(finding.get("target", ""))
+    rel = finding.get("release")
+    if isinstance(rel, dict) and isinstance(rel.get("version"), str):
+        return rel["version"]
+    vers = finding.get("versions") or {}
+    v = vers.get(finding_project(finding), vers.get(finding.get("target", "")))
     return v if isinstance(v, str) else None
 
 

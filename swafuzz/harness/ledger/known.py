@@ -41,7 +41,7 @@ def target_release(target: str) -> str | None:
     target's ``version`` hook says (e.g. the installed release of the package it drives, as
     recorded in its bundles); None for swafuzz's own targets (an entry's ``releases`` then do
     not restrict it)."""
-    return targets.version(target)
+    return targets.release(target)["version"]
 
 
 def resolve_ledger(spec: str | None, targets: list[str]) -> str | None:

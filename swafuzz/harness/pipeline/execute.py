@@ -21,7 +21,7 @@ from swafuzz.harness.executors import get_executor
 from swafuzz.harness.executors.base import CountingExecutor
 from swafuzz.oracles.engine import AllocationRejected, CaseInfeasible, expect
 from swafuzz.scenarios.case import Case
-from swafuzz.targets import get_target, origin, run_case
+from swafuzz.targets import get_target, origin, release, run_case, versions
 
 
 class InvalidCase(ValueError):
@@ -90,6 +90,7 @@ class Verdict:
                 "message": self.failures[0].message,
                 "failures": [f.to_json() for f in self.failures], "target": target,
                 "plugin": origin(target), "impl": impl, "executor": executor,
+                "versions": versions(target), "release": release(target),
                 "case": self.case.to_json(), "shrunk": self.case.summary(),
                 "observed": self.observed,
                 **({"target_version": self.target_version} if self.target_version else {})}

@@ -125,7 +125,8 @@ def bundle_of(v: ServerResult, target: str, mutant: str | None = None) -> dict:
     return {"bundle_version": 1, "level": "server", "target": target,
             "server_mutant": mutant, "signature": v.signature(), "case": v.case.to_json(),
             "failures": [f.to_json() for f in v.failures],
-            "versions": targets.versions(target), "observed": v.observed}
+            "versions": targets.versions(target), "release": targets.release(target),
+            "observed": v.observed}
 
 
 def bundle_path(signature: str, kind: str, suffix: str = "") -> str:

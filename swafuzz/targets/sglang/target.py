@@ -166,5 +166,11 @@ class SGLangTarget:
         """The installed sglang release (as its bundles record it), for the ledger."""
         return sg.installed_version()
 
+    @staticmethod
+    def release() -> dict[str, str | None]:
+        """The code under test: ``{"project": "sglang", "version": <installed release>}`` (the
+        ledger's entries name the project; a plugin wrapping this target inherits it)."""
+        return {"project": NAME, "version": sg.installed_version()}
+
 
 TARGET = SGLangTarget()

@@ -12,5 +12,5 @@ FEATURE = Feature(
     sglang=('swafuzz.features.request_window.sglang',),
     checks=('tail',), check_modules=('.checks',), mutants=('.mutants',),
     since={'sglang': Since('0.5.21', 'late-layer tail')},
-    hooks={'oracle.step_path_ops': '.rules:step_path_ops'},
+    hooks={'oracle.step_path_ops': '.rules:step_path_ops', 'export.sglang_test': '.export:recipe'},
 )

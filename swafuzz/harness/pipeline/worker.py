@@ -26,6 +26,7 @@ import torch
 from swafuzz import targets
 from swafuzz.checks.base import Failure
 from swafuzz.features.validation import loads_case
+from swafuzz.harness.pipeline import zygote
 from swafuzz.harness.pipeline.coverage import ChildCoverage
 from swafuzz.harness.pipeline.execute import CaseRefused, InvalidCase, Verdict, execute
 from swafuzz.harness.pipeline.level_server import execute_server, prepare
@@ -160,8 +161,9 @@ class CaseWorker:
         env = dict(os.environ)
         code = ("import os, sys; os.dup2(2, 1); from swafuzz.harness.pipeline.worker import _child_main; "
                 f"sys.exit(_child_main({w}, {os.getpid()}))")
-        self._proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
-                                      pass_fds=(w,), env=env, text=True)
+        # server level: a fork of the run's zygote (the release imported once), else fresh
+        self._proc = zygote.fork_child(self._setup, w) or subprocess.Popen(
+            [sys.executable, "-c", code], stdin=subprocess.PIPE, pass_fds=(w,), env=env, text=True)
         os.close(w)
         self._reply = os.fdopen(r, "r")
         self._send({"setup": self._setup})

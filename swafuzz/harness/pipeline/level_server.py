@@ -44,6 +44,7 @@ from swafuzz.harness.ledger.known import (
     unit_ledger,
 )
 from swafuzz.harness.pipeline.caselog import read_log
+from swafuzz.harness.pipeline.coverage import CoverageMissing, run_mode
 from swafuzz.harness.pipeline.execute import CaseRefused, resolve_executors, resolve_impl
 from swafuzz.harness.pipeline.runconfig import RunConfig
 from swafuzz.reports.bundle import atomic_write_json, smaller_there
@@ -157,10 +158,7 @@ class ServerLevel:
         ("--shard", "shard", None, why + "swafuzz merge joins component-level run directories "
          "only)"),
         ("--db", "db", None, why + "the example database is not wired into the server level)"),
-        ("--coverage", "coverage", False, why + "coverage is measured for component-level "
-         "Cases only)"),
-        ("--coverage-bias", "coverage_bias", False, why + "coverage is measured for "
-         "component-level Cases only)"))
+        )
 
     def __init__(self) -> None:
         self.refused: str | None = None
@@ -275,6 +273,10 @@ class ServerLevel:
         except LedgerError as e:
             raise UsageError(f"--ledger: {e} (or 'auto', 'none')") from None
         kinds = check_target_kinds([target], kinds, bool(args.scenario))  # the kinds' Since
+        try:
+            cov = run_mode(args)  # measured in the case workers (harness.pipeline.coverage)
+        except CoverageMissing as e:
+            raise UsageError(str(e)) from None
         out = args.out or "swafuzz-out/server"
         if os.path.isdir(out) and os.listdir(out):
             raise UsageError(f"--out {out}: exists and is not empty (a server-level run writes "
@@ -290,7 +292,7 @@ class ServerLevel:
                          workers=args.workers, shrink_budget=args.shrink_budget, out=out,
                          isolate=not args.no_isolate, plugins=plugins.loaded_modules(),
                          db="none", ledger=ledger, known_cap=args.known_cap, level="server",
-                         server_mutant=args.server_mutant)
+                         server_mutant=args.server_mutant, coverage=cov)
 
     @staticmethod
     def check_resume(args, cfg: RunConfig) -> None:

@@ -94,6 +94,8 @@ def _child_main(reply_fd: int, parent_pid: int | None = None) -> int:  # pragma:
             except Exception as e:  # noqa: BLE001 - reported to the parent as a setup error
                 send({"setup_error": f"{type(e).__name__}: {e}"})
             continue
+        if cov is not None:
+            cov.before_case()  # what runs now is this Case's (its coverage context)
         reply = _reply(msg)
         broken = device_context_error()
         if broken is not None:  # this case broke the context: a crash; this child is done

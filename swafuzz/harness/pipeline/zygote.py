@@ -16,8 +16,8 @@ and stdout/stderr and runs :func:`swafuzz.harness.pipeline.worker._child_main` a
 would (the same setup message, answered at once: the import is done). The zygote answers
 ``{"pid": PID}`` and, when the child ends, ``{"exit": CODE}`` (``-SIGNAL`` when a signal ended
 it, as ``subprocess.Popen.returncode``) on the same connection: :class:`ZygoteChild` is the
-``Popen`` the case worker holds. A child ends with its owner (the case worker's process) or its
-zygote; the zygote ends with the process that started it.
+``Popen`` the case worker holds. A child ends when its owner (the case worker's process) closes its
+stdin, or with its zygote; the zygote ends with the process that started it.
 
 The first server-level case worker of a run (the CLI's check of the target) starts the zygote
 and names it in ``SWAFUZZ_ZYGOTE`` (``{"address", "key"}``), which the ``--workers`` pool
@@ -172,10 +172,27 @@ class Zygote:
         os.environ[ENV] = json.dumps(info)
         return info
 
-    def close(self) -> None:
+    def close(self, wait_s: float = 0.0) -> None:
+        """End the zygote: with ``wait_s``, once its children have ended (their owners gone,
+        each saves what it measured as it stops), killed past that; else now."""
+        if self.proc.poll() is None and wait_s > 0:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(wait_s)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+def shutdown(wait_s: float = 120.0) -> None:
+    """End this process's zygotes once their children have (before merging what they
+    measured: ``--coverage``); a later server-level worker starts a new one."""
+    for z in list(Zygote._started.values()):
+        z.close(wait_s)
+    Zygote._started.clear()
+    os.environ.pop(ENV, None)
 
 
 def _main(address: str, parent_pid: int) -> int:  # pragma: no cover - runs in the zygote
@@ -209,10 +226,12 @@ def _main(address: str, parent_pid: int) -> int:  # pragma: no cover - runs in t
 
 def _serve(listener: socket.socket) -> int:  # pragma: no cover - runs in the zygote
     children: dict[int, tuple[socket.socket, int]] = {}  # pidfd -> (connection, pid)
-    while True:
-        ready = select.select([listener, sys.stdin, *children], [], [])[0]
+    inputs: list[Any] = [listener, sys.stdin]
+    while inputs or children:
+        ready = select.select([*inputs, *children], [], [])[0]
         if sys.stdin in ready and not sys.stdin.readline():
-            return 0  # the process that started us closed our stdin: done
+            inputs = []  # the starter closed our stdin: no more forks; done when they end
+            listener.close()
         for fd in [f for f in ready if isinstance(f, int)]:  # a child ended: reap, report
             conn, pid = children.pop(fd)
             os.close(fd)
@@ -223,7 +242,7 @@ def _serve(listener: socket.socket) -> int:  # pragma: no cover - runs in the zy
             except OSError:
                 pass
             conn.close()
-        if listener in ready:
+        if listener in ready and inputs:
             conn, _ = listener.accept()
             try:
                 msg, fds, _, _ = socket.recv_fds(conn, 4096, 3)
@@ -239,13 +258,13 @@ def _serve(listener: socket.socket) -> int:  # pragma: no cover - runs in the zy
                 os.close(f)
             children[os.pidfd_open(pid)] = (conn, pid)
             conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+    return 0
 
 
 def _child(fds: list[int], owner: int, sockets: list[socket.socket],
            pidfds: list[int]) -> int:  # pragma: no cover - runs in a forked child
     """The forked case worker child: the owner's pipes as its own, then the worker's loop."""
     try:
-        from swafuzz.harness.pipeline.runlock import die_with
         from swafuzz.harness.pipeline.worker import _child_main
         for s in sockets:
             s.close()
@@ -260,7 +279,8 @@ def _child(fds: list[int], owner: int, sockets: list[socket.socket],
         sys.stdin = os.fdopen(0, "r", closefd=False)
         sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
         sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
-        die_with(owner)  # the case worker's process: its Cases are nobody else's
+        # no watch on the owner: its end closes our stdin, and we end after saving what we
+        # measured (--coverage); a kill -9 of the run ends the zygote, and us with it
         return _child_main(reply_w, os.getppid())
     except BaseException:  # noqa: BLE001 - never return into the zygote's loop
         import traceback

@@ -133,3 +133,24 @@ def test_ctrl_c_leaves_partial_results_and_resume_finishes(cli, tmp_path):
     assert run["interrupted"] is False and run["cases"] == 24
     keys = [json.dumps(r["case"], sort_keys=True) for r in case_rows(out)]
     assert len(keys) == len(set(keys)) == 24  # nothing recorded ran twice, nothing lost
+
+
+def test_coverage_at_server_level_counts_the_cases_per_function(cli, tmp_path):
+    """``--coverage`` with isolated workers (2, forked from one zygote): coverage.json names
+    each called function ``module:qualname`` with the Cases that ran it, and the target's
+    functions of interest with what was never reached."""
+    pytest.importorskip("coverage")
+    out = tmp_path / "cov"
+    code, stdout, err = cli("--target", "fixture:server_cov", *KINDS, "--examples", 6,
+                            "--workers", 2, "--coverage", "--out", out)
+    assert code == 0, err
+    cov = json.loads((out / "coverage.json").read_text())
+    assert cov["functions"]["swafuzz_server_fixture:stub_pipeline"]["cases"] == 6
+    assert "swafuzz_server_fixture:segv_pipeline" not in cov["functions"]  # never called
+    focus = cov["focus"]
+    assert focus["total"]["functions"] == 2 and focus["total"]["called"] == 1
+    assert focus["absent"] == ["swafuzz_server_fixture:no_such_*"]
+    assert focus["functions"]["swafuzz_server_fixture:segv_pipeline"]["cases"] == 0
+    md = (out / "coverage.md").read_text()
+    assert "Functions called: 1/2 (50.0%)" in md and "`swafuzz_server_fixture:no_such_*`" in md
+    assert "1/2 called" in stdout

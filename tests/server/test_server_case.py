@@ -193,11 +193,10 @@ def test_plan_chunks_a_long_prompt():
 
 @pytest.mark.parametrize("flag,why", [
     (["--shard", "1/2"], "swafuzz merge joins component-level run directories only"),
-    (["--coverage"], "coverage is measured for component-level Cases only"),
     (["--ray", "auto"], "a fleet task runs component-level units only"),
     (["--db", "none"], "the example database is not wired into the server level")])
 def test_server_level_refuses_run_options_it_does_not_take(flag, why, capsys, tmp_path):
-    """(--budget, --workers, --resume and --shrink-budget it takes: tests/harness/
+    """(--budget, --workers, --resume, --shrink-budget and --coverage it takes: tests/harness/
     test_server_isolation.py.)"""
     assert cli_main(["run", "--target", "sglang", "--level", "server", "--examples", "1",
                      "--out", str(tmp_path / "a")] + flag) == 2

@@ -14,6 +14,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import sys
 from typing import Any
 
 from swafuzz import targets
@@ -153,10 +154,15 @@ def function_cases(data, report: dict[str, Any]) -> dict[str, dict[str, int]]:
 
 
 def module_name(path: str) -> str:
-    parts = os.path.normpath(path).split(os.sep)
-    for root in ("site-packages", "dist-packages"):
-        if root in parts:
-            parts = parts[parts.index(root) + 1:]
+    """The dotted module name of a source file: relative to the longest ``sys.path`` entry
+    holding it (else to its ``site-packages``)."""
+    path = os.path.abspath(path)
+    roots = sorted((os.path.abspath(p) for p in sys.path if p), key=len, reverse=True)
+    root = next((r for r in roots if path.startswith(r.rstrip(os.sep) + os.sep)), None)
+    parts = os.path.normpath(os.path.relpath(path, root) if root else path).split(os.sep)
+    for site in ("site-packages", "dist-packages"):
+        if site in parts:
+            parts = parts[parts.index(site) + 1:]
             break
     name = ".".join(parts)
     return name[:-3] if name.endswith(".py") else name

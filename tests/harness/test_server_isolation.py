@@ -154,3 +154,41 @@ def test_coverage_at_server_level_counts_the_cases_per_function(cli, tmp_path):
     md = (out / "coverage.md").read_text()
     assert "Functions called: 1/2 (50.0%)" in md and "`swafuzz_server_fixture:no_such_*`" in md
     assert "1/2 called" in stdout
+
+
+def test_shards_merge_to_the_single_machine_run(cli, tmp_path, capsys):
+    """``--shard I/N`` at server level: the shards' units are the whole run's, and ``swafuzz
+    merge`` joins them into the directory the single-machine run leaves (same Cases per unit,
+    same per-kind counts)."""
+    from swafuzz.harness.cli.commands import main
+
+    common = ["--target", "fixture:server_stub", *KINDS, "--examples", 12, "--seed", 4,
+              "--no-isolate"]
+    code, _, err = cli(*common, "--workers", 2, "--out", tmp_path / "whole")
+    assert code == 0, err
+    for i in (1, 2):
+        code, _, err = cli(*common, "--shard", f"{i}/2", "--out", tmp_path / f"s{i}")
+        assert code == 0, err
+        assert _run(tmp_path / f"s{i}")["shard"] == f"{i}/2"
+    assert main(["merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--out",
+                 str(tmp_path / "m")]) == 0, capsys.readouterr()
+    whole, merged = _run(tmp_path / "whole"), _run(tmp_path / "m")
+    assert cases_by_unit(tmp_path / "m") == cases_by_unit(tmp_path / "whole")
+    assert merged["cases"] == whole["cases"] == 12
+    assert {k: v["cases"] for k, v in merged["kinds"].items()} == \
+        {k: v["cases"] for k, v in whole["kinds"].items()}
+    assert (tmp_path / "m" / "summary.md").exists() and (tmp_path / "m" / "junit.xml").exists()
+
+
+def test_db_replays_a_saved_failing_case_first(cli, tmp_path):
+    """``--db DIR`` at server level: the failing Case one run saved is the next run's first."""
+    db = tmp_path / "db"
+    args = ["--target", "fixture:server_segv", "--scenario", "server_decode", "--examples", 6,
+            "--shrink-budget", 0, "--ledger", "none", "--db", db]
+    code, _, err = cli(*args, "--seed", 1, "--out", tmp_path / "a")
+    assert code == 1, err
+    assert _run(tmp_path / "a")["config"]["db"] == str(db) and os.listdir(db)
+    code, _, err = cli(*args, "--seed", 2, "--out", tmp_path / "b")
+    assert code == 1, err
+    first = case_rows(tmp_path / "b")[0]
+    assert first["signature"] == "server:crash"  # replayed from the database, not drawn

@@ -192,12 +192,10 @@ def test_plan_chunks_a_long_prompt():
 
 
 @pytest.mark.parametrize("flag,why", [
-    (["--shard", "1/2"], "swafuzz merge joins component-level run directories only"),
-    (["--ray", "auto"], "a fleet task runs component-level units only"),
-    (["--db", "none"], "the example database is not wired into the server level")])
+    (["--ray", "auto"], "a fleet task runs component-level units only")])
 def test_server_level_refuses_run_options_it_does_not_take(flag, why, capsys, tmp_path):
-    """(--budget, --workers, --resume, --shrink-budget and --coverage it takes: tests/harness/
-    test_server_isolation.py.)"""
+    """(--budget, --workers, --resume, --shrink-budget, --coverage, --shard and --db it takes:
+    tests/harness/test_server_isolation.py.)"""
     assert cli_main(["run", "--target", "sglang", "--level", "server", "--examples", "1",
                      "--out", str(tmp_path / "a")] + flag) == 2
     err = capsys.readouterr().err

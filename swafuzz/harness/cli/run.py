@@ -91,6 +91,12 @@ def run_config(args, lv=None):
         args.target = cfg.targets if cfg.level == "server" else cfg.target
         return cfg
     if hasattr(lv, "config"):  # a level with its own flags (server: one target, its mutant)
+        if getattr(args, "ray", None) is not None:  # a fleet (harness.fleet.ray_fleet)
+            try:
+                check_ray(args.ray)
+                args.db = check_db(args.db)
+            except FleetError as e:
+                raise UsageError(str(e)) from None
         return lv.config(args)
     try:  # before anything is checked or written
         shard = parse_shard(args.shard) if args.shard is not None else None

@@ -18,6 +18,7 @@ import sys
 from typing import Any
 
 from swafuzz import targets
+from swafuzz.harness.pipeline.coverage_focus import focus_summary, module_files, render_focus
 
 #: what is measured for swafuzz's own targets (no ``versions`` hook): its targets and kernels
 OWN_SOURCES = ["swafuzz.targets", "swafuzz.kernels"]
@@ -109,7 +110,6 @@ def combine(out: str, focus: list[str] | None = None) -> dict[str, Any] | None:
     raw = os.path.join(data_dir, "raw.json")
     morfs = None
     if focus is not None:  # their modules reported even where no Case ran them
-        from swafuzz.harness.pipeline.coverage_focus import module_files
         morfs = sorted(set(cov.get_data().measured_files()) | set(module_files(focus)))
     cov.json_report(morfs=morfs, outfile=raw, ignore_errors=True,
                     contexts=[r"^case\."])  # CASE_CONTEXT
@@ -119,13 +119,11 @@ def combine(out: str, focus: list[str] | None = None) -> dict[str, Any] | None:
     summary = summarize(report)
     summary["functions"] = function_cases(cov.get_data(), report)
     if focus is not None:
-        from swafuzz.harness.pipeline.coverage_focus import focus_summary
-        summary["focus"] = focus_summary(report, summary["functions"], focus)
+        summary["focus"] = focus_summary(report, summary["functions"], focus, module_name)
     with open(os.path.join(out, "coverage.json"), "w") as f:
         json.dump(summary, f, indent=1)
     with open(os.path.join(out, "coverage.md"), "w") as f:
         if focus is not None:
-            from swafuzz.harness.pipeline.coverage_focus import render_focus
             f.write(render_focus(summary["focus"]) + "\n")
         f.write(render_md(summary))
     return summary

@@ -9,7 +9,7 @@ from __future__ import annotations
 import fnmatch
 import importlib.util
 import os
-from typing import Any
+from typing import Any, Callable
 
 from swafuzz import features, targets
 
@@ -41,11 +41,11 @@ def module_files(patterns: list[str]) -> list[str]:
 
 
 def focus_summary(report: dict[str, Any], functions: dict[str, dict[str, int]],
-                  patterns: list[str]) -> dict[str, Any]:
+                  patterns: list[str], module_name: Callable[[str], str]) -> dict[str, Any]:
     """From coverage.py's JSON report (the Cases' contexts only) and the per-function Case
-    counts (:func:`swafuzz.harness.pipeline.coverage.function_cases`): per matched function its
-    Cases, branches, reached branches and never-reached arcs; the totals; absent patterns."""
-    from swafuzz.harness.pipeline.coverage import module_name
+    counts (:func:`swafuzz.harness.pipeline.coverage.function_cases`; ``module_name``: a
+    file's dotted module): per matched function its Cases, branches, reached branches and
+    never-reached arcs; the totals; absent patterns."""
     found: dict[str, dict[str, Any]] = {}
     hit: set[str] = set()
     for path, rec in report.get("files", {}).items():

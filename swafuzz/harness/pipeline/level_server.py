@@ -154,10 +154,8 @@ class ServerLevel:
     the release gave for the Cases it refused)."""
 
     name = "server"
-    why = "not with --level server ("
     #: the run options a server-level run does not take: (flag, attribute, default, message)
-    unsupported = (
-        ("--ray", "ray", None, why + "a fleet task runs component-level units only)"),)
+    unsupported = ()
 
     def __init__(self) -> None:
         self.refused: str | None = None
@@ -281,7 +279,7 @@ class ServerLevel:
         except ShardSpecError as e:
             raise UsageError(str(e)) from None
         db = "none" if args.db is None else args.db  # no example database unless asked
-        try:
+        try:  # (with --ray the CLI checked it first: ray importable, a shared corpus or none)
             check_spec(db)
         except DatabaseSpecError as e:
             raise UsageError(str(e)) from None
@@ -304,7 +302,7 @@ class ServerLevel:
                          examples=examples, budget_s=budget_s, seed=args.seed,
                          workers=args.workers, shrink_budget=args.shrink_budget, out=out,
                          isolate=not args.no_isolate, plugins=plugins.loaded_modules(),
-                         db=db, shard=shard, ledger=ledger, known_cap=args.known_cap, level="server",
+                         db=db, shard=shard, ray=args.ray, ledger=ledger, known_cap=args.known_cap, level="server",
                          server_mutant=args.server_mutant, coverage=cov)
 
     @staticmethod

@@ -164,7 +164,7 @@ class CaseWorker:
         code = ("import os, sys; os.dup2(2, 1); from swafuzz.harness.pipeline.worker import _child_main; "
                 f"sys.exit(_child_main({w}, {os.getpid()}))")
         # server level: a fork of the run's zygote (the release imported once), else fresh
-        self._proc = zygote.fork_child(self._setup, w) or subprocess.Popen(
+        self._proc = zygote.fork_child(self._setup, w, f"{__name__}:_child_main") or subprocess.Popen(
             [sys.executable, "-c", code], stdin=subprocess.PIPE, pass_fds=(w,), env=env, text=True)
         os.close(w)
         self._reply = os.fdopen(r, "r")

@@ -12,7 +12,7 @@ Protocol: the zygote listens on an abstract Unix socket (Linux; nothing on the f
 A case worker connects and sends, with ``SCM_RIGHTS``, three descriptors: the read end of the
 child's request pipe, the write end of its reply pipe and its stderr, plus one JSON line
 ``{"owner": PID}``. The zygote forks; the child takes those descriptors as its stdin, reply pipe
-and stdout/stderr and runs :func:`swafuzz.harness.pipeline.worker._child_main` as a fresh child
+and stdout/stderr and runs the worker's child loop (the ``entry`` it was started with) as a fresh child
 would (the same setup message, answered at once: the import is done). The zygote answers
 ``{"pid": PID}`` and, when the child ends, ``{"exit": CODE}`` (``-SIGNAL`` when a signal ended
 it, as ``subprocess.Popen.returncode``) on the same connection: :class:`ZygoteChild` is the
@@ -96,9 +96,10 @@ class ZygoteChild:
                 pass
 
 
-def fork_child(setup: dict[str, Any], reply_fd: int) -> ZygoteChild | None:
+def fork_child(setup: dict[str, Any], reply_fd: int, entry: str) -> ZygoteChild | None:
     """A server-level case worker child forked by this run's zygote (started here when there
-    is none yet), ``reply_fd`` its reply pipe; None: start a fresh interpreter instead (not
+    is none yet), ``reply_fd`` its reply pipe, ``entry`` (``module:function``, called as
+    ``entry(reply_fd, parent_pid)``) what it runs; None: start a fresh interpreter instead (not
     the server level, ``SWAFUZZ_ZYGOTE=off``, no Unix sockets, or the zygote is unreachable)."""
     if not setup.get("server") or not hasattr(socket, "AF_UNIX") or \
             os.environ.get(ENV) == "off":
@@ -110,7 +111,7 @@ def fork_child(setup: dict[str, Any], reply_fd: int) -> ZygoteChild | None:
         info = {}
     if info.get("key") != key:
         try:
-            info = Zygote.start(setup).export()
+            info = Zygote.start({**setup, "entry": entry}).export()
         except RuntimeError:  # a fresh child says why (the same setup fails there)
             return None
     r, w = os.pipe()
@@ -148,7 +149,7 @@ class Zygote:
         self.proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
         self.proc.stdin.write(json.dumps({k: setup.get(k) for k in ("plugins", "recipe",
-                                                                    "server")}) + "\n")
+                                                                    "server", "entry")}) + "\n")
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()  # its import: as long as it takes while it lives
         reply = json.loads(line) if line else {"setup_error": "the zygote died while starting"}
@@ -205,10 +206,10 @@ def _main(address: str, parent_pid: int) -> int:  # pragma: no cover - runs in t
         import torch
         if not torch.cuda.is_available():  # before Triton is first imported
             os.environ.setdefault("TRITON_INTERPRET", "1")
-        from swafuzz import targets
+        from swafuzz import features, targets
         from swafuzz.harness.pipeline.level_server import prepare
-        from swafuzz.harness.pipeline.worker import _child_main  # noqa: F401 - imported once
         from swafuzz.targets import plugins
+        entry = features.load(setup["entry"])  # the case worker's child loop, imported once
         for m in setup["plugins"]:
             plugins.load_module(m)
         targets.restore(setup["recipe"])
@@ -221,10 +222,10 @@ def _main(address: str, parent_pid: int) -> int:  # pragma: no cover - runs in t
         print(json.dumps({"setup_error": f"{type(e).__name__}: {e}"}), flush=True)
         return 1
     print(json.dumps({"ready": True}), flush=True)
-    return _serve(listener)
+    return _serve(listener, entry)
 
 
-def _serve(listener: socket.socket) -> int:  # pragma: no cover - runs in the zygote
+def _serve(listener: socket.socket, entry) -> int:  # pragma: no cover - runs in the zygote
     children: dict[int, tuple[socket.socket, int]] = {}  # pidfd -> (connection, pid)
     inputs: list[Any] = [listener, sys.stdin]
     while inputs or children:
@@ -246,13 +247,13 @@ def _serve(listener: socket.socket) -> int:  # pragma: no cover - runs in the zy
             conn, _ = listener.accept()
             try:
                 msg, fds, _, _ = socket.recv_fds(conn, 4096, 3)
-                owner = int(json.loads(msg.split(b"\n", 1)[0])["owner"])
+                json.loads(msg.split(b"\n", 1)[0])["owner"]  # (who asked: the protocol's check)
             except (OSError, ValueError, KeyError):
                 conn.close()
                 continue
             pid = os.fork()
             if pid == 0:
-                os._exit(_child(fds, owner, [listener, *(c for c, _ in children.values())],
+                os._exit(_child(entry, fds, [listener, *(c for c, _ in children.values())],
                                 list(children)))
             for f in fds:
                 os.close(f)
@@ -261,11 +262,10 @@ def _serve(listener: socket.socket) -> int:  # pragma: no cover - runs in the zy
     return 0
 
 
-def _child(fds: list[int], owner: int, sockets: list[socket.socket],
+def _child(entry, fds: list[int], sockets: list[socket.socket],
            pidfds: list[int]) -> int:  # pragma: no cover - runs in a forked child
     """The forked case worker child: the owner's pipes as its own, then the worker's loop."""
     try:
-        from swafuzz.harness.pipeline.worker import _child_main
         for s in sockets:
             s.close()
         for f in pidfds:
@@ -281,7 +281,7 @@ def _child(fds: list[int], owner: int, sockets: list[socket.socket],
         sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
         # no watch on the owner: its end closes our stdin, and we end after saving what we
         # measured (--coverage); a kill -9 of the run ends the zygote, and us with it
-        return _child_main(reply_w, os.getppid())
+        return entry(reply_w, os.getppid())
     except BaseException:  # noqa: BLE001 - never return into the zygote's loop
         import traceback
         traceback.print_exc()

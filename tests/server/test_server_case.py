@@ -162,11 +162,11 @@ def test_server_mutant_flag_needs_the_level_and_a_known_name(capsys, tmp_path):
 
 def test_hop_table_lists_every_hop_and_mutant():
     from swafuzz.targets.mutants import load_server
-    from swafuzz.targets.sglang.pipeline.hops import HOPS, OLDER_SHAPE, hop_text
+    from swafuzz.targets.sglang.pipeline.hops import HOPS, NOT_DRIVEN, OLDER_SHAPE, hop_text
 
     text = hop_text()
     statuses = ("real", "modelled", "absent", "refused")
-    assert all(h in text and s in statuses for h, s, _ in HOPS)
+    assert all(h in text and s in statuses for h, s, _ in HOPS + NOT_DRIVEN)
     hops = {h for h, _, _ in HOPS}
     assert all(h in hops and s in statuses for h, (s, _) in OLDER_SHAPE.items())
     assert "ForwardBatch.init_new" in text and "0.5.12: from the batch's get_model_worker_batch" \

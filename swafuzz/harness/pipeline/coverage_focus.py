@@ -1,5 +1,6 @@
 """The target's functions of interest in a ``--coverage`` run (its ``coverage_focus`` hook: a
-``module:attr`` ref to patterns ``module:qualname``, the qualname an ``fnmatch`` glob): which of
+``module:attr`` ref to patterns ``module:qualname``, the qualname an ``fnmatch`` glob, and
+``!glob`` patterns excluding the functions whose own name matches): which of
 them the release has, which the Cases called and how many of their branches they reached, and
 each one's never-reached branches (``coverage.json``'s ``focus``, the head of ``coverage.md``).
 """
@@ -24,7 +25,7 @@ def module_files(patterns: list[str]) -> list[str]:
     """The source files of the patterns' modules that exist here (found without importing
     them: their package's directory), for the report to cover even when no Case ran them."""
     out = []
-    for mod in dict.fromkeys(p.split(":", 1)[0] for p in patterns):
+    for mod in dict.fromkeys(p.split(":", 1)[0] for p in patterns if not p.startswith("!")):
         top, *rest = mod.split(".")
         try:
             spec = importlib.util.find_spec(top)
@@ -48,6 +49,8 @@ def focus_summary(report: dict[str, Any], functions: dict[str, dict[str, int]],
     never-reached arcs; the totals; absent patterns."""
     found: dict[str, dict[str, Any]] = {}
     hit: set[str] = set()
+    excluded = [p[1:] for p in patterns if p.startswith("!")]
+    patterns = [p for p in patterns if not p.startswith("!")]
     for path, rec in report.get("files", {}).items():
         mod = module_name(path)
         for name, r in rec.get("functions", {}).items():
@@ -56,7 +59,8 @@ def focus_summary(report: dict[str, Any], functions: dict[str, dict[str, int]],
             key = f"{mod}:{name}"
             pats = [p for p in patterns if p.split(":", 1)[0] == mod
                     and fnmatch.fnmatchcase(name, p.split(":", 1)[1])]
-            if not pats:
+            if not pats or any(fnmatch.fnmatchcase(name.rsplit(".", 1)[-1], x)
+                               for x in excluded):
                 continue
             hit.update(pats)
             s = r["summary"]

@@ -10,7 +10,10 @@ release matches is listed as absent there. The list is the route a token's KV lo
 from the scheduler's batch to the SWA pool: the SWA pools and their allocator (allocation,
 free, the full->SWA mapping), the request-to-token table, the translation (translator, plan),
 the tree cache's SWA component and the release/free helpers, the scheduler batch's
-preparation, ``ForwardBatch.init_new`` and the decode graph runner's replay preparation.
+preparation, ``ForwardBatch.init_new`` and the decode graph runner's replay preparation; less
+the functions named ``!glob`` (host offload, sessions, other models' buffers, debugging), which
+no SWA deployment's batch route reaches. Disaggregation (``*transfer*``, ``alloc_extend_swa_tail``)
+and the per-request ring stay in: they are on the route of the deployments that use them.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ FOCUS: tuple[str, ...] = (
     _SB + "init_new", _SB + "prepare_for_extend", _SB + "prepare_for_decode",
     _SB + "prepare_for_idle", _SB + "retract_decode", _SB + "check_decode_mem",
     _SB + "filter_batch", _SB + "merge_batch", _SB + "get_model_worker_batch",
+    _SB + "convert_decode_to_extend",
     # the forward batch and the decode graph runner's replay preparation
     "sglang.srt.model_executor.forward_batch_info:ForwardBatch.init_new",
     "sglang.srt.model_executor.runner.decode_cuda_graph_runner:DecodeCudaGraphRunner."
@@ -51,4 +55,9 @@ FOCUS: tuple[str, ...] = (
     "sglang.srt.model_executor.runner.base_cuda_graph_runner:BaseCudaGraphRunner._pad_to_bucket",
     "sglang.srt.model_executor.cuda_graph_runner:CudaGraphRunner.can_run",  # 0.5.1x
     "sglang.srt.model_executor.cuda_graph_runner:CudaGraphRunner.replay_prepare",
+    # off the route in every release: host offload (hierarchical cache, CPU copies, prefetch,
+    # storage, external linkers), sessions, other models' buffers (MLA, indexer keys, scales)
+    # and debugging; by the function's own name
+    "!*cpu_copy*", "!*hicache*", "!*host*", "!*prefetch*", "!*storage*", "!*linker*",
+    "!*session*", "!*mla*", "!*index_k*", "!*scale_buf*", "!debug_print",
 )

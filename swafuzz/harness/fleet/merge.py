@@ -25,6 +25,7 @@ from typing import Any
 from swafuzz.harness.fleet.shard import fleet_config, full_plan, shard_units
 from swafuzz.harness.fleet.shard import label as shard_label
 from swafuzz.harness.ledger.known import known_summary
+from swafuzz.harness.pipeline import level
 from swafuzz.harness.pipeline.caselog import per_kind, read_log
 from swafuzz.harness.pipeline.runconfig import RunConfig
 from swafuzz.reports.bundle import atomic_write_text
@@ -224,7 +225,6 @@ def _case_size(cfg: RunConfig):
     """The order 'smallest' uses for a bundle's Case at the run's level."""
     if cfg.level == "component":
         return case_size
-    from swafuzz.harness.pipeline import level
     lv = level.get(cfg.level)
     return lambda c: lv.size(lv.load(c))
 

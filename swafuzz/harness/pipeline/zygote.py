@@ -36,7 +36,15 @@ import signal
 import socket
 import subprocess
 import sys
+import traceback
 from typing import Any
+
+import torch
+
+from swafuzz import features, targets
+from swafuzz.harness.pipeline.level_server import prepare
+from swafuzz.harness.pipeline.runlock import die_with_parent
+from swafuzz.targets import plugins
 
 ENV = "SWAFUZZ_ZYGOTE"
 
@@ -197,18 +205,12 @@ def shutdown(wait_s: float = 120.0) -> None:
 
 
 def _main(address: str, parent_pid: int) -> int:  # pragma: no cover - runs in the zygote
-    from swafuzz.harness.pipeline.runlock import die_with_parent
-
     die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run decides what stops
     setup = json.loads(sys.stdin.readline())
     try:
-        import torch
         if not torch.cuda.is_available():  # before Triton is first imported
             os.environ.setdefault("TRITON_INTERPRET", "1")
-        from swafuzz import features, targets
-        from swafuzz.harness.pipeline.level_server import prepare
-        from swafuzz.targets import plugins
         entry = features.load(setup["entry"])  # the case worker's child loop, imported once
         for m in setup["plugins"]:
             plugins.load_module(m)
@@ -283,6 +285,5 @@ def _child(entry, fds: list[int], sockets: list[socket.socket],
         # measured (--coverage); a kill -9 of the run ends the zygote, and us with it
         return entry(reply_w, os.getppid())
     except BaseException:  # noqa: BLE001 - never return into the zygote's loop
-        import traceback
         traceback.print_exc()
         return 70

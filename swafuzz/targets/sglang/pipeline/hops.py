@@ -156,10 +156,6 @@ NOT_DRIVEN: tuple[tuple[str, str, str], ...] = (
      "a prompt another server transferred (a KV transfer engine and its bootstrap), which no "
      "Case describes; the allocator's tail allocation and transfer translation are never "
      "called"),
-    ("per-request SWA ring at server level (swa_req_ring, the ring's window eviction)",
-     "refused", "server Cases have no pool.swa_ring: the ring runs at the component level "
-     "(the ring rows of the component table); the allocator's ring methods are never called "
-     "by a server Case"),
 )
 
 

@@ -108,9 +108,10 @@ def fork_child(setup: dict[str, Any], reply_fd: int, entry: str) -> ZygoteChild 
     """A server-level case worker child forked by this run's zygote (started here when there
     is none yet), ``reply_fd`` its reply pipe, ``entry`` (``module:function``, called as
     ``entry(reply_fd, parent_pid)``) what it runs; None: start a fresh interpreter instead (not
-    the server level, ``SWAFUZZ_ZYGOTE=off``, no Unix sockets, or the zygote is unreachable)."""
+    the server level, ``SWAFUZZ_ZYGOTE=off``, not Linux, the target initialised CUDA while
+    loading, or the zygote is unreachable)."""
     if not setup.get("server") or not hasattr(socket, "AF_UNIX") or \
-            os.environ.get(ENV) == "off":
+            not hasattr(os, "pidfd_open") or os.environ.get(ENV) == "off":
         return None
     key = key_of(setup)
     try:
@@ -217,6 +218,9 @@ def _main(address: str, parent_pid: int) -> int:  # pragma: no cover - runs in t
         targets.restore(setup["recipe"])
         if setup.get("server"):
             prepare(setup["recipe"]["name"])
+        if torch.cuda.is_available() and torch.cuda.is_initialized():  # a fork cannot use it
+            raise RuntimeError("the target initialised CUDA while loading: case workers start "
+                               "fresh interpreters instead")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind("\0" + address)
         listener.listen(64)

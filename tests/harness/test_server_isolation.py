@@ -192,3 +192,20 @@ def test_db_replays_a_saved_failing_case_first(cli, tmp_path):
     assert code == 1, err
     first = case_rows(tmp_path / "b")[0]
     assert first["signature"] == "server:crash"  # replayed from the database, not drawn
+
+
+@pytest.mark.parametrize("flag,needle", [
+    (["--db", "redis://"], "--db: 'redis://' needs a host and a port"),
+    (["--shard", "3/2"], "--shard: '3/2' is not allowed"),
+    (["--coverage", "--no-isolate"], "--coverage: measured in the local case workers: not with "
+                                     "--no-isolate"),
+    (["--ray="], "--ray: '' is not an address")])
+def test_server_level_run_options_refuse_bad_values(flag, needle, cli, tmp_path):
+    """--ray, --shard, --db and --coverage run at server level (tests/harness/
+    this file, tests/fleet/test_fleet_server.py); a bad value exits 2 naming the
+    flag, nothing written."""
+    code, _, err = cli("--target", "fixture:server_stub", "--examples", 1, "--out",
+                       tmp_path / "a", *flag)
+    assert code == 2, err
+    assert needle in err.replace("\n", " "), err
+    assert not (tmp_path / "a").exists()

@@ -191,18 +191,6 @@ def test_plan_chunks_a_long_prompt():
     assert all(m == "DECODE" for m, _, _ in fw[3:])
 
 
-@pytest.mark.parametrize("flag,why", [
-    (["--ray", "auto"], "a fleet task runs component-level units only")])
-def test_server_level_refuses_run_options_it_does_not_take(flag, why, capsys, tmp_path):
-    """(--budget, --workers, --resume, --shrink-budget, --coverage, --shard and --db it takes:
-    tests/harness/test_server_isolation.py.)"""
-    assert cli_main(["run", "--target", "sglang", "--level", "server", "--examples", "1",
-                     "--out", str(tmp_path / "a")] + flag) == 2
-    err = capsys.readouterr().err
-    assert f"{flag[0]}: not with --level server ({why}" in err.replace("\n", " "), err
-    assert not (tmp_path / "a").exists()
-
-
 @pytest.mark.parametrize("sigs,needle", [
     (["window_ring"], "field 'signatures' must be a non-empty list"),
     ([], "field 'signatures' must be a non-empty list")])

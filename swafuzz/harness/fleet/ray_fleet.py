@@ -97,9 +97,9 @@ def unit_resources(impl: str, executors: list[str], cluster_gpus: float) -> dict
 class RunDirMirror:
     """Applies a unit attempt's batches to the run directory (this process alone writes it)."""
 
-    def __init__(self, out: str, log: CaseLog, size: Callable[[dict], Any] = case_size):
+    def __init__(self, out: str, log: CaseLog, size: Callable[[dict], Any] | None = None):
         self.out, self.log = out, log
-        self.size = size  # a bundle Case's size at the run's level ('smallest')
+        self.size = size  # a bundle Case's size at the run's level ('smallest'; component)
         self.sent: dict[tuple[str, str], str] = {}  # (unit, relpath) -> what the unit wrote
         self.scratch: dict[str, str] = {}  # unit -> its attempt's scratch directory
 
@@ -133,7 +133,8 @@ class RunDirMirror:
             try:  # one bundle per signature: the smallest Case of all units
                 with open(path) as f:
                     old = json.load(f)
-                if self.size(old["case"]) <= self.size(json.loads(text)["case"]):
+                size = self.size or case_size
+                if size(old["case"]) <= size(json.loads(text)["case"]):
                     return
             except (OSError, ValueError, KeyError):
                 pass

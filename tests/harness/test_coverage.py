@@ -31,10 +31,11 @@ CHILD = textwrap.dedent('''\
     from swafuzz.harness.pipeline.coverage import ChildCoverage
     import fakepkg.mod as m  # the target loads first (its import is not measured)
     cov = ChildCoverage(sys.argv[1], ["fakepkg"])
+    m.never(1)  # the child's setup, before any Case: not a Case's (not reported)
     news = []
-    m.clamp(5, 0, 10); news.append(cov.after_case())
-    m.clamp(5, 0, 10); news.append(cov.after_case())   # nothing new
-    m.clamp(-1, 0, 10); news.append(cov.after_case())  # the x < lo branch
+    cov.before_case(); m.clamp(5, 0, 10); news.append(cov.after_case())
+    cov.before_case(); m.clamp(5, 0, 10); news.append(cov.after_case())   # nothing new
+    cov.before_case(); m.clamp(-1, 0, 10); news.append(cov.after_case())  # the x < lo branch
     cov.stop()
     print(json.dumps(news))
 ''')
@@ -67,6 +68,9 @@ def test_child_measures_and_report_lists_unreached(tmp_path):
     md = (out / "coverage.md").read_text()
     assert "`clamp`: branches 3/4, unreached arcs 4->5, lines 5" in md
     assert json.loads((out / "coverage.json").read_text()) == summary
+    (name,) = summary["functions"]  # per called function: the Cases that ran it
+    assert name.endswith("fakepkg.mod:clamp") and summary["functions"][name] == {
+        "cases": 3, "branches": 4, "covered_branches": 3}
 
 
 def test_compact():

@@ -129,3 +129,79 @@ def test_ctrl_c_leaves_partial_results_and_resume_finishes(cli, tmp_path):
     assert run["interrupted"] is False and run["cases"] == 24
     keys = [json.dumps(r["case"], sort_keys=True) for r in case_rows(out)]
     assert len(keys) == len(set(keys)) == 24  # nothing recorded ran twice, nothing lost
+
+
+def test_coverage_at_server_level_counts_the_cases_per_function(cli, tmp_path):
+    """``--coverage`` with isolated workers (2, forked from one zygote): coverage.json names
+    each called function ``module:qualname`` with the Cases that ran it, and the target's
+    functions of interest with what was never reached."""
+    pytest.importorskip("coverage")
+    out = tmp_path / "cov"
+    code, stdout, err = cli("--target", "fixture:server_cov", *KINDS, "--examples", 6,
+                            "--workers", 2, "--coverage", "--out", out)
+    assert code == 0, err
+    cov = json.loads((out / "coverage.json").read_text())
+    assert cov["functions"]["swafuzz_server_fixture:stub_pipeline"]["cases"] == 6
+    assert "swafuzz_server_fixture:segv_pipeline" not in cov["functions"]  # never called
+    focus = cov["focus"]
+    assert focus["total"]["functions"] == 2 and focus["total"]["called"] == 1
+    assert focus["absent"] == ["swafuzz_server_fixture:no_such_*"]
+    assert focus["functions"]["swafuzz_server_fixture:segv_pipeline"]["cases"] == 0
+    md = (out / "coverage.md").read_text()
+    assert "Functions called: 1/2 (50.0%)" in md and "`swafuzz_server_fixture:no_such_*`" in md
+    assert "1/2 called" in stdout
+
+
+def test_shards_merge_to_the_single_machine_run(cli, tmp_path, capsys):
+    """``--shard I/N`` at server level: the shards' units are the whole run's, and ``swafuzz
+    merge`` joins them into the directory the single-machine run leaves (same Cases per unit,
+    same per-kind counts)."""
+    from swafuzz.harness.cli.commands import main
+
+    common = ["--target", "fixture:server_stub", *KINDS, "--examples", 12, "--seed", 4,
+              "--no-isolate"]
+    code, _, err = cli(*common, "--workers", 2, "--out", tmp_path / "whole")
+    assert code == 0, err
+    for i in (1, 2):
+        code, _, err = cli(*common, "--shard", f"{i}/2", "--out", tmp_path / f"s{i}")
+        assert code == 0, err
+        assert _run(tmp_path / f"s{i}")["shard"] == f"{i}/2"
+    assert main(["merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--out",
+                 str(tmp_path / "m")]) == 0, capsys.readouterr()
+    whole, merged = _run(tmp_path / "whole"), _run(tmp_path / "m")
+    assert cases_by_unit(tmp_path / "m") == cases_by_unit(tmp_path / "whole")
+    assert merged["cases"] == whole["cases"] == 12
+    assert {k: v["cases"] for k, v in merged["kinds"].items()} == \
+        {k: v["cases"] for k, v in whole["kinds"].items()}
+    assert (tmp_path / "m" / "summary.md").exists() and (tmp_path / "m" / "junit.xml").exists()
+
+
+def test_db_replays_a_saved_failing_case_first(cli, tmp_path):
+    """``--db DIR`` at server level: the failing Case one run saved is the next run's first."""
+    db = tmp_path / "db"
+    args = ["--target", "fixture:server_segv", "--scenario", "server_decode", "--examples", 6,
+            "--shrink-budget", 0, "--ledger", "none", "--db", db]
+    code, _, err = cli(*args, "--seed", 1, "--out", tmp_path / "a")
+    assert code == 1, err
+    assert _run(tmp_path / "a")["config"]["db"] == str(db) and os.listdir(db)
+    code, _, err = cli(*args, "--seed", 2, "--out", tmp_path / "b")
+    assert code == 1, err
+    first = case_rows(tmp_path / "b")[0]
+    assert first["signature"] == "server:crash"  # replayed from the database, not drawn
+
+
+@pytest.mark.parametrize("flag,needle", [
+    (["--db", "redis://"], "--db: 'redis://' needs a host and a port"),
+    (["--shard", "3/2"], "--shard: '3/2' is not allowed"),
+    (["--coverage", "--no-isolate"], "--coverage: measured in the local case workers: not with "
+                                     "--no-isolate"),
+    (["--ray="], "--ray: '' is not an address")])
+def test_server_level_run_options_refuse_bad_values(flag, needle, cli, tmp_path):
+    """--ray, --shard, --db and --coverage run at server level (tests/harness/
+    this file, tests/fleet/test_fleet_server.py); a bad value exits 2 naming the
+    flag, nothing written."""
+    code, _, err = cli("--target", "fixture:server_stub", "--examples", 1, "--out",
+                       tmp_path / "a", *flag)
+    assert code == 2, err
+    assert needle in err.replace("\n", " "), err
+    assert not (tmp_path / "a").exists()

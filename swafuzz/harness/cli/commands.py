@@ -149,6 +149,8 @@ def cmd_bench(args) -> int:
         module, rest = "swafuzz.bench.harness", rest[1:]
     elif rest[:1] == ["fleet"]:  # swafuzz bench fleet [...]: workers, Ray, shards side by side
         module, rest = "swafuzz.bench.fleet", rest[1:]
+    elif rest[:1] == ["server"]:  # swafuzz bench server [...]: server level, 1 vs 2 workers
+        module, rest = "swafuzz.bench.server", rest[1:]
     if module.endswith(".kernels") and "--impls" in rest and rest.index("--impls") + 1 < len(rest):
         for name in rest[rest.index("--impls") + 1].split(","):
             check_choice("--impls", name, IMPLS)

@@ -12,7 +12,9 @@ import sys
 
 from swafuzz.harness.cli.common import UsageError, print_report
 from swafuzz.harness.fleet import merge
+from swafuzz.harness.fleet.merge_server import merged_server_report
 from swafuzz.harness.ledger.entries import DEFAULT_LEDGER, LedgerError, load_ledger
+from swafuzz.harness.pipeline import level
 from swafuzz.harness.report import read as report
 
 
@@ -25,6 +27,8 @@ def cmd_merge(args) -> int:
             raise UsageError(f"--ledger: {e} (or --no-ledger)") from None
 
     def finish(out: str):
+        if level.of_file(out) == "server":  # its run.json and reports as the run writes them
+            return merged_server_report(out)
         return report.build(out, ledger=ledger)
 
     try:
@@ -42,6 +46,6 @@ def cmd_merge(args) -> int:
     units = sum(1 for r in runs for x in r.rows if x.get("event") == "unit_done")
     print(f"merged {len(runs)} run directories ({', '.join(r.label for r in runs)}): {units} of "
           f"{len(res['plan'])} units, {cases} cases, {len(res['bundles'])} bundles")
-    code = print_report(res["result"])
+    code = res["result"] if isinstance(res["result"], int) else print_report(res["result"])
     print(f"results: {args.out} (swafuzz report {args.out})")
     return code

@@ -237,7 +237,8 @@ def build_parser(commands: dict[str, Callable] | None = None) -> argparse.Argume
 
     b = sub.add_parser("bench", formatter_class=fmt, help="kernel benchmark (bench/kernels.py); 'bench harness': "
                        "campaign throughput, 1 vs N workers (bench/harness.py); 'bench fleet': "
-                       "a run's steps/s with --workers, --ray and --shard (bench/fleet.py)")
+                       "a run's steps/s with --workers, --ray and --shard (bench/fleet.py); 'bench server': "
+                       "server-level Cases/s, 1 vs 2 workers (bench/server.py)")
     b.add_argument("rest", nargs=argparse.REMAINDER)
     b.set_defaults(**_bound(commands, "bench"))
     return p

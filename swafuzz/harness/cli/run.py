@@ -1,6 +1,5 @@
-"""``swafuzz run`` and ``swafuzz repro``: flags to a RunConfig, the campaign and its table, and
-the replay of one finding bundle.
-"""
+"""``swafuzz run`` and ``swafuzz repro``: flags to a RunConfig, the campaign and its table, the
+replay of one finding bundle."""
 
 from __future__ import annotations
 
@@ -31,7 +30,7 @@ from swafuzz.harness.fleet.shard import ShardSpecError, full_plan, parse_shard, 
 from swafuzz.harness.fleet.shard import label as shard_label
 from swafuzz.harness.ledger.entries import LedgerError
 from swafuzz.harness.ledger.known import print_known, resolve_ledger
-from swafuzz.harness.pipeline import coverage, level, resume
+from swafuzz.harness.pipeline import coverage, coverage_focus, level, resume, zygote
 from swafuzz.harness.pipeline.caselog import checked_steps, examples_note, per_kind, read_log
 from swafuzz.harness.pipeline.corpus import DatabaseSpecError, check_spec, open_database
 from swafuzz.harness.pipeline.driver import run as run_campaign
@@ -92,6 +91,12 @@ def run_config(args, lv=None):
         args.target = cfg.targets if cfg.level == "server" else cfg.target
         return cfg
     if hasattr(lv, "config"):  # a level with its own flags (server: one target, its mutant)
+        if getattr(args, "ray", None) is not None:  # a fleet (harness.fleet.ray_fleet)
+            try:
+                check_ray(args.ray)
+                args.db = check_db(args.db)
+            except FleetError as e:
+                raise UsageError(str(e)) from None
         return lv.config(args)
     try:  # before anything is checked or written
         shard = parse_shard(args.shard) if args.shard is not None else None
@@ -147,17 +152,10 @@ def run_config(args, lv=None):
 
 def check_coverage(args) -> str | None:
     """``--coverage`` / ``--coverage-bias`` -> RunConfig.coverage (harness.pipeline.coverage)."""
-    if not (args.coverage or args.coverage_bias):
-        return None
-    flag = "--coverage-bias" if args.coverage_bias else "--coverage"
-    if args.no_isolate or args.ray is not None:
-        raise UsageError(f"{flag}: measured in the local case workers: not with "
-                         f"{'--no-isolate' if args.no_isolate else '--ray'}")
     try:
-        coverage.require()
+        return coverage.run_mode(args)
     except coverage.CoverageMissing as e:
         raise UsageError(str(e)) from None
-    return "bias" if args.coverage_bias else "on"
 
 
 # --------------------------------------------------------------------------- run
@@ -185,10 +183,30 @@ def cmd_run(args) -> int:
         if hasattr(lv, "report"):
             lv.start_meta(cfg)  # what --resume continues, from the first Case on
             res = run_campaign(cfg, say=_say(args), session_start=COMMAND_START)
+            if cfg.coverage:
+                _combine_coverage(cfg)
             return lv.report(args, cfg, res)
         return _locked_run(args, cfg)
     finally:
         lock.release()
+
+
+def _combine_coverage(cfg) -> None:
+    """harness.pipeline.coverage: the children's data (saved as they stop: the case workers
+    here, then the zygote's children, which it waits for) merged; what it says on stdout."""
+    close_workers()
+    zygote.shutdown()
+    cov = coverage.combine(cfg.out, focus=coverage_focus.patterns_of(cfg.targets[0])
+                           if len(cfg.targets) == 1 else None)
+    t = cov["total"] if cov else None
+    print(f"coverage: {t['covered_lines']}/{t['lines']} lines, {t['covered_branches']}/"
+          f"{t['branches']} branches of {len(cov['modules'])} driven modules "
+          f"({cfg.out}/coverage.md)" if t else "coverage: no data recorded")
+    f = (cov or {}).get("focus")
+    if f:
+        t = f["total"]
+        print(f"coverage of the target's functions of interest: {t['called']}/{t['functions']} "
+              f"called, {t['covered_branches']}/{t['branches']} branches reached")
 
 
 def _say(args):
@@ -237,13 +255,8 @@ def _locked_run(args, cfg) -> int:
         if os.path.exists(os.path.join(cfg.out, rel)):
             print(f"  swafuzz repro {rel}")
     known = print_known(res.rows)
-    if cfg.coverage:  # harness.pipeline.coverage: the children's data (saved as they stop) merged
-        close_workers()
-        cov = coverage.combine(cfg.out)
-        t = cov["total"] if cov else None
-        print(f"coverage: {t['covered_lines']}/{t['lines']} lines, {t['covered_branches']}/"
-              f"{t['branches']} branches of {len(cov['modules'])} driven modules "
-              f"({cfg.out}/coverage.md)" if t else "coverage: no data recorded")
+    if cfg.coverage:
+        _combine_coverage(cfg)
     generated = sum(s["generated"] for s in stats.values())
     shrunk = sum(s["shrunk"] for s in stats.values())
     with open(os.path.join(cfg.out, "summary.md"), "w") as f:

@@ -25,6 +25,7 @@ from typing import Any
 from swafuzz.harness.fleet.shard import fleet_config, full_plan, shard_units
 from swafuzz.harness.fleet.shard import label as shard_label
 from swafuzz.harness.ledger.known import known_summary
+from swafuzz.harness.pipeline import level
 from swafuzz.harness.pipeline.caselog import per_kind, read_log
 from swafuzz.harness.pipeline.runconfig import RunConfig
 from swafuzz.reports.bundle import atomic_write_text
@@ -191,8 +192,9 @@ def _write_dir(stage: str, out: str, runs: list[ShardRun], info: dict[str, Any])
     with open(os.path.join(stage, "cases.jsonl"), "w") as f:
         f.write("".join(json.dumps(x) + "\n" for _, _, x in rows))
     written = []
+    size = _case_size(runs[0].cfg)
     for name, found in sorted(_bundles(runs).items()):
-        run, b = min(found, key=lambda rb: (case_size(rb[1]["case"]), rb[0].label_key))
+        run, b = min(found, key=lambda rb: (size(rb[1]["case"]), rb[0].label_key))
         b = {**b, **({"shard": run.label, "found_by_shards": [r.label for r, _ in found]}
                      if run.cfg.shard else {}),
              "command": f"swafuzz repro findings/{name}"}  # as write_bundle: from the run dir
@@ -217,6 +219,14 @@ def _write_dir(stage: str, out: str, runs: list[ShardRun], info: dict[str, Any])
     atomic_write_text(os.path.join(stage, "run.json"),
                       json.dumps(meta, indent=1, sort_keys=True) + "\n")
     return written
+
+
+def _case_size(cfg: RunConfig):
+    """The order 'smallest' uses for a bundle's Case at the run's level."""
+    if cfg.level == "component":
+        return case_size
+    lv = level.get(cfg.level)
+    return lambda c: lv.size(lv.load(c))
 
 
 def check_out(out: str) -> bool:

@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from swafuzz.harness.cli.common import UsageError
 from swafuzz.harness.fleet.task import unit_stream
+from swafuzz.harness.pipeline import level
 from swafuzz.harness.pipeline.caselog import CaseLog, read_log
 from swafuzz.harness.pipeline.level import case_size
 from swafuzz.harness.pipeline.runconfig import RunConfig, Unit, crash_row
@@ -98,8 +99,9 @@ def unit_resources(impl: str, executors: list[str], cluster_gpus: float) -> dict
 class RunDirMirror:
     """Applies a unit attempt's batches to the run directory (this process alone writes it)."""
 
-    def __init__(self, out: str, log: CaseLog):
+    def __init__(self, out: str, log: CaseLog, size: Callable[[dict], Any] | None = None):
         self.out, self.log = out, log
+        self.size = size  # a bundle Case's size at the run's level ('smallest'; component)
         self.sent: dict[tuple[str, str], str] = {}  # (unit, relpath) -> what the unit wrote
         self.scratch: dict[str, str] = {}  # unit -> its attempt's scratch directory
 
@@ -133,7 +135,8 @@ class RunDirMirror:
             try:  # one bundle per signature: the smallest Case of all units
                 with open(path) as f:
                     old = json.load(f)
-                if case_size(old["case"]) <= case_size(json.loads(text)["case"]):
+                size = self.size or case_size
+                if size(old["case"]) <= size(json.loads(text)["case"]):
                     return
             except (OSError, ValueError, KeyError):
                 pass
@@ -201,7 +204,9 @@ def run_fleet(cfg: RunConfig, units: list[Unit], budget: tuple[float, float] | N
             with open(cfg.ledger) as f:
                 ledger_text = f.read()
         log = CaseLog(os.path.join(cfg.out, "cases.jsonl"))
-        mirror, att = RunDirMirror(cfg.out, log), _Attempts(cfg.out)
+        lv = level.get(cfg.level)
+        mirror = RunDirMirror(cfg.out, log, lambda c: lv.size(lv.load(c)))
+        att = _Attempts(cfg.out)
         recorded: dict[str, list[dict]] = {u.id: [] for u in units}
         for r in read_log(os.path.join(cfg.out, "cases.jsonl")):
             if r.get("unit") in recorded and "case" in r:

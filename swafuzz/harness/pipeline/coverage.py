@@ -14,13 +14,17 @@ from __future__ import annotations
 import glob
 import json
 import os
+import sys
 from typing import Any
 
 from swafuzz import targets
+from swafuzz.harness.pipeline.coverage_focus import focus_summary, module_files, render_focus
 
 #: what is measured for swafuzz's own targets (no ``versions`` hook): its targets and kernels
 OWN_SOURCES = ["swafuzz.targets", "swafuzz.kernels"]
 COVERAGE_DIR = "coverage"
+#: the coverage context of each Case run in a child (``case.PID.N``); only these are reported
+CASE_CONTEXT = "case."
 
 
 class CoverageMissing(RuntimeError):
@@ -34,6 +38,19 @@ def require() -> None:
     except ImportError as e:
         raise CoverageMissing("--coverage: coverage.py is not installed (pip install "
                               "'swafuzz[coverage]', or pip install coverage)") from e
+
+
+def run_mode(args) -> str | None:
+    """``--coverage`` / ``--coverage-bias`` -> RunConfig.coverage (``on`` / ``bias`` / None);
+    :class:`CoverageMissing` (a usage error: flag and why) when it cannot be measured."""
+    if not (getattr(args, "coverage", False) or getattr(args, "coverage_bias", False)):
+        return None
+    flag = "--coverage-bias" if args.coverage_bias else "--coverage"
+    if args.no_isolate or getattr(args, "ray", None) is not None:
+        raise CoverageMissing(f"{flag}: measured in the local case workers: not with "
+                              f"{'--no-isolate' if args.no_isolate else '--ray'}")
+    require()
+    return "bias" if args.coverage_bias else "on"
 
 
 def sources_for(target: str) -> list[str]:
@@ -54,8 +71,15 @@ class ChildCoverage:
                                      config_file=False)
         # the target's packages were imported by design before measuring started
         self.cov.set_option("run:disable_warnings", ["module-not-measured"])
-        self.seen = 0
+        self.seen, self.cases = 0, 0
         self.cov.start()
+        self.cov.switch_context("setup")  # until the first Case: not counted as a Case's
+
+    def before_case(self) -> None:
+        """What runs from here on is this Case's (a coverage context ``case.PID.N``: the
+        per-function Case counts of :func:`combine`)."""
+        self.cases += 1
+        self.cov.switch_context(f"{CASE_CONTEXT}{os.getpid()}.{self.cases}")
 
     def after_case(self) -> int:
         """Flush this child's data; the number of arcs no earlier Case of this child reached."""
@@ -69,9 +93,11 @@ class ChildCoverage:
         self.cov.save()
 
 
-def combine(out: str) -> dict[str, Any] | None:
+def combine(out: str, focus: list[str] | None = None) -> dict[str, Any] | None:
     """Merge ``OUT/coverage/.coverage.*`` into ``OUT/coverage.json`` and ``OUT/coverage.md``;
-    the summary (:func:`summarize`), or None when no child wrote data."""
+    the summary (:func:`summarize`; what Cases ran, not the target's import or setup: the
+    ``case.*`` contexts only), or None when no child wrote data. ``focus``: the target's
+    functions of interest (``module:qualname``; :mod:`swafuzz.harness.pipeline.coverage_focus`)."""
     import coverage
     data_dir = os.path.join(out, COVERAGE_DIR)
     files = sorted(glob.glob(os.path.join(data_dir, ".coverage.*")))
@@ -82,22 +108,59 @@ def combine(out: str) -> dict[str, Any] | None:
     cov.combine(files, keep=True)
     cov.save()
     raw = os.path.join(data_dir, "raw.json")
-    cov.json_report(outfile=raw, ignore_errors=True)
+    morfs = None
+    if focus is not None:  # their modules reported even where no Case ran them
+        morfs = sorted(set(cov.get_data().measured_files()) | set(module_files(focus)))
+    cov.json_report(morfs=morfs, outfile=raw, ignore_errors=True,
+                    contexts=[r"^case\."])  # CASE_CONTEXT
     with open(raw) as f:
-        summary = summarize(json.load(f))
+        report = json.load(f)
     os.unlink(raw)
+    summary = summarize(report)
+    summary["functions"] = function_cases(cov.get_data(), report)
+    if focus is not None:
+        summary["focus"] = focus_summary(report, summary["functions"], focus, module_name)
     with open(os.path.join(out, "coverage.json"), "w") as f:
         json.dump(summary, f, indent=1)
     with open(os.path.join(out, "coverage.md"), "w") as f:
+        if focus is not None:
+            f.write(render_focus(summary["focus"]) + "\n")
         f.write(render_md(summary))
     return summary
 
 
+def function_cases(data, report: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """Per called function (``module:qualname``), the number of Cases that ran a line of it
+    (``cases``: distinct ``case.*`` contexts) and its branches (``branches``,
+    ``covered_branches``), from the combined data and coverage.py's JSON report (already
+    limited to the Cases' contexts)."""
+    out: dict[str, dict[str, int]] = {}
+    for path, rec in report.get("files", {}).items():
+        funcs = {n: r for n, r in rec.get("functions", {}).items() if n and r.get("executed_lines")}
+        if not funcs:
+            continue
+        by_line = data.contexts_by_lineno(os.path.abspath(path))  # (the report's: relative)
+        mod = module_name(path)
+        for name, r in funcs.items():
+            ctx = set()
+            for ln in r["executed_lines"]:
+                ctx.update(c for c in by_line.get(ln, ()) if c.startswith(CASE_CONTEXT))
+            out[f"{mod}:{name}"] = {"cases": len(ctx),
+                                    "branches": r["summary"].get("num_branches", 0),
+                                    "covered_branches": r["summary"].get("covered_branches", 0)}
+    return dict(sorted(out.items()))
+
+
 def module_name(path: str) -> str:
-    parts = os.path.normpath(path).split(os.sep)
-    for root in ("site-packages", "dist-packages"):
-        if root in parts:
-            parts = parts[parts.index(root) + 1:]
+    """The dotted module name of a source file: relative to the longest ``sys.path`` entry
+    holding it (else to its ``site-packages``)."""
+    path = os.path.abspath(path)
+    roots = sorted((os.path.abspath(p) for p in sys.path if p), key=len, reverse=True)
+    root = next((r for r in roots if path.startswith(r.rstrip(os.sep) + os.sep)), None)
+    parts = os.path.normpath(os.path.relpath(path, root) if root else path).split(os.sep)
+    for site in ("site-packages", "dist-packages"):
+        if site in parts:
+            parts = parts[parts.index(site) + 1:]
             break
     name = ".".join(parts)
     return name[:-3] if name.endswith(".py") else name

@@ -34,6 +34,8 @@ from swafuzz.harness.cli.common import (
     prepare_out,
 )
 from swafuzz.harness.executors import get_executor
+from swafuzz.harness.fleet.shard import ShardSpecError, parse_shard
+from swafuzz.harness.fleet.shard import label as shard_label
 from swafuzz.harness.ledger.entries import DEFAULT_LEDGER, LedgerError, load_ledger
 from swafuzz.harness.ledger.known import (
     ServerKnownLedger,
@@ -44,6 +46,8 @@ from swafuzz.harness.ledger.known import (
     unit_ledger,
 )
 from swafuzz.harness.pipeline.caselog import read_log
+from swafuzz.harness.pipeline.corpus import DatabaseSpecError, check_spec, open_database
+from swafuzz.harness.pipeline.coverage import CoverageMissing, run_mode
 from swafuzz.harness.pipeline.execute import CaseRefused, resolve_executors, resolve_impl
 from swafuzz.harness.pipeline.runconfig import RunConfig
 from swafuzz.reports.bundle import atomic_write_json, smaller_there
@@ -151,17 +155,8 @@ class ServerLevel:
     the release gave for the Cases it refused)."""
 
     name = "server"
-    why = "not with --level server ("
     #: the run options a server-level run does not take: (flag, attribute, default, message)
-    unsupported = (
-        ("--ray", "ray", None, why + "a fleet task runs component-level units only)"),
-        ("--shard", "shard", None, why + "swafuzz merge joins component-level run directories "
-         "only)"),
-        ("--db", "db", None, why + "the example database is not wired into the server level)"),
-        ("--coverage", "coverage", False, why + "coverage is measured for component-level "
-         "Cases only)"),
-        ("--coverage-bias", "coverage_bias", False, why + "coverage is measured for "
-         "component-level Cases only)"))
+    unsupported = ()
 
     def __init__(self) -> None:
         self.refused: str | None = None
@@ -276,11 +271,29 @@ class ServerLevel:
         except LedgerError as e:
             raise UsageError(f"--ledger: {e} (or 'auto', 'none')") from None
         kinds = check_target_kinds([target], kinds, bool(args.scenario))  # the kinds' Since
+        try:
+            cov = run_mode(args)  # measured in the case workers (harness.pipeline.coverage)
+        except CoverageMissing as e:
+            raise UsageError(str(e)) from None
+        try:  # --shard I/N: this run's units of the whole campaign (swafuzz merge joins them)
+            shard = parse_shard(args.shard) if args.shard is not None else None
+        except ShardSpecError as e:
+            raise UsageError(str(e)) from None
+        db = "none" if args.db is None else args.db  # no example database unless asked
+        try:  # (with --ray the CLI checked it first: ray importable, a shared corpus or none)
+            check_spec(db)
+        except DatabaseSpecError as e:
+            raise UsageError(str(e)) from None
         out = args.out or "swafuzz-out/server"
         if os.path.isdir(out) and os.listdir(out):
             raise UsageError(f"--out {out}: exists and is not empty (a server-level run writes "
                              "a new directory)")
         prepare_out(out, resume=False)
+        if "://" in db:
+            try:
+                open_database(db, out)  # reachable before anything runs (a ping)
+            except DatabaseSpecError as e:
+                raise UsageError(str(e)) from None
         examples = args.examples or DEFAULT_EXAMPLES
         if budget_s and not getattr(args, "examples_given", True):
             examples = 10**6  # --budget without --examples: the time decides
@@ -290,8 +303,8 @@ class ServerLevel:
                          examples=examples, budget_s=budget_s, seed=args.seed,
                          workers=args.workers, shrink_budget=args.shrink_budget, out=out,
                          isolate=not args.no_isolate, plugins=plugins.loaded_modules(),
-                         db="none", ledger=ledger, known_cap=args.known_cap, level="server",
-                         server_mutant=args.server_mutant)
+                         db=db, shard=shard, ray=args.ray, ledger=ledger, known_cap=args.known_cap, level="server",
+                         server_mutant=args.server_mutant, coverage=cov)
 
     @staticmethod
     def check_resume(args, cfg: RunConfig) -> None:
@@ -313,7 +326,8 @@ class ServerLevel:
         if os.path.exists(path):
             with open(path, encoding="utf-8") as f:
                 meta = json.load(f)
-        meta.update({"level": "server", "target": cfg.target, "seed": cfg.seed,
+        meta.update({"command": "run", "level": "server", "target": cfg.target,
+                     "seed": cfg.seed, "shard": shard_label(cfg.shard),
                      "executors": cfg.executors, "server_mutant": cfg.server_mutant,
                      "workers": cfg.workers, "budget_s": cfg.budget_s,
                      "config": cfg.to_json(), "versions": targets.versions(cfg.target)})

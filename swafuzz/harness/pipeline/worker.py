@@ -31,15 +31,18 @@ import torch
 from swafuzz import targets
 from swafuzz.checks.base import Failure
 from swafuzz.features.validation import loads_case
+from swafuzz.harness.pipeline import zygote
 from swafuzz.harness.pipeline.coverage import ChildCoverage
 from swafuzz.harness.pipeline.execute import CaseRefused, InvalidCase, Verdict, execute
 from swafuzz.harness.pipeline.level_server import execute_server, prepare
+from swafuzz.harness.pipeline.runlock import die_with_parent
 from swafuzz.machinery import (
     BEAT_S,
     HarnessError,
     Heartbeat,
     StartTimeout,
     StartWatch,
+    child_boot,
     kill_fault,
 )
 from swafuzz.reports.bundle import atomic_write_text
@@ -107,6 +110,8 @@ def _child_main(out, hb: Heartbeat) -> int:  # pragma: no cover
             continue
         cases += 1
         kill_fault(cases)  # SWAFUZZ_FAULTS=kill-worker=N
+        if cov is not None:
+            cov.before_case()  # what runs now is this Case's (its coverage context)
         reply = _reply(msg)
         broken = device_context_error()
         if broken is not None:  # this case broke the context: a crash; this child is done
@@ -118,6 +123,14 @@ def _child_main(out, hb: Heartbeat) -> int:  # pragma: no cover
     if cov is not None:
         cov.stop()
     return 0
+
+
+def _zygote_main(reply_fd: int, parent_pid: int) -> int:  # pragma: no cover
+    # a child forked by the run's zygote (harness.pipeline.zygote): dies with the zygote, beats
+    # until ready like a fresh child, then the same loop
+    die_with_parent(parent_pid)
+    out, hb = child_boot(reply_fd)
+    return _child_main(out, hb)
 
 
 def _reply(msg: dict[str, Any]) -> dict[str, Any]:  # pragma: no cover - in the child
@@ -176,8 +189,10 @@ class CaseWorker:
                 f"die_with_parent({os.getpid()}); from swafuzz.machinery import child_boot; "
                 f"out, hb = child_boot({w}); from swafuzz.harness.pipeline.worker import "
                 f"_child_main; sys.exit(_child_main(out, hb))")
-        self._proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
-                                      pass_fds=(w,), env=env, text=True)
+        # server level: a fork of the run's zygote (the release imported once), else fresh
+        self._proc = zygote.fork_child(self._setup, w, f"{__name__}:_zygote_main") or \
+            subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                             pass_fds=(w,), env=env, text=True)
         os.close(w)
         self._reply = os.fdopen(r, "r")
         self._send({"setup": self._setup})

@@ -94,6 +94,8 @@ class SGLangTarget:
     #: the release's own ServerArgs checks (``release_refusal(config) -> str | None``; a module
     #: helper srvargs builds: absent, nothing is refused by it)
     server_refusal = "swafuzz.targets.sglang.pipeline.argnames:release_refusal"
+    #: the SGLang functions on the SWA path, reported by name by ``run --coverage``
+    coverage_focus = "swafuzz.targets.sglang.coverage_focus:FOCUS"
 
     @staticmethod
     def server_mutants() -> dict[str, str]:

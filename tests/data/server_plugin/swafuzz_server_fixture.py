@@ -15,6 +15,10 @@
   SGLang; the release's argument check is not consulted: the kinds the test runs need none),
   with the ``sglang`` target's server mutants (``--server-mutant``: patched in the worker).
 
+* ``fixture:server_cov``: the stub, measured by ``--coverage`` (its ``versions`` hook names this
+  module: the code under test) with ``coverage_focus`` :data:`COV_FOCUS` (the stub, the segv
+  pipeline, which its Cases never call, and a pattern nothing matches).
+
 Loaded with ``--plugin swafuzz_server_fixture`` (this folder on ``PYTHONPATH``).
 """
 
@@ -75,3 +79,17 @@ register("fixture:server_segv", ServerFixture("fixture:server_segv", f"{_HERE}:s
 register("fixture:sglang_segv", ServerFixture("fixture:sglang_segv",
                                               f"{_HERE}:sglang_segv_pipeline",
                                               SGLANG.server_mutants))
+
+#: fixture:server_cov's functions of interest (harness.pipeline.coverage_focus)
+COV_FOCUS = (f"{_HERE}:stub_pipeline", f"{_HERE}:segv_pipeline", f"{_HERE}:no_such_*")
+
+
+class CoveredFixture(ServerFixture):
+    coverage_focus = f"{_HERE}:COV_FOCUS"
+
+    @staticmethod
+    def versions() -> dict[str, str]:
+        return {_HERE: "fixture"}
+
+
+register("fixture:server_cov", CoveredFixture("fixture:server_cov", f"{_HERE}:stub_pipeline"))

@@ -138,6 +138,27 @@ HOPS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+#: hops of a deployment's SWA route the server level does not drive yet (hop, status, why);
+#: ``swafuzz run --level server --coverage`` shows them never called (docs/COVERAGE.md)
+NOT_DRIVEN: tuple[tuple[str, str, str], ...] = (
+    ("model runner dispatch (ModelRunner.forward: eager EXTEND / DECODE / IDLE, graph replay)",
+     "modelled", "the pipeline calls each stage itself (ForwardBatch.init_new, the graph "
+     "runner's can-run and load_batch, the backend's metadata, store_cache): the release's "
+     "ModelRunner is built with a loaded model, its device and distributed state, none of "
+     "which a CPU Case has; its IDLE handling and metadata reset are not run"),
+    ("tree cache with the radix cache on (match_prefix over shared prefixes, insert, "
+     "eviction, cache_unfinished_req / cache_finished_req, SWA tombstones)", "refused",
+     "every server Case runs disable_radix_cache: true (the tree cache's SWA component's "
+     "match, insert, lock and eviction methods are never called); prefix sharing runs at the "
+     "component level, where the radix tree's lock references are the adapter's (modelled)"),
+    ("disaggregated decode (alloc_extend_swa_tail, translate_swa_indices_for_transfer)",
+     "refused", "no prefill/decode disaggregation at server level: the decode side takes over "
+     "a prompt another server transferred (a KV transfer engine and its bootstrap), which no "
+     "Case describes; the allocator's tail allocation and transfer translation are never "
+     "called"),
+)
+
+
 #: the same hops on a release of the global-server-args shape (0.5.12; which shape a release has
 #: is detected, :mod:`.seams`): hop -> (real / modelled / absent, why); a hop not named here is
 #: as on 0.5.23
@@ -215,7 +236,7 @@ def hop_text() -> str:
              "scheduling step; columns: 0.5.23 and 0.5.22 (runtime-context shape), 0.5.12 "
              "(global-server-args shape; its reason where it differs):"]
     older = dict(OLDER_SHAPE)
-    hops = list(HOPS)
+    hops = list(HOPS) + list(NOT_DRIVEN)
     for extra_rows, extra_older in registry.hooks("sglang.server_hops"):
         hops += extra_rows
         older.update(extra_older)

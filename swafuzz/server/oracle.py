@@ -15,8 +15,9 @@ before it is followed. Checks:
   at position 0 (a DECODE's added requests at ``SEQ_LEN_FILL``, written at dummy slot 0);
 * ``graph_fill`` (spec §5.1): bucket = smallest captured batch size holding the batch;
   ``out_cache_loc`` rows the allocated full slots, padded rows 0 (§9.5); ``seq_lens`` the
-  lengths, padded ``SEQ_LEN_FILL``; ``positions`` / ``req_pool_indices`` the batch's in real
-  rows; the Raw decode metadata holds the same (§4.4: live locations padded with 0); reported
+  lengths, padded ``SEQ_LEN_FILL``; ``positions`` the plan's, ``req_pool_indices`` each
+  request's ``ReqToTokenPool`` row, padded rows as the release's fill leaves them
+  (:mod:`.graph_rows`, every row predicted from the Case); the Raw decode metadata holds the same (§4.4: live locations padded with 0); reported
   in-graph metadata: SWA write locations the allocated SWA slots (padded 0), each request's
   read indices start with its window's SWA slots;
 * ``window_reads``: each token in a request's last ``sliding_window`` positions is the full slot
@@ -42,6 +43,7 @@ from swafuzz.server.graph_checks import (  # noqa: F401 - graph_bucket: from her
     graph_fill,
     sync_pad,
 )
+from swafuzz.server.graph_rows import GraphRows
 from swafuzz.server.observation import ServerObs
 from swafuzz.server.timeline import Forward, Release, Retract, RetractionError, plan
 
@@ -252,7 +254,9 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False,
         events = observed_plan(case, obs)
     except RetractionError as e:
         return [ServerFailure("retraction", None, str(e))] if "retraction" not in disabled else []
+    req_rows = GraphRows(case, obs.target_version, SEQ_LEN_FILL)
     for ev in events:
+        req_rows.event(ev)  # the request rows: taken by a prefill, freed by a release
         if isinstance(ev, (Release, Retract)):  # a retraction validated, then followed
             if isinstance(ev, Retract) and fail("retraction", None, retraction(st, ev)):
                 return out
@@ -280,7 +284,8 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False,
         want = [s for _, s in rec.alloc]
         bucket = graph_bucket(case, ev.mode, len(ev.rids), graphs)
         fail("exec_path", ev.index, exec_path(ev, rec, mode, bucket, graphs=True))
-        fail("graph_fill", ev.index, graph_fill(case, st, ev, rec, bucket), prefix=True)
+        pred = req_rows.replay(st, ev, rec.alloc, bucket if rec.graph else None)
+        fail("graph_fill", ev.index, graph_fill(case, st, ev, rec, bucket, pred), prefix=True)
         padded = want + [0] * ((bucket or 0) - len(want))  # padded rows: the dummy slot 0
         tp_pad = rank_pad[1:] if rank_pad else sync_pad(case, ev.mode, len(want), len(ev.rids),
                                                         rec.exec)

@@ -135,3 +135,18 @@ def patched(name: str | None):
     if name not in known:
         raise KeyError(f"server mutant {name!r} (known: {', '.join(known)})")
     return known[name].patched()
+
+
+def req_rows_from_zero():
+    """Spec additions §2.1 (``ReqToTokenPool``'s row 0 is the padding row a padded graph row's
+    ``req_pool_indices`` 0 names; free rows start at 1): the pool hands out rows ``0..size-1``,
+    so a live request may own the padding row and every request's row is one lower."""
+    from sglang.srt.mem_cache.memory_pool import ReqToTokenPool
+
+    real = ReqToTokenPool.__init__
+
+    def __init__(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        self.free_slots = list(range(0, self.size))
+
+    return seams.set_attr(ReqToTokenPool, "__init__", __init__)

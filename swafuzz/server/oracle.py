@@ -23,6 +23,8 @@ before it is followed. Checks:
 * ``window_reads``: each token in a request's last ``sliding_window`` positions is the full slot
   in its ``req_to_token`` row, still mapped to the SWA slot it was stored at (§9.15: a frontier
   inside the window leaves reads of slot 0);
+* ``kv_held`` (:mod:`.held_checks`): free full tokens after every allocation and release =
+  the start less the live requests' pages; both sides back to their start after the run;
 * ``pool_bytes``: after the run every SWA slot of every layer holds the payload of the last row
   stored there (:func:`scenarios.payload.k_rows_bytes`) or the poison byte.
 """
@@ -44,6 +46,7 @@ from swafuzz.server.graph_checks import (  # noqa: F401 - graph_bucket: from her
     sync_pad,
 )
 from swafuzz.server.graph_rows import GraphRows
+from swafuzz.server.held_checks import kv_end, kv_held
 from swafuzz.server.observation import ServerObs
 from swafuzz.server.timeline import Forward, Release, Retract, RetractionError, plan
 
@@ -145,6 +148,11 @@ def window_reads(st: _State, fwd: Forward, rec) -> str | None:
                 return (f"request {rid} reads position {pos} (full slot {full}) in its window, "
                         f"mapped to SWA slot {got}, stored at {swa}")
     return None
+
+
+def _at(by_step: dict, step: int):
+    """A per-step observation (keys are strings after a JSON round trip)."""
+    return by_step.get(step, by_step.get(str(step)))
 
 
 def observed_plan(case: ServerCase, obs: ServerObs) -> list:
@@ -264,6 +272,9 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False,
                 st.tokens.pop(rid, None)
                 if win is not None:
                     win.release(rid)
+            if isinstance(ev, Release):
+                fail("kv_held", None, kv_held(case, st.tokens, _at(obs.release_free, ev.step),
+                                              f"after step {ev.step}'s releases"))
             continue
         rec = recs.get(ev.index)
         if rec is None and (obs.out_of_scope is not None or obs.error is not None):
@@ -281,6 +292,7 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False,
         if fail("allocation", ev.index, allocation(st, ev, rec.alloc), prefix=True):
             return out
         st.take(ev, rec.alloc)
+        fail("kv_held", ev.index, kv_held(case, st.tokens, rec.free, f"forward {ev.index}"))
         want = [s for _, s in rec.alloc]
         bucket = graph_bucket(case, ev.mode, len(ev.rids), graphs)
         fail("exec_path", ev.index, exec_path(ev, rec, mode, bucket, graphs=True))
@@ -310,6 +322,7 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False,
                 shadow[layer][slot] = row
     if obs.error is not None:
         return out + raised
+    fail("kv_held", None, kv_end(case, obs))
     if "pool_bytes" not in disabled:
         out += pool_bytes(case, obs, shadow)
     return out

@@ -38,6 +38,10 @@ _SERVER_MUTANTS = (
     ("server_req_rows_from_zero", _G, "mutants:req_rows_from_zero",
      "spec additions §2.1 (ReqToTokenPool's row 0 is the padding row padded graph rows name; "
      "free rows start at 1), in the release's ReqToTokenPool.__init__"),
+    ("server_abort_mid_chunk_leaks", ("server_chunked",), "mutants:abort_mid_chunk_not_released",
+     "PR #1858 (chunked prefill leak), PR #10871 (request row left allocated), issue #38981 "
+     "(abort mid-prefill on the hybrid SWA cache's free path), in the release's "
+     "release_kv_cache: a request aborted while its prompt is chunked is not released"),
     ("server_graph_largest_bucket_eager", _G, "mutants:graph_largest_bucket_eager",
      "spec §5.1 (a DECODE runs the smallest captured bucket holding it), in the release's decode "
      "graph runner's can-run decision (can_run_graph; 0.5.12 can_run): off by one at the "

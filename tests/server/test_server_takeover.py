@@ -73,11 +73,6 @@ def _takeover(page: int, mutant: bool = False):
 @pytest.mark.usefixtures("pipeline_here")
 @pytest.mark.parametrize("page", [1, 2, 4])
 def test_release_prealloc_as_predicted(page):
-    from swafuzz.targets.sglang.real import VERSION
-
-    if tuple(int(x) for x in VERSION.split(".")[:3]) < (0, 5, 23):
-        pytest.skip(f"sglang {VERSION}: the decode-side SWA tail pre-allocation is read on "
-                    "0.5.23 only")
     case, rec, full, swa = _takeover(page)
     assert rec["tail_swa"] == (page > 1)
     assert judge_takeover(case, 1, rec, full, swa) == []

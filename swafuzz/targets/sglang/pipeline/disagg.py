@@ -2,7 +2,8 @@
 SGLang): the release's own ``DecodePreallocQueue._pre_alloc`` (0.5.23
 ``disaggregation/decode.py``: its request row, ``_swa_tail_len``, ``alloc_for_decode_prealloc``
 -> ``SWATokenToKVPoolAllocator.alloc_extend_swa_tail`` with the head's mapping reset, the
-``req_to_token`` write) on a server-level run's allocator, request table and tree cache.
+``req_to_token`` write; 0.5.12's equivalent, reading its server args through the scheduler)
+on a server-level run's allocator, request table and tree cache.
 
 Modelled: the queue is built without its constructor (no transfer backend, no bootstrap: the
 KV transfer itself needs a second server and RDMA / a transfer engine, not run on CPU) and holds
@@ -32,7 +33,7 @@ def prealloc_queue(srv):
     q.token_to_kv_pool = srv.engine.target_pool.real
     q.tree_cache = srv.tree_cache
     q.scheduler = SimpleNamespace(sliding_window_size=srv.case.model.sliding_window,
-                                  enable_hisparse=False,
+                                  enable_hisparse=False, server_args=srv.server_args,
                                   tp_worker=SimpleNamespace(is_hybrid_swa=True))
     return q
 
@@ -52,7 +53,7 @@ def takeover(pipeline, rid: int) -> dict:
     mapping = a.full_to_swa_index_mapping
     snapshot = mapping.clone()
     loc = q._pre_alloc(req).to(torch.int64)
-    idx = req.kv.req_pool_idx
+    idx = req.kv.req_pool_idx if hasattr(req, "kv") else req.req_pool_idx  # 0.5.12: on Req
     pipeline.tap.take()  # its allocations are this record's, not a forward's
     return {"req_pool_idx": int(idx), "loc": loc.tolist(),
             "mapping_before": snapshot[loc].tolist(), "mapping": mapping[loc].tolist(),

@@ -4,6 +4,7 @@ the plain-Python prediction (``swafuzz/server/takeover.py``)."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 
 import pytest
@@ -47,7 +48,6 @@ def _takeover(page: int, mutant: bool = False):
     under :func:`disagg.tail_short_by_a_page`, spec §9.15); its record and the full /
     in-window SWA slots request 0 holds then."""
     from swafuzz.targets.sglang.pipeline import disagg, seams
-    import contextlib
     from swafuzz.targets.sglang.pipeline.steps import Pipeline, eviction_interval
 
     case = parse(_case(page, 6))  # fill 11: the window from position 5, a tail over a page

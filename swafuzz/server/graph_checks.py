@@ -47,8 +47,12 @@ def batch_shape(case: ServerCase, st, fwd: Forward, rec, pad=None) -> str | None
 
 
 @check("graph_fill", level="server")
-def graph_fill(case: ServerCase, st, fwd: Forward, rec, bucket: int | None
-                ) -> str | None:
+def graph_fill(case: ServerCase, st, fwd: Forward, rec, bucket: int | None,
+               predicted: dict | None = None) -> str | None:
+    """The replay's bucket, its static buffers' first ``bucket`` rows and the backend's replay
+    metadata; ``predicted``: every row of the four buffers as :mod:`.graph_rows` predicts them
+    from the Case (padded rows included), or None where the release's fill semantics were not
+    read (then the real rows of ``positions`` / ``req_pool_indices`` against the batch)."""
     g = rec.graph
     if not g or bucket is None:
         return None
@@ -58,6 +62,8 @@ def graph_fill(case: ServerCase, st, fwd: Forward, rec, bucket: int | None
             "seq_lens": [len(st.tokens[rid]) for rid in fwd.rids] + [SEQ_LEN_FILL] * pad}
     real = {"positions": [start for start, _ in fwd.spans],
             "req_pool_indices": g.get("live_req_pool_indices", [])}
+    if predicted is not None:
+        want, real = dict(predicted), {}
     if (g["bucket"], g["raw_bs"]) != (bucket, n):
         return f"bucket {g['bucket']} for {g['raw_bs']} rows, expected {bucket} for {n}"
     for name, exp in want.items():
@@ -67,7 +73,7 @@ def graph_fill(case: ServerCase, st, fwd: Forward, rec, bucket: int | None
         if g[name][:n] != exp:
             return f"{name} buffer's real rows {g[name][:n]}, the batch's {exp}"
     md = g.get("metadata", {})
-    exp_md = dict(want, req_pool_indices=g["req_pool_indices"])
+    exp_md = {k: want.get(k, g[k]) for k in ("out_cache_loc", "seq_lens", "req_pool_indices")}
     for name, exp in exp_md.items():
         if name in md and md[name] != exp:
             return f"the backend's replay metadata {name} {md[name]}, expected {exp}"

@@ -36,6 +36,8 @@ class ForwardRec:
     #: ``history_tags``, the ring's ``ring_tags`` / ``bytes_after`` after the commits,
     #: ``zero_row``, ``capacity``, ``rows`` (padding in); None without a window
     window: dict | None = None
+    #: the allocator's free ``[full, SWA]`` tokens as the forward ran (after its allocation)
+    free: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -56,8 +58,11 @@ class ServerObs:
     #: speculative decoding: per iteration (a DECODE) what the verify and the draft extend
     #: held and stored, and each request's committed / allocated KV after the accept
     spec: list[dict] = field(default_factory=list)
-    #: speculative decoding: the allocator's free full and SWA tokens before and after the run
+    #: the allocator's free ``[full, SWA]`` tokens before and after the run (``before`` /
+    #: ``after``)
     free: dict = field(default_factory=dict)
+    #: step -> the allocator's free ``[full, SWA]`` tokens after that step's releases
+    release_free: dict[int, list[int]] = field(default_factory=dict)
     #: with attention-DP ranks, one observation per rank (its requests renumbered in their
     #: order); the fields above then stay empty
     ranks: list[ServerObs] = field(default_factory=list)
@@ -69,9 +74,11 @@ class ServerObs:
                 "forwards": [{"index": f.index, "mode": f.mode, "alloc": f.alloc,
                               "stores": f.stores, "exec": f.exec, "positions": f.positions,
                               "seq_lens": f.seq_lens, "window_rows": f.window_rows,
+                              **({"free": f.free} if f.free else {}),
                               **({"graph": f.graph} if f.graph else {}),
                               **({} if f.window is None else {"window": {
                                   k: v for k, v in f.window.items() if k != "bytes_after"}})}
                              for f in self.forwards],
                 **({"spec": self.spec, "free": self.free} if self.spec or self.free else {}),
+                **({"release_free": self.release_free} if self.release_free else {}),
                 **({"ranks": [o.to_json() for o in self.ranks]} if self.ranks else {})}

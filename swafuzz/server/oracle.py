@@ -15,13 +15,16 @@ before it is followed. Checks:
   at position 0 (a DECODE's added requests at ``SEQ_LEN_FILL``, written at dummy slot 0);
 * ``graph_fill`` (spec §5.1): bucket = smallest captured batch size holding the batch;
   ``out_cache_loc`` rows the allocated full slots, padded rows 0 (§9.5); ``seq_lens`` the
-  lengths, padded ``SEQ_LEN_FILL``; ``positions`` / ``req_pool_indices`` the batch's in real
-  rows; the Raw decode metadata holds the same (§4.4: live locations padded with 0); reported
+  lengths, padded ``SEQ_LEN_FILL``; ``positions`` the plan's, ``req_pool_indices`` each
+  request's ``ReqToTokenPool`` row, padded rows as the release's fill leaves them
+  (:mod:`.graph_rows`, every row predicted from the Case); the Raw decode metadata holds the same (§4.4: live locations padded with 0); reported
   in-graph metadata: SWA write locations the allocated SWA slots (padded 0), each request's
   read indices start with its window's SWA slots;
 * ``window_reads``: each token in a request's last ``sliding_window`` positions is the full slot
   in its ``req_to_token`` row, still mapped to the SWA slot it was stored at (§9.15: a frontier
   inside the window leaves reads of slot 0);
+* ``kv_held`` (:mod:`.held_checks`): free full tokens after every allocation and release =
+  the start less the live requests' pages; both sides back to their start after the run;
 * ``pool_bytes``: after the run every SWA slot of every layer holds the payload of the last row
   stored there (:func:`scenarios.payload.k_rows_bytes`) or the poison byte.
 """
@@ -42,6 +45,8 @@ from swafuzz.server.graph_checks import (  # noqa: F401 - graph_bucket: from her
     graph_fill,
     sync_pad,
 )
+from swafuzz.server.graph_rows import GraphRows
+from swafuzz.server.held_checks import kv_end, kv_held
 from swafuzz.server.observation import ServerObs
 from swafuzz.server.timeline import Forward, Release, Retract, RetractionError, plan
 
@@ -143,6 +148,11 @@ def window_reads(st: _State, fwd: Forward, rec) -> str | None:
                 return (f"request {rid} reads position {pos} (full slot {full}) in its window, "
                         f"mapped to SWA slot {got}, stored at {swa}")
     return None
+
+
+def _at(by_step: dict, step: int):
+    """A per-step observation (keys are strings after a JSON round trip)."""
+    return by_step.get(step, by_step.get(str(step)))
 
 
 def observed_plan(case: ServerCase, obs: ServerObs) -> list:
@@ -252,7 +262,9 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False,
         events = observed_plan(case, obs)
     except RetractionError as e:
         return [ServerFailure("retraction", None, str(e))] if "retraction" not in disabled else []
+    req_rows = GraphRows(case, obs.target_version, SEQ_LEN_FILL)
     for ev in events:
+        req_rows.event(ev)  # the request rows: taken by a prefill, freed by a release
         if isinstance(ev, (Release, Retract)):  # a retraction validated, then followed
             if isinstance(ev, Retract) and fail("retraction", None, retraction(st, ev)):
                 return out
@@ -260,6 +272,9 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False,
                 st.tokens.pop(rid, None)
                 if win is not None:
                     win.release(rid)
+            if isinstance(ev, Release):
+                fail("kv_held", None, kv_held(case, st.tokens, _at(obs.release_free, ev.step),
+                                              f"after step {ev.step}'s releases"))
             continue
         rec = recs.get(ev.index)
         if rec is None and (obs.out_of_scope is not None or obs.error is not None):
@@ -277,10 +292,12 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False,
         if fail("allocation", ev.index, allocation(st, ev, rec.alloc), prefix=True):
             return out
         st.take(ev, rec.alloc)
+        fail("kv_held", ev.index, kv_held(case, st.tokens, rec.free, f"forward {ev.index}"))
         want = [s for _, s in rec.alloc]
         bucket = graph_bucket(case, ev.mode, len(ev.rids), graphs)
         fail("exec_path", ev.index, exec_path(ev, rec, mode, bucket, graphs=True))
-        fail("graph_fill", ev.index, graph_fill(case, st, ev, rec, bucket), prefix=True)
+        pred = req_rows.replay(st, ev, rec.alloc, bucket if rec.graph else None)
+        fail("graph_fill", ev.index, graph_fill(case, st, ev, rec, bucket, pred), prefix=True)
         padded = want + [0] * ((bucket or 0) - len(want))  # padded rows: the dummy slot 0
         tp_pad = rank_pad[1:] if rank_pad else sync_pad(case, ev.mode, len(want), len(ev.rids),
                                                         rec.exec)
@@ -305,6 +322,7 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False,
                 shadow[layer][slot] = row
     if obs.error is not None:
         return out + raised
+    fail("kv_held", None, kv_end(case, obs))
     if "pool_bytes" not in disabled:
         out += pool_bytes(case, obs, shadow)
     return out

@@ -108,8 +108,9 @@ def test_cli_campaign_and_repro(tmp_path, capsys):
     assert cli_main(["run", "--target", "sglang", "--level", "server", "--examples", "6",
                      "--impl", "torch", "--no-isolate", "--out", str(out)]) == 0
     run = json.loads((out / "run.json").read_text())
-    assert run["cases"] >= 6 and sorted(run["kinds"]) == ["server_attn_tp", "server_decode",
-                                                          "server_graph", "server_mixed"]
+    assert run["cases"] >= 6 and sorted(run["kinds"]) == ["server_attn_tp", "server_chunked",
+                                                          "server_decode", "server_graph",
+                                                          "server_mixed"]
     bad = tmp_path / "mutant"
     assert cli_main(["run", "--target", "sglang", "--level", "server", "--examples", "20",
                      "--scenario", "server_decode", "--impl", "torch", "--no-isolate",

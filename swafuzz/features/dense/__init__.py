@@ -34,6 +34,10 @@ FEATURE = Feature(
              'staggered arrivals on attention TP 1 or 2 (tp_size 2, moe_dense_tp_size 1; drawn, '
              "shrinks to 1): with 2, every forward padded by the release's MLP sync on 2 gloo "
              'processes, padded rows to the dummy slot', level='server'),
+        Kind('server_chunked', 'swafuzz.server.chunk_strategies:chunked_cases',
+             'long prompts over 2-5 chunked prefills with page 2 / 4 / 8 (chunk below, at and '
+             'above the page), aborts while a prompt is chunked, pools tight enough for '
+             "the release's retract_decode, decode graphs drawn", level='server'),
     ),
     fields='.fields:FIELDS',
     oracle=('swafuzz.oracles.engine', '.server_rules', 'swafuzz.oracles.shadow',
@@ -51,11 +55,11 @@ FEATURE = Feature(
         # the server level's core checks (swafuzz.server.oracle's walk)
         'server:allocation', 'server:window_reads', 'server:contracts', 'server:retraction',
         'server:alloc_count', 'server:exec_path', 'server:write_targets', 'server:pool_bytes',
-        'server:batch_shape', 'server:graph_fill',
+        'server:batch_shape', 'server:graph_fill', 'server:kv_held',
     ),
     check_modules=('swafuzz.checks.write', 'swafuzz.checks.invariants', 'swafuzz.checks.cross',
                    'swafuzz.checks.contracts', 'swafuzz.checks.prep', 'swafuzz.server.oracle',
-                   'swafuzz.server.graph_checks'),
+                   'swafuzz.server.graph_checks', 'swafuzz.server.held_checks'),
     mutants=('.mutants', '.server_mutants'),
     refusals=(
         # asked after the speculative and ranks refusals (spec_decode's, dp's)

@@ -27,6 +27,21 @@ _SERVER_MUTANTS = (
     ("server_graph_seq_lens_pad_zero", _G, "graph:seq_lens_pad_zero",
      "spec §5.1 (padded rows' seq_lens hold the backend's fill value, 1 for DSV4), in the "
      "release's decode graph runner's replay preparation"),
+    ("server_graph_req_rows_tail_kept", _G, "graph:req_pool_indices_tail_kept",
+     "spec §5.1 ('older versions: req_pool_indices tail not reset'; the buffer registry's "
+     "PaddingPolicy.ZERO), in the release's decode graph runner's replay preparation: padded "
+     "rows keep the previous replay's request rows"),
+    ("server_graph_positions_tail_kept", _G, "graph:positions_tail_kept",
+     "spec §5.1 (padded rows at position 0; the buffer registry's PaddingPolicy.ZERO for "
+     "positions), in the release's decode graph runner's replay preparation: padded rows keep "
+     "the previous replay's positions"),
+    ("server_req_rows_from_zero", _G, "mutants:req_rows_from_zero",
+     "spec additions §2.1 (ReqToTokenPool's row 0 is the padding row padded graph rows name; "
+     "free rows start at 1), in the release's ReqToTokenPool.__init__"),
+    ("server_abort_mid_chunk_leaks", ("server_chunked",), "mutants:abort_mid_chunk_not_released",
+     "PR #1858 (chunked prefill leak), PR #10871 (request row left allocated), issue #38981 "
+     "(abort mid-prefill on the hybrid SWA cache's free path), in the release's "
+     "release_kv_cache: a request aborted while its prompt is chunked is not released"),
     ("server_graph_largest_bucket_eager", _G, "mutants:graph_largest_bucket_eager",
      "spec §5.1 (a DECODE runs the smallest captured bucket holding it), in the release's decode "
      "graph runner's can-run decision (can_run_graph; 0.5.12 can_run): off by one at the "

@@ -192,13 +192,13 @@ class GraphFill:
                                  rows("positions"))
 
 
-def _patched_fill(after):
+def _patched_fill(after, buffer: str = "out_cache_loc"):
     """The runner's replay preparation followed by ``after(runner, forward_batch, before)``
-    (``before``: a copy of the ``out_cache_loc`` buffer as the fill found it)."""
+    (``before``: a copy of the ``buffer`` static buffer as the fill found it)."""
     real = getattr(RUNNER_CLS, FILL)
 
     def fill(self, forward_batch, *args, **kwargs):
-        before = self.buffers.out_cache_loc.clone()
+        before = getattr(self.buffers, buffer).clone()
         out = real(self, forward_batch, *args, **kwargs)
         after(self, forward_batch, before)
         return out
@@ -229,3 +229,25 @@ def seq_lens_pad_zero():
         r.buffers.seq_lens[fb.out_cache_loc.numel():r.bs] = 0
 
     return _patched_fill(zero)
+
+
+def index_tails_kept(buffer: str):
+    """Spec §5.1 ("older versions: req_pool_indices tail not reset"; the registry's
+    ``PaddingPolicy.ZERO`` for ``req_pool_indices`` / ``positions``: padded rows must point at
+    request row 0 so dummy attention reads land harmlessly): the runner's replay preparation
+    copies the live rows but leaves ``buffer``'s padded tail as the previous replay wrote it,
+    so a padded row names a live (or freed) request's row and its last position."""
+
+    def keep_tail(r, fb, before):
+        n = fb.batch_size
+        getattr(r.buffers, buffer)[n:r.bs] = before[n:r.bs]
+
+    return _patched_fill(keep_tail, buffer)
+
+
+def req_pool_indices_tail_kept():
+    return index_tails_kept("req_pool_indices")
+
+
+def positions_tail_kept():
+    return index_tails_kept("positions")

@@ -135,6 +135,13 @@ HOPS: tuple[tuple[str, str, str], ...] = (
      "stand-in); the stub draft model stores its layer through store_cache. The draft extend "
      "after prefill (_draft_extend_for_prefill) and the draft input carried between "
      "iterations (hidden states, top-k) are not driven: no draft model"),
+    ("PD disaggregation: decode-side takeover (DecodePreallocQueue._pre_alloc)", "real",
+     "tests only (tests/server/test_server_takeover.py, pipeline/disagg.py), not a server "
+     "kind yet: the release's _pre_alloc (request row, _swa_tail_len, alloc_for_decode_"
+     "prealloc -> alloc_extend_swa_tail, head mapping reset) on a run's allocator after "
+     "live requests; the queue without its constructor. Not run: the KV transfer (a "
+     "prefill server and a transfer engine: RDMA / NIXL / Mooncake, no CPU path) and the "
+     "prebuilt batch the taken-over request joins"),
 )
 
 

@@ -13,6 +13,8 @@ from typing import Iterator
 
 from sglang.srt.managers import schedule_batch as sb
 from sglang.srt.managers.schedule_batch import ScheduleBatch
+from sglang.srt.mem_cache import common
+from sglang.srt.mem_cache.memory_pool import ReqToTokenPool
 
 from swafuzz.targets.mutants import load_server
 from swafuzz.targets.sglang.pipeline import seams
@@ -135,3 +137,33 @@ def patched(name: str | None):
     if name not in known:
         raise KeyError(f"server mutant {name!r} (known: {', '.join(known)})")
     return known[name].patched()
+
+
+def req_rows_from_zero():
+    """Spec additions §2.1 (``ReqToTokenPool``'s row 0 is the padding row a padded graph row's
+    ``req_pool_indices`` 0 names; free rows start at 1): the pool hands out rows ``0..size-1``,
+    so a live request may own the padding row and every request's row is one lower."""
+    real = ReqToTokenPool.__init__
+
+    def __init__(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        self.free_slots = list(range(0, self.size))
+
+    return seams.set_attr(ReqToTokenPool, "__init__", __init__)
+
+
+def abort_mid_chunk_not_released():
+    """The chunked-prefill leak class (PR #1858 'Fix memory leak for chunked prefill 2', PR
+    #10871's request row left allocated; issue #38981, an abort while a prompt is prefilled
+    on the hybrid SWA cache's free path): the release's ``release_kv_cache`` returns at once
+    for a request whose prompt is still being chunked, so an abort mid-chunk leaks the chunks'
+    KV pages (full and SWA) and its ``ReqToTokenPool`` row."""
+    real = common.release_kv_cache
+
+    def release_kv_cache(req, tree_cache, *args, **kwargs):
+        end = req.extend_end if hasattr(req, "extend_end") else len(req.fill_ids)
+        if not req.output_ids and end < len(req.origin_input_ids):  # its prompt is chunked
+            return None
+        return real(req, tree_cache, *args, **kwargs)
+
+    return seams.set_attr(common, "release_kv_cache", release_kv_cache)

@@ -223,7 +223,13 @@ class Pipeline:
                           stores=per_layer, exec=exec_,
                           mapping=s.allocator.full_to_swa_index_mapping.tolist(),
                           positions=hfb.positions.tolist(), seq_lens=hfb.seq_lens.tolist(),
-                          window_rows=window_rows, graph=filled, window=win)
+                          window_rows=window_rows, graph=filled, window=win,
+                          free=self.free_tokens())
+
+    def free_tokens(self) -> list[int]:
+        """The release allocator's free ``[full, SWA]`` tokens now."""
+        a = self.srv.allocator
+        return [int(a.full_available_size()), int(a.swa_available_size())]
 
     def can_run_graph(self, fb: ForwardBatch) -> bool:
         """A graph-capable mode, a decode graph runner and its decision (:func:`.seams.graph_runner`);
@@ -275,6 +281,7 @@ class Pipeline:
 
     def start(self) -> Timeline:
         self.obs = ServerObs(target_version=TARGET_VERSION)
+        self.obs.free = {"before": self.free_tokens()}
         self.tl = Timeline(self.case, self.retract, self.admit)
         return self.tl
 
@@ -282,6 +289,7 @@ class Pipeline:
         """Step ``t``'s leaving requests, released by the release."""
         for ev in self.tl.leave(t):
             self.release(ev)
+            self.obs.release_free[t] = self.free_tokens()
             stray = self.tap.take()
             if stray:
                 raise RuntimeError(f"releasing requests {list(ev.rids)} allocated "
@@ -307,6 +315,7 @@ class Pipeline:
     def finish(self) -> ServerObs:
         pool = self.srv.engine.target_pool
         self.obs.pools = [pool.layer_bytes(k) for k in range(pool.num_layers)]
+        self.obs.free.setdefault("after", self.free_tokens())
         return self.obs
 
     def run(self) -> ServerObs:

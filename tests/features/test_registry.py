@@ -156,12 +156,15 @@ def test_server_support_is_decided_by_the_records_refusals():
     from swafuzz.server.case import ServerConfig
 
     assert features.refusal("server", ServerConfig()) is None
-    why = features.refusal("server", ServerConfig(disable_radix_cache=False))
+    why = features.refusal("server", ServerConfig(disable_radix_cache=False,
+                                                  disable_cuda_graph=False,
+                                                  cuda_graph_bs_decode=(1,)))
     assert why.startswith("config.disable_radix_cache:")
     why = features.refusal("server", ServerConfig(enable_decoder_swa_bounded_replay=True))
     assert why.startswith("config.enable_decoder_swa_bounded_replay:")
     assert features.refusal("component", ServerConfig(disable_radix_cache=False)) is None
     bad = Feature("x", "t", "s", (Kind("k", "swafuzz.features.dense.kinds:decode_cases", "s"),),
-                  refusals=(Refusal("server", "swafuzz.features.dense.server_rules:radix_cache"),))
+                  refusals=(Refusal("server",
+                                    "swafuzz.features.radix_tree.server_rules:not_driven_with"),))
     with pytest.raises(RecordError, match="refusals"):
         bad.validate()

@@ -16,7 +16,7 @@ FEATURE = Feature(
              "pressure) and computed again through the release's tree cache; page sizes 1, 2, 4, "
              '8 against windows 1..5', level='server', opt_in=True),
     ),
-    oracle=('.server_rules',),
+    fields='.fields:FIELDS', oracle=('.server_rules',),
     checks=('server:prefix_hit', 'server:prefix_reads', 'server:tree_frees', 'server:tree_leak'),
     check_modules=('.server_oracle',), mutants=('.server_mutants',),
     hooks={'oracle.server_judge': '.server_oracle:server_judge',

@@ -4,7 +4,8 @@ Requests in one or two prefix groups (or none) arrive staggered, some aborted, s
 shared while their first owner runs, branch at the group's prefix length, are cached when their
 owner finishes, evicted (the SWA window's eviction interval, a tight SWA or full pool: the
 tree's ``evict`` under memory pressure) and computed again. Page sizes 1, 2, 4 and 8 against a
-window of 1..5 (below, equal to and above it); chunked prefill drawn. Shrinks towards one group,
+window of 1..5 (below, equal to and above it); chunked prefill drawn; the release's tree core
+(rust, its default, or its Python core) drawn. Shrinks towards one group,
 few requests, short prompts, a tight pool.
 """
 
@@ -19,7 +20,9 @@ from swafuzz.server.case import ModelShape, Request, ServerCase, ServerConfig, v
 def _request(draw, groups: tuple[int, ...], window: int, page: int) -> Request:
     g = draw(st.sampled_from((0, 0, None, 1)[:2 + len(groups)])) if groups else None
     prefix = groups[g] if g is not None else 0
-    prompt = prefix + draw(st.integers(1, window + page + 2))
+    # a short own tail half the time: its insert keeps the shared prefix's window of SWA live,
+    # so the next request of the group can match it
+    prompt = prefix + draw(st.one_of(st.integers(1, 2), st.integers(1, window + page + 2)))
     new = draw(st.integers(1, window + page + 3))
     arrive = draw(st.integers(0, 8))
     abort = arrive + draw(st.integers(0, new + 1)) if draw(st.integers(0, 4)) == 4 else None
@@ -48,13 +51,15 @@ def radix_cases(draw) -> ServerCase:
               len(reqs) * (pages(window + 1) + 2 * page))
     swa = max(swa, full - pages(draw(st.integers(0, max(0, full - swa)))))
     chunk = None
-    if draw(st.integers(0, 3)) == 3:  # the adder's budget: chunked prefill
+    if draw(st.booleans()):  # the adder's budget: chunked prefill
         chunk = draw(st.integers(1, max(r.prompt_len for r in reqs) + 4))
     interval = draw(st.sampled_from((1, 2, 4, 128)))
+    core = draw(st.sampled_from(("rust", "python")))
     cfg = ServerConfig(page_size=page, disable_radix_cache=False, chunked_prefill_size=chunk)
     case = ServerCase(config=cfg, model=ModelShape(layers=layers, sliding_window=window,
                                                    full_tokens=full + page, swa_tokens=swa,
-                                                   row_bytes=16, swa_eviction_interval=interval),
+                                                   row_bytes=16, swa_eviction_interval=interval,
+                                                   tree_core=core),
                       requests=reqs, payload_seed=draw(st.integers(0, 3)), kind="server_radix")
     validate(case)
     return case

@@ -18,17 +18,16 @@ _SERVER_MUTANTS = (
      "insert carries the request's SWA eviction boundary; without it SWA pages the request "
      "already freed are cached as live SWA KV, in the release's SWAComponent "
      "prepare_for_caching_req / free_out_of_window_slots"),
-    ("server_radix_frontier_window_only", "frontier_window_only",
-     "sgl-project/sglang PR 29860 (SWA eviction tombstoning the last leaf): on a "
-     "prefix-sharing cache the window eviction keeps max(window, page) rounded to pages; the "
-     "bug frees up to pre_len - window, so with page > window the last inserted leaf is "
-     "all-tombstone, in the release's free_swa_out_of_window_slots"),
     ("server_radix_row_not_repointed", "row_not_repointed",
      "sgl-project/sglang PR 29282 (request-owned full KV freed during an unfinished insert "
      "corrupts ownership) and sgl-project/mini-sglang PR 142 (the request's page table "
      "remapped to the tree's pages before its duplicates are freed): the request's "
      "req_to_token row left on the duplicates the insert freed, in the release's "
      "UnifiedRadixCache.checkpoint_into_tree"),
+    ("server_radix_chunk_published_whole", "chunk_published_whole",
+     "sgl-project/sglang PR 27572 (cache_unfinished_req keyed on the extend-phase fill_len "
+     "instead of the committed KV length kv_committed_len): a chunked request's stash publishes "
+     "positions it has not computed, in the release's UnifiedRadixCache.checkpoint"),
 )
 for _name, _patch, _source in _SERVER_MUTANTS:
     mutant(_name, level="server", kinds=("server_radix",),

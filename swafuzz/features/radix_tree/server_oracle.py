@@ -14,7 +14,8 @@ judged. Per forward, each check of that name:
   forward's writes, a full slot whose KV is of that request's own prefix, and each position in
   its window maps to an SWA slot holding the same prefix's KV (its own prefix or a shared one);
 * ``tree_frees``: no slot twice in the allocator's free lists (a double free), no slot a live
-  request reads among them (a free under a reader), full and SWA;
+  request reads among them (a free under a reader), full and SWA; before the step's allocation
+  (the rows as the tree left them) and after the forward;
 * the core's ``allocation`` (a slot handed out held by no live request's row, nor in a live
   window: a slot owned twice), ``alloc_count``, ``write_targets``, ``batch_shape`` and
   ``window_reads`` over the rows as the tree left them;
@@ -96,7 +97,10 @@ class _Walk:
         self.prov = Provenance(case)
         self.trees = _keys(obs.tree.get("forwards", {}))
 
-    @check("prefix_hit", level="server")
+    @check("prefix_hit", level="server", defence=(
+        "a hit off a page boundary also breaks the page continuation of the request's first "
+        "allocation (allocation), one covering the whole prompt leaves its EXTEND empty "
+        "(contracts); this names the request and its hit"))
     def prefix_hit(self, ev) -> str | None:
         """A request computing from a hit (new to the walk, start > 0) starts on a page
         boundary, below its length."""
@@ -112,7 +116,11 @@ class _Walk:
                 return f"request {rid}'s prefix-cache hit covers all its {start} tokens"
         return None
 
-    @check("prefix_reads", level="server")
+    @check("prefix_reads", level="server", defence=(
+        "a row left on slots the tree freed also shows as a free under a reader (tree_frees) "
+        "or, handed out again, as a slot owned twice (allocation), and a cached SWA page "
+        "freed under the tree trips the release's own peer-mapping check (contracts); this "
+        "names the request, the position and whose KV the slot holds"))
     def prefix_reads(self, ev, rec, tf) -> str | None:
         """Every live request's row before the forward's writes (module docstring); the walk
         takes the rows as the tree left them."""
@@ -147,22 +155,28 @@ class _Walk:
                             f"{x} in its window, whose KV is {_of(got)}, not of its own prefix")
         return None
 
-    @check("tree_frees", level="server")
-    def tree_frees(self, ev, tf) -> str | None:
-        """No slot twice in a free list, none a live request reads (after the forward's
-        allocation; the batch's rows include it)."""
+    @check("tree_frees", level="server", defence=(
+        "a slot freed under a reader is handed out again later (allocation: a slot owned "
+        "twice) or read after its reuse (prefix_reads); this names the free itself, at the "
+        "first step it shows, before any reuse"))
+    def tree_frees(self, ev, tf, when: str = "after") -> str | None:
+        """No slot twice in a free list, none a live request reads: ``when`` "before" the
+        step's allocation (the rows as the tree left them) or "after" the forward (its own
+        allocation in)."""
+        lists = tf.get("before", {}) if when == "before" else tf
         for side in ("full", "swa"):
-            dup = sorted(s for s, c in Counter(tf.get(side, [])).items() if c > 1)
+            dup = sorted(s for s, c in Counter(lists.get(side, [])).items() if c > 1)
             if dup:
-                return f"{side} slots {dup[:8]} are twice in the allocator's free list"
-        free_full, free_swa = set(tf.get("full", [])), set(tf.get("swa", []))
+                return (f"{side} slots {dup[:8]} are twice in the allocator's free list "
+                        f"({when} the forward)")
+        free_full, free_swa = set(lists.get("full", [])), set(lists.get("swa", []))
         for rid, toks in sorted(self.st.tokens.items()):
             held = [f for f, _ in toks if f in free_full]
             if held:
                 return (f"request {rid} still reads full slots {held[:8]}, which are free in the "
-                        "allocator")
+                        f"allocator ({when} the forward)")
             win = [s for _, s in toks[max(0, len(toks) - self.W):] if s in free_swa]
-            if rid in ev.rids and win:
+            if rid in ev.rids and win and when == "after":
                 return (f"request {rid} reads SWA slots {win[:8]} in its window, which are free "
                         "in the allocator")
         return None
@@ -242,6 +256,8 @@ def judge(case, obs, disabled=frozenset()) -> list[ServerFailure]:
             return out + raised
         if fail("prefix_reads", ev.index, w.prefix_reads(ev, rec, tf)):
             return out + raised
+        if fail("tree_frees", ev.index, w.tree_frees(ev, tf, "before")):
+            return out + raised  # what follows a free under a reader is its consequence
         if fail("allocation", ev.index, allocation(st, ev, rec.alloc)):
             return out + raised
         st.take(ev, rec.alloc)
@@ -251,7 +267,8 @@ def judge(case, obs, disabled=frozenset()) -> list[ServerFailure]:
         fail("batch_shape", ev.index, batch_shape(case, st, ev, rec))
         if rec.mapping:
             fail("window_reads", ev.index, window_reads(st, ev, rec))
-        fail("tree_frees", ev.index, w.tree_frees(ev, tf))
+        if fail("tree_frees", ev.index, w.tree_frees(ev, tf)):
+            return out + raised  # what follows a free under a reader is its consequence
         for layer in range(layers):
             for slot, row in zip(want, rows(case, ev.index, layer, len(want))):
                 shadow[layer][slot] = row

@@ -14,8 +14,8 @@ sharing prefixes, driven as its scheduler drives it.
   path, tombstone recovery, lock moved to the new node); a chunk is stashed the same way;
 * a request that finishes leaves through ``release_kv_cache(checkpoint=True)`` (the release's
   ``cache_finished_req``), an aborted one with ``checkpoint=False``;
-* per forward the allocator's free lists (full and SWA slots, duplicates kept) and every live
-  request's ``req_to_token`` row are recorded; after the run the whole tree is evicted through
+* per forward the allocator's free lists (full and SWA slots, duplicates kept) before its step's
+  allocation and after the forward, and every live request's ``req_to_token`` row, are recorded; after the run the whole tree is evicted through
   the release's ``evict`` and the free lists recorded again (``ServerObs.tree``).
 """
 
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from swafuzz.server.observation import ServerObs
 from swafuzz.server.timeline import Timeline
+from swafuzz.targets.sglang.environ import environ
 from swafuzz.targets.sglang.pipeline import seams
 from swafuzz.targets.sglang.pipeline.steps import FINISH_ABORT, FINISH_LENGTH, make_req
 from swafuzz.targets.sglang.real import TARGET_VERSION
@@ -99,7 +100,10 @@ def tree_pipeline(base):
             return min(full, swa) >= need
 
         def batches(self, t: int):
+            """The step's batch, the free lists taken first (after the leaving requests, before
+            this step's allocation)."""
             self.offered = {}
+            self.before = free_lists(self.srv.allocator)
             return super().batches(t)
 
         # -- after the forward: publish, release ----------------------------------------------
@@ -116,7 +120,7 @@ def tree_pipeline(base):
                     b = fwd.rids.index(rid)
                     n = fwd.spans[b][0] + fwd.spans[b][1]
                 rows[rid] = table[int(idx), :n].tolist()
-            self.obs.tree["forwards"][fwd.index] = {"rows": rows,
+            self.obs.tree["forwards"][fwd.index] = {"rows": rows, "before": self.before,
                                                     **free_lists(self.srv.allocator)}
             return rec
 
@@ -163,6 +167,12 @@ def tree_pipeline(base):
     return TreePipeline
 
 
+#: the environment variable the release's unified cache reads its tree core from
+TREE_CORE_ENV = "SGLANG_UNIFIED_RADIX_TREE_CORE_BACKEND"
+
+
 def run(case, impl: str, executor, pipeline_cls) -> ServerObs:
-    """A radix-cache Case through ``pipeline_cls`` with the tree on (hook ``sglang.server_tree``)."""
-    return tree_pipeline(pipeline_cls)(case, impl, executor).run()
+    """A radix-cache Case through ``pipeline_cls`` with the tree on (hook ``sglang.server_tree``),
+    its tree core the Case's ``model.tree_core``."""
+    with environ({TREE_CORE_ENV: case.model.tree_core}):
+        return tree_pipeline(pipeline_cls)(case, impl, executor).run()

@@ -46,22 +46,6 @@ def insert_drops_swa_boundary() -> Iterator[None]:
         yield
 
 
-@contextlib.contextmanager
-def frontier_window_only() -> Iterator[None]:
-    """``free_swa_out_of_window_slots`` on a prefix-sharing cache frees up to ``pre_len -
-    window`` (its no-sharing frontier) instead of keeping ``max(window, page)`` in pages."""
-    real = common.free_swa_out_of_window_slots
-
-    def free_swa_out_of_window_slots(req, pre_len, **kw):
-        kw["supports_prefix_sharing"] = False
-        return real(req, pre_len, **kw)
-
-    with set_attr(common, "free_swa_out_of_window_slots", free_swa_out_of_window_slots), \
-            set_attr(swa_component, "free_swa_out_of_window_slots",
-                     free_swa_out_of_window_slots):
-        yield
-
-
 def row_not_repointed():
     """``checkpoint_into_tree`` leaves the request's ``req_to_token`` row on its own slots for
     the tokens the tree already held, although the insert freed those duplicates."""
@@ -76,3 +60,17 @@ def row_not_repointed():
         table[idx, :up_to] = before
 
     return set_attr(cls, "checkpoint_into_tree", checkpoint_into_tree)
+
+
+
+def chunk_published_whole():
+    """A chunk's checkpoint (``UnifiedRadixCache.checkpoint``) keyed on the whole prompt (the
+    extend-phase fill) instead of the KV the request has committed: positions not computed yet
+    are published to the tree."""
+    from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache as cls
+    real = cls.checkpoint
+
+    def checkpoint(self, req, *, up_to, **kw):
+        return real(self, req, up_to=max(up_to, len(req.origin_input_ids)), **kw)
+
+    return set_attr(cls, "checkpoint", checkpoint)

@@ -72,9 +72,10 @@ def test_server_radix_cases_run_clean():
 
 @pytest.mark.parametrize("mutant,checks", [
     ("server_radix_lock_kept", {"tree_leak"}),
-    ("server_radix_row_not_repointed", {"tree_frees", "allocation", "prefix_reads"}),
-    ("server_radix_insert_drops_swa_boundary", {"contracts", "prefix_reads", "tree_frees",
-                                                "allocation", "tree_leak"}),
+    ("server_radix_row_not_repointed", {"prefix_reads", "allocation"}),
+    ("server_radix_insert_drops_swa_boundary", {"contracts", "prefix_reads", "allocation",
+                                                "tree_leak"}),
+    ("server_radix_chunk_published_whole", {"tree_leak", "prefix_reads", "contracts"}),
 ])
 def test_each_radix_mutant_is_killed(mutant, checks):
     if not _checkpoint_shape():

@@ -9,19 +9,21 @@ tokens ``0..p`` - whichever request computed them. The prefix-cache hits (how ma
 match covered) are observed, like retractions and admissions; every slot a hit hands over is
 judged. Per forward, each check of that name:
 
-* ``prefix_hit``: a request starting from a hit starts on a page boundary, below its length;
-* ``prefix_reads``: every live request's ``req_to_token`` row holds, at each position before the
-  forward's writes, a full slot whose KV is of that request's own prefix, and each position in
-  its window maps to an SWA slot holding the same prefix's KV (its own prefix or a shared one);
-* ``tree_frees``: no slot twice in the allocator's free lists (a double free), no slot a live
-  request reads among them (a free under a reader), full and SWA; before the step's allocation
-  (the rows as the tree left them) and after the forward;
+* ``prefix_reads``: what every live request reads. Before the step's allocation: a request
+  computing from a hit starts on a page boundary, below its length; every live request's
+  ``req_to_token`` row holds, at each position before the forward's writes, a full slot whose
+  KV is of that request's own prefix (its own or a shared one), each position in a batch
+  request's window maps to an SWA slot holding the same prefix's KV, and none of those slots
+  is free in the allocator (a free under a reader). After the forward: no slot of a live row,
+  nor of a batch request's window, is free;
+* ``tree_leak``: no slot twice in the allocator's free lists (a double free), full and SWA,
+  before each step's allocation and after each forward; after the run (every request left)
+  and the tree evicted through the release's ``evict``, every slot ever handed out is free
+  again, once (a leak: neither free nor owned; a lock reference never dropped keeps its path
+  unevictable and shows here too);
 * the core's ``allocation`` (a slot handed out held by no live request's row, nor in a live
   window: a slot owned twice), ``alloc_count``, ``write_targets``, ``batch_shape`` and
   ``window_reads`` over the rows as the tree left them;
-* ``tree_leak``: after the run (every request left) and the tree evicted through the release's
-  ``evict``, every slot ever handed out is free again, once (a leak: neither free nor owned; a
-  lock reference never dropped keeps its path unevictable and shows here too);
 * ``pool_bytes``: every SWA slot of every layer holds the last row stored there.
 """
 
@@ -97,11 +99,7 @@ class _Walk:
         self.prov = Provenance(case)
         self.trees = _keys(obs.tree.get("forwards", {}))
 
-    @check("prefix_hit", level="server", defence=(
-        "a hit off a page boundary also breaks the page continuation of the request's first "
-        "allocation (allocation), one covering the whole prompt leaves its EXTEND empty "
-        "(contracts); this names the request and its hit"))
-    def prefix_hit(self, ev) -> str | None:
+    def hit(self, ev) -> str | None:
         """A request computing from a hit (new to the walk, start > 0) starts on a page
         boundary, below its length."""
         if ev.mode != "EXTEND":
@@ -116,14 +114,9 @@ class _Walk:
                 return f"request {rid}'s prefix-cache hit covers all its {start} tokens"
         return None
 
-    @check("prefix_reads", level="server", defence=(
-        "a row left on slots the tree freed also shows as a free under a reader (tree_frees) "
-        "or, handed out again, as a slot owned twice (allocation), and a cached SWA page "
-        "freed under the tree trips the release's own peer-mapping check (contracts); this "
-        "names the request, the position and whose KV the slot holds"))
-    def prefix_reads(self, ev, rec, tf) -> str | None:
-        """Every live request's row before the forward's writes (module docstring); the walk
-        takes the rows as the tree left them."""
+    def rows(self, ev, rec, tf) -> str | None:
+        """Every live request's row before the forward's writes holds its own prefix's KV (the
+        walk takes the rows as the tree left them)."""
         row_of = _keys(tf.get("rows", {}))
         batch = dict(zip(ev.rids, ev.spans))
         live = set(self.st.tokens) | set(batch)
@@ -155,20 +148,9 @@ class _Walk:
                             f"{x} in its window, whose KV is {_of(got)}, not of its own prefix")
         return None
 
-    @check("tree_frees", level="server", defence=(
-        "a slot freed under a reader is handed out again later (allocation: a slot owned "
-        "twice) or read after its reuse (prefix_reads); this names the free itself, at the "
-        "first step it shows, before any reuse"))
-    def tree_frees(self, ev, tf, when: str = "after") -> str | None:
-        """No slot twice in a free list, none a live request reads: ``when`` "before" the
-        step's allocation (the rows as the tree left them) or "after" the forward (its own
-        allocation in)."""
-        lists = tf.get("before", {}) if when == "before" else tf
-        for side in ("full", "swa"):
-            dup = sorted(s for s, c in Counter(lists.get(side, [])).items() if c > 1)
-            if dup:
-                return (f"{side} slots {dup[:8]} are twice in the allocator's free list "
-                        f"({when} the forward)")
+    def freed(self, ev, lists: dict, when: str) -> str | None:
+        """No slot a live request reads is free: full slots of its row, SWA slots of its window
+        (after the forward, the batch's)."""
         free_full, free_swa = set(lists.get("full", [])), set(lists.get("swa", []))
         for rid, toks in sorted(self.st.tokens.items()):
             held = [f for f, _ in toks if f in free_full]
@@ -181,9 +163,32 @@ class _Walk:
                         "in the allocator")
         return None
 
+    @check("prefix_reads", level="server")
+    def prefix_reads(self, ev, rec, tf, when: str) -> str | None:
+        """What every live request reads (module docstring): ``when`` "before" the step's
+        allocation its hit and its row as the tree left it, owned; "after" the forward its
+        row and window, owned."""
+        if when == "before":
+            return (self.hit(ev) or self.rows(ev, rec, tf)
+                    or self.freed(ev, tf.get("before", {}), "before"))
+        return self.freed(ev, tf, "after")
+
+    @staticmethod
+    def duplicates(lists: dict, when: str) -> str | None:
+        for side in ("full", "swa"):
+            dup = sorted(s for s, c in Counter(lists.get(side, [])).items() if c > 1)
+            if dup:
+                return f"{side} slots {dup[:8]} are twice in the allocator's free list ({when})"
+        return None
+
     @check("tree_leak", level="server")
-    def tree_leak(self) -> str | None:
-        """After the run and the tree's eviction every slot ever handed out is free, once."""
+    def tree_leak(self, tf: dict | None = None) -> str | None:
+        """No slot twice in a free list (a double free): at a forward (``tf``: its free lists
+        before the step's allocation and after the forward); after the run and the tree's
+        eviction, every slot ever handed out is free, once."""
+        if tf is not None:
+            return (self.duplicates(tf.get("before", {}), "before the forward")
+                    or self.duplicates(tf, "after the forward"))
         tree = self.obs.tree
         if "end" not in tree:
             return None
@@ -252,12 +257,10 @@ def judge(case, obs, disabled=frozenset()) -> list[ServerFailure]:
         if bad:
             fail("alloc_count", ev.index, bad)
             return out
-        if fail("prefix_hit", ev.index, w.prefix_hit(ev)):
+        if fail("tree_leak", ev.index, w.tree_leak(tf)):
             return out + raised
-        if fail("prefix_reads", ev.index, w.prefix_reads(ev, rec, tf)):
-            return out + raised
-        if fail("tree_frees", ev.index, w.tree_frees(ev, tf, "before")):
-            return out + raised  # what follows a free under a reader is its consequence
+        if fail("prefix_reads", ev.index, w.prefix_reads(ev, rec, tf, "before")):
+            return out + raised  # what follows a bad read is its consequence
         if fail("allocation", ev.index, allocation(st, ev, rec.alloc)):
             return out + raised
         st.take(ev, rec.alloc)
@@ -267,8 +270,8 @@ def judge(case, obs, disabled=frozenset()) -> list[ServerFailure]:
         fail("batch_shape", ev.index, batch_shape(case, st, ev, rec))
         if rec.mapping:
             fail("window_reads", ev.index, window_reads(st, ev, rec))
-        if fail("tree_frees", ev.index, w.tree_frees(ev, tf)):
-            return out + raised  # what follows a free under a reader is its consequence
+        if fail("prefix_reads", ev.index, w.prefix_reads(ev, rec, tf, "after")):
+            return out + raised
         for layer in range(layers):
             for slot, row in zip(want, rows(case, ev.index, layer, len(want))):
                 shadow[layer][slot] = row

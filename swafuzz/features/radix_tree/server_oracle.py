@@ -163,7 +163,11 @@ class _Walk:
                         "in the allocator")
         return None
 
-    @check("prefix_reads", level="server")
+    @check("prefix_reads", level="server", defence=(
+        "a slot freed under a reader is handed out again later (allocation: a slot owned "
+        "twice); this names the reading request, its position and whose KV the slot holds at "
+        "the first step it shows, and alone sees a live slot of another prefix handed over by "
+        "a hit"))
     def prefix_reads(self, ev, rec, tf, when: str) -> str | None:
         """What every live request reads (module docstring): ``when`` "before" the step's
         allocation its hit and its row as the tree left it, owned; "after" the forward its

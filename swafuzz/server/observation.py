@@ -66,6 +66,10 @@ class ServerObs:
     #: with attention-DP ranks, one observation per rank (its requests renumbered in their
     #: order); the fields above then stay empty
     ranks: list[ServerObs] = field(default_factory=list)
+    #: with a prefix (radix) cache: ``hits`` (step -> {request: tokens its match covered}),
+    #: per forward the allocator's free lists and each request's ``req_to_token`` row, the free
+    #: lists after the run once the tree is evicted (the owning feature's record)
+    tree: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {"target_version": self.target_version, "error": self.error,
@@ -81,4 +85,5 @@ class ServerObs:
                              for f in self.forwards],
                 **({"spec": self.spec, "free": self.free} if self.spec or self.free else {}),
                 **({"release_free": self.release_free} if self.release_free else {}),
-                **({"ranks": [o.to_json() for o in self.ranks]} if self.ranks else {})}
+                **({"ranks": [o.to_json() for o in self.ranks]} if self.ranks else {}),
+                **({"tree": self.tree} if self.tree else {})}

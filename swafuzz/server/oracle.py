@@ -125,6 +125,10 @@ def allocation(st: _State, fwd: Forward, alloc: list[list[int]]) -> str | None:
     return None
 
 
+#: the walk's state under its public name (a feature's own walk, e.g. over a tree cache's rows)
+State = _State
+
+
 def _copy(st: _State) -> _State:
     out = object.__new__(_State)
     out.P, out.W = st.P, st.W
@@ -156,10 +160,13 @@ def _at(by_step: dict, step: int):
 
 
 def observed_plan(case: ServerCase, obs: ServerObs) -> list:
-    """The Case's plan (:func:`~swafuzz.server.timeline.plan`) with the retractions and admissions
-    the release decided as observed (raises ``RetractionError`` on an impossible one)."""
+    """The Case's plan (:func:`~swafuzz.server.timeline.plan`) with the retractions, admissions
+    and prefix-cache hits the release decided as observed (raises ``RetractionError`` on an
+    impossible one)."""
+    hits = {int(t): {int(r): int(n) for r, n in v.items()}
+            for t, v in obs.tree.get("hits", {}).items()}
     return plan(case, {int(k): (tuple(v[0]), tuple(v[1])) for k, v in obs.retractions.items()},
-                {int(k): v for k, v in obs.admissions.items()})
+                {int(k): v for k, v in obs.admissions.items()}, hits)
 
 
 @check("contracts", level="server")

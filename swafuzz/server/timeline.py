@@ -8,7 +8,8 @@ scheduler's choice of batch (``Scheduler`` / ``PrefillAdder`` need a server proc
 * if a prompt is being chunked or requests wait: one EXTEND of what the adder admits (observed:
   its budget reads the release allocator's free tokens; none admitted: DECODE instead) - the
   chunked request's next chunk, then waiting requests in arrival (then index) order, while
-  ``chunked_prefill_size`` tokens remain; a prompt that does not fit is truncated and continues
+  ``chunked_prefill_size`` tokens remain; a request starting (or restarting after a retraction)
+  computes from its prefix-cache hit on (observed, ``hits``; 0 without a prefix cache); a prompt that does not fit is truncated and continues
   next prefill; a request whose whole prompt is in produces its first token and runs;
 * else if requests run: one DECODE of all running requests (admission order), writing each
   one's last output token's KV; if the capacity gate refuses, the requests ``retract_decode``
@@ -87,12 +88,15 @@ class RetractionError(ValueError):
 
 class Timeline:
     """The schedule, step by step (module docstring); ``retractions``: step -> (retracted, kept
-    in the new batch order), observed, taken before that step's DECODE."""
+    in the new batch order), observed, taken before that step's DECODE; ``hits``: step ->
+    {request: tokens its prefix-cache match covers} where non-zero, or a callable ``(step,
+    request) -> tokens`` (the pipeline's match, asked each time a request is offered)."""
 
-    def __init__(self, case: ServerCase, retractions=None, admissions=None):
+    def __init__(self, case: ServerCase, retractions=None, admissions=None, hits=None):
         self.case, self.reqs = case, case.requests
         self.retractions = retractions if callable(retractions) else dict(retractions or {})
         self.admissions = admissions if callable(admissions) else dict(admissions or {})
+        self.hits = hits if callable(hits) else dict(hits or {})
         self.waiting = list(range(len(self.reqs)))
         self.running: list[int] = []
         self.chunked: tuple[int, int] | None = None  # (request, tokens already computed)
@@ -132,7 +136,7 @@ class Timeline:
         reqs, out = self.reqs, []
         ready = sorted((i for i in self.waiting if reqs[i].arrive_step <= t),
                        key=lambda i: (reqs[i].arrive_step, i))
-        prefill = self.propose(ready) if ready or self.chunked else None
+        prefill = self.propose(ready, t) if ready or self.chunked else None
         if prefill:  # the adder admits the first k of them (0: it defers, the others decode)
             a = self.admissions
             k = a(t, prefill) if callable(a) else a.get(t, len(prefill[0]))
@@ -169,11 +173,18 @@ class Timeline:
         acc = self.reqs[i].accept_lengths
         return acc[k] if k < len(acc) else 1
 
-    def propose(self, ready: list[int]) -> tuple[list[int], list[tuple[int, int]]]:
-        """The prefill the adder would build: requests and spans (nothing changed yet)."""
+    def hit(self, t: int, i: int) -> int:
+        """The tokens request ``i``'s prefix-cache match covers when offered at step ``t``."""
+        h = self.hits
+        return h(t, i) if callable(h) else h.get(t, {}).get(i, 0)
+
+    def propose(self, ready: list[int], t: int = 0) -> tuple[list[int], list[tuple[int, int]]]:
+        """The prefill the adder would build at step ``t``: requests and spans (nothing changed
+        yet)."""
         chunk = self.case.config.chunked_prefill_size
         batch, spans, budget = [], [], chunk if chunk is not None else 1 << 30
-        for i, k in ([self.chunked] if self.chunked else []) + [(i, 0) for i in ready]:
+        for i, k in ([self.chunked] if self.chunked else []) + [(i, self.hit(t, i))
+                                                                 for i in ready]:
             if budget == 0:
                 break
             n = min(self.fill(i) - k, budget)
@@ -200,10 +211,12 @@ class Timeline:
 
 
 def plan(case: ServerCase, retractions: dict | None = None,
-         admissions: dict[int, int] | None = None) -> list[Forward | Release | Retract]:
-    """The Case's schedule (module docstring), with the observed ``retractions`` and, per step where
-    the adder admitted fewer than it was offered, how many it admitted (``admissions``)."""
-    tl, out = Timeline(case, retractions, admissions), []
+         admissions: dict[int, int] | None = None,
+         hits: dict | None = None) -> list[Forward | Release | Retract]:
+    """The Case's schedule (module docstring), with the observed ``retractions``, per step where
+    the adder admitted fewer than it was offered, how many it admitted (``admissions``), and
+    the observed prefix-cache ``hits`` (step -> {request: tokens})."""
+    tl, out = Timeline(case, retractions, admissions, hits), []
     for t in range(MAX_STEPS + MAX_STEPS):
         if tl.done():
             break

@@ -50,7 +50,7 @@ def test_lookup_errors_name_the_known_values():
 
 
 #: the points the core asks of every feature (``features.hooks``): any number may answer
-MANY = ("sglang.facts", "engine.step_ops")  # facts: one per feature
+MANY = ("sglang.facts", "engine.step_ops", "sglang.server_hops")  # facts: one per feature
 
 
 def test_every_hook_loads_and_single_hook_points_have_one_feature():
@@ -140,7 +140,7 @@ def test_kinds_have_a_level_and_the_component_callers_keep_their_kinds():
     assert not set(comp) & set(srv) and "server_decode" not in comp
     assert srv[:4] == ("server_decode", "server_mixed", "server_graph", "server_attn_tp")
     assert set(srv) - set(features.default_kind_names("server")) == {
-        "server_spec", "server_dp", "server_window", "server_window_tail"}
+        "server_spec", "server_dp", "server_window", "server_window_tail", "server_radix"}
     assert features.feature_of_kind("server_window").name == "request_window"
     assert all(features.kind(k).level == "component" for k in features.default_kind_names())
     bad = Feature("x", "t", "s", (Kind("k", "swafuzz.features.dense.kinds:decode_cases", "s",
@@ -156,12 +156,15 @@ def test_server_support_is_decided_by_the_records_refusals():
     from swafuzz.server.case import ServerConfig
 
     assert features.refusal("server", ServerConfig()) is None
-    why = features.refusal("server", ServerConfig(disable_radix_cache=False))
+    why = features.refusal("server", ServerConfig(disable_radix_cache=False,
+                                                  disable_cuda_graph=False,
+                                                  cuda_graph_bs_decode=(1,)))
     assert why.startswith("config.disable_radix_cache:")
     why = features.refusal("server", ServerConfig(enable_decoder_swa_bounded_replay=True))
     assert why.startswith("config.enable_decoder_swa_bounded_replay:")
     assert features.refusal("component", ServerConfig(disable_radix_cache=False)) is None
     bad = Feature("x", "t", "s", (Kind("k", "swafuzz.features.dense.kinds:decode_cases", "s"),),
-                  refusals=(Refusal("server", "swafuzz.features.dense.server_rules:radix_cache"),))
+                  refusals=(Refusal("server",
+                                    "swafuzz.features.radix_tree.server_rules:not_driven_with"),))
     with pytest.raises(RecordError, match="refusals"):
         bad.validate()

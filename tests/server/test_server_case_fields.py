@@ -24,7 +24,7 @@ BASE = {"model": {"full_tokens": 64, "swa_tokens": 32, "sliding_window": 2, "lay
 SERVER = [(f.name, d) for f in features.all_features() for d in f.field_decls()
           if d.level == "server"]
 #: a value outside any declaration of the type
-BAD = {"bool": 1, "int": -1, "int | None": "x", "str | None": "no-such-value",
+BAD = {"bool": 1, "int": -1, "int | None": "x", "str | None": "no-such-value", "str": "no-such-value",
        "tuple[int, ...]": [0], "tuple[int, ...] | None": [],
        "tuple[tuple[str, str], ...]": {"NO_SUCH_VARIABLE": "1"}}
 

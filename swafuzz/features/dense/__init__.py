@@ -70,11 +70,5 @@ FEATURE = Feature(
             'memory; allowed: a list of batch sizes)',
             after='swafuzz.features.dp.server_rules:graphs_on_tp_ranks',
         ),
-        Refusal(
-            'server', '.server_rules:radix_cache',
-            'config.disable_radix_cache: prefix sharing through the radix cache is not driven '
-            'at server level yet (allowed: true)',
-            after='swafuzz.features.dense.server_rules:graphs_without_sizes',
-        ),
     ),
 )

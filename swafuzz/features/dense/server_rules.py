@@ -1,6 +1,7 @@
 """What the server-level pipeline does not drive yet of the core path, as the ``dense`` record's
 config refusals (``Refusal(level="server", ...)``; the reasons, naming the field, are in the
-record; the speculative ones are ``spec_decode``'s, the ranks' ``dp``'s). Each function takes a
+record; the speculative ones are ``spec_decode``'s, the ranks' ``dp``'s, the radix cache's
+``radix_tree``'s). Each function takes a
 server-level Case's ``ServerConfig``: plain Python."""
 
 from __future__ import annotations
@@ -8,7 +9,3 @@ from __future__ import annotations
 
 def graphs_without_sizes(c) -> bool:
     return not c.disable_cuda_graph and not c.cuda_graph_bs_decode
-
-
-def radix_cache(c) -> bool:
-    return not c.disable_radix_cache

@@ -108,15 +108,7 @@ class Pipeline:
         s = self.srv
         new = []
         for rid, (start, n) in zip(fwd.rids, fwd.spans):
-            if rid in self.reqs:  # the chunked request's next chunk, or a retracted one
-                req = self.reqs[rid]
-                req.init_next_round_input()
-                if seams.prefix_len(req) != start:
-                    raise RuntimeError(f"request {rid}: chunk resumes at {seams.prefix_len(req)}, "
-                                       f"the plan at {start}")
-            else:
-                req = self.reqs[rid] = make_req(self.case, rid)
-                req.init_next_round_input(s.tree_cache)
+            req = self.request(rid, start)
             seams.chunk_end(req, start + n)  # the adder's (possibly truncated) chunk
             new.append(req)
         batch = ScheduleBatch.init_new(new, s.req_to_token_pool, s.allocator, s.tree_cache,
@@ -126,6 +118,20 @@ class Pipeline:
         if self.window is not None:  # the worker's encoder-replay step (window slot resets)
             self.window.before_forward(batch)
         return batch
+
+    def request(self, rid: int, start: int) -> Req:
+        """The ``Req`` an EXTEND computes from token ``start`` on: new (matched against the tree
+        cache), or the chunked request's next chunk / a retracted one."""
+        if rid in self.reqs:
+            req = self.reqs[rid]
+            req.init_next_round_input()
+            if seams.prefix_len(req) != start:
+                raise RuntimeError(f"request {rid}: chunk resumes at {seams.prefix_len(req)}, "
+                                   f"the plan at {start}")
+            return req
+        req = self.reqs[rid] = make_req(self.case, rid)
+        req.init_next_round_input(self.srv.tree_cache)
+        return req
 
     def decode(self) -> ScheduleBatch:
         b = self.running
@@ -344,6 +350,8 @@ def run_server_case(case: ServerCase, impl: str = "torch", mutant: str | None = 
             environ(case.config.env_dict()), seams.cpu_platform():
         if case.config.enable_dp_attention:  # one pipeline per attention-DP rank
             return registry.hook("sglang.server_ranks")(case, impl, executor, Pipeline)
+        if not case.config.disable_radix_cache:  # the tree cache shares prefixes
+            return registry.hook("sglang.server_tree")(case, impl, executor, Pipeline)
         return Pipeline(case, impl, executor).run()
 
 

@@ -1,0 +1,76 @@
+"""The radix cache's server mutants as patches of the release's own code (imports SGLang; the
+declarations and sources: :mod:`.server_mutants`). Each wraps the release's function and puts
+one upstream bug back; nothing of it is copied."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+from swafuzz.targets.sglang.environ import set_attr
+
+from sglang.srt.mem_cache import common  # isort: skip
+from sglang.srt.mem_cache.unified_cache.components import swa as swa_component  # isort: skip
+
+
+def lock_kept():
+    """``release_kv_cache`` with the request's lock forgotten before it runs: the release
+    unlocks nothing, so the request's path stays locked (never evictable)."""
+    real = common.release_kv_cache
+
+    def release_kv_cache(req, tree_cache, *, checkpoint):
+        req.lock = None
+        return real(req, tree_cache, checkpoint=checkpoint)
+
+    return set_attr(common, "release_kv_cache", release_kv_cache)
+
+
+@contextlib.contextmanager
+def insert_drops_swa_boundary() -> Iterator[None]:
+    """The SWA component prepares an insert without the request's SWA eviction boundary
+    (reset to 0 after the release set it), so an insert caches freed SWA pages as live."""
+    cls = swa_component.SWAComponent
+    prepare, free = cls.prepare_for_caching_req, cls.free_out_of_window_slots
+
+    def prepare_for_caching_req(self, req, insert_params, token_ids_len, is_finished):
+        out = prepare(self, req, insert_params, token_ids_len, is_finished)
+        insert_params.set_evicted_seqlen(self.component_type, 0)
+        return out
+
+    def free_out_of_window_slots(self, req, pre_len, insert_params):
+        free(self, req, pre_len, insert_params)
+        insert_params.set_evicted_seqlen(self.component_type, 0)
+
+    with set_attr(cls, "prepare_for_caching_req", prepare_for_caching_req), \
+            set_attr(cls, "free_out_of_window_slots", free_out_of_window_slots):
+        yield
+
+
+def row_not_repointed():
+    """``checkpoint_into_tree`` leaves the request's ``req_to_token`` row on its own slots for
+    the tokens the tree already held, although the insert freed those duplicates."""
+    from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache as cls
+    real = cls.checkpoint_into_tree
+
+    def checkpoint_into_tree(self, req, *, up_to, **kw):
+        idx = req.kv.req_pool_idx
+        table = self.req_to_token_pool.req_to_token
+        before = table[idx, :up_to].clone()
+        real(self, req, up_to=up_to, **kw)
+        table[idx, :up_to] = before
+
+    return set_attr(cls, "checkpoint_into_tree", checkpoint_into_tree)
+
+
+
+def chunk_published_whole():
+    """A chunk's checkpoint (``UnifiedRadixCache.checkpoint``) keyed on the whole prompt (the
+    extend-phase fill) instead of the KV the request has committed: positions not computed yet
+    are published to the tree."""
+    from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache as cls
+    real = cls.checkpoint
+
+    def checkpoint(self, req, *, up_to, **kw):
+        return real(self, req, up_to=max(up_to, len(req.origin_input_ids)), **kw)
+
+    return set_attr(cls, "checkpoint", checkpoint)

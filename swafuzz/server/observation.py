@@ -61,6 +61,12 @@ class ServerObs:
     #: with attention-DP ranks, one observation per rank (its requests renumbered in their
     #: order); the fields above then stay empty
     ranks: list[ServerObs] = field(default_factory=list)
+    #: forward index -> how the release's model runner dispatched it (``entry``: "graph" or
+    #: its eager ``_execute_*``; ``batch_size`` handed to the model; ``metadata_of``: the
+    #: forward whose batch built the attention metadata the backend holds after it, None: none)
+    dispatch: dict[int, dict] = field(default_factory=dict)
+    #: attention-DP ranks: this rank's IDLE forwards (step, rows, stores, dispatch record)
+    idles: list[dict] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"target_version": self.target_version, "error": self.error,
@@ -74,4 +80,6 @@ class ServerObs:
                                   k: v for k, v in f.window.items() if k != "bytes_after"}})}
                              for f in self.forwards],
                 **({"spec": self.spec, "free": self.free} if self.spec or self.free else {}),
-                **({"ranks": [o.to_json() for o in self.ranks]} if self.ranks else {})}
+                **({"ranks": [o.to_json() for o in self.ranks]} if self.ranks else {}),
+                **({"dispatch": self.dispatch} if self.dispatch else {}),
+                **({"idles": self.idles} if self.idles else {})}

@@ -22,6 +22,8 @@ before it is followed. Checks:
 * ``window_reads``: each token in a request's last ``sliding_window`` positions is the full slot
   in its ``req_to_token`` row, still mapped to the SWA slot it was stored at (§9.15: a frontier
   inside the window leaves reads of slot 0);
+* ``model_dispatch`` (:mod:`.dispatch_checks`): the runner entry, batch size and metadata owner
+  the release's model-runner dispatch gave each forward;
 * ``pool_bytes``: after the run every SWA slot of every layer holds the payload of the last row
   stored there (:func:`scenarios.payload.k_rows_bytes`) or the poison byte.
 """
@@ -35,6 +37,7 @@ from swafuzz.features.record import check
 from swafuzz.scenarios.case import POISON_BYTE
 from swafuzz.scenarios.payload import k_rows_bytes
 from swafuzz.server.case import ServerCase
+from swafuzz.server.dispatch_checks import forward_dispatch
 from swafuzz.server.graph_checks import (  # noqa: F401 - graph_bucket: from here too
     SEQ_LEN_FILL,
     batch_shape,
@@ -294,6 +297,9 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False,
             ev, rec, layers, per_layer if per_layer is not None else [each] * layers))
         fail("batch_shape", ev.index,
              batch_shape(case, st, ev, rec, tp_pad if rank_pad else None), prefix=True)
+        if obs.dispatch:  # the release's model runner dispatched the forwards
+            fail("model_dispatch", ev.index, forward_dispatch(
+                ev, rec, obs.dispatch.get(ev.index), mode, bucket, tp_pad))
         if rec.mapping:
             fail("window_reads", ev.index, window_reads(st, ev, rec), prefix=True)
         if win is not None:

@@ -39,3 +39,47 @@ def run_idle(pipe, t: int, fb, padded: dict) -> None:
     stores = layer_stores(fo, pipe.srv.engine.target_pool.num_layers)
     pipe.obs.idles.append({"step": t, **rec, "rows": len(padded["out_cache_loc"]),
                            "stores": stores})
+
+
+def _patched_idle(wrap):
+    """``EagerRunner._execute_idle`` replaced by ``wrap(real)`` while the context is open."""
+    from sglang.srt.model_executor.runner.eager_runner import EagerRunner
+
+    from swafuzz.targets.sglang.pipeline import seams
+    return seams.set_attr(EagerRunner, "_execute_idle", wrap(EagerRunner._execute_idle))
+
+
+def idle_keeps_stale_metadata():
+    """Server mutant ``server_idle_keeps_metadata``: ``_execute_idle`` without its unpadded
+    branch (``attn_backend.forward_metadata = None``; the release's comment: an unpadded idle
+    must drop stale metadata, an SWA use-after-free on req_pool otherwise; 0.5.12's
+    ``ModelRunner.forward_idle`` has no such branch): the previous forward's metadata stays."""
+    def wrap(real):
+        def _execute_idle(self, forward_batch, pp_proxy_tensors=None):
+            backend = self.model_runner.attn_backend
+            held = backend.forward_metadata
+            out = real(self, forward_batch, pp_proxy_tensors)
+            if forward_batch.batch_size == 0:
+                backend.forward_metadata = held
+            return out
+        return _execute_idle
+    return _patched_idle(wrap)
+
+
+def padded_idle_skips_metadata_init():
+    """Server mutant ``server_idle_padded_no_init``: PR #15227 reverted - ``_execute_idle`` of a
+    padded IDLE (batch size > 0 after the MLP sync) runs the model without
+    ``init_forward_metadata``, on the previous batch's metadata."""
+    def wrap(real):
+        def _execute_idle(self, forward_batch, pp_proxy_tensors=None):
+            backend = self.model_runner.attn_backend
+            if forward_batch.batch_size == 0:
+                return real(self, forward_batch, pp_proxy_tensors)
+            init = backend.init_forward_metadata
+            backend.init_forward_metadata = lambda fb: None
+            try:
+                return real(self, forward_batch, pp_proxy_tensors)
+            finally:
+                backend.init_forward_metadata = init
+        return _execute_idle
+    return _patched_idle(wrap)

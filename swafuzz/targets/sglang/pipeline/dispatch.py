@@ -120,7 +120,9 @@ def _model_runner(server, dispatch) -> ModelRunner:
         server_args=sa, device=stand.device, is_draft_worker=False,
         spec_algorithm=SpeculativeAlgorithm.NONE, model_config=SimpleNamespace(
             **vars(stand.model_config), hf_config=SimpleNamespace()),
-        max_running_requests=len(server.case.requests) + 1,
+        # the eager buffers' batch capacity: a padded batch (a peer rank's count) may exceed
+        # this rank's requests; the pool's tokens bound every batch
+        max_running_requests=server.case.model.full_tokens,
         max_total_num_tokens=server.case.model.full_tokens,
         forward_pass_id=0, msprobe_debugger=None, canary_manager=None, enable_elastic_ep=False,
         eplb_manager=None, hisparse_coordinator=None, lora_manager=None,

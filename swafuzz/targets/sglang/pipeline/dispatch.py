@@ -39,8 +39,12 @@ from swafuzz.targets.forward_mode import ForwardMode as HarnessMode
 
 from sglang.srt.layers.logits_processor import LogitsProcessorOutput  # isort: skip
 from sglang.srt.model_executor.model_runner import ModelRunner  # isort: skip
-from sglang.srt.model_executor.runner.eager_runner import EagerRunner  # isort: skip
 from sglang.srt.speculative.spec_info import SpeculativeAlgorithm  # isort: skip
+
+try:  # the runtime-context shape's eager runner (0.5.22, 0.5.23)
+    from sglang.srt.model_executor.runner.eager_runner import EagerRunner
+except ImportError:  # pragma: no cover - depends on the release
+    EagerRunner = None
 
 #: the release's runner entry per dispatched mode (what the record names)
 ENTRIES = {"DECODE": "_execute_decode", "EXTEND": "_execute_extend", "IDLE": "_execute_idle"}
@@ -70,6 +74,9 @@ class BackendSeam:
 
     def resolve_prefill_shared_read_ends(self, forward_batch, num_qo_tokens):
         return None  # no shared-read prefill (the release's default answer of its base class)
+
+    def prepare_prefill_shared_read_snapshot(self, forward_batch, *, num_qo_tokens):
+        return None  # 0.5.22's name of the same: its base class's no-op
 
 
 class StubModel:
@@ -174,7 +181,7 @@ class Dispatch:
 
 #: driven on the runtime-context shape (the eager runner module); 0.5.12 keeps its own
 #: ModelRunner.forward_decode / forward_extend / forward_idle (not dispatched here)
-DRIVEN = True
+DRIVEN = EagerRunner is not None
 
 
 def padded(fb, p: dict | None, fill_value: int = 1):

@@ -188,8 +188,9 @@ def padded(fb, p: dict | None, fill_value: int = 1):
     """``fb`` padded as the MLP sync's padding ``p`` says (the release's padding ran on the
     DPSync ranks, :mod:`swafuzz.features.dp.sglang_server_pad`; None: not padded): the
     release's ``_pad_inputs_to_size`` to ``p``'s token count and batch size (``fill_value``:
-    the DSV4 backend's CUDA seq-len fill value, 1, as the ranks answer it), its rows checked
-    against the ranks'; a relabelled mode (a DECODE as one-token EXTENDs, an IDLE as a dummy
+    the DSV4 backend's CUDA seq-len fill value, 1, as the ranks answer it), then the ranks'
+    own ``out_cache_loc`` / ``positions`` / ``seq_lens`` rows (what the deployed rank holds;
+    a rank-side server mutant shows in them); a relabelled mode (a DECODE as one-token EXTENDs, an IDLE as a dummy
     EXTEND) takes the ranks' mode and extend lengths."""
     if p is None:
         return fb
@@ -217,11 +218,13 @@ def padded(fb, p: dict | None, fill_value: int = 1):
             fb.extend_seq_lens
     fb.batch_size = bs  # as prepare_mlp_sync_batch sets it before padding
     fb._pad_inputs_to_size(pad_runner, n, bs)
-    got = {k: [int(x) for x in getattr(fb, k).tolist()]
-           for k in ("out_cache_loc", "positions", "seq_lens")}
-    want = {k: [int(x) for x in p[k]] for k in got}
-    if got != want:
-        raise RuntimeError(f"the release's padding here ({got}) differs from the ranks' ({want})")
+    for k in ("out_cache_loc", "positions", "seq_lens"):  # the rows as the ranks padded them
+        t = getattr(fb, k)
+        rows = torch.tensor([int(x) for x in p[k]], dtype=t.dtype, device=t.device)
+        if rows.shape != t.shape:
+            raise RuntimeError(f"{k}: the ranks padded {tuple(rows.shape)} rows, the release's "
+                               f"_pad_inputs_to_size here {tuple(t.shape)}")
+        setattr(fb, k, rows)
     return fb
 
 

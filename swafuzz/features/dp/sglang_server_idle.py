@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from sglang.srt.managers.schedule_batch import ScheduleBatch  # isort: skip
 
-from swafuzz.targets.sglang.pipeline import dispatch  # isort: skip
+from swafuzz.targets.sglang.pipeline import dispatch, seams  # isort: skip
 from swafuzz.targets.sglang.pipeline.steps import layer_stores  # isort: skip
 
 
@@ -43,10 +43,8 @@ def run_idle(pipe, t: int, fb, padded: dict) -> None:
 
 def _patched_idle(wrap):
     """``EagerRunner._execute_idle`` replaced by ``wrap(real)`` while the context is open."""
-    from sglang.srt.model_executor.runner.eager_runner import EagerRunner
-
-    from swafuzz.targets.sglang.pipeline import seams
-    return seams.set_attr(EagerRunner, "_execute_idle", wrap(EagerRunner._execute_idle))
+    runner = dispatch.EagerRunner
+    return seams.set_attr(runner, "_execute_idle", wrap(runner._execute_idle))
 
 
 def idle_keeps_stale_metadata():

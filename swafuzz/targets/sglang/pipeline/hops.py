@@ -57,13 +57,13 @@ HOPS: tuple[tuple[str, str, str], ...] = (
      "check: DECODE only), the decode graph runner's execute (load_batch, then the replay "
      "seam) or _prepare_eager_forward_batch and the release's EagerRunner (its constructor, "
      "warm-up off): _execute_decode / _execute_extend / _execute_idle with load_batch through "
-     "its eager buffer registry; an attention-DP rank without a batch runs the release's idle "
-     "batch (init_new with no requests, prepare_for_idle) through it, padded or not, and "
+     "its eager buffer registry; a data-parallel attention rank without a batch runs the "
+     "release's idle batch (init_new with no requests, prepare_for_idle) through it, padded or not, and "
      "_execute_idle's metadata reset. Modelled: the model (the stub's stores), the backend's "
      "init_forward_metadata (the engine's: the release's asserts page_size % 128 == 0) and "
      "the graph replay; a padded batch is padded here by the release's _pad_inputs_to_size to "
-     "the DPSync ranks' counts (their mode relabel taken from them). Not under encoder replay "
-     "(the window hop stores through its own path)"),
+     "the sync ranks' counts (their mode relabel taken from them). Not with the request "
+     "window on (its hop stores through the window's own path)"),
     ("MLP sync, data-parallel / attention-TP padding", "real",
      "for attention TP 2 (tp_size 2, moe_dense_tp_size 1, no DP attention: both ranks hold "
      "the batch): per forward the release's token-count gather over gloo, "

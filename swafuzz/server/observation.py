@@ -70,6 +70,12 @@ class ServerObs:
     #: per forward the allocator's free lists and each request's ``req_to_token`` row, the free
     #: lists after the run once the tree is evicted (the owning feature's record)
     tree: dict = field(default_factory=dict)
+    #: forward index -> how the release's model runner dispatched it (``entry``: "graph" or
+    #: its eager ``_execute_*``; ``batch_size`` handed to the model; ``metadata_of``: the
+    #: forward whose batch built the attention metadata the backend holds after it, None: none)
+    dispatch: dict[int, dict] = field(default_factory=dict)
+    #: attention-DP ranks: this rank's IDLE forwards (step, rows, stores, dispatch record)
+    idles: list[dict] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"target_version": self.target_version, "error": self.error,
@@ -86,4 +92,6 @@ class ServerObs:
                 **({"spec": self.spec, "free": self.free} if self.spec or self.free else {}),
                 **({"release_free": self.release_free} if self.release_free else {}),
                 **({"ranks": [o.to_json() for o in self.ranks]} if self.ranks else {}),
-                **({"tree": self.tree} if self.tree else {})}
+                **({"tree": self.tree} if self.tree else {}),
+                **({"dispatch": self.dispatch} if self.dispatch else {}),
+                **({"idles": self.idles} if self.idles else {})}

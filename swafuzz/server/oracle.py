@@ -25,6 +25,8 @@ before it is followed. Checks:
   inside the window leaves reads of slot 0);
 * ``kv_held`` (:mod:`.held_checks`): free full tokens after every allocation and release =
   the start less the live requests' pages; both sides back to their start after the run;
+* ``model_dispatch`` (:mod:`.dispatch_checks`): the runner entry, batch size and metadata owner
+  the release's model-runner dispatch gave each forward;
 * ``pool_bytes``: after the run every SWA slot of every layer holds the payload of the last row
   stored there (:func:`scenarios.payload.k_rows_bytes`) or the poison byte.
 """
@@ -38,6 +40,7 @@ from swafuzz.features.record import check
 from swafuzz.scenarios.case import POISON_BYTE
 from swafuzz.scenarios.payload import k_rows_bytes
 from swafuzz.server.case import ServerCase
+from swafuzz.server.dispatch_checks import forward_dispatch
 from swafuzz.server.graph_checks import (  # noqa: F401 - graph_bucket: from here too
     SEQ_LEN_FILL,
     batch_shape,
@@ -318,6 +321,9 @@ def judge(case: ServerCase, obs: ServerObs, graphs: bool = False,
             ev, rec, layers, per_layer if per_layer is not None else [each] * layers))
         fail("batch_shape", ev.index,
              batch_shape(case, st, ev, rec, tp_pad if rank_pad else None), prefix=True)
+        if obs.dispatch:  # the release's model runner dispatched the forwards
+            fail("model_dispatch", ev.index, forward_dispatch(
+                ev, rec, obs.dispatch.get(ev.index), mode, bucket, tp_pad))
         if rec.mapping:
             fail("window_reads", ev.index, window_reads(st, ev, rec), prefix=True)
         if win is not None:

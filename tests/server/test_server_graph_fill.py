@@ -45,6 +45,8 @@ def _model_only(monkeypatch):
                                 fb.seq_lens.long(), fb.positions.long())
 
     monkeypatch.setattr(graph.GraphFill, "replay_batch", replay_batch)
+    from swafuzz.targets.sglang.pipeline import dispatch  # the direct path, not the runner's
+    monkeypatch.setattr(dispatch, "DRIVEN", False)
 
 
 def test_replays_store_where_the_release_filled(monkeypatch):

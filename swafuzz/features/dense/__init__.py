@@ -55,11 +55,12 @@ FEATURE = Feature(
         # the server level's core checks (swafuzz.server.oracle's walk)
         'server:allocation', 'server:window_reads', 'server:contracts', 'server:retraction',
         'server:alloc_count', 'server:exec_path', 'server:write_targets', 'server:pool_bytes',
-        'server:batch_shape', 'server:graph_fill', 'server:kv_held',
+        'server:batch_shape', 'server:graph_fill', 'server:kv_held', 'server:model_dispatch',
     ),
     check_modules=('swafuzz.checks.write', 'swafuzz.checks.invariants', 'swafuzz.checks.cross',
                    'swafuzz.checks.contracts', 'swafuzz.checks.prep', 'swafuzz.server.oracle',
-                   'swafuzz.server.graph_checks', 'swafuzz.server.held_checks'),
+                   'swafuzz.server.graph_checks', 'swafuzz.server.held_checks',
+                   'swafuzz.server.dispatch_checks'),
     mutants=('.mutants', '.server_mutants'),
     refusals=(
         # asked after the speculative and ranks refusals (spec_decode's, dp's)

@@ -23,6 +23,15 @@ FEATURE = Feature(
             level='server',
             opt_in=True,
         ),
+        Kind(
+            'server_dp_overlap', '.server_overlap_kind:cases',
+            'two attention-DP ranks whose work overlaps over several steps (tp_size 2, dp_size '
+            '2): rank 0 decodes while rank 1 extends its later arrivals, each rank IDLE while '
+            "its peer works (unpadded and padded), pplx drawn: every forward and IDLE through "
+            "the release's model runner (ModelRunner.forward, EagerRunner._execute_*)",
+            level='server',
+            opt_in=True,
+        ),
     ),
     fields='.fields:FIELDS', validators=('.rules:validate',), engine=('.engine',),
     oracle=('.oracle', '.server_rules'),

@@ -80,3 +80,13 @@ mutant("server_pad_seq_lens_zero", level="server", kinds=("server_attn_tp",),
        source="spec §5.4 (4) (padded rows' seq_lens hold the backend's fill value, 1 for "
               "DeepSeek-V4), in the release's ForwardBatch._pad_inputs_to_size (attention-TP "
               "ranks)")
+# -- server level: the release's model-runner dispatch of an attention-DP rank's IDLE forward
+mutant("server_idle_keeps_metadata", level="server", kinds=("server_dp_overlap",),
+       patch="swafuzz.features.dp.sglang_server_idle:idle_keeps_stale_metadata",
+       source="the release's EagerRunner._execute_idle without its unpadded-idle reset of the "
+              "attention backend's forward_metadata (its comment: stale metadata is an SWA "
+              "use-after-free on req_pool; absent from 0.5.12's ModelRunner.forward_idle)")
+mutant("server_idle_padded_no_init", level="server", kinds=("server_dp_overlap",),
+       patch="swafuzz.features.dp.sglang_server_idle:padded_idle_skips_metadata_init",
+       source="PR #15227 reverted (a DP-padded IDLE batch runs on the previous batch's "
+              "attention metadata), in the release's EagerRunner._execute_idle")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from swafuzz.features.dp.server_idle_oracle import idle_failures
 from swafuzz.server.case import ServerCase
 from swafuzz.server.oracle import ServerFailure, judge, observed_plan
 from swafuzz.server.timeline import Forward, RetractionError
@@ -91,4 +92,7 @@ def _ranks(case: ServerCase, obs, graphs: bool, disabled):
             continue
         out += [dataclasses.replace(f, message=f"rank {r}: {f.message}")
                 for f in judge(sub, o, graphs, pads=pads[r], disabled=disabled)]
+    if "model_dispatch" not in disabled:  # the ranks' IDLE forwards (:mod:`.server_idle_oracle`)
+        stopped = any(o.error or o.out_of_scope for o in obs.ranks)
+        out += idle_failures(case, plans, obs.ranks, stopped)
     return out

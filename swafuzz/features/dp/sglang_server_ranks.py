@@ -15,6 +15,7 @@ none with the radix cache disabled).
 from __future__ import annotations
 
 from swafuzz.features.dp.server_oracle import rank_case, ranks
+from swafuzz.features.dp.sglang_server_idle import idle_batch, run_idle
 from swafuzz.features.dp.sglang_server_pad import active_mutant, sync_for
 from swafuzz.features.dp.sglang_sync import DPSyncError, RankInput
 from swafuzz.machinery import HarnessError
@@ -53,8 +54,13 @@ def run(case: ServerCase, impl: str, executor, pipeline_cls) -> ServerObs:
                 continue
             fbs = [p.forward_batch(w[0][1]) if w else None for p, w in zip(pipes, work)]
             inputs = [rank_input(fb) if fb is not None else RankInput("idle") for fb in fbs]
+            idles = [_idle(p) if not w else None for p, w in zip(pipes, work)]
             res = sync_for(case.config).step(inputs, mutant=active_mutant())
             for r, (p, w, fb) in enumerate(zip(pipes, work, fbs)):
+                if idles[r] is not None and res[r].get("ran"):  # the rank's IDLE forward
+                    cur = p
+                    run_idle(p, t, idles[r], res[r]["padded"])
+                    cur = None
                 if not w:
                     continue
                 if not res[r].get("ran"):
@@ -76,6 +82,15 @@ def run(case: ServerCase, impl: str, executor, pipeline_cls) -> ServerObs:
     if scoped and not any(o.error for o in obs.ranks):  # the Case is out of scope as a whole
         obs.out_of_scope = scoped[0]
     return obs
+
+
+def _idle(p):
+    """The rank's idle ForwardBatch where its pipeline dispatches through the release's model
+    runner (:mod:`.sglang_server_idle`), else None (no pipeline; or encoder replay: its idle
+    store goes through the request window's ``activate_idle``, not driven here)."""
+    if p is None or p.dispatch is None or p.window is not None:
+        return None
+    return idle_batch(p)
 
 
 #: how a rank's observation says another rank stopped the run

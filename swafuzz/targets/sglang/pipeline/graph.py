@@ -149,8 +149,12 @@ class GraphFill:
     def fill(self, fb) -> dict:
         """The release's replay preparation of ``fb``: the bucket, the bucket's rows of the
         buffers, and the Raw decode metadata the backend's prep left (what the oracle reads)."""
+        getattr(self.runner, FILL)(fb)
+        return self.record(fb)
+
+    def record(self, fb) -> dict:
+        """What the runner's last replay preparation (of ``fb``) left: :meth:`fill`'s record."""
         r = self.runner
-        getattr(r, FILL)(fb)
         bs = r.bs
         out = {"bucket": bs, "raw_bs": r.raw_bs}
         out.update({k: getattr(r.buffers, k)[:bs].tolist() for k in SLOTS})
@@ -182,7 +186,12 @@ class GraphFill:
     def replay_batch(self, fb) -> tuple[dict, HarnessBatch]:
         """Fill for ``fb``; the record and the padded batch the engine's graph runner replays
         (its rows are the release's buffers, so its own fill copies them unchanged)."""
-        rec = self.fill(fb)
+        return self.replayed(fb, self.fill(fb))
+
+    def replayed(self, fb, rec: dict | None = None) -> tuple[dict, HarnessBatch]:
+        """:meth:`replay_batch` after the release's own preparation already ran (its
+        ``execute`` calls ``load_batch``; :mod:`.dispatch`)."""
+        rec = self.record(fb) if rec is None else rec
         bs, b = rec["bucket"], self.runner.buffers
 
         def rows(name):

@@ -51,6 +51,19 @@ HOPS: tuple[tuple[str, str, str], ...] = (
     ("ForwardBatch.init_new", "real",
      "the release's ForwardBatch with its KVLocPlan bound by the release's KVIndexTranslator "
      "over the DSV4 pool; a model-runner stand-in holds exactly the attributes it reads"),
+    ("model-runner dispatch (ModelRunner.forward, _forward_raw, EagerRunner.execute)", "real",
+     "every forward (pipeline/dispatch.py): the release's ModelRunner.forward on an instance "
+     "built without its constructor, _forward_raw's graph decision (the CPU device's mode "
+     "check: DECODE only), the decode graph runner's execute (load_batch, then the replay "
+     "seam) or _prepare_eager_forward_batch and the release's EagerRunner (its constructor, "
+     "warm-up off): _execute_decode / _execute_extend / _execute_idle with load_batch through "
+     "its eager buffer registry; a data-parallel attention rank without a batch runs the "
+     "release's idle batch (init_new with no requests, prepare_for_idle) through it, padded or not, and "
+     "_execute_idle's metadata reset. Modelled: the model (the stub's stores), the backend's "
+     "init_forward_metadata (the engine's: the release's asserts page_size % 128 == 0) and "
+     "the graph replay; a padded batch is padded here by the release's _pad_inputs_to_size to "
+     "the sync ranks' counts (their mode relabel taken from them). Not with the request "
+     "window on (its hop stores through the window's own path)"),
     ("MLP sync, data-parallel / attention-TP padding", "real",
      "for attention TP 2 (tp_size 2, moe_dense_tp_size 1, no DP attention: both ranks hold "
      "the batch): per forward the release's token-count gather over gloo, "
@@ -191,6 +204,9 @@ OLDER_SHAPE: dict[str, tuple[str, str]] = {
         "real", "no checkpoint_kv_cache: the scheduler's stash_chunked_request "
         "(maybe_cache_unfinished_req with chunked=True); the adder's truncation of fill_ids and "
         "extend length (modelled, as on 0.5.23)"),
+    "model-runner dispatch (ModelRunner.forward, _forward_raw, EagerRunner.execute)": (
+        "modelled", "this release's ModelRunner.forward_decode / forward_extend / forward_idle "
+        "are not driven: the pipeline hands each batch to the component engine directly"),
     "ForwardBatch.init_new": (
         "real", "from the batch's get_model_worker_batch (ModelWorkerBatch); KVLocPlan and "
         "KVIndexTranslator absent: the release translates out_cache_loc to SWA slots through "

@@ -75,14 +75,14 @@ class ModelRunnerStandIn:
         self.device = device
         self.model_config = SimpleNamespace(vocab_size=VOCAB, is_encoder_decoder=False,
                                             model_is_mrope=False,
-                                            requires_mm_token_modalities=False)
+                                            requires_mm_token_modalities=False,
+                                            is_matryoshka=False)  # ForwardBatch reads it
         self.kv_index_translator = translator
         self.lora_manager = None
         self.prefill_attention_backend_str = "dsv4"
         self.ngram_embedding_manager = SimpleNamespace(enabled=False)
         self.attn_dcp_size, self.attn_dcp_rank = 1, 0  # 0.5.21 reads them: no decode CP
         if server is not None:
-            self.model_config.is_matryoshka = False  # prepare_for_extend reads it there
             self.server_args = server.server_args
             self.req_to_token_pool = server.req_to_token_pool
             self.token_to_kv_pool = server.engine.target_pool.real

@@ -22,7 +22,7 @@ from swafuzz.server.timeline import Forward, Release, Retract, Timeline, output_
 from swafuzz.targets.forward_mode import ForwardBatch as HarnessBatch
 from swafuzz.targets.forward_mode import ForwardMode as HarnessMode
 from swafuzz.targets.sglang.environ import environ
-from swafuzz.targets.sglang.pipeline import graph, seams
+from swafuzz.targets.sglang.pipeline import dispatch, graph, seams
 from swafuzz.targets.sglang.pipeline.mutants import patched
 from swafuzz.targets.sglang.pipeline.setup import Server
 from swafuzz.targets.sglang.real import TARGET_VERSION
@@ -102,6 +102,11 @@ class Pipeline:
         #: the request-window hop (encoder replay): the release's window path per forward
         self.window = (registry.hook("sglang.server_window")(self)
                        if case.config.enable_encoder_swa_bounded_replay else None)
+        #: the release's model-runner dispatch (runtime-context shape; graphs on the executor;
+        #: not under a request window, whose hop stores through the window's own path)
+        self.dispatch = (dispatch.Dispatch(self.srv, self.fill) if dispatch.DRIVEN and (
+            self.fill is None or self.srv.engine.executor.graphs) and self.window is None
+            else None)
 
     # -- scheduling steps ----------------------------------------------------------------------
     def extend(self, fwd: Forward) -> ScheduleBatch:
@@ -177,6 +182,8 @@ class Pipeline:
         return self.store(fwd, fb, self.pad(fb))
 
     def forward_batch(self, batch: ScheduleBatch) -> ForwardBatch:
+        if self.dispatch is not None:  # the worker's input resolution before its forward
+            dispatch.resolve_inputs(batch)
         return seams.forward_batch(batch, self.srv.model_runner)
 
     def pad(self, fb: ForwardBatch) -> dict | None:
@@ -213,6 +220,10 @@ class Pipeline:
             win = self.window.forward(fwd.index, mode, fb.req_pool_indices.tolist(), per,
                                       hfb.out_cache_loc.tolist(), hfb.positions.tolist())
             per_layer, exec_ = win.pop("stores"), "eager"
+        elif self.dispatch is not None:  # the release's ModelRunner.forward (:mod:`.dispatch`)
+            fo, filled, self.obs.dispatch[fwd.index] = self.dispatch.forward(
+                fwd.index, dispatch.padded(fb, p), n)
+            per_layer, exec_ = layer_stores(fo, eng.target_pool.num_layers), fo.exec
         else:
             if self.can_run_graph(fb):  # the release's decision and buffer fill (:mod:`.graph`);
                 filled, gfb = self.fill.replay_batch(fb)  # the replay: the engine's runner

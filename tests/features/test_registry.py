@@ -50,7 +50,7 @@ def test_lookup_errors_name_the_known_values():
 
 
 #: the points the core asks of every feature (``features.hooks``): any number may answer
-MANY = ("sglang.facts", "engine.step_ops", "sglang.server_hops")  # facts: one per feature
+MANY = ("sglang.facts", "engine.step_ops", "sglang.server_hops", "export.sglang_test")  # facts: one per feature
 
 
 def test_every_hook_loads_and_single_hook_points_have_one_feature():

@@ -165,7 +165,7 @@ def test_hop_table_lists_every_hop_and_mutant():
     from swafuzz.targets.sglang.pipeline.hops import HOPS, NOT_DRIVEN, OLDER_SHAPE, hop_text
 
     text = hop_text()
-    statuses = ("real", "modelled", "absent", "refused")
+    statuses = ("real", "modelled", "absent", "refused", "not driven")
     assert all(h in text and s in statuses for h, s, _ in HOPS + NOT_DRIVEN)
     hops = {h for h, _, _ in HOPS}
     assert all(h in hops and s in statuses for h, (s, _) in OLDER_SHAPE.items())

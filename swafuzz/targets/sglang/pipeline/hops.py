@@ -161,21 +161,14 @@ HOPS: tuple[tuple[str, str, str], ...] = (
 #: hops of a deployment's SWA route the server level does not drive yet (hop, status, why);
 #: ``swafuzz run --level server --coverage`` shows them never called (docs/COVERAGE.md)
 NOT_DRIVEN: tuple[tuple[str, str, str], ...] = (
-    ("model runner dispatch (ModelRunner.forward: eager EXTEND / DECODE / IDLE, graph replay)",
-     "modelled", "the pipeline calls each stage itself (ForwardBatch.init_new, the graph "
-     "runner's can-run and load_batch, the backend's metadata, store_cache): the release's "
-     "ModelRunner is built with a loaded model, its device and distributed state, none of "
-     "which a CPU Case has; its IDLE handling and metadata reset are not run"),
-    ("tree cache with the radix cache on (match_prefix over shared prefixes, insert, "
-     "eviction, cache_unfinished_req / cache_finished_req, SWA tombstones)", "refused",
-     "every server Case runs disable_radix_cache: true (the tree cache's SWA component's "
-     "match, insert, lock and eviction methods are never called); prefix sharing runs at the "
-     "component level, where the radix tree's lock references are the adapter's (modelled)"),
-    ("disaggregated decode (alloc_extend_swa_tail, translate_swa_indices_for_transfer)",
-     "refused", "no prefill/decode disaggregation at server level: the decode side takes over "
-     "a prompt another server transferred (a KV transfer engine and its bootstrap), which no "
-     "Case describes; the allocator's tail allocation and transfer translation are never "
-     "called"),
+    ("data-parallel decode->extend conversion (maybe_convert_decode_to_extend, "
+     "convert_decode_to_extend)", "not driven",
+     "the release converts only after every rank's prefill-graph vote passes (a captured "
+     "prefill graph runner per rank, no MoE all-to-all, no idle rank); the ranks' runner "
+     "stand-in has no prefill graph runner, so the vote is always no"),
+    ("disaggregated decode's transfer (translate_swa_indices_for_transfer)", "not driven",
+     "the KV transfer needs a prefill server and a transfer engine (RDMA / NIXL / Mooncake); "
+     "the decode side's takeover runs in tests only (the row above)"),
 )
 
 

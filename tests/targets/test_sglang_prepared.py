@@ -146,7 +146,7 @@ def _lens_one_short(self, *, bs, qo_len, seq_lens, req_pool_indices):
 
 def test_causal_lengths_one_short_are_seen_by_prepared(release, monkeypatch):
     """The bug class the seq-lens comparison is for, on every release with the prep (0.5.18 ..
-    0.5.22 call ``make_core_attn_metadata`` without 0.5.23's ``num_groups``): the release's
+    0.5.20 call ``make_core_attn_metadata`` without 0.5.21+'s ``num_groups``): the release's
     per-row causal lengths one short on every row. The captured stores write the same
     locations; ``prepared`` reports the request's length."""
     engine, _ = release

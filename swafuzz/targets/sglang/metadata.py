@@ -87,8 +87,8 @@ def request_lens(seq_lens_casual: torch.Tensor, requests: int) -> torch.Tensor:
     ``[requests * q]`` (``expand_extend_with_same_length``: ``q`` rows per request, the request's
     length on its last row) -> int64 ``[requests]``, each request's last row. The grouping is the
     batch the adapter handed the prep (``requests``), not the release's ``num_groups`` argument
-    (0.5.23 passes it for the request window's layout; 0.5.18 .. 0.5.22 do not pass it: the rows
-    are grouped the same way, SEMANTICS.md of draft_extend_buffer). Rows that do not divide
+    (0.5.21+ pass it for the request window's layout, 0.5.18 .. 0.5.20 do not; the rows are
+    grouped the same way: SEMANTICS.md of draft_extend_buffer). Rows that do not divide
     into ``requests`` groups come back unreduced (int64 ``[rows]``), for the ``prepared`` check
     to report."""
     rows = seq_lens_casual.numel()

@@ -84,9 +84,11 @@ def _release_backend(server, device):
     # model's index_topk is only recorded: compressed layers read it), one decode step
     bk.req_to_token = server.req_to_token_pool.req_to_token
     bk.page_size = server.case.config.page_size
+    bk.swa_page_size = 128  # 0.5.18 .. 0.5.20's constructor sets it (make_core_attn_metadata
+    # asserts it equals SWA_WINDOW); later releases read the pool's
     bk.low_ratios = bk.present_ratios = ()
     bk.has_c4 = bk.has_c128 = bk.trtllm_attn = False
-    bk.index_topk = 512
+    bk.index_topk = bk.c4_topk = 512  # c4_topk: its name in 0.5.18 .. 0.5.20
     bk.topk, bk.speculative_num_steps = 0, 1
     bk._early_verify_metadata_ids = set()
     bk.tail_forward_metadata = None

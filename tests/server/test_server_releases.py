@@ -92,10 +92,10 @@ def test_a_v41_flag_is_refused_by_name_where_the_release_lacks_it():
 @pytest.mark.upstream
 @needs_sglang
 def test_attention_tp_is_refused_where_the_padding_hop_is_not_driven():
-    from swafuzz.targets.sglang.pipeline.argnames import release_refusal
+    from swafuzz.targets.sglang.pipeline.argnames import ranked_bring_up, release_refusal
 
     why = release_refusal({"page_size": 1, "tp_size": 2, "moe_dense_tp_size": 1})
-    if importlib.util.find_spec("sglang.srt.runtime_context") is None:
+    if not ranked_bring_up():
         assert why and "attention TP 2" in why and "runtime_context" in why
     else:
         assert why is None or "runtime_context" not in why
@@ -146,7 +146,9 @@ def test_a_campaign_runs_what_the_release_accepts(tmp_path, capsys):
                    "--no-isolate"])
     assert rc == 0
     kind = json.loads((out / "run.json").read_text())["kinds"]["server_attn_tp"]
-    if importlib.util.find_spec("sglang.srt.runtime_context") is None:
+    from swafuzz.targets.sglang.pipeline.argnames import ranked_bring_up
+
+    if not ranked_bring_up():
         assert "attention TP 2" in kind["refused"]
     else:
         assert "refused" not in kind and kind["cases"] == 6

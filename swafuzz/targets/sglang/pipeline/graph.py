@@ -48,6 +48,13 @@ else:
     RUNNER_CLS = CudaGraphRunner
     FILL = "replay_prepare"
 
+#: the release's Raw -> full upgrade runs on the host: it builds compressor metadata only for
+#: the compressed layers present (``has_c4`` / ``has_c128``, 0.5.21+); 0.5.13 .. 0.5.20 build
+#: them unconditionally (page size a multiple of 128 asserted): modelled there, as on 0.5.12
+_UPGRADE = getattr(RealBackend, "make_forward_metadata_from_raw_decode", None)
+UPGRADE_ON_HOST = UNIFIED_RESOLVER and _UPGRADE is not None and \
+    "has_c4" in inspect.getsource(_UPGRADE)
+
 #: the buffers the oracle reads, each sliced to the bucket's rows after a fill
 SLOTS = ("out_cache_loc", "seq_lens", "positions", "req_pool_indices")
 
@@ -160,7 +167,7 @@ class GraphFill:
         md = self.backend.forward_metadata
         out["metadata"] = {k: getattr(md, k).tolist()
                            for k in ("out_cache_loc", "seq_lens", "req_pool_indices")}
-        if UNIFIED_RESOLVER:
+        if UPGRADE_ON_HOST:
             out["in_graph"] = self.in_graph(bs)
         return out
 

@@ -56,9 +56,9 @@ def unpadded(config: Mapping[str, object], version: str) -> str | None:
         return None
     ctx = ("sglang.srt.runtime_context with its ranked publish (SpawnRanks, 0.5.21+)")
     if ranks <= 1:
-        return (f"config.enable_dp_attention: sglang {version} has no {ctx}, whose MLP-sync "
-                "bring-up the server-level ranks drive on gloo; on this release data-parallel "
-                "attention is not driven (allowed: false)")
+        return (f"config.enable_dp_attention: sglang {version} has no "
+                f"{ctx}, whose MLP-sync bring-up the server-level ranks drive on gloo; on this "
+                "release data-parallel attention is not driven (allowed: false)")
     return (f"attention TP {ranks}: sglang {version} has no {ctx}, whose MLP-sync bring-up the "
             "server-level padding hop drives on gloo; on this release that hop is not driven "
             "(tp_size 1 only)")

@@ -66,8 +66,8 @@ def test_replays_store_where_the_release_filled(monkeypatch):
     last = replays[-1].graph
     assert (last["bucket"], last["out_cache_loc"][1], last["seq_lens"][1]) == (2, 0, 1)
     assert last["metadata"]["out_cache_loc"] == last["out_cache_loc"]
-    from swafuzz.targets.sglang.real import UNIFIED_RESOLVER
-    assert ("in_graph" in last) == UNIFIED_RESOLVER  # the release's upgrade ran where it runs
+    from swafuzz.targets.sglang.pipeline.graph import UPGRADE_ON_HOST
+    assert ("in_graph" in last) == UPGRADE_ON_HOST  # the release's upgrade ran where it runs
     assert [f.stores[0][1] for f in replays[2:]] == [0, 0, 0]
 
     monkeypatch.undo()

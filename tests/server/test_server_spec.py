@@ -24,7 +24,13 @@ SPEC = {"config": {"page_size": 1, "speculative_algorithm": "EAGLE", "speculativ
 
 
 def _spec_v2() -> bool:
-    return importlib.util.find_spec("sglang.srt.speculative.eagle_worker_common") is not None
+    """The release has the spec-v2 worker with the planned draft the pipeline drives (0.5.22+;
+    0.5.13 .. 0.5.21 have the worker, their spec Cases are refused naming the draft prep)."""
+    if importlib.util.find_spec("sglang.srt.speculative.eagle_worker_common") is None:
+        return False
+    from swafuzz.targets.sglang.pipeline.argnames import planned_draft
+
+    return planned_draft()
 
 
 def _run(obj=SPEC, mutant=None):
@@ -85,9 +91,9 @@ def test_release_accepts_eagle_topk1_and_the_pipeline_refuses_the_rest():
     from swafuzz.server.run import ServerRefused
     from swafuzz.targets.sglang.pipeline.argnames import release_refusal
 
-    if not _spec_v2():  # 0.5.12: refused by field name, with the reason
-        with pytest.raises(ServerRefused, match="config.speculative_algorithm: sglang .* has no "
-                           "spec-v2 EAGLE worker"):
+    if not _spec_v2():  # 0.5.12 .. 0.5.21: refused by field name, with the reason
+        with pytest.raises(ServerRefused, match="config.speculative_algorithm: sglang .* (has no "
+                           "spec-v2 EAGLE worker|takes no target_translator)"):
             _run(dict(SPEC))
         return
     assert release_refusal(parse(SPEC).config.server_args()) is None

@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
+import torch
 
 from swafuzz.scenarios.case import Case, GraphConfig, PoolConfig, Step
 
@@ -52,7 +53,7 @@ def release():
     from swafuzz.targets.sglang import engine, metadata, real
 
     if not metadata.REAL_DRAFT_EXTEND:
-        pytest.skip(f"sglang {real.VERSION}: no draft-extend SWA location prep (0.5.23 only)")
+        pytest.skip(f"sglang {real.VERSION}: no draft-extend SWA location prep (0.5.18+)")
     return engine, metadata
 
 
@@ -132,3 +133,31 @@ def test_a_refill_that_never_runs_is_seen_by_the_prepared_metadata(release, monk
     fired = _fired(CASE)
     assert fired and not fired & STORE_CHECKS, fired
     assert fired <= {"prepared", "loc_buffer"}
+
+
+def _lens_one_short(self, *, bs, qo_len, seq_lens, req_pool_indices):
+    """Our broken expansion: every row's causal length one short (the request's own length
+    never reached: ``seq_lens - qo_len .. seq_lens - 1``)."""
+    casual = (seq_lens[:, None] + torch.arange(-qo_len, 0, dtype=seq_lens.dtype,
+                                               device=seq_lens.device)).flatten()
+    rows = torch.arange(bs, device=seq_lens.device).repeat_interleave(qo_len)
+    return casual, req_pool_indices[rows]
+
+
+def test_causal_lengths_one_short_are_seen_by_prepared(release, monkeypatch):
+    """The bug class the seq-lens comparison is for, on every release with the prep (0.5.18 ..
+    0.5.20 call ``make_core_attn_metadata`` without 0.5.21+'s ``num_groups``): the release's
+    per-row causal lengths one short on every row. The captured stores write the same
+    locations; ``prepared`` reports the request's length."""
+    engine, _ = release
+    monkeypatch.setattr(engine.RealBackend, "expand_extend_with_same_length", _lens_one_short)
+    assert "prepared" in _fired(CASE)
+
+
+def test_request_lengths_are_grouped_by_the_batch_not_by_num_groups(release):
+    """The per-request lengths are each request's last row, grouped by the requests the prep
+    was handed (0.5.19 passes no ``num_groups``); rows that do not divide come back whole."""
+    _, metadata = release
+    casual = torch.tensor([1, 2, 4, 5, 0, 1], dtype=torch.int32)  # 3 requests x 2 rows
+    assert metadata.request_lens(casual, 3).tolist() == [2, 5, 1]
+    assert metadata.request_lens(casual, 4).tolist() == [1, 2, 4, 5, 0, 1]

@@ -78,7 +78,8 @@ RELEASE_MUTANTS = {
                     "server mutant server_pad_live_loc)",
 }
 
-#: the release's bring-up modules this hop needs (absent before 0.5.22)
+#: the release's bring-up modules this hop needs (absent in 0.5.12; present in 0.5.18 .. 0.5.23,
+#: where the ranked publish it calls is 0.5.21+: :func:`missing`)
 NEEDS = ("sglang/srt/runtime_context.py", "sglang/srt/distributed/bootstrap.py",
          "sglang/srt/managers/scheduler_components/dp_attn.py")
 
@@ -165,12 +166,23 @@ class ServerShape:
         return d
 
 
+def missing(site: str) -> list[str]:
+    """What the release under ``site`` lacks of the bring-up this hop drives: the modules of
+    :data:`NEEDS`, and the ranked ``publish`` (``runtime_context.SpawnRanks``, 0.5.21+: 0.5.18 ..
+    0.5.20 have the modules but publish without ranks). Read from the files, nothing imported."""
+    out = [n for n in NEEDS if not os.path.exists(os.path.join(site, n))]
+    ctx = os.path.join(site, NEEDS[0])
+    if not out and "class SpawnRanks" not in open(ctx, encoding="utf-8").read():
+        out.append(f"{NEEDS[0]}: SpawnRanks (the ranked publish)")
+    return out
+
+
 def check_release(site: str) -> None:
     """Raise DPSyncError when the installed release lacks the bring-up this hop drives."""
-    missing = [n for n in NEEDS if not os.path.exists(os.path.join(site, n))]
-    if missing:
-        raise DPSyncError("this SGLang release has no " + ", ".join(missing) + ": the DP "
-                          "padding hop drives 0.5.22 and 0.5.23 (modelled on older releases)")
+    missing_ = missing(site)
+    if missing_:
+        raise DPSyncError("this SGLang release has no " + ", ".join(missing_) + ": the DP "
+                          "padding hop drives 0.5.21+ (modelled on older releases)")
 
 
 def _free_port() -> int:

@@ -82,14 +82,29 @@ def prepare_shim(backend) -> None:
     sh._swafuzz_draft_extend = True
 
 
-def _core_builder(page_size: int, positions: torch.Tensor):
-    """The shim's ``make_core_attn_metadata``: the harness's core metadata around the release's
-    chosen ``out_loc``; ``positions`` int64 ``[rows]`` is the batch's (modelled)."""
+def request_lens(seq_lens_casual: torch.Tensor, requests: int) -> torch.Tensor:
+    """Per-request lengths of the release's per-row causal lengths: ``seq_lens_casual`` int
+    ``[requests * q]`` (``expand_extend_with_same_length``: ``q`` rows per request, the request's
+    length on its last row) -> int64 ``[requests]``, each request's last row. The grouping is the
+    batch the adapter handed the prep (``requests``), not the release's ``num_groups`` argument
+    (0.5.21+ pass it for the request window's layout, 0.5.18 .. 0.5.20 do not; the rows are
+    grouped the same way: SEMANTICS.md of draft_extend_buffer). Rows that do not divide
+    into ``requests`` groups come back unreduced (int64 ``[rows]``), for the ``prepared`` check
+    to report."""
+    rows = seq_lens_casual.numel()
+    if requests <= 0 or rows % requests:
+        return seq_lens_casual.flatten().to(torch.int64)
+    return seq_lens_casual.view(requests, -1)[:, -1].to(torch.int64)
 
-    def make_core_attn_metadata(*, seq_lens_casual, out_loc, num_groups=None, **_):
-        groups = num_groups or 1
-        seq_lens = seq_lens_casual.view(groups, -1)[:, -1].to(torch.int64)
-        return CoreAttnMetadata(page_size=page_size, raw_out_loc=out_loc, seq_lens=seq_lens,
+
+def _core_builder(page_size: int, positions: torch.Tensor, requests: int):
+    """The shim's ``make_core_attn_metadata``: the harness's core metadata around the release's
+    chosen ``out_loc``; ``positions`` int64 ``[rows]`` is the batch's (modelled); ``requests``:
+    the number of requests the prep was handed (:func:`request_lens`)."""
+
+    def make_core_attn_metadata(*, seq_lens_casual, out_loc, **_):
+        return CoreAttnMetadata(page_size=page_size, raw_out_loc=out_loc,
+                                seq_lens=request_lens(seq_lens_casual, requests),
                                 positions=positions)
 
     return make_core_attn_metadata
@@ -122,7 +137,7 @@ def out_graph_draft_extend(backend, fb: ForwardBatch, in_capture: bool) -> tuple
     prepare_shim(backend)
     sh = backend.shim
     built: list = []
-    sh.make_core_attn_metadata = _core_builder(backend.page_size, fb.positions)
+    sh.make_core_attn_metadata = _core_builder(backend.page_size, fb.positions, fb.batch_size)
     sh.replay_cuda_graph_metadata_from = lambda bs, temp_metadata, bucket: built.append(
         temp_metadata)
     try:
@@ -141,7 +156,7 @@ def eager_draft_extend(backend, fb: ForwardBatch) -> AttnMetadata:
     DRAFT_EXTEND_V2 batch (``speculative_num_draft_tokens`` rows per request)."""
     prepare_shim(backend)
     sh = backend.shim
-    sh.make_core_attn_metadata = _core_builder(backend.page_size, fb.positions)
+    sh.make_core_attn_metadata = _core_builder(backend.page_size, fb.positions, fb.batch_size)
     try:
         md = RealBackend.init_forward_metadata_draft_extend(
             sh, req_pool_indices=torch.arange(fb.batch_size, dtype=torch.int64,

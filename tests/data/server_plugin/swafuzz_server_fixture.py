@@ -35,7 +35,7 @@ from swafuzz.server.observation import ServerObs
 from swafuzz.targets import register
 from swafuzz.targets.sglang.target import TARGET as SGLANG
 
-SGLANG_PIPELINE = "swafuzz.targets.sglang.pipeline.steps:run_server_case"
+SGLANG_PIPELINE = SGLANG.server_pipeline  # the sglang target's own entry (its interpreter patch)
 
 
 def _crashes(case: ServerCase) -> bool:

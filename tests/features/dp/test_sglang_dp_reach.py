@@ -54,13 +54,13 @@ def _listed_release(eid: str) -> None:
 def dp2pplx():
     import sglang
 
-    from swafuzz.features.dp.sglang_sync import NEEDS, ServerShape
+    from swafuzz.features.dp.sglang_sync import ServerShape, missing
 
     _listed_release("window-dp-decode-extend-pad-joins-run")
     _listed_release("ring-a4-resolver-fallback-dp-eager")
     site = os.path.dirname(os.path.dirname(sglang.__file__))
-    if not all(os.path.exists(os.path.join(site, n)) for n in NEEDS):
-        pytest.skip("the release has no runtime_context / bootstrap bring-up (before 0.5.22)")
+    if missing(site):
+        pytest.skip(f"the release lacks the DP bring-up this hop drives: {missing(site)}")
     # the server-level Case's config, handed to the ranks as the server level does; the
     # server level's own DPSync for that shape, shared with the server-level tests below
     from swafuzz.features.dp import sglang_server_pad

@@ -28,11 +28,11 @@ BUNDLE = os.path.join(ROOT, "tests", "data", "bundles", "sglang",
 def _sync(shape):
     import sglang
 
-    from swafuzz.features.dp.sglang_sync import NEEDS, DPSync
+    from swafuzz.features.dp.sglang_sync import DPSync, missing
 
     site = os.path.dirname(os.path.dirname(sglang.__file__))
-    if not all(os.path.exists(os.path.join(site, n)) for n in NEEDS):
-        pytest.skip("the release has no runtime_context / bootstrap bring-up (before 0.5.22)")
+    if missing(site):
+        pytest.skip(f"the release lacks the DP bring-up this hop drives: {missing(site)}")
     return DPSync(shape)  # no fixed limit: --start-timeout's default (swafuzz.machinery)
 
 

@@ -11,6 +11,7 @@ refused without the runtime context the padding hop drives (0.5.12).
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import typing
 from typing import Mapping
 
@@ -51,17 +52,26 @@ def unpadded(config: Mapping[str, object], version: str) -> str | None:
              if k in ServerConfig.__dataclass_fields__}
     cfg = ServerConfig(**known)
     ranks = cfg.attn_tp_size()
-    if (ranks <= 1 and not cfg.enable_dp_attention) or importlib.util.find_spec(
-            "sglang.srt.runtime_context"):
+    if (ranks <= 1 and not cfg.enable_dp_attention) or ranked_bring_up():
         return None
+    ctx = ("sglang.srt.runtime_context with its ranked publish (SpawnRanks, 0.5.21+)")
     if ranks <= 1:
         return (f"config.enable_dp_attention: sglang {version} has no "
-                "sglang.srt.runtime_context, whose MLP-sync bring-up the server-level ranks "
-                "drive on gloo; on this release data-parallel attention is not driven (allowed: "
-                "false)")
-    return (f"attention TP {ranks}: sglang {version} has no "
-            "sglang.srt.runtime_context, whose MLP-sync bring-up the server-level padding hop "
-            "drives on gloo; on this release that hop is not driven (tp_size 1 only)")
+                f"{ctx}, whose MLP-sync bring-up the server-level ranks drive on gloo; on this "
+                "release data-parallel attention is not driven (allowed: false)")
+    return (f"attention TP {ranks}: sglang {version} has no {ctx}, whose MLP-sync bring-up the "
+            "server-level padding hop drives on gloo; on this release that hop is not driven "
+            "(tp_size 1 only)")
+
+
+def ranked_bring_up() -> bool:
+    """The release's runtime context publishes a process's ranks (``SpawnRanks``, 0.5.21+; 0.5.12
+    has no runtime context, 0.5.18 .. 0.5.20 publish without ranks). Read from its file."""
+    spec = importlib.util.find_spec("sglang.srt.runtime_context")
+    if spec is None or not spec.origin:
+        return False
+    with open(spec.origin, encoding="utf-8") as f:
+        return "class SpawnRanks" in f.read()
 
 
 def literal_choices(name: str) -> tuple[str, ...] | None:
@@ -118,8 +128,20 @@ def release_refusal(config: Mapping[str, object], **kw) -> str | None:
                 "worker (sglang.srt.speculative.eagle_worker_common), whose reserve, verify "
                 "prep, accept and draft-extend prep the server-level pipeline drives (allowed: "
                 "null on this release)")
+    if config.get("speculative_algorithm") is not None and not planned_draft():
+        return (f"config.speculative_algorithm: sglang {shape.version}'s prepare_for_draft "
+                "takes no target_translator (the draft's planned write window, 0.5.22+), the "
+                "draft prep the server-level pipeline drives (allowed: null on this release)")
     if config.get("speculative_algorithm") is not None and shape.knows_v41:
         # DeepSeek-V4.1 serves no EAGLE draft (the release's hook says
         # so); EAGLE is DeepSeek-V4's own draft (its MTP layer): checked as that model
         kw.setdefault("model_type", "deepseek_v4")
     return serverargs.release_refusal(renamed(config, shape.fields), **kw)
+
+
+def planned_draft() -> bool:
+    """The release's spec-v2 ``prepare_for_draft`` plans the draft's write window
+    (``target_translator``, 0.5.22+): the shape the server-level draft hop drives."""
+    from sglang.srt.speculative import eagle_worker_common
+
+    return "target_translator" in inspect.signature(eagle_worker_common.prepare_for_draft).parameters

@@ -48,6 +48,13 @@ else:
     RUNNER_CLS = CudaGraphRunner
     FILL = "replay_prepare"
 
+#: the release's Raw -> full upgrade runs on the host: it builds compressor metadata only for
+#: the compressed layers present (``has_c4`` / ``has_c128``, 0.5.21+); 0.5.13 .. 0.5.20 build
+#: them unconditionally (page size a multiple of 128 asserted): modelled there, as on 0.5.12
+_UPGRADE = getattr(RealBackend, "make_forward_metadata_from_raw_decode", None)
+UPGRADE_ON_HOST = UNIFIED_RESOLVER and _UPGRADE is not None and \
+    "has_c4" in inspect.getsource(_UPGRADE)
+
 #: the buffers the oracle reads, each sliced to the bucket's rows after a fill
 SLOTS = ("out_cache_loc", "seq_lens", "positions", "req_pool_indices")
 
@@ -84,9 +91,11 @@ def _release_backend(server, device):
     # model's index_topk is only recorded: compressed layers read it), one decode step
     bk.req_to_token = server.req_to_token_pool.req_to_token
     bk.page_size = server.case.config.page_size
+    bk.swa_page_size = 128  # 0.5.18 .. 0.5.20's constructor sets it (make_core_attn_metadata
+    # asserts it equals SWA_WINDOW); later releases read the pool's
     bk.low_ratios = bk.present_ratios = ()
     bk.has_c4 = bk.has_c128 = bk.trtllm_attn = False
-    bk.index_topk = 512
+    bk.index_topk = bk.c4_topk = 512  # c4_topk: its name in 0.5.18 .. 0.5.20
     bk.topk, bk.speculative_num_steps = 0, 1
     bk._early_verify_metadata_ids = set()
     bk.tail_forward_metadata = None
@@ -162,7 +171,7 @@ class GraphFill:
         md = self.backend.forward_metadata
         out["metadata"] = {k: getattr(md, k).tolist()
                            for k in ("out_cache_loc", "seq_lens", "req_pool_indices")}
-        if UNIFIED_RESOLVER:
+        if UPGRADE_ON_HOST:
             out["in_graph"] = self.in_graph(bs)
         return out
 

@@ -82,6 +82,7 @@ class ModelRunnerStandIn:
         self.prefill_attention_backend_str = "dsv4"
         self.ngram_embedding_manager = SimpleNamespace(enabled=False)
         self.attn_dcp_size, self.attn_dcp_rank = 1, 0  # 0.5.21 reads them: no decode CP
+        self.ps = SimpleNamespace(attn_dcp_size=1, attn_dcp_rank=0)  # 0.5.18 .. 0.5.20's
         if server is not None:
             self.server_args = server.server_args
             self.req_to_token_pool = server.req_to_token_pool

@@ -220,7 +220,7 @@ class SpecPipeline(steps.Pipeline):
         a = self.srv.allocator
         dups = []
         for sub in (a.full_attn_allocator, a.swa_attn_allocator):
-            pages = sub.get_all_free_pages().tolist()
+            pages = free_pages(sub)
             dups.append(len(pages) - len(set(pages)))
         return {"full": a.full_available_size(), "swa": a.swa_available_size(), "dups": dups}
 
@@ -231,6 +231,18 @@ class SpecPipeline(steps.Pipeline):
         obs.free = {"before": [before["full"], before["swa"]],
                     "after": [after["full"], after["swa"]], "dups": after["dups"]}
         return obs
+
+
+def free_pages(sub) -> list[int]:
+    """A release sub-allocator's free pages, its free list then its release list (both int64
+    ``[pages]``): its own ``get_all_free_pages`` (0.5.20+), else those two lists read as that
+    method reads them (0.5.18 / 0.5.19 have no such method)."""
+    get = getattr(sub, "get_all_free_pages", None)
+    if get is not None:
+        got = get()
+        return [] if got is None else got.tolist()
+    return [p for part in (sub.free_pages, sub.release_pages) if part is not None
+            for p in part.tolist()]
 
 
 @contextlib.contextmanager

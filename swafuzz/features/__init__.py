@@ -64,8 +64,8 @@ HOOK_POINTS = {
                        "feature's ops (an engine method step_<op> overrides it)",
     "oracle.step_path_ops": "oracles.paths: (case) -> the ops the feature's step path runs, or "
                             "None; the first answer",
-    "export.sglang_test": "harness.export: (server case, bundle) -> the maintainer's recipe of a "
-                          "finding on the feature's path (harness.export.recipe.Recipe: SGLang "
+    "export.sglang_test": "swafuzz.export: (server case, bundle) -> the maintainer's recipe of a "
+                          "finding on the feature's path (features.export_recipe.Recipe: SGLang "
                           "functions, expected vs observed, a standalone SGLang test), or None; "
                           "the first answer",
 }

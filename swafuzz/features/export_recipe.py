@@ -1,5 +1,5 @@
 """What a feature hands ``swafuzz export`` for a finding on its path (hook ``export.sglang_test``):
-a :class:`Recipe`, plain data (imports nothing of ours). ``harness.export`` writes it out for an
+a :class:`Recipe`, plain data (imports nothing of ours). ``swafuzz.export`` writes it out for an
 SGLang maintainer: the functions on the failing path, expected vs observed in SGLang's terms
 (:class:`Row`), a standalone test file (imports SGLang only) and, where one is known, the fix as
 a one-expression source substitution (:class:`Fix`) that the harness's check applies to show the

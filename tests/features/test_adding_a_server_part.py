@@ -42,6 +42,15 @@ def _edit(root, rel: str, anchor: str, new: str) -> None:
         fh.write(text.replace(anchor, anchor + new))
 
 
+def _replace_once(root, rel: str, old: str, new: str) -> None:
+    path = os.path.join(root, DP, rel)
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    assert text.count(old) == 1, f"{rel}: {old!r} found {text.count(old)} times"
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text.replace(old, new))
+
+
 def _apply(root) -> None:
     kind_mod, kind_entry, check, mutant = _blocks()
     check_fn, call = check.split("# in _ranks, per rank r:\n")
@@ -52,8 +61,10 @@ def _apply(root) -> None:
                  "from swafuzz.features.dp.server_kind import cases as dp_cases\n"
                  "from swafuzz.server.case import validate\n\n" + kind_mod)
     entry = "".join("        " + ln if ln else ln for ln in kind_entry.splitlines(True))
-    _edit(root, "__init__.py", "            level='server',\n            opt_in=True,\n        ),\n",
-          entry)
+    _edit(root, "__init__.py", "            level='server',\n            opt_in=True,\n        ),\n    ),\n"
+          "    fields=", "")  # the kinds tuple's end, once: the new kind goes last in it
+    _replace_once(root, "__init__.py", "        ),\n    ),\n    fields=",
+                  "        ),\n" + entry + "    ),\n    fields=")
     _edit(root, "__init__.py", "    mutants=('swafuzz.features.dp.mutants',),\n",
           "    checks=('server:rank_rows',),\n"
           "    check_modules=('swafuzz.features.dp.server_oracle',),\n")
@@ -153,7 +164,7 @@ def test_a_server_kind_check_and_mutant_touch_only_the_feature_folder(tmp_path):
     before, after = _probe(ROOT), _probe(tmp_path)
     # the server level sees the three, in dp, at level server; the kind opt-in
     new = after["kinds"]["server"]
-    assert new[new.index("server_dp") + 1] == "server_dp_pplx"  # after dp's own server kind
+X
     assert [k for k in new if k != "server_dp_pplx"] == before["kinds"]["server"]
     assert after["kind"] == ["dp", "server", True]
     assert after["default"] == before["default"]  # opt-in: the default campaigns unchanged

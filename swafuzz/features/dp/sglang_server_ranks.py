@@ -14,13 +14,16 @@ none with the radix cache disabled).
 
 from __future__ import annotations
 
+from swafuzz.features import load
 from swafuzz.features.dp.server_oracle import rank_case, ranks
-from swafuzz.features.dp.sglang_server_idle import idle_batch, run_idle
 from swafuzz.features.dp.sglang_server_pad import active_mutant, sync_for
 from swafuzz.features.dp.sglang_sync import DPSyncError, RankInput
 from swafuzz.machinery import HarnessError
 from swafuzz.server.case import MAX_STEPS, ServerCase
 from swafuzz.server.observation import ServerObs
+
+#: the ranks' IDLE forwards through the release (imports SGLang: loaded when a rank idles)
+IDLE = "swafuzz.features.dp.sglang_server_idle:"
 
 
 def rank_input(fb) -> RankInput:
@@ -59,7 +62,7 @@ def run(case: ServerCase, impl: str, executor, pipeline_cls) -> ServerObs:
             for r, (p, w, fb) in enumerate(zip(pipes, work, fbs)):
                 if idles[r] is not None and res[r].get("ran"):  # the rank's IDLE forward
                     cur = p
-                    run_idle(p, t, idles[r], res[r]["padded"])
+                    load(IDLE + "run_idle")(p, t, idles[r], res[r]["padded"])
                     cur = None
                 if not w:
                     continue
@@ -90,7 +93,7 @@ def _idle(p):
     store goes through the request window's ``activate_idle``, not driven here)."""
     if p is None or p.dispatch is None or p.window is not None:
         return None
-    return idle_batch(p)
+    return load(IDLE + "idle_batch")(p)
 
 
 #: how a rank's observation says another rank stopped the run

@@ -19,6 +19,7 @@ import sys
 import torch
 
 from swafuzz import features, machinery, targets
+from swafuzz.export.command import cmd_export
 from swafuzz.harness.cli import listing
 from swafuzz.harness.cli import parser as cli_parser
 from swafuzz.harness.cli.common import (
@@ -39,7 +40,6 @@ from swafuzz.harness.cli.failures import check_out_dir, check_out_file, report_t
 from swafuzz.harness.cli.merge import cmd_merge
 from swafuzz.harness.cli.precheck import precheck
 from swafuzz.harness.cli.run import cmd_repro, cmd_run
-from swafuzz.harness.export.command import cmd_export
 from swafuzz.harness.ledger import bisect
 from swafuzz.harness.ledger.entries import DEFAULT_LEDGER
 from swafuzz.harness.report import read as report

@@ -17,8 +17,8 @@ import os
 from dataclasses import asdict
 
 from swafuzz import features, targets
+from swafuzz.export import text
 from swafuzz.harness.cli.common import EXIT_CLEAN, UsageError
-from swafuzz.harness.export import text
 from swafuzz.harness.ledger.entries import DEFAULT_LEDGER, LedgerError, load_ledger
 from swafuzz.harness.ledger.known import server_known
 from swafuzz.reports.bundle import read_bundle

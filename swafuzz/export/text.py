@@ -116,7 +116,9 @@ def _readme(path, b, case, entry, rel, lau, sched, rec) -> str:
     if lau["left_false"]:
         L += [f"Set false (pass `--no-...` where the release's CLI offers it): "
               f"{', '.join(lau['left_false'])}.", ""]
-    L += [f"MODEL: swafuzz drives a stub model of shape {case.model}; on a GPU, a checkpoint "
+    # the fields the Case sets (a field added later at its default changes no export)
+    shape = ", ".join(f"{k}={v!r}" for k, v in case.to_json()["model"].items())
+    L += [f"MODEL: swafuzz drives a stub model of shape ModelShape({shape}); on a GPU, a checkpoint "
           "whose architecture takes these arguments (see the notes below).",
           "", "## Requests", "", "| request | rank | arrives at step | prompt | max_new_tokens |",
           "|---|---|---|---|---|"]

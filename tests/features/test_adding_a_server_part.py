@@ -164,7 +164,7 @@ def test_a_server_kind_check_and_mutant_touch_only_the_feature_folder(tmp_path):
     before, after = _probe(ROOT), _probe(tmp_path)
     # the server level sees the three, in dp, at level server; the kind opt-in
     new = after["kinds"]["server"]
-X
+    assert new[new.index("server_dp_overlap") + 1] == "server_dp_pplx"  # after dp's own kinds
     assert [k for k in new if k != "server_dp_pplx"] == before["kinds"]["server"]
     assert after["kind"] == ["dp", "server", True]
     assert after["default"] == before["default"]  # opt-in: the default campaigns unchanged

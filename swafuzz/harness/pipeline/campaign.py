@@ -27,6 +27,7 @@ from swafuzz import features
 from swafuzz.harness.ledger.known import KNOWN_SHRINK_BUDGET, ROUND_SEED_STRIDE
 from swafuzz.harness.pipeline.execute import CaseRefused, Verdict
 from swafuzz.harness.pipeline.hypothesis_env import (
+    HarnessStops,
     hypothesis_in_our_words,
     same_draws_in_any_process,
 )
@@ -175,6 +176,12 @@ class Campaign:
                        "new_seen": None, "identity": None}
         known = self.known
         size_of = self.size or _size
+        db = HarnessStops(self.database) if self.database is not None else None
+
+        def stop(exc: Exception) -> Exception:  # the harness ends the search: nothing saved
+            if db is not None:
+                db.stopping = True
+            return exc
 
         def classify(key: str, case: Case, v: Verdict) -> str | None:
             if known is None or not v.failed:
@@ -185,7 +192,7 @@ class Campaign:
 
         def test(case: Case) -> None:
             if state["capped"]:
-                raise _Capped(state["capped"])
+                raise stop(_Capped(state["capped"]))
             key = case.dumps()
             if not best and excluded and known.excludes(excluded, case):
                 res.excluded += 1
@@ -195,12 +202,12 @@ class Campaign:
             elif best and state["after_fail"] >= (
                     self.shrink_budget if state["target"] is None
                     else min(self.shrink_budget, self.known_shrink_budget)):
-                raise _ShrinkSpent  # shrink budget spent: nothing more runs
+                raise stop(_ShrinkSpent())  # shrink budget spent: nothing more runs
             else:
                 if not best and self.deadline is not None and time.monotonic() > self.deadline:
-                    raise _OutOfTime
+                    raise stop(_OutOfTime())
                 if not best and res.generated >= examples:
-                    raise _Spent  # exactly ``examples`` generated Cases, whatever the round
+                    raise stop(_Spent())  # exactly ``examples`` generated Cases, whatever the round
                 replayed = self.replay is not None and key in self.replay
                 if replayed:
                     v = self.replay[key]
@@ -267,7 +274,7 @@ class Campaign:
         # a restarted round's hypothesis counts the Cases it draws again (its first draw is
         # the simplest Case, often one already run): _Spent ends it at the unit's budget
         budget = 2 * (examples - res.generated) + 10 if rnd else examples
-        sets = settings(max_examples=max(1, budget), database=self.database, deadline=None,
+        sets = settings(max_examples=max(1, budget), database=db, deadline=None,
                         derandomize=False, print_blob=False, report_multiple_bugs=False,
                         suppress_health_check=list(HealthCheck),
                         **({"phases": phases} if phases else {}))

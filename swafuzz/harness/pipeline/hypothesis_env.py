@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Iterator
 
 import hypothesis
+from hypothesis.database import ExampleDatabase
 from hypothesis.errors import HypothesisWarning
 from hypothesis.internal import constants_ast
 from hypothesis.internal.conjecture import engine as hypothesis_engine
@@ -132,3 +133,29 @@ def _our_words(text: str, kind: str) -> str:
         why = "Hypothesis said"
     first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
     return f"kind {kind}: {why}: {first[:160]}"
+
+
+class HarnessStops(ExampleDatabase):
+    """The run's example database as one Hypothesis search sees it: once ``stopping`` is set
+    (the harness ends the search with an exception of its own - the examples spent, out of
+    time, the shrink budget or a known entry's cap - which Hypothesis takes for a failure) its
+    saves and moves are dropped. Else the Case that merely ran past the budget would be saved
+    and replayed first by ``--resume`` (reuse phase), shifting every later draw of the unit."""
+
+    def __init__(self, db: ExampleDatabase):
+        super().__init__()
+        self.db, self.stopping = db, False
+
+    def save(self, key: bytes, value: bytes) -> None:
+        if not self.stopping:
+            self.db.save(key, value)
+
+    def fetch(self, key: bytes):
+        return self.db.fetch(key)
+
+    def delete(self, key: bytes, value: bytes) -> None:
+        self.db.delete(key, value)
+
+    def move(self, src: bytes, dest: bytes, value: bytes) -> None:
+        if not self.stopping:
+            self.db.move(src, dest, value)

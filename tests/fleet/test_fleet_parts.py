@@ -12,6 +12,7 @@ import sys
 import time
 
 import pytest
+from support.runcli import HANG_S  # the hang guard: no wall-clock limit decides a test
 
 from swafuzz.harness.fleet.ray_fleet import (
     FleetError,
@@ -102,7 +103,7 @@ def test_ray_flag_without_ray_is_a_usage_error(tmp_path):
     out = tmp_path / "run"
     r = subprocess.run([sys.executable, "-m", "swafuzz", "run", "--ray", "auto", "--target",
                         "unified", "--impl", "torch", "--examples", "1", "--out", str(out)],
-                       capture_output=True, text=True, timeout=120,
+                       capture_output=True, text=True, timeout=HANG_S,
                        env=dict(os.environ, PYTHONPATH=ROOT))
     assert r.returncode == 2, r.stderr
     assert "--ray" in r.stderr and "swafuzz[ray]" in r.stderr
@@ -148,7 +149,7 @@ def test_run_with_an_unreachable_ray_head_writes_nothing(tmp_path):
     t = time.monotonic()
     r = subprocess.run([sys.executable, "-m", "swafuzz", "run", "--ray", addr, "--target",
                         "unified", "--impl", "torch", "--examples", "1", "--out", str(out)],
-                       capture_output=True, text=True, timeout=120, env=env)
+                       capture_output=True, text=True, timeout=HANG_S, env=env)
     assert r.returncode == 2, r.stderr
     assert "--ray" in r.stderr and addr in r.stderr and "no Ray head answers" in r.stderr
     assert not out.exists()  # no run.json, no run.lock

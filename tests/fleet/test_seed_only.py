@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+from support.runcli import HANG_S  # the hang guard: no wall-clock limit decides a test
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 SCRIPT = textwrap.dedent("""
@@ -38,6 +40,6 @@ def test_same_seed_same_cases_whatever_modules_are_loaded(tmp_path):
     (d / "sf_local_constants.py").write_text(f"VALUES = ({consts}, 'x', 2.5)\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
     r = subprocess.run([sys.executable, "-c", SCRIPT, str(d)], capture_output=True, text=True,
-                       env=env, cwd=str(tmp_path), timeout=120)
+                       env=env, cwd=str(tmp_path), timeout=HANG_S)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.strip().splitlines()[-1] == "true", "a loaded module changed the Cases"

@@ -18,6 +18,7 @@ import sys
 
 import pytest
 from packaging.specifiers import SpecifierSet
+from support.runcli import HANG_S  # the hang guard: no wall-clock limit decides a test
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GATE = os.path.join(ROOT, "scripts", "gpu-check")
@@ -72,7 +73,7 @@ def _collect(tmp_path, cuda: bool) -> dict:
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only", "-p",
                         "simcuda_plugin", "-p", "no:cacheprovider", "--assert=plain", "-m", expr,
                         "tests"],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=HANG_S)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     return json.loads(out.read_text())
 

@@ -59,7 +59,7 @@ def test_kill_9_then_resume_loses_and_duplicates_nothing(tmp_path):
     p = subprocess.Popen([sys.executable, "-m", "swafuzz", *map(str, args)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV,
                          start_new_session=True)
-    deadline = time.time() + 300
+    deadline = time.time() + HANG_S
     while time.time() < deadline:  # until some cases are recorded, not all
         time.sleep(0.5)
         if (out / "cases.jsonl").exists() and len(case_rows(out)) >= 12:
@@ -188,7 +188,7 @@ def test_tool_failure_exits_3_with_traceback_file(tmp_path):
         "cli.build_parser = bp\n"
         "sys.exit(cli.main(['list']))\n")
     r = subprocess.run([sys.executable, script], capture_output=True, text=True, env=ENV,
-                       timeout=300)
+                       timeout=HANG_S)
     assert r.returncode == 3, r.stdout + r.stderr
     line = r.stderr.strip().splitlines()[-1]
     assert "tool failure" in line and "kaboom" in line and "Traceback" not in r.stderr

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 from support.cases import TWO_GRAPH_DECODES
+from support.runcli import HANG_S  # the hang guard: no wall-clock limit decides a test
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -63,7 +64,7 @@ def _host_run(tmp_path, *args, ci=True, outcome="1 passed"):
         env["CI"] = "1"
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider",
                         "-p", "no:xdist", *args, "test_host.py"], cwd=tmp_path, env=env,
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=HANG_S)
     assert r.returncode == 0 and outcome in r.stdout, r.stdout + r.stderr
     state = [ln for ln in r.stdout.splitlines() if ln.startswith("STATE ")]
     return json.loads(state[0][6:]) if state else None
@@ -91,5 +92,5 @@ def test_plugin_profile_under_the_suite_policy(tmp_path):
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider",
                         "-p", "no:xdist", "-p", "swafuzz.harness.pytest_plugin",
                         "--swafuzz-suite", "test_p.py"], cwd=tmp_path, capture_output=True,
-                       text=True, timeout=300, env={**env, "PYTHONPATH": ROOT})
+                       text=True, timeout=HANG_S, env={**env, "PYTHONPATH": ROOT})
     assert "PROFILE dev 50" in r.stdout, r.stdout + r.stderr

@@ -26,6 +26,7 @@ import subprocess
 import sys
 
 import pytest
+from support.runcli import HANG_S  # the hang guard: no wall-clock limit decides a test
 
 from swafuzz.harness.cli.commands import main
 from swafuzz.harness.fleet import merge as merge_mod
@@ -48,7 +49,7 @@ TIMING = ("seconds", "t", "shard")
 
 def swafuzz(*args):
     return subprocess.run([sys.executable, "-m", "swafuzz", *map(str, args)],
-                          capture_output=True, text=True, timeout=300, env=ENV)
+                          capture_output=True, text=True, timeout=HANG_S, env=ENV)
 
 
 def log(d):
@@ -95,7 +96,7 @@ def runs(tmp_path_factory):
                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                          text=True, env=ENV) for n, a in RUNS.items()}
             for name, p in procs.items():
-                text = p.communicate(timeout=300)[0]
+                text = p.communicate(timeout=HANG_S)[0]
                 assert p.returncode == 1, f"{name}: {text}"  # the mutant is found
             (d / "done").write_text("")
     return d

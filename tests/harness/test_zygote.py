@@ -79,3 +79,19 @@ def test_component_level_and_off_switch_start_fresh_interpreters(workers, monkey
     s = workers()
     s.start()
     assert not isinstance(s._proc, zygote.ZygoteChild) and _ppid(s._proc.pid) == os.getpid()
+
+
+def test_a_stuck_zygote_is_a_start_timeout_not_a_fallback(workers, monkeypatch):
+    """Issue 27: the zygote's import has no fixed deadline either: it beats while it makes
+    progress; one that never progresses (``SWAFUZZ_FAULTS=stuck-worker-start``) ends in a
+    StartTimeout naming it (a HarnessError: exit 3), not a silent fresh-interpreter fallback. A
+    stuck start never beats, so no load decides this by the clock."""
+    from swafuzz.machinery import START_TIMEOUT_ENV, HarnessError, StartTimeout
+
+    monkeypatch.setenv("SWAFUZZ_FAULTS", "stuck-worker-start")
+    monkeypatch.setenv(START_TIMEOUT_ENV, "2")
+    w = workers()
+    with pytest.raises(StartTimeout, match="zygote .* no progress for 2 s") as e:
+        w.start()
+    assert isinstance(e.value, HarnessError)
+    assert all(z.proc.poll() is not None for z in zygote.Zygote._started.values())

@@ -17,6 +17,7 @@ import subprocess
 import sys
 
 import pytest
+from support.runcli import HANG_S  # the hang guard: no wall-clock limit decides a test
 
 from swafuzz.harness.cli.commands import main as cli_main
 from swafuzz.targets import TargetUnavailable
@@ -189,7 +190,7 @@ def test_matrix_keys_name_table_rows():
 @pytest.mark.parametrize("v", ["0.5.11", "0.5.24", "0.4.0", "0.5.24.post1", "0.5.11.post2"])
 def test_upstream_env_refuses_outside_the_range(v):
     r = subprocess.run(["bash", os.path.join(ROOT, "scripts", "upstream-env"), v],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=HANG_S)
     assert r.returncode == 2
     assert f"sglang {v} is outside the supported range 0.5.12 .. 0.5.23" in r.stderr
 
@@ -197,7 +198,7 @@ def test_upstream_env_refuses_outside_the_range(v):
 @pytest.mark.parametrize("v", ["x", "0.5", "0.5.13rc1", "0.5.13.post"])
 def test_upstream_env_refuses_what_is_not_a_release(v):
     r = subprocess.run(["bash", os.path.join(ROOT, "scripts", "upstream-env"), v],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=HANG_S)
     assert r.returncode == 2
     assert f"{v} is not a release (X.Y.Z) or post-release (X.Y.Z.postN)" in r.stderr
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
+from support.runcli import HANG_S  # the hang guard: no wall-clock limit decides a test
 
 from swafuzz import targets
 from swafuzz.harness.cli.commands import main as cli_main
@@ -206,6 +207,6 @@ def test_upstream_env_refuses_an_unsupported_release():
 
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     r = subprocess.run(["bash", os.path.join(root, "scripts", "upstream-env"), "0.4.0"],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=HANG_S)
     assert r.returncode == 2
     assert "sglang 0.4.0 is outside the supported range 0.5.12 .. 0.5.23" in r.stderr

@@ -44,6 +44,7 @@ import torch
 from swafuzz import features, targets
 from swafuzz.harness.pipeline.level_server import prepare
 from swafuzz.harness.pipeline.runlock import die_with_parent
+from swafuzz.machinery import BEAT_S, HarnessError, Heartbeat, StartWatch, start_fault
 from swafuzz.targets import plugins
 
 ENV = "SWAFUZZ_ZYGOTE"
@@ -121,6 +122,8 @@ def fork_child(setup: dict[str, Any], reply_fd: int, entry: str) -> ZygoteChild 
     if info.get("key") != key:
         try:
             info = Zygote.start({**setup, "entry": entry}).export()
+        except HarnessError:  # it did not start: the harness's failure (exit 3), not a fallback
+            raise
         except RuntimeError:  # a fresh child says why (the same setup fails there)
             return None
     r, w = os.pipe()
@@ -160,13 +163,38 @@ class Zygote:
         self.proc.stdin.write(json.dumps({k: setup.get(k) for k in ("plugins", "recipe",
                                                                     "server", "entry")}) + "\n")
         self.proc.stdin.flush()
-        line = self.proc.stdout.readline()  # its import: as long as it takes while it lives
-        reply = json.loads(line) if line else {"setup_error": "the zygote died while starting"}
+        reply = self._await_started()
         if "ready" not in reply:
             self.close()
             raise RuntimeError(f"the case workers' zygote cannot load the target: "
                                f"{reply.get('setup_error')}")
         atexit.register(self.close)
+
+    def _await_started(self) -> dict[str, Any]:
+        """Its first reply after its beats (it imports the release: as long as that makes
+        progress); :class:`swafuzz.machinery.StartTimeout` (exit 3) once the beats stop moving
+        for the start-up limit, the zygote killed."""
+        watch = StartWatch("the server-level case workers' zygote (one import of the target)")
+        while True:
+            if not select.select([self.proc.stdout], [], [], 4 * BEAT_S)[0]:
+                try:
+                    watch.beat(None)
+                except HarnessError:
+                    self.close()
+                    raise
+                continue
+            line = self.proc.stdout.readline()
+            if not line:
+                return {"setup_error": "the zygote died while starting"}
+            try:
+                reply = json.loads(line)
+            except ValueError:  # something the import printed: not ours, not a reply
+                continue
+            if not isinstance(reply, dict):
+                continue
+            if "starting" not in reply:
+                return reply
+            watch.beat(reply["starting"])
 
     @classmethod
     def start(cls, setup: dict[str, Any]) -> Zygote:
@@ -209,6 +237,12 @@ def _main(address: str, parent_pid: int) -> int:  # pragma: no cover - runs in t
     die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run decides what stops
     setup = json.loads(sys.stdin.readline())
+
+    def send(mark: Any) -> None:  # a beat while the import below makes progress
+        print(json.dumps({"starting": mark}), flush=True)
+
+    hb = Heartbeat(send).start()
+    start_fault("worker", hb)  # SWAFUZZ_FAULTS: its import is the case workers' start-up
     try:
         if not torch.cuda.is_available():  # before Triton is first imported
             os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -225,8 +259,10 @@ def _main(address: str, parent_pid: int) -> int:  # pragma: no cover - runs in t
         listener.bind("\0" + address)
         listener.listen(64)
     except Exception as e:  # noqa: BLE001 - reported to the starter as a setup error
+        hb.stop()
         print(json.dumps({"setup_error": f"{type(e).__name__}: {e}"}), flush=True)
         return 1
+    hb.stop()  # no beat after the reply (the lock orders them)
     print(json.dumps({"ready": True}), flush=True)
     return _serve(listener, entry)
 

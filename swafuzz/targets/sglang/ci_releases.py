@@ -49,9 +49,18 @@ def releases() -> list[str]:
     return sorted(sg.DETECTED, key=release_key)
 
 
+#: the oldest release CI rotates through: 0.5.12.post1 .. 0.5.17 fail the server-level tests at
+#: import (0.5.13 has no ``cuda_graph_runner.DecodeInputBuffers``, seen 2026-12-02), so they are
+#: left to the nightly matrix (``scripts/upstream-matrix``) until the server level drives them
+#: or refuses them by name (docs/STATUS.md, known gaps)
+ROTATION_FIRST = "0.5.18"
+
+
 def middles() -> list[str]:
-    """The releases strictly between the two ends (post-releases of an end included)."""
-    return [v for v in releases() if v not in ENDS]
+    """The releases strictly between the two ends that CI rotates through (from
+    :data:`ROTATION_FIRST`)."""
+    return [v for v in releases() if v not in ENDS
+            and release_key(v) >= release_key(ROTATION_FIRST)]
 
 
 def _key(v: str) -> tuple:
@@ -144,13 +153,19 @@ def choose(commit: str, changed: list[str], max_extra: int = MAX_EXTRA) -> Choic
         if t:
             hits |= t[0]
             lines.append(f"changed {p}: {t[1]}")
-    fams = [f for f in families() if set(f) & hits and not set(f) & set(chosen)]
+    rotating = set(middles())
+    older = [family_name(f) for f in families() if set(f) & hits and not set(f) & rotating
+             and not set(f) & set(chosen)]
+    if older:
+        lines.append(f"touched, left to the nightly matrix (before {ROTATION_FIRST}): "
+                     + ", ".join(older))
+    fams = [f for f in families() if set(f) & hits & rotating and not set(f) & set(chosen)]
     if fams:
         start = h % len(fams)
         fams = fams[start:] + fams[:start]  # the families in turn, from the commit
     extra = max(0, max_extra - 1)
     for fam in fams[:extra]:
-        members = [v for v in fam if v in hits]
+        members = [v for v in fam if v in hits and v in rotating]
         v = members[h % len(members)]
         chosen.append(v)
         lines.append(f"touched family {family_name(fam)}: {v}")

@@ -32,7 +32,6 @@ from swafuzz.harness.cli.common import (
     available_ram,
     check_choice,
     load_plugins,
-    positive,
     print_report,
     target_names,
 )
@@ -110,18 +109,7 @@ def cmd_report(args) -> int:
 
 # --------------------------------------------------------------------------- zoo / bench
 def cmd_zoo(args) -> int:
-    check_choice("--budget", args.budget, ("full", "ci"))
-    for name in ("examples", "seeds", "jobs"):
-        v = getattr(args, name)
-        if v is not None:
-            positive(f"--{name}", v)
-    if args.budget == "ci":
-        given = [f for f, v in (("--examples", args.examples), ("--seeds", args.seeds))
-                 if v is not None]
-        if given:
-            raise UsageError(f"{given[0]}: not allowed with --budget ci (its budget is fixed: 1 "
-                             "seed, 60 cases, 6 shrink cases); use --budget full with --examples "
-                             "and --seeds")
+    # its flags were checked by precheck (main runs it first: budget, counts, --budget ci alone)
     args.examples = 200 if args.examples is None else args.examples
     args.seeds = 5 if args.seeds is None else args.seeds
     bad = (args.json and check_out_file("--json", args.json)) or check_out_dir("--out", args.out)

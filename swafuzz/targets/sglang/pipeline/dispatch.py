@@ -30,6 +30,7 @@ one pipeline stage).
 from __future__ import annotations
 
 import contextlib
+import inspect
 from types import SimpleNamespace
 
 import torch
@@ -179,9 +180,11 @@ class Dispatch:
         return self.obs, self.graph, rec
 
 
-#: driven on the runtime-context shape (the eager runner module); 0.5.12 keeps its own
-#: ModelRunner.forward_decode / forward_extend / forward_idle (not dispatched here)
-DRIVEN = EagerRunner is not None
+#: driven where the release's eager runner can be built without its warm-up (``run_warmup``:
+#: 0.5.22, 0.5.23); 0.5.18's takes no such flag and 0.5.12 keeps its own
+#: ModelRunner.forward_decode / forward_extend / forward_idle: not dispatched here
+DRIVEN = EagerRunner is not None and "run_warmup" in inspect.signature(
+    EagerRunner.__init__).parameters
 
 
 def padded(fb, p: dict | None, fill_value: int = 1):

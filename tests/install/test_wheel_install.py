@@ -1,14 +1,16 @@
 """The installed wheel beside another package that owns the top-level name ``kernels``.
 
-Builds swafuzz's wheel, installs it into a fresh venv (its own pip, dependencies from
-``constraints/ci.txt``) that already holds a stand-in distribution named ``kernels``, then from a
+Builds swafuzz's wheel, installs it with its dependencies into a fresh venv (its own pip,
+``constraints/ci.txt``; the heavy ones found in a lower layer unless
+``SWAFUZZ_INSTALL_FRESH_DEPS=1``, see ``conftest.fresh_venv``) that already holds a stand-in
+distribution named ``kernels``, then from a
 directory outside the checkout, with nothing pointing at the checkout: imports both, runs
 ``swafuzz list``, a 20-case campaign, ``python -m swafuzz`` and ``swafuzz bench`` with tiny sizes;
 uninstalls swafuzz and checks the other package is intact. Then the same with Hugging Face's
 ``kernels`` 0.14.1 (the version sglang 0.5.23 requires) when the registry serves it.
 
-Reproduce: ``pytest tests/install/test_wheel_install.py`` (about 2 minutes: the venv installs
-torch from the local wheel cache).
+Reproduce: ``pytest tests/install/test_wheel_install.py`` (about 2 minutes more with
+``SWAFUZZ_INSTALL_FRESH_DEPS=1``: the venv installs torch from the local wheel cache).
 """
 
 from __future__ import annotations
@@ -55,17 +57,16 @@ def _check_installed(py: Path, work: Path, expect_kernels: str, tag: str) -> Non
     assert r.stdout.strip(), r.stderr
 
 
-def test_wheel_beside_another_kernels_package(tmp_path: Path):
+def test_wheel_beside_another_kernels_package(fresh_venv: Path, tmp_path: Path):
     whl = _wheel(ROOT, tmp_path, "swafuzz")
     standin = _wheel(DATA / "kernels_standin", tmp_path, "kernels")
     entries = __import__("zipfile").ZipFile(whl).namelist()
     names = {Path(n).name for n in entries}
     tops = {n.split("/", 1)[0] for n in entries if not n.split("/", 1)[0].endswith(".dist-info")}
     assert tops == {"swafuzz"}, tops  # the wheel's only top-level name
-    venv, work = tmp_path / "venv", tmp_path / "elsewhere"
+    work = tmp_path / "elsewhere"
     work.mkdir()
-    sh([sys.executable, "-m", "venv", venv], cwd=tmp_path)
-    py = venv_python(venv)
+    py = venv_python(fresh_venv)
     pip = [py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "-c", CONSTRAINTS]
     sh([*pip, standin], cwd=work, timeout=600)
     sh([*pip, whl], cwd=work, timeout=1200)

@@ -37,13 +37,18 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime (stat fields 14, 15)
 
 
-def role(pid: int, root: int) -> str:
-    """The part a process plays in a campaign, from its command line."""
+def cmdline(pid: int) -> str | None:
+    """``pid``'s command line, words joined by spaces ('' for a zombie, None once gone)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
-        return "gone"
+        return None
+
+
+def role(pid: int, root: int) -> str:
+    """The part a process plays in a campaign, from its command line."""
+    cmd = cmdline(pid)
     if not cmd:  # a zombie (ended, not yet reaped): its role was seen while it ran
         return "gone"
     if "_child_main" in cmd:
@@ -69,9 +74,12 @@ class TreeSampler(threading.Thread):
     from its first sample on is counted."""
 
     def __init__(self, roots: Callable[[], list[int]], every: float = 0.5,
-                 preexisting: set[int] | None = None):
+                 preexisting: set[int] | None = None,
+                 classify: Callable[[int, int, str], str] | None = None):
         super().__init__(name="swafuzz-bench-sampler", daemon=True)
         self.roots, self.every = roots, every
+        #: ``classify(pid, root, parent's role)``: a process's role (default :func:`role`)
+        self.classify = classify or (lambda p, root, _parent: role(p, root))
         self.preexisting = preexisting or set()  # pids alive before (a Ray node's)
         self.seen: dict[int, tuple[str, float]] = {}  # pid -> (role, CPU seconds)
         self.base: dict[int, float] = {}  # CPU time a pid had at its first sample (a node's)
@@ -80,17 +88,18 @@ class TreeSampler(threading.Thread):
     def sample(self) -> None:
         kids = children_map()
         for root in self.roots():
-            todo = [root]
+            todo = [(root, "")]
             while todo:
-                p = todo.pop()
-                todo += kids.get(p, [])
+                p, parent = todo.pop()
                 t = cpu_seconds(p)
                 if t is None:
                     continue
                 if p not in self.seen:  # a process alive before the command: its new time
                     self.base[p] = t if p in self.preexisting else 0.0
-                r = role(p, root)  # the latest (a Ray worker renames itself after its start)
-                self.seen[p] = (self.seen.get(p, (r, 0))[0] if r == "gone" else r, t)
+                r = self.classify(p, root, parent)  # the latest (a Ray worker renames itself)
+                r = self.seen.get(p, (r, 0))[0] if r == "gone" else r
+                self.seen[p] = (r, t)
+                todo += [(k, r) for k in kids.get(p, [])]
 
     def run(self) -> None:
         while not self._halt.wait(self.every):
@@ -101,6 +110,10 @@ class TreeSampler(threading.Thread):
         self._halt.set()
         self.join()
         self.sample()
+        return self.totals()
+
+    def totals(self) -> dict[str, dict[str, float]]:
+        """CPU seconds and process count per role, as of the last sample."""
         out: dict[str, dict[str, float]] = {}
         for pid, (r, t) in self.seen.items():
             d = out.setdefault(r, {"cpu_s": 0.0, "processes": 0})

@@ -12,7 +12,9 @@ included), ``run`` (``run.json``'s seconds: from the first unit's start to the l
 pool start-up included, the target check before it not) and ``steady`` (the case log: the
 first Case's start to the last Case's end, over all units). Ratios are over the ``--workers 1`` row of the same bench.
 The load average before and after each row is recorded: with fewer free cores than workers a
-ratio says more about the machine than the harness. Writes ``server-bench.md`` and
+ratio says more about the machine than the harness, so a second table gives each role's CPU
+milliseconds per Case (driver, pool process, case worker, zygote, forkserver) and the ratio they
+imply on free cores (:mod:`swafuzz.bench.server_cpu`), which holds on a loaded machine. Writes ``server-bench.md`` and
 ``server-bench.json`` into ``--out``, each row's run directory under ``OUT/runs``.
 """
 
@@ -25,6 +27,8 @@ import subprocess
 import sys
 import time
 from typing import Any
+
+from swafuzz.bench import server_cpu
 
 ROWS = {"1": (1, True), "2": (2, True), "2-fresh": (2, False)}
 
@@ -55,11 +59,15 @@ def run_row(name: str, args) -> dict[str, Any]:
     else:
         env.pop("SWAFUZZ_ZYGOTE", None)
     load0 = os.getloadavg()
+    err_path = os.path.join(args.out, "runs", f"w{name}.log")
     t0 = time.time()
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    with open(err_path, "w") as err:
+        p = subprocess.Popen(cmd, env=env, stdout=err, stderr=subprocess.STDOUT)
+        cpu = server_cpu.watch(p, os.path.join(d, "cases.jsonl"))
     wall = time.time() - t0
     if p.returncode not in (0, 1):
-        raise RuntimeError(f"{' '.join(cmd[2:])}: exit {p.returncode}\n{p.stderr[-3000:]}")
+        with open(err_path) as f:
+            raise RuntimeError(f"{' '.join(cmd[2:])}: exit {p.returncode}\n{f.read()[-3000:]}")
     with open(os.path.join(d, "run.json")) as f:
         meta = json.load(f)
     cases = [r for r in _read_log(os.path.join(d, "cases.jsonl")) if "case" in r]
@@ -71,6 +79,7 @@ def run_row(name: str, args) -> dict[str, Any]:
             "wall_s": round(wall, 2), "run_s": meta["seconds"], "steady_s": round(steady, 2),
             "wall_rate": round(n / wall, 3), "run_rate": round(n / meta["seconds"], 3)
             if meta["seconds"] else None, "steady_rate": round(n / steady, 3) if steady else None,
+            "cpu": cpu, "cpu_ms_per_case": server_cpu.per_case(cpu),
             "load_before": [round(x, 2) for x in load0],
             "load_after": [round(x, 2) for x in os.getloadavg()]}
 
@@ -91,11 +100,40 @@ def render(rows: list[dict[str, Any]], args) -> str:
                      f"{r['wall_rate']} | {r['run_rate']} | {r['steady_rate']} | "
                      f"{ratio(r, 'run_rate')} | {ratio(r, 'steady_rate')} | "
                      f"{r['load_before'][0]} -> {r['load_after'][0]} |")
+    lines += ["", *render_cpu(rows)]
     lines += ["", "Ratios are over the first row (`--workers 1`). wall: the whole command "
               "(the release's import included); run: run.json's seconds (pool start-up "
               "included); steady: first Case start to last Case end in the case log. Load: "
               "1-minute load average before and after the row."]
     return "\n".join(lines) + "\n"
+
+
+CPU_ROLES = ("driver", "pool process", "case worker", "zygote", "forkserver")
+
+
+def render_cpu(rows: list[dict[str, Any]]) -> list[str]:
+    """The CPU table: steady CPU ms per Case by role, and the ratio it implies on this many
+    cores (:func:`swafuzz.bench.server_cpu.implied_ratio`): judged on a loaded machine too."""
+    base = rows[0].get("cpu_ms_per_case") or {}
+    out = ["| row | " + " | ".join(f"{r} ms/Case" for r in CPU_ROLES) + " | other ms/Case | "
+           "chain ms/Case | total ms/Case | implied ratio | harness-only ratio | CPU s (all) |",
+           "|---|" + "---|" * (len(CPU_ROLES) + 6)]
+    for r in rows:
+        pc = r.get("cpu_ms_per_case") or {}
+        other = round(pc.get("total", 0.0) - sum(pc.get(k, 0.0) for k in CPU_ROLES), 2)
+        imp = [server_cpu.implied_ratio(base, pc, r["workers"], harness_only=h)
+               for h in (False, True)]
+        out.append(f"| {r['row']} | " + " | ".join(str(pc.get(k, 0.0)) for k in CPU_ROLES)
+                   + f" | {other} | {pc.get('pipeline', '-')} | {pc.get('total', '-')} | "
+                   + " | ".join(f"{x:.2f}x" if x else "-" for x in imp)
+                   + f" | {(r.get('cpu') or {}).get('all_s', '-')} |")
+    return out + ["", f"CPU: steady state (from the sample that saw the first Case to the one "
+                  f"that saw the last), per Case. chain: one worker's pool process + case worker "
+                  f"(the driver with 1 worker); implied ratio: min(workers x base total / "
+                  f"chain, {os.cpu_count()} cores x base total / total), the wall ratio on "
+                  f"free cores; harness-only: the same with the base row's case worker CPU per "
+                  f"Case (what the harness adds, not a case worker slowed by other load). "
+                  f"CPU s: the whole command, start-up included."]
 
 
 def main(argv: list[str] | None = None) -> int:

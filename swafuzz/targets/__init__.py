@@ -39,7 +39,8 @@ ZOO_LOADER = "swafuzz.targets.mutants:load_all"
 #: of torch); ``sglang`` is its factory object, which imports SGLang only when asked
 BUILTIN = {"unified": "swafuzz.targets.engine:UnifiedEngine",
            "selftest:segfault": "swafuzz.targets.selftest:SegfaultEngine",
-           "selftest:cuda_sticky": "swafuzz.targets.selftest:StickyCudaErrorEngine"}
+           "selftest:cuda_sticky": "swafuzz.targets.selftest:StickyCudaErrorEngine",
+           "selftest:hang": "swafuzz.targets.selftest:HangEngine"}
 #: the release target's name (its factory object, which imports SGLang only when asked)
 SGLANG_NAME = "sglang"
 

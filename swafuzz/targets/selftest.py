@@ -6,11 +6,15 @@ memory access would): the campaign must record a ``crash`` finding and go on.
 later device call raises ``RuntimeError: CUDA error: ...``. The worker must notice after the
 case (:func:`simulated_context_error` on CPU, a device sync on GPU), record a ``crash`` for that
 case and replace itself, rather than fail the next case with a harness error.
+``selftest:hang`` runs the unified engine, then waits forever (a wait that is never answered):
+the case worker's per-case limit (:mod:`swafuzz.harness.pipeline.casetime`) must end it as a
+``timeout`` finding.
 """
 
 from __future__ import annotations
 
 import ctypes
+import threading
 
 from swafuzz.targets.engine import UnifiedEngine
 
@@ -38,4 +42,11 @@ class StickyCudaErrorEngine(UnifiedEngine):
             raise RuntimeError(_sticky)
         obs = super().run()
         _sticky = STICKY_MESSAGE
+        return obs
+
+
+class HangEngine(UnifiedEngine):
+    def run(self):
+        obs = super().run()
+        threading.Event().wait()  # never set: the case hangs in the code under test
         return obs

@@ -124,3 +124,25 @@ def test_hypothesis_messages_become_notes_and_nothing_is_printed(capsys):
     assert "PLEASE REPORT" not in out.out + out.err
     assert len(notes) == 1 and notes[0].startswith("kind decode: Hypothesis stopped shrinking")
     assert "\n" not in notes[0] and "PLEASE REPORT" not in notes[0]
+
+
+def test_a_flaky_search_with_no_failure_is_a_harness_error_in_our_words():
+    # the strategy draws differently on a replay (Hypothesis's FlakyStrategyDefinition) while
+    # nothing failed: exit 3 naming the kind in the run's words, not Hypothesis's traceback
+    import pytest
+    from hypothesis.errors import FlakyStrategyDefinition
+
+    from swafuzz.machinery import HarnessError
+
+    def wobbly(n):
+        if n == 5:
+            raise FlakyStrategyDefinition("Inconsistent data generation! (stand-in)")
+        return _Case(n)
+
+    camp = Campaign(lambda case: Verdict(case, checks_run=1), seed=3,
+                    strategy=lambda kind: st.integers(0, 9).map(wobbly), size=lambda c: (c.n,))
+    with pytest.raises(HarnessError) as e:
+        camp.run_kind("toy", 10)
+    msg = str(e.value)
+    assert msg.startswith("kind toy: Hypothesis found the search inconsistent") and "\n" not in msg
+    assert "FlakyStrategyDefinition" in msg and "not a finding" in msg

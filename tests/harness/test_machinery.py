@@ -21,6 +21,7 @@ import tempfile
 import time
 
 import pytest
+from support.procs import alive
 from support.runcli import ENV, cli_caller, log_rows
 
 from swafuzz.features.dp import sglang_server_ranks
@@ -171,14 +172,6 @@ def test_a_tool_failure_without_a_run_dir_logs_to_a_private_per_run_file(tmp_pat
     assert str(d[0]) in line and not (tmp_path / "swafuzz-error.log").exists()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_forkserver_preloading_serverwatch_ends_with_the_cli():
     """What the pool's forkserver preloads (unit.pool_context): its process ends when the
@@ -194,9 +187,9 @@ def test_a_forkserver_preloading_serverwatch_ends_with_the_cli():
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait()
         end = time.monotonic() + 120
-        while _alive(child) and time.monotonic() < end:
+        while alive(child) and time.monotonic() < end:
             time.sleep(0.05)
-        assert not _alive(child)
+        assert not alive(child)
     finally:
         if parent.poll() is None:
             os.killpg(parent.pid, signal.SIGKILL)

@@ -16,6 +16,7 @@ import sys
 import time
 
 import pytest
+from support.procs import alive
 from support.runcli import ENV, cases_by_unit, cli_caller, log_rows, swafuzz, wait_until
 
 from swafuzz.harness.ledger import known
@@ -153,14 +154,6 @@ def _descendants(pid: int) -> set[int]:
     return out
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_kill_9_leaves_no_orphans_and_a_live_run_dir_is_locked(tmp_path, cli):
     out = tmp_path / "o"
@@ -182,16 +175,16 @@ def test_kill_9_leaves_no_orphans_and_a_live_run_dir_is_locked(tmp_path, cli):
         os.kill(p.pid, signal.SIGKILL)  # the parent only, not its process group
         p.wait()
         deadline = time.time() + 120  # a generous bound: they end in well under 1 s (RUNS.md)
-        while time.time() < deadline and any(_alive(q) for q in procs):
+        while time.time() < deadline and any(alive(q) for q in procs):
             time.sleep(0.2)
-        assert not [q for q in procs if _alive(q)]
+        assert not [q for q in procs if alive(q)]
         RunLock(str(out)).acquire().release()  # the dead owner's lock is gone
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
         for q in procs:  # what the test found alive (no pid of anyone else's)
-            if _alive(q):
+            if alive(q):
                 os.kill(q, signal.SIGKILL)
 
 

@@ -1,6 +1,7 @@
 """Usage errors decided before anything heavy loads: ``swafuzz.__main__`` calls :func:`precheck`
 right after parsing, so a mistyped value of any command (``--workers 0``, ``--shard 3/2``, an
-unknown target, scenario kind, mutant or check, a bad ``--budget`` or ``--out``) is answered
+unknown target, scenario kind, mutant or check, a bad ``--budget``, ``--out``, ``--db`` or
+``bisect --releases``) is answered
 (exit 2, one line naming the field) without importing torch, Triton, SGLang or an engine.
 
 It reads only the feature records (import-light by design), the bug zoo's names from its
@@ -27,6 +28,8 @@ from swafuzz.harness.cli.usage import (
     prepare_out,
 )
 from swafuzz.harness.fleet.shard import ShardSpecError, parse_shard
+from swafuzz.harness.ledger.releases import spec_names
+from swafuzz.harness.pipeline.dbspec import DatabaseSpecError, check_spec
 from swafuzz.kernels import IMPLS
 from swafuzz.targets import BUILTIN, HIDDEN_PREFIXES, SGLANG_NAME
 from swafuzz.targets.mutant_names import declared
@@ -118,6 +121,11 @@ def _run(args) -> None:
             parse_shard(args.shard)
         except ShardSpecError as e:
             raise UsageError(str(e)) from None
+    if getattr(args, "db", None) is not None:  # its syntax (the command reaches the server)
+        try:
+            check_spec(args.db)
+        except DatabaseSpecError as e:
+            raise UsageError(str(e)) from None
     if args.server_mutant is not None:
         if not server:
             raise UsageError("--server-mutant: only with --level server (component-level "
@@ -191,6 +199,8 @@ def _repro(args) -> None:
 def _bisect(args) -> None:
     _file("FILE", args.file)
     _targets(args, [args.target])
+    if args.releases:  # the names' syntax (the command knows the target's releases)
+        spec_names(args.releases)
 
 
 def _report(args) -> None:

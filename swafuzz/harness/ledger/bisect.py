@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
@@ -25,6 +24,7 @@ from typing import Callable
 from swafuzz import targets
 from swafuzz.features.validation import load_case
 from swafuzz.harness.cli.common import EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, UsageError
+from swafuzz.harness.ledger.releases import release_key, spec_names
 from swafuzz.reports.bundle import read_bundle
 from swafuzz.scenarios.case import CaseError
 from swafuzz.server.case import ServerCase
@@ -34,7 +34,6 @@ BAD, GOOD, CANNOT = "bad", "good", "cannot-drive"
 #: the mark of a BAD outcome whose first failure is not the bundle's signature
 DIFFERENT = "not the bundle's"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-_REL = re.compile(r"^\d+\.\d+\.\d+(\.post\d+)?$")
 
 
 @dataclass(frozen=True)
@@ -48,9 +47,7 @@ class Outcome:
     detail: str = ""
 
 
-def _key(v: str) -> tuple[int, ...]:
-    base, _, post = v.partition(".post")
-    return (*(int(x) for x in base.split(".")), int(post) if post else -1)
+_key = release_key
 
 
 def parse_releases(spec: str | None, known: tuple[str, ...]) -> list[str]:
@@ -59,21 +56,12 @@ def parse_releases(spec: str | None, known: tuple[str, ...]) -> list[str]:
     naming the field and the allowed values."""
     if not spec:
         return list(known)
-    if ".." in spec:
-        lo, _, hi = spec.partition("..")
-        for v in (lo, hi):
-            if not _REL.match(v):
-                raise UsageError(f"--releases: {v!r} is not a release X.Y.Z[.postN] "
-                                 f"(known: {', '.join(known)})")
-        if _key(lo) > _key(hi):
-            raise UsageError(f"--releases: {lo}..{hi} is empty (the first is after the last)")
+    names = spec_names(spec, known)
+    if isinstance(names, tuple):
+        lo, hi = names
         out = sorted({v for v in known if _key(lo) <= _key(v) <= _key(hi)} | {lo, hi}, key=_key)
     else:
-        out = [v.strip() for v in spec.split(",") if v.strip()]
-        bad = [v for v in out if not _REL.match(v)]
-        if bad or not out:
-            raise UsageError(f"--releases: {', '.join(bad) or spec!r}: releases X.Y.Z[.postN], "
-                             f"as A..B or A,B,... (known: {', '.join(known)})")
+        out = names
     lo, hi = known[0], known[-1]
     outside = [v for v in out if not _key(lo)[:3] <= _key(v)[:3] <= _key(hi)[:3]]
     if outside:

@@ -21,16 +21,18 @@ from typing import Callable
 
 from hypothesis import HealthCheck, Phase, given, reject, settings
 from hypothesis import seed as hseed
-from hypothesis.errors import Unsatisfiable
+from hypothesis.errors import Flaky, Unsatisfiable
 
 from swafuzz import features
 from swafuzz.harness.ledger.known import KNOWN_SHRINK_BUDGET, ROUND_SEED_STRIDE
 from swafuzz.harness.pipeline.execute import CaseRefused, Verdict
 from swafuzz.harness.pipeline.hypothesis_env import (
     HarnessStops,
+    flaky_in_our_words,
     hypothesis_in_our_words,
     same_draws_in_any_process,
 )
+from swafuzz.machinery import HarnessError
 from swafuzz.scenarios.case import Case
 
 #: hypothesis searches (rounds) one unit may start to generate its ``examples`` Cases
@@ -299,6 +301,8 @@ class Campaign:
             if not best:
                 res.stopped = res.stopped or "all_excluded"
         except Exception as e:  # noqa: BLE001 - hypothesis wraps errors; keep the finding
+            if not best and isinstance(e, Flaky):  # nothing failed: the search itself wavered
+                raise HarnessError(flaky_in_our_words(e, kind)) from None
             if not best:
                 raise
             res.notes.append(f"kind {kind}: Hypothesis ended the shrink with {type(e).__name__}"

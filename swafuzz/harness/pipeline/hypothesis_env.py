@@ -135,6 +135,16 @@ def _our_words(text: str, kind: str) -> str:
     return f"kind {kind}: {why}: {first[:160]}"
 
 
+def flaky_in_our_words(e: BaseException, kind: str) -> str:
+    """The one line of a Hypothesis ``Flaky`` with no failing Case behind it (its data
+    generation or a replay behaved differently between runs): the harness's failure (exit 3),
+    not the code under test's, named in the run's words instead of Hypothesis's traceback."""
+    first = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), "")
+    return (f"kind {kind}: Hypothesis found the search inconsistent between runs with no "
+            f"failing Case ({type(e).__name__}: {first[:160]}): the Cases of this kind are not "
+            "drawn the same way twice; nothing was judged (a harness failure, not a finding)")
+
+
 class HarnessStops(ExampleDatabase):
     """The run's example database as one Hypothesis search sees it: once ``stopping`` is set
     (the harness ends the search with an exception of its own - the examples spent, out of

@@ -32,6 +32,7 @@ from swafuzz import targets
 from swafuzz.checks.base import Failure
 from swafuzz.features.validation import loads_case
 from swafuzz.harness.pipeline import zygote
+from swafuzz.harness.pipeline.casetime import CaseClock
 from swafuzz.harness.pipeline.coverage import ChildCoverage
 from swafuzz.harness.pipeline.execute import CaseRefused, InvalidCase, Verdict, execute
 from swafuzz.harness.pipeline.level_server import execute_server, prepare
@@ -238,6 +239,22 @@ class CaseWorker:
         line = self._reply.readline()
         return json.loads(line) if line else None
 
+    def _await_reply(self) -> dict[str, Any] | None:
+        """The child's reply to a Case; TimeoutError once the Case has had ``timeout_s`` of
+        its own time (:class:`~swafuzz.harness.pipeline.casetime.CaseClock`: waiting for a
+        CPU on a busy machine does not count), its message the time not counted."""
+        clock = CaseClock(self._proc.pid)
+        while True:
+            left = self.timeout_s - clock.charged()
+            if left <= 0:
+                w = clock.waited()
+                raise TimeoutError(f" of its own time ({w:.0f} s waiting for a CPU not counted)"
+                                   if w >= 1 else "")
+            try:
+                return self._recv(min(left, 5.0))
+            except TimeoutError:
+                continue
+
     def _inflight_path(self) -> str | None:
         return os.path.join(self.out_dir, self.inflight_name) if self.out_dir else None
 
@@ -254,9 +271,9 @@ class CaseWorker:
         died = None
         try:
             self._send(msg)
-            reply = self._recv(self.timeout_s)
-        except TimeoutError:
-            died = ("timeout", f"timeout: the case ran past {self.timeout_s:.0f} s")
+            reply = self._await_reply()
+        except TimeoutError as e:
+            died = ("timeout", f"timeout: the case ran past {self.timeout_s:.0f} s{e}")
         except (BrokenPipeError, OSError):
             reply = None
         if reply is None:

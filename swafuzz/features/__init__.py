@@ -49,8 +49,6 @@ HOOK_POINTS = {
                            "failures of a Case the feature judges itself, or None; first answer",
     "sglang.server_ranks": "targets.sglang.pipeline.steps: (case, impl, executor, pipeline "
                            "class) -> the observation of a Case with attention-DP ranks",
-    "sglang.server_tree": "targets.sglang.pipeline.steps: (case, impl, executor, pipeline "
-                          "class) -> the observation of a Case with the radix (prefix) cache on",
     "sglang.facts": "targets.sglang (TABLE, matrix.RANGES, features): a "
                     "features.sglang_facts.SGLangFacts (real/modelled rows, per-release answers, "
                     "probe)",

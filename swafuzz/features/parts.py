@@ -86,6 +86,9 @@ class SGLangPart:
     draft_block_mixin = None
     allocator = None  # (config, device, pool) -> the release's allocator (uses_allocator)
     post_metadata_stamp = None  # (backend, metadata, batch): rows stamped after the in-graph op
+    #: (case, impl, executor, pipeline class) -> the observation of a server-level Case with
+    #: the radix (prefix) cache on (targets.sglang.pipeline.steps)
+    server_tree = None
 
     @staticmethod
     def pool_impl(pool, impl):

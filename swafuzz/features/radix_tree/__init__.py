@@ -20,7 +20,7 @@ FEATURE = Feature(
     checks=('server:prefix_reads', 'server:tree_leak'),
     check_modules=('.server_oracle',), mutants=('.server_mutants',),
     hooks={'oracle.server_judge': '.server_oracle:server_judge',
-           'sglang.server_tree': '.sglang_server:run', 'sglang.server_hops': '.server_hops:HOPS'},
+           'sglang.part': '.sglang_part:RadixTreeSGLang', 'sglang.server_hops': '.server_hops:HOPS'},
     refusals=(
         Refusal(
             'server', '.server_rules:not_driven_with',

@@ -1,6 +1,6 @@
-"""The radix cache at server level (hook ``sglang.server_tree``; imports SGLang): a Case with
-``disable_radix_cache`` false runs the server-level pipeline with the release's tree cache
-sharing prefixes, driven as its scheduler drives it.
+"""The radix cache at server level (the ``sglang`` part's slot ``server_tree``; imports
+SGLang): a Case with ``disable_radix_cache`` false runs the server-level pipeline with the
+release's tree cache sharing prefixes, driven as its scheduler drives it.
 
 * a waiting request is matched against the tree each time the adder is offered it (the
   release's ``Req.init_next_round_input(tree_cache)``, i.e. ``match_kv_cache`` /
@@ -172,7 +172,7 @@ TREE_CORE_ENV = "SGLANG_UNIFIED_RADIX_TREE_CORE_BACKEND"
 
 
 def run(case, impl: str, executor, pipeline_cls) -> ServerObs:
-    """A radix-cache Case through ``pipeline_cls`` with the tree on (hook ``sglang.server_tree``),
-    its tree core the Case's ``model.tree_core``."""
+    """A radix-cache Case through ``pipeline_cls`` with the tree on (the ``sglang`` part's
+    slot ``server_tree``), its tree core the Case's ``model.tree_core``."""
     with environ({TREE_CORE_ENV: case.model.tree_core}):
         return tree_pipeline(pipeline_cls)(case, impl, executor).run()

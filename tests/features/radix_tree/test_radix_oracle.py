@@ -120,3 +120,21 @@ def test_server_radix_draws(case, _):
     assert case.kind == "server_radix" and not case.config.disable_radix_cache
     assert any(r.prefix_group is not None for r in case.requests) or len(case.requests) >= 1
     assert case.config.page_size in (1, 2, 4, 8)
+
+
+def test_the_tree_pipeline_is_the_sglang_parts_typed_slot():
+    """``server_tree`` is a typed slot of the radix feature's ``sglang`` part (not a hook
+    point): one part fills it, naming the tree pipeline's run (found, not imported: it imports
+    the release)."""
+    import importlib.util
+
+    from swafuzz import features
+    from swafuzz.features.parts import lazy
+    from swafuzz.features.radix_tree.sglang_part import RadixTreeSGLang
+
+    assert "sglang.server_tree" not in features.HOOK_POINTS
+    filling = [p for p in features.parts("sglang") if "server_tree" in vars(p)]
+    assert filling == [RadixTreeSGLang]
+    ref = vars(RadixTreeSGLang)["server_tree"]
+    assert isinstance(ref, lazy) and ref.ref == "swafuzz.features.radix_tree.sglang_server:run"
+    assert importlib.util.find_spec(ref.ref.split(":")[0]) is not None

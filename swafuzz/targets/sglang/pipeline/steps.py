@@ -362,7 +362,7 @@ def run_server_case(case: ServerCase, impl: str = "torch", mutant: str | None = 
         if case.config.enable_dp_attention:  # one pipeline per attention-DP rank
             return registry.hook("sglang.server_ranks")(case, impl, executor, Pipeline)
         if not case.config.disable_radix_cache:  # the tree cache shares prefixes
-            return registry.hook("sglang.server_tree")(case, impl, executor, Pipeline)
+            return registry.slot("sglang", "server_tree")(case, impl, executor, Pipeline)
         return Pipeline(case, impl, executor).run()
 
 

@@ -14,6 +14,7 @@ from swafuzz.server.graph_rows import ReqSlots, StaticBuffers, fill_semantics
 def test_release_semantics_by_version():
     assert fill_semantics("sglang 0.5.23").slot_order == "tail"
     assert fill_semantics("sglang 0.5.19 (adapter 0.5.23)").reset_index_tails
+    assert fill_semantics("sglang 0.5.18").slot_order == "tail"  # read: as 0.5.19
     old = fill_semantics("sglang 0.5.12")
     assert (old.slot_order, old.reset_index_tails) == ("head", False)
     assert fill_semantics("sglang 0.5.15") is None and fill_semantics("") is None

@@ -53,7 +53,10 @@ def takeover(pipeline, rid: int) -> dict:
     mapping = a.full_to_swa_index_mapping
     snapshot = mapping.clone()
     loc = q._pre_alloc(req).to(torch.int64)
-    idx = req.kv.req_pool_idx if hasattr(req, "kv") else req.req_pool_idx  # 0.5.12: on Req
+    # on the request's kv info where the release keeps it there, else on Req (0.5.12: no kv
+    # info; 0.5.18 .. 0.5.21: a kv info without the row)
+    idx = getattr(getattr(req, "kv", None), "req_pool_idx", None)
+    idx = req.req_pool_idx if idx is None else idx
     pipeline.tap.take()  # its allocations are this record's, not a forward's
     return {"req_pool_idx": int(idx), "loc": loc.tolist(),
             "mapping_before": snapshot[loc].tolist(), "mapping": mapping[loc].tolist(),

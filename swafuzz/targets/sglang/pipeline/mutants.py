@@ -161,7 +161,7 @@ def abort_mid_chunk_not_released():
     real = common.release_kv_cache
 
     def release_kv_cache(req, tree_cache, *args, **kwargs):
-        end = req.extend_end if hasattr(req, "extend_end") else len(req.fill_ids)
+        end = seams.fill_end(req)
         if not req.output_ids and end < len(req.origin_input_ids):  # its prompt is chunked
             return None
         return real(req, tree_cache, *args, **kwargs)

@@ -40,6 +40,8 @@ def _module(name: str):
 
 RUNTIME_CONTEXT = _module("sglang.srt.runtime_context")
 TRANSLATOR_MOD = _module("sglang.srt.mem_cache.kv_index_translator")
+#: where alloc_for_extend's writer lives when it is not in ``mem_cache.common`` (None: absent)
+ALLOCATION_MOD = _module("sglang.srt.mem_cache.allocation")
 UNIFIED_COMPONENTS = _module("sglang.srt.mem_cache.unified_cache.components")
 DECODE_RUNNER_MOD = _module("sglang.srt.model_executor.runner.decode_cuda_graph_runner")
 #: ForwardBatch.init_new reads the ScheduleBatch itself (else its ModelWorkerBatch)
@@ -70,12 +72,13 @@ def cpu_platform() -> Iterator[None]:
     """The run as on a CPU platform, with :func:`one_rank_groups`. 0.5.12's ``support_triton``
     (no platform check) says yes here, so ``write_cache_indices`` / ``compute_position`` would
     launch Triton kernels the interpreter cannot run (pointers from a uint64 tensor); its modules
-    get 0.5.23's answer (no), so the release's torch branches run."""
+    get 0.5.23's answer (no), so the release's torch branches run; also where the writer lives
+    in ``mem_cache.allocation`` (0.5.18 .. 0.5.21 bind ``support_triton`` there)."""
     from sglang.srt.model_executor import forward_batch_info
     from sglang.srt.utils import common as utils
     with contextlib.ExitStack() as stack:
         if utils.support_triton("triton"):  # no platform check: it says yes on a CPU
-            for mod in (common, forward_batch_info):
+            for mod in (common, forward_batch_info, ALLOCATION_MOD):
                 if hasattr(mod, "support_triton"):
                     stack.enter_context(set_attr(mod, "support_triton", lambda backend: False))
         stack.enter_context(one_rank_groups())
@@ -123,6 +126,17 @@ def chunk_end(req, end: int) -> None:
     elif end < len(req.fill_ids):
         req.set_extend_input_len(end - prefix_len(req))
         req.fill_ids = req.fill_ids[:end]
+
+
+def fill_end(req) -> int:
+    """Where the request's extend stops (the token after its last filled one), as
+    :func:`chunk_end` set it: ``extend_end``, ``extend_range.end`` (0.5.18 .. 0.5.21), else
+    the length of its ``fill_ids`` (0.5.12)."""
+    if hasattr(req, "extend_end"):
+        return int(req.extend_end)
+    if getattr(req, "extend_range", None) is not None:
+        return int(req.extend_range.end)
+    return len(req.fill_ids)
 
 
 def hand_sampled(batch, sampled) -> None:

@@ -137,9 +137,34 @@ def _model_runner(server, dispatch) -> ModelRunner:
         prefill_cuda_graph_runner=None, support_pp=False, is_generation=True,
         device_timer=None, req_to_token_pool=server.req_to_token_pool,
         pp_group=SimpleNamespace(is_last_rank=True), model=StubModel(dispatch),
-        attn_backend=BackendSeam(dispatch), decode_cuda_graph_runner=None)
-    mr.eager_runner = EagerRunner(mr, run_warmup=False)
+        attn_backend=BackendSeam(dispatch), decode_cuda_graph_runner=None,
+        attn_dcp_size=1)  # no decode context parallel (0.5.21's eager runner reads it)
+    with _one_rank():
+        mr.eager_runner = EagerRunner(mr, run_warmup=False)
     return mr
+
+
+#: the rank names the eager runner's constructor reads (0.5.21: ``attn_tp_rank``)
+RANK_NAMES = ("attn_tp_rank",)
+
+
+def _one_rank():
+    """The process's place in its attention-TP group where the release reads it and this
+    one-process server never wrote it (0.5.21's runner constructor; a launcher publishes it from
+    the rank bundle: rank 0 of a one-rank group here), else nothing."""
+    try:
+        from sglang.srt.runtime_context import get_parallel
+    except ImportError:  # pragma: no cover - depends on the release
+        return contextlib.nullcontext()
+    unwritten = {}
+    for name in RANK_NAMES:
+        try:
+            getattr(get_parallel(), name)
+        except RuntimeError:  # "has not been written in this process"
+            unwritten[name] = 0
+        except (AttributeError, ValueError):
+            continue
+    return get_parallel().override(**unwritten) if unwritten else contextlib.nullcontext()
 
 
 class Dispatch:

@@ -51,6 +51,9 @@ HOOK_POINTS = {
                            "class) -> the observation of a Case with attention-DP ranks",
     "sglang.server_tree": "targets.sglang.pipeline.steps: (case, impl, executor, pipeline "
                           "class) -> the observation of a Case with the radix (prefix) cache on",
+    "sglang.server_takeover": "targets.sglang.pipeline.steps: (case, impl, executor, pipeline "
+                              "class) -> the observation of a Case whose server is the decode "
+                              "side of PD disaggregation",
     "sglang.facts": "targets.sglang (TABLE, matrix.RANGES, features): a "
                     "features.sglang_facts.SGLangFacts (real/modelled rows, per-release answers, "
                     "probe)",

@@ -27,10 +27,10 @@ def pd_cases(draw) -> ServerCase:
         return -(-n // page) * page
 
     reserve = draw(st.integers(0, 2))
-    each = [pages(r.prompt_len + r.max_new_tokens) + page + reserve for r in reqs]
+    each = [pages(r.prompt_len + r.max_new_tokens + reserve) + page for r in reqs]
     # the full pool: from the biggest request's worth (later ones reuse its pages) to all
     full = max(each) + page + pages(draw(st.integers(0, sum(each))))
-    swa = pages(sum(pages(window + page) + 2 * page + reserve for _ in reqs))
+    swa = sum(pages(window + page + reserve) + 2 * page for _ in reqs)
     swa = max(swa, pages(draw(st.integers(swa, max(swa, full)))))
     cfg = ServerConfig(page_size=page, disaggregation_mode="decode",
                        disaggregation_transfer_backend="fake",

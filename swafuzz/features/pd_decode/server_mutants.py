@@ -13,6 +13,11 @@ _SERVER_MUTANTS = (
      "spec §9.15 (a window frontier inside the window leaves reads of SWA slot 0) in the "
      "release's DecodePreallocQueue._swa_tail_len (PR #28085's SWA tail pre-allocation): the "
      "window's start rounded up to a page, the tail a page short of the window"),
+    ("server_pd_tail_prealloc_off", "tail_prealloc_off",
+     "spec §2.3 (alloc_extend_swa_tail: the PD decode pre-allocation maps only the window's "
+     "tail) and sgl-project/sglang PR #25805 (the head's mapping reset): the release's "
+     "DecodePreallocQueue._uses_swa_tail_prealloc off, so the whole prompt gets SWA slots and "
+     "the head keeps a mapping"),
     ("server_pd_swa_pages_untranslated", "swa_pages_untranslated",
      "spec §2.2 (the full->SWA translation) in the release's "
      "SWATokenToKVPoolAllocator.translate_swa_indices_for_transfer (the SWA state of a PD "

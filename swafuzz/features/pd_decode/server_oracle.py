@@ -75,7 +75,10 @@ def admission(case, taken: dict) -> str | None:
     return None
 
 
-@check("takeover_reads", level="server")
+@check("takeover_reads", level="server", defence=(
+    "a transferred row written to another SWA slot than the window's also leaves that slot's "
+    "bytes wrong at rest (pool_bytes); this check names the request, position and layer whose "
+    "read gets it, while the request runs"))
 def takeover_reads(case, st: State, ev: Forward, written: dict, got: dict) -> str | None:
     """What each request of DECODE ``ev`` reads in its window, bit for bit (module docstring);
     ``written``: (request, position) -> (forward, row, rows) of the DECODE that stored it."""

@@ -34,3 +34,12 @@ def tail_short_by_a_page():
         return n - ps if n > ps else n
 
     return set_attr(disagg_decode.DecodePreallocQueue, "_swa_tail_len", _swa_tail_len)
+
+
+def tail_prealloc_off():
+    """``DecodePreallocQueue._uses_swa_tail_prealloc`` answers no: the whole prompt gets SWA
+    slots (the release's fallback for allocators without ``alloc_extend_swa_tail``), the head
+    keeps its SWA slots and mapping, and the pre-allocation takes the SWA pages the tail path
+    exists to save."""
+    return set_attr(disagg_decode.DecodePreallocQueue, "_uses_swa_tail_prealloc",
+                    lambda self: False)

@@ -12,7 +12,6 @@ import pytest
 from swafuzz.server.case import parse
 
 
-
 def upstream(f):
     """A test that runs the release (the ``upstream`` marker, skipped without SGLang)."""
     for m in (pytest.mark.usefixtures("pipeline_here"),

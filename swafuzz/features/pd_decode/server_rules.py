@@ -5,6 +5,7 @@ release refusal."""
 from __future__ import annotations
 
 import importlib
+import inspect
 
 
 def not_driven_with(c) -> bool:
@@ -41,7 +42,6 @@ def refusal(config: dict, version: str) -> str | None:
         missing.append("SWATokenToKVPoolAllocator.alloc_extend_swa_tail")
     if missing:
         return why.format("no " + ", ".join(missing))
-    import inspect
     if "req_to_token_pool" not in inspect.signature(decode.alloc_for_decode_prealloc).parameters:
         return why.format("alloc_for_decode_prealloc of another shape")
     return None

@@ -34,6 +34,7 @@ from types import SimpleNamespace
 
 import torch
 
+from swafuzz.machinery import HarnessError
 from swafuzz.scenarios.payload import rows_bytes
 from swafuzz.server.case import MAX_STEPS
 from swafuzz.server.observation import ServerObs
@@ -288,10 +289,9 @@ def takeover_pipeline(base):
                     self.step_decode(t)
                 else:
                     raise OutOfScope("the requests did not all finish within the steps")
+            except (HarnessError, MemoryError):  # the harness's machinery: exit 3, no finding
+                raise
             except Exception as e:  # noqa: BLE001 - the observation records any failure
-                from swafuzz.machinery import HarnessError
-                if isinstance(e, (HarnessError, MemoryError)):
-                    raise
                 self.failed(e)
             return self.finish()
 

@@ -23,7 +23,7 @@ ROWS = (
      "the overlap relay process_prebuilt stashes into is a recording stand-in"),
 )
 
-OLDER = {row[0]: ("refused", "config.disaggregation_mode decode is driven on 0.5.23's "
+OLDER = {row[0]: ("refused", "config.disaggregation_mode decode is driven on 0.5.19 .. 0.5.23's "
                   "decode-side shape only (refused naming the field)") for row in ROWS}
 
 HOPS = (ROWS, OLDER)

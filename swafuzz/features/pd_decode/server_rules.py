@@ -22,16 +22,17 @@ def not_driven_with(c) -> bool:
 def refusal(config: dict, version: str) -> str | None:
     """Why a decode-side Case is not run on this release, or None: the pipeline drives the
     release's ``DecodePreallocQueue`` with its SWA tail pre-allocation, its fake receiver and
-    its PREBUILT batch (0.5.23's shape: ``_pre_alloc`` over ``req.kv``, ``pop_preallocated``
-    returning admitted and failed requests, ``alloc_extend_swa_tail``)."""
+    its PREBUILT batch (the shape of 0.5.19 .. 0.5.23: ``_pre_alloc``, ``pop_preallocated``,
+    ``alloc_extend_swa_tail``, the polls' all-reduce in ``_all_reduce_polls``)."""
     if config.get("disaggregation_mode", "null") != "decode":
         return None
     why = (f"config.disaggregation_mode: sglang {version} lacks the decode-side takeover the "
-           "server level drives ({}); driven on 0.5.23's shape (allowed: null)")
+           "server level drives ({}); driven on the shape of 0.5.19 .. 0.5.23 (allowed: null)")
     try:
         decode = importlib.import_module("sglang.srt.disaggregation.decode")
         importlib.import_module("sglang.srt.disaggregation.fake")
         swa = importlib.import_module("sglang.srt.mem_cache.allocator.swa")
+        utils = importlib.import_module("sglang.srt.disaggregation.utils")
     except ImportError as e:
         return why.format(e)
     q = getattr(decode, "DecodePreallocQueue", None)
@@ -40,6 +41,8 @@ def refusal(config: dict, version: str) -> str | None:
     alloc = getattr(swa, "SWATokenToKVPoolAllocator", None)
     if alloc is None or not hasattr(alloc, "alloc_extend_swa_tail"):
         missing.append("SWATokenToKVPoolAllocator.alloc_extend_swa_tail")
+    if not hasattr(utils, "_all_reduce_polls"):
+        missing.append("disaggregation.utils._all_reduce_polls")
     if missing:
         return why.format("no " + ", ".join(missing))
     if "req_to_token_pool" not in inspect.signature(decode.alloc_for_decode_prealloc).parameters:

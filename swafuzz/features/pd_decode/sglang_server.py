@@ -143,7 +143,7 @@ def takeover_pipeline(base):
             the PREBUILT batch merged into the running batch; the taken-over requests."""
             q = self.q
             q.scheduler.running_batch = self.running or SimpleNamespace(reqs=[])
-            with set_attr(du, "all_reduce_flags", lambda flags, group, op: flags):
+            with set_attr(du, "_all_reduce_polls", lambda polls, group: polls):
                 got, failed = q.pop_preallocated()
             if failed:
                 raise OutOfScope(f"step {t}: pre-allocation failed for "

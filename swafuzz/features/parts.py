@@ -89,6 +89,9 @@ class SGLangPart:
     #: (case, impl, executor, pipeline class) -> the observation of a server-level Case with
     #: the radix (prefix) cache on (targets.sglang.pipeline.steps)
     server_tree = None
+    #: (case, impl, executor, pipeline class) -> the observation of a server-level Case whose
+    #: server is the decode side of PD disaggregation (targets.sglang.pipeline.steps)
+    server_takeover = None
 
     @staticmethod
     def pool_impl(pool, impl):

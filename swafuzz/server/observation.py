@@ -76,6 +76,10 @@ class ServerObs:
     dispatch: dict[int, dict] = field(default_factory=dict)
     #: attention-DP ranks: this rank's IDLE forwards (step, rows, stores, dispatch record)
     idles: list[dict] = field(default_factory=list)
+    #: the decode side of PD disaggregation: ``taken`` (step -> requests the release's prealloc
+    #: queue admitted), ``records`` (request -> its pre-allocation), ``reads`` (forward -> per
+    #: request the window's KV bytes it reads, per position and layer) (the owning feature's)
+    takeover: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {"target_version": self.target_version, "error": self.error,
@@ -94,4 +98,5 @@ class ServerObs:
                 **({"ranks": [o.to_json() for o in self.ranks]} if self.ranks else {}),
                 **({"tree": self.tree} if self.tree else {}),
                 **({"dispatch": self.dispatch} if self.dispatch else {}),
-                **({"idles": self.idles} if self.idles else {})}
+                **({"idles": self.idles} if self.idles else {}),
+                **({"takeover": self.takeover} if self.takeover else {})}

@@ -149,12 +149,10 @@ HOPS: tuple[tuple[str, str, str], ...] = (
      "after prefill (_draft_extend_for_prefill) and the draft input carried between "
      "iterations (hidden states, top-k) are not driven: no draft model"),
     ("PD disaggregation: decode-side takeover (DecodePreallocQueue._pre_alloc)", "real",
-     "tests only (tests/server/test_server_takeover.py, pipeline/disagg.py), not a server "
-     "kind yet: the release's _pre_alloc (request row, _swa_tail_len, alloc_for_decode_"
-     "prealloc -> alloc_extend_swa_tail, head mapping reset) on a run's allocator after "
-     "live requests; the queue without its constructor. Not run: the KV transfer (a "
-     "prefill server and a transfer engine: RDMA / NIXL / Mooncake, no CPU path) and the "
-     "prebuilt batch the taken-over request joins"),
+     "tests/server/test_server_takeover.py (pipeline/disagg.py: _pre_alloc on a run's "
+     "allocator after live requests) and, as a server kind, the opt-in decode-side kind "
+     "(disaggregation_mode decode; the decode side's own rows below): the release's prealloc "
+     "queue, its fake receiver, a modelled KV transfer, the PREBUILT batch, the decodes"),
 )
 
 
@@ -166,9 +164,11 @@ NOT_DRIVEN: tuple[tuple[str, str, str], ...] = (
      "the release converts only after every rank's prefill-graph vote passes (a captured "
      "prefill graph runner per rank, no MoE all-to-all, no idle rank); the ranks' runner "
      "stand-in has no prefill graph runner, so the vote is always no"),
-    ("disaggregated decode's transfer (translate_swa_indices_for_transfer)", "not driven",
-     "the KV transfer needs a prefill server and a transfer engine (RDMA / NIXL / Mooncake); "
-     "the decode side's takeover runs in tests only (the row above)"),
+    ("disaggregated decode's KV transfer engine (Mooncake / NIXL / Mori send and receive, "
+     "the transfer queue's pop_transferred over metadata buffers)", "not driven",
+     "the transfer needs a prefill server and a transfer engine (RDMA); the decode side runs "
+     "with the release's fake receiver and the transfer's writes modelled (the decode "
+     "side's own rows)"),
 )
 
 

@@ -361,6 +361,8 @@ def run_server_case(case: ServerCase, impl: str = "torch", mutant: str | None = 
             environ(case.config.env_dict()), seams.cpu_platform():
         if case.config.enable_dp_attention:  # one pipeline per attention-DP rank
             return registry.hook("sglang.server_ranks")(case, impl, executor, Pipeline)
+        if case.config.disaggregation_mode == "decode":  # prompts taken over from a prefill
+            return registry.slot("sglang", "server_takeover")(case, impl, executor, Pipeline)
         if not case.config.disable_radix_cache:  # the tree cache shares prefixes
             return registry.slot("sglang", "server_tree")(case, impl, executor, Pipeline)
         return Pipeline(case, impl, executor).run()

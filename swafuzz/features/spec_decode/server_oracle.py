@@ -175,7 +175,7 @@ class _Judge:
         pad = self.verify_graph(ev, sp["verify"], full, pos)
         replayed = sp["verify"].get("exec") == "graph"  # padded rows write the dummy slot
         self.stores(ev.index, sp["verify"]["stores"], swa + [0] * pad * N if replayed else swa,
-                    "write_targets", "target")
+                    "write_targets", "target", real=len(swa))
         self.draft_extend(ev, sp["draft_extend"], full, pos)
         self.stores(ev.index, sp["draft_extend"]["stores"], swa, "draft_extend", "draft")
         self.windows(ev, rec.mapping)
@@ -282,7 +282,10 @@ class _Judge:
                           f"expected {exp}")
 
     def stores(self, fwd: int, got: list[list[int]], want: list[int], check: str,
-               pool: str) -> None:
+               pool: str, real: int | None = None) -> None:
+        """Each layer of ``pool`` stored at ``want`` (its first ``real`` rows, default all,
+        the requests' rows: never the dummy slot 0)."""
+        real = len(want) if real is None else real
         layers = self.case.model.layers if pool == "target" else 1
         if len(got) != layers:
             self.fail(check, fwd, f"{len(got)} {pool} layer stores, expected {layers}")
@@ -290,7 +293,7 @@ class _Judge:
             if locs != want:
                 self.fail(check, fwd, f"{pool} layer {layer} stored at {locs}, expected the "
                           f"rows' SWA slots {want}")
-            if 0 in locs[:len(want)]:
+            if 0 in locs[:real]:
                 self.fail(check, fwd, f"{pool} layer {layer} stored a real row at the dummy "
                           f"slot 0 ({locs})")
             if pool == "target":

@@ -1,5 +1,6 @@
 """Feature record: speculative decoding at server level (EAGLE, top-k 1: the release's spec-v2
-reserve, draft, verify prep, accept bookkeeping and draft-extend prep); its contract:
+reserve, draft, verify prep, accept bookkeeping and draft-extend prep; with decode graphs the
+verify through the release's TARGET_VERIFY graph runner); its contract:
 ``SEMANTICS.md`` beside this file. Its component-level forwards (draft-extend, target-verify,
 multi-step draft) are ``dense``'s kinds."""
 
@@ -27,7 +28,8 @@ FEATURE = Feature(
     checks=('server:spec_alloc', 'server:draft_decode', 'server:verify_rows', 'server:verify_graph',
             'server:draft_extend', 'server:spec_accept', 'server:spec_pool', 'server:spec_leak'),
     check_modules=('.server_oracle',), mutants=('.server_mutants',),
-    hooks={'oracle.server_judge': '.server_oracle:server_judge'},
+    hooks={'oracle.server_judge': '.server_oracle:server_judge',
+           'sglang.server_hops': '.server_hops:HOPS'},
     refusals=(
         Refusal(
             'server', '.server_rules:spec_not_driven',

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from swafuzz.server.case import ModelShape, Request, ServerCase, ServerConfig, validate
 
-
 #: the captured decode batch sizes of ``server_spec_graph``: every one pads some batch of 1..3
 #: requests to a larger bucket (stale padded rows show when a smaller batch follows a larger
 #: one in the same bucket), and (2,) leaves a batch of 3 to the eager verify

@@ -140,8 +140,8 @@ def test_kinds_have_a_level_and_the_component_callers_keep_their_kinds():
     assert not set(comp) & set(srv) and "server_decode" not in comp
     assert srv[:4] == ("server_decode", "server_mixed", "server_graph", "server_attn_tp")
     assert set(srv) - set(features.default_kind_names("server")) == {
-        "server_spec", "server_dp", "server_dp_overlap", "server_window", "server_window_tail",
-        "server_radix", "server_pd_decode"}
+        "server_spec", "server_spec_graph", "server_dp", "server_dp_overlap", "server_window",
+        "server_window_tail", "server_radix", "server_pd_decode"}
     assert features.feature_of_kind("server_window").name == "request_window"
     assert all(features.kind(k).level == "component" for k in features.default_kind_names())
     bad = Feature("x", "t", "s", (Kind("k", "swafuzz.features.dense.kinds:decode_cases", "s",

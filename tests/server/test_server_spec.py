@@ -98,5 +98,10 @@ def test_release_accepts_eagle_topk1_and_the_pipeline_refuses_the_rest():
         return
     assert release_refusal(parse(SPEC).config.server_args()) is None
     tree = {**SPEC, "config": {**SPEC["config"], "speculative_eagle_topk": 2}}
-    with pytest.raises(ServerRefused, match="config.speculative_algorithm"):
+    with pytest.raises(ServerRefused, match="config.speculative_eagle_topk"):
         _run(tree)
+    # the reason is the release's own: its DeepSeek-V4 argument hook refuses a draft tree
+    why = release_refusal(parse({**tree, "config": {**tree["config"],
+                                                    "speculative_num_draft_tokens": 4}}
+                                ).config.server_args())
+    assert why is not None and "topk == 1" in why

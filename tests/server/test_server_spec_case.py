@@ -49,12 +49,29 @@ def test_spec_draws_are_driven_and_round_trip(case):
     assert parse(json.loads(case.dumps())) == case
 
 
-@pytest.mark.parametrize("change", [{"speculative_eagle_topk": 2},
-                                    {"speculative_num_draft_tokens": 3}])
-def test_not_driven_is_refused_naming_the_field(change):
+@pytest.mark.parametrize("change,field", [
+    ({"speculative_eagle_topk": 2}, "speculative_eagle_topk"),
+    ({"speculative_eagle_topk": 2, "speculative_num_draft_tokens": 4}, "speculative_eagle_topk"),
+    ({"speculative_num_draft_tokens": 3}, "speculative_algorithm")])
+def test_not_driven_is_refused_naming_the_field(change, field):
     spec = copy.deepcopy(SPEC)
     spec["config"].update(change)
-    assert refusal(parse(spec)).startswith("config.speculative_algorithm:")
+    assert refusal(parse(spec)).startswith(f"config.{field}:")
+
+
+def test_decode_graphs_are_driven():
+    spec = copy.deepcopy(SPEC)
+    spec["config"].update(disable_cuda_graph=False, cuda_graph_bs_decode=[2])
+    assert refusal(parse(spec)) is None
+
+
+@settings(max_examples=25)
+@given(server_cases("server_spec_graph"))
+def test_spec_graph_draws_capture_graphs_and_are_driven(case):
+    c = case.config
+    assert not c.disable_cuda_graph and c.cuda_graph_bs_decode
+    assert refusal(case) is None
+    assert parse(json.loads(case.dumps())) == case
 
 
 def _obs(case) -> ServerObs:
@@ -125,3 +142,44 @@ def test_a_raised_run_reports_what_it_observed_first():
     assert [f.check for f in judge(case, obs)] == ["contracts"]
     obs.spec[0]["free"]["full"] = 27
     assert [f.check for f in judge(case, obs)] == ["spec_pool", "contracts"]
+
+
+def _graph_obs(case, exec_="eager") -> ServerObs:
+    """``_obs`` with decode graphs of size 2: the lone request's verify padded to bucket 2 by
+    the release's verify graph runner (request row 2: 0.5.23's free list hands out its tail)."""
+    obs = _obs(case)
+    obs.target_version = "sglang 0.5.23"
+    v = obs.spec[0]["verify"]
+    v["graph"] = {"bucket": 2, "raw_bs": 1, "out_cache_loc": [3, 4, 0, 0],
+                  "positions": [2, 3, 0, 0], "seq_lens": [2, 1], "req_pool_indices": [2, 0]}
+    v["exec"] = exec_
+    if exec_ == "graph":  # the replay's padded rows write the dummy slot
+        v["stores"] = [[3, 4, 0, 0]]
+    return obs
+
+
+@pytest.mark.parametrize("key,value", [
+    ("bucket", 1), ("raw_bs", 2), ("out_cache_loc", [3, 4, 3, 4]), ("positions", [2, 3, 2, 3]),
+    ("seq_lens", [2, 0]), ("req_pool_indices", [2, 2])])
+def test_verify_graph_predicts_every_padded_row(key, value):
+    spec = copy.deepcopy(SPEC)
+    spec["config"].update(disable_cuda_graph=False, cuda_graph_bs_decode=[2])
+    case = parse(spec)
+    for exec_ in ("eager", "graph"):
+        assert judge(case, _graph_obs(case, exec_)) == []
+    obs = _graph_obs(case)
+    obs.spec[0]["verify"]["graph"][key] = value
+    assert [f.check for f in judge(case, obs)] == ["verify_graph"]
+
+
+def test_verify_graph_expects_eager_past_the_largest_bucket_and_a_fill_within():
+    spec = copy.deepcopy(SPEC)
+    spec["config"].update(disable_cuda_graph=False, cuda_graph_bs_decode=[2])
+    case = parse(spec)
+    obs = _obs(case)  # no fill recorded for a batch a captured size holds
+    assert [f.check for f in judge(case, obs)] == ["verify_graph"]
+    eager = parse(copy.deepcopy(SPEC))
+    assert [f.check for f in judge(eager, _graph_obs(eager))] == ["verify_graph"]
+    replayed = _graph_obs(case, "graph")
+    replayed.spec[0]["verify"]["stores"] = [[3, 4, 3, 4]]  # padded rows into live slots
+    assert [f.check for f in judge(case, replayed)][:1] == ["write_targets"]

@@ -38,3 +38,23 @@ _SPEC_MUTANTS = (
 for _name, _attr, _source in _SPEC_MUTANTS:
     mutant(_name, level="server", kinds=("server_spec",), patch=f"{_SPEC}:{_attr}",
            source=_source)
+
+#: the target verify's graph runner (kind server_spec_graph): the release's DecodeCudaGraphRunner
+#: in TARGET_VERIFY mode, patched as the decode one (swafuzz.targets.sglang.pipeline.graph)
+_GRAPH = "swafuzz.targets.sglang.pipeline.graph"
+_VERIFY_GRAPH_MUTANTS = (
+    ("server_spec_verify_stale_tail", "stale_out_cache_loc_tail",
+     "spec §9.5 (padded rows not steered to the dummy slot, PR #24743), in the release's target "
+     "verify graph runner's load_batch (called by eagle_prepare_for_verify): a verify padded to "
+     "its bucket keeps the previous replay's out_cache_loc in its padded rows"),
+    ("server_spec_verify_seq_lens_pad_zero", "seq_lens_pad_zero",
+     "spec §5.1 (padded rows' seq_lens hold the backend's fill value, 1 for DSV4), in the "
+     "release's target verify graph runner's load_batch"),
+    ("server_spec_verify_req_rows_tail_kept", "req_pool_indices_tail_kept",
+     "spec §5.1 (the buffer registry's PaddingPolicy.ZERO for req_pool_indices), in the "
+     "release's target verify graph runner's load_batch: padded rows keep the previous "
+     "replay's request rows"),
+)
+for _name, _attr, _source in _VERIFY_GRAPH_MUTANTS:
+    mutant(_name, level="server", kinds=("server_spec_graph",), patch=f"{_GRAPH}:{_attr}",
+           source=_source)

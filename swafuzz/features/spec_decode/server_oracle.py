@@ -12,8 +12,11 @@ is one iteration, each bullet the check of that name:
   ``committed + k`` through its full slot and that token's SWA slot, never dummy slot 0 (spec §9);
 * ``verify_rows``: ``num_draft_tokens`` rows per request at positions ``committed..committed+N-1``
   over its full slots, ``seq_lens`` the committed lengths;
+* ``verify_graph`` (decode graphs): the release's TARGET_VERIFY graph runner fills a verify iff
+  a captured size holds its batch, in the smallest; its buffers' rows are the verify's, each
+  padded request N rows at location 0 / position 0, seq_len 1, request row 0 (spec §5.1);
 * ``write_targets``: every target layer stores those rows at their SWA slots (never slot 0 for a
-  real row, spec §9.5);
+  real row, spec §9.5; a replayed verify's padded rows at the dummy slot 0);
 * ``draft_extend``: the draft extend rewrites the verify window (all N rows, spec §5
   DRAFT_EXTEND_V2) through the same slots and positions, never slot 0 for a real row;
 * ``spec_accept``: ``committed`` and ``seq_lens`` grow by the accept length, ``allocated`` is
@@ -37,6 +40,8 @@ from __future__ import annotations
 from swafuzz.features.record import check
 from swafuzz.scenarios.case import POISON_BYTE
 from swafuzz.server.case import ServerCase, ServerConfig
+from swafuzz.server.graph_checks import SEQ_LEN_FILL
+from swafuzz.server.graph_rows import ReqSlots, fill_semantics
 from swafuzz.server.observation import ServerObs
 from swafuzz.server.oracle import ServerFailure, observed_plan, rows
 from swafuzz.server.timeline import Forward, Release, Retract, RetractionError
@@ -88,6 +93,7 @@ def judge(case: ServerCase, obs: ServerObs, disabled=frozenset()) -> list[Server
         if isinstance(ev, (Release, Retract)):
             for rid in ev.rids:
                 j.reqs.pop(rid, None)
+            j.slots.free(ev.rids)
             continue
         stopped = obs.error is not None
         if ev.index not in j.recs or (stopped and ev.mode == "DECODE" and ev.index not in j.spec):
@@ -114,6 +120,9 @@ class _Judge:
         self.reqs: dict[int, _Req] = {}
         self.out: list[ServerFailure] = []
         self.shadow: list[dict[int, bytes]] = [{} for _ in range(case.model.layers)]
+        sem = fill_semantics(obs.target_version)  # the release's request-row order, if read
+        self.slots = ReqSlots(len(case.requests), sem.slot_order if sem else "tail")
+        self.rows_known = sem is not None
 
     def fail(self, check: str, fwd: int, msg: str) -> None:
         if check in self.on:
@@ -133,6 +142,7 @@ class _Judge:
 
     def extend(self, ev: Forward) -> ServerFailure | None:
         rec = self.recs[ev.index]
+        self.slots.take(ev.rids)
         if len(rec.alloc) != ev.rows:
             return ServerFailure("alloc_count", ev.index, f"forward {ev.index} (EXTEND) "
                                  f"allocated {len(rec.alloc)} tokens for {ev.rows} rows")
@@ -162,7 +172,10 @@ class _Judge:
         pos = [self.reqs[rid].committed + i for rid in ev.rids for i in range(N)]
         self.draft_decode(ev, sp.get("draft", []))
         self.verify_rows(ev, sp["verify"], full, pos)
-        self.stores(ev.index, sp["verify"]["stores"], swa, "write_targets", "target")
+        pad = self.verify_graph(ev, sp["verify"], full, pos)
+        replayed = sp["verify"].get("exec") == "graph"  # padded rows write the dummy slot
+        self.stores(ev.index, sp["verify"]["stores"], swa + [0] * pad * N if replayed else swa,
+                    "write_targets", "target", real=len(swa))
         self.draft_extend(ev, sp["draft_extend"], full, pos)
         self.stores(ev.index, sp["draft_extend"]["stores"], swa, "draft_extend", "draft")
         self.windows(ev, rec.mapping)
@@ -216,6 +229,36 @@ class _Judge:
                 self.fail("verify_rows", ev.index, f"the verify batch's {name} {got}, expected "
                           f"{exp} ({self.N} draft tokens per request)")
 
+    @check("verify_graph", level="server")
+    def verify_graph(self, ev: Forward, v: dict, full: list[int], pos: list[int]) -> int:
+        """With decode graphs: the release's target verify graph runner takes the batch iff a
+        captured size holds it, the smallest such (the bucket); its buffers' bucket rows are the
+        verify's rows, then per padded request N rows at location 0 / position 0, seq_len the
+        fill value and request row 0 (the registry's padding policies, spec §5.1). Returns the
+        padded requests (0: eager)."""
+        c, bs, N = self.case.config, len(ev.rids), self.N
+        sizes = () if c.disable_cuda_graph else tuple(c.cuda_graph_bs_decode or ())
+        bucket = min((b for b in sizes if b >= bs), default=None)
+        g = v.get("graph")
+        if bucket is None or g is None:
+            if (bucket is None) != (g is None):
+                self.fail("verify_graph", ev.index, f"a verify of {bs} requests with captured "
+                          f"sizes {list(sizes)}: " + (f"filled bucket {g['bucket']}, expected "
+                          "eager" if g is not None else f"eager, expected bucket {bucket}"))
+            return 0
+        pad = bucket - bs
+        exp = {"bucket": bucket, "raw_bs": bs, "out_cache_loc": full + [0] * pad * N,
+               "positions": pos + [0] * pad * N,
+               "seq_lens": [self.reqs[rid].committed for rid in ev.rids] + [SEQ_LEN_FILL] * pad}
+        if self.rows_known:
+            exp["req_pool_indices"] = [self.slots.rows.get(r, -1) for r in ev.rids] + [0] * pad
+        for name, want in exp.items():
+            if g.get(name) != want:
+                self.fail("verify_graph", ev.index, f"the verify graph runner's {name} after its "
+                          f"fill {g.get(name)}, expected {want} ({bs} requests in bucket "
+                          f"{bucket}, {N} rows each)")
+        return pad
+
     @check("draft_extend", level="server")
     def draft_extend(self, ev: Forward, d: dict, full: list[int], pos: list[int]) -> None:
         for name, got, exp in (("out_cache_loc", d["out_cache_loc"], full),
@@ -239,7 +282,10 @@ class _Judge:
                           f"expected {exp}")
 
     def stores(self, fwd: int, got: list[list[int]], want: list[int], check: str,
-               pool: str) -> None:
+               pool: str, real: int | None = None) -> None:
+        """Each layer of ``pool`` stored at ``want`` (its first ``real`` rows, default all,
+        the requests' rows: never the dummy slot 0)."""
+        real = len(want) if real is None else real
         layers = self.case.model.layers if pool == "target" else 1
         if len(got) != layers:
             self.fail(check, fwd, f"{len(got)} {pool} layer stores, expected {layers}")
@@ -247,7 +293,7 @@ class _Judge:
             if locs != want:
                 self.fail(check, fwd, f"{pool} layer {layer} stored at {locs}, expected the "
                           f"rows' SWA slots {want}")
-            if 0 in locs[:len(want)]:
+            if 0 in locs[:real]:
                 self.fail(check, fwd, f"{pool} layer {layer} stored a real row at the dummy "
                           f"slot 0 ({locs})")
             if pool == "target":

@@ -57,6 +57,9 @@ class NoC128MTP:
     def clear(self) -> None:
         return None
 
+    def enabled(self) -> bool:  # the target-verify prep asks (no online c128 MTP state)
+        return False
+
 
 def prepare_shim(backend) -> None:
     """Give ``backend.shim`` the attributes the release's draft-extend prep reads (once)."""

@@ -231,8 +231,8 @@ def stale_out_cache_loc_tail():
     padded rows into the earlier batch's (live) slots."""
 
     def keep_tail(r, fb, before):
-        n = fb.out_cache_loc.numel()
-        r.buffers.out_cache_loc[n:r.bs] = before[n:r.bs]
+        n, end = fb.out_cache_loc.numel(), r.bs * getattr(r, "captured_req_width", 1)
+        r.buffers.out_cache_loc[n:end] = before[n:end]  # a verify runner: width rows a request
 
     return _patched_fill(keep_tail)
 
@@ -244,7 +244,7 @@ def seq_lens_pad_zero():
     an attention kernel reading a zero-length row is the consequence upstream."""
 
     def zero(r, fb, before):
-        r.buffers.seq_lens[fb.out_cache_loc.numel():r.bs] = 0
+        r.buffers.seq_lens[fb.batch_size:r.bs] = 0
 
     return _patched_fill(zero)
 

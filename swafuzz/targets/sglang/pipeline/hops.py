@@ -119,8 +119,9 @@ HOPS: tuple[tuple[str, str, str], ...] = (
     ("store kernel, SWA buffers", "modelled",
      "swafuzz's redzoned buffers and store (the release's CUDA JIT store needs a GPU)"),
     ("speculative decoding: decode reserve (eagle_prepare_for_decode)", "real",
-     "EAGLE, topk 1, num_draft_tokens = steps + 1, one rank, no decode graphs (others refused "
-     "by field name; DeepSeek-V4.1 refuses EAGLE: the release's checks run as DeepSeek-V4): "
+     "EAGLE, topk 1, num_draft_tokens = steps + 1, one rank, eager or with decode graphs "
+     "(others refused by field name; DeepSeek-V4.1 refuses EAGLE: the release's checks run as "
+     "DeepSeek-V4): "
      "per DECODE the release's spec-v2 reserve (get_alloc_reserve_per_decode, "
      "page_aligned_decode_alloc_lens, alloc_for_spec_decode with its Triton "
      "assign_req_to_token_pool in the interpreter, kv_allocated_len). The interpreter's scalar "

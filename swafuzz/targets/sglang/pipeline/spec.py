@@ -33,7 +33,7 @@ from swafuzz.server.observation import ForwardRec
 from swafuzz.server.timeline import Forward, output_id
 from swafuzz.targets.forward_mode import ForwardBatch as HarnessBatch
 from swafuzz.targets.forward_mode import ForwardMode as HarnessMode
-from swafuzz.targets.sglang.pipeline import seams, steps
+from swafuzz.targets.sglang.pipeline import seams, spec_graph, steps
 from swafuzz.targets.sglang.pipeline.mutants import patched
 
 try:  # the release's spec-v2 EAGLE code (0.5.22, 0.5.23)
@@ -75,13 +75,18 @@ class SpecPipeline(steps.Pipeline):
         self.topk = c.speculative_eagle_topk
         mr = self.srv.model_runner
         mr.spec_algorithm = self.spec_algorithm
-        mr.decode_cuda_graph_runner = None
         mr.attn_backend = _NoMetadata()
         self.target_worker = SimpleNamespace(model_runner=mr)
         self.draft_runner = SimpleNamespace(**vars(mr))
         self.draft_runner.is_draft_worker = True
         self.draft_runner.attn_backend = _NoMetadata()
-        self.fill = None  # decode graphs with speculative decoding: refused before the run
+        self.fill = None  # a DECODE is an iteration: no decode graph of its own
+        #: with decode graphs, the target's TARGET_VERIFY graph runner (:mod:`.spec_graph`),
+        #: which the release's verify prep asks and fills
+        self.verify_fill = (spec_graph.VerifyFill(self.srv, self.spec_algorithm, self.num_draft,
+                                                  self.num_steps)
+                            if self.srv.graph_runner is not None else None)
+        mr.decode_cuda_graph_runner = None if self.verify_fill is None else self.verify_fill.runner
 
     # -- one speculative iteration --------------------------------------------------------------
     def forward(self, fwd: Forward, batch) -> ForwardRec:
@@ -106,9 +111,10 @@ class SpecPipeline(steps.Pipeline):
         if plan is not None:  # verify and draft extend write the window the draft planned
             vi.kv_loc_plan, vi.prepared_out_cache_loc = plan, plan.write_virtual
         b.spec_info = vi
-        vfb, _graph = eagle_utils.eagle_prepare_for_verify(vi, s.req_to_token_pool, b,
-                                                           self.target_worker)
-        verify = self.spec_store(fwd, vfb, "target", HarnessMode.TARGET_VERIFY)
+        vfb, on_graph = eagle_utils.eagle_prepare_for_verify(vi, s.req_to_token_pool, b,
+                                                             self.target_worker)
+        filled = self.verify_fill.record() if on_graph else None
+        verify = self.spec_store(fwd, vfb, "target", HarnessMode.TARGET_VERIFY, filled)
         mapping = s.allocator.full_to_swa_index_mapping.tolist()  # what the verify reads
         accept = torch.tensor(fwd.accepts, dtype=torch.int64)
         new_seq_lens = b.seq_lens + accept  # run_eagle_verify's unfused commit
@@ -162,21 +168,27 @@ class SpecPipeline(steps.Pipeline):
                         "stores": [st.locs for st in fo.stores]})
         return out, plan
 
-    def spec_store(self, fwd: Forward, fb, pool: str, mode: HarnessMode) -> dict:
+    def spec_store(self, fwd: Forward, fb, pool: str, mode: HarnessMode,
+                   filled: dict | None = None) -> dict:
         """The stub model's stores for the release's ForwardBatch ``fb`` (every layer of
-        ``pool``), and what the batch held."""
+        ``pool``), and what the batch held; ``filled``: the verify graph runner's fill of it
+        (:mod:`.spec_graph`; replayed when the executor captures graphs, else eager)."""
         eng = self.srv.engine
         loc = fb.out_cache_loc.to(torch.int64)
         seq = fb.seq_lens.to(torch.int64)
         pos = fb.positions if fb.positions is not None else fb.spec_info.positions
         pos = pos.to(torch.int64)  # a verify's positions: its input's (the draft tree's)
         hfb = HarnessBatch(mode, fb.batch_size, loc, seq, pos)
-        backend = eng.target_backend if pool == "target" else eng.draft_extend_backend
-        fo = eng.eager_forward(fwd.index, pool, backend, hfb, loc.numel())
+        if filled is not None and eng.executor.graphs:
+            fo = eng.graph_forward(fwd.index, pool, "verify", self.verify_fill.replayed(filled),
+                                   loc.numel(), mode.name)[0]
+        else:
+            backend = eng.target_backend if pool == "target" else eng.draft_extend_backend
+            fo = eng.eager_forward(fwd.index, pool, backend, hfb, loc.numel())
         layers = eng.target_pool.num_layers if pool == "target" else eng.draft_pool.num_layers
         return {"mode": fb.forward_mode.name, "out_cache_loc": loc.tolist(),
-                "positions": pos.tolist(), "seq_lens": seq.tolist(),
-                "stores": steps.layer_stores(fo, layers)}
+                "positions": pos.tolist(), "seq_lens": seq.tolist(), "exec": fo.exec,
+                "graph": filled, "stores": steps.layer_stores(fo, layers)}
 
     def commit(self, b, fwd: Forward, accept: torch.Tensor, new_seq_lens) -> None:
         """The accept as the release books it: ``_resolve_spec_v2_tokens`` (kv_committed_len)

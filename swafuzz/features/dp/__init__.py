@@ -71,6 +71,6 @@ FEATURE = Feature(
             'moe_a2a_backend, no encoder replay)',
             after='swafuzz.features.radix_tree.server_rules:not_driven_with',
         ),
-        Refusal('server', '.server_rules:prefill_graph_refusal', release=True),
+        Refusal('server', '.sglang_sync_prefill:refusal', release=True),
     ),
 )

@@ -38,18 +38,3 @@ def prefill_graph_not_driven(c) -> bool:
             or c.moe_a2a_backend is not None or c.enable_encoder_swa_bounded_replay
             or c.cuda_graph_backend_prefill is None or not c.cuda_graph_bs_prefill)
 
-
-def prefill_graph_refusal(config: dict, version: str) -> str | None:
-    """Why a Case with the prefill graph is not run on this release, or None: the ranks' vote
-    converts through the release's ``SchedulerDPAttnAdapter.maybe_convert_decode_to_extend``
-    and the converted batch runs through its model-runner dispatch (both: 0.5.22, 0.5.23)."""
-    if config.get("cuda_graph_backend_prefill") is None:
-        return None
-    from swafuzz.features.dp.sglang_sync_prefill import has_conversion
-    from swafuzz.targets.sglang.pipeline.dispatch import DRIVEN
-    if not (has_conversion() and DRIVEN):
-        return (f"config.cuda_graph_backend_prefill: sglang {version} has no "
-                "SchedulerDPAttnAdapter.maybe_convert_decode_to_extend or no EagerRunner "
-                "dispatch without warm-up; the DP ranks' prefill-graph vote and decode->extend "
-                "conversion are driven on 0.5.22 and 0.5.23 only (allowed: null)")
-    return None

@@ -18,6 +18,7 @@ allocator's SWA slot of each location (``swa``).
 from __future__ import annotations
 
 from swafuzz.features.dp.sglang_sync_prefill import convert
+from swafuzz.targets.sglang.pipeline import seams
 
 #: what the gather lays on the scheduler batch and the conversion reads
 GATHERED = ("is_extend_in_batch", "can_run_dp_prefill_cuda_graph", "global_num_tokens")
@@ -65,8 +66,6 @@ def prefix_from_token_list():
     batch's ``seq_len - 1``: with the output lag drained (every non-overlap step) the prefix is
     ``seq_len``, the one-token extend's position one past its own KV row."""
     from sglang.srt.managers.schedule_batch import ScheduleBatch
-
-    from swafuzz.targets.sglang.pipeline import seams
     real = ScheduleBatch.convert_decode_to_extend
 
     def convert_decode_to_extend(self):

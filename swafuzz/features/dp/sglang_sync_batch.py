@@ -22,6 +22,8 @@ import types
 
 import torch
 
+from swafuzz.features.dp.sglang_sync_prefill import convert, prefill_runner
+
 
 def _rel():
     """The release modules the hop runs."""
@@ -54,7 +56,6 @@ def model_runner(model_config):
         spec_algorithm=SpeculativeAlgorithm.NONE, device="cpu")
     r.attn_tp_sequence_sharded = types.MethodType(rel.ModelRunner.attn_tp_sequence_sharded, r)
     r.attn_backend = dsv4_backend(r)
-    from swafuzz.features.dp.sglang_sync_prefill import prefill_runner
     r.prefill_cuda_graph_runner = prefill_runner(r)  # None unless the prefill graph is breakable
     return r
 
@@ -232,7 +233,6 @@ def _run(rank_in: dict, runner, cuda_graph: bool) -> dict:
              "prefill_graph": bool(getattr(sb, "can_run_dp_prefill_cuda_graph", False)),
              "extend_in_batch": bool(getattr(sb, "is_extend_in_batch", False))}
     if rank_in["mode"] == "decode":  # the scheduler's conversion after the gather
-        from swafuzz.features.dp.sglang_sync_prefill import convert
         convert(sb)
         votes["converted"] = bool(sb.converted)
         if sb.converted:  # the rank's batch is a one-token-per-request EXTEND from here

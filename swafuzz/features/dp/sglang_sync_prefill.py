@@ -19,6 +19,9 @@ CUDA). :func:`convert` is the release's ``SchedulerDPAttnAdapter.maybe_convert_d
 
 from __future__ import annotations
 
+import importlib
+import inspect
+
 
 def prefill_runner(model_runner):
     """The release's ``PrefillCudaGraphRunner`` for a rank whose published prefill backend is
@@ -55,8 +58,24 @@ def convert(batch):
     return SchedulerDPAttnAdapter.maybe_convert_decode_to_extend(None, batch)
 
 
-def has_conversion() -> bool:
-    """Whether the installed release converts (``maybe_convert_decode_to_extend``)."""
-    from sglang.srt.managers.scheduler_components import dp_attn
-    return hasattr(getattr(dp_attn, "SchedulerDPAttnAdapter", None),
-                   "maybe_convert_decode_to_extend")
+def refusal(config: dict, version: str) -> str | None:
+    """The ``dp`` record's release refusal of a Case with the prefill graph, or None: the ranks'
+    vote converts through the release's ``SchedulerDPAttnAdapter.maybe_convert_decode_to_extend``
+    and the converted batch runs through its model-runner dispatch, the eager runner built
+    without warm-up (``run_warmup``; both 0.5.22, 0.5.23)."""
+    if config.get("cuda_graph_backend_prefill") is None:
+        return None
+    dp_attn = importlib.import_module("sglang.srt.managers.scheduler_components.dp_attn")
+    ok = hasattr(getattr(dp_attn, "SchedulerDPAttnAdapter", None),
+                 "maybe_convert_decode_to_extend")
+    try:
+        eager = importlib.import_module("sglang.srt.model_executor.runner.eager_runner")
+        ok = ok and "run_warmup" in inspect.signature(eager.EagerRunner.__init__).parameters
+    except ImportError:
+        ok = False
+    if ok:
+        return None
+    return (f"config.cuda_graph_backend_prefill: sglang {version} has no "
+            "SchedulerDPAttnAdapter.maybe_convert_decode_to_extend or no EagerRunner dispatch "
+            "without warm-up; the DP ranks' prefill-graph vote and decode->extend conversion "
+            "are driven on 0.5.22 and 0.5.23 only (allowed: null)")

@@ -158,13 +158,13 @@ HOPS: tuple[tuple[str, str, str], ...] = (
     ("data-parallel prefill-graph vote and decode->extend conversion "
      "(_local_prefill_cuda_graph_vote, maybe_convert_decode_to_extend, "
      "convert_decode_to_extend)", "real",
-     "with cuda_graph_backend_prefill breakable (kind server_dp_overlap; 0.5.22, 0.5.23): "
+     "with cuda_graph_backend_prefill breakable (0.5.22, 0.5.23): "
      "each DPSync rank votes with the release's PrefillCudaGraphRunner.can_replay_locally "
      "(built without its constructor from the published captured token counts), the gather "
      "min-reduces the votes and pads MAX_LEN to the bucket; a DECODE rank beside an "
      "extending peer runs the release's conversion on its own ScheduleBatch, whose "
      "ForwardBatch.init_new (extend and prefix lengths, positions) the oracle judges "
-     "(dp_convert) before the ranks' padded rows go to the store"),
+     "before the ranks' padded rows go to the store"),
 )
 
 
@@ -172,11 +172,12 @@ HOPS: tuple[tuple[str, str, str], ...] = (
 #: ``swafuzz run --level server --coverage`` shows them never called (docs/COVERAGE.md)
 NOT_DRIVEN: tuple[tuple[str, str, str], ...] = (
     ("prefill graph replay (PrefillCudaGraphRunner.can_run_graph / execute) and attention TP "
-     "inside a data-parallel rank (tp_size 4, dp_size 2)", "not driven",
+     "inside a data-parallel rank (4 TP ranks over 2 data-parallel ranks)", "not driven",
      "the replay captures CUDA graphs (no CPU path): the ranks vote on the release's runner "
-     "and a converted batch runs the eager extend; tp 4 / dp 2 is refused (config.tp_size): "
+     "and a converted batch runs the eager extend; 4 TP ranks over 2 data-parallel ranks "
+     "are refused (config.tp_size): "
      "the DPSync ranks start 4 gloo processes, but the per-rank pipeline and the oracle hold "
-     "one attention-TP rank per DP rank"),
+     "one attention-TP rank per data-parallel rank"),
     ("disaggregated decode's transfer (translate_swa_indices_for_transfer)", "not driven",
      "the KV transfer needs a prefill server and a transfer engine (RDMA / NIXL / Mooncake); "
      "the decode side's takeover runs in tests only (the row above)"),

@@ -74,8 +74,9 @@ def overlap_cases(draw) -> ServerCase:
                      max_new_tokens=draw(st.integers(1, 3)), rank=1)
              for _ in range(draw(st.integers(1, 3)))]
     reqs = tuple(first + sorted(later, key=lambda r: r.arrive_step))
-    # the breakable prefill graph the ranks vote on (first: shrinks towards it), none, or pplx
-    path = draw(st.sampled_from(("prefill_graph", "eager", "pplx")))
+    # the breakable prefill graph the ranks vote on (half the draws; first: shrinks towards
+    # it), none, or pplx
+    path = draw(st.sampled_from(("prefill_graph", "eager", "prefill_graph", "pplx")))
     cfg = _pplx(path == "pplx")
     if path == "prefill_graph":
         # a doubling ladder up to a drawn top (a count above it: the vote fails) and extra

@@ -65,9 +65,10 @@ def _apply(root) -> None:
           "    fields=", "")  # the kinds tuple's end, once: the new kind goes last in it
     _replace_once(root, "__init__.py", "        ),\n    ),\n    fields=",
                   "        ),\n" + entry + "    ),\n    fields=")
-    _edit(root, "__init__.py", "    mutants=('swafuzz.features.dp.mutants',),\n",
-          "    checks=('server:rank_rows',),\n"
-          "    check_modules=('swafuzz.features.dp.server_oracle',),\n")
+    _replace_once(root, "__init__.py", "checks=('server:dp_convert',), check_modules=("
+                  "'.server_convert_oracle',)", "checks=('server:dp_convert', "
+                  "'server:rank_rows'), check_modules=('.server_convert_oracle', "
+                  "'swafuzz.features.dp.server_oracle')")
     _edit(root, "server_oracle.py", "import dataclasses\n\n",
           "from swafuzz.features.record import check\n")
     _edit(root, "server_oracle.py", "for f in judge(sub, o, graphs, pads=pads[r], "

@@ -24,7 +24,7 @@ FEATURE = Feature(
             opt_in=True,
         ),
         Kind(
-            'server_dp_overlap', '.server_overlap_kind:cases',
+            'server_dp_overlap', '.server_kind:overlap_cases',
             'two attention-DP ranks whose work overlaps over several steps (tp_size 2, dp_size '
             '2): rank 0 decodes while rank 1 extends its later arrivals, each rank IDLE while '
             "its peer works (unpadded and padded), pplx drawn: every forward and IDLE through "
@@ -35,6 +35,7 @@ FEATURE = Feature(
     ),
     fields='.fields:FIELDS', validators=('.rules:validate',), engine=('.engine',),
     oracle=('.oracle', '.server_rules'),
+    checks=('server:dp_convert',), check_modules=('.server_convert_oracle',),
     mutants=('swafuzz.features.dp.mutants',),
     hooks={
         'scenario.part': '.rules:DPScenario', 'oracle.part': '.oracle:DPOracle',
@@ -62,5 +63,14 @@ FEATURE = Feature(
             'server level yet (allowed: true with tp_size 2)',
             after='swafuzz.features.spec_decode.server_rules:spec_on_dp_ranks',
         ),
+        Refusal(
+            'server', '.server_rules:prefill_graph_not_driven',
+            'config.cuda_graph_backend_prefill / cuda_graph_bs_prefill: the prefill graph is '
+            'driven as the attention-DP ranks\' vote only (allowed: both null; or breakable with '
+            'captured token counts on tp_size 2, dp_size 2 with data-parallel attention, no '
+            'moe_a2a_backend, no encoder replay)',
+            after='swafuzz.features.radix_tree.server_rules:not_driven_with',
+        ),
+        Refusal('server', '.sglang_sync_prefill:refusal', release=True),
     ),
 )

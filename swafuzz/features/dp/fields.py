@@ -26,6 +26,13 @@ FIELDS = (
                        'flashinfer', 'megamoe', 'deepep_v2', 'ascend_tp', 'pplx',
                        'flashinfer_megamoe')),
     CaseField('config', 'disable_prefill_cuda_graph', 'bool', False, 'no prefill graphs'),
+    # the prefill graph the attention-DP ranks vote on (its captured token counts): what makes the
+    # release convert a decoding rank's batch to EXTEND when a peer extends
+    CaseField('config', 'cuda_graph_backend_prefill', 'str | None', None,
+              'the prefill graph backend (breakable: the DP ranks vote on replaying it)',
+              choices=('breakable',)),
+    CaseField('config', 'cuda_graph_bs_prefill', 'tuple[int, ...] | None', None,
+              'captured prefill token counts', lo=1, hi=1 << 12, increasing=True),
     CaseField('config', 'env', 'tuple[tuple[str, str], ...]', (),
               'the deployment\'s environment (the release reads these limits from it, not from '
               'ServerArgs)', choices=('SGLANG_PPLX_NUM_MAX_DISPATCH_TOKENS_PER_RANK',), lo=1,

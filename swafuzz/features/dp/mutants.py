@@ -90,3 +90,10 @@ mutant("server_idle_padded_no_init", level="server", kinds=("server_dp_overlap",
        patch="swafuzz.features.dp.sglang_server_idle:padded_idle_skips_metadata_init",
        source="PR #15227 reverted (a DP-padded IDLE batch runs on the previous batch's "
               "attention metadata), in the release's EagerRunner._execute_idle")
+# -- server level: the release's decode->extend conversion of an attention-DP rank's DECODE
+mutant("server_dp_convert_prefix_from_tokens", level="server", kinds=("server_dp_overlap",),
+       patch="swafuzz.features.dp.sglang_server_convert:prefix_from_token_list",
+       source="PR #37505 reverted (the DP decode->extend conversion's extend prefix from the "
+              "request's token list, len(origin_input_ids) + len(output_ids), the overlap "
+              "arm's delta 0: prefix_len == seq_len once the output lag has drained), in the "
+              "release's ScheduleBatch.convert_decode_to_extend")

@@ -18,13 +18,16 @@ does not run a rank's IDLE there: its store goes through the request window).
 
 from __future__ import annotations
 
+from swafuzz.features.dp.server_convert_oracle import prefill_pad
 from swafuzz.server.dispatch_checks import ENTRY, idle_stores, model_dispatch
 from swafuzz.server.oracle import ServerFailure
 
 
-def expected_idles(case, plans: list[list]) -> list[dict[int, tuple]]:
+def expected_idles(case, plans: list[list], target_version: str = "") -> list[dict[int, tuple]]:
     """Per rank, step -> ``(mode, rows, batch size, padded)`` of its IDLE forward (module
-    docstring); ``plans``: each rank's forwards (empty for a rank without requests)."""
+    docstring; with a prefill graph the ranks' vote may pad MAX_LEN to its bucket:
+    :func:`.server_convert_oracle.prefill_pad`); ``plans``: each rank's forwards (empty for a
+    rank without requests)."""
     by_step = [{f.step: f for f in p} for p in plans]
     pplx = case.config.moe_a2a_backend == "pplx"
     serving = [bool(r) for r in case_ranks(case)]
@@ -33,13 +36,14 @@ def expected_idles(case, plans: list[list]) -> list[dict[int, tuple]]:
         fw = [s.get(t) for s in by_step]
         counts = [0 if f is None else f.rows if f.mode == "EXTEND" else len(f.rids) for f in fw]
         extend = any(f is not None and f.mode == "EXTEND" for f in fw)
+        graph_rows = prefill_pad(case, fw, target_version)
         for r, f in enumerate(fw):
             if f is not None or not serving[r]:
                 continue
-            if not pplx and extend:  # SUM_LEN
+            if not pplx and extend and graph_rows is None:  # SUM_LEN
                 out[r][t] = ("IDLE", 0, 0, False)
             elif extend:  # MAX_LEN with an extending peer: the dummy EXTEND
-                out[r][t] = ("EXTEND", max(counts), 1, True)
+                out[r][t] = ("EXTEND", graph_rows or max(counts), 1, True)
             else:
                 out[r][t] = ("IDLE", max(counts), max(counts), True)
     return out
@@ -50,14 +54,15 @@ def case_ranks(case) -> list[tuple]:
     return [tuple(q for q in case.requests if q.rank == r) for r in range(case.config.dp_size)]
 
 
-def idle_failures(case, plans: list[list], obs_ranks: list, stopped: bool) -> list[ServerFailure]:
+def idle_failures(case, plans: list[list], obs_ranks: list, stopped: bool,
+                  target_version: str = "") -> list[ServerFailure]:
     """``model_dispatch`` failures of the ranks' IDLE forwards (``stopped``: the run stopped
     early, so a predicted IDLE may be missing)."""
     if case.config.enable_encoder_swa_bounded_replay:
         return []
     layers = case.model.layers
     out = []
-    for r, (want, o) in enumerate(zip(expected_idles(case, plans), obs_ranks)):
+    for r, (want, o) in enumerate(zip(expected_idles(case, plans, target_version), obs_ranks)):
         got = {d["step"]: d for d in o.idles}
         if not got and not o.dispatch:
             continue  # the rank's forwards were not dispatched through the release's runner

@@ -19,6 +19,11 @@ from __future__ import annotations
 
 import dataclasses
 
+from swafuzz.features.dp.server_convert_oracle import (
+    dp_convert,
+    expected_conversions,
+    prefill_pad,
+)
 from swafuzz.features.dp.server_idle_oracle import idle_failures
 from swafuzz.server.case import ServerCase
 from swafuzz.server.oracle import ServerFailure, judge, observed_plan
@@ -36,9 +41,11 @@ def ranks(case: ServerCase) -> int:
     return case.config.dp_size if case.config.enable_dp_attention else 1
 
 
-def expected_pads(case: ServerCase, plans: list[list[Forward]]) -> list[dict[int, tuple]]:
+def expected_pads(case: ServerCase, plans: list[list[Forward]],
+                  target_version: str = "") -> list[dict[int, tuple]]:
     """Per rank, forward index -> ``(mode, rows, batch size)`` after the MLP sync (module
-    docstring); ``plans``: each rank's forwards."""
+    docstring; with a prefill graph :mod:`.server_convert_oracle`'s vote and padding);
+    ``plans``: each rank's forwards; ``target_version``: the release's (its padding rule)."""
     by_step = [{f.step: f for f in p} for p in plans]
     pplx = case.config.moe_a2a_backend == "pplx"
     out: list[dict[int, tuple]] = [{} for _ in plans]
@@ -46,11 +53,12 @@ def expected_pads(case: ServerCase, plans: list[list[Forward]]) -> list[dict[int
         fw = [s.get(t) for s in by_step]
         counts = [0 if f is None else f.rows if f.mode == "EXTEND" else len(f.rids) for f in fw]
         extend = any(f is not None and f.mode == "EXTEND" for f in fw)
-        max_len = pplx or not extend
+        graph_rows = prefill_pad(case, fw, target_version)
+        max_len = pplx or not extend or graph_rows is not None
         for r, f in enumerate(fw):
             if f is None:
                 continue
-            rows = max(counts) if max_len else counts[r]
+            rows = (graph_rows or max(counts)) if max_len else counts[r]
             if f.mode == "DECODE" and not (extend and max_len):
                 out[r][f.index] = ("DECODE", rows, rows)
             else:  # an EXTEND, or a DECODE relabelled a one-token-per-request EXTEND
@@ -85,7 +93,8 @@ def _ranks(case: ServerCase, obs, graphs: bool, disabled):
                          if sub.requests else [])
         except RetractionError as e:
             return ServerFailure("retraction", None, str(e))
-    pads = expected_pads(case, plans)
+    version = next((o.target_version for o in obs.ranks if o.target_version), "")
+    pads = expected_pads(case, plans, version)
     out = []
     for r, (sub, o) in enumerate(zip(subs, obs.ranks)):
         if not sub.requests:
@@ -94,5 +103,23 @@ def _ranks(case: ServerCase, obs, graphs: bool, disabled):
                 for f in judge(sub, o, graphs, pads=pads[r], disabled=disabled)]
     if "model_dispatch" not in disabled:  # the ranks' IDLE forwards (:mod:`.server_idle_oracle`)
         stopped = any(o.error or o.out_of_scope for o in obs.ranks)
-        out += idle_failures(case, plans, obs.ranks, stopped)
+        out += idle_failures(case, plans, obs.ranks, stopped, version)
+    if "dp_convert" not in disabled:
+        out += _conversions(case, plans, obs.ranks)
+    return out
+
+
+def _conversions(case: ServerCase, plans: list, obs_ranks: list) -> list[ServerFailure]:
+    """``dp_convert`` failures: every DECODE a rank dispatched through the release's model
+    runner, against :func:`.server_convert_oracle.expected_conversions`."""
+    out = []
+    for r, (want, plan, o) in enumerate(zip(expected_conversions(case, plans), plans, obs_ranks)):
+        recs = {f.index: f for f in o.forwards}
+        for f in plan:
+            if f.index not in want or f.index not in o.dispatch or f.index not in recs:
+                continue  # not dispatched (no record), or the run stopped before it
+            lens = [start + n for start, n in f.spans]
+            msgs = dp_convert(f"forward {f.index} (DECODE)", o.dispatch[f.index].get("convert"),
+                              want[f.index], lens, recs[f.index].alloc)
+            out += [ServerFailure("dp_convert", f.index, f"rank {r}: {m}") for m in msgs]
     return out

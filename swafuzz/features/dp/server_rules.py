@@ -26,3 +26,15 @@ def attn_tp_rows(case, mode: str, rows: int, bs: int, exec_: str):
         return None
     padded = -(-rows // T) * T
     return padded, (padded if mode == "DECODE" else bs)
+
+
+def prefill_graph_not_driven(c) -> bool:
+    """A prefill graph (backend or captured token counts) outside what the ranks' vote drives:
+    two attention-DP ranks (tp 2, dp 2), no pplx, no encoder replay, the breakable backend with
+    its captured token counts."""
+    if c.cuda_graph_backend_prefill is None and not c.cuda_graph_bs_prefill:
+        return False
+    return ((c.tp_size, c.dp_size, c.enable_dp_attention) != (2, 2, True)
+            or c.moe_a2a_backend is not None or c.enable_encoder_swa_bounded_replay
+            or c.cuda_graph_backend_prefill is None or not c.cuda_graph_bs_prefill)
+

@@ -29,11 +29,15 @@ _ACTIVE: list[str | None] = [None]
 
 def rank_shape(config) -> tuple[ServerShape, dict[str, str]]:
     """The ranks' server arguments for a server-level ``config`` (TP / DP sizes, DP attention, dense
-    MoE TP size, MoE all-to-all backend, prefill graph switch, as set) and the deployment's
+    MoE TP size, MoE all-to-all backend, prefill graph switch, backend and captured token
+    counts, as set) and the deployment's
     environment. Bounded replay stays off on the ranks: their token count reads encoder replay only
     through rows folded from a cached prefix (no radix cache at server level)."""
-    extra = {k: getattr(config, k) for k in ("moe_a2a_backend", "disable_prefill_cuda_graph")
+    extra = {k: getattr(config, k) for k in ("moe_a2a_backend", "disable_prefill_cuda_graph",
+                                             "cuda_graph_backend_prefill")
              if getattr(config, k) != getattr(type(config)(), k)}
+    if config.cuda_graph_bs_prefill:  # the prefill graph's captured token counts (a list)
+        extra["cuda_graph_bs_prefill"] = list(config.cuda_graph_bs_prefill)
     shape = ServerShape(tp_size=config.tp_size, dp_size=config.dp_size,
                         enable_dp_attention=config.enable_dp_attention,
                         moe_dense_tp_size=config.moe_dense_tp_size, extra=extra)
@@ -42,7 +46,8 @@ def rank_shape(config) -> tuple[ServerShape, dict[str, str]]:
 
 def _key(config) -> tuple:
     shape, env = rank_shape(config)
-    return (tuple(sorted(shape.server_args().items())), tuple(sorted(env.items())))
+    args = {k: tuple(v) if isinstance(v, list) else v for k, v in shape.server_args().items()}
+    return (tuple(sorted(args.items())), tuple(sorted(env.items())))
 
 
 def sync_for(config) -> DPSync:

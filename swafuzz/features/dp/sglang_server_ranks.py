@@ -24,6 +24,8 @@ from swafuzz.server.observation import ServerObs
 
 #: the ranks' IDLE forwards through the release (imports SGLang: loaded when a rank idles)
 IDLE = "swafuzz.features.dp.sglang_server_idle:"
+#: the ranks' decode->extend conversion through the release (imports SGLang)
+CONVERT = "swafuzz.features.dp.sglang_server_convert:"
 
 
 def rank_input(fb) -> RankInput:
@@ -59,6 +61,14 @@ def run(case: ServerCase, impl: str, executor, pipeline_cls) -> ServerObs:
             inputs = [rank_input(fb) if fb is not None else RankInput("idle") for fb in fbs]
             idles = [_idle(p) if not w else None for p, w in zip(pipes, work)]
             res = sync_for(case.config).step(inputs, mutant=active_mutant())
+            conv = [None] * n
+            for r, (p, w) in enumerate(zip(pipes, work)):
+                if w and inputs[r].mode == "decode" and res[r].get("ran"):  # after the gather
+                    cur = p
+                    fbs[r] = load(CONVERT + "decide")(p, w[0][1], res[r]) or fbs[r]
+                    conv[r] = load(CONVERT + "record")(p, fbs[r] if fbs[r].forward_mode
+                                                       .is_extend() else None)
+                    cur = None
             for r, (p, w, fb) in enumerate(zip(pipes, work, fbs)):
                 if idles[r] is not None and res[r].get("ran"):  # the rank's IDLE forward
                     cur = p
@@ -71,6 +81,8 @@ def run(case: ServerCase, impl: str, executor, pipeline_cls) -> ServerObs:
                 cur = p
                 ev, batch = w[0]
                 p.obs.forwards.append(p.store(ev, fb, res[r]["padded"]))
+                if conv[r] is not None and ev.index in p.obs.dispatch:
+                    p.obs.dispatch[ev.index]["convert"] = conv[r]
                 p.after_forward(ev, batch)
                 cur = None
     except (HarnessError, MemoryError):  # the harness's process group: exit 3, not a finding

@@ -22,6 +22,8 @@ import types
 
 import torch
 
+from swafuzz.features.dp.sglang_sync_prefill import convert, prefill_runner
+
 
 def _rel():
     """The release modules the hop runs."""
@@ -54,6 +56,7 @@ def model_runner(model_config):
         spec_algorithm=SpeculativeAlgorithm.NONE, device="cpu")
     r.attn_tp_sequence_sharded = types.MethodType(rel.ModelRunner.attn_tp_sequence_sharded, r)
     r.attn_backend = dsv4_backend(r)
+    r.prefill_cuda_graph_runner = prefill_runner(r)  # None unless the prefill graph is breakable
     return r
 
 
@@ -81,6 +84,11 @@ def schedule_batch(rank_in: dict):
         extend_num_tokens=sum(ext), seq_lens_cpu=torch.tensor(seq, dtype=torch.int64),
         multimodal_inputs=None, has_grammar=False)
     b.batch_size = lambda: len(seq)
+    b.converted = False
+
+    def convert_decode_to_extend():  # the release's conversion, as the rank's batch sees it
+        b.forward_mode, b.converted = fm.EXTEND, True
+    b.convert_decode_to_extend = convert_decode_to_extend
     return b
 
 
@@ -222,7 +230,13 @@ def _run(rank_in: dict, runner, cuda_graph: bool) -> dict:
     if sb is None:
         return {"ran": False}
     votes = {"decode_graph": bool(getattr(sb, "can_run_decode_cuda_graph", False)),
-             "prefill_graph": bool(getattr(sb, "can_run_dp_prefill_cuda_graph", False))}
+             "prefill_graph": bool(getattr(sb, "can_run_dp_prefill_cuda_graph", False)),
+             "extend_in_batch": bool(getattr(sb, "is_extend_in_batch", False))}
+    if rank_in["mode"] == "decode":  # the scheduler's conversion after the gather
+        convert(sb)
+        votes["converted"] = bool(sb.converted)
+        if sb.converted:  # the rank's batch is a one-token-per-request EXTEND from here
+            rank_in = dict(rank_in, mode="extend", extend_lens=[1] * len(rank_in["seq_lens"]))
     fb = forward_batch(rank_in, sb)
     before = snapshot(fb)
     gathered = getattr(sb, "global_num_tokens", None)

@@ -154,17 +154,29 @@ HOPS: tuple[tuple[str, str, str], ...] = (
      "allocator after live requests) and, as a server kind, the opt-in decode-side kind "
      "(disaggregation_mode decode; the decode side's own rows below): the release's prealloc "
      "queue, its fake receiver, a modelled KV transfer, the PREBUILT batch, the decodes"),
+    ("data-parallel prefill-graph vote and decode->extend conversion "
+     "(_local_prefill_cuda_graph_vote, maybe_convert_decode_to_extend, "
+     "convert_decode_to_extend)", "real",
+     "with cuda_graph_backend_prefill breakable (0.5.22, 0.5.23): "
+     "each DPSync rank votes with the release's PrefillCudaGraphRunner.can_replay_locally "
+     "(built without its constructor from the published captured token counts), the gather "
+     "min-reduces the votes and pads MAX_LEN to the bucket; a DECODE rank beside an "
+     "extending peer runs the release's conversion on its own ScheduleBatch, whose "
+     "ForwardBatch.init_new (extend and prefix lengths, positions) the oracle judges "
+     "before the ranks' padded rows go to the store"),
 )
 
 
 #: hops of a deployment's SWA route the server level does not drive yet (hop, status, why);
 #: ``swafuzz run --level server --coverage`` shows them never called (docs/COVERAGE.md)
 NOT_DRIVEN: tuple[tuple[str, str, str], ...] = (
-    ("data-parallel decode->extend conversion (maybe_convert_decode_to_extend, "
-     "convert_decode_to_extend)", "not driven",
-     "the release converts only after every rank's prefill-graph vote passes (a captured "
-     "prefill graph runner per rank, no MoE all-to-all, no idle rank); the ranks' runner "
-     "stand-in has no prefill graph runner, so the vote is always no"),
+    ("prefill graph replay (PrefillCudaGraphRunner.can_run_graph / execute) and attention TP "
+     "inside a data-parallel rank (4 TP ranks over 2 data-parallel ranks)", "not driven",
+     "the replay captures CUDA graphs (no CPU path): the ranks vote on the release's runner "
+     "and a converted batch runs the eager extend; 4 TP ranks over 2 data-parallel ranks "
+     "are refused (config.tp_size): "
+     "the DPSync ranks start 4 gloo processes, but the per-rank pipeline and the oracle hold "
+     "one attention-TP rank per data-parallel rank"),
     ("disaggregated decode's KV transfer engine (Mooncake / NIXL / Mori send and receive, "
      "the transfer queue's pop_transferred over metadata buffers)", "not driven",
      "the transfer needs a prefill server and a transfer engine (RDMA); the decode side runs "

@@ -7,13 +7,13 @@ from __future__ import annotations
 from swafuzz.targets.sglang.environ import set_attr
 
 from sglang.srt.disaggregation import decode as disagg_decode  # isort: skip
-from sglang.srt.mem_cache.allocator import swa as swa_alloc  # isort: skip
+from swafuzz.targets.sglang.features import SWATokenToKVPoolAllocator  # isort: skip
 
 
 def swa_pages_untranslated():
     """``translate_swa_indices_for_transfer`` hands back the full slots it was given: the SWA
     pages the prefill writes the window's KV into are the full side's page numbers."""
-    cls = swa_alloc.SWATokenToKVPoolAllocator
+    cls = SWATokenToKVPoolAllocator  # mem_cache.allocator.swa, or 0.5.12's swa_memory_pool
 
     def translate_swa_indices_for_transfer(self, kv_indices):
         return kv_indices

@@ -101,7 +101,10 @@ def test_pplx_relabels_a_decode_rank_extend(dp2pplx):
     # eager: the extending rank votes the decode graph off (min over the ranks; the decode
     # runner's can_run_graph asks that vote under MLP sync) and the prefill graph is disabled;
     # two decoding ranks would vote it on
-    assert ext["votes"] == dec["votes"] == {"decode_graph": False, "prefill_graph": False}
+    # and no prefill graph, so the decode rank is not converted (the relabelling is pplx's)
+    assert ext["votes"] == {"decode_graph": False, "prefill_graph": False,
+                            "extend_in_batch": True}
+    assert dec["votes"] == dict(ext["votes"], converted=False)
     from swafuzz.features.dp.sglang_sync import RankInput
     both = dp2pplx.step([RankInput("decode", (9,), (), (12,))] * 2, cuda_graph=True)
     assert [o["votes"]["decode_graph"] for o in both] == [True, True]

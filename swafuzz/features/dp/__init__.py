@@ -1,6 +1,10 @@
 """Feature record: DP attention: DP-padded batches and the re-padding / EXTEND rewrite of speculative forwards; its contract: ``SEMANTICS.md`` beside this file."""
 
-from swafuzz.features.record import Feature, Kind, Refusal
+from swafuzz.features.record import Feature, Kind, Refusal, Since
+
+#: the first release whose runtime context publishes per rank (SpawnRanks): the server-level
+#: ranks' MLP-sync bring-up on gloo needs it
+RANKED = Since('0.5.21', 'runtime_context with its ranked publish (SpawnRanks)')
 
 FEATURE = Feature(
     name='dp',
@@ -22,6 +26,7 @@ FEATURE = Feature(
             'on 2 gloo processes',
             level='server',
             opt_in=True,
+            since={'sglang': RANKED},
         ),
         Kind(
             'server_dp_overlap', '.server_kind:overlap_cases',
@@ -31,6 +36,7 @@ FEATURE = Feature(
             "the release's model runner (ModelRunner.forward, EagerRunner._execute_*)",
             level='server',
             opt_in=True,
+            since={'sglang': RANKED},
         ),
     ),
     fields='.fields:FIELDS', validators=('.rules:validate',), engine=('.engine',),

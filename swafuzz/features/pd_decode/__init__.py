@@ -1,6 +1,6 @@
 """Feature record: the decode side of prefill/decode disaggregation at server level: the release's prealloc queue taking over transferred prompts (SWA tail allocation, mapping reset of recycled pages), then decoding them; its contract: ``SEMANTICS.md`` beside this file."""
 
-from swafuzz.features.record import Feature, Kind, Refusal
+from swafuzz.features.record import Feature, Kind, Refusal, Since
 
 FEATURE = Feature(
     name='pd_decode',
@@ -15,7 +15,10 @@ FEATURE = Feature(
              'the decode side of PD disaggregation: staggered prompts prefilled elsewhere, '
              "taken over through the release's prealloc queue (fake transfer backend), decoded "
              'on recycled pages; page sizes 1, 2, 4, 8 against windows 1..6',
-             level='server', opt_in=True),
+             level='server', opt_in=True,
+             since={'sglang': Since('0.5.19', (
+                 'disaggregation.utils._all_reduce_polls (the decode queue\'s poll all-reduce '
+                 'the takeover is driven through)'))}),
     ),
     fields='.fields:FIELDS', oracle=('.server_rules',),
     checks=('server:takeover', 'server:takeover_reads'),

@@ -1,6 +1,6 @@
 """Feature record: the radix (prefix) cache on at server level: the release's tree cache with its SWA component sharing, publishing, evicting and recovering prefixes; its contract: ``SEMANTICS.md`` beside this file."""
 
-from swafuzz.features.record import Feature, Kind, Refusal
+from swafuzz.features.record import Feature, Kind, Refusal, Since
 
 FEATURE = Feature(
     name='radix_tree',
@@ -14,7 +14,10 @@ FEATURE = Feature(
              'the radix cache on (disable_radix_cache false): requests in prefix groups, '
              'staggered and aborted, sharing, branching, cached, evicted (window, memory '
              "pressure) and computed again through the release's tree cache; page sizes 1, 2, 4, "
-             '8 against windows 1..5', level='server', opt_in=True),
+             '8 against windows 1..5', level='server', opt_in=True,
+             since={'sglang': Since('0.5.22', (
+                 "mem_cache.common.checkpoint_kv_cache (the tree cache's publish the server "
+                 'level drives)'))}),
     ),
     fields='.fields:FIELDS', oracle=('.server_rules',),
     checks=('server:prefix_reads', 'server:tree_leak'),

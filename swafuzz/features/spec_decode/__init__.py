@@ -4,7 +4,10 @@ verify through the release's TARGET_VERIFY graph runner); its contract:
 ``SEMANTICS.md`` beside this file. Its component-level forwards (draft-extend, target-verify,
 multi-step draft) are ``dense``'s kinds."""
 
-from swafuzz.features.record import Feature, Kind, Refusal
+from swafuzz.features.record import Feature, Kind, Refusal, Since
+
+#: the first release with the spec-v2 EAGLE worker the server level drives
+SPEC_V2 = Since('0.5.16', 'spec-v2 EAGLE worker (speculative.eagle_worker_common)')
 
 FEATURE = Feature(
     name='spec_decode', source='spec §5, §9, §9.3; PR #22373 (spec-v2 over-allocation free)',
@@ -17,12 +20,12 @@ FEATURE = Feature(
              'speculative decoding (EAGLE, topk 1, 1..3 steps, draft tokens steps + 1) with '
              'staggered arrivals and drawn per-verify accept lengths: each DECODE the '
              "release's spec-v2 reserve, verify prep, accept bookkeeping and draft-extend prep",
-             level='server', opt_in=True),
+             level='server', opt_in=True, since={'sglang': SPEC_V2}),
         Kind('server_spec_graph', '.server_kind:spec_graph_cases',
              'server_spec with decode graphs: each verify through the release\'s target '
              'TARGET_VERIFY graph runner (can_run_graph, load_batch: bucket, padded rows, the '
              'DSV4 backend\'s verify replay metadata), batch sizes around the captured buckets',
-             level='server', opt_in=True),
+             level='server', opt_in=True, since={'sglang': SPEC_V2}),
     ),
     fields='.fields:FIELDS', oracle=('.server_rules',),
     checks=('server:spec_alloc', 'server:draft_decode', 'server:verify_rows', 'server:verify_graph',

@@ -65,7 +65,12 @@ def scatter_guard(model_is_dsa: bool) -> dict:
     try:
         ctx = adapter.AttnTpContext()
         ctx.init_context(q_lora_rank=1024, is_dsa=model_is_dsa)
-        return {"allow_input_scattered": bool(ctx.allow_input_scattered)}
+        # the published prefill graph backend piecewise (0.5.21's default) forbids scattering
+        # for every model: the answer's other reason, reported beside it
+        check = getattr(adapter, "check_cuda_graph_backend", None)
+        piecewise = bool(check and check(adapter.Phase.PREFILL, adapter.Backend.TC_PIECEWISE))
+        return {"allow_input_scattered": bool(ctx.allow_input_scattered),
+                "prefill_piecewise": piecewise}
     finally:
         adapter._is_cuda = saved
 

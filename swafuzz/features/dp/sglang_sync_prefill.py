@@ -71,11 +71,15 @@ def refusal(config: dict, version: str) -> str | None:
     try:
         eager = importlib.import_module("sglang.srt.model_executor.runner.eager_runner")
         ok = ok and "run_warmup" in inspect.signature(eager.EagerRunner.__init__).parameters
+        # the captured token counts of the prefill runner the ranks build (0.5.21 lacks it)
+        pcg = importlib.import_module("sglang.srt.model_executor.runner.prefill_cuda_graph_runner")
+        ok = ok and hasattr(pcg, "get_prefill_num_tokens_to_capture")
     except ImportError:
         ok = False
     if ok:
         return None
     return (f"config.cuda_graph_backend_prefill: sglang {version} has no "
-            "SchedulerDPAttnAdapter.maybe_convert_decode_to_extend or no EagerRunner dispatch "
-            "without warm-up; the DP ranks' prefill-graph vote and decode->extend conversion "
+            "SchedulerDPAttnAdapter.maybe_convert_decode_to_extend, no EagerRunner dispatch "
+            "without warm-up or no prefill_cuda_graph_runner.get_prefill_num_tokens_to_capture; "
+            "the DP ranks' prefill-graph vote and decode->extend conversion "
             "are driven on 0.5.22 and 0.5.23 only (allowed: null)")

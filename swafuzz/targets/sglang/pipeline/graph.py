@@ -27,9 +27,16 @@ import torch
 
 from swafuzz.targets.forward_mode import ForwardBatch as HarnessBatch
 from swafuzz.targets.forward_mode import ForwardMode as HarnessMode
+from swafuzz.targets.protocol import TargetUnavailable
 from swafuzz.targets.sglang.metadata import NoC128MTP
 from swafuzz.targets.sglang.pipeline import seams
-from swafuzz.targets.sglang.real import UNIFIED_RESOLVER, RealBackend, backend_mod, bare_backend
+from swafuzz.targets.sglang.real import (
+    UNIFIED_RESOLVER,
+    VERSION,
+    RealBackend,
+    backend_mod,
+    bare_backend,
+)
 
 from sglang.srt.model_executor import forward_batch_info as fbi  # isort: skip
 
@@ -43,7 +50,17 @@ if seams.DECODE_RUNNER_MOD is not None:
     RUNNER_CLS = seams.DECODE_RUNNER_MOD.DecodeCudaGraphRunner
     FILL = "load_batch"
 else:
-    from sglang.srt.model_executor.cuda_graph_runner import CudaGraphRunner, DecodeInputBuffers
+    try:
+        from sglang.srt.model_executor.cuda_graph_runner import (
+            CudaGraphRunner,
+            DecodeInputBuffers,
+        )
+    except ImportError as e:  # 0.5.13: the buffers in cuda_graph_buffer_registry, another shape
+        raise TargetUnavailable(
+            f"target sglang --level server: sglang {VERSION} has the decode graph runner's "
+            f"input buffers in neither shape the server level drives ({e}): "
+            "runner_utils.buffers with runner.decode_cuda_graph_runner (0.5.14+) or "
+            "cuda_graph_runner.DecodeInputBuffers (0.5.12)") from None
     build_decode_registry = DeepEPCudaGraphRunnerAdapter = None
     RUNNER_CLS = CudaGraphRunner
     FILL = "replay_prepare"

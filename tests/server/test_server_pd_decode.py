@@ -65,7 +65,11 @@ def _run(page: int, mutant: str | None = None):
     why = refusal(case, release_refusal)  # the takeover's release shape (0.5.19 .. 0.5.23)
     if why:
         pytest.skip(why)
-    bug = getattr(sglang_server_mutants, mutant)() if mutant else contextlib.nullcontext()
+    from swafuzz.targets import TargetUnavailable
+    try:  # a mutant of a function the release lacks: not this release's (named)
+        bug = getattr(sglang_server_mutants, mutant)() if mutant else contextlib.nullcontext()
+    except TargetUnavailable as e:
+        pytest.skip(str(e))
     with bug, eviction_interval(1), seams.cpu_platform():
         obs = sglang_server.run(case, "torch", None, Pipeline)
     return case, obs, judge(case, obs)

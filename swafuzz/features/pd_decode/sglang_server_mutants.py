@@ -4,6 +4,7 @@ function and puts one upstream bug back; nothing of it is copied."""
 
 from __future__ import annotations
 
+from swafuzz.targets.protocol import TargetUnavailable
 from swafuzz.targets.sglang.environ import set_attr
 
 from sglang.srt.disaggregation import decode as disagg_decode  # isort: skip
@@ -14,6 +15,11 @@ def swa_pages_untranslated():
     """``translate_swa_indices_for_transfer`` hands back the full slots it was given: the SWA
     pages the prefill writes the window's KV into are the full side's page numbers."""
     cls = SWATokenToKVPoolAllocator  # mem_cache.allocator.swa, or 0.5.12's swa_memory_pool
+    if not hasattr(cls, "translate_swa_indices_for_transfer"):  # 0.5.19: the shared translation
+        raise TargetUnavailable(
+            "server mutant swa_pages_untranslated: this release's decode side translates the "
+            "transfer's SWA pages through translate_loc_from_full_to_swa, shared with every "
+            "store; the transfer's own translate_swa_indices_for_transfer is 0.5.20+")
 
     def translate_swa_indices_for_transfer(self, kv_indices):
         return kv_indices

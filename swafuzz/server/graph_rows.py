@@ -11,12 +11,12 @@ Release semantics (:func:`fill_semantics`, from the observation's release):
   ``size`` = the Case's requests + 1 as the server builds it here): a prefill's new requests
   take rows in batch order, a request continuing a chunk keeps its row; a release or a
   retraction appends the row to the free list. 0.5.18-0.5.23 take the free list's *tail*
-  (``free_slots[-k:]``), 0.5.12 its *head* (``free_slots[:k]``).
+  (``free_slots[-k:]``), 0.5.12 and 0.5.14-0.5.17 its *head* (``free_slots[:k]``).
 * The decode runner's static buffers (spec §5.1), ``max(cuda_graph_bs_decode)`` rows each,
   zero at creation (``seq_lens``: the fill value): a replay of ``raw_bs`` rows in bucket ``bs``
   writes rows ``0..raw_bs-1`` with the batch's values; the padded rows ``raw_bs..bs-1`` get
   ``out_cache_loc`` 0 and ``seq_lens`` the fill value (1, DSV4) on every release; the
-  registry's fill (0.5.18-0.5.23: ``PaddingPolicy.ZERO``) zeroes ``req_pool_indices`` and
+  registry's fill (0.5.14-0.5.23: ``PaddingPolicy.ZERO``) zeroes ``req_pool_indices`` and
   ``positions`` there too, while 0.5.12's ``populate_from_forward_batch`` leaves them as the
   previous replay wrote them (spec §5.1 "older versions: req_pool_indices tail not reset").
 """
@@ -41,6 +41,7 @@ class FillSemantics:
 
 #: (first, last) release -> semantics; a release outside every range is not predicted
 _SEMANTICS = (((0, 5, 12), (0, 5, 12), FillSemantics("head", False)),
+              ((0, 5, 14), (0, 5, 17), FillSemantics("head", True)),
               ((0, 5, 18), (0, 5, 23), FillSemantics("tail", True)))
 
 

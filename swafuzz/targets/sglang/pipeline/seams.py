@@ -39,6 +39,12 @@ def _module(name: str):
 
 
 RUNTIME_CONTEXT = _module("sglang.srt.runtime_context")
+if RUNTIME_CONTEXT is not None and not hasattr(getattr(RUNTIME_CONTEXT, "RuntimeContext", None),
+                                               "set_server_args"):  # pragma: no cover
+    raise TargetUnavailable(
+        "target sglang --level server: this release's runtime context is of the early shape "
+        "(no RuntimeContext.set_server_args, 0.5.14 .. 0.5.16), which the server level does not "
+        "drive; it is driven on 0.5.12 and 0.5.17 .. 0.5.23")
 TRANSLATOR_MOD = _module("sglang.srt.mem_cache.kv_index_translator")
 #: where alloc_for_extend's writer lives when it is not in ``mem_cache.common`` (None: absent)
 ALLOCATION_MOD = _module("sglang.srt.mem_cache.allocation")

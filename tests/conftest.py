@@ -37,3 +37,16 @@ def _plugin_state_restored():
         sys.modules.pop(mod, None)  # imported again (its targets registered) when next asked
     plugins._loaded_modules[:] = before
     plugins._env_done.clear()
+
+
+@pytest.fixture
+def pipeline_here():
+    """A release lacking a hop of the server-level pipeline refuses it by name: skip with it
+    (the server tests and every other test that runs the release's server pipeline)."""
+    from swafuzz.harness.pipeline.level_server import pipeline_of
+    from swafuzz.targets import TargetUnavailable
+
+    try:
+        pipeline_of("sglang")
+    except TargetUnavailable as e:
+        pytest.skip(str(e))

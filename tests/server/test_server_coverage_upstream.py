@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-pytestmark = [pytest.mark.upstream,
+pytestmark = [pytest.mark.upstream, pytest.mark.usefixtures("pipeline_here"),
               pytest.mark.skipif(importlib.util.find_spec("sglang") is None,
                                  reason="sglang is not installed (scripts/upstream-env VERSION)")]
 

@@ -118,6 +118,7 @@ def _graph_decision():
 
 @pytest.mark.upstream
 @needs_sglang
+@pytest.mark.usefixtures("pipeline_here")
 def test_the_graph_decision_is_the_releases(monkeypatch):
     """The replays follow the release's own decision: a decision that refuses every batch
     sends the decodes eager, which the oracle's exec_path check names."""
@@ -138,6 +139,7 @@ def test_the_graph_decision_is_the_releases(monkeypatch):
 
 @pytest.mark.upstream
 @needs_sglang
+@pytest.mark.usefixtures("pipeline_here")
 def test_a_campaign_runs_what_the_release_accepts(tmp_path, capsys):
     """A kind whose Cases the release refuses (0.5.12: attention TP 2) runs the others and names
     the reason; the run itself is clean."""

@@ -99,6 +99,7 @@ def test_the_prefill_graph_is_refused_off_the_dp_ranks():
 
 @upstream
 @pytest.mark.upstream
+@pytest.mark.usefixtures("pipeline_here")
 def test_the_release_converts_and_the_mutant_is_killed_by_dp_convert_alone():
     from swafuzz.features.dp.sglang_server_pad import close_all
     from swafuzz.server.run import judge_obs, refusal

@@ -134,3 +134,20 @@ def test_the_release_flushes_and_refuses(p, monkeypatch):
     # each allocator's constructor, and the two idle flushes (the one while running is refused)
     assert len(calls) == 1 + 2 + 1
     assert (eviction.release_flush() is not None) == (found.VERSION != "0.5.12")
+
+
+@pytest.mark.upstream
+@needs_sglang
+@pytest.mark.parametrize("mutant,which,check", [
+    # the dummy page handed to the next admission: the observed allocation is refused
+    ("release_clear_seeds_page_zero", flush_case, "invariants"),
+    # the release's own assert when the SWA side cannot hold what its size promised
+    ("release_swa_capacity_overstated", short_case, "error")])
+@pytest.mark.parametrize("p", [1, 4])
+def test_the_release_mutants_are_killed(mutant, which, check, p):
+    """Each release mutant (the release's own allocator with one bug put back) fails its
+    feature's Case, by the check named; the release unmutated passes the same Cases
+    (test_the_release_flushes_and_refuses)."""
+    v = execute(which(p), f"mutant:{mutant}", "torch", ["eager"])
+    assert v.failed, f"{mutant} survived page size {p}"
+    assert check in {f.check for f in v.failures}, [(f.check, f.message) for f in v.failures]

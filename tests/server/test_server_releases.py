@@ -43,6 +43,7 @@ def _case(**config) -> dict:
 
 @pytest.mark.upstream
 @needs_sglang
+@pytest.mark.usefixtures("pipeline_here")
 def test_the_shape_follows_what_the_release_has():
     from swafuzz.targets.sglang.pipeline import seams
 
@@ -62,6 +63,7 @@ def test_the_shape_follows_what_the_release_has():
 @pytest.mark.upstream
 @needs_sglang
 @pytest.mark.parametrize("chunk", [None, 4])
+@pytest.mark.usefixtures("pipeline_here")
 def test_the_tree_cache_is_the_one_the_scheduler_builds(chunk):
     from swafuzz.targets.sglang.pipeline import seams
     from swafuzz.targets.sglang.pipeline.setup import Server

@@ -43,8 +43,8 @@ if RUNTIME_CONTEXT is not None and not hasattr(getattr(RUNTIME_CONTEXT, "Runtime
                                                "set_server_args"):  # pragma: no cover
     raise TargetUnavailable(
         "target sglang --level server: this release's runtime context is of the early shape "
-        "(no RuntimeContext.set_server_args, 0.5.14 .. 0.5.16), which the server level does not "
-        "drive; it is driven on 0.5.12 and 0.5.17 .. 0.5.23")
+        "(no RuntimeContext.set_server_args, 0.5.14), which the server level does not "
+        "drive")
 TRANSLATOR_MOD = _module("sglang.srt.mem_cache.kv_index_translator")
 #: where alloc_for_extend's writer lives when it is not in ``mem_cache.common`` (None: absent)
 ALLOCATION_MOD = _module("sglang.srt.mem_cache.allocation")
@@ -190,6 +190,8 @@ def forward_batch(batch, model_runner):
     """The release's ``ForwardBatch.init_new`` from the scheduler batch."""
     if INIT_FROM_SCHEDULE_BATCH:
         return ForwardBatch.init_new(batch, model_runner, return_hidden_states_before_norm=False)
+    if not hasattr(batch, "get_model_worker_batch"):  # 0.5.15: reads the ScheduleBatch itself
+        return ForwardBatch.init_new(batch, model_runner)
     return ForwardBatch.init_new(batch.get_model_worker_batch(), model_runner)
 
 
@@ -219,9 +221,10 @@ def graph_runner(buckets):
     if DECODE_RUNNER_MOD is not None:
         r = object.__new__(DECODE_RUNNER_MOD.DecodeCudaGraphRunner)
         r.ragged_verify_mode = False
-        r.captured_req_width = 1
+        r.captured_req_width = r.num_tokens_per_bs = 1  # 0.5.15 names it num_tokens_per_bs
         r.require_attn_tp_gather = False
         r.attention_graph_variants = None
+        r.enable_return_hidden_states = False  # read by 0.5.16's can_run_graph
         decide = r.can_run_graph
     else:
         from sglang.srt.model_executor.cuda_graph_runner import CudaGraphRunner

@@ -80,7 +80,10 @@ def test_touched_families_are_added_in_turn_within_the_bound():
     assert sorted(tuple(f) for f in ci.families() if set(f) & set(wide.releases)) == \
         sorted(tuple(f) for f in rotating + ends)
     assert len(wide.releases) == len(rotating) + len(ends)
-    assert any(f"before {ci.ROTATION_FIRST}" in line for line in wide.lines)
+    older = [v for v in ci.releases() if v not in ci.ENDS
+             and release_key(v) < release_key(ci.ROTATION_FIRST)]
+    # the touched families before the rotation are named as the nightly matrix's, when any
+    assert any(f"before {ci.ROTATION_FIRST}" in line for line in wide.lines) == bool(older)
     assert ci.choose(SHA, changed, max_extra=0).releases == list(ci.ENDS)
 
 

@@ -49,12 +49,11 @@ def releases() -> list[str]:
     return sorted(sg.DETECTED, key=release_key)
 
 
-#: the oldest release CI rotates through: 0.5.12.post1 .. 0.5.16 are left to the nightly matrix
-#: (``scripts/upstream-matrix``): the server level refuses them by name (0.5.13: the decode
-#: graph runner's input buffers in another shape; 0.5.14 .. 0.5.16: the runtime context's early
-#: shape), yet some upstream tests outside ``tests/server`` do not skip on that refusal (seen
-#: 2026-12-03). 0.5.17 .. 0.5.22 each passed ``scripts/upstream-check`` on 2026-12-03
-ROTATION_FIRST = "0.5.17"
+#: the oldest release CI rotates through: every release between the ends. Each passed
+#: ``scripts/upstream-check`` (CI's sizes) on 2026-12-03; the server level refuses 0.5.13
+#: (the graph runner's buffers) and 0.5.14 (the early runtime context) by name, and runs on
+#: 0.5.12.post1 and 0.5.15 .. 0.5.22
+ROTATION_FIRST = "0.5.12.post1"
 
 
 def middles() -> list[str]:

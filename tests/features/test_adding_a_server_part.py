@@ -61,7 +61,8 @@ def _apply(root) -> None:
                  "from swafuzz.features.dp.server_kind import cases as dp_cases\n"
                  "from swafuzz.server.case import validate\n\n" + kind_mod)
     entry = "".join("        " + ln if ln else ln for ln in kind_entry.splitlines(True))
-    _edit(root, "__init__.py", "            level='server',\n            opt_in=True,\n        ),\n    ),\n"
+    _edit(root, "__init__.py", "            level='server',\n            opt_in=True,\n"
+          "            since={'sglang': RANKED},\n        ),\n    ),\n"
           "    fields=", "")  # the kinds tuple's end, once: the new kind goes last in it
     _replace_once(root, "__init__.py", "        ),\n    ),\n    fields=",
                   "        ),\n" + entry + "    ),\n    fields=")

@@ -17,7 +17,9 @@ def test_release_semantics_by_version():
     assert fill_semantics("sglang 0.5.18").slot_order == "tail"  # read: as 0.5.19
     old = fill_semantics("sglang 0.5.12")
     assert (old.slot_order, old.reset_index_tails) == ("head", False)
-    assert fill_semantics("sglang 0.5.15") is None and fill_semantics("") is None
+    mid = fill_semantics("sglang 0.5.15")  # 0.5.14 .. 0.5.17: head rows, the registry's ZERO
+    assert (mid.slot_order, mid.reset_index_tails) == ("head", True)
+    assert fill_semantics("sglang 0.5.13") is None and fill_semantics("") is None
 
 
 def test_req_rows_tail_and_head_order():

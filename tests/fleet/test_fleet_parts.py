@@ -154,3 +154,45 @@ def test_run_with_an_unreachable_ray_head_writes_nothing(tmp_path):
     assert "--ray" in r.stderr and addr in r.stderr and "no Ray head answers" in r.stderr
     assert not out.exists()  # no run.json, no run.lock
     assert time.monotonic() - t < 60
+
+
+def _fake_ray(tmp_path, fail_first: int, message: str) -> str:
+    """A ``ray`` executable whose first ``fail_first`` starts print ``message`` and exit 1,
+    later starts print Ray's started line and block."""
+    count = tmp_path / "count"
+    script = tmp_path / "ray"
+    script.write_text(
+        "#!/bin/sh\n"
+        f"c=$(cat {count} 2>/dev/null || echo 0); echo $((c + 1)) > {count}\n"
+        f"if [ \"$c\" -lt {fail_first} ]; then echo '{message}'; exit 1; fi\n"
+        "echo 'Ray runtime started.'; exec sleep 60\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_a_node_that_gave_up_on_rays_start_deadline_is_started_again(tmp_path, monkeypatch):
+    """CI's fleet tier: beside the upstream step a worker node's GCS call passed Ray's own
+    deadline ("Deadline Exceeded", "timed out during startup") and the tier went red; the
+    cluster now starts such a node again while its start-up limit lasts."""
+    from swafuzz.harness.fleet import local
+    monkeypatch.setattr(local, "RAY", _fake_ray(
+        tmp_path, 2, "Exception: The current node timed out during startup. (RPC error: "
+        "Deadline Exceeded)"))
+    cluster = local.Cluster({"a": 1}, redis=False)
+    try:
+        cluster.start(timeout=HANG_S)
+        assert cluster.attempts == {"head": 3, "a": 1}  # two gave up, the third started
+        assert cluster.log("head").count("timed out during startup") == 2
+    finally:
+        cluster.stop()
+
+
+def test_a_node_that_fails_otherwise_is_not_started_again(tmp_path, monkeypatch):
+    from swafuzz.harness.fleet import local
+    monkeypatch.setattr(local, "RAY", _fake_ray(tmp_path, 5, "Error: unknown option --bogus"))
+    cluster = local.Cluster({"a": 1}, redis=False)
+    try:
+        with pytest.raises(RuntimeError, match=r"ray node head did not start \(1 attempt"):
+            cluster.start(timeout=HANG_S)
+    finally:
+        cluster.stop()

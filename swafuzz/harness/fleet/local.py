@@ -59,6 +59,16 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
+#: what ``ray start`` prints when it gave up on Ray's own start-up deadline (the GCS or the
+#: raylet did not answer in time), not on a misconfiguration: worth starting again
+GAVE_UP = ("timed out during startup", "Deadline Exceeded", "GCS has become overloaded")
+
+
+def _gave_up_waiting(log: str) -> bool:
+    """Did a node's ``ray start`` (its log ``log``) end on Ray's own start-up deadline?"""
+    return any(m in log for m in GAVE_UP)
+
+
 class Cluster:
     def __init__(self, workers: dict[str, int], redis: bool = True):
         self.workers = workers  # node name -> CPUs
@@ -69,30 +79,63 @@ class Cluster:
         self.env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0",
                         PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH"))
                                                    if p))
+        self.args: dict[str, list[str]] = {}  # node name -> its ray start arguments
+        self.attempts: dict[str, int] = {}  # node name -> starts so far
         self.redis: subprocess.Popen | None = None
         self.redis_port = 0
         self.with_redis = redis
 
     def _start(self, name: str, args: list[str]) -> None:
-        d = os.path.join(self.tmp, name)
+        """Start node ``name`` (``ray start --block`` with ``args``), in a fresh temp dir per
+        attempt; its log is ``<tmp>/<name>.log`` (appended to across attempts)."""
+        self.args[name] = args
+        self.attempts[name] = self.attempts.get(name, 0) + 1
+        d = os.path.join(self.tmp, f"{name}-{self.attempts[name]}")
         os.makedirs(d)
-        log = open(os.path.join(self.tmp, f"{name}.log"), "w")
+        log = open(os.path.join(self.tmp, f"{name}.log"), "a")
         self.procs[name] = subprocess.Popen(
             [RAY, "start", "--block", f"--temp-dir={d}", "--disable-usage-stats",
              f"--dashboard-agent-listen-port={free_port()}", f"--metrics-export-port={free_port()}",
              "--object-store-memory=100000000", *args],
             env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
 
     def _wait_started(self, names: list[str], timeout: float) -> None:
+        """Wait until every node of ``names`` logs that its runtime started. A node whose
+        ``ray start`` gave up on Ray's own start-up deadline (its GCS did not answer in time: a
+        saturated machine, CI's upstream step beside the fleet tier) is started again while
+        ``timeout`` lasts; any other exit, or ``timeout`` spent, raises naming the node, its
+        attempts and its log."""
         end = time.monotonic() + timeout
         for n in names:
+            seen = 0  # the log's length before this attempt: only this attempt's lines count
             while True:
-                with open(os.path.join(self.tmp, f"{n}.log")) as f:
-                    if "Ray runtime started" in f.read():
-                        break
-                if self.procs[n].poll() is not None or time.monotonic() > end:
-                    raise RuntimeError(f"ray node {n} did not start:\n{self.log(n)[-3000:]}")
+                text = self.log(n)
+                if "Ray runtime started" in text[seen:]:
+                    break
+                exited = self.procs[n].poll() is not None
+                if exited and _gave_up_waiting(text[seen:]) and time.monotonic() < end:
+                    self._reap(n)
+                    seen = len(self.log(n))
+                    self._start(n, self.args[n])
+                    continue
+                if exited or time.monotonic() > end:
+                    raise RuntimeError(
+                        f"ray node {n} did not start ({self.attempts[n]} attempt(s), "
+                        f"{timeout:.0f} s allowed):\n{text[-3000:]}")
                 time.sleep(0.3)
+
+    def _reap(self, name: str) -> None:
+        """Kill what a failed attempt of node ``name`` left (its raylet, GCS, agents)."""
+        for q in descendants(self.procs[name].pid):
+            try:
+                os.kill(q, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            self.procs[name].wait(10)
+        except subprocess.TimeoutExpired:
+            pass
 
     def log(self, name: str) -> str:
         with open(os.path.join(self.tmp, f"{name}.log")) as f:

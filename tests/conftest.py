@@ -50,3 +50,11 @@ def pipeline_here():
         pipeline_of("sglang")
     except TargetUnavailable as e:
         pytest.skip(str(e))
+
+
+def pytest_collection_modifyitems(config, items):
+    """The zoo gate (``zoo`` marker, ~80 s on two processes of its own) first: under ``-n 2``
+    xdist hands the first items to the first worker, so the longest test starts at once and
+    the other worker runs the short ones beside it, instead of the gate starting last and
+    running alone at the end. The order is the same on every worker (xdist checks it)."""
+    items.sort(key=lambda item: item.get_closest_marker("zoo") is None)  # stable: else as is

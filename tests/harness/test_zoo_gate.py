@@ -115,3 +115,34 @@ def test_zoo_repro_paths_are_relative_to_its_out_dir(tmp_path, capsys):
     assert row["repro"] in md and row["repro"] in printed
     assert json.loads((tmp_path / "zoo.json").read_text())["mutants"][0]["repro"] == row["repro"]
     assert str(tmp_path) not in md
+
+
+def test_zoo_ctrl_c_lost_in_a_finalizer_still_stops_the_zoo(tmp_path, monkeypatch, capsys):
+    """A Ctrl-C whose KeyboardInterrupt lands where Python swallows exceptions (a gc callback or
+    finalizer: "Exception ignored in ...") used to be lost, and the zoo ran on to exit 0 (CI of
+    stop 33). The signal, not the exception, stops the zoo: after the mutant that was running,
+    with the partial matrix, exit 130, and no traceback for the swallowed interrupt."""
+    from swafuzz.harness.cli.commands import build_parser
+    from swafuzz.harness.zoo import matrix
+
+    real = matrix.zoo_mutant
+
+    class Finalized:
+        def __del__(self):  # the handler runs here and its KeyboardInterrupt is unraisable
+            signal.raise_signal(signal.SIGINT)
+
+    def mutant(name, *rest):
+        if name == "host_baked_translation":
+            Finalized()
+        return real(name, *rest)
+
+    monkeypatch.setattr(matrix, "zoo_mutant", mutant)
+    names = ["int64_store_locs", "host_baked_translation", "idle_uses_cache"]
+    args = build_parser().parse_args(["zoo", "--budget", "ci", "--jobs", "1", "--out",
+                                      str(tmp_path / "z"),
+                                      *[a for n in names for a in ("--mutant", n)]])
+    assert matrix.run_zoo(args) == 130
+    out, err = capsys.readouterr()
+    assert "interrupted: 2 of 3 mutants finished" in out, out
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

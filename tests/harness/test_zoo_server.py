@@ -92,3 +92,34 @@ def test_a_check_still_failing_without_the_killer_is_no_sole_kill(tmp_path, caps
 def test_unknown_server_mutant_is_an_input_error(tmp_path, capsys):
     with pytest.raises(Exception, match="not a server mutant; known: server_decode_stale_loc"):
         zoo_server.selected(["nope"])
+
+
+def test_ctrl_c_prints_the_partial_matrix_and_exits_130(tmp_path, capsys, monkeypatch):
+    """Ctrl-C during the first mutant, its interrupt lost in a finalizer (as a gc callback can
+    lose it): that mutant finishes, its row is printed, the second does not run, exit 130, no
+    traceback."""
+    import signal
+
+    monkeypatch.setattr(zoo_server, "load_server",
+                        lambda: {n: m for n, m in load_server().items() if n in KILLS})
+    monkeypatch.setattr(zoo_server, "_bundle", lambda v, name, target: "{}\n")
+
+    class Finalized:
+        def __del__(self):
+            signal.raise_signal(signal.SIGINT)
+
+    seen = []
+
+    def runner(case, executor, mutant):
+        seen.append(mutant)
+        if mutant == "server_decode_stale_loc":
+            Finalized()
+        return _runner(case, executor, mutant)
+
+    rc = zoo_server.run_server_zoo(_args(tmp_path, mutant=None), pipeline=object(),
+                                   runner=runner, judge=_judge)
+    out, err = capsys.readouterr()
+    assert rc == 130
+    assert "interrupted: 1 of 2 mutants finished; their matrix:" in out, out
+    assert "server_decode_stale_loc" in out and "Traceback" not in err + out
+    assert "server_evict_in_window" not in seen

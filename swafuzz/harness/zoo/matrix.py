@@ -30,6 +30,7 @@ from swafuzz.harness.pipeline.execute import execute, resolve_executors
 from swafuzz.harness.pipeline.unit import load_plugins
 from swafuzz.harness.report.inputs import write_run_meta
 from swafuzz.harness.zoo.select import control_of, default_zoo, not_here, selected
+from swafuzz.harness.zoo.stop import StopSignals
 from swafuzz.reports.bundle import atomic_write_text, write_bundle
 from swafuzz.reports.summary import kill_matrix
 from swafuzz.targets.mutants import load_all
@@ -236,51 +237,45 @@ def run_zoo(args) -> int:
                     control_target)
     rows: list[dict] = []
     control, ctl = None, None
-    stopped: list[int] = []  # the signals that asked the zoo to stop
-
-    def interrupt(signum, frame):
-        stopped.append(signum)
-        raise KeyboardInterrupt  # SIGTERM ends the zoo as Ctrl-C does: the partial matrix, 130
-
-    old_term = signal.signal(signal.SIGTERM, interrupt)
-    old_sigint = signal.signal(signal.SIGINT, interrupt)
-    try:
-        if jobs == 1:
-            control = _control(*control_args)
-            say(f"control {control_target}: {'clean' if control['clean'] else 'FAILED'}")
-            for t in tasks:
-                rows.append(zoo_mutant(*t))
-                say(_row_line(rows[-1]))
-        else:
-            # the pool's processes (and the resource tracker) start with SIGINT ignored: a
-            # Ctrl-C while they are still importing must not print their tracebacks
-            old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
-            try:
-                pool = mp.get_context("spawn").Pool(jobs, initializer=_pool_init,
-                                                    initargs=(loaded_modules(),))
-            finally:
-                signal.signal(signal.SIGINT, old_int)
-            with pool:
-                ctl = pool.apply_async(_control, control_args)
-                pending = [pool.apply_async(zoo_mutant, t) for t in tasks]
-                for p in pending:
-                    rows.append(p.get())
+    with StopSignals() as stop:
+        try:
+            if jobs == 1:
+                control = _control(*control_args)
+                stop.check()
+                say(f"control {control_target}: {'clean' if control['clean'] else 'FAILED'}")
+                for t in tasks:
+                    rows.append(zoo_mutant(*t))
+                    stop.check()
                     say(_row_line(rows[-1]))
+            else:
+                # the pool's processes (and the resource tracker) start with SIGINT ignored: a
+                # Ctrl-C while they are still importing must not print their tracebacks
+                old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+                try:
+                    pool = mp.get_context("spawn").Pool(jobs, initializer=_pool_init,
+                                                        initargs=(loaded_modules(),))
+                finally:
+                    signal.signal(signal.SIGINT, old_int)
+                with pool:
+                    ctl = pool.apply_async(_control, control_args)
+                    pending = [pool.apply_async(zoo_mutant, t) for t in tasks]
+                    for p in pending:
+                        rows.append(p.get())
+                        stop.check()
+                        say(_row_line(rows[-1]))
+                    control = ctl.get()
+                    stop.check()
+        except BaseException as e:
+            # a Ctrl-C that lands inside Hypothesis's own bookkeeping can surface as another
+            # exception (an internal assertion): the signal, not the exception's type, decides
+            if not stop.asked(e):
+                raise
+            if control is None and ctl is not None and ctl.ready() and ctl.successful():
                 control = ctl.get()
-    except BaseException as e:
-        # a Ctrl-C that lands inside Hypothesis's own bookkeeping can surface as another
-        # exception (an internal assertion): the signal, not the exception's type, decides
-        if not (isinstance(e, KeyboardInterrupt) or stopped) or isinstance(e, SystemExit):
-            raise
-        if control is None and ctl is not None and ctl.ready() and ctl.successful():
-            control = ctl.get()
-        print(f"\ninterrupted: {len(rows)} of {len(tasks)} mutants finished"
-              + ("" if control else ", the control did not finish") + "; their matrix:")
-        finish(args, rows, control, examples, seeds, control_n, shrink_budget, t0, narrowed)
-        return EXIT_INTERRUPTED
-    finally:
-        signal.signal(signal.SIGTERM, old_term)
-        signal.signal(signal.SIGINT, old_sigint)
+            print(f"\ninterrupted: {len(rows)} of {len(tasks)} mutants finished"
+                  + ("" if control else ", the control did not finish") + "; their matrix:")
+            finish(args, rows, control, examples, seeds, control_n, shrink_budget, t0, narrowed)
+            return EXIT_INTERRUPTED
     return finish(args, rows, control, examples, seeds, control_n, shrink_budget, t0, narrowed)
 
 

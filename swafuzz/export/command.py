@@ -21,6 +21,7 @@ from swafuzz.export import text
 from swafuzz.harness.cli.common import EXIT_CLEAN, UsageError
 from swafuzz.harness.ledger.entries import DEFAULT_LEDGER, LedgerError, load_ledger
 from swafuzz.harness.ledger.known import server_known
+from swafuzz.harness.ledger.server import model_facts
 from swafuzz.reports.bundle import read_bundle
 from swafuzz.scenarios.case import CaseError
 from swafuzz.server.case import ServerCase
@@ -94,7 +95,7 @@ def _ledger_entry(ledger: str | None, b: dict, case: ServerCase):
         raise UsageError(f"--ledger: {e}") from None
     release = (b.get("versions") or {}).get(PROJECT)
     eid = server_known(entries, b["target"], release, case.config.server_args(),
-                       b["signature"])
+                       b["signature"], model_facts(case))
     return next((e for e in entries if e.id == eid), None)
 
 

@@ -158,9 +158,11 @@ def test_server_support_is_decided_by_the_records_refusals():
 
     assert features.refusal("server", ServerConfig()) is None
     why = features.refusal("server", ServerConfig(disable_radix_cache=False,
-                                                  disable_cuda_graph=False,
-                                                  cuda_graph_bs_decode=(1,)))
+                                                  enable_encoder_swa_bounded_replay=True))
     assert why.startswith("config.disable_radix_cache:")
+    assert features.refusal("server", ServerConfig(disable_radix_cache=False,
+                                                   disable_cuda_graph=False,
+                                                   cuda_graph_bs_decode=(1,))) is None
     why = features.refusal("server", ServerConfig(enable_decoder_swa_bounded_replay=True))
     assert why.startswith("config.enable_decoder_swa_bounded_replay:")
     assert features.refusal("component", ServerConfig(disable_radix_cache=False)) is None

@@ -99,7 +99,7 @@ def _test_names(path: str) -> set[str]:
 def test_repository_ledger_answers_every_entry_with_an_existing_test():
     with open(LEDGER, encoding="utf-8") as fh:
         entries = json.load(fh)["entries"]
-    assert len(entries) == 11
+    assert len(entries) == 12
     for i, e in enumerate(entries):
         a = parse_server(e.get("server"), f"entries[{i}] ({e['id']}).server")
         path, name = a.test.split("::")
@@ -147,6 +147,46 @@ def test_server_findings_are_classified_by_signature_arguments_and_release():
     assert server_known([_E(plain)], "sglang", "0.5.23", cfg, "server:window_ring") is None
 
 
+def test_a_model_constraint_narrows_what_a_reachable_answer_knows():
+    """``model`` holds on the Case's model facts: a window of 5 over pages of 4 leaves 1, a
+    window of 8 none, a window below the page none (it is one page)."""
+    from swafuzz.harness.ledger.server import model_facts
+    from swafuzz.server.case import parse
+
+    a = parse_server({**_ok("reachable"), "signatures": ["server:contracts"],
+                      "model": {"window_page_remainder": {"min": 1}}}, "S")
+    cfg = {"tp_size": 2, "cuda_graph_bs": [1, 2], "page_size": 1}
+
+    def facts(window, page):
+        return model_facts(parse({"config": {"page_size": page},
+                                  "model": {"sliding_window": window},
+                                  "requests": [{"prompt_len": 2}]}))
+
+    assert facts(5, 4)["window_page_remainder"] == 1
+    assert facts(5, 4)["sliding_window"] == 5
+    assert server_known([_E(a)], "sglang", "0.5.23", cfg, "server:contracts",
+                        facts(5, 4)) == "e1"
+    for w, p in ((8, 4), (3, 4), (4, 4)):
+        assert server_known([_E(a)], "sglang", "0.5.23", cfg, "server:contracts",
+                            facts(w, p)) is None, (w, p)
+    # without the Case's model facts only answers without ``model`` know a finding
+    assert server_known([_E(a)], "sglang", "0.5.23", cfg, "server:contracts") is None
+    assert "Case model window_page_remainder" in table([_E(a)])
+
+
+@pytest.mark.parametrize("model,msg", [
+    ({"window": 1}, "model.window: unknown field; allowed:"),
+    ({}, "model: must be a non-empty object"),
+    ({"sliding_window": "5"}, "model.sliding_window: must be an integer"),
+    ({"tree_core": {"min": 1}}, "model.tree_core: unknown constraint"),
+])
+def test_a_bad_model_constraint_is_named(model, msg):
+    with pytest.raises(LedgerError, match=msg.replace("(", r"\(")):
+        parse_server({**_ok("reachable"), "signatures": ["server:x"], "model": model}, "S")
+    with pytest.raises(LedgerError, match="'model' is given only with status 'reachable'"):
+        parse_server({**_ok("probable"), "model": {"sliding_window": 5}}, "S")
+
+
 def test_signature_patterns_and_booleans_are_matched_exactly():
     a = parse_server({**_ok("reachable"), "server_args": {"enable_x": True},
                       "signatures": ["server:window_*"]}, "S")
@@ -161,9 +201,11 @@ def test_signature_patterns_and_booleans_are_matched_exactly():
 def _bundle_finding(entry):
     with open(os.path.join(ROOT, entry.server.bundle), encoding="utf-8") as fh:
         b = json.load(fh)
+    from swafuzz.harness.ledger.server import model_facts
     from swafuzz.server.case import parse
 
-    return parse(b["case"]).config.server_args(), b["signature"]
+    case = parse(b["case"])
+    return case.config.server_args(), b["signature"], model_facts(case)
 
 
 def test_the_reachable_entries_know_their_own_bundles_and_only_at_their_releases():
@@ -175,10 +217,10 @@ def test_the_reachable_entries_know_their_own_bundles_and_only_at_their_releases
     known = [e for e in entries if e.server is not None and e.server.signatures]
     assert {e.id for e in known} >= {"window-dp-extend-pad-joins-run", "short-tail-floor"}
     for e in known:
-        cfg, sig = _bundle_finding(e)
+        cfg, sig, facts = _bundle_finding(e)
         for rel in e.releases:
-            assert server_known(entries, "sglang", rel, cfg, sig) == e.id, (e.id, rel)
-        assert server_known(entries, "sglang", "0.5.12", cfg, sig) is None, e.id
+            assert server_known(entries, "sglang", rel, cfg, sig, facts) == e.id, (e.id, rel)
+        assert server_known(entries, "sglang", "0.5.12", cfg, sig, facts) is None, e.id
         with open(LEDGER, encoding="utf-8") as fh:
             raw = json.load(fh)
         [obj] = [x for x in raw["entries"] if x["id"] == e.id]
@@ -187,7 +229,11 @@ def test_the_reachable_entries_know_their_own_bundles_and_only_at_their_releases
                        {"server": {**obj["server"], "server_args": {
                            **obj["server"]["server_args"], "page_size": 64}}}):
             changed = parse_ledger({**raw, "entries": [{**obj, **change}]})
-            assert server_known(changed, "sglang", e.releases[-1], cfg, sig) is None, change
+            assert server_known(changed, "sglang", e.releases[-1], cfg, sig, facts) is None, \
+                change
+        if e.server.model:  # a Case whose model misses the answer's ``model`` is not known
+            assert server_known(entries, "sglang", e.releases[-1], cfg, sig,
+                                {**facts, "window_page_remainder": 0}) is None, e.id
 
 
 def test_the_server_ledger_of_a_unit_classifies_and_excludes_by_server_arguments():

@@ -172,7 +172,7 @@ def test_hop_table_lists_every_hop_and_mutant():
     assert "ForwardBatch.init_new" in text and "0.5.12: from the batch's get_model_worker_batch" \
         in " ".join(text.split())
     assert "  real      refused   MLP sync, data-parallel / attention-TP padding" in text
-    assert len(load_server()) == 39 and all(n in text for n in load_server())
+    assert len(load_server()) == 41 and all(n in text for n in load_server())
 
 
 def test_server_kind_without_the_level_names_the_flag(capsys, tmp_path):

@@ -4,7 +4,8 @@ lists, the request-window kinds meet that entry's bug and the run counts it as k
 ``run.json``'s ``known``, a known bundle whose repro names the entry); a server mutant's finding,
 or the same bug against a ledger whose entry names another release, is new (exit 1). Marker
 ``upstream``: a release with a request window (0.5.22 / 0.5.23); each campaign runs in this
-process (``--no-isolate``)."""
+process (``--no-isolate``); a new finding's shrinking is capped at 4 Cases (only its
+classification is asserted)."""
 
 from __future__ import annotations
 
@@ -80,7 +81,7 @@ def test_a_window_campaign_classifies_the_release_bug_as_its_entry(kind, pipelin
             e["releases"] = ["0.5.12"]
     moved = tmp_path / "moved.json"
     moved.write_text(json.dumps(raw))
-    rc, run = _campaign(tmp_path / "moved", kind, "--ledger", str(moved))
+    rc, run = _campaign(tmp_path / "moved", kind, "--ledger", str(moved), "--shrink-budget", "4")
     assert rc == 1 and run["known"] == {}, run
     assert run["kinds"][kind]["finding"] in entry["server"]["signatures"]
 
@@ -91,7 +92,7 @@ def test_a_server_mutants_finding_is_new_beside_the_known_one(pipeline_here, tmp
     ``ledger_entry``; the ledger does not swallow it."""
     _window_release(pipeline_here)
     rc, run = _campaign(tmp_path / "mut", "server_window", "--ledger", "auto",
-                        "--server-mutant", "server_slot_reset_next")
+                        "--server-mutant", "server_slot_reset_next", "--shrink-budget", "4")
     assert rc == 1 and len(run["findings"]) == 1, run
     with open(os.path.join(tmp_path, "mut", run["findings"][0]), encoding="utf-8") as f:
         b = json.load(f)

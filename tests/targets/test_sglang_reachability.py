@@ -168,6 +168,29 @@ def test_short_tail_bundle_reproduces(capsys):
     assert "FAIL server:window_history" in out and "layer 1" in out and "383" in out, out
 
 
+def test_swa_frontier_bundle_reproduces(capsys):
+    """The entry's server-level bundle (radix cache on, window 5 over pages of 4, one request
+    decoding past its window) fails on replay on the entry's release with the release's own
+    over-free assertion when the tree evicts; the ledger knows it only while the window is not
+    a whole number of pages: the same Case with window 8 passes."""
+    from swafuzz.harness.cli.commands import main
+    from swafuzz.harness.cli.common import EXIT_FINDINGS
+    from swafuzz.harness.pipeline.level_server import pipeline_of
+    from swafuzz.server.case import parse
+    from swafuzz.server.run import execute
+
+    path = _server_bundle("swa-frontier-unaligned-window", "server:contracts")
+    assert main(["repro", "--no-isolate", path]) == EXIT_FINDINGS
+    out = capsys.readouterr().out
+    assert "FAIL server:contracts" in out and "allocator/swa.py" in out, out
+    assert "known: ledger entry swa-frontier-unaligned-window" in out, out
+    with open(path, encoding="utf-8") as fh:
+        case = copy.deepcopy(json.load(fh)["case"])
+    case["model"]["sliding_window"] = 8
+    res = execute(parse(case), pipeline_of("sglang"))
+    assert res.failures == [], res.failures
+
+
 def test_a5_needs_a_single_window_layer():
     """The A5 skip, run through the release's RequestWindow: the entry's repro fails with one
     window layer and passes with two or three (the (layer, phase) key changes every layer)."""

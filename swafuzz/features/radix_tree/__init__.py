@@ -20,17 +20,17 @@ FEATURE = Feature(
                  'level drives)'))}),
     ),
     fields='.fields:FIELDS', oracle=('.server_rules',),
-    checks=('server:prefix_reads', 'server:tree_leak'),
+    checks=('server:prefix_hit', 'server:prefix_reads', 'server:tree_leak'),
     check_modules=('.server_oracle',), mutants=('.server_mutants',),
     hooks={'oracle.server_judge': '.server_oracle:server_judge',
-           'sglang.part': '.sglang_part:RadixTreeSGLang', 'sglang.server_hops': '.server_hops:HOPS'},
+           'sglang.part': '.sglang_part:RadixTreeSGLang', 'sglang.server_hops': '.server_hops:HOPS',
+           'export.sglang_test': '.export:recipe'},
     refusals=(
         Refusal(
             'server', '.server_rules:not_driven_with',
             'config.disable_radix_cache: the radix cache is driven at server level on one rank, '
-            'without speculative decoding, decode graphs or the request window (allowed: true, '
-            'or false with tp_size 1, disable_cuda_graph true, speculative_algorithm null and '
-            'no bounded replay)',
+            'without speculative decoding or the request window (allowed: true, or false with '
+            'tp_size 1, speculative_algorithm null and no bounded replay)',
             after='swafuzz.features.dense.server_rules:graphs_without_sizes',
         ),
         Refusal('server', '.server_rules:refusal', release=True),

@@ -12,7 +12,7 @@ ROWS = (
      "recovery, the lock moved), released with checkpoint (release_kv_cache, the "
      "cache_finished_req path; aborted: without), evicted under memory pressure by the "
      "release's allocation (evict_to_free_tokens -> evict_for_alloc) and whole after the run "
-     "(evict)"),
+     "(evict); decode graphs replay through the release's graph runner a third of the time"),
     ("prefix-cache admission budget", "modelled",
      "the adder (a server process) is modelled: free tokens plus the tree's full / SWA "
      "evictable tokens, less the hits its admission locks"),

@@ -4,8 +4,10 @@ Requests in one or two prefix groups (or none) arrive staggered, some aborted, s
 shared while their first owner runs, branch at the group's prefix length, are cached when their
 owner finishes, evicted (the SWA window's eviction interval, a tight SWA or full pool: the
 tree's ``evict`` under memory pressure) and computed again. Page sizes 1, 2, 4 and 8 against a
-window of 1..5 (below, equal to and above it); chunked prefill drawn; the release's tree core
-(rust, its default, or its Python core) drawn. Shrinks towards one group,
+window of 1..5 (below, equal to and above it), or, half the time with page > 1, a window longer
+than a page and no whole number of pages; chunked prefill drawn, decode graphs (the
+release's graph runner, buckets 1..4) a third of the time; the release's tree core (rust, its
+default, or its Python core) drawn. Shrinks towards one group,
 few requests, short prompts, a tight pool.
 """
 
@@ -22,7 +24,8 @@ def _request(draw, groups: tuple[int, ...], window: int, page: int) -> Request:
     prefix = groups[g] if g is not None else 0
     # a short own tail half the time: its insert keeps the shared prefix's window of SWA live,
     # so the next request of the group can match it
-    prompt = prefix + draw(st.one_of(st.integers(1, 2), st.integers(1, window + page + 2)))
+    prompt = prefix + draw(st.one_of(st.sampled_from((1, 1, 2)),
+                                      st.integers(1, window + page + 2)))
     new = draw(st.integers(1, window + page + 3))
     arrive = draw(st.integers(0, 8))
     abort = arrive + draw(st.integers(0, new + 1)) if draw(st.integers(0, 4)) == 4 else None
@@ -33,10 +36,21 @@ def _request(draw, groups: tuple[int, ...], window: int, page: int) -> Request:
 @st.composite
 def radix_cases(draw) -> ServerCase:
     page = draw(st.sampled_from((1, 2, 4, 8)))
-    window = draw(st.integers(1, 5))
+    if page > 1 and draw(st.booleans()):
+        # a window longer than a page and no whole number of pages (127 with page 64, upstream's
+        # measured shape): where rounding the SWA frontier to pages matters (window=page+rest)
+        window = page * draw(st.integers(1, 2)) + draw(st.integers(1, page - 1))
+    else:
+        window = draw(st.integers(1, 5))
     layers = draw(st.integers(1, 2))
-    groups = tuple(draw(st.lists(st.integers(1, 3 * window + 2 * page), min_size=1,
-                                 max_size=2)))
+    # half the time a group prefix one token short of a page, at least max(window, page)
+    # rounded up to pages long: a member whose own tail is one token publishes its prompt where
+    # the SWA frontier's rounding to pages decides whether the key keeps a window of live SWA
+    # (hit_bound.py)
+    keep = -(-max(window, page) // page) * page
+    prefix = st.one_of(st.integers(1, 3 * window + 2 * page),
+                       st.integers(0, 2).map(lambda m: keep + m * page + page - 1))
+    groups = tuple(draw(st.lists(prefix, min_size=1, max_size=2)))
     reqs = tuple(draw(st.lists(_request(groups, window, page), min_size=1, max_size=6)))
 
     def pages(n: int) -> int:
@@ -56,6 +70,10 @@ def radix_cases(draw) -> ServerCase:
     interval = draw(st.sampled_from((1, 2, 4, 128)))
     core = draw(st.sampled_from(("rust", "python")))
     cfg = ServerConfig(page_size=page, disable_radix_cache=False, chunked_prefill_size=chunk)
+    if draw(st.integers(0, 2)) == 2:  # decode graphs: the release's graph runner replays
+        bs = tuple(sorted(draw(st.sets(st.integers(1, 4), min_size=1, max_size=3))))
+        cfg = ServerConfig(page_size=page, disable_radix_cache=False, chunked_prefill_size=chunk,
+                           disable_cuda_graph=False, cuda_graph_bs_decode=bs)
     case = ServerCase(config=cfg, model=ModelShape(layers=layers, sliding_window=window,
                                                    full_tokens=full + page, swa_tokens=swa,
                                                    row_bytes=16, swa_eviction_interval=interval,

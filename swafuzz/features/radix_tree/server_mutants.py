@@ -28,6 +28,19 @@ _SERVER_MUTANTS = (
      "sgl-project/sglang PR 27572 (cache_unfinished_req keyed on the extend-phase fill_len "
      "instead of the committed KV length kv_committed_len): a chunked request's stash publishes "
      "positions it has not computed, in the release's UnifiedRadixCache.checkpoint"),
+    ("server_radix_reprefill_cap_everywhere", "reprefill_cap_everywhere",
+     "spec additions 0.5.23 (A13 / T5: a prefix hit re-prefills the window only where its SWA "
+     "cannot be reused: the unified_kv ring, decoder SWA bounded replay; sglang 0.5.23's "
+     "UnifiedRadixCache.swa_reprefill_tail_tokens gates the cap on them): the gate dropped, "
+     "every match stops a window short and the request computes a shared prefix again (a lost "
+     "share), in the release's swa_reprefill_tail_tokens"),
+    ("server_radix_frontier_unaligned", "frontier_unaligned",
+     "sgl-project/sglang PR 29860 sized the radix path's SWA frontier as pre_len - max(window, "
+     "page); sglang 0.5.23 rounds that up to whole pages so a key ending at page_floor(pre_len) "
+     "keeps a full window of live SWA (PR 34870 measured window 127 with page 64, a window "
+     "that is no whole number of pages); the ledger's swa-frontier-unaligned-window is the "
+     "0.5.22 bug: the rounding dropped, in the release's free_swa_out_of_window_slots, a page "
+     "the key needs is freed and the next match of it comes up short (a lost share)"),
 )
 for _name, _patch, _source in _SERVER_MUTANTS:
     mutant(_name, level="server", kinds=("server_radix",),

@@ -9,6 +9,9 @@ tokens ``0..p`` - whichever request computed them. The prefix-cache hits (how ma
 match covered) are observed, like retractions and admissions; every slot a hit hands over is
 judged. Per forward, each check of that name:
 
+* ``prefix_hit``: a request starting its first EXTEND matched at least the tokens the tree must
+  hold for it with a window of live SWA (a lower bound from the Case, :mod:`.hit_bound`; off
+  after a retraction or an observed eviction);
 * ``prefix_reads``: what every live request reads. Before the step's allocation: a request
   computing from a hit starts on a page boundary, below its length; every live request's
   ``req_to_token`` row holds, at each position before the forward's writes, a full slot whose
@@ -31,8 +34,11 @@ from __future__ import annotations
 
 from collections import Counter
 
+from swafuzz.features.radix_tree.hit_bound import HitBound
 from swafuzz.features.record import check
-from swafuzz.server.graph_checks import batch_shape
+from swafuzz.server.dispatch_checks import forward_dispatch
+from swafuzz.server.graph_checks import SEQ_LEN_FILL, batch_shape, graph_bucket, graph_fill
+from swafuzz.server.graph_rows import GraphRows
 from swafuzz.server.oracle import (
     ServerFailure,
     State,
@@ -54,7 +60,7 @@ def server_judge(case, obs, graphs: bool, disabled) -> list[ServerFailure] | Non
     """The failures of a radix-cache Case (hook ``oracle.server_judge``), or None for another."""
     if case.config.disable_radix_cache or obs.ranks:
         return None
-    return judge(case, obs, disabled)
+    return judge(case, obs, disabled, graphs)
 
 
 class Provenance:
@@ -98,6 +104,16 @@ class _Walk:
         self.st = State(case)
         self.prov = Provenance(case)
         self.trees = _keys(obs.tree.get("forwards", {}))
+        reqs = case.requests
+        self.bound = HitBound(self.prov.tokens, {i: r.prompt_len for i, r in enumerate(reqs)},
+                              {i: r.max_new_tokens for i, r in enumerate(reqs)}, self.P, self.W,
+                              obs.tree.get("evicts"))
+
+    @check("prefix_hit", level="server")
+    def prefix_hit(self, ev) -> str | None:
+        """Before EXTEND ``ev``: no request starting to compute matched less than the tree must
+        hold for it (:meth:`HitBound.check`)."""
+        return self.bound.check(ev)
 
     def hit(self, ev) -> str | None:
         """A request computing from a hit (new to the walk, start > 0) starts on a page
@@ -221,9 +237,11 @@ def _of(got) -> str:
     return "never computed" if got is None else f"request {got[0]} position {got[1]}'s"
 
 
-def judge(case, obs, disabled=frozenset()) -> list[ServerFailure]:
+def judge(case, obs, disabled=frozenset(), graphs: bool = False) -> list[ServerFailure]:
     """Every failure of a radix-cache Case's observation, earliest forward first (module
-    docstring; ``disabled``: server checks not run)."""
+    docstring; ``disabled``: server checks not run; ``graphs``: the executor replays the decode
+    graphs the Case captures, judged as the core judges them: the bucket, every row of the
+    replay's buffers predicted, padded rows storing to the dummy slot 0)."""
     out: list[ServerFailure] = []
 
     def fail(name: str, fwd, msgs) -> bool:
@@ -243,12 +261,18 @@ def judge(case, obs, disabled=frozenset()) -> list[ServerFailure]:
     st, layers = w.st, case.model.layers
     shadow: list[dict[int, bytes]] = [{} for _ in range(layers)]
     recs = {f.index: f for f in obs.forwards}
+    req_rows = GraphRows(case, obs.target_version, SEQ_LEN_FILL)
     for ev in events:
+        req_rows.event(ev)  # the request rows: taken by a prefill, freed by a release
         if isinstance(ev, (Release, Retract)):
             if isinstance(ev, Retract) and fail("retraction", None, retraction(st, ev)):
                 return out
             for rid in ev.rids:
                 st.tokens.pop(rid, None)
+                if isinstance(ev, Release):
+                    w.bound.leave(rid, rid in ev.aborted)
+            if isinstance(ev, Retract):
+                w.bound.retracted()
             continue
         rec, tf = recs.get(ev.index), w.trees.get(ev.index)
         if (rec is None or tf is None) and (obs.out_of_scope or obs.error):
@@ -257,12 +281,15 @@ def judge(case, obs, disabled=frozenset()) -> list[ServerFailure]:
             fail("alloc_count", ev.index, alloc_count(ev, None))
             return out
         fail("exec_path", ev.index, exec_path(ev, rec, ev.mode))
+        bucket = graph_bucket(case, ev.mode, len(ev.rids), graphs)
+        fail("exec_path", ev.index, exec_path(ev, rec, ev.mode, bucket, graphs=True))
         bad = alloc_count(ev, rec)
         if bad:
             fail("alloc_count", ev.index, bad)
             return out
         if fail("tree_leak", ev.index, w.tree_leak(tf)):
             return out + raised
+        fail("prefix_hit", ev.index, w.prefix_hit(ev))
         if fail("prefix_reads", ev.index, w.prefix_reads(ev, rec, tf, "before")):
             return out + raised  # what follows a bad read is its consequence
         if fail("allocation", ev.index, allocation(st, ev, rec.alloc)):
@@ -270,12 +297,20 @@ def judge(case, obs, disabled=frozenset()) -> list[ServerFailure]:
         st.take(ev, rec.alloc)
         w.prov.take(ev, rec.alloc)
         want = [s for _, s in rec.alloc]
-        fail("write_targets", ev.index, write_targets(ev, rec, layers, [want] * layers))
+        pred = req_rows.replay(st, ev, rec.alloc, bucket if rec.graph else None)
+        fail("graph_fill", ev.index, graph_fill(case, st, ev, rec, bucket, pred))
+        each = want + [0] * ((bucket or 0) - len(want)) if rec.exec == "graph" else want
+        fail("write_targets", ev.index, write_targets(ev, rec, layers, [each] * layers))
         fail("batch_shape", ev.index, batch_shape(case, st, ev, rec))
+        if obs.dispatch:  # the release's model runner dispatched the forwards
+            fail("model_dispatch", ev.index, forward_dispatch(
+                ev, rec, obs.dispatch.get(ev.index), ev.mode, bucket, None))
         if rec.mapping:
             fail("window_reads", ev.index, window_reads(st, ev, rec))
         if fail("prefix_reads", ev.index, w.prefix_reads(ev, rec, tf, "after")):
             return out + raised
+        if ev.mode == "EXTEND":
+            w.bound.after_extend(ev)
         for layer in range(layers):
             for slot, row in zip(want, rows(case, ev.index, layer, len(want))):
                 shadow[layer][slot] = row

@@ -8,11 +8,11 @@ import importlib
 
 def not_driven_with(c) -> bool:
     """The radix cache on beside a path the tree pipeline does not drive yet: speculative
-    decoding, attention TP / DP ranks, decode graphs, the request window."""
+    decoding, attention TP / DP ranks, the request window (decode graphs are driven: the tree
+    pipeline's forwards go through the base pipeline's graph runner)."""
     return not c.disable_radix_cache and (
         c.speculative_algorithm is not None or c.tp_size > 1 or c.enable_dp_attention
-        or not c.disable_cuda_graph or c.enable_encoder_swa_bounded_replay
-        or c.enable_decoder_swa_bounded_replay)
+        or c.enable_encoder_swa_bounded_replay or c.enable_decoder_swa_bounded_replay)
 
 
 def refusal(config: dict, version: str) -> str | None:

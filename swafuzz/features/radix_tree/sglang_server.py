@@ -14,6 +14,8 @@ release's tree cache sharing prefixes, driven as its scheduler drives it.
   path, tombstone recovery, lock moved to the new node); a chunk is stashed the same way;
 * a request that finishes leaves through ``release_kv_cache(checkpoint=True)`` (the release's
   ``cache_finished_req``), an aborted one with ``checkpoint=False``;
+* each eviction of the tree that freed anything, as the number of forwards run before it
+  (``ServerObs.tree["evicts"]``; the release's ``_evict``);
 * per forward the allocator's free lists (full and SWA slots, duplicates kept) before its step's
   allocation and after the forward, and every live request's ``req_to_token`` row, are recorded; after the run the whole tree is evicted through
   the release's ``evict`` and the free lists recorded again (``ServerObs.tree``).
@@ -55,9 +57,31 @@ def tree_pipeline(base):
         def start(self) -> Timeline:
             self.obs = ServerObs(target_version=TARGET_VERSION)
             self.offered: dict[int, int] = {}  # this step's matches: request -> hit
-            self.obs.tree = {"hits": {}, "forwards": {}, "start": free_lists(self.srv.allocator)}
+            self.obs.tree = {"hits": {}, "forwards": {}, "evicts": [],
+                             "start": free_lists(self.srv.allocator)}
+            self.watch_evictions()
             self.tl = Timeline(self.case, self.retract, self.admit, self.hit)
             return self.tl
+
+        def watch_evictions(self) -> None:
+            """Record, as the forwards run before it, each eviction of the tree (the release's
+            ``_evict``, under ``evict`` and ``evict_for_alloc``) that freed anything: the
+            release's decision, observed like retractions (the hits after it are not bounded
+            below, ``server_oracle.prefix_hit``)."""
+            tree = self.srv.tree_cache
+            real = getattr(tree, "_evict", None)
+            if real is None:  # not observed: the oracle bounds no hit
+                del self.obs.tree["evicts"]
+                return
+
+            def _evict(*args, **kw):
+                res = real(*args, **kw)
+                if any(getattr(res, f, 1) for f in ("num_tokens_evicted",
+                                                    "swa_num_tokens_evicted")):
+                    self.obs.tree["evicts"].append(len(self.obs.forwards))
+                return res
+
+            tree._evict = _evict
 
         # -- the scheduler's prefix match and the adder ---------------------------------------
         def hit(self, t: int, rid: int) -> int:

@@ -74,3 +74,44 @@ def chunk_published_whole():
         return real(self, req, up_to=max(up_to, len(req.origin_input_ids)), **kw)
 
     return set_attr(cls, "checkpoint", checkpoint)
+
+
+def reprefill_cap_everywhere():
+    """The tree's ``swa_reprefill_tail_tokens`` answers the window for every match, as if each
+    reused prefix carried SWA the tree cannot reuse (the unified_kv ring, decoder bounded
+    replay): every match stops a window short of the request's tokens."""
+    from sglang.srt.mem_cache.unified_cache.component_type import ComponentType
+    from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache as cls
+
+    def swa_reprefill_tail_tokens(self, req=None):
+        swa = self.components.get(ComponentType.SWA)
+        return swa.sliding_window_size if swa is not None else 0
+
+    return set_attr(cls, "swa_reprefill_tail_tokens", swa_reprefill_tail_tokens)
+
+
+def frontier_unaligned():
+    """``free_swa_out_of_window_slots`` keeping ``max(window, page)`` tokens of SWA behind
+    ``pre_len`` instead of that many rounded up to whole pages (0.5.22's rule): with a window
+    longer than a page and not a multiple of it, a page the key still needs is freed. Put back
+    by calling the release's function with ``pre_len`` and the window both raised by the
+    rounding, so its rounded threshold lands where 0.5.22's unrounded one did (the
+    early-return test ``pre_len - window`` is unchanged)."""
+    real = common.free_swa_out_of_window_slots
+
+    def free_swa_out_of_window_slots(req, pre_len, *, sliding_window_size, page_size, **kw):
+        keep = max(sliding_window_size, page_size)
+        up = -(-keep // page_size) * page_size - keep
+        if kw.get("supports_prefix_sharing", True):
+            pre_len, sliding_window_size = pre_len + up, sliding_window_size + up
+        return real(req, pre_len, sliding_window_size=sliding_window_size,
+                    page_size=page_size, **kw)
+
+    return _both(free_swa_out_of_window_slots)
+
+
+@contextlib.contextmanager
+def _both(fn) -> Iterator[None]:  # the module's name and the SWA component's import of it
+    with set_attr(common, "free_swa_out_of_window_slots", fn), \
+            set_attr(swa_component, "free_swa_out_of_window_slots", fn):
+        yield

@@ -28,6 +28,7 @@ from typing import Any
 
 from swafuzz import targets
 from swafuzz.harness.ledger.entries import DEFAULT_LEDGER, LedgerError, load_ledger
+from swafuzz.harness.ledger.server import holds_model, model_facts
 
 #: seed stride between the rounds of a unit (a prime far from the shard stride 7919)
 ROUND_SEED_STRIDE = 104729
@@ -120,26 +121,30 @@ class ServerKnownLedger(KnownLedger):
 
     def classify(self, case, verdict) -> str | None:
         return server_known(self.entries, self.target, self.release,
-                            case.config.server_args(), verdict.signature())
+                            case.config.server_args(), verdict.signature(), model_facts(case))
 
     def can_exclude(self, eid: str) -> bool:
         return True  # a reachable answer always has server_args (ledger_server.parse_server)
 
     def excludes(self, eids, case) -> bool:
-        args = case.config.server_args()
-        return any(holds_args(self.by_id[i].server, args) for i in eids)
+        args, facts = case.config.server_args(), model_facts(case)
+        return any(holds_args(self.by_id[i].server, args)
+                   and holds_model(self.by_id[i].server, facts) for i in eids)
 
 
 def server_known(entries: list, target: str, release: str | None, config: dict,
-                 signature: str) -> str | None:
+                 signature: str, model: dict | None = None) -> str | None:
     """The id of the first ledger entry (``Entry`` objects with ``server``) that knows a
     failing server-level Case (target and release, a signature its answer's ``signatures``
     match, ``server_args`` held by the Case's ``config``, a ``ServerConfig.server_args()``
-    dict), or None: new."""
+    dict, and the answer's ``model`` constraints by ``model``, the Case's
+    :func:`~swafuzz.harness.ledger.server.model_facts`; None: only answers without ``model``
+    know it), or None: new."""
     for e in entries:
         a = e.server
         if (a is not None and any(fnmatch.fnmatchcase(signature, p) for p in a.signatures)
-                and e.applies(target, release) and holds_args(a, config)):
+                and e.applies(target, release) and holds_args(a, config)
+                and holds_model(a, model)):
             return e.id
     return None
 

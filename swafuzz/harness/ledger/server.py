@@ -7,6 +7,7 @@ An entry's optional ``server`` field (:mod:`swafuzz.harness.ledger.entries`)::
                "server_args": {"tp_size": 4, ...},           # ServerArgs field names
                "env": {"SGLANG_...": "8192"},                # optional: deployment env
                "stand_in": {"dspark_block_size": 4},         # optional: model config keys
+               "model": {"window_page_remainder": {"min": 1}},  # optional: Case model facts
                "requests": "an extend of 1 token on ...",    # the request pattern
                "guard": "pkg.module.function: the rule",     # what blocks it (unreachable)
                "test": "tests/targets/test_x.py::test_y",    # the test that checks the answer
@@ -20,21 +21,30 @@ An entry's optional ``server`` field (:mod:`swafuzz.harness.ledger.entries`)::
   that reaches the path; ``bundle`` null.
 * ``reachable``: as probable, and ``bundle`` reproduces it; a server-level campaign knows a
   failing Case as this entry's (:func:`swafuzz.harness.ledger.known.server_known`) when target
-  and release apply, a ``signatures`` pattern (``server:<check>``) matches and the Case's config
-  holds every ``server_args`` value.
+  and release apply, a ``signatures`` pattern (``server:<check>``) matches, the Case's config
+  holds every ``server_args`` value and its model every ``model`` constraint.
+
+``model`` narrows a reachable answer by what a server reads from its checkpoint rather than its
+arguments (:func:`model_facts`): ``{field: constraint}`` over the server Case's ``model`` fields
+(``sliding_window``, ``swa_eviction_interval``, ...) and ``window_page_remainder`` (the window
+modulo the page size when the window is longer than a page, else 0: a window that is not a whole
+number of pages), constraints as in a ``when`` (:mod:`swafuzz.harness.ledger.when`): a value, a
+list of allowed values or ``{"min": A, "max": B}``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
 
-from swafuzz.harness.ledger.when import LedgerError
+from swafuzz.harness.ledger.when import LedgerError, check_constraint, holds_constraint
+from swafuzz.server.case import ModelShape
 
 STATUSES = ("unreachable", "probable", "reachable")
-_KEYS = ("status", "server_args", "env", "stand_in", "requests", "guard", "test", "bundle",
-         "signatures", "note")
+_KEYS = ("status", "server_args", "env", "stand_in", "model", "requests", "guard", "test",
+         "bundle", "signatures", "note")
 _TEST = re.compile(r"^tests/[\w./-]+\.py::[A-Za-z_]\w*$")
 _SCALARS = (bool, int, float, str, type(None))
 
@@ -51,6 +61,33 @@ class ServerAnswer:
     bundle: str | None = None
     note: str = ""
     signatures: tuple[str, ...] = ()
+    model: tuple[tuple[str, object], ...] = ()  # (field, validated constraint): model_facts
+
+
+def _model_fields() -> dict[str, str]:
+    """The ``model`` constraint fields and their types: the server Case's model fields and the
+    derived ``window_page_remainder``."""
+    out = {f.name: f.type if isinstance(f.type, str) else f.type.__name__
+           for f in dataclasses.fields(ModelShape)}
+    return {**out, "window_page_remainder": "int"}
+
+
+def model_facts(case) -> dict[str, object]:
+    """What a server Case's model holds, as an answer's ``model`` reads it (module docstring)."""
+    m, page = case.model, case.config.page_size
+    facts = {f.name: getattr(m, f.name) for f in dataclasses.fields(m)}
+    w = m.sliding_window
+    facts["window_page_remainder"] = w % page if w > page else 0
+    return facts
+
+
+def holds_model(answer, facts: dict | None) -> bool:
+    """Does a Case's :func:`model_facts` satisfy every ``model`` constraint of the answer (no
+    facts: only an answer without ``model``)?"""
+    if not answer.model:
+        return True
+    return facts is not None and all(n in facts and holds_constraint(c, facts[n])
+                                     for n, c in answer.model)
 
 
 def _text(obj: dict, key: str, at: str, required: bool) -> str:
@@ -91,6 +128,19 @@ def parse_server(obj: object, at: str) -> ServerAnswer:
     if not isinstance(stand_in, dict) or not all(isinstance(k, str) and k for k in stand_in):
         raise LedgerError(f"{at}: field 'stand_in' must map the model stand-in's config.json "
                           "keys to values")
+    model = obj.get("model", {})
+    fields = _model_fields()
+    if not isinstance(model, dict) or ("model" in obj and not model):
+        raise LedgerError(f"{at}.model: must be a non-empty object of field -> constraint; "
+                          f"fields: {sorted(fields)}")
+    for name in model:
+        if name not in fields:
+            raise LedgerError(f"{at}.model.{name}: unknown field; allowed: {sorted(fields)}")
+    model_c = tuple((n, check_constraint(c, fields[n], f"{at}.model.{n}"))
+                    for n, c in sorted(model.items()))
+    if model_c and status != "reachable":
+        raise LedgerError(f"{at}: field 'model' is given only with status 'reachable' (it "
+                          "narrows the Cases a server-level campaign classifies)")
     requests = _text(obj, "requests", at, status != "unreachable")
     guard = _text(obj, "guard", at, status == "unreachable")
     note = _text(obj, "note", at, False)
@@ -116,7 +166,7 @@ def parse_server(obj: object, at: str) -> ServerAnswer:
         raise LedgerError(f"{at}: status {status!r} needs field 'server_args' (the arguments "
                           "the release accepts)")
     return ServerAnswer(status, test, dict(args), dict(env), dict(stand_in), requests, guard,
-                        bundle, note, tuple(sigs))
+                        bundle, note, tuple(sigs), model_c)
 
 
 def server_text(answer: ServerAnswer | None) -> str:
@@ -134,6 +184,7 @@ def _args_text(answer: ServerAnswer) -> str:
     parts = [f"{k}={json.dumps(v)}" for k, v in answer.server_args.items()]
     parts += [f"env {k}={v}" for k, v in answer.env.items()]
     parts += [f"model config {k}={json.dumps(v)}" for k, v in answer.stand_in.items()]
+    parts += [f"Case model {k} {json.dumps(v)}" for k, v in answer.model]
     return ", ".join(parts) or "-"
 
 

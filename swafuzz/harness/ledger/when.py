@@ -165,6 +165,17 @@ def _check_constraint(c, typ: str, at: str, allowed: tuple[str, ...] | None = No
     return c
 
 
+def check_constraint(c, typ: str, at: str):
+    """Validate one constraint on a field of type ``typ`` (``"int"``, ``"str"``, ...) outside a
+    ``when`` (a server answer's ``model``); return it normalised (:func:`holds_constraint`)."""
+    return _check_constraint(c, typ, at)
+
+
+def holds_constraint(c, value) -> bool:
+    """Does ``value`` satisfy the constraint :func:`check_constraint` returned?"""
+    return _holds(c, value)
+
+
 def _holds(c, value, version: bool = False) -> bool:
     """Does ``value`` satisfy the (validated) constraint ``c``?"""
     if isinstance(c, dict):

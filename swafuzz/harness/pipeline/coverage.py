@@ -108,9 +108,14 @@ def combine(out: str, focus: list[str] | None = None) -> dict[str, Any] | None:
     cov.combine(files, keep=True)
     cov.save()
     raw = os.path.join(data_dir, "raw.json")
-    morfs = None
-    if focus is not None:  # their modules reported even where no Case ran them
-        morfs = sorted(set(cov.get_data().measured_files()) | set(module_files(focus)))
+    # only the files a Case ran a line of (the report parses every file it is given: all the
+    # modules the target imported after measuring began took 93 of 98 s for 6 Cases), and the
+    # focus modules, reported even where no Case ran them
+    data = cov.get_data()
+    data.set_query_contexts([r"^case\."])
+    ran = {f for f in data.measured_files() if data.lines(f)}
+    data.set_query_contexts(None)
+    morfs = sorted(ran | (set(module_files(focus)) if focus is not None else set()))
     cov.json_report(morfs=morfs, outfile=raw, ignore_errors=True,
                     contexts=[r"^case\."])  # CASE_CONTEXT
     with open(raw) as f:

@@ -45,6 +45,7 @@ from swafuzz.harness.ledger.known import (
     target_release,
     unit_ledger,
 )
+from swafuzz.harness.ledger.server import model_facts
 from swafuzz.harness.pipeline.caselog import read_log
 from swafuzz.harness.pipeline.corpus import DatabaseSpecError, check_spec, open_database
 from swafuzz.harness.pipeline.coverage import CoverageMissing, run_mode
@@ -380,4 +381,4 @@ class ServerLevel:
         except (OSError, LedgerError) as e:
             raise UsageError(f"ledger {DEFAULT_LEDGER}: {e}") from None
         return server_known(entries, target, target_release(target),
-                            case.config.server_args(), v.signature())
+                            case.config.server_args(), v.signature(), model_facts(case))

@@ -112,6 +112,10 @@ def test_the_config_refusal():
     assert not not_driven_with(ServerConfig(disable_radix_cache=False))
     assert not_driven_with(ServerConfig(disable_radix_cache=False, tp_size=2))
     assert not not_driven_with(ServerConfig(tp_size=2))
+    # decode graphs are driven with the tree (the base pipeline's graph runner)
+    assert not not_driven_with(ServerConfig(disable_radix_cache=False, disable_cuda_graph=False,
+                                            cuda_graph_bs_decode=(1, 2)))
+    assert not_driven_with(ServerConfig(disable_radix_cache=False, speculative_algorithm="EAGLE"))
 
 
 @settings(max_examples=30, derandomize=True, database=None)

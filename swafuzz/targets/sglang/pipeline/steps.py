@@ -24,6 +24,7 @@ from swafuzz.targets.forward_mode import ForwardMode as HarnessMode
 from swafuzz.targets.sglang.environ import environ
 from swafuzz.targets.sglang.pipeline import dispatch, graph, seams
 from swafuzz.targets.sglang.pipeline.mutants import patched
+from swafuzz.targets.sglang.pipeline.raised import finalizer_asserts, where
 from swafuzz.targets.sglang.pipeline.setup import Server
 from swafuzz.targets.sglang.real import TARGET_VERSION
 
@@ -327,7 +328,7 @@ class Pipeline:
             self.obs.out_of_scope = str(e)
         else:
             tb = traceback.extract_tb(e.__traceback__)[-1]
-            self.obs.error = f"{type(e).__name__}: {e} (at {tb.filename}:{tb.lineno})"
+            self.obs.error = f"{type(e).__name__}: {e} (at {where(tb.filename)}:{tb.lineno})"
 
     def finish(self) -> ServerObs:
         pool = self.srv.engine.target_pool
@@ -356,7 +357,17 @@ def run_server_case(case: ServerCase, impl: str = "torch", mutant: str | None = 
                     executor=None) -> ServerObs:
     """Run ``case`` through the release's pipeline (with server mutant ``mutant``'s patch of
     the release's code, :mod:`.mutants`; ``executor``: the harness's executor, whose graphs a
-    decode the release's graph runner accepts replays); the observation of what it did."""
+    decode the release's graph runner accepts replays); the observation of what it did. An
+    assertion of the release that fails inside a finalizer (:mod:`.raised`) is the run's error
+    when nothing else failed first."""
+    with finalizer_asserts() as caught:
+        obs = _run(case, impl, mutant, executor)
+    if caught and obs.error is None and obs.out_of_scope is None:
+        obs.error = caught[0]  # the release's own invariant, fired where it cannot raise
+    return obs
+
+
+def _run(case: ServerCase, impl: str, mutant: str | None, executor) -> ServerObs:
     with patched(mutant), eviction_interval(case.model.swa_eviction_interval), \
             environ(case.config.env_dict()), seams.cpu_platform():
         if case.config.enable_dp_attention:  # one pipeline per attention-DP rank

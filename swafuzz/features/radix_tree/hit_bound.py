@@ -31,6 +31,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+def kept_tokens(window: int, page: int) -> int:
+    """``K``: the tokens of live SWA a request keeps behind its frontier, ``max(W, P)`` rounded
+    up to whole pages (0.5.23's rule; the server kind draws group prefixes around it)."""
+    return -(-max(window, page) // page) * page
+
+
 @dataclass(frozen=True)
 class Published:
     key: tuple[int, ...]  # the token ids the tree holds under one path
@@ -56,7 +62,7 @@ class HitBound:
                  evicts: list[int] | None):
         self.tokens, self.prompts, self.max_new = tokens, prompts, max_new
         self.P, self.W = page, window
-        self.K = -(-max(window, page) // page) * page  # max(W, P) rounded up to whole pages
+        self.K = kept_tokens(window, page)
         self.evicts = evicts
         self.pub: list[Published] = []
         self.started: set[int] = set()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from swafuzz.features.radix_tree.hit_bound import kept_tokens
 from swafuzz.server.case import ModelShape, Request, ServerCase, ServerConfig, validate
 
 
@@ -47,7 +48,7 @@ def radix_cases(draw) -> ServerCase:
     # rounded up to pages long: a member whose own tail is one token publishes its prompt where
     # the SWA frontier's rounding to pages decides whether the key keeps a window of live SWA
     # (hit_bound.py)
-    keep = -(-max(window, page) // page) * page
+    keep = kept_tokens(window, page)
     prefix = st.one_of(st.integers(1, 3 * window + 2 * page),
                        st.integers(0, 2).map(lambda m: keep + m * page + page - 1))
     groups = tuple(draw(st.lists(prefix, min_size=1, max_size=2)))

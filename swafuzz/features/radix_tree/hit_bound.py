@@ -87,18 +87,19 @@ class HitBound:
         if ev.mode != "EXTEND":
             return None
         evicted = self.off or any(k < ev.index for k in self.evicts)
+        short = []
         for rid, (start, _) in zip(ev.rids, ev.spans):
             if rid in self.started:
                 continue
-            self.started.add(rid)
+            self.started.add(rid)  # every request of the batch: its first EXTEND is this one
             if evicted:
                 continue
             owed, src = self.owed(rid)
             if start < owed:
-                return (f"request {rid}'s prefix-cache hit covers {start} tokens; the tree holds "
-                        f"its first {owed} with a window of live SWA ({src.by}, SWA live from "
-                        f"position {src.frontier} at most): a lost share")
-        return None
+                short.append(f"request {rid}'s prefix-cache hit covers {start} tokens; the tree "
+                             f"holds its first {owed} with a window of live SWA ({src.by}, SWA "
+                             f"live from position {src.frontier} at most): a lost share")
+        return "; ".join(short) or None
 
     def after_extend(self, ev) -> None:
         """The publishes after EXTEND ``ev``: every request that runs on or stashes a chunk."""

@@ -111,3 +111,17 @@ def test_only_a_request_s_first_extend_is_bounded():
     b.after_extend(f0)
     assert b.check(Forward(1, 1, "EXTEND", (0,), ((13, 1),))) is None  # a later chunk of 0
     assert b.check(Forward(1, 1, "DECODE", (1,), ((0, 1),))) is None
+
+
+def test_every_request_of_a_short_batch_is_judged_at_its_first_extend():
+    """Two requests start together and both come up short: both are named, and both are then
+    started (a later chunk of either is no first EXTEND; the walk once stopped at the first
+    short request and judged the second's next chunk as its start)."""
+    b = _bound(prompts=(13, 14, 14))
+    f0 = Forward(0, 0, "EXTEND", (0,), ((0, 13),))
+    b.check(f0)
+    b.after_extend(f0)
+    msg = b.check(Forward(1, 1, "EXTEND", (1, 2), ((0, 8), (0, 2))))
+    assert "request 1's prefix-cache hit covers 0" in msg
+    assert "request 2's prefix-cache hit covers 0" in msg
+    assert b.check(Forward(2, 2, "EXTEND", (2,), ((2, 12),))) is None

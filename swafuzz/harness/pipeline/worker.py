@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -36,6 +35,7 @@ from swafuzz.harness.pipeline.casetime import CaseClock
 from swafuzz.harness.pipeline.coverage import ChildCoverage
 from swafuzz.harness.pipeline.execute import CaseRefused, InvalidCase, Verdict, execute
 from swafuzz.harness.pipeline.level_server import execute_server, prepare
+from swafuzz.harness.pipeline.lines import LineReader
 from swafuzz.harness.pipeline.runlock import die_with_parent
 from swafuzz.machinery import (
     BEAT_S,
@@ -195,7 +195,7 @@ class CaseWorker:
             subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
                              pass_fds=(w,), env=env, text=True)
         os.close(w)
-        self._reply = os.fdopen(r, "r")
+        self._reply = LineReader(r)
         self._send({"setup": self._setup})
         try:
             reply = self._await_started()
@@ -233,11 +233,8 @@ class CaseWorker:
 
     def _recv(self, timeout: float) -> dict[str, Any] | None:
         """The next reply; None if the child died first; raises TimeoutError past ``timeout``."""
-        ready, _, _ = select.select([self._reply], [], [], timeout)
-        if not ready:
-            raise TimeoutError
-        line = self._reply.readline()
-        return json.loads(line) if line else None
+        line = self._reply.line(timeout)  # a buffered line first (lines.py: select loses it)
+        return json.loads(line) if line is not None else None
 
     def _await_reply(self) -> dict[str, Any] | None:
         """The child's reply to a Case; TimeoutError once the Case has had ``timeout_s`` of

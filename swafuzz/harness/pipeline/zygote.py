@@ -43,6 +43,7 @@ import torch
 
 from swafuzz import features, targets
 from swafuzz.harness.pipeline.level_server import prepare
+from swafuzz.harness.pipeline.lines import LineReader
 from swafuzz.harness.pipeline.runlock import die_with_parent
 from swafuzz.machinery import BEAT_S, HarnessError, Heartbeat, StartWatch, start_fault
 from swafuzz.targets import plugins
@@ -175,16 +176,24 @@ class Zygote:
         progress); :class:`swafuzz.machinery.StartTimeout` (exit 3) once the beats stop moving
         for the start-up limit, the zygote killed."""
         watch = StartWatch("the server-level case workers' zygote (one import of the target)")
+        reader = LineReader(os.dup(self.proc.stdout.fileno()))  # lines.py: select loses lines
+        try:
+            return self._await_reply(reader, watch)
+        finally:
+            reader.close()
+
+    def _await_reply(self, reader: LineReader, watch: StartWatch) -> dict[str, Any]:
         while True:
-            if not select.select([self.proc.stdout], [], [], 4 * BEAT_S)[0]:
+            try:
+                line = reader.line(4 * BEAT_S)
+            except TimeoutError:
                 try:
                     watch.beat(None)
                 except HarnessError:
                     self.close()
                     raise
                 continue
-            line = self.proc.stdout.readline()
-            if not line:
+            if line is None:
                 return {"setup_error": "the zygote died while starting"}
             try:
                 reply = json.loads(line)

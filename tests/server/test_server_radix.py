@@ -22,9 +22,11 @@ CASE = {"config": {"page_size": 1, "disable_radix_cache": False},
                       "prefix_len": 5}]}
 
 
-def _checkpoint_shape() -> bool:
-    from sglang.srt.mem_cache import common
-    return hasattr(common, "checkpoint_kv_cache")
+def _driven() -> bool:
+    """Does the server level drive the radix cache on this release (0.5.20 on: the unified
+    radix cache; ``server_rules.refusal``)?"""
+    from swafuzz.features.radix_tree.server_rules import refusal
+    return refusal({"disable_radix_cache": False}, "installed") is None
 
 
 def _pipeline():
@@ -36,8 +38,8 @@ def _pipeline():
 def test_a_group_shares_its_prefix_through_the_tree(page, hit):
     """Request 1 matches request 0's published prompt: the shared prefix floored to pages (none
     with a page above it), reads request 0's slots, and every slot is back after the run."""
-    if not _checkpoint_shape():
-        pytest.skip("the release publishes through cache_unfinished_req (refused below)")
+    if not _driven():
+        pytest.skip("the release has no unified radix cache (refused below)")
     from swafuzz.server.run import execute
 
     case = parse({**CASE, "config": {"page_size": page, "disable_radix_cache": False}})
@@ -52,8 +54,8 @@ def test_decode_graphs_replay_with_the_tree_and_pad_to_the_dummy_slot():
     their decodes replay the release's graph runner padded from 2 (or 1) rows to 4, the padded
     rows store to the dummy slot 0, and the Case is judged clean with every check of the core's
     graph path (exec_path, graph_fill, write_targets over the padded rows)."""
-    if not _checkpoint_shape():
-        pytest.skip("the release publishes through cache_unfinished_req (refused below)")
+    if not _driven():
+        pytest.skip("the release has no unified radix cache (refused below)")
     from swafuzz.harness.executors import get_executor
     from swafuzz.harness.pipeline.level_server import pipeline_of
     from swafuzz.server.run import execute
@@ -78,8 +80,8 @@ def test_decode_graphs_replay_with_the_tree_and_pad_to_the_dummy_slot():
 def test_the_radix_judge_sees_the_graph_fill_mutants(mutant, checks):
     """The radix judge's graph path can fail: the graph runner's padded-row mutants (spec
     §5.1 / §9.5, the server zoo's ``server_graph`` mutants) on the radix Case with graphs."""
-    if not _checkpoint_shape():
-        pytest.skip("the release publishes through cache_unfinished_req (refused below)")
+    if not _driven():
+        pytest.skip("the release has no unified radix cache (refused below)")
     from swafuzz.harness.executors import get_executor
     from swafuzz.harness.pipeline.level_server import pipeline_of
     from swafuzz.server.run import execute
@@ -92,8 +94,8 @@ def test_the_radix_judge_sees_the_graph_fill_mutants(mutant, checks):
 
 
 def test_older_release_refuses_naming_the_field():
-    if _checkpoint_shape():
-        pytest.skip("the release publishes through checkpoint_kv_cache (driven)")
+    if _driven():
+        pytest.skip("the release has the unified radix cache (driven)")
     from swafuzz.server.run import ServerRefused, execute
 
     with pytest.raises(ServerRefused, match="config.disable_radix_cache"):
@@ -124,7 +126,7 @@ def _search(mutant, n, known_clean=False):
 
 def test_server_radix_cases_run_clean():
     """Clean but for the release's known bugs (the ledger's entries for it)."""
-    if not _checkpoint_shape():
+    if not _driven():
         pytest.skip("refused on this release")
     found, cases = _search(None, 12, known_clean=True)
     assert found is None and cases == 12, found and found["verdict"].failures[:2]
@@ -151,7 +153,7 @@ def test_each_radix_mutant_is_killed(mutant, checks, n):
     from swafuzz.harness.ledger.entries import load_ledger
     from swafuzz.harness.ledger.known import target_release
 
-    if not _checkpoint_shape():
+    if not _driven():
         pytest.skip("refused on this release")
     release = target_release("sglang")
     if mutant == "server_radix_frontier_unaligned" and any(
@@ -159,6 +161,12 @@ def test_each_radix_mutant_is_killed(mutant, checks, n):
             for e in load_ledger()):
         pytest.skip(f"sglang {release} has the rule this mutant puts back (the ledger's "
                     "swa-frontier-unaligned-window)")
+    from swafuzz.features.radix_tree import sglang_server_mutants as patches
+    from swafuzz.targets.protocol import TargetUnavailable
+    try:  # a mutant whose function this release lacks names its absence (0.5.20 / 0.5.21's stash)
+        getattr(patches, mutant.removeprefix("server_radix_"))()
+    except TargetUnavailable as e:
+        pytest.skip(str(e))
     found, _ = _search(mutant, n, known_clean=True)
     assert found is not None, f"{mutant} survived {n} server_radix Cases"
     assert found["verdict"].failures[0].check in checks

@@ -168,22 +168,39 @@ def test_short_tail_bundle_reproduces(capsys):
     assert "FAIL server:window_history" in out and "layer 1" in out and "383" in out, out
 
 
+#: the entry's bundle before 0.5.22: 0.5.20 / 0.5.21 keep a decoding request's window (the
+#: entry's own bundle passes there) and meet the frontier through a chunk's publish instead
+FRONTIER_CHUNK = "tests/data/bundles/sglang/server_swa_frontier_unaligned_window_chunk.json"
+
+
 def test_swa_frontier_bundle_reproduces(capsys):
-    """The entry's server-level bundle (radix cache on, window 5 over pages of 4, one request
-    decoding past its window) fails on replay on the entry's release with the release's own
-    over-free assertion when the tree evicts; the ledger knows it only while the window is not
-    a whole number of pages: the same Case with window 8 passes."""
+    """The entry's server-level bundle (radix cache on, window 5 over pages of 4) fails on
+    replay on each release the entry lists: on 0.5.22 one request decoding past its window, the
+    release's own over-free assertion when the tree evicts; on 0.5.20 / 0.5.21 a chunk's publish whose
+    key keeps less than a window of live SWA, the next requests of the group matching nothing.
+    The ledger knows it only while the window is not a whole number of pages: the same Case with
+    window 8 passes."""
     from swafuzz.harness.cli.commands import main
     from swafuzz.harness.cli.common import EXIT_FINDINGS
     from swafuzz.harness.pipeline.level_server import pipeline_of
     from swafuzz.server.case import parse
     from swafuzz.server.run import execute
+    from swafuzz.targets.sglang import installed_version
 
-    path = _server_bundle("swa-frontier-unaligned-window", "server:contracts")
+    eid = "swa-frontier-unaligned-window"
+    from swafuzz.targets.sglang.releases import release_key
+
+    if release_key(installed_version()) < release_key("0.5.22"):  # 0.5.20, 0.5.21
+        entry(eid)
+        path = os.path.join(ROOT, FRONTIER_CHUNK)
+        want = ("FAIL server:prefix_hit", "lost share")
+    else:
+        path = _server_bundle(eid, "server:contracts")
+        want = ("FAIL server:contracts", "allocator/swa.py")
     assert main(["repro", "--no-isolate", path]) == EXIT_FINDINGS
     out = capsys.readouterr().out
-    assert "FAIL server:contracts" in out and "allocator/swa.py" in out, out
-    assert "known: ledger entry swa-frontier-unaligned-window" in out, out
+    assert all(w in out for w in want), out
+    assert f"known: ledger entry {eid}" in out, out
     with open(path, encoding="utf-8") as fh:
         case = copy.deepcopy(json.load(fh)["case"])
     case["model"]["sliding_window"] = 8

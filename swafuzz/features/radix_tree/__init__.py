@@ -15,9 +15,9 @@ FEATURE = Feature(
              'staggered and aborted, sharing, branching, cached, evicted (window, memory '
              "pressure) and computed again through the release's tree cache; page sizes 1, 2, 4, "
              '8 against windows 1..5', level='server', opt_in=True,
-             since={'sglang': Since('0.5.22', (
-                 "mem_cache.common.checkpoint_kv_cache (the tree cache's publish the server "
-                 'level drives)'))}),
+             since={'sglang': Since('0.5.20', (
+                 "the unified radix cache (mem_cache.unified_cache) with its scheduler's "
+                 'publish, which the server level drives'))}),
     ),
     fields='.fields:FIELDS', oracle=('.server_rules',),
     checks=('server:prefix_hit', 'server:prefix_reads', 'server:tree_leak'),

@@ -7,10 +7,11 @@ ROWS = (
     ("tree cache with the radix cache on (server_radix)", "real",
      "the release's UnifiedRadixCache with FULL and SWA components and disable false: a waiting "
      "request matched each time the adder is offered it (init_next_round_input -> "
-     "match_kv_cache / match_prefix), locked on admission (tree_cache.lock), its prompt "
-     "published after the EXTEND (checkpoint_kv_cache: insert over an existing path, tombstone "
-     "recovery, the lock moved), released with checkpoint (release_kv_cache, the "
-     "cache_finished_req path; aborted: without), evicted under memory pressure by the "
+     "match_kv_cache / match_prefix), locked on admission (tree_cache.lock; 0.5.20 / 0.5.21: "
+     "inc_lock_ref and its receipt), its prompt published after the EXTEND (checkpoint_kv_cache;"
+     " before 0.5.22: maybe_cache_unfinished_req: insert over an existing path, tombstone recovery, the"
+     " lock moved), released with checkpoint (release_kv_cache, the cache_finished_req path; "
+     "before 0.5.22: is_insert; aborted: without), evicted under memory pressure by the "
      "release's allocation (evict_to_free_tokens -> evict_for_alloc) and whole after the run "
      "(evict); decode graphs replay through the release's graph runner a third of the time"),
     ("prefix-cache admission budget", "modelled",
@@ -20,9 +21,8 @@ ROWS = (
 
 OLDER = {
     "tree cache with the radix cache on (server_radix)": (
-        "refused", "0.5.12 publishes through SWARadixCache.cache_unfinished_req / "
-        "cache_finished_req (no checkpoint_kv_cache): config.disable_radix_cache false refused "
-        "naming the field"),
+        "refused", "0.5.12 has no unified radix cache (its SWARadixCache is not driven): "
+        "config.disable_radix_cache false refused naming the field"),
     "prefix-cache admission budget": ("refused", "as above"),
 }
 

@@ -4,6 +4,7 @@ server-level Case's ``ServerConfig``; the reason is in the record) and its relea
 from __future__ import annotations
 
 import importlib
+import importlib.util
 
 
 def not_driven_with(c) -> bool:
@@ -17,15 +18,23 @@ def not_driven_with(c) -> bool:
 
 def refusal(config: dict, version: str) -> str | None:
     """Why a Case with the radix cache on is not run on this release, or None: the pipeline
-    publishes a request's KV through the release's ``checkpoint_kv_cache`` /
-    ``release_kv_cache(checkpoint=...)`` (0.5.22, 0.5.23); 0.5.12 publishes through the tree's
-    own ``cache_unfinished_req`` / ``cache_finished_req``, not driven."""
+    drives the release's unified radix cache (``mem_cache.unified_cache``: FULL and SWA
+    components) and publishes a request's KV as its scheduler does, through
+    ``checkpoint_kv_cache`` (0.5.22 on) or ``maybe_cache_unfinished_req`` (before); 0.5.12's
+    ``SWARadixCache`` is not driven."""
     if config.get("disable_radix_cache", True):
         return None
     common = importlib.import_module("sglang.srt.mem_cache.common")
-    if not hasattr(common, "checkpoint_kv_cache"):
-        return (f"config.disable_radix_cache: sglang {version} publishes a request's KV through "
-                "its tree's cache_unfinished_req / cache_finished_req (no checkpoint_kv_cache); "
-                "the server level drives the radix cache on the checkpoint shape (0.5.22, "
-                "0.5.23) only (allowed: true)")
+    unified = importlib.util.find_spec("sglang.srt.mem_cache.unified_cache") is not None
+    publish = any(hasattr(common, f) for f in ("checkpoint_kv_cache", "maybe_cache_unfinished_req"))
+    if not (unified and publish):
+        return (f"config.disable_radix_cache: sglang {version} has no unified radix cache "
+                "(mem_cache.unified_cache) with a prefill publish the server level drives "
+                "(checkpoint_kv_cache or maybe_cache_unfinished_req); its SWARadixCache is not "
+                "driven (allowed: true)")
+    base = importlib.import_module("sglang.srt.mem_cache.allocator.base")
+    if not hasattr(base.BaseTokenToKVPoolAllocator, "get_all_free_pages"):
+        return (f"config.disable_radix_cache: sglang {version}'s allocators do not list their "
+                "free pages (get_all_free_pages), which the radix judge reads after "
+                "every forward (allowed: true)")
     return None

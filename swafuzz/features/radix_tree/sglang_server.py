@@ -34,6 +34,31 @@ from sglang.srt.mem_cache import common  # isort: skip
 from sglang.srt.mem_cache.base_prefix_cache import EvictParams  # isort: skip
 
 
+#: the release's publish after a prefill: ``checkpoint_kv_cache`` (0.5.22 on) or, before it,
+#: ``maybe_cache_unfinished_req`` (the tree's ``cache_unfinished_req``)
+PUBLISH = getattr(common, "checkpoint_kv_cache", None) or getattr(
+    common, "maybe_cache_unfinished_req", None)
+#: release_kv_cache's keyword for keeping what the tree can key: ``checkpoint`` (0.5.22 on) or
+#: ``is_insert`` (before)
+KEEP = "checkpoint" if seams.RELEASE_CHECKPOINT else "is_insert"
+
+
+def lock(tree, req) -> None:
+    """The adder's lock of a matched request's node: ``tree.lock`` (0.5.22 on, the handle kept
+    as ``req.lock``) or ``inc_lock_ref`` with its receipt kept as ``req.lock_receipt`` (before:
+    what the release's ``unpin`` replays)."""
+    if hasattr(tree, "lock"):
+        req.lock = tree.lock(req.last_node)
+    else:
+        req.lock_receipt = tree.inc_lock_ref(req.last_node).to_dec_params()
+
+
+def leave(req, tree, keep: bool) -> None:
+    """The release's ``release_kv_cache`` for a leaving request; ``keep``: the tree keeps what
+    it can key (a finished request), not for an aborted one."""
+    common.release_kv_cache(req, tree, **{KEEP: keep})
+
+
 def free_slots(sub, page: int) -> list[int]:
     """The slots one of the release's sub-allocators holds free (its free and staged pages,
     duplicates kept), sorted; page ids expanded to their slots when ``page`` > 1."""
@@ -108,7 +133,7 @@ def tree_pipeline(base):
             if seams.prefix_len(req) != start:
                 raise RuntimeError(f"request {rid}: matched {seams.prefix_len(req)} tokens, "
                                    f"the plan starts at {start}")
-            req.lock = self.srv.tree_cache.lock(req.last_node)
+            lock(self.srv.tree_cache, req)
             return req
 
         def fits(self, prefill) -> bool:
@@ -161,7 +186,7 @@ def tree_pipeline(base):
                 req = reqs[rid]
                 if rid in chunked or len(req.output_ids) >= self.case.requests[rid].max_new_tokens:
                     continue  # a chunk (stashed), or finished (cached when it leaves)
-                common.checkpoint_kv_cache(req, self.srv.tree_cache)
+                PUBLISH(req, self.srv.tree_cache)
 
         def release(self, ev) -> None:
             tree = self.srv.tree_cache
@@ -170,7 +195,7 @@ def tree_pipeline(base):
                 aborted = rid in ev.aborted
                 req.finished_reason = (FINISH_ABORT() if aborted
                                        else FINISH_LENGTH(len(req.output_ids)))
-                common.release_kv_cache(req, tree, checkpoint=not aborted)
+                leave(req, tree, not aborted)
             if self.running is not None:
                 self.running.filter_batch()
 

@@ -7,22 +7,31 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator
 
+from swafuzz.targets.protocol import TargetUnavailable
 from swafuzz.targets.sglang.environ import set_attr
 
 from sglang.srt.mem_cache import common  # isort: skip
 from sglang.srt.mem_cache.unified_cache.components import swa as swa_component  # isort: skip
 
 
-def lock_kept():
+@contextlib.contextmanager
+def lock_kept() -> Iterator[None]:
     """``release_kv_cache`` with the request's lock forgotten before it runs: the release
-    unlocks nothing, so the request's path stays locked (never evictable)."""
+    unlocks nothing, so the request's path stays locked (never evictable). 0.5.22 on: the
+    request's ``lock`` handle dropped; before: the tree's ``_dec_req_lock`` (which replays the
+    request's lock receipt: 0.5.21's ``unpin``, 0.5.20's ``cache_finished_req``) does nothing
+    while the request leaves."""
     real = common.release_kv_cache
 
-    def release_kv_cache(req, tree_cache, *, checkpoint):
-        req.lock = None
-        return real(req, tree_cache, checkpoint=checkpoint)
+    def release_kv_cache(req, tree_cache, *args, **kw):
+        if "checkpoint" in kw:
+            req.lock = None
+            return real(req, tree_cache, *args, **kw)
+        with set_attr(tree_cache, "_dec_req_lock", lambda r, **kw: None):
+            return real(req, tree_cache, *args, **kw)
 
-    return set_attr(common, "release_kv_cache", release_kv_cache)
+    with set_attr(common, "release_kv_cache", release_kv_cache):
+        yield
 
 
 @contextlib.contextmanager
@@ -47,20 +56,31 @@ def insert_drops_swa_boundary() -> Iterator[None]:
 
 
 def row_not_repointed():
-    """``checkpoint_into_tree`` leaves the request's ``req_to_token`` row on its own slots for
-    the tokens the tree already held, although the insert freed those duplicates."""
+    """The tree's insert of a running request's KV (``checkpoint_into_tree``, 0.5.22 on;
+    ``cache_unfinished_req`` before) leaves the request's ``req_to_token`` row on its own slots
+    for the tokens the tree already held, although the insert freed those duplicates."""
     from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache as cls
-    real = cls.checkpoint_into_tree
 
-    def checkpoint_into_tree(self, req, *, up_to, **kw):
+    def keeping_the_row(real, self, req, n, *args, **kw):  # the row's first n tokens kept
         idx = req.kv.req_pool_idx
         table = self.req_to_token_pool.req_to_token
-        before = table[idx, :up_to].clone()
-        real(self, req, up_to=up_to, **kw)
-        table[idx, :up_to] = before
+        before = table[idx, :n].clone()
+        real(self, req, *args, **kw)
+        table[idx, :n] = before
 
-    return set_attr(cls, "checkpoint_into_tree", checkpoint_into_tree)
+    if hasattr(cls, "checkpoint_into_tree"):
+        real = cls.checkpoint_into_tree
 
+        def checkpoint_into_tree(self, req, *, up_to, **kw):
+            keeping_the_row(real, self, req, up_to, up_to=up_to, **kw)
+
+        return set_attr(cls, "checkpoint_into_tree", checkpoint_into_tree)
+    unfinished = cls.cache_unfinished_req
+
+    def cache_unfinished_req(self, req, *args, **kw):
+        keeping_the_row(unfinished, self, req, len(req.get_fill_ids()), *args, **kw)
+
+    return set_attr(cls, "cache_unfinished_req", cache_unfinished_req)
 
 
 def chunk_published_whole():
@@ -68,6 +88,11 @@ def chunk_published_whole():
     extend-phase fill) instead of the KV the request has committed: positions not computed yet
     are published to the tree."""
     from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache as cls
+    if not hasattr(cls, "checkpoint"):  # 0.5.20 / 0.5.21: the stash keys the request's fill ids
+        raise TargetUnavailable(
+            "server mutant chunk_published_whole: this release stashes a chunk through "
+            "cache_unfinished_req(chunked=True), keyed on the request's fill ids; the "
+            "checkpoint(up_to=...) this mutant widens is 0.5.22+")
     real = cls.checkpoint
 
     def checkpoint(self, req, *, up_to, **kw):

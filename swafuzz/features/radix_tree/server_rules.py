@@ -32,8 +32,11 @@ def refusal(config: dict, version: str) -> str | None:
                 "(mem_cache.unified_cache) with a prefill publish the server level drives "
                 "(checkpoint_kv_cache or maybe_cache_unfinished_req); its SWARadixCache is not "
                 "driven (allowed: true)")
-    base = importlib.import_module("sglang.srt.mem_cache.allocator.base")
-    if not hasattr(base.BaseTokenToKVPoolAllocator, "get_all_free_pages"):
+    try:
+        base = importlib.import_module("sglang.srt.mem_cache.allocator.base")
+    except ImportError:  # no allocator package: nothing that lists free pages either
+        base = None
+    if not hasattr(getattr(base, "BaseTokenToKVPoolAllocator", None), "get_all_free_pages"):
         return (f"config.disable_radix_cache: sglang {version}'s allocators do not list their "
                 "free pages (get_all_free_pages), which the radix judge reads after "
                 "every forward (allowed: true)")

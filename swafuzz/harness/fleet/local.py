@@ -115,7 +115,7 @@ class Cluster:
                     break
                 exited = self.procs[n].poll() is not None
                 if exited and _gave_up_waiting(text[seen:]) and time.monotonic() < end:
-                    self._reap(n)
+                    self.kill(n)  # what the failed attempt left (raylet, GCS, agents)
                     seen = len(self.log(n))
                     self._start(n, self.args[n])
                     continue
@@ -124,18 +124,6 @@ class Cluster:
                         f"ray node {n} did not start ({self.attempts[n]} attempt(s), "
                         f"{timeout:.0f} s allowed):\n{text[-3000:]}")
                 time.sleep(0.3)
-
-    def _reap(self, name: str) -> None:
-        """Kill what a failed attempt of node ``name`` left (its raylet, GCS, agents)."""
-        for q in descendants(self.procs[name].pid):
-            try:
-                os.kill(q, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        try:
-            self.procs[name].wait(10)
-        except subprocess.TimeoutExpired:
-            pass
 
     def log(self, name: str) -> str:
         with open(os.path.join(self.tmp, f"{name}.log")) as f:
